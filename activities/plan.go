@@ -1,0 +1,42 @@
+package activities
+
+import (
+	"context"
+
+	"github.com/secops-agent/investigator/alerts"
+	"github.com/secops-agent/investigator/investigation"
+	"github.com/secops-agent/investigator/plan"
+)
+
+// alertFields is how many alert fields the prompts describe.
+const alertFields = 60
+
+// GeneratePlan asks the model for a plan (structured output, tools given as
+// text, no function calling) and repairs or rejects it: steps naming unknown
+// tools never reach execution. The planning exchange is not kept anywhere.
+func (a *Activities) GeneratePlan(ctx context.Context, in investigation.PlanInput) (investigation.PlanOutput, error) {
+	al, err := a.loadAlert(ctx, in.AlertID)
+	if err != nil {
+		return investigation.PlanOutput{}, err
+	}
+	prompt, err := render("plan", map[string]any{
+		"Request":  in.Request,
+		"Alert":    alerts.Describe(al, alertFields),
+		"History":  in.History,
+		"Tools":    a.Tools.Catalog(),
+		"MaxSteps": in.MaxSteps,
+		"Example":  planExample,
+	})
+	if err != nil {
+		return investigation.PlanOutput{}, err
+	}
+	names := a.Tools.Names()
+	var raw plan.Plan
+	out := investigation.PlanOutput{Tools: names}
+	out.Usage, err = a.generateJSON(ctx, "plan", prompt, planSchema, &raw, func() error {
+		var rerr error
+		out.Plan, out.Notes, rerr = plan.Repair(raw, names, in.MaxSteps)
+		return rerr
+	})
+	return out, err
+}

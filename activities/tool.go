@@ -1,0 +1,94 @@
+package activities
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"strings"
+	"unicode/utf8"
+
+	"github.com/secops-agent/investigator/investigation"
+	"github.com/secops-agent/investigator/tools"
+	"github.com/secops-agent/investigator/transcript"
+)
+
+// CallTool runs one function call and stores its result, capped in size,
+// under in.Key for later model turns. Errors the model can act on (unknown
+// tool, bad arguments, nothing found) are stored as the tool's result; other
+// errors are returned so Temporal retries the activity.
+func (a *Activities) CallTool(ctx context.Context, in investigation.ToolInput) (investigation.ToolOutput, error) {
+	var response map[string]any
+	out := investigation.ToolOutput{Key: in.Key, OK: true}
+	t, ok := a.Tools.Lookup(in.Call.Name)
+	if !ok {
+		out.OK = false
+		out.Error = fmt.Sprintf("unknown tool %q; available tools: %s", in.Call.Name, strings.Join(a.Tools.Names(), ", "))
+	} else {
+		result, err := t.Call(ctx, in.Call.Args)
+		switch {
+		case tools.IsRejection(err):
+			out.OK = false
+			out.Error = err.Error()
+		case err != nil:
+			return investigation.ToolOutput{}, fmt.Errorf("tool %s: %w", in.Call.Name, err)
+		default:
+			response, out.Bytes, out.Truncated, err = shape(result, in.MaxResultBytes)
+			if err != nil {
+				return investigation.ToolOutput{}, fmt.Errorf("tool %s: %w", in.Call.Name, err)
+			}
+		}
+	}
+	if !out.OK {
+		response = map[string]any{"error": out.Error}
+	}
+	raw, err := json.Marshal(response)
+	if err != nil {
+		return investigation.ToolOutput{}, fmt.Errorf("encode %s result: %w", in.Call.Name, err)
+	}
+	if out.OK {
+		out.Preview = preview(string(raw), 160)
+	}
+	entry := transcript.Entry{Kind: transcript.KindTool, CallID: in.Call.ID, Tool: in.Call.Name, Response: string(raw)}
+	if err := a.Transcript.Put(ctx, in.Session, in.Key, entry); err != nil {
+		return investigation.ToolOutput{}, err
+	}
+	return out, nil
+}
+
+// shape turns a tool result into the function-response object the model
+// sees. Results over limit bytes are cut, with a note saying so; a non-object
+// result is wrapped as {"result": ...}.
+func shape(result any, limit int) (map[string]any, int, bool, error) {
+	raw, err := json.Marshal(result)
+	if err != nil {
+		return nil, 0, false, fmt.Errorf("encode result: %w", err)
+	}
+	size := len(raw)
+	if size > limit {
+		partial := string(raw[:max(0, limit-300)])
+		for len(partial) > 0 && !utf8.ValidString(partial) {
+			partial = partial[:len(partial)-1]
+		}
+		return map[string]any{
+			"truncated":   true,
+			"total_bytes": size,
+			"note":        fmt.Sprintf("The result was %d bytes and was cut to fit %d; narrow the query (filters, limit, offset) for the rest.", size, limit),
+			"partial":     partial,
+		}, size, true, nil
+	}
+	var obj map[string]any
+	if json.Unmarshal(raw, &obj) != nil || obj == nil {
+		obj = map[string]any{"result": json.RawMessage(raw)}
+	}
+	return obj, size, false, nil
+}
+
+func preview(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	for n > 0 && !utf8.RuneStart(s[n]) {
+		n--
+	}
+	return s[:n] + "…"
+}

@@ -1,0 +1,307 @@
+// Package alerts holds the security alert model: reading and validating alert
+// files, recognising their source (GuardDuty, Security Command Center, EDR or
+// generic), describing them for a prompt, and storing them in Firestore.
+package alerts
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"sort"
+	"strings"
+	"time"
+	"unicode/utf8"
+)
+
+// MaxBytes is the size of the largest accepted alert file (1 MiB).
+const MaxBytes = 1 << 20
+
+// Firestore limits that an alert's data must respect to be stored.
+const (
+	maxDepth        = 20      // nested maps/arrays, counting the alert object itself
+	maxKeyBytes     = 1500    // bytes in one field name
+	maxStoredBytes  = 1000000 // estimated Firestore size of the data; leaves room below 1 MiB for the other fields
+	maxSummaryRunes = 200     // runes kept in Type and Title
+)
+
+// ErrNotFound is wrapped by Store.Get when no alert has the requested ID.
+var ErrNotFound = errors.New("alert not found")
+
+// Alert is one security alert: its original JSON object plus the fields
+// normalised from it.
+type Alert struct {
+	ID         string         `firestore:"id" json:"id"`
+	Source     string         `firestore:"source" json:"source"`           // "guardduty", "scc", "edr", or "generic"
+	Type       string         `firestore:"type" json:"type"`               // finding type / category
+	Severity   string         `firestore:"severity" json:"severity"`       // normalised: low|medium|high|critical|unknown
+	Title      string         `firestore:"title" json:"title"`             // short human-readable title
+	ObservedAt time.Time      `firestore:"observed_at" json:"observed_at"` // from the alert when present, else zero
+	ImportedAt time.Time      `firestore:"imported_at" json:"imported_at"` // set by Store.Put if zero
+	Data       map[string]any `firestore:"data" json:"data"`               // the alert JSON object exactly as given
+}
+
+// Sources of alerts.
+const (
+	SourceGuardDuty = "guardduty"
+	SourceSCC       = "scc"
+	SourceEDR       = "edr"
+	SourceGeneric   = "generic"
+)
+
+// Normalised severities.
+const (
+	SeverityLow      = "low"
+	SeverityMedium   = "medium"
+	SeverityHigh     = "high"
+	SeverityCritical = "critical"
+	SeverityUnknown  = "unknown"
+)
+
+// Read returns the bytes of the alert file at path, or of stdin when path is
+// "-". It never reads more than MaxBytes+1 bytes.
+func Read(path string, stdin io.Reader) ([]byte, error) {
+	if path == "-" {
+		if stdin == nil {
+			return nil, errors.New("cannot read the alert from standard input: no input is connected")
+		}
+		data, err := io.ReadAll(io.LimitReader(stdin, MaxBytes+1))
+		if err != nil {
+			return nil, fmt.Errorf("cannot read the alert from standard input: %w", err)
+		}
+		if len(data) > MaxBytes {
+			return nil, errors.New("the alert on standard input is larger than the 1 MiB limit")
+		}
+		return data, nil
+	}
+	if path == "" {
+		return nil, errors.New("no alert file was given")
+	}
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, fmt.Errorf("cannot read alert file %q: %w", path, pathErr(err))
+	}
+	defer f.Close()
+	if fi, err := f.Stat(); err == nil && fi.IsDir() {
+		return nil, fmt.Errorf("cannot read alert file %q: it is a directory", path)
+	}
+	data, err := io.ReadAll(io.LimitReader(f, MaxBytes+1))
+	if err != nil {
+		return nil, fmt.Errorf("cannot read alert file %q: %w", path, pathErr(err))
+	}
+	if len(data) > MaxBytes {
+		return nil, fmt.Errorf("alert file %q is larger than the 1 MiB limit", path)
+	}
+	return data, nil
+}
+
+// pathErr drops the operation and path that *fs.PathError repeats, keeping
+// the cause (so errors.Is(err, fs.ErrNotExist) still works).
+func pathErr(err error) error {
+	var pe *fs.PathError
+	if errors.As(err, &pe) {
+		return pe.Err
+	}
+	return err
+}
+
+// Parse validates an alert's JSON and normalises it. The alert must be one
+// JSON object of at most MaxBytes that Firestore can store. The ID is
+// content-addressed: "<source>-" plus the first 12 hex digits of the SHA-256
+// of the compact, key-sorted JSON, so the same alert always gets the same ID.
+func Parse(raw []byte) (Alert, error) {
+	if len(raw) > MaxBytes {
+		return Alert{}, errors.New("the alert is larger than the 1 MiB limit")
+	}
+	raw = bytes.TrimPrefix(raw, []byte("\xef\xbb\xbf")) // UTF-8 byte order mark
+	if len(bytes.TrimSpace(raw)) == 0 {
+		return Alert{}, errors.New("the alert is empty")
+	}
+	var v any
+	if err := json.Unmarshal(raw, &v); err != nil {
+		return Alert{}, fmt.Errorf("the alert is not valid JSON: %s", jsonErrorDetail(raw, err))
+	}
+	obj, ok := v.(map[string]any)
+	if !ok {
+		return Alert{}, fmt.Errorf("the alert must be a JSON object, got %s", jsonKind(v))
+	}
+	if len(obj) == 0 {
+		return Alert{}, errors.New("the alert is an empty JSON object")
+	}
+	if err := checkStorable(obj); err != nil {
+		return Alert{}, err
+	}
+
+	a := recognise(obj)
+	a.Data = obj
+	a.Type = clipRunes(strings.TrimSpace(a.Type), maxSummaryRunes)
+	a.Title = clipRunes(strings.TrimSpace(a.Title), maxSummaryRunes)
+	if a.Title == "" {
+		a.Title = a.Type
+	}
+	if a.Severity == "" {
+		a.Severity = SeverityUnknown
+	}
+	canonical, err := json.Marshal(obj) // compact, map keys sorted
+	if err != nil {
+		return Alert{}, fmt.Errorf("the alert cannot be encoded: %w", err)
+	}
+	sum := sha256.Sum256(canonical)
+	a.ID = a.Source + "-" + hex.EncodeToString(sum[:])[:12]
+	return a, nil
+}
+
+// jsonErrorDetail describes a decoding error with its line and column.
+func jsonErrorDetail(raw []byte, err error) string {
+	var se *json.SyntaxError
+	if errors.As(err, &se) {
+		line, col := lineCol(raw, se.Offset)
+		return fmt.Sprintf("%s (line %d, column %d)", se.Error(), line, col)
+	}
+	return err.Error()
+}
+
+// lineCol converts a byte offset into 1-based line and column numbers. The
+// offset of a json.SyntaxError is just past the offending byte.
+func lineCol(raw []byte, offset int64) (line, col int) {
+	if offset > int64(len(raw)) {
+		offset = int64(len(raw))
+	}
+	if offset > 0 {
+		offset-- // point at the offending byte itself
+	}
+	before := raw[:offset]
+	line = bytes.Count(before, []byte("\n")) + 1
+	lastNL := bytes.LastIndexByte(before, '\n')
+	col = utf8.RuneCount(before[lastNL+1:]) + 1
+	return line, col
+}
+
+// jsonKind names the kind of a decoded JSON value, with an article.
+func jsonKind(v any) string {
+	switch v.(type) {
+	case nil:
+		return "null"
+	case []any:
+		return "an array"
+	case string:
+		return "a string"
+	case float64:
+		return "a number"
+	case bool:
+		return "a boolean"
+	case map[string]any:
+		return "an object"
+	}
+	return fmt.Sprintf("a %T", v)
+}
+
+// checkStorable rejects data that Firestore would refuse: empty, reserved or
+// over-long field names, arrays directly inside arrays, too deep nesting and
+// documents over the size limit. It walks keys in sorted order so that the
+// first problem reported is always the same one.
+func checkStorable(obj map[string]any) error {
+	size, err := walkStorable(obj, "", 1)
+	if err != nil {
+		return err
+	}
+	if size > maxStoredBytes {
+		return fmt.Errorf("the alert is too large to store: it needs about %d bytes in Firestore, more than the 1 MiB document limit allows", size)
+	}
+	return nil
+}
+
+// walkStorable checks v, found at path and at nesting depth (1 for the alert
+// object), and returns its estimated Firestore storage size.
+func walkStorable(v any, path string, depth int) (int, error) {
+	switch x := v.(type) {
+	case map[string]any:
+		if depth > maxDepth {
+			return 0, fmt.Errorf("the alert is nested more than %d levels deep at %s, which Firestore cannot store", maxDepth, where(path))
+		}
+		size := 0
+		for _, k := range sortedKeys(x) {
+			switch {
+			case k == "":
+				return 0, fmt.Errorf("the alert has an empty field name %s, which Firestore cannot store", under(path))
+			case len(k) > maxKeyBytes:
+				return 0, fmt.Errorf("the alert has a field name longer than %d bytes %s, which Firestore cannot store", maxKeyBytes, under(path))
+			case len(k) >= 4 && strings.HasPrefix(k, "__") && strings.HasSuffix(k, "__"):
+				return 0, fmt.Errorf("the alert field %q uses a name of the form __name__, which Firestore reserves", joinPath(path, k))
+			}
+			n, err := walkStorable(x[k], joinPath(path, k), depth+1)
+			if err != nil {
+				return 0, err
+			}
+			size += len(k) + 1 + n
+		}
+		return size, nil
+	case []any:
+		if depth > maxDepth {
+			return 0, fmt.Errorf("the alert is nested more than %d levels deep at %s, which Firestore cannot store", maxDepth, where(path))
+		}
+		size := 0
+		for i, e := range x {
+			p := fmt.Sprintf("%s[%d]", path, i)
+			if _, ok := e.([]any); ok {
+				return 0, fmt.Errorf("the alert has an array directly inside an array at %q, which Firestore cannot store", p)
+			}
+			n, err := walkStorable(e, p, depth+1)
+			if err != nil {
+				return 0, err
+			}
+			size += n
+		}
+		return size, nil
+	case string:
+		return len(x) + 1, nil
+	case float64:
+		return 8, nil
+	default: // bool, nil
+		return 1, nil
+	}
+}
+
+func joinPath(path, key string) string {
+	if path == "" {
+		return key
+	}
+	return path + "." + key
+}
+
+func where(path string) string {
+	if path == "" {
+		return "the top level"
+	}
+	return fmt.Sprintf("%q", path)
+}
+
+func under(path string) string {
+	if path == "" {
+		return "at the top level"
+	}
+	return fmt.Sprintf("under %q", path)
+}
+
+func sortedKeys(m map[string]any) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return keys
+}
+
+// clipRunes shortens s to at most n runes, marking a cut with "…".
+func clipRunes(s string, n int) string {
+	if utf8.RuneCountInString(s) <= n {
+		return s
+	}
+	r := []rune(s)
+	return string(r[:n-1]) + "…"
+}

@@ -1,0 +1,143 @@
+// Package config binds the settings shared by the worker and the starter to
+// command-line flags whose defaults come from the environment variables the
+// Google and Temporal ecosystems already use.
+package config
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"os"
+	"strconv"
+	"strings"
+
+	"cloud.google.com/go/firestore"
+	"github.com/spf13/pflag"
+	"go.temporal.io/sdk/client"
+	tlog "go.temporal.io/sdk/log"
+	"google.golang.org/genai"
+
+	"github.com/secops-agent/investigator/gemini"
+	"github.com/secops-agent/investigator/investigation"
+)
+
+// EmulatorProject is the project ID used with the Firestore emulator when no
+// GOOGLE_CLOUD_PROJECT is set.
+const EmulatorProject = "demo-investigator"
+
+// Env returns the first non-empty environment variable of names, or def.
+func Env(def string, names ...string) string {
+	for _, n := range names {
+		if v := strings.TrimSpace(os.Getenv(n)); v != "" {
+			return v
+		}
+	}
+	return def
+}
+
+func envBool(names ...string) bool {
+	b, _ := strconv.ParseBool(Env("false", names...))
+	return b
+}
+
+// Temporal says where the Temporal service is.
+type Temporal struct {
+	Address   string
+	Namespace string
+	TaskQueue string
+	UIURL     string
+}
+
+// Flags registers the Temporal flags.
+func (t *Temporal) Flags(fs *pflag.FlagSet) {
+	fs.StringVar(&t.Address, "temporal-address", Env("localhost:7233", "TEMPORAL_ADDRESS"), "Temporal frontend host:port (env TEMPORAL_ADDRESS)")
+	fs.StringVar(&t.Namespace, "namespace", Env("default", "TEMPORAL_NAMESPACE"), "Temporal namespace (env TEMPORAL_NAMESPACE)")
+	fs.StringVar(&t.TaskQueue, "task-queue", Env(investigation.DefaultQueue, "TEMPORAL_TASK_QUEUE"), "task queue of the investigation worker (env TEMPORAL_TASK_QUEUE)")
+	fs.StringVar(&t.UIURL, "ui-url", Env("http://localhost:8233", "TEMPORAL_UI_URL"), "base URL of the Temporal Web UI, for links (env TEMPORAL_UI_URL)")
+}
+
+// Dial connects to Temporal, logging through slog.
+func (t Temporal) Dial(logger *slog.Logger) (client.Client, error) {
+	c, err := client.Dial(client.Options{
+		HostPort:  t.Address,
+		Namespace: t.Namespace,
+		Logger:    tlog.NewStructuredLogger(logger),
+	})
+	if err != nil {
+		return nil, fmt.Errorf("cannot connect to Temporal at %s (namespace %s): %w", t.Address, t.Namespace, err)
+	}
+	return c, nil
+}
+
+// WorkflowURL returns the Web UI link of a workflow.
+func (t Temporal) WorkflowURL(workflowID string) string {
+	return fmt.Sprintf("%s/namespaces/%s/workflows/%s", strings.TrimRight(t.UIURL, "/"), t.Namespace, workflowID)
+}
+
+// Firestore says which Firestore database to use.
+type Firestore struct {
+	Project  string
+	Database string
+}
+
+// Flags registers the Firestore flags.
+func (f *Firestore) Flags(fs *pflag.FlagSet) {
+	fs.StringVar(&f.Project, "project", Env("", "GOOGLE_CLOUD_PROJECT"), "Google Cloud project of Firestore (env GOOGLE_CLOUD_PROJECT; "+EmulatorProject+" with the emulator)")
+	fs.StringVar(&f.Database, "firestore-database", Env("(default)", "FIRESTORE_DATABASE"), "Firestore database ID (env FIRESTORE_DATABASE)")
+}
+
+// Client opens Firestore; FIRESTORE_EMULATOR_HOST selects the emulator.
+func (f Firestore) Client(ctx context.Context) (*firestore.Client, error) {
+	project := f.Project
+	emulator := os.Getenv("FIRESTORE_EMULATOR_HOST")
+	if project == "" {
+		if emulator == "" {
+			return nil, fmt.Errorf("no Firestore project: set GOOGLE_CLOUD_PROJECT (or FIRESTORE_EMULATOR_HOST for the local emulator)")
+		}
+		project = EmulatorProject
+	}
+	c, err := firestore.NewClientWithDatabase(ctx, project, f.Database)
+	if err != nil {
+		return nil, fmt.Errorf("cannot open Firestore (project %s, database %s): %w", project, f.Database, err)
+	}
+	return c, nil
+}
+
+// Gemini says which model to use and how to reach it. The API key is only
+// read from the environment, never from flags, workflow inputs or logs.
+type Gemini struct {
+	Model    string
+	Vertex   bool
+	Project  string
+	Location string
+	BaseURL  string
+}
+
+// Flags registers the Gemini flags.
+func (g *Gemini) Flags(fs *pflag.FlagSet) {
+	fs.StringVar(&g.Model, "model", Env("gemini-2.5-flash", "GEMINI_MODEL"), "Gemini model (env GEMINI_MODEL)")
+	fs.BoolVar(&g.Vertex, "vertex", envBool("GOOGLE_GENAI_USE_VERTEXAI"), "use Vertex AI instead of the Gemini API (env GOOGLE_GENAI_USE_VERTEXAI)")
+	fs.StringVar(&g.Location, "location", Env("", "GOOGLE_CLOUD_LOCATION", "GOOGLE_CLOUD_REGION"), "Vertex AI location (env GOOGLE_CLOUD_LOCATION)")
+	fs.StringVar(&g.BaseURL, "gemini-base-url", Env("", "GOOGLE_GEMINI_BASE_URL"), "Gemini API base URL, e.g. a local Gemini-protocol server (env GOOGLE_GEMINI_BASE_URL)")
+}
+
+// Client builds the genai client; the key comes from GEMINI_API_KEY or
+// GOOGLE_API_KEY, the Vertex project from the Firestore project flag.
+func (g Gemini) Client(ctx context.Context, project string) (*genai.Client, error) {
+	return gemini.NewClient(ctx, gemini.Config{
+		APIKey:   Env("", "GEMINI_API_KEY", "GOOGLE_API_KEY"),
+		Vertex:   g.Vertex,
+		Project:  project,
+		Location: g.Location,
+		BaseURL:  g.BaseURL,
+	})
+}
+
+// Logger returns a slog logger at the given level ("debug", "info", "warn", "error").
+func Logger(level string) (*slog.Logger, error) {
+	var l slog.Level
+	if err := l.UnmarshalText([]byte(level)); err != nil {
+		return nil, fmt.Errorf("unknown log level %q (use debug, info, warn or error)", level)
+	}
+	return slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: l})), nil
+}

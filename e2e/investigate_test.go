@@ -1,0 +1,254 @@
+package e2e
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	"go.temporal.io/api/enums/v1"
+	historypb "go.temporal.io/api/history/v1"
+	"go.temporal.io/api/temporalproto"
+	"go.temporal.io/api/workflowservice/v1"
+	"google.golang.org/genai"
+
+	"github.com/secops-agent/investigator/alerts"
+	"github.com/secops-agent/investigator/gemini/geminitest"
+)
+
+const exampleAlert = "examples/alerts/guardduty-ssh-bruteforce.json"
+
+func exampleID(t *testing.T) string {
+	t.Helper()
+	raw, err := os.ReadFile(filepath.Join("..", exampleAlert))
+	require.NoError(t, err)
+	al, err := alerts.Parse(raw)
+	require.NoError(t, err)
+	return al.ID
+}
+
+// TestInvestigation runs a whole investigation through the real binaries: a
+// plan, a 503 on the first step turn (retried by Temporal after Retry-After),
+// two steps with tool calls, a plan update, an early "achieved", and the
+// conclusion.
+func TestInvestigation(t *testing.T) {
+	imp := starter(t, nil, append([]string{"alert", "import"}, historyFiles(t)...)...)
+	require.Equal(t, 0, imp.code, imp.stderr)
+	require.Equal(t, len(historyFiles(t)), strings.Count(imp.stdout, "imported "), imp.stdout)
+
+	id := exampleID(t)
+	var step1Retry, sawAlert, sawSearch, reflectPrompt, concludePrompt string
+	model.set(geminitest.Script(
+		func(r *geminitest.Request) geminitest.Reply {
+			return geminitest.JSON(map[string]any{
+				"objective": "Decide whether the SSH brute force against web-server-prod-01 succeeded.",
+				"steps": []map[string]any{
+					{"id": "s1", "description": "Read the full alert.", "tools": []string{"get_alert"}, "expected": "attacker IP, target, window"},
+					{"id": "s2", "description": "Find earlier alerts from the same remote IP.", "tools": []string{"search_alerts", "whois"}, "expected": "history of the IP"},
+				},
+			})
+		},
+		func(r *geminitest.Request) geminitest.Reply {
+			return geminitest.Error(503, "The model is overloaded. Please try again later.", "1")
+		},
+		func(r *geminitest.Request) geminitest.Reply {
+			step1Retry = r.Text()
+			return geminitest.Calls(&genai.FunctionCall{Name: "get_alert", Args: map[string]any{"id": id}})
+		},
+		func(r *geminitest.Request) geminitest.Reply {
+			for _, fr := range r.FunctionResponses() {
+				if fr.Name == "get_alert" {
+					sawAlert = toJSON(fr.Response)
+				}
+			}
+			return geminitest.Text("Remote IP 198.51.100.23 (Example Hosting, NL) sent SSH attempts to i-0abc1234def567890 on port 22; no sign of success in the finding.")
+		},
+		func(r *geminitest.Request) geminitest.Reply {
+			reflectPrompt = r.Text()
+			return geminitest.JSON(map[string]any{
+				"achieved": false,
+				"insights": []string{"The attacker IP 198.51.100.23 is hosted at Example Hosting Ltd."},
+				"plan_updates": []map[string]any{
+					{"type": "update_step", "step_id": "step_2", "step": map[string]any{"expected": "earlier findings for 198.51.100.23"}, "reason": "focus on the IP"},
+					{"type": "cancel_step", "step_id": "step_9", "reason": "nonsense"},
+				},
+			})
+		},
+		func(r *geminitest.Request) geminitest.Reply {
+			return geminitest.Calls(&genai.FunctionCall{Name: "search_alerts", Args: map[string]any{
+				"field": "service.action.networkConnectionAction.remoteIpDetails.ipAddressV4", "op": "==", "value": "198.51.100.23",
+			}})
+		},
+		func(r *geminitest.Request) geminitest.Reply {
+			for _, fr := range r.FunctionResponses() {
+				if fr.Name == "search_alerts" {
+					sawSearch = toJSON(fr.Response)
+				}
+			}
+			return geminitest.Text("198.51.100.23 appears in earlier GuardDuty findings against other hosts.")
+		},
+		func(r *geminitest.Request) geminitest.Reply {
+			return geminitest.JSON(map[string]any{"achieved": true, "insights": []string{"Repeat offender across hosts."}, "plan_updates": []any{}})
+		},
+		func(r *geminitest.Request) geminitest.Reply {
+			concludePrompt = r.Text()
+			return geminitest.Text("## Summary\nA known scanner brute-forced SSH on web-server-prod-01.\n\n## Assessment\nSuspicious, no compromise seen.")
+		},
+	))
+	before := len(modelSrv.Requests())
+	start := time.Now()
+	res := starter(t, nil, "investigate", "--alert", exampleAlert, "--question", "Did the attacker get in?")
+	wall := time.Since(start)
+	require.Equal(t, 0, res.code, "stdout:\n%s\nstderr:\n%s", res.stdout, res.stderr)
+	out := res.stdout
+	for _, want := range []string{
+		"Investigating alert " + id,
+		"Web UI:      http://localhost:8233/namespaces/default/workflows/investigation-" + id,
+		"PLAN  Decide whether the SSH brute force",
+		"step_1  Read the full alert. [get_alert]",
+		"expect: attacker IP, target, window",
+		"note: step s2: removed unknown tools whois",
+		"STEP  step_1: Read the full alert.",
+		"-> get_alert " + id,
+		"insight: The attacker IP 198.51.100.23 is hosted at Example Hosting Ltd.",
+		"plan: update_step step_2 (focus on the IP)",
+		`plan: cancel_step step_9 (dropped: unknown step "step_9")`,
+		"completed: step_1: Read the full alert.",
+		"pending:   step_2: Find earlier alerts from the same remote IP.",
+		"-> search_alerts service.action.networkConnectionAction.remoteIpDetails.ipAddressV4 == 198.51.100.23",
+		"==================== CONCLUSION ====================\n## Summary\nA known scanner brute-forced SSH on web-server-prod-01.",
+	} {
+		require.Contains(t, out, want)
+	}
+	require.Equal(t, 1, strings.Count(out, "CONCLUSION"), "events are printed once")
+	require.Equal(t, 9, len(modelSrv.Requests())-before, "one request per model call plus the one 503")
+
+	// What the model saw: the real tool results, the reflection inputs only.
+	require.Contains(t, step1Retry, "Execute this step: Read the full alert.")
+	require.Contains(t, sawAlert, "198.51.100.23")
+	require.Contains(t, sawSearch, `"count":`)
+	require.Contains(t, sawSearch, "guardduty-")
+	require.Contains(t, reflectPrompt, "Remote IP 198.51.100.23")
+	require.NotContains(t, reflectPrompt, "Execute this step", "reflection never sees the conversation")
+	require.Contains(t, concludePrompt, "Repeat offender across hosts.")
+
+	// The workflow history: activity order, the retried turn, the search attribute.
+	wfID := workflowIDFrom(t, out)
+	hist := history(t, wfID)
+	var types []string
+	var retried []int32
+	for _, e := range hist.Events {
+		if a := e.GetActivityTaskScheduledEventAttributes(); a != nil {
+			types = append(types, a.ActivityType.GetName())
+		}
+		if a := e.GetActivityTaskStartedEventAttributes(); a != nil && a.Attempt > 1 {
+			retried = append(retried, a.Attempt)
+			require.Contains(t, a.LastFailure.GetMessage(), "503")
+		}
+	}
+	require.Equal(t, []string{
+		"GeneratePlan",
+		"ModelTurn", "CallTool", "ModelTurn", "Reflect",
+		"ModelTurn", "CallTool", "ModelTurn", "Reflect",
+		"Conclude",
+	}, types)
+	require.Equal(t, []int32{2}, retried, "exactly one activity (the first ModelTurn) needed a second attempt")
+
+	desc, err := tc.DescribeWorkflowExecution(context.Background(), wfID, "")
+	require.NoError(t, err)
+	sa := desc.WorkflowExecutionInfo.GetSearchAttributes().GetIndexedFields()["AlertId"]
+	require.NotNil(t, sa)
+	require.Contains(t, string(sa.GetData()), id)
+
+	raw, err := temporalproto.CustomJSONMarshalOptions{Indent: "  "}.Marshal(hist)
+	require.NoError(t, err)
+	t.Logf("REPORT e2e investigation: wall %s, %d activities, %d history events, history %d bytes (JSON export)",
+		wall.Round(time.Millisecond), len(types), len(hist.Events), len(raw))
+	if os.Getenv("UPDATE_TESTDATA") != "" {
+		require.NoError(t, os.WriteFile(filepath.Join("..", "workflows", "testdata", "investigation.history.json"), raw, 0o644))
+	}
+}
+
+// TestUnauthorizedFailsFast: a 401 from Gemini ends the run at once with a
+// clear sentence and a non-zero exit code; nothing is retried.
+func TestUnauthorizedFailsFast(t *testing.T) {
+	model.set(geminitest.Always(geminitest.Error(401, "API key not valid. Please pass a valid API key.", "")))
+	before := len(modelSrv.Requests())
+	res := starter(t, nil, "investigate", "--alert", exampleAlert)
+	require.Equal(t, 1, res.code, res.stdout)
+	require.Equal(t, 1, len(modelSrv.Requests())-before, "a 401 is not retried")
+	require.Contains(t, res.stderr, "planning failed: Gemini rejected the credentials (HTTP 401)")
+	require.NotContains(t, res.stderr+res.stdout, "e2e-test-key", "the key never reaches the user")
+	require.Equal(t, 1, strings.Count(strings.TrimSpace(res.stderr), "\n")+1, "one line: %q", res.stderr)
+	t.Logf("REPORT 401 failure: starter exited %d after %s", res.code, res.took.Round(time.Millisecond))
+}
+
+// TestBadInput: bad alert files get a clear error and start no workflow.
+func TestBadInput(t *testing.T) {
+	dir := t.TempDir()
+	write := func(name string, data []byte) string {
+		p := filepath.Join(dir, name)
+		require.NoError(t, os.WriteFile(p, data, 0o644))
+		return p
+	}
+	big := make([]byte, 20<<20)
+	for i := range big {
+		big[i] = ' '
+	}
+	copy(big, `{"a":"`)
+	cases := []struct {
+		name, path, want string
+		stdin            []byte
+	}{
+		{"empty file", write("empty.json", nil), "the alert is empty", nil},
+		{"not JSON", write("text.json", []byte("this is not json")), "not valid JSON", nil},
+		{"JSON array", write("array.json", []byte(`[{"type":"x"}]`)), "must be a JSON object, got an array", nil},
+		{"20 MB file", write("big.json", big), "larger than the 1 MiB limit", nil},
+		{"missing path", filepath.Join(dir, "nope.json"), "cannot read alert file", nil},
+		{"directory", dir, "cannot read alert file", nil},
+		{"stdin not an object", "-", "must be a JSON object", []byte(`"just a string"`)},
+	}
+	count := func() int64 {
+		resp, err := tc.CountWorkflow(context.Background(), &workflowservice.CountWorkflowExecutionsRequest{Query: "WorkflowType = 'Investigation'"})
+		require.NoError(t, err)
+		return resp.Count
+	}
+	model.set(nil)
+	before := count()
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			res := starter(t, c.stdin, "investigate", "--alert", c.path)
+			require.Equal(t, 1, res.code)
+			require.Contains(t, res.stderr, c.want)
+			require.True(t, strings.HasPrefix(res.stderr, "error: "), res.stderr)
+			require.NotContains(t, res.stdout, "Workflow ID")
+		})
+	}
+	time.Sleep(time.Second) // let visibility catch up before counting
+	require.Equal(t, before, count(), "no workflow was started")
+}
+
+func historyFiles(t *testing.T) []string {
+	files, err := filepath.Glob(filepath.Join("..", "examples", "alerts", "history", "*.json"))
+	require.NoError(t, err)
+	require.NotEmpty(t, files)
+	for i, f := range files {
+		files[i], _ = filepath.Rel("..", f)
+	}
+	return files
+}
+
+func history(t *testing.T, wfID string) *historypb.History {
+	t.Helper()
+	it := tc.GetWorkflowHistory(context.Background(), wfID, "", false, enums.HISTORY_EVENT_FILTER_TYPE_ALL_EVENT)
+	h := &historypb.History{}
+	for it.HasNext() {
+		e, err := it.Next()
+		require.NoError(t, err)
+		h.Events = append(h.Events, e)
+	}
+	return h
+}

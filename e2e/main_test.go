@@ -1,0 +1,188 @@
+// Package e2e runs the real worker and starter binaries against the real
+// Temporal dev server, the official Firestore emulator and a local server
+// that speaks the Gemini REST protocol, so the genai client code runs too.
+package e2e
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"go.temporal.io/sdk/client"
+
+	"github.com/secops-agent/investigator/gemini/geminitest"
+	"github.com/secops-agent/investigator/internal/testenv"
+)
+
+var (
+	bin      string // directory holding the built worker and starter
+	tc       client.Client
+	stack    []string // environment of the worker and starter
+	model    = &switchable{}
+	modelSrv *geminitest.Server
+)
+
+// switchable lets each test install its own scripted model behind the one
+// server the worker was started with.
+type switchable struct {
+	mu sync.Mutex
+	h  geminitest.Handler
+}
+
+func (s *switchable) set(h geminitest.Handler) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.h = h
+}
+
+func (s *switchable) handle(r *geminitest.Request) geminitest.Reply {
+	s.mu.Lock()
+	h := s.h
+	s.mu.Unlock()
+	if h == nil {
+		return geminitest.Error(500, "e2e: no model script installed", "")
+	}
+	return h(r)
+}
+
+func TestMain(m *testing.M) {
+	code, err := run(m)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "e2e setup:", err)
+		os.Exit(1)
+	}
+	os.Exit(code)
+}
+
+func run(m *testing.M) (int, error) {
+	ctx := context.Background()
+	dir, err := os.MkdirTemp("", "investigator-e2e-")
+	if err != nil {
+		return 0, err
+	}
+	defer os.RemoveAll(dir)
+	bin = dir
+	build := exec.Command("go", "build", "-o", dir+"/", "./worker", "./starter")
+	build.Dir = ".."
+	if out, err := build.CombinedOutput(); err != nil {
+		return 0, fmt.Errorf("build binaries: %v\n%s", err, out)
+	}
+
+	srv, err := testenv.StartTemporal(ctx)
+	if err != nil {
+		return 0, err
+	}
+	defer srv.Stop()
+	fsHost, stopFS, err := testenv.StartFirestore()
+	if err != nil {
+		return 0, err
+	}
+	defer stopFS()
+	modelSrv = geminitest.NewServer(model.handle)
+	defer modelSrv.Close()
+
+	stack = append(os.Environ(),
+		"TEMPORAL_ADDRESS="+srv.FrontendHostPort(),
+		"TEMPORAL_NAMESPACE=default",
+		"FIRESTORE_EMULATOR_HOST="+fsHost,
+		"GOOGLE_CLOUD_PROJECT="+testenv.Project,
+		"GOOGLE_GEMINI_BASE_URL="+modelSrv.URL,
+		"GEMINI_API_KEY=e2e-test-key",
+		"GOOGLE_API_KEY=",
+		"GOOGLE_GENAI_USE_VERTEXAI=",
+		"LOG_LEVEL=warn",
+	)
+	tc, err = client.Dial(client.Options{HostPort: srv.FrontendHostPort()})
+	if err != nil {
+		return 0, err
+	}
+	defer tc.Close()
+
+	worker := exec.Command(filepath.Join(bin, "worker"))
+	worker.Env = stack
+	var workerLog bytes.Buffer
+	worker.Stdout, worker.Stderr = &workerLog, &workerLog
+	if err := worker.Start(); err != nil {
+		return 0, fmt.Errorf("start worker: %w", err)
+	}
+	code := m.Run()
+	// The worker stops cleanly on SIGTERM.
+	_ = worker.Process.Signal(syscall.SIGTERM)
+	waited := make(chan error, 1)
+	go func() { waited <- worker.Wait() }()
+	select {
+	case err := <-waited:
+		if err != nil {
+			fmt.Fprintf(os.Stderr, "worker exited with %v\n%s", err, workerLog.String())
+			code = 1
+		}
+	case <-time.After(20 * time.Second):
+		_ = worker.Process.Kill()
+		fmt.Fprintf(os.Stderr, "worker did not stop within 20s of SIGTERM\n%s", workerLog.String())
+		code = 1
+	}
+	if code != 0 {
+		fmt.Fprintf(os.Stderr, "--- worker log ---\n%s", workerLog.String())
+	}
+	return code, nil
+}
+
+// result is one finished run of the starter.
+type result struct {
+	code           int
+	stdout, stderr string
+	took           time.Duration
+}
+
+// starter runs the starter binary with args, optionally feeding stdin.
+func starter(t *testing.T, stdin []byte, args ...string) result {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, filepath.Join(bin, "starter"), args...)
+	cmd.Env = stack
+	cmd.Dir = ".."
+	if stdin != nil {
+		cmd.Stdin = bytes.NewReader(stdin)
+	}
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	start := time.Now()
+	err := cmd.Run()
+	r := result{stdout: stdout.String(), stderr: stderr.String(), took: time.Since(start)}
+	var exit *exec.ExitError
+	switch {
+	case errors.As(err, &exit):
+		r.code = exit.ExitCode()
+	case err != nil:
+		t.Fatalf("run starter %v: %v", args, err)
+	}
+	return r
+}
+
+// workflowIDFrom reads the workflow ID the starter printed.
+func workflowIDFrom(t *testing.T, stdout string) string {
+	t.Helper()
+	for _, line := range strings.Split(stdout, "\n") {
+		if id, ok := strings.CutPrefix(line, "Workflow ID: "); ok {
+			return strings.TrimSpace(id)
+		}
+	}
+	t.Fatalf("no workflow ID in output:\n%s", stdout)
+	return ""
+}
+
+func toJSON(v any) string {
+	b, _ := json.Marshal(v)
+	return string(b)
+}

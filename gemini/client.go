@@ -1,0 +1,186 @@
+// Package gemini builds google.golang.org/genai clients for use inside
+// Temporal activities and classifies their errors so that Temporal retries
+// what is worth retrying (429, 5xx, timeouts), fails fast on what is not
+// (400, 401, 403, 404), and honours the server's Retry-After.
+//
+// The SDK's own HTTP retries are switched off: Temporal retries the activity,
+// and two retry layers would multiply the attempts.
+package gemini
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"strings"
+	"sync"
+	"time"
+
+	"google.golang.org/genai"
+)
+
+// DefaultTimeout bounds one HTTP request to Gemini when Config.Timeout is zero.
+const DefaultTimeout = 2 * time.Minute
+
+// errNoCredentials is returned by NewClient when neither an API key nor a
+// complete Vertex AI configuration is given.
+var errNoCredentials = errors.New("no Gemini credentials: set GEMINI_API_KEY (or GOOGLE_API_KEY), or GOOGLE_GENAI_USE_VERTEXAI=true with GOOGLE_CLOUD_PROJECT and GOOGLE_CLOUD_LOCATION")
+
+// Config selects the Gemini backend and how to reach it. The caller reads
+// the environment; NewClient does not look at GEMINI_API_KEY and friends
+// itself (the SDK still reads GOOGLE_GEMINI_BASE_URL / GOOGLE_VERTEX_BASE_URL
+// when BaseURL is empty).
+type Config struct {
+	// APIKey is the Gemini API key (GEMINI_API_KEY or GOOGLE_API_KEY).
+	APIKey string
+	// Vertex selects the Vertex AI backend (GOOGLE_GENAI_USE_VERTEXAI).
+	Vertex bool
+	// Project is the Google Cloud project for Vertex AI (GOOGLE_CLOUD_PROJECT).
+	Project string
+	// Location is the Vertex AI region (GOOGLE_CLOUD_LOCATION).
+	Location string
+	// BaseURL overrides the endpoint, for example a local stand-in. When empty
+	// the SDK's GOOGLE_GEMINI_BASE_URL / GOOGLE_VERTEX_BASE_URL handling applies.
+	BaseURL string
+	// Timeout bounds each HTTP request; zero or negative means DefaultTimeout.
+	Timeout time.Duration
+}
+
+// NewClient builds a genai client with SDK retries off and an HTTP transport
+// that records the status and Retry-After header of error responses for Call.
+//
+// With Vertex set and both Project and Location given, it uses Vertex AI with
+// Application Default Credentials. With Vertex set, an API key and no
+// project/location, it uses Vertex AI express mode with the key. Otherwise it
+// uses the Gemini API with APIKey.
+func NewClient(ctx context.Context, cfg Config) (*genai.Client, error) {
+	timeout := cfg.Timeout
+	if timeout <= 0 {
+		timeout = DefaultTimeout
+	}
+	attempts := int32(1)
+	cc := &genai.ClientConfig{
+		HTTPClient: &http.Client{Transport: &recordingTransport{base: http.DefaultTransport}},
+		HTTPOptions: genai.HTTPOptions{
+			BaseURL: strings.TrimSpace(cfg.BaseURL),
+			Timeout: &timeout,
+			// Attempts=1: exactly one HTTP attempt per SDK call. (A nil
+			// RetryOptions also means one attempt in v1.77.0, but say so
+			// explicitly in case the default changes.)
+			RetryOptions: &genai.HTTPRetryOptions{Attempts: &attempts},
+		},
+	}
+
+	backend := "gemini-api"
+	switch {
+	case cfg.Vertex && cfg.Project != "" && cfg.Location != "":
+		backend = "vertex-ai"
+		cc.Backend = genai.BackendVertexAI
+		cc.Project = cfg.Project
+		cc.Location = cfg.Location
+		// Our own HTTPClient means the SDK will not add OAuth itself:
+		// UseDefaultCredentials finds ADC and wraps our transport with the
+		// authorization middleware.
+		if err := cc.UseDefaultCredentials(); err != nil {
+			return nil, fmt.Errorf("vertex AI: application default credentials: %w", err)
+		}
+		// The SDK's own client sends the quota project; keep that behaviour.
+		if qp, err := cc.Credentials.QuotaProjectID(ctx); err == nil && qp != "" {
+			cc.HTTPOptions.Headers = http.Header{"X-Goog-User-Project": []string{qp}}
+		}
+	case cfg.Vertex && cfg.APIKey != "":
+		backend = "vertex-ai-express"
+		cc.Backend = genai.BackendVertexAI
+		cc.APIKey = cfg.APIKey
+	case !cfg.Vertex && cfg.APIKey != "":
+		cc.Backend = genai.BackendGeminiAPI
+		cc.APIKey = cfg.APIKey
+	default:
+		return nil, errNoCredentials
+	}
+
+	client, err := genai.NewClient(ctx, cc)
+	if err != nil {
+		// The SDK formats its ClientConfig (API key included) into some of
+		// its errors: never pass that text on unredacted.
+		return nil, fmt.Errorf("create Gemini client (%s): %w", backend, redactError(err, cfg.APIKey))
+	}
+	slog.Debug("gemini client ready", "backend", backend, "base_url", client.ClientConfig().HTTPOptions.BaseURL, "timeout", timeout)
+	return client, nil
+}
+
+// callState collects what the transport saw during one Call.
+type callState struct {
+	mu         sync.Mutex
+	status     int
+	retryAfter string
+	apiKey     string
+}
+
+func (s *callState) noteRequest(apiKey string) {
+	if apiKey == "" {
+		return
+	}
+	s.mu.Lock()
+	s.apiKey = apiKey
+	s.mu.Unlock()
+}
+
+func (s *callState) noteErrorResponse(status int, retryAfter string) {
+	s.mu.Lock()
+	s.status = status
+	s.retryAfter = retryAfter
+	s.mu.Unlock()
+}
+
+func (s *callState) snapshot() (status int, retryAfter, apiKey string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.status, s.retryAfter, s.apiKey
+}
+
+type callStateKey struct{}
+
+func callStateFrom(ctx context.Context) *callState {
+	s, _ := ctx.Value(callStateKey{}).(*callState)
+	return s
+}
+
+// recordingTransport notes, for requests made inside Call, the API key sent
+// (so that Call can redact it from messages) and the status and Retry-After
+// header of error responses. It never changes the request or response.
+type recordingTransport struct {
+	base http.RoundTripper
+}
+
+func (t *recordingTransport) RoundTrip(req *http.Request) (*http.Response, error) {
+	state := callStateFrom(req.Context())
+	if state != nil {
+		state.noteRequest(req.Header.Get("x-goog-api-key"))
+	}
+	resp, err := t.base.RoundTrip(req)
+	if state != nil && err == nil && resp != nil && resp.StatusCode >= 400 {
+		state.noteErrorResponse(resp.StatusCode, resp.Header.Get("Retry-After"))
+	}
+	return resp, err
+}
+
+const redacted = "[REDACTED]"
+
+// redact removes secret from s.
+func redact(s, secret string) string {
+	if secret == "" {
+		return s
+	}
+	return strings.ReplaceAll(s, secret, redacted)
+}
+
+// redactError returns err itself when its text does not hold secret, and an
+// error with the secret removed (and the chain dropped) when it does.
+func redactError(err error, secret string) error {
+	if err == nil || secret == "" || !strings.Contains(err.Error(), secret) {
+		return err
+	}
+	return errors.New(redact(err.Error(), secret))
+}

@@ -1,0 +1,514 @@
+package gemini
+
+import (
+	"context"
+	"crypto/rand"
+	"crypto/rsa"
+	"crypto/x509"
+	"encoding/json"
+	"encoding/pem"
+	"errors"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"go.temporal.io/sdk/temporal"
+	"google.golang.org/genai"
+
+	"github.com/secops-agent/investigator/gemini/geminitest"
+)
+
+const (
+	testKey   = "AIzaTEST-secret-key-0123456789"
+	testModel = "gemini-2.5-flash"
+)
+
+// clearGeminiEnv keeps the developer's environment out of the tests.
+func clearGeminiEnv(t *testing.T) {
+	t.Helper()
+	for _, k := range []string{
+		"GEMINI_API_KEY", "GOOGLE_API_KEY", "GOOGLE_GENAI_USE_VERTEXAI", "GOOGLE_GENAI_USE_ENTERPRISE",
+		"GOOGLE_CLOUD_PROJECT", "GOOGLE_CLOUD_LOCATION", "GOOGLE_CLOUD_REGION",
+		"GOOGLE_GEMINI_BASE_URL", "GOOGLE_VERTEX_BASE_URL", "GOOGLE_APPLICATION_CREDENTIALS",
+	} {
+		t.Setenv(k, "")
+		os.Unsetenv(k)
+	}
+}
+
+func newTestClient(t *testing.T, srv *geminitest.Server) *genai.Client {
+	t.Helper()
+	clearGeminiEnv(t)
+	c, err := NewClient(context.Background(), Config{APIKey: testKey, BaseURL: srv.URL})
+	require.NoError(t, err)
+	return c
+}
+
+func generate(c *genai.Client, config *genai.GenerateContentConfig) func(context.Context) (*genai.GenerateContentResponse, error) {
+	return func(ctx context.Context) (*genai.GenerateContentResponse, error) {
+		return c.Models.GenerateContent(ctx, testModel, genai.Text("hello"), config)
+	}
+}
+
+func appError(t *testing.T, err error) *temporal.ApplicationError {
+	t.Helper()
+	require.Error(t, err)
+	var appErr *temporal.ApplicationError
+	require.ErrorAs(t, err, &appErr, "want a *temporal.ApplicationError, got %T: %v", err, err)
+	return appErr
+}
+
+// assertNoSecret checks every error in the chain.
+func assertNoSecret(t *testing.T, err error, secret string) {
+	t.Helper()
+	for e := err; e != nil; e = errors.Unwrap(e) {
+		assert.NotContains(t, e.Error(), secret)
+		var appErr *temporal.ApplicationError
+		if errors.As(e, &appErr) {
+			assert.NotContains(t, appErr.Message(), secret)
+		}
+	}
+}
+
+func TestCall503WithRetryAfterIsRetryableOnceWithDelay(t *testing.T) {
+	srv := geminitest.NewServer(geminitest.Always(geminitest.Error(http.StatusServiceUnavailable, "The model is overloaded.", "2")))
+	defer srv.Close()
+	c := newTestClient(t, srv)
+
+	resp, err := Call(context.Background(), "plan", generate(c, nil))
+	assert.Nil(t, resp)
+	appErr := appError(t, err)
+	assert.Equal(t, ErrUnavailable, appErr.Type())
+	assert.False(t, appErr.NonRetryable())
+	assert.Equal(t, 2*time.Second, appErr.NextRetryDelay())
+	assert.Contains(t, appErr.Message(), "plan")
+	assert.Contains(t, appErr.Message(), "503")
+	assert.Contains(t, appErr.Message(), "The model is overloaded.")
+	// The genai error stays reachable as the cause.
+	var apiErr genai.APIError
+	require.ErrorAs(t, err, &apiErr)
+	assert.Equal(t, 503, apiErr.Code)
+	// SDK retries are off: exactly one HTTP request.
+	assert.Len(t, srv.Requests(), 1)
+}
+
+func TestCall429WithoutRetryAfter(t *testing.T) {
+	srv := geminitest.NewServer(geminitest.Always(geminitest.Error(http.StatusTooManyRequests, "Resource has been exhausted", "")))
+	defer srv.Close()
+	c := newTestClient(t, srv)
+
+	_, err := Call(context.Background(), "step_2 turn 1", generate(c, nil))
+	appErr := appError(t, err)
+	assert.Equal(t, ErrRateLimited, appErr.Type())
+	assert.False(t, appErr.NonRetryable())
+	assert.Zero(t, appErr.NextRetryDelay())
+	assert.Contains(t, appErr.Message(), "step_2 turn 1")
+	assert.Len(t, srv.Requests(), 1)
+}
+
+func TestCall429RetryInfoDetailsGiveDelay(t *testing.T) {
+	// Gemini's quota errors carry google.rpc.RetryInfo rather than a header.
+	body := map[string]any{"error": map[string]any{
+		"code": 429, "message": "You exceeded your current quota", "status": "RESOURCE_EXHAUSTED",
+		"details": []any{map[string]any{"@type": "type.googleapis.com/google.rpc.RetryInfo", "retryDelay": "37s"}},
+	}}
+	srv := geminitest.NewServer(geminitest.Always(geminitest.Reply{Status: 429, Body: body}))
+	defer srv.Close()
+	c := newTestClient(t, srv)
+
+	_, err := Call(context.Background(), "plan", generate(c, nil))
+	appErr := appError(t, err)
+	assert.Equal(t, ErrRateLimited, appErr.Type())
+	assert.Equal(t, 37*time.Second, appErr.NextRetryDelay())
+}
+
+func TestCallRetryAfterHTTPDateAndCap(t *testing.T) {
+	date := time.Now().Add(90 * time.Second).UTC().Format(http.TimeFormat)
+	srv := geminitest.NewServer(geminitest.Script(
+		geminitest.Always(geminitest.Error(http.StatusServiceUnavailable, "busy", date)),
+		geminitest.Always(geminitest.Error(http.StatusTooManyRequests, "slow down", "86400")),
+	))
+	defer srv.Close()
+	c := newTestClient(t, srv)
+
+	_, err := Call(context.Background(), "plan", generate(c, nil))
+	d := appError(t, err).NextRetryDelay()
+	assert.Greater(t, d, 80*time.Second)
+	assert.LessOrEqual(t, d, 90*time.Second)
+
+	_, err = Call(context.Background(), "plan", generate(c, nil))
+	assert.Equal(t, 10*time.Minute, appError(t, err).NextRetryDelay())
+}
+
+func TestCallNonRetryableStatuses(t *testing.T) {
+	cases := []struct {
+		status   int
+		errType  string
+		contains []string
+	}{
+		{400, ErrInvalidRequest, []string{"invalid", "HTTP 400"}},
+		{401, ErrUnauthorized, []string{"credentials", "HTTP 401", "GEMINI_API_KEY"}},
+		{403, ErrForbidden, []string{"denied access", "HTTP 403"}},
+		{404, ErrNotFound, []string{"not found", "HTTP 404", "model name"}},
+	}
+	for _, tc := range cases {
+		t.Run(http.StatusText(tc.status), func(t *testing.T) {
+			// The server message quotes the key, to prove it is redacted.
+			srv := geminitest.NewServer(geminitest.Always(geminitest.Error(tc.status, "API key "+testKey+" is not valid for this.", "5")))
+			defer srv.Close()
+			c := newTestClient(t, srv)
+
+			_, err := Call(context.Background(), "conclude", generate(c, nil))
+			appErr := appError(t, err)
+			assert.Equal(t, tc.errType, appErr.Type())
+			assert.True(t, appErr.NonRetryable())
+			for _, s := range tc.contains {
+				assert.Contains(t, appErr.Message(), s)
+			}
+			assert.Contains(t, appErr.Message(), "conclude")
+			assert.Contains(t, appErr.Message(), "API key [REDACTED] is not valid")
+			assertNoSecret(t, err, testKey)
+			assert.Len(t, srv.Requests(), 1)
+			assert.Equal(t, testKey, srv.Requests()[0].APIKey)
+		})
+	}
+}
+
+func TestCallRetryableStatuses(t *testing.T) {
+	cases := []struct {
+		status  int
+		errType string
+	}{
+		{408, ErrTimeout},
+		{500, ErrUnavailable},
+		{502, ErrUnavailable},
+		{504, ErrUnavailable},
+		{599, ErrUnavailable},
+	}
+	for _, tc := range cases {
+		t.Run(http.StatusText(tc.status), func(t *testing.T) {
+			srv := geminitest.NewServer(geminitest.Always(geminitest.Error(tc.status, "try later", "")))
+			defer srv.Close()
+			c := newTestClient(t, srv)
+
+			_, err := Call(context.Background(), "reflect", generate(c, nil))
+			appErr := appError(t, err)
+			assert.Equal(t, tc.errType, appErr.Type())
+			assert.False(t, appErr.NonRetryable())
+			assert.Len(t, srv.Requests(), 1)
+		})
+	}
+}
+
+func TestCallNonJSONErrorBodyUsesHTTPStatus(t *testing.T) {
+	// A proxy answering with HTML: the SDK keeps the status code.
+	srv := geminitest.NewServer(geminitest.Always(geminitest.Reply{
+		Status: http.StatusBadGateway,
+		Header: http.Header{"Content-Type": []string{"text/html"}, "Retry-After": []string{"3"}},
+		Body:   "<html><body>" + strings.Repeat("bad gateway ", 200) + "</body></html>",
+	}))
+	defer srv.Close()
+	c := newTestClient(t, srv)
+
+	_, err := Call(context.Background(), "plan", generate(c, nil))
+	appErr := appError(t, err)
+	assert.Equal(t, ErrUnavailable, appErr.Type())
+	assert.Equal(t, 3*time.Second, appErr.NextRetryDelay())
+	assert.Less(t, len(appErr.Message()), 700, "long bodies are shortened")
+}
+
+func TestCallErrorWithoutCodeFallsBackToTransportStatus(t *testing.T) {
+	// {"error":{...}} without "code": the SDK's APIError has Code 0, the
+	// transport saw 401.
+	srv := geminitest.NewServer(geminitest.Always(geminitest.Reply{
+		Status: http.StatusUnauthorized,
+		Body:   map[string]any{"error": map[string]any{"message": "bad key"}},
+	}))
+	defer srv.Close()
+	c := newTestClient(t, srv)
+
+	_, err := Call(context.Background(), "plan", generate(c, nil))
+	appErr := appError(t, err)
+	assert.Equal(t, ErrUnauthorized, appErr.Type())
+	assert.True(t, appErr.NonRetryable())
+}
+
+func TestCallRequestTimeout(t *testing.T) {
+	clearGeminiEnv(t)
+	var calls atomic.Int32
+	srv := geminitest.NewServer(func(*geminitest.Request) geminitest.Reply {
+		calls.Add(1)
+		time.Sleep(400 * time.Millisecond)
+		return geminitest.Text("late")
+	})
+	defer srv.Close()
+	c, err := NewClient(context.Background(), Config{APIKey: testKey, BaseURL: srv.URL, Timeout: 50 * time.Millisecond})
+	require.NoError(t, err)
+
+	start := time.Now()
+	_, err = Call(context.Background(), "plan", generate(c, nil))
+	assert.Less(t, time.Since(start), 350*time.Millisecond, "the per-request timeout applies")
+	appErr := appError(t, err)
+	assert.Equal(t, ErrTimeout, appErr.Type())
+	assert.False(t, appErr.NonRetryable())
+	assert.ErrorIs(t, err, context.DeadlineExceeded)
+	assert.Equal(t, int32(1), calls.Load())
+}
+
+func TestCallConnectionRefused(t *testing.T) {
+	srv := geminitest.NewServer(geminitest.Always(geminitest.Text("unused")))
+	c := newTestClient(t, srv)
+	srv.Close() // nothing listens any more
+
+	_, err := Call(context.Background(), "plan", generate(c, nil))
+	appErr := appError(t, err)
+	assert.Equal(t, ErrUnavailable, appErr.Type())
+	assert.False(t, appErr.NonRetryable())
+	assertNoSecret(t, err, testKey)
+}
+
+func TestCallCancelledStaysCancellation(t *testing.T) {
+	srv := geminitest.NewServer(geminitest.Always(geminitest.Text("unused")))
+	defer srv.Close()
+	c := newTestClient(t, srv)
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+
+	_, err := Call(ctx, "plan", generate(c, nil))
+	require.Error(t, err)
+	assert.ErrorIs(t, err, context.Canceled)
+	var appErr *temporal.ApplicationError
+	assert.False(t, errors.As(err, &appErr), "cancellation is not turned into an application error")
+}
+
+func TestCallPassesThroughApplicationErrorsAndOtherErrors(t *testing.T) {
+	mine := temporal.NewNonRetryableApplicationError("bad model output", "BadOutput", nil)
+	_, err := Call(context.Background(), "plan", func(context.Context) (int, error) { return 0, mine })
+	assert.Same(t, mine, err)
+
+	plain := errors.New("decode plan: unexpected end of JSON input")
+	_, err = Call(context.Background(), "plan", func(context.Context) (int, error) { return 0, plain })
+	require.Error(t, err)
+	assert.ErrorIs(t, err, plain)
+	assert.Contains(t, err.Error(), "plan")
+
+	v, err := Call(context.Background(), "plan", func(context.Context) (int, error) { return 42, nil })
+	require.NoError(t, err)
+	assert.Equal(t, 42, v)
+}
+
+func TestCallStateDoesNotLeakBetweenCalls(t *testing.T) {
+	// A 503 with Retry-After, then a 503 without: the second must not reuse
+	// the first's delay.
+	srv := geminitest.NewServer(geminitest.Replies(
+		geminitest.Error(503, "busy", "7"),
+		geminitest.Error(503, "busy", ""),
+	))
+	defer srv.Close()
+	c := newTestClient(t, srv)
+
+	_, err := Call(context.Background(), "a", generate(c, nil))
+	assert.Equal(t, 7*time.Second, appError(t, err).NextRetryDelay())
+	_, err = Call(context.Background(), "b", generate(c, nil))
+	assert.Zero(t, appError(t, err).NextRetryDelay())
+}
+
+func TestNewClientHonoursGeminiBaseURLEnv(t *testing.T) {
+	srv := geminitest.NewServer(geminitest.Always(geminitest.Text("from env")))
+	defer srv.Close()
+	clearGeminiEnv(t)
+	t.Setenv("GOOGLE_GEMINI_BASE_URL", srv.URL)
+
+	c, err := NewClient(context.Background(), Config{APIKey: testKey})
+	require.NoError(t, err)
+	resp, err := Call(context.Background(), "plan", generate(c, nil))
+	require.NoError(t, err)
+	assert.Equal(t, "from env", resp.Text())
+	reqs := srv.Requests()
+	require.Len(t, reqs, 1)
+	assert.Equal(t, "/v1beta/models/"+testModel+":generateContent", reqs[0].Path)
+	assert.Equal(t, testKey, reqs[0].APIKey)
+}
+
+func TestNewClientConfigBaseURLWinsOverEnv(t *testing.T) {
+	srv := geminitest.NewServer(geminitest.Always(geminitest.Text("from config")))
+	defer srv.Close()
+	clearGeminiEnv(t)
+	t.Setenv("GOOGLE_GEMINI_BASE_URL", "http://127.0.0.1:1") // nothing there
+
+	c, err := NewClient(context.Background(), Config{APIKey: testKey, BaseURL: srv.URL})
+	require.NoError(t, err)
+	resp, err := Call(context.Background(), "plan", generate(c, nil))
+	require.NoError(t, err)
+	assert.Equal(t, "from config", resp.Text())
+}
+
+func TestNewClientMissingCredentials(t *testing.T) {
+	clearGeminiEnv(t)
+	// Even with a key in the environment: the caller reads env, not NewClient.
+	t.Setenv("GEMINI_API_KEY", testKey)
+	for _, cfg := range []Config{
+		{},
+		{Vertex: true},
+		{Vertex: true, Project: "p"},
+		{Vertex: true, Location: "us-central1"},
+		{Project: "p", Location: "us-central1"},
+	} {
+		_, err := NewClient(context.Background(), cfg)
+		require.Error(t, err, "%+v", cfg)
+		assert.Equal(t, "no Gemini credentials: set GEMINI_API_KEY (or GOOGLE_API_KEY), or GOOGLE_GENAI_USE_VERTEXAI=true with GOOGLE_CLOUD_PROJECT and GOOGLE_CLOUD_LOCATION", err.Error())
+	}
+}
+
+func TestFunctionCallRoundTripAndUsage(t *testing.T) {
+	srv := geminitest.NewServer(geminitest.Replies(
+		geminitest.Calls(
+			&genai.FunctionCall{ID: "call-1", Name: "get_alert", Args: map[string]any{"id": "A-1"}},
+			&genai.FunctionCall{Name: "search_alerts", Args: map[string]any{"field": "type", "limit": 10}},
+		),
+		geminitest.Text("done"),
+	))
+	defer srv.Close()
+	c := newTestClient(t, srv)
+
+	config := &genai.GenerateContentConfig{
+		SystemInstruction: genai.NewContentFromText("You are an analyst.\nAlert ID: A-1", genai.RoleUser),
+		Tools: []*genai.Tool{{FunctionDeclarations: []*genai.FunctionDeclaration{
+			{Name: "get_alert", Description: "Fetch an alert", Parameters: &genai.Schema{
+				Type: genai.TypeObject, Properties: map[string]*genai.Schema{"id": {Type: genai.TypeString}}, Required: []string{"id"},
+			}},
+			{Name: "search_alerts", Description: "Search alerts"},
+		}}},
+	}
+	contents := genai.Text("Execute this step: fetch the alert")
+	resp, err := Call(context.Background(), "step_1 turn 1", func(ctx context.Context) (*genai.GenerateContentResponse, error) {
+		return c.Models.GenerateContent(ctx, testModel, contents, config)
+	})
+	require.NoError(t, err)
+
+	calls := resp.FunctionCalls()
+	require.Len(t, calls, 2)
+	assert.Equal(t, "call-1", calls[0].ID)
+	assert.Equal(t, "get_alert", calls[0].Name)
+	assert.Equal(t, map[string]any{"id": "A-1"}, calls[0].Args)
+	assert.Equal(t, "", calls[1].ID)
+	assert.Equal(t, "search_alerts", calls[1].Name)
+	assert.Equal(t, float64(10), calls[1].Args["limit"])
+
+	require.NotNil(t, resp.UsageMetadata)
+	assert.Positive(t, resp.UsageMetadata.PromptTokenCount)
+	assert.Positive(t, resp.UsageMetadata.CandidatesTokenCount)
+	assert.Equal(t, resp.UsageMetadata.PromptTokenCount+resp.UsageMetadata.CandidatesTokenCount, resp.UsageMetadata.TotalTokenCount)
+	require.Len(t, resp.Candidates, 1)
+	assert.Equal(t, genai.FinishReasonStop, resp.Candidates[0].FinishReason)
+
+	// Second turn: send the function responses back.
+	contents = append(contents, resp.Candidates[0].Content,
+		&genai.Content{Role: genai.RoleUser, Parts: []*genai.Part{
+			genai.NewPartFromFunctionResponse("get_alert", map[string]any{"output": "alert A-1"}),
+		}})
+	contents[len(contents)-1].Parts[0].FunctionResponse.ID = "call-1"
+	resp, err = Call(context.Background(), "step_1 turn 2", func(ctx context.Context) (*genai.GenerateContentResponse, error) {
+		return c.Models.GenerateContent(ctx, testModel, contents, config)
+	})
+	require.NoError(t, err)
+	assert.Equal(t, "done", resp.Text())
+
+	reqs := srv.Requests()
+	require.Len(t, reqs, 2)
+	assert.Equal(t, []string{"get_alert", "search_alerts"}, reqs[0].FunctionNames())
+	assert.Contains(t, reqs[0].SystemText(), "Alert ID: A-1")
+	assert.Empty(t, reqs[0].FunctionResponses())
+	frs := reqs[1].FunctionResponses()
+	require.Len(t, frs, 1)
+	assert.Equal(t, "call-1", frs[0].ID)
+	assert.Equal(t, "get_alert", frs[0].Name)
+	assert.Equal(t, "alert A-1", frs[0].Response["output"])
+}
+
+func TestVertexUsesApplicationDefaultCredentials(t *testing.T) {
+	clearGeminiEnv(t)
+	// A token endpoint for a fake service account.
+	var tokenCalls atomic.Int32
+	tokenSrv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		tokenCalls.Add(1)
+		w.Header().Set("Content-Type", "application/json")
+		_, _ = w.Write([]byte(`{"access_token":"ya29.test-token","token_type":"Bearer","expires_in":3600}`))
+	}))
+	defer tokenSrv.Close()
+	key, err := rsa.GenerateKey(rand.Reader, 2048)
+	require.NoError(t, err)
+	der, err := x509.MarshalPKCS8PrivateKey(key)
+	require.NoError(t, err)
+	sa, err := json.Marshal(map[string]string{
+		"type":           "service_account",
+		"project_id":     "proj",
+		"private_key_id": "kid",
+		"private_key":    string(pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: der})),
+		"client_email":   "sa@proj.iam.gserviceaccount.com",
+		"client_id":      "123",
+		"token_uri":      tokenSrv.URL,
+	})
+	require.NoError(t, err)
+	credFile := filepath.Join(t.TempDir(), "sa.json")
+	require.NoError(t, os.WriteFile(credFile, sa, 0o600))
+	t.Setenv("GOOGLE_APPLICATION_CREDENTIALS", credFile)
+
+	srv := geminitest.NewServer(geminitest.Always(geminitest.Text("vertex ok")))
+	defer srv.Close()
+	c, err := NewClient(context.Background(), Config{Vertex: true, Project: "proj", Location: "us-central1", BaseURL: srv.URL, APIKey: testKey})
+	require.NoError(t, err)
+	resp, err := Call(context.Background(), "plan", generate(c, nil))
+	require.NoError(t, err)
+	assert.Equal(t, "vertex ok", resp.Text())
+
+	reqs := srv.Requests()
+	require.Len(t, reqs, 1)
+	assert.Equal(t, "/v1beta1/projects/proj/locations/us-central1/publishers/google/models/"+testModel+":generateContent", reqs[0].Path)
+	assert.Equal(t, "Bearer ya29.test-token", reqs[0].Header.Get("Authorization"))
+	assert.Empty(t, reqs[0].APIKey, "the API key is not sent when ADC is used")
+	assert.Equal(t, int32(1), tokenCalls.Load())
+}
+
+func TestRetryDelayParsing(t *testing.T) {
+	now := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+	cases := []struct {
+		header  string
+		details []map[string]any
+		want    time.Duration
+	}{
+		{"", nil, 0},
+		{"0", nil, 0},
+		{"-3", nil, 0},
+		{"garbage", nil, 0},
+		{" 12 ", nil, 12 * time.Second},
+		{"601", nil, 10 * time.Minute},
+		{"99999999999999999999", nil, 0}, // overflows int64: ignored
+		{now.Add(30 * time.Second).Format(http.TimeFormat), nil, 30 * time.Second},
+		{now.Add(-30 * time.Second).Format(http.TimeFormat), nil, 0},
+		{now.Add(2 * time.Hour).Format(http.TimeFormat), nil, 10 * time.Minute},
+		{"", []map[string]any{{"@type": "type.googleapis.com/google.rpc.RetryInfo", "retryDelay": "1.5s"}}, 1500 * time.Millisecond},
+		{"4", []map[string]any{{"@type": "type.googleapis.com/google.rpc.RetryInfo", "retryDelay": "40s"}}, 4 * time.Second},
+		{"", []map[string]any{{"@type": "type.googleapis.com/google.rpc.QuotaFailure"}}, 0},
+	}
+	for _, tc := range cases {
+		assert.Equal(t, tc.want, retryDelayFrom(tc.header, tc.details, now), "header %q details %v", tc.header, tc.details)
+	}
+}
+
+func TestRedactError(t *testing.T) {
+	err := errors.New("config: {APIKey:" + testKey + "}")
+	got := redactError(err, testKey)
+	assert.NotContains(t, got.Error(), testKey)
+	assert.Contains(t, got.Error(), "[REDACTED]")
+	clean := errors.New("nothing secret")
+	assert.Same(t, clean, redactError(clean, testKey))
+	assert.Same(t, clean, redactError(clean, ""))
+}

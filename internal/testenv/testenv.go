@@ -1,0 +1,398 @@
+// Package testenv starts the real local services that tests run against: the
+// official Firestore emulator and the Temporal dev server.
+package testenv
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"net/url"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"go.temporal.io/sdk/client"
+	"go.temporal.io/sdk/log"
+	"go.temporal.io/sdk/testsuite"
+)
+
+// Project is the Google Cloud project ID used against the emulators. The
+// "demo-" prefix marks it as a project that never reaches real Google Cloud.
+const Project = "demo-investigator"
+
+// alertIDAttribute is the name of the Keyword search attribute that
+// StartTemporal registers.
+const alertIDAttribute = "AlertId"
+
+const (
+	firestoreReadyTimeout = 60 * time.Second
+	stopGrace             = 10 * time.Second
+	killWait              = 5 * time.Second
+	outputTail            = 16 << 10
+)
+
+// FreePort returns a TCP port on 127.0.0.1 that was free when it was checked.
+func FreePort() (int, error) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return 0, fmt.Errorf("find a free TCP port: %w", err)
+	}
+	port := l.Addr().(*net.TCPAddr).Port
+	if err := l.Close(); err != nil {
+		return 0, fmt.Errorf("find a free TCP port: %w", err)
+	}
+	return port, nil
+}
+
+// StartFirestore starts the official Firestore emulator
+// (`gcloud emulators firestore start`) on a free port of 127.0.0.1 and waits
+// until it answers. It returns the emulator's host:port, for
+// FIRESTORE_EMULATOR_HOST, and a stop function that ends the emulator's whole
+// process group (gcloud, its shell wrapper and the JVM). stop is safe to call
+// more than once.
+func StartFirestore() (host string, stop func(), err error) {
+	gcloud, err := findEmulator()
+	if err != nil {
+		return "", nil, err
+	}
+	port, err := FreePort()
+	if err != nil {
+		return "", nil, err
+	}
+	host = net.JoinHostPort("127.0.0.1", strconv.Itoa(port))
+
+	out := &tailBuffer{max: outputTail}
+	cmd := exec.Command(gcloud, "emulators", "firestore", "start", "--host-port="+host)
+	cmd.Stdout = out
+	cmd.Stderr = out
+	// Fail instead of waiting for an answer to an interactive prompt.
+	cmd.Env = append(os.Environ(), "CLOUDSDK_CORE_DISABLE_PROMPTS=1")
+	// Its own process group, so that stop reaches the JVM grandchild too.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	if err := cmd.Start(); err != nil {
+		return "", nil, fmt.Errorf("start the Firestore emulator: %w", err)
+	}
+
+	// Wait returns once gcloud has exited and every process holding its
+	// output pipe (the wrapper script and the JVM) has closed it, so done
+	// means the whole emulator is gone.
+	done := make(chan struct{})
+	go func() {
+		_ = cmd.Wait()
+		close(done)
+	}()
+
+	pgid := cmd.Process.Pid
+	var once sync.Once
+	stop = func() {
+		once.Do(func() { stopGroup(pgid, done, host) })
+	}
+
+	if err := waitFirestoreReady(host, done, firestoreReadyTimeout); err != nil {
+		stop()
+		return "", nil, fmt.Errorf("the Firestore emulator on %s did not start: %w\nemulator output:\n%s", host, err, out.String())
+	}
+	return host, stop, nil
+}
+
+// Firestore starts a Firestore emulator for the test, stops it when the test
+// ends, and sets FIRESTORE_EMULATOR_HOST for the test's duration so that
+// firestore.NewClient reaches it. It returns the emulator's host:port.
+//
+// Because it uses tb.Setenv, Firestore cannot be called from a test that has
+// called t.Parallel (or from its subtests); such tests should call
+// StartFirestore and point their clients at the returned host themselves.
+func Firestore(tb testing.TB) string {
+	tb.Helper()
+	// Setenv first: it panics in parallel tests, and nothing is running yet.
+	tb.Setenv("FIRESTORE_EMULATOR_HOST", "")
+	host, stop, err := StartFirestore()
+	if err != nil {
+		tb.Fatalf("testenv: %v", err)
+	}
+	tb.Cleanup(stop)
+	tb.Setenv("FIRESTORE_EMULATOR_HOST", host)
+	return host
+}
+
+// ResetFirestore deletes every document of project in the emulator at host.
+func ResetFirestore(host, project string) error {
+	u := "http://" + host + "/emulator/v1/projects/" + url.PathEscape(project) + "/databases/(default)/documents"
+	req, err := http.NewRequest(http.MethodDelete, u, nil)
+	if err != nil {
+		return fmt.Errorf("reset the Firestore emulator: %w", err)
+	}
+	c := &http.Client{Timeout: 30 * time.Second}
+	resp, err := c.Do(req)
+	if err != nil {
+		return fmt.Errorf("reset the Firestore emulator at %s: %w", host, err)
+	}
+	defer resp.Body.Close()
+	body, _ := io.ReadAll(io.LimitReader(resp.Body, 4<<10))
+	if resp.StatusCode/100 != 2 {
+		return fmt.Errorf("reset the Firestore emulator at %s: %s: %s", host, resp.Status, bytes.TrimSpace(body))
+	}
+	return nil
+}
+
+// TemporalCLI returns the path of the Temporal CLI binary: $TEMPORAL_CLI if
+// set, else ${XDG_CACHE_HOME:-$HOME/.cache}/investigator/bin/temporal.
+func TemporalCLI() (string, error) {
+	if p := os.Getenv("TEMPORAL_CLI"); p != "" {
+		if err := checkExecutable(p); err != nil {
+			return "", fmt.Errorf("TEMPORAL_CLI is set to %q, but %w", p, err)
+		}
+		return p, nil
+	}
+	cache := os.Getenv("XDG_CACHE_HOME")
+	if cache == "" {
+		home, err := os.UserHomeDir()
+		if err != nil {
+			return "", fmt.Errorf("find the Temporal CLI: %w", err)
+		}
+		cache = filepath.Join(home, ".cache")
+	}
+	p := filepath.Join(cache, "investigator", "bin", "temporal")
+	if err := checkExecutable(p); err != nil {
+		return "", fmt.Errorf("the Temporal CLI is not installed at %s (%w); run `go tool task setup` to build it", p, err)
+	}
+	return p, nil
+}
+
+// StartTemporal starts a Temporal dev server (in memory, no UI) from the CLI
+// that TemporalCLI finds, on a free port of 127.0.0.1, with the "default"
+// namespace and the Keyword search attribute "AlertId" registered. The caller
+// must Stop it; FrontendHostPort gives its address and Client a connected
+// client. ctx bounds the start-up only.
+func StartTemporal(ctx context.Context) (*testsuite.DevServer, error) {
+	cli, err := TemporalCLI()
+	if err != nil {
+		return nil, err
+	}
+	port, err := FreePort()
+	if err != nil {
+		return nil, err
+	}
+	ctx, cancel := context.WithTimeout(ctx, time.Minute)
+	defer cancel()
+	logger := log.NewStructuredLogger(slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn})))
+	srv, err := testsuite.StartDevServer(ctx, testsuite.DevServerOptions{
+		ExistingPath: cli,
+		ClientOptions: &client.Options{
+			HostPort:  net.JoinHostPort("127.0.0.1", strconv.Itoa(port)),
+			Namespace: "default",
+			Logger:    logger,
+		},
+		LogLevel:  "error",
+		Stdout:    io.Discard,
+		Stderr:    os.Stderr,
+		ExtraArgs: []string{"--search-attribute", alertIDAttribute + "=Keyword"},
+	})
+	if err != nil {
+		return nil, fmt.Errorf("start the Temporal dev server (%s): %w", cli, err)
+	}
+	return srv, nil
+}
+
+// findEmulator returns the gcloud path after checking that the Firestore
+// emulator and Java are installed.
+func findEmulator() (string, error) {
+	gcloud, err := exec.LookPath("gcloud")
+	if err != nil {
+		return "", errors.New("the Firestore emulator needs the gcloud CLI, which is not on PATH; install the Google Cloud CLI with its cloud-firestore-emulator component and Java 11 or newer")
+	}
+	// gcloud normally lives in SDK_ROOT/bin (often behind a symlink).
+	if real, err := filepath.EvalSymlinks(gcloud); err == nil {
+		root := filepath.Dir(filepath.Dir(real))
+		if isFile(filepath.Join(root, "lib", "gcloud.py")) && !isDir(filepath.Join(root, "platform", "cloud-firestore-emulator")) {
+			return "", fmt.Errorf("the gcloud component cloud-firestore-emulator is not installed in %s; install it with `gcloud components install cloud-firestore-emulator` or the google-cloud-cli-firestore-emulator package", root)
+		}
+	}
+	if os.Getenv("JAVA_HOME") == "" {
+		if _, err := exec.LookPath("java"); err != nil {
+			return "", errors.New("the Firestore emulator needs Java 11 or newer, but java is not on PATH and JAVA_HOME is not set")
+		}
+	}
+	return gcloud, nil
+}
+
+// waitFirestoreReady polls GET http://host/ until it returns 200, the
+// emulator exits, or timeout passes.
+func waitFirestoreReady(host string, exited <-chan struct{}, timeout time.Duration) error {
+	c := &http.Client{Timeout: 2 * time.Second}
+	deadline := time.Now().Add(timeout)
+	lastErr := errors.New("no answer yet")
+	for {
+		resp, err := c.Get("http://" + host + "/")
+		if err == nil {
+			_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 1<<10))
+			resp.Body.Close()
+			if resp.StatusCode == http.StatusOK {
+				return nil
+			}
+			lastErr = fmt.Errorf("GET / returned %s", resp.Status)
+		} else {
+			lastErr = err
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("no ready answer within %s (last: %v)", timeout, lastErr)
+		}
+		select {
+		case <-exited:
+			return errors.New("the emulator exited before it was ready")
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+}
+
+// stopGroup ends the process group pgid: SIGTERM, then SIGKILL if it has not
+// gone within stopGrace. It returns once no live process is left in the group
+// (the JVM can outlive gcloud by a few seconds) and host's port is free.
+func stopGroup(pgid int, done <-chan struct{}, host string) {
+	signalGroup(pgid, syscall.SIGTERM)
+	if !waitGroupGone(pgid, stopGrace) {
+		signalGroup(pgid, syscall.SIGKILL)
+		if !waitGroupGone(pgid, killWait) {
+			slog.Warn("testenv: the Firestore emulator did not exit after SIGKILL", "pgid", pgid)
+		}
+	}
+	select {
+	case <-done:
+	case <-time.After(killWait):
+		slog.Warn("testenv: the Firestore emulator's output is still open after stop", "pgid", pgid)
+	}
+	deadline := time.Now().Add(killWait)
+	for time.Now().Before(deadline) {
+		conn, err := net.DialTimeout("tcp", host, 200*time.Millisecond)
+		if err != nil {
+			return
+		}
+		conn.Close()
+		time.Sleep(100 * time.Millisecond)
+	}
+	slog.Warn("testenv: the Firestore emulator port is still in use after stop", "host", host)
+}
+
+func signalGroup(pgid int, sig syscall.Signal) {
+	if err := syscall.Kill(-pgid, sig); err != nil && !errors.Is(err, syscall.ESRCH) {
+		slog.Warn("testenv: cannot signal the Firestore emulator", "pgid", pgid, "signal", sig, "error", err)
+	}
+}
+
+// waitGroupGone polls until no live process is left in the group or timeout
+// passes, and reports whether the group is gone.
+func waitGroupGone(pgid int, timeout time.Duration) bool {
+	deadline := time.Now().Add(timeout)
+	for {
+		if !groupAlive(pgid) {
+			return true
+		}
+		if time.Now().After(deadline) {
+			return false
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// groupAlive reports whether a process that is not a zombie is in the
+// process group. It reads /proc where there is one, since exited children
+// that init has not reaped yet still count for kill(-pgid, 0).
+func groupAlive(pgid int) bool {
+	entries, err := os.ReadDir("/proc")
+	if err != nil {
+		return syscall.Kill(-pgid, 0) == nil
+	}
+	for _, e := range entries {
+		if _, err := strconv.Atoi(e.Name()); err != nil {
+			continue
+		}
+		stat, err := os.ReadFile(filepath.Join("/proc", e.Name(), "stat"))
+		if err != nil {
+			continue // the process has just gone
+		}
+		state, group, ok := parseStat(stat)
+		if ok && group == pgid && state != 'Z' && state != 'X' {
+			return true
+		}
+	}
+	return false
+}
+
+// parseStat reads the state and process group from a /proc/PID/stat line:
+// "pid (comm) state ppid pgrp ...", where comm may contain spaces and ")".
+func parseStat(stat []byte) (state byte, pgid int, ok bool) {
+	i := bytes.LastIndexByte(stat, ')')
+	if i < 0 {
+		return 0, 0, false
+	}
+	fields := strings.Fields(string(stat[i+1:]))
+	if len(fields) < 3 || len(fields[0]) != 1 {
+		return 0, 0, false
+	}
+	pgid, err := strconv.Atoi(fields[2])
+	if err != nil {
+		return 0, 0, false
+	}
+	return fields[0][0], pgid, true
+}
+
+func checkExecutable(p string) error {
+	fi, err := os.Stat(p)
+	if err != nil {
+		if errors.Is(err, os.ErrNotExist) {
+			return errors.New("the file does not exist")
+		}
+		return err
+	}
+	if fi.IsDir() {
+		return errors.New("it is a directory")
+	}
+	if fi.Mode().Perm()&0o111 == 0 {
+		return errors.New("the file is not executable")
+	}
+	return nil
+}
+
+func isFile(p string) bool {
+	fi, err := os.Stat(p)
+	return err == nil && fi.Mode().IsRegular()
+}
+
+func isDir(p string) bool {
+	fi, err := os.Stat(p)
+	return err == nil && fi.IsDir()
+}
+
+// tailBuffer is a concurrency-safe writer that keeps the last max bytes.
+type tailBuffer struct {
+	mu  sync.Mutex
+	buf []byte
+	max int
+}
+
+func (b *tailBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.buf = append(b.buf, p...)
+	if over := len(b.buf) - b.max; over > 0 {
+		b.buf = append(b.buf[:0], b.buf[over:]...)
+	}
+	return len(p), nil
+}
+
+func (b *tailBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return string(b.buf)
+}

@@ -1,0 +1,240 @@
+// Package investigation holds the plain types that flow between the
+// Investigation workflow, its activities and the starter: inputs, results,
+// progress events and limits. Nothing here does I/O.
+package investigation
+
+import (
+	"github.com/secops-agent/investigator/plan"
+)
+
+// Names shared by the worker, the workflow and the starter.
+const (
+	WorkflowName  = "Investigation"
+	DefaultQueue  = "investigations"
+	ProgressQuery = "progress"
+	// SearchAttribute is the Keyword search attribute that holds the alert ID.
+	SearchAttribute = "AlertId"
+)
+
+// Languages the conclusion can be written in.
+var Languages = map[string]string{"en": "English", "ja": "Japanese"}
+
+// Limits bound one investigation. Zero fields take the defaults.
+type Limits struct {
+	MaxSteps           int `json:"max_steps,omitempty"`
+	MaxIterations      int `json:"max_iterations,omitempty"`
+	MaxToolResultBytes int `json:"max_tool_result_bytes,omitempty"`
+	MaxStepResultBytes int `json:"max_step_result_bytes,omitempty"`
+}
+
+// Default limits.
+const (
+	DefaultMaxSteps           = 8
+	DefaultMaxIterations      = 6
+	DefaultMaxToolResultBytes = 16 << 10
+	DefaultMaxStepResultBytes = 4 << 10
+)
+
+// WithDefaults fills zero fields.
+func (l Limits) WithDefaults() Limits {
+	if l.MaxSteps <= 0 {
+		l.MaxSteps = DefaultMaxSteps
+	}
+	if l.MaxIterations <= 0 {
+		l.MaxIterations = DefaultMaxIterations
+	}
+	if l.MaxToolResultBytes <= 0 {
+		l.MaxToolResultBytes = DefaultMaxToolResultBytes
+	}
+	if l.MaxStepResultBytes <= 0 {
+		l.MaxStepResultBytes = DefaultMaxStepResultBytes
+	}
+	return l
+}
+
+// Input starts an investigation. It never holds secrets or the alert body:
+// activities load the alert by ID.
+type Input struct {
+	AlertID  string    `json:"alert_id"`
+	Question string    `json:"question"`
+	Language string    `json:"language"`
+	Limits   Limits    `json:"limits,omitempty"`
+	History  []Message `json:"history,omitempty"`
+}
+
+// Message is one entry of the conversation history kept across turns.
+type Message struct {
+	Role string `json:"role"` // "user" or "assistant"
+	Text string `json:"text"`
+}
+
+// Usage counts model tokens.
+type Usage struct {
+	Calls        int `json:"calls"`
+	PromptTokens int `json:"prompt_tokens"`
+	OutputTokens int `json:"output_tokens"`
+}
+
+// Add returns the sum of two usages.
+func (u Usage) Add(o Usage) Usage {
+	return Usage{Calls: u.Calls + o.Calls, PromptTokens: u.PromptTokens + o.PromptTokens, OutputTokens: u.OutputTokens + o.OutputTokens}
+}
+
+// Result is what a finished investigation returns.
+type Result struct {
+	AlertID    string    `json:"alert_id"`
+	Objective  string    `json:"objective"`
+	Conclusion string    `json:"conclusion"`
+	Plan       plan.Plan `json:"plan"`
+	Insights   []string  `json:"insights"`
+	History    []Message `json:"history"`
+	Usage      Usage     `json:"usage"`
+	ToolCalls  int       `json:"tool_calls"`
+}
+
+// EventKind classifies a progress event.
+type EventKind string
+
+// Progress event kinds, in the order an investigation usually emits them.
+const (
+	EventPlan       EventKind = "plan"
+	EventStep       EventKind = "step"
+	EventToolCall   EventKind = "tool_call"
+	EventToolResult EventKind = "tool_result"
+	EventStepDone   EventKind = "step_done"
+	EventInsight    EventKind = "insight"
+	EventPlanUpdate EventKind = "plan_update"
+	EventNote       EventKind = "note"
+	EventConclusion EventKind = "conclusion"
+)
+
+// Event is one line of live progress. Seq numbers start at 1 and have no
+// gaps, so a watcher asks for the events after the last one it saw.
+type Event struct {
+	Seq       int        `json:"seq"`
+	Kind      EventKind  `json:"kind"`
+	Step      string     `json:"step,omitempty"`
+	Text      string     `json:"text,omitempty"`
+	Items     []string   `json:"items,omitempty"`
+	Plan      *plan.Plan `json:"plan,omitempty"`
+	Completed []string   `json:"completed,omitempty"`
+	Pending   []string   `json:"pending,omitempty"`
+}
+
+// PlanInput asks the model for a plan.
+type PlanInput struct {
+	AlertID  string    `json:"alert_id"`
+	Request  string    `json:"request"`
+	History  []Message `json:"history,omitempty"`
+	MaxSteps int       `json:"max_steps"`
+}
+
+// PlanOutput is a checked, executable plan plus notes on what was repaired.
+type PlanOutput struct {
+	Plan  plan.Plan `json:"plan"`
+	Notes []string  `json:"notes,omitempty"`
+	// Tools are the names of the tools the worker offers; plan updates are
+	// checked against them.
+	Tools []string `json:"tools"`
+	Usage Usage    `json:"usage"`
+}
+
+// Ref points at one transcript entry that a model turn must see. Entries are
+// stored by the activities that produce them (claim check), so turn inputs
+// stay small; a tool call that failed for good is carried inline instead.
+type Ref struct {
+	Key    string `json:"key,omitempty"`
+	CallID string `json:"call_id,omitempty"`
+	Tool   string `json:"tool,omitempty"`
+	Error  string `json:"error,omitempty"`
+}
+
+// StepRef points at the final answer of an earlier step of this investigation.
+type StepRef struct {
+	StepID      string `json:"step_id"`
+	Description string `json:"description"`
+	Key         string `json:"key"`
+}
+
+// TurnInput asks for one model turn of a step's tool loop.
+type TurnInput struct {
+	Session   string    `json:"session"`
+	Key       string    `json:"key"` // where to store this turn's output
+	AlertID   string    `json:"alert_id"`
+	Objective string    `json:"objective"`
+	Step      plan.Step `json:"step"`
+	Earlier   []StepRef `json:"earlier,omitempty"`
+	// Transcript lists this step's earlier model turns and tool results.
+	Transcript []Ref `json:"transcript,omitempty"`
+	// Final asks for the step's answer without further tool calls.
+	Final bool `json:"final,omitempty"`
+}
+
+// ToolCall is a function call the model asked for.
+type ToolCall struct {
+	ID   string         `json:"id"`
+	Name string         `json:"name"`
+	Args map[string]any `json:"args,omitempty"`
+}
+
+// TurnOutput is the model's answer for one turn: text, calls, or both.
+type TurnOutput struct {
+	Key   string     `json:"key"`
+	Text  string     `json:"text,omitempty"`
+	Calls []ToolCall `json:"calls,omitempty"`
+	Usage Usage      `json:"usage"`
+}
+
+// ToolInput runs one tool call and stores its result under Key.
+type ToolInput struct {
+	Session        string   `json:"session"`
+	Key            string   `json:"key"`
+	Call           ToolCall `json:"call"`
+	MaxResultBytes int      `json:"max_result_bytes"`
+}
+
+// ToolOutput describes a stored tool result; the result itself stays out of
+// workflow history.
+type ToolOutput struct {
+	Key       string `json:"key"`
+	OK        bool   `json:"ok"`
+	Error     string `json:"error,omitempty"`
+	Bytes     int    `json:"bytes"`
+	Truncated bool   `json:"truncated,omitempty"`
+	Preview   string `json:"preview,omitempty"`
+}
+
+// ReflectInput holds only what reflection needs: never the conversation.
+type ReflectInput struct {
+	Objective string      `json:"objective"`
+	Step      plan.Step   `json:"step"`
+	Completed []plan.Step `json:"completed"`
+	Pending   []plan.Step `json:"pending"`
+	Tools     []string    `json:"tools"`
+}
+
+// Reflection is the model's judgement after a step.
+type Reflection struct {
+	Achieved    bool          `json:"achieved"`
+	Insights    []string      `json:"insights"`
+	PlanUpdates []plan.Update `json:"plan_updates"`
+	Usage       Usage         `json:"usage"`
+}
+
+// ConcludeInput holds what the conclusion is written from.
+type ConcludeInput struct {
+	AlertID   string      `json:"alert_id"`
+	Request   string      `json:"request"`
+	Objective string      `json:"objective"`
+	Steps     []plan.Step `json:"steps"`
+	Insights  []string    `json:"insights"`
+	Language  string      `json:"language"`
+	// EndedEarly says why the run stopped before finishing the plan, if it did.
+	EndedEarly string `json:"ended_early,omitempty"`
+}
+
+// Conclusion is the final Markdown report.
+type Conclusion struct {
+	Markdown string `json:"markdown"`
+	Usage    Usage  `json:"usage"`
+}

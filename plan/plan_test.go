@@ -1,0 +1,149 @@
+package plan
+
+import (
+	"strings"
+	"testing"
+)
+
+var known = []string{"get_alert", "search_alerts"}
+
+func basePlan() Plan {
+	return Plan{Objective: "Decide whether the SSH brute force succeeded", Steps: []Step{
+		{ID: "step_1", Description: "Read the alert details", Tools: []string{"get_alert"}, Status: Done, Result: "read"},
+		{ID: "step_2", Description: "Find past alerts from the same remote IP", Tools: []string{"search_alerts"}, Status: Pending},
+		{ID: "step_3", Description: "Assess whether the login succeeded", Tools: []string{}, Status: Pending},
+	}}
+}
+
+func TestRepairRenumbersAndDropsUnknownTools(t *testing.T) {
+	in := Plan{Objective: " obj ", Steps: []Step{
+		{ID: "a", Description: "read alert", Tools: []string{"get_alert", "get_alert", "whois"}},
+		{ID: "b", Description: "ask the oracle", Tools: []string{"oracle"}},
+		{ID: "c", Description: "", Tools: []string{"get_alert"}},
+		{ID: "d", Description: "think", Tools: nil},
+	}}
+	got, notes, err := Repair(in, known, 10)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.Objective != "obj" || len(got.Steps) != 2 {
+		t.Fatalf("plan = %+v", got)
+	}
+	if got.Steps[0].ID != "step_1" || got.Steps[1].ID != "step_2" || got.Steps[1].Description != "think" {
+		t.Errorf("steps not renumbered in order: %+v", got.Steps)
+	}
+	if strings.Join(got.Steps[0].Tools, ",") != "get_alert" {
+		t.Errorf("tools = %v, want only get_alert once", got.Steps[0].Tools)
+	}
+	for _, s := range got.Steps {
+		if s.Status != Pending {
+			t.Errorf("%s status %q", s.ID, s.Status)
+		}
+	}
+	joined := strings.Join(notes, "\n")
+	for _, want := range []string{"removed unknown tools whois", "dropped step b: it names only unknown tools oracle", "dropped step c: it has no description"} {
+		if !strings.Contains(joined, want) {
+			t.Errorf("notes %q lack %q", joined, want)
+		}
+	}
+}
+
+func TestRepairRejectsEmptyAndCaps(t *testing.T) {
+	if _, _, err := Repair(Plan{Objective: "x", Steps: []Step{{Description: "y", Tools: []string{"nope"}}}}, known, 5); err == nil {
+		t.Fatal("plan with only unknown tools accepted")
+	}
+	if _, _, err := Repair(Plan{Steps: []Step{{Description: "y"}}}, known, 5); err == nil {
+		t.Fatal("plan without objective accepted")
+	}
+	many := Plan{Objective: "x"}
+	for i := 0; i < 7; i++ {
+		many.Steps = append(many.Steps, Step{Description: strings.Repeat("d", i+1)})
+	}
+	got, notes, err := Repair(many, known, 4)
+	if err != nil || len(got.Steps) != 4 || len(notes) != 1 {
+		t.Fatalf("cap: steps=%d notes=%v err=%v", len(got.Steps), notes, err)
+	}
+}
+
+func TestApplyAddUpdateCancel(t *testing.T) {
+	p := basePlan()
+	got, out := Apply(p, []Update{
+		{Type: AddStep, Step: &Step{Description: "Check the instance's auth logs for accepted logins", Tools: []string{"search_alerts"}}, Reason: "need evidence"},
+		{Type: UpdateStep, StepID: "step_3", Step: &Step{Expected: "a yes/no answer"}},
+		{Type: CancelStep, StepID: "step_2", Reason: "covered"},
+	}, Limits{MaxSteps: 10, Tools: known})
+	for i, o := range out {
+		if !o.Applied {
+			t.Fatalf("update %d dropped: %s", i, o.Why)
+		}
+	}
+	if len(got.Steps) != 4 || got.Steps[3].ID != "step_4" || got.Steps[3].Status != Pending || got.Steps[3].Note != "need evidence" {
+		t.Errorf("added step wrong: %+v", got.Steps)
+	}
+	if got.Steps[2].Expected != "a yes/no answer" || got.Steps[2].Description != "Assess whether the login succeeded" {
+		t.Errorf("update wrong: %+v", got.Steps[2])
+	}
+	if got.Steps[1].Status != Cancelled || got.Steps[1].Note != "covered" {
+		t.Errorf("cancel wrong: %+v", got.Steps[1])
+	}
+	if p.Steps[1].Status != Pending || len(p.Steps) != 3 {
+		t.Error("Apply modified its input")
+	}
+}
+
+func TestApplyDropsBadUpdates(t *testing.T) {
+	cases := []struct {
+		name string
+		u    Update
+		why  string
+	}{
+		{"duplicate of completed", Update{Type: AddStep, Step: &Step{Description: "read the alert details."}}, "duplicates step_1"},
+		{"duplicate of pending, reworded", Update{Type: AddStep, Step: &Step{Description: "Find the past alerts from same remote IP"}}, "duplicates step_2"},
+		{"unknown step", Update{Type: UpdateStep, StepID: "step_9", Step: &Step{Description: "x"}}, `unknown step "step_9"`},
+		{"done step", Update{Type: CancelStep, StepID: "step_1"}, "step_1 is done"},
+		{"no id", Update{Type: CancelStep}, "no step_id"},
+		{"unknown type", Update{Type: "rewrite_plan"}, "unknown update type"},
+		{"empty add", Update{Type: AddStep}, "without a step description"},
+		{"unknown tools only", Update{Type: AddStep, Step: &Step{Description: "query the SIEM", Tools: []string{"splunk"}}}, "only unknown tools splunk"},
+		{"update without fields", Update{Type: UpdateStep, StepID: "step_2"}, "without new step fields"},
+		{"update into a duplicate", Update{Type: UpdateStep, StepID: "step_3", Step: &Step{Description: "Read the alert details"}}, "duplicates step_1"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			got, out := Apply(basePlan(), []Update{c.u}, Limits{MaxSteps: 10, Tools: known})
+			if out[0].Applied || !strings.Contains(out[0].Why, c.why) {
+				t.Fatalf("outcome %+v, want dropped with %q", out[0], c.why)
+			}
+			if len(got.Steps) != 3 || got.Steps[1].Status != Pending || got.Steps[2].Description != "Assess whether the login succeeded" {
+				t.Errorf("plan changed by a dropped update: %+v", got.Steps)
+			}
+		})
+	}
+}
+
+func TestApplyCapCountsCancelledSteps(t *testing.T) {
+	p := basePlan()
+	lim := Limits{MaxSteps: 5, Tools: known}
+	added := 0
+	for i := 0; i < 20; i++ {
+		var out []Outcome
+		p, out = Apply(p, []Update{
+			{Type: AddStep, Step: &Step{Description: "extra check number " + strings.Repeat("x", i+1)}},
+			{Type: CancelStep, StepID: "step_" + string(rune('4'+i))},
+		}, lim)
+		if out[0].Applied {
+			added++
+		}
+	}
+	if len(p.Steps) != 5 || added != 2 {
+		t.Fatalf("steps=%d added=%d, want the cap of 5 to hold across add/cancel cycles", len(p.Steps), added)
+	}
+}
+
+func TestApplyIDsStayUniqueAfterGaps(t *testing.T) {
+	p := Plan{Objective: "o", Steps: []Step{{ID: "step_7", Description: "a", Status: Done}}}
+	got, _ := Apply(p, []Update{{Type: AddStep, Step: &Step{Description: "b"}}, {Type: AddStep, Step: &Step{Description: "c c"}}}, Limits{})
+	if got.Steps[1].ID != "step_8" || got.Steps[2].ID != "step_9" {
+		t.Fatalf("ids %s %s", got.Steps[1].ID, got.Steps[2].ID)
+	}
+}

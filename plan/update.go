@@ -1,0 +1,223 @@
+package plan
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+	"unicode"
+)
+
+// UpdateType names the kind of change a reflection proposes.
+type UpdateType string
+
+// The plan update kinds.
+const (
+	AddStep    UpdateType = "add_step"
+	UpdateStep UpdateType = "update_step"
+	CancelStep UpdateType = "cancel_step"
+)
+
+// Update is one change to the plan proposed by reflection.
+type Update struct {
+	Type UpdateType `json:"type"`
+	// Step carries the new step (add_step) or the new fields (update_step).
+	Step *Step `json:"step,omitempty"`
+	// StepID names the step to update or cancel.
+	StepID string `json:"step_id,omitempty"`
+	Reason string `json:"reason,omitempty"`
+}
+
+// Outcome says what Apply did with one update.
+type Outcome struct {
+	Update  Update `json:"update"`
+	Applied bool   `json:"applied"`
+	// StepID is the step the update touched (for add_step, the new step's ID).
+	StepID string `json:"step_id,omitempty"`
+	// Why explains a dropped update.
+	Why string `json:"why,omitempty"`
+}
+
+// Limits bound what updates may do.
+type Limits struct {
+	// MaxSteps caps the number of steps a plan may ever hold, cancelled ones
+	// included, so add/cancel cycles cannot grow it without end.
+	MaxSteps int
+	// Tools are the tool names a step may use.
+	Tools []string
+}
+
+// Apply applies reflection updates to a plan, in order, and returns the new
+// plan (the input is not modified) with one outcome per update. It drops
+// updates that are malformed, target unknown or finished steps, duplicate a
+// completed or pending step, name only unknown tools, or would exceed the step
+// cap. Added steps are appended after the existing ones.
+func Apply(p Plan, updates []Update, lim Limits) (Plan, []Outcome) {
+	p = p.Clone()
+	outcomes := make([]Outcome, 0, len(updates))
+	for _, u := range updates {
+		o := Outcome{Update: u}
+		var err error
+		switch u.Type {
+		case AddStep:
+			o.StepID, err = add(&p, u, lim)
+		case UpdateStep:
+			o.StepID, err = update(&p, u, lim)
+		case CancelStep:
+			o.StepID, err = cancel(&p, u)
+		default:
+			err = fmt.Errorf("unknown update type %q", u.Type)
+		}
+		if err != nil {
+			o.Why = err.Error()
+		} else {
+			o.Applied = true
+		}
+		outcomes = append(outcomes, o)
+	}
+	return p, outcomes
+}
+
+func add(p *Plan, u Update, lim Limits) (string, error) {
+	if u.Step == nil || strings.TrimSpace(u.Step.Description) == "" {
+		return "", fmt.Errorf("add_step without a step description")
+	}
+	if lim.MaxSteps > 0 && len(p.Steps) >= lim.MaxSteps {
+		return "", fmt.Errorf("step cap of %d reached", lim.MaxSteps)
+	}
+	if dup := duplicateOf(*p, u.Step.Description, ""); dup != "" {
+		return "", fmt.Errorf("duplicates %s", dup)
+	}
+	tools, err := checkTools(u.Step.Tools, lim.Tools)
+	if err != nil {
+		return "", err
+	}
+	id := nextID(*p)
+	p.Steps = append(p.Steps, Step{
+		ID:          id,
+		Description: strings.TrimSpace(u.Step.Description),
+		Tools:       tools,
+		Expected:    strings.TrimSpace(u.Step.Expected),
+		Status:      Pending,
+		Note:        strings.TrimSpace(u.Reason),
+	})
+	return id, nil
+}
+
+func update(p *Plan, u Update, lim Limits) (string, error) {
+	i, err := pendingStep(*p, u.StepID)
+	if err != nil {
+		return "", err
+	}
+	if u.Step == nil {
+		return "", fmt.Errorf("update_step for %s without new step fields", u.StepID)
+	}
+	s := p.Steps[i]
+	if d := strings.TrimSpace(u.Step.Description); d != "" {
+		if dup := duplicateOf(*p, d, s.ID); dup != "" {
+			return "", fmt.Errorf("duplicates %s", dup)
+		}
+		s.Description = d
+	}
+	if len(u.Step.Tools) > 0 {
+		tools, err := checkTools(u.Step.Tools, lim.Tools)
+		if err != nil {
+			return "", err
+		}
+		s.Tools = tools
+	}
+	if e := strings.TrimSpace(u.Step.Expected); e != "" {
+		s.Expected = e
+	}
+	s.Note = strings.TrimSpace(u.Reason)
+	p.Steps[i] = s
+	return s.ID, nil
+}
+
+func cancel(p *Plan, u Update) (string, error) {
+	i, err := pendingStep(*p, u.StepID)
+	if err != nil {
+		return "", err
+	}
+	p.Steps[i].Status = Cancelled
+	p.Steps[i].Note = strings.TrimSpace(u.Reason)
+	return p.Steps[i].ID, nil
+}
+
+func pendingStep(p Plan, id string) (int, error) {
+	i := p.Index(id)
+	switch {
+	case id == "":
+		return -1, fmt.Errorf("no step_id given")
+	case i < 0:
+		return -1, fmt.Errorf("unknown step %q", id)
+	case p.Steps[i].Status != Pending:
+		return -1, fmt.Errorf("step %s is %s, only pending steps can change", id, p.Steps[i].Status)
+	}
+	return i, nil
+}
+
+func checkTools(names, known []string) ([]string, error) {
+	tools, unknown := splitTools(names, known)
+	if len(unknown) > 0 && len(tools) == 0 {
+		return nil, fmt.Errorf("names only unknown tools %s", strings.Join(unknown, ", "))
+	}
+	return tools, nil
+}
+
+// nextID returns step_N with N one more than the highest numbered step.
+func nextID(p Plan) string {
+	highest := len(p.Steps)
+	for _, s := range p.Steps {
+		if n, err := strconv.Atoi(strings.TrimPrefix(s.ID, "step_")); err == nil && n > highest {
+			highest = n
+		}
+	}
+	return "step_" + strconv.Itoa(highest+1)
+}
+
+// duplicateOf returns the ID of a completed, running or pending step (other
+// than except) whose description says the same thing, or "".
+func duplicateOf(p Plan, description, except string) string {
+	words := wordSet(description)
+	for _, s := range p.Steps {
+		if s.ID == except || s.Status == Cancelled || s.Status == Skipped {
+			continue
+		}
+		if similar(words, wordSet(s.Description)) {
+			return s.ID
+		}
+	}
+	return ""
+}
+
+// similar reports whether two word sets overlap enough (Jaccard >= 0.8) to
+// count as the same step; it catches rephrasings such as a changed article
+// or word order.
+func similar(a, b map[string]bool) bool {
+	if len(a) == 0 || len(b) == 0 {
+		return false
+	}
+	inter := 0
+	for w := range a {
+		if b[w] {
+			inter++
+		}
+	}
+	union := len(a) + len(b) - inter
+	return float64(inter)/float64(union) >= 0.8
+}
+
+func wordSet(s string) map[string]bool {
+	set := map[string]bool{}
+	for _, w := range strings.FieldsFunc(strings.ToLower(s), func(r rune) bool {
+		return !unicode.IsLetter(r) && !unicode.IsDigit(r) && r != '.' && r != ':'
+	}) {
+		w = strings.Trim(w, ".:")
+		switch w {
+		case "", "the", "a", "an", "of", "for", "to", "and", "on", "in", "with":
+		default:
+			set[w] = true
+		}
+	}
+	return set
+}

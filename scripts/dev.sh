@@ -1,0 +1,66 @@
+#!/usr/bin/env bash
+# `task dev`: runs the local stack in the foreground until Ctrl-C (or `task stop`):
+# Temporal dev server with Web UI, Firestore emulator, the Gemini stand-in (only
+# without Gemini credentials) and the worker. Services already running on their
+# ports are reused and left running on exit.
+set -euo pipefail
+
+cd "$(dirname "${BASH_SOURCE[0]}")/.."
+# shellcheck source=scripts/stack.sh
+. scripts/stack.sh
+
+if pid="$(stack_recorded_pid dev)"; then
+	stack_err "a 'task dev' session is already running (pid $pid); stop it with 'go tool task stop'"
+	exit 1
+fi
+
+dev_cleanup() {
+	local rc=$?
+	trap '' INT TERM HUP
+	echo
+	stack_log "shutting down..."
+	stack_cleanup
+	rm -f "$(stack_pidfile dev)"
+	exit "$rc"
+}
+trap dev_cleanup EXIT
+# Ctrl-C and `task stop` (SIGTERM) are the normal ways to end a dev session.
+trap 'exit 0' INT TERM
+trap 'exit 129' HUP
+
+mkdir -p "$STACK_PID_DIR"
+echo "$$" >"$(stack_pidfile dev)"
+
+stack_up
+
+cat <<EOF
+
+  Local stack is running.
+    Temporal Web UI:    http://localhost:$STACK_TEMPORAL_UI_PORT
+    Temporal gRPC:      $TEMPORAL_ADDRESS (namespace $TEMPORAL_NAMESPACE)
+    Firestore emulator: $FIRESTORE_EMULATOR_HOST (project $GOOGLE_CLOUD_PROJECT)
+    Logs:               .data/logs/
+
+  In another terminal, either let the task reuse this stack:
+    go tool task investigate
+    go tool task investigate ALERT=path/to/alert.json -- --lang ja
+  or run the starter yourself:
+    set -a; . .data/stack.env; set +a
+    bin/starter alert import examples/alerts/history/*.json
+    bin/starter investigate --alert examples/alerts/guardduty-ssh-bruteforce.json
+
+  Press Ctrl-C to stop (or run 'go tool task stop').
+
+EOF
+
+# Stay in the foreground; leave if one of the services started here dies.
+while :; do
+	for name in "${STACK_STARTED[@]+"${STACK_STARTED[@]}"}"; do
+		if ! stack_recorded_pid "$name" >/dev/null; then
+			stack_err "$name stopped unexpectedly"
+			stack_tail_log "$name"
+			exit 1
+		fi
+	done
+	sleep 1
+done

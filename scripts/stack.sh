@@ -1,0 +1,453 @@
+# shellcheck shell=bash
+# Local stack: Temporal dev server (+ Web UI), Firestore emulator, the Gemini
+# stand-in (only when no Gemini credentials are configured) and the worker.
+#
+# Sourced by scripts/dev.sh and scripts/investigate.sh, which call stack_up and,
+# on exit, stack_cleanup (stops only what this shell started; services found
+# already running on their ports are reused and left alone).
+#
+# Run directly for the `stop` task:  bash scripts/stack.sh stop | status
+#
+# Every service runs in its own process group (bash `set -m` before `cmd &`
+# makes pgid == pid) and is stopped with `kill -- -pgid`: the Firestore emulator
+# is a JVM grandchild of gcloud that would otherwise keep its port.
+# Logs: .data/logs/<name>.log   pids: .data/pids/<name>.pid
+
+STACK_ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+STACK_CACHE="${XDG_CACHE_HOME:-$HOME/.cache}/investigator"
+STACK_TEMPORAL_BIN="${TEMPORAL_CLI:-$STACK_CACHE/bin/temporal}"
+STACK_BIN_DIR="$STACK_ROOT/bin"
+STACK_DATA_DIR="$STACK_ROOT/.data"
+STACK_LOG_DIR="$STACK_DATA_DIR/logs"
+STACK_PID_DIR="$STACK_DATA_DIR/pids"
+
+STACK_HOST="127.0.0.1"
+STACK_TEMPORAL_PORT="${STACK_TEMPORAL_PORT:-7233}"
+STACK_TEMPORAL_UI_PORT="${STACK_TEMPORAL_UI_PORT:-8233}"
+STACK_FIRESTORE_PORT="${STACK_FIRESTORE_PORT:-8081}"
+STACK_STANDIN_PORT="${STACK_STANDIN_PORT:-8089}"
+STACK_NAMESPACE="default"
+
+# Start timeouts (seconds).
+STACK_TEMPORAL_TIMEOUT="${STACK_TEMPORAL_TIMEOUT:-60}"
+STACK_FIRESTORE_TIMEOUT="${STACK_FIRESTORE_TIMEOUT:-90}"
+STACK_STANDIN_TIMEOUT="${STACK_STANDIN_TIMEOUT:-30}"
+STACK_WORKER_TIMEOUT="${STACK_WORKER_TIMEOUT:-20}"
+# Seconds to wait after SIGTERM before SIGKILL.
+STACK_STOP_TIMEOUT="${STACK_STOP_TIMEOUT:-20}"
+
+# Services started by this shell, in start order (stack_cleanup stops them in reverse).
+STACK_STARTED=()
+STACK_USING_STANDIN=0
+
+stack_log()  { printf 'stack: %s\n' "$*"; }
+stack_warn() { printf 'stack: WARNING: %s\n' "$*" >&2; }
+stack_err()  { printf 'stack: ERROR: %s\n' "$*" >&2; }
+
+stack_pidfile() { printf '%s/%s.pid\n' "$STACK_PID_DIR" "$1"; }
+stack_logfile() { printf '%s/%s.log\n' "$STACK_LOG_DIR" "$1"; }
+
+# A pattern that the command line of each service's group leader matches; used to
+# ignore stale pid files whose pid was reused by an unrelated process.
+stack_cmd_pattern() {
+	case "$1" in
+	temporal) echo 'temporal' ;;
+	firestore) echo 'firestore' ;;
+	gemini-standin) echo 'gemini-standin' ;;
+	worker) echo 'worker' ;;
+	dev) echo 'dev\.sh' ;;
+	*) echo "$1" ;;
+	esac
+}
+
+# Prints the recorded pid of a service if its process group is still alive.
+stack_recorded_pid() { # <name>
+	local f pid args
+	f="$(stack_pidfile "$1")"
+	[[ -f "$f" ]] || return 1
+	pid="$(cat "$f" 2>/dev/null || true)"
+	[[ "$pid" =~ ^[0-9]+$ ]] || return 1
+	if [[ "$1" == dev ]]; then
+		kill -0 "$pid" 2>/dev/null || return 1
+	else
+		kill -0 -- "-$pid" 2>/dev/null || return 1
+	fi
+	# The leader may be gone while the group lives on (gcloud -> java); when it
+	# is there, make sure it is still what we started.
+	if args="$(ps -o args= -p "$pid" 2>/dev/null)" && [[ -n "$args" ]]; then
+		[[ "$args" =~ $(stack_cmd_pattern "$1") ]] || return 1
+	fi
+	printf '%s\n' "$pid"
+}
+
+stack_is_started_here() { # <name>
+	local s
+	for s in "${STACK_STARTED[@]+"${STACK_STARTED[@]}"}"; do
+		[[ "$s" == "$1" ]] && return 0
+	done
+	return 1
+}
+
+stack_tail_log() { # <name>
+	local log
+	log="$(stack_logfile "$1")"
+	if [[ -s "$log" ]]; then
+		printf -- '----- last 20 lines of %s -----\n' "$log" >&2
+		tail -n 20 "$log" >&2
+		printf -- '-----\n' >&2
+	else
+		printf 'stack: (log %s is empty)\n' "$log" >&2
+	fi
+}
+
+# Starts "$@" in the background in its own process group, logging to
+# .data/logs/<name>.log, and records the pid in .data/pids/<name>.pid.
+stack_spawn() { # <name> <cmd> [args...]
+	local name="$1" log pid had_m=0
+	shift
+	mkdir -p "$STACK_LOG_DIR" "$STACK_PID_DIR"
+	log="$(stack_logfile "$name")"
+	printf '# %s: %s\n' "$(date '+%Y-%m-%dT%H:%M:%S%z')" "$*" >"$log"
+	[[ $- == *m* ]] && had_m=1
+	set -m
+	"$@" >>"$log" 2>&1 </dev/null &
+	pid=$!
+	((had_m)) || set +m
+	printf '%s\n' "$pid" >"$(stack_pidfile "$name")"
+	STACK_STARTED+=("$name")
+	stack_log "started $name (pid $pid, log ${log#"$STACK_ROOT"/})"
+}
+
+# Stops a service's whole process group: SIGTERM, then SIGKILL after a timeout.
+stack_stop() { # <name>
+	local name="$1" pid f deadline
+	f="$(stack_pidfile "$name")"
+	if ! pid="$(stack_recorded_pid "$name")"; then
+		rm -f "$f"
+		return 0
+	fi
+	stack_log "stopping $name (pid $pid)"
+	kill -TERM -- "-$pid" 2>/dev/null || true
+	deadline=$((SECONDS + STACK_STOP_TIMEOUT))
+	while kill -0 -- "-$pid" 2>/dev/null; do
+		if ((SECONDS >= deadline)); then
+			stack_warn "$name did not stop within ${STACK_STOP_TIMEOUT}s; killing it"
+			kill -KILL -- "-$pid" 2>/dev/null || true
+			sleep 0.5
+			break
+		fi
+		sleep 0.2
+	done
+	wait "$pid" 2>/dev/null || true
+	rm -f "$f"
+}
+
+# Waits until <probe> succeeds; fails if the service's process group dies or the
+# timeout passes (then prints the last log lines and stops the service).
+stack_wait() { # <name> <timeout-seconds> <probe-function> [probe args...]
+	local name="$1" timeout="$2" pid deadline
+	shift 2
+	pid="$(cat "$(stack_pidfile "$name")")"
+	deadline=$((SECONDS + timeout))
+	until "$@"; do
+		if ! kill -0 -- "-$pid" 2>/dev/null; then
+			stack_err "$name exited during startup"
+			stack_tail_log "$name"
+			stack_stop "$name"
+			return 1
+		fi
+		if ((SECONDS >= deadline)); then
+			stack_err "$name was not ready within ${timeout}s"
+			stack_tail_log "$name"
+			stack_stop "$name"
+			return 1
+		fi
+		sleep 0.2
+	done
+}
+
+# True when something accepts TCP connections on host:port (bash /dev/tcp).
+stack_port_open() { # <port>
+	(exec 3<>"/dev/tcp/$STACK_HOST/$1") 2>/dev/null
+}
+
+# ---------------------------------------------------------------- Temporal
+
+# The Temporal CLI, pointed at the local dev server regardless of the user's
+# Temporal Cloud settings (API key, TLS, config profiles).
+stack_temporal_cli() {
+	env -u TEMPORAL_API_KEY -u TEMPORAL_TLS -u TEMPORAL_TLS_CERT -u TEMPORAL_TLS_KEY \
+		-u TEMPORAL_TLS_CA -u TEMPORAL_TLS_CERT_DATA -u TEMPORAL_TLS_KEY_DATA \
+		-u TEMPORAL_TLS_CA_DATA -u TEMPORAL_TLS_SERVER_NAME -u TEMPORAL_PROFILE \
+		"$STACK_TEMPORAL_BIN" "$@" \
+		--address "$STACK_HOST:$STACK_TEMPORAL_PORT" --namespace "$STACK_NAMESPACE" \
+		--disable-config-file --disable-config-env --color never
+}
+
+stack_temporal_ready() {
+	stack_port_open "$STACK_TEMPORAL_PORT" &&
+		stack_temporal_cli operator cluster health --command-timeout 3s >/dev/null 2>&1
+}
+
+# The AlertId search attribute must exist: on a fresh server --search-attribute
+# registers it, on a reused one (or an old .data/temporal.db) we make sure.
+# Creating an existing attribute of the same type succeeds.
+stack_temporal_search_attributes() {
+	local out
+	if out="$(stack_temporal_cli operator search-attribute create --name AlertId --type Keyword 2>&1)"; then
+		return 0
+	fi
+	if [[ "$out" == *"already exists"* ]]; then
+		return 0
+	fi
+	stack_err "could not register search attribute AlertId (Keyword) on $STACK_HOST:$STACK_TEMPORAL_PORT:"
+	printf '%s\n' "$out" >&2
+	return 1
+}
+
+stack_start_temporal() {
+	if stack_temporal_ready; then
+		stack_log "Temporal: reusing the server already answering on $STACK_HOST:$STACK_TEMPORAL_PORT (not stopped on exit)"
+	else
+		if stack_port_open "$STACK_TEMPORAL_PORT"; then
+			stack_err "port $STACK_TEMPORAL_PORT is in use, but not by a Temporal server that answers health checks"
+			return 1
+		fi
+		if [[ ! -x "$STACK_TEMPORAL_BIN" ]]; then
+			stack_err "Temporal CLI not found at $STACK_TEMPORAL_BIN: run 'go tool task setup'"
+			return 1
+		fi
+		mkdir -p "$STACK_DATA_DIR"
+		stack_spawn temporal "$STACK_TEMPORAL_BIN" server start-dev \
+			--ip "$STACK_HOST" --port "$STACK_TEMPORAL_PORT" --ui-port "$STACK_TEMPORAL_UI_PORT" \
+			--db-filename "$STACK_DATA_DIR/temporal.db" \
+			--search-attribute AlertId=Keyword \
+			--log-level warn --color never
+		stack_wait temporal "$STACK_TEMPORAL_TIMEOUT" stack_temporal_ready || return 1
+		stack_log "Temporal: ready on $STACK_HOST:$STACK_TEMPORAL_PORT, Web UI http://localhost:$STACK_TEMPORAL_UI_PORT"
+	fi
+	stack_temporal_search_attributes
+}
+
+# ---------------------------------------------------------------- Firestore
+
+stack_firestore_ready() {
+	[[ "$(curl -sf --max-time 2 "http://$STACK_HOST:$STACK_FIRESTORE_PORT/" 2>/dev/null)" == Ok* ]]
+}
+
+stack_start_firestore() {
+	if stack_firestore_ready; then
+		stack_log "Firestore emulator: reusing the one already answering on $STACK_HOST:$STACK_FIRESTORE_PORT (not stopped on exit)"
+		return 0
+	fi
+	if stack_port_open "$STACK_FIRESTORE_PORT"; then
+		stack_err "port $STACK_FIRESTORE_PORT is in use, but not by the Firestore emulator"
+		return 1
+	fi
+	if ! command -v gcloud >/dev/null 2>&1; then
+		stack_err "gcloud not found: the Firestore emulator needs the Google Cloud CLI (see 'go tool task setup')"
+		return 1
+	fi
+	stack_spawn firestore gcloud emulators firestore start --host-port="$STACK_HOST:$STACK_FIRESTORE_PORT"
+	stack_wait firestore "$STACK_FIRESTORE_TIMEOUT" stack_firestore_ready || return 1
+	stack_log "Firestore emulator: ready on $STACK_HOST:$STACK_FIRESTORE_PORT (in memory: data is lost when it stops)"
+}
+
+# ---------------------------------------------------------------- Gemini
+
+# Real Gemini (or Vertex AI, or an explicit endpoint) configured in the environment?
+stack_gemini_configured() {
+	[[ -n "${GEMINI_API_KEY:-}" || -n "${GOOGLE_API_KEY:-}" || -n "${GOOGLE_GEMINI_BASE_URL:-}" ]] && return 0
+	case "${GOOGLE_GENAI_USE_VERTEXAI:-}" in
+	1 | [Tt][Rr][Uu][Ee]) return 0 ;;
+	esac
+	return 1
+}
+
+stack_standin_ready() {
+	# Any HTTP answer will do: the stand-in need not serve "/".
+	curl -s -o /dev/null --max-time 2 "http://$STACK_HOST:$STACK_STANDIN_PORT/" 2>/dev/null
+}
+
+stack_start_gemini() {
+	if stack_gemini_configured; then
+		local via="GEMINI_API_KEY"
+		[[ -n "${GOOGLE_API_KEY:-}" ]] && via="GOOGLE_API_KEY"
+		[[ -n "${GEMINI_API_KEY:-}" ]] && via="GEMINI_API_KEY"
+		[[ -n "${GOOGLE_GEMINI_BASE_URL:-}" ]] && via="GOOGLE_GEMINI_BASE_URL=$GOOGLE_GEMINI_BASE_URL"
+		case "${GOOGLE_GENAI_USE_VERTEXAI:-}" in 1 | [Tt][Rr][Uu][Ee]) via="Vertex AI (GOOGLE_GENAI_USE_VERTEXAI)" ;; esac
+		stack_log "Gemini: using your configuration ($via)"
+		return 0
+	fi
+	if stack_standin_ready; then
+		stack_log "Gemini stand-in: reusing the one already answering on $STACK_HOST:$STACK_STANDIN_PORT (not stopped on exit)"
+	else
+		if [[ ! -x "$STACK_BIN_DIR/gemini-standin" ]]; then
+			stack_err "$STACK_BIN_DIR/gemini-standin not found: run 'go tool task build'"
+			return 1
+		fi
+		stack_spawn gemini-standin "$STACK_BIN_DIR/gemini-standin" --addr "$STACK_HOST:$STACK_STANDIN_PORT"
+		stack_wait gemini-standin "$STACK_STANDIN_TIMEOUT" stack_standin_ready || return 1
+	fi
+	export GOOGLE_GEMINI_BASE_URL="http://$STACK_HOST:$STACK_STANDIN_PORT"
+	export GEMINI_API_KEY="offline-standin"
+	STACK_USING_STANDIN=1
+	stack_warn_standin
+}
+
+stack_warn_standin() {
+	printf '%s\n' \
+		"stack: WARNING: no Gemini credentials (GEMINI_API_KEY, GOOGLE_API_KEY, GOOGLE_GENAI_USE_VERTEXAI," \
+		"stack: WARNING: GOOGLE_GEMINI_BASE_URL) are set: model answers are SCRIPTED by the offline Gemini" \
+		"stack: WARNING: stand-in at $GOOGLE_GEMINI_BASE_URL, not produced by a real model." \
+		"stack: WARNING: Set GEMINI_API_KEY to use Gemini." >&2
+}
+
+# ---------------------------------------------------------------- worker
+
+stack_worker_ready() {
+	grep -q 'Started Worker' "$(stack_logfile worker)" 2>/dev/null
+}
+
+stack_start_worker() {
+	local pid
+	if pid="$(stack_recorded_pid worker)" && ! stack_is_started_here worker; then
+		stack_log "worker: reusing the worker already running (pid $pid, started by 'task dev'; not stopped on exit)"
+		return 0
+	fi
+	if [[ ! -x "$STACK_BIN_DIR/worker" ]]; then
+		stack_err "$STACK_BIN_DIR/worker not found: run 'go tool task build'"
+		return 1
+	fi
+	stack_spawn worker "$STACK_BIN_DIR/worker"
+	# The SDK logs "Started Worker" once it polls. Without that line (a quiet
+	# logger), a worker still alive after the timeout is taken as started.
+	local deadline=$((SECONDS + STACK_WORKER_TIMEOUT))
+	pid="$(cat "$(stack_pidfile worker)")"
+	until stack_worker_ready; do
+		if ! kill -0 -- "-$pid" 2>/dev/null; then
+			stack_err "worker exited during startup"
+			stack_tail_log worker
+			stack_stop worker
+			return 1
+		fi
+		if ((SECONDS >= deadline)); then
+			stack_log "worker: running (no 'Started Worker' log line after ${STACK_WORKER_TIMEOUT}s; continuing)"
+			return 0
+		fi
+		sleep 0.2
+	done
+	stack_log "worker: polling Temporal"
+}
+
+# ---------------------------------------------------------------- whole stack
+
+# Environment of the worker and the starter. Temporal Cloud settings (API key,
+# TLS) are dropped: this stack is the local dev server.
+stack_export_env() {
+	local v
+	for v in TEMPORAL_API_KEY TEMPORAL_TLS TEMPORAL_TLS_CERT TEMPORAL_TLS_KEY TEMPORAL_TLS_CA \
+		TEMPORAL_TLS_CERT_DATA TEMPORAL_TLS_KEY_DATA TEMPORAL_TLS_CA_DATA TEMPORAL_TLS_SERVER_NAME \
+		TEMPORAL_PROFILE; do
+		if [[ -n "${!v:-}" ]]; then
+			stack_log "ignoring $v for the local stack"
+			unset "$v"
+		fi
+	done
+	export TEMPORAL_ADDRESS="$STACK_HOST:$STACK_TEMPORAL_PORT"
+	export TEMPORAL_NAMESPACE="$STACK_NAMESPACE"
+	export FIRESTORE_EMULATOR_HOST="$STACK_HOST:$STACK_FIRESTORE_PORT"
+	export GOOGLE_CLOUD_PROJECT="${GOOGLE_CLOUD_PROJECT:-demo-investigator}"
+}
+
+# .data/stack.env: what a second terminal needs to run bin/starter against this
+# stack. It never holds a real API key.
+stack_write_env_file() {
+	local f="$STACK_DATA_DIR/stack.env"
+	mkdir -p "$STACK_DATA_DIR"
+	{
+		echo "# Written by scripts/stack.sh: source it to use bin/starter with the local stack."
+		echo "export TEMPORAL_ADDRESS=$TEMPORAL_ADDRESS"
+		echo "export TEMPORAL_NAMESPACE=$TEMPORAL_NAMESPACE"
+		echo "export FIRESTORE_EMULATOR_HOST=$FIRESTORE_EMULATOR_HOST"
+		echo "export GOOGLE_CLOUD_PROJECT=$GOOGLE_CLOUD_PROJECT"
+		if ((STACK_USING_STANDIN)); then
+			echo "export GOOGLE_GEMINI_BASE_URL=$GOOGLE_GEMINI_BASE_URL"
+			echo "export GEMINI_API_KEY=$GEMINI_API_KEY"
+		fi
+	} >"$f"
+}
+
+# Starts (or reuses) every service. Returns non-zero, after printing why, if one
+# fails; the caller's EXIT trap (stack_cleanup) stops what was started.
+stack_up() {
+	local started=$SECONDS
+	mkdir -p "$STACK_LOG_DIR" "$STACK_PID_DIR"
+	stack_export_env
+	stack_start_temporal || return 1
+	stack_start_firestore || return 1
+	stack_start_gemini || return 1
+	stack_start_worker || return 1
+	stack_write_env_file
+	stack_log "stack up in $((SECONDS - started))s: Temporal $TEMPORAL_ADDRESS (Web UI http://localhost:$STACK_TEMPORAL_UI_PORT), Firestore emulator $FIRESTORE_EMULATOR_HOST, project $GOOGLE_CLOUD_PROJECT"
+}
+
+# Stops, in reverse order, only the services this shell started.
+stack_cleanup() {
+	local i
+	for ((i = ${#STACK_STARTED[@]} - 1; i >= 0; i--)); do
+		stack_stop "${STACK_STARTED[$i]}"
+	done
+	STACK_STARTED=()
+}
+
+# For `task stop`: stop a `task dev` session (it stops its own services), then
+# anything else still recorded under .data/pids (e.g. after a killed session).
+stack_stop_recorded() {
+	local pid name deadline any=0
+	if pid="$(stack_recorded_pid dev)"; then
+		any=1
+		stack_log "stopping the 'task dev' session (pid $pid)"
+		kill -TERM "$pid" 2>/dev/null || true
+		deadline=$((SECONDS + STACK_STOP_TIMEOUT * 4))
+		while kill -0 "$pid" 2>/dev/null && ((SECONDS < deadline)); do
+			sleep 0.2
+		done
+	fi
+	rm -f "$(stack_pidfile dev)"
+	for name in worker gemini-standin firestore temporal; do
+		if stack_recorded_pid "$name" >/dev/null; then
+			any=1
+			stack_stop "$name"
+		fi
+		rm -f "$(stack_pidfile "$name")"
+	done
+	((any)) || stack_log "nothing recorded under ${STACK_PID_DIR#"$STACK_ROOT"/} is running"
+	return 0
+}
+
+stack_status() {
+	local name pid
+	for name in dev temporal firestore gemini-standin worker; do
+		if pid="$(stack_recorded_pid "$name")"; then
+			printf '%-15s running (pid %s)\n' "$name" "$pid"
+		else
+			printf '%-15s not running (from .data/pids)\n' "$name"
+		fi
+	done
+	stack_temporal_ready && echo "port $STACK_TEMPORAL_PORT: Temporal answers" || echo "port $STACK_TEMPORAL_PORT: no Temporal"
+	stack_firestore_ready && echo "port $STACK_FIRESTORE_PORT: Firestore emulator answers" || echo "port $STACK_FIRESTORE_PORT: no Firestore emulator"
+	stack_standin_ready && echo "port $STACK_STANDIN_PORT: something answers HTTP (Gemini stand-in?)" || echo "port $STACK_STANDIN_PORT: nothing"
+}
+
+if [[ "${BASH_SOURCE[0]}" == "$0" ]]; then
+	set -euo pipefail
+	case "${1:-}" in
+	stop) stack_stop_recorded ;;
+	status) stack_status ;;
+	*)
+		echo "usage: bash scripts/stack.sh stop|status   (otherwise: source it)" >&2
+		exit 2
+		;;
+	esac
+fi

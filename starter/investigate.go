@@ -1,0 +1,142 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"regexp"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+	"go.temporal.io/api/enums/v1"
+	"go.temporal.io/sdk/client"
+	"go.temporal.io/sdk/temporal"
+
+	"github.com/secops-agent/investigator/alerts"
+	"github.com/secops-agent/investigator/investigation"
+)
+
+type investigateOptions struct {
+	alertFile string
+	alertID   string
+	question  string
+	lang      string
+	detach    bool
+	limits    investigation.Limits
+}
+
+func (a *app) investigateCommand() *cobra.Command {
+	var o investigateOptions
+	cmd := &cobra.Command{
+		Use:   "investigate (--alert FILE | --alert-id ID)",
+		Short: "Start an investigation of an alert and follow its progress",
+		Long: `Validates the alert, stores it in Firestore, starts the Investigation workflow,
+prints its workflow ID and Web UI link, then shows the plan, each step, tool
+calls, insights and plan updates as they happen, and finally the conclusion in
+Markdown. Exit code 0 when the investigation concludes, 1 when it fails.`,
+		Example: `  starter investigate --alert examples/alerts/guardduty-ssh-bruteforce.json
+  cat alert.json | starter investigate --alert - --lang ja
+  starter investigate --alert-id guardduty-3f9a1c0d2b4e --question "Was the login successful?" --detach`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error { return a.investigate(cmd, o) },
+	}
+	f := cmd.Flags()
+	f.StringVar(&o.alertFile, "alert", "", "alert JSON file to investigate, or - for stdin")
+	f.StringVar(&o.alertID, "alert-id", "", "ID of an alert already imported")
+	f.StringVar(&o.question, "question", "", "what to find out (default: a thorough investigation of the alert)")
+	f.StringVar(&o.lang, "lang", "en", "language of the conclusion: en or ja")
+	f.BoolVar(&o.detach, "detach", false, "start the investigation and exit without following it")
+	f.IntVar(&o.limits.MaxSteps, "max-steps", investigation.DefaultMaxSteps, "most steps a plan may hold")
+	f.IntVar(&o.limits.MaxIterations, "max-iterations", investigation.DefaultMaxIterations, "most model turns per step")
+	cmd.MarkFlagsMutuallyExclusive("alert", "alert-id")
+	cmd.MarkFlagsOneRequired("alert", "alert-id")
+	return cmd
+}
+
+func (a *app) investigate(cmd *cobra.Command, o investigateOptions) error {
+	ctx := cmd.Context()
+	out := cmd.OutOrStdout()
+	if _, ok := investigation.Languages[o.lang]; !ok {
+		return fmt.Errorf("unsupported language %q: use en or ja", o.lang)
+	}
+	// Validate the input before touching any service: bad input never starts a workflow.
+	var al alerts.Alert
+	if o.alertFile != "" {
+		var err error
+		if al, err = a.readAlert(o.alertFile); err != nil {
+			return err
+		}
+	}
+	store, done, err := a.alertStore(cmd)
+	if err != nil {
+		return err
+	}
+	defer done()
+	if o.alertFile != "" {
+		if err := store.Put(ctx, al); err != nil {
+			return fmt.Errorf("store alert %s: %w", al.ID, err)
+		}
+	} else if al, err = store.Get(ctx, o.alertID); err != nil {
+		return err
+	}
+
+	c, err := a.temporal.Dial(a.logger())
+	if err != nil {
+		return err
+	}
+	defer c.Close()
+	id := workflowID(al.ID, time.Now())
+	run, err := c.ExecuteWorkflow(ctx, client.StartWorkflowOptions{
+		ID:                       id,
+		TaskQueue:                a.temporal.TaskQueue,
+		WorkflowIDConflictPolicy: enums.WORKFLOW_ID_CONFLICT_POLICY_FAIL,
+		StaticSummary:            clip(fmt.Sprintf("Investigate %s: %s", al.ID, al.Title), 200),
+		TypedSearchAttributes: temporal.NewSearchAttributes(
+			temporal.NewSearchAttributeKeyKeyword(investigation.SearchAttribute).ValueSet(al.ID)),
+	}, investigation.WorkflowName, investigation.Input{
+		AlertID:  al.ID,
+		Question: o.question,
+		Language: o.lang,
+		Limits:   o.limits,
+	})
+	if err != nil {
+		if strings.Contains(err.Error(), investigation.SearchAttribute) {
+			return fmt.Errorf("start the investigation: %w (register the search attribute: temporal operator search-attribute create --name %s --type Keyword)", err, investigation.SearchAttribute)
+		}
+		return fmt.Errorf("start the investigation: %w", err)
+	}
+	fmt.Fprintf(out, "Investigating alert %s (%s, %s severity): %s\n", al.ID, al.Type, al.Severity, al.Title)
+	fmt.Fprintf(out, "Workflow ID: %s\nWeb UI:      %s\n\n", run.GetID(), a.temporal.WorkflowURL(run.GetID()))
+	if o.detach {
+		return nil
+	}
+	return follow(ctx, c, run, a.temporal.TaskQueue, out)
+}
+
+var unsafeID = regexp.MustCompile(`[^A-Za-z0-9._-]+`)
+
+// workflowID is readable and unique per start: the alert ID and a UTC time.
+func workflowID(alertID string, now time.Time) string {
+	return "investigation-" + unsafeID.ReplaceAllString(alertID, "_") + "-" + now.UTC().Format("20060102-150405.000")
+}
+
+// failureMessage returns the one-sentence reason of a failed workflow.
+func failureMessage(err error) string {
+	var app *temporal.ApplicationError
+	if errors.As(err, &app) {
+		return app.Message()
+	}
+	var te *temporal.TimeoutError
+	if errors.As(err, &te) {
+		return "it timed out"
+	}
+	var ce *temporal.CanceledError
+	if errors.As(err, &ce) {
+		return "it was cancelled"
+	}
+	var term *temporal.TerminatedError
+	if errors.As(err, &term) {
+		return "it was terminated"
+	}
+	return err.Error()
+}

@@ -1,0 +1,72 @@
+// Command starter is the analyst's CLI: it imports alerts, starts
+// investigations on the worker and shows their progress.
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"os/signal"
+	"syscall"
+
+	"github.com/spf13/cobra"
+
+	"github.com/secops-agent/investigator/config"
+)
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	err := newRoot(os.Stdin, os.Stdout).ExecuteContext(ctx)
+	stop()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "error:", err)
+		os.Exit(1)
+	}
+}
+
+// app holds the settings every subcommand shares.
+type app struct {
+	temporal  config.Temporal
+	firestore config.Firestore
+	logLevel  string
+	stdin     io.Reader
+}
+
+func (a *app) logger() *slog.Logger {
+	l, err := config.Logger(a.logLevel)
+	if err != nil {
+		return slog.New(slog.NewTextHandler(io.Discard, nil))
+	}
+	return l
+}
+
+func newRoot(stdin io.Reader, stdout io.Writer) *cobra.Command {
+	a := &app{stdin: stdin}
+	root := &cobra.Command{
+		Use:   "starter",
+		Short: "Investigate security alerts with a durable LLM agent on Temporal",
+		Long: `starter imports security alerts into Firestore, starts investigations on the
+investigation worker (Temporal) and shows their progress as it happens.
+
+Environment (each also a flag):
+  TEMPORAL_ADDRESS         Temporal frontend (default localhost:7233)
+  TEMPORAL_NAMESPACE       namespace (default "default")
+  TEMPORAL_TASK_QUEUE      worker task queue (default "investigations")
+  TEMPORAL_UI_URL          Web UI base URL for links (default http://localhost:8233)
+  GOOGLE_CLOUD_PROJECT     Firestore project (demo-investigator with the emulator)
+  FIRESTORE_EMULATOR_HOST  use the local Firestore emulator at host:port
+  FIRESTORE_DATABASE       Firestore database ID (default "(default)")
+The worker also reads GEMINI_API_KEY / GOOGLE_API_KEY, GOOGLE_GENAI_USE_VERTEXAI,
+GOOGLE_CLOUD_LOCATION, GOOGLE_GEMINI_BASE_URL and GEMINI_MODEL.`,
+		SilenceUsage:  true,
+		SilenceErrors: true,
+	}
+	root.SetOut(stdout)
+	a.temporal.Flags(root.PersistentFlags())
+	a.firestore.Flags(root.PersistentFlags())
+	root.PersistentFlags().StringVar(&a.logLevel, "log-level", config.Env("warn", "LOG_LEVEL"), "log level of the Temporal client: debug, info, warn, error (env LOG_LEVEL)")
+	root.AddCommand(a.investigateCommand(), a.alertCommand())
+	return root
+}

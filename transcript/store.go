@@ -1,0 +1,81 @@
+// Package transcript stores the pieces of a step's tool loop (model turns and
+// tool results) in Firestore, so workflow history carries keys instead of
+// re-sending every earlier result to every later model turn (claim check).
+package transcript
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"cloud.google.com/go/firestore"
+)
+
+// Entry kinds.
+const (
+	KindModel = "model"
+	KindTool  = "tool"
+)
+
+// Entry is one stored piece of a transcript.
+type Entry struct {
+	Kind string `firestore:"kind"`
+	// Content is the model's genai.Content as JSON (kind model), kept whole so
+	// thought signatures and call IDs go back to the model unchanged.
+	Content string `firestore:"content,omitempty"`
+	// Text is the model's plain answer (kind model).
+	Text string `firestore:"text,omitempty"`
+	// CallID, Tool and Response describe a tool result (kind tool); Response
+	// is the JSON object sent back as the function response.
+	CallID    string    `firestore:"call_id,omitempty"`
+	Tool      string    `firestore:"tool,omitempty"`
+	Response  string    `firestore:"response,omitempty"`
+	CreatedAt time.Time `firestore:"created_at"`
+}
+
+// Store keeps entries under sessions/{session}/entries/{key}.
+type Store struct{ fs *firestore.Client }
+
+// NewStore returns a store on the given Firestore client.
+func NewStore(fs *firestore.Client) *Store { return &Store{fs: fs} }
+
+func (s *Store) doc(session, key string) *firestore.DocumentRef {
+	return s.fs.Collection("sessions").Doc(session).Collection("entries").Doc(key)
+}
+
+// Put writes an entry; writing the same key again replaces it, so a retried
+// activity stays idempotent.
+func (s *Store) Put(ctx context.Context, session, key string, e Entry) error {
+	if e.CreatedAt.IsZero() {
+		e.CreatedAt = time.Now().UTC()
+	}
+	if _, err := s.doc(session, key).Set(ctx, e); err != nil {
+		return fmt.Errorf("store transcript entry %s/%s: %w", session, key, err)
+	}
+	return nil
+}
+
+// GetAll reads entries in the order of keys; a missing key is an error.
+func (s *Store) GetAll(ctx context.Context, session string, keys []string) ([]Entry, error) {
+	if len(keys) == 0 {
+		return nil, nil
+	}
+	refs := make([]*firestore.DocumentRef, len(keys))
+	for i, k := range keys {
+		refs[i] = s.doc(session, k)
+	}
+	snaps, err := s.fs.GetAll(ctx, refs)
+	if err != nil {
+		return nil, fmt.Errorf("read transcript of %s: %w", session, err)
+	}
+	out := make([]Entry, len(snaps))
+	for i, snap := range snaps {
+		if !snap.Exists() {
+			return nil, fmt.Errorf("transcript entry %s/%s is missing", session, keys[i])
+		}
+		if err := snap.DataTo(&out[i]); err != nil {
+			return nil, fmt.Errorf("decode transcript entry %s/%s: %w", session, keys[i], err)
+		}
+	}
+	return out, nil
+}

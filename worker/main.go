@@ -1,0 +1,93 @@
+// Command worker runs the investigation worker: it hosts the Investigation
+// workflow and its activities on a Temporal task queue.
+package main
+
+import (
+	"context"
+	"fmt"
+	"os"
+
+	"github.com/spf13/cobra"
+	"go.temporal.io/sdk/worker"
+	"go.temporal.io/sdk/workflow"
+
+	"github.com/secops-agent/investigator/activities"
+	"github.com/secops-agent/investigator/alerts"
+	"github.com/secops-agent/investigator/config"
+	"github.com/secops-agent/investigator/investigation"
+	"github.com/secops-agent/investigator/tools"
+	"github.com/secops-agent/investigator/transcript"
+	"github.com/secops-agent/investigator/workflows"
+)
+
+func main() {
+	if err := newCommand().Execute(); err != nil {
+		fmt.Fprintln(os.Stderr, "worker:", err)
+		os.Exit(1)
+	}
+}
+
+func newCommand() *cobra.Command {
+	var (
+		tc       config.Temporal
+		fc       config.Firestore
+		gc       config.Gemini
+		logLevel string
+	)
+	cmd := &cobra.Command{
+		Use:           "worker",
+		Short:         "Run the investigation worker (workflows and activities) until SIGINT/SIGTERM",
+		Args:          cobra.NoArgs,
+		SilenceUsage:  true,
+		SilenceErrors: true,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			logger, err := config.Logger(logLevel)
+			if err != nil {
+				return err
+			}
+			ctx := cmd.Context()
+			fs, err := fc.Client(ctx)
+			if err != nil {
+				return err
+			}
+			defer fs.Close()
+			llm, err := gc.Client(ctx, fc.Project)
+			if err != nil {
+				return err
+			}
+			store := alerts.NewStore(fs)
+			registry, err := tools.NewRegistry(tools.NewSearchAlerts(store), tools.NewGetAlert(store))
+			if err != nil {
+				return err
+			}
+			c, err := tc.Dial(logger)
+			if err != nil {
+				return err
+			}
+			defer c.Close()
+
+			w := worker.New(c, tc.TaskQueue, worker.Options{})
+			w.RegisterWorkflowWithOptions(workflows.Investigation, workflow.RegisterOptions{Name: investigation.WorkflowName})
+			w.RegisterActivity(&activities.Activities{
+				LLM:        llm.Models,
+				Model:      gc.Model,
+				Tools:      registry,
+				Alerts:     store,
+				Transcript: transcript.NewStore(fs),
+			})
+			logger.Info("worker starting", "temporal", tc.Address, "namespace", tc.Namespace, "task_queue", tc.TaskQueue,
+				"model", gc.Model, "tools", registry.Names())
+			if err := w.Run(worker.InterruptCh()); err != nil {
+				return fmt.Errorf("worker stopped: %w", err)
+			}
+			logger.Info("worker stopped")
+			return nil
+		},
+	}
+	cmd.SetContext(context.Background())
+	tc.Flags(cmd.Flags())
+	fc.Flags(cmd.Flags())
+	gc.Flags(cmd.Flags())
+	cmd.Flags().StringVar(&logLevel, "log-level", config.Env("info", "LOG_LEVEL"), "log level: debug, info, warn, error (env LOG_LEVEL)")
+	return cmd
+}

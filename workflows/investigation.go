@@ -1,0 +1,396 @@
+// Package workflows holds the Investigation workflow: Plan & Execute with
+// reflection, every phase a retriable activity, plan updates applied here in
+// deterministic code.
+package workflows
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"go.temporal.io/sdk/temporal"
+	"go.temporal.io/sdk/workflow"
+
+	"github.com/secops-agent/investigator/activities"
+	"github.com/secops-agent/investigator/investigation"
+	"github.com/secops-agent/investigator/plan"
+	"github.com/secops-agent/investigator/tools"
+)
+
+// DefaultQuestion is the request when the analyst gives none.
+const DefaultQuestion = "Investigate this alert thoroughly: establish what happened, whether it is malicious, its scope and impact, and what to do next."
+
+// ErrInvestigationFailed is the error type of a failed investigation.
+const ErrInvestigationFailed = "InvestigationFailed"
+
+// a is only used to name activity methods; the worker registers the real value.
+var a *activities.Activities
+
+// run is the state of one investigation. It lives in workflow memory and is
+// rebuilt by replay; only the progress query reads it from outside.
+type run struct {
+	in       investigation.Input
+	session  string
+	turn     int
+	tools    []string
+	plan     plan.Plan
+	insights []string
+	events   []investigation.Event
+	usage    investigation.Usage
+	calls    int
+	finished []investigation.StepRef
+}
+
+// Investigation plans, executes each step with tools, reflects after each step
+// and concludes. It returns the conclusion and the updated conversation history.
+func Investigation(ctx workflow.Context, in investigation.Input) (investigation.Result, error) {
+	in.Limits = in.Limits.WithDefaults()
+	if in.Language == "" {
+		in.Language = "en"
+	}
+	if strings.TrimSpace(in.Question) == "" {
+		in.Question = DefaultQuestion
+	}
+	if in.AlertID == "" {
+		return investigation.Result{}, temporal.NewNonRetryableApplicationError("the investigation has no alert ID", ErrInvestigationFailed, nil)
+	}
+	if _, ok := investigation.Languages[in.Language]; !ok {
+		return investigation.Result{}, temporal.NewNonRetryableApplicationError(fmt.Sprintf("unsupported conclusion language %q", in.Language), ErrInvestigationFailed, nil)
+	}
+	r := &run{in: in, session: workflow.GetInfo(ctx).WorkflowExecution.ID, turn: len(in.History)/2 + 1}
+	if err := workflow.SetQueryHandler(ctx, investigation.ProgressQuery, r.eventsAfter); err != nil {
+		return investigation.Result{}, err
+	}
+	if err := r.makePlan(ctx); err != nil {
+		return investigation.Result{}, failure("planning failed", err)
+	}
+	endedEarly, err := r.executePlan(ctx)
+	if err != nil {
+		return investigation.Result{}, err
+	}
+	var c investigation.Conclusion
+	if err := workflow.ExecuteActivity(llmOptions(ctx, "conclude"), a.Conclude, investigation.ConcludeInput{
+		AlertID:    in.AlertID,
+		Request:    in.Question,
+		Objective:  r.plan.Objective,
+		Steps:      r.plan.Steps,
+		Insights:   r.insights,
+		Language:   in.Language,
+		EndedEarly: endedEarly,
+	}).Get(ctx, &c); err != nil {
+		return investigation.Result{}, failure("writing the conclusion failed", err)
+	}
+	r.usage = r.usage.Add(c.Usage)
+	r.emit(investigation.Event{Kind: investigation.EventConclusion, Text: c.Markdown})
+	r.setDetails(ctx, "concluded")
+	history := append(append([]investigation.Message(nil), in.History...),
+		investigation.Message{Role: "user", Text: in.Question},
+		investigation.Message{Role: "assistant", Text: "Objective: " + r.plan.Objective + "\n\n" + c.Markdown},
+	)
+	return investigation.Result{
+		AlertID:    in.AlertID,
+		Objective:  r.plan.Objective,
+		Conclusion: c.Markdown,
+		Plan:       r.plan,
+		Insights:   r.insights,
+		History:    history,
+		Usage:      r.usage,
+		ToolCalls:  r.calls,
+	}, nil
+}
+
+func (r *run) makePlan(ctx workflow.Context) error {
+	var out investigation.PlanOutput
+	err := workflow.ExecuteActivity(llmOptions(ctx, "plan"), a.GeneratePlan, investigation.PlanInput{
+		AlertID:  r.in.AlertID,
+		Request:  r.in.Question,
+		History:  r.in.History,
+		MaxSteps: r.in.Limits.MaxSteps,
+	}).Get(ctx, &out)
+	if err != nil {
+		return err
+	}
+	r.plan, r.tools = out.Plan, out.Tools
+	r.usage = r.usage.Add(out.Usage)
+	p := r.plan.Clone()
+	r.emit(investigation.Event{Kind: investigation.EventPlan, Plan: &p, Items: out.Notes})
+	r.setDetails(ctx, "planned")
+	return nil
+}
+
+// executePlan runs pending steps until none is left, reflection says the
+// objective is achieved, or the step cap is reached. It returns a reason when
+// the run ended before the plan was finished.
+func (r *run) executePlan(ctx workflow.Context) (string, error) {
+	executed := 0
+	for {
+		i := r.plan.Next()
+		if i < 0 {
+			return "", nil
+		}
+		if executed >= r.in.Limits.MaxSteps {
+			reason := fmt.Sprintf("the step cap of %d was reached", r.in.Limits.MaxSteps)
+			r.plan.SkipPending(reason)
+			r.emit(investigation.Event{Kind: investigation.EventNote, Text: "Stopping: " + reason})
+			return reason, nil
+		}
+		executed++
+		step := &r.plan.Steps[i]
+		step.Status = plan.Running
+		r.emit(investigation.Event{Kind: investigation.EventStep, Step: step.ID, Text: step.Description, Items: []string{"expected: " + step.Expected}})
+		r.setDetails(ctx, "running "+step.ID)
+
+		text, key, err := r.executeStep(ctx, *step)
+		if err != nil {
+			return "", failure(step.ID+" failed", err)
+		}
+		step = &r.plan.Steps[i]
+		step.Status = plan.Done
+		step.Result = truncate(text, r.in.Limits.MaxStepResultBytes)
+		r.finished = append(r.finished, investigation.StepRef{StepID: step.ID, Description: step.Description, Key: key})
+		r.emit(investigation.Event{Kind: investigation.EventStepDone, Step: step.ID, Text: step.Result})
+
+		if achieved := r.reflect(ctx, *step); achieved {
+			reason := "reflection found the objective achieved after " + step.ID
+			r.plan.SkipPending(reason)
+			r.emit(investigation.Event{Kind: investigation.EventNote, Text: "Objective achieved: concluding early."})
+			r.setDetails(ctx, "objective achieved")
+			return "", nil
+		}
+		r.setDetails(ctx, "reflected on "+step.ID)
+	}
+}
+
+// executeStep runs the step's tool loop: a model turn, then its function calls
+// in parallel, until the model answers without calls or the turn cap forces an
+// answer. It returns the answer and the transcript key that stores it.
+func (r *run) executeStep(ctx workflow.Context, step plan.Step) (string, string, error) {
+	var transcript []investigation.Ref
+	for iter := 1; ; iter++ {
+		final := iter >= r.in.Limits.MaxIterations
+		key := fmt.Sprintf("t%d-%s-i%d", r.turn, step.ID, iter)
+		var out investigation.TurnOutput
+		err := workflow.ExecuteActivity(llmOptions(ctx, fmt.Sprintf("%s turn %d", step.ID, iter)), a.ModelTurn, investigation.TurnInput{
+			Session:    r.session,
+			Key:        key,
+			AlertID:    r.in.AlertID,
+			Objective:  r.plan.Objective,
+			Step:       step,
+			Earlier:    r.finished,
+			Transcript: transcript,
+			Final:      final,
+		}).Get(ctx, &out)
+		if err != nil {
+			return "", "", fmt.Errorf("turn %d: %w", iter, err)
+		}
+		r.usage = r.usage.Add(out.Usage)
+		transcript = append(transcript, investigation.Ref{Key: out.Key})
+		if len(out.Calls) == 0 || final {
+			text := strings.TrimSpace(out.Text)
+			if text == "" {
+				text = fmt.Sprintf("(no answer: the step ended after %d model turns without a final text)", iter)
+			}
+			return text, out.Key, nil
+		}
+		transcript = append(transcript, r.callTools(ctx, step, key, out.Calls)...)
+	}
+}
+
+// callTools starts every call of one model turn at once and waits for all of
+// them; results come back in call order. A call that still fails after its
+// retries becomes an error result for the model, not a failed step.
+func (r *run) callTools(ctx workflow.Context, step plan.Step, turnKey string, calls []investigation.ToolCall) []investigation.Ref {
+	futures := make([]workflow.Future, len(calls))
+	for i := range calls {
+		c := &calls[i]
+		if c.ID == "" {
+			c.ID = fmt.Sprintf("%s-c%d", turnKey, i+1)
+		}
+		summary := tools.Summarize(c.Name, c.Args)
+		r.emit(investigation.Event{Kind: investigation.EventToolCall, Step: step.ID, Text: summary})
+		futures[i] = workflow.ExecuteActivity(toolOptions(ctx, "tool "+summary), a.CallTool, investigation.ToolInput{
+			Session:        r.session,
+			Key:            fmt.Sprintf("%s-c%d", turnKey, i+1),
+			Call:           *c,
+			MaxResultBytes: r.in.Limits.MaxToolResultBytes,
+		})
+	}
+	refs := make([]investigation.Ref, len(calls))
+	for i, f := range futures {
+		r.calls++
+		var out investigation.ToolOutput
+		if err := f.Get(ctx, &out); err != nil {
+			msg := "the tool failed after retries: " + message(err)
+			refs[i] = investigation.Ref{CallID: calls[i].ID, Tool: calls[i].Name, Error: msg}
+			r.emit(investigation.Event{Kind: investigation.EventToolResult, Step: step.ID, Text: calls[i].Name + ": " + msg})
+			continue
+		}
+		refs[i] = investigation.Ref{Key: out.Key}
+		text := fmt.Sprintf("%s: %d bytes", calls[i].Name, out.Bytes)
+		switch {
+		case !out.OK:
+			text = calls[i].Name + " error: " + out.Error
+		case out.Truncated:
+			text += " (truncated)"
+		}
+		r.emit(investigation.Event{Kind: investigation.EventToolResult, Step: step.ID, Text: text})
+	}
+	return refs
+}
+
+// reflect asks the model to judge the finished step and applies its plan
+// updates. A failed or malformed reflection never fails the investigation: the
+// plan simply goes on unchanged.
+func (r *run) reflect(ctx workflow.Context, step plan.Step) bool {
+	var out investigation.Reflection
+	err := workflow.ExecuteActivity(llmOptions(ctx, "reflect "+step.ID), a.Reflect, investigation.ReflectInput{
+		Objective: r.plan.Objective,
+		Step:      step,
+		Completed: r.plan.WithStatus(plan.Done),
+		Pending:   r.plan.WithStatus(plan.Pending),
+		Tools:     r.tools,
+	}).Get(ctx, &out)
+	if err != nil {
+		r.emit(investigation.Event{Kind: investigation.EventNote, Step: step.ID, Text: "Reflection failed, continuing with the plan unchanged: " + message(err)})
+		return false
+	}
+	r.usage = r.usage.Add(out.Usage)
+	var fresh []string
+	for _, in := range out.Insights {
+		if in = strings.TrimSpace(in); in != "" {
+			fresh = append(fresh, in)
+		}
+	}
+	r.insights = append(r.insights, fresh...)
+	if len(fresh) > 0 {
+		r.emit(investigation.Event{Kind: investigation.EventInsight, Step: step.ID, Items: fresh})
+	}
+	if len(out.PlanUpdates) > 0 {
+		var outcomes []plan.Outcome
+		r.plan, outcomes = plan.Apply(r.plan, out.PlanUpdates, plan.Limits{MaxSteps: r.in.Limits.MaxSteps, Tools: r.tools})
+		items := make([]string, 0, len(outcomes))
+		for _, o := range outcomes {
+			items = append(items, describeOutcome(o))
+		}
+		r.emit(investigation.Event{
+			Kind:      investigation.EventPlanUpdate,
+			Step:      step.ID,
+			Items:     items,
+			Completed: plan.IDs(r.plan.WithStatus(plan.Done)),
+			Pending:   plan.IDs(r.plan.WithStatus(plan.Pending)),
+		})
+	}
+	return out.Achieved
+}
+
+func describeOutcome(o plan.Outcome) string {
+	target := o.StepID
+	if target == "" {
+		target = o.Update.StepID
+	}
+	s := string(o.Update.Type)
+	if target != "" {
+		s += " " + target
+	}
+	if o.Update.Step != nil && o.Update.Step.Description != "" {
+		s += ": " + o.Update.Step.Description
+	}
+	if !o.Applied {
+		return s + " (dropped: " + o.Why + ")"
+	}
+	if o.Update.Reason != "" {
+		s += " (" + o.Update.Reason + ")"
+	}
+	return s
+}
+
+func (r *run) emit(e investigation.Event) {
+	e.Seq = len(r.events) + 1
+	r.events = append(r.events, e)
+}
+
+func (r *run) eventsAfter(after int) ([]investigation.Event, error) {
+	if after < 0 || after >= len(r.events) {
+		return nil, nil
+	}
+	return r.events[after:], nil
+}
+
+// setDetails keeps the workflow's current details (shown in the Web UI) set
+// to the plan's progress.
+func (r *run) setDetails(ctx workflow.Context, phase string) {
+	var b strings.Builder
+	fmt.Fprintf(&b, "**%s** — %d/%d steps done, %d tool calls\n\n", phase, r.plan.Count(plan.Done), len(r.plan.Steps), r.calls)
+	fmt.Fprintf(&b, "Objective: %s\n\n", r.plan.Objective)
+	for _, s := range r.plan.Steps {
+		mark := map[plan.Status]string{plan.Done: "[x]", plan.Running: "[>]", plan.Cancelled: "[-]", plan.Skipped: "[-]"}[s.Status]
+		if mark == "" {
+			mark = "[ ]"
+		}
+		fmt.Fprintf(&b, "- %s %s: %s (%s)\n", mark, s.ID, s.Description, s.Status)
+	}
+	workflow.SetCurrentDetails(ctx, b.String())
+}
+
+// llmOptions are the activity options of a model call: retried with backoff
+// (the activity turns 429/5xx into retryable errors that carry Retry-After as
+// the next delay, and 400/401/403/404 into non-retryable ones).
+func llmOptions(ctx workflow.Context, summary string) workflow.Context {
+	return workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
+		StartToCloseTimeout: 3 * time.Minute,
+		Summary:             summary,
+		RetryPolicy: &temporal.RetryPolicy{
+			InitialInterval:    2 * time.Second,
+			BackoffCoefficient: 2,
+			MaximumInterval:    time.Minute,
+			MaximumAttempts:    8,
+		},
+	})
+}
+
+func toolOptions(ctx workflow.Context, summary string) workflow.Context {
+	return workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
+		StartToCloseTimeout: 2 * time.Minute,
+		Summary:             truncate(summary, 200),
+		RetryPolicy: &temporal.RetryPolicy{
+			InitialInterval:    time.Second,
+			BackoffCoefficient: 2,
+			MaximumInterval:    30 * time.Second,
+			MaximumAttempts:    4,
+		},
+	})
+}
+
+// failure ends the investigation with one clear sentence built from the
+// innermost application error.
+func failure(what string, err error) error {
+	return temporal.NewNonRetryableApplicationError(what+": "+message(err), ErrInvestigationFailed, nil)
+}
+
+// message returns the most specific human message in an activity error chain.
+func message(err error) string {
+	var app *temporal.ApplicationError
+	if errors.As(err, &app) && app.Message() != "" {
+		return app.Message()
+	}
+	var to *temporal.TimeoutError
+	if errors.As(err, &to) {
+		return "timed out (" + to.TimeoutType().String() + ")"
+	}
+	return err.Error()
+}
+
+// truncate cuts s to at most n bytes on a rune boundary, marking the cut.
+func truncate(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	const mark = " …[truncated]"
+	cut := n - len(mark)
+	for cut > 0 && !utf8.RuneStart(s[cut]) {
+		cut--
+	}
+	return s[:max(cut, 0)] + mark
+}

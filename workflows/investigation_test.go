@@ -1,0 +1,341 @@
+package workflows
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/stretchr/testify/mock"
+	"github.com/stretchr/testify/require"
+	tlog "go.temporal.io/sdk/log"
+	"go.temporal.io/sdk/temporal"
+	"go.temporal.io/sdk/testsuite"
+	"go.temporal.io/sdk/workflow"
+
+	"github.com/secops-agent/investigator/activities"
+	"github.com/secops-agent/investigator/investigation"
+	"github.com/secops-agent/investigator/plan"
+)
+
+var toolNames = []string{"get_alert", "search_alerts"}
+
+func twoStepPlan() investigation.PlanOutput {
+	return investigation.PlanOutput{Tools: toolNames, Plan: plan.Plan{Objective: "Decide if the brute force succeeded", Steps: []plan.Step{
+		{ID: "step_1", Description: "Read the alert", Tools: []string{"get_alert"}, Expected: "details", Status: plan.Pending},
+		{ID: "step_2", Description: "Find related alerts", Tools: []string{"search_alerts"}, Expected: "history", Status: plan.Pending},
+	}}, Usage: investigation.Usage{Calls: 1, PromptTokens: 100, OutputTokens: 10}}
+}
+
+// harness runs the workflow with mocked activities and records their inputs.
+type harness struct {
+	testsuite.WorkflowTestSuite
+	env *testsuite.TestWorkflowEnvironment
+
+	mu       sync.Mutex
+	turns    []investigation.TurnInput
+	tools    []investigation.ToolInput
+	reflects []investigation.ReflectInput
+	conclude []investigation.ConcludeInput
+}
+
+func newHarness(t *testing.T) *harness {
+	h := &harness{}
+	h.SetLogger(tlog.NewStructuredLogger(slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn + 1}))))
+	h.env = h.NewTestWorkflowEnvironment()
+	h.env.RegisterWorkflowWithOptions(Investigation, workflow.RegisterOptions{Name: investigation.WorkflowName})
+	h.env.RegisterActivity(&activities.Activities{})
+	h.env.OnActivity(a.Conclude, mock.Anything, mock.Anything).Return(func(_ context.Context, in investigation.ConcludeInput) (investigation.Conclusion, error) {
+		h.mu.Lock()
+		h.conclude = append(h.conclude, in)
+		h.mu.Unlock()
+		return investigation.Conclusion{Markdown: "## Summary\nBrute force, no login.", Usage: investigation.Usage{Calls: 1}}, nil
+	}).Maybe()
+	return h
+}
+
+func (h *harness) onPlan(out investigation.PlanOutput, err error) {
+	h.env.OnActivity(a.GeneratePlan, mock.Anything, mock.Anything).Return(out, err)
+}
+
+// onTurn answers model turns with fn, recording inputs.
+func (h *harness) onTurn(fn func(in investigation.TurnInput) (investigation.TurnOutput, error)) {
+	h.env.OnActivity(a.ModelTurn, mock.Anything, mock.Anything).Return(func(_ context.Context, in investigation.TurnInput) (investigation.TurnOutput, error) {
+		h.mu.Lock()
+		h.turns = append(h.turns, in)
+		h.mu.Unlock()
+		out, err := fn(in)
+		out.Key = in.Key
+		out.Usage = investigation.Usage{Calls: 1}
+		return out, err
+	})
+}
+
+func (h *harness) onTool(fn func(in investigation.ToolInput) (investigation.ToolOutput, error)) {
+	h.env.OnActivity(a.CallTool, mock.Anything, mock.Anything).Return(func(_ context.Context, in investigation.ToolInput) (investigation.ToolOutput, error) {
+		h.mu.Lock()
+		h.tools = append(h.tools, in)
+		h.mu.Unlock()
+		return fn(in)
+	}).Maybe()
+}
+
+func (h *harness) onReflect(fn func(in investigation.ReflectInput) (investigation.Reflection, error)) {
+	h.env.OnActivity(a.Reflect, mock.Anything, mock.Anything).Return(func(_ context.Context, in investigation.ReflectInput) (investigation.Reflection, error) {
+		h.mu.Lock()
+		h.reflects = append(h.reflects, in)
+		h.mu.Unlock()
+		return fn(in)
+	})
+}
+
+func (h *harness) run(t *testing.T, in investigation.Input) (investigation.Result, error) {
+	t.Helper()
+	h.env.ExecuteWorkflow(investigation.WorkflowName, in)
+	require.True(t, h.env.IsWorkflowCompleted())
+	if err := h.env.GetWorkflowError(); err != nil {
+		return investigation.Result{}, err
+	}
+	var res investigation.Result
+	require.NoError(t, h.env.GetWorkflowResult(&res))
+	return res, nil
+}
+
+func (h *harness) events(t *testing.T) []investigation.Event {
+	t.Helper()
+	v, err := h.env.QueryWorkflow(investigation.ProgressQuery, 0)
+	require.NoError(t, err)
+	var evs []investigation.Event
+	require.NoError(t, v.Get(&evs))
+	return evs
+}
+
+func kinds(evs []investigation.Event) string {
+	var k []string
+	for i, e := range evs {
+		if e.Seq != i+1 {
+			return fmt.Sprintf("gap at %d: seq %d", i, e.Seq)
+		}
+		k = append(k, string(e.Kind))
+	}
+	return strings.Join(k, ",")
+}
+
+func okTool(in investigation.ToolInput) (investigation.ToolOutput, error) {
+	return investigation.ToolOutput{Key: in.Key, OK: true, Bytes: 42}, nil
+}
+
+func noChange(investigation.ReflectInput) (investigation.Reflection, error) {
+	return investigation.Reflection{Insights: []string{"nothing new"}, Usage: investigation.Usage{Calls: 1}}, nil
+}
+
+func TestHappyPath(t *testing.T) {
+	h := newHarness(t)
+	h.onPlan(twoStepPlan(), nil)
+	h.onTurn(func(in investigation.TurnInput) (investigation.TurnOutput, error) {
+		if in.Step.ID == "step_1" && len(in.Transcript) == 0 {
+			return investigation.TurnOutput{Calls: []investigation.ToolCall{
+				{Name: "get_alert", Args: map[string]any{"id": "a1"}},
+				{ID: "model-id", Name: "search_alerts", Args: map[string]any{"field": "type", "op": "==", "value": "x"}},
+			}}, nil
+		}
+		return investigation.TurnOutput{Text: "found things in " + in.Step.ID}, nil
+	})
+	h.onTool(okTool)
+	h.onReflect(noChange)
+
+	res, err := h.run(t, investigation.Input{AlertID: "a1", Question: "Was it a compromise?", History: nil})
+	require.NoError(t, err)
+
+	require.Equal(t, "## Summary\nBrute force, no login.", res.Conclusion)
+	require.Equal(t, []investigation.Message{
+		{Role: "user", Text: "Was it a compromise?"},
+		{Role: "assistant", Text: "Objective: Decide if the brute force succeeded\n\n## Summary\nBrute force, no login."},
+	}, res.History)
+	require.Equal(t, 2, res.ToolCalls)
+	require.Equal(t, 1+3+2+1, res.Usage.Calls, "plan + 3 turns + 2 reflections + conclusion")
+	for _, s := range res.Plan.Steps {
+		require.Equal(t, plan.Done, s.Status)
+		require.Equal(t, "found things in "+s.ID, s.Result)
+	}
+
+	// Both calls of one turn were started, with their own keys and IDs.
+	require.Len(t, h.tools, 2)
+	require.Equal(t, "t1-step_1-i1-c1", h.tools[0].Call.ID, "a missing call ID is assigned")
+	require.Equal(t, "model-id", h.tools[1].Call.ID, "the model's call ID is kept")
+	require.NotEqual(t, h.tools[0].Key, h.tools[1].Key)
+
+	// The second turn sees the model turn and both results, by key, in call order.
+	require.Len(t, h.turns, 3)
+	require.Equal(t, []investigation.Ref{{Key: "t1-step_1-i1"}, {Key: h.tools[0].Key}, {Key: h.tools[1].Key}}, h.turns[1].Transcript)
+	// Step 2 starts with a fresh transcript and step 1's answer as an earlier result.
+	require.Empty(t, h.turns[2].Transcript)
+	require.Equal(t, []investigation.StepRef{{StepID: "step_1", Description: "Read the alert", Key: "t1-step_1-i2"}}, h.turns[2].Earlier)
+
+	// Reflection sees the step, completed and pending lists, not the conversation.
+	require.Len(t, h.reflects, 2)
+	require.Equal(t, "step_1", h.reflects[0].Step.ID)
+	require.Len(t, h.reflects[0].Completed, 1)
+	require.Len(t, h.reflects[0].Pending, 1)
+	require.Equal(t, []string{"nothing new", "nothing new"}, h.conclude[0].Insights)
+	require.Empty(t, h.conclude[0].EndedEarly)
+
+	require.Equal(t, "plan,step,tool_call,tool_call,tool_result,tool_result,step_done,insight,step,step_done,insight,conclusion", kinds(h.events(t)))
+}
+
+func TestAchievedEndsEarly(t *testing.T) {
+	h := newHarness(t)
+	h.onPlan(twoStepPlan(), nil)
+	h.onTurn(func(in investigation.TurnInput) (investigation.TurnOutput, error) {
+		return investigation.TurnOutput{Text: "conclusive"}, nil
+	})
+	h.onReflect(func(investigation.ReflectInput) (investigation.Reflection, error) {
+		return investigation.Reflection{Achieved: true, Insights: []string{"clear"}}, nil
+	})
+	res, err := h.run(t, investigation.Input{AlertID: "a1"})
+	require.NoError(t, err)
+	require.Len(t, h.turns, 1, "step_2 must not run")
+	require.Len(t, h.reflects, 1)
+	require.Equal(t, plan.Done, res.Plan.Steps[0].Status)
+	require.Equal(t, plan.Skipped, res.Plan.Steps[1].Status)
+	require.Contains(t, res.Plan.Steps[1].Note, "objective achieved")
+	require.Equal(t, DefaultQuestion, res.History[0].Text, "the default request is used")
+}
+
+func TestStepCap(t *testing.T) {
+	h := newHarness(t)
+	h.onPlan(twoStepPlan(), nil)
+	h.onTurn(func(in investigation.TurnInput) (investigation.TurnOutput, error) {
+		return investigation.TurnOutput{Text: "more questions"}, nil
+	})
+	n := 0
+	h.onReflect(func(investigation.ReflectInput) (investigation.Reflection, error) {
+		n++
+		return investigation.Reflection{PlanUpdates: []plan.Update{{Type: plan.AddStep, Step: &plan.Step{Description: fmt.Sprintf("follow lead number %d", n), Tools: []string{"get_alert"}}, Reason: "curious"}}}, nil
+	})
+	res, err := h.run(t, investigation.Input{AlertID: "a1", Limits: investigation.Limits{MaxSteps: 4}})
+	require.NoError(t, err)
+	require.Len(t, res.Plan.Steps, 4, "the plan never grows past the cap")
+	require.Len(t, h.turns, 4)
+	require.Equal(t, 4, res.Plan.Count(plan.Done))
+	var dropped int
+	for _, e := range h.events(t) {
+		for _, it := range e.Items {
+			if strings.Contains(it, "step cap of 4 reached") {
+				dropped++
+			}
+		}
+	}
+	require.Equal(t, 2, dropped, "the updates after the cap are dropped and reported")
+}
+
+func TestMalformedReflection(t *testing.T) {
+	h := newHarness(t)
+	h.onPlan(twoStepPlan(), nil)
+	h.onTurn(func(in investigation.TurnInput) (investigation.TurnOutput, error) {
+		return investigation.TurnOutput{Text: "ok"}, nil
+	})
+	calls := 0
+	h.onReflect(func(investigation.ReflectInput) (investigation.Reflection, error) {
+		calls++
+		if calls == 1 {
+			// Structurally valid JSON with nonsense in it.
+			return investigation.Reflection{PlanUpdates: []plan.Update{
+				{Type: plan.CancelStep, StepID: "step_42"},
+				{Type: "rewrite_everything"},
+				{Type: plan.UpdateStep, StepID: "step_1", Step: &plan.Step{Description: "redo"}},
+				{Type: plan.AddStep},
+			}}, nil
+		}
+		// Invalid JSON twice: the activity gives up with a non-retryable error.
+		return investigation.Reflection{}, temporal.NewNonRetryableApplicationError("the model's reflection answer was unusable twice", activities.ErrMalformedOutput, nil)
+	})
+	res, err := h.run(t, investigation.Input{AlertID: "a1"})
+	require.NoError(t, err, "a bad reflection never fails the investigation")
+	require.Len(t, res.Plan.Steps, 2)
+	require.Equal(t, 2, res.Plan.Count(plan.Done))
+	var items []string
+	var notes []string
+	for _, e := range h.events(t) {
+		if e.Kind == investigation.EventPlanUpdate {
+			items = append(items, e.Items...)
+		}
+		if e.Kind == investigation.EventNote {
+			notes = append(notes, e.Text)
+		}
+	}
+	require.Len(t, items, 4)
+	for _, it := range items {
+		require.Contains(t, it, "dropped")
+	}
+	require.Len(t, notes, 1)
+	require.Contains(t, notes[0], "Reflection failed")
+	require.Contains(t, notes[0], "unusable twice")
+}
+
+func TestToolFailureBecomesResult(t *testing.T) {
+	h := newHarness(t)
+	h.onPlan(twoStepPlan(), nil)
+	h.onTurn(func(in investigation.TurnInput) (investigation.TurnOutput, error) {
+		if in.Step.ID == "step_1" && len(in.Transcript) == 0 {
+			return investigation.TurnOutput{Calls: []investigation.ToolCall{{ID: "c1", Name: "get_alert", Args: map[string]any{"id": "a1"}}}}, nil
+		}
+		return investigation.TurnOutput{Text: "done"}, nil
+	})
+	attempts := 0
+	h.onTool(func(in investigation.ToolInput) (investigation.ToolOutput, error) {
+		attempts++
+		return investigation.ToolOutput{}, errors.New("firestore unavailable")
+	})
+	h.onReflect(noChange)
+	res, err := h.run(t, investigation.Input{AlertID: "a1"})
+	require.NoError(t, err)
+	require.Equal(t, 4, attempts, "the tool activity is retried before giving up")
+	require.Equal(t, 2, res.Plan.Count(plan.Done))
+	last := h.turns[1].Transcript[1]
+	require.Equal(t, "c1", last.CallID)
+	require.Equal(t, "get_alert", last.Tool)
+	require.Empty(t, last.Key)
+	require.Contains(t, last.Error, "firestore unavailable", "the model sees the failure as the tool's result")
+}
+
+func TestIterationCapForcesAnswer(t *testing.T) {
+	h := newHarness(t)
+	h.onPlan(twoStepPlan(), nil)
+	h.onTurn(func(in investigation.TurnInput) (investigation.TurnOutput, error) {
+		if in.Final {
+			return investigation.TurnOutput{Text: "final answer"}, nil
+		}
+		return investigation.TurnOutput{Calls: []investigation.ToolCall{{Name: "get_alert", Args: map[string]any{"id": fmt.Sprint(len(in.Transcript))}}}}, nil
+	})
+	h.onTool(okTool)
+	h.onReflect(noChange)
+	res, err := h.run(t, investigation.Input{AlertID: "a1", Limits: investigation.Limits{MaxIterations: 3}})
+	require.NoError(t, err)
+	require.Len(t, h.turns, 6, "3 turns per step")
+	require.True(t, h.turns[2].Final)
+	require.False(t, h.turns[1].Final)
+	require.Len(t, h.tools, 4)
+	require.Equal(t, "final answer", res.Plan.Steps[0].Result)
+}
+
+func TestPlanFailureIsClear(t *testing.T) {
+	h := newHarness(t)
+	h.onPlan(investigation.PlanOutput{}, temporal.NewNonRetryableApplicationError("Gemini rejected the credentials (HTTP 401): API key not valid; check GEMINI_API_KEY", "GeminiUnauthorized", nil))
+	_, err := h.run(t, investigation.Input{AlertID: "a1"})
+	require.Error(t, err)
+	var app *temporal.ApplicationError
+	require.True(t, errors.As(err, &app))
+	require.Equal(t, "planning failed: Gemini rejected the credentials (HTTP 401): API key not valid; check GEMINI_API_KEY", app.Message())
+	require.True(t, app.NonRetryable())
+}
+
+func TestBadInputFailsFast(t *testing.T) {
+	h := newHarness(t)
+	_, err := h.run(t, investigation.Input{AlertID: "a1", Language: "fr"})
+	require.ErrorContains(t, err, `unsupported conclusion language "fr"`)
+}

@@ -53,8 +53,8 @@ type Activities struct {
 }
 
 // generate calls the model once, classifying errors for Temporal's retries.
-func (a *Activities) generate(ctx context.Context, what string, contents []*genai.Content, cfg *genai.GenerateContentConfig) (*genai.GenerateContentResponse, investigation.Usage, error) {
-	resp, err := gemini.Call(ctx, what, func(ctx context.Context) (*genai.GenerateContentResponse, error) {
+func (a *Activities) generate(ctx context.Context, contents []*genai.Content, cfg *genai.GenerateContentConfig) (*genai.GenerateContentResponse, investigation.Usage, error) {
+	resp, err := gemini.Call(ctx, func(ctx context.Context) (*genai.GenerateContentResponse, error) {
 		return a.LLM.GenerateContent(ctx, a.Model, contents, cfg)
 	})
 	if err != nil {
@@ -77,7 +77,7 @@ func (a *Activities) generateJSON(ctx context.Context, what, prompt string, sche
 	var total investigation.Usage
 	var problem error
 	for attempt := 1; attempt <= 2; attempt++ {
-		resp, u, err := a.generate(ctx, what, contents, cfg)
+		resp, u, err := a.generate(ctx, contents, cfg)
 		if err != nil {
 			return total, err
 		}

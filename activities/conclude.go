@@ -34,7 +34,7 @@ func (a *Activities) Conclude(ctx context.Context, in investigation.ConcludeInpu
 	if err != nil {
 		return investigation.Conclusion{}, err
 	}
-	resp, usage, err := a.generate(ctx, "conclusion", []*genai.Content{genai.NewContentFromText(prompt, genai.RoleUser)}, nil)
+	resp, usage, err := a.generate(ctx, []*genai.Content{genai.NewContentFromText(prompt, genai.RoleUser)}, nil)
 	if err != nil {
 		return investigation.Conclusion{}, err
 	}

@@ -47,15 +47,14 @@ func (a *Activities) ModelTurn(ctx context.Context, in investigation.TurnInput) 
 			cfg.ToolConfig = &genai.ToolConfig{FunctionCallingConfig: &genai.FunctionCallingConfig{Mode: genai.FunctionCallingConfigModeNone}}
 		}
 	}
-	what := fmt.Sprintf("%s turn", in.Step.ID)
-	resp, usage, err := a.generate(ctx, what, contents, cfg)
+	resp, usage, err := a.generate(ctx, contents, cfg)
 	if err != nil {
 		return investigation.TurnOutput{}, err
 	}
 	if len(resp.Candidates) == 0 || resp.Candidates[0].Content == nil || len(resp.Candidates[0].Content.Parts) == 0 {
 		// Retryable: an empty candidate (a blocked or cut answer) is usually
 		// followed by a normal one.
-		return investigation.TurnOutput{}, fmt.Errorf("the model returned no content for %s (finish reason %s)", what, finishReason(resp))
+		return investigation.TurnOutput{}, fmt.Errorf("the model returned no content for %s (finish reason %s)", in.Step.ID, finishReason(resp))
 	}
 	content := resp.Candidates[0].Content
 	content.Role = genai.RoleModel

@@ -5,6 +5,7 @@ package config
 
 import (
 	"context"
+	"crypto/tls"
 	"fmt"
 	"log/slog"
 	"os"
@@ -40,12 +41,18 @@ func envBool(names ...string) bool {
 	return b
 }
 
-// Temporal says where the Temporal service is.
+// Temporal says where the Temporal service is and how to authenticate.
+// Locally none of it is needed; Temporal Cloud takes an API key
+// (TEMPORAL_API_KEY) or a client certificate (TEMPORAL_TLS_CLIENT_CERT_PATH and
+// TEMPORAL_TLS_CLIENT_KEY_PATH), the names the Temporal CLI uses.
 type Temporal struct {
 	Address   string
 	Namespace string
 	TaskQueue string
 	UIURL     string
+	TLS       bool
+	CertPath  string
+	KeyPath   string
 }
 
 // Flags registers the Temporal flags.
@@ -54,15 +61,36 @@ func (t *Temporal) Flags(fs *pflag.FlagSet) {
 	fs.StringVar(&t.Namespace, "namespace", Env("default", "TEMPORAL_NAMESPACE"), "Temporal namespace (env TEMPORAL_NAMESPACE)")
 	fs.StringVar(&t.TaskQueue, "task-queue", Env(investigation.DefaultQueue, "TEMPORAL_TASK_QUEUE"), "task queue of the investigation worker (env TEMPORAL_TASK_QUEUE)")
 	fs.StringVar(&t.UIURL, "ui-url", Env("http://localhost:8233", "TEMPORAL_UI_URL"), "base URL of the Temporal Web UI, for links (env TEMPORAL_UI_URL)")
+	fs.BoolVar(&t.TLS, "temporal-tls", envBool("TEMPORAL_TLS"), "connect to Temporal over TLS (env TEMPORAL_TLS; implied by an API key or client certificate)")
+	fs.StringVar(&t.CertPath, "temporal-tls-cert", Env("", "TEMPORAL_TLS_CLIENT_CERT_PATH"), "client certificate for mTLS (env TEMPORAL_TLS_CLIENT_CERT_PATH)")
+	fs.StringVar(&t.KeyPath, "temporal-tls-key", Env("", "TEMPORAL_TLS_CLIENT_KEY_PATH"), "client key for mTLS (env TEMPORAL_TLS_CLIENT_KEY_PATH)")
 }
 
-// Dial connects to Temporal, logging through slog.
+// Dial connects to Temporal, logging through slog. The API key is read from
+// TEMPORAL_API_KEY only, never from a flag.
 func (t Temporal) Dial(logger *slog.Logger) (client.Client, error) {
-	c, err := client.Dial(client.Options{
+	opts := client.Options{
 		HostPort:  t.Address,
 		Namespace: t.Namespace,
 		Logger:    tlog.NewStructuredLogger(logger),
-	})
+	}
+	if key := Env("", "TEMPORAL_API_KEY"); key != "" {
+		opts.Credentials = client.NewAPIKeyStaticCredentials(key)
+		t.TLS = true
+	}
+	if (t.CertPath == "") != (t.KeyPath == "") {
+		return nil, fmt.Errorf("mTLS needs both TEMPORAL_TLS_CLIENT_CERT_PATH and TEMPORAL_TLS_CLIENT_KEY_PATH")
+	}
+	if t.CertPath != "" {
+		cert, err := tls.LoadX509KeyPair(t.CertPath, t.KeyPath)
+		if err != nil {
+			return nil, fmt.Errorf("load the Temporal client certificate: %w", err)
+		}
+		opts.ConnectionOptions.TLS = &tls.Config{Certificates: []tls.Certificate{cert}}
+	} else if t.TLS {
+		opts.ConnectionOptions.TLS = &tls.Config{}
+	}
+	c, err := client.Dial(opts)
 	if err != nil {
 		return nil, fmt.Errorf("cannot connect to Temporal at %s (namespace %s): %w", t.Address, t.Namespace, err)
 	}

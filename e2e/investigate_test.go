@@ -40,6 +40,14 @@ func TestInvestigation(t *testing.T) {
 	require.Equal(t, len(historyFiles(t)), strings.Count(imp.stdout, "imported "), imp.stdout)
 
 	id := exampleID(t)
+	show := starter(t, nil, "alert", "show", "guardduty-"+strings.Split(strings.Split(imp.stdout, "imported guardduty-")[1], " ")[0])
+	require.Equal(t, 0, show.code, show.stderr)
+	require.Contains(t, show.stdout, `"source": "guardduty"`)
+	require.Contains(t, show.stdout, `"data": {`)
+	missing := starter(t, nil, "alert", "show", "guardduty-000000000000")
+	require.Equal(t, 1, missing.code)
+	require.Contains(t, missing.stderr, `alert "guardduty-000000000000" not found`)
+
 	var step1Retry, sawAlert, sawSearch, reflectPrompt, concludePrompt string
 	model.set(geminitest.Script(
 		func(r *geminitest.Request) geminitest.Reply {
@@ -125,6 +133,10 @@ func TestInvestigation(t *testing.T) {
 	}
 	require.Equal(t, 1, strings.Count(out, "CONCLUSION"), "events are printed once")
 	require.Equal(t, 9, len(modelSrv.Requests())-before, "one request per model call plus the one 503")
+	list := starter(t, nil, "alert", "list")
+	require.Equal(t, 0, list.code, list.stderr)
+	require.Contains(t, list.stdout, "ID  ")
+	require.Contains(t, list.stdout, id, "the investigated alert was stored")
 
 	// What the model saw: the real tool results, the reflection inputs only.
 	require.Contains(t, step1Retry, "Execute this step: Read the full alert.")

@@ -82,13 +82,12 @@ func TestCall503WithRetryAfterIsRetryableOnceWithDelay(t *testing.T) {
 	defer srv.Close()
 	c := newTestClient(t, srv)
 
-	resp, err := Call(context.Background(), "plan", generate(c, nil))
+	resp, err := Call(context.Background(), generate(c, nil))
 	assert.Nil(t, resp)
 	appErr := appError(t, err)
 	assert.Equal(t, ErrUnavailable, appErr.Type())
 	assert.False(t, appErr.NonRetryable())
 	assert.Equal(t, 2*time.Second, appErr.NextRetryDelay())
-	assert.Contains(t, appErr.Message(), "plan")
 	assert.Contains(t, appErr.Message(), "503")
 	assert.Contains(t, appErr.Message(), "The model is overloaded.")
 	// The genai error stays reachable as the cause.
@@ -104,12 +103,11 @@ func TestCall429WithoutRetryAfter(t *testing.T) {
 	defer srv.Close()
 	c := newTestClient(t, srv)
 
-	_, err := Call(context.Background(), "step_2 turn 1", generate(c, nil))
+	_, err := Call(context.Background(), generate(c, nil))
 	appErr := appError(t, err)
 	assert.Equal(t, ErrRateLimited, appErr.Type())
 	assert.False(t, appErr.NonRetryable())
 	assert.Zero(t, appErr.NextRetryDelay())
-	assert.Contains(t, appErr.Message(), "step_2 turn 1")
 	assert.Len(t, srv.Requests(), 1)
 }
 
@@ -123,7 +121,7 @@ func TestCall429RetryInfoDetailsGiveDelay(t *testing.T) {
 	defer srv.Close()
 	c := newTestClient(t, srv)
 
-	_, err := Call(context.Background(), "plan", generate(c, nil))
+	_, err := Call(context.Background(), generate(c, nil))
 	appErr := appError(t, err)
 	assert.Equal(t, ErrRateLimited, appErr.Type())
 	assert.Equal(t, 37*time.Second, appErr.NextRetryDelay())
@@ -138,12 +136,12 @@ func TestCallRetryAfterHTTPDateAndCap(t *testing.T) {
 	defer srv.Close()
 	c := newTestClient(t, srv)
 
-	_, err := Call(context.Background(), "plan", generate(c, nil))
+	_, err := Call(context.Background(), generate(c, nil))
 	d := appError(t, err).NextRetryDelay()
 	assert.Greater(t, d, 80*time.Second)
 	assert.LessOrEqual(t, d, 90*time.Second)
 
-	_, err = Call(context.Background(), "plan", generate(c, nil))
+	_, err = Call(context.Background(), generate(c, nil))
 	assert.Equal(t, 10*time.Minute, appError(t, err).NextRetryDelay())
 }
 
@@ -165,14 +163,13 @@ func TestCallNonRetryableStatuses(t *testing.T) {
 			defer srv.Close()
 			c := newTestClient(t, srv)
 
-			_, err := Call(context.Background(), "conclude", generate(c, nil))
+			_, err := Call(context.Background(), generate(c, nil))
 			appErr := appError(t, err)
 			assert.Equal(t, tc.errType, appErr.Type())
 			assert.True(t, appErr.NonRetryable())
 			for _, s := range tc.contains {
 				assert.Contains(t, appErr.Message(), s)
 			}
-			assert.Contains(t, appErr.Message(), "conclude")
 			assert.Contains(t, appErr.Message(), "API key [REDACTED] is not valid")
 			assertNoSecret(t, err, testKey)
 			assert.Len(t, srv.Requests(), 1)
@@ -198,7 +195,7 @@ func TestCallRetryableStatuses(t *testing.T) {
 			defer srv.Close()
 			c := newTestClient(t, srv)
 
-			_, err := Call(context.Background(), "reflect", generate(c, nil))
+			_, err := Call(context.Background(), generate(c, nil))
 			appErr := appError(t, err)
 			assert.Equal(t, tc.errType, appErr.Type())
 			assert.False(t, appErr.NonRetryable())
@@ -217,7 +214,7 @@ func TestCallNonJSONErrorBodyUsesHTTPStatus(t *testing.T) {
 	defer srv.Close()
 	c := newTestClient(t, srv)
 
-	_, err := Call(context.Background(), "plan", generate(c, nil))
+	_, err := Call(context.Background(), generate(c, nil))
 	appErr := appError(t, err)
 	assert.Equal(t, ErrUnavailable, appErr.Type())
 	assert.Equal(t, 3*time.Second, appErr.NextRetryDelay())
@@ -234,7 +231,7 @@ func TestCallErrorWithoutCodeFallsBackToTransportStatus(t *testing.T) {
 	defer srv.Close()
 	c := newTestClient(t, srv)
 
-	_, err := Call(context.Background(), "plan", generate(c, nil))
+	_, err := Call(context.Background(), generate(c, nil))
 	appErr := appError(t, err)
 	assert.Equal(t, ErrUnauthorized, appErr.Type())
 	assert.True(t, appErr.NonRetryable())
@@ -253,7 +250,7 @@ func TestCallRequestTimeout(t *testing.T) {
 	require.NoError(t, err)
 
 	start := time.Now()
-	_, err = Call(context.Background(), "plan", generate(c, nil))
+	_, err = Call(context.Background(), generate(c, nil))
 	assert.Less(t, time.Since(start), 350*time.Millisecond, "the per-request timeout applies")
 	appErr := appError(t, err)
 	assert.Equal(t, ErrTimeout, appErr.Type())
@@ -267,7 +264,7 @@ func TestCallConnectionRefused(t *testing.T) {
 	c := newTestClient(t, srv)
 	srv.Close() // nothing listens any more
 
-	_, err := Call(context.Background(), "plan", generate(c, nil))
+	_, err := Call(context.Background(), generate(c, nil))
 	appErr := appError(t, err)
 	assert.Equal(t, ErrUnavailable, appErr.Type())
 	assert.False(t, appErr.NonRetryable())
@@ -281,7 +278,7 @@ func TestCallCancelledStaysCancellation(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
 
-	_, err := Call(ctx, "plan", generate(c, nil))
+	_, err := Call(ctx, generate(c, nil))
 	require.Error(t, err)
 	assert.ErrorIs(t, err, context.Canceled)
 	var appErr *temporal.ApplicationError
@@ -290,16 +287,16 @@ func TestCallCancelledStaysCancellation(t *testing.T) {
 
 func TestCallPassesThroughApplicationErrorsAndOtherErrors(t *testing.T) {
 	mine := temporal.NewNonRetryableApplicationError("bad model output", "BadOutput", nil)
-	_, err := Call(context.Background(), "plan", func(context.Context) (int, error) { return 0, mine })
+	_, err := Call(context.Background(), func(context.Context) (int, error) { return 0, mine })
 	assert.Same(t, mine, err)
 
 	plain := errors.New("decode plan: unexpected end of JSON input")
-	_, err = Call(context.Background(), "plan", func(context.Context) (int, error) { return 0, plain })
+	_, err = Call(context.Background(), func(context.Context) (int, error) { return 0, plain })
 	require.Error(t, err)
 	assert.ErrorIs(t, err, plain)
 	assert.Contains(t, err.Error(), "plan")
 
-	v, err := Call(context.Background(), "plan", func(context.Context) (int, error) { return 42, nil })
+	v, err := Call(context.Background(), func(context.Context) (int, error) { return 42, nil })
 	require.NoError(t, err)
 	assert.Equal(t, 42, v)
 }
@@ -314,9 +311,9 @@ func TestCallStateDoesNotLeakBetweenCalls(t *testing.T) {
 	defer srv.Close()
 	c := newTestClient(t, srv)
 
-	_, err := Call(context.Background(), "a", generate(c, nil))
+	_, err := Call(context.Background(), generate(c, nil))
 	assert.Equal(t, 7*time.Second, appError(t, err).NextRetryDelay())
-	_, err = Call(context.Background(), "b", generate(c, nil))
+	_, err = Call(context.Background(), generate(c, nil))
 	assert.Zero(t, appError(t, err).NextRetryDelay())
 }
 
@@ -328,7 +325,7 @@ func TestNewClientHonoursGeminiBaseURLEnv(t *testing.T) {
 
 	c, err := NewClient(context.Background(), Config{APIKey: testKey})
 	require.NoError(t, err)
-	resp, err := Call(context.Background(), "plan", generate(c, nil))
+	resp, err := Call(context.Background(), generate(c, nil))
 	require.NoError(t, err)
 	assert.Equal(t, "from env", resp.Text())
 	reqs := srv.Requests()
@@ -345,7 +342,7 @@ func TestNewClientConfigBaseURLWinsOverEnv(t *testing.T) {
 
 	c, err := NewClient(context.Background(), Config{APIKey: testKey, BaseURL: srv.URL})
 	require.NoError(t, err)
-	resp, err := Call(context.Background(), "plan", generate(c, nil))
+	resp, err := Call(context.Background(), generate(c, nil))
 	require.NoError(t, err)
 	assert.Equal(t, "from config", resp.Text())
 }
@@ -388,7 +385,7 @@ func TestFunctionCallRoundTripAndUsage(t *testing.T) {
 		}}},
 	}
 	contents := genai.Text("Execute this step: fetch the alert")
-	resp, err := Call(context.Background(), "step_1 turn 1", func(ctx context.Context) (*genai.GenerateContentResponse, error) {
+	resp, err := Call(context.Background(), func(ctx context.Context) (*genai.GenerateContentResponse, error) {
 		return c.Models.GenerateContent(ctx, testModel, contents, config)
 	})
 	require.NoError(t, err)
@@ -415,7 +412,7 @@ func TestFunctionCallRoundTripAndUsage(t *testing.T) {
 			genai.NewPartFromFunctionResponse("get_alert", map[string]any{"output": "alert A-1"}),
 		}})
 	contents[len(contents)-1].Parts[0].FunctionResponse.ID = "call-1"
-	resp, err = Call(context.Background(), "step_1 turn 2", func(ctx context.Context) (*genai.GenerateContentResponse, error) {
+	resp, err = Call(context.Background(), func(ctx context.Context) (*genai.GenerateContentResponse, error) {
 		return c.Models.GenerateContent(ctx, testModel, contents, config)
 	})
 	require.NoError(t, err)
@@ -465,7 +462,7 @@ func TestVertexUsesApplicationDefaultCredentials(t *testing.T) {
 	defer srv.Close()
 	c, err := NewClient(context.Background(), Config{Vertex: true, Project: "proj", Location: "us-central1", BaseURL: srv.URL, APIKey: testKey})
 	require.NoError(t, err)
-	resp, err := Call(context.Background(), "plan", generate(c, nil))
+	resp, err := Call(context.Background(), generate(c, nil))
 	require.NoError(t, err)
 	assert.Equal(t, "vertex ok", resp.Text())
 

@@ -52,21 +52,19 @@ const maxMessageLen = 500
 //   - anything else (including cancellation) is returned wrapped, which
 //     Temporal treats as retryable.
 //
-// what names the call in messages, for example "plan" or "step_2 turn 1".
-// Messages never contain the API key sent with the request.
-func Call[T any](ctx context.Context, what string, fn func(context.Context) (T, error)) (T, error) {
+// Messages say what Gemini answered, not which call it was: the caller (the
+// activity and the workflow) adds that context. Messages never contain the API key sent with the request (the transport of
+// a client from NewClient tells Call which key to redact).
+func Call[T any](ctx context.Context, fn func(context.Context) (T, error)) (T, error) {
 	state := &callState{}
 	res, err := fn(context.WithValue(ctx, callStateKey{}, state))
 	if err == nil {
 		return res, nil
 	}
-	return res, classify(ctx, what, err, state)
+	return res, classify(ctx, err, state)
 }
 
-func classify(ctx context.Context, what string, err error, state *callState) error {
-	if what == "" {
-		what = "call"
-	}
+func classify(ctx context.Context, err error, state *callState) error {
 	status, retryAfter, apiKey := state.snapshot()
 
 	var appErr *temporal.ApplicationError
@@ -88,44 +86,44 @@ func classify(ctx context.Context, what string, err error, state *callState) err
 		switch {
 		case code == http.StatusBadRequest:
 			return temporal.NewNonRetryableApplicationError(
-				fmt.Sprintf("%s: Gemini rejected the request as invalid (HTTP 400): %s", what, msg), ErrInvalidRequest, cause)
+				fmt.Sprintf("Gemini rejected the request as invalid (HTTP 400): %s", msg), ErrInvalidRequest, cause)
 		case code == http.StatusUnauthorized:
 			return temporal.NewNonRetryableApplicationError(
-				fmt.Sprintf("%s: Gemini rejected the credentials (HTTP 401): %s; check GEMINI_API_KEY", what, msg), ErrUnauthorized, cause)
+				fmt.Sprintf("Gemini rejected the credentials (HTTP 401): %s; check GEMINI_API_KEY", msg), ErrUnauthorized, cause)
 		case code == http.StatusForbidden:
 			return temporal.NewNonRetryableApplicationError(
-				fmt.Sprintf("%s: Gemini denied access (HTTP 403): %s", what, msg), ErrForbidden, cause)
+				fmt.Sprintf("Gemini denied access (HTTP 403): %s", msg), ErrForbidden, cause)
 		case code == http.StatusNotFound:
 			return temporal.NewNonRetryableApplicationError(
-				fmt.Sprintf("%s: Gemini model or endpoint not found (HTTP 404): %s; check the model name", what, msg), ErrNotFound, cause)
+				fmt.Sprintf("Gemini model or endpoint not found (HTTP 404): %s; check the model name", msg), ErrNotFound, cause)
 		case code == http.StatusTooManyRequests:
-			return retryable(fmt.Sprintf("%s: Gemini rate limit or quota exceeded (HTTP 429): %s", what, msg), ErrRateLimited, cause, delay)
+			return retryable(fmt.Sprintf("Gemini rate limit or quota exceeded (HTTP 429): %s", msg), ErrRateLimited, cause, delay)
 		case code == http.StatusRequestTimeout:
-			return retryable(fmt.Sprintf("%s: Gemini request timed out (HTTP 408): %s", what, msg), ErrTimeout, cause, delay)
+			return retryable(fmt.Sprintf("Gemini request timed out (HTTP 408): %s", msg), ErrTimeout, cause, delay)
 		case code >= 500 && code <= 599:
-			return retryable(fmt.Sprintf("%s: Gemini is unavailable (HTTP %d): %s", what, code, msg), ErrUnavailable, cause, delay)
+			return retryable(fmt.Sprintf("Gemini is unavailable (HTTP %d): %s", code, msg), ErrUnavailable, cause, delay)
 		default:
-			return fmt.Errorf("%s: Gemini error (HTTP %d): %s: %w", what, code, msg, cause)
+			return fmt.Errorf("Gemini error (HTTP %d): %s: %w", code, msg, cause)
 		}
 	}
 
 	if errors.Is(err, context.Canceled) {
 		// Leave cancellation recognisable (errors.Is) for Temporal.
-		return fmt.Errorf("%s: Gemini call cancelled: %w", what, cause)
+		return fmt.Errorf("Gemini call cancelled: %w", cause)
 	}
 	if errors.Is(err, context.DeadlineExceeded) {
-		return retryable(what+": Gemini call timed out", ErrTimeout, cause, 0)
+		return retryable("Gemini call timed out", ErrTimeout, cause, 0)
 	}
 	var netErr net.Error
 	if errors.As(err, &netErr) && netErr.Timeout() {
-		return retryable(what+": Gemini call timed out", ErrTimeout, cause, 0)
+		return retryable("Gemini call timed out", ErrTimeout, cause, 0)
 	}
 	var urlErr *url.Error
 	var opErr *net.OpError
 	if errors.As(err, &urlErr) || errors.As(err, &opErr) {
-		return retryable(what+": cannot reach Gemini", ErrUnavailable, cause, 0)
+		return retryable("cannot reach Gemini", ErrUnavailable, cause, 0)
 	}
-	return fmt.Errorf("%s: Gemini call failed: %w", what, cause)
+	return fmt.Errorf("Gemini call failed: %w", cause)
 }
 
 func retryable(msg, errType string, cause error, delay time.Duration) error {

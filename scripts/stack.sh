@@ -312,7 +312,7 @@ stack_worker_ready() {
 stack_start_worker() {
 	local pid
 	if pid="$(stack_recorded_pid worker)" && ! stack_is_started_here worker; then
-		stack_log "worker: reusing the worker already running (pid $pid, started by 'task dev'; not stopped on exit)"
+		stack_log "worker: reusing the worker already running (pid $pid, started by 'task dev' with its own Gemini settings; not stopped on exit)"
 		return 0
 	fi
 	if [[ ! -x "$STACK_BIN_DIR/worker" ]]; then

@@ -123,7 +123,7 @@ func statusName(code int) string {
 		return "CANCELLED"
 	case 500:
 		return "INTERNAL"
-	case 501:
+	case 405, 501:
 		return "UNIMPLEMENTED"
 	case 503:
 		return "UNAVAILABLE"

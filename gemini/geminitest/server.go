@@ -195,7 +195,9 @@ func NewServer(h Handler) *Server {
 // Close shuts the server down.
 func (s *Server) Close() { s.srv.Close() }
 
-// Requests returns all requests received so far, in arrival order.
+// Requests returns all requests received so far, in arrival order,
+// including those rejected as malformed. A request is recorded before its
+// handler runs.
 func (s *Server) Requests() []*Request {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -237,27 +239,31 @@ func (hh *httpHandler) ServeHTTP(w http.ResponseWriter, hr *http.Request) {
 	}
 	req.Model, req.Method = splitPath(hr.URL.Path)
 
-	var reply Reply
+	var reply *Reply
+	reject := func(r Reply) { reply = &r }
 	switch {
 	case hr.Method != http.MethodPost:
-		reply = Error(http.StatusMethodNotAllowed, fmt.Sprintf("geminitest: %s %s is not supported; only POST", hr.Method, hr.URL.Path), "")
+		reject(Error(http.StatusMethodNotAllowed, fmt.Sprintf("geminitest: %s %s is not supported; only POST", hr.Method, hr.URL.Path), ""))
 	case len(body) > maxBody:
-		reply = Error(http.StatusRequestEntityTooLarge, "geminitest: request body too large", "")
+		reject(Error(http.StatusRequestEntityTooLarge, "geminitest: request body too large", ""))
 	case req.Model == "" || !knownMethod(req.Method):
-		reply = Error(http.StatusNotFound, fmt.Sprintf("geminitest: unsupported path %q; want .../models/{model}:generateContent, :streamGenerateContent, :batchEmbedContents, :embedContent or :predict", hr.URL.Path), "")
+		reject(Error(http.StatusNotFound, fmt.Sprintf("geminitest: unsupported path %q; want .../models/{model}:generateContent, :streamGenerateContent, :batchEmbedContents, :embedContent or :predict", hr.URL.Path), ""))
 	default:
 		if err := req.parseBody(); err != nil {
-			reply = Error(http.StatusBadRequest, "geminitest: invalid request body: "+err.Error(), "")
+			reject(Error(http.StatusBadRequest, "geminitest: invalid request body: "+err.Error(), ""))
 		} else if hh.h == nil {
-			reply = Error(http.StatusInternalServerError, "geminitest: no handler", "")
-		} else {
-			reply = hh.h(req)
+			reject(Error(http.StatusInternalServerError, "geminitest: no handler", ""))
 		}
 	}
+	// Record in arrival order, before the handler runs.
 	if hh.record != nil {
 		hh.record(req)
 	}
-	writeReply(w, hr, req, reply)
+	if reply == nil {
+		r := hh.h(req)
+		reply = &r
+	}
+	writeReply(w, hr, req, *reply)
 }
 
 func knownMethod(m string) bool {

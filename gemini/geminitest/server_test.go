@@ -3,7 +3,7 @@ package geminitest
 import (
 	"context"
 	"encoding/json"
-		"fmt"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"

@@ -1,0 +1,290 @@
+package activities
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	"go.temporal.io/sdk/temporal"
+	"google.golang.org/genai"
+
+	"github.com/secops-agent/investigator/alerts"
+	"github.com/secops-agent/investigator/investigation"
+	"github.com/secops-agent/investigator/plan"
+	"github.com/secops-agent/investigator/tools"
+	"github.com/secops-agent/investigator/transcript"
+)
+
+// fakeLLM answers GenerateContent from a list of responses and records calls.
+type fakeLLM struct {
+	mu      sync.Mutex
+	answers []*genai.GenerateContentResponse
+	calls   []fakeCall
+}
+
+type fakeCall struct {
+	contents []*genai.Content
+	cfg      *genai.GenerateContentConfig
+}
+
+func (f *fakeLLM) GenerateContent(_ context.Context, _ string, contents []*genai.Content, cfg *genai.GenerateContentConfig) (*genai.GenerateContentResponse, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.calls = append(f.calls, fakeCall{contents, cfg})
+	if len(f.answers) == 0 {
+		return nil, errors.New("fakeLLM: no answer left")
+	}
+	a := f.answers[0]
+	f.answers = f.answers[1:]
+	return a, nil
+}
+
+func text(s string) *genai.GenerateContentResponse {
+	return &genai.GenerateContentResponse{
+		Candidates:    []*genai.Candidate{{Content: genai.NewContentFromText(s, genai.RoleModel), FinishReason: genai.FinishReasonStop}},
+		UsageMetadata: &genai.GenerateContentResponseUsageMetadata{PromptTokenCount: 10, CandidatesTokenCount: 2},
+	}
+}
+
+type memTranscript struct{ m map[string]transcript.Entry }
+
+func (s *memTranscript) Put(_ context.Context, session, key string, e transcript.Entry) error {
+	s.m[session+"/"+key] = e
+	return nil
+}
+
+func (s *memTranscript) GetAll(_ context.Context, session string, keys []string) ([]transcript.Entry, error) {
+	var out []transcript.Entry
+	for _, k := range keys {
+		e, ok := s.m[session+"/"+k]
+		if !ok {
+			return nil, fmt.Errorf("missing %s", k)
+		}
+		out = append(out, e)
+	}
+	return out, nil
+}
+
+type memAlerts map[string]alerts.Alert
+
+func (m memAlerts) Get(_ context.Context, id string) (alerts.Alert, error) {
+	a, ok := m[id]
+	if !ok {
+		return a, fmt.Errorf("alert %q: %w", id, alerts.ErrNotFound)
+	}
+	return a, nil
+}
+
+func (m memAlerts) Search(context.Context, alerts.Query) ([]alerts.Alert, error) {
+	return []alerts.Alert{m["a1"]}, nil
+}
+
+func newActivities(t *testing.T, answers ...*genai.GenerateContentResponse) (*Activities, *fakeLLM, *memTranscript) {
+	t.Helper()
+	store := memAlerts{"a1": {ID: "a1", Source: "guardduty", Type: "UnauthorizedAccess:EC2/SSHBruteForce", Severity: "low", Title: "SSH brute force",
+		ObservedAt: time.Date(2026, 11, 20, 9, 0, 0, 0, time.UTC), Data: map[string]any{"type": "UnauthorizedAccess:EC2/SSHBruteForce", "ip": "198.51.100.23"}}}
+	reg, err := tools.NewRegistry(tools.NewSearchAlerts(store), tools.NewGetAlert(store))
+	require.NoError(t, err)
+	llm := &fakeLLM{answers: answers}
+	ts := &memTranscript{m: map[string]transcript.Entry{}}
+	return &Activities{LLM: llm, Model: "m", Tools: reg, Alerts: store, Transcript: ts}, llm, ts
+}
+
+func userText(c *genai.Content) string {
+	var b strings.Builder
+	for _, p := range c.Parts {
+		b.WriteString(p.Text)
+	}
+	return b.String()
+}
+
+func TestSchemasLoad(t *testing.T) {
+	require.Equal(t, genai.TypeObject, planSchema.Type)
+	require.Equal(t, []string{"id", "description", "tools", "expected"}, planSchema.Properties["steps"].Items.Required)
+	require.Equal(t, []string{"add_step", "update_step", "cancel_step"}, reflectSchema.Properties["plan_updates"].Items.Properties["type"].Enum)
+	var example plan.Plan
+	require.NoError(t, json.Unmarshal([]byte(planExample), &example), "the plan example must match the plan type")
+	require.NotEmpty(t, example.Steps)
+}
+
+func TestGeneratePlanPrompt(t *testing.T) {
+	a, llm, _ := newActivities(t, text(`{"objective":"o","steps":[{"id":"x","description":"read","tools":["get_alert","nmap"],"expected":"e"}]}`))
+	out, err := a.GeneratePlan(context.Background(), investigation.PlanInput{AlertID: "a1", Request: "Was it bad?", MaxSteps: 5,
+		History: []investigation.Message{{Role: "user", Text: "earlier question"}}})
+	require.NoError(t, err)
+	require.Equal(t, "step_1", out.Plan.Steps[0].ID)
+	require.Equal(t, []string{"get_alert"}, out.Plan.Steps[0].Tools)
+	require.Equal(t, []string{"step x: removed unknown tools nmap"}, out.Notes)
+	require.Equal(t, []string{"get_alert", "search_alerts"}, out.Tools)
+	require.Equal(t, 1, out.Usage.Calls)
+
+	c := llm.calls[0]
+	require.Nil(t, c.cfg.Tools, "planning does not use function calling")
+	require.Equal(t, "application/json", c.cfg.ResponseMIMEType)
+	require.Same(t, planSchema, c.cfg.ResponseSchema)
+	prompt := userText(c.contents[0])
+	for _, want := range []string{"Was it bad?", "UnauthorizedAccess:EC2/SSHBruteForce", "198.51.100.23", "- `search_alerts`:", "parameters: field (string, required)",
+		"At most 5 steps", "- user: earlier question", `"objective": "Decide whether the SSH brute force`} {
+		require.Contains(t, prompt, want)
+	}
+}
+
+func TestGeneratePlanReasksOnceThenGivesUp(t *testing.T) {
+	a, llm, _ := newActivities(t, text("not json"), text(`{"objective":"o","steps":[{"id":"1","description":"d","tools":["get_alert"]}]}`))
+	out, err := a.GeneratePlan(context.Background(), investigation.PlanInput{AlertID: "a1", MaxSteps: 5})
+	require.NoError(t, err)
+	require.Len(t, out.Plan.Steps, 1)
+	require.Equal(t, 2, out.Usage.Calls)
+	require.Len(t, llm.calls[1].contents, 3, "the re-ask carries the bad answer and the problem")
+	require.Contains(t, userText(llm.calls[1].contents[2]), "not valid JSON")
+
+	a, _, _ = newActivities(t, text(`{"objective":"o","steps":[{"description":"d","tools":["nmap"]}]}`), text(`{"objective":"o","steps":[]}`))
+	_, err = a.GeneratePlan(context.Background(), investigation.PlanInput{AlertID: "a1", MaxSteps: 5})
+	var app *temporal.ApplicationError
+	require.ErrorAs(t, err, &app)
+	require.True(t, app.NonRetryable())
+	require.Equal(t, ErrMalformedOutput, app.Type())
+	require.Contains(t, app.Message(), "no executable steps")
+}
+
+func TestGeneratePlanUnknownAlert(t *testing.T) {
+	a, _, _ := newActivities(t)
+	_, err := a.GeneratePlan(context.Background(), investigation.PlanInput{AlertID: "nope"})
+	var app *temporal.ApplicationError
+	require.ErrorAs(t, err, &app)
+	require.Equal(t, ErrAlertNotFound, app.Type())
+	require.True(t, app.NonRetryable())
+}
+
+func TestModelTurnRebuildsTranscript(t *testing.T) {
+	call := &genai.GenerateContentResponse{Candidates: []*genai.Candidate{{Content: &genai.Content{Role: genai.RoleModel, Parts: []*genai.Part{
+		{Text: "thinking", Thought: true},
+		{FunctionCall: &genai.FunctionCall{Name: "get_alert", Args: map[string]any{"id": "a1"}}, ThoughtSignature: []byte("sig")},
+		{FunctionCall: &genai.FunctionCall{Name: "search_alerts", Args: map[string]any{"field": "ip", "op": "==", "value": "198.51.100.23"}}},
+	}}}}}
+	a, llm, ts := newActivities(t, call, text("IP seen before."))
+	ts.m["s/t1-step_1-i1"] = transcript.Entry{Kind: transcript.KindModel, Text: "Alert read: SSH from 198.51.100.23."}
+	ctx := context.Background()
+	step := plan.Step{ID: "step_2", Description: "Look for history", Tools: []string{"search_alerts", "get_alert"}, Expected: "past alerts"}
+	earlier := []investigation.StepRef{{StepID: "step_1", Description: "Read", Key: "t1-step_1-i1"}}
+
+	out, err := a.ModelTurn(ctx, investigation.TurnInput{Session: "s", Key: "t1-step_2-i1", AlertID: "a1", Objective: "obj", Step: step, Earlier: earlier})
+	require.NoError(t, err)
+	require.Empty(t, out.Text, "thought text is not the answer")
+	require.Len(t, out.Calls, 2)
+	require.Equal(t, "get_alert", out.Calls[0].Name)
+
+	first := llm.calls[0]
+	sys := userText(first.cfg.SystemInstruction)
+	for _, want := range []string{"Objective of the investigation: obj", "Alert ID: a1", "Alert type: UnauthorizedAccess:EC2/SSHBruteForce", "### step_1: Read", "Alert read: SSH from 198.51.100.23."} {
+		require.Contains(t, sys, want)
+	}
+	require.NotContains(t, sys, "limit of model turns")
+	require.Equal(t, "Execute this step: Look for history\nExpected outcome: past alerts", userText(first.contents[0]))
+	var names []string
+	for _, d := range first.cfg.Tools[0].FunctionDeclarations {
+		names = append(names, d.Name)
+	}
+	require.Equal(t, []string{"search_alerts", "get_alert"}, names, "only the step's tools are declared")
+
+	// Run the two calls: one succeeds, one failed for good and is inlined.
+	t1, err := a.CallTool(ctx, investigation.ToolInput{Session: "s", Key: "t1-step_2-i1-c1", Call: investigation.ToolCall{ID: "c1", Name: "get_alert", Args: map[string]any{"id": "a1"}}, MaxResultBytes: 4096})
+	require.NoError(t, err)
+	require.True(t, t1.OK)
+
+	_, err = a.ModelTurn(ctx, investigation.TurnInput{Session: "s", Key: "t1-step_2-i2", AlertID: "a1", Objective: "obj", Step: step, Earlier: earlier, Final: true,
+		Transcript: []investigation.Ref{{Key: "t1-step_2-i1"}, {Key: t1.Key}, {CallID: "c2", Tool: "search_alerts", Error: "the tool failed after retries: boom"}}})
+	require.NoError(t, err)
+	second := llm.calls[1]
+	require.Len(t, second.contents, 3, "request, model turn, one content with both responses")
+	model := second.contents[1]
+	require.Equal(t, genai.RoleModel, model.Role)
+	require.Equal(t, []byte("sig"), model.Parts[1].ThoughtSignature, "thought signatures go back unchanged")
+	resp := second.contents[2]
+	require.Len(t, resp.Parts, 2)
+	require.Equal(t, "get_alert", resp.Parts[0].FunctionResponse.Name)
+	require.Equal(t, "c1", resp.Parts[0].FunctionResponse.ID)
+	require.Equal(t, "a1", resp.Parts[0].FunctionResponse.Response["id"])
+	require.Equal(t, "search_alerts", resp.Parts[1].FunctionResponse.Name)
+	require.Equal(t, "the tool failed after retries: boom", resp.Parts[1].FunctionResponse.Response["error"])
+	require.Equal(t, genai.FunctionCallingConfigModeNone, second.cfg.ToolConfig.FunctionCallingConfig.Mode, "the final turn cannot call tools")
+	require.Contains(t, userText(second.cfg.SystemInstruction), "limit of model turns")
+	require.Equal(t, "IP seen before.", ts.m["s/t1-step_2-i2"].Text)
+}
+
+func TestModelTurnEmptyAnswerIsRetryable(t *testing.T) {
+	a, _, _ := newActivities(t, &genai.GenerateContentResponse{Candidates: []*genai.Candidate{{FinishReason: genai.FinishReasonSafety}}})
+	_, err := a.ModelTurn(context.Background(), investigation.TurnInput{Session: "s", Key: "k", AlertID: "a1", Step: plan.Step{ID: "step_1"}})
+	require.ErrorContains(t, err, "no content")
+	var app *temporal.ApplicationError
+	require.False(t, errors.As(err, &app) && app.NonRetryable())
+}
+
+func TestCallToolShapesResults(t *testing.T) {
+	a, _, ts := newActivities(t)
+	ctx := context.Background()
+
+	out, err := a.CallTool(ctx, investigation.ToolInput{Session: "s", Key: "k1", Call: investigation.ToolCall{ID: "c", Name: "nmap"}, MaxResultBytes: 100})
+	require.NoError(t, err)
+	require.False(t, out.OK)
+	require.Contains(t, out.Error, `unknown tool "nmap"; available tools: get_alert, search_alerts`)
+	require.JSONEq(t, `{"error":"unknown tool \"nmap\"; available tools: get_alert, search_alerts"}`, ts.m["s/k1"].Response)
+
+	out, err = a.CallTool(ctx, investigation.ToolInput{Session: "s", Key: "k2", Call: investigation.ToolCall{Name: "search_alerts", Args: map[string]any{"field": "ip", "op": "==", "value": "x", "limit": 500.0}}, MaxResultBytes: 100})
+	require.NoError(t, err)
+	require.False(t, out.OK, "bad arguments are the model's to fix")
+	require.Contains(t, out.Error, `"limit" must be a whole number from 1 to 100`)
+
+	out, err = a.CallTool(ctx, investigation.ToolInput{Session: "s", Key: "k3", Call: investigation.ToolCall{Name: "get_alert", Args: map[string]any{"id": "a1"}}, MaxResultBytes: 400})
+	require.NoError(t, err)
+	require.True(t, out.OK)
+	require.False(t, out.Truncated)
+	require.Contains(t, ts.m["s/k3"].Response, "198.51.100.23")
+
+	out, err = a.CallTool(ctx, investigation.ToolInput{Session: "s", Key: "k4", Call: investigation.ToolCall{Name: "get_alert", Args: map[string]any{"id": "a1"}}, MaxResultBytes: 200})
+	require.NoError(t, err)
+	require.True(t, out.Truncated)
+	var cut map[string]any
+	require.NoError(t, json.Unmarshal([]byte(ts.m["s/k4"].Response), &cut))
+	require.Equal(t, true, cut["truncated"])
+	require.Contains(t, cut["note"], "narrow the query")
+	require.LessOrEqual(t, len(ts.m["s/k4"].Response), 200+300, "the stored result stays near the cap")
+}
+
+func TestReflectAndConcludePrompts(t *testing.T) {
+	a, llm, _ := newActivities(t,
+		text(`{"achieved":true,"insights":["x"],"plan_updates":[{"type":"cancel_step","step_id":"step_3","reason":"done"}]}`),
+		text("## Summary\n..."))
+	ctx := context.Background()
+	r, err := a.Reflect(ctx, investigation.ReflectInput{
+		Objective: "obj",
+		Step:      plan.Step{ID: "step_2", Description: "look", Expected: "e", Result: "found 3 alerts"},
+		Completed: []plan.Step{{ID: "step_1", Description: "read"}},
+		Pending:   []plan.Step{{ID: "step_3", Description: "assess", Tools: []string{"get_alert"}}},
+		Tools:     []string{"get_alert", "search_alerts"},
+	})
+	require.NoError(t, err)
+	require.True(t, r.Achieved)
+	require.Equal(t, plan.CancelStep, r.PlanUpdates[0].Type)
+	p := userText(llm.calls[0].contents[0])
+	for _, want := range []string{"Objective: obj", "step_2: look", "found 3 alerts", "- step_1: read", "- step_3: assess (tools: get_alert)", "get_alert, search_alerts"} {
+		require.Contains(t, p, want)
+	}
+	require.Same(t, reflectSchema, llm.calls[0].cfg.ResponseSchema)
+
+	c, err := a.Conclude(ctx, investigation.ConcludeInput{AlertID: "a1", Request: "q?", Objective: "obj", Language: "ja",
+		Steps:    []plan.Step{{ID: "step_1", Description: "read", Status: plan.Done, Result: "r1"}, {ID: "step_2", Description: "x", Status: plan.Skipped, Note: "achieved"}},
+		Insights: []string{"i1"}, EndedEarly: "the step cap of 2 was reached"})
+	require.NoError(t, err)
+	require.Equal(t, "## Summary\n...", c.Markdown)
+	p = userText(llm.calls[1].contents[0])
+	for _, want := range []string{"Markdown in Japanese", "### step_1 (done): read", "r1", "### step_2 (skipped): x", "Note: achieved", "- i1", "the step cap of 2 was reached", "## Recommended actions"} {
+		require.Contains(t, p, want)
+	}
+}

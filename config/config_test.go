@@ -1,0 +1,55 @@
+package config
+
+import (
+	"context"
+	"testing"
+
+	"github.com/spf13/pflag"
+	"github.com/stretchr/testify/require"
+)
+
+func TestFlagsDefaultToEcosystemVariables(t *testing.T) {
+	t.Setenv("TEMPORAL_ADDRESS", "temporal.example:7233")
+	t.Setenv("TEMPORAL_NAMESPACE", "secops")
+	t.Setenv("GOOGLE_CLOUD_PROJECT", "p1")
+	t.Setenv("GOOGLE_GENAI_USE_VERTEXAI", "true")
+	t.Setenv("GOOGLE_CLOUD_LOCATION", "")
+	t.Setenv("GOOGLE_CLOUD_REGION", "europe-west1")
+	t.Setenv("GEMINI_MODEL", "")
+	var tc Temporal
+	var fc Firestore
+	var gc Gemini
+	fs := pflag.NewFlagSet("x", pflag.ContinueOnError)
+	tc.Flags(fs)
+	fc.Flags(fs)
+	gc.Flags(fs)
+	require.NoError(t, fs.Parse([]string{"--namespace", "override"}))
+	require.Equal(t, "temporal.example:7233", tc.Address)
+	require.Equal(t, "override", tc.Namespace, "a flag beats the environment")
+	require.Equal(t, "investigations", tc.TaskQueue)
+	require.Equal(t, "p1", fc.Project)
+	require.True(t, gc.Vertex)
+	require.Equal(t, "europe-west1", gc.Location, "GOOGLE_CLOUD_REGION is the fallback")
+	require.Equal(t, "gemini-2.5-flash", gc.Model)
+	require.Equal(t, "http://localhost:8233/namespaces/override/workflows/wf-1", tc.WorkflowURL("wf-1"))
+}
+
+func TestFirestoreNeedsAProject(t *testing.T) {
+	t.Setenv("FIRESTORE_EMULATOR_HOST", "")
+	_, err := Firestore{Database: "(default)"}.Client(context.Background())
+	require.ErrorContains(t, err, "set GOOGLE_CLOUD_PROJECT")
+}
+
+func TestTemporalTLSNeedsCertAndKey(t *testing.T) {
+	t.Setenv("TEMPORAL_API_KEY", "")
+	_, err := Temporal{Address: "localhost:1", CertPath: "/c.pem"}.Dial(nil)
+	require.ErrorContains(t, err, "needs both")
+}
+
+func TestLogger(t *testing.T) {
+	_, err := Logger("loud")
+	require.ErrorContains(t, err, `unknown log level "loud"`)
+	l, err := Logger("warn")
+	require.NoError(t, err)
+	require.NotNil(t, l)
+}

@@ -21,6 +21,7 @@ func (a *Activities) GeneratePlan(ctx context.Context, in investigation.PlanInpu
 	}
 	prompt, err := render("plan", map[string]any{
 		"Request":  in.Request,
+		"AlertID":  al.ID,
 		"Alert":    alerts.Describe(al, alertFields),
 		"History":  in.History,
 		"Tools":    a.Tools.Catalog(),

@@ -288,3 +288,54 @@ func TestReflectAndConcludePrompts(t *testing.T) {
 		require.Contains(t, p, want)
 	}
 }
+
+// echoTool returns its arguments, to show what a tool receives.
+type echoTool struct{}
+
+func (echoTool) Declaration() *genai.FunctionDeclaration {
+	return &genai.FunctionDeclaration{Name: "echo"}
+}
+func (echoTool) Call(_ context.Context, args map[string]any) (any, error) {
+	return map[string]any{"got": args}, nil
+}
+
+func TestCallToolResolvesRefs(t *testing.T) {
+	a, _, ts := newActivities(t)
+	reg, err := tools.NewRegistry(echoTool{})
+	require.NoError(t, err)
+	a.Tools = reg
+	ctx := context.Background()
+	ts.m["s/k-search"] = transcript.Entry{Kind: transcript.KindTool, Response: `{"results":[{"uuid":"u-1","ip":"198.51.100.23"}],"total":1}`}
+	ts.m["s/k-failed"] = transcript.Entry{Kind: transcript.KindTool, Response: `{"error":"API key rejected by VirusTotal (HTTP 401)"}`}
+
+	call := func(args map[string]any, refs map[string]string) (investigation.ToolOutput, transcript.Entry) {
+		out, err := a.CallTool(ctx, investigation.ToolInput{Session: "s", Key: "k-out", Call: investigation.ToolCall{ID: "c", Name: "echo", Args: args}, MaxResultBytes: 4096, Refs: refs})
+		require.NoError(t, err)
+		return out, ts.m["s/k-out"]
+	}
+	out, e := call(map[string]any{"ref_id": "mine", "uuid": "ref:s1.results.0.uuid", "all": "ref:s1", "list": []any{"ref:s1.total", "x"}}, map[string]string{"s1": "k-search"})
+	require.True(t, out.OK, out.Error)
+	require.JSONEq(t, `{"got":{"uuid":"u-1","all":{"results":[{"uuid":"u-1","ip":"198.51.100.23"}],"total":1},"list":[1,"x"]}}`, e.Response, "ref_id is stripped, refs are filled in")
+
+	for _, c := range []struct {
+		args map[string]any
+		refs map[string]string
+		want string
+	}{
+		{map[string]any{"v": "ref:s1.results.3.uuid"}, map[string]string{"s1": "k-search"}, `"3" is not an index of a list of 1`},
+		{map[string]any{"v": "ref:s1.nope"}, map[string]string{"s1": "k-search"}, `the result has no field "nope"`},
+		{map[string]any{"v": "ref:vt"}, map[string]string{"vt": "k-failed"}, "ref:vt refers to a call that failed: API key rejected by VirusTotal"},
+	} {
+		out, _ := call(c.args, c.refs)
+		require.False(t, out.OK)
+		require.Contains(t, out.Error, c.want)
+	}
+}
+
+func TestDeclarationsOfferRefID(t *testing.T) {
+	a, _, _ := newActivities(t)
+	decls := a.Tools.Declarations([]string{"get_alert"})
+	require.Contains(t, decls[0].Parameters.Properties, tools.RefIDParam)
+	orig, _ := a.Tools.Lookup("get_alert")
+	require.NotContains(t, orig.Declaration().Parameters.Properties, tools.RefIDParam, "the tool's own declaration is not modified")
+}

@@ -3,9 +3,12 @@ package activities
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"strings"
 	"unicode/utf8"
+
+	"go.temporal.io/sdk/temporal"
 
 	"github.com/secops-agent/investigator/investigation"
 	"github.com/secops-agent/investigator/tools"
@@ -24,8 +27,17 @@ func (a *Activities) CallTool(ctx context.Context, in investigation.ToolInput) (
 		out.OK = false
 		out.Error = fmt.Sprintf("unknown tool %q; available tools: %s", in.Call.Name, strings.Join(a.Tools.Names(), ", "))
 	} else {
-		result, err := t.Call(ctx, in.Call.Args)
+		args, err := a.resolveRefs(ctx, in)
+		var result any
+		if err == nil {
+			result, err = t.Call(ctx, args)
+		}
+		var app *temporal.ApplicationError
 		switch {
+		case errors.As(err, &app):
+			// Already classified (a provider's 429 with its Retry-After):
+			// returned as is so Temporal sees the retry delay.
+			return investigation.ToolOutput{}, app
 		case tools.IsRejection(err):
 			out.OK = false
 			out.Error = err.Error()

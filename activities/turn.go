@@ -143,7 +143,11 @@ func (a *Activities) contents(ctx context.Context, in investigation.TurnInput) (
 			if err := json.Unmarshal([]byte(e.Response), &resp); err != nil {
 				return nil, fmt.Errorf("decode stored tool result %s: %w", r.Key, err)
 			}
-			addResponse(&genai.Part{FunctionResponse: &genai.FunctionResponse{ID: e.CallID, Name: e.Tool, Response: resp}})
+			id, name := e.CallID, e.Tool
+			if r.CallID != "" { // a reused result answers this turn's call
+				id, name = r.CallID, r.Tool
+			}
+			addResponse(&genai.Part{FunctionResponse: &genai.FunctionResponse{ID: id, Name: name, Response: resp}})
 		default:
 			return nil, fmt.Errorf("transcript entry %s has unknown kind %q", r.Key, e.Kind)
 		}

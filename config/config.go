@@ -19,6 +19,7 @@ import (
 	"google.golang.org/genai"
 
 	"github.com/secops-agent/investigator/gemini"
+	"github.com/secops-agent/investigator/intel"
 	"github.com/secops-agent/investigator/investigation"
 )
 
@@ -159,6 +160,31 @@ func (g Gemini) Client(ctx context.Context, project string) (*genai.Client, erro
 		Location: g.Location,
 		BaseURL:  g.BaseURL,
 	})
+}
+
+// Intel holds the threat-intelligence base URLs; API keys are read from the
+// environment only (OTX_API_KEY, URLSCAN_API_KEY, VIRUSTOTAL_API_KEY,
+// ABUSEIPDB_API_KEY).
+type Intel struct {
+	OTXURL, URLScanURL, VirusTotalURL, AbuseIPDBURL string
+}
+
+// Flags registers the threat-intelligence flags.
+func (c *Intel) Flags(fs *pflag.FlagSet) {
+	fs.StringVar(&c.OTXURL, "otx-base-url", Env(intel.DefaultOTXURL, "OTX_BASE_URL"), "AlienVault OTX base URL (env OTX_BASE_URL; key in OTX_API_KEY)")
+	fs.StringVar(&c.URLScanURL, "urlscan-base-url", Env(intel.DefaultURLScanURL, "URLSCAN_BASE_URL"), "URLScan.io base URL (env URLSCAN_BASE_URL; key in URLSCAN_API_KEY)")
+	fs.StringVar(&c.VirusTotalURL, "virustotal-base-url", Env(intel.DefaultVirusTotalURL, "VIRUSTOTAL_BASE_URL"), "VirusTotal base URL (env VIRUSTOTAL_BASE_URL; key in VIRUSTOTAL_API_KEY)")
+	fs.StringVar(&c.AbuseIPDBURL, "abuseipdb-base-url", Env(intel.DefaultAbuseIPDBURL, "ABUSEIPDB_BASE_URL"), "AbuseIPDB base URL (env ABUSEIPDB_BASE_URL; key in ABUSEIPDB_API_KEY)")
+}
+
+// Config returns the providers with their keys from the environment.
+func (c Intel) Config() intel.Config {
+	return intel.Config{
+		OTX:        intel.Provider{APIKey: Env("", "OTX_API_KEY"), BaseURL: c.OTXURL},
+		URLScan:    intel.Provider{APIKey: Env("", "URLSCAN_API_KEY"), BaseURL: c.URLScanURL},
+		VirusTotal: intel.Provider{APIKey: Env("", "VIRUSTOTAL_API_KEY"), BaseURL: c.VirusTotalURL},
+		AbuseIPDB:  intel.Provider{APIKey: Env("", "ABUSEIPDB_API_KEY"), BaseURL: c.AbuseIPDBURL},
+	}
 }
 
 // Logger returns a slog logger at the given level ("debug", "info", "warn", "error").

@@ -179,9 +179,19 @@ func TestInvestigation(t *testing.T) {
 	require.NoError(t, err)
 	t.Logf("REPORT e2e investigation: wall %s, %d activities, %d history events, history %d bytes (JSON export)",
 		wall.Round(time.Millisecond), len(types), len(hist.Events), len(raw))
-	if os.Getenv("UPDATE_TESTDATA") != "" {
-		require.NoError(t, os.WriteFile(filepath.Join("..", "workflows", "testdata", "investigation.history.json"), raw, 0o644))
+	saveHistory(t, hist, "investigation.history.json")
+}
+
+// saveHistory writes a run's history under workflows/testdata when
+// UPDATE_TESTDATA is set, for the replay test.
+func saveHistory(t *testing.T, hist *historypb.History, name string) {
+	t.Helper()
+	if os.Getenv("UPDATE_TESTDATA") == "" {
+		return
 	}
+	raw, err := temporalproto.CustomJSONMarshalOptions{Indent: "  "}.Marshal(hist)
+	require.NoError(t, err)
+	require.NoError(t, os.WriteFile(filepath.Join("..", "workflows", "testdata", name), raw, 0o644))
 }
 
 // TestUnauthorizedFailsFast: a 401 from Gemini ends the run at once with a

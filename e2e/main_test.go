@@ -30,6 +30,7 @@ var (
 	stack    []string // environment of the worker and starter
 	model    = &switchable{}
 	modelSrv *geminitest.Server
+	intelSrv *providers
 )
 
 // switchable lets each test install its own scripted model behind the one
@@ -90,6 +91,8 @@ func run(m *testing.M) (int, error) {
 	defer stopFS()
 	modelSrv = geminitest.NewServer(model.handle)
 	defer modelSrv.Close()
+	intelSrv = newProviders()
+	defer intelSrv.Close()
 
 	stack = append(os.Environ(),
 		"TEMPORAL_ADDRESS="+srv.FrontendHostPort(),
@@ -101,6 +104,9 @@ func run(m *testing.M) (int, error) {
 		"GOOGLE_API_KEY=",
 		"GOOGLE_GENAI_USE_VERTEXAI=",
 		"LOG_LEVEL=warn",
+		"URLSCAN_API_KEY=e2e-urlscan", "URLSCAN_BASE_URL="+intelSrv.URL,
+		"VIRUSTOTAL_API_KEY=e2e-vt", "VIRUSTOTAL_BASE_URL="+intelSrv.URL,
+		"OTX_API_KEY=", "ABUSEIPDB_API_KEY=",
 	)
 	tc, err = client.Dial(client.Options{HostPort: srv.FrontendHostPort()})
 	if err != nil {

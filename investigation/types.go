@@ -9,9 +9,11 @@ import (
 
 // Names shared by the worker, the workflow and the starter.
 const (
-	WorkflowName  = "Investigation"
-	DefaultQueue  = "investigations"
-	ProgressQuery = "progress"
+	WorkflowName = "Investigation"
+	// CatalogWorkflowName lists the worker's tools (starter tools).
+	CatalogWorkflowName = "ToolCatalog"
+	DefaultQueue        = "investigations"
+	ProgressQuery       = "progress"
 	// SearchAttribute is the Keyword search attribute that holds the alert ID.
 	SearchAttribute = "AlertId"
 )
@@ -90,6 +92,8 @@ type Result struct {
 	History    []Message `json:"history"`
 	Usage      Usage     `json:"usage"`
 	ToolCalls  int       `json:"tool_calls"`
+	// ReusedCalls counts calls served from an identical earlier call.
+	ReusedCalls int `json:"reused_calls,omitempty"`
 }
 
 // EventKind classifies a progress event.
@@ -142,6 +146,8 @@ type PlanOutput struct {
 // Ref points at one transcript entry that a model turn must see. Entries are
 // stored by the activities that produce them (claim check), so turn inputs
 // stay small; a tool call that failed for good is carried inline instead.
+// A repeated identical call points at the earlier call's entry, with its own
+// CallID and Tool.
 type Ref struct {
 	Key    string `json:"key,omitempty"`
 	CallID string `json:"call_id,omitempty"`
@@ -191,6 +197,9 @@ type ToolInput struct {
 	Key            string   `json:"key"`
 	Call           ToolCall `json:"call"`
 	MaxResultBytes int      `json:"max_result_bytes"`
+	// Refs maps each ref name the call's arguments use (ref:<name>) to the
+	// transcript key of that call's stored result.
+	Refs map[string]string `json:"refs,omitempty"`
 }
 
 // ToolOutput describes a stored tool result; the result itself stays out of

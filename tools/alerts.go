@@ -51,19 +51,19 @@ func (searchAlerts) Declaration() *genai.FunctionDeclaration {
 }
 
 func (t searchAlerts) Call(ctx context.Context, args map[string]any) (any, error) {
-	field, err := stringArg(args, "field", true)
+	field, err := StringArg(args, "field", true, 0)
 	if err != nil {
 		return nil, err
 	}
-	op, err := stringArg(args, "op", true)
+	op, err := StringArg(args, "op", true, 0)
 	if err != nil {
 		return nil, err
 	}
-	raw, err := stringArg(args, "value", false)
+	raw, err := StringArg(args, "value", false, 0)
 	if err != nil {
 		return nil, err
 	}
-	vt, err := stringArg(args, "value_type", false)
+	vt, err := StringArg(args, "value_type", false, 0)
 	if err != nil {
 		return nil, err
 	}
@@ -71,11 +71,11 @@ func (t searchAlerts) Call(ctx context.Context, args map[string]any) (any, error
 	if err != nil {
 		return nil, err
 	}
-	limit, err := intArg(args, "limit", 10, 1, 100)
+	limit, err := IntArg(args, "limit", 10, 1, 100)
 	if err != nil {
 		return nil, err
 	}
-	offset, err := intArg(args, "offset", 0, 0, 10000)
+	offset, err := IntArg(args, "offset", 0, 0, 10000)
 	if err != nil {
 		return nil, err
 	}
@@ -171,7 +171,7 @@ func (getAlert) Declaration() *genai.FunctionDeclaration {
 }
 
 func (t getAlert) Call(ctx context.Context, args map[string]any) (any, error) {
-	id, err := stringArg(args, "id", true)
+	id, err := StringArg(args, "id", true, 0)
 	if err != nil {
 		return nil, err
 	}

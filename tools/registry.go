@@ -8,8 +8,11 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
+	"math"
 	"slices"
 	"sort"
+	"strconv"
 	"strings"
 
 	"google.golang.org/genai"
@@ -24,10 +27,43 @@ type Tool interface {
 	Call(ctx context.Context, args map[string]any) (any, error)
 }
 
-// Registry is the set of tools a worker offers, ordered by name.
+// Disabled names a tool that is not offered, and why (for example its API
+// key is not configured).
+type Disabled struct {
+	Name   string `json:"name"`
+	Reason string `json:"reason"`
+}
+
+// Registry is the set of tools a worker offers, ordered by name, and the
+// tools it does not offer with the reason.
 type Registry struct {
-	byName map[string]Tool
-	names  []string
+	byName   map[string]Tool
+	names    []string
+	disabled []Disabled
+}
+
+// Status describes one tool, on or off, for `starter tools`.
+type Status struct {
+	Name        string `json:"name"`
+	Enabled     bool   `json:"enabled"`
+	Reason      string `json:"reason,omitempty"`
+	Description string `json:"description,omitempty"`
+}
+
+// Disable records tools that are not offered, and why.
+func (r *Registry) Disable(d ...Disabled) { r.disabled = append(r.disabled, d...) }
+
+// Statuses lists every tool, enabled or not, ordered by name.
+func (r *Registry) Statuses() []Status {
+	out := make([]Status, 0, len(r.names)+len(r.disabled))
+	for _, n := range r.names {
+		out = append(out, Status{Name: n, Enabled: true, Description: r.byName[n].Declaration().Description})
+	}
+	for _, d := range r.disabled {
+		out = append(out, Status{Name: d.Name, Reason: d.Reason})
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
+	return out
 }
 
 // NewRegistry builds a registry; tool names must be unique and non-empty.
@@ -57,17 +93,40 @@ func (r *Registry) Lookup(name string) (Tool, bool) {
 	return t, ok
 }
 
+// RefIDParam is the optional parameter every declaration gets, with which the
+// model names a call so later calls of the same turn can use its result.
+const RefIDParam = "ref_id"
+
+var refIDSchema = &genai.Schema{
+	Type: genai.TypeString,
+	Description: "Optional name for this call's result. A later call in the same turn may pass ref:<name> " +
+		"(or ref:<name>.<field path>, e.g. ref:s1.results.0.uuid) as an argument value to use it.",
+}
+
 // Declarations returns the declarations of the named tools that exist, or of
-// every tool when names is empty.
+// every tool when names is empty, each with the optional ref_id parameter.
 func (r *Registry) Declarations(names []string) []*genai.FunctionDeclaration {
 	if len(names) == 0 {
 		names = r.names
 	}
 	var out []*genai.FunctionDeclaration
 	for _, n := range names {
-		if t, ok := r.byName[n]; ok {
-			out = append(out, t.Declaration())
+		t, ok := r.byName[n]
+		if !ok {
+			continue
 		}
+		d := *t.Declaration()
+		params := genai.Schema{Type: genai.TypeObject}
+		if d.Parameters != nil {
+			params = *d.Parameters
+		}
+		params.Properties = maps.Clone(params.Properties)
+		if params.Properties == nil {
+			params.Properties = map[string]*genai.Schema{}
+		}
+		params.Properties[RefIDParam] = refIDSchema
+		d.Parameters = &params
+		out = append(out, &d)
 	}
 	return out
 }
@@ -146,8 +205,9 @@ func Summarize(name string, args map[string]any) string {
 	return s
 }
 
-// stringArg returns a string argument; a required one must be non-empty.
-func stringArg(args map[string]any, name string, required bool) (string, error) {
+// StringArg returns a trimmed string argument; a required one must be
+// non-empty, and maxLen > 0 bounds its length. Problems are Rejections.
+func StringArg(args map[string]any, name string, required bool, maxLen int) (string, error) {
 	v, ok := args[name]
 	if !ok || v == nil {
 		if required {
@@ -163,11 +223,15 @@ func stringArg(args map[string]any, name string, required bool) (string, error) 
 	if required && s == "" {
 		return "", Reject("argument %q must not be empty", name)
 	}
+	if maxLen > 0 && len(s) > maxLen {
+		return "", Reject("argument %q is too long (%d bytes, at most %d)", name, len(s), maxLen)
+	}
 	return s, nil
 }
 
-// intArg returns an integer argument within [lo, hi], or def when absent.
-func intArg(args map[string]any, name string, def, lo, hi int) (int, error) {
+// IntArg returns a whole-number argument within [lo, hi], or def when
+// absent. Quoted numbers are accepted, as models sometimes send them.
+func IntArg(args map[string]any, name string, def, lo, hi int) (int, error) {
 	v, ok := args[name]
 	if !ok || v == nil {
 		return def, nil
@@ -183,13 +247,19 @@ func intArg(args map[string]any, name string, def, lo, hi int) (int, error) {
 	case json.Number:
 		f, err := x.Float64()
 		if err != nil {
-			return 0, Reject("argument %q must be a number", name)
+			return 0, Reject("argument %q must be a whole number from %d to %d, got %q", name, lo, hi, x)
+		}
+		n = f
+	case string:
+		f, err := strconv.ParseFloat(strings.TrimSpace(x), 64)
+		if err != nil {
+			return 0, Reject("argument %q must be a whole number from %d to %d, got %q", name, lo, hi, x)
 		}
 		n = f
 	default:
 		return 0, Reject("argument %q must be a number, got %T", name, v)
 	}
-	if n != float64(int(n)) || int(n) < lo || int(n) > hi {
+	if n != math.Trunc(n) || n < float64(lo) || n > float64(hi) {
 		return 0, Reject("argument %q must be a whole number from %d to %d, got %v", name, lo, hi, v)
 	}
 	return int(n), nil

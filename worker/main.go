@@ -14,6 +14,7 @@ import (
 	"github.com/secops-agent/investigator/activities"
 	"github.com/secops-agent/investigator/alerts"
 	"github.com/secops-agent/investigator/config"
+	"github.com/secops-agent/investigator/intel"
 	"github.com/secops-agent/investigator/investigation"
 	"github.com/secops-agent/investigator/tools"
 	"github.com/secops-agent/investigator/transcript"
@@ -32,6 +33,7 @@ func newCommand() *cobra.Command {
 		tc       config.Temporal
 		fc       config.Firestore
 		gc       config.Gemini
+		ic       config.Intel
 		logLevel string
 	)
 	cmd := &cobra.Command{
@@ -56,10 +58,12 @@ func newCommand() *cobra.Command {
 				return err
 			}
 			store := alerts.NewStore(fs)
-			registry, err := tools.NewRegistry(tools.NewSearchAlerts(store), tools.NewGetAlert(store))
+			intelTools, disabled := intel.Tools(ic.Config(), nil)
+			registry, err := tools.NewRegistry(append([]tools.Tool{tools.NewSearchAlerts(store), tools.NewGetAlert(store)}, intelTools...)...)
 			if err != nil {
 				return err
 			}
+			registry.Disable(disabled...)
 			c, err := tc.Dial(logger)
 			if err != nil {
 				return err
@@ -68,6 +72,7 @@ func newCommand() *cobra.Command {
 
 			w := worker.New(c, tc.TaskQueue, worker.Options{})
 			w.RegisterWorkflowWithOptions(workflows.Investigation, workflow.RegisterOptions{Name: investigation.WorkflowName})
+			w.RegisterWorkflowWithOptions(workflows.ToolCatalog, workflow.RegisterOptions{Name: investigation.CatalogWorkflowName})
 			w.RegisterActivity(&activities.Activities{
 				LLM:        llm.Models,
 				Model:      gc.Model,
@@ -76,7 +81,7 @@ func newCommand() *cobra.Command {
 				Transcript: transcript.NewStore(fs),
 			})
 			logger.Info("worker starting", "temporal", tc.Address, "namespace", tc.Namespace, "task_queue", tc.TaskQueue,
-				"model", gc.Model, "tools", registry.Names())
+				"model", gc.Model, "tools", registry.Names(), "disabled_tools", len(disabled))
 			if err := w.Run(worker.InterruptCh()); err != nil {
 				return fmt.Errorf("worker stopped: %w", err)
 			}
@@ -88,6 +93,7 @@ func newCommand() *cobra.Command {
 	tc.Flags(cmd.Flags())
 	fc.Flags(cmd.Flags())
 	gc.Flags(cmd.Flags())
+	ic.Flags(cmd.Flags())
 	cmd.Flags().StringVar(&logLevel, "log-level", config.Env("info", "LOG_LEVEL"), "log level: debug, info, warn, error (env LOG_LEVEL)")
 	return cmd
 }

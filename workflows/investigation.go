@@ -40,7 +40,14 @@ type run struct {
 	events   []investigation.Event
 	usage    investigation.Usage
 	calls    int
+	reused   int
 	finished []investigation.StepRef
+	// results maps a call (tool and arguments) to its stored result, so an
+	// identical call later in the investigation is served from it.
+	results map[string]string
+	// toolPipeline enables ref: pipelines and call reuse (workflow version 1
+	// of the "tool-pipeline" change; older histories replay without them).
+	toolPipeline bool
 }
 
 // Investigation plans, executes each step with tools, reflects after each step
@@ -59,7 +66,8 @@ func Investigation(ctx workflow.Context, in investigation.Input) (investigation.
 	if _, ok := investigation.Languages[in.Language]; !ok {
 		return investigation.Result{}, temporal.NewNonRetryableApplicationError(fmt.Sprintf("unsupported conclusion language %q", in.Language), ErrInvestigationFailed, nil)
 	}
-	r := &run{in: in, session: workflow.GetInfo(ctx).WorkflowExecution.ID, turn: len(in.History)/2 + 1}
+	r := &run{in: in, session: workflow.GetInfo(ctx).WorkflowExecution.ID, turn: len(in.History)/2 + 1, results: map[string]string{}}
+	r.toolPipeline = workflow.GetVersion(ctx, "tool-pipeline", workflow.DefaultVersion, 1) >= 1
 	if err := workflow.SetQueryHandler(ctx, investigation.ProgressQuery, r.eventsAfter); err != nil {
 		return investigation.Result{}, err
 	}
@@ -90,14 +98,15 @@ func Investigation(ctx workflow.Context, in investigation.Input) (investigation.
 		investigation.Message{Role: "assistant", Text: "Objective: " + r.plan.Objective + "\n\n" + c.Markdown},
 	)
 	return investigation.Result{
-		AlertID:    in.AlertID,
-		Objective:  r.plan.Objective,
-		Conclusion: c.Markdown,
-		Plan:       r.plan,
-		Insights:   r.insights,
-		History:    history,
-		Usage:      r.usage,
-		ToolCalls:  r.calls,
+		AlertID:     in.AlertID,
+		Objective:   r.plan.Objective,
+		Conclusion:  c.Markdown,
+		Plan:        r.plan,
+		Insights:    r.insights,
+		History:     history,
+		Usage:       r.usage,
+		ToolCalls:   r.calls,
+		ReusedCalls: r.reused,
 	}, nil
 }
 
@@ -198,40 +207,89 @@ func (r *run) executeStep(ctx workflow.Context, step plan.Step) (string, string,
 	}
 }
 
-// callTools starts every call of one model turn at once and waits for all of
-// them; results come back in call order. A call that still fails after its
+// callTools runs the calls of one model turn and returns their transcript
+// refs in call order. Calls start together, except that a call whose
+// arguments use ref:<name> starts once the calls it names have finished; a
+// call with unknown, ambiguous or cyclic refs, or identical to an earlier
+// call of this investigation, does not run. A call that still fails after its
 // retries becomes an error result for the model, not a failed step.
 func (r *run) callTools(ctx workflow.Context, step plan.Step, turnKey string, calls []investigation.ToolCall) []investigation.Ref {
-	futures := make([]workflow.Future, len(calls))
 	for i := range calls {
-		c := &calls[i]
-		if c.ID == "" {
-			c.ID = fmt.Sprintf("%s-c%d", turnKey, i+1)
+		if calls[i].ID == "" {
+			calls[i].ID = fmt.Sprintf("%s-c%d", turnKey, i+1)
 		}
+	}
+	pipe := pipeline{deps: make([][]int, len(calls)), refs: make([][]namedRef, len(calls))}
+	if r.toolPipeline {
+		pipe = planPipeline(calls)
+	}
+	futures := make([]workflow.Future, len(calls))
+	keys := make([]string, len(calls))
+	reused := make([]bool, len(calls))
+	for i, c := range calls {
+		keys[i] = fmt.Sprintf("%s-c%d", turnKey, i+1)
 		summary := tools.Summarize(c.Name, c.Args)
 		r.emit(investigation.Event{Kind: investigation.EventToolCall, Step: step.ID, Text: summary})
-		futures[i] = workflow.ExecuteActivity(toolOptions(ctx, "tool "+summary), a.CallTool, investigation.ToolInput{
-			Session:        r.session,
-			Key:            fmt.Sprintf("%s-c%d", turnKey, i+1),
-			Call:           *c,
-			MaxResultBytes: r.in.Limits.MaxToolResultBytes,
+		f, settle := workflow.NewFuture(ctx)
+		futures[i] = f
+		if why, bad := pipe.bad[i]; bad {
+			settle.SetError(temporal.NewNonRetryableApplicationError("the call did not run: "+why, "BadRef", nil))
+			continue
+		}
+		if key, seen := r.results[callKey(c)]; r.toolPipeline && len(pipe.deps[i]) == 0 && seen {
+			keys[i], reused[i] = key, true
+			settle.Set(investigation.ToolOutput{Key: key, OK: true}, nil)
+			continue
+		}
+		in := investigation.ToolInput{Session: r.session, Key: keys[i], Call: c, MaxResultBytes: r.in.Limits.MaxToolResultBytes}
+		opts := toolOptions(ctx, "tool "+summary)
+		if len(pipe.deps[i]) == 0 {
+			settle.Chain(workflow.ExecuteActivity(opts, a.CallTool, in))
+			continue
+		}
+		workflow.Go(ctx, func(ctx workflow.Context) {
+			in.Refs = map[string]string{}
+			for _, ref := range pipe.refs[i] {
+				var dep investigation.ToolOutput
+				if err := futures[ref.call].Get(ctx, &dep); err != nil || !dep.OK {
+					settle.SetError(temporal.NewNonRetryableApplicationError(
+						fmt.Sprintf("the call did not run: %s%s refers to %s, which failed", RefPrefix, ref.name, calls[ref.call].ID), "BadRef", nil))
+					return
+				}
+				in.Refs[ref.name] = dep.Key
+			}
+			settle.Chain(workflow.ExecuteActivity(opts, a.CallTool, in))
 		})
 	}
 	refs := make([]investigation.Ref, len(calls))
 	for i, f := range futures {
-		r.calls++
+		c := calls[i]
 		var out investigation.ToolOutput
 		if err := f.Get(ctx, &out); err != nil {
-			msg := "the tool failed after retries: " + message(err)
-			refs[i] = investigation.Ref{CallID: calls[i].ID, Tool: calls[i].Name, Error: msg}
-			r.emit(investigation.Event{Kind: investigation.EventToolResult, Step: step.ID, Text: calls[i].Name + ": " + msg})
+			msg := message(err)
+			if !strings.HasPrefix(msg, "the call did not run") {
+				msg = "the tool failed after retries: " + msg
+			}
+			refs[i] = investigation.Ref{CallID: c.ID, Tool: c.Name, Error: msg}
+			r.calls++
+			r.emit(investigation.Event{Kind: investigation.EventToolResult, Step: step.ID, Text: c.Name + ": " + msg})
 			continue
 		}
+		if reused[i] {
+			refs[i] = investigation.Ref{Key: out.Key, CallID: c.ID, Tool: c.Name}
+			r.reused++
+			r.emit(investigation.Event{Kind: investigation.EventToolResult, Step: step.ID, Text: c.Name + ": served from the identical earlier call"})
+			continue
+		}
+		r.calls++
 		refs[i] = investigation.Ref{Key: out.Key}
-		text := fmt.Sprintf("%s: %d bytes", calls[i].Name, out.Bytes)
+		if out.OK && r.toolPipeline && len(pipe.deps[i]) == 0 {
+			r.results[callKey(c)] = out.Key
+		}
+		text := fmt.Sprintf("%s: %d bytes", c.Name, out.Bytes)
 		switch {
 		case !out.OK:
-			text = calls[i].Name + " error: " + out.Error
+			text = c.Name + " error: " + out.Error
 		case out.Truncated:
 			text += " (truncated)"
 		}

@@ -45,7 +45,7 @@ type harness struct {
 
 func newHarness(t *testing.T) *harness {
 	h := &harness{}
-	h.SetLogger(tlog.NewStructuredLogger(slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn + 1}))))
+	h.SetLogger(tlog.NewStructuredLogger(slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelError + 1}))))
 	h.env = h.NewTestWorkflowEnvironment()
 	h.env.RegisterWorkflowWithOptions(Investigation, workflow.RegisterOptions{Name: investigation.WorkflowName})
 	h.env.RegisterActivity(&activities.Activities{})
@@ -323,7 +323,9 @@ func TestIterationCapForcesAnswer(t *testing.T) {
 	require.Len(t, h.turns, 6, "3 turns per step")
 	require.True(t, h.turns[2].Final)
 	require.False(t, h.turns[1].Final)
-	require.Len(t, h.tools, 4)
+	require.Len(t, h.tools, 2, "step_2 repeats step_1's calls exactly: they are served from step_1's results")
+	require.Equal(t, 2, res.ReusedCalls)
+	require.Equal(t, []investigation.Ref{{Key: "t1-step_2-i1"}, {Key: "t1-step_1-i1-c1", CallID: "t1-step_2-i1-c1", Tool: "get_alert"}}, h.turns[4].Transcript)
 	require.Equal(t, "final answer", res.Plan.Steps[0].Result)
 }
 
@@ -342,4 +344,65 @@ func TestBadInputFailsFast(t *testing.T) {
 	h := newHarness(t)
 	_, err := h.run(t, investigation.Input{AlertID: "a1", Language: "fr"})
 	require.ErrorContains(t, err, `unsupported conclusion language "fr"`)
+}
+
+func TestRefPipelineOrdersCalls(t *testing.T) {
+	h := newHarness(t)
+	h.onPlan(twoStepPlan(), nil)
+	h.onTurn(func(in investigation.TurnInput) (investigation.TurnOutput, error) {
+		if in.Step.ID == "step_1" && len(in.Transcript) == 0 {
+			return investigation.TurnOutput{Calls: []investigation.ToolCall{
+				{Name: "urlscan_result", Args: map[string]any{"uuid": "ref:s.results.0.uuid"}},
+				{Name: "urlscan_search", Args: map[string]any{"ref_id": "s", "query": "domain:evil.example"}},
+				{Name: "virustotal_lookup", Args: map[string]any{"resource": "evil.example"}},
+				{Name: "get_alert", Args: map[string]any{"id": "ref:ghost"}},
+			}}, nil
+		}
+		return investigation.TurnOutput{Text: "ok"}, nil
+	})
+	h.onTool(func(in investigation.ToolInput) (investigation.ToolOutput, error) {
+		return investigation.ToolOutput{Key: in.Key, OK: true, Bytes: 10}, nil
+	})
+	h.onReflect(noChange)
+	_, err := h.run(t, investigation.Input{AlertID: "a1"})
+	require.NoError(t, err)
+	require.Len(t, h.tools, 3, "the call with an unknown ref never runs")
+	order := map[string]int{}
+	for i, in := range h.tools {
+		order[in.Call.Name] = i
+	}
+	require.Less(t, order["urlscan_search"], order["urlscan_result"], "a call runs after the call it references")
+	dependent := h.tools[order["urlscan_result"]]
+	require.Equal(t, map[string]string{"s": "t1-step_1-i1-c2"}, dependent.Refs)
+	require.Equal(t, "t1-step_1-i1-c1", dependent.Key, "keys follow call order, not run order")
+
+	tr := h.turns[1].Transcript
+	require.Len(t, tr, 5)
+	require.Equal(t, "t1-step_1-i1-c1", tr[1].Key, "results go back in call order")
+	require.Equal(t, "t1-step_1-i1-c2", tr[2].Key)
+	require.Equal(t, "t1-step_1-i1-c3", tr[3].Key)
+	require.Equal(t, "get_alert", tr[4].Tool)
+	require.Equal(t, "the call did not run: ref:ghost names no call of this turn", tr[4].Error)
+}
+
+func TestRefToFailedCall(t *testing.T) {
+	h := newHarness(t)
+	h.onPlan(twoStepPlan(), nil)
+	h.onTurn(func(in investigation.TurnInput) (investigation.TurnOutput, error) {
+		if in.Step.ID == "step_1" && len(in.Transcript) == 0 {
+			return investigation.TurnOutput{Calls: []investigation.ToolCall{
+				{ID: "a", Name: "search_alerts", Args: map[string]any{"field": "x"}},
+				{ID: "b", Name: "get_alert", Args: map[string]any{"id": "ref:a.alerts.0.id"}},
+			}}, nil
+		}
+		return investigation.TurnOutput{Text: "ok"}, nil
+	})
+	h.onTool(func(in investigation.ToolInput) (investigation.ToolOutput, error) {
+		return investigation.ToolOutput{Key: in.Key, OK: false, Error: "bad field"}, nil
+	})
+	h.onReflect(noChange)
+	_, err := h.run(t, investigation.Input{AlertID: "a1"})
+	require.NoError(t, err)
+	require.Len(t, h.tools, 1)
+	require.Equal(t, "the call did not run: ref:a refers to a, which failed", h.turns[1].Transcript[2].Error)
 }

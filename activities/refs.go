@@ -1,0 +1,123 @@
+package activities
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"maps"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/secops-agent/investigator/investigation"
+	"github.com/secops-agent/investigator/tools"
+)
+
+// Argument conventions of the ref: pipeline (see workflows.RefPrefix).
+const (
+	refPrefix = "ref:"
+	refIDArg  = "ref_id"
+)
+
+// resolveRefs returns the call's arguments with ref_id removed and every
+// "ref:<name>[.<path>]" value replaced by the named call's stored result (or
+// the value at path in it). Problems are Rejections: the model sees them.
+func (a *Activities) resolveRefs(ctx context.Context, in investigation.ToolInput) (map[string]any, error) {
+	args := maps.Clone(in.Call.Args)
+	delete(args, refIDArg)
+	if len(in.Refs) == 0 {
+		return args, nil
+	}
+	names := slices.Sorted(maps.Keys(in.Refs))
+	keys := make([]string, len(names))
+	for i, n := range names {
+		keys[i] = in.Refs[n]
+	}
+	entries, err := a.Transcript.GetAll(ctx, in.Session, keys)
+	if err != nil {
+		return nil, err
+	}
+	results := map[string]any{}
+	for i, n := range names {
+		var v map[string]any
+		if err := json.Unmarshal([]byte(entries[i].Response), &v); err != nil {
+			return nil, fmt.Errorf("decode the result of %s: %w", n, err)
+		}
+		if msg, failed := v["error"]; failed && len(v) == 1 {
+			return nil, tools.Reject("ref:%s refers to a call that failed: %v", n, msg)
+		}
+		results[n] = v
+	}
+	// Longest name first, as in the workflow's matching.
+	slices.SortFunc(names, func(x, y string) int { return len(y) - len(x) })
+	var walk func(v any) (any, error)
+	walk = func(v any) (any, error) {
+		switch x := v.(type) {
+		case string:
+			ref, ok := strings.CutPrefix(x, refPrefix)
+			if !ok {
+				return x, nil
+			}
+			ref = strings.TrimSpace(ref)
+			for _, n := range names {
+				if ref == n {
+					return results[n], nil
+				}
+				if path, ok := strings.CutPrefix(ref, n+"."); ok {
+					return lookup(results[n], path, x)
+				}
+			}
+			return nil, tools.Reject("%s names no earlier call of this turn", x)
+		case []any:
+			out := make([]any, len(x))
+			for i, e := range x {
+				r, err := walk(e)
+				if err != nil {
+					return nil, err
+				}
+				out[i] = r
+			}
+			return out, nil
+		case map[string]any:
+			out := make(map[string]any, len(x))
+			for k, e := range x {
+				r, err := walk(e)
+				if err != nil {
+					return nil, err
+				}
+				out[k] = r
+			}
+			return out, nil
+		}
+		return v, nil
+	}
+	for k, v := range args {
+		if args[k], err = walk(v); err != nil {
+			return nil, err
+		}
+	}
+	return args, nil
+}
+
+// lookup follows a dotted path (object keys and array indexes) into v.
+func lookup(v any, path, ref string) (any, error) {
+	for _, seg := range strings.Split(path, ".") {
+		switch x := v.(type) {
+		case map[string]any:
+			next, ok := x[seg]
+			if !ok {
+				return nil, tools.Reject("%s: the result has no field %q", ref, seg)
+			}
+			v = next
+		case []any:
+			i, err := strconv.Atoi(seg)
+			if err != nil || i < 0 || i >= len(x) {
+				return nil, tools.Reject("%s: %q is not an index of a list of %d", ref, seg, len(x))
+			}
+			v = x[i]
+		default:
+			return nil, tools.Reject("%s: cannot look up %q in a %T", ref, seg, v)
+		}
+	}
+	return v, nil
+}

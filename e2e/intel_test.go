@@ -1,0 +1,200 @@
+package e2e
+
+import (
+	"encoding/json"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	"google.golang.org/genai"
+
+	"github.com/secops-agent/investigator/gemini/geminitest"
+)
+
+const scanUUID = "0e3b7a52-4c8e-4d7a-9d1f-6b2c3a4e5f60"
+
+// providers is one local HTTP server standing in for OTX, URLScan.io,
+// VirusTotal and AbuseIPDB with their documented JSON shapes; it counts
+// requests per path.
+type providers struct {
+	*httptest.Server
+	mu     sync.Mutex
+	counts map[string]int
+}
+
+func newProviders() *providers {
+	p := &providers{counts: map[string]int{}}
+	mux := http.NewServeMux()
+	reply := func(w http.ResponseWriter, v any) {
+		time.Sleep(300 * time.Millisecond) // a provider takes time; parallel calls overlap
+		w.Header().Set("Content-Type", "application/json")
+		_ = json.NewEncoder(w).Encode(v)
+	}
+	mux.HandleFunc("GET /api/v1/search/", func(w http.ResponseWriter, r *http.Request) {
+		reply(w, map[string]any{"total": 1, "took": 12, "has_more": false, "results": []any{map[string]any{
+			"task":   map[string]any{"uuid": scanUUID, "time": "2026-11-19T10:00:00.000Z", "url": "https://evil.example.com/login", "visibility": "public", "method": "api"},
+			"page":   map[string]any{"url": "https://evil.example.com/login", "domain": "evil.example.com", "ip": "203.0.113.50", "country": "NL", "status": "200", "title": "Sign in", "asnname": "EXAMPLE-HOSTING-AS"},
+			"stats":  map[string]any{"uniqIPs": 3, "malicious": 1},
+			"result": "https://urlscan.io/api/v1/result/" + scanUUID + "/",
+		}}})
+	})
+	mux.HandleFunc("GET /api/v1/result/{uuid}/", func(w http.ResponseWriter, r *http.Request) {
+		if r.PathValue("uuid") != scanUUID {
+			http.Error(w, `{"message":"Scan is not finished yet or does not exist!","status":404}`, http.StatusNotFound)
+			return
+		}
+		reply(w, map[string]any{
+			"task":     map[string]any{"uuid": scanUUID, "time": "2026-11-19T10:00:00.000Z", "url": "https://evil.example.com/login"},
+			"page":     map[string]any{"url": "https://evil.example.com/login", "domain": "evil.example.com", "ip": "203.0.113.50", "country": "NL", "title": "Sign in", "status": "200"},
+			"verdicts": map[string]any{"overall": map[string]any{"score": 100, "malicious": true, "categories": []string{"phishing"}, "brands": []string{"ExampleBank"}, "tags": []string{"phishing"}}},
+			"lists":    map[string]any{"ips": []string{"203.0.113.50"}, "domains": []string{"evil.example.com"}, "urls": []string{"https://evil.example.com/login"}},
+			"stats":    map[string]any{"malicious": 1},
+		})
+	})
+	mux.HandleFunc("GET /api/v3/domains/{domain}", func(w http.ResponseWriter, r *http.Request) {
+		reply(w, map[string]any{"data": map[string]any{"id": r.PathValue("domain"), "type": "domain", "attributes": map[string]any{
+			"last_analysis_stats": map[string]any{"malicious": 9, "suspicious": 1, "undetected": 60, "harmless": 20, "timeout": 0},
+			"last_analysis_date":  1763500000,
+			"reputation":          -42,
+			"registrar":           "Example Registrar",
+			"categories":          map[string]any{"Forcepoint ThreatSeeker": "phishing"},
+			"last_analysis_results": map[string]any{
+				"EngineA": map[string]any{"category": "malicious", "result": "phishing"},
+				"EngineB": map[string]any{"category": "harmless", "result": "clean"},
+			},
+		}}})
+	})
+	p.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		p.mu.Lock()
+		p.counts[r.URL.Path]++
+		p.mu.Unlock()
+		mux.ServeHTTP(w, r)
+	}))
+	return p
+}
+
+func (p *providers) count(path string) int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.counts[path]
+}
+
+// TestIntelPipeline: one model turn asks for three calls, one of which uses
+// another's result through ref:; a later step repeats an identical call,
+// which is served from the earlier result without reaching the provider.
+func TestIntelPipeline(t *testing.T) {
+	tl := starter(t, nil, "tools")
+	require.Equal(t, 0, tl.code, tl.stderr)
+	for _, want := range []string{"urlscan_search enabled", "virustotal_lookup enabled", "query_otx disabled OTX_API_KEY is not set",
+		"abuseipdb_check disabled ABUSEIPDB_API_KEY is not set", "get_alert enabled", "search_alerts enabled"} {
+		require.Contains(t, strings.Join(strings.Fields(tl.stdout), " "), strings.Join(strings.Fields(want), " "), tl.stdout)
+	}
+
+	vtArgs := map[string]any{"resource_type": "domain", "resource": "evil.example.com"}
+	var turn2, step2 *geminitest.Request
+	model.set(geminitest.Script(
+		func(r *geminitest.Request) geminitest.Reply {
+			return geminitest.JSON(map[string]any{"objective": "Decide whether evil.example.com is a phishing site.", "steps": []map[string]any{
+				{"id": "1", "description": "Look up the domain in URLScan and VirusTotal.", "tools": []string{"urlscan_search", "urlscan_result", "virustotal_lookup"}, "expected": "verdicts"},
+				{"id": "2", "description": "Confirm the VirusTotal verdict.", "tools": []string{"virustotal_lookup"}, "expected": "same verdict"},
+			}})
+		},
+		func(r *geminitest.Request) geminitest.Reply {
+			return geminitest.Calls(
+				&genai.FunctionCall{Name: "urlscan_result", Args: map[string]any{"uuid": "ref:s1.results.0.uuid"}},
+				&genai.FunctionCall{Name: "urlscan_search", Args: map[string]any{"ref_id": "s1", "query": "domain:evil.example.com"}},
+				&genai.FunctionCall{Name: "virustotal_lookup", Args: vtArgs},
+			)
+		},
+		func(r *geminitest.Request) geminitest.Reply {
+			turn2 = r
+			return geminitest.Text("URLScan and VirusTotal both flag evil.example.com as phishing.")
+		},
+		func(r *geminitest.Request) geminitest.Reply {
+			return geminitest.JSON(map[string]any{"achieved": false, "insights": []string{"Phishing page imitating ExampleBank."}, "plan_updates": []any{}})
+		},
+		func(r *geminitest.Request) geminitest.Reply {
+			return geminitest.Calls(&genai.FunctionCall{Name: "virustotal_lookup", Args: vtArgs})
+		},
+		func(r *geminitest.Request) geminitest.Reply {
+			step2 = r
+			return geminitest.Text("VirusTotal still flags it.")
+		},
+		func(r *geminitest.Request) geminitest.Reply {
+			return geminitest.JSON(map[string]any{"achieved": true, "insights": []string{}, "plan_updates": []any{}})
+		},
+		func(r *geminitest.Request) geminitest.Reply {
+			return geminitest.Text("## Summary\nevil.example.com is a phishing site.")
+		},
+	))
+	res := starter(t, nil, "investigate", "--alert", exampleAlert, "--question", "Is evil.example.com malicious?")
+	require.Equal(t, 0, res.code, "stdout:\n%s\nstderr:\n%s", res.stdout, res.stderr)
+	require.Contains(t, res.stdout, "-> urlscan_result uuid=\"ref:s1.results.0.uuid\"")
+	require.Contains(t, res.stdout, "<- virustotal_lookup: served from the identical earlier call")
+
+	// The model got the three responses in call order, the ref filled in.
+	require.NotNil(t, turn2)
+	resps := turn2.FunctionResponses()
+	require.Len(t, resps, 3)
+	require.Equal(t, []string{"urlscan_result", "urlscan_search", "virustotal_lookup"}, []string{resps[0].Name, resps[1].Name, resps[2].Name})
+	require.Contains(t, toJSON(resps[0].Response), "ExampleBank", "urlscan_result ran with the uuid from urlscan_search")
+	require.Contains(t, toJSON(resps[1].Response), scanUUID)
+	require.Contains(t, toJSON(resps[2].Response), `"malicious":9`)
+	// The repeated call in step 2 got the same result, from the first call.
+	require.NotNil(t, step2)
+	require.Equal(t, toJSON(resps[2].Response), toJSON(step2.FunctionResponses()[0].Response))
+	require.Equal(t, 1, intelSrv.count("/api/v3/domains/evil.example.com"), "the repeated call never reached VirusTotal")
+	require.Equal(t, 1, intelSrv.count("/api/v1/search/"))
+	require.Equal(t, 1, intelSrv.count("/api/v1/result/"+scanUUID+"/"))
+
+	// History: three tool activities; search and VirusTotal scheduled by the
+	// same workflow task, the dependent result after search completed.
+	hist := history(t, workflowIDFrom(t, res.stdout))
+	type act struct {
+		name                         string
+		taskID, sched, start, closed int64
+		schedAt, closedAt            time.Time
+	}
+	acts := map[int64]*act{}
+	var tools []*act
+	for _, e := range hist.Events {
+		if a := e.GetActivityTaskScheduledEventAttributes(); a != nil && a.ActivityType.GetName() == "CallTool" {
+			var in struct {
+				Call struct{ Name string } `json:"call"`
+			}
+			require.NoError(t, json.Unmarshal(a.Input.Payloads[0].Data, &in))
+			x := &act{name: in.Call.Name, taskID: a.WorkflowTaskCompletedEventId, sched: e.EventId, schedAt: e.EventTime.AsTime()}
+			acts[e.EventId] = x
+			tools = append(tools, x)
+		}
+		if a := e.GetActivityTaskCompletedEventAttributes(); a != nil && acts[a.ScheduledEventId] != nil {
+			acts[a.ScheduledEventId].closed = e.EventId
+			acts[a.ScheduledEventId].closedAt = e.EventTime.AsTime()
+		}
+	}
+	require.Len(t, tools, 3)
+	by := map[string]*act{}
+	for _, x := range tools {
+		by[x.name] = x
+	}
+	require.Equal(t, by["urlscan_search"].taskID, by["virustotal_lookup"].taskID, "independent calls start together")
+	require.Greater(t, by["urlscan_result"].sched, by["urlscan_search"].closed, "the ref: call starts after the call it uses")
+	first, last := tools[0].schedAt, tools[0].closedAt
+	var sum time.Duration
+	for _, x := range tools {
+		if x.schedAt.Before(first) {
+			first = x.schedAt
+		}
+		if x.closedAt.After(last) {
+			last = x.closedAt
+		}
+		sum += x.closedAt.Sub(x.schedAt)
+	}
+	saveHistory(t, hist, "pipeline.history.json")
+	t.Logf("REPORT 3-call turn (search ∥ virustotal, then result): wall %s vs sum of the single calls %s",
+		last.Sub(first).Round(time.Millisecond), sum.Round(time.Millisecond))
+}

@@ -1,0 +1,32 @@
+package intel
+
+import (
+	"net/http"
+
+	"github.com/secops-agent/investigator/tools"
+)
+
+// Tools returns the threat-intelligence tools whose API key is configured,
+// and the others with the reason they are off. hc may be nil.
+func Tools(cfg Config, hc *http.Client) ([]tools.Tool, []tools.Disabled) {
+	var on []tools.Tool
+	var off []tools.Disabled
+	add := func(p Provider, env string, ts ...tools.Tool) {
+		if p.APIKey != "" {
+			on = append(on, ts...)
+			return
+		}
+		for _, t := range ts {
+			off = append(off, tools.Disabled{Name: t.Declaration().Name, Reason: env + " is not set"})
+		}
+	}
+	otx := newClient("AlienVault OTX", "X-OTX-API-KEY", cfg.OTX, DefaultOTXURL, hc)
+	add(cfg.OTX, "OTX_API_KEY", newOTX(otx))
+	us := newClient("URLScan.io", "API-Key", cfg.URLScan, DefaultURLScanURL, hc)
+	add(cfg.URLScan, "URLSCAN_API_KEY", newURLScanSearch(us), newURLScanResult(us))
+	vt := newClient("VirusTotal", "x-apikey", cfg.VirusTotal, DefaultVirusTotalURL, hc)
+	add(cfg.VirusTotal, "VIRUSTOTAL_API_KEY", newVirusTotal(vt))
+	ab := newClient("AbuseIPDB", "Key", cfg.AbuseIPDB, DefaultAbuseIPDBURL, hc)
+	add(cfg.AbuseIPDB, "ABUSEIPDB_API_KEY", newAbuseIPDB(ab))
+	return on, off
+}

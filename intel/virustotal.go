@@ -1,0 +1,331 @@
+package intel
+
+import (
+	"context"
+	"encoding/base64"
+	"errors"
+	"net"
+	"net/url"
+	"regexp"
+	"sort"
+	"strings"
+	"unicode"
+
+	"google.golang.org/genai"
+
+	"github.com/secops-agent/investigator/tools"
+)
+
+// VirusTotal API v3 object reports (read only: the tool never submits
+// anything for analysis).
+
+// vtMaxFlagged bounds the engines listed as flagging the resource.
+const vtMaxFlagged = 10
+
+var vtHash = regexp.MustCompile(`^[0-9a-fA-F]+$`)
+
+func newVirusTotal(c *client) tools.Tool { return virusTotal{c} }
+
+type virusTotal struct{ c *client }
+
+func (virusTotal) Declaration() *genai.FunctionDeclaration {
+	return &genai.FunctionDeclaration{
+		Name: "virustotal_lookup",
+		Description: "Look up VirusTotal's existing report on an IP address, domain, URL or file hash (it never submits anything). " +
+			"Returns {resource_type, resource, found, link, last_analysis_date, stats:{malicious, suspicious, undetected, harmless, timeout}, " +
+			"reputation, community_votes:{harmless, malicious}, tags, flagged:[{engine, category, result}] (at most 10, flagged_by_more counts the rest), " +
+			"plus per type: ip → country, as_owner, asn, network; domain → registrar, creation_date, categories; " +
+			"url → url (when VirusTotal canonicalised it), last_final_url (after redirects), title, categories; file → meaningful_name, type_description, size, names, first_submission_date, threat_label, sha256}. " +
+			"found is false when VirusTotal has never seen the resource (not evidence that it is benign). " +
+			"Examples: resource_type \"ip\", resource \"198.51.100.23\"; \"domain\", \"evil.example.com\"; " +
+			"\"url\", \"https://evil.example.com/login.php\"; \"file\", \"44d88612fea8a8f36de82e1278abb02f\".",
+		Parameters: &genai.Schema{
+			Type: genai.TypeObject,
+			Properties: map[string]*genai.Schema{
+				"resource_type": {Type: genai.TypeString, Enum: []string{"ip", "domain", "url", "file"},
+					Description: "What resource is: ip (IPv4 or IPv6), domain (host name without scheme or path), url (full http/https URL), file (MD5, SHA-1 or SHA-256 hash)."},
+				"resource": {Type: genai.TypeString, Description: "The IP, domain, URL or hash, e.g. \"198.51.100.23\", \"evil.example.com\", \"https://evil.example.com/a.php\", \"275a021bbfb6489e54d471899f7db9d1663fc695ec2fe2a2c4538aabf651fd0f\"."},
+			},
+			Required: []string{"resource_type", "resource"},
+		},
+	}
+}
+
+// vtResponse is the documented {data:{id, type, attributes}} object report.
+type vtResponse struct {
+	Data struct {
+		ID         string `json:"id"`
+		Type       string `json:"type"`
+		Attributes struct {
+			LastAnalysisStats   *vtStats                  `json:"last_analysis_stats"`
+			LastAnalysisDate    int64                     `json:"last_analysis_date"`
+			LastAnalysisResults map[string]vtEngineResult `json:"last_analysis_results"`
+			Reputation          *int                      `json:"reputation"`
+			TotalVotes          *vtVotes                  `json:"total_votes"`
+			Tags                []string                  `json:"tags"`
+			Categories          map[string]string         `json:"categories"`
+			Country             string                    `json:"country"`
+			ASOwner             string                    `json:"as_owner"`
+			ASN                 int64                     `json:"asn"`
+			Network             string                    `json:"network"`
+			MeaningfulName      string                    `json:"meaningful_name"`
+			TypeDescription     string                    `json:"type_description"`
+			Size                int64                     `json:"size"`
+			Names               []string                  `json:"names"`
+			FirstSubmissionDate int64                     `json:"first_submission_date"`
+			SHA256              string                    `json:"sha256"`
+			URL                 string                    `json:"url"`
+			LastFinalURL        string                    `json:"last_final_url"`
+			Title               string                    `json:"title"`
+			Registrar           string                    `json:"registrar"`
+			CreationDate        int64                     `json:"creation_date"`
+			PopularThreat       *struct {
+				Label string `json:"suggested_threat_label"`
+			} `json:"popular_threat_classification"`
+		} `json:"attributes"`
+	} `json:"data"`
+}
+
+type vtStats struct {
+	Malicious  int `json:"malicious"`
+	Suspicious int `json:"suspicious"`
+	Undetected int `json:"undetected"`
+	Harmless   int `json:"harmless"`
+	Timeout    int `json:"timeout"`
+}
+
+type vtVotes struct {
+	Harmless  int `json:"harmless"`
+	Malicious int `json:"malicious"`
+}
+
+type vtEngineResult struct {
+	Category   string `json:"category"`
+	Result     string `json:"result"`
+	EngineName string `json:"engine_name"`
+}
+
+type vtFlag struct {
+	Engine   string `json:"engine"`
+	Category string `json:"category"`
+	Result   string `json:"result,omitempty"`
+}
+
+type vtOut struct {
+	ResourceType     string   `json:"resource_type"`
+	Resource         string   `json:"resource"`
+	Found            bool     `json:"found"`
+	Note             string   `json:"note,omitempty"`
+	Link             string   `json:"link,omitempty"`
+	LastAnalysisDate string   `json:"last_analysis_date,omitempty"`
+	Stats            *vtStats `json:"stats,omitempty"`
+	Reputation       *int     `json:"reputation,omitempty"`
+	Votes            *vtVotes `json:"community_votes,omitempty"`
+	Tags             []string `json:"tags,omitempty"`
+	// ip
+	Country string `json:"country,omitempty"`
+	ASOwner string `json:"as_owner,omitempty"`
+	ASN     int64  `json:"asn,omitempty"`
+	Network string `json:"network,omitempty"`
+	// domain
+	Registrar    string `json:"registrar,omitempty"`
+	CreationDate string `json:"creation_date,omitempty"`
+	// url
+	URL          string `json:"url,omitempty"`
+	LastFinalURL string `json:"last_final_url,omitempty"`
+	Title        string `json:"title,omitempty"`
+	// domain, url
+	Categories []string `json:"categories,omitempty"`
+	// file
+	MeaningfulName      string   `json:"meaningful_name,omitempty"`
+	TypeDescription     string   `json:"type_description,omitempty"`
+	Size                int64    `json:"size,omitempty"`
+	Names               []string `json:"names,omitempty"`
+	FirstSubmissionDate string   `json:"first_submission_date,omitempty"`
+	ThreatLabel         string   `json:"threat_label,omitempty"`
+	SHA256              string   `json:"sha256,omitempty"`
+
+	Flagged       []vtFlag `json:"flagged,omitempty"`
+	FlaggedByMore int      `json:"flagged_by_more,omitempty"`
+}
+
+func (t virusTotal) Call(ctx context.Context, args map[string]any) (any, error) {
+	kind, err := tools.StringArg(args, "resource_type", true, 20)
+	if err != nil {
+		return nil, err
+	}
+	res, err := tools.StringArg(args, "resource", true, 2048)
+	if err != nil {
+		return nil, err
+	}
+	kind, res, path, gui, err := vtTarget(strings.ToLower(kind), res)
+	if err != nil {
+		return nil, err
+	}
+	var r vtResponse
+	err = t.c.get(ctx, path, nil, &r)
+	if errors.Is(err, errNotFound) {
+		return vtOut{ResourceType: kind, Resource: res, Found: false, Note: vtNotFoundNote(kind)}, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	a := r.Data.Attributes
+	out := vtOut{
+		ResourceType:     kind,
+		Resource:         clip(res, 300),
+		Found:            true,
+		LastAnalysisDate: usvtUnix(a.LastAnalysisDate),
+		Stats:            a.LastAnalysisStats,
+		Reputation:       a.Reputation,
+		Votes:            a.TotalVotes,
+		Tags:             usvtClipAll(a.Tags, 10, 40),
+	}
+	if gui != "" {
+		id := r.Data.ID
+		if id == "" || kind != "url" {
+			id = gui
+		}
+		out.Link = "https://www.virustotal.com/gui/" + map[string]string{"ip": "ip-address", "domain": "domain", "url": "url", "file": "file"}[kind] + "/" + id
+	}
+	switch kind {
+	case "ip":
+		out.Country, out.ASOwner, out.ASN, out.Network = a.Country, clip(a.ASOwner, 80), a.ASN, a.Network
+	case "domain":
+		out.Registrar = clip(a.Registrar, 80)
+		out.CreationDate = usvtUnix(a.CreationDate)
+		out.Categories = usvtSortedValues(a.Categories, 8)
+	case "url":
+		if a.URL != res {
+			out.URL = clip(a.URL, 300) // VirusTotal's canonical form, when it differs
+		}
+		if a.LastFinalURL != a.URL && a.LastFinalURL != res {
+			out.LastFinalURL = clip(a.LastFinalURL, 300)
+		}
+		out.Title = clip(a.Title, 100)
+		out.Categories = usvtSortedValues(a.Categories, 8)
+	case "file":
+		out.MeaningfulName = clip(a.MeaningfulName, 100)
+		out.TypeDescription = clip(a.TypeDescription, 60)
+		out.Size = a.Size
+		out.Names = usvtClipAll(a.Names, 5, 100)
+		out.FirstSubmissionDate = usvtUnix(a.FirstSubmissionDate)
+		if a.PopularThreat != nil {
+			out.ThreatLabel = clip(a.PopularThreat.Label, 80)
+		}
+		out.SHA256 = a.SHA256
+	}
+	out.Flagged, out.FlaggedByMore = vtFlagged(a.LastAnalysisResults)
+	return out, nil
+}
+
+// vtTarget validates the resource for its type and returns the normalised
+// type and resource, the API path, and the id used in the web UI link.
+func vtTarget(kind, res string) (string, string, string, string, error) {
+	switch kind {
+	case "ip", "ip_address", "ipv4", "ipv6":
+		ip := net.ParseIP(strings.Trim(res, "[]"))
+		if ip == nil {
+			return "", "", "", "", tools.Reject("resource %q is not an IP address (for a network range, look up one address)", clip(res, 80))
+		}
+		s := ip.String()
+		return "ip", s, "/api/v3/ip_addresses/" + s, s, nil
+	case "domain", "hostname":
+		d := strings.TrimSuffix(strings.ToLower(res), ".")
+		if strings.Contains(d, "://") || strings.ContainsAny(d, "/?#") {
+			return "", "", "", "", tools.Reject("resource %q is not a bare domain: give the host name only (e.g. evil.example.com), or use resource_type \"url\" for a URL", clip(res, 80))
+		}
+		if net.ParseIP(strings.Trim(d, "[]")) != nil {
+			return "", "", "", "", tools.Reject("resource %q is an IP address: use resource_type \"ip\"", clip(res, 80))
+		}
+		if !vtValidDomain(d) {
+			return "", "", "", "", tools.Reject("resource %q is not a domain name (expected labels of letters, digits and '-' separated by dots, e.g. evil.example.com)", clip(res, 80))
+		}
+		return "domain", d, "/api/v3/domains/" + url.PathEscape(d), d, nil
+	case "url":
+		u, err := url.Parse(res)
+		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+			return "", "", "", "", tools.Reject("resource %q is not an http(s) URL (e.g. https://evil.example.com/login.php); for a host name use resource_type \"domain\"", clip(res, 80))
+		}
+		// VirusTotal's URL identifier: unpadded URL-safe base64 of the URL.
+		id := base64.RawURLEncoding.EncodeToString([]byte(res))
+		return "url", res, "/api/v3/urls/" + id, id, nil
+	case "file", "hash", "md5", "sha1", "sha256":
+		if n := len(res); (n != 32 && n != 40 && n != 64) || !vtHash.MatchString(res) {
+			return "", "", "", "", tools.Reject("resource %q is not an MD5, SHA-1 or SHA-256 hash (32, 40 or 64 hex digits)", clip(res, 80))
+		}
+		h := strings.ToLower(res)
+		return "file", h, "/api/v3/files/" + h, h, nil
+	}
+	return "", "", "", "", tools.Reject("resource_type must be ip, domain, url or file, got %q", clip(kind, 40))
+}
+
+func vtValidDomain(d string) bool {
+	if len(d) > 253 || !strings.Contains(d, ".") {
+		return false
+	}
+	for _, label := range strings.Split(d, ".") {
+		if label == "" || len(label) > 63 || strings.HasPrefix(label, "-") || strings.HasSuffix(label, "-") {
+			return false
+		}
+		for _, r := range label {
+			if r != '-' && r != '_' && !unicode.IsLetter(r) && !unicode.IsDigit(r) {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+func vtNotFoundNote(kind string) string {
+	switch kind {
+	case "url":
+		return "VirusTotal has no report for this URL: it was never submitted for analysis (this tool does not submit). Not evidence that it is benign; try the domain."
+	case "file":
+		return "VirusTotal has no report for this file hash: the file was never uploaded. Not evidence that it is benign."
+	case "domain":
+		return "VirusTotal has no report for this domain: it has not seen it. Not evidence that it is benign."
+	}
+	return "VirusTotal has no report for this IP address."
+}
+
+// vtFlagged lists the engines whose verdict is malicious or suspicious,
+// malicious first then by engine name, at most vtMaxFlagged, with the count
+// of those left out.
+func vtFlagged(results map[string]vtEngineResult) ([]vtFlag, int) {
+	var flags []vtFlag
+	for name, r := range results {
+		if r.Category != "malicious" && r.Category != "suspicious" {
+			continue
+		}
+		if r.EngineName != "" {
+			name = r.EngineName
+		}
+		flags = append(flags, vtFlag{Engine: clip(name, 40), Category: r.Category, Result: clip(r.Result, 80)})
+	}
+	sort.Slice(flags, func(i, j int) bool {
+		if flags[i].Category != flags[j].Category {
+			return flags[i].Category == "malicious"
+		}
+		return flags[i].Engine < flags[j].Engine
+	})
+	if len(flags) > vtMaxFlagged {
+		return flags[:vtMaxFlagged], len(flags) - vtMaxFlagged
+	}
+	return flags, 0
+}
+
+// usvtClipAll keeps at most n non-empty strings, each clipped to width bytes.
+func usvtClipAll(items []string, n, width int) []string {
+	var out []string
+	for _, s := range items {
+		if s = strings.TrimSpace(s); s == "" {
+			continue
+		}
+		out = append(out, clip(s, width))
+		if len(out) == n {
+			break
+		}
+	}
+	return out
+}

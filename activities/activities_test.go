@@ -339,3 +339,32 @@ func TestDeclarationsOfferRefID(t *testing.T) {
 	orig, _ := a.Tools.Lookup("get_alert")
 	require.NotContains(t, orig.Declaration().Parameters.Properties, tools.RefIDParam, "the tool's own declaration is not modified")
 }
+
+func TestResultsKeepHTMLCharacters(t *testing.T) {
+	m, n, cut, err := shape(map[string]any{"verdict": ">= 75 & <b>"}, 1000)
+	require.NoError(t, err)
+	require.False(t, cut)
+	require.Equal(t, len(`{"verdict":">= 75 & <b>"}`), n, "sizes count the bytes as written, not \\u003e escapes")
+	require.Equal(t, ">= 75 & <b>", m["verdict"])
+}
+
+type limitedTool struct{}
+
+func (limitedTool) Declaration() *genai.FunctionDeclaration { return &genai.FunctionDeclaration{Name: "limited"} }
+func (limitedTool) Call(context.Context, map[string]any) (any, error) {
+	return nil, temporal.NewApplicationErrorWithOptions("VirusTotal rate limit reached (HTTP 429)", "IntelRateLimited",
+		temporal.ApplicationErrorOptions{NextRetryDelay: 7 * time.Second})
+}
+
+func TestCallToolKeepsProviderRetryDelay(t *testing.T) {
+	a, _, ts := newActivities(t)
+	reg, err := tools.NewRegistry(limitedTool{})
+	require.NoError(t, err)
+	a.Tools = reg
+	_, err = a.CallTool(context.Background(), investigation.ToolInput{Session: "s", Key: "k", Call: investigation.ToolCall{Name: "limited"}, MaxResultBytes: 100})
+	app, ok := err.(*temporal.ApplicationError)
+	require.True(t, ok, "returned unwrapped, so Temporal reads its retry delay: %T", err)
+	require.Equal(t, 7*time.Second, app.NextRetryDelay())
+	require.False(t, app.NonRetryable())
+	require.NotContains(t, ts.m, "s/k", "nothing is stored for a call that will be retried")
+}

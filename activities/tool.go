@@ -1,6 +1,7 @@
 package activities
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -53,7 +54,7 @@ func (a *Activities) CallTool(ctx context.Context, in investigation.ToolInput) (
 	if !out.OK {
 		response = map[string]any{"error": out.Error}
 	}
-	raw, err := json.Marshal(response)
+	raw, err := marshal(response)
 	if err != nil {
 		return investigation.ToolOutput{}, fmt.Errorf("encode %s result: %w", in.Call.Name, err)
 	}
@@ -71,7 +72,7 @@ func (a *Activities) CallTool(ctx context.Context, in investigation.ToolInput) (
 // sees. Results over limit bytes are cut, with a note saying so; a non-object
 // result is wrapped as {"result": ...}.
 func shape(result any, limit int) (map[string]any, int, bool, error) {
-	raw, err := json.Marshal(result)
+	raw, err := marshal(result)
 	if err != nil {
 		return nil, 0, false, fmt.Errorf("encode result: %w", err)
 	}
@@ -93,6 +94,18 @@ func shape(result any, limit int) (map[string]any, int, bool, error) {
 		obj = map[string]any{"result": json.RawMessage(raw)}
 	}
 	return obj, size, false, nil
+}
+
+// marshal encodes JSON without HTML escaping: results hold URLs and
+// verdicts with < > &, which the model should read as written.
+func marshal(v any) ([]byte, error) {
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
+		return nil, err
+	}
+	return bytes.TrimSuffix(b.Bytes(), []byte("\n")), nil
 }
 
 func preview(s string, n int) string {

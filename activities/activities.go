@@ -50,6 +50,15 @@ type Activities struct {
 	Tools      *tools.Registry
 	Alerts     alertReader
 	Transcript transcriptStore
+
+	// The BigQuery sub-agent's dependencies; BigQueryTools is nil when
+	// BigQuery is not configured.
+	BigQueryTools       *tools.Registry
+	Embedder            embedder
+	EmbeddingModel      string
+	Memories            memoryStore
+	MemoryMinSimilarity float64
+	MemoryLimit         int
 }
 
 // generate calls the model once, classifying errors for Temporal's retries.

@@ -350,7 +350,9 @@ func TestResultsKeepHTMLCharacters(t *testing.T) {
 
 type limitedTool struct{}
 
-func (limitedTool) Declaration() *genai.FunctionDeclaration { return &genai.FunctionDeclaration{Name: "limited"} }
+func (limitedTool) Declaration() *genai.FunctionDeclaration {
+	return &genai.FunctionDeclaration{Name: "limited"}
+}
 func (limitedTool) Call(context.Context, map[string]any) (any, error) {
 	return nil, temporal.NewApplicationErrorWithOptions("VirusTotal rate limit reached (HTTP 429)", "IntelRateLimited",
 		temporal.ApplicationErrorOptions{NextRetryDelay: 7 * time.Second})

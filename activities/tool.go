@@ -23,10 +23,17 @@ import (
 func (a *Activities) CallTool(ctx context.Context, in investigation.ToolInput) (investigation.ToolOutput, error) {
 	var response map[string]any
 	out := investigation.ToolOutput{Key: in.Key, OK: true}
-	t, ok := a.Tools.Lookup(in.Call.Name)
+	registry := a.Tools
+	if in.Toolset == investigation.ToolsetBigQuery {
+		registry = a.BigQueryTools
+	}
+	if registry == nil {
+		return investigation.ToolOutput{}, temporal.NewNonRetryableApplicationError(errNoBigQuery.Error(), "BigQueryDisabled", nil)
+	}
+	t, ok := registry.Lookup(in.Call.Name)
 	if !ok {
 		out.OK = false
-		out.Error = fmt.Sprintf("unknown tool %q; available tools: %s", in.Call.Name, strings.Join(a.Tools.Names(), ", "))
+		out.Error = fmt.Sprintf("unknown tool %q; available tools: %s", in.Call.Name, strings.Join(registry.Names(), ", "))
 	} else {
 		args, err := a.resolveRefs(ctx, in)
 		var result any

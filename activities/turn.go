@@ -36,14 +36,25 @@ func (a *Activities) ModelTurn(ctx context.Context, in investigation.TurnInput) 
 	if err != nil {
 		return investigation.TurnOutput{}, err
 	}
-	contents, err := a.contents(ctx, in)
+	request := "Execute this step: " + in.Step.Description
+	if in.Step.Expected != "" {
+		request += "\nExpected outcome: " + in.Step.Expected
+	}
+	contents, err := a.contents(ctx, in.Session, request, in.Transcript)
 	if err != nil {
 		return investigation.TurnOutput{}, err
 	}
+	return a.turn(ctx, in.Session, in.Key, system, contents, a.Tools.Declarations(in.Step.Tools), in.Final)
+}
+
+// turn runs one model turn of a tool loop with the given system prompt,
+// conversation and function declarations, stores the model's content under
+// key and returns its text and calls. The final turn may not call tools.
+func (a *Activities) turn(ctx context.Context, session, key, system string, contents []*genai.Content, decls []*genai.FunctionDeclaration, final bool) (investigation.TurnOutput, error) {
 	cfg := &genai.GenerateContentConfig{SystemInstruction: genai.NewContentFromText(system, genai.RoleUser)}
-	if decls := a.Tools.Declarations(in.Step.Tools); len(decls) > 0 {
+	if len(decls) > 0 {
 		cfg.Tools = []*genai.Tool{{FunctionDeclarations: decls}}
-		if in.Final {
+		if final {
 			cfg.ToolConfig = &genai.ToolConfig{FunctionCallingConfig: &genai.FunctionCallingConfig{Mode: genai.FunctionCallingConfigModeNone}}
 		}
 	}
@@ -54,11 +65,11 @@ func (a *Activities) ModelTurn(ctx context.Context, in investigation.TurnInput) 
 	if len(resp.Candidates) == 0 || resp.Candidates[0].Content == nil || len(resp.Candidates[0].Content.Parts) == 0 {
 		// Retryable: an empty candidate (a blocked or cut answer) is usually
 		// followed by a normal one.
-		return investigation.TurnOutput{}, fmt.Errorf("the model returned no content for %s (finish reason %s)", in.Step.ID, finishReason(resp))
+		return investigation.TurnOutput{}, fmt.Errorf("the model returned no content for %s (finish reason %s)", key, finishReason(resp))
 	}
 	content := resp.Candidates[0].Content
 	content.Role = genai.RoleModel
-	out := investigation.TurnOutput{Key: in.Key, Text: answerText(resp), Usage: usage}
+	out := investigation.TurnOutput{Key: key, Text: answerText(resp), Usage: usage}
 	for _, fc := range resp.FunctionCalls() {
 		out.Calls = append(out.Calls, investigation.ToolCall{ID: fc.ID, Name: fc.Name, Args: fc.Args})
 	}
@@ -66,7 +77,7 @@ func (a *Activities) ModelTurn(ctx context.Context, in investigation.TurnInput) 
 	if err != nil {
 		return investigation.TurnOutput{}, fmt.Errorf("encode model content: %w", err)
 	}
-	if err := a.Transcript.Put(ctx, in.Session, in.Key, transcript.Entry{Kind: transcript.KindModel, Content: string(raw), Text: out.Text}); err != nil {
+	if err := a.Transcript.Put(ctx, session, key, transcript.Entry{Kind: transcript.KindModel, Content: string(raw), Text: out.Text}); err != nil {
 		return investigation.TurnOutput{}, err
 	}
 	return out, nil
@@ -90,22 +101,18 @@ func (a *Activities) earlierResults(ctx context.Context, in investigation.TurnIn
 	return out, nil
 }
 
-// contents rebuilds the step's conversation: the step request, then each
+// contents rebuilds a tool loop's conversation: the request, then each
 // model turn followed by one content holding all of that turn's function
 // responses, in call order.
-func (a *Activities) contents(ctx context.Context, in investigation.TurnInput) ([]*genai.Content, error) {
-	request := "Execute this step: " + in.Step.Description
-	if in.Step.Expected != "" {
-		request += "\nExpected outcome: " + in.Step.Expected
-	}
+func (a *Activities) contents(ctx context.Context, session, request string, refs []investigation.Ref) ([]*genai.Content, error) {
 	contents := []*genai.Content{genai.NewContentFromText(request, genai.RoleUser)}
 	var keys []string
-	for _, r := range in.Transcript {
+	for _, r := range refs {
 		if r.Key != "" {
 			keys = append(keys, r.Key)
 		}
 	}
-	entries, err := a.Transcript.GetAll(ctx, in.Session, keys)
+	entries, err := a.Transcript.GetAll(ctx, session, keys)
 	if err != nil {
 		return nil, err
 	}
@@ -123,7 +130,7 @@ func (a *Activities) contents(ctx context.Context, in investigation.TurnInput) (
 		responses.Parts = append(responses.Parts, p)
 	}
 	next := 0
-	for _, r := range in.Transcript {
+	for _, r := range refs {
 		if r.Key == "" {
 			addResponse(&genai.Part{FunctionResponse: &genai.FunctionResponse{ID: r.CallID, Name: r.Tool, Response: map[string]any{"error": r.Error}}})
 			continue

@@ -187,6 +187,36 @@ func (c Intel) Config() intel.Config {
 	}
 }
 
+// BigQuery configures the BigQuery sub-agent and its memory. The sub-agent
+// (and the bigquery_agent tool) is off unless a tables config is given.
+type BigQuery struct {
+	TablesConfig   string
+	RunbooksDir    string
+	EmbeddingModel string
+	MinSimilarity  float64
+	RecallLimit    int
+}
+
+// Flags registers the BigQuery sub-agent flags.
+func (b *BigQuery) Flags(fs *pflag.FlagSet) {
+	fs.StringVar(&b.TablesConfig, "bigquery-tables", Env("", "BIGQUERY_TABLES_CONFIG"), "YAML file of the tables the BigQuery sub-agent may query (env BIGQUERY_TABLES_CONFIG); empty disables bigquery_agent")
+	fs.StringVar(&b.RunbooksDir, "bigquery-runbooks", Env("", "BIGQUERY_RUNBOOKS_DIR"), "directory of *.sql runbooks for the sub-agent (env BIGQUERY_RUNBOOKS_DIR)")
+	fs.StringVar(&b.EmbeddingModel, "embedding-model", Env("gemini-embedding-001", "GEMINI_EMBEDDING_MODEL"), "embedding model for memories, 768 dimensions (env GEMINI_EMBEDDING_MODEL)")
+	fs.Float64Var(&b.MinSimilarity, "memory-min-similarity", envFloat(0.8, "MEMORY_MIN_SIMILARITY"), "least cosine similarity of a recalled memory (env MEMORY_MIN_SIMILARITY)")
+	fs.IntVar(&b.RecallLimit, "memory-recall-limit", int(envFloat(32, "MEMORY_RECALL_LIMIT")), "most memories recalled per request (env MEMORY_RECALL_LIMIT)")
+}
+
+// EmulatorHost is the BigQuery emulator's host:port from
+// BIGQUERY_EMULATOR_HOST, or "" for real BigQuery.
+func (BigQuery) EmulatorHost() string { return Env("", "BIGQUERY_EMULATOR_HOST") }
+
+func envFloat(def float64, names ...string) float64 {
+	if f, err := strconv.ParseFloat(Env("", names...), 64); err == nil {
+		return f
+	}
+	return def
+}
+
 // Logger returns a slog logger at the given level ("debug", "info", "warn", "error").
 func Logger(level string) (*slog.Logger, error) {
 	var l slog.Level

@@ -31,6 +31,7 @@ var (
 	model    = &switchable{}
 	modelSrv *geminitest.Server
 	intelSrv *providers
+	fsHost   string
 )
 
 // switchable lets each test install its own scripted model behind the one
@@ -84,11 +85,21 @@ func run(m *testing.M) (int, error) {
 		return 0, err
 	}
 	defer srv.Stop()
-	fsHost, stopFS, err := testenv.StartFirestore()
+	var stopFS func()
+	fsHost, stopFS, err = testenv.StartFirestore()
 	if err != nil {
 		return 0, err
 	}
 	defer stopFS()
+	root, err := filepath.Abs("..")
+	if err != nil {
+		return 0, err
+	}
+	bqHost, stopBQ, err := testenv.StartBigQuery(testenv.Project, filepath.Join(root, "examples", "bigquery", "data.yaml"))
+	if err != nil {
+		return 0, err
+	}
+	defer stopBQ()
 	modelSrv = geminitest.NewServer(model.handle)
 	defer modelSrv.Close()
 	intelSrv = newProviders()
@@ -107,6 +118,9 @@ func run(m *testing.M) (int, error) {
 		"URLSCAN_API_KEY=e2e-urlscan", "URLSCAN_BASE_URL="+intelSrv.URL,
 		"VIRUSTOTAL_API_KEY=e2e-vt", "VIRUSTOTAL_BASE_URL="+intelSrv.URL,
 		"OTX_API_KEY=", "ABUSEIPDB_API_KEY=",
+		"BIGQUERY_EMULATOR_HOST="+bqHost,
+		"BIGQUERY_TABLES_CONFIG="+filepath.Join(root, "examples", "bigquery", "tables.yaml"),
+		"BIGQUERY_RUNBOOKS_DIR="+filepath.Join(root, "examples", "bigquery", "runbooks"),
 	)
 	tc, err = client.Dial(client.Options{HostPort: srv.FrontendHostPort()})
 	if err != nil {

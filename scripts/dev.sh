@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # `task dev`: runs the local stack in the foreground until Ctrl-C (or `task stop`):
-# Temporal dev server with Web UI, Firestore emulator, the Gemini stand-in (only
-# without Gemini credentials) and the worker. Services already running on their
-# ports are reused and left running on exit.
+# Temporal dev server with Web UI, Firestore emulator, BigQuery emulator (sample
+# security logs from examples/bigquery), the Gemini stand-in (only without Gemini
+# credentials) and the worker. Services already running on their ports are
+# reused and left running on exit.
 set -euo pipefail
 
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
@@ -39,6 +40,7 @@ cat <<EOF
     Temporal Web UI:    http://localhost:$STACK_TEMPORAL_UI_PORT
     Temporal gRPC:      $TEMPORAL_ADDRESS (namespace $TEMPORAL_NAMESPACE)
     Firestore emulator: $FIRESTORE_EMULATOR_HOST (project $GOOGLE_CLOUD_PROJECT)
+    BigQuery emulator:  http://$BIGQUERY_EMULATOR_HOST (dataset $STACK_BIGQUERY_PROJECT.$STACK_BIGQUERY_DATASET, sample logs from ${STACK_BIGQUERY_DATA#"$STACK_ROOT"/})
     Logs:               .data/logs/
 
   In another terminal, either let the task reuse this stack:

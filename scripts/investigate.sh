@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
 # `task investigate`: the main job. Starts the local stack in the background
-# (reusing services already running on their ports, e.g. from `task dev`), imports
-# the example past alerts, investigates one alert with the starter, then stops
-# what it started. Exits with the starter's exit code.
+# (Temporal, the Firestore and BigQuery emulators, the Gemini stand-in when no
+# Gemini credentials are set, the worker; services already running on their
+# ports, e.g. from `task dev`, are reused), imports the example past alerts,
+# investigates one alert with the starter, then stops what it started. Exits
+# with the starter's exit code.
 #
 #   ALERT=path/to/alert.json scripts/investigate.sh [extra starter flags...]
 set -euo pipefail

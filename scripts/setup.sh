@@ -3,7 +3,11 @@
 #   - Temporal CLI (dev server + Web UI), built from source with the Go toolchain
 #     and cached in ${XDG_CACHE_HOME:-$HOME/.cache}/investigator/bin;
 #   - the official Firestore emulator (gcloud component + Java), checked only:
-#     it cannot be installed from here.
+#     it cannot be installed from here;
+#   - the BigQuery emulator (goccy/bigquery-emulator), built from source with
+#     clang (installed with apt-get when missing, which needs root) and cached
+#     next to the Temporal CLI. The first build takes about 11 minutes and up to
+#     ~7 GB of memory.
 # Idempotent, never reads stdin, prints what it does. Safe to run on every task.
 set -euo pipefail
 
@@ -15,6 +19,12 @@ CACHE_BIN="$CACHE/bin"
 TEMPORAL_CLI_MODULE="github.com/temporalio/cli"
 TEMPORAL_CLI_VERSION="v1.5.1"
 TEMPORAL_BIN="$CACHE_BIN/temporal"
+
+# The module proxy refuses this module's version list, so `go install ...@v0.6.6`
+# fails: the source is fetched with `go mod download` and built in a copy.
+BQ_EMULATOR_MODULE="github.com/goccy/bigquery-emulator"
+BQ_EMULATOR_VERSION="v0.6.6"
+BQ_EMULATOR_BIN="$CACHE_BIN/bigquery-emulator"
 
 log()  { printf 'setup: %s\n' "$*"; }
 fail() { printf 'setup: ERROR: %s\n' "$*" >&2; exit 1; }
@@ -116,11 +126,115 @@ check_firestore_emulator() {
 	log "Firestore emulator: $jar ($(java -version 2>&1 | head -n 1))"
 }
 
-# Placeholder: the BigQuery emulator (goccy/bigquery-emulator v0.6.6) will be built
-# here and cached as $CACHE_BIN/bigquery-emulator. It needs clang and ~11 minutes,
-# so it is not part of setup yet.
+# Version a BigQuery emulator binary reports ("" when it was built without
+# -X main.version, e.g. by hand from the same source; such a build is kept).
+bq_emulator_version() { # <binary>
+	# Output: "version: v0.6.6 (rev)", or "version:  ()" without -X main.version.
+	"$1" --version 2>/dev/null | awk '$1 == "version:" { if ($2 !~ /^\(/) print $2; exit }'
+}
+
+# ZetaSQL (inside the emulator) compiles with clang only; gcc fails on it.
+ensure_clang() {
+	if command -v clang >/dev/null 2>&1 && command -v clang++ >/dev/null 2>&1; then
+		log "clang: $(clang --version 2>/dev/null | head -n 1)"
+		return 0
+	fi
+	if ! command -v apt-get >/dev/null 2>&1; then
+		fail "clang (with clang++) is not on PATH; the BigQuery emulator build needs it (gcc cannot compile ZetaSQL).
+  Install clang with your package manager (macOS: xcode-select --install), then rerun."
+	fi
+	local sudo=()
+	if [[ "$(id -u)" != 0 ]]; then
+		if command -v sudo >/dev/null 2>&1 && sudo -n true 2>/dev/null; then
+			sudo=(sudo -n)
+		else
+			fail "clang is not installed, and installing it needs root. Run
+    sudo apt-get install -y clang
+  then rerun this setup. (The BigQuery emulator build needs clang: gcc cannot compile ZetaSQL.)"
+		fi
+	fi
+	log "clang is not installed: installing it with apt-get (needs root; the BigQuery emulator build needs clang)"
+	if ! DEBIAN_FRONTEND=noninteractive ${sudo[@]+"${sudo[@]}"} apt-get install -y -q clang </dev/null; then
+		log "apt-get install failed; refreshing the package lists and retrying"
+		DEBIAN_FRONTEND=noninteractive ${sudo[@]+"${sudo[@]}"} apt-get update -q </dev/null ||
+			fail "apt-get update failed; install clang yourself (apt-get install -y clang) and rerun."
+		DEBIAN_FRONTEND=noninteractive ${sudo[@]+"${sudo[@]}"} apt-get install -y -q clang </dev/null ||
+			fail "could not install clang with apt-get; install it yourself (apt-get install -y clang) and rerun."
+	fi
+	command -v clang++ >/dev/null 2>&1 || fail "clang was installed but clang++ is not on PATH."
+	log "clang: $(clang --version 2>/dev/null | head -n 1)"
+}
+
+# Warn (only) when the machine looks too small for the ZetaSQL compile.
+bq_check_memory() {
+	local kb
+	[[ -r /proc/meminfo ]] || return 0
+	kb="$(awk '$1 == "MemAvailable:" { print $2; exit }' /proc/meminfo)"
+	[[ "$kb" =~ ^[0-9]+$ ]] || return 0
+	if ((kb < 7 * 1024 * 1024)); then
+		log "WARNING: only $((kb / 1024)) MiB of memory available; the BigQuery emulator build peaks at about 6.8 GB and may be killed."
+	fi
+}
+
 setup_bigquery_emulator() {
-	: # TODO(bigquery-emulator): build and cache the emulator binary here.
+	local have=""
+	if [[ -x "$BQ_EMULATOR_BIN" ]]; then
+		have="$(bq_emulator_version "$BQ_EMULATOR_BIN")"
+		if [[ -z "$have" || "$have" == "$BQ_EMULATOR_VERSION" ]]; then
+			log "BigQuery emulator ${have:-$BQ_EMULATOR_VERSION (unversioned build)}: cached at $BQ_EMULATOR_BIN"
+			return 0
+		fi
+		log "BigQuery emulator at $BQ_EMULATOR_BIN is version '$have', want $BQ_EMULATOR_VERSION: rebuilding"
+	fi
+
+	ensure_clang
+	bq_check_memory
+	log "building the BigQuery emulator $BQ_EMULATOR_VERSION ($BQ_EMULATOR_MODULE) from source into $CACHE_BIN"
+	log "  (one-time, about 11 minutes, up to ~7 GB of memory and several GB of Go build cache:"
+	log "   it compiles Google's ZetaSQL with clang and prints little meanwhile; later runs reuse the cached binary)"
+	local tmp started src json ticker=""
+	tmp="$(mktemp -d "$CACHE_BIN/.build-bigquery.XXXXXX")"
+	# shellcheck disable=SC2064 # expand $tmp now; $ticker is read when the trap runs
+	trap "[[ -n \"\${ticker:-}\" ]] && kill \"\$ticker\" 2>/dev/null; chmod -R u+w '$tmp' 2>/dev/null; rm -rf '$tmp'" EXIT
+	started=$(date +%s)
+
+	# Fetch the module source into the module cache from a throwaway module, so
+	# that the project's go.mod and go.sum are never touched.
+	mkdir -p "$tmp/fetch"
+	printf 'module investigator.local/fetch-bigquery-emulator\n\ngo 1.21\n' >"$tmp/fetch/go.mod"
+	log "  fetching $BQ_EMULATOR_MODULE@$BQ_EMULATOR_VERSION through the Go module proxy"
+	if ! json="$(cd "$tmp/fetch" && GOWORK=off GOFLAGS=-mod=mod go mod download -json "$BQ_EMULATOR_MODULE@$BQ_EMULATOR_VERSION")"; then
+		fail "could not download $BQ_EMULATOR_MODULE@$BQ_EMULATOR_VERSION. It needs the Go module proxy (GOPROXY=$(go env GOPROXY))."
+	fi
+	src="$(printf '%s\n' "$json" | sed -n 's/.*"Dir": "\(.*\)".*/\1/p' | head -n 1)"
+	[[ -n "$src" && -d "$src" ]] || fail "go mod download did not report a source directory for $BQ_EMULATOR_MODULE@$BQ_EMULATOR_VERSION:
+$json"
+
+	# The module cache is read-only: build in a writable copy.
+	cp -R "$src" "$tmp/src"
+	chmod -R u+w "$tmp/src"
+	log "  compiling (started $(date '+%H:%M:%S'); a progress line follows every minute)"
+	(
+		# sleep gets no copy of stdout/stderr, so that killing this loop
+		# never leaves a process holding the caller's pipe open.
+		while sleep 60 >/dev/null 2>&1; do
+			log "  ... still compiling the BigQuery emulator ($((($(date +%s) - started) / 60)) min so far)"
+		done
+	) &
+	ticker=$!
+	if ! (cd "$tmp/src" && GOWORK=off GOFLAGS=-mod=mod CGO_ENABLED=1 CC=clang CXX=clang++ \
+		go build -ldflags "-X main.version=$BQ_EMULATOR_VERSION" -o "$tmp/bigquery-emulator" ./cmd/bigquery-emulator); then
+		fail "could not build the BigQuery emulator (see the compiler output above). It needs clang, about 7 GB of memory and the Go module proxy."
+	fi
+	kill "$ticker" 2>/dev/null || true
+	wait "$ticker" 2>/dev/null || true
+	ticker=""
+	"$tmp/bigquery-emulator" --version >/dev/null 2>&1 || fail "the freshly built BigQuery emulator does not run: $tmp/bigquery-emulator --version failed."
+	mv -f "$tmp/bigquery-emulator" "$BQ_EMULATOR_BIN"
+	chmod -R u+w "$tmp" 2>/dev/null || true
+	rm -rf "$tmp"
+	trap - EXIT
+	log "BigQuery emulator built in $(($(date +%s) - started))s: $BQ_EMULATOR_BIN"
 }
 
 check_misc() {

@@ -1,5 +1,6 @@
 # shellcheck shell=bash
-# Local stack: Temporal dev server (+ Web UI), Firestore emulator, the Gemini
+# Local stack: Temporal dev server (+ Web UI), Firestore emulator, BigQuery
+# emulator (with the sample security logs of examples/bigquery), the Gemini
 # stand-in (only when no Gemini credentials are configured) and the worker.
 #
 # Sourced by scripts/dev.sh and scripts/investigate.sh, which call stack_up and,
@@ -16,6 +17,7 @@
 STACK_ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 STACK_CACHE="${XDG_CACHE_HOME:-$HOME/.cache}/investigator"
 STACK_TEMPORAL_BIN="${TEMPORAL_CLI:-$STACK_CACHE/bin/temporal}"
+STACK_BIGQUERY_BIN="${BIGQUERY_EMULATOR:-$STACK_CACHE/bin/bigquery-emulator}"
 STACK_BIN_DIR="$STACK_ROOT/bin"
 STACK_DATA_DIR="$STACK_ROOT/.data"
 STACK_LOG_DIR="$STACK_DATA_DIR/logs"
@@ -26,11 +28,23 @@ STACK_TEMPORAL_PORT="${STACK_TEMPORAL_PORT:-7233}"
 STACK_TEMPORAL_UI_PORT="${STACK_TEMPORAL_UI_PORT:-8233}"
 STACK_FIRESTORE_PORT="${STACK_FIRESTORE_PORT:-8081}"
 STACK_STANDIN_PORT="${STACK_STANDIN_PORT:-8089}"
+STACK_BIGQUERY_PORT="${STACK_BIGQUERY_PORT:-9050}"
+STACK_BIGQUERY_GRPC_PORT="${STACK_BIGQUERY_GRPC_PORT:-9060}"
 STACK_NAMESPACE="default"
+
+# The BigQuery emulator's data (loaded into memory at every start) and what the
+# worker's BigQuery sub-agent is told about it. The project and dataset are the
+# ones data.yaml defines.
+STACK_BIGQUERY_PROJECT="demo-investigator"
+STACK_BIGQUERY_DATASET="security_logs"
+STACK_BIGQUERY_DATA="${STACK_BIGQUERY_DATA:-$STACK_ROOT/examples/bigquery/data.yaml}"
+STACK_BIGQUERY_TABLES="${STACK_BIGQUERY_TABLES:-$STACK_ROOT/examples/bigquery/tables.yaml}"
+STACK_BIGQUERY_RUNBOOKS="${STACK_BIGQUERY_RUNBOOKS:-$STACK_ROOT/examples/bigquery/runbooks}"
 
 # Start timeouts (seconds).
 STACK_TEMPORAL_TIMEOUT="${STACK_TEMPORAL_TIMEOUT:-60}"
 STACK_FIRESTORE_TIMEOUT="${STACK_FIRESTORE_TIMEOUT:-90}"
+STACK_BIGQUERY_TIMEOUT="${STACK_BIGQUERY_TIMEOUT:-90}"
 STACK_STANDIN_TIMEOUT="${STACK_STANDIN_TIMEOUT:-30}"
 STACK_WORKER_TIMEOUT="${STACK_WORKER_TIMEOUT:-20}"
 # Seconds to wait after SIGTERM before SIGKILL.
@@ -39,6 +53,8 @@ STACK_STOP_TIMEOUT="${STACK_STOP_TIMEOUT:-20}"
 # Services started by this shell, in start order (stack_cleanup stops them in reverse).
 STACK_STARTED=()
 STACK_USING_STANDIN=0
+# 1 while the BigQuery emulator started by stack_launch_bigquery is still loading.
+STACK_BIGQUERY_PENDING=0
 
 stack_log()  { printf 'stack: %s\n' "$*"; }
 stack_warn() { printf 'stack: WARNING: %s\n' "$*" >&2; }
@@ -53,6 +69,7 @@ stack_cmd_pattern() {
 	case "$1" in
 	temporal) echo 'temporal' ;;
 	firestore) echo 'firestore' ;;
+	bigquery) echo 'bigquery-emulator' ;;
 	gemini-standin) echo 'gemini-standin' ;;
 	worker) echo 'worker' ;;
 	dev) echo 'dev\.sh' ;;
@@ -253,6 +270,51 @@ stack_start_firestore() {
 	stack_log "Firestore emulator: ready on $STACK_HOST:$STACK_FIRESTORE_PORT (in memory: data is lost when it stops)"
 }
 
+# ---------------------------------------------------------------- BigQuery
+
+# Ready when the emulator serves the sample dataset. It opens its port only
+# after loading data.yaml (about 10 s for the sample), so an answer means loaded.
+stack_bigquery_ready() {
+	curl -sf --max-time 2 -o /dev/null \
+		"http://$STACK_HOST:$STACK_BIGQUERY_PORT/bigquery/v2/projects/$STACK_BIGQUERY_PROJECT/datasets/$STACK_BIGQUERY_DATASET" 2>/dev/null
+}
+
+# Starts the emulator without waiting for it, so that its data load overlaps
+# with the other services' start; stack_await_bigquery waits for it.
+stack_launch_bigquery() {
+	STACK_BIGQUERY_PENDING=0
+	if stack_bigquery_ready; then
+		stack_log "BigQuery emulator: reusing the one already answering on $STACK_HOST:$STACK_BIGQUERY_PORT (not stopped on exit)"
+		return 0
+	fi
+	local port
+	for port in "$STACK_BIGQUERY_PORT" "$STACK_BIGQUERY_GRPC_PORT"; do
+		if stack_port_open "$port"; then
+			stack_err "port $port is in use, but not by a BigQuery emulator serving $STACK_BIGQUERY_PROJECT.$STACK_BIGQUERY_DATASET"
+			return 1
+		fi
+	done
+	if [[ ! -x "$STACK_BIGQUERY_BIN" ]]; then
+		stack_err "BigQuery emulator not found at $STACK_BIGQUERY_BIN: run 'go tool task setup' (a one-time build of about 11 minutes)"
+		return 1
+	fi
+	if [[ ! -f "$STACK_BIGQUERY_DATA" ]]; then
+		stack_err "BigQuery sample data not found: $STACK_BIGQUERY_DATA"
+		return 1
+	fi
+	stack_spawn bigquery "$STACK_BIGQUERY_BIN" --project="$STACK_BIGQUERY_PROJECT" \
+		--host="$STACK_HOST" --port="$STACK_BIGQUERY_PORT" --grpc-port="$STACK_BIGQUERY_GRPC_PORT" \
+		--data-from-yaml="$STACK_BIGQUERY_DATA"
+	STACK_BIGQUERY_PENDING=1
+}
+
+stack_await_bigquery() {
+	((STACK_BIGQUERY_PENDING)) || return 0
+	stack_wait bigquery "$STACK_BIGQUERY_TIMEOUT" stack_bigquery_ready || return 1
+	STACK_BIGQUERY_PENDING=0
+	stack_log "BigQuery emulator: ready on $STACK_HOST:$STACK_BIGQUERY_PORT, $STACK_BIGQUERY_PROJECT.$STACK_BIGQUERY_DATASET loaded from ${STACK_BIGQUERY_DATA#"$STACK_ROOT"/} (in memory: reloaded at every start)"
+}
+
 # ---------------------------------------------------------------- Gemini
 
 # Real Gemini (or Vertex AI, or an explicit endpoint) configured in the environment?
@@ -358,6 +420,17 @@ stack_export_env() {
 	export TEMPORAL_NAMESPACE="$STACK_NAMESPACE"
 	export FIRESTORE_EMULATOR_HOST="$STACK_HOST:$STACK_FIRESTORE_PORT"
 	export GOOGLE_CLOUD_PROJECT="${GOOGLE_CLOUD_PROJECT:-demo-investigator}"
+	# The BigQuery sub-agent queries the emulator's sample logs; settings for
+	# real BigQuery in the caller's environment do not apply to this stack
+	# (STACK_BIGQUERY_TABLES / STACK_BIGQUERY_RUNBOOKS choose other files).
+	for v in BIGQUERY_EMULATOR_HOST BIGQUERY_TABLES_CONFIG BIGQUERY_RUNBOOKS_DIR; do
+		if [[ -n "${!v:-}" ]]; then
+			stack_log "ignoring $v=${!v} for the local stack"
+		fi
+	done
+	export BIGQUERY_EMULATOR_HOST="$STACK_HOST:$STACK_BIGQUERY_PORT"
+	export BIGQUERY_TABLES_CONFIG="$STACK_BIGQUERY_TABLES"
+	export BIGQUERY_RUNBOOKS_DIR="$STACK_BIGQUERY_RUNBOOKS"
 }
 
 # .data/stack.env: what a second terminal needs to run bin/starter against this
@@ -371,6 +444,9 @@ stack_write_env_file() {
 		echo "export TEMPORAL_NAMESPACE=$TEMPORAL_NAMESPACE"
 		echo "export FIRESTORE_EMULATOR_HOST=$FIRESTORE_EMULATOR_HOST"
 		echo "export GOOGLE_CLOUD_PROJECT=$GOOGLE_CLOUD_PROJECT"
+		echo "export BIGQUERY_EMULATOR_HOST=$BIGQUERY_EMULATOR_HOST"
+		printf 'export BIGQUERY_TABLES_CONFIG=%q\n' "$BIGQUERY_TABLES_CONFIG"
+		printf 'export BIGQUERY_RUNBOOKS_DIR=%q\n' "$BIGQUERY_RUNBOOKS_DIR"
 		if ((STACK_USING_STANDIN)); then
 			echo "export GOOGLE_GEMINI_BASE_URL=$GOOGLE_GEMINI_BASE_URL"
 			echo "export GEMINI_API_KEY=$GEMINI_API_KEY"
@@ -384,12 +460,14 @@ stack_up() {
 	local started=$SECONDS
 	mkdir -p "$STACK_LOG_DIR" "$STACK_PID_DIR"
 	stack_export_env
+	stack_launch_bigquery || return 1
 	stack_start_temporal || return 1
 	stack_start_firestore || return 1
+	stack_await_bigquery || return 1
 	stack_start_gemini || return 1
 	stack_start_worker || return 1
 	stack_write_env_file
-	stack_log "stack up in $((SECONDS - started))s: Temporal $TEMPORAL_ADDRESS (Web UI http://localhost:$STACK_TEMPORAL_UI_PORT), Firestore emulator $FIRESTORE_EMULATOR_HOST, project $GOOGLE_CLOUD_PROJECT"
+	stack_log "stack up in $((SECONDS - started))s: Temporal $TEMPORAL_ADDRESS (Web UI http://localhost:$STACK_TEMPORAL_UI_PORT), Firestore emulator $FIRESTORE_EMULATOR_HOST, project $GOOGLE_CLOUD_PROJECT, BigQuery emulator $BIGQUERY_EMULATOR_HOST"
 }
 
 # Stops, in reverse order, only the services this shell started.
@@ -415,7 +493,7 @@ stack_stop_recorded() {
 		done
 	fi
 	rm -f "$(stack_pidfile dev)"
-	for name in worker gemini-standin firestore temporal; do
+	for name in worker gemini-standin bigquery firestore temporal; do
 		if stack_recorded_pid "$name" >/dev/null; then
 			any=1
 			stack_stop "$name"
@@ -428,7 +506,7 @@ stack_stop_recorded() {
 
 stack_status() {
 	local name pid
-	for name in dev temporal firestore gemini-standin worker; do
+	for name in dev temporal firestore bigquery gemini-standin worker; do
 		if pid="$(stack_recorded_pid "$name")"; then
 			printf '%-15s running (pid %s)\n' "$name" "$pid"
 		else
@@ -437,6 +515,7 @@ stack_status() {
 	done
 	stack_temporal_ready && echo "port $STACK_TEMPORAL_PORT: Temporal answers" || echo "port $STACK_TEMPORAL_PORT: no Temporal"
 	stack_firestore_ready && echo "port $STACK_FIRESTORE_PORT: Firestore emulator answers" || echo "port $STACK_FIRESTORE_PORT: no Firestore emulator"
+	stack_bigquery_ready && echo "port $STACK_BIGQUERY_PORT: BigQuery emulator answers ($STACK_BIGQUERY_PROJECT.$STACK_BIGQUERY_DATASET)" || echo "port $STACK_BIGQUERY_PORT: no BigQuery emulator"
 	stack_standin_ready && echo "port $STACK_STANDIN_PORT: something answers HTTP (Gemini stand-in?)" || echo "port $STACK_STANDIN_PORT: nothing"
 }
 

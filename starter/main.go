@@ -67,6 +67,6 @@ GOOGLE_CLOUD_LOCATION, GOOGLE_GEMINI_BASE_URL and GEMINI_MODEL.`,
 	a.temporal.Flags(root.PersistentFlags())
 	a.firestore.Flags(root.PersistentFlags())
 	root.PersistentFlags().StringVar(&a.logLevel, "log-level", config.Env("warn", "LOG_LEVEL"), "log level of the Temporal client: debug, info, warn, error (env LOG_LEVEL)")
-	root.AddCommand(a.investigateCommand(), a.alertCommand(), a.toolsCommand())
+	root.AddCommand(a.investigateCommand(), a.alertCommand(), a.toolsCommand(), a.treeCommand(), a.memoryCommand())
 	return root
 }

@@ -69,19 +69,27 @@ func (r *Registry) Statuses() []Status {
 // NewRegistry builds a registry; tool names must be unique and non-empty.
 func NewRegistry(ts ...Tool) (*Registry, error) {
 	r := &Registry{byName: map[string]Tool{}}
+	if err := r.Add(ts...); err != nil {
+		return nil, err
+	}
+	return r, nil
+}
+
+// Add registers more tools; names must stay unique and non-empty.
+func (r *Registry) Add(ts ...Tool) error {
 	for _, t := range ts {
 		name := t.Declaration().Name
 		if name == "" {
-			return nil, errors.New("tool without a name")
+			return errors.New("tool without a name")
 		}
 		if _, dup := r.byName[name]; dup {
-			return nil, fmt.Errorf("tool %q registered twice", name)
+			return fmt.Errorf("tool %q registered twice", name)
 		}
 		r.byName[name] = t
 		r.names = append(r.names, name)
 	}
 	sort.Strings(r.names)
-	return r, nil
+	return nil
 }
 
 // Names returns the tool names in order.

@@ -13,9 +13,11 @@ import (
 
 	"github.com/secops-agent/investigator/activities"
 	"github.com/secops-agent/investigator/alerts"
+	"github.com/secops-agent/investigator/bq"
 	"github.com/secops-agent/investigator/config"
 	"github.com/secops-agent/investigator/intel"
 	"github.com/secops-agent/investigator/investigation"
+	"github.com/secops-agent/investigator/memory"
 	"github.com/secops-agent/investigator/tools"
 	"github.com/secops-agent/investigator/transcript"
 	"github.com/secops-agent/investigator/workflows"
@@ -34,6 +36,7 @@ func newCommand() *cobra.Command {
 		fc       config.Firestore
 		gc       config.Gemini
 		ic       config.Intel
+		bc       config.BigQuery
 		logLevel string
 	)
 	cmd := &cobra.Command{
@@ -64,6 +67,15 @@ func newCommand() *cobra.Command {
 				return err
 			}
 			registry.Disable(disabled...)
+			bqTools, err := bigQueryTools(ctx, bc, fc.Project)
+			if err != nil {
+				return err
+			}
+			if bqTools == nil {
+				registry.Disable(tools.Disabled{Name: workflows.BigQueryAgentTool, Reason: "BIGQUERY_TABLES_CONFIG is not set"})
+			} else if err := registry.Add(tools.NewBigQueryAgent()); err != nil {
+				return err
+			}
 			c, err := tc.Dial(logger)
 			if err != nil {
 				return err
@@ -73,12 +85,19 @@ func newCommand() *cobra.Command {
 			w := worker.New(c, tc.TaskQueue, worker.Options{})
 			w.RegisterWorkflowWithOptions(workflows.Investigation, workflow.RegisterOptions{Name: investigation.WorkflowName})
 			w.RegisterWorkflowWithOptions(workflows.ToolCatalog, workflow.RegisterOptions{Name: investigation.CatalogWorkflowName})
+			w.RegisterWorkflowWithOptions(workflows.BigQueryAgent, workflow.RegisterOptions{Name: investigation.BigQueryWorkflowName})
 			w.RegisterActivity(&activities.Activities{
-				LLM:        llm.Models,
-				Model:      gc.Model,
-				Tools:      registry,
-				Alerts:     store,
-				Transcript: transcript.NewStore(fs),
+				LLM:                 llm.Models,
+				Model:               gc.Model,
+				Tools:               registry,
+				Alerts:              store,
+				Transcript:          transcript.NewStore(fs),
+				BigQueryTools:       bqTools,
+				Embedder:            llm.Models,
+				EmbeddingModel:      bc.EmbeddingModel,
+				Memories:            memory.NewStore(fs),
+				MemoryMinSimilarity: bc.MinSimilarity,
+				MemoryLimit:         bc.RecallLimit,
 			})
 			logger.Info("worker starting", "temporal", tc.Address, "namespace", tc.Namespace, "task_queue", tc.TaskQueue,
 				"model", gc.Model, "tools", registry.Names(), "disabled_tools", len(disabled))
@@ -94,6 +113,37 @@ func newCommand() *cobra.Command {
 	fc.Flags(cmd.Flags())
 	gc.Flags(cmd.Flags())
 	ic.Flags(cmd.Flags())
+	bc.Flags(cmd.Flags())
 	cmd.Flags().StringVar(&logLevel, "log-level", config.Env("info", "LOG_LEVEL"), "log level: debug, info, warn, error (env LOG_LEVEL)")
 	return cmd
+}
+
+// bigQueryTools builds the sub-agent's tools, or returns nil when no tables
+// config is set.
+func bigQueryTools(ctx context.Context, bc config.BigQuery, project string) (*tools.Registry, error) {
+	if bc.TablesConfig == "" {
+		return nil, nil
+	}
+	cfg, err := bq.LoadConfig(bc.TablesConfig)
+	if err != nil {
+		return nil, err
+	}
+	runbooks, err := bq.LoadRunbooks(bc.RunbooksDir)
+	if err != nil {
+		return nil, err
+	}
+	if cfg.Project == "" {
+		cfg.Project = project
+	}
+	if cfg.Project == "" && bc.EmulatorHost() != "" {
+		cfg.Project = config.EmulatorProject
+	}
+	if cfg.Project == "" {
+		return nil, fmt.Errorf("no BigQuery project: set project in %s or GOOGLE_CLOUD_PROJECT", bc.TablesConfig)
+	}
+	client, err := bq.NewClient(ctx, cfg.Project, bc.EmulatorHost())
+	if err != nil {
+		return nil, err
+	}
+	return tools.NewRegistry(bq.Tools(client, cfg, runbooks)...)
 }

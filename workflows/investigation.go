@@ -16,7 +16,6 @@ import (
 	"github.com/secops-agent/investigator/activities"
 	"github.com/secops-agent/investigator/investigation"
 	"github.com/secops-agent/investigator/plan"
-	"github.com/secops-agent/investigator/tools"
 )
 
 // DefaultQuestion is the request when the analyst gives none.
@@ -172,130 +171,39 @@ func (r *run) executePlan(ctx workflow.Context) (string, error) {
 	}
 }
 
-// executeStep runs the step's tool loop: a model turn, then its function calls
-// in parallel, until the model answers without calls or the turn cap forces an
-// answer. It returns the answer and the transcript key that stores it.
+// executeStep runs the step's tool loop. It returns the answer and the
+// transcript key that stores it.
 func (r *run) executeStep(ctx workflow.Context, step plan.Step) (string, string, error) {
-	var transcript []investigation.Ref
-	for iter := 1; ; iter++ {
-		final := iter >= r.in.Limits.MaxIterations
-		key := fmt.Sprintf("t%d-%s-i%d", r.turn, step.ID, iter)
-		var out investigation.TurnOutput
-		err := workflow.ExecuteActivity(llmOptions(ctx, fmt.Sprintf("%s turn %d", step.ID, iter)), a.ModelTurn, investigation.TurnInput{
-			Session:    r.session,
-			Key:        key,
-			AlertID:    r.in.AlertID,
-			Objective:  r.plan.Objective,
-			Step:       step,
-			Earlier:    r.finished,
-			Transcript: transcript,
-			Final:      final,
-		}).Get(ctx, &out)
-		if err != nil {
-			return "", "", fmt.Errorf("turn %d: %w", iter, err)
-		}
-		r.usage = r.usage.Add(out.Usage)
-		transcript = append(transcript, investigation.Ref{Key: out.Key})
-		if len(out.Calls) == 0 || final {
-			text := strings.TrimSpace(out.Text)
-			if text == "" {
-				text = fmt.Sprintf("(no answer: the step ended after %d model turns without a final text)", iter)
-			}
-			return text, out.Key, nil
-		}
-		transcript = append(transcript, r.callTools(ctx, step, key, out.Calls)...)
+	l := &toolLoop{
+		session:  r.session,
+		prefix:   fmt.Sprintf("t%d-%s", r.turn, step.ID),
+		label:    step.ID,
+		maxIter:  r.in.Limits.MaxIterations,
+		maxBytes: r.in.Limits.MaxToolResultBytes,
+		pipeline: r.toolPipeline,
+		results:  r.results,
+		emit:     r.emit,
+		child:    r.startBigQueryAgent,
+		turn: func(ctx workflow.Context, iter int, key string, transcript []investigation.Ref, final bool) (investigation.TurnOutput, error) {
+			var out investigation.TurnOutput
+			err := workflow.ExecuteActivity(llmOptions(ctx, fmt.Sprintf("%s turn %d", step.ID, iter)), a.ModelTurn, investigation.TurnInput{
+				Session:    r.session,
+				Key:        key,
+				AlertID:    r.in.AlertID,
+				Objective:  r.plan.Objective,
+				Step:       step,
+				Earlier:    r.finished,
+				Transcript: transcript,
+				Final:      final,
+			}).Get(ctx, &out)
+			r.usage = r.usage.Add(out.Usage)
+			return out, err
+		},
 	}
-}
-
-// callTools runs the calls of one model turn and returns their transcript
-// refs in call order. Calls start together, except that a call whose
-// arguments use ref:<name> starts once the calls it names have finished; a
-// call with unknown, ambiguous or cyclic refs, or identical to an earlier
-// call of this investigation, does not run. A call that still fails after its
-// retries becomes an error result for the model, not a failed step.
-func (r *run) callTools(ctx workflow.Context, step plan.Step, turnKey string, calls []investigation.ToolCall) []investigation.Ref {
-	for i := range calls {
-		if calls[i].ID == "" {
-			calls[i].ID = fmt.Sprintf("%s-c%d", turnKey, i+1)
-		}
-	}
-	pipe := pipeline{deps: make([][]int, len(calls)), refs: make([][]namedRef, len(calls))}
-	if r.toolPipeline {
-		pipe = planPipeline(calls)
-	}
-	futures := make([]workflow.Future, len(calls))
-	keys := make([]string, len(calls))
-	reused := make([]bool, len(calls))
-	for i, c := range calls {
-		keys[i] = fmt.Sprintf("%s-c%d", turnKey, i+1)
-		summary := tools.Summarize(c.Name, c.Args)
-		r.emit(investigation.Event{Kind: investigation.EventToolCall, Step: step.ID, Text: summary})
-		f, settle := workflow.NewFuture(ctx)
-		futures[i] = f
-		if why, bad := pipe.bad[i]; bad {
-			settle.SetError(temporal.NewNonRetryableApplicationError("the call did not run: "+why, "BadRef", nil))
-			continue
-		}
-		if key, seen := r.results[callKey(c)]; r.toolPipeline && len(pipe.deps[i]) == 0 && seen {
-			keys[i], reused[i] = key, true
-			settle.Set(investigation.ToolOutput{Key: key, OK: true}, nil)
-			continue
-		}
-		in := investigation.ToolInput{Session: r.session, Key: keys[i], Call: c, MaxResultBytes: r.in.Limits.MaxToolResultBytes}
-		opts := toolOptions(ctx, "tool "+summary)
-		if len(pipe.deps[i]) == 0 {
-			settle.Chain(workflow.ExecuteActivity(opts, a.CallTool, in))
-			continue
-		}
-		workflow.Go(ctx, func(ctx workflow.Context) {
-			in.Refs = map[string]string{}
-			for _, ref := range pipe.refs[i] {
-				var dep investigation.ToolOutput
-				if err := futures[ref.call].Get(ctx, &dep); err != nil || !dep.OK {
-					settle.SetError(temporal.NewNonRetryableApplicationError(
-						fmt.Sprintf("the call did not run: %s%s refers to %s, which failed", RefPrefix, ref.name, calls[ref.call].ID), "BadRef", nil))
-					return
-				}
-				in.Refs[ref.name] = dep.Key
-			}
-			settle.Chain(workflow.ExecuteActivity(opts, a.CallTool, in))
-		})
-	}
-	refs := make([]investigation.Ref, len(calls))
-	for i, f := range futures {
-		c := calls[i]
-		var out investigation.ToolOutput
-		if err := f.Get(ctx, &out); err != nil {
-			msg := message(err)
-			if !strings.HasPrefix(msg, "the call did not run") {
-				msg = "the tool failed after retries: " + msg
-			}
-			refs[i] = investigation.Ref{CallID: c.ID, Tool: c.Name, Error: msg}
-			r.calls++
-			r.emit(investigation.Event{Kind: investigation.EventToolResult, Step: step.ID, Text: c.Name + ": " + msg})
-			continue
-		}
-		if reused[i] {
-			refs[i] = investigation.Ref{Key: out.Key, CallID: c.ID, Tool: c.Name}
-			r.reused++
-			r.emit(investigation.Event{Kind: investigation.EventToolResult, Step: step.ID, Text: c.Name + ": served from the identical earlier call"})
-			continue
-		}
-		r.calls++
-		refs[i] = investigation.Ref{Key: out.Key}
-		if out.OK && r.toolPipeline && len(pipe.deps[i]) == 0 {
-			r.results[callKey(c)] = out.Key
-		}
-		text := fmt.Sprintf("%s: %d bytes", c.Name, out.Bytes)
-		switch {
-		case !out.OK:
-			text = c.Name + " error: " + out.Error
-		case out.Truncated:
-			text += " (truncated)"
-		}
-		r.emit(investigation.Event{Kind: investigation.EventToolResult, Step: step.ID, Text: text})
-	}
-	return refs
+	text, key, err := l.run(ctx)
+	r.calls += l.calls
+	r.reused += l.reused
+	return text, key, err
 }
 
 // reflect asks the model to judge the finished step and applies its plan

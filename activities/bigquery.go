@@ -1,0 +1,215 @@
+package activities
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+
+	"go.temporal.io/sdk/temporal"
+	"google.golang.org/genai"
+
+	"github.com/secops-agent/investigator/gemini"
+	"github.com/secops-agent/investigator/investigation"
+	"github.com/secops-agent/investigator/memory"
+	"github.com/secops-agent/investigator/transcript"
+)
+
+// embedder is the embedding part of the genai client (*genai.Models).
+type embedder interface {
+	EmbedContent(ctx context.Context, model string, contents []*genai.Content, config *genai.EmbedContentConfig) (*genai.EmbedContentResponse, error)
+}
+
+// memoryStore is what the sub-agent needs from the Firestore memory store.
+type memoryStore interface {
+	Recall(ctx context.Context, embedding []float32, minSimilarity float64, limit int) ([]memory.Memory, error)
+	Put(ctx context.Context, id, claim, queryText string, embedding []float32) (memory.Memory, error)
+	Adjust(ctx context.Context, helpful, harmful []string) ([]string, error)
+}
+
+var introspectSchema = schema("introspect")
+
+// embed returns one 768-dimension embedding per text.
+func (a *Activities) embed(ctx context.Context, task string, texts ...string) ([][]float32, error) {
+	contents := make([]*genai.Content, len(texts))
+	for i, t := range texts {
+		contents[i] = genai.NewContentFromText(t, genai.RoleUser)
+	}
+	dims := int32(memory.Dimensions)
+	resp, err := gemini.Call(ctx, func(ctx context.Context) (*genai.EmbedContentResponse, error) {
+		return a.Embedder.EmbedContent(ctx, a.EmbeddingModel, contents, &genai.EmbedContentConfig{TaskType: task, OutputDimensionality: &dims})
+	})
+	if err != nil {
+		return nil, err
+	}
+	if len(resp.Embeddings) != len(texts) {
+		return nil, fmt.Errorf("asked for %d embeddings, got %d", len(texts), len(resp.Embeddings))
+	}
+	out := make([][]float32, len(texts))
+	for i, e := range resp.Embeddings {
+		if len(e.Values) != memory.Dimensions {
+			return nil, fmt.Errorf("embedding %d has %d dimensions, want %d", i, len(e.Values), memory.Dimensions)
+		}
+		out[i] = e.Values
+	}
+	return out, nil
+}
+
+// RecallMemories embeds the request and returns the stored memories closest
+// to it (cosine similarity at least MemoryMinSimilarity, at most MemoryLimit).
+func (a *Activities) RecallMemories(ctx context.Context, in investigation.RecallInput) (investigation.Recall, error) {
+	vecs, err := a.embed(ctx, "RETRIEVAL_QUERY", in.Request)
+	if err != nil {
+		return investigation.Recall{}, err
+	}
+	found, err := a.Memories.Recall(ctx, vecs[0], a.MemoryMinSimilarity, a.MemoryLimit)
+	if err != nil {
+		return investigation.Recall{}, fmt.Errorf("recall memories: %w", err)
+	}
+	out := investigation.Recall{Memories: make([]investigation.MemoryNote, len(found))}
+	for i, m := range found {
+		out.Memories[i] = investigation.MemoryNote{ID: m.ID, Claim: m.Claim, Score: m.Score, Similarity: m.Similarity}
+	}
+	return out, nil
+}
+
+// SubAgentTurn runs one model turn of the BigQuery sub-agent: the request
+// and its recalled memories (with IDs) in the system prompt, the sub-agent's
+// transcript, and the BigQuery tools.
+func (a *Activities) SubAgentTurn(ctx context.Context, in investigation.SubAgentTurnInput) (investigation.TurnOutput, error) {
+	if a.BigQueryTools == nil {
+		return investigation.TurnOutput{}, temporal.NewNonRetryableApplicationError(errNoBigQuery.Error(), "BigQueryDisabled", nil)
+	}
+	system, err := render("subagent", map[string]any{"Request": in.Request, "Memories": in.Memories, "Final": in.Final})
+	if err != nil {
+		return investigation.TurnOutput{}, err
+	}
+	contents, err := a.contents(ctx, in.Session, "Answer this request: "+in.Request, in.Transcript)
+	if err != nil {
+		return investigation.TurnOutput{}, err
+	}
+	return a.turn(ctx, in.Session, in.Key, system, contents, a.BigQueryTools.Declarations(nil), in.Final)
+}
+
+// Introspect reviews the sub-agent's whole session and returns new claims
+// and the recalled memories that helped or misled. IDs that were not
+// recalled are dropped.
+func (a *Activities) Introspect(ctx context.Context, in investigation.IntrospectInput) (investigation.Introspection, error) {
+	session, err := a.sessionText(ctx, in.Session, in.Transcript)
+	if err != nil {
+		return investigation.Introspection{}, err
+	}
+	prompt, err := render("introspect", map[string]any{"Request": in.Request, "Memories": in.Memories, "Session": session, "Answer": in.Answer})
+	if err != nil {
+		return investigation.Introspection{}, err
+	}
+	var out investigation.Introspection
+	out.Usage, err = a.generateJSON(ctx, "introspection", prompt, introspectSchema, &out, func() error { return nil })
+	if err != nil {
+		return investigation.Introspection{}, err
+	}
+	recalled := make([]string, len(in.Memories))
+	for i, m := range in.Memories {
+		recalled[i] = m.ID
+	}
+	known := func(ids []string) []string {
+		var keep []string
+		for _, id := range ids {
+			if slices.Contains(recalled, id) && !slices.Contains(keep, id) {
+				keep = append(keep, id)
+			}
+		}
+		return keep
+	}
+	out.Helpful, out.Harmful = known(out.Helpful), known(out.Harmful)
+	var claims []string
+	for _, c := range out.Claims {
+		if c = strings.TrimSpace(c); c != "" && len(claims) < 5 {
+			claims = append(claims, c)
+		}
+	}
+	out.Claims = claims
+	return out, nil
+}
+
+// sessionText renders a stored transcript as text for introspection: model
+// text and calls, and tool results (each capped).
+func (a *Activities) sessionText(ctx context.Context, session string, refs []investigation.Ref) (string, error) {
+	contents, err := a.contents(ctx, session, "(session start)", refs)
+	if err != nil {
+		return "", err
+	}
+	var b strings.Builder
+	for _, c := range contents[1:] {
+		for _, p := range c.Parts {
+			switch {
+			case p.Thought:
+			case p.Text != "":
+				fmt.Fprintf(&b, "[%s] %s\n", c.Role, p.Text)
+			case p.FunctionCall != nil:
+				args, _ := marshal(p.FunctionCall.Args)
+				fmt.Fprintf(&b, "[call] %s %s\n", p.FunctionCall.Name, args)
+			case p.FunctionResponse != nil:
+				resp, _ := marshal(p.FunctionResponse.Response)
+				fmt.Fprintf(&b, "[result] %s %s\n", p.FunctionResponse.Name, preview(string(resp), 2000))
+			}
+		}
+	}
+	return b.String(), nil
+}
+
+// UpdateMemories saves the claims with their embeddings and adjusts the
+// scores of helpful (+1) and harmful (-1) memories; memories that fall below
+// -3 are deleted. Claim IDs derive from the session and the claim, so a
+// retried activity rewrites the same memories instead of adding copies.
+func (a *Activities) UpdateMemories(ctx context.Context, in investigation.MemoryUpdate) (investigation.MemoryChanges, error) {
+	var out investigation.MemoryChanges
+	if len(in.Claims) > 0 {
+		vecs, err := a.embed(ctx, "RETRIEVAL_DOCUMENT", in.Claims...)
+		if err != nil {
+			return out, err
+		}
+		for i, c := range in.Claims {
+			sum := sha256.Sum256([]byte(in.Session + "\x00" + c))
+			m, err := a.Memories.Put(ctx, "m-"+hex.EncodeToString(sum[:8]), c, in.Request, vecs[i])
+			if err != nil {
+				return out, fmt.Errorf("save memory: %w", err)
+			}
+			out.Saved = append(out.Saved, m.ID)
+		}
+	}
+	deleted, err := a.Memories.Adjust(ctx, in.Helpful, in.Harmful)
+	if err != nil {
+		return out, fmt.Errorf("adjust memory scores: %w", err)
+	}
+	out.Deleted = deleted
+	return out, nil
+}
+
+// DeliverAnswer stores the sub-agent's answer, with the link to its run, as
+// the parent investigation's tool result.
+func (a *Activities) DeliverAnswer(ctx context.Context, in investigation.DeliverInput) (investigation.ToolOutput, error) {
+	response, size, cut, err := shape(map[string]any{
+		"answer":            in.Answer,
+		"child_workflow_id": in.Link.WorkflowID,
+		"child_run_id":      in.Link.RunID,
+	}, in.MaxResultBytes)
+	if err != nil {
+		return investigation.ToolOutput{}, err
+	}
+	raw, err := marshal(response)
+	if err != nil {
+		return investigation.ToolOutput{}, err
+	}
+	entry := transcript.Entry{Kind: transcript.KindTool, CallID: in.CallID, Tool: in.Tool, Response: string(raw)}
+	if err := a.Transcript.Put(ctx, in.ParentSession, in.ResultKey, entry); err != nil {
+		return investigation.ToolOutput{}, err
+	}
+	link := in.Link
+	return investigation.ToolOutput{Key: in.ResultKey, OK: true, Bytes: size, Truncated: cut, Preview: preview(in.Answer, 160), Link: &link}, nil
+}
+
+var errNoBigQuery = errors.New("BigQuery is not configured on this worker")

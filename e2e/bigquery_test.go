@@ -1,0 +1,194 @@
+package e2e
+
+import (
+	"context"
+	"encoding/json"
+	"regexp"
+	"strings"
+	"sync"
+	"testing"
+
+	"cloud.google.com/go/firestore"
+	"github.com/stretchr/testify/require"
+	"go.temporal.io/api/enums/v1"
+	"google.golang.org/genai"
+
+	"github.com/secops-agent/investigator/gemini/geminitest"
+	"github.com/secops-agent/investigator/internal/testenv"
+	"github.com/secops-agent/investigator/memory"
+)
+
+// phased answers model requests by phase, each phase from its own queue, so
+// interleaved requests (embeddings, sub-agents, the parent) stay scripted.
+type phased struct {
+	mu     sync.Mutex
+	queues map[string][]geminitest.Handler
+	seen   map[string][]*geminitest.Request
+}
+
+func (p *phased) handle(r *geminitest.Request) geminitest.Reply {
+	phase := "parent"
+	switch {
+	case r.Method != geminitest.MethodGenerateContent:
+		vec := make([]float32, memory.Dimensions)
+		vec[0], vec[1] = 0.6, 0.8 // every text embeds alike: recall finds every memory
+		vecs := make([][]float32, len(r.EmbedTexts))
+		for i := range vecs {
+			vecs[i] = vec
+		}
+		return geminitest.Embeddings(vecs...)
+	case strings.Contains(r.SystemText(), "BigQuery sub-agent"):
+		phase = "child"
+	case strings.Contains(r.Text(), "finished session of the BigQuery sub-agent"):
+		phase = "introspect"
+	case len(r.SchemaProperties()) > 0 && strings.Contains(strings.Join(r.SchemaProperties(), ","), "steps"):
+		phase = "plan"
+	case len(r.SchemaProperties()) > 0:
+		phase = "reflect"
+	case len(r.FunctionNames()) == 0:
+		phase = "conclude"
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.seen[phase] = append(p.seen[phase], r)
+	q := p.queues[phase]
+	if len(q) == 0 {
+		return geminitest.Error(500, "e2e: no scripted answer left for phase "+phase, "")
+	}
+	p.queues[phase] = q[1:]
+	return q[0](r)
+}
+
+func reply(r geminitest.Reply) geminitest.Handler {
+	return func(*geminitest.Request) geminitest.Reply { return r }
+}
+
+var memoryIDs = regexp.MustCompile(`\[(m-[0-9a-f]+)\]`)
+
+// TestBigQuerySubAgent: one step calls bigquery_agent three times. The first
+// child learns a claim, the second recalls it and rates it helpful, the third
+// fails its introspection and still answers. Each child is linked to the
+// parent and to the call that started it.
+func TestBigQuerySubAgent(t *testing.T) {
+	ctx := context.Background()
+	require.NoError(t, testenv.ResetFirestore(fsHost, testenv.Project))
+	claim := "security_logs.auth_events.event_type is 'ssh_failed' for failed SSH logins and 'ssh_accepted' for successful ones."
+	var recalledInChild2 string
+	query := func(sql string) geminitest.Handler {
+		return reply(geminitest.Calls(&genai.FunctionCall{Name: "bigquery_query", Args: map[string]any{"sql": sql}}))
+	}
+	p := &phased{seen: map[string][]*geminitest.Request{}, queues: map[string][]geminitest.Handler{
+		"plan": {reply(geminitest.JSON(map[string]any{"objective": "Decide whether the brute force led to a login.", "steps": []map[string]any{
+			{"id": "1", "description": "Ask the logs about SSH logins on web-server-prod-01.", "tools": []string{"bigquery_agent"}, "expected": "logins"},
+		}}))},
+		"parent": {
+			reply(geminitest.Calls(&genai.FunctionCall{Name: "bigquery_agent", Args: map[string]any{"request": "Count failed SSH logins per source IP on web-server-prod-01 on 2026-11-20."}})),
+			reply(geminitest.Calls(&genai.FunctionCall{Name: "bigquery_agent", Args: map[string]any{"request": "Did 198.51.100.23 log in successfully to web-server-prod-01 on 2026-11-20?"}})),
+			reply(geminitest.Calls(&genai.FunctionCall{Name: "bigquery_agent", Args: map[string]any{"request": "Which users logged in over SSH to web-server-prod-01 on 2026-11-20?"}})),
+			reply(geminitest.Text("198.51.100.23 brute-forced SSH and then logged in as deploy.")),
+		},
+		"child": {
+			query("SELECT source_ip, COUNT(*) AS n FROM `security_logs.auth_events` WHERE event_type = 'ssh_failed' AND host = 'web-server-prod-01' GROUP BY source_ip ORDER BY n DESC"),
+			reply(geminitest.Text("198.51.100.23 made the failed SSH logins.")),
+			func(r *geminitest.Request) geminitest.Reply {
+				recalledInChild2 = r.SystemText()
+				return query("SELECT event_time, user FROM `security_logs.auth_events` WHERE event_type = 'ssh_accepted' AND source_ip = '198.51.100.23'")(r)
+			},
+			reply(geminitest.Text("Yes: 198.51.100.23 logged in as deploy.")),
+			reply(geminitest.Text("deploy logged in over SSH.")),
+		},
+		"introspect": {
+			reply(geminitest.JSON(map[string]any{"claims": []string{claim}, "helpful_memory_ids": []string{}, "harmful_memory_ids": []string{}})),
+			func(r *geminitest.Request) geminitest.Reply {
+				ids := memoryIDs.FindAllStringSubmatch(r.Text(), -1)
+				helpful := []string{}
+				for _, m := range ids {
+					helpful = append(helpful, m[1])
+				}
+				return geminitest.JSON(map[string]any{"claims": []string{}, "helpful_memory_ids": helpful, "harmful_memory_ids": []string{}})
+			},
+			reply(geminitest.Error(400, "Request contains an invalid argument.", "")),
+		},
+		"reflect":  {reply(geminitest.JSON(map[string]any{"achieved": true, "insights": []string{"A login followed the brute force."}, "plan_updates": []any{}}))},
+		"conclude": {reply(geminitest.Text("## Summary\nThe brute force succeeded."))},
+	}}
+	model.set(p.handle)
+
+	res := starter(t, nil, "investigate", "--alert", exampleAlert, "--question", "Did the attacker get in?")
+	require.Equal(t, 0, res.code, "stdout:\n%s\nstderr:\n%s", res.stdout, res.stderr)
+	parentID := workflowIDFrom(t, res.stdout)
+	childIDs := []string{parentID + "-bq-t1-step_1-i1-c1", parentID + "-bq-t1-step_1-i2-c1", parentID + "-bq-t1-step_1-i3-c1"}
+	for _, id := range childIDs {
+		require.Contains(t, res.stdout, "(child workflow "+id+")")
+	}
+
+	// The parent's model got each child's answer with its link.
+	parentTurns := p.seen["parent"]
+	require.Len(t, parentTurns, 4)
+	for i, want := range []string{"198.51.100.23 made the failed SSH logins.", "Yes: 198.51.100.23 logged in as deploy.", "deploy logged in over SSH."} {
+		fr := parentTurns[i+1].FunctionResponses()
+		require.Len(t, fr, 1)
+		require.Equal(t, "bigquery_agent", fr[0].Name)
+		require.Equal(t, want, fr[0].Response["answer"])
+		require.Equal(t, childIDs[i], fr[0].Response["child_workflow_id"])
+		require.NotEmpty(t, fr[0].Response["child_run_id"])
+	}
+	// The first child's query really ran on the emulator.
+	first := toJSON(p.seen["child"][1].FunctionResponses()[0].Response)
+	require.Contains(t, first, "198.51.100.23", first)
+
+	// The parent history names the children; each child records its parent.
+	var initiated []string
+	for _, e := range history(t, parentID).Events {
+		if at := e.GetStartChildWorkflowExecutionInitiatedEventAttributes(); at != nil {
+			initiated = append(initiated, at.GetWorkflowId())
+			require.Equal(t, enums.PARENT_CLOSE_POLICY_REQUEST_CANCEL, at.GetParentClosePolicy())
+		}
+	}
+	require.Equal(t, childIDs, initiated)
+	var childActivities [3][]string
+	for i, id := range childIDs {
+		h := history(t, id)
+		started := h.Events[0].GetWorkflowExecutionStartedEventAttributes()
+		require.Equal(t, parentID, started.GetParentWorkflowExecution().GetWorkflowId())
+		for _, e := range h.Events {
+			if at := e.GetActivityTaskScheduledEventAttributes(); at != nil {
+				childActivities[i] = append(childActivities[i], at.ActivityType.GetName())
+			}
+		}
+	}
+	require.Equal(t, []string{"RecallMemories", "SubAgentTurn", "CallTool", "SubAgentTurn", "Introspect", "UpdateMemories", "DeliverAnswer"}, childActivities[0])
+	require.Equal(t, []string{"RecallMemories", "SubAgentTurn", "Introspect", "DeliverAnswer"}, childActivities[2], "a failed introspection skips learning but not the answer")
+
+	// Memories: the first child's claim was saved, recalled by the second
+	// child (with its ID in the system prompt) and rated helpful.
+	t.Setenv("FIRESTORE_EMULATOR_HOST", fsHost)
+	fs, err := firestore.NewClient(ctx, testenv.Project)
+	require.NoError(t, err)
+	defer fs.Close()
+	ms, err := memory.NewStore(fs).List(ctx, 10)
+	require.NoError(t, err)
+	require.Len(t, ms, 1)
+	require.Equal(t, claim, ms[0].Claim)
+	require.Contains(t, recalledInChild2, "["+ms[0].ID+"] "+claim)
+	require.Equal(t, 1, ms[0].Score, "the second child's introspection rated it helpful")
+	require.Len(t, p.seen["introspect"], 3)
+	require.Contains(t, p.seen["introspect"][2].Text(), "["+ms[0].ID+"]", "the third child recalled it too")
+
+	shown := starter(t, nil, "memory", "show", ms[0].ID)
+	require.Equal(t, 0, shown.code, shown.stderr)
+	var m map[string]any
+	require.NoError(t, json.Unmarshal([]byte(shown.stdout), &m))
+	require.Equal(t, float64(1), m["score"])
+
+	tree := starter(t, nil, "tree", parentID)
+	require.Equal(t, 0, tree.code, tree.stderr)
+	for _, id := range childIDs {
+		require.Contains(t, tree.stdout, "BigQueryAgent  "+id+"  [Completed]")
+	}
+	require.Contains(t, tree.stdout, "request: Did 198.51.100.23 log in successfully to web-server-prod-01 on 2026-11-20?")
+	saveHistory(t, history(t, parentID), "bigquery.history.json")
+	saveHistory(t, history(t, childIDs[1]), "bigquery-child.history.json")
+	t.Logf("REPORT child workflow IDs: %s", strings.Join(childIDs, ", "))
+	t.Logf("REPORT starter tree:\n%s", tree.stdout)
+}

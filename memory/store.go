@@ -1,0 +1,517 @@
+package memory
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"cloud.google.com/go/firestore"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+)
+
+const (
+	// embeddingField is the document field that holds the embedding.
+	embeddingField = "embedding"
+	// distanceField is where FindNearest writes each result's cosine
+	// distance. It is never stored.
+	distanceField = "vector_distance"
+	// similarityTolerance absorbs rounding in the distance that Firestore
+	// computes, so that a memory exactly at the threshold is kept.
+	similarityTolerance = 1e-9
+	// adjustParallelism bounds the writes one Adjust call runs at once.
+	adjustParallelism = 8
+	// pruneAttempts bounds how often prune reads a memory that keeps
+	// changing between its read and its delete.
+	pruneAttempts = 10
+)
+
+// listFields are the fields List reads: all but the embedding.
+var listFields = []string{"claim", "query_text", "score", "created_at", "updated_at"}
+
+// Store keeps memories in Firestore. It is safe for concurrent use, also
+// from several processes at once.
+type Store struct {
+	fs  *firestore.Client
+	col *firestore.CollectionRef
+}
+
+// NewStore returns a store over the "memories" collection of fs.
+func NewStore(fs *firestore.Client) *Store {
+	return &Store{fs: fs, col: fs.Collection(Collection)}
+}
+
+// Recall returns the memories whose embeddings are most similar (cosine) to
+// embedding, most similar first, at most limit of them, and only those with
+// a similarity of at least minSimilarity. Each has Similarity set to
+// 1 - cosine distance, and no Embedding (use Get for that).
+//
+// A minSimilarity of 0 means DefaultMinSimilarity (0.8); otherwise it must be
+// within [-1, 1]. A limit of 0 or less means DefaultRecallLimit (32); limits
+// above MaxRecallLimit (1000, Firestore's own bound) are lowered to it.
+// embedding must have Dimensions finite values, not all zero. Memories whose
+// stored embedding has another length are never returned.
+//
+// The search is one Firestore FindNearest query with a distance threshold
+// of 1 - minSimilarity; the results are also filtered and sorted here, so
+// the answer holds even where a backend ignores the threshold or the order.
+func (s *Store) Recall(ctx context.Context, embedding []float32, minSimilarity float64, limit int) ([]Memory, error) {
+	if err := checkEmbedding(embedding); err != nil {
+		return nil, fmt.Errorf("recall memories: %w", err)
+	}
+	if minSimilarity == 0 {
+		minSimilarity = DefaultMinSimilarity
+	}
+	if math.IsNaN(minSimilarity) || minSimilarity < -1 || minSimilarity > 1 {
+		return nil, fmt.Errorf("recall memories: the minimum similarity must be within [-1, 1], got %v", minSimilarity)
+	}
+	if limit <= 0 {
+		limit = DefaultRecallLimit
+	}
+	limit = min(limit, MaxRecallLimit)
+
+	threshold := 1 - minSimilarity
+	// Read the results without their embeddings (about half the time over
+	// 1,000 memories), asking for the distance field explicitly, since a
+	// projection drops it otherwise. Should a backend still leave it out,
+	// read them again whole, and compute what it leaves out here.
+	docs, err := s.nearest(ctx, embedding, limit, threshold, distanceField, true)
+	if err == nil && !allHaveField(docs, distanceField) {
+		docs, err = s.nearest(ctx, embedding, limit, threshold, distanceField, false)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("recall memories: %w", err)
+	}
+	out, err := ranked(docs, distanceField, embedding, minSimilarity)
+	if err != nil {
+		return nil, fmt.Errorf("recall memories: %w", err)
+	}
+	if len(out) > limit {
+		out = out[:limit]
+	}
+	return out, nil
+}
+
+// nearest runs the FindNearest query of Recall; projected leaves the
+// embeddings out. distField names the field for the distance ("" for none).
+func (s *Store) nearest(ctx context.Context, embedding []float32, limit int, threshold float64, distField string, projected bool) ([]*firestore.DocumentSnapshot, error) {
+	q := s.col.Query
+	if projected {
+		fields := listFields
+		if distField != "" {
+			fields = append(slices.Clone(listFields), distField)
+		}
+		q = q.Select(fields...)
+	}
+	vq := q.FindNearest(embeddingField, firestore.Vector32(embedding), limit, firestore.DistanceMeasureCosine,
+		&firestore.FindNearestOptions{DistanceThreshold: &threshold, DistanceResultField: distField})
+	return vq.Documents(ctx).GetAll()
+}
+
+func allHaveField(docs []*firestore.DocumentSnapshot, field string) bool {
+	for _, d := range docs {
+		if _, err := d.DataAt(field); err != nil {
+			return false
+		}
+	}
+	return true
+}
+
+// ranked decodes the results of a vector query for the embedding query,
+// drops those less similar than minSimilarity or whose similarity is
+// unknown, and sorts the rest most similar first (then by ID). The
+// embeddings, when read, are not returned.
+func ranked(docs []*firestore.DocumentSnapshot, distField string, query []float32, minSimilarity float64) ([]Memory, error) {
+	out := make([]Memory, 0, len(docs))
+	for _, d := range docs {
+		m, err := decode(d)
+		if err != nil {
+			return nil, err
+		}
+		sim, ok := similarity(d, distField, m.Embedding, query)
+		if !ok || sim < minSimilarity-similarityTolerance {
+			continue
+		}
+		m.Similarity = sim
+		m.Embedding = nil
+		out = append(out, m)
+	}
+	slices.SortStableFunc(out, func(a, b Memory) int {
+		if c := cmp.Compare(b.Similarity, a.Similarity); c != 0 {
+			return c
+		}
+		return strings.Compare(a.ID, b.ID)
+	})
+	return out, nil
+}
+
+// similarity returns 1 - the cosine distance that FindNearest wrote into
+// distField of the result or, where there is no such field, the cosine
+// similarity computed from the stored embedding. ok is false when neither is
+// available, or the distance is NaN (a stored all-zero vector).
+func similarity(d *firestore.DocumentSnapshot, distField string, stored, query []float32) (sim float64, ok bool) {
+	if distField != "" {
+		if v, err := d.DataAt(distField); err == nil {
+			switch x := v.(type) {
+			case float64:
+				return 1 - x, !math.IsNaN(x)
+			case int64:
+				return 1 - float64(x), true
+			}
+			return 0, false
+		}
+	}
+	if len(stored) != len(query) {
+		return 0, false
+	}
+	return cosine(stored, query)
+}
+
+// cosine returns the cosine similarity of a and b, which have equal length;
+// ok is false when either is all zeros.
+func cosine(a, b []float32) (sim float64, ok bool) {
+	var dot, na, nb float64
+	for i := range a {
+		x, y := float64(a[i]), float64(b[i])
+		dot += x * y
+		na += x * x
+		nb += y * y
+	}
+	if na == 0 || nb == 0 {
+		return 0, false
+	}
+	return dot / (math.Sqrt(na) * math.Sqrt(nb)), true
+}
+
+// Add stores a new memory with score 0 under a new ID and returns it. claim
+// must not be blank; embedding must have Dimensions finite values, not all
+// zero. queryText is the request that produced the claim.
+func (s *Store) Add(ctx context.Context, claim, queryText string, embedding []float32) (Memory, error) {
+	claim = strings.TrimSpace(claim)
+	if claim == "" {
+		return Memory{}, errors.New("add memory: the claim is empty")
+	}
+	if err := checkEmbedding(embedding); err != nil {
+		return Memory{}, fmt.Errorf("add memory: %w", err)
+	}
+	now := time.Now().UTC().Truncate(time.Microsecond)
+	m := Memory{
+		Claim:     claim,
+		QueryText: strings.TrimSpace(queryText),
+		Embedding: firestore.Vector32(slices.Clone(embedding)),
+		CreatedAt: now,
+		UpdatedAt: now,
+	}
+	ref := s.col.NewDoc()
+	if _, err := ref.Create(ctx, m); err != nil {
+		return Memory{}, fmt.Errorf("add memory: %w", err)
+	}
+	m.ID = ref.ID
+	return m, nil
+}
+
+// Put stores a memory under the caller's ID, so that a retried write (a
+// Temporal activity run again) rewrites the same memory instead of adding a
+// copy. A new memory gets score 0; an existing one gets the new claim, query
+// text and embedding but keeps its score and creation time, so a rewrite
+// never undoes adjustments. The checks of Add apply, and id must be a valid
+// Firestore document ID. Put returns the memory as stored.
+func (s *Store) Put(ctx context.Context, id, claim, queryText string, embedding []float32) (Memory, error) {
+	if !validID(id) {
+		return Memory{}, fmt.Errorf("put memory: %q is not a valid memory ID", id)
+	}
+	claim = strings.TrimSpace(claim)
+	if claim == "" {
+		return Memory{}, fmt.Errorf("put memory %q: the claim is empty", id)
+	}
+	if err := checkEmbedding(embedding); err != nil {
+		return Memory{}, fmt.Errorf("put memory %q: %w", id, err)
+	}
+	ref := s.col.Doc(id)
+	queryText = strings.TrimSpace(queryText)
+	vec := firestore.Vector32(slices.Clone(embedding))
+	for range pruneAttempts {
+		now := time.Now().UTC().Truncate(time.Microsecond)
+		m := Memory{ID: id, Claim: claim, QueryText: queryText, Embedding: vec, CreatedAt: now, UpdatedAt: now}
+		_, err := ref.Create(ctx, m)
+		if err == nil {
+			return m, nil
+		}
+		if status.Code(err) != codes.AlreadyExists {
+			return Memory{}, fmt.Errorf("put memory %q: %w", id, err)
+		}
+		_, err = ref.Update(ctx, []firestore.Update{
+			{Path: "claim", Value: claim},
+			{Path: "query_text", Value: queryText},
+			{Path: embeddingField, Value: vec},
+			{Path: "updated_at", Value: now},
+		})
+		if status.Code(err) == codes.NotFound {
+			continue // deleted in between: create it again
+		}
+		if err != nil {
+			return Memory{}, fmt.Errorf("put memory %q: %w", id, err)
+		}
+		return s.Get(ctx, id)
+	}
+	return Memory{}, fmt.Errorf("put memory %q: it kept being deleted while written", id)
+}
+
+// Adjust adds 1 to the score of each memory in helpful and subtracts 1 from
+// each in harmful, then deletes every adjusted memory whose score is below
+// PruneBelow (-3) and returns the IDs it deleted, sorted.
+//
+// An ID listed more than once in the same list counts once; an ID in both
+// lists nets to 0 and is left alone. IDs of memories that do not exist (any
+// more) are ignored: no document is created for them. Each change is an
+// atomic server-side increment, so adjustments from concurrent callers all
+// count. A memory is deleted only if it is unchanged since its score was
+// read (a precondition on its update time), so a concurrent increment that
+// lifts it back to -3 keeps it, and of several callers that push it below
+// -3 exactly one reports it deleted.
+//
+// Failures for some IDs do not stop the others: the error joins them all,
+// and deleted lists what was deleted before and despite them.
+func (s *Store) Adjust(ctx context.Context, helpful, harmful []string) (deleted []string, err error) {
+	deltas := map[string]int{}
+	for _, id := range uniqueIDs(helpful) {
+		deltas[id]++
+	}
+	for _, id := range uniqueIDs(harmful) {
+		deltas[id]--
+	}
+	ids := make([]string, 0, len(deltas))
+	for id, d := range deltas {
+		if d != 0 {
+			ids = append(ids, id)
+		}
+	}
+	slices.Sort(ids)
+
+	var (
+		mu   sync.Mutex
+		errs []error
+		wg   sync.WaitGroup
+		sem  = make(chan struct{}, adjustParallelism)
+	)
+	for _, id := range ids {
+		wg.Add(1)
+		sem <- struct{}{}
+		go func() {
+			defer wg.Done()
+			defer func() { <-sem }()
+			gone, err := s.adjustOne(ctx, id, deltas[id])
+			mu.Lock()
+			defer mu.Unlock()
+			if err != nil {
+				errs = append(errs, err)
+			}
+			if gone {
+				deleted = append(deleted, id)
+			}
+		}()
+	}
+	wg.Wait()
+	slices.Sort(deleted)
+	if len(errs) > 0 {
+		return deleted, fmt.Errorf("adjust memories: %w", errors.Join(errs...))
+	}
+	return deleted, nil
+}
+
+// adjustOne adds delta to the score of memory id, if it exists, and then
+// deletes it if its score is below PruneBelow.
+func (s *Store) adjustOne(ctx context.Context, id string, delta int) (deleted bool, err error) {
+	ref := s.col.Doc(id)
+	// Update requires the document to exist, so it never creates one.
+	_, err = ref.Update(ctx, []firestore.Update{
+		{Path: "score", Value: firestore.Increment(delta)},
+		{Path: "updated_at", Value: firestore.ServerTimestamp},
+	})
+	if status.Code(err) == codes.NotFound {
+		return false, nil
+	}
+	if err != nil {
+		return false, fmt.Errorf("memory %q: change the score by %+d: %w", id, delta, err)
+	}
+	deleted, err = s.prune(ctx, ref)
+	if err != nil {
+		return false, fmt.Errorf("memory %q: %w", id, err)
+	}
+	return deleted, nil
+}
+
+// prune deletes the memory at ref if its score is below PruneBelow. The
+// delete carries a precondition that the document is unchanged since its
+// score was read (optimistic concurrency, like a transaction that re-reads
+// the score, but without the lock contention that transactions meet when
+// parallel callers prune the same memory): should another caller change the
+// score in between, the delete fails and the score is read again.
+func (s *Store) prune(ctx context.Context, ref *firestore.DocumentRef) (deleted bool, err error) {
+	for range pruneAttempts {
+		snap, err := ref.Get(ctx)
+		if status.Code(err) == codes.NotFound {
+			return false, nil // never there, or deleted by another caller
+		}
+		if err != nil {
+			return false, fmt.Errorf("read the score: %w", err)
+		}
+		if score, ok := scoreOf(snap); !ok || score >= PruneBelow {
+			return false, nil
+		}
+		_, err = ref.Delete(ctx, firestore.LastUpdateTime(snap.UpdateTime))
+		switch status.Code(err) {
+		case codes.OK:
+			return true, nil
+		case codes.FailedPrecondition, codes.NotFound, codes.Aborted:
+			continue // changed or deleted meanwhile: look again
+		}
+		return false, fmt.Errorf("delete below score %d: %w", PruneBelow, err)
+	}
+	return false, fmt.Errorf("delete below score %d: the memory kept changing over %d attempts", PruneBelow, pruneAttempts)
+}
+
+// List returns up to limit memories, highest score first and, among equal
+// scores, newest first, without their embeddings. A limit of 0 or less
+// means 100; at most 1000 are returned.
+func (s *Store) List(ctx context.Context, limit int) ([]Memory, error) {
+	if limit <= 0 {
+		limit = defaultListLimit
+	}
+	limit = min(limit, maxListLimit)
+	docs, err := s.col.Select(listFields...).
+		OrderBy("score", firestore.Desc).
+		OrderBy("created_at", firestore.Desc).
+		Limit(limit).Documents(ctx).GetAll()
+	if err != nil {
+		return nil, fmt.Errorf("list memories: %w", err)
+	}
+	out := make([]Memory, 0, len(docs))
+	for _, d := range docs {
+		m, err := decode(d)
+		if err != nil {
+			return nil, fmt.Errorf("list memories: %w", err)
+		}
+		out = append(out, m)
+	}
+	return out, nil
+}
+
+// Get returns the memory with the given ID, embedding included; the error
+// wraps ErrNotFound when there is none.
+func (s *Store) Get(ctx context.Context, id string) (Memory, error) {
+	if strings.TrimSpace(id) == "" {
+		return Memory{}, errors.New("get memory: the ID is empty")
+	}
+	if !validID(id) {
+		return Memory{}, notFoundError{id} // such an ID can never have been stored
+	}
+	snap, err := s.col.Doc(id).Get(ctx)
+	if status.Code(err) == codes.NotFound {
+		return Memory{}, notFoundError{id}
+	}
+	if err != nil {
+		return Memory{}, fmt.Errorf("get memory %q: %w", id, err)
+	}
+	return decode(snap)
+}
+
+// Delete deletes the memory with the given ID; the error wraps ErrNotFound
+// when there is none.
+func (s *Store) Delete(ctx context.Context, id string) error {
+	if strings.TrimSpace(id) == "" {
+		return errors.New("delete memory: the ID is empty")
+	}
+	if !validID(id) {
+		return notFoundError{id}
+	}
+	_, err := s.col.Doc(id).Delete(ctx, firestore.Exists)
+	if status.Code(err) == codes.NotFound {
+		return notFoundError{id}
+	}
+	if err != nil {
+		return fmt.Errorf("delete memory %q: %w", id, err)
+	}
+	return nil
+}
+
+type notFoundError struct{ id string }
+
+func (e notFoundError) Error() string { return fmt.Sprintf("memory %q not found", e.id) }
+func (e notFoundError) Unwrap() error { return ErrNotFound }
+
+// checkEmbedding rejects embeddings that cannot be stored or searched for.
+func checkEmbedding(e []float32) error {
+	if len(e) != Dimensions {
+		return fmt.Errorf("the embedding has %d dimensions, want %d", len(e), Dimensions)
+	}
+	zero := true
+	for i, v := range e {
+		f := float64(v)
+		if math.IsNaN(f) || math.IsInf(f, 0) {
+			return fmt.Errorf("the embedding's value %d is %v", i, v)
+		}
+		if v != 0 {
+			zero = false
+		}
+	}
+	if zero {
+		return errors.New("the embedding is all zeros, which has no cosine similarity")
+	}
+	return nil
+}
+
+// validID reports whether id can name a Firestore document.
+func validID(id string) bool {
+	switch {
+	case id == "", strings.Contains(id, "/"), id == ".", id == "..", len(id) > 1500,
+		len(id) >= 4 && strings.HasPrefix(id, "__") && strings.HasSuffix(id, "__"):
+		return false
+	}
+	return true
+}
+
+// uniqueIDs returns the valid IDs of ids, trimmed, each once. Invalid IDs
+// name no stored memory, so there is nothing to adjust for them.
+func uniqueIDs(ids []string) []string {
+	seen := make(map[string]bool, len(ids))
+	out := make([]string, 0, len(ids))
+	for _, id := range ids {
+		id = strings.TrimSpace(id)
+		if !validID(id) || seen[id] {
+			continue
+		}
+		seen[id] = true
+		out = append(out, id)
+	}
+	return out
+}
+
+func scoreOf(snap *firestore.DocumentSnapshot) (int, bool) {
+	v, err := snap.DataAt("score")
+	if err != nil {
+		return 0, false
+	}
+	switch x := v.(type) {
+	case int64:
+		return int(x), true
+	case float64:
+		return int(math.Floor(x)), true
+	}
+	return 0, false
+}
+
+func decode(snap *firestore.DocumentSnapshot) (Memory, error) {
+	var m Memory
+	if err := snap.DataTo(&m); err != nil {
+		return Memory{}, fmt.Errorf("decode memory %q: %w", snap.Ref.ID, err)
+	}
+	m.ID = snap.Ref.ID
+	return m, nil
+}

@@ -1,0 +1,33 @@
+package tools
+
+import (
+	"context"
+	"errors"
+
+	"google.golang.org/genai"
+)
+
+// NewBigQueryAgent returns the declaration of bigquery_agent. The workflow
+// runs it as a BigQueryAgent child workflow, never through Call.
+func NewBigQueryAgent() Tool { return bigQueryAgent{} }
+
+type bigQueryAgent struct{}
+
+func (bigQueryAgent) Declaration() *genai.FunctionDeclaration {
+	return &genai.FunctionDeclaration{
+		Name: "bigquery_agent",
+		Description: "Ask the BigQuery sub-agent a concrete question about the security logs in BigQuery (authentication, process and network events, cloud audit logs). " +
+			"It finds the tables, writes and runs read-only SQL, and answers in text with the evidence. " +
+			"Returns {answer, child_workflow_id, child_run_id}. Name hosts, users, IPs and a time window, " +
+			"e.g. \"Find process launches on web-server-prod-01 between 2026-11-20 08:40 and 09:30 UTC\".",
+		Parameters: &genai.Schema{
+			Type:       genai.TypeObject,
+			Properties: map[string]*genai.Schema{"request": {Type: genai.TypeString, Description: "The log question, self-contained: the sub-agent sees nothing else."}},
+			Required:   []string{"request"},
+		},
+	}
+}
+
+func (bigQueryAgent) Call(context.Context, map[string]any) (any, error) {
+	return nil, errors.New("bigquery_agent runs as a child workflow, not as an activity")
+}

@@ -1,0 +1,165 @@
+package workflows
+
+import (
+	"fmt"
+	"strings"
+
+	"go.temporal.io/sdk/temporal"
+	"go.temporal.io/sdk/workflow"
+
+	"github.com/secops-agent/investigator/investigation"
+	"github.com/secops-agent/investigator/tools"
+)
+
+// turnFunc runs one model turn of a tool loop.
+type turnFunc func(ctx workflow.Context, iter int, key string, transcript []investigation.Ref, final bool) (investigation.TurnOutput, error)
+
+// toolLoop is one tool-calling loop: model turns and the function calls they
+// ask for, until the model answers without calls or the turn cap forces an
+// answer. The investigation runs one per step; the BigQuery sub-agent runs
+// one per request.
+type toolLoop struct {
+	session  string // transcript namespace (the workflow ID)
+	prefix   string // transcript key prefix, e.g. "t1-step_2"
+	label    string // progress label, e.g. "step_2"
+	toolset  string // which worker registry runs the calls
+	maxIter  int
+	maxBytes int
+	// pipeline enables ref: pipelines and call reuse.
+	pipeline bool
+	// results maps tool+arguments to a stored result, shared across the
+	// loops of one workflow so identical calls are served once.
+	results map[string]string
+	emit    func(investigation.Event)
+	turn    turnFunc
+	// child starts a tool that runs as a child workflow (bigquery_agent);
+	// nil where no tool does.
+	child func(ctx workflow.Context, key string, call investigation.ToolCall) workflow.Future
+
+	calls, reused int
+	// transcript is the whole loop's transcript once run returns.
+	transcript []investigation.Ref
+}
+
+// run returns the loop's final answer and the transcript key that stores it.
+func (l *toolLoop) run(ctx workflow.Context) (string, string, error) {
+	var transcript []investigation.Ref
+	for iter := 1; ; iter++ {
+		final := iter >= l.maxIter
+		key := fmt.Sprintf("%s-i%d", l.prefix, iter)
+		out, err := l.turn(ctx, iter, key, transcript, final)
+		if err != nil {
+			return "", "", fmt.Errorf("turn %d: %w", iter, err)
+		}
+		transcript = append(transcript, investigation.Ref{Key: out.Key})
+		l.transcript = transcript
+		if len(out.Calls) == 0 || final {
+			text := strings.TrimSpace(out.Text)
+			if text == "" {
+				text = fmt.Sprintf("(no answer: the loop ended after %d model turns without a final text)", iter)
+			}
+			return text, out.Key, nil
+		}
+		transcript = append(transcript, l.callTools(ctx, key, out.Calls)...)
+		l.transcript = transcript
+	}
+}
+
+// callTools runs the calls of one model turn and returns their transcript
+// refs in call order. Calls start together, except that a call whose
+// arguments use ref:<name> starts once the calls it names have finished; a
+// call with unknown, ambiguous or cyclic refs, or identical to an earlier
+// call of this workflow, does not run. A call that still fails after its
+// retries becomes an error result for the model, not a failed loop.
+func (l *toolLoop) callTools(ctx workflow.Context, turnKey string, calls []investigation.ToolCall) []investigation.Ref {
+	for i := range calls {
+		if calls[i].ID == "" {
+			calls[i].ID = fmt.Sprintf("%s-c%d", turnKey, i+1)
+		}
+	}
+	pipe := pipeline{deps: make([][]int, len(calls)), refs: make([][]namedRef, len(calls))}
+	if l.pipeline {
+		pipe = planPipeline(calls)
+	}
+	futures := make([]workflow.Future, len(calls))
+	reused := make([]bool, len(calls))
+	for i, c := range calls {
+		key := fmt.Sprintf("%s-c%d", turnKey, i+1)
+		summary := tools.Summarize(c.Name, c.Args)
+		l.emit(investigation.Event{Kind: investigation.EventToolCall, Step: l.label, Text: summary})
+		f, settle := workflow.NewFuture(ctx)
+		futures[i] = f
+		if why, bad := pipe.bad[i]; bad {
+			settle.SetError(temporal.NewNonRetryableApplicationError("the call did not run: "+why, "BadRef", nil))
+			continue
+		}
+		if earlier, seen := l.results[callKey(c)]; l.pipeline && len(pipe.deps[i]) == 0 && seen {
+			reused[i] = true
+			settle.Set(investigation.ToolOutput{Key: earlier, OK: true}, nil)
+			continue
+		}
+		start := func(ctx workflow.Context, refs map[string]string) workflow.Future {
+			if l.child != nil && c.Name == BigQueryAgentTool {
+				return l.child(ctx, key, c)
+			}
+			return workflow.ExecuteActivity(toolOptions(ctx, "tool "+summary), a.CallTool, investigation.ToolInput{
+				Session: l.session, Key: key, Call: c, MaxResultBytes: l.maxBytes, Toolset: l.toolset, Refs: refs,
+			})
+		}
+		if len(pipe.deps[i]) == 0 {
+			settle.Chain(start(ctx, nil))
+			continue
+		}
+		workflow.Go(ctx, func(ctx workflow.Context) {
+			refs := map[string]string{}
+			for _, ref := range pipe.refs[i] {
+				var dep investigation.ToolOutput
+				if err := futures[ref.call].Get(ctx, &dep); err != nil || !dep.OK {
+					settle.SetError(temporal.NewNonRetryableApplicationError(
+						fmt.Sprintf("the call did not run: %s%s refers to %s, which failed", RefPrefix, ref.name, calls[ref.call].ID), "BadRef", nil))
+					return
+				}
+				refs[ref.name] = dep.Key
+			}
+			settle.Chain(start(ctx, refs))
+		})
+	}
+	out := make([]investigation.Ref, len(calls))
+	for i, f := range futures {
+		c := calls[i]
+		var res investigation.ToolOutput
+		if err := f.Get(ctx, &res); err != nil {
+			msg := message(err)
+			if !strings.HasPrefix(msg, "the call did not run") {
+				msg = "the tool failed after retries: " + msg
+			}
+			out[i] = investigation.Ref{CallID: c.ID, Tool: c.Name, Error: msg}
+			l.calls++
+			l.emit(investigation.Event{Kind: investigation.EventToolResult, Step: l.label, Text: c.Name + ": " + msg})
+			continue
+		}
+		if reused[i] {
+			out[i] = investigation.Ref{Key: res.Key, CallID: c.ID, Tool: c.Name}
+			l.reused++
+			l.emit(investigation.Event{Kind: investigation.EventToolResult, Step: l.label, Text: c.Name + ": served from the identical earlier call"})
+			continue
+		}
+		l.calls++
+		out[i] = investigation.Ref{Key: res.Key}
+		if res.OK && l.pipeline && len(pipe.deps[i]) == 0 {
+			l.results[callKey(c)] = res.Key
+		}
+		text := fmt.Sprintf("%s: %d bytes", c.Name, res.Bytes)
+		switch {
+		case !res.OK:
+			text = c.Name + " error: " + res.Error
+		case res.Truncated:
+			text += " (truncated)"
+		}
+		if res.Link != nil {
+			text += fmt.Sprintf(" (child workflow %s)", res.Link.WorkflowID)
+		}
+		l.emit(investigation.Event{Kind: investigation.EventToolResult, Step: l.label, Text: text})
+	}
+	return out
+}

@@ -1,0 +1,93 @@
+package workflows
+
+import (
+	"context"
+	"errors"
+	"testing"
+
+	"github.com/stretchr/testify/mock"
+	"github.com/stretchr/testify/require"
+	"go.temporal.io/sdk/temporal"
+	"go.temporal.io/sdk/workflow"
+
+	"github.com/secops-agent/investigator/investigation"
+	"github.com/secops-agent/investigator/plan"
+)
+
+func TestBigQueryAgentLearningIsBestEffort(t *testing.T) {
+	cases := []struct {
+		name             string
+		recallErr        error
+		introspectErr    error
+		updateErr        error
+		wantUpdateCalled bool
+		wantNote         string
+	}{
+		{name: "all good", wantUpdateCalled: true, wantNote: "Learned 1 claims"},
+		{name: "recall fails", recallErr: errors.New("firestore down"), wantUpdateCalled: true, wantNote: "Memory recall failed"},
+		{name: "introspection fails", introspectErr: temporal.NewNonRetryableApplicationError("bad", "GeminiInvalidRequest", nil), wantNote: "Introspection failed"},
+		{name: "saving fails", updateErr: temporal.NewNonRetryableApplicationError("quota", "x", nil), wantUpdateCalled: true, wantNote: "Saving memories failed"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			h := newHarness(t)
+			h.env.RegisterWorkflowWithOptions(BigQueryAgent, workflow.RegisterOptions{Name: investigation.BigQueryWorkflowName})
+			h.env.OnActivity(a.RecallMemories, mock.Anything, mock.Anything).Return(investigation.Recall{Memories: []investigation.MemoryNote{{ID: "m-1", Claim: "c"}}}, c.recallErr)
+			h.env.OnActivity(a.SubAgentTurn, mock.Anything, mock.Anything).Return(func(_ context.Context, in investigation.SubAgentTurnInput) (investigation.TurnOutput, error) {
+				if c.recallErr == nil {
+					require.Equal(t, "m-1", in.Memories[0].ID, "recalled memories reach the sub-agent")
+				}
+				return investigation.TurnOutput{Key: in.Key, Text: "answer"}, nil
+			})
+			h.env.OnActivity(a.Introspect, mock.Anything, mock.Anything).Return(investigation.Introspection{Claims: []string{"claim"}, Helpful: []string{"m-1"}}, c.introspectErr)
+			updated := false
+			h.env.OnActivity(a.UpdateMemories, mock.Anything, mock.Anything).Return(func(_ context.Context, in investigation.MemoryUpdate) (investigation.MemoryChanges, error) {
+				updated = true
+				require.Equal(t, []string{"m-1"}, in.Helpful)
+				return investigation.MemoryChanges{Saved: []string{"m-2"}}, c.updateErr
+			}).Maybe()
+			var delivered investigation.DeliverInput
+			h.env.OnActivity(a.DeliverAnswer, mock.Anything, mock.Anything).Return(func(_ context.Context, in investigation.DeliverInput) (investigation.ToolOutput, error) {
+				delivered = in
+				return investigation.ToolOutput{Key: in.ResultKey, OK: true, Link: &in.Link}, nil
+			})
+			h.env.ExecuteWorkflow(investigation.BigQueryWorkflowName, investigation.BigQueryRequest{Request: "q", ParentSession: "parent", ResultKey: "t1-step_1-i1-c1", CallID: "c1"})
+			require.True(t, h.env.IsWorkflowCompleted())
+			require.NoError(t, h.env.GetWorkflowError(), "learning never fails the sub-agent")
+			var out investigation.ToolOutput
+			require.NoError(t, h.env.GetWorkflowResult(&out))
+			require.Equal(t, "t1-step_1-i1-c1", out.Key)
+			require.Equal(t, "answer", delivered.Answer)
+			require.Equal(t, "parent", delivered.ParentSession)
+			require.Equal(t, "bigquery_agent", delivered.Tool)
+			require.Equal(t, c.wantUpdateCalled, updated)
+			v, err := h.env.QueryWorkflow(investigation.ProgressQuery, 0)
+			require.NoError(t, err)
+			var evs []investigation.Event
+			require.NoError(t, v.Get(&evs))
+			var notes []string
+			for _, e := range evs {
+				notes = append(notes, e.Text)
+			}
+			require.Contains(t, notes[len(notes)-1]+notes[0], c.wantNote)
+		})
+	}
+}
+
+func TestBigQueryAgentNeedsARequest(t *testing.T) {
+	h := newHarness(t)
+	h.onPlan(investigation.PlanOutput{Tools: []string{"bigquery_agent"}, Plan: plan.Plan{Objective: "o", Steps: []plan.Step{
+		{ID: "step_1", Description: "ask logs", Tools: []string{"bigquery_agent"}, Status: plan.Pending}}}}, nil)
+	h.onTurn(func(in investigation.TurnInput) (investigation.TurnOutput, error) {
+		if len(in.Transcript) == 0 {
+			return investigation.TurnOutput{Calls: []investigation.ToolCall{{Name: "bigquery_agent", Args: map[string]any{"request": "  "}}}}, nil
+		}
+		return investigation.TurnOutput{Text: "no logs"}, nil
+	})
+	h.onReflect(noChange)
+	_, err := h.run(t, investigation.Input{AlertID: "a1"})
+	require.NoError(t, err)
+	ref := h.turns[1].Transcript[1]
+	require.Equal(t, "bigquery_agent", ref.Tool)
+	require.Contains(t, ref.Error, `bigquery_agent needs a "request"`, "no child starts; the model is told why")
+}

@@ -30,6 +30,7 @@ func (a *Activities) Conclude(ctx context.Context, in investigation.ConcludeInpu
 		"Insights":   in.Insights,
 		"Language":   lang,
 		"EndedEarly": in.EndedEarly,
+		"Hints":      in.Hints,
 	})
 	if err != nil {
 		return investigation.Conclusion{}, err

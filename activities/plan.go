@@ -20,24 +20,32 @@ func (a *Activities) GeneratePlan(ctx context.Context, in investigation.PlanInpu
 		return investigation.PlanOutput{}, err
 	}
 	prompt, err := render("plan", map[string]any{
-		"Request":  in.Request,
-		"AlertID":  al.ID,
-		"Alert":    alerts.Describe(al, alertFields),
-		"History":  in.History,
-		"Tools":    a.Tools.Catalog(),
-		"MaxSteps": in.MaxSteps,
-		"Example":  planExample,
+		"Request":    in.Request,
+		"AlertID":    al.ID,
+		"Alert":      alerts.Describe(al, alertFields),
+		"History":    in.History,
+		"Tools":      a.Tools.Catalog(),
+		"MaxSteps":   in.MaxSteps,
+		"Example":    planExample,
+		"Hints":      in.Hints,
+		"ActivePlan": in.ActivePlan,
+		"Feedback":   in.Feedback,
+		"Previous":   in.Previous,
 	})
 	if err != nil {
 		return investigation.PlanOutput{}, err
 	}
 	names := a.Tools.Names()
-	var raw plan.Plan
+	var raw struct {
+		plan.Plan
+		Continues bool `json:"continues_active_plan"`
+	}
 	out := investigation.PlanOutput{Tools: names}
 	out.Usage, err = a.generateJSON(ctx, "plan", prompt, planSchema, &raw, func() error {
 		var rerr error
-		out.Plan, out.Notes, rerr = plan.Repair(raw, names, in.MaxSteps)
+		out.Plan, out.Notes, rerr = plan.Repair(raw.Plan, names, in.MaxSteps)
 		return rerr
 	})
+	out.Continues = raw.Continues && in.ActivePlan != nil
 	return out, err
 }

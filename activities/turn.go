@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"slices"
 
 	"google.golang.org/genai"
 
@@ -32,6 +33,8 @@ func (a *Activities) ModelTurn(ctx context.Context, in investigation.TurnInput) 
 		"Alert":     alerts.Describe(al, alertFields),
 		"Earlier":   earlier,
 		"Final":     in.Final,
+		"Hints":     in.Hints,
+		"History":   in.History,
 	})
 	if err != nil {
 		return investigation.TurnOutput{}, err
@@ -44,7 +47,12 @@ func (a *Activities) ModelTurn(ctx context.Context, in investigation.TurnInput) 
 	if err != nil {
 		return investigation.TurnOutput{}, err
 	}
-	return a.turn(ctx, in.Session, in.Key, system, contents, a.Tools.Declarations(in.Step.Tools), in.Final)
+	decls := a.Tools.Declarations(in.Step.Tools)
+	if len(in.Step.Tools) > 0 && !slices.Contains(in.Step.Tools, investigation.AskUserTool) {
+		// The analyst can always be asked.
+		decls = append(decls, a.Tools.Declarations([]string{investigation.AskUserTool})...)
+	}
+	return a.turn(ctx, in.Session, in.Key, system, contents, decls, in.Final)
 }
 
 // turn runs one model turn of a tool loop with the given system prompt,
@@ -132,7 +140,13 @@ func (a *Activities) contents(ctx context.Context, session, request string, refs
 	next := 0
 	for _, r := range refs {
 		if r.Key == "" {
-			addResponse(&genai.Part{FunctionResponse: &genai.FunctionResponse{ID: r.CallID, Name: r.Tool, Response: map[string]any{"error": r.Error}}})
+			resp := map[string]any{"error": r.Error}
+			if r.Inline != "" {
+				if err := json.Unmarshal([]byte(r.Inline), &resp); err != nil {
+					return nil, fmt.Errorf("decode the inline result of %s: %w", r.CallID, err)
+				}
+			}
+			addResponse(&genai.Part{FunctionResponse: &genai.FunctionResponse{ID: r.CallID, Name: r.Tool, Response: resp}})
 			continue
 		}
 		e := entries[next]

@@ -4,6 +4,8 @@
 package investigation
 
 import (
+	"time"
+
 	"github.com/secops-agent/investigator/plan"
 )
 
@@ -31,6 +33,15 @@ type Limits struct {
 	MaxIterations      int `json:"max_iterations,omitempty"`
 	MaxToolResultBytes int `json:"max_tool_result_bytes,omitempty"`
 	MaxStepResultBytes int `json:"max_step_result_bytes,omitempty"`
+	// MaxToolCalls and TimeBudget bound one run (one turn of the
+	// conversation); time spent waiting for the analyst does not count.
+	MaxToolCalls int           `json:"max_tool_calls,omitempty"`
+	TimeBudget   time.Duration `json:"time_budget,omitempty"`
+	// MaxHistoryEvents is the history length after which an idle
+	// investigation continues as new.
+	MaxHistoryEvents int `json:"max_history_events,omitempty"`
+	// AnswerTimeout is how long an ask_user question waits for the analyst.
+	AnswerTimeout time.Duration `json:"answer_timeout,omitempty"`
 }
 
 // Default limits.
@@ -39,6 +50,11 @@ const (
 	DefaultMaxIterations      = 6
 	DefaultMaxToolResultBytes = 16 << 10
 	DefaultMaxStepResultBytes = 4 << 10
+	DefaultMaxToolCalls       = 60
+	DefaultTimeBudget         = 30 * time.Minute
+	DefaultMaxHistoryEvents   = 5000
+	DefaultAnswerTimeout      = 15 * time.Minute
+	DefaultIdleTimeout        = 30 * time.Minute
 )
 
 // WithDefaults fills zero fields.
@@ -55,6 +71,18 @@ func (l Limits) WithDefaults() Limits {
 	if l.MaxStepResultBytes <= 0 {
 		l.MaxStepResultBytes = DefaultMaxStepResultBytes
 	}
+	if l.MaxToolCalls <= 0 {
+		l.MaxToolCalls = DefaultMaxToolCalls
+	}
+	if l.TimeBudget <= 0 {
+		l.TimeBudget = DefaultTimeBudget
+	}
+	if l.MaxHistoryEvents <= 0 {
+		l.MaxHistoryEvents = DefaultMaxHistoryEvents
+	}
+	if l.AnswerTimeout <= 0 {
+		l.AnswerTimeout = DefaultAnswerTimeout
+	}
 	return l
 }
 
@@ -66,6 +94,30 @@ type Input struct {
 	Language string    `json:"language"`
 	Limits   Limits    `json:"limits,omitempty"`
 	History  []Message `json:"history,omitempty"`
+	// ApprovePlan makes the first plan wait for `starter approve` or
+	// `starter revise` before it runs.
+	ApprovePlan bool `json:"approve_plan,omitempty"`
+	// IdleTimeout is how long a concluded investigation stays open for
+	// follow-up questions.
+	IdleTimeout time.Duration `json:"idle_timeout,omitempty"`
+	// Carry is the state a continued-as-new investigation resumes from.
+	Carry *Carry `json:"carry,omitempty"`
+}
+
+// Carry is what an investigation hands to its next run when it continues as
+// new: the conversation (in Input.History), the active plan, and every input
+// not handled yet.
+type Carry struct {
+	Turn       int        `json:"turn"`
+	ActivePlan *plan.Plan `json:"active_plan,omitempty"`
+	FollowUps  []string   `json:"follow_ups,omitempty"`
+	Hints      []string   `json:"hints,omitempty"`
+	Insights   []string   `json:"insights,omitempty"`
+	Tools      []string   `json:"tools,omitempty"`
+	LastSeq    int        `json:"last_seq"`
+	Usage      Usage      `json:"usage"`
+	ToolCalls  int        `json:"tool_calls"`
+	Stop       string     `json:"stop,omitempty"`
 }
 
 // Message is one entry of the conversation history kept across turns.
@@ -114,6 +166,14 @@ const (
 	EventPlanUpdate EventKind = "plan_update"
 	EventNote       EventKind = "note"
 	EventConclusion EventKind = "conclusion"
+	// Steering and conversation events.
+	EventHint     EventKind = "hint"     // Text: the hint
+	EventApproval EventKind = "approval" // Text: "awaiting", "approved" or "revise: <feedback>"
+	EventQuestion EventKind = "question" // Text: the question; Items: [question ID]
+	EventAnswer   EventKind = "answer"   // Text: the answer (or that none came); Items: [question ID]
+	EventTurn     EventKind = "turn"     // a follow-up turn starts; Text: the question, Items: [mode]
+	EventStop     EventKind = "stop"     // Text: why the run stops early
+	EventIdle     EventKind = "idle"     // the turn concluded; the investigation waits for follow-ups
 )
 
 // Event is one line of live progress. Seq numbers start at 1 and have no
@@ -127,6 +187,11 @@ type Event struct {
 	Plan      *plan.Plan `json:"plan,omitempty"`
 	Completed []string   `json:"completed,omitempty"`
 	Pending   []string   `json:"pending,omitempty"`
+	// Child is the workflow ID of a child run this event started (a
+	// bigquery_agent call), so watchers can follow it too.
+	Child string `json:"child,omitempty"`
+	// Turn is the conversation turn the event belongs to.
+	Turn int `json:"turn,omitempty"`
 }
 
 // PlanInput asks the model for a plan.
@@ -135,6 +200,13 @@ type PlanInput struct {
 	Request  string    `json:"request"`
 	History  []Message `json:"history,omitempty"`
 	MaxSteps int       `json:"max_steps"`
+	// ActivePlan is the plan in progress from earlier turns, if any: the
+	// planner continues it unless the request asks for something new.
+	ActivePlan *plan.Plan `json:"active_plan,omitempty"`
+	// Feedback is the analyst's revision request for the previous plan.
+	Feedback string     `json:"feedback,omitempty"`
+	Previous *plan.Plan `json:"previous,omitempty"`
+	Hints    []string   `json:"hints,omitempty"`
 }
 
 // PlanOutput is a checked, executable plan plus notes on what was repaired.
@@ -145,6 +217,8 @@ type PlanOutput struct {
 	// checked against them.
 	Tools []string `json:"tools"`
 	Usage Usage    `json:"usage"`
+	// Continues says the plan's steps extend the active plan.
+	Continues bool `json:"continues,omitempty"`
 }
 
 // Ref points at one transcript entry that a model turn must see. Entries are
@@ -157,6 +231,9 @@ type Ref struct {
 	CallID string `json:"call_id,omitempty"`
 	Tool   string `json:"tool,omitempty"`
 	Error  string `json:"error,omitempty"`
+	// Inline is a small result the workflow itself produced (the analyst's
+	// answer to ask_user), as a JSON object.
+	Inline string `json:"inline,omitempty"`
 }
 
 // StepRef points at the final answer of an earlier step of this investigation.
@@ -178,6 +255,10 @@ type TurnInput struct {
 	Transcript []Ref `json:"transcript,omitempty"`
 	// Final asks for the step's answer without further tool calls.
 	Final bool `json:"final,omitempty"`
+	// Hints are the analyst's guidance so far.
+	Hints []string `json:"hints,omitempty"`
+	// History is the conversation, given to direct answers of follow-ups.
+	History []Message `json:"history,omitempty"`
 }
 
 // ToolCall is a function call the model asked for.
@@ -226,6 +307,8 @@ type ToolOutput struct {
 	Preview   string `json:"preview,omitempty"`
 	// Link names the child workflow that produced the result, if one did.
 	Link *ChildLink `json:"link,omitempty"`
+	// Inline holds a result the workflow produced itself (see Ref.Inline).
+	Inline string `json:"inline,omitempty"`
 }
 
 // ReflectInput holds only what reflection needs: never the conversation.
@@ -235,6 +318,7 @@ type ReflectInput struct {
 	Completed []plan.Step `json:"completed"`
 	Pending   []plan.Step `json:"pending"`
 	Tools     []string    `json:"tools"`
+	Hints     []string    `json:"hints,omitempty"`
 }
 
 // Reflection is the model's judgement after a step.
@@ -254,7 +338,29 @@ type ConcludeInput struct {
 	Insights  []string    `json:"insights"`
 	Language  string      `json:"language"`
 	// EndedEarly says why the run stopped before finishing the plan, if it did.
-	EndedEarly string `json:"ended_early,omitempty"`
+	EndedEarly string   `json:"ended_early,omitempty"`
+	Hints      []string `json:"hints,omitempty"`
+}
+
+// Modes of a follow-up turn.
+const (
+	ModePlan   = "plan"
+	ModeDirect = "direct"
+)
+
+// ModeInput asks whether a follow-up needs Plan & Execute or a direct answer.
+type ModeInput struct {
+	AlertID    string     `json:"alert_id"`
+	Question   string     `json:"question"`
+	History    []Message  `json:"history,omitempty"`
+	ActivePlan *plan.Plan `json:"active_plan,omitempty"`
+}
+
+// Mode is the model's choice for a follow-up.
+type Mode struct {
+	Mode   string `json:"mode"`
+	Reason string `json:"reason"`
+	Usage  Usage  `json:"usage"`
 }
 
 // Conclusion is the final Markdown report.

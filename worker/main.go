@@ -62,7 +62,7 @@ func newCommand() *cobra.Command {
 			}
 			store := alerts.NewStore(fs)
 			intelTools, disabled := intel.Tools(ic.Config(), nil)
-			registry, err := tools.NewRegistry(append([]tools.Tool{tools.NewSearchAlerts(store), tools.NewGetAlert(store)}, intelTools...)...)
+			registry, err := tools.NewRegistry(append([]tools.Tool{tools.NewSearchAlerts(store), tools.NewGetAlert(store), tools.NewAskUser()}, intelTools...)...)
 			if err != nil {
 				return err
 			}

@@ -28,15 +28,18 @@ const ErrInvestigationFailed = "InvestigationFailed"
 var a *activities.Activities
 
 // run is the state of one investigation. It lives in workflow memory and is
-// rebuilt by replay; only the progress query reads it from outside.
+// rebuilt by replay; queries read it, updates change it.
 type run struct {
 	in       investigation.Input
 	session  string
 	turn     int
+	request  string
+	phase    string
 	tools    []string
 	plan     plan.Plan
 	insights []string
 	events   []investigation.Event
+	firstSeq int // Seq of events[0] minus one (events carried over continue-as-new)
 	usage    investigation.Usage
 	calls    int
 	reused   int
@@ -47,10 +50,32 @@ type run struct {
 	// toolPipeline enables ref: pipelines and call reuse (workflow version 1
 	// of the "tool-pipeline" change; older histories replay without them).
 	toolPipeline bool
+	// conversation enables steering, ask_user, follow-ups and continue-as-new
+	// (version 1 of the "conversation" change).
+	conversation bool
+
+	// Analyst input, written by update handlers.
+	hints      []string
+	followUps  []string
+	questions  []*pendingQuestion
+	nextQID    int
+	approval   string // "", "approved" or "revise"
+	feedback   string
+	stopReason string
+
+	// Run policy: when the current turn started and how long it waited for
+	// the analyst (not counted against the time budget).
+	turnStart  time.Time
+	waited     time.Duration
+	turnCalls  int
+	activePlan *plan.Plan
 }
 
 // Investigation plans, executes each step with tools, reflects after each step
-// and concludes. It returns the conclusion and the updated conversation history.
+// and concludes; then it stays open for follow-up questions until it has been
+// idle for Input.IdleTimeout, continuing as new when its history grows long.
+// The analyst steers it with updates (hint, approve, revise, answer, stop,
+// ask). It returns the last conclusion and the conversation history.
 func Investigation(ctx workflow.Context, in investigation.Input) (investigation.Result, error) {
 	in.Limits = in.Limits.WithDefaults()
 	if in.Language == "" {
@@ -59,6 +84,9 @@ func Investigation(ctx workflow.Context, in investigation.Input) (investigation.
 	if strings.TrimSpace(in.Question) == "" {
 		in.Question = DefaultQuestion
 	}
+	if in.IdleTimeout <= 0 {
+		in.IdleTimeout = investigation.DefaultIdleTimeout
+	}
 	if in.AlertID == "" {
 		return investigation.Result{}, temporal.NewNonRetryableApplicationError("the investigation has no alert ID", ErrInvestigationFailed, nil)
 	}
@@ -66,66 +94,206 @@ func Investigation(ctx workflow.Context, in investigation.Input) (investigation.
 		return investigation.Result{}, temporal.NewNonRetryableApplicationError(fmt.Sprintf("unsupported conclusion language %q", in.Language), ErrInvestigationFailed, nil)
 	}
 	r := &run{in: in, session: workflow.GetInfo(ctx).WorkflowExecution.ID, turn: len(in.History)/2 + 1, results: map[string]string{}}
+	if c := in.Carry; c != nil {
+		r.turn, r.activePlan, r.followUps, r.hints, r.insights, r.tools = c.Turn, c.ActivePlan, c.FollowUps, c.Hints, c.Insights, c.Tools
+		r.firstSeq, r.usage, r.calls, r.stopReason = c.LastSeq, c.Usage, c.ToolCalls, c.Stop
+		if r.activePlan != nil {
+			r.plan = r.activePlan.Clone()
+		}
+	}
 	r.toolPipeline = workflow.GetVersion(ctx, "tool-pipeline", workflow.DefaultVersion, 1) >= 1
+	r.conversation = workflow.GetVersion(ctx, "conversation", workflow.DefaultVersion, 1) >= 1
 	if err := workflow.SetQueryHandler(ctx, investigation.ProgressQuery, r.eventsAfter); err != nil {
 		return investigation.Result{}, err
 	}
-	if err := r.makePlan(ctx); err != nil {
-		return investigation.Result{}, failure("planning failed", err)
+	if r.conversation {
+		if err := r.registerHandlers(ctx); err != nil {
+			return investigation.Result{}, err
+		}
 	}
-	endedEarly, err := r.executePlan(ctx)
-	if err != nil {
+
+	var last investigation.Conclusion
+	if in.Carry == nil {
+		c, err := r.planTurn(ctx, in.Question)
+		if err != nil {
+			return investigation.Result{}, err
+		}
+		last = c
+		if !r.conversation {
+			return r.result(last), nil
+		}
+	}
+	for r.stopReason == "" {
+		r.phase = investigation.PhaseIdle
+		r.setDetails(ctx, "idle: waiting for follow-up questions")
+		if len(r.followUps) == 0 {
+			r.emit(investigation.Event{Kind: investigation.EventIdle, Text: fmt.Sprintf("waiting up to %s for follow-up questions", in.IdleTimeout)})
+		}
+		got, err := workflow.AwaitWithTimeout(ctx, in.IdleTimeout, func() bool { return len(r.followUps) > 0 || r.stopReason != "" })
+		if err != nil {
+			return investigation.Result{}, err
+		}
+		if !got || r.stopReason != "" {
+			break
+		}
+		if workflow.GetInfo(ctx).GetCurrentHistoryLength() > in.Limits.MaxHistoryEvents || workflow.GetInfo(ctx).GetContinueAsNewSuggested() {
+			return investigation.Result{}, r.continueAsNew(ctx)
+		}
+		question := r.followUps[0]
+		r.followUps = r.followUps[1:]
+		c, err := r.followUp(ctx, question)
+		if err != nil {
+			return investigation.Result{}, err
+		}
+		last = c
+	}
+	// Let every update handler finish before completing: no input is lost.
+	if err := workflow.Await(ctx, func() bool { return workflow.AllHandlersFinished(ctx) }); err != nil {
 		return investigation.Result{}, err
 	}
-	var c investigation.Conclusion
-	if err := workflow.ExecuteActivity(llmOptions(ctx, "conclude"), a.Conclude, investigation.ConcludeInput{
-		AlertID:    in.AlertID,
-		Request:    in.Question,
-		Objective:  r.plan.Objective,
-		Steps:      r.plan.Steps,
-		Insights:   r.insights,
-		Language:   in.Language,
-		EndedEarly: endedEarly,
-	}).Get(ctx, &c); err != nil {
-		return investigation.Result{}, failure("writing the conclusion failed", err)
-	}
-	r.usage = r.usage.Add(c.Usage)
-	r.emit(investigation.Event{Kind: investigation.EventConclusion, Text: c.Markdown})
-	r.setDetails(ctx, "concluded")
-	history := append(append([]investigation.Message(nil), in.History...),
-		investigation.Message{Role: "user", Text: in.Question},
-		investigation.Message{Role: "assistant", Text: "Objective: " + r.plan.Objective + "\n\n" + c.Markdown},
-	)
+	return r.result(last), nil
+}
+
+func (r *run) result(c investigation.Conclusion) investigation.Result {
 	return investigation.Result{
-		AlertID:     in.AlertID,
+		AlertID:     r.in.AlertID,
 		Objective:   r.plan.Objective,
 		Conclusion:  c.Markdown,
 		Plan:        r.plan,
 		Insights:    r.insights,
-		History:     history,
+		History:     r.in.History,
 		Usage:       r.usage,
 		ToolCalls:   r.calls,
 		ReusedCalls: r.reused,
-	}, nil
+	}
 }
 
-func (r *run) makePlan(ctx workflow.Context) error {
+// continueAsNew hands the conversation, the active plan and every pending
+// input to a fresh run of this workflow, after all handlers finished.
+func (r *run) continueAsNew(ctx workflow.Context) error {
+	if err := workflow.Await(ctx, func() bool { return workflow.AllHandlersFinished(ctx) }); err != nil {
+		return err
+	}
+	in := r.in
+	in.Carry = &investigation.Carry{
+		Turn: r.turn, ActivePlan: r.activePlan, FollowUps: r.followUps, Hints: r.hints, Insights: r.insights, Tools: r.tools,
+		LastSeq: r.firstSeq + len(r.events), Usage: r.usage, ToolCalls: r.calls, Stop: r.stopReason,
+	}
+	return workflow.NewContinueAsNewError(ctx, investigation.WorkflowName, in)
+}
+
+// planTurn runs one Plan & Execute turn for a request: plan (waiting for
+// approval when asked), execute, conclude. The request and the conclusion
+// join the conversation history.
+func (r *run) planTurn(ctx workflow.Context, request string) (investigation.Conclusion, error) {
+	r.beginTurn(ctx, request)
+	if err := r.makePlan(ctx, request); err != nil {
+		return investigation.Conclusion{}, failure("planning failed", err)
+	}
+	if r.in.ApprovePlan && r.turn == 1 {
+		if err := r.awaitApproval(ctx, request); err != nil {
+			return investigation.Conclusion{}, err
+		}
+	}
+	endedEarly, err := r.executePlan(ctx)
+	if err != nil {
+		return investigation.Conclusion{}, err
+	}
+	return r.conclude(ctx, request, endedEarly)
+}
+
+func (r *run) beginTurn(ctx workflow.Context, request string) {
+	r.request = request
+	r.phase = investigation.PhasePlanning
+	r.turnStart = workflow.Now(ctx)
+	r.waited = 0
+	r.turnCalls = 0
+	r.finished = nil
+}
+
+func (r *run) conclude(ctx workflow.Context, request, endedEarly string) (investigation.Conclusion, error) {
+	r.phase = investigation.PhaseConcluding
+	var c investigation.Conclusion
+	if err := workflow.ExecuteActivity(llmOptions(ctx, "conclude"), a.Conclude, investigation.ConcludeInput{
+		AlertID:    r.in.AlertID,
+		Request:    request,
+		Objective:  r.plan.Objective,
+		Steps:      r.plan.Steps,
+		Insights:   r.insights,
+		Language:   r.in.Language,
+		EndedEarly: endedEarly,
+		Hints:      r.hints,
+	}).Get(ctx, &c); err != nil {
+		return c, failure("writing the conclusion failed", err)
+	}
+	r.usage = r.usage.Add(c.Usage)
+	r.emit(investigation.Event{Kind: investigation.EventConclusion, Text: c.Markdown})
+	r.setDetails(ctx, "concluded")
+	r.remember(request, "Objective: "+r.plan.Objective+"\n\n"+c.Markdown)
+	active := r.plan.Clone()
+	r.activePlan = &active
+	return c, nil
+}
+
+// remember appends one exchange to the conversation history.
+func (r *run) remember(request, answer string) {
+	r.in.History = append(append([]investigation.Message(nil), r.in.History...),
+		investigation.Message{Role: "user", Text: request},
+		investigation.Message{Role: "assistant", Text: answer},
+	)
+	r.turn++
+}
+
+func (r *run) makePlan(ctx workflow.Context, request string) error {
 	var out investigation.PlanOutput
 	err := workflow.ExecuteActivity(llmOptions(ctx, "plan"), a.GeneratePlan, investigation.PlanInput{
-		AlertID:  r.in.AlertID,
-		Request:  r.in.Question,
-		History:  r.in.History,
-		MaxSteps: r.in.Limits.MaxSteps,
+		AlertID:    r.in.AlertID,
+		Request:    request,
+		History:    r.in.History,
+		MaxSteps:   r.in.Limits.MaxSteps,
+		ActivePlan: r.activePlan,
+		Feedback:   r.feedback,
+		Previous:   r.previousPlan(),
+		Hints:      r.hints,
 	}).Get(ctx, &out)
 	if err != nil {
 		return err
 	}
-	r.plan, r.tools = out.Plan, out.Tools
+	r.tools = out.Tools
 	r.usage = r.usage.Add(out.Usage)
+	notes := out.Notes
+	if out.Continues && r.activePlan != nil {
+		// Extend the active plan with the new steps (renumbered after it,
+		// duplicates of earlier steps dropped).
+		updates := make([]plan.Update, len(out.Plan.Steps))
+		for i := range out.Plan.Steps {
+			step := out.Plan.Steps[i]
+			updates[i] = plan.Update{Type: plan.AddStep, Step: &step, Reason: "follow-up: " + request}
+		}
+		merged, outcomes := plan.Apply(*r.activePlan, updates, plan.Limits{MaxSteps: len(r.activePlan.Steps) + r.in.Limits.MaxSteps, Tools: r.tools})
+		for _, o := range outcomes {
+			if !o.Applied {
+				notes = append(notes, describeOutcome(o))
+			}
+		}
+		notes = append(notes, "continues the active plan")
+		r.plan = merged
+	} else {
+		r.plan = out.Plan
+	}
 	p := r.plan.Clone()
-	r.emit(investigation.Event{Kind: investigation.EventPlan, Plan: &p, Items: out.Notes})
+	r.emit(investigation.Event{Kind: investigation.EventPlan, Plan: &p, Items: notes})
 	r.setDetails(ctx, "planned")
 	return nil
+}
+
+// previousPlan is the plan being revised, if the analyst asked for a revision.
+func (r *run) previousPlan() *plan.Plan {
+	if r.feedback == "" {
+		return nil
+	}
+	p := r.plan.Clone()
+	return &p
 }
 
 // executePlan runs pending steps until none is left, reflection says the
@@ -133,10 +301,16 @@ func (r *run) makePlan(ctx workflow.Context) error {
 // the run ended before the plan was finished.
 func (r *run) executePlan(ctx workflow.Context) (string, error) {
 	executed := 0
+	r.phase = investigation.PhaseExecuting
 	for {
 		i := r.plan.Next()
 		if i < 0 {
 			return "", nil
+		}
+		if reason := r.exhausted(ctx, 0); reason != "" {
+			r.plan.SkipPending("not run: " + reason)
+			r.emit(investigation.Event{Kind: investigation.EventStop, Text: reason})
+			return reason, nil
 		}
 		if executed >= r.in.Limits.MaxSteps {
 			reason := fmt.Sprintf("the step cap of %d was reached", r.in.Limits.MaxSteps)
@@ -182,11 +356,12 @@ func (r *run) executeStep(ctx workflow.Context, step plan.Step) (string, string,
 		maxBytes: r.in.Limits.MaxToolResultBytes,
 		pipeline: r.toolPipeline,
 		results:  r.results,
-		emit:     r.emit,
+		emit:     func(e investigation.Event) { r.emit(e) },
 		child:    r.startBigQueryAgent,
+		stop:     func(loopCalls int) bool { return r.exhausted(ctx, loopCalls) != "" },
 		turn: func(ctx workflow.Context, iter int, key string, transcript []investigation.Ref, final bool) (investigation.TurnOutput, error) {
 			var out investigation.TurnOutput
-			err := workflow.ExecuteActivity(llmOptions(ctx, fmt.Sprintf("%s turn %d", step.ID, iter)), a.ModelTurn, investigation.TurnInput{
+			in := investigation.TurnInput{
 				Session:    r.session,
 				Key:        key,
 				AlertID:    r.in.AlertID,
@@ -195,13 +370,24 @@ func (r *run) executeStep(ctx workflow.Context, step plan.Step) (string, string,
 				Earlier:    r.finished,
 				Transcript: transcript,
 				Final:      final,
-			}).Get(ctx, &out)
+				Hints:      r.hints,
+			}
+			if step.ID == "answer" {
+				in.History = r.in.History
+			}
+			err := workflow.ExecuteActivity(llmOptions(ctx, fmt.Sprintf("%s turn %d", step.ID, iter)), a.ModelTurn, in).Get(ctx, &out)
 			r.usage = r.usage.Add(out.Usage)
 			return out, err
 		},
 	}
+	if r.conversation {
+		l.ask = func(ctx workflow.Context, c investigation.ToolCall) workflow.Future {
+			return r.askUser(ctx, c, step.ID)
+		}
+	}
 	text, key, err := l.run(ctx)
 	r.calls += l.calls
+	r.turnCalls += l.calls
 	r.reused += l.reused
 	return text, key, err
 }
@@ -217,6 +403,7 @@ func (r *run) reflect(ctx workflow.Context, step plan.Step) bool {
 		Completed: r.plan.WithStatus(plan.Done),
 		Pending:   r.plan.WithStatus(plan.Pending),
 		Tools:     r.tools,
+		Hints:     r.hints,
 	}).Get(ctx, &out)
 	if err != nil {
 		r.emit(investigation.Event{Kind: investigation.EventNote, Step: step.ID, Text: "Reflection failed, continuing with the plan unchanged: " + message(err)})
@@ -272,16 +459,23 @@ func describeOutcome(o plan.Outcome) string {
 	return s
 }
 
-func (r *run) emit(e investigation.Event) {
-	e.Seq = len(r.events) + 1
+// emit records a progress event and returns its sequence number. Numbers
+// continue across continue-as-new, so a watcher never sees one twice.
+func (r *run) emit(e investigation.Event) int {
+	e.Seq = r.firstSeq + len(r.events) + 1
+	e.Turn = r.turn
 	r.events = append(r.events, e)
+	return e.Seq
 }
 
+// eventsAfter answers the progress query: the events after seq `after` that
+// this run holds (earlier ones are in the run before a continue-as-new).
 func (r *run) eventsAfter(after int) ([]investigation.Event, error) {
-	if after < 0 || after >= len(r.events) {
+	i := max(after-r.firstSeq, 0)
+	if i >= len(r.events) {
 		return nil, nil
 	}
-	return r.events[after:], nil
+	return r.events[i:], nil
 }
 
 // setDetails keeps the workflow's current details (shown in the Web UI) set

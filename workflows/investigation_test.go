@@ -41,6 +41,7 @@ type harness struct {
 	tools    []investigation.ToolInput
 	reflects []investigation.ReflectInput
 	conclude []investigation.ConcludeInput
+	updates  int
 }
 
 func newHarness(t *testing.T) *harness {
@@ -188,7 +189,7 @@ func TestHappyPath(t *testing.T) {
 	require.Equal(t, []string{"nothing new", "nothing new"}, h.conclude[0].Insights)
 	require.Empty(t, h.conclude[0].EndedEarly)
 
-	require.Equal(t, "plan,step,tool_call,tool_call,tool_result,tool_result,step_done,insight,step,step_done,insight,conclusion", kinds(h.events(t)))
+	require.Equal(t, "plan,step,tool_call,tool_call,tool_result,tool_result,step_done,insight,step,step_done,insight,conclusion,idle", kinds(h.events(t)))
 }
 
 func TestAchievedEndsEarly(t *testing.T) {

@@ -35,6 +35,11 @@ type toolLoop struct {
 	// child starts a tool that runs as a child workflow (bigquery_agent);
 	// nil where no tool does.
 	child func(ctx workflow.Context, key string, call investigation.ToolCall) workflow.Future
+	// ask puts an ask_user question to the analyst; nil where the analyst
+	// cannot be asked.
+	ask func(ctx workflow.Context, call investigation.ToolCall) workflow.Future
+	// stop, given the calls made so far, says the loop must answer now.
+	stop func(loopCalls int) bool
 
 	calls, reused int
 	// transcript is the whole loop's transcript once run returns.
@@ -45,7 +50,7 @@ type toolLoop struct {
 func (l *toolLoop) run(ctx workflow.Context) (string, string, error) {
 	var transcript []investigation.Ref
 	for iter := 1; ; iter++ {
-		final := iter >= l.maxIter
+		final := iter >= l.maxIter || (l.stop != nil && l.stop(l.calls))
 		key := fmt.Sprintf("%s-i%d", l.prefix, iter)
 		out, err := l.turn(ctx, iter, key, transcript, final)
 		if err != nil {
@@ -102,6 +107,9 @@ func (l *toolLoop) callTools(ctx workflow.Context, turnKey string, calls []inves
 			if l.child != nil && c.Name == BigQueryAgentTool {
 				return l.child(ctx, key, c)
 			}
+			if l.ask != nil && c.Name == investigation.AskUserTool {
+				return l.ask(ctx, c)
+			}
 			return workflow.ExecuteActivity(toolOptions(ctx, "tool "+summary), a.CallTool, investigation.ToolInput{
 				Session: l.session, Key: key, Call: c, MaxResultBytes: l.maxBytes, Toolset: l.toolset, Refs: refs,
 			})
@@ -146,7 +154,10 @@ func (l *toolLoop) callTools(ctx workflow.Context, turnKey string, calls []inves
 		}
 		l.calls++
 		out[i] = investigation.Ref{Key: res.Key}
-		if res.OK && l.pipeline && len(pipe.deps[i]) == 0 {
+		if res.Inline != "" {
+			out[i] = investigation.Ref{CallID: c.ID, Tool: c.Name, Inline: res.Inline}
+		}
+		if res.OK && res.Key != "" && l.pipeline && len(pipe.deps[i]) == 0 {
 			l.results[callKey(c)] = res.Key
 		}
 		text := fmt.Sprintf("%s: %d bytes", c.Name, res.Bytes)

@@ -1,0 +1,68 @@
+package investigation
+
+import "github.com/secops-agent/investigator/plan"
+
+// Updates (with validators) and queries of a running investigation. Every
+// update returns only after the workflow recorded the input, so the CLI can
+// confirm it; a validator rejects what cannot apply now, with the reason.
+const (
+	UpdateHint    = "hint"    // arg: string; result: Ack
+	UpdateApprove = "approve" // no arg; result: Ack
+	UpdateRevise  = "revise"  // arg: string (what to change); result: Ack
+	UpdateAnswer  = "answer"  // arg: Answer; result: Ack
+	UpdateStop    = "stop"    // arg: string (reason, may be empty); result: Ack
+	UpdateAsk     = "ask"     // arg: string (follow-up question); result: Ack
+	StatusQuery   = "status"  // result: Status
+)
+
+// AskUserTool is the tool the model calls when it needs a fact only the
+// analyst has; the workflow waits for an answer (with a timeout).
+const AskUserTool = "ask_user"
+
+// Ack confirms that an input was recorded.
+type Ack struct {
+	// Message says what happens next, for the CLI to print.
+	Message string `json:"message"`
+	// Seq is the progress event that records the input.
+	Seq int `json:"seq"`
+}
+
+// Answer answers a pending ask_user question; an empty QuestionID answers
+// the oldest pending one.
+type Answer struct {
+	QuestionID string `json:"question_id,omitempty"`
+	Text       string `json:"text"`
+}
+
+// Question is an ask_user question waiting for the analyst.
+type Question struct {
+	ID       string `json:"id"`
+	Step     string `json:"step"`
+	Question string `json:"question"`
+}
+
+// Phases of an investigation, as Status reports them.
+const (
+	PhasePlanning         = "planning"
+	PhaseAwaitingApproval = "awaiting_approval"
+	PhaseExecuting        = "executing"
+	PhaseWaitingForAnswer = "waiting_for_answer"
+	PhaseConcluding       = "concluding"
+	PhaseIdle             = "idle" // concluded; waiting for a follow-up question
+)
+
+// Status is a snapshot of a running investigation.
+type Status struct {
+	Phase      string     `json:"phase"`
+	Turn       int        `json:"turn"`
+	Request    string     `json:"request"`
+	Plan       plan.Plan  `json:"plan"`
+	Insights   []string   `json:"insights"`
+	Hints      []string   `json:"hints"`
+	Questions  []Question `json:"questions"`
+	FollowUps  []string   `json:"follow_ups"`
+	Usage      Usage      `json:"usage"`
+	ToolCalls  int        `json:"tool_calls"`
+	LastSeq    int        `json:"last_seq"`
+	StopReason string     `json:"stop_reason,omitempty"`
+}

@@ -1,0 +1,32 @@
+package tools
+
+import (
+	"context"
+	"errors"
+
+	"google.golang.org/genai"
+)
+
+// NewAskUser returns the declaration of ask_user. The workflow answers it
+// (it waits for the analyst), never Call.
+func NewAskUser() Tool { return askUser{} }
+
+type askUser struct{}
+
+func (askUser) Declaration() *genai.FunctionDeclaration {
+	return &genai.FunctionDeclaration{
+		Name: "ask_user",
+		Description: "Ask the analyst running this investigation one precise question, for a fact only they have " +
+			"(who owns a host, whether a change or login was authorised, business context). Returns {answer}, " +
+			"or {answer: null, note} when no answer came in time. Example question: \"Is user deploy expected to log in from outside the VPN?\"",
+		Parameters: &genai.Schema{
+			Type:       genai.TypeObject,
+			Properties: map[string]*genai.Schema{"question": {Type: genai.TypeString, Description: "One question, answerable in a sentence."}},
+			Required:   []string{"question"},
+		},
+	}
+}
+
+func (askUser) Call(context.Context, map[string]any) (any, error) {
+	return nil, errors.New("ask_user is answered by the workflow, not by an activity")
+}

@@ -1,0 +1,322 @@
+package workflows
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/mock"
+	"github.com/stretchr/testify/require"
+	"go.temporal.io/sdk/converter"
+	"go.temporal.io/sdk/testsuite"
+	"go.temporal.io/sdk/workflow"
+
+	"github.com/secops-agent/investigator/investigation"
+	"github.com/secops-agent/investigator/plan"
+)
+
+// updateResult records what happened to one update.
+type updateResult struct {
+	rejected error
+	ack      investigation.Ack
+	err      error
+	done     bool
+}
+
+// update sends an update after delay (workflow time) and records the outcome.
+func (h *harness) update(delay time.Duration, name string, args ...any) *updateResult {
+	res := &updateResult{}
+	h.updates++
+	id := fmt.Sprintf("%s-%d", name, h.updates)
+	h.env.RegisterDelayedCallback(func() {
+		h.env.UpdateWorkflow(name, id, &testsuite.TestUpdateCallback{
+			OnAccept: func() {},
+			OnReject: func(err error) { res.rejected = err; res.done = true },
+			OnComplete: func(v any, err error) {
+				res.done, res.err = true, err
+				if ack, ok := v.(investigation.Ack); ok {
+					res.ack = ack
+				}
+			},
+		}, args...)
+	}, delay)
+	return res
+}
+
+func (h *harness) status(t *testing.T) investigation.Status {
+	t.Helper()
+	v, err := h.env.QueryWorkflow(investigation.StatusQuery)
+	require.NoError(t, err)
+	var st investigation.Status
+	require.NoError(t, v.Get(&st))
+	return st
+}
+
+func conclusionOnly(in investigation.TurnInput) (investigation.TurnOutput, error) {
+	return investigation.TurnOutput{Text: "found in " + in.Step.ID}, nil
+}
+
+func TestHintDuringActivityReachesNextModelCall(t *testing.T) {
+	h := newHarness(t)
+	h.onPlan(twoStepPlan(), nil)
+	h.env.OnActivity(a.ModelTurn, mock.Anything, mock.Anything).After(time.Minute).Return(func(_ context.Context, in investigation.TurnInput) (investigation.TurnOutput, error) {
+		h.mu.Lock()
+		h.turns = append(h.turns, in)
+		h.mu.Unlock()
+		return investigation.TurnOutput{Key: in.Key, Text: "ok"}, nil
+	})
+	h.onReflect(noChange)
+	hint := h.update(30*time.Second, investigation.UpdateHint, "Check bastion-01 too.")
+	empty := h.update(40*time.Second, investigation.UpdateHint, "  ")
+	_, err := h.run(t, investigation.Input{AlertID: "a1"})
+	require.NoError(t, err)
+	require.True(t, hint.done)
+	require.NoError(t, hint.rejected)
+	require.Contains(t, hint.ack.Message, "hint 1 recorded")
+	require.ErrorContains(t, empty.rejected, "the hint is empty")
+	require.Empty(t, h.turns[0].Hints, "the hint arrived while the first turn ran")
+	require.Equal(t, []string{"Check bastion-01 too."}, h.turns[1].Hints, "the next model call sees it")
+	require.Equal(t, []string{"Check bastion-01 too."}, h.reflects[0].Hints)
+	require.Equal(t, []string{"Check bastion-01 too."}, h.conclude[0].Hints)
+}
+
+func TestApproveAndRevisePlan(t *testing.T) {
+	h := newHarness(t)
+	var plans []investigation.PlanInput
+	h.env.OnActivity(a.GeneratePlan, mock.Anything, mock.Anything).Return(func(_ context.Context, in investigation.PlanInput) (investigation.PlanOutput, error) {
+		plans = append(plans, in)
+		out := twoStepPlan()
+		if in.Feedback != "" {
+			out.Plan.Objective = "revised: " + in.Feedback
+		}
+		return out, nil
+	})
+	h.onTurn(conclusionOnly)
+	h.onReflect(noChange)
+	early := h.update(0, investigation.UpdateApprove) // before the plan exists
+	revise := h.update(time.Minute, investigation.UpdateRevise, "also check the bastion")
+	var during investigation.Status
+	h.env.RegisterDelayedCallback(func() { during = h.status(t) }, 90*time.Second)
+	approve := h.update(2*time.Minute, investigation.UpdateApprove)
+	late := h.update(3*time.Minute, investigation.UpdateApprove)
+	res, err := h.run(t, investigation.Input{AlertID: "a1", ApprovePlan: true})
+	require.NoError(t, err)
+	require.ErrorContains(t, early.rejected, "not waiting for approval")
+	require.NoError(t, revise.rejected)
+	require.NoError(t, approve.rejected)
+	require.ErrorContains(t, late.rejected, "not waiting for approval")
+	require.Len(t, plans, 2, "a revision re-plans")
+	require.Equal(t, "also check the bastion", plans[1].Feedback)
+	require.Equal(t, "Decide if the brute force succeeded", plans[1].Previous.Objective)
+	require.Equal(t, investigation.PhaseAwaitingApproval, during.Phase)
+	require.Equal(t, "revised: also check the bastion", res.Objective)
+	require.Len(t, h.turns, 2, "the steps ran only after approval")
+	var approvals []string
+	for _, e := range h.events(t) {
+		if e.Kind == investigation.EventApproval {
+			approvals = append(approvals, e.Text)
+		}
+	}
+	require.Equal(t, []string{"awaiting", "revise: also check the bastion", "awaiting", "approved"}, approvals)
+}
+
+func TestAskUserWaitsForAnswer(t *testing.T) {
+	for _, answered := range []bool{true, false} {
+		t.Run(fmt.Sprintf("answered=%v", answered), func(t *testing.T) {
+			h := newHarness(t)
+			h.onPlan(twoStepPlan(), nil)
+			h.onTurn(func(in investigation.TurnInput) (investigation.TurnOutput, error) {
+				if in.Step.ID == "step_1" && len(in.Transcript) == 0 {
+					return investigation.TurnOutput{Calls: []investigation.ToolCall{
+						{ID: "c1", Name: "ask_user", Args: map[string]any{"question": "Is deploy allowed to log in from outside?"}},
+						{ID: "c2", Name: "get_alert", Args: map[string]any{"id": "a1"}},
+					}}, nil
+				}
+				return investigation.TurnOutput{Text: "ok"}, nil
+			})
+			h.onTool(okTool)
+			h.onReflect(noChange)
+			var st investigation.Status
+			h.env.RegisterDelayedCallback(func() { st = h.status(t) }, time.Minute)
+			wrong := h.update(90*time.Second, investigation.UpdateAnswer, investigation.Answer{QuestionID: "q-9", Text: "x"})
+			var ans *updateResult
+			if answered {
+				ans = h.update(2*time.Minute, investigation.UpdateAnswer, investigation.Answer{Text: "No, never."})
+			}
+			_, err := h.run(t, investigation.Input{AlertID: "a1", Limits: investigation.Limits{AnswerTimeout: 10 * time.Minute}})
+			require.NoError(t, err)
+			require.Equal(t, investigation.PhaseWaitingForAnswer, st.Phase)
+			require.Equal(t, []investigation.Question{{ID: "q-1", Step: "step_1", Question: "Is deploy allowed to log in from outside?"}}, st.Questions)
+			require.ErrorContains(t, wrong.rejected, `no pending question "q-9"`)
+			require.Len(t, h.tools, 1, "ask_user is not an activity")
+			tr := h.turns[1].Transcript
+			require.Equal(t, "ask_user", tr[1].Tool)
+			require.Equal(t, "c1", tr[1].CallID)
+			if answered {
+				require.NoError(t, ans.rejected)
+				require.JSONEq(t, `{"answer":"No, never."}`, tr[1].Inline)
+			} else {
+				require.Contains(t, tr[1].Inline, "did not answer within 10m0s")
+			}
+		})
+	}
+}
+
+func TestStopConcludesEarlyAndCloses(t *testing.T) {
+	h := newHarness(t)
+	h.onPlan(twoStepPlan(), nil)
+	h.env.OnActivity(a.ModelTurn, mock.Anything, mock.Anything).After(time.Minute).Return(func(_ context.Context, in investigation.TurnInput) (investigation.TurnOutput, error) {
+		h.mu.Lock()
+		h.turns = append(h.turns, in)
+		h.mu.Unlock()
+		return investigation.TurnOutput{Key: in.Key, Text: "partial"}, nil
+	})
+	h.onReflect(noChange)
+	stop := h.update(30*time.Second, investigation.UpdateStop, "enough")
+	again := h.update(40*time.Second, investigation.UpdateStop, "")
+	res, err := h.run(t, investigation.Input{AlertID: "a1"})
+	require.NoError(t, err)
+	require.NoError(t, stop.rejected)
+	require.ErrorContains(t, again.rejected, "already stopping")
+	require.Len(t, h.turns, 1)
+	require.Equal(t, plan.Skipped, res.Plan.Steps[1].Status)
+	require.Equal(t, "stopped by the analyst: enough", h.conclude[0].EndedEarly)
+	require.NotContains(t, kinds(h.events(t)), "idle", "a stopped investigation closes after its conclusion")
+}
+
+func TestToolCallBudget(t *testing.T) {
+	h := newHarness(t)
+	h.onPlan(twoStepPlan(), nil)
+	h.onTurn(func(in investigation.TurnInput) (investigation.TurnOutput, error) {
+		if in.Final {
+			return investigation.TurnOutput{Text: "summary"}, nil
+		}
+		return investigation.TurnOutput{Calls: []investigation.ToolCall{{Name: "get_alert", Args: map[string]any{"id": fmt.Sprint(len(in.Transcript))}}}}, nil
+	})
+	h.onTool(okTool)
+	h.onReflect(noChange)
+	res, err := h.run(t, investigation.Input{AlertID: "a1", Limits: investigation.Limits{MaxToolCalls: 2}})
+	require.NoError(t, err)
+	require.Len(t, h.tools, 2)
+	require.Equal(t, "summary", res.Plan.Steps[0].Result, "the step answers from what it has")
+	require.Equal(t, plan.Skipped, res.Plan.Steps[1].Status)
+	require.Equal(t, "the run used its 2 tool calls", h.conclude[0].EndedEarly)
+}
+
+func TestFollowUpsAndContinueAsNew(t *testing.T) {
+	h := newHarness(t)
+	var plans []investigation.PlanInput
+	h.env.OnActivity(a.GeneratePlan, mock.Anything, mock.Anything).Return(func(_ context.Context, in investigation.PlanInput) (investigation.PlanOutput, error) {
+		plans = append(plans, in)
+		out := twoStepPlan()
+		if in.ActivePlan != nil {
+			out.Continues = true
+			out.Plan.Steps = []plan.Step{{ID: "step_1", Description: "Check the bastion logins", Tools: []string{"get_alert"}, Status: plan.Pending}}
+		}
+		return out, nil
+	})
+	modes := []string{investigation.ModeDirect, investigation.ModePlan}
+	h.env.OnActivity(a.DecideMode, mock.Anything, mock.Anything).Return(func(_ context.Context, in investigation.ModeInput) (investigation.Mode, error) {
+		m := modes[0]
+		modes = modes[1:]
+		return investigation.Mode{Mode: m, Reason: "because"}, nil
+	})
+	h.onTurn(conclusionOnly)
+	h.onReflect(noChange)
+	// Just before the idle timeout: not lost.
+	first := h.update(30*time.Minute-time.Second, investigation.UpdateAsk, "When did the login happen?")
+	second := h.update(30*time.Minute, investigation.UpdateAsk, "Now check the bastion too.")
+	h.env.RegisterDelayedCallback(func() { h.env.SetCurrentHistoryLength(100) }, 30*time.Minute+500*time.Millisecond)
+	third := h.update(30*time.Minute+time.Second, investigation.UpdateAsk, "Anything else?")
+	hint := h.update(30*time.Minute+700*time.Millisecond, investigation.UpdateHint, "Mind the VPN range.")
+	h.env.ExecuteWorkflow(investigation.WorkflowName, investigation.Input{AlertID: "a1", Question: "Q1", Limits: investigation.Limits{MaxHistoryEvents: 60}})
+	require.True(t, h.env.IsWorkflowCompleted())
+	err := h.env.GetWorkflowError()
+	require.Error(t, err)
+	var can *workflow.ContinueAsNewError
+	require.True(t, errors.As(err, &can), "a long session continues as new: %v", err)
+	for _, u := range []*updateResult{first, second, third, hint} {
+		require.NoError(t, u.rejected)
+	}
+	var next investigation.Input
+	require.NoError(t, converter.GetDefaultDataConverter().FromPayloads(can.Input, &next))
+	require.Equal(t, []string{"Anything else?"}, next.Carry.FollowUps, "the pending question is carried, not lost")
+	require.Equal(t, []string{"Mind the VPN range."}, next.Carry.Hints)
+	require.Len(t, next.History, 6, "three exchanges of conversation")
+	require.Len(t, next.Carry.ActivePlan.Steps, 3, "the active plan is carried")
+	require.Equal(t, 4, next.Carry.Turn)
+	require.Equal(t, len(h.events(t)), next.Carry.LastSeq, "event numbers continue in the next run")
+	require.Len(t, plans, 2)
+	require.Nil(t, plans[0].ActivePlan, "the first turn has no plan in progress")
+	require.NotNil(t, plans[1].ActivePlan, "the planner is told a plan is in progress")
+	require.Len(t, plans[1].History, 4, "the conversation is carried: Q1 and the direct answer")
+
+	evs := h.events(t)
+	var turns []string
+	for _, e := range evs {
+		if e.Kind == investigation.EventTurn {
+			turns = append(turns, e.Text+" ("+e.Items[0]+")")
+		}
+		if e.Kind == investigation.EventPlan && strings.Contains(strings.Join(e.Items, ";"), "continues the active plan") {
+			require.Len(t, e.Plan.Steps, 3, "the follow-up extended the active plan")
+			require.Equal(t, "step_3", e.Plan.Steps[2].ID)
+		}
+	}
+	require.Equal(t, []string{"When did the login happen? (direct)", "Now check the bastion too. (plan)"}, turns)
+	require.Equal(t, "Answer the analyst's follow-up question: When did the login happen?", h.turns[2].Step.Description)
+	require.Len(t, h.turns[2].History, 2, "a direct answer sees the conversation")
+}
+
+func TestHundredHintsInABurst(t *testing.T) {
+	h := newHarness(t)
+	h.onPlan(twoStepPlan(), nil)
+	h.env.OnActivity(a.ModelTurn, mock.Anything, mock.Anything).After(time.Minute).Return(func(_ context.Context, in investigation.TurnInput) (investigation.TurnOutput, error) {
+		return investigation.TurnOutput{Key: in.Key, Text: "ok"}, nil
+	})
+	h.onReflect(noChange)
+	var results []*updateResult
+	for i := range 100 {
+		results = append(results, h.update(30*time.Second, investigation.UpdateHint, fmt.Sprintf("hint %d", i)))
+	}
+	var st investigation.Status
+	h.env.RegisterDelayedCallback(func() { st = h.status(t) }, 45*time.Second)
+	_, err := h.run(t, investigation.Input{AlertID: "a1"})
+	require.NoError(t, err)
+	seqs := map[int]bool{}
+	for _, r := range results {
+		require.True(t, r.done)
+		require.NoError(t, r.rejected)
+		seqs[r.ack.Seq] = true
+	}
+	require.Len(t, seqs, 100, "each hint got its own event")
+	require.Len(t, st.Hints, 100, "all 100 recorded")
+	require.Len(t, h.conclude[0].Hints, 100)
+}
+
+func TestContinuedRunResumesCarriedInput(t *testing.T) {
+	h := newHarness(t)
+	h.env.OnActivity(a.DecideMode, mock.Anything, mock.Anything).Return(investigation.Mode{Mode: investigation.ModeDirect}, nil)
+	h.onTurn(conclusionOnly)
+	active := twoStepPlan().Plan
+	h.env.ExecuteWorkflow(investigation.WorkflowName, investigation.Input{AlertID: "a1", Question: "Q1",
+		History: []investigation.Message{{Role: "user", Text: "Q1"}, {Role: "assistant", Text: "A1"}},
+		Carry:   &investigation.Carry{Turn: 2, ActivePlan: &active, FollowUps: []string{"Q2"}, Hints: []string{"h"}, LastSeq: 41}})
+	require.True(t, h.env.IsWorkflowCompleted())
+	require.NoError(t, h.env.GetWorkflowError())
+	var res investigation.Result
+	require.NoError(t, h.env.GetWorkflowResult(&res))
+	require.Len(t, res.History, 4)
+	require.Equal(t, "Q2", res.History[2].Text)
+	require.Equal(t, "t2-answer-i1", h.turns[0].Key, "transcript keys continue with the carried turn")
+	require.Equal(t, []string{"h"}, h.turns[0].Hints)
+	evs := h.events(t)
+	require.Equal(t, 42, evs[0].Seq, "event numbers continue after the carried ones")
+	v, err := h.env.QueryWorkflow(investigation.ProgressQuery, 43)
+	require.NoError(t, err)
+	var after []investigation.Event
+	require.NoError(t, v.Get(&after))
+	require.Equal(t, 44, after[0].Seq)
+}

@@ -181,6 +181,12 @@ func TestBigQuerySubAgent(t *testing.T) {
 	require.NoError(t, json.Unmarshal([]byte(shown.stdout), &m))
 	require.Equal(t, float64(1), m["score"])
 
+	require.Equal(t, 0, starter(t, nil, "stop", parentID).code)
+	w := starter(t, nil, "watch", parentID)
+	require.Equal(t, 0, w.code, w.stderr)
+	require.Contains(t, w.stdout, "[bigquery]", "watch follows the child runs too")
+	require.Contains(t, w.stdout, "Learned 1 claims")
+
 	tree := starter(t, nil, "tree", parentID)
 	require.Equal(t, 0, tree.code, tree.stderr)
 	for _, id := range childIDs {

@@ -265,7 +265,13 @@ func historyFiles(t *testing.T) []string {
 
 func history(t *testing.T, wfID string) *historypb.History {
 	t.Helper()
-	it := tc.GetWorkflowHistory(context.Background(), wfID, "", false, enums.HISTORY_EVENT_FILTER_TYPE_ALL_EVENT)
+	return runHistory(t, wfID, "")
+}
+
+// runHistory reads one run's history ("" for the latest run).
+func runHistory(t *testing.T, wfID, runID string) *historypb.History {
+	t.Helper()
+	it := tc.GetWorkflowHistory(context.Background(), wfID, runID, false, enums.HISTORY_EVENT_FILTER_TYPE_ALL_EVENT)
 	h := &historypb.History{}
 	for it.HasNext() {
 		e, err := it.Next()

@@ -6,7 +6,7 @@
 #     it cannot be installed from here;
 #   - the BigQuery emulator (goccy/bigquery-emulator), built from source with
 #     clang (installed with apt-get when missing, which needs root) and cached
-#     next to the Temporal CLI. The first build takes about 11 minutes and up to
+#     next to the Temporal CLI. The first build takes about 10 minutes and up to
 #     ~7 GB of memory.
 # Idempotent, never reads stdin, prints what it does. Safe to run on every task.
 set -euo pipefail
@@ -190,7 +190,7 @@ setup_bigquery_emulator() {
 	ensure_clang
 	bq_check_memory
 	log "building the BigQuery emulator $BQ_EMULATOR_VERSION ($BQ_EMULATOR_MODULE) from source into $CACHE_BIN"
-	log "  (one-time, about 11 minutes, up to ~7 GB of memory and several GB of Go build cache:"
+	log "  (one-time, about 10 minutes, up to ~7 GB of memory and several GB of Go build cache:"
 	log "   it compiles Google's ZetaSQL with clang and prints little meanwhile; later runs reuse the cached binary)"
 	local tmp started src json ticker=""
 	tmp="$(mktemp -d "$CACHE_BIN/.build-bigquery.XXXXXX")"
@@ -215,10 +215,14 @@ $json"
 	chmod -R u+w "$tmp/src"
 	log "  compiling (started $(date '+%H:%M:%S'); a progress line follows every minute)"
 	(
-		# sleep gets no copy of stdout/stderr, so that killing this loop
-		# never leaves a process holding the caller's pipe open.
-		while sleep 60 >/dev/null 2>&1; do
-			log "  ... still compiling the BigQuery emulator ($((($(date +%s) - started) / 60)) min so far)"
+		# Short sleeps without a copy of stdout/stderr or of the setup lock:
+		# killing this loop leaves nothing holding the caller's pipe or the
+		# lock, and no process for long.
+		exec 9>&-
+		n=0
+		while sleep 5 >/dev/null 2>&1; do
+			n=$((n + 5))
+			((n % 60)) || log "  ... still compiling the BigQuery emulator ($((n / 60)) min so far)"
 		done
 	) &
 	ticker=$!

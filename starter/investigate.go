@@ -23,6 +23,8 @@ type investigateOptions struct {
 	lang      string
 	detach    bool
 	limits    investigation.Limits
+	approve   bool
+	idle      time.Duration
 }
 
 func (a *app) investigateCommand() *cobra.Command {
@@ -33,10 +35,18 @@ func (a *app) investigateCommand() *cobra.Command {
 		Long: `Validates the alert, stores it in Firestore, starts the Investigation workflow,
 prints its workflow ID and Web UI link, then shows the plan, each step, tool
 calls, insights and plan updates as they happen, and finally the conclusion in
-Markdown. Exit code 0 when the investigation concludes, 1 when it fails.`,
+Markdown. The investigation then stays open for follow-up questions (starter
+ask) until --idle-timeout passes; this command exits once the first
+conclusion is printed. Exit code 0 when the investigation concludes, 1 when
+it fails. Ctrl-C stops following, not the investigation (starter watch ID
+re-attaches).
+
+With --approve-plan the investigation waits after planning until the analyst
+runs starter approve ID (or starter revise ID "what to change").`,
 		Example: `  starter investigate --alert examples/alerts/guardduty-ssh-bruteforce.json
   cat alert.json | starter investigate --alert - --lang ja
-  starter investigate --alert-id guardduty-3f9a1c0d2b4e --question "Was the login successful?" --detach`,
+  starter investigate --alert-id guardduty-3f9a1c0d2b4e --question "Was the login successful?" --detach
+  starter investigate --alert alert.json --approve-plan --max-tool-calls 20 --time-budget 10m`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error { return a.investigate(cmd, o) },
 	}
@@ -48,6 +58,12 @@ Markdown. Exit code 0 when the investigation concludes, 1 when it fails.`,
 	f.BoolVar(&o.detach, "detach", false, "start the investigation and exit without following it")
 	f.IntVar(&o.limits.MaxSteps, "max-steps", investigation.DefaultMaxSteps, "most steps a plan may hold")
 	f.IntVar(&o.limits.MaxIterations, "max-iterations", investigation.DefaultMaxIterations, "most model turns per step")
+	f.IntVar(&o.limits.MaxToolCalls, "max-tool-calls", investigation.DefaultMaxToolCalls, "most tool calls per turn; then the investigation concludes from what it found")
+	f.DurationVar(&o.limits.TimeBudget, "time-budget", investigation.DefaultTimeBudget, "most time per turn, not counting waits for the analyst; then the investigation concludes from what it found")
+	f.DurationVar(&o.limits.AnswerTimeout, "answer-timeout", investigation.DefaultAnswerTimeout, "how long a question the investigation asks (starter answer) waits for the analyst")
+	f.IntVar(&o.limits.MaxHistoryEvents, "max-history-events", investigation.DefaultMaxHistoryEvents, "history length after which an idle investigation continues as new")
+	f.BoolVar(&o.approve, "approve-plan", false, "wait after planning until the plan is approved (starter approve ID) or revised (starter revise ID \"...\")")
+	f.DurationVar(&o.idle, "idle-timeout", investigation.DefaultIdleTimeout, "how long the concluded investigation stays open for follow-up questions (starter ask)")
 	cmd.MarkFlagsMutuallyExclusive("alert", "alert-id")
 	cmd.MarkFlagsOneRequired("alert", "alert-id")
 	return cmd
@@ -58,6 +74,9 @@ func (a *app) investigate(cmd *cobra.Command, o investigateOptions) error {
 	out := cmd.OutOrStdout()
 	if _, ok := investigation.Languages[o.lang]; !ok {
 		return fmt.Errorf("unsupported language %q: use en or ja", o.lang)
+	}
+	if err := o.check(); err != nil {
+		return err
 	}
 	// Validate the input before touching any service: bad input never starts a workflow.
 	var al alerts.Alert
@@ -80,7 +99,7 @@ func (a *app) investigate(cmd *cobra.Command, o investigateOptions) error {
 		return err
 	}
 
-	c, err := a.temporal.Dial(a.logger())
+	c, err := a.dial()
 	if err != nil {
 		return err
 	}
@@ -94,10 +113,12 @@ func (a *app) investigate(cmd *cobra.Command, o investigateOptions) error {
 		TypedSearchAttributes: temporal.NewSearchAttributes(
 			temporal.NewSearchAttributeKeyKeyword(investigation.SearchAttribute).ValueSet(al.ID)),
 	}, investigation.WorkflowName, investigation.Input{
-		AlertID:  al.ID,
-		Question: o.question,
-		Language: o.lang,
-		Limits:   o.limits,
+		AlertID:     al.ID,
+		Question:    o.question,
+		Language:    o.lang,
+		Limits:      o.limits,
+		ApprovePlan: o.approve,
+		IdleTimeout: o.idle,
 	})
 	if err != nil {
 		if strings.Contains(err.Error(), investigation.SearchAttribute) {
@@ -107,10 +128,35 @@ func (a *app) investigate(cmd *cobra.Command, o investigateOptions) error {
 	}
 	fmt.Fprintf(out, "Investigating alert %s (%s, %s severity): %s\n", al.ID, al.Type, al.Severity, al.Title)
 	fmt.Fprintf(out, "Workflow ID: %s\nWeb UI:      %s\n\n", run.GetID(), a.temporal.WorkflowURL(run.GetID()))
+	if o.approve {
+		fmt.Fprintf(out, "The plan waits for approval: starter approve %s (or starter revise %s \"what to change\")\n\n", run.GetID(), run.GetID())
+	}
 	if o.detach {
+		fmt.Fprintf(out, "Follow it with: starter watch %s\n", run.GetID())
 		return nil
 	}
-	return follow(ctx, c, run, a.temporal.TaskQueue, out)
+	return a.followTurn(ctx, temporalStream{c}, out, run.GetID(), 0, firstConclusion)
+}
+
+// check rejects limits that cannot work, before anything is started.
+func (o investigateOptions) check() error {
+	switch {
+	case o.limits.MaxSteps < 1:
+		return fmt.Errorf("--max-steps must be at least 1, not %d", o.limits.MaxSteps)
+	case o.limits.MaxIterations < 1:
+		return fmt.Errorf("--max-iterations must be at least 1, not %d", o.limits.MaxIterations)
+	case o.limits.MaxToolCalls < 1:
+		return fmt.Errorf("--max-tool-calls must be at least 1, not %d", o.limits.MaxToolCalls)
+	case o.limits.TimeBudget <= 0:
+		return fmt.Errorf("--time-budget must be positive, not %s", o.limits.TimeBudget)
+	case o.limits.AnswerTimeout <= 0:
+		return fmt.Errorf("--answer-timeout must be positive, not %s", o.limits.AnswerTimeout)
+	case o.limits.MaxHistoryEvents < 1:
+		return fmt.Errorf("--max-history-events must be at least 1, not %d", o.limits.MaxHistoryEvents)
+	case o.idle <= 0:
+		return fmt.Errorf("--idle-timeout must be positive, not %s", o.idle)
+	}
+	return nil
 }
 
 var unsafeID = regexp.MustCompile(`[^A-Za-z0-9._-]+`)

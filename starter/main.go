@@ -12,6 +12,7 @@ import (
 	"syscall"
 
 	"github.com/spf13/cobra"
+	"go.temporal.io/sdk/client"
 
 	"github.com/secops-agent/investigator/config"
 )
@@ -32,6 +33,16 @@ type app struct {
 	firestore config.Firestore
 	logLevel  string
 	stdin     io.Reader
+	// dialer replaces the Temporal connection in tests.
+	dialer func() (client.Client, error)
+}
+
+// dial connects to Temporal with the app's settings.
+func (a *app) dial() (client.Client, error) {
+	if a.dialer != nil {
+		return a.dialer()
+	}
+	return a.temporal.Dial(a.logger())
 }
 
 func (a *app) logger() *slog.Logger {
@@ -43,12 +54,18 @@ func (a *app) logger() *slog.Logger {
 }
 
 func newRoot(stdin io.Reader, stdout io.Writer) *cobra.Command {
-	a := &app{stdin: stdin}
+	return newRootApp(&app{stdin: stdin}, stdout)
+}
+
+func newRootApp(a *app, stdout io.Writer) *cobra.Command {
 	root := &cobra.Command{
 		Use:   "starter",
 		Short: "Investigate security alerts with a durable LLM agent on Temporal",
 		Long: `starter imports security alerts into Firestore, starts investigations on the
-investigation worker (Temporal) and shows their progress as it happens.
+investigation worker (Temporal) and shows their progress as it happens. While
+an investigation runs, and after it concluded (it stays open for follow-up
+questions), steer it: hint, approve, revise, answer, stop, ask; and look at
+it: watch, status, tree.
 
 Environment (each also a flag):
   TEMPORAL_ADDRESS         Temporal frontend (default localhost:7233)
@@ -67,6 +84,8 @@ GOOGLE_CLOUD_LOCATION, GOOGLE_GEMINI_BASE_URL and GEMINI_MODEL.`,
 	a.temporal.Flags(root.PersistentFlags())
 	a.firestore.Flags(root.PersistentFlags())
 	root.PersistentFlags().StringVar(&a.logLevel, "log-level", config.Env("warn", "LOG_LEVEL"), "log level of the Temporal client: debug, info, warn, error (env LOG_LEVEL)")
-	root.AddCommand(a.investigateCommand(), a.alertCommand(), a.toolsCommand(), a.treeCommand(), a.memoryCommand())
+	root.AddCommand(a.investigateCommand(), a.watchCommand(), a.statusCommand())
+	root.AddCommand(a.steerCommands()...)
+	root.AddCommand(a.alertCommand(), a.toolsCommand(), a.treeCommand(), a.memoryCommand())
 	return root
 }

@@ -1,104 +1,31 @@
 package main
 
 import (
-	"context"
 	"fmt"
 	"io"
 	"strings"
-	"time"
-
-	"go.temporal.io/sdk/client"
 
 	"github.com/secops-agent/investigator/investigation"
 	"github.com/secops-agent/investigator/plan"
 )
 
-const pollInterval = 400 * time.Millisecond
-
-// follow prints an investigation's progress events as they happen (polling
-// the progress query from the last event seen, so nothing is missed or
-// repeated) until the workflow closes, then its conclusion or failure.
-func follow(ctx context.Context, c client.Client, run client.WorkflowRun, queue string, out io.Writer) error {
-	type outcome struct {
-		res investigation.Result
-		err error
-	}
-	done := make(chan outcome, 1)
-	go func() {
-		var o outcome
-		o.err = run.Get(ctx, &o.res)
-		done <- o
-	}()
-	p := &printer{out: out}
-	warned := false
-	tick := time.NewTicker(pollInterval)
-	defer tick.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			fmt.Fprintf(out, "\nStopped following. The investigation goes on: %s\n", run.GetID())
-			return ctx.Err()
-		case o := <-done:
-			p.poll(ctx, c, run) // the last events, conclusion included
-			if o.err != nil {
-				return fmt.Errorf("investigation %s failed: %s", run.GetID(), failureMessage(o.err))
-			}
-			if !p.concluded {
-				p.conclusion(o.res.Conclusion)
-			}
-			fmt.Fprintf(out, "\n%d steps, %d tool calls, %d model calls (%d prompt + %d output tokens)\n",
-				o.res.Plan.Count(plan.Done), o.res.ToolCalls, o.res.Usage.Calls, o.res.Usage.PromptTokens, o.res.Usage.OutputTokens)
-			return nil
-		case <-tick.C:
-			if err := p.poll(ctx, c, run); err != nil && !warned && p.seq == 0 {
-				warned = true
-				fmt.Fprintf(out, "(waiting for a worker on task queue %q...)\n", queue)
-			}
-		}
-	}
-}
-
+// printer turns progress events into the lines the analyst reads. It is
+// shared by investigate, ask and watch; a child run's events go through a
+// printer whose writer prefixes every line.
 type printer struct {
-	out       io.Writer
-	seq       int
+	out io.Writer
+	// id is the investigation's workflow ID, for the commands the printer
+	// suggests (approve, answer, ask).
+	id        string
 	concluded bool
-}
-
-func (p *printer) poll(ctx context.Context, c client.Client, run client.WorkflowRun) error {
-	qctx, cancel := context.WithTimeout(ctx, 5*time.Second)
-	defer cancel()
-	v, err := c.QueryWorkflow(qctx, run.GetID(), run.GetRunID(), investigation.ProgressQuery, p.seq)
-	if err != nil {
-		return err
-	}
-	var events []investigation.Event
-	if err := v.Get(&events); err != nil {
-		return err
-	}
-	for _, e := range events {
-		if e.Seq != p.seq+1 {
-			continue
-		}
-		p.seq = e.Seq
-		p.print(e)
-	}
-	return nil
 }
 
 func (p *printer) print(e investigation.Event) {
 	w := p.out
 	switch e.Kind {
 	case investigation.EventPlan:
-		fmt.Fprintf(w, "PLAN  %s\n", e.Plan.Objective)
-		for _, s := range e.Plan.Steps {
-			tools := strings.Join(s.Tools, ", ")
-			if tools == "" {
-				tools = "no tools"
-			}
-			fmt.Fprintf(w, "  %s  %s [%s]\n", s.ID, s.Description, tools)
-			if s.Expected != "" {
-				fmt.Fprintf(w, "          expect: %s\n", s.Expected)
-			}
+		if e.Plan != nil {
+			printPlan(w, *e.Plan, false)
 		}
 		for _, n := range e.Items {
 			fmt.Fprintf(w, "  note: %s\n", n)
@@ -124,12 +51,100 @@ func (p *printer) print(e investigation.Event) {
 		fmt.Fprintf(w, "  note: %s\n", e.Text)
 	case investigation.EventConclusion:
 		p.conclusion(e.Text)
+	case investigation.EventHint:
+		fmt.Fprintf(w, "  hint: %s\n", e.Text)
+	case investigation.EventApproval:
+		switch t := strings.TrimSpace(e.Text); {
+		case t == "awaiting":
+			fmt.Fprintf(w, "PLAN AWAITS APPROVAL: starter approve %s | starter revise %s \"...\"\n", p.id, p.id)
+		case t == "approved":
+			fmt.Fprintln(w, "  plan approved")
+		case strings.HasPrefix(t, "revise"):
+			fmt.Fprintf(w, "  revision requested: %s\n", strings.TrimSpace(strings.TrimPrefix(strings.TrimPrefix(t, "revise"), ":")))
+		default:
+			fmt.Fprintf(w, "  approval: %s\n", t)
+		}
+	case investigation.EventQuestion:
+		fmt.Fprintf(w, "QUESTION %s from %s: %s — answer with: starter answer %s \"...\"\n", first(e.Items, "?"), stepName(e.Step), e.Text, p.id)
+	case investigation.EventAnswer:
+		fmt.Fprintf(w, "  answer to %s: %s\n", first(e.Items, "?"), indent(e.Text, "    "))
+	case investigation.EventTurn:
+		fmt.Fprintf(w, "\n=== FOLLOW-UP (turn %d, mode %s): %s\n", e.Turn, first(e.Items, investigation.ModePlan), e.Text)
+	case investigation.EventStop:
+		fmt.Fprintf(w, "  stopping early: %s\n", e.Text)
+	case investigation.EventIdle:
+		p.idle()
+	default:
+		if e.Text != "" {
+			fmt.Fprintf(w, "  %s: %s\n", e.Kind, e.Text)
+		}
 	}
 }
 
 func (p *printer) conclusion(md string) {
 	p.concluded = true
 	fmt.Fprintf(p.out, "\n==================== CONCLUSION ====================\n%s\n", strings.TrimSpace(md))
+}
+
+// idle tells the analyst that the investigation waits for follow-ups.
+func (p *printer) idle() {
+	fmt.Fprintf(p.out, "(the investigation stays open for follow-up questions: starter ask %s \"...\")\n", p.id)
+}
+
+// summary prints the totals line shown after a conclusion.
+func summary(w io.Writer, p plan.Plan, toolCalls int, u investigation.Usage) {
+	fmt.Fprintf(w, "\n%d steps, %d tool calls, %d model calls (%d prompt + %d output tokens)\n",
+		p.Count(plan.Done), toolCalls, u.Calls, u.PromptTokens, u.OutputTokens)
+}
+
+// stepMarks shows a step's status in front of it (as in the Web UI details).
+var stepMarks = map[plan.Status]string{plan.Done: "[x]", plan.Running: "[>]", plan.Cancelled: "[-]", plan.Skipped: "[-]", plan.Pending: "[ ]"}
+
+// printPlan prints a plan's objective and steps; withStatus puts each step's
+// status in front of it and its note (why it was cancelled or skipped) after.
+func printPlan(w io.Writer, p plan.Plan, withStatus bool) {
+	fmt.Fprintf(w, "PLAN  %s\n", p.Objective)
+	for _, s := range p.Steps {
+		tools := strings.Join(s.Tools, ", ")
+		if tools == "" {
+			tools = "no tools"
+		}
+		pad := "          "
+		if withStatus {
+			mark := stepMarks[s.Status]
+			if mark == "" {
+				mark = "[ ]"
+			}
+			fmt.Fprintf(w, "  %s %s  %s [%s]", mark, s.ID, s.Description, tools)
+			if s.Status != "" && s.Status != plan.Pending {
+				fmt.Fprintf(w, " (%s)", s.Status)
+			}
+			fmt.Fprintln(w)
+			pad = "              "
+			if s.Note != "" {
+				fmt.Fprintf(w, "%snote: %s\n", pad, s.Note)
+			}
+			continue
+		}
+		fmt.Fprintf(w, "  %s  %s [%s]\n", s.ID, s.Description, tools)
+		if s.Expected != "" {
+			fmt.Fprintf(w, "%sexpect: %s\n", pad, s.Expected)
+		}
+	}
+}
+
+func first(items []string, def string) string {
+	if len(items) == 0 || items[0] == "" {
+		return def
+	}
+	return items[0]
+}
+
+func stepName(s string) string {
+	if s == "" {
+		return "the investigation"
+	}
+	return s
 }
 
 func list(items []string) string {
@@ -141,4 +156,27 @@ func list(items []string) string {
 
 func indent(s, prefix string) string {
 	return strings.ReplaceAll(strings.TrimSpace(s), "\n", "\n"+prefix)
+}
+
+// prefixWriter writes every non-empty line with a prefix, for the events of a
+// child run shown inside the parent's stream.
+type prefixWriter struct {
+	w       io.Writer
+	prefix  string
+	midLine bool
+}
+
+func (pw *prefixWriter) Write(b []byte) (int, error) {
+	var buf []byte
+	for _, c := range b {
+		if !pw.midLine && c != '\n' {
+			buf = append(buf, pw.prefix...)
+		}
+		buf = append(buf, c)
+		pw.midLine = c != '\n'
+	}
+	if _, err := pw.w.Write(buf); err != nil {
+		return 0, err
+	}
+	return len(b), nil
 }

@@ -37,7 +37,7 @@ func (r *run) startBigQueryAgent(ctx workflow.Context, key string, c investigati
 		return f
 	}
 	ctx = workflow.WithChildOptions(ctx, workflow.ChildWorkflowOptions{
-		WorkflowID:               r.session + "-bq-" + key,
+		WorkflowID:               childID(r.session, key),
 		StaticSummary:            truncate("BigQuery: "+request, 200),
 		ParentClosePolicy:        enums.PARENT_CLOSE_POLICY_REQUEST_CANCEL,
 		WorkflowExecutionTimeout: bigQueryTimeout,
@@ -53,6 +53,10 @@ func (r *run) startBigQueryAgent(ctx workflow.Context, key string, c investigati
 		MaxResultBytes: r.in.Limits.MaxToolResultBytes,
 	})
 }
+
+// childID is the workflow ID of the sub-agent run for one call: the
+// parent's ID and the call's transcript key.
+func childID(parent, key string) string { return parent + "-bq-" + key }
 
 // BigQueryAgent answers one log question: it recalls memories relevant to the
 // request, runs its own tool loop over BigQuery, introspects over the whole

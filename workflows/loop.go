@@ -91,7 +91,11 @@ func (l *toolLoop) callTools(ctx workflow.Context, turnKey string, calls []inves
 	for i, c := range calls {
 		key := fmt.Sprintf("%s-c%d", turnKey, i+1)
 		summary := tools.Summarize(c.Name, c.Args)
-		l.emit(investigation.Event{Kind: investigation.EventToolCall, Step: l.label, Text: summary})
+		e := investigation.Event{Kind: investigation.EventToolCall, Step: l.label, Text: summary}
+		if l.child != nil && c.Name == BigQueryAgentTool {
+			e.Child = childID(l.session, key)
+		}
+		l.emit(e)
 		f, settle := workflow.NewFuture(ctx)
 		futures[i] = f
 		if why, bad := pipe.bad[i]; bad {

@@ -1,0 +1,162 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+
+	"go.temporal.io/api/enums/v1"
+	"go.temporal.io/api/serviceerror"
+
+	"github.com/secops-agent/investigator/investigation"
+)
+
+// fakeRun is one run of a fake workflow: the events it holds (numbered on
+// from where the run before stopped), its status and the run it continued as.
+type fakeRun struct {
+	id       string
+	events   []investigation.Event
+	status   enums.WorkflowExecutionStatus
+	next     string
+	queryErr error
+}
+
+// fakeStream is a scripted Temporal: workflows are chains of runs, the last
+// one the latest. onDescribe(n) changes the world before the n-th describe
+// of the main workflow (1-based), i.e. once per follower tick.
+type fakeStream struct {
+	mu         sync.Mutex
+	main       string
+	wfs        map[string][]*fakeRun
+	describes  int
+	onDescribe func(n int)
+	queries    []string // "workflow/run>after" of every progress query
+	result     investigation.Result
+	resultErr  error
+	st         investigation.Status
+	stErr      error
+}
+
+func newFakeStream(main string, runs ...*fakeRun) *fakeStream {
+	return &fakeStream{main: main, wfs: map[string][]*fakeRun{main: runs}}
+}
+
+func (f *fakeStream) run(wf, runID string) (*fakeRun, error) {
+	runs := f.wfs[wf]
+	if len(runs) == 0 {
+		return nil, serviceerror.NewNotFound("workflow not found for ID: " + wf)
+	}
+	if runID == "" {
+		return runs[len(runs)-1], nil
+	}
+	for _, r := range runs {
+		if r.id == runID {
+			return r, nil
+		}
+	}
+	return nil, serviceerror.NewNotFound("workflow run not found: " + runID)
+}
+
+func (f *fakeStream) describe(_ context.Context, wf, runID string) (execution, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if wf == f.main && runID == "" {
+		f.describes++
+		if f.onDescribe != nil {
+			f.onDescribe(f.describes)
+		}
+	}
+	r, err := f.run(wf, runID)
+	if err != nil {
+		return execution{}, err
+	}
+	return execution{runID: r.id, firstRunID: f.wfs[wf][0].id, status: r.status}, nil
+}
+
+func (f *fakeStream) events(_ context.Context, wf, runID string, after int) ([]investigation.Event, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.queries = append(f.queries, fmt.Sprintf("%s/%s>%d", wf, runID, after))
+	r, err := f.run(wf, runID)
+	if err != nil {
+		return nil, err
+	}
+	if r.queryErr != nil {
+		return nil, r.queryErr
+	}
+	var out []investigation.Event
+	for _, e := range r.events {
+		if e.Seq > after {
+			out = append(out, e)
+		}
+	}
+	return out, nil
+}
+
+func (f *fakeStream) nextRun(_ context.Context, wf, runID string) (string, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	r, err := f.run(wf, runID)
+	if err != nil {
+		return "", err
+	}
+	if r.next == "" {
+		return "", fmt.Errorf("run %s did not continue as new", runID)
+	}
+	return r.next, nil
+}
+
+func (f *fakeStream) outcome(context.Context, string, string) (investigation.Result, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.result, f.resultErr
+}
+
+func (f *fakeStream) status(context.Context, string) (investigation.Status, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.st, f.stErr
+}
+
+// add appends a run to a workflow (under the caller's lock in onDescribe).
+func (f *fakeStream) add(wf string, r *fakeRun) { f.wfs[wf] = append(f.wfs[wf], r) }
+
+// notes returns note events numbered from..to; each prints "  note: e<seq>".
+func notes(from, to int) []investigation.Event {
+	var out []investigation.Event
+	for i := from; i <= to; i++ {
+		out = append(out, investigation.Event{Seq: i, Kind: investigation.EventNote, Text: fmt.Sprintf("e%d", i)})
+	}
+	return out
+}
+
+const (
+	running   = enums.WORKFLOW_EXECUTION_STATUS_RUNNING
+	completed = enums.WORKFLOW_EXECUTION_STATUS_COMPLETED
+	failed    = enums.WORKFLOW_EXECUTION_STATUS_FAILED
+	canStatus = enums.WORKFLOW_EXECUTION_STATUS_CONTINUED_AS_NEW
+)
+
+// fastPolling makes followers poll every millisecond during a test.
+func fastPolling(t *testing.T) {
+	old := pollInterval
+	pollInterval = time.Millisecond
+	t.Cleanup(func() { pollInterval = old })
+}
+
+// testApp is an app whose Temporal settings are the defaults.
+func testApp() *app {
+	a := &app{}
+	a.temporal.TaskQueue = investigation.DefaultQueue
+	a.temporal.Namespace = "default"
+	a.temporal.UIURL = "http://localhost:8233"
+	return a
+}
+
+func testCtx(t *testing.T) context.Context {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	t.Cleanup(cancel)
+	return ctx
+}

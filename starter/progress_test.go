@@ -1,0 +1,145 @@
+package main
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/secops-agent/investigator/investigation"
+	"github.com/secops-agent/investigator/plan"
+)
+
+func TestPrinterPrintsEveryEventKind(t *testing.T) {
+	var b strings.Builder
+	p := &printer{out: &b, id: "inv-1"}
+	events := []investigation.Event{
+		{Kind: investigation.EventPlan, Plan: &plan.Plan{Objective: "Find out", Steps: []plan.Step{
+			{ID: "step_1", Description: "Read the alert.", Tools: []string{"get_alert"}, Expected: "the IP"},
+			{ID: "step_2", Description: "Think."},
+		}}, Items: []string{"removed unknown tools whois"}},
+		{Kind: investigation.EventApproval, Text: "awaiting"},
+		{Kind: investigation.EventApproval, Text: "revise: use the firewall logs"},
+		{Kind: investigation.EventApproval, Text: "approved"},
+		{Kind: investigation.EventStep, Step: "step_1", Text: "Read the alert."},
+		{Kind: investigation.EventHint, Text: "the IP is our scanner"},
+		{Kind: investigation.EventToolCall, Text: "get_alert a1"},
+		{Kind: investigation.EventToolResult, Text: "ok 120 bytes"},
+		{Kind: investigation.EventQuestion, Step: "step_2", Text: "Is host-7 a test box?", Items: []string{"q-1"}},
+		{Kind: investigation.EventAnswer, Text: "yes", Items: []string{"q-1"}},
+		{Kind: investigation.EventStepDone, Text: "Found it.\nTwice."},
+		{Kind: investigation.EventInsight, Items: []string{"it is a scanner"}},
+		{Kind: investigation.EventPlanUpdate, Items: []string{"cancel_step step_2 (done already)"}, Completed: []string{"step_1: Read the alert."}},
+		{Kind: investigation.EventStop, Text: "stopped by the analyst: enough"},
+		{Kind: investigation.EventConclusion, Text: "## Summary\nBenign.\n"},
+		{Kind: investigation.EventIdle, Text: "waiting up to 30m0s for follow-up questions"},
+		{Kind: investigation.EventNote, Text: "follow-up question queued: And the other host?"},
+		{Kind: investigation.EventTurn, Turn: 2, Text: "And the other host?", Items: []string{"direct", "a short question"}},
+	}
+	for _, e := range events {
+		p.print(e)
+	}
+	want := `PLAN  Find out
+  step_1  Read the alert. [get_alert]
+          expect: the IP
+  step_2  Think. [no tools]
+  note: removed unknown tools whois
+PLAN AWAITS APPROVAL: starter approve inv-1 | starter revise inv-1 "..."
+  revision requested: use the firewall logs
+  plan approved
+
+STEP  step_1: Read the alert.
+  hint: the IP is our scanner
+  -> get_alert a1
+  <- ok 120 bytes
+QUESTION q-1 from step_2: Is host-7 a test box? — answer with: starter answer inv-1 "..."
+  answer to q-1: yes
+  done: Found it.
+        Twice.
+  insight: it is a scanner
+  plan: cancel_step step_2 (done already)
+  completed: step_1: Read the alert.
+  pending:   (none)
+  stopping early: stopped by the analyst: enough
+
+==================== CONCLUSION ====================
+## Summary
+Benign.
+(the investigation stays open for follow-up questions: starter ask inv-1 "...")
+  note: follow-up question queued: And the other host?
+
+=== FOLLOW-UP (turn 2, mode direct): And the other host?
+`
+	require.Equal(t, want, b.String())
+	require.True(t, p.concluded)
+}
+
+func TestPrefixWriterPrefixesEachLine(t *testing.T) {
+	var b strings.Builder
+	p := &printer{out: &prefixWriter{w: &b, prefix: "    [bigquery] "}}
+	p.print(investigation.Event{Kind: investigation.EventNote, Text: "Recalled 2 memories"})
+	p.print(investigation.Event{Kind: investigation.EventStep, Step: "bigquery", Text: "Find logins"})
+	p.print(investigation.Event{Kind: investigation.EventStepDone, Text: "3 logins\nall failed"})
+	require.Equal(t, "    [bigquery]   note: Recalled 2 memories\n\n    [bigquery] STEP  bigquery: Find logins\n    [bigquery]   done: 3 logins\n    [bigquery]         all failed\n", b.String())
+}
+
+func TestPrintStatus(t *testing.T) {
+	var b strings.Builder
+	printStatus(&b, "inv-1", "running", investigation.Status{
+		Phase: investigation.PhaseWaitingForAnswer, Turn: 2, Request: "Did they get in?",
+		Plan: plan.Plan{Objective: "Decide", Steps: []plan.Step{
+			{ID: "step_1", Description: "Read.", Tools: []string{"get_alert"}, Status: plan.Done},
+			{ID: "step_2", Description: "Ask.", Tools: []string{"ask_user"}, Status: plan.Running},
+			{ID: "step_3", Description: "Search.", Tools: []string{"search_alerts"}, Status: plan.Pending},
+			{ID: "step_4", Description: "Whois.", Tools: []string{"whois"}, Status: plan.Cancelled, Note: "duplicate"},
+		}},
+		Insights:  []string{"known scanner"},
+		Hints:     []string{"ignore 10.0.0.0/8"},
+		Questions: []investigation.Question{{ID: "q-1", Step: "step_2", Question: "Is host-7 a test box?"}},
+		FollowUps: []string{"And host-8?"},
+		Usage:     investigation.Usage{Calls: 5, PromptTokens: 1000, OutputTokens: 200},
+		ToolCalls: 3, LastSeq: 17,
+	})
+	want := `Investigation inv-1
+  phase:    waiting_for_answer
+  turn:     2
+  request:  Did they get in?
+
+PLAN  Decide
+  [x] step_1  Read. [get_alert] (done)
+  [>] step_2  Ask. [ask_user] (running)
+  [ ] step_3  Search. [search_alerts]
+  [-] step_4  Whois. [whois] (cancelled)
+              note: duplicate
+
+Insights:
+  - known scanner
+
+Hints:
+  - ignore 10.0.0.0/8
+
+Questions waiting for an answer:
+  q-1: Is host-7 a test box? (asked by step_2) — answer with: starter answer inv-1 --question q-1 "..."
+
+Queued follow-up questions:
+  - And host-8?
+
+3 tool calls, 5 model calls (1000 prompt + 200 output tokens), 17 events
+`
+	require.Equal(t, want, b.String())
+
+	b.Reset()
+	printStatus(&b, "inv-1", "running", investigation.Status{Phase: investigation.PhaseIdle, Turn: 1})
+	require.Contains(t, b.String(), "PLAN  (none yet)")
+	require.Contains(t, b.String(), "Insights: (none yet)")
+	require.Contains(t, b.String(), `(the investigation stays open for follow-up questions: starter ask inv-1 "...")`)
+
+	b.Reset()
+	printStatus(&b, "inv-1", "completed", investigation.Status{Phase: investigation.PhaseIdle, Turn: 1})
+	require.Contains(t, b.String(), "phase:    idle, workflow completed")
+	require.NotContains(t, b.String(), "starter ask", "a closed investigation takes no follow-ups")
+
+	b.Reset()
+	printStatus(&b, "inv-1", "running", investigation.Status{Phase: investigation.PhaseAwaitingApproval})
+	require.Contains(t, b.String(), `PLAN AWAITS APPROVAL: starter approve inv-1 | starter revise inv-1 "..."`)
+}

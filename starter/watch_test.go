@@ -1,0 +1,243 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"regexp"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+	"go.temporal.io/sdk/temporal"
+
+	"github.com/secops-agent/investigator/investigation"
+)
+
+var noteLine = regexp.MustCompile(`(?m)^  note: e(\d+)$`)
+
+// printedNotes returns the numbers of the note events printed, in order.
+func printedNotes(out string) []string {
+	var got []string
+	for _, m := range noteLine.FindAllStringSubmatch(out, -1) {
+		got = append(got, m[1])
+	}
+	return got
+}
+
+func seqs(from, to int) []string {
+	var out []string
+	for i := from; i <= to; i++ {
+		out = append(out, fmt.Sprint(i))
+	}
+	return out
+}
+
+// TestWatchAcrossContinueAsNew: the watcher drains a run that continued as
+// new before it reads the next one (event 5 comes only from the old run, and
+// the new run would answer "after 4" with 6 and on), and walks several runs
+// that started between two polls.
+func TestWatchAcrossContinueAsNew(t *testing.T) {
+	fastPolling(t)
+	a := &fakeRun{id: "A", events: notes(1, 3), status: running}
+	f := newFakeStream("inv", a)
+	f.onDescribe = func(n int) {
+		switch n {
+		case 2:
+			a.events = notes(1, 4)
+		case 3: // A records 5, then continues as new as B, which goes on at 6
+			a.events, a.status, a.next = notes(1, 5), canStatus, "B"
+			f.add("inv", &fakeRun{id: "B", events: notes(6, 7), status: running})
+		case 5: // B records 8 and continues as new twice before the next poll
+			b := f.wfs["inv"][1]
+			b.events, b.status, b.next = notes(6, 8), canStatus, "C"
+			f.add("inv", &fakeRun{id: "C", events: notes(9, 10), status: canStatus, next: "D"})
+			f.add("inv", &fakeRun{id: "D", events: notes(11, 11), status: running})
+		case 7:
+			d := f.wfs["inv"][3]
+			d.events, d.status = notes(11, 12), completed
+		}
+	}
+	f.result = investigation.Result{ToolCalls: 4, Usage: investigation.Usage{Calls: 9, PromptTokens: 900, OutputTokens: 90}}
+	var out strings.Builder
+	err := testApp().watch(testCtx(t), f, &out, "inv", 1)
+	require.NoError(t, err, out.String())
+	require.Equal(t, seqs(1, 12), printedNotes(out.String()), out.String())
+	require.Contains(t, out.String(), "Watching investigation inv")
+	require.True(t, strings.HasSuffix(out.String(), "\ninvestigation inv completed after 4 tool calls and 9 model calls (900 prompt + 90 output tokens)\n"), out.String())
+	require.NotContains(t, out.String(), "no longer available")
+}
+
+// TestWatchFrom re-attaches after a disconnect: from event 6, across runs,
+// without repeating what was seen.
+func TestWatchFrom(t *testing.T) {
+	fastPolling(t)
+	f := newFakeStream("inv",
+		&fakeRun{id: "A", events: notes(1, 5), status: canStatus, next: "B"},
+		&fakeRun{id: "B", events: notes(6, 8), status: canStatus, next: "C"},
+		&fakeRun{id: "C", events: notes(9, 10), status: completed},
+	)
+	var out strings.Builder
+	require.NoError(t, testApp().watch(testCtx(t), f, &out, "inv", 7))
+	require.Equal(t, seqs(7, 10), printedNotes(out.String()), out.String())
+}
+
+// TestWatchLostEvents: events no run holds any more (retention) are named
+// once, and the watch goes on.
+func TestWatchLostEvents(t *testing.T) {
+	fastPolling(t)
+	f := newFakeStream("inv", &fakeRun{id: "A", events: notes(5, 6), status: completed})
+	var out strings.Builder
+	require.NoError(t, testApp().watch(testCtx(t), f, &out, "inv", 1))
+	require.Equal(t, seqs(5, 6), printedNotes(out.String()))
+	require.Equal(t, 1, strings.Count(out.String(), "(events 1 to 4 are no longer available)"), out.String())
+}
+
+// TestWatchChildRun: an event naming a child run makes the watcher read the
+// child's events too, prefixed, while the parent's events keep coming.
+func TestWatchChildRun(t *testing.T) {
+	fastPolling(t)
+	parent := &fakeRun{id: "P", status: running, events: []investigation.Event{
+		{Seq: 1, Kind: investigation.EventNote, Text: "e1"},
+		{Seq: 2, Kind: investigation.EventToolCall, Text: "bigquery_agent logins", Child: "inv/bq-1"},
+	}}
+	f := newFakeStream("inv", parent)
+	child := &fakeRun{id: "K", status: running, events: []investigation.Event{
+		{Seq: 1, Kind: investigation.EventNote, Text: "c1"},
+	}}
+	f.add("inv/bq-1", child)
+	f.onDescribe = func(n int) {
+		switch n {
+		case 3: // the parent goes on while the child still runs
+			parent.events = append(parent.events, notes(3, 3)...)
+		case 5:
+			child.events = append(child.events, investigation.Event{Seq: 2, Kind: investigation.EventNote, Text: "c2"})
+			child.status = completed
+			parent.events = append(parent.events, investigation.Event{Seq: 4, Kind: investigation.EventToolResult, Text: "bigquery_agent: 3 logins"})
+		case 7:
+			parent.status = completed
+		}
+	}
+	var out strings.Builder
+	require.NoError(t, testApp().watch(testCtx(t), f, &out, "inv", 1))
+	s := out.String()
+	for _, line := range []string{"  note: e1\n", "  -> bigquery_agent logins\n", "    [bigquery]   note: c1\n", "  note: e3\n", "    [bigquery]   note: c2\n", "  <- bigquery_agent: 3 logins\n"} {
+		require.Equal(t, 1, strings.Count(s, line), "%q once in:\n%s", line, s)
+	}
+	require.Less(t, strings.Index(s, "note: c1"), strings.Index(s, "note: e3"), s)
+	require.Less(t, strings.Index(s, "note: e3"), strings.Index(s, "note: c2"), "the parent does not wait for the child:\n%s", s)
+}
+
+func TestWatchFailedInvestigation(t *testing.T) {
+	fastPolling(t)
+	f := newFakeStream("inv", &fakeRun{id: "A", events: notes(1, 2), status: failed})
+	f.resultErr = temporal.NewApplicationError("planning failed: Gemini rejected the credentials (HTTP 401)", "InvestigationFailed")
+	var out strings.Builder
+	err := testApp().watch(testCtx(t), f, &out, "inv", 1)
+	require.EqualError(t, err, "investigation inv failed: planning failed: Gemini rejected the credentials (HTTP 401)")
+	require.Equal(t, seqs(1, 2), printedNotes(out.String()))
+}
+
+func TestWatchUnknownInvestigation(t *testing.T) {
+	f := newFakeStream("inv")
+	var out strings.Builder
+	err := testApp().watch(testCtx(t), f, &out, "nope", 1)
+	require.EqualError(t, err, "no investigation with ID nope")
+}
+
+func TestWatchCtrlC(t *testing.T) {
+	fastPolling(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	f := newFakeStream("inv", &fakeRun{id: "A", events: notes(1, 1), status: running})
+	f.onDescribe = func(n int) {
+		if n == 3 {
+			cancel()
+		}
+	}
+	var out strings.Builder
+	require.NoError(t, testApp().watch(ctx, f, &out, "inv", 1))
+	require.True(t, strings.HasSuffix(out.String(), "\nstopped watching; the investigation goes on\n"), out.String())
+}
+
+// TestWatchWaitsForOldRun: when the old run cannot be queried for a while
+// (no worker), the watcher keeps asking it rather than skipping to the new
+// run and losing its last events.
+func TestWatchWaitsForOldRun(t *testing.T) {
+	fastPolling(t)
+	a := &fakeRun{id: "A", events: notes(1, 3), status: canStatus, next: "B", queryErr: errors.New("no poller")}
+	f := newFakeStream("inv", a, &fakeRun{id: "B", events: notes(4, 4), status: running})
+	f.onDescribe = func(n int) {
+		switch n {
+		case 4:
+			a.queryErr = nil
+		case 6:
+			f.wfs["inv"][1].status = completed
+		}
+	}
+	var out strings.Builder
+	require.NoError(t, testApp().watch(testCtx(t), f, &out, "inv", 1))
+	require.Equal(t, seqs(1, 4), printedNotes(out.String()), out.String())
+}
+
+// TestFollowTurnStopsAtTheConclusion: investigate stops once the first
+// conclusion is printed, although the investigation stays open.
+func TestFollowTurnStopsAtTheConclusion(t *testing.T) {
+	fastPolling(t)
+	evs := append(notes(1, 2),
+		investigation.Event{Seq: 3, Kind: investigation.EventConclusion, Text: "## Summary\nBenign."},
+		investigation.Event{Seq: 4, Kind: investigation.EventIdle, Text: "waiting up to 30m0s for follow-up questions"},
+	)
+	f := newFakeStream("inv", &fakeRun{id: "A", events: evs, status: running})
+	f.st = investigation.Status{Phase: investigation.PhaseIdle, ToolCalls: 2, Usage: investigation.Usage{Calls: 4, PromptTokens: 40, OutputTokens: 4}}
+	var out strings.Builder
+	require.NoError(t, testApp().followTurn(testCtx(t), f, &out, "inv", 0, firstConclusion))
+	s := out.String()
+	require.Equal(t, 1, strings.Count(s, "CONCLUSION"))
+	require.Contains(t, s, "\n0 steps, 2 tool calls, 4 model calls (40 prompt + 4 output tokens)\n")
+	require.Equal(t, 1, strings.Count(s, `(the investigation stays open for follow-up questions: starter ask inv "...")`), s)
+}
+
+// TestFollowTurnFailure: a failed investigation is one sentence and an error.
+func TestFollowTurnFailure(t *testing.T) {
+	fastPolling(t)
+	f := newFakeStream("inv", &fakeRun{id: "A", events: notes(1, 1), status: failed})
+	f.resultErr = temporal.NewApplicationError("planning failed: boom", "InvestigationFailed")
+	var out strings.Builder
+	err := testApp().followTurn(testCtx(t), f, &out, "inv", 0, firstConclusion)
+	require.EqualError(t, err, "investigation inv failed: planning failed: boom")
+}
+
+// TestAskFollowsFromAnEarlierRun: the question was recorded (event 5) by a
+// run that continued as new right after; following starts at the latest run,
+// finds it starts later, and steps back to the run that holds event 5. It
+// prints through a queued turn and stops at the asked question's conclusion.
+func TestAskFollowsFromAnEarlierRun(t *testing.T) {
+	fastPolling(t)
+	q := "Did they get in?"
+	turn := func(seq, n int, text string) investigation.Event {
+		return investigation.Event{Seq: seq, Kind: investigation.EventTurn, Turn: n, Text: text, Items: []string{"plan"}}
+	}
+	concl := func(seq, n int, text string) investigation.Event {
+		return investigation.Event{Seq: seq, Kind: investigation.EventConclusion, Turn: n, Text: text}
+	}
+	f := newFakeStream("inv",
+		&fakeRun{id: "A", events: append(notes(1, 5), notes(6, 6)...), status: canStatus, next: "B"},
+		&fakeRun{id: "B", status: running, events: []investigation.Event{
+			turn(7, 2, "An earlier question"), concl(8, 2, "earlier answer"),
+			turn(9, 3, q), concl(10, 3, "They did not."),
+			{Seq: 11, Kind: investigation.EventIdle},
+		}},
+	)
+	f.st = investigation.Status{Phase: investigation.PhaseIdle}
+	var out strings.Builder
+	require.NoError(t, testApp().followTurn(testCtx(t), f, &out, "inv", 4, turnConclusion(" "+q+" ")))
+	s := out.String()
+	require.Equal(t, seqs(5, 6), printedNotes(s), s)
+	require.Contains(t, s, "earlier answer")
+	require.Contains(t, s, "=== FOLLOW-UP (turn 3, mode plan): Did they get in?")
+	require.True(t, strings.Index(s, "They did not.") < strings.Index(s, "stays open"), s)
+	require.Equal(t, 2, strings.Count(s, "CONCLUSION"))
+	require.Contains(t, f.queries, "inv/B>4")
+	require.Contains(t, f.queries, "inv/A>4", "stepped back to the run that holds event 5")
+}

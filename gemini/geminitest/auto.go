@@ -106,7 +106,10 @@ func Auto() Handler {
 		case PhaseToolResult:
 			return Text(autoFindings(r))
 		case PhaseToolCall:
-			return Calls(autoCall(r))
+			if call := autoCall(r); call != nil {
+				return Calls(call)
+			}
+			return Text("Findings for this step: no tool was needed; the evidence gathered so far stands as reported in the earlier steps.")
 		default:
 			return Text(autoConclusion(r))
 		}
@@ -250,7 +253,9 @@ func autoReflect(r *Request) map[string]any {
 }
 
 // autoCall picks the declared function the step text names (earliest
-// mention), else the first declared one.
+// mention), else the first declared one that is a plain lookup (not
+// ask_user, which would wait for a person, nor bigquery_agent). It returns
+// nil when there is none: such a step is answered in text.
 func autoCall(r *Request) *genai.FunctionCall {
 	decls := r.functionDeclarations()
 	if len(decls) == 0 {
@@ -263,7 +268,7 @@ func autoCall(r *Request) *genai.FunctionCall {
 			break
 		}
 	}
-	chosen := decls[0]
+	var chosen *genai.FunctionDeclaration
 	best := -1
 	for _, fd := range decls {
 		if fd.Name == "" {
@@ -273,6 +278,17 @@ func autoCall(r *Request) *genai.FunctionCall {
 			chosen, best = fd, i
 		}
 	}
+	if chosen == nil {
+		for _, fd := range decls {
+			if fd.Name != "ask_user" && fd.Name != "bigquery_agent" {
+				chosen = fd
+				break
+			}
+		}
+		if chosen == nil {
+			return nil
+		}
+	}
 
 	var args map[string]any
 	switch chosen.Name {
@@ -280,6 +296,8 @@ func autoCall(r *Request) *genai.FunctionCall {
 		args = map[string]any{"id": alertID(r)}
 	case "search_alerts":
 		args = map[string]any{"field": "type", "op": "==", "value": alertType(r), "value_type": "string", "limit": 10}
+	case "bigquery_agent":
+		args = map[string]any{"request": strings.TrimPrefix(strings.SplitN(stepText, "\n", 2)[0], "Execute this step: ")}
 	default:
 		args = requiredArgs(chosen)
 	}

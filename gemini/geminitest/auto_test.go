@@ -296,3 +296,23 @@ func TestAutoEmbeddings(t *testing.T) {
 	assert.Less(t, unrelated, 0.3)
 	assert.Equal(t, PhaseEmbed, srv.Requests()[0].Phase())
 }
+
+func TestAutoNeverAsksThePersonUnbidden(t *testing.T) {
+	_, c := autoServer(t)
+	cfg := &genai.GenerateContentConfig{
+		SystemInstruction: genai.NewContentFromText(stepSystem, genai.RoleUser),
+		Tools: []*genai.Tool{{FunctionDeclarations: []*genai.FunctionDeclaration{
+			{Name: "ask_user", Parameters: &genai.Schema{Type: genai.TypeObject, Properties: map[string]*genai.Schema{"question": {Type: genai.TypeString}}, Required: []string{"question"}}},
+			{Name: "bigquery_agent", Parameters: &genai.Schema{Type: genai.TypeObject, Properties: map[string]*genai.Schema{"request": {Type: genai.TypeString}}, Required: []string{"request"}}},
+		}}},
+	}
+	resp := generate(t, c, genai.Text("Execute this step: Weigh the evidence."), cfg)
+	require.Empty(t, resp.FunctionCalls(), "an analysis step is answered in text, not by waiting for a person")
+	require.Contains(t, resp.Text(), "Findings for this step")
+
+	resp = generate(t, c, genai.Text("Execute this step: Use bigquery_agent to list SSH logins on web-server-prod-01.\nExpected outcome: logins"), cfg)
+	calls := resp.FunctionCalls()
+	require.Len(t, calls, 1)
+	require.Equal(t, "bigquery_agent", calls[0].Name)
+	require.Equal(t, "Use bigquery_agent to list SSH logins on web-server-prod-01.", calls[0].Args["request"])
+}

@@ -9,7 +9,9 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"time"
 
+	"go.temporal.io/sdk/activity"
 	"go.temporal.io/sdk/temporal"
 	"google.golang.org/genai"
 
@@ -61,8 +63,35 @@ type Activities struct {
 	MemoryLimit         int
 }
 
+// HeartbeatInterval is how often a waiting model call heartbeats, so a
+// worker that dies mid-call is noticed within the heartbeat timeout instead
+// of the call's start-to-close timeout.
+const HeartbeatInterval = 5 * time.Second
+
+// heartbeat records activity heartbeats until the returned stop is called.
+func heartbeat(ctx context.Context) (stop func()) {
+	if !activity.IsActivity(ctx) {
+		return func() {}
+	}
+	done := make(chan struct{})
+	go func() {
+		t := time.NewTicker(HeartbeatInterval)
+		defer t.Stop()
+		for {
+			select {
+			case <-done:
+				return
+			case <-t.C:
+				activity.RecordHeartbeat(ctx)
+			}
+		}
+	}()
+	return func() { close(done) }
+}
+
 // generate calls the model once, classifying errors for Temporal's retries.
 func (a *Activities) generate(ctx context.Context, contents []*genai.Content, cfg *genai.GenerateContentConfig) (*genai.GenerateContentResponse, investigation.Usage, error) {
+	defer heartbeat(ctx)()
 	resp, err := gemini.Call(ctx, func(ctx context.Context) (*genai.GenerateContentResponse, error) {
 		return a.LLM.GenerateContent(ctx, a.Model, contents, cfg)
 	})

@@ -128,33 +128,71 @@ func run(m *testing.M) (int, error) {
 	}
 	defer tc.Close()
 
-	worker := exec.Command(filepath.Join(bin, "worker"))
-	worker.Env = stack
-	var workerLog bytes.Buffer
-	worker.Stdout, worker.Stderr = &workerLog, &workerLog
-	if err := worker.Start(); err != nil {
-		return 0, fmt.Errorf("start worker: %w", err)
+	if err := startWorker(); err != nil {
+		return 0, err
 	}
 	code := m.Run()
 	// The worker stops cleanly on SIGTERM.
-	_ = worker.Process.Signal(syscall.SIGTERM)
-	waited := make(chan error, 1)
-	go func() { waited <- worker.Wait() }()
-	select {
-	case err := <-waited:
-		if err != nil {
-			fmt.Fprintf(os.Stderr, "worker exited with %v\n%s", err, workerLog.String())
-			code = 1
-		}
-	case <-time.After(20 * time.Second):
-		_ = worker.Process.Kill()
-		fmt.Fprintf(os.Stderr, "worker did not stop within 20s of SIGTERM\n%s", workerLog.String())
+	if err := stopWorker(syscall.SIGTERM); err != nil {
+		fmt.Fprintln(os.Stderr, err)
 		code = 1
 	}
 	if code != 0 {
 		fmt.Fprintf(os.Stderr, "--- worker log ---\n%s", workerLog.String())
 	}
 	return code, nil
+}
+
+// The worker process the tests run against; a test may kill and replace it.
+var (
+	workerCmd *exec.Cmd
+	workerLog syncBuffer
+)
+
+// syncBuffer is a bytes.Buffer safe for the worker's stdout and stderr.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+func startWorker() error {
+	workerCmd = exec.Command(filepath.Join(bin, "worker"))
+	workerCmd.Env = stack
+	workerCmd.Stdout, workerCmd.Stderr = &workerLog, &workerLog
+	if err := workerCmd.Start(); err != nil {
+		return fmt.Errorf("start worker: %w", err)
+	}
+	return nil
+}
+
+// stopWorker signals the worker and waits for it; with SIGTERM it must exit
+// cleanly within 20 s.
+func stopWorker(sig syscall.Signal) error {
+	_ = workerCmd.Process.Signal(sig)
+	waited := make(chan error, 1)
+	go func() { waited <- workerCmd.Wait() }()
+	select {
+	case err := <-waited:
+		if err != nil && sig == syscall.SIGTERM {
+			return fmt.Errorf("worker exited with %v", err)
+		}
+		return nil
+	case <-time.After(20 * time.Second):
+		_ = workerCmd.Process.Kill()
+		return fmt.Errorf("worker did not stop within 20s of %v", sig)
+	}
 }
 
 // result is one finished run of the starter.

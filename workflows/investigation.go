@@ -496,10 +496,12 @@ func (r *run) setDetails(ctx workflow.Context, phase string) {
 
 // llmOptions are the activity options of a model call: retried with backoff
 // (the activity turns 429/5xx into retryable errors that carry Retry-After as
-// the next delay, and 400/401/403/404 into non-retryable ones).
+// the next delay, and 400/401/403/404 into non-retryable ones), and retried
+// on another worker within 30 s when its worker dies (heartbeats).
 func llmOptions(ctx workflow.Context, summary string) workflow.Context {
 	return workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
 		StartToCloseTimeout: 3 * time.Minute,
+		HeartbeatTimeout:    30 * time.Second, // model calls heartbeat while they wait
 		Summary:             summary,
 		RetryPolicy: &temporal.RetryPolicy{
 			InitialInterval:    2 * time.Second,

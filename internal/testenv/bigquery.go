@@ -8,7 +8,6 @@ import (
 	"net"
 	"net/http"
 	"net/url"
-	"os"
 	"os/exec"
 	"path/filepath"
 	"strconv"
@@ -25,25 +24,7 @@ const bigQueryReadyTimeout = 30 * time.Second
 // $BIGQUERY_EMULATOR if set, else
 // ${XDG_CACHE_HOME:-$HOME/.cache}/investigator/bin/bigquery-emulator.
 func BigQueryEmulator() (string, error) {
-	if p := os.Getenv("BIGQUERY_EMULATOR"); p != "" {
-		if err := checkExecutable(p); err != nil {
-			return "", fmt.Errorf("BIGQUERY_EMULATOR is set to %q, but %w", p, err)
-		}
-		return p, nil
-	}
-	cache := os.Getenv("XDG_CACHE_HOME")
-	if cache == "" {
-		home, err := os.UserHomeDir()
-		if err != nil {
-			return "", fmt.Errorf("find the BigQuery emulator: %w", err)
-		}
-		cache = filepath.Join(home, ".cache")
-	}
-	p := filepath.Join(cache, "investigator", "bin", "bigquery-emulator")
-	if err := checkExecutable(p); err != nil {
-		return "", fmt.Errorf("the BigQuery emulator is not installed at %s (%w); run `go tool task setup` to build it", p, err)
-	}
-	return p, nil
+	return cachedTool("the BigQuery emulator", "BIGQUERY_EMULATOR", "bigquery-emulator")
 }
 
 // StartBigQuery starts the BigQuery emulator on free ports of 127.0.0.1 with

@@ -148,10 +148,14 @@ func ResetFirestore(host, project string) error {
 
 // TemporalCLI returns the path of the Temporal CLI binary: $TEMPORAL_CLI if
 // set, else ${XDG_CACHE_HOME:-$HOME/.cache}/investigator/bin/temporal.
-func TemporalCLI() (string, error) {
-	if p := os.Getenv("TEMPORAL_CLI"); p != "" {
+func TemporalCLI() (string, error) { return cachedTool("the Temporal CLI", "TEMPORAL_CLI", "temporal") }
+
+// cachedTool finds a tool that `go tool task setup` builds into the tool
+// cache, or the path the environment variable env names.
+func cachedTool(what, env, name string) (string, error) {
+	if p := os.Getenv(env); p != "" {
 		if err := checkExecutable(p); err != nil {
-			return "", fmt.Errorf("TEMPORAL_CLI is set to %q, but %w", p, err)
+			return "", fmt.Errorf("%s is set to %q, but %w", env, p, err)
 		}
 		return p, nil
 	}
@@ -159,13 +163,13 @@ func TemporalCLI() (string, error) {
 	if cache == "" {
 		home, err := os.UserHomeDir()
 		if err != nil {
-			return "", fmt.Errorf("find the Temporal CLI: %w", err)
+			return "", fmt.Errorf("find %s: %w", what, err)
 		}
 		cache = filepath.Join(home, ".cache")
 	}
-	p := filepath.Join(cache, "investigator", "bin", "temporal")
+	p := filepath.Join(cache, "investigator", "bin", name)
 	if err := checkExecutable(p); err != nil {
-		return "", fmt.Errorf("the Temporal CLI is not installed at %s (%w); run `go tool task setup` to build it", p, err)
+		return "", fmt.Errorf("%s is not installed at %s (%w); run `go tool task setup` to build it", what, p, err)
 	}
 	return p, nil
 }

@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -243,18 +244,34 @@ func TestHintBurst(t *testing.T) {
 	id := workflowIDFrom(t, res.stdout)
 	<-inFlight
 	var wg sync.WaitGroup
+	var retries atomic.Int32
 	errs := make(chan error, 100)
 	for i := range 100 {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			h, err := tc.UpdateWorkflow(context.Background(), client.UpdateWorkflowOptions{
-				WorkflowID: id, UpdateName: investigation.UpdateHint, Args: []any{fmt.Sprintf("hint number %d", i)},
-				WaitForStage: client.WorkflowUpdateStageCompleted,
-			})
-			if err == nil {
-				var ack investigation.Ack
-				err = h.Get(context.Background(), &ack)
+			// The server admits ten updates per workflow at a time; a client
+			// retries under the same update ID, which the server records once.
+			var err error
+			for attempt := 0; attempt < 20; attempt++ {
+				if attempt > 0 {
+					time.Sleep(time.Duration(attempt) * 200 * time.Millisecond)
+				}
+				ctx, cancel := context.WithTimeout(context.Background(), 8*time.Second)
+				var h client.WorkflowUpdateHandle
+				h, err = tc.UpdateWorkflow(ctx, client.UpdateWorkflowOptions{
+					UpdateID: fmt.Sprintf("burst-%d", i), WorkflowID: id, UpdateName: investigation.UpdateHint,
+					Args: []any{fmt.Sprintf("hint number %d", i)}, WaitForStage: client.WorkflowUpdateStageCompleted,
+				})
+				if err == nil {
+					var ack investigation.Ack
+					err = h.Get(ctx, &ack)
+				}
+				cancel()
+				if err == nil {
+					break
+				}
+				retries.Add(1)
 			}
 			errs <- err
 		}()
@@ -273,7 +290,7 @@ func TestHintBurst(t *testing.T) {
 	}
 	require.Len(t, seen, 100)
 	raw, _ := json.Marshal(st.Hints[:3])
-	t.Logf("REPORT 100-hint burst: %d recorded, first: %s", len(st.Hints), raw)
+	t.Logf("REPORT 100-hint burst: %d recorded (%d update attempts retried), first: %s", len(st.Hints), retries.Load(), raw)
 	stop := starter(t, nil, "stop", id)
 	require.Equal(t, 0, stop.code, stop.stderr)
 }

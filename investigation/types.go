@@ -38,7 +38,8 @@ type Limits struct {
 	MaxToolCalls int           `json:"max_tool_calls,omitempty"`
 	TimeBudget   time.Duration `json:"time_budget,omitempty"`
 	// MaxHistoryEvents is the history length after which an idle
-	// investigation continues as new.
+	// investigation continues as new. The default stays well below the
+	// server's limit of 2,000 updates per run (each takes two events).
 	MaxHistoryEvents int `json:"max_history_events,omitempty"`
 	// AnswerTimeout is how long an ask_user question waits for the analyst.
 	AnswerTimeout time.Duration `json:"answer_timeout,omitempty"`
@@ -52,7 +53,7 @@ const (
 	DefaultMaxStepResultBytes = 4 << 10
 	DefaultMaxToolCalls       = 60
 	DefaultTimeBudget         = 30 * time.Minute
-	DefaultMaxHistoryEvents   = 5000
+	DefaultMaxHistoryEvents   = 2000
 	DefaultAnswerTimeout      = 15 * time.Minute
 	DefaultIdleTimeout        = 30 * time.Minute
 )

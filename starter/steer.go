@@ -13,6 +13,8 @@ import (
 	"go.temporal.io/api/workflowservice/v1"
 	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/temporal"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
 
 	"github.com/secops-agent/investigator/investigation"
 )
@@ -134,24 +136,45 @@ func printAck(w io.Writer, ack investigation.Ack, noun string) {
 	fmt.Fprintln(w, msg)
 }
 
-// steer sends an update and waits until the investigation recorded it.
+// updateAttemptTimeout bounds one attempt of an update; a stuck attempt is
+// retried under the same update ID until updateTimeout.
+const updateAttemptTimeout = 8 * time.Second
+
+// steer sends an update and waits until the investigation recorded it. Every
+// attempt carries the same update ID, so the server records the input once
+// however often it is retried (it admits only a few updates per workflow at
+// a time, and a burst of them can leave one unconfirmed).
 func (a *app) steer(ctx context.Context, c updater, id, name, noun string, args ...any) (investigation.Ack, error) {
 	uctx, cancel := context.WithTimeout(ctx, updateTimeout)
 	defer cancel()
+	updateID := fmt.Sprintf("%s-%d", name, time.Now().UnixNano())
 	var ack investigation.Ack
-	h, err := c.UpdateWorkflow(uctx, client.UpdateWorkflowOptions{
-		WorkflowID:   id,
-		UpdateName:   name,
-		Args:         args,
-		WaitForStage: client.WorkflowUpdateStageCompleted,
-	})
-	if err == nil {
-		err = h.Get(uctx, &ack)
+	for {
+		actx, acancel := context.WithTimeout(uctx, updateAttemptTimeout)
+		h, err := c.UpdateWorkflow(actx, client.UpdateWorkflowOptions{
+			UpdateID:     updateID,
+			WorkflowID:   id,
+			UpdateName:   name,
+			Args:         args,
+			WaitForStage: client.WorkflowUpdateStageCompleted,
+		})
+		if err == nil {
+			err = h.Get(actx, &ack)
+		}
+		stuck := actx.Err() != nil && uctx.Err() == nil
+		acancel()
+		if err == nil {
+			return ack, nil
+		}
+		code := status.Code(err)
+		if !stuck && code != codes.ResourceExhausted && code != codes.Unavailable || uctx.Err() != nil {
+			return ack, a.steerError(ctx, uctx, c, id, name, noun, err)
+		}
+		select {
+		case <-uctx.Done():
+		case <-time.After(300 * time.Millisecond):
+		}
 	}
-	if err != nil {
-		return ack, a.steerError(ctx, uctx, c, id, name, noun, err)
-	}
-	return ack, nil
 }
 
 // steerError turns a failed update into one sentence.

@@ -249,9 +249,7 @@ func TestCallRequestTimeout(t *testing.T) {
 	c, err := NewClient(context.Background(), Config{APIKey: testKey, BaseURL: srv.URL, Timeout: 50 * time.Millisecond})
 	require.NoError(t, err)
 
-	start := time.Now()
 	_, err = Call(context.Background(), generate(c, nil))
-	assert.Less(t, time.Since(start), 350*time.Millisecond, "the per-request timeout applies")
 	appErr := appError(t, err)
 	assert.Equal(t, ErrTimeout, appErr.Type())
 	assert.False(t, appErr.NonRetryable())

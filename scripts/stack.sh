@@ -302,7 +302,10 @@ stack_launch_bigquery() {
 		stack_err "BigQuery sample data not found: $STACK_BIGQUERY_DATA"
 		return 1
 	fi
-	stack_spawn bigquery "$STACK_BIGQUERY_BIN" --project="$STACK_BIGQUERY_PROJECT" \
+	# GODEBUG invalidptr=0: the emulator's ZetaSQL binding keeps small integers
+	# in pointer variables, which makes the Go runtime abort at random
+	# ("invalid pointer found on stack") unless this check is off.
+	stack_spawn bigquery env GODEBUG="${GODEBUG:+$GODEBUG,}invalidptr=0" "$STACK_BIGQUERY_BIN" --project="$STACK_BIGQUERY_PROJECT" \
 		--host="$STACK_HOST" --port="$STACK_BIGQUERY_PORT" --grpc-port="$STACK_BIGQUERY_GRPC_PORT" \
 		--data-from-yaml="$STACK_BIGQUERY_DATA"
 	STACK_BIGQUERY_PENDING=1

@@ -8,6 +8,7 @@ import (
 	"net"
 	"net/http"
 	"net/url"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"strconv"
@@ -25,6 +26,30 @@ const bigQueryReadyTimeout = 30 * time.Second
 // ${XDG_CACHE_HOME:-$HOME/.cache}/investigator/bin/bigquery-emulator.
 func BigQueryEmulator() (string, error) {
 	return cachedTool("the BigQuery emulator", "BIGQUERY_EMULATOR", "bigquery-emulator")
+}
+
+// bigQueryGoDebug turns off the Go runtime's invalid-pointer check for the
+// emulator. Its ZetaSQL binding (go-zetasql helper.IntPtr) stores small
+// integers, such as statement-kind enums, in unsafe.Pointer variables; when
+// the runtime copies a goroutine stack holding one it aborts with "invalid
+// pointer found on stack", which happens at random, often at start-up.
+const bigQueryGoDebug = "invalidptr=0"
+
+// bigQueryEmulatorEnv returns env with bigQueryGoDebug added to GODEBUG, for
+// starting the BigQuery emulator.
+func bigQueryEmulatorEnv(env []string) []string {
+	out := make([]string, 0, len(env)+1)
+	debug := bigQueryGoDebug
+	for _, kv := range env {
+		if v, ok := strings.CutPrefix(kv, "GODEBUG="); ok {
+			if v != "" {
+				debug = v + "," + bigQueryGoDebug
+			}
+			continue
+		}
+		out = append(out, kv)
+	}
+	return append(out, "GODEBUG="+debug)
 }
 
 // StartBigQuery starts the BigQuery emulator on free ports of 127.0.0.1 with
@@ -87,6 +112,7 @@ func startBigQueryOnce(bin, project, yamlFile string) (string, func(), error) {
 	cmd := exec.Command(bin, args...)
 	cmd.Stdout = out
 	cmd.Stderr = out
+	cmd.Env = bigQueryEmulatorEnv(os.Environ())
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	if err := cmd.Start(); err != nil {
 		return "", nil, fmt.Errorf("start the BigQuery emulator %s: %w", bin, err)

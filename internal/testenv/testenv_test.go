@@ -235,12 +235,11 @@ func TestStartFirestoreMissingTools(t *testing.T) {
 		writeScript(t, filepath.Join(bin, "gcloud"), "echo 'ERROR: something is broken' >&2; exit 1")
 		t.Setenv("PATH", bin)
 		t.Setenv("JAVA_HOME", bin)
-		start := time.Now()
 		_, _, err := StartFirestore()
 		require.Error(t, err)
+		// "exited", not "no ready answer within": reported at once, not after the timeout.
 		assert.Contains(t, err.Error(), "exited before it was ready")
 		assert.Contains(t, err.Error(), "ERROR: something is broken", "the error carries the emulator's output")
-		assert.Less(t, time.Since(start), 10*time.Second, "an early exit is reported at once, not after the timeout")
 	})
 }
 
@@ -248,4 +247,12 @@ func writeScript(t *testing.T, path, body string) {
 	t.Helper()
 	require.NoError(t, os.MkdirAll(filepath.Dir(path), 0o755))
 	require.NoError(t, os.WriteFile(path, []byte("#!/bin/sh\n"+body+"\n"), 0o755))
+}
+
+func TestBigQueryEmulatorEnvTurnsOffInvalidPtrCheck(t *testing.T) {
+	got := bigQueryEmulatorEnv([]string{"HOME=/root", "GODEBUG=madvdontneed=1", "PATH=/bin"})
+	assert.Equal(t, []string{"HOME=/root", "PATH=/bin", "GODEBUG=madvdontneed=1,invalidptr=0"}, got)
+
+	got = bigQueryEmulatorEnv([]string{"GODEBUG=", "PATH=/bin"})
+	assert.Equal(t, []string{"PATH=/bin", "GODEBUG=invalidptr=0"}, got)
 }

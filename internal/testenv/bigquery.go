@@ -75,14 +75,26 @@ func StartBigQuery(project, yamlFile string) (host string, stop func(), err erro
 			return "", nil, fmt.Errorf("start the BigQuery emulator: the data file %s does not exist", yamlFile)
 		}
 	}
-	// A port found free can be taken before the emulator binds it; try again
-	// with new ports when that happens.
+	// A port found free can be taken before the emulator binds it, and the
+	// emulator is a large cgo program that has been seen to abort at random
+	// while starting: try again, on new ports, when either happens. A
+	// deterministic failure (bad data file) fails every attempt.
 	for attempt := 1; ; attempt++ {
 		host, stop, err = startBigQueryOnce(bin, project, yamlFile)
-		if err == nil || attempt == 3 || !strings.Contains(err.Error(), "address already in use") {
+		if err == nil || attempt == 3 || !retryableStart(err) {
 			return host, stop, err
 		}
+		slog.Warn("testenv: the BigQuery emulator did not start; trying again", "attempt", attempt, "error", firstLine(err.Error()))
 	}
+}
+
+func retryableStart(err error) bool {
+	return strings.Contains(err.Error(), "address already in use") || errors.Is(err, errExitedEarly)
+}
+
+func firstLine(s string) string {
+	line, _, _ := strings.Cut(s, "\n")
+	return line
 }
 
 func startBigQueryOnce(bin, project, yamlFile string) (string, func(), error) {
@@ -170,7 +182,7 @@ func waitBigQueryReady(host, project string, exited <-chan struct{}, timeout tim
 		}
 		select {
 		case <-exited:
-			return errors.New("the emulator exited before it was ready")
+			return errExitedEarly
 		case <-time.After(50 * time.Millisecond):
 		}
 	}

@@ -42,6 +42,9 @@ const (
 	outputTail            = 16 << 10
 )
 
+// errExitedEarly: an emulator process ended before it answered.
+var errExitedEarly = errors.New("the emulator exited before it was ready")
+
 // FreePort returns a TCP port on 127.0.0.1 that was free when it was checked.
 func FreePort() (int, error) {
 	l, err := net.Listen("tcp", "127.0.0.1:0")
@@ -254,7 +257,7 @@ func waitFirestoreReady(host string, exited <-chan struct{}, timeout time.Durati
 		}
 		select {
 		case <-exited:
-			return errors.New("the emulator exited before it was ready")
+			return errExitedEarly
 		case <-time.After(100 * time.Millisecond):
 		}
 	}

@@ -256,3 +256,19 @@ func TestBigQueryEmulatorEnvTurnsOffInvalidPtrCheck(t *testing.T) {
 	got = bigQueryEmulatorEnv([]string{"GODEBUG=", "PATH=/bin"})
 	assert.Equal(t, []string{"PATH=/bin", "GODEBUG=invalidptr=0"}, got)
 }
+
+func TestStartBigQueryRetriesAnEarlyExit(t *testing.T) {
+	dir := t.TempDir()
+	calls := filepath.Join(dir, "calls")
+	fake := filepath.Join(dir, "bigquery-emulator")
+	writeScript(t, fake, `echo "$GODEBUG" >> '`+calls+`'; echo 'fatal error: invalid pointer found on stack' >&2; exit 2`)
+	t.Setenv("BIGQUERY_EMULATOR", fake)
+	t.Setenv("GODEBUG", "")
+
+	_, _, err := StartBigQuery(Project, "")
+	require.ErrorIs(t, err, errExitedEarly)
+	assert.Contains(t, err.Error(), "fatal error: invalid pointer found on stack", "the error carries the emulator's output")
+	raw, err := os.ReadFile(calls)
+	require.NoError(t, err)
+	assert.Equal(t, "invalidptr=0\ninvalidptr=0\ninvalidptr=0\n", string(raw), "three attempts, each with the pointer check off")
+}

@@ -19,10 +19,17 @@ const (
 	// ToolsetBigQuery selects the sub-agent's tools in CallTool.
 	ToolsetBigQuery = "bigquery"
 	DefaultQueue    = "investigations"
-	ProgressQuery   = "progress"
+	// ProgressQuery returns a run's progress events after a sequence
+	// number, at most MaxProgressEvents of them per answer: a follower that
+	// gets a full page asks again at once.
+	ProgressQuery = "progress"
 	// SearchAttribute is the Keyword search attribute that holds the alert ID.
 	SearchAttribute = "AlertId"
 )
+
+// MaxProgressEvents is the most events one progress query returns, so that
+// an answer stays far below gRPC's message limit however long the run.
+const MaxProgressEvents = 200
 
 // Languages the conclusion can be written in.
 var Languages = map[string]string{"en": "English", "ja": "Japanese"}
@@ -54,8 +61,11 @@ const (
 	DefaultMaxToolCalls       = 60
 	DefaultTimeBudget         = 30 * time.Minute
 	DefaultMaxHistoryEvents   = 2000
-	DefaultAnswerTimeout      = 15 * time.Minute
-	DefaultIdleTimeout        = 30 * time.Minute
+	// MinMaxHistoryEvents is the lowest continue-as-new threshold the
+	// starter accepts: a run needs room for at least one turn.
+	MinMaxHistoryEvents  = 50
+	DefaultAnswerTimeout = 15 * time.Minute
+	DefaultIdleTimeout   = 30 * time.Minute
 )
 
 // WithDefaults fills zero fields.

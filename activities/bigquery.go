@@ -27,7 +27,7 @@ type embedder interface {
 type memoryStore interface {
 	Recall(ctx context.Context, embedding []float32, minSimilarity float64, limit int) ([]memory.Memory, error)
 	Put(ctx context.Context, id, claim, queryText string, embedding []float32) (memory.Memory, error)
-	Adjust(ctx context.Context, helpful, harmful []string) ([]string, error)
+	Adjust(ctx context.Context, session string, helpful, harmful []string) ([]string, error)
 }
 
 var introspectSchema = schema("introspect")
@@ -163,8 +163,10 @@ func (a *Activities) sessionText(ctx context.Context, session string, refs []inv
 
 // UpdateMemories saves the claims with their embeddings and adjusts the
 // scores of helpful (+1) and harmful (-1) memories; memories that fall below
-// -3 are deleted. Claim IDs derive from the session and the claim, so a
-// retried activity rewrites the same memories instead of adding copies.
+// -3 are deleted. Claim IDs derive from the session and the claim, and each
+// vote is recorded under the session (the sub-agent's workflow ID), so a
+// retried activity rewrites the same memories instead of adding copies and
+// changes no score twice.
 func (a *Activities) UpdateMemories(ctx context.Context, in investigation.MemoryUpdate) (investigation.MemoryChanges, error) {
 	var out investigation.MemoryChanges
 	if len(in.Claims) > 0 {
@@ -181,7 +183,7 @@ func (a *Activities) UpdateMemories(ctx context.Context, in investigation.Memory
 			out.Saved = append(out.Saved, m.ID)
 		}
 	}
-	deleted, err := a.Memories.Adjust(ctx, in.Helpful, in.Harmful)
+	deleted, err := a.Memories.Adjust(ctx, in.Session, in.Helpful, in.Harmful)
 	if err != nil {
 		return out, fmt.Errorf("adjust memory scores: %w", err)
 	}
@@ -190,17 +192,10 @@ func (a *Activities) UpdateMemories(ctx context.Context, in investigation.Memory
 }
 
 // DeliverAnswer stores the sub-agent's answer, with the link to its run, as
-// the parent investigation's tool result.
+// the parent investigation's tool result. An answer too long for
+// MaxResultBytes is cut, not the result around it, so the link survives.
 func (a *Activities) DeliverAnswer(ctx context.Context, in investigation.DeliverInput) (investigation.ToolOutput, error) {
-	response, size, cut, err := shape(map[string]any{
-		"answer":            in.Answer,
-		"child_workflow_id": in.Link.WorkflowID,
-		"child_run_id":      in.Link.RunID,
-	}, in.MaxResultBytes)
-	if err != nil {
-		return investigation.ToolOutput{}, err
-	}
-	raw, err := marshal(response)
+	raw, size, cut, err := answerResult(in.Answer, in.Link, in.MaxResultBytes)
 	if err != nil {
 		return investigation.ToolOutput{}, err
 	}
@@ -210,6 +205,46 @@ func (a *Activities) DeliverAnswer(ctx context.Context, in investigation.Deliver
 	}
 	link := in.Link
 	return investigation.ToolOutput{Key: in.ResultKey, OK: true, Bytes: size, Truncated: cut, Preview: preview(in.Answer, 160), Link: &link}, nil
+}
+
+// answerResult encodes the bigquery_agent result {answer, child_workflow_id,
+// child_run_id} in at most limit bytes. When the whole is larger, the answer
+// alone is cut (at a rune boundary, ending in "…") and a note says so; the
+// IDs are always kept, even in the (misconfigured) case where they alone
+// exceed limit. size is the length of the uncut result.
+func answerResult(answer string, link investigation.ChildLink, limit int) (raw []byte, size int, cut bool, err error) {
+	result := map[string]any{
+		"answer":            answer,
+		"child_workflow_id": link.WorkflowID,
+		"child_run_id":      link.RunID,
+	}
+	if raw, err = marshal(result); err != nil || len(raw) <= limit {
+		return raw, len(raw), false, err
+	}
+	size = len(raw)
+	result["truncated"] = true
+	result["total_bytes"] = size
+	result["note"] = fmt.Sprintf("The answer was %d bytes and was cut to fit the %d-byte result; the whole answer is in the history of child workflow %s.", len(answer), limit, link.WorkflowID)
+	// JSON escapes make the encoded answer longer than its text, so find the
+	// longest cut that fits by bisection; a cut longer than limit never does.
+	var best []byte
+	for lo, hi := 0, min(len(answer), limit); lo <= hi; {
+		keep := (lo + hi) / 2
+		result["answer"] = preview(answer, keep)
+		if raw, err = marshal(result); err != nil {
+			return nil, 0, false, err
+		}
+		if len(raw) <= limit {
+			best, lo = raw, keep+1
+		} else {
+			hi = keep - 1
+		}
+	}
+	if best == nil { // not even the IDs fit: keep them all the same
+		result["answer"] = preview(answer, 0)
+		best, err = marshal(result)
+	}
+	return best, size, true, err
 }
 
 var errNoBigQuery = errors.New("BigQuery is not configured on this worker")

@@ -14,13 +14,19 @@ import (
 // and LOAD, CALL and EXECUTE IMMEDIATE, scripting (DECLARE, SET, BEGIN, ...),
 // several statements and empty input.
 //
-// It reads the text with a small GoogleSQL lexer, so that comments (--, #,
+// It also refuses the escape hatches that read outside the configured
+// tables without naming a table: EXTERNAL_QUERY (federated SQL that is never
+// checked), EXTERNAL_OBJECT_TRANSFORM (Cloud Storage objects) and
+// INFORMATION_SCHEMA views (metadata of every dataset and job).
+//
+// It reads the text with a small GoogleSQL lexer that ends comments, literals
+// and quoted identifiers where ZetaSQL's lexer does, so that comments (--, #,
 // /* */), string and bytes literals (single, double or triple quoted, with
 // r and b prefixes) and backtick-quoted identifiers cannot hide a keyword or a
 // semicolon, and keywords are matched case-insensitively. It is pure and
-// makes no call to BigQuery. It is the first of three guards: the tool also
-// refuses a dry run whose statement type is not SELECT, and the job runs
-// under a bytes-billed cap.
+// makes no call to BigQuery. It is the first of four guards: the tool also
+// refuses a dry run whose statement type is not SELECT or that reads a table
+// outside the configuration, and the job runs under a bytes-billed cap.
 func CheckSQL(sql string) error {
 	toks, err := lexSQL(sql)
 	if err != nil {
@@ -30,7 +36,7 @@ func CheckSQL(sql string) error {
 		return errors.New("the query is empty")
 	}
 	for i, t := range toks {
-		if t.kind != tokPunct || t.text != ";" {
+		if !t.isPunct(";") {
 			continue
 		}
 		if i == len(toks)-1 {
@@ -42,14 +48,44 @@ func CheckSQL(sql string) error {
 	if len(toks) == 0 {
 		return errors.New("the query is empty")
 	}
-	return checkQueryExpr(toks)
+	if err := checkQueryExpr(toks); err != nil {
+		return err
+	}
+	return checkEscapeHatches(toks)
+}
+
+// escapeHatches says, by name, what each escape hatch reads.
+var escapeHatches = map[string]string{
+	"EXTERNAL_QUERY":            "EXTERNAL_QUERY sends SQL to an external database",
+	"EXTERNAL_OBJECT_TRANSFORM": "EXTERNAL_OBJECT_TRANSFORM reads Cloud Storage objects",
+	"INFORMATION_SCHEMA":        "INFORMATION_SCHEMA views describe datasets and jobs",
+}
+
+// checkEscapeHatches refuses a word, or a part of a quoted name (as in
+// `region-us.INFORMATION_SCHEMA.JOBS`), that names one of escapeHatches.
+func checkEscapeHatches(toks []sqlToken) error {
+	for _, t := range toks {
+		var parts []string
+		switch t.kind {
+		case tokWord:
+			parts = []string{t.text}
+		case tokQuotedIdent:
+			parts = strings.Split(t.text, ".")
+		}
+		for _, p := range parts {
+			if what, ok := escapeHatches[strings.ToUpper(p)]; ok {
+				return fmt.Errorf("%s outside the tables you may query; query those tables directly (bigquery_tables lists them)", what)
+			}
+		}
+	}
+	return nil
 }
 
 // checkQueryExpr checks that toks start a query: any number of "(", then
 // SELECT, or WITH followed by its CTE list and another query expression.
 func checkQueryExpr(toks []sqlToken) error {
 	i := 0
-	for i < len(toks) && toks[i].kind == tokPunct && toks[i].text == "(" {
+	for i < len(toks) && toks[i].isPunct("(") {
 		i++
 	}
 	if i == len(toks) {
@@ -60,7 +96,7 @@ func checkQueryExpr(toks []sqlToken) error {
 	case t.isWord("SELECT"):
 		return nil
 	case t.isWord("WITH"):
-		rest, err := skipWithClause(toks[i+1:])
+		rest, _, err := skipWithClause(toks[i+1:])
 		if err != nil {
 			return err
 		}
@@ -76,24 +112,25 @@ func checkQueryExpr(toks []sqlToken) error {
 }
 
 // skipWithClause skips "[RECURSIVE] name AS ( ... ) [, name AS ( ... )]..."
-// and returns the tokens after it.
-func skipWithClause(toks []sqlToken) ([]sqlToken, error) {
+// and returns the tokens after it and the names it defines.
+func skipWithClause(toks []sqlToken) (rest []sqlToken, names []string, err error) {
 	i := 0
 	if i < len(toks) && toks[i].isWord("RECURSIVE") {
 		i++
 	}
 	for {
 		if i >= len(toks) || (toks[i].kind != tokWord && toks[i].kind != tokQuotedIdent) {
-			return nil, errors.New("malformed WITH clause: expected a name for the subquery")
+			return nil, nil, errors.New("malformed WITH clause: expected a name for the subquery")
 		}
 		name := toks[i].text
+		names = append(names, name)
 		i++
 		if i >= len(toks) || !toks[i].isWord("AS") {
-			return nil, fmt.Errorf("malformed WITH clause: expected AS after %s", name)
+			return nil, nil, fmt.Errorf("malformed WITH clause: expected AS after %s", name)
 		}
 		i++
-		if i >= len(toks) || toks[i].kind != tokPunct || toks[i].text != "(" {
-			return nil, fmt.Errorf("malformed WITH clause: expected ( after %s AS", name)
+		if i >= len(toks) || !toks[i].isPunct("(") {
+			return nil, nil, fmt.Errorf("malformed WITH clause: expected ( after %s AS", name)
 		}
 		depth := 0
 		for ; i < len(toks); i++ {
@@ -110,14 +147,14 @@ func skipWithClause(toks []sqlToken) ([]sqlToken, error) {
 			}
 		}
 		if i >= len(toks) {
-			return nil, fmt.Errorf("malformed WITH clause: the parenthesis after %s AS is not closed", name)
+			return nil, nil, fmt.Errorf("malformed WITH clause: the parenthesis after %s AS is not closed", name)
 		}
 		i++ // past ")"
-		if i < len(toks) && toks[i].kind == tokPunct && toks[i].text == "," {
+		if i < len(toks) && toks[i].isPunct(",") {
 			i++
 			continue
 		}
-		return toks[i:], nil
+		return toks[i:], names, nil
 	}
 }
 
@@ -180,20 +217,26 @@ type sqlToken struct {
 
 func (t sqlToken) isWord(w string) bool { return t.kind == tokWord && strings.EqualFold(t.text, w) }
 
+func (t sqlToken) isPunct(p string) bool { return t.kind == tokPunct && t.text == p }
+
 // lexSQL splits GoogleSQL text into tokens, dropping whitespace and comments.
 // It only needs to be exact about where comments, literals and quoted
-// identifiers start and end; everything else is words, numbers and single
-// punctuation characters.
+// identifiers start and end, as ZetaSQL's lexer is (a -- or # comment ends
+// at \r as well as at \n); everything else is words, numbers and single
+// punctuation characters. Unquoted GoogleSQL names are ASCII, so control
+// characters and non-ASCII bytes outside literals and comments count as
+// whitespace (ZetaSQL skips Unicode spaces and rejects the rest): they split
+// words, and cannot glue FROM and a name into one word.
 func lexSQL(s string) ([]sqlToken, error) {
 	var toks []sqlToken
 	i := 0
 	for i < len(s) {
 		c := s[i]
 		switch {
-		case c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\f' || c == '\v':
+		case c <= ' ' || c >= 0x7f:
 			i++
 		case c == '#' || (c == '-' && i+1 < len(s) && s[i+1] == '-'):
-			for i < len(s) && s[i] != '\n' {
+			for i < len(s) && s[i] != '\n' && s[i] != '\r' {
 				i++
 			}
 		case c == '/' && i+1 < len(s) && s[i+1] == '*':
@@ -233,10 +276,11 @@ func lexSQL(s string) ([]sqlToken, error) {
 				continue
 			}
 			toks = append(toks, sqlToken{kind: tokWord, text: word, pos: start})
-		case c >= '0' && c <= '9':
+		case isDigit(c):
+			// An exponent's sign counts only before a digit, so that the
+			// "--" after a field named 1e ("x.1e--") still starts a comment.
 			start := i
-			for i < len(s) && (isWordChar(s[i]) || s[i] == '.' ||
-				((s[i] == '+' || s[i] == '-') && (s[i-1] == 'e' || s[i-1] == 'E'))) {
+			for i < len(s) && (isWordChar(s[i]) || s[i] == '.' || isExponentSign(s, i)) {
 				i++
 			}
 			toks = append(toks, sqlToken{kind: tokNumber, text: s[start:i], pos: start})
@@ -249,10 +293,17 @@ func lexSQL(s string) ([]sqlToken, error) {
 }
 
 func isWordStart(c byte) bool {
-	return c == '_' || (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c >= 0x80
+	return c == '_' || (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z')
 }
 
-func isWordChar(c byte) bool { return isWordStart(c) || (c >= '0' && c <= '9') }
+func isDigit(c byte) bool { return c >= '0' && c <= '9' }
+
+func isWordChar(c byte) bool { return isWordStart(c) || isDigit(c) }
+
+// isExponentSign reports whether s[i] is the sign of an exponent, as in 1e-5.
+func isExponentSign(s string, i int) bool {
+	return (s[i] == '+' || s[i] == '-') && (s[i-1] == 'e' || s[i-1] == 'E') && i+1 < len(s) && isDigit(s[i+1])
+}
 
 func isLiteralPrefix(w string) bool {
 	switch strings.ToLower(w) {
@@ -282,7 +333,7 @@ func lexQuoted(s string, i int) (body string, next int, err error) {
 		if strings.HasPrefix(s[j:], delim) {
 			return s[i+len(delim) : j], j + len(delim), nil
 		}
-		if len(delim) == 1 && s[j] == '\n' {
+		if len(delim) == 1 && (s[j] == '\n' || s[j] == '\r') {
 			return "", 0, fmt.Errorf("the string literal at offset %d is not closed on its line (use ''' or \"\"\" for multi-line strings)", i)
 		}
 		j++
@@ -291,11 +342,15 @@ func lexQuoted(s string, i int) (body string, next int, err error) {
 }
 
 // lexBacktick reads the quoted identifier whose opening backtick is at s[i].
+// It refuses escapes, which could spell a name the checks would not know
+// (`EXTERNAL\x5fQUERY`), and line breaks, which ZetaSQL refuses too.
 func lexBacktick(s string, i int) (body string, next int, err error) {
 	for j := i + 1; j < len(s); j++ {
 		switch s[j] {
 		case '\\':
-			j++
+			return "", 0, fmt.Errorf("the `quoted identifier at offset %d contains a backslash escape; write the name without escapes", i)
+		case '\n', '\r':
+			return "", 0, fmt.Errorf("the `quoted identifier at offset %d is not closed on its line", i)
 		case '`':
 			return s[i+1 : j], j + 1, nil
 		}

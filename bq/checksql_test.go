@@ -43,6 +43,21 @@ func TestCheckSQLAccepts(t *testing.T) {
 		"(SELECT 1) UNION ALL (SELECT 2)",
 		"((SELECT 1))",
 		"SELECT\n  source_ip,\n  COUNT(*) AS n\nFROM security_logs.auth_events\nWHERE event_time >= TIMESTAMP_SUB(CURRENT_TIMESTAMP(), INTERVAL 1 DAY)\nGROUP BY 1\nORDER BY n DESC\nLIMIT 10;",
+		// Line ends: ZetaSQL ends -- and # comments at \r, \n or \r\n.
+		"-- DELETE\rSELECT 1",
+		"# DELETE\r\nSELECT 1",
+		"SELECT 1 -- trailing\r\n",
+		"SELECT\r\n  1\r\nFROM t\r\n",
+		// Unicode spaces (ZetaSQL skips them) between words.
+		"SELECT\u00a01\u3000FROM\u2003t",
+		"SELECT 'caf\u00e9; DROP TABLE t' AS s", // non-ASCII inside a literal is content
+		// An exponent keeps its sign only before a digit.
+		"SELECT 1e-5, 2E+10, 0x1e-5 FROM t",
+		// ML and AI functions read only their arguments; names in literals are text.
+		"SELECT * FROM ML.PREDICT(MODEL `m.model`, (SELECT 1 AS x))",
+		"SELECT ML.DISTANCE([1.0, 2.0], [3.0, 4.0])",
+		`SELECT 'EXTERNAL_QUERY(1)' AS s, "INFORMATION_SCHEMA" AS t`,
+		"SELECT external_query_count FROM t",
 	} {
 		assert.NoError(t, CheckSQL(sql), "%q should be accepted", sql)
 	}
@@ -104,6 +119,50 @@ func TestCheckSQLRefuses(t *testing.T) {
 		{"SELECT '''unterminated", "not closed"},
 		{"SELECT 1 /* unterminated", "not closed"},
 		{"SELECT `unterminated", "not closed"},
+		// A \r ends a -- or # comment in ZetaSQL, so what follows is a
+		// statement (the audit's bypass: the emulator ran the DELETE).
+		{"SELECT 1 --x\r; DELETE FROM security_logs.auth_events WHERE true", "only one statement"},
+		{"SELECT 1 #x\r; DELETE FROM security_logs.auth_events WHERE true", "only one statement"},
+		{"SELECT 1 --x\r\n; DELETE FROM security_logs.auth_events WHERE true", "only one statement"},
+		{"SELECT 1 #x\r\n; DELETE FROM security_logs.auth_events WHERE true", "only one statement"},
+		{"-- SELECT\rDELETE FROM t WHERE true", "DELETE statement"},
+		// After a dot ZetaSQL reads 1e as a field name and -- as a comment;
+		// reading "1e-" as a number hid the ; in a triple-quoted literal (the
+		// emulator ran the DELETE).
+		{"SELECT 1 FROM (SELECT STRUCT(1 AS `1e`) AS s) AS x WHERE x.s.1e--'''\nIS NOT NULL; DELETE FROM security_logs.auth_events WHERE true --'''", "only one statement"},
+		{"SELECT x.1E--'''\n; DROP TABLE t --'''", "only one statement"},
+		// String literals: escapes, triple quotes, raw and bytes forms.
+		{`SELECT 'a\\'; DROP TABLE t`, "only one statement"}, // \\ is one escape, then ' closes
+		{`SELECT r'a\\'; DROP TABLE t`, "only one statement"},
+		{`SELECT b'\''; DROP TABLE t`, "only one statement"},
+		{`SELECT 'it\'s; DROP TABLE t`, "not closed"},
+		{`SELECT rb"""x"""; DROP TABLE t`, "only one statement"},
+		{"SELECT '''a''''; DROP TABLE t", "not closed"}, // ''' closes, the fourth ' opens a literal
+		{`SELECT """a""" "; DROP TABLE t`, "not closed"},
+		{"SELECT 'a\r'; DROP TABLE t'", "not closed on its line"},
+		// Block comments do not nest; -- and /* mean nothing inside each other.
+		{"SELECT 1 /* /* */ ; DROP TABLE t */", "only one statement"},
+		{"SELECT 1 /* -- */ ; DROP TABLE t", "only one statement"},
+		{"SELECT 1 -- /*\n; DROP TABLE t */", "only one statement"},
+		{"SELECT 1 /*/ ; DROP TABLE t", "not closed"},
+		// Quoted identifiers: no escapes, no line breaks.
+		{"SELECT `a\\`; DROP TABLE t`", "backslash escape"},
+		{"SELECT * FROM `EXTERNAL\\x5fQUERY`('c', 'SELECT 1')", "backslash escape"},
+		{"SELECT `a\n; DROP TABLE t`", "not closed on its line"},
+		// Control characters and Unicode spaces separate tokens.
+		{"SELECT 1\x00; DROP TABLE t", "only one statement"},
+		{"SELECT 1\u00a0;\u00a0DROP TABLE t", "only one statement"},
+		// Escape hatches that read outside the configured tables.
+		{"SELECT * FROM EXTERNAL_QUERY('us.conn', 'SELECT * FROM users')", "EXTERNAL_QUERY sends SQL to an external database outside the tables you may query"},
+		{"select * from external_query('us.conn', 'SELECT 1')", "EXTERNAL_QUERY"},
+		{"SELECT * FROM `EXTERNAL_QUERY`('us.conn', 'SELECT 1')", "EXTERNAL_QUERY"},
+		{"SELECT * FROM\u00a0EXTERNAL_QUERY('us.conn', 'SELECT 1')", "EXTERNAL_QUERY"},
+		{"WITH x AS (SELECT * FROM EXTERNAL_QUERY('c', 'SELECT 1')) SELECT * FROM x", "EXTERNAL_QUERY"},
+		{"SELECT * FROM EXTERNAL_OBJECT_TRANSFORM(TABLE d.files, ['SIGNED_URL'])", "EXTERNAL_OBJECT_TRANSFORM reads Cloud Storage objects"},
+		{"SELECT query FROM region-us.INFORMATION_SCHEMA.JOBS", "INFORMATION_SCHEMA views describe datasets and jobs"},
+		{"SELECT query FROM `region-us`.INFORMATION_SCHEMA.JOBS", "INFORMATION_SCHEMA"},
+		{"SELECT * FROM `p.region-us.information_schema.jobs_by_project`", "INFORMATION_SCHEMA"},
+		{"SELECT table_name FROM security_logs.INFORMATION_SCHEMA.TABLES", "INFORMATION_SCHEMA"},
 	} {
 		err := CheckSQL(tc.sql)
 		if assert.Error(t, err, "%q should be refused", tc.sql) {

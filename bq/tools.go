@@ -288,7 +288,7 @@ func (runQuery) Declaration() *genai.FunctionDeclaration {
 	return &genai.FunctionDeclaration{
 		Name: "bigquery_query",
 		Description: "Run one read-only GoogleSQL query (SELECT, or WITH ... SELECT) on the tables bigquery_tables lists. " +
-			"Anything else (INSERT, UPDATE, DELETE, MERGE, CREATE, DROP, EXPORT, scripts, several statements) is refused. " +
+			"Anything else (INSERT, UPDATE, DELETE, MERGE, CREATE, DROP, EXPORT, scripts, several statements, other tables, EXTERNAL_QUERY, INFORMATION_SCHEMA) is refused. " +
 			"A dry run first estimates the bytes the query scans; a query over the scan limit is refused with the estimate, " +
 			"so filter on time columns and select only the columns you need (avoid SELECT *). Prefer aggregations (COUNT, GROUP BY) to reading many rows. " +
 			"Returns {handle, total_rows, bytes_processed, schema:[column names], preview:[[values in schema order]], next_offset, note}: " +
@@ -331,7 +331,8 @@ func (t runQuery) Call(ctx context.Context, args map[string]any) (any, error) {
 	}
 	c := t.e.client
 
-	// Guard 2: a dry run, for the scan estimate and the statement type.
+	// Guard 2: a dry run, for the statement type, the tables it reads and
+	// the scan estimate.
 	dry := c.Query(sql)
 	dry.DryRun = true
 	dryJob, err := dry.Run(ctx)
@@ -346,18 +347,26 @@ func (t runQuery) Call(ctx context.Context, args map[string]any) (any, error) {
 		return nil, classify("dry run of the query", err, true)
 	}
 	var estimate int64
+	var refs []*bigquery.Table
 	if st.Statistics != nil {
 		estimate = st.Statistics.TotalBytesProcessed
-		if qs, ok := st.Statistics.Details.(*bigquery.QueryStatistics); ok && qs.StatementType != "" && qs.StatementType != "SELECT" {
-			return nil, tools.Reject("query refused: BigQuery reads it as a %s statement; only a SELECT query is allowed", qs.StatementType)
+		if qs, ok := st.Statistics.Details.(*bigquery.QueryStatistics); ok {
+			if qs.StatementType != "" && qs.StatementType != "SELECT" {
+				return nil, tools.Reject("query refused: BigQuery reads it as a %s statement; only a SELECT query is allowed", qs.StatementType)
+			}
+			refs = qs.ReferencedTables
 		}
+	}
+	// Guard 3: only the configured tables, nothing else in BigQuery.
+	if err := t.e.checkTables(sql, refs); err != nil {
+		return nil, err
 	}
 	if estimate > t.e.cfg.MaxScanBytes {
 		return nil, tools.Reject("query refused: the query would scan %s, over the %s limit; add a time filter (on a partition column if the table has one) or select fewer columns",
 			formatBytes(estimate), formatBytes(t.e.cfg.MaxScanBytes))
 	}
 
-	// Guard 3: the job itself may not bill more than the limit.
+	// Guard 4: the job itself may not bill more than the limit.
 	q := c.Query(sql)
 	q.MaxBytesBilled = t.e.cfg.MaxScanBytes
 	job, err := q.Run(ctx)

@@ -355,6 +355,10 @@ func TestQueryRefusalsNeverReachBigQuery(t *testing.T) {
 		"SELECT 1; DELETE FROM security_logs.auth_events WHERE true":                                                    "only one statement",
 		"WITH x AS (SELECT 1) DELETE FROM security_logs.auth_events WHERE true":                                         "after the WITH clause",
 		"/* SELECT */ DELETE FROM security_logs.auth_events WHERE true":                                                 "DELETE statement",
+		"SELECT 1 --x\r; DELETE FROM security_logs.auth_events WHERE true":                                              "only one statement",
+		"SELECT 1 #x\r\n; DELETE FROM security_logs.auth_events WHERE true":                                             "only one statement",
+		"SELECT * FROM EXTERNAL_QUERY('us.conn', 'SELECT * FROM users')":                                                "EXTERNAL_QUERY",
+		"SELECT query FROM `region-us`.INFORMATION_SCHEMA.JOBS":                                                         "INFORMATION_SCHEMA",
 		"": `argument "sql" must not be empty`,
 	} {
 		_, err := f.call(t, "bigquery_query", map[string]any{"sql": sql})

@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -11,8 +12,10 @@ import (
 	"github.com/stretchr/testify/require"
 	"go.temporal.io/api/enums/v1"
 	historypb "go.temporal.io/api/history/v1"
+	sdkpb "go.temporal.io/api/sdk/v1"
 	"go.temporal.io/api/temporalproto"
 	"go.temporal.io/api/workflowservice/v1"
+	"go.temporal.io/sdk/converter"
 	"google.golang.org/genai"
 
 	"github.com/secops-agent/investigator/alerts"
@@ -147,17 +150,22 @@ func TestInvestigation(t *testing.T) {
 	require.NotContains(t, reflectPrompt, "Execute this step", "reflection never sees the conversation")
 	require.Contains(t, concludePrompt, "Repeat offender across hosts.")
 
-	// The workflow history: activity order, the retried turn, the search attribute.
+	// The workflow history: activity order and summaries, the retried turn,
+	// the search attribute, the current details.
 	wfID := workflowIDFrom(t, out)
 	hist := history(t, wfID)
-	var types []string
-	var retried []int32
+	var types, summaries, retried []string
+	scheduled := map[int64]string{} // event ID -> activity summary
 	for _, e := range hist.Events {
 		if a := e.GetActivityTaskScheduledEventAttributes(); a != nil {
+			var summary string
+			require.NoError(t, converter.GetDefaultDataConverter().FromPayload(e.GetUserMetadata().GetSummary(), &summary))
 			types = append(types, a.ActivityType.GetName())
+			summaries = append(summaries, summary)
+			scheduled[e.GetEventId()] = summary
 		}
 		if a := e.GetActivityTaskStartedEventAttributes(); a != nil && a.Attempt > 1 {
-			retried = append(retried, a.Attempt)
+			retried = append(retried, fmt.Sprintf("%s (attempt %d)", scheduled[a.GetScheduledEventId()], a.Attempt))
 			require.Contains(t, a.LastFailure.GetMessage(), "503")
 		}
 	}
@@ -167,7 +175,22 @@ func TestInvestigation(t *testing.T) {
 		"ModelTurn", "CallTool", "ModelTurn", "Reflect",
 		"Conclude",
 	}, types)
-	require.Equal(t, []int32{2}, retried, "exactly one activity (the first ModelTurn) needed a second attempt")
+	require.Equal(t, []string{
+		"plan",
+		"step_1 turn 1", "tool get_alert " + id, "step_1 turn 2", "reflect step_1",
+		"step_2 turn 1", "tool search_alerts service.action.networkConnectionAction.remoteIpDetails.ipAddressV4 == 198.51.100.23", "step_2 turn 2", "reflect step_2",
+		"conclude",
+	}, summaries, "every activity has a readable summary in the Web UI")
+	require.Equal(t, []string{"step_1 turn 1 (attempt 2)"}, retried, "exactly one activity, the first ModelTurn, needed a second attempt")
+
+	// The investigation stays open for follow-ups; its current details (the
+	// Web UI's "Current Details") show the plan's progress.
+	q, err := tc.QueryWorkflow(context.Background(), wfID, "", "__temporal_workflow_metadata")
+	require.NoError(t, err)
+	var meta sdkpb.WorkflowMetadata
+	require.NoError(t, q.Get(&meta))
+	require.Contains(t, meta.GetCurrentDetails(), "**idle: waiting for follow-up questions** — 2/2 steps done, 2 tool calls")
+	require.Contains(t, meta.GetCurrentDetails(), "- [x] step_1: Read the full alert. (done)")
 
 	desc, err := tc.DescribeWorkflowExecution(context.Background(), wfID, "")
 	require.NoError(t, err)
@@ -182,12 +205,19 @@ func TestInvestigation(t *testing.T) {
 	saveHistory(t, hist, "investigation.history.json")
 }
 
-// saveHistory writes a run's history under workflows/testdata when
-// UPDATE_TESTDATA is set, for the replay test.
+// saveHistory writes a run's history under workflows/testdata for the replay
+// test when UPDATE_TESTDATA is set: UPDATE_TESTDATA=guarded writes
+// guarded-<name>, next to the histories recorded by earlier workflow code,
+// which must keep replaying (UPDATE_TESTDATA=1 rewrites <name> itself).
 func saveHistory(t *testing.T, hist *historypb.History, name string) {
 	t.Helper()
-	if os.Getenv("UPDATE_TESTDATA") == "" {
+	label := os.Getenv("UPDATE_TESTDATA")
+	switch label {
+	case "":
 		return
+	case "1":
+	default:
+		name = label + "-" + name
 	}
 	raw, err := temporalproto.CustomJSONMarshalOptions{Indent: "  "}.Marshal(hist)
 	require.NoError(t, err)

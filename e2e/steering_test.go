@@ -250,12 +250,16 @@ func TestHintBurst(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			// The server admits ten updates per workflow at a time; a client
-			// retries under the same update ID, which the server records once.
+			// The server admits ten updates per workflow at a time, and under
+			// load the dev server aborts the in-flight ones when it reloads
+			// the workflow; a client retries under the same update ID, which
+			// the server records once. Retry until a deadline, not a count:
+			// how many retries a loaded machine needs varies.
 			var err error
-			for attempt := 0; attempt < 20; attempt++ {
+			deadline := time.Now().Add(3 * time.Minute)
+			for attempt := 0; attempt == 0 || time.Now().Before(deadline); attempt++ {
 				if attempt > 0 {
-					time.Sleep(time.Duration(attempt) * 200 * time.Millisecond)
+					time.Sleep(min(time.Duration(attempt)*200*time.Millisecond, 2*time.Second))
 				}
 				ctx, cancel := context.WithTimeout(context.Background(), 8*time.Second)
 				var h client.WorkflowUpdateHandle

@@ -60,8 +60,9 @@ func NewClient(ctx context.Context, cfg Config) (*genai.Client, error) {
 		timeout = DefaultTimeout
 	}
 	attempts := int32(1)
+	rt := &recordingTransport{base: http.DefaultTransport}
 	cc := &genai.ClientConfig{
-		HTTPClient: &http.Client{Transport: &recordingTransport{base: http.DefaultTransport}},
+		HTTPClient: &http.Client{Transport: rt},
 		HTTPOptions: genai.HTTPOptions{
 			BaseURL: strings.TrimSpace(cfg.BaseURL),
 			Timeout: &timeout,
@@ -72,10 +73,10 @@ func NewClient(ctx context.Context, cfg Config) (*genai.Client, error) {
 		},
 	}
 
-	backend := "gemini-api"
+	backend := backendGeminiAPI
 	switch {
 	case cfg.Vertex && cfg.Project != "" && cfg.Location != "":
-		backend = "vertex-ai"
+		backend = backendVertexAI
 		cc.Backend = genai.BackendVertexAI
 		cc.Project = cfg.Project
 		cc.Location = cfg.Location
@@ -90,7 +91,7 @@ func NewClient(ctx context.Context, cfg Config) (*genai.Client, error) {
 			cc.HTTPOptions.Headers = http.Header{"X-Goog-User-Project": []string{qp}}
 		}
 	case cfg.Vertex && cfg.APIKey != "":
-		backend = "vertex-ai-express"
+		backend = backendVertexExpress
 		cc.Backend = genai.BackendVertexAI
 		cc.APIKey = cfg.APIKey
 	case !cfg.Vertex && cfg.APIKey != "":
@@ -99,6 +100,7 @@ func NewClient(ctx context.Context, cfg Config) (*genai.Client, error) {
 	default:
 		return nil, errNoCredentials
 	}
+	rt.backend = backend
 
 	client, err := genai.NewClient(ctx, cc)
 	if err != nil {
@@ -110,20 +112,31 @@ func NewClient(ctx context.Context, cfg Config) (*genai.Client, error) {
 	return client, nil
 }
 
+// Backends, as logged by NewClient and told to Call by the transport (so that
+// a 401 names the credentials of the backend in use).
+const (
+	backendGeminiAPI     = "gemini-api"
+	backendVertexAI      = "vertex-ai"         // Application Default Credentials
+	backendVertexExpress = "vertex-ai-express" // Vertex AI with an API key
+)
+
 // callState collects what the transport saw during one Call.
 type callState struct {
 	mu         sync.Mutex
 	status     int
 	retryAfter string
 	apiKey     string
+	backend    string
 }
 
-func (s *callState) noteRequest(apiKey string) {
-	if apiKey == "" {
-		return
-	}
+func (s *callState) noteRequest(apiKey, backend string) {
 	s.mu.Lock()
-	s.apiKey = apiKey
+	if apiKey != "" {
+		s.apiKey = apiKey
+	}
+	if backend != "" {
+		s.backend = backend
+	}
 	s.mu.Unlock()
 }
 
@@ -134,10 +147,10 @@ func (s *callState) noteErrorResponse(status int, retryAfter string) {
 	s.mu.Unlock()
 }
 
-func (s *callState) snapshot() (status int, retryAfter, apiKey string) {
+func (s *callState) snapshot() (status int, retryAfter, apiKey, backend string) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return s.status, s.retryAfter, s.apiKey
+	return s.status, s.retryAfter, s.apiKey, s.backend
 }
 
 type callStateKey struct{}
@@ -148,16 +161,18 @@ func callStateFrom(ctx context.Context) *callState {
 }
 
 // recordingTransport notes, for requests made inside Call, the API key sent
-// (so that Call can redact it from messages) and the status and Retry-After
-// header of error responses. It never changes the request or response.
+// (so that Call can redact it from messages), the backend (so that Call can
+// name its credentials) and the status and Retry-After header of error
+// responses. It never changes the request or response.
 type recordingTransport struct {
-	base http.RoundTripper
+	base    http.RoundTripper
+	backend string // set by NewClient before the client is used
 }
 
 func (t *recordingTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 	state := callStateFrom(req.Context())
 	if state != nil {
-		state.noteRequest(req.Header.Get("x-goog-api-key"))
+		state.noteRequest(req.Header.Get("x-goog-api-key"), t.backend)
 	}
 	resp, err := t.base.RoundTrip(req)
 	if state != nil && err == nil && resp != nil && resp.StatusCode >= 400 {

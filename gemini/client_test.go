@@ -428,16 +428,18 @@ func TestFunctionCallRoundTripAndUsage(t *testing.T) {
 	assert.Equal(t, "alert A-1", frs[0].Response["output"])
 }
 
-func TestVertexUsesApplicationDefaultCredentials(t *testing.T) {
-	clearGeminiEnv(t)
-	// A token endpoint for a fake service account.
+// fakeServiceAccount points GOOGLE_APPLICATION_CREDENTIALS at a service
+// account whose token endpoint is a local server, and returns the number of
+// tokens that server issued so far.
+func fakeServiceAccount(t *testing.T) *atomic.Int32 {
+	t.Helper()
 	var tokenCalls atomic.Int32
 	tokenSrv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		tokenCalls.Add(1)
 		w.Header().Set("Content-Type", "application/json")
 		_, _ = w.Write([]byte(`{"access_token":"ya29.test-token","token_type":"Bearer","expires_in":3600}`))
 	}))
-	defer tokenSrv.Close()
+	t.Cleanup(tokenSrv.Close)
 	key, err := rsa.GenerateKey(rand.Reader, 2048)
 	require.NoError(t, err)
 	der, err := x509.MarshalPKCS8PrivateKey(key)
@@ -455,6 +457,12 @@ func TestVertexUsesApplicationDefaultCredentials(t *testing.T) {
 	credFile := filepath.Join(t.TempDir(), "sa.json")
 	require.NoError(t, os.WriteFile(credFile, sa, 0o600))
 	t.Setenv("GOOGLE_APPLICATION_CREDENTIALS", credFile)
+	return &tokenCalls
+}
+
+func TestVertexUsesApplicationDefaultCredentials(t *testing.T) {
+	clearGeminiEnv(t)
+	tokenCalls := fakeServiceAccount(t)
 
 	srv := geminitest.NewServer(geminitest.Always(geminitest.Text("vertex ok")))
 	defer srv.Close()
@@ -470,6 +478,58 @@ func TestVertexUsesApplicationDefaultCredentials(t *testing.T) {
 	assert.Equal(t, "Bearer ya29.test-token", reqs[0].Header.Get("Authorization"))
 	assert.Empty(t, reqs[0].APIKey, "the API key is not sent when ADC is used")
 	assert.Equal(t, int32(1), tokenCalls.Load())
+}
+
+// A 401 names the credentials of the backend in use, never their value.
+func TestCall401NamesTheBackendsCredentials(t *testing.T) {
+	cases := []struct {
+		name     string
+		cfg      Config
+		adc      bool
+		contains []string
+		excludes []string
+	}{
+		{"gemini api", Config{APIKey: testKey},
+			false, []string{"GEMINI_API_KEY", "GOOGLE_API_KEY"}, []string{"Vertex", "Application Default Credentials"}},
+		{"vertex ai with ADC", Config{Vertex: true, Project: "proj", Location: "us-central1", APIKey: testKey},
+			true, []string{"Application Default Credentials", "service account", "GOOGLE_CLOUD_PROJECT", "GOOGLE_CLOUD_LOCATION"}, []string{"GEMINI_API_KEY"}},
+		{"vertex ai express mode", Config{Vertex: true, APIKey: testKey},
+			false, []string{"Vertex AI express-mode API key", "GEMINI_API_KEY"}, []string{"Application Default Credentials"}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			clearGeminiEnv(t)
+			if tc.adc {
+				fakeServiceAccount(t)
+			}
+			srv := geminitest.NewServer(geminitest.Always(geminitest.Error(http.StatusUnauthorized, "Request had invalid authentication credentials", "")))
+			defer srv.Close()
+			cfg := tc.cfg
+			cfg.BaseURL = srv.URL
+			c, err := NewClient(context.Background(), cfg)
+			require.NoError(t, err)
+
+			_, err = Call(context.Background(), generate(c, nil))
+			appErr := appError(t, err)
+			assert.Equal(t, ErrUnauthorized, appErr.Type())
+			assert.True(t, appErr.NonRetryable())
+			msg := appErr.Message()
+			assert.True(t, strings.HasPrefix(msg, "Gemini rejected the credentials (HTTP 401): Request had invalid authentication credentials; check "), msg)
+			for _, s := range tc.contains {
+				assert.Contains(t, msg, s)
+			}
+			for _, s := range tc.excludes {
+				assert.NotContains(t, msg, s)
+			}
+			assert.NotContains(t, msg, ". ", "one sentence")
+			assert.NotContains(t, msg, "\n", "one sentence")
+			assertNoSecret(t, err, testKey)
+			t.Logf("REPORT 401 message (%s): %s", tc.name, msg)
+		})
+	}
+	// A client not built by NewClient: both kinds of credentials are named.
+	assert.Contains(t, credentialsHint(""), "GEMINI_API_KEY")
+	assert.Contains(t, credentialsHint(""), "Application Default Credentials")
 }
 
 func TestRetryDelayParsing(t *testing.T) {

@@ -40,7 +40,8 @@ const maxMessageLen = 500
 // recorded, and returns fn's result with its error classified for Temporal:
 //
 //   - HTTP 400, 401, 403, 404: non-retryable *temporal.ApplicationError of
-//     type ErrInvalidRequest, ErrUnauthorized, ErrForbidden, ErrNotFound;
+//     type ErrInvalidRequest, ErrUnauthorized, ErrForbidden, ErrNotFound (a
+//     401 names the credential settings of the client's backend);
 //   - HTTP 429: retryable ErrRateLimited; 408: retryable ErrTimeout; 5xx:
 //     retryable ErrUnavailable. NextRetryDelay is the response's Retry-After
 //     (delta-seconds or HTTP-date) or, failing that, the google.rpc.RetryInfo
@@ -65,7 +66,7 @@ func Call[T any](ctx context.Context, fn func(context.Context) (T, error)) (T, e
 }
 
 func classify(ctx context.Context, err error, state *callState) error {
-	status, retryAfter, apiKey := state.snapshot()
+	status, retryAfter, apiKey, backend := state.snapshot()
 
 	var appErr *temporal.ApplicationError
 	if errors.As(err, &appErr) {
@@ -89,7 +90,7 @@ func classify(ctx context.Context, err error, state *callState) error {
 				fmt.Sprintf("Gemini rejected the request as invalid (HTTP 400): %s", msg), ErrInvalidRequest, cause)
 		case code == http.StatusUnauthorized:
 			return temporal.NewNonRetryableApplicationError(
-				fmt.Sprintf("Gemini rejected the credentials (HTTP 401): %s; check GEMINI_API_KEY", msg), ErrUnauthorized, cause)
+				fmt.Sprintf("Gemini rejected the credentials (HTTP 401): %s; %s", msg, credentialsHint(backend)), ErrUnauthorized, cause)
 		case code == http.StatusForbidden:
 			return temporal.NewNonRetryableApplicationError(
 				fmt.Sprintf("Gemini denied access (HTTP 403): %s", msg), ErrForbidden, cause)
@@ -124,6 +125,21 @@ func classify(ctx context.Context, err error, state *callState) error {
 		return retryable("cannot reach Gemini", ErrUnavailable, cause, 0)
 	}
 	return fmt.Errorf("Gemini call failed: %w", cause)
+}
+
+// credentialsHint says which settings hold the credentials of backend (as
+// noted by the transport of a client from NewClient; empty when unknown). It
+// names settings, never their values.
+func credentialsHint(backend string) string {
+	switch backend {
+	case backendGeminiAPI:
+		return "check GEMINI_API_KEY (or GOOGLE_API_KEY)"
+	case backendVertexAI:
+		return "check the Vertex AI Application Default Credentials (the service account in GOOGLE_APPLICATION_CREDENTIALS, or gcloud auth application-default login) and GOOGLE_CLOUD_PROJECT / GOOGLE_CLOUD_LOCATION"
+	case backendVertexExpress:
+		return "check the Vertex AI express-mode API key (GEMINI_API_KEY or GOOGLE_API_KEY)"
+	}
+	return "check GEMINI_API_KEY (or GOOGLE_API_KEY), or the Vertex AI Application Default Credentials"
 }
 
 func retryable(msg, errType string, cause error, delay time.Duration) error {

@@ -115,9 +115,9 @@ func (c *client) get(ctx context.Context, path string, query url.Values, out any
 			fmt.Sprintf("%s rate limit reached (HTTP 429)", c.name), ErrRateLimited,
 			temporal.ApplicationErrorOptions{NextRetryDelay: retryAfter(resp.Header.Get("Retry-After"), time.Now())})
 	case code >= 400 && code < 500:
-		return tools.Reject("%s refused the request (HTTP %d): %s", c.name, code, message(body))
+		return tools.Reject("%s refused the request (HTTP %d): %s", c.name, code, c.errorText(body))
 	default:
-		return fmt.Errorf("%s is unavailable (HTTP %d): %s", c.name, code, message(body))
+		return fmt.Errorf("%s is unavailable (HTTP %d): %s", c.name, code, c.errorText(body))
 	}
 }
 
@@ -135,6 +135,12 @@ func retryAfter(v string, now time.Time) time.Duration {
 		d = t.Sub(now)
 	}
 	return min(max(d, 0), 10*time.Minute)
+}
+
+// errorText is the short error text of a provider's error body, without the
+// API key (a provider or a proxy may quote the request back).
+func (c *client) errorText(body []byte) string {
+	return message([]byte(redactText(string(body), c.key)))
 }
 
 // message extracts a short error text from a provider's error body.
@@ -163,11 +169,20 @@ func message(body []byte) string {
 	return clip(strings.TrimSpace(string(body)), 300)
 }
 
+// redact returns err itself when its text does not hold key, and an error
+// with the key removed (and the chain dropped) when it does.
 func redact(err error, key string) error {
 	if key == "" || !strings.Contains(err.Error(), key) {
 		return err
 	}
-	return errors.New(strings.ReplaceAll(err.Error(), key, "[REDACTED]"))
+	return errors.New(redactText(err.Error(), key))
+}
+
+func redactText(s, key string) string {
+	if key == "" {
+		return s
+	}
+	return strings.ReplaceAll(s, key, "[REDACTED]")
 }
 
 // clip cuts s to n bytes on a rune boundary, marking the cut.

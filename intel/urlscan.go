@@ -531,8 +531,8 @@ func usvtUnix(sec int64) string {
 }
 
 // usvtSortedValues returns the distinct values of m (ignoring case, in lower
-// case), sorted, at most n.
-func usvtSortedValues(m map[string]string, n int) []string {
+// case), sorted, at most n, and the count of distinct values.
+func usvtSortedValues(m map[string]string, n int) ([]string, int) {
 	seen := map[string]bool{}
 	var out []string
 	for _, v := range m {
@@ -543,8 +543,5 @@ func usvtSortedValues(m map[string]string, n int) []string {
 		}
 	}
 	sort.Strings(out)
-	if len(out) > n {
-		out = out[:n]
-	}
-	return out
+	return out[:min(n, len(out))], len(out)
 }

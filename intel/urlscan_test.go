@@ -119,6 +119,21 @@ func TestURLScanSearchDefaultsAndEmpty(t *testing.T) {
 	require.Contains(t, string(b), "No URLScan.io scan matches")
 }
 
+// A 404 from the search endpoint is "no scan matches", not an error.
+func TestURLScanSearchNotFoundIsEmpty(t *testing.T) {
+	c, reqs := fakeProviderAs(t, "URLScan.io", "API-Key", respond(404, `{"message": "Not Found", "status": 404}`))
+	got, err := newURLScanSearch(c).Call(context.Background(), map[string]any{"query": "domain:nothing.example"})
+	require.NoError(t, err)
+	require.Len(t, *reqs, 1)
+	out := got.(usSearchResult)
+	require.Equal(t, "domain:nothing.example", out.Query)
+	require.Zero(t, out.Total)
+	require.False(t, out.HasMore)
+	require.Empty(t, out.Results)
+	require.Contains(t, out.Note, "No URLScan.io scan matches this query")
+	require.Contains(t, string(toJSON(t, got)), `"results":[]`)
+}
+
 // A large answer is cut to a byte budget, and the cut is reported.
 func TestURLScanSearchCapped(t *testing.T) {
 	var res []string
@@ -186,11 +201,13 @@ func TestURLScanErrors(t *testing.T) {
 			}
 			assertRateLimited(t, call(respond(429, `{"message": "Rate limit exceeded", "status": 429}`, "Retry-After", "7")), 7*time.Second)
 
-			err := call(respond(401, `{"message": "Invalid API key", "status": 401}`))
-			assertRejection(t, err, "API key rejected by URLScan.io")
-			require.NotContains(t, err.Error(), testAPIKey)
+			for _, code := range []int{401, 403} {
+				err := call(respond(code, fmt.Sprintf(`{"message": "API key not valid or not allowed for this resource", "status": %d}`, code)))
+				assertRejection(t, err, fmt.Sprintf("API key rejected by URLScan.io (HTTP %d); check its API key setting", code))
+				require.NotContains(t, err.Error(), testAPIKey)
+			}
 
-			err = call(respond(503, `{"message": "Service unavailable", "status": 503}`))
+			err := call(respond(503, `{"message": "Service unavailable", "status": 503}`))
 			assertRetryable(t, err)
 			require.Contains(t, err.Error(), "URLScan.io is unavailable (HTTP 503)")
 

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/base64"
 	"errors"
+	"fmt"
 	"net"
 	"net/url"
 	"regexp"
@@ -19,8 +20,14 @@ import (
 // VirusTotal API v3 object reports (read only: the tool never submits
 // anything for analysis).
 
-// vtMaxFlagged bounds the engines listed as flagging the resource.
-const vtMaxFlagged = 10
+// Caps of the lists a virustotal_lookup result carries; what is cut is
+// reported in the note.
+const (
+	vtMaxFlagged    = 10 // engines listed as flagging the resource
+	vtMaxTags       = 10
+	vtMaxNames      = 5 // file names
+	vtMaxCategories = 8
+)
 
 var vtHash = regexp.MustCompile(`^[0-9a-fA-F]+$`)
 
@@ -33,9 +40,10 @@ func (virusTotal) Declaration() *genai.FunctionDeclaration {
 		Name: "virustotal_lookup",
 		Description: "Look up VirusTotal's existing report on an IP address, domain, URL or file hash (it never submits anything). " +
 			"Returns {resource_type, resource, found, link, last_analysis_date, stats:{malicious, suspicious, undetected, harmless, timeout}, " +
-			"reputation, community_votes:{harmless, malicious}, tags, flagged:[{engine, category, result}] (at most 10, flagged_by_more counts the rest), " +
-			"plus per type: ip → country, as_owner, asn, network; domain → registrar, creation_date, categories; " +
-			"url → url (when VirusTotal canonicalised it), last_final_url (after redirects), title, categories; file → meaningful_name, type_description, size, names, first_submission_date, threat_label, sha256}. " +
+			"reputation, community_votes:{harmless, malicious}, tags (at most 10), flagged:[{engine, category, result}] (at most 10, flagged_by_more counts the rest), " +
+			"plus per type: ip → country, as_owner, asn, network; domain → registrar, creation_date, categories (at most 8); " +
+			"url → url (when VirusTotal canonicalised it), last_final_url (after redirects), title, categories; file → meaningful_name, type_description, size, names (at most 5), first_submission_date, threat_label, sha256; " +
+			"note says how many tags, names or categories were omitted}. " +
 			"found is false when VirusTotal has never seen the resource (not evidence that it is benign). " +
 			"Examples: resource_type \"ip\", resource \"198.51.100.23\"; \"domain\", \"evil.example.com\"; " +
 			"\"url\", \"https://evil.example.com/login.php\"; \"file\", \"44d88612fea8a8f36de82e1278abb02f\".",
@@ -179,8 +187,10 @@ func (t virusTotal) Call(ctx context.Context, args map[string]any) (any, error) 
 		Stats:            a.LastAnalysisStats,
 		Reputation:       a.Reputation,
 		Votes:            a.TotalVotes,
-		Tags:             usvtClipAll(a.Tags, 10, 40),
 	}
+	var cut vtCuts
+	tags, n := usvtClipAll(a.Tags, vtMaxTags, 40)
+	out.Tags = cut.keep("tags", tags, n)
 	if gui != "" {
 		id := r.Data.ID
 		if id == "" || kind != "url" {
@@ -194,7 +204,6 @@ func (t virusTotal) Call(ctx context.Context, args map[string]any) (any, error) 
 	case "domain":
 		out.Registrar = clip(a.Registrar, 80)
 		out.CreationDate = usvtUnix(a.CreationDate)
-		out.Categories = usvtSortedValues(a.Categories, 8)
 	case "url":
 		if a.URL != res {
 			out.URL = clip(a.URL, 300) // VirusTotal's canonical form, when it differs
@@ -203,20 +212,49 @@ func (t virusTotal) Call(ctx context.Context, args map[string]any) (any, error) 
 			out.LastFinalURL = clip(a.LastFinalURL, 300)
 		}
 		out.Title = clip(a.Title, 100)
-		out.Categories = usvtSortedValues(a.Categories, 8)
 	case "file":
 		out.MeaningfulName = clip(a.MeaningfulName, 100)
 		out.TypeDescription = clip(a.TypeDescription, 60)
 		out.Size = a.Size
-		out.Names = usvtClipAll(a.Names, 5, 100)
+		names, n := usvtClipAll(a.Names, vtMaxNames, 100)
+		out.Names = cut.keep("names", names, n)
 		out.FirstSubmissionDate = usvtUnix(a.FirstSubmissionDate)
 		if a.PopularThreat != nil {
 			out.ThreatLabel = clip(a.PopularThreat.Label, 80)
 		}
 		out.SHA256 = a.SHA256
 	}
+	if kind == "domain" || kind == "url" {
+		cats, n := usvtSortedValues(a.Categories, vtMaxCategories)
+		out.Categories = cut.keep("categories", cats, n)
+	}
 	out.Flagged, out.FlaggedByMore = vtFlagged(a.LastAnalysisResults)
+	out.Note = cut.note()
 	return out, nil
+}
+
+// vtCuts collects the lists cut to their cap, for the result's note.
+type vtCuts struct {
+	shown   []string // "10 of 14 tags"
+	omitted int
+}
+
+// keep returns list, the first items of total, noting the cut under name.
+func (c *vtCuts) keep(name string, list []string, total int) []string {
+	if total > len(list) {
+		c.shown = append(c.shown, fmt.Sprintf("%d of %d %s", len(list), total, name))
+		c.omitted += total - len(list)
+	}
+	return list
+}
+
+// note is "showing 10 of 14 tags, 5 of 9 names; 8 omitted", or empty when
+// nothing was cut.
+func (c vtCuts) note() string {
+	if c.omitted == 0 {
+		return ""
+	}
+	return fmt.Sprintf("showing %s; %d omitted", strings.Join(c.shown, ", "), c.omitted)
 }
 
 // vtTarget validates the resource for its type and returns the normalised
@@ -315,17 +353,18 @@ func vtFlagged(results map[string]vtEngineResult) ([]vtFlag, int) {
 	return flags, 0
 }
 
-// usvtClipAll keeps at most n non-empty strings, each clipped to width bytes.
-func usvtClipAll(items []string, n, width int) []string {
+// usvtClipAll keeps at most n non-empty strings, each clipped to width
+// bytes, and returns the count of non-empty strings too.
+func usvtClipAll(items []string, n, width int) ([]string, int) {
 	var out []string
+	total := 0
 	for _, s := range items {
 		if s = strings.TrimSpace(s); s == "" {
 			continue
 		}
-		out = append(out, clip(s, width))
-		if len(out) == n {
-			break
+		if total++; len(out) < n {
+			out = append(out, clip(s, width))
 		}
 	}
-	return out
+	return out, total
 }

@@ -66,6 +66,7 @@ func TestVirusTotalIP(t *testing.T) {
 	require.Equal(t, "EXAMPLE-HOSTING", out.ASOwner)
 	require.Equal(t, int64(64500), out.ASN)
 	require.Equal(t, "198.51.100.0/24", out.Network)
+	require.Empty(t, out.Note, "nothing was cut")
 	require.Equal(t, "https://www.virustotal.com/gui/ip-address/198.51.100.23", out.Link)
 	require.Equal(t, []vtFlag{
 		{Engine: "Engine00", Category: "malicious", Result: "malware"},
@@ -179,8 +180,9 @@ func TestVirusTotalFile(t *testing.T) {
 	require.Equal(t, "eicar.com", out.MeaningfulName)
 	require.Equal(t, "DOS COM", out.TypeDescription)
 	require.Equal(t, int64(68), out.Size)
-	require.Len(t, out.Names, 5)
-	require.Len(t, out.Tags, 10)
+	require.Equal(t, []string{"eicar.com", "eicar.com.txt", "EICAR", "test.com", "eicar_com.zip"}, out.Names)
+	require.Len(t, out.Tags, vtMaxTags)
+	require.Equal(t, "showing 10 of 12 tags, 5 of 7 names; 4 omitted", out.Note)
 	require.Equal(t, "2006-05-22T12:42:02Z", out.FirstSubmissionDate)
 	require.Equal(t, "virus.eicar/test", out.ThreatLabel)
 	require.Equal(t, &vtStats{Malicious: 62, Undetected: 12, Timeout: 1}, out.Stats)
@@ -199,6 +201,39 @@ func TestVirusTotalFile(t *testing.T) {
 		require.NoError(t, err)
 		require.Equal(t, "/api/v3/files/"+h, (*reqs)[len(*reqs)-1].URL.Path)
 	}
+}
+
+// Long tag and category lists are cut, and the note says what was left out;
+// blank and repeated entries do not count.
+func TestVirusTotalOmittedCategoriesAndTags(t *testing.T) {
+	var cats, tags []string
+	for i := range 11 {
+		cats = append(cats, fmt.Sprintf(`"Vendor%02d": "category %02d"`, i, i))
+	}
+	cats = append(cats, `"Dup": "Category 00"`, `"Blank": " "`)
+	for i := range 14 {
+		tags = append(tags, fmt.Sprintf(`"tag%02d"`, i))
+	}
+	tags = append(tags, `""`, `"  "`)
+	body := `{"data": {"id": "evil.example.com", "type": "domain", "attributes": {
+	  "categories": {` + strings.Join(cats, ", ") + `}, "tags": [` + strings.Join(tags, ", ") + `]}}}`
+	c, _ := fakeProviderAs(t, "VirusTotal", "x-apikey", respond(200, body))
+	got, err := newVirusTotal(c).Call(context.Background(), map[string]any{"resource_type": "domain", "resource": "evil.example.com"})
+	require.NoError(t, err)
+	out := got.(vtOut)
+	require.Len(t, out.Categories, vtMaxCategories)
+	require.Equal(t, "category 00", out.Categories[0])
+	require.Len(t, out.Tags, vtMaxTags)
+	require.Equal(t, "showing 10 of 14 tags, 8 of 11 categories; 7 omitted", out.Note)
+
+	// Exactly at the caps: nothing omitted, no note.
+	body = `{"data": {"id": "evil.example.com", "type": "domain", "attributes": {
+	  "categories": {` + strings.Join(cats[:vtMaxCategories], ", ") + `}, "tags": [` + strings.Join(tags[:vtMaxTags], ", ") + `]}}}`
+	c, _ = fakeProviderAs(t, "VirusTotal", "x-apikey", respond(200, body))
+	got, err = newVirusTotal(c).Call(context.Background(), map[string]any{"resource_type": "domain", "resource": "evil.example.com"})
+	require.NoError(t, err)
+	require.Empty(t, got.(vtOut).Note)
+	require.NotContains(t, string(toJSON(t, got)), `"note"`)
 }
 
 func TestVirusTotalNotFound(t *testing.T) {

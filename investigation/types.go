@@ -129,6 +129,18 @@ type Carry struct {
 	Usage      Usage      `json:"usage"`
 	ToolCalls  int        `json:"tool_calls"`
 	Stop       string     `json:"stop,omitempty"`
+	// Results maps a call (tool and arguments) to its stored result, so a
+	// repeated call is served from it in the next run too; Reused counts
+	// the calls served so.
+	Results map[string]string `json:"results,omitempty"`
+	Reused  int               `json:"reused,omitempty"`
+	// Questions is the number of ask_user questions asked so far, so that
+	// question IDs stay unique across runs.
+	Questions int `json:"questions,omitempty"`
+	// UpdateIDs are the IDs of the latest steering inputs recorded, so that
+	// a client retrying an input that the previous run recorded is told so
+	// instead of recording it twice.
+	UpdateIDs []string `json:"update_ids,omitempty"`
 }
 
 // Message is one entry of the conversation history kept across turns.

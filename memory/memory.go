@@ -9,8 +9,10 @@
 // threshold, at most 32 results); after it, introspection calls Store.Add (or
 // Store.Put, under an ID of its own so that a retry rewrites rather than
 // duplicates) for new claims and Store.Adjust to score recalled memories as
-// helpful (+1) or harmful (-1). Adjust deletes memories whose score falls
-// below -3.
+// helpful (+1) or harmful (-1). Each session votes at most once on a memory
+// (the vote is recorded in the memory's "votes" subcollection, so a retry
+// changes nothing), and Adjust deletes memories whose score falls below -3,
+// votes included.
 //
 // # Indexes
 //

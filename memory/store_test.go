@@ -114,6 +114,14 @@ func claims(ms []Memory) []string {
 	return out
 }
 
+// mustAdd stores a memory with a random embedding drawn from r.
+func mustAdd(t *testing.T, s *Store, r *rand.Rand, claim string) Memory {
+	t.Helper()
+	m, err := s.Add(t.Context(), claim, "", toFloat32(unitVector(r)))
+	require.NoError(t, err)
+	return m
+}
+
 func TestRecallOrderAndThreshold(t *testing.T) {
 	s, _ := newTestStore(t)
 	ctx := t.Context()
@@ -308,7 +316,7 @@ func TestPut(t *testing.T) {
 	assert.Equal(t, "m-1", m.ID)
 	assert.Equal(t, "first", m.Claim)
 	assert.Equal(t, 0, m.Score)
-	_, err = s.Adjust(ctx, []string{"m-1"}, nil)
+	_, err = s.Adjust(ctx, "session-1", []string{"m-1"}, nil)
 	require.NoError(t, err)
 
 	// A rewrite (a retried activity) keeps the score and creation time.
@@ -358,7 +366,7 @@ func TestAdjustUnknownIDsIgnored(t *testing.T) {
 	m, err := s.Add(ctx, "known", "", toFloat32(unitVector(rand.New(rand.NewPCG(11, 12)))))
 	require.NoError(t, err)
 
-	deleted, err := s.Adjust(ctx, []string{"ghost", m.ID, "a/b", ""}, []string{"ghost2", "ghost2", "ghost3"})
+	deleted, err := s.Adjust(ctx, "session-1", []string{"ghost", m.ID, "a/b", ""}, []string{"ghost2", "ghost2", "ghost3"})
 	require.NoError(t, err)
 	assert.Empty(t, deleted)
 
@@ -366,6 +374,10 @@ func TestAdjustUnknownIDsIgnored(t *testing.T) {
 	require.NoError(t, err)
 	require.Len(t, docs, 1, "no documents were created for unknown IDs")
 	assert.Equal(t, m.ID, docs[0].Ref.ID)
+	votes, err := fs.CollectionGroup(votesCollection).Documents(ctx).GetAll()
+	require.NoError(t, err)
+	require.Len(t, votes, 1, "nor votes on them")
+	assert.Equal(t, m.ID, votes[0].Ref.Parent.Parent.ID)
 	for _, id := range []string{"ghost", "ghost2", "ghost3"} {
 		_, err := s.Get(ctx, id)
 		assert.ErrorIs(t, err, ErrNotFound, id)
@@ -385,7 +397,7 @@ func TestAdjustNetsAndDeduplicates(t *testing.T) {
 	twice, err := s.Add(ctx, "twice", "", toFloat32(unitVector(r)))
 	require.NoError(t, err)
 
-	_, err = s.Adjust(ctx, []string{both.ID, twice.ID, twice.ID, " " + twice.ID + " "}, []string{both.ID})
+	_, err = s.Adjust(ctx, "session-1", []string{both.ID, twice.ID, twice.ID, " " + twice.ID + " "}, []string{both.ID})
 	require.NoError(t, err)
 
 	got, err := s.Get(ctx, both.ID)
@@ -411,7 +423,7 @@ func TestAdjustPrunesBelowMinusThree(t *testing.T) {
 		if i < 2 {
 			harmful = append(harmful, kept.ID)
 		}
-		deleted, err := s.Adjust(ctx, nil, harmful)
+		deleted, err := s.Adjust(ctx, fmt.Sprint("session-", i), nil, harmful)
 		require.NoError(t, err)
 		require.Empty(t, deleted)
 	}
@@ -420,7 +432,7 @@ func TestAdjustPrunesBelowMinusThree(t *testing.T) {
 	require.Equal(t, -3, got.Score, "a memory at -3 stays")
 
 	// doomed: -3 -> -4 (deleted), kept: -2 -> -3 (stays).
-	deleted, err := s.Adjust(ctx, nil, []string{doomed.ID, kept.ID})
+	deleted, err := s.Adjust(ctx, "session-3", nil, []string{doomed.ID, kept.ID})
 	require.NoError(t, err)
 	assert.Equal(t, []string{doomed.ID}, deleted)
 	_, err = s.Get(ctx, doomed.ID)
@@ -430,7 +442,7 @@ func TestAdjustPrunesBelowMinusThree(t *testing.T) {
 	assert.Equal(t, -3, got.Score)
 
 	// Adjusting the deleted one again neither fails nor recreates it.
-	deleted, err = s.Adjust(ctx, []string{doomed.ID}, []string{doomed.ID + "x"})
+	deleted, err = s.Adjust(ctx, "session-4", []string{doomed.ID}, []string{doomed.ID + "x"})
 	require.NoError(t, err)
 	assert.Empty(t, deleted)
 	_, err = s.Get(ctx, doomed.ID)
@@ -448,7 +460,7 @@ func TestAdjustPrunesLeftovers(t *testing.T) {
 		_, err := fs.Collection(Collection).Doc(id).Set(ctx, Memory{Claim: id, Embedding: emb, Score: score})
 		require.NoError(t, err)
 	}
-	deleted, err := s.Adjust(ctx, []string{"at-5", "at-4"}, nil)
+	deleted, err := s.Adjust(ctx, "session-1", []string{"at-5", "at-4"}, nil)
 	require.NoError(t, err)
 	assert.Equal(t, []string{"at-5"}, deleted, "-5+1 is still below -3; -4+1 is not")
 	got, err := s.Get(ctx, "at-4")
@@ -457,31 +469,43 @@ func TestAdjustPrunesLeftovers(t *testing.T) {
 }
 
 // TestStaleDeleteFails checks the Firestore behaviour that prune relies on:
-// a delete conditioned on an update time fails once the memory has changed.
+// a commit that deletes a memory, conditioned on its update time, fails as a
+// whole once the memory has changed, so its votes stay too.
 func TestStaleDeleteFails(t *testing.T) {
-	s, _ := newTestStore(t)
+	s, fs := newTestStore(t)
 	ctx := t.Context()
 	m, err := s.Add(ctx, "m", "", toFloat32(unitVector(rand.New(rand.NewPCG(27, 28)))))
 	require.NoError(t, err)
 	ref := s.col.Doc(m.ID)
 	snap, err := ref.Get(ctx)
 	require.NoError(t, err)
-	_, err = s.Adjust(ctx, []string{m.ID}, nil)
+	_, err = s.Adjust(ctx, "child-1", []string{m.ID}, nil)
 	require.NoError(t, err)
-	_, err = ref.Delete(ctx, firestore.LastUpdateTime(snap.UpdateTime))
+	votes, err := ref.Collection(votesCollection).DocumentRefs(ctx).GetAll()
+	require.NoError(t, err)
+	require.Len(t, votes, 1)
+	err = fs.RunTransaction(ctx, func(ctx context.Context, tx *firestore.Transaction) error {
+		if err := tx.Delete(votes[0]); err != nil {
+			return err
+		}
+		return tx.Delete(ref, firestore.LastUpdateTime(snap.UpdateTime))
+	})
 	require.Equal(t, codes.FailedPrecondition, status.Code(err), "%v", err)
 	_, err = s.Get(ctx, m.ID)
 	require.NoError(t, err, "the memory is still there")
+	_, err = votes[0].Get(ctx)
+	require.NoError(t, err, "and so is its vote")
 }
 
+// TestAdjustConcurrent runs many sessions' votes at once, each sent twice
+// (as a retry racing the attempt it replaces): every session counts exactly
+// once.
 func TestAdjustConcurrent(t *testing.T) {
 	s, fs := newTestStore(t)
 	ctx := t.Context()
 	r := rand.New(rand.NewPCG(17, 18))
-	up, err := s.Add(ctx, "up", "", toFloat32(unitVector(r)))
-	require.NoError(t, err)
-	down, err := s.Add(ctx, "down", "", toFloat32(unitVector(r)))
-	require.NoError(t, err)
+	up := mustAdd(t, s, r, "up")
+	down := mustAdd(t, s, r, "down")
 
 	const callers = 40
 	var (
@@ -491,26 +515,17 @@ func TestAdjustConcurrent(t *testing.T) {
 		errs      []error
 	)
 	start := make(chan struct{})
-	for range callers {
-		wg.Add(2)
-		go func() {
-			defer wg.Done()
-			<-start
-			d, err := s.Adjust(ctx, []string{up.ID}, nil)
-			mu.Lock()
-			defer mu.Unlock()
-			deletions = append(deletions, d...)
-			errs = append(errs, err)
-		}()
-		go func() {
-			defer wg.Done()
-			<-start
-			d, err := s.Adjust(ctx, nil, []string{down.ID})
-			mu.Lock()
-			defer mu.Unlock()
-			deletions = append(deletions, d...)
-			errs = append(errs, err)
-		}()
+	vote := func(session string, helpful, harmful []string) {
+		<-start
+		d, err := s.Adjust(ctx, session, helpful, harmful)
+		mu.Lock()
+		defer mu.Unlock()
+		deletions = append(deletions, d...)
+		errs = append(errs, err)
+	}
+	for i := range 2 * callers {
+		wg.Go(func() { vote(fmt.Sprint("up-", i%callers), []string{up.ID}, nil) })
+		wg.Go(func() { vote(fmt.Sprint("down-", i%callers), nil, []string{down.ID}) })
 	}
 	close(start)
 	wg.Wait()
@@ -518,7 +533,8 @@ func TestAdjustConcurrent(t *testing.T) {
 
 	got, err := s.Get(ctx, up.ID)
 	require.NoError(t, err)
-	assert.Equal(t, callers, got.Score, "every concurrent +1 counted")
+	assert.Equal(t, callers, got.Score, "every session's concurrent +1 counted once")
+	assert.Len(t, voters(t, fs, up.ID), callers)
 
 	// down fell below -3 during the run: exactly one caller deleted it, and
 	// the later decrements did not bring it back.
@@ -528,6 +544,118 @@ func TestAdjustConcurrent(t *testing.T) {
 	docs, err := fs.Collection(Collection).Documents(ctx).GetAll()
 	require.NoError(t, err)
 	assert.Len(t, docs, 1)
+	votes, err := fs.CollectionGroup(votesCollection).Documents(ctx).GetAll()
+	require.NoError(t, err)
+	assert.Len(t, votes, callers, "the deleted memory's votes went with it")
+}
+
+// TestAdjustOncePerSession covers retried activities: a session's vote on
+// a memory counts once, however often it is sent, while votes from
+// different sessions add up.
+func TestAdjustOncePerSession(t *testing.T) {
+	s, fs := newTestStore(t)
+	ctx := t.Context()
+	r := rand.New(rand.NewPCG(31, 32))
+	a := mustAdd(t, s, r, "a")
+	b := mustAdd(t, s, r, "b")
+	score := func(id string) int {
+		t.Helper()
+		m, err := s.Get(ctx, id)
+		require.NoError(t, err)
+		return m.Score
+	}
+
+	for range 3 {
+		_, err := s.Adjust(ctx, "child-1", []string{a.ID}, []string{b.ID})
+		require.NoError(t, err)
+	}
+	assert.Equal(t, 1, score(a.ID), "a repeated helpful vote counts once")
+	assert.Equal(t, -1, score(b.ID), "a repeated harmful vote counts once")
+
+	// A retry with more IDs (the first attempt failed part way) counts only
+	// the new ones; a changed vote of the same session is ignored too.
+	c := mustAdd(t, s, r, "c")
+	_, err := s.Adjust(ctx, "child-1", []string{a.ID, b.ID, c.ID}, nil)
+	require.NoError(t, err)
+	assert.Equal(t, []int{1, -1, 1}, []int{score(a.ID), score(b.ID), score(c.ID)})
+
+	// Other sessions add up.
+	_, err = s.Adjust(ctx, "child-2", []string{a.ID, b.ID}, nil)
+	require.NoError(t, err)
+	_, err = s.Adjust(ctx, "child-3", []string{a.ID}, nil)
+	require.NoError(t, err)
+	assert.Equal(t, []int{3, 0}, []int{score(a.ID), score(b.ID)})
+
+	// Session IDs need not be valid document IDs.
+	_, err = s.Adjust(ctx, "child.4/x y", []string{a.ID}, nil)
+	require.NoError(t, err)
+	_, err = s.Adjust(ctx, "child.4/x y", []string{a.ID}, nil)
+	require.NoError(t, err)
+	assert.Equal(t, 4, score(a.ID))
+
+	// A rewrite of the memory (Put) keeps its votes.
+	_, err = s.Put(ctx, c.ID, "c again", "", toFloat32(unitVector(r)))
+	require.NoError(t, err)
+	_, err = s.Adjust(ctx, "child-1", []string{c.ID}, nil)
+	require.NoError(t, err)
+	assert.Equal(t, 1, score(c.ID))
+
+	assert.ElementsMatch(t, []string{"child-1", "child-2", "child-3", "child.4/x y"}, voters(t, fs, a.ID))
+
+	_, err = s.Adjust(ctx, " ", []string{a.ID}, nil)
+	require.ErrorContains(t, err, "the session is empty")
+	assert.Equal(t, 4, score(a.ID))
+}
+
+// TestAdjustRetryDoesNotPrune checks that a session repeating its harmful
+// vote cannot push a memory below -3 on its own, while a new session can.
+func TestAdjustRetryDoesNotPrune(t *testing.T) {
+	s, fs := newTestStore(t)
+	ctx := t.Context()
+	m := mustAdd(t, s, rand.New(rand.NewPCG(33, 34)), "m")
+	for i := range 3 {
+		_, err := s.Adjust(ctx, fmt.Sprint("child-", i), nil, []string{m.ID})
+		require.NoError(t, err)
+	}
+	for range 3 {
+		deleted, err := s.Adjust(ctx, "child-2", nil, []string{m.ID})
+		require.NoError(t, err)
+		assert.Empty(t, deleted)
+	}
+	got, err := s.Get(ctx, m.ID)
+	require.NoError(t, err)
+	assert.Equal(t, -3, got.Score)
+	require.Len(t, voters(t, fs, m.ID), 3)
+
+	deleted, err := s.Adjust(ctx, "child-3", nil, []string{m.ID})
+	require.NoError(t, err)
+	assert.Equal(t, []string{m.ID}, deleted)
+	_, err = s.Get(ctx, m.ID)
+	require.ErrorIs(t, err, ErrNotFound)
+	assert.Empty(t, voters(t, fs, m.ID), "the votes went with the memory")
+
+	// A late retry neither recreates the memory nor leaves a vote behind.
+	deleted, err = s.Adjust(ctx, "child-4", nil, []string{m.ID})
+	require.NoError(t, err)
+	assert.Empty(t, deleted)
+	assert.Empty(t, voters(t, fs, m.ID))
+	docs, err := fs.CollectionGroup(votesCollection).Documents(ctx).GetAll()
+	require.NoError(t, err)
+	assert.Empty(t, docs, "no vote anywhere outlived its memory")
+}
+
+// voters returns the sessions recorded as having voted on memory id.
+func voters(t *testing.T, fs *firestore.Client, id string) []string {
+	t.Helper()
+	docs, err := fs.Collection(Collection).Doc(id).Collection(votesCollection).Documents(t.Context()).GetAll()
+	require.NoError(t, err)
+	out := []string{}
+	for _, d := range docs {
+		v, err := d.DataAt("session")
+		require.NoError(t, err)
+		out = append(out, v.(string))
+	}
+	return out
 }
 
 func TestList(t *testing.T) {
@@ -542,9 +670,9 @@ func TestList(t *testing.T) {
 		time.Sleep(2 * time.Millisecond) // distinct creation times
 	}
 	// Scores: a 0, b 2, c 0, d -1.
-	_, err := s.Adjust(ctx, []string{ids["b"]}, []string{ids["d"]})
+	_, err := s.Adjust(ctx, "session-1", []string{ids["b"]}, []string{ids["d"]})
 	require.NoError(t, err)
-	_, err = s.Adjust(ctx, []string{ids["b"]}, nil)
+	_, err = s.Adjust(ctx, "session-2", []string{ids["b"]}, nil)
 	require.NoError(t, err)
 
 	got, err := s.List(ctx, 0)

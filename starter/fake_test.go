@@ -24,7 +24,8 @@ type fakeRun struct {
 }
 
 // fakeStream is a scripted Temporal: workflows are chains of runs, the last
-// one the latest. onDescribe(n) changes the world before the n-th describe
+// one the latest; a progress query answers at most
+// investigation.MaxProgressEvents events, as the workflow does. onDescribe(n) changes the world before the n-th describe
 // of the main workflow (1-based), i.e. once per follower tick.
 type fakeStream struct {
 	mu         sync.Mutex
@@ -88,7 +89,7 @@ func (f *fakeStream) events(_ context.Context, wf, runID string, after int) ([]i
 	}
 	var out []investigation.Event
 	for _, e := range r.events {
-		if e.Seq > after {
+		if e.Seq > after && len(out) < investigation.MaxProgressEvents {
 			out = append(out, e)
 		}
 	}
@@ -124,10 +125,14 @@ func (f *fakeStream) status(context.Context, string) (investigation.Status, erro
 func (f *fakeStream) add(wf string, r *fakeRun) { f.wfs[wf] = append(f.wfs[wf], r) }
 
 // notes returns note events numbered from..to; each prints "  note: e<seq>".
-func notes(from, to int) []investigation.Event {
+func notes(from, to int) []investigation.Event { return notesNamed("e", from, to) }
+
+// notesNamed returns note events numbered from..to, each with the text
+// name<seq>.
+func notesNamed(name string, from, to int) []investigation.Event {
 	var out []investigation.Event
 	for i := from; i <= to; i++ {
-		out = append(out, investigation.Event{Seq: i, Kind: investigation.EventNote, Text: fmt.Sprintf("e%d", i)})
+		out = append(out, investigation.Event{Seq: i, Kind: investigation.EventNote, Text: fmt.Sprintf("%s%d", name, i)})
 	}
 	return out
 }

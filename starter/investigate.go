@@ -38,8 +38,8 @@ calls, insights and plan updates as they happen, and finally the conclusion in
 Markdown. The investigation then stays open for follow-up questions (starter
 ask) until --idle-timeout passes; this command exits once the first
 conclusion is printed. Exit code 0 when the investigation concludes, 1 when
-it fails. Ctrl-C stops following, not the investigation (starter watch ID
-re-attaches).
+it fails. Ctrl-C stops following, not the investigation, and prints the
+starter watch ID --from N command that resumes after the last event shown.
 
 With --approve-plan the investigation waits after planning until the analyst
 runs starter approve ID (or starter revise ID "what to change").`,
@@ -61,7 +61,7 @@ runs starter approve ID (or starter revise ID "what to change").`,
 	f.IntVar(&o.limits.MaxToolCalls, "max-tool-calls", investigation.DefaultMaxToolCalls, "most tool calls per turn; then the investigation concludes from what it found")
 	f.DurationVar(&o.limits.TimeBudget, "time-budget", investigation.DefaultTimeBudget, "most time per turn, not counting waits for the analyst; then the investigation concludes from what it found")
 	f.DurationVar(&o.limits.AnswerTimeout, "answer-timeout", investigation.DefaultAnswerTimeout, "how long a question the investigation asks (starter answer) waits for the analyst")
-	f.IntVar(&o.limits.MaxHistoryEvents, "max-history-events", investigation.DefaultMaxHistoryEvents, "history length after which an idle investigation continues as new")
+	f.IntVar(&o.limits.MaxHistoryEvents, "max-history-events", investigation.DefaultMaxHistoryEvents, fmt.Sprintf("history length after which an idle investigation continues as new (at least %d)", investigation.MinMaxHistoryEvents))
 	f.BoolVar(&o.approve, "approve-plan", false, "wait after planning until the plan is approved (starter approve ID) or revised (starter revise ID \"...\")")
 	f.DurationVar(&o.idle, "idle-timeout", investigation.DefaultIdleTimeout, "how long the concluded investigation stays open for follow-up questions (starter ask)")
 	cmd.MarkFlagsMutuallyExclusive("alert", "alert-id")
@@ -151,8 +151,8 @@ func (o investigateOptions) check() error {
 		return fmt.Errorf("--time-budget must be positive, not %s", o.limits.TimeBudget)
 	case o.limits.AnswerTimeout <= 0:
 		return fmt.Errorf("--answer-timeout must be positive, not %s", o.limits.AnswerTimeout)
-	case o.limits.MaxHistoryEvents < 1:
-		return fmt.Errorf("--max-history-events must be at least 1, not %d", o.limits.MaxHistoryEvents)
+	case o.limits.MaxHistoryEvents < investigation.MinMaxHistoryEvents:
+		return fmt.Errorf("--max-history-events must be at least %d (a run needs room for a whole turn before it continues as new), not %d", investigation.MinMaxHistoryEvents, o.limits.MaxHistoryEvents)
 	case o.idle <= 0:
 		return fmt.Errorf("--idle-timeout must be positive, not %s", o.idle)
 	}

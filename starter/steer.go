@@ -103,7 +103,8 @@ func (a *app) steerCommands() []*cobra.Command {
 		Long: `Sends a follow-up question to an investigation (one that concluded and stays
 open, or one still running: the question then waits for the current turn),
 then shows the progress from that point until the answer's conclusion.
-Ctrl-C stops following, not the investigation.`,
+Ctrl-C stops following, not the investigation, and prints the
+starter watch ID --from N command that resumes after the last event shown.`,
 		Args: idArgs("an investigation ID and the question", 1, 1, "the question is empty: type the follow-up question"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return a.ask(cmd, args[0], strings.TrimSpace(args[1]), detach)
@@ -286,7 +287,7 @@ func (a *app) followTurn(ctx context.Context, src stream, out io.Writer, id stri
 	}
 	switch end.how {
 	case endInterrupted:
-		fmt.Fprintf(out, "\nstopped following; the investigation goes on: starter watch %s\n", id)
+		f.stopped()
 		return nil
 	case endUntil:
 		if st, err := src.status(ctx, id); err == nil {

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"errors"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -96,6 +97,8 @@ func TestArgumentsAreCheckedBeforeAnyNetworkCall(t *testing.T) {
 		{[]string{"investigate", "--alert", "missing.json", "--max-tool-calls", "0"}, "--max-tool-calls must be at least 1, not 0"},
 		{[]string{"investigate", "--alert", "missing.json", "--time-budget", "0s"}, "--time-budget must be positive, not 0s"},
 		{[]string{"investigate", "--alert", "missing.json", "--idle-timeout", "-1m"}, "--idle-timeout must be positive, not -1m0s"},
+		{[]string{"investigate", "--alert", "missing.json", "--max-history-events", "49"}, "--max-history-events must be at least 50 (a run needs room for a whole turn before it continues as new), not 49"},
+		{[]string{"investigate", "--alert", "missing.json", "--max-history-events", "0"}, "--max-history-events must be at least 50 (a run needs room for a whole turn before it continues as new), not 0"},
 	} {
 		t.Run(strings.Join(c.args, " "), func(t *testing.T) {
 			dialed := false
@@ -104,6 +107,14 @@ func TestArgumentsAreCheckedBeforeAnyNetworkCall(t *testing.T) {
 			require.False(t, dialed, "Temporal was dialed")
 		})
 	}
+}
+
+// TestLowestMaxHistoryEvents: the lowest continue-as-new threshold passes
+// the checks (the missing alert file is the next thing to fail).
+func TestLowestMaxHistoryEvents(t *testing.T) {
+	_, err := runCLI(t, noTemporal, "investigate", "--alert", "missing.json", "--max-history-events", strconv.Itoa(investigation.MinMaxHistoryEvents))
+	require.ErrorContains(t, err, "missing.json")
+	require.NotContains(t, err.Error(), "--max-history-events")
 }
 
 func TestSteeringCommandsSendTheirUpdate(t *testing.T) {

@@ -33,7 +33,8 @@ conclusions, follow-up turns, and the events of its BigQuery sub-agent runs
 (indented, prefixed [bigquery]). Attach at any time, from any terminal, as
 often as you like: nothing is missed or printed twice, also when the
 investigation continues as new. Stops when the investigation closes; Ctrl-C
-stops watching, not the investigation.`,
+stops watching, not the investigation, and prints the --from N that resumes
+after the last event shown.`,
 		Example: `  starter watch investigation-guardduty-3f9a1c0d2b4e-20250101-120000.000
   starter watch investigation-guardduty-3f9a1c0d2b4e-20250101-120000.000 --from 42`,
 		Args: idArgs("an investigation ID", 0, 0, ""),
@@ -66,7 +67,7 @@ func (a *app) watch(ctx context.Context, src stream, out io.Writer, id string, f
 	}
 	switch end.how {
 	case endInterrupted:
-		fmt.Fprintln(out, "\nstopped watching; the investigation goes on")
+		f.stopped()
 		return nil
 	default:
 		return closedLine(ctx, src, out, id, end)
@@ -219,12 +220,15 @@ type followEnd struct {
 //     but the event it wants was recorded before a continue-as-new): it steps
 //     back one run. If there is none, or the earlier run was just drained,
 //     the events are lost for good (retention): it says so and goes on.
-//   - It stops when the latest run was closed before a successful query, so
-//     that query returned every remaining event.
+//   - A query returns at most investigation.MaxProgressEvents events: after
+//     a full page the follower asks again at once, not at the next tick.
+//   - It stops when the latest run was closed before a successful query
+//     that returned less than a full page, so that query returned every
+//     remaining event.
 //
 // Events naming a child workflow start a child stream, read the same way
-// (one run) in the same tick, printed with a [bigquery] prefix until the
-// child closes; a child never holds up the parent's events.
+// (one run, page after page) in the same tick, printed with a [bigquery]
+// prefix until the child closes; a child never holds up the parent's events.
 type follower struct {
 	src      stream
 	id       string
@@ -282,14 +286,38 @@ func (f *follower) start(ctx context.Context, atLatest bool) error {
 
 // extend appends the runs after the last known one, up to latest.
 func (f *follower) extend(ctx context.Context, latest string) {
-	for i := 0; f.runs[len(f.runs)-1] != latest; i++ {
-		next, err := f.src.nextRun(ctx, f.id, f.runs[len(f.runs)-1])
-		if err != nil || next == "" || i > 10000 {
-			f.runs = append(f.runs, latest)
-			return
+	f.runs, _ = extendRuns(ctx, f.src, f.id, f.runs, latest)
+}
+
+// extendRuns appends to runs (oldest first) the runs that the last of them
+// continued as, up to latest. When a run's successor cannot be read, it
+// appends latest right away and returns the error too.
+func extendRuns(ctx context.Context, src stream, id string, runs []string, latest string) ([]string, error) {
+	for i := 0; runs[len(runs)-1] != latest; i++ {
+		last := runs[len(runs)-1]
+		next, err := src.nextRun(ctx, id, last)
+		switch {
+		case err != nil:
+		case next == "":
+			err = fmt.Errorf("run %s of %s names no next run", last, id)
+		case i > 10000:
+			err = fmt.Errorf("%s has more than 10000 runs", id)
 		}
-		f.runs = append(f.runs, next)
+		if err != nil {
+			return append(runs, latest), err
+		}
+		runs = append(runs, next)
 	}
+	return runs, nil
+}
+
+// stopped says where following was interrupted and how to resume there.
+func (f *follower) stopped() {
+	at := fmt.Sprintf("after event %d", f.seq)
+	if !f.printedAny {
+		at = "before any new event"
+	}
+	fmt.Fprintf(f.out, "\nstopped watching %s; the investigation goes on. Resume with: starter watch %s --from %d\n", at, f.id, f.seq+1)
 }
 
 // run follows until the workflow closes, until is met, or ctx ends.
@@ -326,6 +354,7 @@ func (f *follower) step(ctx context.Context) (followEnd, bool, error) {
 		return followEnd{}, false, nil // transient: try again next tick
 	}
 	f.extend(ctx, d.runID)
+	complete := false // the last query read the latest run to its end
 	for {
 		cur := f.runs[f.idx]
 		latest := f.idx == len(f.runs)-1
@@ -370,15 +399,17 @@ func (f *follower) step(ctx context.Context) (followEnd, bool, error) {
 			f.drained = true
 			continue
 		}
-		if !latest {
-			continue // read the rest of the closed run now
+		if !latest || (printed > 0 && fullPage(events)) {
+			continue // read the rest of the closed run, or the next page, now
 		}
+		complete = true
 		break
 	}
 	f.pollChildren(ctx)
-	if f.idx == len(f.runs)-1 && f.runs[f.idx] == d.runID && d.closed() && f.failures == 0 {
-		// Closed before the query above, so that query returned every
-		// event. Give open children a last chance, then stop.
+	if complete && f.runs[f.idx] == d.runID && d.closed() {
+		// Closed before the query above, which returned its last page, so
+		// every event was printed. Give open children a last chance, then
+		// stop.
 		f.pollChildren(ctx)
 		return followEnd{how: endClosed, runID: d.runID, status: d.status}, true, nil
 	}
@@ -455,7 +486,22 @@ func (f *follower) pollChildren(ctx context.Context) {
 				return
 			}
 			r.closed = d.closed()
-			r.events, r.err = f.src.events(cctx, ch.id, "", seq)
+			for {
+				events, err := f.src.events(cctx, ch.id, "", seq)
+				if err != nil {
+					// Print the pages read; the child is not done yet.
+					r.closed = false
+					if len(r.events) == 0 {
+						r.err = err
+					}
+					break
+				}
+				r.events = append(r.events, events...)
+				if !fullPage(events) || events[len(events)-1].Seq <= seq {
+					break
+				}
+				seq = events[len(events)-1].Seq
+			}
 			out <- r
 		}(ch, ch.seq, reads[i])
 	}
@@ -481,4 +527,10 @@ func (f *follower) pollChildren(ctx context.Context) {
 			ch.done = true
 		}
 	}
+}
+
+// fullPage says a progress query returned as many events as it may, so more
+// may follow.
+func fullPage(events []investigation.Event) bool {
+	return len(events) >= investigation.MaxProgressEvents
 }

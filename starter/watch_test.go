@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"regexp"
 	"strings"
 	"testing"
@@ -14,12 +15,18 @@ import (
 	"github.com/secops-agent/investigator/investigation"
 )
 
-var noteLine = regexp.MustCompile(`(?m)^  note: e(\d+)$`)
+var (
+	noteLine      = regexp.MustCompile(`(?m)^  note: e(\d+)$`)
+	childNoteLine = regexp.MustCompile(`(?m)^    \[bigquery\]   note: c(\d+)$`)
+)
 
 // printedNotes returns the numbers of the note events printed, in order.
-func printedNotes(out string) []string {
+func printedNotes(out string) []string { return numbers(noteLine, out) }
+
+// numbers returns the numbers that re's lines in out hold, in order.
+func numbers(re *regexp.Regexp, out string) []string {
 	var got []string
-	for _, m := range noteLine.FindAllStringSubmatch(out, -1) {
+	for _, m := range re.FindAllStringSubmatch(out, -1) {
 		got = append(got, m[1])
 	}
 	return got
@@ -145,19 +152,91 @@ func TestWatchUnknownInvestigation(t *testing.T) {
 	require.EqualError(t, err, "no investigation with ID nope")
 }
 
-func TestWatchCtrlC(t *testing.T) {
-	fastPolling(t)
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	f := newFakeStream("inv", &fakeRun{id: "A", events: notes(1, 1), status: running})
-	f.onDescribe = func(n int) {
-		if n == 3 {
-			cancel()
+// TestInterruptedFollowingNamesTheResumePoint: Ctrl-C in watch and in
+// investigate (and ask) says which --from resumes after the last event shown.
+func TestInterruptedFollowingNamesTheResumePoint(t *testing.T) {
+	watchFrom := func(from int) func(context.Context, stream, io.Writer) error {
+		return func(ctx context.Context, src stream, out io.Writer) error {
+			return testApp().watch(ctx, src, out, "inv", from)
 		}
 	}
+	investigate := func(ctx context.Context, src stream, out io.Writer) error {
+		return testApp().followTurn(ctx, src, out, "inv", 0, firstConclusion)
+	}
+	for _, c := range []struct {
+		name   string
+		events []investigation.Event
+		follow func(context.Context, stream, io.Writer) error
+		want   string
+	}{
+		{"watch", notes(1, 1), watchFrom(1), "after event 1; the investigation goes on. Resume with: starter watch inv --from 2"},
+		{"watch with nothing new", notes(1, 4), watchFrom(5), "before any new event; the investigation goes on. Resume with: starter watch inv --from 5"},
+		{"investigate", notes(1, 3), investigate, "after event 3; the investigation goes on. Resume with: starter watch inv --from 4"},
+		{"investigate before the first event", nil, investigate, "before any new event; the investigation goes on. Resume with: starter watch inv --from 1"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			fastPolling(t)
+			ctx, cancel := context.WithCancel(context.Background())
+			defer cancel()
+			f := newFakeStream("inv", &fakeRun{id: "A", events: c.events, status: running})
+			f.onDescribe = func(n int) {
+				if n == 3 {
+					cancel()
+				}
+			}
+			var out strings.Builder
+			require.NoError(t, c.follow(ctx, f, &out))
+			require.True(t, strings.HasSuffix(out.String(), "\nstopped watching "+c.want+"\n"), out.String())
+		})
+	}
+}
+
+// TestWatchPagesThroughAClosedRun: a query answers at most
+// MaxProgressEvents events; the watcher reads the next page at once and ends
+// only after a page that is not full.
+func TestWatchPagesThroughAClosedRun(t *testing.T) {
+	fastPolling(t)
+	f := newFakeStream("inv", &fakeRun{id: "A", events: notes(1, 450), status: completed})
 	var out strings.Builder
-	require.NoError(t, testApp().watch(ctx, f, &out, "inv", 1))
-	require.True(t, strings.HasSuffix(out.String(), "\nstopped watching; the investigation goes on\n"), out.String())
+	require.NoError(t, testApp().watch(testCtx(t), f, &out, "inv", 1))
+	require.Equal(t, seqs(1, 450), printedNotes(out.String()))
+	require.True(t, strings.HasSuffix(out.String(), "\ninvestigation inv completed after 0 tool calls and 0 model calls (0 prompt + 0 output tokens)\n"), out.String())
+	require.Equal(t, []string{"inv/A>0", "inv/A>200", "inv/A>400"}, f.queries)
+	require.Equal(t, 2, f.describes, "one tick after the start")
+}
+
+// TestWatchPagesAcrossContinueAsNew: full pages from a closed run and from
+// the running latest one are read at once, and a latest run that closed with
+// more than a page left is read to its end.
+func TestWatchPagesAcrossContinueAsNew(t *testing.T) {
+	fastPolling(t)
+	var out strings.Builder
+	b := &fakeRun{id: "B", events: notes(451, 900), status: running}
+	f := newFakeStream("inv", &fakeRun{id: "A", events: notes(1, 450), status: canStatus, next: "B"}, b)
+	var atSecondTick []string
+	f.onDescribe = func(n int) {
+		if n == 3 {
+			atSecondTick = printedNotes(out.String())
+			b.events, b.status = notes(451, 1150), completed
+		}
+	}
+	require.NoError(t, testApp().watch(testCtx(t), f, &out, "inv", 1))
+	require.Equal(t, seqs(1, 900), atSecondTick, "the first tick read every page")
+	require.Equal(t, seqs(1, 1150), printedNotes(out.String()))
+	require.Contains(t, out.String(), "\ninvestigation inv completed")
+}
+
+// TestWatchPagesThroughAChildRun: a closed child run with more than a page
+// of events is printed to its end.
+func TestWatchPagesThroughAChildRun(t *testing.T) {
+	fastPolling(t)
+	f := newFakeStream("inv", &fakeRun{id: "P", status: completed, events: []investigation.Event{
+		{Seq: 1, Kind: investigation.EventToolCall, Text: "bigquery_agent logins", Child: "inv/bq-1"},
+	}})
+	f.add("inv/bq-1", &fakeRun{id: "K", status: completed, events: notesNamed("c", 1, 450)})
+	var out strings.Builder
+	require.NoError(t, testApp().watch(testCtx(t), f, &out, "inv", 1))
+	require.Equal(t, seqs(1, 450), numbers(childNoteLine, out.String()), out.String())
 }
 
 // TestWatchWaitsForOldRun: when the old run cannot be queried for a while

@@ -14,6 +14,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"unicode/utf8"
 
 	"google.golang.org/genai"
 )
@@ -208,7 +209,13 @@ func Summarize(name string, args map[string]any) string {
 		s = strings.Join(parts, " ")
 	}
 	if len(s) > 120 {
-		s = s[:117] + "..."
+		// Cut at most 117 bytes, on a rune boundary: a byte offset can fall
+		// inside a multi-byte character (Japanese, emoji, ...).
+		cut := 117
+		for cut > 0 && !utf8.RuneStart(s[cut]) {
+			cut--
+		}
+		s = s[:cut] + "..."
 	}
 	return s
 }

@@ -71,10 +71,7 @@ func BigQueryAgent(ctx workflow.Context, in investigation.BigQueryRequest) (inve
 		events = append(events, e)
 	}
 	if err := workflow.SetQueryHandler(ctx, investigation.ProgressQuery, func(after int) ([]investigation.Event, error) {
-		if after < 0 || after >= len(events) {
-			return nil, nil
-		}
-		return events[after:], nil
+		return page(events, after), nil
 	}); err != nil {
 		return investigation.ToolOutput{}, err
 	}
@@ -103,6 +100,7 @@ func BigQueryAgent(ctx workflow.Context, in investigation.BigQueryRequest) (inve
 		maxIter:  in.MaxIterations,
 		maxBytes: in.MaxResultBytes,
 		pipeline: true,
+		guarded:  workflow.GetVersion(ctx, "guarded-runs", workflow.DefaultVersion, 1) >= 1,
 		results:  map[string]string{},
 		emit:     emit,
 		turn: func(ctx workflow.Context, iter int, key string, transcript []investigation.Ref, final bool) (investigation.TurnOutput, error) {

@@ -53,6 +53,13 @@ type run struct {
 	// conversation enables steering, ask_user, follow-ups and continue-as-new
 	// (version 1 of the "conversation" change).
 	conversation bool
+	// guarded enables version 1 of the "guarded-runs" change: the tool-call
+	// budget holds within a model turn, identical calls of one turn run
+	// once, a step cut short by the budget ends the run, overlapping waits
+	// for the analyst count once, a continued run runs a turn before it may
+	// continue as new again, and the conversation history is kept under
+	// maxHistoryBytes.
+	guarded bool
 
 	// Analyst input, written by update handlers.
 	hints      []string
@@ -69,7 +76,25 @@ type run struct {
 	waited     time.Duration
 	turnCalls  int
 	activePlan *plan.Plan
+	// waiting counts the ask_user questions waiting now; waitStart is when
+	// the first of them began.
+	waiting   int
+	waitStart time.Time
+	// ranTurn says this run has run a turn (planned or answered).
+	ranTurn bool
+	// updateIDs are the IDs of the steering inputs recorded, carried ones
+	// first; carried marks how many came from earlier runs.
+	updateIDs []string
+	carried   int
 }
+
+// maxHistoryBytes bounds the conversation history that every later turn
+// carries and shows the model: the oldest exchanges go first.
+const maxHistoryBytes = 64 << 10
+
+// maxCarriedUpdateIDs is how many recent steering input IDs a run hands to
+// the next one; a client retries an input for 30 s at most.
+const maxCarriedUpdateIDs = 200
 
 // Investigation plans, executes each step with tools, reflects after each step
 // and concludes; then it stays open for follow-up questions until it has been
@@ -97,12 +122,17 @@ func Investigation(ctx workflow.Context, in investigation.Input) (investigation.
 	if c := in.Carry; c != nil {
 		r.turn, r.activePlan, r.followUps, r.hints, r.insights, r.tools = c.Turn, c.ActivePlan, c.FollowUps, c.Hints, c.Insights, c.Tools
 		r.firstSeq, r.usage, r.calls, r.stopReason = c.LastSeq, c.Usage, c.ToolCalls, c.Stop
+		r.reused, r.nextQID, r.updateIDs, r.carried = c.Reused, c.Questions, c.UpdateIDs, len(c.UpdateIDs)
+		for k, v := range c.Results {
+			r.results[k] = v
+		}
 		if r.activePlan != nil {
 			r.plan = r.activePlan.Clone()
 		}
 	}
 	r.toolPipeline = workflow.GetVersion(ctx, "tool-pipeline", workflow.DefaultVersion, 1) >= 1
 	r.conversation = workflow.GetVersion(ctx, "conversation", workflow.DefaultVersion, 1) >= 1
+	r.guarded = workflow.GetVersion(ctx, "guarded-runs", workflow.DefaultVersion, 1) >= 1
 	if err := workflow.SetQueryHandler(ctx, investigation.ProgressQuery, r.eventsAfter); err != nil {
 		return investigation.Result{}, err
 	}
@@ -136,7 +166,10 @@ func Investigation(ctx workflow.Context, in investigation.Input) (investigation.
 		if !got || r.stopReason != "" {
 			break
 		}
-		if workflow.GetInfo(ctx).GetCurrentHistoryLength() > in.Limits.MaxHistoryEvents || workflow.GetInfo(ctx).GetContinueAsNewSuggested() {
+		// A continued run first runs a turn, so a low threshold cannot make
+		// runs continue as new one after another without answering.
+		long := workflow.GetInfo(ctx).GetCurrentHistoryLength() > in.Limits.MaxHistoryEvents || workflow.GetInfo(ctx).GetContinueAsNewSuggested()
+		if long && (r.ranTurn || !r.guarded) {
 			return investigation.Result{}, r.continueAsNew(ctx)
 		}
 		question := r.followUps[0]
@@ -150,6 +183,9 @@ func Investigation(ctx workflow.Context, in investigation.Input) (investigation.
 	// Let every update handler finish before completing: no input is lost.
 	if err := workflow.Await(ctx, func() bool { return workflow.AllHandlersFinished(ctx) }); err != nil {
 		return investigation.Result{}, err
+	}
+	if r.stopReason != "" && len(r.followUps) > 0 {
+		r.emit(investigation.Event{Kind: investigation.EventNote, Text: "not answered, the investigation was stopped:", Items: r.followUps})
 	}
 	return r.result(last), nil
 }
@@ -178,6 +214,7 @@ func (r *run) continueAsNew(ctx workflow.Context) error {
 	in.Carry = &investigation.Carry{
 		Turn: r.turn, ActivePlan: r.activePlan, FollowUps: r.followUps, Hints: r.hints, Insights: r.insights, Tools: r.tools,
 		LastSeq: r.firstSeq + len(r.events), Usage: r.usage, ToolCalls: r.calls, Stop: r.stopReason,
+		Results: r.results, Reused: r.reused, Questions: r.nextQID, UpdateIDs: r.updateIDs[max(len(r.updateIDs)-maxCarriedUpdateIDs, 0):],
 	}
 	return workflow.NewContinueAsNewError(ctx, investigation.WorkflowName, in)
 }
@@ -203,6 +240,7 @@ func (r *run) planTurn(ctx workflow.Context, request string) (investigation.Conc
 }
 
 func (r *run) beginTurn(ctx workflow.Context, request string) {
+	r.ranTurn = true
 	r.request = request
 	r.phase = investigation.PhasePlanning
 	r.turnStart = workflow.Now(ctx)
@@ -235,13 +273,31 @@ func (r *run) conclude(ctx workflow.Context, request, endedEarly string) (invest
 	return c, nil
 }
 
-// remember appends one exchange to the conversation history.
+// remember appends one exchange to the conversation history, dropping the
+// oldest exchanges when the history grows past maxHistoryBytes.
 func (r *run) remember(request, answer string) {
 	r.in.History = append(append([]investigation.Message(nil), r.in.History...),
 		investigation.Message{Role: "user", Text: request},
 		investigation.Message{Role: "assistant", Text: answer},
 	)
 	r.turn++
+	if !r.guarded {
+		return
+	}
+	size := 0
+	for _, m := range r.in.History {
+		size += len(m.Text)
+	}
+	dropped := 0
+	for size > maxHistoryBytes && len(r.in.History) > 2 {
+		size -= len(r.in.History[0].Text) + len(r.in.History[1].Text)
+		r.in.History = r.in.History[2:]
+		dropped++
+	}
+	if dropped > 0 {
+		r.emit(investigation.Event{Kind: investigation.EventNote, Text: fmt.Sprintf(
+			"the %d oldest exchanges of the conversation were dropped to keep it under %d KiB", dropped, maxHistoryBytes>>10)})
+	}
 }
 
 func (r *run) makePlan(ctx workflow.Context, request string) error {
@@ -324,7 +380,7 @@ func (r *run) executePlan(ctx workflow.Context) (string, error) {
 		r.emit(investigation.Event{Kind: investigation.EventStep, Step: step.ID, Text: step.Description, Items: []string{"expected: " + step.Expected}})
 		r.setDetails(ctx, "running "+step.ID)
 
-		text, key, err := r.executeStep(ctx, *step)
+		text, key, cut, err := r.executeStep(ctx, *step)
 		if err != nil {
 			return "", failure(step.ID+" failed", err)
 		}
@@ -333,6 +389,13 @@ func (r *run) executePlan(ctx workflow.Context) (string, error) {
 		step.Result = truncate(text, r.in.Limits.MaxStepResultBytes)
 		r.finished = append(r.finished, investigation.StepRef{StepID: step.ID, Description: step.Description, Key: key})
 		r.emit(investigation.Event{Kind: investigation.EventStepDone, Step: step.ID, Text: step.Result})
+		if cut != "" && r.guarded {
+			// The step answered early because the run's budget ran out (or
+			// the analyst stopped it): conclude now, and say why.
+			r.plan.SkipPending("not run: " + cut)
+			r.emit(investigation.Event{Kind: investigation.EventStop, Text: cut})
+			return cut, nil
+		}
 
 		if achieved := r.reflect(ctx, *step); achieved {
 			reason := "reflection found the objective achieved after " + step.ID
@@ -345,9 +408,10 @@ func (r *run) executePlan(ctx workflow.Context) (string, error) {
 	}
 }
 
-// executeStep runs the step's tool loop. It returns the answer and the
-// transcript key that stores it.
-func (r *run) executeStep(ctx workflow.Context, step plan.Step) (string, string, error) {
+// executeStep runs the step's tool loop. It returns the answer, the
+// transcript key that stores it and, when the run's budget or the analyst
+// cut the loop short, why.
+func (r *run) executeStep(ctx workflow.Context, step plan.Step) (string, string, string, error) {
 	l := &toolLoop{
 		session:  r.session,
 		prefix:   fmt.Sprintf("t%d-%s", r.turn, step.ID),
@@ -358,7 +422,9 @@ func (r *run) executeStep(ctx workflow.Context, step plan.Step) (string, string,
 		results:  r.results,
 		emit:     func(e investigation.Event) { r.emit(e) },
 		child:    r.startBigQueryAgent,
-		stop:     func(loopCalls int) bool { return r.exhausted(ctx, loopCalls) != "" },
+		stop:     func(loopCalls int) string { return r.exhausted(ctx, loopCalls) },
+		budget:   func(loopCalls int) int { return r.in.Limits.MaxToolCalls - r.turnCalls - loopCalls },
+		guarded:  r.guarded,
 		turn: func(ctx workflow.Context, iter int, key string, transcript []investigation.Ref, final bool) (investigation.TurnOutput, error) {
 			var out investigation.TurnOutput
 			in := investigation.TurnInput{
@@ -389,7 +455,7 @@ func (r *run) executeStep(ctx workflow.Context, step plan.Step) (string, string,
 	r.calls += l.calls
 	r.turnCalls += l.calls
 	r.reused += l.reused
-	return text, key, err
+	return text, key, l.cut, err
 }
 
 // reflect asks the model to judge the finished step and applies its plan
@@ -471,11 +537,16 @@ func (r *run) emit(e investigation.Event) int {
 // eventsAfter answers the progress query: the events after seq `after` that
 // this run holds (earlier ones are in the run before a continue-as-new).
 func (r *run) eventsAfter(after int) ([]investigation.Event, error) {
-	i := max(after-r.firstSeq, 0)
-	if i >= len(r.events) {
-		return nil, nil
+	return page(r.events, after-r.firstSeq), nil
+}
+
+// page returns at most investigation.MaxProgressEvents events from index i.
+func page(events []investigation.Event, i int) []investigation.Event {
+	i = max(i, 0)
+	if i >= len(events) {
+		return nil
 	}
-	return r.events[i:], nil
+	return events[i:min(len(events), i+investigation.MaxProgressEvents)]
 }
 
 // setDetails keeps the workflow's current details (shown in the Web UI) set

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/mock"
 	"github.com/stretchr/testify/require"
@@ -65,7 +66,12 @@ func (h *harness) onPlan(out investigation.PlanOutput, err error) {
 
 // onTurn answers model turns with fn, recording inputs.
 func (h *harness) onTurn(fn func(in investigation.TurnInput) (investigation.TurnOutput, error)) {
-	h.env.OnActivity(a.ModelTurn, mock.Anything, mock.Anything).Return(func(_ context.Context, in investigation.TurnInput) (investigation.TurnOutput, error) {
+	h.onSlowTurn(0, fn)
+}
+
+// onSlowTurn is onTurn with model turns that take d of workflow time.
+func (h *harness) onSlowTurn(d time.Duration, fn func(in investigation.TurnInput) (investigation.TurnOutput, error)) {
+	h.env.OnActivity(a.ModelTurn, mock.Anything, mock.Anything).After(d).Return(func(_ context.Context, in investigation.TurnInput) (investigation.TurnOutput, error) {
 		h.mu.Lock()
 		h.turns = append(h.turns, in)
 		h.mu.Unlock()
@@ -106,13 +112,21 @@ func (h *harness) run(t *testing.T, in investigation.Input) (investigation.Resul
 	return res, nil
 }
 
+// events reads every progress event, page by page.
 func (h *harness) events(t *testing.T) []investigation.Event {
 	t.Helper()
-	v, err := h.env.QueryWorkflow(investigation.ProgressQuery, 0)
-	require.NoError(t, err)
-	var evs []investigation.Event
-	require.NoError(t, v.Get(&evs))
-	return evs
+	var all []investigation.Event
+	for {
+		v, err := h.env.QueryWorkflow(investigation.ProgressQuery, len(all))
+		require.NoError(t, err)
+		var evs []investigation.Event
+		require.NoError(t, v.Get(&evs))
+		require.LessOrEqual(t, len(evs), investigation.MaxProgressEvents)
+		all = append(all, evs...)
+		if len(evs) < investigation.MaxProgressEvents {
+			return all
+		}
+	}
 }
 
 func kinds(evs []investigation.Event) string {

@@ -2,6 +2,7 @@ package workflows
 
 import (
 	"fmt"
+	"math"
 	"strings"
 
 	"go.temporal.io/sdk/temporal"
@@ -38,10 +39,19 @@ type toolLoop struct {
 	// ask puts an ask_user question to the analyst; nil where the analyst
 	// cannot be asked.
 	ask func(ctx workflow.Context, call investigation.ToolCall) workflow.Future
-	// stop, given the calls made so far, says the loop must answer now.
-	stop func(loopCalls int) bool
+	// stop, given the calls made so far, says why the loop must answer now
+	// ("" to go on); nil where nothing stops it early.
+	stop func(loopCalls int) string
+	// budget, given the calls made so far, is how many more calls may run;
+	// nil for no limit. Only guarded loops apply it within a turn.
+	budget func(loopCalls int) int
+	// guarded enables the "guarded-runs" behaviour: the budget holds within
+	// a turn, and identical calls of one turn run once.
+	guarded bool
 
 	calls, reused int
+	// cut says why stop ended the loop early, if it did.
+	cut string
 	// transcript is the whole loop's transcript once run returns.
 	transcript []investigation.Ref
 }
@@ -50,7 +60,11 @@ type toolLoop struct {
 func (l *toolLoop) run(ctx workflow.Context) (string, string, error) {
 	var transcript []investigation.Ref
 	for iter := 1; ; iter++ {
-		final := iter >= l.maxIter || (l.stop != nil && l.stop(l.calls))
+		cut := ""
+		if l.stop != nil {
+			cut = l.stop(l.calls)
+		}
+		final := iter >= l.maxIter || cut != ""
 		key := fmt.Sprintf("%s-i%d", l.prefix, iter)
 		out, err := l.turn(ctx, iter, key, transcript, final)
 		if err != nil {
@@ -59,6 +73,7 @@ func (l *toolLoop) run(ctx workflow.Context) (string, string, error) {
 		transcript = append(transcript, investigation.Ref{Key: out.Key})
 		l.transcript = transcript
 		if len(out.Calls) == 0 || final {
+			l.cut = cut
 			text := strings.TrimSpace(out.Text)
 			if text == "" {
 				text = fmt.Sprintf("(no answer: the loop ended after %d model turns without a final text)", iter)
@@ -72,10 +87,13 @@ func (l *toolLoop) run(ctx workflow.Context) (string, string, error) {
 
 // callTools runs the calls of one model turn and returns their transcript
 // refs in call order. Calls start together, except that a call whose
-// arguments use ref:<name> starts once the calls it names have finished; a
-// call with unknown, ambiguous or cyclic refs, or identical to an earlier
-// call of this workflow, does not run. A call that still fails after its
-// retries becomes an error result for the model, not a failed loop.
+// arguments use ref:<name> starts once the calls it names have finished. A
+// call does not run when its refs are unknown, ambiguous or cyclic; when it
+// is identical to an earlier call of this workflow (served from that call's
+// result); and, in guarded loops, when it repeats an earlier call of the same
+// turn (served once both are done) or when the run's tool-call budget is
+// spent. A call that still fails after its retries becomes an error result
+// for the model, not a failed loop.
 func (l *toolLoop) callTools(ctx workflow.Context, turnKey string, calls []investigation.ToolCall) []investigation.Ref {
 	for i := range calls {
 		if calls[i].ID == "" {
@@ -86,55 +104,48 @@ func (l *toolLoop) callTools(ctx workflow.Context, turnKey string, calls []inves
 	if l.pipeline {
 		pipe = planPipeline(calls)
 	}
+	allowed := math.MaxInt
+	if l.guarded && l.budget != nil {
+		allowed = l.budget(l.calls)
+	}
 	futures := make([]workflow.Future, len(calls))
-	reused := make([]bool, len(calls))
+	reused := make([]bool, len(calls))  // served from another call's result
+	refused := make([]bool, len(calls)) // not run: the budget is spent
+	firstOf := map[string]int{}         // call key -> first call of this turn with it
 	for i, c := range calls {
 		key := fmt.Sprintf("%s-c%d", turnKey, i+1)
 		summary := tools.Summarize(c.Name, c.Args)
-		e := investigation.Event{Kind: investigation.EventToolCall, Step: l.label, Text: summary}
-		if l.child != nil && c.Name == BigQueryAgentTool {
-			e.Child = childID(l.session, key)
-		}
-		l.emit(e)
 		f, settle := workflow.NewFuture(ctx)
 		futures[i] = f
-		if why, bad := pipe.bad[i]; bad {
+		e := investigation.Event{Kind: investigation.EventToolCall, Step: l.label, Text: summary}
+		why, bad := pipe.bad[i]
+		independent := l.pipeline && len(pipe.deps[i]) == 0 && !bad
+		earlier, seen := l.results[callKey(c)]
+		twin, repeated := firstOf[callKey(c)]
+		switch {
+		case bad:
 			settle.SetError(temporal.NewNonRetryableApplicationError("the call did not run: "+why, "BadRef", nil))
-			continue
-		}
-		if earlier, seen := l.results[callKey(c)]; l.pipeline && len(pipe.deps[i]) == 0 && seen {
+		case independent && seen:
 			reused[i] = true
 			settle.Set(investigation.ToolOutput{Key: earlier, OK: true}, nil)
-			continue
-		}
-		start := func(ctx workflow.Context, refs map[string]string) workflow.Future {
+		case independent && l.guarded && repeated:
+			reused[i] = true
+			settle.Chain(futures[twin])
+		case allowed <= 0:
+			refused[i] = true
+			settle.SetError(temporal.NewNonRetryableApplicationError(
+				"the call did not run: the run's tool-call budget is spent; answer from the results you have", "BudgetSpent", nil))
+		default:
+			allowed--
+			if independent {
+				firstOf[callKey(c)] = i
+			}
 			if l.child != nil && c.Name == BigQueryAgentTool {
-				return l.child(ctx, key, c)
+				e.Child = childID(l.session, key)
 			}
-			if l.ask != nil && c.Name == investigation.AskUserTool {
-				return l.ask(ctx, c)
-			}
-			return workflow.ExecuteActivity(toolOptions(ctx, "tool "+summary), a.CallTool, investigation.ToolInput{
-				Session: l.session, Key: key, Call: c, MaxResultBytes: l.maxBytes, Toolset: l.toolset, Refs: refs,
-			})
+			l.start(ctx, settle, futures, calls, pipe, i, key, summary)
 		}
-		if len(pipe.deps[i]) == 0 {
-			settle.Chain(start(ctx, nil))
-			continue
-		}
-		workflow.Go(ctx, func(ctx workflow.Context) {
-			refs := map[string]string{}
-			for _, ref := range pipe.refs[i] {
-				var dep investigation.ToolOutput
-				if err := futures[ref.call].Get(ctx, &dep); err != nil || !dep.OK {
-					settle.SetError(temporal.NewNonRetryableApplicationError(
-						fmt.Sprintf("the call did not run: %s%s refers to %s, which failed", RefPrefix, ref.name, calls[ref.call].ID), "BadRef", nil))
-					return
-				}
-				refs[ref.name] = dep.Key
-			}
-			settle.Chain(start(ctx, refs))
-		})
+		l.emit(e)
 	}
 	out := make([]investigation.Ref, len(calls))
 	for i, f := range futures {
@@ -146,12 +157,17 @@ func (l *toolLoop) callTools(ctx workflow.Context, turnKey string, calls []inves
 				msg = "the tool failed after retries: " + msg
 			}
 			out[i] = investigation.Ref{CallID: c.ID, Tool: c.Name, Error: msg}
-			l.calls++
+			if !reused[i] && !refused[i] {
+				l.calls++
+			}
 			l.emit(investigation.Event{Kind: investigation.EventToolResult, Step: l.label, Text: c.Name + ": " + msg})
 			continue
 		}
 		if reused[i] {
 			out[i] = investigation.Ref{Key: res.Key, CallID: c.ID, Tool: c.Name}
+			if res.Inline != "" {
+				out[i] = investigation.Ref{CallID: c.ID, Tool: c.Name, Inline: res.Inline}
+			}
 			l.reused++
 			l.emit(investigation.Event{Kind: investigation.EventToolResult, Step: l.label, Text: c.Name + ": served from the identical earlier call"})
 			continue
@@ -177,4 +193,39 @@ func (l *toolLoop) callTools(ctx workflow.Context, turnKey string, calls []inves
 		l.emit(investigation.Event{Kind: investigation.EventToolResult, Step: l.label, Text: text})
 	}
 	return out
+}
+
+// start runs call i (an activity, the BigQuery child workflow or an
+// ask_user question) and settles its future with the outcome; a call with
+// refs first waits, in a coroutine, for the calls it uses.
+func (l *toolLoop) start(ctx workflow.Context, settle workflow.Settable, futures []workflow.Future, calls []investigation.ToolCall, pipe pipeline, i int, key, summary string) {
+	c := calls[i]
+	launch := func(ctx workflow.Context, refs map[string]string) workflow.Future {
+		if l.child != nil && c.Name == BigQueryAgentTool {
+			return l.child(ctx, key, c)
+		}
+		if l.ask != nil && c.Name == investigation.AskUserTool {
+			return l.ask(ctx, c)
+		}
+		return workflow.ExecuteActivity(toolOptions(ctx, "tool "+summary), a.CallTool, investigation.ToolInput{
+			Session: l.session, Key: key, Call: c, MaxResultBytes: l.maxBytes, Toolset: l.toolset, Refs: refs,
+		})
+	}
+	if len(pipe.deps[i]) == 0 {
+		settle.Chain(launch(ctx, nil))
+		return
+	}
+	workflow.Go(ctx, func(ctx workflow.Context) {
+		refs := map[string]string{}
+		for _, ref := range pipe.refs[i] {
+			var dep investigation.ToolOutput
+			if err := futures[ref.call].Get(ctx, &dep); err != nil || !dep.OK {
+				settle.SetError(temporal.NewNonRetryableApplicationError(
+					fmt.Sprintf("the call did not run: %s%s refers to %s, which failed", RefPrefix, ref.name, calls[ref.call].ID), "BadRef", nil))
+				return
+			}
+			refs[ref.name] = dep.Key
+		}
+		settle.Chain(launch(ctx, refs))
+	})
 }

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 
 	"go.temporal.io/sdk/temporal"
@@ -43,83 +44,91 @@ func (r *run) registerHandlers(ctx workflow.Context) error {
 			return nil
 		}
 	}
-	awaiting := func() error {
-		if r.phase != investigation.PhaseAwaitingApproval {
-			return fmt.Errorf("the plan is not waiting for approval (the investigation is %s)", r.phase)
+	type entry struct {
+		name               string
+		handler, validator any
+	}
+	handlers := []entry{}
+	add := func(name string, handler, validator any) {
+		handlers = append(handlers, entry{name, handler, validator})
+	}
+	add(guard(r, func(hint string) (investigation.Ack, error) {
+		r.hints = append(r.hints, strings.TrimSpace(hint))
+		seq := r.emit(investigation.Event{Kind: investigation.EventHint, Text: strings.TrimSpace(hint)})
+		return investigation.Ack{Seq: seq, Message: fmt.Sprintf("hint %d recorded: taken into account from the next model call on", len(r.hints))}, nil
+	}, text("hint"), investigation.UpdateHint))
+	add(investigation.UpdateApprove, func(ctx workflow.Context) (investigation.Ack, error) {
+		if r.recordedEarlier(ctx) {
+			return earlierAck, nil
+		}
+		r.track(ctx)
+		r.approval = "approved"
+		seq := r.emit(investigation.Event{Kind: investigation.EventApproval, Text: "approved"})
+		return investigation.Ack{Seq: seq, Message: "plan approved: the investigation runs it now"}, nil
+	}, func(ctx workflow.Context) error {
+		if r.recordedEarlier(ctx) {
+			return nil
+		}
+		return r.decisionOpen()
+	})
+	add(guard(r, func(feedback string) (investigation.Ack, error) {
+		r.approval, r.feedback = "revise", strings.TrimSpace(feedback)
+		seq := r.emit(investigation.Event{Kind: investigation.EventApproval, Text: "revise: " + r.feedback})
+		return investigation.Ack{Seq: seq, Message: "revision recorded: the plan is being rewritten and will wait for approval again"}, nil
+	}, func(feedback string) error {
+		if err := r.decisionOpen(); err != nil {
+			return err
+		}
+		return text("revision request")(feedback)
+	}, investigation.UpdateRevise))
+	add(guard(r, func(ans investigation.Answer) (investigation.Ack, error) {
+		q := r.question(ans.QuestionID)
+		q.answered, q.answer = true, strings.TrimSpace(ans.Text)
+		seq := r.emit(investigation.Event{Kind: investigation.EventAnswer, Text: q.answer, Items: []string{q.ID}})
+		return investigation.Ack{Seq: seq, Message: fmt.Sprintf("answer to %s recorded: the step goes on with it", q.ID)}, nil
+	}, func(ans investigation.Answer) error {
+		if r.question(ans.QuestionID) == nil {
+			if ans.QuestionID != "" {
+				return fmt.Errorf("no pending question %q", ans.QuestionID)
+			}
+			return errors.New("no question is waiting for an answer")
+		}
+		return text("answer")(ans.Text)
+	}, investigation.UpdateAnswer))
+	add(guard(r, func(reason string) (investigation.Ack, error) {
+		r.stopReason = "stopped by the analyst"
+		if reason = strings.TrimSpace(reason); reason != "" {
+			r.stopReason += ": " + reason
+		}
+		seq := r.emit(investigation.Event{Kind: investigation.EventStop, Text: r.stopReason})
+		msg := "stop recorded: the investigation concludes from what it knows so far"
+		if r.phase == investigation.PhaseIdle {
+			msg = "stop recorded: the investigation closes"
+		}
+		if n := len(r.followUps); n > 0 {
+			msg += fmt.Sprintf("; the %d queued follow-up question(s) will not be answered", n)
+		}
+		return investigation.Ack{Seq: seq, Message: msg}, nil
+	}, func(string) error {
+		if r.stopReason != "" {
+			return errors.New("the investigation is already stopping")
 		}
 		return nil
-	}
-	handlers := []struct {
-		name      string
-		handler   any
-		validator any
-	}{
-		{investigation.UpdateHint, func(ctx workflow.Context, hint string) (investigation.Ack, error) {
-			r.hints = append(r.hints, strings.TrimSpace(hint))
-			seq := r.emit(investigation.Event{Kind: investigation.EventHint, Text: strings.TrimSpace(hint)})
-			return investigation.Ack{Seq: seq, Message: fmt.Sprintf("hint %d recorded: taken into account from the next model call on", len(r.hints))}, nil
-		}, func(ctx workflow.Context, hint string) error { return text("hint")(hint) }},
-		{investigation.UpdateApprove, func(ctx workflow.Context) (investigation.Ack, error) {
-			r.approval = "approved"
-			seq := r.emit(investigation.Event{Kind: investigation.EventApproval, Text: "approved"})
-			return investigation.Ack{Seq: seq, Message: "plan approved: the investigation runs it now"}, nil
-		}, func(ctx workflow.Context) error { return awaiting() }},
-		{investigation.UpdateRevise, func(ctx workflow.Context, feedback string) (investigation.Ack, error) {
-			r.approval, r.feedback = "revise", strings.TrimSpace(feedback)
-			seq := r.emit(investigation.Event{Kind: investigation.EventApproval, Text: "revise: " + r.feedback})
-			return investigation.Ack{Seq: seq, Message: "revision recorded: the plan is being rewritten and will wait for approval again"}, nil
-		}, func(ctx workflow.Context, feedback string) error {
-			if err := awaiting(); err != nil {
-				return err
-			}
-			return text("revision request")(feedback)
-		}},
-		{investigation.UpdateAnswer, func(ctx workflow.Context, ans investigation.Answer) (investigation.Ack, error) {
-			q := r.question(ans.QuestionID)
-			q.answered, q.answer = true, strings.TrimSpace(ans.Text)
-			seq := r.emit(investigation.Event{Kind: investigation.EventAnswer, Text: q.answer, Items: []string{q.ID}})
-			return investigation.Ack{Seq: seq, Message: fmt.Sprintf("answer to %s recorded: the step goes on with it", q.ID)}, nil
-		}, func(ctx workflow.Context, ans investigation.Answer) error {
-			if r.question(ans.QuestionID) == nil {
-				if ans.QuestionID != "" {
-					return fmt.Errorf("no pending question %q", ans.QuestionID)
-				}
-				return errors.New("no question is waiting for an answer")
-			}
-			return text("answer")(ans.Text)
-		}},
-		{investigation.UpdateStop, func(ctx workflow.Context, reason string) (investigation.Ack, error) {
-			r.stopReason = "stopped by the analyst"
-			if reason = strings.TrimSpace(reason); reason != "" {
-				r.stopReason += ": " + reason
-			}
-			seq := r.emit(investigation.Event{Kind: investigation.EventStop, Text: r.stopReason})
-			msg := "stop recorded: the investigation concludes from what it knows so far"
-			if r.phase == investigation.PhaseIdle {
-				msg = "stop recorded: the investigation closes"
-			}
-			return investigation.Ack{Seq: seq, Message: msg}, nil
-		}, func(ctx workflow.Context, reason string) error {
-			if r.stopReason != "" {
-				return errors.New("the investigation is already stopping")
-			}
-			return nil
-		}},
-		{investigation.UpdateAsk, func(ctx workflow.Context, question string) (investigation.Ack, error) {
-			r.followUps = append(r.followUps, strings.TrimSpace(question))
-			seq := r.emit(investigation.Event{Kind: investigation.EventNote, Text: "follow-up question queued: " + strings.TrimSpace(question)})
-			msg := "question recorded: a new turn starts now"
-			if r.phase != investigation.PhaseIdle || len(r.followUps) > 1 {
-				msg = fmt.Sprintf("question recorded: it runs after the current turn (%d queued)", len(r.followUps))
-			}
-			return investigation.Ack{Seq: seq, Message: msg}, nil
-		}, func(ctx workflow.Context, question string) error {
-			if r.stopReason != "" {
-				return errors.New("the investigation is stopping: start a new one")
-			}
-			return text("question")(question)
-		}},
-	}
+	}, investigation.UpdateStop))
+	add(guard(r, func(question string) (investigation.Ack, error) {
+		r.followUps = append(r.followUps, strings.TrimSpace(question))
+		seq := r.emit(investigation.Event{Kind: investigation.EventNote, Text: "follow-up question queued: " + strings.TrimSpace(question)})
+		msg := "question recorded: a new turn starts now"
+		if r.phase != investigation.PhaseIdle || len(r.followUps) > 1 {
+			msg = fmt.Sprintf("question recorded: it runs after the current turn (%d queued)", len(r.followUps))
+		}
+		return investigation.Ack{Seq: seq, Message: msg}, nil
+	}, func(question string) error {
+		if r.stopReason != "" {
+			return errors.New("the investigation is stopping: start a new one")
+		}
+		return text("question")(question)
+	}, investigation.UpdateAsk))
 	for _, h := range handlers {
 		if err := workflow.SetUpdateHandlerWithOptions(ctx, h.name, h.handler, workflow.UpdateHandlerOptions{Validator: h.validator}); err != nil {
 			return err
@@ -127,6 +136,60 @@ func (r *run) registerHandlers(ctx workflow.Context) error {
 	}
 	return nil
 }
+
+// decisionOpen says why the plan cannot take an approve or revise now, or
+// nil. Updates that arrive in one workflow task are validated and handled
+// one after the other before the main loop runs again, so a second decision
+// would see the phase still awaiting approval and silently replace the
+// first: it is refused instead.
+func (r *run) decisionOpen() error {
+	switch {
+	case r.phase != investigation.PhaseAwaitingApproval:
+		return fmt.Errorf("the plan is not waiting for approval (the investigation is %s)", r.phase)
+	case r.approval != "":
+		return fmt.Errorf("the plan already has a decision (%s) that is being applied", r.approval)
+	}
+	return nil
+}
+
+// recordedEarlier says whether the current update is a client's retry of an
+// input that an earlier run of this investigation recorded (the server
+// deduplicates retries within one run only).
+func (r *run) recordedEarlier(ctx workflow.Context) bool {
+	info := workflow.GetCurrentUpdateInfo(ctx)
+	return info != nil && slices.Contains(r.updateIDs[:r.carried], info.ID)
+}
+
+// track notes the current update's ID, so that the next run recognises a
+// retry of it.
+func (r *run) track(ctx workflow.Context) {
+	if info := workflow.GetCurrentUpdateInfo(ctx); info != nil {
+		r.updateIDs = append(r.updateIDs, info.ID)
+	}
+}
+
+// guard returns the update called name with its handler and validator
+// wrapped so that a retry of an input that an earlier run recorded is
+// acknowledged, not recorded again, and every other input is tracked.
+func guard[T any](r *run, handle func(T) (investigation.Ack, error), valid func(T) error, name string) (string, any, any) {
+	handler := func(ctx workflow.Context, v T) (investigation.Ack, error) {
+		if r.recordedEarlier(ctx) {
+			return earlierAck, nil
+		}
+		r.track(ctx)
+		return handle(v)
+	}
+	validator := func(ctx workflow.Context, v T) error {
+		if r.recordedEarlier(ctx) {
+			return nil
+		}
+		return valid(v)
+	}
+	return name, handler, validator
+}
+
+// earlierAck answers a retried input that an earlier run recorded.
+var earlierAck = investigation.Ack{Message: "already recorded before the investigation continued as new; not recorded again"}
 
 // question returns the pending question with this ID, or the oldest pending
 // one for an empty ID, or nil.
@@ -212,9 +275,23 @@ func (r *run) askUser(ctx workflow.Context, c investigation.ToolCall, label stri
 		r.phase = investigation.PhaseWaitingForAnswer
 		r.setDetails(ctx, "waiting for the analyst's answer to "+q.ID)
 		start := workflow.Now(ctx)
+		if r.waiting == 0 {
+			r.waitStart = start
+		}
+		r.waiting++
 		got, err := workflow.AwaitWithTimeout(ctx, r.in.Limits.AnswerTimeout, func() bool { return q.answered || r.stopReason != "" })
-		r.waited += workflow.Now(ctx).Sub(start)
-		r.phase = investigation.PhaseExecuting
+		r.waiting--
+		switch {
+		case !r.guarded:
+			r.waited += workflow.Now(ctx).Sub(start)
+		case r.waiting == 0:
+			// Overlapping questions: the span from the first one's start to
+			// the last one's end counts once.
+			r.waited += workflow.Now(ctx).Sub(r.waitStart)
+		}
+		if r.waiting == 0 {
+			r.phase = investigation.PhaseExecuting
+		}
 		result := map[string]any{"answer": q.answer}
 		if err != nil || !got || !q.answered {
 			q.answered = true // no longer pending
@@ -245,9 +322,13 @@ func (r *run) followUp(ctx workflow.Context, question string) (investigation.Con
 	r.beginTurn(ctx, question)
 	r.phase = investigation.PhaseExecuting
 	step := plan.Step{ID: "answer", Description: "Answer the analyst's follow-up question: " + question, Expected: "A direct answer with the evidence for it."}
-	text, _, err := r.executeStep(ctx, step)
+	text, _, cut, err := r.executeStep(ctx, step)
 	if err != nil {
 		return investigation.Conclusion{}, failure("answering failed", err)
+	}
+	if cut != "" && r.guarded {
+		r.emit(investigation.Event{Kind: investigation.EventStop, Text: cut})
+		text += "\n\n(This answer was cut short: " + cut + ".)"
 	}
 	r.emit(investigation.Event{Kind: investigation.EventConclusion, Text: text})
 	r.remember(question, text)

@@ -62,11 +62,8 @@ func conclusionOnly(in investigation.TurnInput) (investigation.TurnOutput, error
 func TestHintDuringActivityReachesNextModelCall(t *testing.T) {
 	h := newHarness(t)
 	h.onPlan(twoStepPlan(), nil)
-	h.env.OnActivity(a.ModelTurn, mock.Anything, mock.Anything).After(time.Minute).Return(func(_ context.Context, in investigation.TurnInput) (investigation.TurnOutput, error) {
-		h.mu.Lock()
-		h.turns = append(h.turns, in)
-		h.mu.Unlock()
-		return investigation.TurnOutput{Key: in.Key, Text: "ok"}, nil
+	h.onSlowTurn(time.Minute, func(in investigation.TurnInput) (investigation.TurnOutput, error) {
+		return investigation.TurnOutput{Text: "ok"}, nil
 	})
 	h.onReflect(noChange)
 	hint := h.update(30*time.Second, investigation.UpdateHint, "Check bastion-01 too.")
@@ -168,23 +165,29 @@ func TestAskUserWaitsForAnswer(t *testing.T) {
 func TestStopConcludesEarlyAndCloses(t *testing.T) {
 	h := newHarness(t)
 	h.onPlan(twoStepPlan(), nil)
-	h.env.OnActivity(a.ModelTurn, mock.Anything, mock.Anything).After(time.Minute).Return(func(_ context.Context, in investigation.TurnInput) (investigation.TurnOutput, error) {
-		h.mu.Lock()
-		h.turns = append(h.turns, in)
-		h.mu.Unlock()
-		return investigation.TurnOutput{Key: in.Key, Text: "partial"}, nil
+	h.onSlowTurn(time.Minute, func(in investigation.TurnInput) (investigation.TurnOutput, error) {
+		return investigation.TurnOutput{Text: "partial"}, nil
 	})
 	h.onReflect(noChange)
+	// All arrive while the first model turn runs: the question is queued for
+	// after the turn, then the stop closes the investigation without it.
+	ask := h.update(20*time.Second, investigation.UpdateAsk, "Who else logged in?")
 	stop := h.update(30*time.Second, investigation.UpdateStop, "enough")
 	again := h.update(40*time.Second, investigation.UpdateStop, "")
 	res, err := h.run(t, investigation.Input{AlertID: "a1"})
 	require.NoError(t, err)
+	require.NoError(t, ask.rejected)
 	require.NoError(t, stop.rejected)
+	require.Contains(t, stop.ack.Message, "the 1 queued follow-up question(s) will not be answered")
 	require.ErrorContains(t, again.rejected, "already stopping")
 	require.Len(t, h.turns, 1)
 	require.Equal(t, plan.Skipped, res.Plan.Steps[1].Status)
 	require.Equal(t, "stopped by the analyst: enough", h.conclude[0].EndedEarly)
-	require.NotContains(t, kinds(h.events(t)), "idle", "a stopped investigation closes after its conclusion")
+	evs := h.events(t)
+	require.NotContains(t, kinds(evs), "idle", "a stopped investigation closes after its conclusion")
+	last := evs[len(evs)-1]
+	require.Equal(t, investigation.EventNote, last.Kind)
+	require.Equal(t, []string{"Who else logged in?"}, last.Items, "the unanswered question is named")
 }
 
 func TestToolCallBudget(t *testing.T) {
@@ -273,8 +276,8 @@ func TestFollowUpsAndContinueAsNew(t *testing.T) {
 func TestHundredHintsInABurst(t *testing.T) {
 	h := newHarness(t)
 	h.onPlan(twoStepPlan(), nil)
-	h.env.OnActivity(a.ModelTurn, mock.Anything, mock.Anything).After(time.Minute).Return(func(_ context.Context, in investigation.TurnInput) (investigation.TurnOutput, error) {
-		return investigation.TurnOutput{Key: in.Key, Text: "ok"}, nil
+	h.onSlowTurn(time.Minute, func(in investigation.TurnInput) (investigation.TurnOutput, error) {
+		return investigation.TurnOutput{Text: "ok"}, nil
 	})
 	h.onReflect(noChange)
 	var results []*updateResult

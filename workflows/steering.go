@@ -44,13 +44,11 @@ func (r *run) registerHandlers(ctx workflow.Context) error {
 			return nil
 		}
 	}
-	type entry struct {
-		name               string
-		handler, validator any
-	}
-	handlers := []entry{}
+	var err error
 	add := func(name string, handler, validator any) {
-		handlers = append(handlers, entry{name, handler, validator})
+		if err == nil {
+			err = workflow.SetUpdateHandlerWithOptions(ctx, name, handler, workflow.UpdateHandlerOptions{Validator: validator})
+		}
 	}
 	add(guard(r, func(hint string) (investigation.Ack, error) {
 		r.hints = append(r.hints, strings.TrimSpace(hint))
@@ -129,12 +127,7 @@ func (r *run) registerHandlers(ctx workflow.Context) error {
 		}
 		return text("question")(question)
 	}, investigation.UpdateAsk))
-	for _, h := range handlers {
-		if err := workflow.SetUpdateHandlerWithOptions(ctx, h.name, h.handler, workflow.UpdateHandlerOptions{Validator: h.validator}); err != nil {
-			return err
-		}
-	}
-	return nil
+	return err
 }
 
 // decisionOpen says why the plan cannot take an approve or revise now, or

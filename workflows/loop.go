@@ -143,7 +143,9 @@ func (l *toolLoop) callTools(ctx workflow.Context, turnKey string, calls []inves
 			if l.child != nil && c.Name == BigQueryAgentTool {
 				e.Child = childID(l.session, key)
 			}
+			l.emit(e) // before the call's own events (an ask_user question)
 			l.start(ctx, settle, futures, calls, pipe, i, key, summary)
+			continue
 		}
 		l.emit(e)
 	}

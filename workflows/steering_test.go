@@ -149,6 +149,17 @@ func TestAskUserWaitsForAnswer(t *testing.T) {
 			require.Equal(t, []investigation.Question{{ID: "q-1", Step: "step_1", Question: "Is deploy allowed to log in from outside?"}}, st.Questions)
 			require.ErrorContains(t, wrong.rejected, `no pending question "q-9"`)
 			require.Len(t, h.tools, 1, "ask_user is not an activity")
+			var order []string
+			for _, e := range h.events(t) {
+				if e.Kind == investigation.EventToolCall || e.Kind == investigation.EventQuestion {
+					order = append(order, string(e.Kind)+": "+e.Text)
+				}
+			}
+			require.Equal(t, []string{
+				`tool_call: ask_user question="Is deploy allowed to log in from outside?"`,
+				"question: Is deploy allowed to log in from outside?",
+				"tool_call: get_alert a1",
+			}, order, "the call is shown before the question it asks")
 			tr := h.turns[1].Transcript
 			require.Equal(t, "ask_user", tr[1].Tool)
 			require.Equal(t, "c1", tr[1].CallID)

@@ -129,7 +129,7 @@ func TestGeneratePlanPrompt(t *testing.T) {
 	require.Equal(t, "application/json", c.cfg.ResponseMIMEType)
 	require.Same(t, planSchema, c.cfg.ResponseSchema)
 	prompt := userText(c.contents[0])
-	for _, want := range []string{"Was it bad?", "UnauthorizedAccess:EC2/SSHBruteForce", "198.51.100.23", "- `search_alerts`:", "parameters: field (string, required)",
+	for _, want := range []string{"Was it bad?", "UnauthorizedAccess:EC2/SSHBruteForce", "198.51.100.23", "- `search_alerts`:", "parameters: field (required)",
 		"At most 5 steps", "- user: earlier question", `"objective": "Decide whether the SSH brute force`} {
 		require.Contains(t, prompt, want)
 	}
@@ -292,6 +292,8 @@ func TestReflectAndConcludePrompts(t *testing.T) {
 // echoTool returns its arguments, to show what a tool receives.
 type echoTool struct{}
 
+func (echoTool) Purpose() string { return "test tool" }
+
 func (echoTool) Declaration() *genai.FunctionDeclaration {
 	return &genai.FunctionDeclaration{Name: "echo"}
 }
@@ -349,6 +351,8 @@ func TestResultsKeepHTMLCharacters(t *testing.T) {
 }
 
 type limitedTool struct{}
+
+func (limitedTool) Purpose() string { return "test tool" }
 
 func (limitedTool) Declaration() *genai.FunctionDeclaration {
 	return &genai.FunctionDeclaration{Name: "limited"}

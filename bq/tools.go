@@ -110,6 +110,10 @@ func (e *env) lookup(name string) (Table, bool) {
 
 type listTables struct{ e *env }
 
+func (listTables) Purpose() string {
+	return "List the BigQuery tables that may be queried, with their descriptions."
+}
+
 func (listTables) Declaration() *genai.FunctionDeclaration {
 	return &genai.FunctionDeclaration{
 		Name: "bigquery_tables",
@@ -148,6 +152,10 @@ func (t listTables) Call(ctx context.Context, args map[string]any) (any, error) 
 // ---- bigquery_schema
 
 type tableSchema struct{ e *env }
+
+func (tableSchema) Purpose() string {
+	return "Show one table's columns and types."
+}
 
 func (tableSchema) Declaration() *genai.FunctionDeclaration {
 	return &genai.FunctionDeclaration{
@@ -284,6 +292,10 @@ func sqlType(t bigquery.FieldType) string {
 
 type runQuery struct{ e *env }
 
+func (runQuery) Purpose() string {
+	return "Run one read-only SELECT over the configured tables and preview its rows."
+}
+
 func (runQuery) Declaration() *genai.FunctionDeclaration {
 	return &genai.FunctionDeclaration{
 		Name: "bigquery_query",
@@ -410,6 +422,10 @@ func (t runQuery) Call(ctx context.Context, args map[string]any) (any, error) {
 // ---- bigquery_result
 
 type readResult struct{ e *env }
+
+func (readResult) Purpose() string {
+	return "Page through the rows of an earlier query."
+}
 
 func (readResult) Declaration() *genai.FunctionDeclaration {
 	return &genai.FunctionDeclaration{
@@ -607,6 +623,10 @@ func decodeHandle(h string) (location, jobID string, err error) {
 // ---- bigquery_runbook
 
 type runbookTool struct{ runbooks []Runbook }
+
+func (runbookTool) Purpose() string {
+	return "List or read ready-made SQL runbooks for common log questions."
+}
 
 func (runbookTool) Declaration() *genai.FunctionDeclaration {
 	return &genai.FunctionDeclaration{

@@ -20,6 +20,10 @@ func newAbuseIPDB(c *client) tools.Tool { return abuseIPDBTool{c} }
 
 type abuseIPDBTool struct{ c *client }
 
+func (abuseIPDBTool) Purpose() string {
+	return "Community abuse reports for one IP address: confidence score, report count, ISP, Tor exit."
+}
+
 func (abuseIPDBTool) Declaration() *genai.FunctionDeclaration {
 	return &genai.FunctionDeclaration{
 		Name: "abuseipdb_check",

@@ -50,6 +50,10 @@ func newOTX(c *client) tools.Tool { return otxTool{c} }
 
 type otxTool struct{ c *client }
 
+func (otxTool) Purpose() string {
+	return "AlienVault OTX threat intelligence for an IP, domain, hostname, URL or file hash: pulses, reputation, malware, passive DNS."
+}
+
 func (otxTool) Declaration() *genai.FunctionDeclaration {
 	return &genai.FunctionDeclaration{
 		Name: "query_otx",

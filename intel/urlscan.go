@@ -41,6 +41,10 @@ func newURLScanResult(c *client) tools.Tool { return urlscanResult{c} }
 
 type urlscanSearch struct{ c *client }
 
+func (urlscanSearch) Purpose() string {
+	return "Find earlier URLScan.io scans of a domain, IP, URL or hash: what a site served and when."
+}
+
 func (urlscanSearch) Declaration() *genai.FunctionDeclaration {
 	return &genai.FunctionDeclaration{
 		Name: "urlscan_search",
@@ -193,6 +197,10 @@ func (t urlscanSearch) Call(ctx context.Context, args map[string]any) (any, erro
 }
 
 type urlscanResult struct{ c *client }
+
+func (urlscanResult) Purpose() string {
+	return "Read one URLScan.io scan in full (contacted hosts, verdicts, page details) by its uuid."
+}
 
 func (urlscanResult) Declaration() *genai.FunctionDeclaration {
 	return &genai.FunctionDeclaration{

@@ -35,6 +35,10 @@ func newVirusTotal(c *client) tools.Tool { return virusTotal{c} }
 
 type virusTotal struct{ c *client }
 
+func (virusTotal) Purpose() string {
+	return "VirusTotal verdicts from dozens of engines for an IP, domain, URL or file hash."
+}
+
 func (virusTotal) Declaration() *genai.FunctionDeclaration {
 	return &genai.FunctionDeclaration{
 		Name: "virustotal_lookup",

@@ -27,6 +27,10 @@ func NewGetAlert(store alertStore) Tool { return getAlert{store} }
 
 type searchAlerts struct{ store alertStore }
 
+func (searchAlerts) Purpose() string {
+	return "Find past alerts in the alert store by one field condition (same IP, instance, type, ...), to see history and recurrence."
+}
+
 func (searchAlerts) Declaration() *genai.FunctionDeclaration {
 	return &genai.FunctionDeclaration{
 		Name: "search_alerts",
@@ -156,6 +160,10 @@ func summarize(a alerts.Alert) alertSummary {
 }
 
 type getAlert struct{ store alertStore }
+
+func (getAlert) Purpose() string {
+	return "Read one stored alert's full original data by its ID (the investigated alert or a past one)."
+}
 
 func (getAlert) Declaration() *genai.FunctionDeclaration {
 	return &genai.FunctionDeclaration{

@@ -13,6 +13,10 @@ func NewAskUser() Tool { return askUser{} }
 
 type askUser struct{}
 
+func (askUser) Purpose() string {
+	return "Ask the analyst one precise question about a fact only they know (ownership, authorisation); the step waits for the answer."
+}
+
 func (askUser) Declaration() *genai.FunctionDeclaration {
 	return &genai.FunctionDeclaration{
 		Name: "ask_user",

@@ -13,6 +13,10 @@ func NewBigQueryAgent() Tool { return bigQueryAgent{} }
 
 type bigQueryAgent struct{}
 
+func (bigQueryAgent) Purpose() string {
+	return "Answer a concrete question from the security logs in BigQuery (logins, processes, network, DNS) through the BigQuery sub-agent."
+}
+
 func (bigQueryAgent) Declaration() *genai.FunctionDeclaration {
 	return &genai.FunctionDeclaration{
 		Name: "bigquery_agent",

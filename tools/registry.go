@@ -23,6 +23,9 @@ import (
 type Tool interface {
 	// Declaration describes the tool to the model; its Name is the tool's name.
 	Declaration() *genai.FunctionDeclaration
+	// Purpose says in one sentence what the tool is for (not what it
+	// returns): the planner chooses tools from these lines.
+	Purpose() string
 	// Call runs the tool. Errors made with Reject go back to the model as the
 	// tool's result; any other error is treated as transient and retried.
 	Call(ctx context.Context, args map[string]any) (any, error)
@@ -141,27 +144,21 @@ func (r *Registry) Declarations(names []string) []*genai.FunctionDeclaration {
 }
 
 // Catalog describes every tool as text, for the planner, which does not use
-// function calling: one line per tool with its parameters.
+// function calling: one line per tool with its purpose and parameters.
 func (r *Registry) Catalog() string {
 	var b strings.Builder
 	for _, n := range r.names {
-		d := r.byName[n].Declaration()
-		fmt.Fprintf(&b, "- `%s`: %s\n", n, d.Description)
-		if d.Parameters == nil {
+		t := r.byName[n]
+		fmt.Fprintf(&b, "- `%s`: %s\n", n, t.Purpose())
+		d := t.Declaration()
+		if d.Parameters == nil || len(d.Parameters.Properties) == 0 {
 			continue
 		}
-		props := make([]string, 0, len(d.Parameters.Properties))
-		for p := range d.Parameters.Properties {
-			props = append(props, p)
-		}
-		sort.Strings(props)
+		props := slices.Sorted(maps.Keys(d.Parameters.Properties))
 		for i, p := range props {
-			s := d.Parameters.Properties[p]
-			req := ""
 			if slices.Contains(d.Parameters.Required, p) {
-				req = ", required"
+				props[i] += " (required)"
 			}
-			props[i] = fmt.Sprintf("%s (%s%s)", p, strings.ToLower(string(s.Type)), req)
 		}
 		fmt.Fprintf(&b, "  parameters: %s\n", strings.Join(props, ", "))
 	}

@@ -100,7 +100,7 @@ func TestRegistry(t *testing.T) {
 	require.Len(t, r.Declarations([]string{"search_alerts", "nope"}), 1)
 	cat := r.Catalog()
 	require.Contains(t, cat, "- `get_alert`: Fetch one stored alert")
-	require.Contains(t, cat, "parameters: field (string, required), limit (integer), offset (integer), op (string, required), value (string, required), value_type (string)")
+	require.Contains(t, cat, "parameters: field (required), limit, offset, op (required), value (required), value_type")
 }
 
 func TestSummarize(t *testing.T) {

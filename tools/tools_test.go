@@ -99,7 +99,7 @@ func TestRegistry(t *testing.T) {
 	require.Len(t, r.Declarations(nil), 2)
 	require.Len(t, r.Declarations([]string{"search_alerts", "nope"}), 1)
 	cat := r.Catalog()
-	require.Contains(t, cat, "- `get_alert`: Fetch one stored alert")
+	require.Contains(t, cat, "- `get_alert`: Read one stored alert")
 	require.Contains(t, cat, "parameters: field (required), limit, offset, op (required), value (required), value_type")
 }
 

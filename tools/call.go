@@ -1,0 +1,53 @@
+package tools
+
+import (
+	"context"
+	"sync/atomic"
+)
+
+// Call describes the call a tool is running, for tools whose side effects
+// must survive a retry or count against a budget. The activity that runs the
+// tool puts it in the context; a tool run outside an activity sees the zero
+// value (no ID, no budget).
+type Call struct {
+	// ID is unique per call of an investigation and the same on every retry
+	// of it (the workflow ID and the call's transcript key), so a tool can
+	// derive idempotent IDs from it (a BigQuery job ID).
+	ID string
+	// ScanBytesLeft is how many bytes the investigation may still scan in
+	// BigQuery; 0 means no limit.
+	ScanBytesLeft int64
+	// scanned accumulates the bytes this call scanned (see AddScanned).
+	scanned *atomic.Int64
+}
+
+type callKey struct{}
+
+// WithCall returns a context that carries c for the tool it runs.
+func WithCall(ctx context.Context, c Call) context.Context {
+	if c.scanned == nil {
+		c.scanned = new(atomic.Int64)
+	}
+	return context.WithValue(ctx, callKey{}, c)
+}
+
+// CallFrom returns the call the context carries, or the zero Call.
+func CallFrom(ctx context.Context) Call {
+	c, _ := ctx.Value(callKey{}).(Call)
+	return c
+}
+
+// AddScanned records bytes the call scanned (billed) in BigQuery.
+func (c Call) AddScanned(n int64) {
+	if c.scanned != nil {
+		c.scanned.Add(n)
+	}
+}
+
+// Scanned returns the bytes recorded with AddScanned.
+func (c Call) Scanned() int64 {
+	if c.scanned == nil {
+		return 0
+	}
+	return c.scanned.Load()
+}

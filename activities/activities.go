@@ -61,6 +61,9 @@ type Activities struct {
 	Memories            memoryStore
 	MemoryMinSimilarity float64
 	MemoryLimit         int
+	// BigQueryTables are the tables the sub-agent may query: a learned
+	// claim must name one of them.
+	BigQueryTables []string
 }
 
 // HeartbeatInterval is how often a waiting model call heartbeats, so a
@@ -109,9 +112,13 @@ func (a *Activities) generate(ctx context.Context, contents []*genai.Content, cf
 // generateJSON asks for structured output and decodes it into out. When the
 // answer does not decode or check passes it, the model is asked once more
 // with the problem named; a second failure is a non-retryable error.
-func (a *Activities) generateJSON(ctx context.Context, what, prompt string, schema *genai.Schema, out any, check func() error) (investigation.Usage, error) {
-	cfg := &genai.GenerateContentConfig{ResponseMIMEType: "application/json", ResponseSchema: schema}
-	contents := []*genai.Content{genai.NewContentFromText(prompt, genai.RoleUser)}
+func (a *Activities) generateJSON(ctx context.Context, what string, p phasePrompt, schema *genai.Schema, out any, check func() error) (investigation.Usage, error) {
+	cfg := &genai.GenerateContentConfig{
+		SystemInstruction: genai.NewContentFromText(p.system, genai.RoleUser),
+		ResponseMIMEType:  "application/json",
+		ResponseSchema:    schema,
+	}
+	contents := []*genai.Content{genai.NewContentFromText(p.user, genai.RoleUser)}
 	var total investigation.Usage
 	var problem error
 	for attempt := 1; attempt <= 2; attempt++ {

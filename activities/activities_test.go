@@ -108,6 +108,7 @@ func TestSchemasLoad(t *testing.T) {
 	require.Equal(t, genai.TypeObject, planSchema.Type)
 	require.Equal(t, []string{"id", "description", "tools", "expected"}, planSchema.Properties["steps"].Items.Required)
 	require.Equal(t, []string{"add_step", "update_step", "cancel_step"}, reflectSchema.Properties["plan_updates"].Items.Properties["type"].Enum)
+	require.Equal(t, investigation.Verdicts, concludeSchema.Properties["verdict"].Enum)
 	var example plan.Plan
 	require.NoError(t, json.Unmarshal([]byte(planExample), &example), "the plan example must match the plan type")
 	require.NotEmpty(t, example.Steps)
@@ -128,9 +129,12 @@ func TestGeneratePlanPrompt(t *testing.T) {
 	require.Nil(t, c.cfg.Tools, "planning does not use function calling")
 	require.Equal(t, "application/json", c.cfg.ResponseMIMEType)
 	require.Same(t, planSchema, c.cfg.ResponseSchema)
-	prompt := userText(c.contents[0])
+	system, prompt := userText(c.cfg.SystemInstruction), userText(c.contents[0])
+	for _, want := range []string{"At most 5 steps", `"objective": "Decide whether the SSH brute force`, "<<<DATA name>>>"} {
+		require.Contains(t, system, want)
+	}
 	for _, want := range []string{"Was it bad?", "UnauthorizedAccess:EC2/SSHBruteForce", "198.51.100.23", "- `search_alerts`:", "parameters: field (required)",
-		"At most 5 steps", "- user: earlier question", `"objective": "Decide whether the SSH brute force`} {
+		"<<<DATA conversation>>>\n| [user]\n| earlier question\n<<<END conversation>>>"} {
 		require.Contains(t, prompt, want)
 	}
 }
@@ -181,12 +185,14 @@ func TestModelTurnRebuildsTranscript(t *testing.T) {
 	require.Equal(t, "get_alert", out.Calls[0].Name)
 
 	first := llm.calls[0]
-	sys := userText(first.cfg.SystemInstruction)
-	for _, want := range []string{"Objective of the investigation: obj", "Alert ID: a1", "Alert type: UnauthorizedAccess:EC2/SSHBruteForce", "### step_1: Read", "Alert read: SSH from 198.51.100.23."} {
-		require.Contains(t, sys, want)
+	sys, opening := userText(first.cfg.SystemInstruction), userText(first.contents[0])
+	require.Contains(t, sys, "Objective of the investigation: obj")
+	require.NotContains(t, sys, "198.51.100.23", "untrusted data stays out of the system instruction")
+	for _, want := range []string{"Alert ID: a1", `Alert type: "UnauthorizedAccess:EC2/SSHBruteForce"`, "### step_1: Read",
+		"<<<DATA result of step_1>>>\n| Alert read: SSH from 198.51.100.23.\n<<<END result of step_1>>>", "## Execute this step\nstep_2: Look for history\nExpected outcome: past alerts"} {
+		require.Contains(t, opening, want)
 	}
 	require.NotContains(t, sys, "limit of model turns")
-	require.Equal(t, "Execute this step: Look for history\nExpected outcome: past alerts", userText(first.contents[0]))
 	var names []string
 	for _, d := range first.cfg.Tools[0].FunctionDeclarations {
 		names = append(names, d.Name)
@@ -258,33 +264,46 @@ func TestCallToolShapesResults(t *testing.T) {
 }
 
 func TestReflectAndConcludePrompts(t *testing.T) {
-	a, llm, _ := newActivities(t,
-		text(`{"achieved":true,"insights":["x"],"plan_updates":[{"type":"cancel_step","step_id":"step_3","reason":"done"}]}`),
-		text("## Summary\n..."))
+	a, llm, ts := newActivities(t,
+		text(`{"insights":["x"],"plan_updates":[{"type":"cancel_step","step_id":"step_3","reason":"done"}],"achieved":true}`),
+		text(`{"report":"## Summary\n...","evidence":[{"step_id":"step_1","tool":"get_alert","fact":"f"}],"verdict":"benign","confidence":"medium"}`))
+	ts.m["s/k2"] = transcript.Entry{Kind: transcript.KindModel, Text: "found 3 alerts"}
+	ts.m["s/k1"] = transcript.Entry{Kind: transcript.KindModel, Text: "read the alert"}
 	ctx := context.Background()
 	r, err := a.Reflect(ctx, investigation.ReflectInput{
+		Session:   "s",
 		Objective: "obj",
-		Step:      plan.Step{ID: "step_2", Description: "look", Expected: "e", Result: "found 3 alerts"},
-		Completed: []plan.Step{{ID: "step_1", Description: "read"}},
+		Step:      plan.Step{ID: "step_2", Description: "look", Expected: "e", ResultKey: "k2"},
+		Completed: []plan.Step{{ID: "step_1", Description: "read", ResultKey: "k1"}},
 		Pending:   []plan.Step{{ID: "step_3", Description: "assess", Tools: []string{"get_alert"}}},
-		Tools:     []string{"get_alert", "search_alerts"},
+		Insights:  []investigation.Insight{{Turn: 2, Step: "step_1", Text: "new fact"}},
+		Earlier:   []investigation.Insight{{Turn: 1, Step: "step_1", Text: "old fact"}},
+		Steps:     3, MaxSteps: 5,
+		Tools: []string{"get_alert", "search_alerts"},
 	})
 	require.NoError(t, err)
 	require.True(t, r.Achieved)
 	require.Equal(t, plan.CancelStep, r.PlanUpdates[0].Type)
 	p := userText(llm.calls[0].contents[0])
-	for _, want := range []string{"Objective: obj", "step_2: look", "found 3 alerts", "- step_1: read", "- step_3: assess (tools: get_alert)", "get_alert, search_alerts"} {
+	for _, want := range []string{"Objective: obj", "step_2: look", "| found 3 alerts", "### step_1: read\n<<<DATA result of step_1>>>\n| read the alert",
+		"- step_3: assess (tools: get_alert)", "get_alert, search_alerts", "<<<DATA insights of this exchange>>>\n| - new fact (step_1)",
+		"<<<DATA insights of earlier exchanges>>>\n| - old fact (step_1)", "The plan holds 3 steps (cancelled ones included) of at most 5: at most 2 more can be added"} {
 		require.Contains(t, p, want)
 	}
 	require.Same(t, reflectSchema, llm.calls[0].cfg.ResponseSchema)
 
-	c, err := a.Conclude(ctx, investigation.ConcludeInput{AlertID: "a1", Request: "q?", Objective: "obj", Language: "ja",
-		Steps:    []plan.Step{{ID: "step_1", Description: "read", Status: plan.Done, Result: "r1"}, {ID: "step_2", Description: "x", Status: plan.Skipped, Note: "achieved"}},
-		Insights: []string{"i1"}, EndedEarly: "the step cap of 2 was reached"})
+	c, err := a.Conclude(ctx, investigation.ConcludeInput{Session: "s", AlertID: "a1", Request: "q?", Objective: "obj", Language: "ja",
+		Steps:    []plan.Step{{ID: "step_1", Description: "read", Status: plan.Done, ResultKey: "k1"}, {ID: "step_2", Description: "x", Status: plan.Skipped, Note: "achieved"}},
+		Insights: []investigation.Insight{{Turn: 1, Step: "step_1", Text: "i1"}}, EndedEarly: "the step cap of 2 was reached"})
 	require.NoError(t, err)
 	require.Equal(t, "## Summary\n...", c.Markdown)
-	p = userText(llm.calls[1].contents[0])
-	for _, want := range []string{"Markdown in Japanese", "### step_1 (done): read", "r1", "### step_2 (skipped): x", "Note: achieved", "- i1", "the step cap of 2 was reached", "## Recommended actions"} {
+	require.Equal(t, &investigation.Verdict{Verdict: "benign", Confidence: "medium", Evidence: []investigation.Evidence{{StepID: "step_1", Tool: "get_alert", Fact: "f"}}}, c.Verdict)
+	require.Same(t, concludeSchema, llm.calls[1].cfg.ResponseSchema)
+	sys, p := userText(llm.calls[1].cfg.SystemInstruction), userText(llm.calls[1].contents[0])
+	for _, want := range []string{"Markdown in Japanese", "## 推奨される対応", "## Recommended actions", "do not wrap it in a code fence"} {
+		require.Contains(t, sys, want)
+	}
+	for _, want := range []string{"### step_1 (done): read", "| read the alert", "### step_2 (skipped): x", "Note: achieved", "| - i1 (step_1)", "the step cap of 2 was reached"} {
 		require.Contains(t, p, want)
 	}
 }

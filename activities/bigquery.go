@@ -9,10 +9,12 @@ import (
 	"slices"
 	"strings"
 
+	"go.temporal.io/sdk/activity"
 	"go.temporal.io/sdk/temporal"
 	"google.golang.org/genai"
 
 	"github.com/secops-agent/investigator/gemini"
+	"github.com/secops-agent/investigator/internal/clip"
 	"github.com/secops-agent/investigator/investigation"
 	"github.com/secops-agent/investigator/memory"
 	"github.com/secops-agent/investigator/transcript"
@@ -30,7 +32,7 @@ type memoryStore interface {
 	Adjust(ctx context.Context, session string, helpful, harmful []string) ([]string, error)
 }
 
-var introspectSchema = schema("introspect")
+var introspectSchema = prompts.Schema("introspect")
 
 // embed returns one 768-dimension embedding per text.
 func (a *Activities) embed(ctx context.Context, task string, texts ...string) ([][]float32, error) {
@@ -76,38 +78,44 @@ func (a *Activities) RecallMemories(ctx context.Context, in investigation.Recall
 	return out, nil
 }
 
-// SubAgentTurn runs one model turn of the BigQuery sub-agent: the request
-// and its recalled memories (with IDs) in the system prompt, the sub-agent's
-// transcript, and the BigQuery tools.
+// SubAgentTurn runs one model turn of the BigQuery sub-agent: how to work in
+// the system instruction; the request and its recalled memories (with IDs,
+// as a data block) in the first user content; the sub-agent's transcript;
+// the BigQuery tools.
 func (a *Activities) SubAgentTurn(ctx context.Context, in investigation.SubAgentTurnInput) (investigation.TurnOutput, error) {
 	if a.BigQueryTools == nil {
 		return investigation.TurnOutput{}, temporal.NewNonRetryableApplicationError(errNoBigQuery.Error(), "BigQueryDisabled", nil)
 	}
-	system, err := render("subagent", map[string]any{"Request": in.Request, "Memories": in.Memories, "Final": in.Final})
+	p, err := renderPhase("subagent", map[string]any{"Request": in.Request, "Memories": memoriesText(in.Memories), "Final": in.Final})
 	if err != nil {
 		return investigation.TurnOutput{}, err
 	}
-	contents, err := a.contents(ctx, in.Session, "Answer this request: "+in.Request, in.Transcript)
+	contents, err := a.contents(ctx, in.Session, p.user, in.Transcript)
 	if err != nil {
 		return investigation.TurnOutput{}, err
 	}
-	return a.turn(ctx, in.Session, in.Key, system, contents, a.BigQueryTools.Declarations(nil), in.Final)
+	return a.turn(ctx, in.Session, in.Key, p.system, contents, a.BigQueryTools.Declarations(nil), in.Final)
 }
+
+// maxClaims is the most claims one session may save.
+const maxClaims = 5
 
 // Introspect reviews the sub-agent's whole session and returns new claims
 // and the recalled memories that helped or misled. IDs that were not
-// recalled are dropped.
+// recalled are dropped, and so is every claim memory.CheckClaim refuses
+// (indicators, log content, instructions, several lines, too long, no
+// configured table named): the refusals are returned, never stored.
 func (a *Activities) Introspect(ctx context.Context, in investigation.IntrospectInput) (investigation.Introspection, error) {
 	session, err := a.sessionText(ctx, in.Session, in.Transcript)
 	if err != nil {
 		return investigation.Introspection{}, err
 	}
-	prompt, err := render("introspect", map[string]any{"Request": in.Request, "Memories": in.Memories, "Session": session, "Answer": in.Answer})
+	p, err := renderPhase("introspect", map[string]any{"Request": in.Request, "Memories": memoriesText(in.Memories), "Session": session, "Answer": in.Answer})
 	if err != nil {
 		return investigation.Introspection{}, err
 	}
 	var out investigation.Introspection
-	out.Usage, err = a.generateJSON(ctx, "introspection", prompt, introspectSchema, &out, func() error { return nil })
+	out.Usage, err = a.generateJSON(ctx, "introspection", p, introspectSchema, &out, func() error { return nil })
 	if err != nil {
 		return investigation.Introspection{}, err
 	}
@@ -124,15 +132,34 @@ func (a *Activities) Introspect(ctx context.Context, in investigation.Introspect
 		}
 		return keep
 	}
-	out.Helpful, out.Harmful = known(out.Helpful), known(out.Harmful)
+	out.Helpful, out.Harmful, out.Refused = known(out.Helpful), known(out.Harmful), nil
 	var claims []string
 	for _, c := range out.Claims {
-		if c = strings.TrimSpace(c); c != "" && len(claims) < 5 {
+		c = strings.TrimSpace(c)
+		if err := memory.CheckClaim(c, a.BigQueryTables); err != nil {
+			out.Refused = append(out.Refused, err.Error())
+			activity.GetLogger(ctx).Warn("introspection claim refused", "reason", err.Error())
+			continue
+		}
+		if len(claims) < maxClaims && !slices.Contains(claims, c) {
 			claims = append(claims, c)
 		}
 	}
 	out.Claims = claims
 	return out, nil
+}
+
+// memoriesText renders recalled memories for a data block, one per line
+// with its ID.
+func memoriesText(ms []investigation.MemoryNote) string {
+	var b strings.Builder
+	for i, m := range ms {
+		if i > 0 {
+			b.WriteByte('\n')
+		}
+		fmt.Fprintf(&b, "[%s] %s", m.ID, m.Claim)
+	}
+	return b.String()
 }
 
 // sessionText renders a stored transcript as text for introspection: model
@@ -154,7 +181,7 @@ func (a *Activities) sessionText(ctx context.Context, session string, refs []inv
 				fmt.Fprintf(&b, "[call] %s %s\n", p.FunctionCall.Name, args)
 			case p.FunctionResponse != nil:
 				resp, _ := marshal(p.FunctionResponse.Response)
-				fmt.Fprintf(&b, "[result] %s %s\n", p.FunctionResponse.Name, preview(string(resp), 2000))
+				fmt.Fprintf(&b, "[result] %s %s\n", p.FunctionResponse.Name, clip.String(string(resp), 2000))
 			}
 		}
 	}

@@ -3,48 +3,88 @@ package activities
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 
 	"google.golang.org/genai"
 
-	"github.com/secops-agent/investigator/alerts"
+	"github.com/secops-agent/investigator/internal/clip"
 	"github.com/secops-agent/investigator/investigation"
 )
 
-// Conclude writes the Markdown conclusion from the objective, the steps with
-// their status and results, and the insights (not the conversation).
+// Conclude writes the Markdown conclusion and the verdict from the objective,
+// the steps with their status and results, and the insights (not the
+// conversation).
 func (a *Activities) Conclude(ctx context.Context, in investigation.ConcludeInput) (investigation.Conclusion, error) {
 	al, err := a.loadAlert(ctx, in.AlertID)
 	if err != nil {
 		return investigation.Conclusion{}, err
 	}
-	lang := investigation.Languages[in.Language]
-	if lang == "" {
-		lang = investigation.Languages["en"]
+	alert, err := alertSection(al)
+	if err != nil {
+		return investigation.Conclusion{}, err
 	}
-	prompt, err := render("conclude", map[string]any{
-		"Request":    in.Request,
-		"Objective":  in.Objective,
-		"Alert":      alerts.Describe(al, 20),
-		"Steps":      in.Steps,
-		"Insights":   in.Insights,
-		"Language":   lang,
-		"EndedEarly": in.EndedEarly,
-		"Hints":      in.Hints,
+	results, err := a.stepResults(ctx, in.Session, in.Steps)
+	if err != nil {
+		return investigation.Conclusion{}, err
+	}
+	steps := make([]stepView, len(in.Steps))
+	for i, s := range in.Steps {
+		steps[i] = stepView{Step: s, Result: clip.String(results[i], maxResultInPrompt)}
+	}
+	p, err := renderPhase("conclude", map[string]any{
+		"Request":         in.Request,
+		"Objective":       in.Objective,
+		"Alert":           alert,
+		"Steps":           steps,
+		"Insights":        insightsText(in.Insights),
+		"EarlierInsights": insightsText(in.Earlier),
+		"Language":        languageName(in.Language),
+		"EndedEarly":      in.EndedEarly,
+		"Hints":           in.Hints,
+		"Example":         concludeExample,
 	})
 	if err != nil {
 		return investigation.Conclusion{}, err
 	}
-	resp, usage, err := a.generate(ctx, []*genai.Content{genai.NewContentFromText(prompt, genai.RoleUser)}, nil)
+	var raw struct {
+		Report     string                   `json:"report"`
+		Evidence   []investigation.Evidence `json:"evidence"`
+		Verdict    string                   `json:"verdict"`
+		Confidence string                   `json:"confidence"`
+	}
+	var out investigation.Conclusion
+	out.Usage, err = a.generateJSON(ctx, "conclusion", p, concludeSchema, &raw, func() error {
+		switch {
+		case strings.TrimSpace(raw.Report) == "":
+			return fmt.Errorf("the report is empty")
+		case !slices.Contains(investigation.Verdicts, raw.Verdict):
+			return fmt.Errorf("verdict must be one of %s, not %q", strings.Join(investigation.Verdicts, ", "), raw.Verdict)
+		case !slices.Contains(investigation.Confidences, raw.Confidence):
+			return fmt.Errorf("confidence must be one of %s, not %q", strings.Join(investigation.Confidences, ", "), raw.Confidence)
+		}
+		return nil
+	})
 	if err != nil {
 		return investigation.Conclusion{}, err
 	}
-	text := strings.TrimSpace(answerText(resp))
-	if text == "" {
-		// Retryable: another attempt usually produces text.
-		return investigation.Conclusion{}, fmt.Errorf("the model returned an empty conclusion (finish reason %s)", finishReason(resp))
+	out.Markdown = unfence(raw.Report)
+	out.Verdict = &investigation.Verdict{Verdict: raw.Verdict, Confidence: raw.Confidence, Evidence: raw.Evidence}
+	return out, nil
+}
+
+// unfence removes a code fence the model wrapped the whole report in,
+// despite the prompt.
+func unfence(s string) string {
+	s = strings.TrimSpace(s)
+	if !strings.HasPrefix(s, "```") || !strings.HasSuffix(s, "```") || len(s) < 6 {
+		return s
 	}
-	return investigation.Conclusion{Markdown: text, Usage: usage}, nil
+	body := strings.TrimSuffix(s[3:], "```")
+	if nl := strings.IndexByte(body, '\n'); nl >= 0 && !strings.Contains(body[:nl], " ") {
+		body = body[nl+1:] // the fence's language tag ("markdown")
+	}
+	return strings.TrimSpace(body)
 }
 
 func finishReason(resp *genai.GenerateContentResponse) string {

@@ -4,11 +4,8 @@ import (
 	"context"
 	"fmt"
 
-	"github.com/secops-agent/investigator/alerts"
 	"github.com/secops-agent/investigator/investigation"
 )
-
-var modeSchema = schema("mode")
 
 // DecideMode chooses, for a follow-up question, between Plan & Execute and a
 // direct answer with tools.
@@ -17,14 +14,18 @@ func (a *Activities) DecideMode(ctx context.Context, in investigation.ModeInput)
 	if err != nil {
 		return investigation.Mode{}, err
 	}
-	prompt, err := render("mode", map[string]any{
-		"AlertID": al.ID, "Alert": alerts.Describe(al, 20), "History": in.History, "ActivePlan": in.ActivePlan, "Question": in.Question,
+	alert, err := alertSection(al)
+	if err != nil {
+		return investigation.Mode{}, err
+	}
+	p, err := renderPhase("mode", map[string]any{
+		"Alert": alert, "History": conversationText(in.History), "ActivePlan": planText(in.ActivePlan), "Question": in.Question,
 	})
 	if err != nil {
 		return investigation.Mode{}, err
 	}
 	var out investigation.Mode
-	out.Usage, err = a.generateJSON(ctx, "mode decision", prompt, modeSchema, &out, func() error {
+	out.Usage, err = a.generateJSON(ctx, "mode decision", p, modeSchema, &out, func() error {
 		if out.Mode != investigation.ModePlan && out.Mode != investigation.ModeDirect {
 			return fmt.Errorf("mode must be %q or %q, got %q", investigation.ModePlan, investigation.ModeDirect, out.Mode)
 		}

@@ -3,13 +3,9 @@ package activities
 import (
 	"context"
 
-	"github.com/secops-agent/investigator/alerts"
 	"github.com/secops-agent/investigator/investigation"
 	"github.com/secops-agent/investigator/plan"
 )
-
-// alertFields is how many alert fields the prompts describe.
-const alertFields = 60
 
 // GeneratePlan asks the model for a plan (structured output, tools given as
 // text, no function calling) and repairs or rejects it: steps naming unknown
@@ -19,18 +15,21 @@ func (a *Activities) GeneratePlan(ctx context.Context, in investigation.PlanInpu
 	if err != nil {
 		return investigation.PlanOutput{}, err
 	}
-	prompt, err := render("plan", map[string]any{
+	alert, err := alertSection(al)
+	if err != nil {
+		return investigation.PlanOutput{}, err
+	}
+	p, err := renderPhase("plan", map[string]any{
 		"Request":    in.Request,
-		"AlertID":    al.ID,
-		"Alert":      alerts.Describe(al, alertFields),
-		"History":    in.History,
+		"Alert":      alert,
+		"History":    conversationText(in.History),
 		"Tools":      a.Tools.Catalog(),
 		"MaxSteps":   in.MaxSteps,
 		"Example":    planExample,
 		"Hints":      in.Hints,
-		"ActivePlan": in.ActivePlan,
+		"ActivePlan": planText(in.ActivePlan),
 		"Feedback":   in.Feedback,
-		"Previous":   in.Previous,
+		"Previous":   planText(in.Previous),
 	})
 	if err != nil {
 		return investigation.PlanOutput{}, err
@@ -41,7 +40,7 @@ func (a *Activities) GeneratePlan(ctx context.Context, in investigation.PlanInpu
 		Continues bool `json:"continues_active_plan"`
 	}
 	out := investigation.PlanOutput{Tools: names}
-	out.Usage, err = a.generateJSON(ctx, "plan", prompt, planSchema, &raw, func() error {
+	out.Usage, err = a.generateJSON(ctx, "plan", p, planSchema, &raw, func() error {
 		var rerr error
 		out.Plan, out.Notes, rerr = plan.Repair(raw.Plan, names, in.MaxSteps)
 		return rerr

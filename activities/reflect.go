@@ -3,18 +3,74 @@ package activities
 import (
 	"context"
 
+	"github.com/secops-agent/investigator/internal/clip"
 	"github.com/secops-agent/investigator/investigation"
+	"github.com/secops-agent/investigator/plan"
 )
 
-// Reflect judges a finished step from the objective, the step and its result,
-// and the completed and pending steps only (never the conversation). The
+// Reflect judges a finished step from the objective, the step and its
+// result, the completed steps with their (capped) results, the pending
+// steps, the insights so far and the step cap: never the conversation. The
 // workflow applies the proposed plan updates.
 func (a *Activities) Reflect(ctx context.Context, in investigation.ReflectInput) (investigation.Reflection, error) {
-	prompt, err := render("reflect", in)
+	steps := append([]plan.Step{in.Step}, in.Completed...)
+	results, err := a.stepResults(ctx, in.Session, steps)
+	if err != nil {
+		return investigation.Reflection{}, err
+	}
+	completed := make([]stepView, len(in.Completed))
+	for i, s := range in.Completed {
+		completed[i] = stepView{Step: s, Result: clip.String(results[i+1], maxCompletedInPrompt)}
+	}
+	p, err := renderPhase("reflect", map[string]any{
+		"Objective":       in.Objective,
+		"Step":            in.Step,
+		"Result":          clip.String(results[0], maxResultInPrompt),
+		"Completed":       completed,
+		"Pending":         in.Pending,
+		"Insights":        insightsText(in.Insights),
+		"EarlierInsights": insightsText(in.Earlier),
+		"Used":            in.Steps,
+		"MaxSteps":        in.MaxSteps,
+		"Room":            in.MaxSteps - in.Steps,
+		"Tools":           in.Tools,
+		"Hints":           in.Hints,
+		"Example":         reflectExample,
+	})
 	if err != nil {
 		return investigation.Reflection{}, err
 	}
 	var out investigation.Reflection
-	out.Usage, err = a.generateJSON(ctx, "reflection on "+in.Step.ID, prompt, reflectSchema, &out, func() error { return nil })
+	out.Usage, err = a.generateJSON(ctx, "reflection on "+in.Step.ID, p, reflectSchema, &out, func() error { return nil })
 	return out, err
+}
+
+// stepView is a step with the result a prompt shows of it.
+type stepView struct {
+	plan.Step
+	Result string
+}
+
+// stepResults reads the stored answers of steps, in order; a step without
+// a result key (not run) has none.
+func (a *Activities) stepResults(ctx context.Context, session string, steps []plan.Step) ([]string, error) {
+	var keys []string
+	for _, s := range steps {
+		if s.ResultKey != "" {
+			keys = append(keys, s.ResultKey)
+		}
+	}
+	entries, err := a.Transcript.GetAll(ctx, session, keys)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]string, len(steps))
+	next := 0
+	for i, s := range steps {
+		if s.ResultKey != "" {
+			out[i] = entries[next].Text
+			next++
+		}
+	}
+	return out, nil
 }

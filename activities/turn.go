@@ -8,17 +8,26 @@ import (
 
 	"google.golang.org/genai"
 
-	"github.com/secops-agent/investigator/alerts"
+	"github.com/secops-agent/investigator/internal/clip"
 	"github.com/secops-agent/investigator/investigation"
+	"github.com/secops-agent/investigator/tools"
 	"github.com/secops-agent/investigator/transcript"
 )
 
-// ModelTurn runs one model turn of a step's tool loop. The model sees the
-// step, the alert, the results of earlier steps and this step's transcript,
-// all loaded from stores by key; its answer is stored under in.Key and
-// returned (text and function calls) to the workflow.
+// ModelTurn runs one model turn of a step's tool loop (or of the loop that
+// answers a follow-up directly). The system instruction holds the role, the
+// objective, the analyst's guidance and how to work; the first user content
+// holds the alert, the results of earlier steps of this exchange (each in a
+// data block, loaded by key) and the step; then come this step's own turns
+// and tool results. A step planned with no tools gets no function
+// declarations; every other step may also ask the analyst and read the
+// whole alert.
 func (a *Activities) ModelTurn(ctx context.Context, in investigation.TurnInput) (investigation.TurnOutput, error) {
 	al, err := a.loadAlert(ctx, in.AlertID)
+	if err != nil {
+		return investigation.TurnOutput{}, err
+	}
+	alert, err := alertSection(al)
 	if err != nil {
 		return investigation.TurnOutput{}, err
 	}
@@ -26,33 +35,59 @@ func (a *Activities) ModelTurn(ctx context.Context, in investigation.TurnInput) 
 	if err != nil {
 		return investigation.TurnOutput{}, err
 	}
-	system, err := render("execute", map[string]any{
+	phase := "execute"
+	if in.Direct {
+		phase = "answer"
+	}
+	p, err := renderPhase(phase, map[string]any{
 		"Objective": in.Objective,
-		"AlertID":   al.ID,
-		"AlertType": al.Type,
-		"Alert":     alerts.Describe(al, alertFields),
+		"Alert":     alert,
 		"Earlier":   earlier,
+		"Step":      in.Step,
 		"Final":     in.Final,
 		"Hints":     in.Hints,
-		"History":   in.History,
+		"NoTools":   !in.Direct && len(in.Step.Tools) == 0,
+		"RefIDArg":  refIDArg,
+		"RefPrefix": refPrefix,
+		"Question":  in.Question,
+		"History":   conversationText(in.History),
+		"Language":  languageName(in.Language),
 	})
 	if err != nil {
 		return investigation.TurnOutput{}, err
 	}
-	request := "Execute this step: " + in.Step.Description
-	if in.Step.Expected != "" {
-		request += "\nExpected outcome: " + in.Step.Expected
-	}
-	contents, err := a.contents(ctx, in.Session, request, in.Transcript)
+	contents, err := a.contents(ctx, in.Session, p.user, in.Transcript)
 	if err != nil {
 		return investigation.TurnOutput{}, err
 	}
-	decls := a.Tools.Declarations(in.Step.Tools)
-	if len(in.Step.Tools) > 0 && !slices.Contains(in.Step.Tools, investigation.AskUserTool) {
-		// The analyst can always be asked.
-		decls = append(decls, a.Tools.Declarations([]string{investigation.AskUserTool})...)
+	return a.turn(ctx, in.Session, in.Key, p.system, contents, a.stepDeclarations(in), in.Final)
+}
+
+// stepDeclarations are the function declarations a step's model turns get:
+// the step's tools plus ask_user and get_alert, none for a step planned
+// without tools, and every tool for a direct answer.
+func (a *Activities) stepDeclarations(in investigation.TurnInput) []*genai.FunctionDeclaration {
+	switch {
+	case in.Direct:
+		return a.Tools.Declarations(a.Tools.Names())
+	case len(in.Step.Tools) == 0:
+		return nil
 	}
-	return a.turn(ctx, in.Session, in.Key, system, contents, decls, in.Final)
+	names := slices.Clone(in.Step.Tools)
+	for _, always := range []string{investigation.AskUserTool, tools.GetAlertTool} {
+		if !slices.Contains(names, always) {
+			names = append(names, always)
+		}
+	}
+	return a.Tools.Declarations(names)
+}
+
+// languageName names a conclusion language code for a prompt.
+func languageName(code string) string {
+	if name := investigation.Languages[code]; name != "" {
+		return name
+	}
+	return investigation.Languages["en"]
 }
 
 // turn runs one model turn of a tool loop with the given system prompt,
@@ -91,8 +126,10 @@ func (a *Activities) turn(ctx context.Context, session, key, system string, cont
 	return out, nil
 }
 
-type earlierResult struct{ StepID, Description, Result string }
+type earlierResult struct{ StepID, Description, Text string }
 
+// earlierResults loads the answers of the steps this exchange finished
+// before the current one.
 func (a *Activities) earlierResults(ctx context.Context, in investigation.TurnInput) ([]earlierResult, error) {
 	keys := make([]string, len(in.Earlier))
 	for i, e := range in.Earlier {
@@ -104,16 +141,16 @@ func (a *Activities) earlierResults(ctx context.Context, in investigation.TurnIn
 	}
 	out := make([]earlierResult, len(entries))
 	for i, e := range entries {
-		out[i] = earlierResult{StepID: in.Earlier[i].StepID, Description: in.Earlier[i].Description, Result: e.Text}
+		out[i] = earlierResult{StepID: in.Earlier[i].StepID, Description: in.Earlier[i].Description, Text: clip.String(e.Text, maxResultInPrompt)}
 	}
 	return out, nil
 }
 
-// contents rebuilds a tool loop's conversation: the request, then each
+// contents rebuilds a tool loop's conversation: the opening user text, then each
 // model turn followed by one content holding all of that turn's function
 // responses, in call order.
-func (a *Activities) contents(ctx context.Context, session, request string, refs []investigation.Ref) ([]*genai.Content, error) {
-	contents := []*genai.Content{genai.NewContentFromText(request, genai.RoleUser)}
+func (a *Activities) contents(ctx context.Context, session, opening string, refs []investigation.Ref) ([]*genai.Content, error) {
+	contents := []*genai.Content{genai.NewContentFromText(opening, genai.RoleUser)}
 	var keys []string
 	for _, r := range refs {
 		if r.Key != "" {

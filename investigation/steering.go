@@ -57,7 +57,8 @@ type Status struct {
 	Turn       int        `json:"turn"`
 	Request    string     `json:"request"`
 	Plan       plan.Plan  `json:"plan"`
-	Insights   []string   `json:"insights"`
+	Insights   []Insight  `json:"insights"`
+	Verdict    *Verdict   `json:"verdict,omitempty"`
 	Hints      []string   `json:"hints"`
 	Questions  []Question `json:"questions"`
 	FollowUps  []string   `json:"follow_ups"`

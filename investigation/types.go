@@ -25,6 +25,9 @@ const (
 	ProgressQuery = "progress"
 	// SearchAttribute is the Keyword search attribute that holds the alert ID.
 	SearchAttribute = "AlertId"
+	// VerdictAttribute is the Keyword search attribute that holds the latest
+	// conclusion's verdict (Verdict = "true_positive" in the Web UI).
+	VerdictAttribute = "Verdict"
 )
 
 // MaxProgressEvents is the most events one progress query returns, so that
@@ -111,6 +114,10 @@ type Input struct {
 	// IdleTimeout is how long a concluded investigation stays open for
 	// follow-up questions.
 	IdleTimeout time.Duration `json:"idle_timeout,omitempty"`
+	// SearchAttributes are the custom search attributes the server had
+	// registered when the investigation started; the workflow sets only
+	// those (setting an unregistered one would fail its workflow task).
+	SearchAttributes []string `json:"search_attributes,omitempty"`
 	// Carry is the state a continued-as-new investigation resumes from.
 	Carry *Carry `json:"carry,omitempty"`
 }
@@ -123,7 +130,7 @@ type Carry struct {
 	ActivePlan *plan.Plan `json:"active_plan,omitempty"`
 	FollowUps  []string   `json:"follow_ups,omitempty"`
 	Hints      []string   `json:"hints,omitempty"`
-	Insights   []string   `json:"insights,omitempty"`
+	Insights   []Insight  `json:"insights,omitempty"`
 	Tools      []string   `json:"tools,omitempty"`
 	LastSeq    int        `json:"last_seq"`
 	Usage      Usage      `json:"usage"`
@@ -161,13 +168,52 @@ func (u Usage) Add(o Usage) Usage {
 	return Usage{Calls: u.Calls + o.Calls, PromptTokens: u.PromptTokens + o.PromptTokens, OutputTokens: u.OutputTokens + o.OutputTokens}
 }
 
+// Insight is a fact or inference reflection drew from a step, with the
+// exchange (Turn) and step it came from: prompts tell the current exchange's
+// insights from carried ones.
+type Insight struct {
+	Turn int    `json:"turn"`
+	Step string `json:"step"`
+	Text string `json:"text"`
+}
+
+// Verdicts a conclusion can reach.
+const (
+	VerdictTruePositive  = "true_positive"
+	VerdictBenign        = "benign" // real but expected or authorised
+	VerdictFalsePositive = "false_positive"
+	VerdictUndetermined  = "undetermined"
+)
+
+// Verdicts lists the verdicts in the order the prompt and schema give them.
+var Verdicts = []string{VerdictTruePositive, VerdictBenign, VerdictFalsePositive, VerdictUndetermined}
+
+// Confidences a verdict can carry.
+var Confidences = []string{"low", "medium", "high"}
+
+// Evidence is one fact a verdict rests on, with the step and tool that
+// established it.
+type Evidence struct {
+	StepID string `json:"step_id"`
+	Tool   string `json:"tool,omitempty"`
+	Fact   string `json:"fact"`
+}
+
+// Verdict is the machine-readable outcome of a conclusion.
+type Verdict struct {
+	Verdict    string     `json:"verdict"`
+	Confidence string     `json:"confidence"`
+	Evidence   []Evidence `json:"evidence,omitempty"`
+}
+
 // Result is what a finished investigation returns.
 type Result struct {
 	AlertID    string    `json:"alert_id"`
 	Objective  string    `json:"objective"`
 	Conclusion string    `json:"conclusion"`
+	Verdict    *Verdict  `json:"verdict,omitempty"`
 	Plan       plan.Plan `json:"plan"`
-	Insights   []string  `json:"insights"`
+	Insights   []Insight `json:"insights"`
 	History    []Message `json:"history"`
 	Usage      Usage     `json:"usage"`
 	ToolCalls  int       `json:"tool_calls"`
@@ -215,6 +261,8 @@ type Event struct {
 	Child string `json:"child,omitempty"`
 	// Turn is the conversation turn the event belongs to.
 	Turn int `json:"turn,omitempty"`
+	// Verdict comes with a conclusion event.
+	Verdict *Verdict `json:"verdict,omitempty"`
 }
 
 // PlanInput asks the model for a plan.
@@ -280,8 +328,12 @@ type TurnInput struct {
 	Final bool `json:"final,omitempty"`
 	// Hints are the analyst's guidance so far.
 	Hints []string `json:"hints,omitempty"`
-	// History is the conversation, given to direct answers of follow-ups.
-	History []Message `json:"history,omitempty"`
+	// Direct marks the tool loop that answers a follow-up question directly;
+	// it gets the conversation (History) and answers in Language.
+	Direct   bool      `json:"direct,omitempty"`
+	Question string    `json:"question,omitempty"`
+	Language string    `json:"language,omitempty"`
+	History  []Message `json:"history,omitempty"`
 }
 
 // ToolCall is a function call the model asked for.
@@ -335,30 +387,44 @@ type ToolOutput struct {
 }
 
 // ReflectInput holds only what reflection needs: never the conversation.
+// Step results travel by transcript key (plan.Step.ResultKey); the activity
+// reads them from the store.
 type ReflectInput struct {
+	Session   string      `json:"session"`
 	Objective string      `json:"objective"`
 	Step      plan.Step   `json:"step"`
 	Completed []plan.Step `json:"completed"`
 	Pending   []plan.Step `json:"pending"`
-	Tools     []string    `json:"tools"`
-	Hints     []string    `json:"hints,omitempty"`
+	// Insights are those of this exchange, Earlier those carried from
+	// earlier exchanges.
+	Insights []Insight `json:"insights,omitempty"`
+	Earlier  []Insight `json:"earlier,omitempty"`
+	// Steps is how many steps the plan holds (cancelled ones included) and
+	// MaxSteps the cap plan updates must respect.
+	Steps    int      `json:"steps"`
+	MaxSteps int      `json:"max_steps"`
+	Tools    []string `json:"tools"`
+	Hints    []string `json:"hints,omitempty"`
 }
 
 // Reflection is the model's judgement after a step.
 type Reflection struct {
-	Achieved    bool          `json:"achieved"`
 	Insights    []string      `json:"insights"`
 	PlanUpdates []plan.Update `json:"plan_updates"`
+	Achieved    bool          `json:"achieved"`
 	Usage       Usage         `json:"usage"`
 }
 
-// ConcludeInput holds what the conclusion is written from.
+// ConcludeInput holds what the conclusion is written from; step results
+// travel by transcript key.
 type ConcludeInput struct {
+	Session   string      `json:"session"`
 	AlertID   string      `json:"alert_id"`
 	Request   string      `json:"request"`
 	Objective string      `json:"objective"`
 	Steps     []plan.Step `json:"steps"`
-	Insights  []string    `json:"insights"`
+	Insights  []Insight   `json:"insights"`
+	Earlier   []Insight   `json:"earlier,omitempty"`
 	Language  string      `json:"language"`
 	// EndedEarly says why the run stopped before finishing the plan, if it did.
 	EndedEarly string   `json:"ended_early,omitempty"`
@@ -381,15 +447,17 @@ type ModeInput struct {
 
 // Mode is the model's choice for a follow-up.
 type Mode struct {
-	Mode   string `json:"mode"`
 	Reason string `json:"reason"`
+	Mode   string `json:"mode"`
 	Usage  Usage  `json:"usage"`
 }
 
-// Conclusion is the final Markdown report.
+// Conclusion is the final Markdown report and its verdict (nil for a
+// direct answer to a follow-up, which keeps the earlier verdict).
 type Conclusion struct {
-	Markdown string `json:"markdown"`
-	Usage    Usage  `json:"usage"`
+	Markdown string   `json:"markdown"`
+	Verdict  *Verdict `json:"verdict,omitempty"`
+	Usage    Usage    `json:"usage"`
 }
 
 // BigQueryRequest starts the BigQuery sub-agent for one bigquery_agent call.
@@ -446,6 +514,8 @@ type Introspection struct {
 	Claims  []string `json:"claims"`
 	Helpful []string `json:"helpful_memory_ids"`
 	Harmful []string `json:"harmful_memory_ids"`
+	// Refused says why each claim the model made was not kept.
+	Refused []string `json:"refused,omitempty"`
 	Usage   Usage    `json:"usage"`
 }
 

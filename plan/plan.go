@@ -29,8 +29,11 @@ type Step struct {
 	Tools       []string `json:"tools"`
 	Expected    string   `json:"expected"`
 	Status      Status   `json:"status,omitempty"`
-	// Result holds the step's findings once it is done.
+	// Result holds the step's findings once it is done (capped), for
+	// progress and status; activities read the whole answer by ResultKey.
 	Result string `json:"result,omitempty"`
+	// ResultKey is the transcript key of the step's final answer.
+	ResultKey string `json:"result_key,omitempty"`
 	// Note says why the step was cancelled, skipped or changed.
 	Note string `json:"note,omitempty"`
 }

@@ -206,20 +206,21 @@ stack_temporal_ready() {
 		stack_temporal_cli operator cluster health --command-timeout 3s >/dev/null 2>&1
 }
 
-# The AlertId search attribute must exist: on a fresh server --search-attribute
-# registers it, on a reused one (or an old .data/temporal.db) we make sure.
-# Creating an existing attribute of the same type succeeds.
+# The AlertId and Verdict search attributes must exist: on a fresh server
+# --search-attribute registers them, on a reused one (or an old
+# .data/temporal.db) we make sure. Creating an existing attribute of the same
+# type succeeds.
 stack_temporal_search_attributes() {
-	local out
-	if out="$(stack_temporal_cli operator search-attribute create --name AlertId --type Keyword 2>&1)"; then
-		return 0
-	fi
-	if [[ "$out" == *"already exists"* ]]; then
-		return 0
-	fi
-	stack_err "could not register search attribute AlertId (Keyword) on $STACK_HOST:$STACK_TEMPORAL_PORT:"
-	printf '%s\n' "$out" >&2
-	return 1
+	local out name
+	for name in AlertId Verdict; do
+		if out="$(stack_temporal_cli operator search-attribute create --name "$name" --type Keyword 2>&1)" ||
+			[[ "$out" == *"already exists"* ]]; then
+			continue
+		fi
+		stack_err "could not register search attribute $name (Keyword) on $STACK_HOST:$STACK_TEMPORAL_PORT:"
+		printf '%s\n' "$out" >&2
+		return 1
+	done
 }
 
 stack_start_temporal() {
@@ -238,7 +239,7 @@ stack_start_temporal() {
 		stack_spawn temporal "$STACK_TEMPORAL_BIN" server start-dev \
 			--ip "$STACK_HOST" --port "$STACK_TEMPORAL_PORT" --ui-port "$STACK_TEMPORAL_UI_PORT" \
 			--db-filename "$STACK_DATA_DIR/temporal.db" \
-			--search-attribute AlertId=Keyword \
+			--search-attribute AlertId=Keyword --search-attribute Verdict=Keyword \
 			--log-level warn --color never
 		stack_wait temporal "$STACK_TEMPORAL_TIMEOUT" stack_temporal_ready || return 1
 		stack_log "Temporal: ready on $STACK_HOST:$STACK_TEMPORAL_PORT, Web UI http://localhost:$STACK_TEMPORAL_UI_PORT"

@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"regexp"
-	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -105,25 +104,23 @@ func (a *app) investigate(cmd *cobra.Command, o investigateOptions) error {
 	}
 	defer c.Close()
 	id := workflowID(al.ID, time.Now())
+	registered, attrs := searchAttributes(ctx, c, a.temporal.Namespace, al.ID, cmd.ErrOrStderr())
 	run, err := c.ExecuteWorkflow(ctx, client.StartWorkflowOptions{
 		ID:                       id,
 		TaskQueue:                a.temporal.TaskQueue,
 		WorkflowIDConflictPolicy: enums.WORKFLOW_ID_CONFLICT_POLICY_FAIL,
 		StaticSummary:            clip(fmt.Sprintf("Investigate %s: %s", al.ID, al.Title), 200),
-		TypedSearchAttributes: temporal.NewSearchAttributes(
-			temporal.NewSearchAttributeKeyKeyword(investigation.SearchAttribute).ValueSet(al.ID)),
+		TypedSearchAttributes:    attrs,
 	}, investigation.WorkflowName, investigation.Input{
-		AlertID:     al.ID,
-		Question:    o.question,
-		Language:    o.lang,
-		Limits:      o.limits,
-		ApprovePlan: o.approve,
-		IdleTimeout: o.idle,
+		AlertID:          al.ID,
+		Question:         o.question,
+		Language:         o.lang,
+		Limits:           o.limits,
+		ApprovePlan:      o.approve,
+		IdleTimeout:      o.idle,
+		SearchAttributes: registered,
 	})
 	if err != nil {
-		if strings.Contains(err.Error(), investigation.SearchAttribute) {
-			return fmt.Errorf("start the investigation: %w (register the search attribute: temporal operator search-attribute create --name %s --type Keyword)", err, investigation.SearchAttribute)
-		}
 		return fmt.Errorf("start the investigation: %w", err)
 	}
 	fmt.Fprintf(out, "Investigating alert %s (%s, %s severity): %s\n", al.ID, al.Type, al.Severity, al.Title)

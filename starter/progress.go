@@ -50,7 +50,7 @@ func (p *printer) print(e investigation.Event) {
 	case investigation.EventNote:
 		fmt.Fprintf(w, "  note: %s\n", e.Text)
 	case investigation.EventConclusion:
-		p.conclusion(e.Text)
+		p.conclusion(e.Text, e.Verdict)
 	case investigation.EventHint:
 		fmt.Fprintf(w, "  hint: %s\n", e.Text)
 	case investigation.EventApproval:
@@ -81,9 +81,25 @@ func (p *printer) print(e investigation.Event) {
 	}
 }
 
-func (p *printer) conclusion(md string) {
+func (p *printer) conclusion(md string, v *investigation.Verdict) {
 	p.concluded = true
 	fmt.Fprintf(p.out, "\n==================== CONCLUSION ====================\n%s\n", strings.TrimSpace(md))
+	if v != nil {
+		printVerdict(p.out, v)
+	}
+}
+
+// printVerdict prints the machine-readable verdict and the evidence it
+// rests on.
+func printVerdict(w io.Writer, v *investigation.Verdict) {
+	fmt.Fprintf(w, "\nVERDICT  %s (%s confidence)\n", v.Verdict, v.Confidence)
+	for _, e := range v.Evidence {
+		from := e.StepID
+		if e.Tool != "" {
+			from += ", " + e.Tool
+		}
+		fmt.Fprintf(w, "  - %s [%s]\n", e.Fact, from)
+	}
 }
 
 // idle tells the analyst that the investigation waits for follow-ups.

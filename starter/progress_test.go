@@ -93,7 +93,7 @@ func TestPrintStatus(t *testing.T) {
 			{ID: "step_3", Description: "Search.", Tools: []string{"search_alerts"}, Status: plan.Pending},
 			{ID: "step_4", Description: "Whois.", Tools: []string{"whois"}, Status: plan.Cancelled, Note: "duplicate"},
 		}},
-		Insights:  []string{"known scanner"},
+		Insights:  []investigation.Insight{{Turn: 2, Step: "step_1", Text: "known scanner"}},
 		Hints:     []string{"ignore 10.0.0.0/8"},
 		Questions: []investigation.Question{{ID: "q-1", Step: "step_2", Question: "Is host-7 a test box?"}},
 		FollowUps: []string{"And host-8?"},
@@ -113,7 +113,7 @@ PLAN  Decide
               note: duplicate
 
 Insights:
-  - known scanner
+  - known scanner (turn 2, step_1)
 
 Hints:
   - ignore 10.0.0.0/8

@@ -94,7 +94,14 @@ func printStatus(w io.Writer, id, run string, st investigation.Status) {
 	if len(st.Insights) == 0 {
 		fmt.Fprintln(w, "\nInsights: (none yet)")
 	}
-	section("Insights", st.Insights)
+	insights := make([]string, len(st.Insights))
+	for i, in := range st.Insights {
+		insights[i] = fmt.Sprintf("%s (turn %d, %s)", in.Text, in.Turn, stepName(in.Step))
+	}
+	section("Insights", insights)
+	if st.Verdict != nil {
+		printVerdict(w, st.Verdict)
+	}
 	section("Hints", st.Hints)
 	if len(st.Questions) > 0 {
 		fmt.Fprintln(w, "\nQuestions waiting for an answer:")

@@ -314,7 +314,7 @@ func (a *app) followTurn(ctx context.Context, src stream, out io.Writer, id stri
 		return fmt.Errorf("investigation %s failed: %s", id, failureMessage(err))
 	}
 	if !f.p.concluded && res.Conclusion != "" {
-		f.p.conclusion(res.Conclusion)
+		f.p.conclusion(res.Conclusion, res.Verdict)
 	}
 	summary(out, res.Plan, res.ToolCalls, res.Usage)
 	return nil

@@ -19,6 +19,12 @@ type alertStore interface {
 	Search(ctx context.Context, q alerts.Query) ([]alerts.Alert, error)
 }
 
+// Names of the alert tools.
+const (
+	SearchAlertsTool = "search_alerts"
+	GetAlertTool     = "get_alert"
+)
+
 // NewSearchAlerts returns the search_alerts tool.
 func NewSearchAlerts(store alertStore) Tool { return searchAlerts{store} }
 
@@ -33,7 +39,7 @@ func (searchAlerts) Purpose() string {
 
 func (searchAlerts) Declaration() *genai.FunctionDeclaration {
 	return &genai.FunctionDeclaration{
-		Name: "search_alerts",
+		Name: SearchAlertsTool,
 		Description: "Search past security alerts stored in Firestore by one field condition. " +
 			"Returns {count, alerts:[{id, source, type, severity, title, observed_at}], next_offset} " +
 			"(next_offset only when more may exist); use get_alert for an alert's full data. " +
@@ -167,7 +173,7 @@ func (getAlert) Purpose() string {
 
 func (getAlert) Declaration() *genai.FunctionDeclaration {
 	return &genai.FunctionDeclaration{
-		Name: "get_alert",
+		Name: GetAlertTool,
 		Description: "Fetch one stored alert by ID with its full original JSON. " +
 			"Returns {id, source, type, severity, title, observed_at, data}. Example: id \"guardduty-3f9a1c0d2b4e\".",
 		Parameters: &genai.Schema{

@@ -188,9 +188,9 @@ func IsRejection(err error) bool {
 func Summarize(name string, args map[string]any) string {
 	var s string
 	switch name {
-	case "search_alerts":
+	case SearchAlertsTool:
 		s = fmt.Sprintf("%s %v %v %v", name, args["field"], args["op"], args["value"])
-	case "get_alert":
+	case GetAlertTool:
 		s = fmt.Sprintf("%s %v", name, args["id"])
 	default:
 		keys := make([]string, 0, len(args))

@@ -2,6 +2,7 @@ package workflows
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -9,6 +10,7 @@ import (
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/workflow"
 
+	"github.com/secops-agent/investigator/internal/clip"
 	"github.com/secops-agent/investigator/investigation"
 )
 
@@ -36,14 +38,17 @@ func (r *run) startBigQueryAgent(ctx workflow.Context, key string, c investigati
 		s.SetError(temporal.NewNonRetryableApplicationError(`bigquery_agent needs a "request": a concrete log question`, "BadArguments", nil))
 		return f
 	}
-	ctx = workflow.WithChildOptions(ctx, workflow.ChildWorkflowOptions{
+	opts := workflow.ChildWorkflowOptions{
 		WorkflowID:               childID(r.session, key),
-		StaticSummary:            truncate("BigQuery: "+request, 200),
+		StaticSummary:            clip.String("BigQuery: "+request, 200),
 		ParentClosePolicy:        enums.PARENT_CLOSE_POLICY_REQUEST_CANCEL,
 		WorkflowExecutionTimeout: bigQueryTimeout,
-		TypedSearchAttributes: temporal.NewSearchAttributes(
-			temporal.NewSearchAttributeKeyKeyword(investigation.SearchAttribute).ValueSet(r.in.AlertID)),
-	})
+	}
+	if slices.Contains(r.in.SearchAttributes, investigation.SearchAttribute) {
+		opts.TypedSearchAttributes = temporal.NewSearchAttributes(
+			temporal.NewSearchAttributeKeyKeyword(investigation.SearchAttribute).ValueSet(r.in.AlertID))
+	}
+	ctx = workflow.WithChildOptions(ctx, opts)
 	return workflow.ExecuteChildWorkflow(ctx, investigation.BigQueryWorkflowName, investigation.BigQueryRequest{
 		Request:        request,
 		ParentSession:  r.session,

@@ -8,12 +8,12 @@ import (
 	"fmt"
 	"strings"
 	"time"
-	"unicode/utf8"
 
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/workflow"
 
 	"github.com/secops-agent/investigator/activities"
+	"github.com/secops-agent/investigator/internal/clip"
 	"github.com/secops-agent/investigator/investigation"
 	"github.com/secops-agent/investigator/plan"
 )
@@ -37,7 +37,15 @@ type run struct {
 	phase    string
 	tools    []string
 	plan     plan.Plan
-	insights []string
+	insights []investigation.Insight
+	// verdict and conclusion are the latest conclusion's (or direct
+	// answer's, which keeps the verdict).
+	verdict    *investigation.Verdict
+	conclusion string
+	// stepCap is the cap on the plan's steps for this exchange: the limit,
+	// plus the steps an active plan already held when this exchange
+	// continued it.
+	stepCap int
 	events   []investigation.Event
 	firstSeq int // Seq of events[0] minus one (events carried over continue-as-new)
 	usage    investigation.Usage
@@ -195,6 +203,7 @@ func (r *run) result(c investigation.Conclusion) investigation.Result {
 		AlertID:     r.in.AlertID,
 		Objective:   r.plan.Objective,
 		Conclusion:  c.Markdown,
+		Verdict:     r.verdict,
 		Plan:        r.plan,
 		Insights:    r.insights,
 		History:     r.in.History,
@@ -252,12 +261,15 @@ func (r *run) beginTurn(ctx workflow.Context, request string) {
 func (r *run) conclude(ctx workflow.Context, request, endedEarly string) (investigation.Conclusion, error) {
 	r.phase = investigation.PhaseConcluding
 	var c investigation.Conclusion
+	current, earlier := r.splitInsights()
 	if err := workflow.ExecuteActivity(llmOptions(ctx, "conclude"), a.Conclude, investigation.ConcludeInput{
+		Session:    r.session,
 		AlertID:    r.in.AlertID,
 		Request:    request,
 		Objective:  r.plan.Objective,
-		Steps:      r.plan.Steps,
-		Insights:   r.insights,
+		Steps:      withoutResults(r.plan.Steps),
+		Insights:   current,
+		Earlier:    earlier,
 		Language:   r.in.Language,
 		EndedEarly: endedEarly,
 		Hints:      r.hints,
@@ -265,7 +277,9 @@ func (r *run) conclude(ctx workflow.Context, request, endedEarly string) (invest
 		return c, failure("writing the conclusion failed", err)
 	}
 	r.usage = r.usage.Add(c.Usage)
-	r.emit(investigation.Event{Kind: investigation.EventConclusion, Text: c.Markdown})
+	r.setVerdict(ctx, c.Verdict)
+	r.conclusion = c.Markdown
+	r.emit(investigation.Event{Kind: investigation.EventConclusion, Text: c.Markdown, Verdict: c.Verdict})
 	r.setDetails(ctx, "concluded")
 	r.remember(request, "Objective: "+r.plan.Objective+"\n\n"+c.Markdown)
 	active := r.plan.Clone()
@@ -307,9 +321,9 @@ func (r *run) makePlan(ctx workflow.Context, request string) error {
 		Request:    request,
 		History:    r.in.History,
 		MaxSteps:   r.in.Limits.MaxSteps,
-		ActivePlan: r.activePlan,
+		ActivePlan: planWithoutResults(r.activePlan),
 		Feedback:   r.feedback,
-		Previous:   r.previousPlan(),
+		Previous:   planWithoutResults(r.previousPlan()),
 		Hints:      r.hints,
 	}).Get(ctx, &out)
 	if err != nil {
@@ -326,7 +340,8 @@ func (r *run) makePlan(ctx workflow.Context, request string) error {
 			step := out.Plan.Steps[i]
 			updates[i] = plan.Update{Type: plan.AddStep, Step: &step, Reason: "follow-up: " + request}
 		}
-		merged, outcomes := plan.Apply(*r.activePlan, updates, plan.Limits{MaxSteps: len(r.activePlan.Steps) + r.in.Limits.MaxSteps, Tools: r.tools})
+		r.stepCap = len(r.activePlan.Steps) + r.in.Limits.MaxSteps
+		merged, outcomes := plan.Apply(*r.activePlan, updates, plan.Limits{MaxSteps: r.stepCap, Tools: r.tools})
 		for _, o := range outcomes {
 			if !o.Applied {
 				notes = append(notes, describeOutcome(o))
@@ -336,6 +351,7 @@ func (r *run) makePlan(ctx workflow.Context, request string) error {
 		r.plan = merged
 	} else {
 		r.plan = out.Plan
+		r.stepCap = r.in.Limits.MaxSteps
 	}
 	p := r.plan.Clone()
 	r.emit(investigation.Event{Kind: investigation.EventPlan, Plan: &p, Items: notes})
@@ -386,7 +402,8 @@ func (r *run) executePlan(ctx workflow.Context) (string, error) {
 		}
 		step = &r.plan.Steps[i]
 		step.Status = plan.Done
-		step.Result = truncate(text, r.in.Limits.MaxStepResultBytes)
+		step.Result = clip.String(text, r.in.Limits.MaxStepResultBytes)
+		step.ResultKey = key
 		r.finished = append(r.finished, investigation.StepRef{StepID: step.ID, Description: step.Description, Key: key})
 		r.emit(investigation.Event{Kind: investigation.EventStepDone, Step: step.ID, Text: step.Result})
 		if cut != "" && r.guarded {
@@ -438,8 +455,8 @@ func (r *run) executeStep(ctx workflow.Context, step plan.Step) (string, string,
 				Final:      final,
 				Hints:      r.hints,
 			}
-			if step.ID == "answer" {
-				in.History = r.in.History
+			if step.ID == answerStepID {
+				in.Direct, in.Question, in.Language, in.History = true, r.request, r.in.Language, r.in.History
 			}
 			err := workflow.ExecuteActivity(llmOptions(ctx, fmt.Sprintf("%s turn %d", step.ID, iter)), a.ModelTurn, in).Get(ctx, &out)
 			r.usage = r.usage.Add(out.Usage)
@@ -463,11 +480,23 @@ func (r *run) executeStep(ctx workflow.Context, step plan.Step) (string, string,
 // plan simply goes on unchanged.
 func (r *run) reflect(ctx workflow.Context, step plan.Step) bool {
 	var out investigation.Reflection
+	current, earlier := r.splitInsights()
+	var completed []plan.Step
+	for _, s := range r.plan.WithStatus(plan.Done) {
+		if s.ID != step.ID {
+			completed = append(completed, s)
+		}
+	}
 	err := workflow.ExecuteActivity(llmOptions(ctx, "reflect "+step.ID), a.Reflect, investigation.ReflectInput{
+		Session:   r.session,
 		Objective: r.plan.Objective,
-		Step:      step,
-		Completed: r.plan.WithStatus(plan.Done),
-		Pending:   r.plan.WithStatus(plan.Pending),
+		Step:      withoutResults([]plan.Step{step})[0],
+		Completed: withoutResults(completed),
+		Pending:   withoutResults(r.plan.WithStatus(plan.Pending)),
+		Insights:  current,
+		Earlier:   earlier,
+		Steps:     len(r.plan.Steps),
+		MaxSteps:  r.stepCap,
 		Tools:     r.tools,
 		Hints:     r.hints,
 	}).Get(ctx, &out)
@@ -480,15 +509,15 @@ func (r *run) reflect(ctx workflow.Context, step plan.Step) bool {
 	for _, in := range out.Insights {
 		if in = strings.TrimSpace(in); in != "" {
 			fresh = append(fresh, in)
+			r.insights = append(r.insights, investigation.Insight{Turn: r.turn, Step: step.ID, Text: in})
 		}
 	}
-	r.insights = append(r.insights, fresh...)
 	if len(fresh) > 0 {
 		r.emit(investigation.Event{Kind: investigation.EventInsight, Step: step.ID, Items: fresh})
 	}
 	if len(out.PlanUpdates) > 0 {
 		var outcomes []plan.Outcome
-		r.plan, outcomes = plan.Apply(r.plan, out.PlanUpdates, plan.Limits{MaxSteps: r.in.Limits.MaxSteps, Tools: r.tools})
+		r.plan, outcomes = plan.Apply(r.plan, out.PlanUpdates, plan.Limits{MaxSteps: r.stepCap, Tools: r.tools})
 		items := make([]string, 0, len(outcomes))
 		for _, o := range outcomes {
 			items = append(items, describeOutcome(o))
@@ -549,11 +578,18 @@ func page(events []investigation.Event, i int) []investigation.Event {
 	return events[i:min(len(events), i+investigation.MaxProgressEvents)]
 }
 
+// maxDetailsConclusion bounds the conclusion shown in the current details.
+const maxDetailsConclusion = 8 << 10
+
 // setDetails keeps the workflow's current details (shown in the Web UI) set
-// to the plan's progress.
+// to the plan's progress and, once concluded, the verdict and the latest
+// conclusion.
 func (r *run) setDetails(ctx workflow.Context, phase string) {
 	var b strings.Builder
 	fmt.Fprintf(&b, "**%s** — %d/%d steps done, %d tool calls\n\n", phase, r.plan.Count(plan.Done), len(r.plan.Steps), r.calls)
+	if v := r.verdict; v != nil {
+		fmt.Fprintf(&b, "**Verdict: %s** (%s confidence)\n\n", v.Verdict, v.Confidence)
+	}
 	fmt.Fprintf(&b, "Objective: %s\n\n", r.plan.Objective)
 	for _, s := range r.plan.Steps {
 		mark := map[plan.Status]string{plan.Done: "[x]", plan.Running: "[>]", plan.Cancelled: "[-]", plan.Skipped: "[-]"}[s.Status]
@@ -561,6 +597,9 @@ func (r *run) setDetails(ctx workflow.Context, phase string) {
 			mark = "[ ]"
 		}
 		fmt.Fprintf(&b, "- %s %s: %s (%s)\n", mark, s.ID, s.Description, s.Status)
+	}
+	if r.conclusion != "" {
+		fmt.Fprintf(&b, "\n---\n\n%s\n", clip.String(r.conclusion, maxDetailsConclusion))
 	}
 	workflow.SetCurrentDetails(ctx, b.String())
 }
@@ -586,7 +625,7 @@ func llmOptions(ctx workflow.Context, summary string) workflow.Context {
 func toolOptions(ctx workflow.Context, summary string) workflow.Context {
 	return workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
 		StartToCloseTimeout: 2 * time.Minute,
-		Summary:             truncate(summary, 200),
+		Summary:             clip.String(summary, 200),
 		RetryPolicy: &temporal.RetryPolicy{
 			InitialInterval:    time.Second,
 			BackoffCoefficient: 2,
@@ -613,17 +652,4 @@ func message(err error) string {
 		return "timed out (" + to.TimeoutType().String() + ")"
 	}
 	return err.Error()
-}
-
-// truncate cuts s to at most n bytes on a rune boundary, marking the cut.
-func truncate(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	const mark = " …[truncated]"
-	cut := n - len(mark)
-	for cut > 0 && !utf8.RuneStart(s[cut]) {
-		cut--
-	}
-	return s[:max(cut, 0)] + mark
 }

@@ -55,7 +55,8 @@ func newHarness(t *testing.T) *harness {
 		h.mu.Lock()
 		h.conclude = append(h.conclude, in)
 		h.mu.Unlock()
-		return investigation.Conclusion{Markdown: "## Summary\nBrute force, no login.", Usage: investigation.Usage{Calls: 1}}, nil
+		return investigation.Conclusion{Markdown: "## Summary\nBrute force, no login.", Usage: investigation.Usage{Calls: 1},
+			Verdict: &investigation.Verdict{Verdict: investigation.VerdictFalsePositive, Confidence: "high"}}, nil
 	}).Maybe()
 	return h
 }
@@ -198,10 +199,22 @@ func TestHappyPath(t *testing.T) {
 	// Reflection sees the step, completed and pending lists, not the conversation.
 	require.Len(t, h.reflects, 2)
 	require.Equal(t, "step_1", h.reflects[0].Step.ID)
-	require.Len(t, h.reflects[0].Completed, 1)
+	require.Empty(t, h.reflects[0].Completed, "the finished step is shown as the step, not among the completed ones")
 	require.Len(t, h.reflects[0].Pending, 1)
-	require.Equal(t, []string{"nothing new", "nothing new"}, h.conclude[0].Insights)
+	require.Equal(t, []investigation.Insight{{Turn: 1, Step: "step_1", Text: "nothing new"}, {Turn: 1, Step: "step_2", Text: "nothing new"}}, h.conclude[0].Insights)
+	require.Empty(t, h.conclude[0].Earlier)
 	require.Empty(t, h.conclude[0].EndedEarly)
+	// Step results travel by transcript key, never inline.
+	require.Equal(t, "t1-step_1-i2", h.reflects[0].Step.ResultKey)
+	require.Empty(t, h.reflects[0].Step.Result)
+	require.Equal(t, "t1-step_1-i2", h.reflects[1].Completed[0].ResultKey)
+	require.Equal(t, 2, h.reflects[1].Steps)
+	require.Equal(t, investigation.DefaultMaxSteps, h.reflects[1].MaxSteps)
+	for _, s := range h.conclude[0].Steps {
+		require.Empty(t, s.Result)
+		require.NotEmpty(t, s.ResultKey)
+	}
+	require.Equal(t, &investigation.Verdict{Verdict: investigation.VerdictFalsePositive, Confidence: "high"}, res.Verdict)
 
 	require.Equal(t, "plan,step,tool_call,tool_call,tool_result,tool_result,step_done,insight,step,step_done,insight,conclusion,idle", kinds(h.events(t)))
 }

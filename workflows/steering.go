@@ -197,7 +197,7 @@ func (r *run) question(id string) *pendingQuestion {
 
 func (r *run) status() (investigation.Status, error) {
 	st := investigation.Status{
-		Phase: r.phase, Turn: r.turn, Request: r.request, Plan: r.plan, Insights: r.insights, Hints: r.hints,
+		Phase: r.phase, Turn: r.turn, Request: r.request, Plan: r.plan, Insights: r.insights, Verdict: r.verdict, Hints: r.hints,
 		FollowUps: r.followUps, Usage: r.usage, ToolCalls: r.calls, LastSeq: r.firstSeq + len(r.events), StopReason: r.stopReason,
 	}
 	for _, q := range r.questions {
@@ -314,7 +314,7 @@ func (r *run) followUp(ctx workflow.Context, question string) (investigation.Con
 	}
 	r.beginTurn(ctx, question)
 	r.phase = investigation.PhaseExecuting
-	step := plan.Step{ID: "answer", Description: "Answer the analyst's follow-up question: " + question, Expected: "A direct answer with the evidence for it."}
+	step := plan.Step{ID: answerStepID, Description: "Answer the analyst's follow-up question: " + question, Expected: "A direct answer with the evidence for it."}
 	text, _, cut, err := r.executeStep(ctx, step)
 	if err != nil {
 		return investigation.Conclusion{}, failure("answering failed", err)
@@ -323,7 +323,9 @@ func (r *run) followUp(ctx workflow.Context, question string) (investigation.Con
 		r.emit(investigation.Event{Kind: investigation.EventStop, Text: cut})
 		text += "\n\n(This answer was cut short: " + cut + ".)"
 	}
+	r.conclusion = text
 	r.emit(investigation.Event{Kind: investigation.EventConclusion, Text: text})
+	r.setDetails(ctx, "answered")
 	r.remember(question, text)
 	return investigation.Conclusion{Markdown: text}, nil
 }

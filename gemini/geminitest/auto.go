@@ -20,10 +20,11 @@ const (
 	PhasePlan       = "plan"        // response schema with property "steps"
 	PhaseReflect    = "reflect"     // response schema with property "achieved"
 	PhaseMode       = "mode"        // response schema with property "mode"
+	PhaseConclude   = "conclude"    // response schema with properties "report" and "verdict"
 	PhaseStructured = "structured"  // any other response schema or JSON MIME type
 	PhaseToolResult = "tool_result" // the last content holds function responses
 	PhaseToolCall   = "tool_call"   // functions declared, no function response yet
-	PhaseConclude   = "conclude"    // plain text generation
+	PhaseText       = "text"        // plain text generation
 )
 
 // EmbeddingDims is the size of the vectors Auto returns.
@@ -45,6 +46,8 @@ func (r *Request) Phase() string {
 		return PhaseReflect
 	case slices.Contains(props, "mode"):
 		return PhaseMode
+	case slices.Contains(props, "report") && slices.Contains(props, "verdict"):
+		return PhaseConclude
 	case r.ResponseSchema != nil || strings.Contains(strings.ToLower(r.ResponseMIMEType), "json"):
 		return PhaseStructured
 	case len(r.FunctionResponses()) > 0:
@@ -52,7 +55,7 @@ func (r *Request) Phase() string {
 	case len(r.functionDeclarations()) > 0:
 		return PhaseToolCall
 	default:
-		return PhaseConclude
+		return PhaseText
 	}
 }
 
@@ -92,6 +95,13 @@ func Auto() Handler {
 			return JSON(autoPlan(r))
 		case PhaseReflect:
 			return JSON(autoReflect(r))
+		case PhaseConclude:
+			return JSON(map[string]any{
+				"report":     autoConclusion(r),
+				"evidence":   []any{},
+				"verdict":    "undetermined",
+				"confidence": "low",
+			})
 		case PhaseMode:
 			return JSON(map[string]any{
 				"mode":   "plan",
@@ -220,8 +230,9 @@ func autoPlan(r *Request) map[string]any {
 		},
 	}
 	return map[string]any{
-		"objective": fmt.Sprintf("Determine whether %s reflects malicious activity and what should be done about it.", subject),
-		"steps":     steps,
+		"objective":             fmt.Sprintf("Determine whether %s reflects malicious activity and what should be done about it.", subject),
+		"continues_active_plan": false,
+		"steps":                 steps,
 	}
 }
 
@@ -268,6 +279,14 @@ func autoCall(r *Request) *genai.FunctionCall {
 			break
 		}
 	}
+	// The step itself comes last in the opening content, after the alert
+	// and earlier results.
+	if i := strings.LastIndex(stepText, stepHeading); i >= 0 {
+		stepText = strings.TrimSpace(stepText[i+len(stepHeading):])
+		if _, desc, ok := strings.Cut(strings.SplitN(stepText, "\n", 2)[0], ": "); ok {
+			stepText = desc + "\n" + stepText
+		}
+	}
 	var chosen *genai.FunctionDeclaration
 	best := -1
 	for _, fd := range decls {
@@ -297,7 +316,7 @@ func autoCall(r *Request) *genai.FunctionCall {
 	case "search_alerts":
 		args = map[string]any{"field": "type", "op": "==", "value": alertType(r), "value_type": "string", "limit": 10}
 	case "bigquery_agent":
-		args = map[string]any{"request": strings.TrimPrefix(strings.SplitN(stepText, "\n", 2)[0], "Execute this step: ")}
+		args = map[string]any{"request": strings.SplitN(stepText, "\n", 2)[0]}
 	default:
 		args = requiredArgs(chosen)
 	}
@@ -307,6 +326,9 @@ func autoCall(r *Request) *genai.FunctionCall {
 		Args: args,
 	}
 }
+
+// stepHeading opens the step a model turn must execute.
+const stepHeading = "## Execute this step"
 
 // indexWord finds name in text as a whole identifier.
 func indexWord(text, name string) int {
@@ -497,7 +519,7 @@ func autoConclusion(r *Request) string {
 		}
 	}
 	addQuote := func(l string) {
-		q := oneLine(strings.TrimLeft(l, "-*># "), 200)
+		q := oneLine(strings.TrimLeft(l, "|-*># "), 200)
 		if strings.HasSuffix(q, ":") {
 			return // a heading, not a finding
 		}

@@ -232,10 +232,15 @@ func TestAutoToolResultThenConclusion(t *testing.T) {
 	assert.LessOrEqual(t, len(findings), len("Findings for this step: ")+400+len("…"))
 	assert.Equal(t, PhaseToolResult, srv.Requests()[1].Phase())
 
-	// Conclusion: no schema, no tools.
+	// Conclusion: the report and verdict schema, no tools.
 	prompt := "Objective: decide.\nStep step_1 (done): Retrieve the alert\n" + findings + "\nInsights:\n- Root logged in from a new country.\n"
-	resp = generate(t, c, genai.Text(prompt), &genai.GenerateContentConfig{SystemInstruction: genai.NewContentFromText("Write the conclusion in English.", genai.RoleUser)})
-	md := resp.Text()
+	resp = generate(t, c, genai.Text(prompt), &genai.GenerateContentConfig{SystemInstruction: genai.NewContentFromText("Write the conclusion in English.", genai.RoleUser),
+		ResponseMIMEType: "application/json", ResponseSchema: objectSchema("report", "evidence", "verdict", "confidence")})
+	var conclusion struct{ Report, Verdict, Confidence string }
+	require.NoError(t, json.Unmarshal([]byte(resp.Text()), &conclusion))
+	assert.Equal(t, "undetermined", conclusion.Verdict)
+	assert.Equal(t, "low", conclusion.Confidence)
+	md := conclusion.Report
 	for _, h := range []string{"## Summary", "## Key findings", "## Assessment", "## Uncertainties", "## Recommended actions"} {
 		assert.Contains(t, md, h)
 	}
@@ -310,7 +315,7 @@ func TestAutoNeverAsksThePersonUnbidden(t *testing.T) {
 	require.Empty(t, resp.FunctionCalls(), "an analysis step is answered in text, not by waiting for a person")
 	require.Contains(t, resp.Text(), "Findings for this step")
 
-	resp = generate(t, c, genai.Text("Execute this step: Use bigquery_agent to list SSH logins on web-server-prod-01.\nExpected outcome: logins"), cfg)
+	resp = generate(t, c, genai.Text("## The alert\n...\n\n## Execute this step\nstep_2: Use bigquery_agent to list SSH logins on web-server-prod-01.\nExpected outcome: logins"), cfg)
 	calls := resp.FunctionCalls()
 	require.Len(t, calls, 1)
 	require.Equal(t, "bigquery_agent", calls[0].Name)

@@ -35,6 +35,9 @@ const Project = "demo-investigator"
 // StartTemporal registers.
 const alertIDAttribute = "AlertId"
 
+// verdictAttribute holds the verdict of the latest conclusion.
+const verdictAttribute = "Verdict"
+
 const (
 	firestoreReadyTimeout = 60 * time.Second
 	stopGrace             = 10 * time.Second
@@ -204,7 +207,7 @@ func StartTemporal(ctx context.Context) (*testsuite.DevServer, error) {
 		LogLevel:  "error",
 		Stdout:    io.Discard,
 		Stderr:    os.Stderr,
-		ExtraArgs: []string{"--search-attribute", alertIDAttribute + "=Keyword"},
+		ExtraArgs: []string{"--search-attribute", alertIDAttribute + "=Keyword", "--search-attribute", verdictAttribute + "=Keyword"},
 	})
 	if err != nil {
 		return nil, fmt.Errorf("start the Temporal dev server (%s): %w", cli, err)

@@ -1,0 +1,58 @@
+package activities
+
+import (
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/secops-agent/investigator/alerts"
+	"github.com/secops-agent/investigator/internal/prompt"
+)
+
+// MaxAlertPromptBytes is the budget of an alert's data in a prompt: an alert
+// whose compact JSON fits is shown whole (indented), in every phase that
+// shows the alert. A larger one is shown as the list of every indicator in
+// it plus a guide to its fields, and the prompt says that get_alert returns
+// the rest.
+const MaxAlertPromptBytes = 16 << 10
+
+// alertFieldGuide is how many fields the guide of a large alert lists.
+const alertFieldGuide = 80
+
+// alertSection renders an alert for a prompt: a header of the values the
+// code normalised (ID, source, severity; type and title JSON-quoted, so they
+// stay on their line), then the data as a data block.
+func alertSection(al alerts.Alert) (string, error) {
+	var b strings.Builder
+	observed := "unknown"
+	if !al.ObservedAt.IsZero() {
+		observed = al.ObservedAt.UTC().Format(time.RFC3339)
+	}
+	fmt.Fprintf(&b, "Alert ID: %s\nAlert type: %s\nTitle: %s\nSource: %s | severity: %s | observed: %s\n\n",
+		al.ID, quote(al.Type), quote(al.Title), al.Source, al.Severity, observed)
+	compact, err := prompt.MarshalJSON(al.Data, "")
+	if err != nil {
+		return "", fmt.Errorf("encode alert %s for the prompt: %w", al.ID, err)
+	}
+	if len(compact) <= MaxAlertPromptBytes {
+		block, err := prompt.JSONBlock("alert", al.Data)
+		if err != nil {
+			return "", err
+		}
+		b.WriteString("The alert's data, whole:\n" + block)
+		return b.String(), nil
+	}
+	fmt.Fprintf(&b, "The alert's data is %d bytes of JSON, more than the %d a prompt shows whole. "+
+		"Below are every indicator found anywhere in it, each whole, with the path where it first appears, "+
+		"and a guide to its fields. Call get_alert with the alert ID for the complete data.\n", len(compact), MaxAlertPromptBytes)
+	b.WriteString(prompt.Block("alert indicators", indicatorLines(al)) + "\n")
+	b.WriteString(prompt.Block("alert fields", alerts.Describe(al, alertFieldGuide)))
+	return b.String(), nil
+}
+
+// quote JSON-quotes a value taken from the alert, so a newline in it cannot
+// start a line of its own.
+func quote(s string) string {
+	raw, _ := prompt.MarshalJSON(s, "")
+	return string(raw)
+}

@@ -45,7 +45,7 @@ type run struct {
 	// stepCap is the cap on the plan's steps for this exchange: the limit,
 	// plus the steps an active plan already held when this exchange
 	// continued it.
-	stepCap int
+	stepCap  int
 	events   []investigation.Event
 	firstSeq int // Seq of events[0] minus one (events carried over continue-as-new)
 	usage    investigation.Usage

@@ -8,10 +8,12 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
 	"strings"
 	"time"
 
 	"go.temporal.io/sdk/activity"
+	"go.temporal.io/sdk/log"
 	"go.temporal.io/sdk/temporal"
 	"google.golang.org/genai"
 
@@ -64,6 +66,15 @@ type Activities struct {
 	// BigQueryTables are the tables the sub-agent may query: a learned
 	// claim must name one of them.
 	BigQueryTables []string
+}
+
+// logger returns the activity's logger (with the workflow and activity IDs
+// Temporal adds), or slog's default outside an activity (unit tests).
+func logger(ctx context.Context) log.Logger {
+	if activity.IsActivity(ctx) {
+		return activity.GetLogger(ctx)
+	}
+	return log.NewStructuredLogger(slog.Default())
 }
 
 // HeartbeatInterval is how often a waiting model call heartbeats, so a

@@ -9,7 +9,6 @@ import (
 	"slices"
 	"strings"
 
-	"go.temporal.io/sdk/activity"
 	"go.temporal.io/sdk/temporal"
 	"google.golang.org/genai"
 
@@ -138,7 +137,7 @@ func (a *Activities) Introspect(ctx context.Context, in investigation.Introspect
 		c = strings.TrimSpace(c)
 		if err := memory.CheckClaim(c, a.BigQueryTables); err != nil {
 			out.Refused = append(out.Refused, err.Error())
-			activity.GetLogger(ctx).Warn("introspection claim refused", "reason", err.Error())
+			logger(ctx).Warn("introspection claim refused", "reason", err.Error())
 			continue
 		}
 		if len(claims) < maxClaims && !slices.Contains(claims, c) {

@@ -67,7 +67,7 @@ func newCommand() *cobra.Command {
 				return err
 			}
 			registry.Disable(disabled...)
-			bqTools, err := bigQueryTools(ctx, bc, fc.Project)
+			bqTools, bqTables, err := bigQueryTools(ctx, bc, fc.Project)
 			if err != nil {
 				return err
 			}
@@ -98,6 +98,7 @@ func newCommand() *cobra.Command {
 				Memories:            memory.NewStore(fs),
 				MemoryMinSimilarity: bc.MinSimilarity,
 				MemoryLimit:         bc.RecallLimit,
+				BigQueryTables:      bqTables,
 			})
 			logger.Info("worker starting", "temporal", tc.Address, "namespace", tc.Namespace, "task_queue", tc.TaskQueue,
 				"model", gc.Model, "tools", registry.Names(), "disabled_tools", len(disabled))
@@ -118,19 +119,19 @@ func newCommand() *cobra.Command {
 	return cmd
 }
 
-// bigQueryTools builds the sub-agent's tools, or returns nil when no tables
-// config is set.
-func bigQueryTools(ctx context.Context, bc config.BigQuery, project string) (*tools.Registry, error) {
+// bigQueryTools builds the sub-agent's tools and lists the configured
+// tables, or returns nils when no tables config is set.
+func bigQueryTools(ctx context.Context, bc config.BigQuery, project string) (*tools.Registry, []string, error) {
 	if bc.TablesConfig == "" {
-		return nil, nil
+		return nil, nil, nil
 	}
 	cfg, err := bq.LoadConfig(bc.TablesConfig)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	runbooks, err := bq.LoadRunbooks(bc.RunbooksDir)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	if cfg.Project == "" {
 		cfg.Project = project
@@ -139,11 +140,16 @@ func bigQueryTools(ctx context.Context, bc config.BigQuery, project string) (*to
 		cfg.Project = config.EmulatorProject
 	}
 	if cfg.Project == "" {
-		return nil, fmt.Errorf("no BigQuery project: set project in %s or GOOGLE_CLOUD_PROJECT", bc.TablesConfig)
+		return nil, nil, fmt.Errorf("no BigQuery project: set project in %s or GOOGLE_CLOUD_PROJECT", bc.TablesConfig)
 	}
 	client, err := bq.NewClient(ctx, cfg.Project, bc.EmulatorHost())
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	return tools.NewRegistry(bq.Tools(client, cfg, runbooks)...)
+	tables := make([]string, len(cfg.Tables))
+	for i, t := range cfg.Tables {
+		tables[i] = t.ID
+	}
+	reg, err := tools.NewRegistry(bq.Tools(client, cfg, runbooks)...)
+	return reg, tables, err
 }

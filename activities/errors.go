@@ -88,8 +88,10 @@ func toolFailure(tool string, err error) (result string, retry error) {
 		return "", retryable("tool "+tool+": "+e.Message, ErrIntelUnavailable, e)
 	case upstream.Timeout:
 		return "", retryable("tool "+tool+": "+e.Message, ErrIntelTimeout, e)
+	case upstream.CredentialsRejected, upstream.BadRequest, upstream.NotFound:
+		return e.Message, nil
 	}
-	return e.Message, nil
+	return "", fmt.Errorf("tool %s: %w", tool, err)
 }
 
 // retryable is a retryable application error whose next attempt waits for

@@ -316,6 +316,10 @@ func shapeOTXAnalysis(h otxHeader, r otxAnalysis) otxAnalysisOut {
 	return out
 }
 
+// OTX's analysis section is loosely typed: these read it without failing on
+// an unexpected shape.
+
+// otxDig follows nested objects by key; a missing one gives nil.
 func otxDig(m map[string]any, keys ...string) map[string]any {
 	for _, k := range keys {
 		next, _ := m[k].(map[string]any)
@@ -324,6 +328,7 @@ func otxDig(m map[string]any, keys ...string) map[string]any {
 	return m
 }
 
+// otxStr reads a string, number or boolean as trimmed text.
 func otxStr(v any) string {
 	switch x := v.(type) {
 	case string:
@@ -336,6 +341,7 @@ func otxStr(v any) string {
 	return ""
 }
 
+// otxInt reads a number or a numeric string; anything else is 0.
 func otxInt(v any) int {
 	switch x := v.(type) {
 	case float64:

@@ -109,6 +109,18 @@ func (failingTool) Declaration() *genai.FunctionDeclaration {
 
 func (f failingTool) Call(context.Context, map[string]any) (any, error) { return nil, f.err }
 
+// callFailing runs CallTool on a tool failing with err, and returns what the
+// activity returned and the transcript it stored into.
+func callFailing(t *testing.T, err error) (investigation.ToolOutput, *memTranscript, error) {
+	t.Helper()
+	a, _, ts := newActivities(t)
+	reg, regErr := tools.NewRegistry(failingTool{err})
+	require.NoError(t, regErr)
+	a.Tools = reg
+	out, err := a.CallTool(context.Background(), investigation.ToolInput{Session: "s", Key: "k", Call: investigation.ToolCall{Name: "failing"}, MaxResultBytes: 1000})
+	return out, ts, err
+}
+
 // A provider's refusal (key, request, unknown resource) is the tool's error
 // result; its rate limit, unavailability and timeouts are retried after its
 // Retry-After; other errors are retried with the policy's backoff.
@@ -129,11 +141,7 @@ func TestCallToolUpstreamFailures(t *testing.T) {
 		{tools.Reject("argument %q must be a string", "ip"), `argument "ip" must be a string`},
 	}
 	for _, tc := range results {
-		a, _, ts := newActivities(t)
-		reg, err := tools.NewRegistry(failingTool{tc.err})
-		require.NoError(t, err)
-		a.Tools = reg
-		out, err := a.CallTool(context.Background(), investigation.ToolInput{Session: "s", Key: "k", Call: investigation.ToolCall{Name: "failing"}, MaxResultBytes: 1000})
+		out, ts, err := callFailing(t, tc.err)
 		require.NoError(t, err, tc.want)
 		require.False(t, out.OK)
 		require.Equal(t, tc.want, out.Error)
@@ -153,11 +161,7 @@ func TestCallToolUpstreamFailures(t *testing.T) {
 		{vt(upstream.Timeout, 0, "VirusTotal did not answer in time"), ErrIntelTimeout, 3 * time.Second, "tool failing: VirusTotal did not answer in time"},
 	}
 	for _, tc := range retried {
-		a, _, ts := newActivities(t)
-		reg, err := tools.NewRegistry(failingTool{tc.err})
-		require.NoError(t, err)
-		a.Tools = reg
-		_, err = a.CallTool(context.Background(), investigation.ToolInput{Session: "s", Key: "k", Call: investigation.ToolCall{Name: "failing"}, MaxResultBytes: 1000})
+		_, ts, err := callFailing(t, tc.err)
 		app, ok := err.(*temporal.ApplicationError)
 		require.True(t, ok, "returned unwrapped, so Temporal reads its retry delay: %T", err)
 		require.Equal(t, tc.errType, app.Type())
@@ -168,12 +172,10 @@ func TestCallToolUpstreamFailures(t *testing.T) {
 	}
 
 	// Anything else is retried with the policy's backoff, naming the tool.
-	a, _, _ := newActivities(t)
-	reg, err := tools.NewRegistry(failingTool{errors.New("connection reset")})
-	require.NoError(t, err)
-	a.Tools = reg
-	_, err = a.CallTool(context.Background(), investigation.ToolInput{Session: "s", Key: "k", Call: investigation.ToolCall{Name: "failing"}, MaxResultBytes: 1000})
+	_, _, err := callFailing(t, errors.New("connection reset"))
 	require.EqualError(t, err, "tool failing: connection reset")
+	_, _, err = callFailing(t, &upstream.Error{Service: "VirusTotal", Message: "no kind"})
+	require.EqualError(t, err, "tool failing: no kind", "an upstream error of no known kind is retried")
 	var app *temporal.ApplicationError
 	require.False(t, errors.As(err, &app))
 }

@@ -18,7 +18,6 @@ import (
 	"google.golang.org/genai"
 
 	"github.com/secops-agent/investigator/alerts"
-	"github.com/secops-agent/investigator/gemini"
 	"github.com/secops-agent/investigator/investigation"
 	"github.com/secops-agent/investigator/tools"
 	"github.com/secops-agent/investigator/transcript"
@@ -106,7 +105,7 @@ func heartbeat(ctx context.Context) (stop func()) {
 // generate calls the model once, classifying errors for Temporal's retries.
 func (a *Activities) generate(ctx context.Context, contents []*genai.Content, cfg *genai.GenerateContentConfig) (*genai.GenerateContentResponse, investigation.Usage, error) {
 	defer heartbeat(ctx)()
-	resp, err := gemini.Call(ctx, func(ctx context.Context) (*genai.GenerateContentResponse, error) {
+	resp, err := callGemini(ctx, func(ctx context.Context) (*genai.GenerateContentResponse, error) {
 		return a.LLM.GenerateContent(ctx, a.Model, contents, cfg)
 	})
 	if err != nil {

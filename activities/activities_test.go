@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net/http"
 	"strings"
 	"sync"
 	"testing"
@@ -15,6 +16,7 @@ import (
 	"google.golang.org/genai"
 
 	"github.com/secops-agent/investigator/alerts"
+	"github.com/secops-agent/investigator/internal/upstream"
 	"github.com/secops-agent/investigator/investigation"
 	"github.com/secops-agent/investigator/plan"
 	"github.com/secops-agent/investigator/tools"
@@ -377,8 +379,8 @@ func (limitedTool) Declaration() *genai.FunctionDeclaration {
 	return &genai.FunctionDeclaration{Name: "limited"}
 }
 func (limitedTool) Call(context.Context, map[string]any) (any, error) {
-	return nil, temporal.NewApplicationErrorWithOptions("VirusTotal rate limit reached (HTTP 429)", "IntelRateLimited",
-		temporal.ApplicationErrorOptions{NextRetryDelay: 7 * time.Second})
+	return nil, &upstream.Error{Service: "VirusTotal", Kind: upstream.RateLimited, Status: http.StatusTooManyRequests,
+		RetryAfter: 7 * time.Second, Message: "VirusTotal rate limit reached (HTTP 429)"}
 }
 
 func TestCallToolKeepsProviderRetryDelay(t *testing.T) {
@@ -391,5 +393,7 @@ func TestCallToolKeepsProviderRetryDelay(t *testing.T) {
 	require.True(t, ok, "returned unwrapped, so Temporal reads its retry delay: %T", err)
 	require.Equal(t, 7*time.Second, app.NextRetryDelay())
 	require.False(t, app.NonRetryable())
+	require.Equal(t, ErrIntelRateLimited, app.Type())
+	require.Equal(t, "VirusTotal rate limit reached (HTTP 429)", app.Message())
 	require.NotContains(t, ts.m, "s/k", "nothing is stored for a call that will be retried")
 }

@@ -12,7 +12,6 @@ import (
 	"go.temporal.io/sdk/temporal"
 	"google.golang.org/genai"
 
-	"github.com/secops-agent/investigator/gemini"
 	"github.com/secops-agent/investigator/internal/clip"
 	"github.com/secops-agent/investigator/investigation"
 	"github.com/secops-agent/investigator/memory"
@@ -40,7 +39,7 @@ func (a *Activities) embed(ctx context.Context, task string, texts ...string) ([
 		contents[i] = genai.NewContentFromText(t, genai.RoleUser)
 	}
 	dims := int32(memory.Dimensions)
-	resp, err := gemini.Call(ctx, func(ctx context.Context) (*genai.EmbedContentResponse, error) {
+	resp, err := callGemini(ctx, func(ctx context.Context) (*genai.EmbedContentResponse, error) {
 		return a.Embedder.EmbedContent(ctx, a.EmbeddingModel, contents, &genai.EmbedContentConfig{TaskType: task, OutputDimensionality: &dims})
 	})
 	if err != nil {

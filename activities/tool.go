@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"strings"
 	"unicode/utf8"
@@ -12,7 +11,6 @@ import (
 	"go.temporal.io/sdk/temporal"
 
 	"github.com/secops-agent/investigator/investigation"
-	"github.com/secops-agent/investigator/tools"
 	"github.com/secops-agent/investigator/transcript"
 )
 
@@ -40,17 +38,16 @@ func (a *Activities) CallTool(ctx context.Context, in investigation.ToolInput) (
 		if err == nil {
 			result, err = t.Call(ctx, args)
 		}
-		var app *temporal.ApplicationError
 		switch {
-		case errors.As(err, &app):
-			// Already classified (a provider's 429 with its Retry-After):
-			// returned as is so Temporal sees the retry delay.
-			return investigation.ToolOutput{}, app
-		case tools.IsRejection(err):
-			out.OK = false
-			out.Error = err.Error()
 		case err != nil:
-			return investigation.ToolOutput{}, fmt.Errorf("tool %s: %w", in.Call.Name, err)
+			// A result for the model, or an error returned as is so that
+			// Temporal sees its retry delay (activities/errors.go).
+			msg, retry := toolFailure(in.Call.Name, err)
+			if retry != nil {
+				return investigation.ToolOutput{}, retry
+			}
+			out.OK = false
+			out.Error = msg
 		default:
 			response, out.Bytes, out.Truncated, err = shape(result, in.MaxResultBytes)
 			if err != nil {

@@ -1,7 +1,8 @@
 // Package gemini builds google.golang.org/genai clients for use inside
-// Temporal activities and classifies their errors so that Temporal retries
-// what is worth retrying (429, 5xx, timeouts), fails fast on what is not
-// (400, 401, 403, 404), and honours the server's Retry-After.
+// Temporal activities and classifies their errors as typed upstream errors
+// (rate limited with the server's Retry-After, unavailable, timed out,
+// credentials rejected, not found, bad request), from which the activities
+// decide what Temporal retries.
 //
 // The SDK's own HTTP retries are switched off: Temporal retries the activity,
 // and two retry layers would multiply the attempts.
@@ -18,6 +19,8 @@ import (
 	"time"
 
 	"google.golang.org/genai"
+
+	"github.com/secops-agent/investigator/internal/redact"
 )
 
 // DefaultTimeout bounds one HTTP request to Gemini when Config.Timeout is zero.
@@ -106,7 +109,7 @@ func NewClient(ctx context.Context, cfg Config) (*genai.Client, error) {
 	if err != nil {
 		// The SDK formats its ClientConfig (API key included) into some of
 		// its errors: never pass that text on unredacted.
-		return nil, fmt.Errorf("create Gemini client (%s): %w", backend, redactError(err, cfg.APIKey))
+		return nil, fmt.Errorf("create Gemini client (%s): %w", backend, redact.New(cfg.APIKey).Error(err))
 	}
 	slog.Debug("gemini client ready", "backend", backend, "base_url", client.ClientConfig().HTTPOptions.BaseURL, "timeout", timeout)
 	return client, nil
@@ -179,23 +182,4 @@ func (t *recordingTransport) RoundTrip(req *http.Request) (*http.Response, error
 		state.noteErrorResponse(resp.StatusCode, resp.Header.Get("Retry-After"))
 	}
 	return resp, err
-}
-
-const redacted = "[REDACTED]"
-
-// redact removes secret from s.
-func redact(s, secret string) string {
-	if secret == "" {
-		return s
-	}
-	return strings.ReplaceAll(s, secret, redacted)
-}
-
-// redactError returns err itself when its text does not hold secret, and an
-// error with the secret removed (and the chain dropped) when it does.
-func redactError(err error, secret string) error {
-	if err == nil || secret == "" || !strings.Contains(err.Error(), secret) {
-		return err
-	}
-	return errors.New(redact(err.Error(), secret))
 }

@@ -19,10 +19,10 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
-	"go.temporal.io/sdk/temporal"
 	"google.golang.org/genai"
 
 	"github.com/secops-agent/investigator/gemini/geminitest"
+	"github.com/secops-agent/investigator/internal/upstream"
 )
 
 const (
@@ -57,12 +57,14 @@ func generate(c *genai.Client, config *genai.GenerateContentConfig) func(context
 	}
 }
 
-func appError(t *testing.T, err error) *temporal.ApplicationError {
+// upstreamError returns the *upstream.Error that Call returned.
+func upstreamError(t *testing.T, err error) *upstream.Error {
 	t.Helper()
 	require.Error(t, err)
-	var appErr *temporal.ApplicationError
-	require.ErrorAs(t, err, &appErr, "want a *temporal.ApplicationError, got %T: %v", err, err)
-	return appErr
+	e, ok := upstream.As(err)
+	require.True(t, ok, "want an *upstream.Error, got %T: %v", err, err)
+	require.Equal(t, "Gemini", e.Service)
+	return e
 }
 
 // assertNoSecret checks every error in the chain.
@@ -70,10 +72,6 @@ func assertNoSecret(t *testing.T, err error, secret string) {
 	t.Helper()
 	for e := err; e != nil; e = errors.Unwrap(e) {
 		assert.NotContains(t, e.Error(), secret)
-		var appErr *temporal.ApplicationError
-		if errors.As(e, &appErr) {
-			assert.NotContains(t, appErr.Message(), secret)
-		}
 	}
 }
 
@@ -84,12 +82,12 @@ func TestCall503WithRetryAfterIsRetryableOnceWithDelay(t *testing.T) {
 
 	resp, err := Call(context.Background(), generate(c, nil))
 	assert.Nil(t, resp)
-	appErr := appError(t, err)
-	assert.Equal(t, ErrUnavailable, appErr.Type())
-	assert.False(t, appErr.NonRetryable())
-	assert.Equal(t, 2*time.Second, appErr.NextRetryDelay())
-	assert.Contains(t, appErr.Message(), "503")
-	assert.Contains(t, appErr.Message(), "The model is overloaded.")
+	appErr := upstreamError(t, err)
+	assert.Equal(t, upstream.Unavailable, appErr.Kind)
+	assert.True(t, appErr.Kind.Retryable())
+	assert.Equal(t, 2*time.Second, appErr.RetryAfter)
+	assert.Contains(t, appErr.Error(), "503")
+	assert.Contains(t, appErr.Error(), "The model is overloaded.")
 	// The genai error stays reachable as the cause.
 	var apiErr genai.APIError
 	require.ErrorAs(t, err, &apiErr)
@@ -104,10 +102,10 @@ func TestCall429WithoutRetryAfter(t *testing.T) {
 	c := newTestClient(t, srv)
 
 	_, err := Call(context.Background(), generate(c, nil))
-	appErr := appError(t, err)
-	assert.Equal(t, ErrRateLimited, appErr.Type())
-	assert.False(t, appErr.NonRetryable())
-	assert.Zero(t, appErr.NextRetryDelay())
+	appErr := upstreamError(t, err)
+	assert.Equal(t, upstream.RateLimited, appErr.Kind)
+	assert.True(t, appErr.Kind.Retryable())
+	assert.Zero(t, appErr.RetryAfter)
 	assert.Len(t, srv.Requests(), 1)
 }
 
@@ -122,9 +120,9 @@ func TestCall429RetryInfoDetailsGiveDelay(t *testing.T) {
 	c := newTestClient(t, srv)
 
 	_, err := Call(context.Background(), generate(c, nil))
-	appErr := appError(t, err)
-	assert.Equal(t, ErrRateLimited, appErr.Type())
-	assert.Equal(t, 37*time.Second, appErr.NextRetryDelay())
+	appErr := upstreamError(t, err)
+	assert.Equal(t, upstream.RateLimited, appErr.Kind)
+	assert.Equal(t, 37*time.Second, appErr.RetryAfter)
 }
 
 func TestCallRetryAfterHTTPDateAndCap(t *testing.T) {
@@ -137,24 +135,24 @@ func TestCallRetryAfterHTTPDateAndCap(t *testing.T) {
 	c := newTestClient(t, srv)
 
 	_, err := Call(context.Background(), generate(c, nil))
-	d := appError(t, err).NextRetryDelay()
+	d := upstreamError(t, err).RetryAfter
 	assert.Greater(t, d, 80*time.Second)
 	assert.LessOrEqual(t, d, 90*time.Second)
 
 	_, err = Call(context.Background(), generate(c, nil))
-	assert.Equal(t, 10*time.Minute, appError(t, err).NextRetryDelay())
+	assert.Equal(t, 10*time.Minute, upstreamError(t, err).RetryAfter)
 }
 
 func TestCallNonRetryableStatuses(t *testing.T) {
 	cases := []struct {
 		status   int
-		errType  string
+		kind     upstream.Kind
 		contains []string
 	}{
-		{400, ErrInvalidRequest, []string{"invalid", "HTTP 400"}},
-		{401, ErrUnauthorized, []string{"credentials", "HTTP 401", "GEMINI_API_KEY"}},
-		{403, ErrForbidden, []string{"denied access", "HTTP 403"}},
-		{404, ErrNotFound, []string{"not found", "HTTP 404", "model name"}},
+		{400, upstream.BadRequest, []string{"invalid", "HTTP 400"}},
+		{401, upstream.CredentialsRejected, []string{"credentials", "HTTP 401", "GEMINI_API_KEY"}},
+		{403, upstream.CredentialsRejected, []string{"denied access", "HTTP 403"}},
+		{404, upstream.NotFound, []string{"not found", "HTTP 404", "model name"}},
 	}
 	for _, tc := range cases {
 		t.Run(http.StatusText(tc.status), func(t *testing.T) {
@@ -164,13 +162,14 @@ func TestCallNonRetryableStatuses(t *testing.T) {
 			c := newTestClient(t, srv)
 
 			_, err := Call(context.Background(), generate(c, nil))
-			appErr := appError(t, err)
-			assert.Equal(t, tc.errType, appErr.Type())
-			assert.True(t, appErr.NonRetryable())
+			appErr := upstreamError(t, err)
+			assert.Equal(t, tc.kind, appErr.Kind)
+			assert.Equal(t, tc.status, appErr.Status)
+			assert.False(t, appErr.Kind.Retryable())
 			for _, s := range tc.contains {
-				assert.Contains(t, appErr.Message(), s)
+				assert.Contains(t, appErr.Error(), s)
 			}
-			assert.Contains(t, appErr.Message(), "API key [REDACTED] is not valid")
+			assert.Contains(t, appErr.Error(), "API key [REDACTED] is not valid")
 			assertNoSecret(t, err, testKey)
 			assert.Len(t, srv.Requests(), 1)
 			assert.Equal(t, testKey, srv.Requests()[0].APIKey)
@@ -180,14 +179,14 @@ func TestCallNonRetryableStatuses(t *testing.T) {
 
 func TestCallRetryableStatuses(t *testing.T) {
 	cases := []struct {
-		status  int
-		errType string
+		status int
+		kind   upstream.Kind
 	}{
-		{408, ErrTimeout},
-		{500, ErrUnavailable},
-		{502, ErrUnavailable},
-		{504, ErrUnavailable},
-		{599, ErrUnavailable},
+		{408, upstream.Timeout},
+		{500, upstream.Unavailable},
+		{502, upstream.Unavailable},
+		{504, upstream.Unavailable},
+		{599, upstream.Unavailable},
 	}
 	for _, tc := range cases {
 		t.Run(http.StatusText(tc.status), func(t *testing.T) {
@@ -196,9 +195,10 @@ func TestCallRetryableStatuses(t *testing.T) {
 			c := newTestClient(t, srv)
 
 			_, err := Call(context.Background(), generate(c, nil))
-			appErr := appError(t, err)
-			assert.Equal(t, tc.errType, appErr.Type())
-			assert.False(t, appErr.NonRetryable())
+			appErr := upstreamError(t, err)
+			assert.Equal(t, tc.kind, appErr.Kind)
+			assert.Equal(t, tc.status, appErr.Status)
+			assert.True(t, appErr.Kind.Retryable())
 			assert.Len(t, srv.Requests(), 1)
 		})
 	}
@@ -215,10 +215,10 @@ func TestCallNonJSONErrorBodyUsesHTTPStatus(t *testing.T) {
 	c := newTestClient(t, srv)
 
 	_, err := Call(context.Background(), generate(c, nil))
-	appErr := appError(t, err)
-	assert.Equal(t, ErrUnavailable, appErr.Type())
-	assert.Equal(t, 3*time.Second, appErr.NextRetryDelay())
-	assert.Less(t, len(appErr.Message()), 700, "long bodies are shortened")
+	appErr := upstreamError(t, err)
+	assert.Equal(t, upstream.Unavailable, appErr.Kind)
+	assert.Equal(t, 3*time.Second, appErr.RetryAfter)
+	assert.Less(t, len(appErr.Error()), 700, "long bodies are shortened")
 }
 
 func TestCallErrorWithoutCodeFallsBackToTransportStatus(t *testing.T) {
@@ -232,9 +232,9 @@ func TestCallErrorWithoutCodeFallsBackToTransportStatus(t *testing.T) {
 	c := newTestClient(t, srv)
 
 	_, err := Call(context.Background(), generate(c, nil))
-	appErr := appError(t, err)
-	assert.Equal(t, ErrUnauthorized, appErr.Type())
-	assert.True(t, appErr.NonRetryable())
+	appErr := upstreamError(t, err)
+	assert.Equal(t, upstream.CredentialsRejected, appErr.Kind)
+	assert.False(t, appErr.Kind.Retryable())
 }
 
 func TestCallRequestTimeout(t *testing.T) {
@@ -250,9 +250,9 @@ func TestCallRequestTimeout(t *testing.T) {
 	require.NoError(t, err)
 
 	_, err = Call(context.Background(), generate(c, nil))
-	appErr := appError(t, err)
-	assert.Equal(t, ErrTimeout, appErr.Type())
-	assert.False(t, appErr.NonRetryable())
+	appErr := upstreamError(t, err)
+	assert.Equal(t, upstream.Timeout, appErr.Kind)
+	assert.True(t, appErr.Kind.Retryable())
 	assert.ErrorIs(t, err, context.DeadlineExceeded)
 	assert.Equal(t, int32(1), calls.Load())
 }
@@ -263,9 +263,9 @@ func TestCallConnectionRefused(t *testing.T) {
 	srv.Close() // nothing listens any more
 
 	_, err := Call(context.Background(), generate(c, nil))
-	appErr := appError(t, err)
-	assert.Equal(t, ErrUnavailable, appErr.Type())
-	assert.False(t, appErr.NonRetryable())
+	appErr := upstreamError(t, err)
+	assert.Equal(t, upstream.Unavailable, appErr.Kind)
+	assert.True(t, appErr.Kind.Retryable())
 	assertNoSecret(t, err, testKey)
 }
 
@@ -279,12 +279,12 @@ func TestCallCancelledStaysCancellation(t *testing.T) {
 	_, err := Call(ctx, generate(c, nil))
 	require.Error(t, err)
 	assert.ErrorIs(t, err, context.Canceled)
-	var appErr *temporal.ApplicationError
-	assert.False(t, errors.As(err, &appErr), "cancellation is not turned into an application error")
+	_, typed := upstream.As(err)
+	assert.False(t, typed, "cancellation is not turned into an upstream error")
 }
 
-func TestCallPassesThroughApplicationErrorsAndOtherErrors(t *testing.T) {
-	mine := temporal.NewNonRetryableApplicationError("bad model output", "BadOutput", nil)
+func TestCallPassesThroughUpstreamErrorsAndWrapsOthers(t *testing.T) {
+	mine := &upstream.Error{Service: "Gemini", Kind: upstream.BadRequest, Message: "bad model output"}
 	_, err := Call(context.Background(), func(context.Context) (int, error) { return 0, mine })
 	assert.Same(t, mine, err)
 
@@ -293,6 +293,8 @@ func TestCallPassesThroughApplicationErrorsAndOtherErrors(t *testing.T) {
 	require.Error(t, err)
 	assert.ErrorIs(t, err, plain)
 	assert.Contains(t, err.Error(), "plan")
+	_, typed := upstream.As(err)
+	assert.False(t, typed, "an error that is not Gemini's answer is not classified")
 
 	v, err := Call(context.Background(), func(context.Context) (int, error) { return 42, nil })
 	require.NoError(t, err)
@@ -310,9 +312,9 @@ func TestCallStateDoesNotLeakBetweenCalls(t *testing.T) {
 	c := newTestClient(t, srv)
 
 	_, err := Call(context.Background(), generate(c, nil))
-	assert.Equal(t, 7*time.Second, appError(t, err).NextRetryDelay())
+	assert.Equal(t, 7*time.Second, upstreamError(t, err).RetryAfter)
 	_, err = Call(context.Background(), generate(c, nil))
-	assert.Zero(t, appError(t, err).NextRetryDelay())
+	assert.Zero(t, upstreamError(t, err).RetryAfter)
 }
 
 func TestNewClientHonoursGeminiBaseURLEnv(t *testing.T) {
@@ -510,10 +512,10 @@ func TestCall401NamesTheBackendsCredentials(t *testing.T) {
 			require.NoError(t, err)
 
 			_, err = Call(context.Background(), generate(c, nil))
-			appErr := appError(t, err)
-			assert.Equal(t, ErrUnauthorized, appErr.Type())
-			assert.True(t, appErr.NonRetryable())
-			msg := appErr.Message()
+			appErr := upstreamError(t, err)
+			assert.Equal(t, upstream.CredentialsRejected, appErr.Kind)
+			assert.False(t, appErr.Kind.Retryable())
+			msg := appErr.Error()
 			assert.True(t, strings.HasPrefix(msg, "Gemini rejected the credentials (HTTP 401): Request had invalid authentication credentials; check "), msg)
 			for _, s := range tc.contains {
 				assert.Contains(t, msg, s)
@@ -556,14 +558,4 @@ func TestRetryDelayParsing(t *testing.T) {
 	for _, tc := range cases {
 		assert.Equal(t, tc.want, retryDelayFrom(tc.header, tc.details, now), "header %q details %v", tc.header, tc.details)
 	}
-}
-
-func TestRedactError(t *testing.T) {
-	err := errors.New("config: {APIKey:" + testKey + "}")
-	got := redactError(err, testKey)
-	assert.NotContains(t, got.Error(), testKey)
-	assert.Contains(t, got.Error(), "[REDACTED]")
-	clean := errors.New("nothing secret")
-	assert.Same(t, clean, redactError(clean, testKey))
-	assert.Same(t, clean, redactError(clean, ""))
 }

@@ -2,7 +2,6 @@ package intel
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"net/url"
 	"strconv"
@@ -10,6 +9,8 @@ import (
 
 	"google.golang.org/genai"
 
+	"github.com/secops-agent/investigator/internal/clip"
+	"github.com/secops-agent/investigator/internal/upstream"
 	"github.com/secops-agent/investigator/tools"
 )
 
@@ -24,25 +25,7 @@ func (abuseIPDBTool) Purpose() string {
 	return "Community abuse reports for one IP address: confidence score, report count, ISP, Tor exit."
 }
 
-func (abuseIPDBTool) Declaration() *genai.FunctionDeclaration {
-	return &genai.FunctionDeclaration{
-		Name: "abuseipdb_check",
-		Description: "Check an IP address's abuse reputation on AbuseIPDB (community reports of attacks, scanning, spam, brute force). " +
-			"Returns {ip_address, found, abuse_confidence_score (0-100), verdict, total_reports, num_distinct_users, last_reported_at, " +
-			"country_code, usage_type, isp, domain, hostnames, is_tor, is_public, is_whitelisted, ip_version, max_age_days}; " +
-			"verdict is a one-line reading of the score. " +
-			"Examples: {ip:\"198.51.100.23\"}; {ip:\"2001:db8::7\", max_age_days:30}.",
-		Parameters: &genai.Schema{
-			Type: genai.TypeObject,
-			Properties: map[string]*genai.Schema{
-				"ip": {Type: genai.TypeString, Description: "A public IPv4 or IPv6 address, e.g. \"198.51.100.23\" or \"2001:db8::7\". " +
-					"Defanged forms such as 198.51.100[.]23 are accepted; private and loopback addresses are refused."},
-				"max_age_days": {Type: genai.TypeInteger, Description: "Only count reports from the last N days, 1-365; default 90."},
-			},
-			Required: []string{"ip"},
-		},
-	}
-}
+func (abuseIPDBTool) Declaration() *genai.FunctionDeclaration { return abuseIPDBDeclaration }
 
 type abuseIPDBResponse struct {
 	Data struct {
@@ -100,7 +83,7 @@ func (t abuseIPDBTool) Call(ctx context.Context, args map[string]any) (any, erro
 	q := url.Values{"ipAddress": {ip.String()}, "maxAgeInDays": {strconv.Itoa(days)}}
 	var r abuseIPDBResponse
 	err = t.c.get(ctx, "/api/v2/check", q, &r)
-	if errors.Is(err, errNotFound) {
+	if upstream.Is(err, upstream.NotFound) {
 		return abuseIPDBOut{IPAddress: ip.String(), MaxAgeDays: days,
 			Verdict: "unknown", Note: "AbuseIPDB has no data for this IP"}, nil
 	}
@@ -117,7 +100,7 @@ func (t abuseIPDBTool) Call(ctx context.Context, args map[string]any) (any, erro
 		LastReportedAt:       d.LastReportedAt,
 		CountryCode:          d.CountryCode,
 		UsageType:            d.UsageType,
-		ISP:                  clip(d.ISP, 100),
+		ISP:                  clip.String(d.ISP, 100),
 		Domain:               d.Domain,
 		IsTor:                d.IsTor,
 		IsPublic:             d.IsPublic,
@@ -133,7 +116,7 @@ func (t abuseIPDBTool) Call(ctx context.Context, args map[string]any) (any, erro
 			out.Note = fmt.Sprintf("%d more hostnames omitted", len(d.Hostnames)-i)
 			break
 		}
-		out.Hostnames = append(out.Hostnames, clip(h, 100))
+		out.Hostnames = append(out.Hostnames, clip.String(h, 100))
 	}
 	out.Verdict = abuseIPDBVerdict(out)
 	return out, nil

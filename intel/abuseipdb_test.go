@@ -10,6 +10,8 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/secops-agent/investigator/internal/upstream"
+
 	"github.com/secops-agent/investigator/tools"
 )
 
@@ -142,7 +144,7 @@ func TestAbuseIPDBAPIKeyRejected(t *testing.T) {
 	for _, code := range []int{401, 403} {
 		tool, _ := abuseIPDBFake(t, respond(code, `{"errors": [{"detail": "Authentication failed. Your API key is either missing, incorrect, or revoked.", "status": 401}]}`))
 		_, err := tool.Call(context.Background(), map[string]any{"ip": "198.51.100.23"})
-		assertRejection(t, err, "API key rejected by AbuseIPDB")
+		assertRefused(t, err, upstream.CredentialsRejected, "API key rejected by AbuseIPDB")
 		require.NotContains(t, err.Error(), testAPIKey)
 	}
 }
@@ -150,7 +152,7 @@ func TestAbuseIPDBAPIKeyRejected(t *testing.T) {
 func TestAbuseIPDBUnprocessableGoesToModel(t *testing.T) {
 	tool, _ := abuseIPDBFake(t, respond(422, `{"errors": [{"detail": "The max age in days must be between 1 and 365.", "status": 422, "source": {"parameter": "maxAgeInDays"}}]}`))
 	_, err := tool.Call(context.Background(), map[string]any{"ip": "198.51.100.23"})
-	assertRejection(t, err, "The max age in days must be between 1 and 365.")
+	assertRefused(t, err, upstream.BadRequest, "The max age in days must be between 1 and 365.")
 }
 
 func TestAbuseIPDBServerErrorIsRetried(t *testing.T) {

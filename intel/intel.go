@@ -1,3 +1,8 @@
+// Package intel holds the threat-intelligence tools (AlienVault OTX,
+// URLScan.io, VirusTotal, AbuseIPDB). Each is enabled only when its API key is
+// configured, talks to a configurable base URL, and shapes the provider's
+// answer into the few fields an analyst needs. Provider failures are typed
+// upstream errors; the activities decide what Temporal retries.
 package intel
 
 import (
@@ -6,8 +11,31 @@ import (
 	"github.com/secops-agent/investigator/tools"
 )
 
+// Provider says how to reach one threat-intelligence service.
+type Provider struct {
+	APIKey  string
+	BaseURL string
+}
+
+// Config holds every provider; a provider without an API key is disabled.
+type Config struct {
+	OTX        Provider
+	URLScan    Provider
+	VirusTotal Provider
+	AbuseIPDB  Provider
+}
+
+// Default base URLs.
+const (
+	DefaultOTXURL        = "https://otx.alienvault.com"
+	DefaultURLScanURL    = "https://urlscan.io"
+	DefaultVirusTotalURL = "https://www.virustotal.com"
+	DefaultAbuseIPDBURL  = "https://api.abuseipdb.com"
+)
+
 // Tools returns the threat-intelligence tools whose API key is configured,
-// and the others with the reason they are off. hc may be nil.
+// and the others with the reason they are off. hc may be nil; it is copied,
+// never changed.
 func Tools(cfg Config, hc *http.Client) ([]tools.Tool, []tools.Disabled) {
 	var on []tools.Tool
 	var off []tools.Disabled

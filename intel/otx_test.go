@@ -11,6 +11,8 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/secops-agent/investigator/internal/upstream"
+
 	"github.com/secops-agent/investigator/tools"
 )
 
@@ -341,7 +343,7 @@ func TestOTXAPIKeyRejected(t *testing.T) {
 	for _, code := range []int{401, 403} {
 		tool, _ := otxFake(t, respond(code, `{"detail": "Authentication credentials were not provided."}`))
 		_, err := tool.Call(context.Background(), map[string]any{"indicator": "198.51.100.23", "indicator_type": "IPv4"})
-		assertRejection(t, err, "API key rejected by AlienVault OTX")
+		assertRefused(t, err, upstream.CredentialsRejected, "API key rejected by AlienVault OTX")
 		require.NotContains(t, err.Error(), testAPIKey)
 	}
 }
@@ -358,7 +360,7 @@ func TestOTXServerErrorIsRetried(t *testing.T) {
 func TestOTXOtherClientErrorGoesToModel(t *testing.T) {
 	tool, _ := otxFake(t, respond(400, `{"detail": "Invalid indicator"}`))
 	_, err := tool.Call(context.Background(), map[string]any{"indicator": "198.51.100.23", "indicator_type": "IPv4"})
-	assertRejection(t, err, "Invalid indicator")
+	assertRefused(t, err, upstream.BadRequest, "Invalid indicator")
 }
 
 func TestOTXInvalidJSONIsRetried(t *testing.T) {

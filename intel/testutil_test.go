@@ -6,7 +6,6 @@ package intel
 
 import (
 	"encoding/json"
-	"errors"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -14,8 +13,7 @@ import (
 	"testing"
 	"time"
 
-	"go.temporal.io/sdk/temporal"
-
+	"github.com/secops-agent/investigator/internal/upstream"
 	"github.com/secops-agent/investigator/tools"
 )
 
@@ -78,30 +76,30 @@ func toJSON(t *testing.T, v any) []byte {
 	return b
 }
 
-// assertRateLimited checks err is a retryable ErrRateLimited application
-// error whose next retry delay is delay.
+// assertRateLimited checks err is the provider's rate limit, to be retried
+// after delay.
 func assertRateLimited(t *testing.T, err error, delay time.Duration) {
 	t.Helper()
-	var ae *temporal.ApplicationError
-	if !errors.As(err, &ae) {
-		t.Fatalf("want *temporal.ApplicationError, got %T: %v", err, err)
+	e, ok := upstream.As(err)
+	if !ok {
+		t.Fatalf("want *upstream.Error, got %T: %v", err, err)
 	}
-	if ae.Type() != ErrRateLimited {
-		t.Errorf("error type = %q, want %q", ae.Type(), ErrRateLimited)
+	if e.Kind != upstream.RateLimited || e.Status != http.StatusTooManyRequests {
+		t.Errorf("kind %v, status %d; want rate limited, 429", e.Kind, e.Status)
 	}
-	if ae.NonRetryable() {
+	if !e.Kind.Retryable() {
 		t.Error("rate-limit error is non-retryable, want retryable")
 	}
-	if ae.NextRetryDelay() != delay {
-		t.Errorf("NextRetryDelay = %v, want %v", ae.NextRetryDelay(), delay)
+	if e.RetryAfter != delay {
+		t.Errorf("RetryAfter = %v, want %v", e.RetryAfter, delay)
 	}
 	if tools.IsRejection(err) {
 		t.Error("rate-limit error is a Rejection, want a retryable error")
 	}
 }
 
-// assertRetryable checks err is a plain transient error: not a Rejection and
-// not a non-retryable application error.
+// assertRetryable checks err is a transient error: not a Rejection, and not
+// an upstream error of a kind that is not retried.
 func assertRetryable(t *testing.T, err error) {
 	t.Helper()
 	if err == nil {
@@ -110,9 +108,8 @@ func assertRetryable(t *testing.T, err error) {
 	if tools.IsRejection(err) {
 		t.Fatalf("want a retryable error, got a Rejection: %v", err)
 	}
-	var ae *temporal.ApplicationError
-	if errors.As(err, &ae) && ae.NonRetryable() {
-		t.Fatalf("want a retryable error, got a non-retryable one: %v", err)
+	if e, ok := upstream.As(err); ok && !e.Kind.Retryable() {
+		t.Fatalf("want a retryable error, got a non-retryable one (%v): %v", e.Kind, err)
 	}
 }
 
@@ -127,6 +124,26 @@ func assertRejection(t *testing.T, err error, want string) {
 	}
 	if want != "" && !strings.Contains(err.Error(), want) {
 		t.Errorf("rejection %q does not contain %q", err.Error(), want)
+	}
+}
+
+// assertRefused checks err is the provider's refusal of kind k, which the
+// tool activity hands to the model as the tool's error result (never
+// retried), and that its message contains want.
+func assertRefused(t *testing.T, err error, k upstream.Kind, want string) {
+	t.Helper()
+	e, ok := upstream.As(err)
+	if !ok {
+		t.Fatalf("want *upstream.Error, got %T: %v", err, err)
+	}
+	if e.Kind != k || e.Kind.Retryable() {
+		t.Errorf("kind %v, want %v (not retried)", e.Kind, k)
+	}
+	if e.Status < 400 || e.Status > 499 {
+		t.Errorf("status %d, want a 4xx", e.Status)
+	}
+	if !strings.Contains(err.Error(), want) {
+		t.Errorf("error %q does not contain %q", err.Error(), want)
 	}
 }
 

@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/secops-agent/investigator/internal/upstream"
 )
 
 // urlscanSearchJSON is a search answer in the documented shape: one scan with
@@ -203,7 +205,7 @@ func TestURLScanErrors(t *testing.T) {
 
 			for _, code := range []int{401, 403} {
 				err := call(respond(code, fmt.Sprintf(`{"message": "API key not valid or not allowed for this resource", "status": %d}`, code)))
-				assertRejection(t, err, fmt.Sprintf("API key rejected by URLScan.io (HTTP %d); check its API key setting", code))
+				assertRefused(t, err, upstream.CredentialsRejected, fmt.Sprintf("API key rejected by URLScan.io (HTTP %d); check its API key setting", code))
 				require.NotContains(t, err.Error(), testAPIKey)
 			}
 
@@ -211,7 +213,7 @@ func TestURLScanErrors(t *testing.T) {
 			assertRetryable(t, err)
 			require.Contains(t, err.Error(), "URLScan.io is unavailable (HTTP 503)")
 
-			assertRejection(t, call(respond(400, `{"message": "Invalid query", "description": "Query string could not be parsed", "status": 400}`)), "Invalid query")
+			assertRefused(t, call(respond(400, `{"message": "Invalid query", "description": "Query string could not be parsed", "status": 400}`)), upstream.BadRequest, "Invalid query")
 		})
 	}
 }

@@ -3,7 +3,6 @@ package intel
 import (
 	"context"
 	"encoding/base64"
-	"errors"
 	"fmt"
 	"net"
 	"net/url"
@@ -14,6 +13,8 @@ import (
 
 	"google.golang.org/genai"
 
+	"github.com/secops-agent/investigator/internal/clip"
+	"github.com/secops-agent/investigator/internal/upstream"
 	"github.com/secops-agent/investigator/tools"
 )
 
@@ -39,29 +40,7 @@ func (virusTotal) Purpose() string {
 	return "VirusTotal verdicts from dozens of engines for an IP, domain, URL or file hash."
 }
 
-func (virusTotal) Declaration() *genai.FunctionDeclaration {
-	return &genai.FunctionDeclaration{
-		Name: "virustotal_lookup",
-		Description: "Look up VirusTotal's existing report on an IP address, domain, URL or file hash (it never submits anything). " +
-			"Returns {resource_type, resource, found, link, last_analysis_date, stats:{malicious, suspicious, undetected, harmless, timeout}, " +
-			"reputation, community_votes:{harmless, malicious}, tags (at most 10), flagged:[{engine, category, result}] (at most 10, flagged_by_more counts the rest), " +
-			"plus per type: ip → country, as_owner, asn, network; domain → registrar, creation_date, categories (at most 8); " +
-			"url → url (when VirusTotal canonicalised it), last_final_url (after redirects), title, categories; file → meaningful_name, type_description, size, names (at most 5), first_submission_date, threat_label, sha256; " +
-			"note says how many tags, names or categories were omitted}. " +
-			"found is false when VirusTotal has never seen the resource (not evidence that it is benign). " +
-			"Examples: resource_type \"ip\", resource \"198.51.100.23\"; \"domain\", \"evil.example.com\"; " +
-			"\"url\", \"https://evil.example.com/login.php\"; \"file\", \"44d88612fea8a8f36de82e1278abb02f\".",
-		Parameters: &genai.Schema{
-			Type: genai.TypeObject,
-			Properties: map[string]*genai.Schema{
-				"resource_type": {Type: genai.TypeString, Enum: []string{"ip", "domain", "url", "file"},
-					Description: "What resource is: ip (IPv4 or IPv6), domain (host name without scheme or path), url (full http/https URL), file (MD5, SHA-1 or SHA-256 hash)."},
-				"resource": {Type: genai.TypeString, Description: "The IP, domain, URL or hash, e.g. \"198.51.100.23\", \"evil.example.com\", \"https://evil.example.com/a.php\", \"275a021bbfb6489e54d471899f7db9d1663fc695ec2fe2a2c4538aabf651fd0f\"."},
-			},
-			Required: []string{"resource_type", "resource"},
-		},
-	}
-}
+func (virusTotal) Declaration() *genai.FunctionDeclaration { return virusTotalDeclaration }
 
 // vtResponse is the documented {data:{id, type, attributes}} object report.
 type vtResponse struct {
@@ -176,7 +155,7 @@ func (t virusTotal) Call(ctx context.Context, args map[string]any) (any, error) 
 	}
 	var r vtResponse
 	err = t.c.get(ctx, path, nil, &r)
-	if errors.Is(err, errNotFound) {
+	if upstream.Is(err, upstream.NotFound) {
 		return vtOut{ResourceType: kind, Resource: res, Found: false, Note: vtNotFoundNote(kind)}, nil
 	}
 	if err != nil {
@@ -185,7 +164,7 @@ func (t virusTotal) Call(ctx context.Context, args map[string]any) (any, error) 
 	a := r.Data.Attributes
 	out := vtOut{
 		ResourceType:     kind,
-		Resource:         clip(res, 300),
+		Resource:         clip.String(res, 300),
 		Found:            true,
 		LastAnalysisDate: usvtUnix(a.LastAnalysisDate),
 		Stats:            a.LastAnalysisStats,
@@ -204,27 +183,27 @@ func (t virusTotal) Call(ctx context.Context, args map[string]any) (any, error) 
 	}
 	switch kind {
 	case "ip":
-		out.Country, out.ASOwner, out.ASN, out.Network = a.Country, clip(a.ASOwner, 80), a.ASN, a.Network
+		out.Country, out.ASOwner, out.ASN, out.Network = a.Country, clip.String(a.ASOwner, 80), a.ASN, a.Network
 	case "domain":
-		out.Registrar = clip(a.Registrar, 80)
+		out.Registrar = clip.String(a.Registrar, 80)
 		out.CreationDate = usvtUnix(a.CreationDate)
 	case "url":
 		if a.URL != res {
-			out.URL = clip(a.URL, 300) // VirusTotal's canonical form, when it differs
+			out.URL = clip.String(a.URL, 300) // VirusTotal's canonical form, when it differs
 		}
 		if a.LastFinalURL != a.URL && a.LastFinalURL != res {
-			out.LastFinalURL = clip(a.LastFinalURL, 300)
+			out.LastFinalURL = clip.String(a.LastFinalURL, 300)
 		}
-		out.Title = clip(a.Title, 100)
+		out.Title = clip.String(a.Title, 100)
 	case "file":
-		out.MeaningfulName = clip(a.MeaningfulName, 100)
-		out.TypeDescription = clip(a.TypeDescription, 60)
+		out.MeaningfulName = clip.String(a.MeaningfulName, 100)
+		out.TypeDescription = clip.String(a.TypeDescription, 60)
 		out.Size = a.Size
 		names, n := usvtClipAll(a.Names, vtMaxNames, 100)
 		out.Names = cut.keep("names", names, n)
 		out.FirstSubmissionDate = usvtUnix(a.FirstSubmissionDate)
 		if a.PopularThreat != nil {
-			out.ThreatLabel = clip(a.PopularThreat.Label, 80)
+			out.ThreatLabel = clip.String(a.PopularThreat.Label, 80)
 		}
 		out.SHA256 = a.SHA256
 	}
@@ -268,38 +247,44 @@ func vtTarget(kind, res string) (string, string, string, string, error) {
 	case "ip", "ip_address", "ipv4", "ipv6":
 		ip := net.ParseIP(strings.Trim(res, "[]"))
 		if ip == nil {
-			return "", "", "", "", tools.Reject("resource %q is not an IP address (for a network range, look up one address)", clip(res, 80))
+			return "", "", "", "", tools.Reject("resource %q is not an IP address (for a network range, look up one address)", clip.String(res, 80))
+		}
+		if err := rejectNonPublic(ip); err != nil {
+			return "", "", "", "", err
 		}
 		s := ip.String()
 		return "ip", s, "/api/v3/ip_addresses/" + s, s, nil
 	case "domain", "hostname":
 		d := strings.TrimSuffix(strings.ToLower(res), ".")
 		if strings.Contains(d, "://") || strings.ContainsAny(d, "/?#") {
-			return "", "", "", "", tools.Reject("resource %q is not a bare domain: give the host name only (e.g. evil.example.com), or use resource_type \"url\" for a URL", clip(res, 80))
+			return "", "", "", "", tools.Reject("resource %q is not a bare domain: give the host name only (e.g. evil.example.com), or use resource_type \"url\" for a URL", clip.String(res, 80))
 		}
 		if net.ParseIP(strings.Trim(d, "[]")) != nil {
-			return "", "", "", "", tools.Reject("resource %q is an IP address: use resource_type \"ip\"", clip(res, 80))
+			return "", "", "", "", tools.Reject("resource %q is an IP address: use resource_type \"ip\"", clip.String(res, 80))
 		}
 		if !vtValidDomain(d) {
-			return "", "", "", "", tools.Reject("resource %q is not a domain name (expected labels of letters, digits and '-' separated by dots, e.g. evil.example.com)", clip(res, 80))
+			return "", "", "", "", tools.Reject("resource %q is not a domain name (expected labels of letters, digits and '-' separated by dots, e.g. evil.example.com)", clip.String(res, 80))
 		}
 		return "domain", d, "/api/v3/domains/" + url.PathEscape(d), d, nil
 	case "url":
+		if err := rejectDotDot("resource", res); err != nil {
+			return "", "", "", "", err
+		}
 		u, err := url.Parse(res)
 		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-			return "", "", "", "", tools.Reject("resource %q is not an http(s) URL (e.g. https://evil.example.com/login.php); for a host name use resource_type \"domain\"", clip(res, 80))
+			return "", "", "", "", tools.Reject("resource %q is not an http(s) URL (e.g. https://evil.example.com/login.php); for a host name use resource_type \"domain\"", clip.String(res, 80))
 		}
 		// VirusTotal's URL identifier: unpadded URL-safe base64 of the URL.
 		id := base64.RawURLEncoding.EncodeToString([]byte(res))
 		return "url", res, "/api/v3/urls/" + id, id, nil
 	case "file", "hash", "md5", "sha1", "sha256":
 		if n := len(res); (n != 32 && n != 40 && n != 64) || !vtHash.MatchString(res) {
-			return "", "", "", "", tools.Reject("resource %q is not an MD5, SHA-1 or SHA-256 hash (32, 40 or 64 hex digits)", clip(res, 80))
+			return "", "", "", "", tools.Reject("resource %q is not an MD5, SHA-1 or SHA-256 hash (32, 40 or 64 hex digits)", clip.String(res, 80))
 		}
 		h := strings.ToLower(res)
 		return "file", h, "/api/v3/files/" + h, h, nil
 	}
-	return "", "", "", "", tools.Reject("resource_type must be ip, domain, url or file, got %q", clip(kind, 40))
+	return "", "", "", "", tools.Reject("resource_type must be ip, domain, url or file, got %q", clip.String(kind, 40))
 }
 
 func vtValidDomain(d string) bool {
@@ -343,7 +328,7 @@ func vtFlagged(results map[string]vtEngineResult) ([]vtFlag, int) {
 		if r.EngineName != "" {
 			name = r.EngineName
 		}
-		flags = append(flags, vtFlag{Engine: clip(name, 40), Category: r.Category, Result: clip(r.Result, 80)})
+		flags = append(flags, vtFlag{Engine: clip.String(name, 40), Category: r.Category, Result: clip.String(r.Result, 80)})
 	}
 	sort.Slice(flags, func(i, j int) bool {
 		if flags[i].Category != flags[j].Category {
@@ -355,20 +340,4 @@ func vtFlagged(results map[string]vtEngineResult) ([]vtFlag, int) {
 		return flags[:vtMaxFlagged], len(flags) - vtMaxFlagged
 	}
 	return flags, 0
-}
-
-// usvtClipAll keeps at most n non-empty strings, each clipped to width
-// bytes, and returns the count of non-empty strings too.
-func usvtClipAll(items []string, n, width int) ([]string, int) {
-	var out []string
-	total := 0
-	for _, s := range items {
-		if s = strings.TrimSpace(s); s == "" {
-			continue
-		}
-		if total++; len(out) < n {
-			out = append(out, clip(s, width))
-		}
-	}
-	return out, total
 }

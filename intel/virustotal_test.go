@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/secops-agent/investigator/internal/upstream"
 )
 
 // vtEngines renders last_analysis_results with the given number of
@@ -319,9 +321,9 @@ func TestVirusTotalErrors(t *testing.T) {
 	assertRateLimited(t, call(respond(429, `{"error": {"code": "QuotaExceededError", "message": "Quota exceeded"}}`, "Retry-After", "7")), 7*time.Second)
 
 	err := call(respond(401, `{"error": {"code": "WrongCredentialsError", "message": "Wrong API key"}}`))
-	assertRejection(t, err, "API key rejected by VirusTotal")
+	assertRefused(t, err, upstream.CredentialsRejected, "API key rejected by VirusTotal")
 	require.NotContains(t, err.Error(), testAPIKey)
-	assertRejection(t, call(respond(403, `{"error": {"code": "ForbiddenError", "message": "Forbidden"}}`)), "API key rejected by VirusTotal")
+	assertRefused(t, call(respond(403, `{"error": {"code": "ForbiddenError", "message": "Forbidden"}}`)), upstream.CredentialsRejected, "API key rejected by VirusTotal")
 
 	err = call(respond(500, `{"error": {"code": "TransientError", "message": "Try again later"}}`))
 	assertRetryable(t, err)
@@ -330,5 +332,5 @@ func TestVirusTotalErrors(t *testing.T) {
 	err = call(respond(200, `<html>not json</html>`))
 	assertRetryable(t, err)
 
-	assertRejection(t, call(respond(400, `{"error": {"code": "InvalidArgumentError", "message": "Domain \"evil.example.com\" is not a valid domain pattern"}}`)), "not a valid domain pattern")
+	assertRefused(t, call(respond(400, `{"error": {"code": "InvalidArgumentError", "message": "Domain \"evil.example.com\" is not a valid domain pattern"}}`)), upstream.BadRequest, "not a valid domain pattern")
 }

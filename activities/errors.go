@@ -1,0 +1,104 @@
+package activities
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+
+	"go.temporal.io/sdk/temporal"
+
+	"github.com/secops-agent/investigator/gemini"
+	"github.com/secops-agent/investigator/internal/upstream"
+	"github.com/secops-agent/investigator/tools"
+)
+
+// Temporal error types of failed Gemini calls. The non-retryable ones end the
+// run with their one-sentence message (design/architecture.md, "Retry
+// classification").
+const (
+	ErrGeminiInvalidRequest = "GeminiInvalidRequest"
+	ErrGeminiUnauthorized   = "GeminiUnauthorized"
+	ErrGeminiForbidden      = "GeminiForbidden"
+	ErrGeminiNotFound       = "GeminiNotFound"
+	ErrGeminiRateLimited    = "GeminiRateLimited"
+	ErrGeminiUnavailable    = "GeminiUnavailable"
+	ErrGeminiTimeout        = "GeminiTimeout"
+)
+
+// Temporal error types of a tool's outside service (a threat-intelligence
+// provider) that is worth retrying; its other failures are the tool's error
+// result.
+const (
+	ErrIntelRateLimited = "IntelRateLimited"
+	ErrIntelUnavailable = "IntelUnavailable"
+	ErrIntelTimeout     = "IntelTimeout"
+)
+
+// callGemini runs one Gemini request and turns its failure into the Temporal
+// error that decides whether the activity is retried.
+func callGemini[T any](ctx context.Context, fn func(context.Context) (T, error)) (T, error) {
+	res, err := gemini.Call(ctx, fn)
+	return res, geminiError(err)
+}
+
+// geminiError maps a typed Gemini failure to a Temporal error: rate limits,
+// unavailability and timeouts are retried (after the server's Retry-After),
+// the rest fail the activity at once. Other errors are returned as they are.
+func geminiError(err error) error {
+	e, ok := upstream.As(err)
+	if !ok {
+		return err
+	}
+	switch e.Kind {
+	case upstream.RateLimited:
+		return retryable(e.Message, ErrGeminiRateLimited, e)
+	case upstream.Unavailable:
+		return retryable(e.Message, ErrGeminiUnavailable, e)
+	case upstream.Timeout:
+		return retryable(e.Message, ErrGeminiTimeout, e)
+	case upstream.BadRequest:
+		return temporal.NewNonRetryableApplicationError(e.Message, ErrGeminiInvalidRequest, e.Cause)
+	case upstream.CredentialsRejected:
+		if e.Status == http.StatusForbidden {
+			return temporal.NewNonRetryableApplicationError(e.Message, ErrGeminiForbidden, e.Cause)
+		}
+		return temporal.NewNonRetryableApplicationError(e.Message, ErrGeminiUnauthorized, e.Cause)
+	case upstream.NotFound:
+		return temporal.NewNonRetryableApplicationError(e.Message, ErrGeminiNotFound, e.Cause)
+	}
+	return err
+}
+
+// toolFailure decides what a tool's error becomes: a result the model reads
+// (rejected arguments, a provider that refused the key or the request, or
+// knows nothing) or an error for Temporal to retry (a rate limit after its
+// Retry-After, an unavailable provider, anything unexpected).
+func toolFailure(tool string, err error) (result string, retry error) {
+	if tools.IsRejection(err) {
+		return err.Error(), nil
+	}
+	e, ok := upstream.As(err)
+	if !ok {
+		return "", fmt.Errorf("tool %s: %w", tool, err)
+	}
+	switch e.Kind {
+	case upstream.RateLimited:
+		return "", retryable(e.Message, ErrIntelRateLimited, e)
+	case upstream.Unavailable:
+		return "", retryable("tool "+tool+": "+e.Message, ErrIntelUnavailable, e)
+	case upstream.Timeout:
+		return "", retryable("tool "+tool+": "+e.Message, ErrIntelTimeout, e)
+	case upstream.CredentialsRejected, upstream.BadRequest, upstream.NotFound:
+		return e.Message, nil
+	}
+	return "", fmt.Errorf("tool %s: %w", tool, err)
+}
+
+// retryable is a retryable application error whose next attempt waits for
+// the delay the service asked for (0: the retry policy's backoff).
+func retryable(msg, errType string, e *upstream.Error) error {
+	return temporal.NewApplicationErrorWithOptions(msg, errType, temporal.ApplicationErrorOptions{
+		Cause:          e.Cause,
+		NextRetryDelay: e.RetryAfter,
+	})
+}

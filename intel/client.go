@@ -1,0 +1,204 @@
+package intel
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/url"
+	"strings"
+	"time"
+
+	"github.com/secops-agent/investigator/internal/clip"
+	"github.com/secops-agent/investigator/internal/redact"
+	"github.com/secops-agent/investigator/internal/upstream"
+	"github.com/secops-agent/investigator/tools"
+)
+
+// maxBody bounds how much of a provider response is read.
+const maxBody = 8 << 20
+
+// maxErrorText bounds the provider's own words quoted in an error.
+const maxErrorText = 300
+
+// client is one provider's HTTP access: base URL, auth header and display name.
+type client struct {
+	name    string // as shown to users: "VirusTotal"
+	baseURL string
+	header  string // auth header name
+	key     string
+	secrets *redact.Redactor // the key, in every form a provider may quote it
+	http    *http.Client
+}
+
+// newClient builds a provider's client on a copy of hc (a 30-second client
+// when nil) that refuses redirects to another host: the API key header goes
+// with every request the client sends.
+func newClient(name, header string, p Provider, def string, hc *http.Client) *client {
+	base := strings.TrimRight(p.BaseURL, "/")
+	if base == "" {
+		base = def
+	}
+	h := http.Client{Timeout: 30 * time.Second}
+	if hc != nil {
+		h = *hc
+	}
+	h.CheckRedirect = sameHostOnly(h.CheckRedirect)
+	return &client{name: name, baseURL: base, header: header, key: p.APIKey, secrets: redact.New(p.APIKey), http: &h}
+}
+
+// redirectError is a redirect refused because it leaves the provider's host.
+type redirectError struct{ to string }
+
+func (e *redirectError) Error() string { return "redirect to another host (" + e.to + ") refused" }
+
+// sameHostOnly allows a redirect only to the host (and port) of the first
+// request, and never from https to http, then applies next (Go's default
+// of at most 10 redirects when nil).
+func sameHostOnly(next func(*http.Request, []*http.Request) error) func(*http.Request, []*http.Request) error {
+	return func(req *http.Request, via []*http.Request) error {
+		first := via[0].URL
+		downgrade := first.Scheme == "https" && req.URL.Scheme != "https"
+		if !strings.EqualFold(req.URL.Host, first.Host) || downgrade {
+			return &redirectError{to: req.URL.Scheme + "://" + req.URL.Host}
+		}
+		if next != nil {
+			return next(req, via)
+		}
+		if len(via) >= 10 {
+			return errors.New("stopped after 10 redirects")
+		}
+		return nil
+	}
+}
+
+// get calls GET base+path?query with the API key header and decodes the JSON
+// answer, with the key redacted from every string, into out. Failures:
+//   - an HTTP error status: an *upstream.Error of the status's kind (404
+//     NotFound, 401/403 CredentialsRejected, 429 RateLimited with the
+//     Retry-After, other 4xx BadRequest, 5xx Unavailable);
+//   - no answer: an *upstream.Error, Timeout or Unavailable;
+//   - a redirect to another host: a tools.Rejection naming the provider;
+//   - an answer that is not JSON: a plain error (retried).
+func (c *client) get(ctx context.Context, path string, query url.Values, out any) error {
+	u := c.baseURL + path
+	if len(query) > 0 {
+		u += "?" + query.Encode()
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
+	if err != nil {
+		return tools.Reject("cannot build the %s request: %v", c.name, c.secrets.Error(err))
+	}
+	req.Header.Set(c.header, c.key)
+	req.Header.Set("Accept", "application/json")
+	resp, err := c.http.Do(req)
+	if err != nil {
+		return c.transportError(err)
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(io.LimitReader(resp.Body, maxBody))
+	if err != nil {
+		return c.transportError(fmt.Errorf("read the response: %w", err))
+	}
+	if code := resp.StatusCode; code < 200 || code > 299 {
+		return c.statusError(code, resp.Header.Get("Retry-After"), body)
+	}
+	clean, err := c.secrets.JSON(body)
+	if err == nil {
+		err = json.Unmarshal(clean, out)
+	}
+	if err != nil {
+		return fmt.Errorf("%s answered with invalid JSON: %w", c.name, err)
+	}
+	return nil
+}
+
+// statusError classifies an HTTP error status.
+func (c *client) statusError(code int, retryAfter string, body []byte) error {
+	kind, ok := upstream.StatusKind(code)
+	switch {
+	case !ok && code >= 400 && code < 500:
+		kind = upstream.BadRequest
+	case !ok:
+		kind = upstream.Unavailable // a redirect not followed, an unknown status
+	}
+	e := &upstream.Error{Service: c.name, Kind: kind, Status: code}
+	if kind.Retryable() {
+		e.RetryAfter = upstream.ParseRetryAfter(retryAfter, time.Now())
+	}
+	switch kind {
+	case upstream.NotFound:
+		e.Message = fmt.Sprintf("%s has no data for this (HTTP 404)", c.name)
+	case upstream.CredentialsRejected:
+		e.Message = fmt.Sprintf("API key rejected by %s (HTTP %d); check its API key setting", c.name, code)
+	case upstream.RateLimited:
+		e.Message = fmt.Sprintf("%s rate limit reached (HTTP 429)", c.name)
+	case upstream.BadRequest:
+		e.Message = fmt.Sprintf("%s refused the request (HTTP %d): %s", c.name, code, c.errorText(body))
+	case upstream.Timeout:
+		e.Message = fmt.Sprintf("%s timed out (HTTP %d): %s", c.name, code, c.errorText(body))
+	default:
+		e.Message = fmt.Sprintf("%s is unavailable (HTTP %d): %s", c.name, code, c.errorText(body))
+	}
+	return e
+}
+
+// transportError classifies a request that got no answer.
+func (c *client) transportError(err error) error {
+	var re *redirectError
+	if errors.As(err, &re) {
+		return tools.Reject("%s redirected the request to another host (%s); refused, so that its API key is not sent there",
+			c.name, clip.String(re.to, 100))
+	}
+	cause := c.secrets.Error(err)
+	if errors.Is(err, context.Canceled) {
+		return fmt.Errorf("%s request cancelled: %w", c.name, cause) // recognisable as cancellation
+	}
+	e := &upstream.Error{Service: c.name, Kind: upstream.Unavailable, Message: fmt.Sprintf("%s request failed: %v", c.name, cause), Cause: cause}
+	var ne net.Error
+	if errors.Is(err, context.DeadlineExceeded) || (errors.As(err, &ne) && ne.Timeout()) {
+		e.Kind, e.Message = upstream.Timeout, fmt.Sprintf("%s did not answer in time: %v", c.name, cause)
+	}
+	return e
+}
+
+// errorText is the short error text of a provider's error body, without the
+// API key (a provider or a proxy may quote the request back): redacted in the
+// raw text, in every decoded JSON string, and in the extracted message.
+func (c *client) errorText(body []byte) string {
+	if clean, err := c.secrets.JSON(body); err == nil {
+		body = clean
+	} else {
+		body = []byte(c.secrets.String(string(body)))
+	}
+	return clip.String(c.secrets.String(message(body)), maxErrorText)
+}
+
+// message extracts the error text from a provider's error body.
+func message(body []byte) string {
+	var e struct {
+		Error   any    `json:"error"`
+		Message string `json:"message"`
+		Detail  string `json:"detail"`
+		Errors  []struct {
+			Detail string `json:"detail"`
+		} `json:"errors"`
+	}
+	if json.Unmarshal(body, &e) == nil {
+		switch {
+		case e.Message != "":
+			return e.Message
+		case e.Detail != "":
+			return e.Detail
+		case len(e.Errors) > 0 && e.Errors[0].Detail != "":
+			return e.Errors[0].Detail
+		case e.Error != nil:
+			b, _ := json.Marshal(e.Error)
+			return string(b)
+		}
+	}
+	return strings.TrimSpace(string(body))
+}

@@ -1,0 +1,114 @@
+package intel
+
+import (
+	"context"
+	"net"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+)
+
+// A URL argument with a ".." path segment, plain or percent-encoded, is
+// refused before any request; a URL that merely holds dots is not.
+func TestDotDotURLsAreRefused(t *testing.T) {
+	bad := []string{
+		"https://evil.example.com/../../api/v1/users/me",
+		"https://evil.example.com/a/..",
+		"https://evil.example.com/%2e%2e/admin",
+		"https://evil.example.com/%2E%2e/admin",
+		"https://evil.example.com/.%2e/admin",
+		"https://evil.example.com/%252e%252e/admin", // encoded twice
+		"https://evil.example.com/a%2f..%2fadmin",
+		"https://evil.example.com/a\\..\\admin",
+		"https://evil.example.com/..?next=1",
+		"https://evil.example.com/%zz/%2e%2e/x", // a bad escape does not stop the decoding
+	}
+	good := []string{"https://evil.example.com/a..b/file...txt", "https://evil.example.com/login.php?next=/admin", "https://evil.example.com/%2e/x"}
+
+	calls := []struct {
+		tool string
+		cfg  func(Provider) Config
+		args func(u string) map[string]any
+	}{
+		{"query_otx", func(p Provider) Config { return Config{OTX: p} },
+			func(u string) map[string]any { return map[string]any{"indicator": u, "indicator_type": "url"} }},
+		{"virustotal_lookup", func(p Provider) Config { return Config{VirusTotal: p} },
+			func(u string) map[string]any { return map[string]any{"resource_type": "url", "resource": u} }},
+		{"urlscan_search", func(p Provider) Config { return Config{URLScan: p} },
+			func(u string) map[string]any { return map[string]any{"query": `task.url:"` + u + `"`} }},
+	}
+	for _, c := range calls {
+		t.Run(c.tool, func(t *testing.T) {
+			fake, reqs := fakeProvider(t, respond(200, `{}`))
+			tool := configuredTool(t, c.cfg(Provider{APIKey: testAPIKey, BaseURL: fake.baseURL}), fake.http, c.tool)
+			for _, u := range bad {
+				_, err := tool.Call(context.Background(), c.args(u))
+				assertRejection(t, err, `has a ".." path segment`)
+			}
+			require.Empty(t, *reqs, "no request for a URL with a .. segment")
+			for _, u := range good {
+				_, err := tool.Call(context.Background(), c.args(u))
+				require.NoError(t, err, u)
+			}
+			require.Len(t, *reqs, len(good))
+		})
+	}
+}
+
+// No provider is asked about an address that is not public: private,
+// shared (CGNAT), this-network, loopback, link-local, multicast, reserved,
+// unique-local, and the IPv6 forms of private IPv4 addresses.
+func TestNonPublicAddressesAreRefused(t *testing.T) {
+	private := []string{
+		"10.1.2.3", "172.16.0.1", "192.168.1.20", "127.0.0.1", "169.254.169.254",
+		"100.64.0.1", "100.127.255.254", // CGNAT
+		"0.0.0.0", "0.1.2.3", // this network
+		"224.0.0.1", "240.0.0.1", "255.255.255.255",
+		"::", "::1", "fc00::1", "fd12:3456::1", "fe80::1", "fec0::1", "ff02::1",
+		"::ffff:10.1.2.3", "::ffff:100.64.0.1", "::ffff:127.0.0.1", // IPv4-mapped
+		"::10.1.2.3",        // IPv4-compatible (deprecated)
+		"64:ff9b::10.1.2.3", // NAT64 of a private address
+		"2002:c0a8:0114::1", // 6to4 of 192.168.1.20
+		"2002:6440:0001::1", // 6to4 of 100.64.0.1
+	}
+	public := []string{"198.51.100.23", "8.8.8.8", "100.63.255.255", "100.128.0.0", "1.0.0.1",
+		"2001:db8::7", "2606:4700::1111", "::ffff:8.8.8.8", "64:ff9b::808:808", "2002:0808:0808::1"}
+	for _, s := range private {
+		require.True(t, nonPublic(net.ParseIP(s)), s)
+	}
+	for _, s := range public {
+		require.False(t, nonPublic(net.ParseIP(s)), s)
+	}
+
+	// Every tool that takes an IP refuses them before any request.
+	calls := []struct {
+		tool string
+		cfg  func(Provider) Config
+		args func(ip string) map[string]any
+	}{
+		{"abuseipdb_check", func(p Provider) Config { return Config{AbuseIPDB: p} },
+			func(ip string) map[string]any { return map[string]any{"ip": ip} }},
+		{"virustotal_lookup", func(p Provider) Config { return Config{VirusTotal: p} },
+			func(ip string) map[string]any { return map[string]any{"resource_type": "ip", "resource": ip} }},
+		{"query_otx", func(p Provider) Config { return Config{OTX: p} },
+			func(ip string) map[string]any {
+				typ := "IPv6"
+				if !strings.Contains(ip, ":") {
+					typ = "IPv4"
+				}
+				return map[string]any{"indicator": ip, "indicator_type": typ}
+			}},
+	}
+	for _, c := range calls {
+		t.Run(c.tool, func(t *testing.T) {
+			fake, reqs := fakeProvider(t, respond(200, `{}`))
+			tool := configuredTool(t, c.cfg(Provider{APIKey: testAPIKey, BaseURL: fake.baseURL}), fake.http, c.tool)
+			for _, ip := range []string{"100.64.0.1", "0.0.0.0", "::ffff:10.1.2.3", "fd00::1", "fe80::1"} {
+				_, err := tool.Call(context.Background(), c.args(ip))
+				assertRejection(t, err, "private, loopback, link-local or multicast")
+			}
+			require.Empty(t, *reqs)
+		})
+	}
+}

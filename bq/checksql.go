@@ -12,23 +12,33 @@ import (
 // a reason the model can act on: DML (INSERT, UPDATE, DELETE, MERGE,
 // TRUNCATE), DDL and DCL (CREATE, DROP, ALTER, GRANT, REVOKE, ...), EXPORT
 // and LOAD, CALL and EXECUTE IMMEDIATE, scripting (DECLARE, SET, BEGIN, ...),
-// several statements and empty input.
+// SELECT ... INTO, several statements and empty input.
 //
 // It also refuses the escape hatches that read outside the configured
-// tables without naming a table: EXTERNAL_QUERY (federated SQL that is never
-// checked), EXTERNAL_OBJECT_TRANSFORM (Cloud Storage objects) and
-// INFORMATION_SCHEMA views (metadata of every dataset and job).
+// tables without naming a table: INFORMATION_SCHEMA views (metadata of every
+// dataset and job), the function families of functions.go (EXTERNAL_QUERY,
+// ML., AI., OBJ., VECTOR_SEARCH, Cloud KMS, user functions qualified by a
+// dataset or project), MODEL references, and table-valued functions other
+// than UNNEST (the tables config may allow some; CheckSQL alone allows none).
 //
 // It reads the text with a small GoogleSQL lexer that ends comments, literals
 // and quoted identifiers where ZetaSQL's lexer does, so that comments (--, #,
 // /* */), string and bytes literals (single, double or triple quoted, with
 // r and b prefixes) and backtick-quoted identifiers cannot hide a keyword or a
-// semicolon, and keywords are matched case-insensitively. It is pure and
-// makes no call to BigQuery. It is the first of four guards: the tool also
-// refuses a dry run whose statement type is not SELECT or that reads a table
-// outside the configuration, and the job runs under a bytes-billed cap.
+// semicolon, and keywords are matched case-insensitively, never after a dot.
+// What another parser could read differently is refused: a /* inside a
+// block comment, #legacySQL and #standardSQL pragmas anywhere, and invisible
+// or format characters outside string literals. It is pure and makes no call
+// to BigQuery. It is the first of the tool's guards: the tool also refuses a
+// dry run whose statement type is not SELECT or that reads a table or calls a
+// routine outside the configuration, and the job runs under a bytes-billed
+// cap and a timeout.
 func CheckSQL(sql string) error {
-	toks, err := lexSQL(sql)
+	return checkSQL(sql, sqlPolicy{})
+}
+
+func checkSQL(sql string, p sqlPolicy) error {
+	toks, issues, err := scanSQL(sql)
 	if err != nil {
 		return err
 	}
@@ -51,7 +61,25 @@ func CheckSQL(sql string) error {
 	if err := checkQueryExpr(toks); err != nil {
 		return err
 	}
-	return checkEscapeHatches(toks)
+	if len(issues) > 0 {
+		return errors.New(issues[0].reason)
+	}
+	for _, t := range toks {
+		if t.isWord("INTO") {
+			return fmt.Errorf("SELECT ... INTO (at offset %d) writes the result somewhere; only a single read-only SELECT (or WITH ... SELECT) query is allowed", t.pos)
+		}
+	}
+	for _, check := range []func([]sqlToken) error{
+		checkEscapeHatches,
+		func(t []sqlToken) error { return checkCalls(t, p) },
+		checkModels,
+		func(t []sqlToken) error { return checkTableFunctions(t, p) },
+	} {
+		if err := check(toks); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // escapeHatches says, by name, what each escape hatch reads.

@@ -60,7 +60,7 @@ func (t runQuery) Call(ctx context.Context, args map[string]any) (any, error) {
 		return nil, err
 	}
 	// Guard 1: only a single SELECT; a refusal never reaches BigQuery.
-	if err := CheckSQL(sql); err != nil {
+	if err := checkSQL(sql, t.e.policy()); err != nil {
 		return nil, tools.Reject("query refused (nothing was sent to BigQuery): %v", err)
 	}
 	c := t.e.client

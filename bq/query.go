@@ -2,10 +2,8 @@ package bq
 
 import (
 	"context"
-	"errors"
 	"fmt"
 
-	"cloud.google.com/go/bigquery"
 	"google.golang.org/genai"
 
 	"github.com/secops-agent/investigator/tools"
@@ -22,13 +20,14 @@ func (runQuery) Declaration() *genai.FunctionDeclaration {
 	return &genai.FunctionDeclaration{
 		Name: "bigquery_query",
 		Description: "Run one read-only GoogleSQL query (SELECT, or WITH ... SELECT) on the tables bigquery_tables lists. " +
-			"Anything else (INSERT, UPDATE, DELETE, MERGE, CREATE, DROP, EXPORT, scripts, several statements, other tables, EXTERNAL_QUERY, INFORMATION_SCHEMA) is refused. " +
+			"Anything else (INSERT, UPDATE, DELETE, MERGE, CREATE, DROP, EXPORT, scripts, several statements, other tables, EXTERNAL_QUERY, INFORMATION_SCHEMA, " +
+			"ML., AI. and OBJ. functions, models, user-defined and table-valued functions) is refused; built-in functions such as REGEXP_CONTAINS, NET.HOST and SAFE.PARSE_TIMESTAMP are fine. " +
 			"A dry run first estimates the bytes the query scans; a query over the scan limit is refused with the estimate, " +
 			"so filter on time columns and select only the columns you need (avoid SELECT *). Prefer aggregations (COUNT, GROUP BY) to reading many rows. " +
 			"Returns {handle, total_rows, bytes_processed, schema:[column names], preview:[[values in schema order]], next_offset, note}: " +
 			"preview holds the first `limit` rows; read more with bigquery_result(handle, offset). " +
 			"Example: sql \"SELECT source_ip, COUNT(*) AS failures FROM security_logs.auth_events WHERE NOT success " +
-			"AND event_time >= TIMESTAMP '2026-11-20 00:00:00' GROUP BY source_ip ORDER BY failures DESC\", limit 10.",
+			"AND event_time >= TIMESTAMP '2026-11-20 08:00:00+00' GROUP BY source_ip ORDER BY failures DESC\", limit 10.",
 		Parameters: &genai.Schema{
 			Type: genai.TypeObject,
 			Properties: map[string]*genai.Schema{
@@ -59,66 +58,49 @@ func (t runQuery) Call(ctx context.Context, args map[string]any) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	// Guard 1: only a single SELECT; a refusal never reaches BigQuery.
+	// Guard 1: only a single SELECT of built-in functions; a refusal never
+	// reaches BigQuery.
 	if err := checkSQL(sql, t.e.policy()); err != nil {
 		return nil, tools.Reject("query refused (nothing was sent to BigQuery): %v", err)
 	}
-	c := t.e.client
-
-	// Guard 2: a dry run, for the statement type, the tables it reads and
-	// the scan estimate.
-	dry := c.Query(sql)
-	dry.DryRun = true
-	dryJob, err := dry.Run(ctx)
+	// Guard 2: a dry run, for the statement type, the tables and routines it
+	// reads, and the scan estimate.
+	dry, err := t.e.backend.dryRun(ctx, sql)
 	if err != nil {
 		return nil, classify("dry run of the query", err, true)
 	}
-	st := dryJob.LastStatus()
-	if st == nil {
-		return nil, errors.New("the dry run returned no job status")
+	if dry.statementType != "" && dry.statementType != "SELECT" {
+		return nil, tools.Reject("query refused: BigQuery reads it as a %s statement; only a SELECT query is allowed", dry.statementType)
 	}
-	if err := st.Err(); err != nil {
-		return nil, classify("dry run of the query", err, true)
-	}
-	var estimate int64
-	var refs []*bigquery.Table
-	if st.Statistics != nil {
-		estimate = st.Statistics.TotalBytesProcessed
-		if qs, ok := st.Statistics.Details.(*bigquery.QueryStatistics); ok {
-			if qs.StatementType != "" && qs.StatementType != "SELECT" {
-				return nil, tools.Reject("query refused: BigQuery reads it as a %s statement; only a SELECT query is allowed", qs.StatementType)
-			}
-			refs = qs.ReferencedTables
-		}
-	}
-	// Guard 3: only the configured tables, nothing else in BigQuery.
-	if err := t.e.checkTables(sql, refs); err != nil {
+	// Guard 3: only the configured tables and table functions.
+	if err := t.e.checkTables(sql, dry.tables); err != nil {
 		return nil, err
 	}
-	if estimate > t.e.cfg.MaxScanBytes {
+	if err := t.e.checkRoutines(dry.routines, dry.graphs); err != nil {
+		return nil, err
+	}
+	if dry.bytes > t.e.cfg.MaxScanBytes {
 		return nil, tools.Reject("query refused: the query would scan %s, over the %s limit; add a time filter (on a partition column if the table has one) or select fewer columns",
-			formatBytes(estimate), formatBytes(t.e.cfg.MaxScanBytes))
+			formatBytes(dry.bytes), formatBytes(t.e.cfg.MaxScanBytes))
+	}
+	call := tools.CallFrom(ctx)
+	if left := call.ScanBytesLeft; left > 0 && dry.bytes > left {
+		return nil, tools.Reject("query refused: the investigation's scan budget has %s left and this query would scan %s; narrow it with a time filter or fewer columns",
+			formatBytes(left), formatBytes(dry.bytes))
 	}
 
-	// Guard 4: the job itself may not bill more than the limit.
-	q := c.Query(sql)
-	q.MaxBytesBilled = t.e.cfg.MaxScanBytes
-	job, err := q.Run(ctx)
+	// Guard 4: the job may not bill more than the limit nor run longer than
+	// the job timeout, and a retried call finds its earlier job.
+	job, stats, err := t.e.runJob(ctx, sql, dry.location, call.ID)
 	if err != nil {
-		return nil, classify("run the query", err, false)
+		return nil, err
 	}
-	status, err := job.Wait(ctx)
-	if err != nil {
-		return nil, classify("run the query", err, false)
+	call.AddScanned(max(stats.billed, stats.processed))
+	out := queryResult{Handle: encodeHandle(job.location(), job.id()), BytesProcessed: dry.bytes}
+	if stats.processed > 0 {
+		out.BytesProcessed = stats.processed
 	}
-	if err := status.Err(); err != nil {
-		return nil, classify("run the query", err, false)
-	}
-	out := queryResult{Handle: encodeHandle(job.Location(), job.ID()), BytesProcessed: estimate}
-	if status.Statistics != nil && status.Statistics.TotalBytesProcessed > 0 {
-		out.BytesProcessed = status.Statistics.TotalBytesProcessed
-	}
-	page, err := t.e.readRows(ctx, job, 0, uint64(limit))
+	page, err := job.read(ctx, 0, uint64(limit), t.e.cfg.MaxResultRows)
 	if err != nil {
 		return nil, classify("read the query results", err, false)
 	}

@@ -2,14 +2,11 @@ package bq
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"regexp"
 	"strings"
 
-	"cloud.google.com/go/bigquery"
-	"google.golang.org/api/iterator"
 	"google.golang.org/genai"
 
 	"github.com/secops-agent/investigator/tools"
@@ -67,14 +64,14 @@ func (t readResult) Call(ctx context.Context, args map[string]any) (any, error) 
 	if err != nil {
 		return nil, err
 	}
-	job, err := t.e.client.JobFromIDLocation(ctx, jobID, location)
+	job, err := t.e.backend.findJob(ctx, jobID, location)
 	if err != nil {
-		if isNotFound(err) {
+		if errors.Is(err, errJobNotFound) {
 			return nil, tools.Reject("no query result for handle %q (results are kept for about a day); run the query again with bigquery_query", handle)
 		}
 		return nil, classify("find the query result", err, false)
 	}
-	page, err := t.e.readRows(ctx, job, uint64(offset), uint64(limit))
+	page, err := job.read(ctx, uint64(offset), uint64(limit), t.e.cfg.MaxResultRows)
 	if err != nil {
 		return nil, classify("read the query result", err, false)
 	}
@@ -85,7 +82,7 @@ func (t readResult) Call(ctx context.Context, args map[string]any) (any, error) 
 	return out, nil
 }
 
-// The reading rows tool.
+// Reading rows.
 
 type rowsPage struct {
 	total         uint64
@@ -104,29 +101,23 @@ func (p rowsPage) pageableNote() string {
 	return ""
 }
 
-// readRows reads up to n rows from offset of a finished query job's results.
-// See Tools for how paging works on BigQuery and on the emulator.
-func (e *env) readRows(ctx context.Context, job *bigquery.Job, offset, n uint64) (rowsPage, error) {
-	it, err := job.Read(ctx)
-	if err != nil {
-		return rowsPage{}, err
-	}
-	p := rowsPage{total: it.TotalRows, schema: make([]string, len(it.Schema)), rows: [][]any{}}
-	for i, f := range it.Schema {
-		p.schema[i] = f.Name
-	}
-	p.pageable = min(p.total, uint64(e.cfg.MaxResultRows))
+// pageRows makes the page of up to n rows from offset of a result of total
+// rows, of which the first maxRows can be paged; fetch reads the rows of a
+// window (and reports a page cut short to stay small).
+func pageRows(total uint64, schema []string, maxRows int, offset, n uint64, fetch func(offset, n uint64) ([][]any, bool, error)) (rowsPage, error) {
+	p := rowsPage{total: total, schema: schema, rows: [][]any{}}
+	p.pageable = min(p.total, uint64(maxRows))
 	if offset > 0 && offset >= p.pageable {
 		p.offsetPastEnd = true
 		return p, nil
 	}
 	n = min(n, p.pageable-offset) // offset < pageable, or both are 0
 	if n > 0 {
-		var cut bool
-		p.rows, cut, err = collectRows(it, offset, n, p.total)
+		rows, cut, err := fetch(offset, n)
 		if err != nil {
 			return rowsPage{}, err
 		}
+		p.rows = rows
 		if cut {
 			p.note = fmt.Sprintf("This page stops after %d rows to stay small; continue from next_offset.", len(p.rows))
 		}
@@ -140,51 +131,7 @@ func (e *env) readRows(ctx context.Context, job *bigquery.Job, offset, n uint64)
 	return p, nil
 }
 
-// collectRows reads up to n converted rows from offset. It asks the server
-// for exactly that window; if the first page shows that the server ignored
-// startIndex (it sent more rows than remain after offset, as the emulator
-// does), it skips the first offset rows itself. It stops early once the rows
-// would exceed maxRowsJSON bytes of JSON, and then reports cut.
-func collectRows(it *bigquery.RowIterator, offset, n, total uint64) (rows [][]any, cut bool, err error) {
-	it.StartIndex = offset
-	it.PageInfo().MaxSize = int(n)
-	var skip uint64
-	first := true
-	size := 0
-	for uint64(len(rows)) < n {
-		var row []bigquery.Value
-		err := it.Next(&row)
-		if errors.Is(err, iterator.Done) {
-			break
-		}
-		if err != nil {
-			return nil, false, err
-		}
-		if first {
-			first = false
-			if offset > 0 && uint64(1+it.PageInfo().Remaining()) > total-offset {
-				skip = offset
-			}
-		}
-		if skip > 0 {
-			skip--
-			continue
-		}
-		r := jsonRow(row, it.Schema)
-		b, err := json.Marshal(r)
-		if err != nil {
-			return nil, false, fmt.Errorf("encode a result row: %w", err)
-		}
-		if len(rows) > 0 && size+len(b) > maxRowsJSON {
-			return rows, true, nil
-		}
-		size += len(b)
-		rows = append(rows, r)
-	}
-	return rows, false, nil
-}
-
-// The handles tool.
+// Handles.
 
 var (
 	jobIDPattern    = regexp.MustCompile(`^[A-Za-z0-9_-]+$`)

@@ -47,7 +47,7 @@ func Tools(client *bigquery.Client, cfg Config, runbooks []Runbook) []tools.Tool
 	if cfg.Project == "" {
 		cfg.Project = client.Project()
 	}
-	e := &env{client: client, cfg: cfg}
+	e := newEnv(client, cfg)
 	ts := []tools.Tool{listTables{e}, tableSchema{e}, runQuery{e}, readResult{e}}
 	if len(runbooks) > 0 {
 		ts = append(ts, runbookTool{slices.Clone(runbooks)})
@@ -55,9 +55,16 @@ func Tools(client *bigquery.Client, cfg Config, runbooks []Runbook) []tools.Tool
 	return ts
 }
 
+// newEnv reaches BigQuery through client (and its REST service, when
+// NewClient made it).
+func newEnv(client *bigquery.Client, cfg Config) *env {
+	return &env{client: client, cfg: cfg, backend: clientBackend{client: client, rest: restService(client)}}
+}
+
 type env struct {
-	client *bigquery.Client
-	cfg    Config
+	client  *bigquery.Client
+	cfg     Config
+	backend queryBackend
 }
 
 // sqlName is how a query names the table: dataset.table when the tables

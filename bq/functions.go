@@ -119,7 +119,7 @@ func checkCalls(toks []sqlToken, p sqlPolicy) error {
 func calleePath(toks []sqlToken, j int) (parts []string, written string) {
 	k := j - 1
 	for {
-		if k < 0 || !(toks[k].kind == tokWord || toks[k].kind == tokQuotedIdent) {
+		if k < 0 || !isNamePart(toks[k]) {
 			break
 		}
 		k--
@@ -135,6 +135,9 @@ func calleePath(toks []sqlToken, j int) (parts []string, written string) {
 		case tokQuotedIdent:
 			parts = append(parts, strings.Split(t.text, ".")...)
 			w.WriteString("`" + t.text + "`")
+		case tokNumber: // after a dot, ZetaSQL reads ds.1fn as a name
+			parts = append(parts, strings.Split(t.text, ".")...)
+			w.WriteString(t.text)
 		case tokWord:
 			parts = append(parts, t.text)
 			w.WriteString(t.text)

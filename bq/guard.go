@@ -9,13 +9,21 @@ import (
 	"github.com/secops-agent/investigator/tools"
 )
 
+// maxReferencedTables is how many tables a dry run lists at most.
+const maxReferencedTables = 50
+
 // checkTables refuses a query that reads a table outside the configuration.
 // refs are the tables the dry run reports (BigQuery's ReferencedTables),
 // which are authoritative. When there are none, as on the emulator, which
 // never fills them, it falls back to the names written in the SQL
 // (tableRefs). Names match exactly, unlike bigquery_schema's lookup: in
-// BigQuery, table names are case-sensitive.
+// BigQuery, table names are case-sensitive. BigQuery lists at most
+// maxReferencedTables tables, so a query with that many is refused: the list
+// may be incomplete.
 func (e *env) checkTables(sql string, refs []*bigquery.Table) error {
+	if len(refs) >= maxReferencedTables {
+		return tools.Reject("query refused: it reads %d or more tables, and BigQuery's dry run lists no more than %d, so the rest cannot be checked", maxReferencedTables, maxReferencedTables)
+	}
 	for _, t := range refs {
 		if t.ProjectID != e.cfg.Project || !e.configured(t.DatasetID+"."+t.TableID) {
 			return e.refuseTable(t.ProjectID+"."+t.DatasetID+"."+t.TableID, "")

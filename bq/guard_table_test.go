@@ -70,6 +70,7 @@ var guardCases = []guardCase{
 	{sql: "SELECT SAFE.ds.fn(1)", on: onBoth, want: udf},
 	{sql: "SELECT net.my_lookup(source_ip) FROM security_logs.auth_events", on: onBoth, want: "net.my_lookup " + udf},
 	{sql: "SELECT security_logs.decode(user) FROM security_logs.auth_events", on: onBoth, want: udf},
+	{sql: "SELECT ds.1fn(user) FROM security_logs.auth_events", on: onBoth, want: "ds.1fn " + udf},
 	{sql: "SELECT (user).(SAFE.ML.GENERATE_TEXT)() FROM security_logs.auth_events", on: onBoth, want: "chained function call"},
 	{sql: "SELECT * FROM APPENDS(MODEL `other.d.m`)", on: onBoth, allow: []string{"APPENDS"}, want: "MODEL other.d.m refers to a BigQuery ML model"},
 	// Table-valued functions: none unless allowed_table_functions lists them.

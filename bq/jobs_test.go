@@ -184,6 +184,20 @@ func TestQueryJobsOnTheFake(t *testing.T) {
 		assert.Equal(t, jobOptions{id: base, location: "europe-west3", maxBytesBilled: 4096, timeout: 5 * time.Second}, fb.jobs[base].opts)
 	})
 
+	t.Run("a dry run that lists 50 tables may not list them all", func(t *testing.T) {
+		fb := newFakeBackend()
+		var many []string
+		for range maxReferencedTables {
+			many = append(many, auth)
+		}
+		fb.dry[countAuth] = fakeDry{tables: many}
+		_, err := run(fakeEnv(t, fb, nil), t.Context())
+		requireRejection(t, err, "query refused: it reads 50 or more tables, and BigQuery's dry run lists no more than 50")
+		fb.dry[countAuth] = fakeDry{tables: many[1:]}
+		_, err = run(fakeEnv(t, fb, nil), t.Context())
+		require.NoError(t, err)
+	})
+
 	t.Run("the scan budget", func(t *testing.T) {
 		fb := newFakeBackend()
 		fb.bytes = 5000

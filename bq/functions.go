@@ -75,7 +75,7 @@ var kmsFunctions = []string{"KEYS.KEYSET_CHAIN", "KEYS.NEW_WRAPPED_KEYSET", "KEY
 
 // checkCalls applies the function rules above to every call in toks.
 func checkCalls(toks []sqlToken, p sqlPolicy) error {
-	const outside = "outside the tables you may query; use built-in SQL functions over those tables"
+	const only = "only built-in functions over the tables you may query are allowed"
 	for j, t := range toks {
 		if !t.isPunct("(") || j == 0 {
 			continue
@@ -91,20 +91,17 @@ func checkCalls(toks []sqlToken, p sqlPolicy) error {
 		head := strings.ToUpper(parts[0])
 		switch {
 		case slices.Contains(kmsFunctions, upper):
-			return fmt.Errorf("%s calls Cloud KMS, which may hold keys of another project, %s", written, outside)
+			return fmt.Errorf("%s calls Cloud KMS, whose keys may belong to another project; %s", written, only)
 		case len(parts) == 1 && strings.HasPrefix(upper, "EXTERNAL_"):
-			if what, ok := escapeHatches[upper]; ok {
-				return fmt.Errorf("%s %s", what, outside)
-			}
-			return fmt.Errorf("%s reads data outside BigQuery, %s", written, outside)
+			return fmt.Errorf("%s reads data outside BigQuery; %s", written, only)
 		case len(parts) == 1 && upper == "VECTOR_SEARCH":
-			return fmt.Errorf("VECTOR_SEARCH reads vector indexes and may call an embedding model, %s", outside)
+			return fmt.Errorf("VECTOR_SEARCH reads vector indexes and may call an embedding model; %s", only)
 		case len(parts) == 1:
 			continue // a built-in function (temporary ones need CREATE, which is refused)
 		case len(parts) == 2 && slices.Contains(builtinNamespaces[head], strings.ToUpper(parts[1])):
 			continue
 		case refusedFamilies[head] != "" && len(parts) == 2:
-			return fmt.Errorf("%s %s, %s", written, refusedFamilies[head], outside)
+			return fmt.Errorf("%s %s; %s", written, refusedFamilies[head], only)
 		case p.allowsFunction(parts):
 			continue
 		}

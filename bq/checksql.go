@@ -12,23 +12,33 @@ import (
 // a reason the model can act on: DML (INSERT, UPDATE, DELETE, MERGE,
 // TRUNCATE), DDL and DCL (CREATE, DROP, ALTER, GRANT, REVOKE, ...), EXPORT
 // and LOAD, CALL and EXECUTE IMMEDIATE, scripting (DECLARE, SET, BEGIN, ...),
-// several statements and empty input.
+// SELECT ... INTO, several statements and empty input.
 //
 // It also refuses the escape hatches that read outside the configured
-// tables without naming a table: EXTERNAL_QUERY (federated SQL that is never
-// checked), EXTERNAL_OBJECT_TRANSFORM (Cloud Storage objects) and
-// INFORMATION_SCHEMA views (metadata of every dataset and job).
+// tables without naming a table: INFORMATION_SCHEMA views (metadata of every
+// dataset and job), the function families of functions.go (EXTERNAL_QUERY,
+// ML., AI., OBJ., VECTOR_SEARCH, Cloud KMS, user functions qualified by a
+// dataset or project), MODEL references, and table-valued functions other
+// than UNNEST (the tables config may allow some; CheckSQL alone allows none).
 //
 // It reads the text with a small GoogleSQL lexer that ends comments, literals
 // and quoted identifiers where ZetaSQL's lexer does, so that comments (--, #,
 // /* */), string and bytes literals (single, double or triple quoted, with
 // r and b prefixes) and backtick-quoted identifiers cannot hide a keyword or a
-// semicolon, and keywords are matched case-insensitively. It is pure and
-// makes no call to BigQuery. It is the first of four guards: the tool also
-// refuses a dry run whose statement type is not SELECT or that reads a table
-// outside the configuration, and the job runs under a bytes-billed cap.
+// semicolon, and keywords are matched case-insensitively, never after a dot.
+// What another parser could read differently is refused: a /* inside a
+// block comment, #legacySQL and #standardSQL pragmas anywhere, and invisible
+// or format characters outside string literals. It is pure and makes no call
+// to BigQuery. It is the first of the tool's guards: the tool also refuses a
+// dry run whose statement type is not SELECT or that reads a table or calls a
+// routine outside the configuration, and the job runs under a bytes-billed
+// cap and a timeout.
 func CheckSQL(sql string) error {
-	toks, err := lexSQL(sql)
+	return checkSQL(sql, sqlPolicy{})
+}
+
+func checkSQL(sql string, p sqlPolicy) error {
+	toks, issues, err := scanSQL(sql)
 	if err != nil {
 		return err
 	}
@@ -51,7 +61,25 @@ func CheckSQL(sql string) error {
 	if err := checkQueryExpr(toks); err != nil {
 		return err
 	}
-	return checkEscapeHatches(toks)
+	if len(issues) > 0 {
+		return errors.New(issues[0].reason)
+	}
+	for _, t := range toks {
+		if t.isWord("INTO") {
+			return fmt.Errorf("SELECT ... INTO (at offset %d) writes the result somewhere; only a single read-only SELECT (or WITH ... SELECT) query is allowed", t.pos)
+		}
+	}
+	for _, check := range []func([]sqlToken) error{
+		checkEscapeHatches,
+		func(t []sqlToken) error { return checkCalls(t, p) },
+		checkModels,
+		func(t []sqlToken) error { return checkTableFunctions(t, p) },
+	} {
+		if err := check(toks); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // escapeHatches says, by name, what each escape hatch reads.
@@ -197,163 +225,4 @@ func describeTok(t sqlToken) string {
 		return "the identifier `" + t.text + "`"
 	}
 	return fmt.Sprintf("%q", t.text)
-}
-
-type tokKind int
-
-const (
-	tokWord        tokKind = iota // keyword or unquoted identifier
-	tokQuotedIdent                // `identifier`
-	tokString                     // string or bytes literal
-	tokNumber
-	tokPunct
-)
-
-type sqlToken struct {
-	kind tokKind
-	text string // for strings and quoted identifiers, the raw body
-	pos  int    // byte offset in the input
-}
-
-func (t sqlToken) isWord(w string) bool { return t.kind == tokWord && strings.EqualFold(t.text, w) }
-
-func (t sqlToken) isPunct(p string) bool { return t.kind == tokPunct && t.text == p }
-
-// lexSQL splits GoogleSQL text into tokens, dropping whitespace and comments.
-// It only needs to be exact about where comments, literals and quoted
-// identifiers start and end, as ZetaSQL's lexer is (a -- or # comment ends
-// at \r as well as at \n); everything else is words, numbers and single
-// punctuation characters. Unquoted GoogleSQL names are ASCII, so control
-// characters and non-ASCII bytes outside literals and comments count as
-// whitespace (ZetaSQL skips Unicode spaces and rejects the rest): they split
-// words, and cannot glue FROM and a name into one word.
-func lexSQL(s string) ([]sqlToken, error) {
-	var toks []sqlToken
-	i := 0
-	for i < len(s) {
-		c := s[i]
-		switch {
-		case c <= ' ' || c >= 0x7f:
-			i++
-		case c == '#' || (c == '-' && i+1 < len(s) && s[i+1] == '-'):
-			for i < len(s) && s[i] != '\n' && s[i] != '\r' {
-				i++
-			}
-		case c == '/' && i+1 < len(s) && s[i+1] == '*':
-			end := strings.Index(s[i+2:], "*/")
-			if end < 0 {
-				return nil, fmt.Errorf("the /* comment at offset %d is not closed", i)
-			}
-			i += 2 + end + 2
-		case c == '\'' || c == '"':
-			body, next, err := lexQuoted(s, i)
-			if err != nil {
-				return nil, err
-			}
-			toks = append(toks, sqlToken{kind: tokString, text: body, pos: i})
-			i = next
-		case c == '`':
-			body, next, err := lexBacktick(s, i)
-			if err != nil {
-				return nil, err
-			}
-			toks = append(toks, sqlToken{kind: tokQuotedIdent, text: body, pos: i})
-			i = next
-		case isWordStart(c):
-			start := i
-			for i < len(s) && isWordChar(s[i]) {
-				i++
-			}
-			word := s[start:i]
-			// r'..', b"..", rb'''..''' and so on: a prefixed literal.
-			if i < len(s) && (s[i] == '\'' || s[i] == '"') && isLiteralPrefix(word) {
-				body, next, err := lexQuoted(s, i)
-				if err != nil {
-					return nil, err
-				}
-				toks = append(toks, sqlToken{kind: tokString, text: body, pos: start})
-				i = next
-				continue
-			}
-			toks = append(toks, sqlToken{kind: tokWord, text: word, pos: start})
-		case isDigit(c):
-			// An exponent's sign counts only before a digit, so that the
-			// "--" after a field named 1e ("x.1e--") still starts a comment.
-			start := i
-			for i < len(s) && (isWordChar(s[i]) || s[i] == '.' || isExponentSign(s, i)) {
-				i++
-			}
-			toks = append(toks, sqlToken{kind: tokNumber, text: s[start:i], pos: start})
-		default:
-			toks = append(toks, sqlToken{kind: tokPunct, text: s[i : i+1], pos: i})
-			i++
-		}
-	}
-	return toks, nil
-}
-
-func isWordStart(c byte) bool {
-	return c == '_' || (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z')
-}
-
-func isDigit(c byte) bool { return c >= '0' && c <= '9' }
-
-func isWordChar(c byte) bool { return isWordStart(c) || isDigit(c) }
-
-// isExponentSign reports whether s[i] is the sign of an exponent, as in 1e-5.
-func isExponentSign(s string, i int) bool {
-	return (s[i] == '+' || s[i] == '-') && (s[i-1] == 'e' || s[i-1] == 'E') && i+1 < len(s) && isDigit(s[i+1])
-}
-
-func isLiteralPrefix(w string) bool {
-	switch strings.ToLower(w) {
-	case "r", "b", "rb", "br":
-		return true
-	}
-	return false
-}
-
-// lexQuoted reads the string literal whose opening quote is at s[i]: one
-// quote character, or three of them for a triple-quoted literal. A backslash
-// always takes the next character with it, in raw literals too (r"\"" is one
-// literal), as in GoogleSQL's lexer. It returns the body and the offset after
-// the closing quote.
-func lexQuoted(s string, i int) (body string, next int, err error) {
-	q := s[i]
-	delim := s[i : i+1]
-	if strings.HasPrefix(s[i:], strings.Repeat(string(q), 3)) {
-		delim = strings.Repeat(string(q), 3)
-	}
-	j := i + len(delim)
-	for j < len(s) {
-		if s[j] == '\\' {
-			j += 2
-			continue
-		}
-		if strings.HasPrefix(s[j:], delim) {
-			return s[i+len(delim) : j], j + len(delim), nil
-		}
-		if len(delim) == 1 && (s[j] == '\n' || s[j] == '\r') {
-			return "", 0, fmt.Errorf("the string literal at offset %d is not closed on its line (use ''' or \"\"\" for multi-line strings)", i)
-		}
-		j++
-	}
-	return "", 0, fmt.Errorf("the string literal at offset %d is not closed", i)
-}
-
-// lexBacktick reads the quoted identifier whose opening backtick is at s[i].
-// It refuses escapes, which could spell a name the checks would not know
-// (`EXTERNAL\x5fQUERY`), and line breaks, which ZetaSQL refuses too.
-func lexBacktick(s string, i int) (body string, next int, err error) {
-	for j := i + 1; j < len(s); j++ {
-		switch s[j] {
-		case '\\':
-			return "", 0, fmt.Errorf("the `quoted identifier at offset %d contains a backslash escape; write the name without escapes", i)
-		case '\n', '\r':
-			return "", 0, fmt.Errorf("the `quoted identifier at offset %d is not closed on its line", i)
-		case '`':
-			return s[i+1 : j], j + 1, nil
-		}
-	}
-	return "", 0, fmt.Errorf("the `quoted identifier at offset %d is not closed", i)
 }

@@ -53,8 +53,9 @@ func TestCheckSQLAccepts(t *testing.T) {
 		"SELECT 'caf\u00e9; DROP TABLE t' AS s", // non-ASCII inside a literal is content
 		// An exponent keeps its sign only before a digit.
 		"SELECT 1e-5, 2E+10, 0x1e-5 FROM t",
-		// ML and AI functions read only their arguments; names in literals are text.
-		"SELECT * FROM ML.PREDICT(MODEL `m.model`, (SELECT 1 AS x))",
+		// Pure ML preprocessing functions read only their arguments; names in
+		// literals are text. (ML.PREDICT, once accepted here, is now refused:
+		// its model may live in another project.)
 		"SELECT ML.DISTANCE([1.0, 2.0], [3.0, 4.0])",
 		`SELECT 'EXTERNAL_QUERY(1)' AS s, "INFORMATION_SCHEMA" AS t`,
 		"SELECT external_query_count FROM t",
@@ -163,6 +164,7 @@ func TestCheckSQLRefuses(t *testing.T) {
 		{"SELECT query FROM `region-us`.INFORMATION_SCHEMA.JOBS", "INFORMATION_SCHEMA"},
 		{"SELECT * FROM `p.region-us.information_schema.jobs_by_project`", "INFORMATION_SCHEMA"},
 		{"SELECT table_name FROM security_logs.INFORMATION_SCHEMA.TABLES", "INFORMATION_SCHEMA"},
+		{"SELECT * FROM ML.PREDICT(MODEL `m.model`, (SELECT 1 AS x))", "ML.PREDICT calls a BigQuery ML model"},
 	} {
 		err := CheckSQL(tc.sql)
 		if assert.Error(t, err, "%q should be refused", tc.sql) {

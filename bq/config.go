@@ -15,6 +15,7 @@ import (
 	"regexp"
 	"sort"
 	"strings"
+	"time"
 
 	"gopkg.in/yaml.v3"
 )
@@ -23,6 +24,7 @@ import (
 const (
 	DefaultMaxScanBytes  int64 = 1 << 30 // 1 GiB
 	DefaultMaxResultRows       = 10000
+	DefaultJobTimeout          = 60 * time.Second
 )
 
 // Config is the sub-agent's view of BigQuery, loaded from YAML:
@@ -30,6 +32,8 @@ const (
 //	project: demo-investigator          # optional: the client's project if empty
 //	max_scan_bytes: 1073741824          # refuse queries whose dry run estimates more (default 1 GiB)
 //	max_result_rows: 10000              # rows kept for paging (default 10000)
+//	job_timeout: 60s                    # BigQuery ends a query job that runs longer (default 60s)
+//	allowed_table_functions: []         # table functions queries may use (default none)
 //	tables:
 //	  - table: security_logs.auth_events
 //	    description: SSH and sudo authentication events from Linux hosts ...
@@ -40,8 +44,16 @@ type Config struct {
 	// estimates more are refused, and jobs run with it as MaxBytesBilled.
 	MaxScanBytes int64 `yaml:"max_scan_bytes"`
 	// MaxResultRows is how many rows of a result bigquery_result pages through.
-	MaxResultRows int     `yaml:"max_result_rows"`
-	Tables        []Table `yaml:"tables"`
+	MaxResultRows int `yaml:"max_result_rows"`
+	// JobTimeout ends a query job that runs longer (BigQuery's job
+	// timeout), so that a query that scans little but computes much, such as
+	// a large cross join, cannot run on.
+	JobTimeout time.Duration `yaml:"job_timeout"`
+	// AllowedTableFunctions lists the table-valued functions queries may
+	// use: "dataset.function" in Project, or a built-in's name (APPENDS,
+	// CHANGES, GAP_FILL). None by default.
+	AllowedTableFunctions []string `yaml:"allowed_table_functions"`
+	Tables                []Table  `yaml:"tables"`
 }
 
 // Table is one table the sub-agent may use.
@@ -56,6 +68,8 @@ var (
 	// Table names may hold Unicode letters, marks, numbers, connectors,
 	// dashes and spaces; refuse only what would break a dotted reference.
 	tableIDPattern = regexp.MustCompile("^[^.`\\s][^.`]*$")
+	// A routine's name is letters, digits and underscores.
+	functionNamePattern = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)?$`)
 )
 
 // LoadConfig reads and checks a Config from a YAML file and fills in the
@@ -88,6 +102,22 @@ func (c Config) check() error {
 	if c.MaxResultRows < 0 {
 		return fmt.Errorf("max_result_rows must not be negative, got %d", c.MaxResultRows)
 	}
+	if c.JobTimeout < 0 || (c.JobTimeout > 0 && c.JobTimeout < time.Millisecond) {
+		return fmt.Errorf("job_timeout must be a positive duration such as 60s, got %s", c.JobTimeout)
+	}
+	seenFn := map[string]bool{}
+	for i, f := range c.AllowedTableFunctions {
+		if !functionNamePattern.MatchString(f) {
+			return fmt.Errorf("allowed_table_functions[%d]: %q is neither dataset.function nor a built-in table function's name", i, f)
+		}
+		if err := checkSQL("SELECT * FROM "+f+"()", sqlPolicy{tableFunctions: []string{f}, bareDataset: true}); err != nil {
+			return fmt.Errorf("allowed_table_functions[%d]: %s cannot be allowed: %v", i, f, err)
+		}
+		if seenFn[f] {
+			return fmt.Errorf("allowed_table_functions[%d]: %s is listed twice", i, f)
+		}
+		seenFn[f] = true
+	}
 	if len(c.Tables) == 0 {
 		return errors.New("no tables are configured; list at least one under tables: with table: dataset.table and a description")
 	}
@@ -111,6 +141,9 @@ func (c Config) withDefaults() Config {
 	}
 	if c.MaxResultRows == 0 {
 		c.MaxResultRows = DefaultMaxResultRows
+	}
+	if c.JobTimeout == 0 {
+		c.JobTimeout = DefaultJobTimeout
 	}
 	return c
 }

@@ -42,6 +42,13 @@ func TestLoadConfig(t *testing.T) {
 	assert.Equal(t, "", cfg.Project, "an empty project means the client's")
 	assert.Equal(t, DefaultMaxScanBytes, cfg.MaxScanBytes)
 	assert.Equal(t, DefaultMaxResultRows, cfg.MaxResultRows)
+	assert.Equal(t, 60*time.Second, cfg.JobTimeout, "the default job timeout")
+	assert.Empty(t, cfg.AllowedTableFunctions, "no table function is allowed by default")
+
+	cfg, err = LoadConfig(writeFile(t, dir, "fns.yaml", "job_timeout: 90s\nallowed_table_functions: [security_logs.recent_logins, APPENDS]\ntables:\n  - table: logs.events\n"))
+	require.NoError(t, err)
+	assert.Equal(t, 90*time.Second, cfg.JobTimeout)
+	assert.Equal(t, []string{"security_logs.recent_logins", "APPENDS"}, cfg.AllowedTableFunctions)
 }
 
 func TestLoadConfigErrors(t *testing.T) {
@@ -59,6 +66,13 @@ func TestLoadConfigErrors(t *testing.T) {
 		{"dup.yaml", "tables:\n  - table: a.b\n  - table: a.b\n", "listed twice"},
 		{"negative.yaml", "max_scan_bytes: -1\ntables:\n  - table: a.b\n", "must not be negative"},
 		{"negrows.yaml", "max_result_rows: -5\ntables:\n  - table: a.b\n", "must not be negative"},
+		{"timeout.yaml", "job_timeout: soon\ntables:\n  - table: a.b\n", "not valid YAML"},
+		{"negtimeout.yaml", "job_timeout: -1s\ntables:\n  - table: a.b\n", "job_timeout must be a positive duration"},
+		{"fnname.yaml", "allowed_table_functions: [p.ds.fn]\ntables:\n  - table: a.b\n", `"p.ds.fn" is neither dataset.function nor a built-in table function's name`},
+		{"fnml.yaml", "allowed_table_functions: [ML.PREDICT]\ntables:\n  - table: a.b\n", "ML.PREDICT cannot be allowed: ML.PREDICT calls a BigQuery ML model"},
+		{"fnext.yaml", "allowed_table_functions: [external_query]\ntables:\n  - table: a.b\n", "external_query cannot be allowed: EXTERNAL_QUERY sends SQL"},
+		{"fnvec.yaml", "allowed_table_functions: [VECTOR_SEARCH]\ntables:\n  - table: a.b\n", "VECTOR_SEARCH cannot be allowed"},
+		{"fndup.yaml", "allowed_table_functions: [d.f, d.f]\ntables:\n  - table: a.b\n", "d.f is listed twice"},
 	} {
 		p := writeFile(t, dir, tc.name, tc.body)
 		_, err := LoadConfig(p)

@@ -1,73 +1,16 @@
 package bq
 
 import (
-	"slices"
+	"fmt"
 	"strings"
-
-	"cloud.google.com/go/bigquery"
-
-	"github.com/secops-agent/investigator/tools"
 )
 
-// checkTables refuses a query that reads a table outside the configuration.
-// refs are the tables the dry run reports (BigQuery's ReferencedTables),
-// which are authoritative. When there are none, as on the emulator, which
-// never fills them, it falls back to the names written in the SQL
-// (tableRefs). Names match exactly, unlike bigquery_schema's lookup: in
-// BigQuery, table names are case-sensitive.
-func (e *env) checkTables(sql string, refs []*bigquery.Table) error {
-	for _, t := range refs {
-		if t.ProjectID != e.cfg.Project || !e.configured(t.DatasetID+"."+t.TableID) {
-			return e.refuseTable(t.ProjectID+"."+t.DatasetID+"."+t.TableID, "")
-		}
-	}
-	if len(refs) > 0 {
-		return nil
-	}
-	names, ctes, err := tableRefs(sql)
-	if err != nil {
-		return tools.Reject("query refused: %v", err)
-	}
-	for _, n := range names {
-		if e.allowedName(n, ctes) {
-			continue
-		}
-		hint := ""
-		if strings.Count(n, ".") == 1 {
-			// Perhaps an array column written as alias.column.
-			hint = "; if " + n + " is an array column, flatten it with UNNEST(" + n + ")"
-		}
-		return e.refuseTable(n, hint)
-	}
-	return nil
-}
-
-// allowedName reports whether a name written in a query's FROM clause is a
-// configured table, as project.dataset.table or, when the tables live in the
-// client's project (where the query runs), as dataset.table; or the name of
-// one of its WITH subqueries (GoogleSQL reads an unqualified name as one).
-func (e *env) allowedName(n string, ctes []string) bool {
-	if id, ok := strings.CutPrefix(n, e.cfg.Project+"."); ok && e.configured(id) {
-		return true
-	}
-	if e.cfg.Project == e.client.Project() && e.configured(n) {
-		return true
-	}
-	return !strings.Contains(n, ".") && slices.ContainsFunc(ctes, func(c string) bool { return strings.EqualFold(c, n) })
-}
-
-// configured reports whether id ("dataset.table") is a configured table.
-func (e *env) configured(id string) bool {
-	return slices.ContainsFunc(e.cfg.Tables, func(t Table) bool { return t.ID == id })
-}
-
-func (e *env) refuseTable(name, hint string) error {
-	names := make([]string, len(e.cfg.Tables))
-	for i, t := range e.cfg.Tables {
-		names[i] = e.sqlName(t.ID)
-	}
-	return tools.Reject("query refused: it reads %s, which is not one of the tables you may query (%s)%s",
-		name, strings.Join(names, ", "), hint)
+// fromItem is a name written where a query reads rows: after FROM, JOIN,
+// TABLE or CALL, or after a comma in a FROM clause.
+type fromItem struct {
+	name string // the path with backticks removed: "p.d.t", "ds.auth_*"
+	call bool   // followed by "(": a table-valued function
+	pos  int
 }
 
 // tableRefs lists the tables a query names, for when BigQuery does not say:
@@ -75,52 +18,79 @@ func (e *env) refuseTable(name, hint string) error {
 // clause, with backticks removed (`p.d`.t and p-x.d.t are "p.d.t" and
 // "p-x.d.t"), and also the names its WITH clauses define. It skips
 // subqueries (their own FROM clauses are read in turn), UNNEST and the
-// built-in ML. and AI. table functions, and the FROM of EXTRACT(... FROM
-// ...) and IS DISTINCT FROM. Any other table function is listed by its name.
-// It is conservative: a name it cannot place is listed, and refused.
+// built-in ML. and AI. table functions (CheckSQL refuses the latter), and
+// the FROM of EXTRACT(... FROM ...) and IS DISTINCT FROM. Any other table
+// function is listed by its name. It is conservative: a name it cannot place
+// is listed, and refused.
 func tableRefs(sql string) (names, ctes []string, err error) {
 	toks, err := lexSQL(sql)
 	if err != nil {
 		return nil, nil, err
 	}
-	// Per parenthesis depth: the word before the "(" and whether a FROM
+	items, ctes, err := fromItems(toks)
+	if err != nil {
+		return nil, nil, err
+	}
+	for _, it := range items {
+		if !it.call || !builtinTableFunction(it.name) {
+			names = append(names, it.name)
+		}
+	}
+	return names, ctes, nil
+}
+
+// fromItems reads the FROM items of a query and the names its WITH clauses
+// define. A word after a dot is a name, never a keyword (t.where does not
+// end a FROM clause); @{...} hints after FROM or JOIN are skipped; and
+// anything else after FROM, JOIN or a FROM-clause comma that is neither a
+// name nor a parenthesis is an error, so that no table hides behind syntax
+// this reader does not know.
+func fromItems(toks []sqlToken) (items []fromItem, ctes []string, err error) {
+	// Per parenthesis depth: the keyword before the "(" and whether a FROM
 	// clause is open there, so that a comma starts another table.
 	type scope struct {
 		opener string
 		inFrom bool
 	}
 	stack := []scope{{}}
-	expect, expectInFrom := false, false // the next token starts a FROM item or a TABLE argument
+	// After FROM, JOIN and FROM-clause commas (strict) and after TABLE and
+	// CALL (which are also column names), the next token starts an item.
+	expect, strict, expectInFrom := false, false, false
+	var after sqlToken // the token that set expect
 	for i := 0; i < len(toks); i++ {
 		t := toks[i]
 		top := &stack[len(stack)-1]
 		if expect {
-			expect = false
 			switch {
+			case t.isPunct("@") && i+1 < len(toks) && toks[i+1].isPunct("{"):
+				i = skipHint(toks, i+1)
+				continue
 			case t.isPunct("("): // a subquery or a parenthesized join
 				stack = append(stack, scope{})
-				expect = true
 				continue
 			case t.isWord("SELECT") || t.isWord("WITH") || t.isWord("FROM"):
-				// a subquery: read on below
+				expect = false // a subquery: read on below
 			case isNamePart(t):
+				expect = false
 				name, next := readPath(toks, i)
-				i = next - 1
-				if next < len(toks) && toks[next].isPunct("(") {
-					if !builtinTableFunction(name) {
-						names = append(names, name)
-					}
-				} else {
-					names = append(names, name)
+				call := next < len(toks) && toks[next].isPunct("(")
+				items = append(items, fromItem{name: name, call: call, pos: t.pos})
+				if !call {
 					top.inFrom = top.inFrom || expectInFrom
 				}
+				i = next - 1
 				continue
+			case strict:
+				return nil, nil, fmt.Errorf("the lexical table check cannot read what follows %s at offset %d (%s); write a table name, UNNEST(...) or a subquery there",
+					describeTok(after), after.pos, describeTok(t))
+			default:
+				expect = false
 			}
 		}
 		switch {
 		case t.isPunct("("):
 			opener := ""
-			if i > 0 && toks[i-1].kind == tokWord {
+			if i > 0 && toks[i-1].kind == tokWord && !toks[i-1].afterDot {
 				opener = strings.ToUpper(toks[i-1].text)
 			}
 			stack = append(stack, scope{opener: opener})
@@ -132,13 +102,13 @@ func tableRefs(sql string) (names, ctes []string, err error) {
 			if top.opener == "EXTRACT" || (i > 0 && toks[i-1].isWord("DISTINCT")) {
 				continue // EXTRACT(HOUR FROM ts), a IS DISTINCT FROM b
 			}
-			top.inFrom, expect, expectInFrom = true, true, true
+			top.inFrom, expect, strict, expectInFrom, after = true, true, true, true, t
 		case t.isWord("JOIN"):
-			top.inFrom, expect, expectInFrom = true, true, true
+			top.inFrom, expect, strict, expectInFrom, after = true, true, true, true, t
 		case t.isWord("TABLE") || t.isWord("CALL"):
-			expect, expectInFrom = true, false
+			expect, strict, expectInFrom, after = true, false, false, t
 		case t.isPunct(",") && top.inFrom:
-			expect, expectInFrom = true, true
+			expect, strict, expectInFrom, after = true, true, true, t
 		case endsFromClause(toks, i):
 			top.inFrom = false
 		case t.isWord("WITH"):
@@ -147,7 +117,28 @@ func tableRefs(sql string) (names, ctes []string, err error) {
 			}
 		}
 	}
-	return names, ctes, nil
+	if expect && strict {
+		return nil, nil, fmt.Errorf("the query ends after %s at offset %d", describeTok(after), after.pos)
+	}
+	return items, ctes, nil
+}
+
+// skipHint returns the index of the "}" that closes the hint whose "{" is at
+// toks[i], or the last index when it is not closed.
+func skipHint(toks []sqlToken, i int) int {
+	depth := 0
+	for ; i < len(toks); i++ {
+		switch {
+		case toks[i].isPunct("{"):
+			depth++
+		case toks[i].isPunct("}"):
+			depth--
+			if depth == 0 {
+				return i
+			}
+		}
+	}
+	return len(toks) - 1
 }
 
 // endsFromClause reports whether toks[i] ends a FROM clause: a reserved word

@@ -69,7 +69,7 @@ func testEnv(t *testing.T, configFile, clientProject string) *env {
 	client, err := NewClient(t.Context(), clientProject, "127.0.0.1:1")
 	require.NoError(t, err)
 	t.Cleanup(func() { client.Close() })
-	return &env{client: client, cfg: cfg}
+	return newEnv(client, cfg)
 }
 
 // The lexical fallback lets through every query the project ships or
@@ -206,7 +206,7 @@ func TestQueryRefusesReferencedTablesFromTheDryRun(t *testing.T) {
 	t.Cleanup(func() { client.Close() })
 	cfg, err := LoadConfig("testdata/bigquery.yaml")
 	require.NoError(t, err)
-	query := runQuery{&env{client: client, cfg: cfg}}
+	query := runQuery{newEnv(client, cfg)}
 
 	_, err = query.Call(t.Context(), map[string]any{"sql": secret})
 	requireRejection(t, err, "query refused: it reads demo-investigator.other_ds.secrets, which is not one of the tables you may query")

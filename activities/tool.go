@@ -11,6 +11,7 @@ import (
 	"go.temporal.io/sdk/temporal"
 
 	"github.com/secops-agent/investigator/investigation"
+	"github.com/secops-agent/investigator/tools"
 	"github.com/secops-agent/investigator/transcript"
 )
 

@@ -11,15 +11,15 @@ import (
 // numbers were decoded exactly; stored alerts and links keep these IDs, so
 // a change to decoding must not move them.
 var pinnedIDs = map[string]string{
-	"guardduty-ssh-bruteforce.json":                                     "guardduty-b6b95f1bc667",
-	"scc-cryptominer.json":                                              "scc-7e9ab52061d1",
-	"history/edr-mde-web-server-prod-01.json":                           "edr-2c1e8bc350f3",
-	"history/generic-authorized-vuln-scan.json":                         "generic-2f61fbb976e7",
-	"history/guardduty-c2-dns-web-server-prod-01.json":                  "guardduty-3157218fd7bc",
-	"history/guardduty-portprobe-web-server-prod-01.json":               "guardduty-3f7af8b00b99",
-	"history/guardduty-ssh-bruteforce-bastion-01.json":                  "guardduty-8db0f55e83fd",
+	"guardduty-ssh-bruteforce.json":                                      "guardduty-b6b95f1bc667",
+	"scc-cryptominer.json":                                               "scc-7e9ab52061d1",
+	"history/edr-mde-web-server-prod-01.json":                            "edr-2c1e8bc350f3",
+	"history/generic-authorized-vuln-scan.json":                          "generic-2f61fbb976e7",
+	"history/guardduty-c2-dns-web-server-prod-01.json":                   "guardduty-3157218fd7bc",
+	"history/guardduty-portprobe-web-server-prod-01.json":                "guardduty-3f7af8b00b99",
+	"history/guardduty-ssh-bruteforce-bastion-01.json":                   "guardduty-8db0f55e83fd",
 	"history/guardduty-ssh-bruteforce-web-server-prod-01-september.json": "guardduty-3bc745bae3c6",
-	"history/scc-bad-ip-gce-etl-runner-2.json":                          "scc-770f027e21ea",
+	"history/scc-bad-ip-gce-etl-runner-2.json":                           "scc-770f027e21ea",
 }
 
 // numbersAlert holds every number form that float64 decoding read exactly

@@ -1,6 +1,14 @@
 // Package alerts holds the security alert model: reading and validating alert
 // files, recognising their source (GuardDuty, Security Command Center, EDR or
-// generic), describing them for a prompt, and storing them in Firestore.
+// generic), describing them for a prompt, listing their indicators, and
+// storing them in Firestore.
+//
+// Alert JSON is decoded exactly (see DecodeJSON and Number): an integer that
+// fits int64 stays an int64, another number becomes a float64 only when the
+// float is exactly the written value, and a number that neither holds (such
+// as a 30-digit identifier) is kept as its literal text, a string, because
+// Firestore has no exact type for it and a rounded identifier would be a
+// different one. An alert with the same key twice in one object is refused.
 package alerts
 
 import (
@@ -43,7 +51,7 @@ type Alert struct {
 	Title      string         `firestore:"title" json:"title"`             // short human-readable title
 	ObservedAt time.Time      `firestore:"observed_at" json:"observed_at"` // from the alert when present, else zero
 	ImportedAt time.Time      `firestore:"imported_at" json:"imported_at"` // set by Store.Put if zero
-	Data       map[string]any `firestore:"data" json:"data"`               // the alert JSON object exactly as given
+	Data       map[string]any `firestore:"data" json:"data"`               // the alert JSON object as given, numbers decoded exactly (see Number)
 }
 
 // Sources of alerts.
@@ -122,14 +130,20 @@ func Parse(raw []byte) (Alert, error) {
 	if len(bytes.TrimSpace(raw)) == 0 {
 		return Alert{}, errors.New("the alert is empty")
 	}
-	var v any
-	if err := json.Unmarshal(raw, &v); err != nil {
+	// The syntax check comes first, for errors with a line and column; the
+	// exact decoder then keeps every digit and refuses duplicate keys.
+	var valid json.RawMessage
+	if err := json.Unmarshal(raw, &valid); err != nil {
 		return Alert{}, fmt.Errorf("the alert is not valid JSON: %s", jsonErrorDetail(raw, err))
 	}
-	obj, ok := v.(map[string]any)
-	if !ok {
-		return Alert{}, fmt.Errorf("the alert must be a JSON object, got %s", jsonKind(v))
+	if kind := jsonKind(valid); kind != "an object" {
+		return Alert{}, fmt.Errorf("the alert must be a JSON object, got %s", kind)
 	}
+	v, err := DecodeJSON(valid)
+	if err != nil {
+		return Alert{}, err
+	}
+	obj := v.(map[string]any)
 	if len(obj) == 0 {
 		return Alert{}, errors.New("the alert is an empty JSON object")
 	}
@@ -147,7 +161,7 @@ func Parse(raw []byte) (Alert, error) {
 	if a.Severity == "" {
 		a.Severity = SeverityUnknown
 	}
-	canonical, err := json.Marshal(obj) // compact, map keys sorted
+	canonical, err := json.Marshal(obj) // compact, map keys sorted; an int64 prints as the float64 of old did
 	if err != nil {
 		return Alert{}, fmt.Errorf("the alert cannot be encoded: %w", err)
 	}
@@ -182,23 +196,24 @@ func lineCol(raw []byte, offset int64) (line, col int) {
 	return line, col
 }
 
-// jsonKind names the kind of a decoded JSON value, with an article.
-func jsonKind(v any) string {
-	switch v.(type) {
-	case nil:
-		return "null"
-	case []any:
-		return "an array"
-	case string:
-		return "a string"
-	case float64:
-		return "a number"
-	case bool:
-		return "a boolean"
-	case map[string]any:
+// jsonKind names the kind of a valid JSON text from its first byte, with an
+// article.
+func jsonKind(valid []byte) string {
+	switch t := bytes.TrimSpace(valid); {
+	case len(t) == 0:
+		return "nothing"
+	case t[0] == '{':
 		return "an object"
+	case t[0] == '[':
+		return "an array"
+	case t[0] == '"':
+		return "a string"
+	case t[0] == 't' || t[0] == 'f':
+		return "a boolean"
+	case t[0] == 'n':
+		return "null"
 	}
-	return fmt.Sprintf("a %T", v)
+	return "a number"
 }
 
 // checkStorable rejects data that Firestore would refuse: empty, reserved or
@@ -260,7 +275,7 @@ func walkStorable(v any, path string, depth int) (int, error) {
 		return size, nil
 	case string:
 		return len(x) + 1, nil
-	case float64:
+	case float64, int64:
 		return 8, nil
 	default: // bool, nil
 		return 1, nil

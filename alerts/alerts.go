@@ -13,6 +13,7 @@ package alerts
 
 import (
 	"bytes"
+	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
@@ -72,31 +73,31 @@ const (
 )
 
 // Read returns the bytes of the alert file at path, or of stdin when path is
-// "-". It never reads more than MaxBytes+1 bytes.
-func Read(path string, stdin io.Reader) ([]byte, error) {
+// "-". It never reads more than MaxBytes+1 bytes. It refuses anything but a
+// regular file (a named pipe, a device, a socket) before opening it: opening
+// a named pipe blocks until a writer comes, and a device may never end.
+// Reading stdin ends when ctx is cancelled (Ctrl-C, SIGTERM).
+func Read(ctx context.Context, path string, stdin io.Reader) ([]byte, error) {
 	if path == "-" {
-		if stdin == nil {
-			return nil, errors.New("cannot read the alert from standard input: no input is connected")
-		}
-		data, err := io.ReadAll(io.LimitReader(stdin, MaxBytes+1))
-		if err != nil {
-			return nil, fmt.Errorf("cannot read the alert from standard input: %w", err)
-		}
-		if len(data) > MaxBytes {
-			return nil, errors.New("the alert on standard input is larger than the 1 MiB limit")
-		}
-		return data, nil
+		return readStdin(ctx, stdin)
 	}
 	if path == "" {
 		return nil, errors.New("no alert file was given")
+	}
+	fi, err := os.Stat(path)
+	if err != nil {
+		return nil, fmt.Errorf("cannot read alert file %q: %w", path, pathErr(err))
+	}
+	if !fi.Mode().IsRegular() {
+		return nil, fmt.Errorf("cannot read alert file %q: %s", path, notRegular(fi.Mode()))
 	}
 	f, err := os.Open(path)
 	if err != nil {
 		return nil, fmt.Errorf("cannot read alert file %q: %w", path, pathErr(err))
 	}
 	defer f.Close()
-	if fi, err := f.Stat(); err == nil && fi.IsDir() {
-		return nil, fmt.Errorf("cannot read alert file %q: it is a directory", path)
+	if fi, err := f.Stat(); err == nil && !fi.Mode().IsRegular() { // replaced since the check above
+		return nil, fmt.Errorf("cannot read alert file %q: %s", path, notRegular(fi.Mode()))
 	}
 	data, err := io.ReadAll(io.LimitReader(f, MaxBytes+1))
 	if err != nil {
@@ -106,6 +107,53 @@ func Read(path string, stdin io.Reader) ([]byte, error) {
 		return nil, fmt.Errorf("alert file %q is larger than the 1 MiB limit", path)
 	}
 	return data, nil
+}
+
+// notRegular says what a file that is not a regular file is.
+func notRegular(m fs.FileMode) string {
+	switch {
+	case m.IsDir():
+		return "it is a directory"
+	case m&fs.ModeNamedPipe != 0:
+		return "it is a named pipe, not a regular file (give - to read standard input)"
+	case m&fs.ModeSocket != 0:
+		return "it is a socket, not a regular file"
+	case m&fs.ModeDevice != 0:
+		return "it is a device, not a regular file"
+	}
+	return "it is not a regular file"
+}
+
+// readStdin reads the alert from stdin until EOF or ctx ends. The read runs
+// in a goroutine that cannot be interrupted: after a cancellation it stays
+// blocked until stdin closes, which is acceptable in a CLI that is about to
+// exit.
+func readStdin(ctx context.Context, stdin io.Reader) ([]byte, error) {
+	if stdin == nil {
+		return nil, errors.New("cannot read the alert from standard input: no input is connected")
+	}
+	type result struct {
+		data []byte
+		err  error
+	}
+	done := make(chan result, 1)
+	go func() {
+		data, err := io.ReadAll(io.LimitReader(stdin, MaxBytes+1))
+		done <- result{data, err}
+	}()
+	var r result
+	select {
+	case r = <-done:
+	case <-ctx.Done():
+		return nil, errors.New("interrupted while reading the alert from standard input")
+	}
+	if r.err != nil {
+		return nil, fmt.Errorf("cannot read the alert from standard input: %w", r.err)
+	}
+	if len(r.data) > MaxBytes {
+		return nil, errors.New("the alert on standard input is larger than the 1 MiB limit")
+	}
+	return r.data, nil
 }
 
 // pathErr drops the operation and path that *fs.PathError repeats, keeping

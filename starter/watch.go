@@ -55,7 +55,7 @@ after the last event shown.`,
 }
 
 func (a *app) watch(ctx context.Context, src stream, out io.Writer, id string, from int) error {
-	f := newFollower(src, id, out, a.temporal.TaskQueue)
+	f := a.newFollower(src, id, out)
 	f.seq = from - 1
 	if err := f.start(ctx, false); err != nil {
 		return err
@@ -248,6 +248,11 @@ type follower struct {
 	printedAny bool
 	children   []*childStream
 	seen       map[string]bool
+	// patience is how long Temporal may fail to describe the workflow, in a
+	// row, before following gives up with the sentence unreachable returns.
+	patience    time.Duration
+	unreachable func() string
+	downSince   time.Time
 }
 
 type childStream struct {
@@ -260,6 +265,14 @@ type childStream struct {
 
 func newFollower(src stream, id string, out io.Writer, queue string) *follower {
 	return &follower{src: src, id: id, out: out, queue: queue, interval: pollInterval, p: &printer{out: out, id: id}, seen: map[string]bool{}}
+}
+
+// newFollower is a follower that gives up when Temporal stays unreachable
+// for the call timeout.
+func (a *app) newFollower(src stream, id string, out io.Writer) *follower {
+	f := newFollower(src, id, out, a.temporal.TaskQueue)
+	f.patience, f.unreachable = a.timeout(), a.temporalTimeout
+	return f
 }
 
 // start finds the chain of runs and where to begin: the first run (watch), or
@@ -351,8 +364,15 @@ func (f *follower) step(ctx context.Context) (followEnd, bool, error) {
 		if isNotFound(err) {
 			return followEnd{}, true, fmt.Errorf("investigation %s is gone (no workflow with this ID any more)", f.id)
 		}
+		if f.downSince.IsZero() {
+			f.downSince = time.Now()
+		}
+		if f.patience > 0 && time.Since(f.downSince) >= f.patience {
+			return followEnd{}, true, errors.New(f.unreachable())
+		}
 		return followEnd{}, false, nil // transient: try again next tick
 	}
+	f.downSince = time.Time{}
 	f.extend(ctx, d.runID)
 	complete := false // the last query read the latest run to its end
 	for {

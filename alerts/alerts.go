@@ -1,10 +1,19 @@
 // Package alerts holds the security alert model: reading and validating alert
 // files, recognising their source (GuardDuty, Security Command Center, EDR or
-// generic), describing them for a prompt, and storing them in Firestore.
+// generic), describing them for a prompt, listing their indicators, and
+// storing them in Firestore.
+//
+// Alert JSON is decoded exactly (see DecodeJSON and Number): an integer that
+// fits int64 stays an int64, another number becomes a float64 only when the
+// float is exactly the written value, and a number that neither holds (such
+// as a 30-digit identifier) is kept as its literal text, a string, because
+// Firestore has no exact type for it and a rounded identifier would be a
+// different one. An alert with the same key twice in one object is refused.
 package alerts
 
 import (
 	"bytes"
+	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
@@ -43,7 +52,7 @@ type Alert struct {
 	Title      string         `firestore:"title" json:"title"`             // short human-readable title
 	ObservedAt time.Time      `firestore:"observed_at" json:"observed_at"` // from the alert when present, else zero
 	ImportedAt time.Time      `firestore:"imported_at" json:"imported_at"` // set by Store.Put if zero
-	Data       map[string]any `firestore:"data" json:"data"`               // the alert JSON object exactly as given
+	Data       map[string]any `firestore:"data" json:"data"`               // the alert JSON object as given, numbers decoded exactly (see Number)
 }
 
 // Sources of alerts.
@@ -64,31 +73,31 @@ const (
 )
 
 // Read returns the bytes of the alert file at path, or of stdin when path is
-// "-". It never reads more than MaxBytes+1 bytes.
-func Read(path string, stdin io.Reader) ([]byte, error) {
+// "-". It never reads more than MaxBytes+1 bytes. It refuses anything but a
+// regular file (a named pipe, a device, a socket) before opening it: opening
+// a named pipe blocks until a writer comes, and a device may never end.
+// Reading stdin ends when ctx is cancelled (Ctrl-C, SIGTERM).
+func Read(ctx context.Context, path string, stdin io.Reader) ([]byte, error) {
 	if path == "-" {
-		if stdin == nil {
-			return nil, errors.New("cannot read the alert from standard input: no input is connected")
-		}
-		data, err := io.ReadAll(io.LimitReader(stdin, MaxBytes+1))
-		if err != nil {
-			return nil, fmt.Errorf("cannot read the alert from standard input: %w", err)
-		}
-		if len(data) > MaxBytes {
-			return nil, errors.New("the alert on standard input is larger than the 1 MiB limit")
-		}
-		return data, nil
+		return readStdin(ctx, stdin)
 	}
 	if path == "" {
 		return nil, errors.New("no alert file was given")
+	}
+	fi, err := os.Stat(path)
+	if err != nil {
+		return nil, fmt.Errorf("cannot read alert file %q: %w", path, pathErr(err))
+	}
+	if !fi.Mode().IsRegular() {
+		return nil, fmt.Errorf("cannot read alert file %q: %s", path, notRegular(fi.Mode()))
 	}
 	f, err := os.Open(path)
 	if err != nil {
 		return nil, fmt.Errorf("cannot read alert file %q: %w", path, pathErr(err))
 	}
 	defer f.Close()
-	if fi, err := f.Stat(); err == nil && fi.IsDir() {
-		return nil, fmt.Errorf("cannot read alert file %q: it is a directory", path)
+	if fi, err := f.Stat(); err == nil && !fi.Mode().IsRegular() { // replaced since the check above
+		return nil, fmt.Errorf("cannot read alert file %q: %s", path, notRegular(fi.Mode()))
 	}
 	data, err := io.ReadAll(io.LimitReader(f, MaxBytes+1))
 	if err != nil {
@@ -98,6 +107,53 @@ func Read(path string, stdin io.Reader) ([]byte, error) {
 		return nil, fmt.Errorf("alert file %q is larger than the 1 MiB limit", path)
 	}
 	return data, nil
+}
+
+// notRegular says what a file that is not a regular file is.
+func notRegular(m fs.FileMode) string {
+	switch {
+	case m.IsDir():
+		return "it is a directory"
+	case m&fs.ModeNamedPipe != 0:
+		return "it is a named pipe, not a regular file (give - to read standard input)"
+	case m&fs.ModeSocket != 0:
+		return "it is a socket, not a regular file"
+	case m&fs.ModeDevice != 0:
+		return "it is a device, not a regular file"
+	}
+	return "it is not a regular file"
+}
+
+// readStdin reads the alert from stdin until EOF or ctx ends. The read runs
+// in a goroutine that cannot be interrupted: after a cancellation it stays
+// blocked until stdin closes, which is acceptable in a CLI that is about to
+// exit.
+func readStdin(ctx context.Context, stdin io.Reader) ([]byte, error) {
+	if stdin == nil {
+		return nil, errors.New("cannot read the alert from standard input: no input is connected")
+	}
+	type result struct {
+		data []byte
+		err  error
+	}
+	done := make(chan result, 1)
+	go func() {
+		data, err := io.ReadAll(io.LimitReader(stdin, MaxBytes+1))
+		done <- result{data, err}
+	}()
+	var r result
+	select {
+	case r = <-done:
+	case <-ctx.Done():
+		return nil, errors.New("interrupted while reading the alert from standard input")
+	}
+	if r.err != nil {
+		return nil, fmt.Errorf("cannot read the alert from standard input: %w", r.err)
+	}
+	if len(r.data) > MaxBytes {
+		return nil, errors.New("the alert on standard input is larger than the 1 MiB limit")
+	}
+	return r.data, nil
 }
 
 // pathErr drops the operation and path that *fs.PathError repeats, keeping
@@ -122,14 +178,20 @@ func Parse(raw []byte) (Alert, error) {
 	if len(bytes.TrimSpace(raw)) == 0 {
 		return Alert{}, errors.New("the alert is empty")
 	}
-	var v any
-	if err := json.Unmarshal(raw, &v); err != nil {
+	// The syntax check comes first, for errors with a line and column; the
+	// exact decoder then keeps every digit and refuses duplicate keys.
+	var valid json.RawMessage
+	if err := json.Unmarshal(raw, &valid); err != nil {
 		return Alert{}, fmt.Errorf("the alert is not valid JSON: %s", jsonErrorDetail(raw, err))
 	}
-	obj, ok := v.(map[string]any)
-	if !ok {
-		return Alert{}, fmt.Errorf("the alert must be a JSON object, got %s", jsonKind(v))
+	if kind := jsonKind(valid); kind != "an object" {
+		return Alert{}, fmt.Errorf("the alert must be a JSON object, got %s", kind)
 	}
+	v, err := DecodeJSON(valid)
+	if err != nil {
+		return Alert{}, err
+	}
+	obj := v.(map[string]any)
 	if len(obj) == 0 {
 		return Alert{}, errors.New("the alert is an empty JSON object")
 	}
@@ -147,7 +209,7 @@ func Parse(raw []byte) (Alert, error) {
 	if a.Severity == "" {
 		a.Severity = SeverityUnknown
 	}
-	canonical, err := json.Marshal(obj) // compact, map keys sorted
+	canonical, err := json.Marshal(obj) // compact, map keys sorted; an int64 prints as the float64 of old did
 	if err != nil {
 		return Alert{}, fmt.Errorf("the alert cannot be encoded: %w", err)
 	}
@@ -182,23 +244,24 @@ func lineCol(raw []byte, offset int64) (line, col int) {
 	return line, col
 }
 
-// jsonKind names the kind of a decoded JSON value, with an article.
-func jsonKind(v any) string {
-	switch v.(type) {
-	case nil:
-		return "null"
-	case []any:
-		return "an array"
-	case string:
-		return "a string"
-	case float64:
-		return "a number"
-	case bool:
-		return "a boolean"
-	case map[string]any:
+// jsonKind names the kind of a valid JSON text from its first byte, with an
+// article.
+func jsonKind(valid []byte) string {
+	switch t := bytes.TrimSpace(valid); {
+	case len(t) == 0:
+		return "nothing"
+	case t[0] == '{':
 		return "an object"
+	case t[0] == '[':
+		return "an array"
+	case t[0] == '"':
+		return "a string"
+	case t[0] == 't' || t[0] == 'f':
+		return "a boolean"
+	case t[0] == 'n':
+		return "null"
 	}
-	return fmt.Sprintf("a %T", v)
+	return "a number"
 }
 
 // checkStorable rejects data that Firestore would refuse: empty, reserved or
@@ -260,7 +323,7 @@ func walkStorable(v any, path string, depth int) (int, error) {
 		return size, nil
 	case string:
 		return len(x) + 1, nil
-	case float64:
+	case float64, int64:
 		return 8, nil
 	default: // bool, nil
 		return 1, nil

@@ -2,6 +2,7 @@ package alerts
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -55,7 +56,7 @@ var idPattern = regexp.MustCompile(`^(guardduty|scc|edr|generic)-[0-9a-f]{12}$`)
 
 func readExample(t *testing.T, file string) []byte {
 	t.Helper()
-	raw, err := Read(filepath.Join(examplesDir, file), nil)
+	raw, err := Read(context.Background(), filepath.Join(examplesDir, file), nil)
 	require.NoError(t, err)
 	return raw
 }
@@ -131,7 +132,9 @@ func TestParseExamples(t *testing.T) {
 
 			var data map[string]any
 			require.NoError(t, json.Unmarshal(raw, &data))
-			assert.Equal(t, data, a.Data, "Data should be the alert object exactly as given")
+			got, err := json.Marshal(a.Data)
+			require.NoError(t, err)
+			assert.JSONEq(t, string(raw), string(got), "Data should be the alert object as given")
 
 			again, err := Parse(raw)
 			require.NoError(t, err)
@@ -321,13 +324,13 @@ func TestReadFile(t *testing.T) {
 	dir := t.TempDir()
 	p := filepath.Join(dir, "alert.json")
 	require.NoError(t, os.WriteFile(p, []byte(`{"a":1}`), 0o644))
-	got, err := Read(p, nil)
+	got, err := Read(t.Context(), p, nil)
 	require.NoError(t, err)
 	assert.Equal(t, `{"a":1}`, string(got))
 
 	exact := filepath.Join(dir, "exact.json")
 	require.NoError(t, os.WriteFile(exact, bytes.Repeat([]byte(" "), MaxBytes), 0o644))
-	got, err = Read(exact, nil)
+	got, err = Read(t.Context(), exact, nil)
 	require.NoError(t, err, "a file of exactly MaxBytes is accepted")
 	assert.Len(t, got, MaxBytes)
 }
@@ -336,16 +339,16 @@ func TestReadErrors(t *testing.T) {
 	dir := t.TempDir()
 
 	missing := filepath.Join(dir, "missing.json")
-	_, err := Read(missing, nil)
+	_, err := Read(t.Context(), missing, nil)
 	require.Error(t, err)
 	assert.Equal(t, fmt.Sprintf("cannot read alert file %q: no such file or directory", missing), err.Error())
 	assert.ErrorIs(t, err, fs.ErrNotExist)
 
-	_, err = Read(dir, nil)
+	_, err = Read(t.Context(), dir, nil)
 	require.Error(t, err)
 	assert.Equal(t, fmt.Sprintf("cannot read alert file %q: it is a directory", dir), err.Error())
 
-	_, err = Read("", nil)
+	_, err = Read(t.Context(), "", nil)
 	require.EqualError(t, err, "no alert file was given")
 
 	big := filepath.Join(dir, "big.json")
@@ -353,14 +356,14 @@ func TestReadErrors(t *testing.T) {
 	require.NoError(t, err)
 	require.NoError(t, f.Truncate(20<<20)) // a sparse 20 MB file
 	require.NoError(t, f.Close())
-	_, err = Read(big, nil)
+	_, err = Read(t.Context(), big, nil)
 	require.Error(t, err)
 	assert.Equal(t, fmt.Sprintf("alert file %q is larger than the 1 MiB limit", big), err.Error())
 
 	if os.Geteuid() != 0 { // root reads files whatever their mode
 		locked := filepath.Join(dir, "locked.json")
 		require.NoError(t, os.WriteFile(locked, []byte(`{}`), 0o000))
-		_, err = Read(locked, nil)
+		_, err = Read(t.Context(), locked, nil)
 		require.Error(t, err)
 		assert.Contains(t, err.Error(), fmt.Sprintf("cannot read alert file %q: permission denied", locked))
 	}
@@ -382,22 +385,22 @@ type failing struct{}
 func (failing) Read([]byte) (int, error) { return 0, errors.New("broken pipe") }
 
 func TestReadStdin(t *testing.T) {
-	got, err := Read("-", strings.NewReader(`{"from":"stdin"}`))
+	got, err := Read(t.Context(), "-", strings.NewReader(`{"from":"stdin"}`))
 	require.NoError(t, err)
 	assert.Equal(t, `{"from":"stdin"}`, string(got))
 
 	src := &endless{}
-	_, err = Read("-", src)
+	_, err = Read(t.Context(), "-", src)
 	require.EqualError(t, err, "the alert on standard input is larger than the 1 MiB limit")
 	assert.LessOrEqual(t, src.n, int64(MaxBytes+64<<10), "Read must stop soon after MaxBytes, not read 20 MB or forever")
 
-	_, err = Read("-", failing{})
+	_, err = Read(t.Context(), "-", failing{})
 	require.EqualError(t, err, "cannot read the alert from standard input: broken pipe")
 
-	_, err = Read("-", nil)
+	_, err = Read(t.Context(), "-", nil)
 	require.Error(t, err)
 
-	_, err = Read("-", io.MultiReader())
+	_, err = Read(t.Context(), "-", io.MultiReader())
 	require.NoError(t, err, "empty input is read; Parse reports it as empty")
 }
 
@@ -519,7 +522,13 @@ func TestQueryPath(t *testing.T) {
 func TestQueryValueConversions(t *testing.T) {
 	v, err := queryValue(">=", 7)
 	require.NoError(t, err)
-	assert.Equal(t, 7.0, v, "Go ints become float64, as JSON numbers are stored")
+	assert.Equal(t, int64(7), v, "Go ints become int64, as integers in alerts are stored")
+	v, err = queryValue("==", int64(1)<<60+1)
+	require.NoError(t, err)
+	assert.Equal(t, int64(1)<<60+1, v, "no precision is lost")
+	v, err = queryValue("<", float32(2.5))
+	require.NoError(t, err)
+	assert.Equal(t, 2.5, v)
 	v, err = queryValue("in", []string{"a", "b"})
 	require.NoError(t, err)
 	assert.Equal(t, []any{"a", "b"}, v)

@@ -85,7 +85,7 @@ func leafFields(data map[string]any) []leafField {
 				out = append(out, leafField{path: p, depth: depth, kind: fmt.Sprintf("array(%d)", len(x)), example: clipRunes(jsonText(x), maxExampleRunes)})
 			case string:
 				out = append(out, leafField{path: p, depth: depth, kind: "string", example: jsonText(clipRunes(x, maxExampleRunes))})
-			case float64:
+			case float64, int64:
 				out = append(out, leafField{path: p, depth: depth, kind: "number", example: jsonText(x)})
 			case bool:
 				out = append(out, leafField{path: p, depth: depth, kind: "boolean", example: jsonText(x)})

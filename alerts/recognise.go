@@ -78,13 +78,24 @@ func isGuardDuty(m map[string]any) bool {
 // in a string) to a level: below 4 low, below 7 medium, below 9 high, else
 // critical. Textual levels are accepted too.
 func guardDutySeverity(v any) string {
-	switch x := v.(type) {
-	case float64:
-		return numericSeverity(x)
-	case string:
-		return textSeverity(x)
+	if f, ok := number(v); ok {
+		return numericSeverity(f)
+	}
+	if s, ok := v.(string); ok {
+		return textSeverity(s)
 	}
 	return SeverityUnknown
+}
+
+// number reads a decoded JSON number (int64 or float64) as a float64.
+func number(v any) (float64, bool) {
+	switch x := v.(type) {
+	case float64:
+		return x, true
+	case int64:
+		return float64(x), true
+	}
+	return 0, false
 }
 
 func numericSeverity(f float64) string {
@@ -192,7 +203,7 @@ func edrAlert(m map[string]any) (Alert, bool) {
 
 // falconSeverity maps CrowdStrike's 1-5 severity to a level.
 func falconSeverity(v any) string {
-	f, ok := v.(float64)
+	f, ok := number(v)
 	if !ok {
 		return SeverityUnknown
 	}
@@ -335,6 +346,8 @@ func parseTime(v any) time.Time {
 		}
 	case float64:
 		t = epoch(x)
+	case int64:
+		t = epochInt(x)
 	}
 	if t.IsZero() || t.Year() < 1970 || t.Year() > 9999 {
 		return time.Time{}
@@ -356,5 +369,22 @@ func epoch(f float64) time.Time {
 		return time.UnixMicro(int64(f))
 	default:
 		return time.Unix(0, int64(f))
+	}
+}
+
+// epochInt is epoch for an integer, exact also for nanoseconds (where a
+// float64 would be off by hundreds).
+func epochInt(i int64) time.Time {
+	switch {
+	case i <= 0:
+		return time.Time{}
+	case i < 1e11:
+		return time.Unix(i, 0)
+	case i < 1e14:
+		return time.UnixMilli(i)
+	case i < 1e17:
+		return time.UnixMicro(i)
+	default:
+		return time.Unix(0, i)
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"strings"
 	"time"
 
@@ -124,7 +125,8 @@ type Query struct {
 	Field string
 	// Op is one of Operators.
 	Op string
-	// Value is a string, number or boolean; for "in", "not-in" and
+	// Value is a string, finite number (int64 or float64, compared
+	// numerically with stored numbers) or boolean; for "in", "not-in" and
 	// "array-contains-any" a non-empty []any of them. nil works with "==" and
 	// "!=" (a null field).
 	Value any
@@ -216,7 +218,7 @@ func splitPath(field string) ([]string, error) {
 }
 
 // queryValue checks op and the value's shape for it, and converts Go
-// integers and []string to the types Firestore stores for JSON.
+// integers and []string to the types alerts are stored with.
 func queryValue(op string, v any) (any, error) {
 	known := false
 	for _, o := range Operators {
@@ -242,7 +244,10 @@ func queryValue(op string, v any) (any, error) {
 			return nil, invalidf("the %q operator accepts at most %d values, got %d", op, limit, len(list))
 		}
 		for i, e := range list {
-			s, ok := toScalar(e)
+			s, ok, notFinite := toScalar(e)
+			if notFinite {
+				return nil, invalidf("value %d of the %q list is %v: compare with a finite number", i+1, op, e)
+			}
 			if !ok || s == nil {
 				return nil, invalidf("value %d of the %q list must be a string, number or boolean, got %s", i+1, op, goKind(e))
 			}
@@ -250,7 +255,10 @@ func queryValue(op string, v any) (any, error) {
 		}
 		return list, nil
 	}
-	s, ok := toScalar(v)
+	s, ok, notFinite := toScalar(v)
+	if notFinite {
+		return nil, invalidf("the value %v is not a finite number: compare with a finite number", v)
+	}
 	if !ok {
 		return nil, invalidf("the %q operator needs a single string, number or boolean value, got %s", op, goKind(v))
 	}
@@ -280,21 +288,27 @@ func toList(v any) ([]any, bool) {
 	return nil, false
 }
 
-// toScalar accepts strings, booleans, numbers (as float64) and nil.
-func toScalar(v any) (any, bool) {
+// toScalar accepts strings, booleans, nil and finite numbers: integers
+// become int64 and other numbers float64, the types alerts are stored with
+// (Firestore compares the two numerically). ok is false for anything else;
+// notFinite says the number was NaN or infinite, which matches no alert.
+func toScalar(v any) (s any, ok, notFinite bool) {
 	switch x := v.(type) {
-	case nil, string, bool, float64:
-		return x, true
+	case nil, string, bool, int64:
+		return x, true, false
+	case float64:
+		if math.IsNaN(x) || math.IsInf(x, 0) {
+			return nil, false, true
+		}
+		return x, true, false
 	case float32:
-		return float64(x), true
+		return toScalar(float64(x))
 	case int:
-		return float64(x), true
+		return int64(x), true, false
 	case int32:
-		return float64(x), true
-	case int64:
-		return float64(x), true
+		return int64(x), true, false
 	}
-	return nil, false
+	return nil, false, false
 }
 
 func goKind(v any) string {

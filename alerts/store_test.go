@@ -304,3 +304,32 @@ func TestStorePutNearSizeLimit(t *testing.T) {
 	require.NoError(t, err)
 	assert.Len(t, got.Data["n"], 120000)
 }
+
+// Exact numbers survive Firestore, and searches compare int64 and float64
+// numerically as Firestore does.
+func TestStoreExactNumbers(t *testing.T) {
+	s := newTestStore(t)
+	ctx := t.Context()
+	a, err := Parse([]byte(`{"type":"exact","eventId":9007199254740993,"count":7,"ratio":0.5,"big":123456789012345678901234567890}`))
+	require.NoError(t, err)
+	require.NoError(t, s.Put(ctx, a))
+	got, err := s.Get(ctx, a.ID)
+	require.NoError(t, err)
+	assert.Equal(t, a.Data, got.Data, "int64, float64 and the kept literal come back as they were stored")
+
+	for _, q := range []Query{
+		{Field: "eventId", Op: "==", Value: int64(9007199254740993)},
+		{Field: "count", Op: "==", Value: 7.0},
+		{Field: "count", Op: "==", Value: 7},
+		{Field: "count", Op: "in", Value: []any{6.5, int64(7)}},
+		{Field: "ratio", Op: "<", Value: int64(1)},
+		{Field: "big", Op: "==", Value: "123456789012345678901234567890"},
+	} {
+		found, err := s.Search(ctx, q)
+		require.NoError(t, err, "%+v", q)
+		assert.Equal(t, []string{a.ID}, ids(found), "%s %s %v", q.Field, q.Op, q.Value)
+	}
+	found, err := s.Search(ctx, Query{Field: "eventId", Op: "==", Value: int64(9007199254740992)})
+	require.NoError(t, err)
+	assert.Empty(t, found, "2^53 is not 2^53+1")
+}

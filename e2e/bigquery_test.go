@@ -110,7 +110,7 @@ func TestBigQuerySubAgent(t *testing.T) {
 			reply(geminitest.Error(400, "Request contains an invalid argument.", "")),
 		},
 		"reflect":  {reply(geminitest.JSON(map[string]any{"achieved": true, "insights": []string{"A login followed the brute force."}, "plan_updates": []any{}}))},
-		"conclude": {reply(geminitest.Text("## Summary\nThe brute force succeeded."))},
+		"conclude": {reply(geminitest.Conclusion("## Summary\nThe brute force succeeded.", "true_positive", "medium"))},
 	}}
 	model.set(p.handle)
 

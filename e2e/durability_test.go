@@ -40,7 +40,7 @@ func TestWorkerKilledMidRun(t *testing.T) {
 			return geminitest.JSON(map[string]any{"achieved": true, "insights": []string{}, "plan_updates": []any{}})
 		}
 		others.Add(1)
-		return geminitest.Text("## Summary\nsurvived a worker crash")
+		return geminitest.Conclusion("## Summary\nsurvived a worker crash", "true_positive", "medium")
 	})
 	res := starter(t, nil, "investigate", "--alert", exampleAlert, "--detach")
 	require.Equal(t, 0, res.code, res.stderr)

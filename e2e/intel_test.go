@@ -128,7 +128,7 @@ func TestIntelPipeline(t *testing.T) {
 			return geminitest.JSON(map[string]any{"achieved": true, "insights": []string{}, "plan_updates": []any{}})
 		},
 		func(r *geminitest.Request) geminitest.Reply {
-			return geminitest.Text("## Summary\nevil.example.com is a phishing site.")
+			return geminitest.Conclusion("## Summary\nevil.example.com is a phishing site.", "true_positive", "medium")
 		},
 	))
 	res := starter(t, nil, "investigate", "--alert", exampleAlert, "--question", "Is evil.example.com malicious?")

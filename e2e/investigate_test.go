@@ -106,7 +106,7 @@ func TestInvestigation(t *testing.T) {
 		},
 		func(r *geminitest.Request) geminitest.Reply {
 			concludePrompt = r.Text()
-			return geminitest.Text("## Summary\nA known scanner brute-forced SSH on web-server-prod-01.\n\n## Assessment\nSuspicious, no compromise seen.")
+			return geminitest.Conclusion("## Summary\nA known scanner brute-forced SSH on web-server-prod-01.\n\n## Assessment\nSuspicious, no compromise seen.", "undetermined", "medium")
 		},
 	))
 	before := len(modelSrv.Requests())
@@ -131,6 +131,7 @@ func TestInvestigation(t *testing.T) {
 		"pending:   step_2: Find earlier alerts from the same remote IP.",
 		"-> search_alerts service.action.networkConnectionAction.remoteIpDetails.ipAddressV4 == 198.51.100.23",
 		"==================== CONCLUSION ====================\n## Summary\nA known scanner brute-forced SSH on web-server-prod-01.",
+		"VERDICT  undetermined (medium confidence)",
 	} {
 		require.Contains(t, out, want)
 	}
@@ -142,12 +143,12 @@ func TestInvestigation(t *testing.T) {
 	require.Contains(t, list.stdout, id, "the investigated alert was stored")
 
 	// What the model saw: the real tool results, the reflection inputs only.
-	require.Contains(t, step1Retry, "Execute this step: Read the full alert.")
+	require.Contains(t, step1Retry, "## Execute this step\nstep_1: Read the full alert.")
 	require.Contains(t, sawAlert, "198.51.100.23")
 	require.Contains(t, sawSearch, `"count":`)
 	require.Contains(t, sawSearch, "guardduty-")
 	require.Contains(t, reflectPrompt, "Remote IP 198.51.100.23")
-	require.NotContains(t, reflectPrompt, "Execute this step", "reflection never sees the conversation")
+	require.NotContains(t, reflectPrompt, "## Execute this step", "reflection never sees the conversation")
 	require.Contains(t, concludePrompt, "Repeat offender across hosts.")
 
 	// The workflow history: activity order and summaries, the retried turn,
@@ -191,12 +192,17 @@ func TestInvestigation(t *testing.T) {
 	require.NoError(t, q.Get(&meta))
 	require.Contains(t, meta.GetCurrentDetails(), "**idle: waiting for follow-up questions** — 2/2 steps done, 2 tool calls")
 	require.Contains(t, meta.GetCurrentDetails(), "- [x] step_1: Read the full alert. (done)")
+	require.Contains(t, meta.GetCurrentDetails(), "**Verdict: undetermined** (medium confidence)")
+	require.Contains(t, meta.GetCurrentDetails(), "A known scanner brute-forced SSH", "the details show the conclusion")
 
 	desc, err := tc.DescribeWorkflowExecution(context.Background(), wfID, "")
 	require.NoError(t, err)
 	sa := desc.WorkflowExecutionInfo.GetSearchAttributes().GetIndexedFields()["AlertId"]
 	require.NotNil(t, sa)
 	require.Contains(t, string(sa.GetData()), id)
+	verdict := desc.WorkflowExecutionInfo.GetSearchAttributes().GetIndexedFields()["Verdict"]
+	require.NotNil(t, verdict, "the Verdict search attribute is set")
+	require.Equal(t, `"undetermined"`, string(verdict.GetData()))
 
 	raw, err := temporalproto.CustomJSONMarshalOptions{Indent: "  "}.Marshal(hist)
 	require.NoError(t, err)

@@ -75,12 +75,12 @@ func TestSteering(t *testing.T) {
 			reply(geminitest.JSON(map[string]any{"objective": "Decide whether the login was malicious.", "steps": []map[string]any{
 				{"id": "1", "description": "Read the alert.", "tools": []string{"get_alert"}, "expected": "details"}}})),
 			func(r *geminitest.Request) geminitest.Reply {
-				require.Contains(t, r.Text(), "Requested change: Also check bastion-01.")
+				require.Contains(t, r.Text(), "Requested change (from the analyst, follow it): Also check bastion-01.")
 				return geminitest.JSON(map[string]any{"objective": "Decide whether the login was malicious, bastion-01 included.", "steps": []map[string]any{
 					{"id": "1", "description": "Read the alert and note bastion-01.", "tools": []string{"get_alert"}, "expected": "details"}}})
 			},
 			func(r *geminitest.Request) geminitest.Reply {
-				require.Contains(t, r.Text(), "A plan is in progress from earlier turns")
+				require.Contains(t, r.Text(), "A plan is in progress from earlier exchanges")
 				return geminitest.JSON(map[string]any{"objective": "Same, now with the bastion.", "continues_active_plan": true, "steps": []map[string]any{
 					{"id": "1", "description": "Search past alerts for bastion-01.", "tools": []string{"search_alerts"}, "expected": "history"}}})
 			},
@@ -106,8 +106,8 @@ func TestSteering(t *testing.T) {
 			reply(geminitest.JSON(map[string]any{"achieved": true, "insights": []string{}, "plan_updates": []any{}})),
 		},
 		"conclude": {
-			reply(geminitest.Text("## Summary\nConclusion 1: compromise of deploy.")),
-			reply(geminitest.Text("## Summary\nConclusion 2: bastion-01 targeted too.")),
+			reply(geminitest.Conclusion("## Summary\nConclusion 1: compromise of deploy.", "true_positive", "medium")),
+			reply(geminitest.Conclusion("## Summary\nConclusion 2: bastion-01 targeted too.", "true_positive", "medium")),
 		},
 		"mode": {
 			reply(geminitest.JSON(map[string]any{"mode": "plan", "reason": "new evidence needed"})),
@@ -115,7 +115,7 @@ func TestSteering(t *testing.T) {
 		},
 	}}
 	model.set(func(r *geminitest.Request) geminitest.Reply {
-		if strings.Contains(r.Text(), "You route a follow-up question") {
+		if r.Phase() == geminitest.PhaseMode {
 			p.mu.Lock()
 			q := p.queues["mode"]
 			p.queues["mode"] = q[1:]
@@ -186,7 +186,7 @@ func TestSteering(t *testing.T) {
 	runAfter := after.WorkflowExecutionInfo.GetExecution().GetRunId()
 	require.NotEqual(t, runBefore, runAfter, "the session continued as new")
 	require.NotNil(t, directTurn)
-	require.Contains(t, directTurn.SystemText(), "Conclusion 2", "the conversation survived continue-as-new")
+	require.Contains(t, directTurn.Text(), "Conclusion 2", "the conversation survived continue-as-new")
 	require.Contains(t, directTurn.SystemText(), hint, "so did the hint")
 	final := status(t, id)
 	require.Equal(t, investigation.PhaseIdle, final.Phase)
@@ -237,7 +237,7 @@ func TestHintBurst(t *testing.T) {
 			<-release
 			return geminitest.Text("done")
 		}
-		return geminitest.Text("## Summary\nok")
+		return geminitest.Conclusion("## Summary\nok", "true_positive", "medium")
 	})
 	res := starter(t, nil, "investigate", "--alert", exampleAlert, "--detach")
 	require.Equal(t, 0, res.code, res.stderr)

@@ -1,15 +1,18 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"text/tabwriter"
 	"time"
 
 	"github.com/spf13/cobra"
 
 	"github.com/secops-agent/investigator/alerts"
+	"github.com/secops-agent/investigator/internal/termtext"
 )
 
 func (a *app) alertCommand() *cobra.Command {
@@ -25,14 +28,18 @@ func (a *app) alertCommand() *cobra.Command {
 				return err
 			}
 			defer done()
-			found, err := store.List(cmd.Context(), limit)
-			if err != nil {
-				return fmt.Errorf("list alerts: %w", err)
+			var found []alerts.Alert
+			if err := a.firestoreCall(cmd.Context(), func(ctx context.Context) (err error) {
+				found, err = store.List(ctx, limit)
+				return err
+			}); err != nil {
+				return err
 			}
 			w := tabwriter.NewWriter(cmd.OutOrStdout(), 2, 4, 2, ' ', 0)
 			fmt.Fprintln(w, "ID\tSOURCE\tSEVERITY\tTYPE\tTITLE\tIMPORTED")
 			for _, al := range found {
-				fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\t%s\n", al.ID, al.Source, al.Severity, al.Type, clip(al.Title, 60), al.ImportedAt.UTC().Format(time.DateTime))
+				fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\t%s\n", al.ID, al.Source, al.Severity, termtext.Line(al.Type),
+					clip(termtext.Line(al.Title), 60), al.ImportedAt.UTC().Format(time.DateTime))
 			}
 			return w.Flush()
 		},
@@ -46,7 +53,7 @@ func (a *app) alertCommand() *cobra.Command {
 			var parsed []alerts.Alert
 			var errs []error
 			for _, path := range args {
-				al, err := a.readAlert(path)
+				al, err := a.readAlert(cmd.Context(), path)
 				if err != nil {
 					errs = append(errs, err)
 					continue
@@ -60,11 +67,15 @@ func (a *app) alertCommand() *cobra.Command {
 				}
 				defer done()
 				for _, al := range parsed {
-					if err := store.Put(cmd.Context(), al); err != nil {
-						errs = append(errs, fmt.Errorf("store alert %s: %w", al.ID, err))
+					err := a.firestoreCall(cmd.Context(), func(ctx context.Context) error { return store.Put(ctx, al) })
+					if isUnavailable(err) {
+						return errors.Join(append(errs, err)...) // the next alerts would wait just as long
+					}
+					if err != nil {
+						errs = append(errs, err)
 						continue
 					}
-					fmt.Fprintf(cmd.OutOrStdout(), "imported %s  %s %s (%s): %s\n", al.ID, al.Source, al.Type, al.Severity, al.Title)
+					fmt.Fprintf(cmd.OutOrStdout(), "imported %s  %s %s (%s): %s\n", al.ID, al.Source, termtext.Line(al.Type), al.Severity, termtext.Line(al.Title))
 				}
 			}
 			return errors.Join(errs...)
@@ -79,21 +90,22 @@ func (a *app) alertCommand() *cobra.Command {
 				return err
 			}
 			defer done()
-			al, err := store.Get(cmd.Context(), args[0])
-			if err != nil {
+			var al alerts.Alert
+			if err := a.firestoreCall(cmd.Context(), func(ctx context.Context) (err error) {
+				al, err = store.Get(ctx, args[0])
+				return err
+			}); err != nil {
 				return err
 			}
-			enc := json.NewEncoder(cmd.OutOrStdout())
-			enc.SetIndent("", "  ")
-			return enc.Encode(al)
+			return printJSON(cmd.OutOrStdout(), al)
 		},
 	})
 	return cmd
 }
 
 // readAlert reads and validates one alert file; it touches no service.
-func (a *app) readAlert(path string) (alerts.Alert, error) {
-	raw, err := alerts.Read(path, a.stdin)
+func (a *app) readAlert(ctx context.Context, path string) (alerts.Alert, error) {
+	raw, err := alerts.Read(ctx, path, a.stdin)
 	if err != nil {
 		return alerts.Alert{}, err
 	}
@@ -110,6 +122,17 @@ func (a *app) alertStore(cmd *cobra.Command) (*alerts.Store, func(), error) {
 		return nil, nil, err
 	}
 	return alerts.NewStore(fs), func() { fs.Close() }, nil
+}
+
+// printJSON prints v as indented JSON whose strings cannot drive the
+// terminal (see termtext.JSON) and still decode to the same values.
+func printJSON(w io.Writer, v any) error {
+	b, err := json.MarshalIndent(v, "", "  ")
+	if err != nil {
+		return err
+	}
+	_, err = w.Write(append(termtext.JSON(b), '\n'))
+	return err
 }
 
 func displayName(path string) string {

@@ -33,6 +33,7 @@ type fakeStream struct {
 	wfs        map[string][]*fakeRun
 	describes  int
 	onDescribe func(n int)
+	downFrom   int      // describes of the main workflow from this one on fail (Temporal is down)
 	queries    []string // "workflow/run>after" of every progress query
 	result     investigation.Result
 	resultErr  error
@@ -67,6 +68,9 @@ func (f *fakeStream) describe(_ context.Context, wf, runID string) (execution, e
 		f.describes++
 		if f.onDescribe != nil {
 			f.onDescribe(f.describes)
+		}
+		if f.downFrom > 0 && f.describes >= f.downFrom {
+			return execution{}, serviceerror.NewUnavailable("connection refused")
 		}
 	}
 	r, err := f.run(wf, runID)

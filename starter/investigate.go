@@ -1,8 +1,10 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"fmt"
+	"io"
 	"regexp"
 	"time"
 
@@ -12,6 +14,7 @@ import (
 	"go.temporal.io/sdk/temporal"
 
 	"github.com/secops-agent/investigator/alerts"
+	"github.com/secops-agent/investigator/internal/termtext"
 	"github.com/secops-agent/investigator/investigation"
 )
 
@@ -81,7 +84,7 @@ func (a *app) investigate(cmd *cobra.Command, o investigateOptions) error {
 	var al alerts.Alert
 	if o.alertFile != "" {
 		var err error
-		if al, err = a.readAlert(o.alertFile); err != nil {
+		if al, err = a.readAlert(ctx, o.alertFile); err != nil {
 			return err
 		}
 	}
@@ -90,11 +93,13 @@ func (a *app) investigate(cmd *cobra.Command, o investigateOptions) error {
 		return err
 	}
 	defer done()
-	if o.alertFile != "" {
-		if err := store.Put(ctx, al); err != nil {
-			return fmt.Errorf("store alert %s: %w", al.ID, err)
+	if err := a.firestoreCall(ctx, func(ctx context.Context) (err error) {
+		if o.alertFile != "" {
+			return store.Put(ctx, al)
 		}
-	} else if al, err = store.Get(ctx, o.alertID); err != nil {
+		al, err = store.Get(ctx, o.alertID)
+		return err
+	}); err != nil {
 		return err
 	}
 
@@ -104,8 +109,34 @@ func (a *app) investigate(cmd *cobra.Command, o investigateOptions) error {
 	}
 	defer c.Close()
 	id := workflowID(al.ID, time.Now())
-	registered, attrs := searchAttributes(ctx, c, a.temporal.Namespace, al.ID, cmd.ErrOrStderr())
-	run, err := c.ExecuteWorkflow(ctx, client.StartWorkflowOptions{
+	var run client.WorkflowRun
+	err = a.temporalCall(ctx, func(ctx context.Context) (err error) {
+		run, err = a.startInvestigation(ctx, c, id, al, o, cmd.ErrOrStderr())
+		return err
+	})
+	if isUnavailable(err) {
+		return err
+	}
+	if err != nil {
+		return fmt.Errorf("start the investigation: %w", err)
+	}
+	fmt.Fprintf(out, "Investigating alert %s (%s, %s severity): %s\n", al.ID, termtext.Line(al.Type), al.Severity, termtext.Line(al.Title))
+	fmt.Fprintf(out, "Workflow ID: %s\nWeb UI:      %s\n\n", run.GetID(), a.temporal.WorkflowURL(run.GetID()))
+	if o.approve {
+		fmt.Fprintf(out, "The plan waits for approval: starter approve %s (or starter revise %s \"what to change\")\n\n", run.GetID(), run.GetID())
+	}
+	if o.detach {
+		fmt.Fprintf(out, "Follow it with: starter watch %s\n", run.GetID())
+		return nil
+	}
+	return a.followTurn(ctx, temporalStream{c}, out, run.GetID(), 0, firstConclusion)
+}
+
+// startInvestigation starts the Investigation workflow of an alert, with
+// the search attributes the namespace has registered.
+func (a *app) startInvestigation(ctx context.Context, c client.Client, id string, al alerts.Alert, o investigateOptions, warn io.Writer) (client.WorkflowRun, error) {
+	registered, attrs := searchAttributes(ctx, c, a.temporal.Namespace, al.ID, warn)
+	return c.ExecuteWorkflow(ctx, client.StartWorkflowOptions{
 		ID:                       id,
 		TaskQueue:                a.temporal.TaskQueue,
 		WorkflowIDConflictPolicy: enums.WORKFLOW_ID_CONFLICT_POLICY_FAIL,
@@ -120,19 +151,6 @@ func (a *app) investigate(cmd *cobra.Command, o investigateOptions) error {
 		IdleTimeout:      o.idle,
 		SearchAttributes: registered,
 	})
-	if err != nil {
-		return fmt.Errorf("start the investigation: %w", err)
-	}
-	fmt.Fprintf(out, "Investigating alert %s (%s, %s severity): %s\n", al.ID, al.Type, al.Severity, al.Title)
-	fmt.Fprintf(out, "Workflow ID: %s\nWeb UI:      %s\n\n", run.GetID(), a.temporal.WorkflowURL(run.GetID()))
-	if o.approve {
-		fmt.Fprintf(out, "The plan waits for approval: starter approve %s (or starter revise %s \"what to change\")\n\n", run.GetID(), run.GetID())
-	}
-	if o.detach {
-		fmt.Fprintf(out, "Follow it with: starter watch %s\n", run.GetID())
-		return nil
-	}
-	return a.followTurn(ctx, temporalStream{c}, out, run.GetID(), 0, firstConclusion)
 }
 
 // check rejects limits that cannot work, before anything is started.

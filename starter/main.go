@@ -10,21 +10,31 @@ import (
 	"os"
 	"os/signal"
 	"syscall"
+	"time"
 
 	"github.com/spf13/cobra"
 	"go.temporal.io/sdk/client"
 
 	"github.com/secops-agent/investigator/config"
+	"github.com/secops-agent/investigator/internal/termtext"
 )
 
 func main() {
+	// Ctrl-C and SIGTERM cancel the command's context: every wait (standard
+	// input, Firestore, Temporal) ends with one sentence and exit code 1.
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	err := newRoot(os.Stdin, os.Stdout).ExecuteContext(ctx)
 	stop()
 	if err != nil {
-		fmt.Fprintln(os.Stderr, "error:", err)
+		printError(os.Stderr, err)
 		os.Exit(1)
 	}
+}
+
+// printError prints the error sentence, which may quote alert or model
+// text, safe for a terminal.
+func printError(w io.Writer, err error) {
+	fmt.Fprintln(w, "error:", termtext.Clean(err.Error()))
 }
 
 // app holds the settings every subcommand shares.
@@ -32,7 +42,9 @@ type app struct {
 	temporal  config.Temporal
 	firestore config.Firestore
 	logLevel  string
-	stdin     io.Reader
+	// callTimeout bounds each call to Firestore or Temporal.
+	callTimeout time.Duration
+	stdin       io.Reader
 	// dialer replaces the Temporal connection in tests.
 	dialer func() (client.Client, error)
 }
@@ -80,9 +92,18 @@ GOOGLE_CLOUD_LOCATION, GOOGLE_GEMINI_BASE_URL and GEMINI_MODEL.`,
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}
-	root.SetOut(stdout)
+	// Everything a command prints passes through termtext: alert fields,
+	// tool output and model text cannot drive the terminal.
+	root.SetOut(termtext.NewWriter(stdout))
+	root.PersistentPreRunE = func(*cobra.Command, []string) error {
+		if a.callTimeout <= 0 {
+			return fmt.Errorf("--call-timeout must be positive, not %s", a.callTimeout)
+		}
+		return nil
+	}
 	a.temporal.Flags(root.PersistentFlags())
 	a.firestore.Flags(root.PersistentFlags())
+	root.PersistentFlags().DurationVar(&a.callTimeout, "call-timeout", defaultCallTimeout, "how long to wait for each answer from Firestore or Temporal before giving up with a message")
 	root.PersistentFlags().StringVar(&a.logLevel, "log-level", config.Env("warn", "LOG_LEVEL"), "log level of the Temporal client: debug, info, warn, error (env LOG_LEVEL)")
 	root.AddCommand(a.investigateCommand(), a.watchCommand(), a.statusCommand())
 	root.AddCommand(a.steerCommands()...)

@@ -1,13 +1,14 @@
 package main
 
 import (
-	"encoding/json"
+	"context"
 	"fmt"
 	"text/tabwriter"
 	"time"
 
 	"github.com/spf13/cobra"
 
+	"github.com/secops-agent/investigator/internal/termtext"
 	"github.com/secops-agent/investigator/memory"
 )
 
@@ -31,14 +32,17 @@ func (a *app) memoryCommand() *cobra.Command {
 				return err
 			}
 			defer done()
-			ms, err := s.List(cmd.Context(), limit)
-			if err != nil {
-				return fmt.Errorf("list memories: %w", err)
+			var ms []memory.Memory
+			if err := a.firestoreCall(cmd.Context(), func(ctx context.Context) (err error) {
+				ms, err = s.List(ctx, limit)
+				return err
+			}); err != nil {
+				return err
 			}
 			w := tabwriter.NewWriter(cmd.OutOrStdout(), 2, 4, 2, ' ', 0)
 			fmt.Fprintln(w, "ID\tSCORE\tUPDATED\tCLAIM")
 			for _, m := range ms {
-				fmt.Fprintf(w, "%s\t%d\t%s\t%s\n", m.ID, m.Score, m.UpdatedAt.UTC().Format(time.DateTime), clip(m.Claim, 100))
+				fmt.Fprintf(w, "%s\t%d\t%s\t%s\n", m.ID, m.Score, m.UpdatedAt.UTC().Format(time.DateTime), clip(termtext.Line(m.Claim), 100))
 			}
 			return w.Flush()
 		},
@@ -54,13 +58,14 @@ func (a *app) memoryCommand() *cobra.Command {
 				return err
 			}
 			defer done()
-			m, err := s.Get(cmd.Context(), args[0])
-			if err != nil {
+			var m memory.Memory
+			if err := a.firestoreCall(cmd.Context(), func(ctx context.Context) (err error) {
+				m, err = s.Get(ctx, args[0])
+				return err
+			}); err != nil {
 				return err
 			}
-			enc := json.NewEncoder(cmd.OutOrStdout())
-			enc.SetIndent("", "  ")
-			return enc.Encode(m)
+			return printJSON(cmd.OutOrStdout(), m)
 		},
 	}, &cobra.Command{
 		Use:   "delete ID",
@@ -72,7 +77,7 @@ func (a *app) memoryCommand() *cobra.Command {
 				return err
 			}
 			defer done()
-			if err := s.Delete(cmd.Context(), args[0]); err != nil {
+			if err := a.firestoreCall(cmd.Context(), func(ctx context.Context) error { return s.Delete(ctx, args[0]) }); err != nil {
 				return err
 			}
 			fmt.Fprintf(cmd.OutOrStdout(), "deleted %s\n", args[0])

@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -38,9 +37,7 @@ func (a *app) status(ctx context.Context, src stream, out io.Writer, id string, 
 		return a.statusError(ctx, id, err)
 	}
 	if asJSON {
-		enc := json.NewEncoder(out)
-		enc.SetIndent("", "  ")
-		return enc.Encode(st)
+		return printJSON(out, st)
 	}
 	run := ""
 	if d, err := src.describe(ctx, id, ""); err == nil {

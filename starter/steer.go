@@ -275,7 +275,7 @@ func firstConclusion(e investigation.Event) bool { return e.Kind == investigatio
 // latest run) until until is met, the investigation closes, or Ctrl-C.
 // investigate and ask share it.
 func (a *app) followTurn(ctx context.Context, src stream, out io.Writer, id string, after int, until func(investigation.Event) bool) error {
-	f := newFollower(src, id, out, a.temporal.TaskQueue)
+	f := a.newFollower(src, id, out)
 	f.seq = after
 	f.until = until
 	if err := f.start(ctx, true); err != nil {

@@ -10,6 +10,7 @@ import (
 	"github.com/spf13/cobra"
 	"go.temporal.io/sdk/client"
 
+	"github.com/secops-agent/investigator/internal/termtext"
 	"github.com/secops-agent/investigator/investigation"
 	"github.com/secops-agent/investigator/tools"
 )
@@ -24,7 +25,7 @@ worker's environment: OTX_API_KEY, URLSCAN_API_KEY, VIRUSTOTAL_API_KEY,
 ABUSEIPDB_API_KEY.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			c, err := a.temporal.Dial(a.logger())
+			c, err := a.dial()
 			if err != nil {
 				return err
 			}
@@ -51,9 +52,9 @@ ABUSEIPDB_API_KEY.`,
 			fmt.Fprintln(w, "TOOL\tSTATUS\tDETAILS")
 			for _, s := range statuses {
 				if s.Enabled {
-					fmt.Fprintf(w, "%s\tenabled\t%s\n", s.Name, clip(s.Description, 90))
+					fmt.Fprintf(w, "%s\tenabled\t%s\n", termtext.Line(s.Name), clip(termtext.Line(s.Description), 90))
 				} else {
-					fmt.Fprintf(w, "%s\tdisabled\t%s\n", s.Name, s.Reason)
+					fmt.Fprintf(w, "%s\tdisabled\t%s\n", termtext.Line(s.Name), termtext.Line(s.Reason))
 				}
 			}
 			return w.Flush()

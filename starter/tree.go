@@ -9,8 +9,10 @@ import (
 
 	"github.com/spf13/cobra"
 	"go.temporal.io/api/enums/v1"
+	"go.temporal.io/api/workflowservice/v1"
 	"go.temporal.io/sdk/client"
 
+	"github.com/secops-agent/investigator/internal/termtext"
 	"github.com/secops-agent/investigator/investigation"
 )
 
@@ -42,7 +44,14 @@ type child struct {
 // printTree prints a workflow (its first line after branch, the others after
 // guide) and, below it, every child workflow that any of its runs started.
 func (a *app) printTree(ctx context.Context, c client.Client, w io.Writer, id, branch, guide, request string) error {
-	desc, err := c.DescribeWorkflowExecution(ctx, id, "")
+	var desc *workflowservice.DescribeWorkflowExecutionResponse
+	err := a.temporalCall(ctx, func(ctx context.Context) (err error) {
+		desc, err = c.DescribeWorkflowExecution(ctx, id, "")
+		return err
+	})
+	if isUnavailable(err) {
+		return err
+	}
 	if err != nil {
 		return fmt.Errorf("describe workflow %s: %w", id, err)
 	}
@@ -59,7 +68,7 @@ func (a *app) printTree(ctx context.Context, c client.Client, w io.Writer, id, b
 	status := strings.TrimPrefix(info.GetStatus().String(), "WORKFLOW_EXECUTION_STATUS_")
 	fmt.Fprintf(w, "%s%s  %s  [%s]\n", branch, info.GetType().GetName(), id, status)
 	if request != "" {
-		fmt.Fprintf(w, "%s   request: %s\n", guide, request)
+		fmt.Fprintf(w, "%s   request: %s\n", guide, termtext.Line(request))
 	}
 	if len(runs) == 1 {
 		fmt.Fprintf(w, "%s   run %s\n", guide, latest)
@@ -82,8 +91,11 @@ func (a *app) printTree(ctx context.Context, c client.Client, w io.Writer, id, b
 
 // printChildren prints the tree of every child workflow one run started.
 func (a *app) printChildren(ctx context.Context, c client.Client, w io.Writer, id, runID, guide string) error {
-	children, err := childrenOf(ctx, c, id, runID)
-	if err != nil {
+	var children []child
+	if err := a.temporalCall(ctx, func(ctx context.Context) (err error) {
+		children, err = childrenOf(ctx, c, id, runID)
+		return err
+	}); err != nil {
 		return err
 	}
 	for i, ch := range children {

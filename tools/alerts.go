@@ -112,11 +112,16 @@ func typedValue(raw, valueType string) (any, error) {
 	case "", "string":
 		return raw, nil
 	case "number":
-		f, err := strconv.ParseFloat(raw, 64)
-		if err != nil {
+		n, err := alerts.ParseNumber(raw)
+		switch {
+		case errors.Is(err, alerts.ErrNotFinite):
+			return nil, Reject("value %q is not a finite number; no alert holds NaN or an infinity", raw)
+		case errors.Is(err, alerts.ErrInexact):
+			return nil, Reject("value %q has more digits than a number keeps; alerts store such numbers as text, so search it with value_type string", raw)
+		case err != nil:
 			return nil, Reject("value %q is not a number", raw)
 		}
-		return f, nil
+		return n, nil
 	case "boolean":
 		b, err := strconv.ParseBool(raw)
 		if err != nil {
@@ -126,9 +131,17 @@ func typedValue(raw, valueType string) (any, error) {
 	case "array":
 		var arr []any
 		if strings.HasPrefix(strings.TrimSpace(raw), "[") {
-			if err := json.Unmarshal([]byte(raw), &arr); err != nil {
+			// Decoded as alerts are, so a long integer ID in the list keeps
+			// every digit.
+			var probe []json.RawMessage
+			if err := json.Unmarshal([]byte(raw), &probe); err != nil {
 				return nil, Reject("value is not a JSON array: %v", err)
 			}
+			v, err := alerts.DecodeJSON([]byte(raw))
+			if err != nil {
+				return nil, Reject("value is not a JSON array: %v", err)
+			}
+			arr = v.([]any)
 		} else {
 			for _, p := range strings.Split(raw, ",") {
 				arr = append(arr, strings.TrimSpace(p))

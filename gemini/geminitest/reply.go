@@ -73,6 +73,12 @@ func JSON(v any) Reply {
 	return Text(string(b))
 }
 
+// Conclusion is the reply of the conclusion phase: the Markdown report and
+// a verdict with its confidence (no evidence items).
+func Conclusion(report, verdict, confidence string) Reply {
+	return JSON(map[string]any{"report": report, "evidence": []any{}, "verdict": verdict, "confidence": confidence})
+}
+
 // Calls is a model reply with one function-call part per call, IDs kept as
 // given (an empty ID is sent as no ID, as the Gemini API does).
 func Calls(calls ...*genai.FunctionCall) Reply {

@@ -1,0 +1,80 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	"go.temporal.io/api/workflowservice/v1"
+	"go.temporal.io/sdk/client"
+
+	"github.com/secops-agent/investigator/internal/testenv"
+)
+
+const exampleAlert = "../examples/alerts/guardduty-ssh-bruteforce.json"
+
+// TestFirestoreUnreachable: with nothing listening where Firestore should
+// be (the client would wait for it forever), every command that needs it,
+// investigate of a valid alert first, ends with one sentence once the call
+// timeout passes.
+func TestFirestoreUnreachable(t *testing.T) {
+	port, err := testenv.FreePort()
+	require.NoError(t, err)
+	host := fmt.Sprintf("127.0.0.1:%d", port)
+	t.Setenv("FIRESTORE_EMULATOR_HOST", host)
+	t.Setenv("GOOGLE_CLOUD_PROJECT", testenv.Project)
+	want := fmt.Sprintf("Firestore at %s did not answer within 300ms; is the emulator running?", host)
+	for _, args := range [][]string{
+		{"investigate", "--alert", exampleAlert},
+		{"investigate", "--alert-id", "guardduty-b6b95f1bc667"},
+		{"alert", "import", exampleAlert, exampleAlert},
+		{"alert", "list"},
+		{"alert", "show", "guardduty-b6b95f1bc667"},
+		{"memory", "list"},
+		{"memory", "show", "m-1"},
+		{"memory", "delete", "m-1"},
+	} {
+		t.Run(strings.Join(args[:2], " "), func(t *testing.T) {
+			_, err := runCLI(t, noTemporal, append(args, "--call-timeout", "300ms")...)
+			require.EqualError(t, err, want)
+		})
+	}
+}
+
+func TestCallTimeoutMustBePositive(t *testing.T) {
+	_, err := runCLI(t, noTemporal, "alert", "list", "--call-timeout", "0s")
+	require.EqualError(t, err, "--call-timeout must be positive, not 0s")
+}
+
+// TestFollowingGivesUpWhenTemporalStaysDown: a follower retries a failed
+// describe at every tick, but not past the call timeout.
+func TestFollowingGivesUpWhenTemporalStaysDown(t *testing.T) {
+	fastPolling(t)
+	f := newFakeStream("inv", &fakeRun{id: "A", status: running, events: notes(1, 2)})
+	f.downFrom = 3 // start and the first tick work, then Temporal is gone
+	a := testApp()
+	a.temporal.Address = "temporal.example:7233"
+	a.callTimeout = 50 * time.Millisecond
+	var out strings.Builder
+	err := a.watch(testCtx(t), f, &out, "inv", 1)
+	require.EqualError(t, err, "Temporal at temporal.example:7233 did not answer within 50ms; is the server running?")
+	require.Contains(t, out.String(), "note: e2", "what was read before is printed")
+}
+
+// silentClient is a Temporal that never answers a describe.
+type silentClient struct{ client.Client }
+
+func (silentClient) Close() {}
+
+func (silentClient) DescribeWorkflowExecution(ctx context.Context, _, _ string) (*workflowservice.DescribeWorkflowExecutionResponse, error) {
+	<-ctx.Done()
+	return nil, ctx.Err()
+}
+
+func TestTreeGivesUpWhenTemporalDoesNotAnswer(t *testing.T) {
+	_, err := runCLI(t, func() (client.Client, error) { return silentClient{}, nil }, "tree", "inv", "--call-timeout", "200ms", "--temporal-address", "127.0.0.1:7233")
+	require.EqualError(t, err, "Temporal at 127.0.0.1:7233 did not answer within 200ms; is the server running?")
+}

@@ -1,0 +1,377 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"time"
+
+	"go.temporal.io/api/enums/v1"
+
+	"github.com/secops-agent/investigator/investigation"
+)
+
+// How following ended.
+const (
+	endClosed      = iota // the workflow closed and every event was printed
+	endUntil              // the stop condition was met by a printed event
+	endInterrupted        // the context was cancelled (Ctrl-C)
+)
+
+type followEnd struct {
+	how    int
+	runID  string                        // the last run (endClosed)
+	status enums.WorkflowExecutionStatus // its status (endClosed)
+}
+
+// follower prints an investigation's progress events in order, each once.
+//
+// Event numbers (seq) run without gaps across the whole investigation, also
+// across continue-as-new: a new run starts numbering where the old one
+// stopped, but only holds its own events. The follower keeps the chain of
+// runs of the workflow ID (oldest first) and reads one run at a time with the
+// progress query, asking for the events after the last one printed and
+// printing only the one numbered seq+1, then the next, and so on:
+//   - A run that is no longer the latest one is closed, so its events are
+//     final: once a query made after that was known returns nothing new, the
+//     run is drained and the follower moves to the next run of the chain.
+//   - If a run's first unseen event is numbered beyond seq+1, the missing
+//     events are in an earlier run (the follower started at the latest run
+//     but the event it wants was recorded before a continue-as-new): it steps
+//     back one run. If there is none, or the earlier run was just drained,
+//     the events are lost for good (retention): it says so and goes on.
+//   - A query returns at most investigation.MaxProgressEvents events: after
+//     a full page the follower asks again at once, not at the next tick.
+//   - It stops when the latest run was closed before a successful query
+//     that returned less than a full page, so that query returned every
+//     remaining event.
+//
+// Events naming a child workflow start a child stream, read the same way
+// (one run, page after page) in the same tick, printed with a [bigquery]
+// prefix until the child closes; a child never holds up the parent's events.
+type follower struct {
+	src      stream
+	id       string
+	out      io.Writer
+	queue    string
+	interval time.Duration
+	p        *printer
+	// until, when set, ends following once it returns true for a printed event.
+	until func(investigation.Event) bool
+
+	seq        int      // the last event printed
+	runs       []string // the runs of the workflow ID, oldest first
+	idx        int      // the run being read
+	drained    bool     // runs[idx-1] was just drained: a gap now is real
+	failures   int      // failed queries in a row on the current run
+	warned     bool
+	printedAny bool
+	children   []*childStream
+	seen       map[string]bool
+	// patience is how long Temporal may fail to describe the workflow, in a
+	// row, before following gives up with the sentence unreachable returns.
+	patience    time.Duration
+	unreachable func() string
+	downSince   time.Time
+}
+
+type childStream struct {
+	id       string
+	p        *printer
+	seq      int
+	done     bool
+	failures int
+}
+
+func newFollower(src stream, id string, out io.Writer, queue string) *follower {
+	return &follower{src: src, id: id, out: out, queue: queue, interval: pollInterval, p: &printer{out: out, id: id}, seen: map[string]bool{}}
+}
+
+// newFollower is a follower that gives up when Temporal stays unreachable
+// for the call timeout.
+func (a *app) newFollower(src stream, id string, out io.Writer) *follower {
+	f := newFollower(src, id, out, a.temporal.TaskQueue)
+	f.patience, f.unreachable = a.timeout(), a.temporalTimeout
+	return f
+}
+
+// start finds the chain of runs and where to begin: the first run (watch), or
+// the latest one (a new investigation, or a follow-up just asked).
+func (f *follower) start(ctx context.Context, atLatest bool) error {
+	d, err := f.src.describe(ctx, f.id, "")
+	if err != nil {
+		if isNotFound(err) {
+			return fmt.Errorf("no investigation with ID %s", f.id)
+		}
+		return fmt.Errorf("look up investigation %s: %w", f.id, err)
+	}
+	first := d.firstRunID
+	if first == "" {
+		first = d.runID
+	}
+	f.runs = []string{first}
+	f.extend(ctx, d.runID)
+	if atLatest {
+		f.idx = len(f.runs) - 1
+	}
+	return nil
+}
+
+// extend appends the runs after the last known one, up to latest.
+func (f *follower) extend(ctx context.Context, latest string) {
+	f.runs, _ = extendRuns(ctx, f.src, f.id, f.runs, latest)
+}
+
+// extendRuns appends to runs (oldest first) the runs that the last of them
+// continued as, up to latest. When a run's successor cannot be read, it
+// appends latest right away and returns the error too.
+func extendRuns(ctx context.Context, src stream, id string, runs []string, latest string) ([]string, error) {
+	for i := 0; runs[len(runs)-1] != latest; i++ {
+		last := runs[len(runs)-1]
+		next, err := src.nextRun(ctx, id, last)
+		switch {
+		case err != nil:
+		case next == "":
+			err = fmt.Errorf("run %s of %s names no next run", last, id)
+		case i > 10000:
+			err = fmt.Errorf("%s has more than 10000 runs", id)
+		}
+		if err != nil {
+			return append(runs, latest), err
+		}
+		runs = append(runs, next)
+	}
+	return runs, nil
+}
+
+// stopped says where following was interrupted and how to resume there.
+func (f *follower) stopped() {
+	at := fmt.Sprintf("after event %d", f.seq)
+	if !f.printedAny {
+		at = "before any new event"
+	}
+	fmt.Fprintf(f.out, "\nstopped watching %s; the investigation goes on. Resume with: starter watch %s --from %d\n", at, f.id, f.seq+1)
+}
+
+// run follows until the workflow closes, until is met, or ctx ends.
+func (f *follower) run(ctx context.Context) (followEnd, error) {
+	tick := time.NewTicker(max(f.interval, time.Millisecond))
+	defer tick.Stop()
+	for {
+		end, done, err := f.step(ctx)
+		if done || err != nil {
+			return end, err
+		}
+		select {
+		case <-ctx.Done():
+			return followEnd{how: endInterrupted}, nil
+		case <-tick.C:
+		}
+	}
+}
+
+// step reads once from the current run (moving through drained runs) and
+// from every open child stream, and prints what is new.
+func (f *follower) step(ctx context.Context) (followEnd, bool, error) {
+	if ctx.Err() != nil {
+		return followEnd{how: endInterrupted}, true, nil
+	}
+	d, err := f.src.describe(ctx, f.id, "")
+	if err != nil {
+		if ctx.Err() != nil {
+			return followEnd{how: endInterrupted}, true, nil
+		}
+		if isNotFound(err) {
+			return followEnd{}, true, fmt.Errorf("investigation %s is gone (no workflow with this ID any more)", f.id)
+		}
+		if f.downSince.IsZero() {
+			f.downSince = time.Now()
+		}
+		if f.patience > 0 && time.Since(f.downSince) >= f.patience {
+			return followEnd{}, true, errors.New(f.unreachable())
+		}
+		return followEnd{}, false, nil // transient: try again next tick
+	}
+	f.downSince = time.Time{}
+	f.extend(ctx, d.runID)
+	complete := false // the last query read the latest run to its end
+	for {
+		cur := f.runs[f.idx]
+		latest := f.idx == len(f.runs)-1
+		events, err := f.src.events(ctx, f.id, cur, f.seq)
+		if err != nil {
+			if ctx.Err() != nil {
+				return followEnd{how: endInterrupted}, true, nil
+			}
+			f.failures++
+			if !latest && (f.failures >= oldRunPatience || isNotFound(err)) {
+				fmt.Fprintf(f.out, "(could not read the remaining events of run %s: %v; going on with the next run)\n", cur, err)
+				f.failures, f.idx, f.drained = 0, f.idx+1, true
+				continue
+			}
+			if !f.warned && !f.printedAny && f.failures >= 5 {
+				f.warned = true
+				fmt.Fprintf(f.out, "(waiting for a worker on task queue %q...)\n", f.queue)
+			}
+			break
+		}
+		f.failures = 0
+		printed, gapTo, stop := f.take(events)
+		if stop {
+			f.pollChildren(ctx)
+			return followEnd{how: endUntil}, true, nil
+		}
+		if gapTo > 0 {
+			if f.idx > 0 && !f.drained {
+				f.idx-- // the missing events were recorded by the run before
+				continue
+			}
+			fmt.Fprintf(f.out, "(events %d to %d are no longer available)\n", f.seq+1, gapTo-1)
+			f.seq = gapTo - 1
+			f.drained = false
+			continue
+		}
+		if printed > 0 {
+			f.drained = false
+		}
+		if !latest && printed == 0 {
+			f.idx++ // this run is closed and drained
+			f.drained = true
+			continue
+		}
+		if !latest || (printed > 0 && fullPage(events)) {
+			continue // read the rest of the closed run, or the next page, now
+		}
+		complete = true
+		break
+	}
+	f.pollChildren(ctx)
+	if complete && f.runs[f.idx] == d.runID && d.closed() {
+		// Closed before the query above, which returned its last page, so
+		// every event was printed. Give open children a last chance, then
+		// stop.
+		f.pollChildren(ctx)
+		return followEnd{how: endClosed, runID: d.runID, status: d.status}, true, nil
+	}
+	return followEnd{}, false, nil
+}
+
+// take prints the events that follow seq, in order. It returns how many it
+// printed, the number of the first unseen event when it is beyond seq+1 (a
+// gap) and whether until was met.
+func (f *follower) take(events []investigation.Event) (printed, gapTo int, stop bool) {
+	for _, e := range events {
+		switch {
+		case e.Seq <= f.seq:
+			continue
+		case e.Seq > f.seq+1:
+			if printed == 0 {
+				return 0, e.Seq, false
+			}
+			return printed, 0, false // the rest comes with the next query
+		}
+		f.seq = e.Seq
+		printed++
+		f.printedAny = true
+		f.p.print(e)
+		f.track(e)
+		if f.until != nil && f.until(e) {
+			return printed, 0, true
+		}
+	}
+	return printed, 0, false
+}
+
+// track starts following the child run an event names.
+func (f *follower) track(e investigation.Event) {
+	if e.Child == "" || f.seen[e.Child] {
+		return
+	}
+	f.seen[e.Child] = true
+	f.children = append(f.children, &childStream{
+		id: e.Child,
+		p:  &printer{out: &prefixWriter{w: f.out, prefix: "    [bigquery] "}, id: e.Child},
+	})
+}
+
+// pollChildren prints what is new in every open child run. The children are
+// queried concurrently, with short timeouts, and printed in the order they
+// started.
+func (f *follower) pollChildren(ctx context.Context) {
+	type read struct {
+		closed bool
+		events []investigation.Event
+		err    error
+	}
+	var open []*childStream
+	for _, ch := range f.children {
+		if !ch.done {
+			open = append(open, ch)
+		}
+	}
+	if len(open) == 0 {
+		return
+	}
+	reads := make([]chan read, len(open))
+	for i, ch := range open {
+		reads[i] = make(chan read, 1)
+		go func(ch *childStream, seq int, out chan<- read) {
+			cctx, cancel := context.WithTimeout(ctx, 3*time.Second)
+			defer cancel()
+			var r read
+			d, err := f.src.describe(cctx, ch.id, "")
+			if err != nil {
+				r.err = err
+				out <- r
+				return
+			}
+			r.closed = d.closed()
+			for {
+				events, err := f.src.events(cctx, ch.id, "", seq)
+				if err != nil {
+					// Print the pages read; the child is not done yet.
+					r.closed = false
+					if len(r.events) == 0 {
+						r.err = err
+					}
+					break
+				}
+				r.events = append(r.events, events...)
+				if !fullPage(events) || events[len(events)-1].Seq <= seq {
+					break
+				}
+				seq = events[len(events)-1].Seq
+			}
+			out <- r
+		}(ch, ch.seq, reads[i])
+	}
+	for i, ch := range open {
+		r := <-reads[i]
+		if r.err != nil {
+			ch.failures++
+			if ch.failures >= oldRunPatience && !isNotFound(r.err) {
+				fmt.Fprintf(f.out, "    [bigquery] (stopped following %s: %v)\n", ch.id, r.err)
+				ch.done = true
+			}
+			continue
+		}
+		ch.failures = 0
+		for _, e := range r.events {
+			if e.Seq != ch.seq+1 {
+				continue
+			}
+			ch.seq = e.Seq
+			ch.p.print(e)
+		}
+		if r.closed {
+			ch.done = true
+		}
+	}
+}
+
+// fullPage says a progress query returned as many events as it may, so more
+// may follow.
+func fullPage(events []investigation.Event) bool {
+	return len(events) >= investigation.MaxProgressEvents
+}

@@ -13,6 +13,7 @@ import (
 	"google.golang.org/genai"
 
 	"github.com/secops-agent/investigator/internal/clip"
+	"github.com/secops-agent/investigator/internal/prompt"
 	"github.com/secops-agent/investigator/investigation"
 	"github.com/secops-agent/investigator/memory"
 	"github.com/secops-agent/investigator/transcript"
@@ -30,7 +31,7 @@ type memoryStore interface {
 	Adjust(ctx context.Context, session string, helpful, harmful []string) ([]string, error)
 }
 
-var introspectSchema = prompts.Schema("introspect")
+var introspectSchema = prompts.Schema(prompt.PhaseIntrospect)
 
 // embed returns one 768-dimension embedding per text.
 func (a *Activities) embed(ctx context.Context, task string, texts ...string) ([][]float32, error) {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"regexp"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -37,15 +38,15 @@ func (p *phased) handle(r *geminitest.Request) geminitest.Reply {
 			vecs[i] = vec
 		}
 		return geminitest.Embeddings(vecs...)
-	case strings.Contains(r.SystemText(), "BigQuery sub-agent"):
-		phase = "child"
-	case strings.Contains(r.Text(), "finished session of the BigQuery sub-agent"):
+	case r.Phase() == geminitest.PhaseIntrospect:
 		phase = "introspect"
-	case len(r.SchemaProperties()) > 0 && strings.Contains(strings.Join(r.SchemaProperties(), ","), "steps"):
+	case slices.Contains(r.FunctionNames(), "bigquery_query"):
+		phase = "child"
+	case r.Phase() == geminitest.PhasePlan:
 		phase = "plan"
-	case len(r.SchemaProperties()) > 0:
+	case r.Phase() == geminitest.PhaseReflect:
 		phase = "reflect"
-	case len(r.FunctionNames()) == 0:
+	case r.Phase() == geminitest.PhaseConclude:
 		phase = "conclude"
 	}
 	p.mu.Lock()

@@ -21,6 +21,7 @@ const (
 	PhaseReflect    = "reflect"     // response schema with property "achieved"
 	PhaseMode       = "mode"        // response schema with property "mode"
 	PhaseConclude   = "conclude"    // response schema with properties "report" and "verdict"
+	PhaseIntrospect = "introspect"  // response schema titled "introspect"
 	PhaseStructured = "structured"  // any other response schema or JSON MIME type
 	PhaseToolResult = "tool_result" // the last content holds function responses
 	PhaseToolCall   = "tool_call"   // functions declared, no function response yet
@@ -37,6 +38,10 @@ func (r *Request) Phase() string {
 	switch r.Method {
 	case MethodBatchEmbedContents, MethodEmbedContent, MethodPredict:
 		return PhaseEmbed
+	}
+	switch t := r.SchemaTitle(); t {
+	case PhasePlan, PhaseReflect, PhaseMode, PhaseConclude, PhaseIntrospect:
+		return t
 	}
 	props := r.SchemaProperties()
 	switch {
@@ -107,6 +112,8 @@ func Auto() Handler {
 				"mode":   "plan",
 				"reason": "The offline Gemini stand-in always runs a full Plan & Execute investigation.",
 			})
+		case PhaseIntrospect:
+			return JSON(map[string]any{"claims": []any{}, "helpful_memory_ids": []any{}, "harmful_memory_ids": []any{}})
 		case PhaseStructured:
 			v := exampleValue(r.ResponseSchema, 0)
 			if v == nil {

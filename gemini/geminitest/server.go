@@ -160,6 +160,13 @@ func (r *Request) SchemaProperties() []string {
 	return names
 }
 
+// SchemaTitle returns the response schema's title, or "". The agent titles
+// each structured phase's schema with the phase's name.
+func (r *Request) SchemaTitle() string {
+	t, _ := r.ResponseSchema["title"].(string)
+	return t
+}
+
 func contentText(c *genai.Content) string {
 	if c == nil {
 		return ""

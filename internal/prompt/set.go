@@ -64,13 +64,25 @@ func (s *Set) Render(name string, data any) (string, error) {
 	return strings.TrimSpace(b.String()) + "\n", nil
 }
 
-// Schema loads name.schema.json as a response schema; it panics on a
-// missing or invalid file (a build defect).
-func (s *Set) Schema(name string) *genai.Schema {
+// Phases of the agent whose answers are structured. Each response schema
+// carries its phase as its title, so a Gemini-protocol server (the offline
+// demo, tests) tells the phases apart without reading prompt text.
+const (
+	PhasePlan       = "plan"
+	PhaseReflect    = "reflect"
+	PhaseConclude   = "conclude"
+	PhaseMode       = "mode"
+	PhaseIntrospect = "introspect"
+)
+
+// Schema loads phase.schema.json as a response schema titled with the
+// phase; it panics on a missing or invalid file (a build defect).
+func (s *Set) Schema(phase string) *genai.Schema {
 	var out genai.Schema
-	if err := json.Unmarshal(s.file(name+".schema.json"), &out); err != nil {
-		panic(fmt.Sprintf("%s.schema.json: %v", name, err))
+	if err := json.Unmarshal(s.file(phase+".schema.json"), &out); err != nil {
+		panic(fmt.Sprintf("%s.schema.json: %v", phase, err))
 	}
+	out.Title = phase
 	return &out
 }
 

@@ -1,11 +1,15 @@
 package config
 
 import (
+	"bytes"
 	"crypto/rand"
 	"encoding/base64"
 	"errors"
+	"fmt"
+	"log/slog"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/spf13/pflag"
@@ -39,7 +43,7 @@ func loadKeys(t *testing.T, path string) *payloadcodec.Keys {
 func TestFailureMessagesEncrypted(t *testing.T) {
 	const secret = "tool result for 198.51.100.23: 41 failed logins"
 	keys := loadKeys(t, keyFile(t, "k1"))
-	_, fc := Converters(keys)
+	_, fc := Converters(keys, nil)
 	f := fc.ErrorToFailure(temporal.NewApplicationError(secret, "ToolFailed"))
 	require.Equal(t, "Encoded failure", f.GetMessage())
 	require.Empty(t, f.GetStackTrace())
@@ -55,9 +59,9 @@ func TestFailureMessagesEncrypted(t *testing.T) {
 	require.Equal(t, secret, app.Message())
 
 	// Another key reads nothing; without keys, failures stay in clear.
-	_, other := Converters(loadKeys(t, keyFile(t, "k2")))
+	_, other := Converters(loadKeys(t, keyFile(t, "k2")), nil)
 	require.Equal(t, "Encoded failure (type: ToolFailed, retryable: true)", other.FailureToError(proto.Clone(f).(*failurepb.Failure)).Error())
-	_, plain := Converters(nil)
+	_, plain := Converters(nil, nil)
 	require.Equal(t, secret, plain.ErrorToFailure(errors.New(secret)).GetMessage())
 }
 
@@ -74,4 +78,34 @@ func TestPayloadKeyFileFlagAndErrors(t *testing.T) {
 	require.Nil(t, k, "no key file, no keys: payloads stay in clear")
 	_, err = Temporal{Address: "localhost:1", PayloadKeyFile: filepath.Join(t.TempDir(), "none")}.Dial(nil)
 	require.ErrorContains(t, err, "cannot read the payload key file")
+}
+
+// TestKeyErrorsTravelInClear: the sentence saying a payload cannot be
+// decrypted is no secret and is what a process without the key must read,
+// so its failure is left in clear, holds nothing else, and is logged once.
+func TestKeyErrorsTravelInClear(t *testing.T) {
+	worker := loadKeys(t, keyFile(t, "worker-key"))
+	_, starterKeys := Converters(loadKeys(t, keyFile(t, "starter-key")), nil)
+	encrypted, err := payloadcodec.DataConverter(loadKeys(t, keyFile(t, "starter-key"))).ToPayload("Investigate guardduty-1: SSH brute force")
+	require.NoError(t, err)
+	var in string
+	decodeErr := payloadcodec.DataConverter(worker).FromPayload(encrypted, &in)
+	require.Error(t, decodeErr)
+	// As the SDK wraps it when a workflow's input cannot be decoded.
+	wrapped := fmt.Errorf("unable to decode the workflow function input payload with error: %w, function name: Investigation", decodeErr)
+
+	var log bytes.Buffer
+	_, fc := Converters(worker, slog.New(slog.NewTextHandler(&log, nil)))
+	f := fc.ErrorToFailure(wrapped)
+	want := `cannot decrypt a Temporal payload encrypted with key "starter-key": the payload key file ` + worker.Source() + ` holds no key with that ID (it holds "worker-key")`
+	require.Equal(t, want, f.GetMessage())
+	require.Nil(t, f.GetEncodedAttributes())
+	fc.ErrorToFailure(wrapped)
+	require.Equal(t, 1, strings.Count(log.String(), "\n"), "logged once: %s", log.String())
+	require.Contains(t, log.String(), `level=ERROR msg="cannot decrypt a Temporal payload encrypted with key \"starter-key\"`)
+
+	// The starter, with its other key, reads the sentence and shows it alone.
+	msg, ok := payloadcodec.Explain(starterKeys.FailureToError(f))
+	require.True(t, ok)
+	require.Equal(t, "the worker reports: "+want, msg)
 }

@@ -97,7 +97,7 @@ func (t Temporal) Dial(logger *slog.Logger) (client.Client, error) {
 	if w := keys.Warning(); w != "" && logger != nil {
 		logger.Warn(w)
 	}
-	opts.DataConverter, opts.FailureConverter = Converters(keys)
+	opts.DataConverter, opts.FailureConverter = Converters(keys, logger)
 	if key := Env("", "TEMPORAL_API_KEY"); key != "" {
 		opts.Credentials = client.NewAPIKeyStaticCredentials(key)
 		t.TLS = true
@@ -124,13 +124,17 @@ func (t Temporal) Dial(logger *slog.Logger) (client.Client, error) {
 // Converters are the client's data and failure converters for a key ring.
 // Without keys (nil) payloads stay in clear and the codec only turns an
 // encrypted payload into a clear error; with keys every payload is encrypted,
-// and so are failure messages and stack traces (EncodeCommonAttributes).
-func Converters(keys *payloadcodec.Keys) (converter.DataConverter, converter.FailureConverter) {
+// and so are failure messages and stack traces (EncodeCommonAttributes),
+// except the one sentence saying a payload cannot be decrypted, which is
+// logged (once a minute) through logger when it is not nil.
+func Converters(keys *payloadcodec.Keys, logger *slog.Logger) (converter.DataConverter, converter.FailureConverter) {
 	dc := payloadcodec.DataConverter(keys)
-	return dc, temporal.NewDefaultFailureConverter(temporal.DefaultFailureConverterOptions{
-		DataConverter:          dc,
-		EncodeCommonAttributes: keys != nil,
-	})
+	plain := temporal.NewDefaultFailureConverter(temporal.DefaultFailureConverterOptions{DataConverter: dc})
+	encrypting := plain
+	if keys != nil {
+		encrypting = temporal.NewDefaultFailureConverter(temporal.DefaultFailureConverterOptions{DataConverter: dc, EncodeCommonAttributes: true})
+	}
+	return dc, payloadcodec.NewFailureConverter(encrypting, plain, logger)
 }
 
 // WorkflowURL returns the Web UI link of a workflow.

@@ -2,7 +2,9 @@ package payloadcodec
 
 import (
 	"crypto/rand"
+	"errors"
 	"fmt"
+	"regexp"
 	"strings"
 
 	commonpb "go.temporal.io/api/common/v1"
@@ -138,7 +140,7 @@ type KeyError struct {
 }
 
 func (e *KeyError) Error() string {
-	what := fmt.Sprintf("cannot decrypt a Temporal payload encrypted with key %q", e.KeyID)
+	what := fmt.Sprintf("%s encrypted with key %q", decryptPrefix, e.KeyID)
 	switch e.Reason {
 	case ReasonNoKeyFile:
 		return what + ": no payload key file is configured (set --payload-key-file or PAYLOAD_KEY_FILE)"
@@ -149,7 +151,7 @@ func (e *KeyError) Error() string {
 	case ReasonDamaged:
 		return what + ": the payload is damaged"
 	default:
-		return "cannot decrypt a Temporal payload: it is marked encrypted but names no key ID"
+		return decryptPrefix + ": it is marked encrypted but names no key ID"
 	}
 }
 
@@ -159,4 +161,31 @@ func quoteAll(ids []string) string {
 		q[i] = fmt.Sprintf("%q", id)
 	}
 	return strings.Join(q, ", ")
+}
+
+// decryptPrefix starts every KeyError sentence; Explain looks for it in
+// errors that crossed the wire as text (query failures, workflow failures).
+const decryptPrefix = "cannot decrypt a Temporal payload"
+
+// appErrorSuffix is what a Temporal application error appends to its message.
+var appErrorSuffix = regexp.MustCompile(`\s*\(type: [^()]*, retryable: (true|false)\)$`)
+
+// Explain finds a payload that could not be decrypted behind err: this
+// process's own KeyError, or one reported by the worker (whose failures
+// carry the sentence in clear, see FailureConverter). It returns the one
+// sentence to show, and false when err is about something else.
+func Explain(err error) (string, bool) {
+	if err == nil {
+		return "", false
+	}
+	var ke *KeyError
+	if errors.As(err, &ke) {
+		return ke.Error(), true
+	}
+	msg := err.Error()
+	if i := strings.Index(msg, decryptPrefix); i >= 0 {
+		msg = appErrorSuffix.ReplaceAllString(msg[i:], "")
+		return "the worker reports: " + strings.TrimSpace(msg), true
+	}
+	return "", false
 }

@@ -220,3 +220,26 @@ func TestLoadKeyFile(t *testing.T) {
 	_, err = LoadKeyFile(big)
 	require.ErrorContains(t, err, "is larger than 1 MiB")
 }
+
+func TestExplain(t *testing.T) {
+	ke := &KeyError{KeyID: "k1", Reason: ReasonNoKeyFile}
+	for _, c := range []struct {
+		name string
+		err  error
+		want string
+	}{
+		{"own error, wrapped", fmt.Errorf("query the status: %w", ke), ke.Error()},
+		{"worker's query failure", errors.New("unable to decode the input for queryType: progress, with error: " + ke.Error()), "the worker reports: " + ke.Error()},
+		{"worker's workflow failure", errors.New("workflow execution error (type: Investigation, workflowID: w, runID: r): " + ke.Error() + " (type: KeyError, retryable: true)"), "the worker reports: " + ke.Error()},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			msg, ok := Explain(c.err)
+			require.True(t, ok)
+			require.Equal(t, c.want, msg)
+		})
+	}
+	for _, err := range []error{nil, errors.New("context deadline exceeded")} {
+		_, ok := Explain(err)
+		require.False(t, ok)
+	}
+}

@@ -86,10 +86,10 @@ func TestPayloadKeyFileFlagAndErrors(t *testing.T) {
 func TestKeyErrorsTravelInClear(t *testing.T) {
 	worker := loadKeys(t, keyFile(t, "worker-key"))
 	_, starterKeys := Converters(loadKeys(t, keyFile(t, "starter-key")), nil)
-	encrypted, err := payloadcodec.DataConverter(loadKeys(t, keyFile(t, "starter-key"))).ToPayload("Investigate guardduty-1: SSH brute force")
+	encrypted, err := payloadcodec.NewDataConverter(loadKeys(t, keyFile(t, "starter-key")), nil).ToPayload("Investigate guardduty-1: SSH brute force")
 	require.NoError(t, err)
 	var in string
-	decodeErr := payloadcodec.DataConverter(worker).FromPayload(encrypted, &in)
+	decodeErr := payloadcodec.NewDataConverter(worker, nil).FromPayload(encrypted, &in)
 	require.Error(t, decodeErr)
 	// As the SDK wraps it when a workflow's input cannot be decoded.
 	wrapped := fmt.Errorf("unable to decode the workflow function input payload with error: %w, function name: Investigation", decodeErr)

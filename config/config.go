@@ -128,13 +128,13 @@ func (t Temporal) Dial(logger *slog.Logger) (client.Client, error) {
 // except the one sentence saying a payload cannot be decrypted, which is
 // logged (once a minute) through logger when it is not nil.
 func Converters(keys *payloadcodec.Keys, logger *slog.Logger) (converter.DataConverter, converter.FailureConverter) {
-	dc := payloadcodec.DataConverter(keys)
+	dc := payloadcodec.NewDataConverter(keys, logger)
 	plain := temporal.NewDefaultFailureConverter(temporal.DefaultFailureConverterOptions{DataConverter: dc})
 	encrypting := plain
 	if keys != nil {
 		encrypting = temporal.NewDefaultFailureConverter(temporal.DefaultFailureConverterOptions{DataConverter: dc, EncodeCommonAttributes: true})
 	}
-	return dc, payloadcodec.NewFailureConverter(encrypting, plain, logger)
+	return dc, payloadcodec.NewFailureConverter(encrypting, plain, dc)
 }
 
 // WorkflowURL returns the Web UI link of a workflow.

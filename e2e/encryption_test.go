@@ -22,6 +22,7 @@ import (
 	"github.com/chromedp/chromedp"
 	"github.com/stretchr/testify/require"
 	commonpb "go.temporal.io/api/common/v1"
+	"go.temporal.io/api/enums/v1"
 	failurepb "go.temporal.io/api/failure/v1"
 	historypb "go.temporal.io/api/history/v1"
 	"go.temporal.io/api/proxy"
@@ -88,7 +89,8 @@ type encStack struct {
 	env       []string
 	uiURL     string
 	raw       client.Client // no codec: sees history as stored
-	workerLog syncBuffer
+	worker    *exec.Cmd
+	workerLog *syncBuffer
 }
 
 func writeKeyFile(t *testing.T, path, id string) {
@@ -165,18 +167,32 @@ func startEncStack(t *testing.T) *encStack {
 
 	s.env = append(append([]string(nil), stack...), "TEMPORAL_ADDRESS="+srv.FrontendHostPort(), "PAYLOAD_KEY_FILE="+s.keys,
 		"TEMPORAL_UI_URL="+s.uiURL, "LOG_LEVEL=info")
-	worker := exec.Command(filepath.Join(bin, "worker"))
-	worker.Env = s.env
-	worker.Stdout, worker.Stderr = &s.workerLog, &s.workerLog
-	require.NoError(t, worker.Start())
-	t.Cleanup(func() {
-		_ = worker.Process.Signal(syscall.SIGTERM)
-		_ = worker.Wait()
-		if t.Failed() {
-			t.Logf("encrypting worker log:\n%s", s.workerLog.String())
-		}
-	})
+	s.startWorker(t, s.keys)
+	t.Cleanup(func() { s.stopWorker(t) })
 	return s
+}
+
+// startWorker starts a worker on the stack with the given key file.
+func (s *encStack) startWorker(t *testing.T, keys string) {
+	t.Helper()
+	s.worker = exec.Command(filepath.Join(bin, "worker"))
+	s.worker.Env = s.with("PAYLOAD_KEY_FILE=" + keys)
+	s.workerLog = &syncBuffer{}
+	s.worker.Stdout, s.worker.Stderr = s.workerLog, s.workerLog
+	require.NoError(t, s.worker.Start())
+}
+
+// stopWorker stops the current worker (SIGTERM) and waits for it.
+func (s *encStack) stopWorker(t *testing.T) {
+	if s.worker == nil {
+		return
+	}
+	_ = s.worker.Process.Signal(syscall.SIGTERM)
+	_ = s.worker.Wait()
+	if t.Failed() {
+		t.Logf("worker log (%s):\n%s", s.worker.Env[len(s.worker.Env)-1], s.workerLog.String())
+	}
+	s.worker = nil
 }
 
 // with returns the stack's environment with overrides.
@@ -268,7 +284,7 @@ func TestEncryptedHistory(t *testing.T) {
 	// With the key, the activity summaries (user metadata) read as usual.
 	keys, err := payloadcodec.LoadKeyFile(s.keys)
 	require.NoError(t, err)
-	dc := payloadcodec.DataConverter(keys)
+	dc := payloadcodec.NewDataConverter(keys, nil)
 	var summaries []string
 	for _, e := range hist.Events {
 		if e.GetActivityTaskScheduledEventAttributes() != nil {
@@ -295,6 +311,7 @@ func TestEncryptedHistory(t *testing.T) {
 
 	t.Run("wrong key", func(t *testing.T) { testWrongKey(t, s, wfID) })
 	t.Run("web UI", func(t *testing.T) { testWebUI(t, s, wfID) })
+	t.Run("worker with the wrong key", func(t *testing.T) { testWorkerWrongKey(t, s, wfID) })
 }
 
 // oneLine: the starter's error is one line on stderr.
@@ -321,11 +338,13 @@ func testWrongKey(t *testing.T, s *encStack, wfID string) {
 	workerSays := `the worker reports: cannot decrypt a Temporal payload encrypted with key "e2e-other": the payload key file ` + s.keys + ` holds no key with that ID (it holds "` + encKeyID + `")`
 	msg = oneLine(t, starterEnv(t, wrong, nil, "watch", wfID))
 	require.Equal(t, "error: cannot follow investigation "+wfID+": "+workerSays, msg)
-	// An investigation started with the wrong key fails at once, and says why.
+	// An investigation started with the wrong key fails at once, and says
+	// why (from its failure, or from the query the starter made meanwhile).
 	model.set(nil)
 	msg = oneLine(t, starterEnv(t, wrong, nil, "investigate", "--alert", exampleAlert))
-	require.Regexp(t, `^error: investigation investigation-\S+ failed: `, msg)
-	require.True(t, strings.HasSuffix(msg, " failed: "+workerSays), msg)
+	require.Regexp(t, `^error: (investigation investigation-\S+ failed|cannot follow investigation investigation-\S+): `, msg)
+	require.True(t, strings.HasSuffix(msg, ": "+workerSays), msg)
+	t.Logf("REPORT starter with the wrong key: %s", msg)
 	// The worker logged the reason as one line.
 	require.Contains(t, s.workerLog.String(), `level=ERROR msg="cannot decrypt a Temporal payload encrypted with key \"e2e-other\"`)
 	require.NotContains(t, s.workerLog.String(), "goroutine ")
@@ -400,4 +419,55 @@ func testWebUI(t *testing.T, s *encStack, wfID string) {
 	path := filepath.Join(dir, "investigator-e2e-webui-decoded.png")
 	require.NoError(t, os.WriteFile(path, shot, 0o644))
 	t.Logf("REPORT Web UI: %s shows the decoded input (question and alert_id) and activity summaries; screenshot %s (%d bytes)", page, path, len(shot))
+}
+
+// testWorkerWrongKey: a worker deployed with the wrong key picks up a
+// running investigation. Its workflow task fails and is retried (the
+// investigation is not failed), the worker logs the sentence, the failure in
+// history says it in clear; back with the right key, the run goes on.
+func testWorkerWrongKey(t *testing.T, s *encStack, wfID string) {
+	other := filepath.Join(s.dir, "c.keys")
+	writeKeyFile(t, other, "e2e-rotated")
+	s.stopWorker(t)
+	s.startWorker(t, other)
+	// A signal makes a workflow task, which this worker must replay from
+	// the start (it has no cache of the run): the input is under encKeyID.
+	ctx := context.Background()
+	require.NoError(t, s.raw.SignalWorkflow(ctx, wfID, "", "nudge", nil))
+	want := `cannot decrypt a Temporal payload encrypted with key "` + encKeyID + `": the payload key file ` + other + ` holds no key with that ID (it holds "e2e-rotated")`
+	failed := waitHistory(t, s, wfID, "a failed workflow task", func(e *historypb.HistoryEvent) bool {
+		return e.GetWorkflowTaskFailedEventAttributes() != nil
+	})
+	require.Equal(t, want, failed.GetWorkflowTaskFailedEventAttributes().GetFailure().GetMessage(), "the reason, in clear")
+	require.Contains(t, s.workerLog.String(), `level=ERROR msg="`+strings.ReplaceAll(want, `"`, `\"`)+`"`)
+	d, err := s.raw.DescribeWorkflowExecution(ctx, wfID, "")
+	require.NoError(t, err)
+	require.Equal(t, enums.WORKFLOW_EXECUTION_STATUS_RUNNING, d.GetWorkflowExecutionInfo().GetStatus(), "the investigation is not failed")
+
+	s.stopWorker(t)
+	s.startWorker(t, s.keys)
+	waitHistory(t, s, wfID, "a completed workflow task after the failure", func(e *historypb.HistoryEvent) bool {
+		return e.GetEventId() > failed.GetEventId() && e.GetWorkflowTaskCompletedEventAttributes() != nil
+	})
+	st := starterEnv(t, s.env, nil, "status", wfID)
+	require.Equal(t, 0, st.code, st.stderr)
+	require.Contains(t, st.stdout, "phase:    idle")
+}
+
+// waitHistory polls a run's history until an event matches; the deadline
+// only bounds a stuck run.
+func waitHistory(t *testing.T, s *encStack, wfID, what string, match func(*historypb.HistoryEvent) bool) *historypb.HistoryEvent {
+	t.Helper()
+	deadline := time.Now().Add(2 * time.Minute)
+	for {
+		for _, e := range clientHistory(t, s.raw, wfID, "").Events {
+			if match(e) {
+				return e
+			}
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s never came; worker log:\n%s", what, s.workerLog.String())
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
 }

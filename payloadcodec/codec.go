@@ -39,12 +39,6 @@ var _ converter.PayloadCodec = (*Codec)(nil)
 // NewCodec returns a codec over keys, or a decode-only one when keys is nil.
 func NewCodec(keys *Keys) *Codec { return &Codec{keys: keys} }
 
-// DataConverter is Temporal's default data converter with the codec behind
-// it: payloads are serialized as usual, then encrypted.
-func DataConverter(keys *Keys) converter.DataConverter {
-	return converter.NewCodecDataConverter(converter.GetDefaultDataConverter(), NewCodec(keys))
-}
-
 // Encode implements converter.PayloadCodec.
 func (c *Codec) Encode(payloads []*commonpb.Payload) ([]*commonpb.Payload, error) {
 	if c.keys == nil {

@@ -67,7 +67,7 @@ func TestRoundTrip(t *testing.T) {
 	require.True(t, proto.Equal(plain, dec[1]))
 
 	// The data converter does the same end to end.
-	dc := DataConverter(mustKeys(t, "k1:"+newKey(t)))
+	dc := NewDataConverter(mustKeys(t, "k1:"+newKey(t)), nil)
 	p, err := dc.ToPayload(map[string]string{"title": secret})
 	require.NoError(t, err)
 	require.NotContains(t, string(p.Data), "198.51.100.23")

@@ -425,16 +425,15 @@ func (f *follower) step(ctx context.Context) (followEnd, bool, error) {
 // retrying cannot help. A closed run that answers no query (its input could
 // not be decrypted, so it never ran) is explained by its failure.
 func (f *follower) keyProblem(ctx context.Context, err error, runID string, closed bool) error {
+	if closed {
+		if _, oerr := f.src.outcome(ctx, f.id, runID); oerr != nil {
+			if msg, ok := payloadcodec.Explain(oerr); ok {
+				return fmt.Errorf("investigation %s failed: %s", f.id, msg)
+			}
+		}
+	}
 	if msg, ok := payloadcodec.Explain(err); ok {
 		return fmt.Errorf("cannot follow investigation %s: %s", f.id, msg)
-	}
-	if !closed {
-		return nil
-	}
-	if _, oerr := f.src.outcome(ctx, f.id, runID); oerr != nil {
-		if msg, ok := payloadcodec.Explain(oerr); ok {
-			return fmt.Errorf("investigation %s failed: %s", f.id, msg)
-		}
 	}
 	return nil
 }

@@ -107,3 +107,21 @@ func serveUntilDone(ctx context.Context, ln net.Listener, h http.Handler) error 
 	defer cancel()
 	return srv.Shutdown(shutdown)
 }
+
+// keyProblem turns a payload that cannot be decrypted (wrong or missing
+// payload key, here or in the worker) into the error that ends following:
+// retrying cannot help. A closed run that answers no query (its input could
+// not be decrypted, so it never ran) is explained by its failure.
+func (f *follower) keyProblem(ctx context.Context, err error, runID string, closed bool) error {
+	if closed {
+		if _, oerr := f.src.outcome(ctx, f.id, runID); oerr != nil {
+			if msg, ok := payloadcodec.Explain(oerr); ok {
+				return fmt.Errorf("investigation %s failed: %s", f.id, msg)
+			}
+		}
+	}
+	if msg, ok := payloadcodec.Explain(err); ok {
+		return fmt.Errorf("cannot follow investigation %s: %s", f.id, msg)
+	}
+	return nil
+}

@@ -13,7 +13,6 @@ import (
 	"go.temporal.io/sdk/client"
 
 	"github.com/secops-agent/investigator/investigation"
-	"github.com/secops-agent/investigator/payloadcodec"
 )
 
 // pollInterval is how often a follower asks for new events (tests shorten it).
@@ -418,24 +417,6 @@ func (f *follower) step(ctx context.Context) (followEnd, bool, error) {
 		return followEnd{how: endClosed, runID: d.runID, status: d.status}, true, nil
 	}
 	return followEnd{}, false, nil
-}
-
-// keyProblem turns a payload that cannot be decrypted (wrong or missing
-// payload key, here or in the worker) into the error that ends following:
-// retrying cannot help. A closed run that answers no query (its input could
-// not be decrypted, so it never ran) is explained by its failure.
-func (f *follower) keyProblem(ctx context.Context, err error, runID string, closed bool) error {
-	if closed {
-		if _, oerr := f.src.outcome(ctx, f.id, runID); oerr != nil {
-			if msg, ok := payloadcodec.Explain(oerr); ok {
-				return fmt.Errorf("investigation %s failed: %s", f.id, msg)
-			}
-		}
-	}
-	if msg, ok := payloadcodec.Explain(err); ok {
-		return fmt.Errorf("cannot follow investigation %s: %s", f.id, msg)
-	}
-	return nil
 }
 
 // take prints the events that follow seq, in order. It returns how many it

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bufio"
 	"context"
 	"crypto/rand"
 	"encoding/base64"
@@ -12,32 +13,12 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
-	"sync"
 	"testing"
-	"time"
 
 	"github.com/stretchr/testify/require"
 
 	"github.com/secops-agent/investigator/payloadcodec"
 )
-
-// lockedBuffer collects the command's output while the test reads it.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  strings.Builder
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
 
 func codecKeyFile(t *testing.T) string {
 	t.Helper()
@@ -67,21 +48,17 @@ func TestCodecServerCommand(t *testing.T) {
 
 	// It serves until its context ends; the default origin is the UI URL's.
 	ctx, cancel := context.WithCancel(context.Background())
-	var out lockedBuffer
+	pr, pw := io.Pipe()
 	done := make(chan error, 1)
 	go func() {
-		done <- runCodecServer(ctx, &out, "--payload-key-file", keys, "--listen", "127.0.0.1:0", "--ui-url", "http://127.0.0.1:9999/ui")
+		done <- runCodecServer(ctx, pw, "--payload-key-file", keys, "--listen", "127.0.0.1:0", "--ui-url", "http://127.0.0.1:9999/ui")
 	}()
-	addr := regexp.MustCompile(`Codec server on (http://127\.0\.0\.1:\d+) `)
-	var base string
-	require.Eventually(t, func() bool {
-		if m := addr.FindStringSubmatch(out.String()); m != nil {
-			base = m[1]
-			return true
-		}
-		return false
-	}, 10*time.Second, 10*time.Millisecond)
-	require.Contains(t, out.String(), "keys k1 (encrypts with k1), Web UI origin http://127.0.0.1:9999, no token")
+	line, err := bufio.NewReader(pr).ReadString('\n')
+	require.NoError(t, err)
+	m := regexp.MustCompile(`^Codec server on (http://127\.0\.0\.1:\d+) `).FindStringSubmatch(line)
+	require.NotNil(t, m, line)
+	base := m[1]
+	require.Contains(t, line, "keys k1 (encrypts with k1), Web UI origin http://127.0.0.1:9999, no token")
 	req, err := http.NewRequest(http.MethodOptions, base+"/decode", nil)
 	require.NoError(t, err)
 	req.Header.Set("Origin", "http://127.0.0.1:9999")

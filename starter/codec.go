@@ -24,7 +24,7 @@ func (a *app) codecServerCommand() *cobra.Command {
 	)
 	cmd := &cobra.Command{
 		Use:   "codec-server",
-		Short: "Serve the payload key file to the Temporal Web UI (remote codec HTTP API)",
+		Short: "Decrypt encrypted history for the Temporal Web UI and CLI (remote codec HTTP API)",
 		Long: `With --payload-key-file (or PAYLOAD_KEY_FILE), everything the investigation
 stores in Temporal history is encrypted. This server decrypts it for the
 Temporal Web UI and CLI, which call POST /decode and /encode (also under

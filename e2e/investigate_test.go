@@ -10,7 +10,6 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
-	"go.temporal.io/api/enums/v1"
 	historypb "go.temporal.io/api/history/v1"
 	sdkpb "go.temporal.io/api/sdk/v1"
 	"go.temporal.io/api/temporalproto"
@@ -307,12 +306,5 @@ func history(t *testing.T, wfID string) *historypb.History {
 // runHistory reads one run's history ("" for the latest run).
 func runHistory(t *testing.T, wfID, runID string) *historypb.History {
 	t.Helper()
-	it := tc.GetWorkflowHistory(context.Background(), wfID, runID, false, enums.HISTORY_EVENT_FILTER_TYPE_ALL_EVENT)
-	h := &historypb.History{}
-	for it.HasNext() {
-		e, err := it.Next()
-		require.NoError(t, err)
-		h.Events = append(h.Events, e)
-	}
-	return h
+	return clientHistory(t, tc, wfID, runID)
 }

@@ -18,6 +18,8 @@ import (
 	"testing"
 	"time"
 
+	"go.temporal.io/api/enums/v1"
+	historypb "go.temporal.io/api/history/v1"
 	"go.temporal.io/sdk/client"
 
 	"github.com/secops-agent/investigator/gemini/geminitest"
@@ -205,10 +207,16 @@ type result struct {
 // starter runs the starter binary with args, optionally feeding stdin.
 func starter(t *testing.T, stdin []byte, args ...string) result {
 	t.Helper()
+	return starterEnv(t, stack, stdin, args...)
+}
+
+// starterEnv runs the starter with the environment env.
+func starterEnv(t *testing.T, env []string, stdin []byte, args ...string) result {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, filepath.Join(bin, "starter"), args...)
-	cmd.Env = stack
+	cmd.Env = env
 	cmd.Dir = ".."
 	if stdin != nil {
 		cmd.Stdin = bytes.NewReader(stdin)
@@ -243,4 +251,19 @@ func workflowIDFrom(t *testing.T, stdout string) string {
 func toJSON(v any) string {
 	b, _ := json.Marshal(v)
 	return string(b)
+}
+
+// clientHistory reads one run's history ("" for the latest run) through c.
+func clientHistory(t *testing.T, c client.Client, wfID, runID string) *historypb.History {
+	t.Helper()
+	it := c.GetWorkflowHistory(context.Background(), wfID, runID, false, enums.HISTORY_EVENT_FILTER_TYPE_ALL_EVENT)
+	h := &historypb.History{}
+	for it.HasNext() {
+		e, err := it.Next()
+		if err != nil {
+			t.Fatalf("read the history of %s: %v", wfID, err)
+		}
+		h.Events = append(h.Events, e)
+	}
+	return h
 }

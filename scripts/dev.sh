@@ -2,7 +2,8 @@
 # `task dev`: runs the local stack in the foreground until Ctrl-C (or `task stop`):
 # Temporal dev server with Web UI, Firestore emulator, BigQuery emulator (sample
 # security logs from examples/bigquery), the Gemini stand-in (only without Gemini
-# credentials) and the worker. Services already running on their ports are
+# credentials), the codec server (only with PAYLOAD_KEY_FILE: history is then
+# encrypted) and the worker. Services already running on their ports are
 # reused and left running on exit.
 set -euo pipefail
 
@@ -41,6 +42,7 @@ cat <<EOF
     Temporal gRPC:      $TEMPORAL_ADDRESS (namespace $TEMPORAL_NAMESPACE)
     Firestore emulator: $FIRESTORE_EMULATOR_HOST (project $GOOGLE_CLOUD_PROJECT)
     BigQuery emulator:  http://$BIGQUERY_EMULATOR_HOST (dataset $STACK_BIGQUERY_PROJECT.$STACK_BIGQUERY_DATASET, sample logs from ${STACK_BIGQUERY_DATA#"$STACK_ROOT"/})
+    Payloads:           $(if [[ -n "${PAYLOAD_KEY_FILE:-}" ]]; then echo "encrypted with $PAYLOAD_KEY_FILE; the Web UI decrypts them through the codec server $(stack_codec_url)"; else echo "in clear (set PAYLOAD_KEY_FILE to encrypt them)"; fi)
     Logs:               .data/logs/
 
   In another terminal, either let the task reuse this stack:

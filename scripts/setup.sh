@@ -7,7 +7,11 @@
 #   - the BigQuery emulator (goccy/bigquery-emulator), built from source with
 #     clang (installed with apt-get when missing, which needs root) and cached
 #     next to the Temporal CLI. The first build takes about 10 minutes and up to
-#     ~7 GB of memory.
+#     ~7 GB of memory;
+#   - Chromium (Debian's package, about a minute), for the test that checks the
+#     Web UI decrypts history through the codec server: installed with apt-get
+#     when this runs as root, otherwise skipped with a message (that test then
+#     skips itself).
 # Idempotent, never reads stdin, prints what it does. Safe to run on every task.
 set -euo pipefail
 
@@ -241,6 +245,32 @@ $json"
 	log "BigQuery emulator built in $(($(date +%s) - started))s: $BQ_EMULATOR_BIN"
 }
 
+# Chromium drives the Web UI check of the e2e tests (over the DevTools
+# protocol). Optional: without it that one check skips.
+setup_chromium() {
+	local c
+	for c in chromium chromium-browser google-chrome; do
+		if command -v "$c" >/dev/null 2>&1; then
+			log "Chromium: $(command -v "$c")"
+			return 0
+		fi
+	done
+	if ! command -v apt-get >/dev/null 2>&1 || [[ "$(id -u)" != 0 ]]; then
+		log "Chromium is not installed and this setup is not root with apt-get: skipping it (the Web UI check of the e2e tests will skip; install it with: sudo apt-get install -y chromium)"
+		return 0
+	fi
+	log "installing Chromium with apt-get (about a minute; for the e2e Web UI check)"
+	if ! DEBIAN_FRONTEND=noninteractive apt-get install -y -q chromium </dev/null >/dev/null; then
+		log "apt-get install failed; refreshing the package lists and retrying"
+		if ! { DEBIAN_FRONTEND=noninteractive apt-get update -q </dev/null >/dev/null &&
+			DEBIAN_FRONTEND=noninteractive apt-get install -y -q chromium </dev/null >/dev/null; }; then
+			log "WARNING: could not install Chromium with apt-get; the Web UI check of the e2e tests will skip"
+			return 0
+		fi
+	fi
+	log "Chromium: $(command -v chromium)"
+}
+
 check_misc() {
 	command -v curl >/dev/null 2>&1 || fail "curl is not on PATH (used to probe the local services)."
 }
@@ -255,6 +285,7 @@ main() {
 	take_lock
 	setup_temporal_cli
 	setup_bigquery_emulator
+	setup_chromium
 	log "done in $(( $(date +%s) - started ))s (tool cache: $CACHE_BIN)"
 }
 

@@ -1,7 +1,9 @@
 # shellcheck shell=bash
 # Local stack: Temporal dev server (+ Web UI), Firestore emulator, BigQuery
 # emulator (with the sample security logs of examples/bigquery), the Gemini
-# stand-in (only when no Gemini credentials are configured) and the worker.
+# stand-in (only when no Gemini credentials are configured), the codec server
+# (only with a payload key file, PAYLOAD_KEY_FILE: history is then encrypted
+# and the Web UI decrypts it through the codec server) and the worker.
 #
 # Sourced by scripts/dev.sh and scripts/investigate.sh, which call stack_up and,
 # on exit, stack_cleanup (stops only what this shell started; services found
@@ -30,6 +32,7 @@ STACK_FIRESTORE_PORT="${STACK_FIRESTORE_PORT:-8081}"
 STACK_STANDIN_PORT="${STACK_STANDIN_PORT:-8089}"
 STACK_BIGQUERY_PORT="${STACK_BIGQUERY_PORT:-9050}"
 STACK_BIGQUERY_GRPC_PORT="${STACK_BIGQUERY_GRPC_PORT:-9060}"
+STACK_CODEC_PORT="${STACK_CODEC_PORT:-8234}"
 STACK_NAMESPACE="default"
 
 # The BigQuery emulator's data (loaded into memory at every start) and what the
@@ -47,6 +50,7 @@ STACK_FIRESTORE_TIMEOUT="${STACK_FIRESTORE_TIMEOUT:-90}"
 STACK_BIGQUERY_TIMEOUT="${STACK_BIGQUERY_TIMEOUT:-90}"
 STACK_STANDIN_TIMEOUT="${STACK_STANDIN_TIMEOUT:-30}"
 STACK_WORKER_TIMEOUT="${STACK_WORKER_TIMEOUT:-20}"
+STACK_CODEC_TIMEOUT="${STACK_CODEC_TIMEOUT:-20}"
 # Seconds to wait after SIGTERM before SIGKILL.
 STACK_STOP_TIMEOUT="${STACK_STOP_TIMEOUT:-20}"
 
@@ -71,6 +75,7 @@ stack_cmd_pattern() {
 	firestore) echo 'firestore' ;;
 	bigquery) echo 'bigquery-emulator' ;;
 	gemini-standin) echo 'gemini-standin' ;;
+	codec-server) echo 'codec-server' ;;
 	worker) echo 'worker' ;;
 	dev) echo 'dev\.sh' ;;
 	*) echo "$1" ;;
@@ -236,14 +241,20 @@ stack_start_temporal() {
 			return 1
 		fi
 		mkdir -p "$STACK_DATA_DIR"
+		local codec=()
+		if [[ -n "${PAYLOAD_KEY_FILE:-}" ]]; then
+			codec=(--ui-codec-endpoint "$(stack_codec_url)")
+		fi
 		stack_spawn temporal "$STACK_TEMPORAL_BIN" server start-dev \
 			--ip "$STACK_HOST" --port "$STACK_TEMPORAL_PORT" --ui-port "$STACK_TEMPORAL_UI_PORT" \
 			--db-filename "$STACK_DATA_DIR/temporal.db" \
 			--search-attribute AlertId=Keyword --search-attribute Verdict=Keyword \
+			${codec[@]+"${codec[@]}"} \
 			--log-level warn --color never
 		stack_wait temporal "$STACK_TEMPORAL_TIMEOUT" stack_temporal_ready || return 1
 		stack_log "Temporal: ready on $STACK_HOST:$STACK_TEMPORAL_PORT, Web UI http://localhost:$STACK_TEMPORAL_UI_PORT"
 	fi
+	stack_check_ui_codec
 	stack_temporal_search_attributes
 }
 
@@ -369,6 +380,56 @@ stack_warn_standin() {
 		"stack: WARNING: Set GEMINI_API_KEY to use Gemini." >&2
 }
 
+# ---------------------------------------------------------------- codec server
+
+# With PAYLOAD_KEY_FILE, the worker and the starter encrypt every payload in
+# Temporal history; `starter codec-server` decrypts them for the Web UI, which
+# the dev server points at it (--ui-codec-endpoint).
+
+stack_codec_url() { printf 'http://%s:%s\n' "$STACK_HOST" "$STACK_CODEC_PORT"; }
+
+stack_codec_ready() {
+	# The CORS preflight answers 204 without touching a payload.
+	[[ "$(curl -s -o /dev/null -w '%{http_code}' --max-time 2 -X OPTIONS \
+		-H "Origin: http://localhost:$STACK_TEMPORAL_UI_PORT" -H 'Access-Control-Request-Method: POST' \
+		"$(stack_codec_url)/decode" 2>/dev/null)" == 204 ]]
+}
+
+stack_start_codec() {
+	[[ -n "${PAYLOAD_KEY_FILE:-}" ]] || return 0
+	if stack_codec_ready; then
+		stack_log "codec server: reusing the one already answering on $(stack_codec_url) (not stopped on exit; it must hold the same keys)"
+		return 0
+	fi
+	if stack_port_open "$STACK_CODEC_PORT"; then
+		stack_err "port $STACK_CODEC_PORT is in use, but not by a codec server (move it with STACK_CODEC_PORT)"
+		return 1
+	fi
+	if [[ ! -x "$STACK_BIN_DIR/starter" ]]; then
+		stack_err "$STACK_BIN_DIR/starter not found: run 'go tool task build'"
+		return 1
+	fi
+	# The key file is read (and checked) here, before anything else starts.
+	stack_spawn codec-server "$STACK_BIN_DIR/starter" codec-server \
+		--listen "$STACK_HOST:$STACK_CODEC_PORT" \
+		--web-ui-origin "http://localhost:$STACK_TEMPORAL_UI_PORT,http://$STACK_HOST:$STACK_TEMPORAL_UI_PORT" \
+		--log-level info
+	stack_wait codec-server "$STACK_CODEC_TIMEOUT" stack_codec_ready || return 1
+	stack_log "codec server: $(stack_codec_url) decrypts history for the Web UI (keys from $PAYLOAD_KEY_FILE)"
+}
+
+# A reused dev server keeps the codec endpoint it was started with: say so
+# when it does not match this stack's encryption setting.
+stack_check_ui_codec() {
+	local settings endpoint
+	settings="$(curl -s --max-time 3 "http://$STACK_HOST:$STACK_TEMPORAL_UI_PORT/api/v1/settings" 2>/dev/null)" || return 0
+	endpoint="$(printf '%s' "$settings" | sed -n 's/.*"Codec":{"Endpoint":"\([^"]*\)".*/\1/p')"
+	if [[ -n "${PAYLOAD_KEY_FILE:-}" && "$endpoint" != "$(stack_codec_url)" ]]; then
+		stack_warn "the running Temporal Web UI does not use the codec server (its codec endpoint is '${endpoint}'): it shows encrypted payloads. Stop the stack ('go tool task stop') and start it again with PAYLOAD_KEY_FILE set."
+	fi
+	return 0
+}
+
 # ---------------------------------------------------------------- worker
 
 stack_worker_ready() {
@@ -435,6 +496,19 @@ stack_export_env() {
 	export BIGQUERY_EMULATOR_HOST="$STACK_HOST:$STACK_BIGQUERY_PORT"
 	export BIGQUERY_TABLES_CONFIG="$STACK_BIGQUERY_TABLES"
 	export BIGQUERY_RUNBOOKS_DIR="$STACK_BIGQUERY_RUNBOOKS"
+	# The payload key file, from the environment or `go tool task dev
+	# PAYLOAD_KEY_FILE=...` (relative to where task was run): absolute, so
+	# that every service and .data/stack.env name the same file.
+	if [[ -n "${PAYLOAD_KEY_FILE:-}" && "$PAYLOAD_KEY_FILE" != /* ]]; then
+		local base="${STACK_USER_CWD:-$PWD}"
+		[[ -f "$base/$PAYLOAD_KEY_FILE" ]] || base="$PWD"
+		PAYLOAD_KEY_FILE="$(cd "$(dirname "$base/$PAYLOAD_KEY_FILE")" 2>/dev/null && pwd)/$(basename "$PAYLOAD_KEY_FILE")"
+	fi
+	if [[ -n "${PAYLOAD_KEY_FILE:-}" ]]; then
+		export PAYLOAD_KEY_FILE
+	else
+		unset PAYLOAD_KEY_FILE
+	fi
 }
 
 # .data/stack.env: what a second terminal needs to run bin/starter against this
@@ -455,6 +529,10 @@ stack_write_env_file() {
 			echo "export GOOGLE_GEMINI_BASE_URL=$GOOGLE_GEMINI_BASE_URL"
 			echo "export GEMINI_API_KEY=$GEMINI_API_KEY"
 		fi
+		# The path only, never a key.
+		if [[ -n "${PAYLOAD_KEY_FILE:-}" ]]; then
+			printf 'export PAYLOAD_KEY_FILE=%q\n' "$PAYLOAD_KEY_FILE"
+		fi
 	} >"$f"
 }
 
@@ -464,6 +542,7 @@ stack_up() {
 	local started=$SECONDS
 	mkdir -p "$STACK_LOG_DIR" "$STACK_PID_DIR"
 	stack_export_env
+	stack_start_codec || return 1
 	stack_launch_bigquery || return 1
 	stack_start_temporal || return 1
 	stack_start_firestore || return 1
@@ -471,7 +550,7 @@ stack_up() {
 	stack_start_gemini || return 1
 	stack_start_worker || return 1
 	stack_write_env_file
-	stack_log "stack up in $((SECONDS - started))s: Temporal $TEMPORAL_ADDRESS (Web UI http://localhost:$STACK_TEMPORAL_UI_PORT), Firestore emulator $FIRESTORE_EMULATOR_HOST, project $GOOGLE_CLOUD_PROJECT, BigQuery emulator $BIGQUERY_EMULATOR_HOST"
+	stack_log "stack up in $((SECONDS - started))s: Temporal $TEMPORAL_ADDRESS (Web UI http://localhost:$STACK_TEMPORAL_UI_PORT), Firestore emulator $FIRESTORE_EMULATOR_HOST, project $GOOGLE_CLOUD_PROJECT, BigQuery emulator $BIGQUERY_EMULATOR_HOST${PAYLOAD_KEY_FILE:+, payloads encrypted (codec server $(stack_codec_url))}"
 }
 
 # Stops, in reverse order, only the services this shell started.
@@ -497,7 +576,7 @@ stack_stop_recorded() {
 		done
 	fi
 	rm -f "$(stack_pidfile dev)"
-	for name in worker gemini-standin bigquery firestore temporal; do
+	for name in worker gemini-standin bigquery firestore temporal codec-server; do
 		if stack_recorded_pid "$name" >/dev/null; then
 			any=1
 			stack_stop "$name"
@@ -510,7 +589,7 @@ stack_stop_recorded() {
 
 stack_status() {
 	local name pid
-	for name in dev temporal firestore bigquery gemini-standin worker; do
+	for name in dev temporal firestore bigquery gemini-standin codec-server worker; do
 		if pid="$(stack_recorded_pid "$name")"; then
 			printf '%-15s running (pid %s)\n' "$name" "$pid"
 		else
@@ -521,6 +600,7 @@ stack_status() {
 	stack_firestore_ready && echo "port $STACK_FIRESTORE_PORT: Firestore emulator answers" || echo "port $STACK_FIRESTORE_PORT: no Firestore emulator"
 	stack_bigquery_ready && echo "port $STACK_BIGQUERY_PORT: BigQuery emulator answers ($STACK_BIGQUERY_PROJECT.$STACK_BIGQUERY_DATASET)" || echo "port $STACK_BIGQUERY_PORT: no BigQuery emulator"
 	stack_standin_ready && echo "port $STACK_STANDIN_PORT: something answers HTTP (Gemini stand-in?)" || echo "port $STACK_STANDIN_PORT: nothing"
+	stack_codec_ready && echo "port $STACK_CODEC_PORT: codec server answers" || echo "port $STACK_CODEC_PORT: no codec server"
 }
 
 if [[ "${BASH_SOURCE[0]}" == "$0" ]]; then

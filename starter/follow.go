@@ -204,6 +204,9 @@ func (f *follower) step(ctx context.Context) (followEnd, bool, error) {
 			if ctx.Err() != nil {
 				return followEnd{how: endInterrupted}, true, nil
 			}
+			if err := f.keyProblem(ctx, err, cur, latest && d.closed()); err != nil {
+				return followEnd{}, true, err
+			}
 			f.failures++
 			if !latest && (f.failures >= oldRunPatience || isNotFound(err)) {
 				fmt.Fprintf(f.out, "(could not read the remaining events of run %s: %v; going on with the next run)\n", cur, err)

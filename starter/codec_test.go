@@ -1,0 +1,92 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"crypto/rand"
+	"encoding/base64"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/secops-agent/investigator/payloadcodec"
+)
+
+func codecKeyFile(t *testing.T) string {
+	t.Helper()
+	key := make([]byte, 32)
+	_, err := rand.Read(key)
+	require.NoError(t, err)
+	p := filepath.Join(t.TempDir(), "payload.keys")
+	require.NoError(t, os.WriteFile(p, []byte("k1:"+base64.StdEncoding.EncodeToString(key)+"\n"), 0o600))
+	return p
+}
+
+func runCodecServer(ctx context.Context, out io.Writer, args ...string) error {
+	root := newRootApp(&app{}, out)
+	root.SetArgs(append([]string{"codec-server", "--log-level", "error"}, args...))
+	root.SetErr(io.Discard)
+	return root.ExecuteContext(ctx)
+}
+
+func TestCodecServerCommand(t *testing.T) {
+	t.Setenv("PAYLOAD_KEY_FILE", "")
+	t.Setenv("TEMPORAL_UI_URL", "")
+	err := runCodecServer(context.Background(), io.Discard)
+	require.EqualError(t, err, "the codec server needs the payload key file: set --payload-key-file or PAYLOAD_KEY_FILE")
+	keys := codecKeyFile(t)
+	err = runCodecServer(context.Background(), io.Discard, "--payload-key-file", keys, "--web-ui-origin", "http://localhost:8233/namespaces")
+	require.EqualError(t, err, `--web-ui-origin "http://localhost:8233/namespaces" is not an origin like http://localhost:8233`)
+
+	// It serves until its context ends; the default origin is the UI URL's.
+	ctx, cancel := context.WithCancel(context.Background())
+	pr, pw := io.Pipe()
+	done := make(chan error, 1)
+	go func() {
+		done <- runCodecServer(ctx, pw, "--payload-key-file", keys, "--listen", "127.0.0.1:0", "--ui-url", "http://127.0.0.1:9999/ui")
+	}()
+	line, err := bufio.NewReader(pr).ReadString('\n')
+	require.NoError(t, err)
+	m := regexp.MustCompile(`^Codec server on (http://127\.0\.0\.1:\d+) `).FindStringSubmatch(line)
+	require.NotNil(t, m, line)
+	base := m[1]
+	require.Contains(t, line, "keys k1 (encrypts with k1), Web UI origin http://127.0.0.1:9999, no token")
+	req, err := http.NewRequest(http.MethodOptions, base+"/decode", nil)
+	require.NoError(t, err)
+	req.Header.Set("Origin", "http://127.0.0.1:9999")
+	resp, err := http.DefaultClient.Do(req)
+	require.NoError(t, err)
+	resp.Body.Close()
+	require.Equal(t, http.StatusNoContent, resp.StatusCode)
+	require.Equal(t, "http://127.0.0.1:9999", resp.Header.Get("Access-Control-Allow-Origin"))
+	cancel()
+	require.NoError(t, <-done, "a stop is a clean exit")
+}
+
+// TestWatchStopsOnKeyProblems: a payload that cannot be decrypted ends
+// following at once with its sentence, where other query errors are waited
+// out.
+func TestWatchStopsOnKeyProblems(t *testing.T) {
+	fastPolling(t)
+	own := &payloadcodec.KeyError{KeyID: "k1", Reason: payloadcodec.ReasonNoKeyFile}
+	f := newFakeStream("inv", &fakeRun{id: "A", status: running, queryErr: fmt.Errorf("decode: %w", own)})
+	var out strings.Builder
+	err := testApp().watch(testCtx(t), f, &out, "inv", 1)
+	require.EqualError(t, err, "cannot follow investigation inv: "+own.Error())
+	require.Len(t, f.queries, 1, "no retries")
+
+	// The worker could not decrypt the input, so the run failed and answers
+	// no query: its failure says why.
+	f = newFakeStream("inv", &fakeRun{id: "A", status: failed, queryErr: errors.New("unknown queryType progress")})
+	f.resultErr = errors.New("workflow execution error (type: Investigation): " + own.Error() + " (type: KeyError, retryable: true)")
+	err = testApp().watch(testCtx(t), f, &out, "inv", 1)
+	require.EqualError(t, err, "investigation inv failed: the worker reports: "+own.Error())
+}

@@ -92,7 +92,7 @@ func TestBigQuerySubAgent(t *testing.T) {
 			query("SELECT source_ip, COUNT(*) AS n FROM `security_logs.auth_events` WHERE event_type = 'ssh_failed' AND host = 'web-server-prod-01' GROUP BY source_ip ORDER BY n DESC"),
 			reply(geminitest.Text("198.51.100.23 made the failed SSH logins.")),
 			func(r *geminitest.Request) geminitest.Reply {
-				recalledInChild2 = r.SystemText()
+				recalledInChild2 = r.Text()
 				return query("SELECT event_time, user FROM `security_logs.auth_events` WHERE event_type = 'ssh_accepted' AND source_ip = '198.51.100.23'")(r)
 			},
 			reply(geminitest.Text("Yes: 198.51.100.23 logged in as deploy.")),

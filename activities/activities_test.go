@@ -19,6 +19,7 @@ import (
 	"github.com/secops-agent/investigator/internal/upstream"
 	"github.com/secops-agent/investigator/investigation"
 	"github.com/secops-agent/investigator/plan"
+	"github.com/secops-agent/investigator/toolcall"
 	"github.com/secops-agent/investigator/tools"
 	"github.com/secops-agent/investigator/transcript"
 )
@@ -202,7 +203,7 @@ func TestModelTurnRebuildsTranscript(t *testing.T) {
 	require.Equal(t, []string{"search_alerts", "get_alert"}, names, "only the step's tools are declared")
 
 	// Run the two calls: one succeeds, one failed for good and is inlined.
-	t1, err := a.CallTool(ctx, investigation.ToolInput{Session: "s", Key: "t1-step_2-i1-c1", Call: investigation.ToolCall{ID: "c1", Name: "get_alert", Args: map[string]any{"id": "a1"}}, MaxResultBytes: 4096})
+	t1, err := a.CallTool(ctx, investigation.ToolInput{Session: "s", Key: "t1-step_2-i1-c1", Call: toolcall.Call{ID: "c1", Name: "get_alert", Args: map[string]any{"id": "a1"}}, MaxResultBytes: 4096})
 	require.NoError(t, err)
 	require.True(t, t1.OK)
 
@@ -238,24 +239,24 @@ func TestCallToolShapesResults(t *testing.T) {
 	a, _, ts := newActivities(t)
 	ctx := context.Background()
 
-	out, err := a.CallTool(ctx, investigation.ToolInput{Session: "s", Key: "k1", Call: investigation.ToolCall{ID: "c", Name: "nmap"}, MaxResultBytes: 100})
+	out, err := a.CallTool(ctx, investigation.ToolInput{Session: "s", Key: "k1", Call: toolcall.Call{ID: "c", Name: "nmap"}, MaxResultBytes: 100})
 	require.NoError(t, err)
 	require.False(t, out.OK)
 	require.Contains(t, out.Error, `unknown tool "nmap"; available tools: get_alert, search_alerts`)
 	require.JSONEq(t, `{"error":"unknown tool \"nmap\"; available tools: get_alert, search_alerts"}`, ts.m["s/k1"].Response)
 
-	out, err = a.CallTool(ctx, investigation.ToolInput{Session: "s", Key: "k2", Call: investigation.ToolCall{Name: "search_alerts", Args: map[string]any{"field": "ip", "op": "==", "value": "x", "limit": 500.0}}, MaxResultBytes: 100})
+	out, err = a.CallTool(ctx, investigation.ToolInput{Session: "s", Key: "k2", Call: toolcall.Call{Name: "search_alerts", Args: map[string]any{"field": "ip", "op": "==", "value": "x", "limit": 500.0}}, MaxResultBytes: 100})
 	require.NoError(t, err)
 	require.False(t, out.OK, "bad arguments are the model's to fix")
 	require.Contains(t, out.Error, `"limit" must be a whole number from 1 to 100`)
 
-	out, err = a.CallTool(ctx, investigation.ToolInput{Session: "s", Key: "k3", Call: investigation.ToolCall{Name: "get_alert", Args: map[string]any{"id": "a1"}}, MaxResultBytes: 400})
+	out, err = a.CallTool(ctx, investigation.ToolInput{Session: "s", Key: "k3", Call: toolcall.Call{Name: "get_alert", Args: map[string]any{"id": "a1"}}, MaxResultBytes: 400})
 	require.NoError(t, err)
 	require.True(t, out.OK)
 	require.False(t, out.Truncated)
 	require.Contains(t, ts.m["s/k3"].Response, "198.51.100.23")
 
-	out, err = a.CallTool(ctx, investigation.ToolInput{Session: "s", Key: "k4", Call: investigation.ToolCall{Name: "get_alert", Args: map[string]any{"id": "a1"}}, MaxResultBytes: 200})
+	out, err = a.CallTool(ctx, investigation.ToolInput{Session: "s", Key: "k4", Call: toolcall.Call{Name: "get_alert", Args: map[string]any{"id": "a1"}}, MaxResultBytes: 200})
 	require.NoError(t, err)
 	require.True(t, out.Truncated)
 	var cut map[string]any
@@ -332,7 +333,7 @@ func TestCallToolResolvesRefs(t *testing.T) {
 	ts.m["s/k-failed"] = transcript.Entry{Kind: transcript.KindTool, Response: `{"error":"API key rejected by VirusTotal (HTTP 401)"}`}
 
 	call := func(args map[string]any, refs map[string]string) (investigation.ToolOutput, transcript.Entry) {
-		out, err := a.CallTool(ctx, investigation.ToolInput{Session: "s", Key: "k-out", Call: investigation.ToolCall{ID: "c", Name: "echo", Args: args}, MaxResultBytes: 4096, Refs: refs})
+		out, err := a.CallTool(ctx, investigation.ToolInput{Session: "s", Key: "k-out", Call: toolcall.Call{ID: "c", Name: "echo", Args: args}, MaxResultBytes: 4096, Refs: refs})
 		require.NoError(t, err)
 		return out, ts.m["s/k-out"]
 	}
@@ -358,9 +359,9 @@ func TestCallToolResolvesRefs(t *testing.T) {
 func TestDeclarationsOfferRefID(t *testing.T) {
 	a, _, _ := newActivities(t)
 	decls := a.Tools.Declarations([]string{"get_alert"})
-	require.Contains(t, decls[0].Parameters.Properties, tools.RefIDParam)
+	require.Contains(t, decls[0].Parameters.Properties, toolcall.RefIDArg)
 	orig, _ := a.Tools.Lookup("get_alert")
-	require.NotContains(t, orig.Declaration().Parameters.Properties, tools.RefIDParam, "the tool's own declaration is not modified")
+	require.NotContains(t, orig.Declaration().Parameters.Properties, toolcall.RefIDArg, "the tool's own declaration is not modified")
 }
 
 func TestResultsKeepHTMLCharacters(t *testing.T) {
@@ -388,7 +389,7 @@ func TestCallToolKeepsProviderRetryDelay(t *testing.T) {
 	reg, err := tools.NewRegistry(limitedTool{})
 	require.NoError(t, err)
 	a.Tools = reg
-	_, err = a.CallTool(context.Background(), investigation.ToolInput{Session: "s", Key: "k", Call: investigation.ToolCall{Name: "limited"}, MaxResultBytes: 100})
+	_, err = a.CallTool(context.Background(), investigation.ToolInput{Session: "s", Key: "k", Call: toolcall.Call{Name: "limited"}, MaxResultBytes: 100})
 	app, ok := err.(*temporal.ApplicationError)
 	require.True(t, ok, "returned unwrapped, so Temporal reads its retry delay: %T", err)
 	require.Equal(t, 7*time.Second, app.NextRetryDelay())

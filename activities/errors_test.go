@@ -16,6 +16,7 @@ import (
 	"github.com/secops-agent/investigator/gemini/geminitest"
 	"github.com/secops-agent/investigator/internal/upstream"
 	"github.com/secops-agent/investigator/investigation"
+	"github.com/secops-agent/investigator/toolcall"
 	"github.com/secops-agent/investigator/tools"
 )
 
@@ -117,7 +118,7 @@ func callFailing(t *testing.T, err error) (investigation.ToolOutput, *memTranscr
 	reg, regErr := tools.NewRegistry(failingTool{err})
 	require.NoError(t, regErr)
 	a.Tools = reg
-	out, err := a.CallTool(context.Background(), investigation.ToolInput{Session: "s", Key: "k", Call: investigation.ToolCall{Name: "failing"}, MaxResultBytes: 1000})
+	out, err := a.CallTool(context.Background(), investigation.ToolInput{Session: "s", Key: "k", Call: toolcall.Call{Name: "failing"}, MaxResultBytes: 1000})
 	return out, ts, err
 }
 

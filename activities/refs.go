@@ -10,13 +10,8 @@ import (
 	"strings"
 
 	"github.com/secops-agent/investigator/investigation"
+	"github.com/secops-agent/investigator/toolcall"
 	"github.com/secops-agent/investigator/tools"
-)
-
-// Argument conventions of the ref: pipeline (see workflows.RefPrefix).
-const (
-	refPrefix = "ref:"
-	refIDArg  = "ref_id"
 )
 
 // resolveRefs returns the call's arguments with ref_id removed and every
@@ -24,7 +19,7 @@ const (
 // the value at path in it). Problems are Rejections: the model sees them.
 func (a *Activities) resolveRefs(ctx context.Context, in investigation.ToolInput) (map[string]any, error) {
 	args := maps.Clone(in.Call.Args)
-	delete(args, refIDArg)
+	delete(args, toolcall.RefIDArg)
 	if len(in.Refs) == 0 {
 		return args, nil
 	}
@@ -54,7 +49,7 @@ func (a *Activities) resolveRefs(ctx context.Context, in investigation.ToolInput
 	walk = func(v any) (any, error) {
 		switch x := v.(type) {
 		case string:
-			ref, ok := strings.CutPrefix(x, refPrefix)
+			ref, ok := strings.CutPrefix(x, toolcall.RefPrefix)
 			if !ok {
 				return x, nil
 			}

@@ -37,7 +37,7 @@ func (a *Activities) CallTool(ctx context.Context, in investigation.ToolInput) (
 		args, err := a.resolveRefs(ctx, in)
 		var result any
 		if err == nil {
-			ctx = tools.WithCall(ctx, tools.Call{ID: in.Session + "/" + in.Key})
+			ctx = tools.WithCallInfo(ctx, tools.CallInfo{ID: in.Session + "/" + in.Key})
 			result, err = t.Call(ctx, args)
 		}
 		switch {

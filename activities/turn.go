@@ -10,7 +10,7 @@ import (
 
 	"github.com/secops-agent/investigator/internal/clip"
 	"github.com/secops-agent/investigator/investigation"
-	"github.com/secops-agent/investigator/tools"
+	"github.com/secops-agent/investigator/toolcall"
 	"github.com/secops-agent/investigator/transcript"
 )
 
@@ -47,8 +47,8 @@ func (a *Activities) ModelTurn(ctx context.Context, in investigation.TurnInput) 
 		"Final":     in.Final,
 		"Hints":     in.Hints,
 		"NoTools":   !in.Direct && len(in.Step.Tools) == 0,
-		"RefIDArg":  refIDArg,
-		"RefPrefix": refPrefix,
+		"RefIDArg":  toolcall.RefIDArg,
+		"RefPrefix": toolcall.RefPrefix,
 		"Question":  in.Question,
 		"History":   conversationText(in.History),
 		"Language":  languageName(in.Language),
@@ -74,7 +74,7 @@ func (a *Activities) stepDeclarations(in investigation.TurnInput) []*genai.Funct
 		return nil
 	}
 	names := slices.Clone(in.Step.Tools)
-	for _, always := range []string{investigation.AskUserTool, tools.GetAlertTool} {
+	for _, always := range []string{toolcall.AskUser, toolcall.GetAlert} {
 		if !slices.Contains(names, always) {
 			names = append(names, always)
 		}
@@ -114,7 +114,7 @@ func (a *Activities) turn(ctx context.Context, session, key, system string, cont
 	content.Role = genai.RoleModel
 	out := investigation.TurnOutput{Key: key, Text: answerText(resp), Usage: usage}
 	for _, fc := range resp.FunctionCalls() {
-		out.Calls = append(out.Calls, investigation.ToolCall{ID: fc.ID, Name: fc.Name, Args: fc.Args})
+		out.Calls = append(out.Calls, toolcall.Call{ID: fc.ID, Name: fc.Name, Args: fc.Args})
 	}
 	raw, err := json.Marshal(content)
 	if err != nil {

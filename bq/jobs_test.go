@@ -39,15 +39,15 @@ func TestJobIDFromTheCall(t *testing.T) {
 }
 
 // callCtx is a context like the one CallTool gives a tool.
-func callCtx(t *testing.T, id string, scanLeft int64) (context.Context, tools.Call) {
-	ctx := tools.WithCall(t.Context(), tools.Call{ID: id, ScanBytesLeft: scanLeft})
-	return ctx, tools.CallFrom(ctx)
+func callCtx(t *testing.T, id string, scanLeft int64) (context.Context, tools.CallInfo) {
+	ctx := tools.WithCallInfo(t.Context(), tools.CallInfo{ID: id, ScanBytesLeft: scanLeft})
+	return ctx, tools.CallInfoFrom(ctx)
 }
 
 const countAuth = "SELECT COUNT(*) AS n FROM security_logs.auth_events"
 
 // The emulator keeps jobs by ID, so it shows what a retried activity does:
-// the second call with the same tools.Call ID finds the first call's job and
+// the second call with the same tools.CallInfo ID finds the first call's job and
 // reads it, and only one query job is ever created.
 func TestQueryRetryReattachesToItsJobOnTheEmulator(t *testing.T) {
 	f := newFixture(t, nil)

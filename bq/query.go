@@ -83,7 +83,7 @@ func (t runQuery) Call(ctx context.Context, args map[string]any) (any, error) {
 		return nil, tools.Reject("query refused: the query would scan %s, over the %s limit; add a time filter (on a partition column if the table has one) or select fewer columns",
 			formatBytes(dry.bytes), formatBytes(t.e.cfg.MaxScanBytes))
 	}
-	call := tools.CallFrom(ctx)
+	call := tools.CallInfoFrom(ctx)
 	if left := call.ScanBytesLeft; left > 0 && dry.bytes > left {
 		return nil, tools.Reject("query refused: the investigation's scan budget has %s left and this query would scan %s; narrow it with a time filter or fewer columns",
 			formatBytes(left), formatBytes(dry.bytes))

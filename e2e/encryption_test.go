@@ -77,7 +77,9 @@ func encScript(alertID string) geminitest.Handler {
 		func(*geminitest.Request) geminitest.Reply {
 			return geminitest.JSON(map[string]any{"achieved": true, "insights": []string{encInsight}, "plan_updates": []any{}})
 		},
-		func(*geminitest.Request) geminitest.Reply { return geminitest.Conclusion(encConclusion, "false_positive", "high") },
+		func(*geminitest.Request) geminitest.Reply {
+			return geminitest.Conclusion(encConclusion, "false_positive", "high")
+		},
 	)
 }
 

@@ -15,10 +15,6 @@ const (
 	StatusQuery   = "status"  // result: Status
 )
 
-// AskUserTool is the tool the model calls when it needs a fact only the
-// analyst has; the workflow waits for an answer (with a timeout).
-const AskUserTool = "ask_user"
-
 // Ack confirms that an input was recorded.
 type Ack struct {
 	// Message says what happens next, for the CLI to print.

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/secops-agent/investigator/plan"
+	"github.com/secops-agent/investigator/toolcall"
 )
 
 // Names shared by the worker, the workflow and the starter.
@@ -336,27 +337,20 @@ type TurnInput struct {
 	History  []Message `json:"history,omitempty"`
 }
 
-// ToolCall is a function call the model asked for.
-type ToolCall struct {
-	ID   string         `json:"id"`
-	Name string         `json:"name"`
-	Args map[string]any `json:"args,omitempty"`
-}
-
 // TurnOutput is the model's answer for one turn: text, calls, or both.
 type TurnOutput struct {
-	Key   string     `json:"key"`
-	Text  string     `json:"text,omitempty"`
-	Calls []ToolCall `json:"calls,omitempty"`
-	Usage Usage      `json:"usage"`
+	Key   string          `json:"key"`
+	Text  string          `json:"text,omitempty"`
+	Calls []toolcall.Call `json:"calls,omitempty"`
+	Usage Usage           `json:"usage"`
 }
 
 // ToolInput runs one tool call and stores its result under Key.
 type ToolInput struct {
-	Session        string   `json:"session"`
-	Key            string   `json:"key"`
-	Call           ToolCall `json:"call"`
-	MaxResultBytes int      `json:"max_result_bytes"`
+	Session        string        `json:"session"`
+	Key            string        `json:"key"`
+	Call           toolcall.Call `json:"call"`
+	MaxResultBytes int           `json:"max_result_bytes"`
 	// Refs maps each ref name the call's arguments use (ref:<name>) to the
 	// transcript key of that call's stored result.
 	Refs map[string]string `json:"refs,omitempty"`

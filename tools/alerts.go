@@ -11,6 +11,7 @@ import (
 	"google.golang.org/genai"
 
 	"github.com/secops-agent/investigator/alerts"
+	"github.com/secops-agent/investigator/toolcall"
 )
 
 // alertStore is what the alert tools need from the Firestore alert store.
@@ -18,12 +19,6 @@ type alertStore interface {
 	Get(ctx context.Context, id string) (alerts.Alert, error)
 	Search(ctx context.Context, q alerts.Query) ([]alerts.Alert, error)
 }
-
-// Names of the alert tools.
-const (
-	SearchAlertsTool = "search_alerts"
-	GetAlertTool     = "get_alert"
-)
 
 // NewSearchAlerts returns the search_alerts tool.
 func NewSearchAlerts(store alertStore) Tool { return searchAlerts{store} }
@@ -39,7 +34,7 @@ func (searchAlerts) Purpose() string {
 
 func (searchAlerts) Declaration() *genai.FunctionDeclaration {
 	return &genai.FunctionDeclaration{
-		Name: SearchAlertsTool,
+		Name: toolcall.SearchAlerts,
 		Description: "Search past security alerts stored in Firestore by one field condition. " +
 			"Returns {count, alerts:[{id, source, type, severity, title, observed_at}], next_offset} " +
 			"(next_offset only when more may exist); use get_alert for an alert's full data. " +
@@ -186,7 +181,7 @@ func (getAlert) Purpose() string {
 
 func (getAlert) Declaration() *genai.FunctionDeclaration {
 	return &genai.FunctionDeclaration{
-		Name: GetAlertTool,
+		Name: toolcall.GetAlert,
 		Description: "Fetch one stored alert by ID with its full original JSON. " +
 			"Returns {id, source, type, severity, title, observed_at, data}. Example: id \"guardduty-3f9a1c0d2b4e\".",
 		Parameters: &genai.Schema{

@@ -5,6 +5,8 @@ import (
 	"errors"
 
 	"google.golang.org/genai"
+
+	"github.com/secops-agent/investigator/toolcall"
 )
 
 // NewAskUser returns the declaration of ask_user. The workflow answers it
@@ -19,7 +21,7 @@ func (askUser) Purpose() string {
 
 func (askUser) Declaration() *genai.FunctionDeclaration {
 	return &genai.FunctionDeclaration{
-		Name: "ask_user",
+		Name: toolcall.AskUser,
 		Description: "Ask the analyst running this investigation one precise question, for a fact only they have " +
 			"(who owns a host, whether a change or login was authorised, business context). Returns {answer}, " +
 			"or {answer: null, note} when no answer came in time. Example question: \"Is user deploy expected to log in from outside the VPN?\"",

@@ -5,6 +5,8 @@ import (
 	"errors"
 
 	"google.golang.org/genai"
+
+	"github.com/secops-agent/investigator/toolcall"
 )
 
 // NewBigQueryAgent returns the declaration of bigquery_agent. The workflow
@@ -19,7 +21,7 @@ func (bigQueryAgent) Purpose() string {
 
 func (bigQueryAgent) Declaration() *genai.FunctionDeclaration {
 	return &genai.FunctionDeclaration{
-		Name: "bigquery_agent",
+		Name: toolcall.BigQueryAgent,
 		Description: "Ask the BigQuery sub-agent a concrete question about the security logs in BigQuery (authentication, process and network events, cloud audit logs). " +
 			"It finds the tables, writes and runs read-only SQL, and answers in text with the evidence. " +
 			"Returns {answer, child_workflow_id, child_run_id}. Name hosts, users, IPs and a time window, " +

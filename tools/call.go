@@ -5,11 +5,11 @@ import (
 	"sync/atomic"
 )
 
-// Call describes the call a tool is running, for tools whose side effects
+// CallInfo describes the call a tool is running, for tools whose side effects
 // must survive a retry or count against a budget. The activity that runs the
 // tool puts it in the context; a tool run outside an activity sees the zero
 // value (no ID, no budget).
-type Call struct {
+type CallInfo struct {
 	// ID is unique per call of an investigation and the same on every retry
 	// of it (the workflow ID and the call's transcript key), so a tool can
 	// derive idempotent IDs from it (a BigQuery job ID).
@@ -23,29 +23,29 @@ type Call struct {
 
 type callKey struct{}
 
-// WithCall returns a context that carries c for the tool it runs.
-func WithCall(ctx context.Context, c Call) context.Context {
+// WithCallInfo returns a context that carries c for the tool it runs.
+func WithCallInfo(ctx context.Context, c CallInfo) context.Context {
 	if c.scanned == nil {
 		c.scanned = new(atomic.Int64)
 	}
 	return context.WithValue(ctx, callKey{}, c)
 }
 
-// CallFrom returns the call the context carries, or the zero Call.
-func CallFrom(ctx context.Context) Call {
-	c, _ := ctx.Value(callKey{}).(Call)
+// CallInfoFrom returns the call the context carries, or the zero CallInfo.
+func CallInfoFrom(ctx context.Context) CallInfo {
+	c, _ := ctx.Value(callKey{}).(CallInfo)
 	return c
 }
 
 // AddScanned records bytes the call scanned (billed) in BigQuery.
-func (c Call) AddScanned(n int64) {
+func (c CallInfo) AddScanned(n int64) {
 	if c.scanned != nil {
 		c.scanned.Add(n)
 	}
 }
 
 // Scanned returns the bytes recorded with AddScanned.
-func (c Call) Scanned() int64 {
+func (c CallInfo) Scanned() int64 {
 	if c.scanned == nil {
 		return 0
 	}

@@ -14,9 +14,10 @@ import (
 	"sort"
 	"strconv"
 	"strings"
-	"unicode/utf8"
 
 	"google.golang.org/genai"
+
+	"github.com/secops-agent/investigator/toolcall"
 )
 
 // Tool is one function the model can call.
@@ -105,10 +106,6 @@ func (r *Registry) Lookup(name string) (Tool, bool) {
 	return t, ok
 }
 
-// RefIDParam is the optional parameter every declaration gets, with which the
-// model names a call so later calls of the same turn can use its result.
-const RefIDParam = "ref_id"
-
 var refIDSchema = &genai.Schema{
 	Type: genai.TypeString,
 	Description: "Optional name for this call's result. A later call in the same turn may pass ref:<name> " +
@@ -136,7 +133,7 @@ func (r *Registry) Declarations(names []string) []*genai.FunctionDeclaration {
 		if params.Properties == nil {
 			params.Properties = map[string]*genai.Schema{}
 		}
-		params.Properties[RefIDParam] = refIDSchema
+		params.Properties[toolcall.RefIDArg] = refIDSchema
 		d.Parameters = &params
 		out = append(out, &d)
 	}
@@ -181,40 +178,6 @@ func Reject(format string, args ...any) error {
 func IsRejection(err error) bool {
 	var r *Rejection
 	return errors.As(err, &r)
-}
-
-// Summarize renders a call as one short line for activity summaries and
-// progress output. It is pure, so workflow code can call it.
-func Summarize(name string, args map[string]any) string {
-	var s string
-	switch name {
-	case SearchAlertsTool:
-		s = fmt.Sprintf("%s %v %v %v", name, args["field"], args["op"], args["value"])
-	case GetAlertTool:
-		s = fmt.Sprintf("%s %v", name, args["id"])
-	default:
-		keys := make([]string, 0, len(args))
-		for k := range args {
-			keys = append(keys, k)
-		}
-		sort.Strings(keys)
-		parts := []string{name}
-		for _, k := range keys {
-			v, _ := json.Marshal(args[k])
-			parts = append(parts, k+"="+string(v))
-		}
-		s = strings.Join(parts, " ")
-	}
-	if len(s) > 120 {
-		// Cut at most 117 bytes, on a rune boundary: a byte offset can fall
-		// inside a multi-byte character (Japanese, emoji, ...).
-		cut := 117
-		for cut > 0 && !utf8.RuneStart(s[cut]) {
-			cut--
-		}
-		s = s[:cut] + "..."
-	}
-	return s
 }
 
 // StringArg returns a trimmed string argument; a required one must be

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"strings"
 	"testing"
-	"unicode/utf8"
 
 	"github.com/stretchr/testify/require"
 
@@ -110,26 +109,4 @@ func TestRegistry(t *testing.T) {
 	cat := r.Catalog()
 	require.Contains(t, cat, "- `get_alert`: Read one stored alert")
 	require.Contains(t, cat, "parameters: field (required), limit, offset, op (required), value (required), value_type")
-}
-
-func TestSummarize(t *testing.T) {
-	require.Equal(t, "search_alerts type == Recon:EC2/PortProbe", Summarize("search_alerts", map[string]any{"field": "type", "op": "==", "value": "Recon:EC2/PortProbe"}))
-	require.Equal(t, "get_alert a1", Summarize("get_alert", map[string]any{"id": "a1"}))
-	require.Equal(t, `other a=1 b="x"`, Summarize("other", map[string]any{"b": "x", "a": 1}))
-	require.Len(t, Summarize("other", map[string]any{"a": strings.Repeat("y", 500)}), 120)
-
-	// Long Japanese text (3 bytes a character) is cut on a character boundary,
-	// whatever the offset of the first character.
-	for pad := range 3 {
-		for _, s := range []string{
-			Summarize("other", map[string]any{"a": strings.Repeat("x", pad) + strings.Repeat("不審なログイン", 30)}),
-			Summarize("get_alert", map[string]any{"id": strings.Repeat("x", pad) + strings.Repeat("東京リージョンの警告", 20)}),
-		} {
-			require.True(t, utf8.ValidString(s), "pad %d: %q", pad, s)
-			require.True(t, strings.HasSuffix(s, "..."), s)
-			require.LessOrEqual(t, len(s), 120)
-			require.Greater(t, len(s), 117-utf8.UTFMax)
-		}
-	}
-	require.Equal(t, "get_alert 警告", Summarize("get_alert", map[string]any{"id": "警告"}), "short text is kept whole")
 }

@@ -18,6 +18,7 @@ import (
 	"github.com/secops-agent/investigator/intel"
 	"github.com/secops-agent/investigator/investigation"
 	"github.com/secops-agent/investigator/memory"
+	"github.com/secops-agent/investigator/toolcall"
 	"github.com/secops-agent/investigator/tools"
 	"github.com/secops-agent/investigator/transcript"
 	"github.com/secops-agent/investigator/workflows"
@@ -72,7 +73,7 @@ func newCommand() *cobra.Command {
 				return err
 			}
 			if bqTools == nil {
-				registry.Disable(tools.Disabled{Name: workflows.BigQueryAgentTool, Reason: "BIGQUERY_TABLES_CONFIG is not set"})
+				registry.Disable(tools.Disabled{Name: toolcall.BigQueryAgent, Reason: "BIGQUERY_TABLES_CONFIG is not set"})
 			} else if err := registry.Add(tools.NewBigQueryAgent()); err != nil {
 				return err
 			}

@@ -12,11 +12,8 @@ import (
 
 	"github.com/secops-agent/investigator/internal/clip"
 	"github.com/secops-agent/investigator/investigation"
+	"github.com/secops-agent/investigator/toolcall"
 )
-
-// BigQueryAgentTool is the investigation's tool that runs the BigQuery
-// sub-agent as a child workflow.
-const BigQueryAgentTool = "bigquery_agent"
 
 // Sub-agent limits.
 const (
@@ -30,7 +27,7 @@ const (
 // parent never starts a second child for the same call. The parent-close
 // policy is REQUEST_CANCEL: the child's answer is only useful to this parent,
 // and cancellation (unlike termination) lets it stop between activities.
-func (r *run) startBigQueryAgent(ctx workflow.Context, key string, c investigation.ToolCall) workflow.Future {
+func (r *run) startBigQueryAgent(ctx workflow.Context, key string, c toolcall.Call) workflow.Future {
 	request, _ := c.Args["request"].(string)
 	request = strings.TrimSpace(request)
 	if request == "" {
@@ -149,7 +146,7 @@ func BigQueryAgent(ctx workflow.Context, in investigation.BigQueryRequest) (inve
 		ParentSession:  in.ParentSession,
 		ResultKey:      in.ResultKey,
 		CallID:         in.CallID,
-		Tool:           BigQueryAgentTool,
+		Tool:           toolcall.BigQueryAgent,
 		Answer:         answer,
 		Link:           investigation.ChildLink{WorkflowID: session, RunID: info.WorkflowExecution.RunID},
 		MaxResultBytes: in.MaxResultBytes,

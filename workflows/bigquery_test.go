@@ -12,6 +12,7 @@ import (
 
 	"github.com/secops-agent/investigator/investigation"
 	"github.com/secops-agent/investigator/plan"
+	"github.com/secops-agent/investigator/toolcall"
 )
 
 func TestBigQueryAgentLearningIsBestEffort(t *testing.T) {
@@ -80,7 +81,7 @@ func TestBigQueryAgentNeedsARequest(t *testing.T) {
 		{ID: "step_1", Description: "ask logs", Tools: []string{"bigquery_agent"}, Status: plan.Pending}}}}, nil)
 	h.onTurn(func(in investigation.TurnInput) (investigation.TurnOutput, error) {
 		if len(in.Transcript) == 0 {
-			return investigation.TurnOutput{Calls: []investigation.ToolCall{{Name: "bigquery_agent", Args: map[string]any{"request": "  "}}}}, nil
+			return investigation.TurnOutput{Calls: []toolcall.Call{{Name: "bigquery_agent", Args: map[string]any{"request": "  "}}}}, nil
 		}
 		return investigation.TurnOutput{Text: "no logs"}, nil
 	})

@@ -13,6 +13,7 @@ import (
 	"go.temporal.io/sdk/workflow"
 
 	"github.com/secops-agent/investigator/investigation"
+	"github.com/secops-agent/investigator/toolcall"
 )
 
 // Tests of the "guarded-runs" behaviour (version 1 of that change).
@@ -62,7 +63,7 @@ func TestBudgetHoldsWithinATurnAndCutsTheLastStep(t *testing.T) {
 		if in.Final {
 			return investigation.TurnOutput{Text: "what I have"}, nil
 		}
-		return investigation.TurnOutput{Calls: []investigation.ToolCall{
+		return investigation.TurnOutput{Calls: []toolcall.Call{
 			{Name: "get_alert", Args: map[string]any{"id": "1"}},
 			{Name: "get_alert", Args: map[string]any{"id": "2"}},
 			{Name: "get_alert", Args: map[string]any{"id": "3"}},
@@ -86,7 +87,7 @@ func TestIdenticalCallsOfOneTurnRunOnce(t *testing.T) {
 	h.onPlan(oneStepPlan(), nil)
 	h.onTurn(func(in investigation.TurnInput) (investigation.TurnOutput, error) {
 		if len(in.Transcript) == 0 {
-			return investigation.TurnOutput{Calls: []investigation.ToolCall{
+			return investigation.TurnOutput{Calls: []toolcall.Call{
 				{Name: "get_alert", Args: map[string]any{"id": "a1"}},
 				{Name: "search_alerts", Args: map[string]any{"field": "type", "value": "x"}},
 				{Name: "get_alert", Args: map[string]any{"id": "a1", "ref_id": "again"}},
@@ -111,7 +112,7 @@ func TestOverlappingQuestionsCountOnceAndKeepThePhase(t *testing.T) {
 	h.onPlan(oneStepPlan(), nil)
 	h.onSlowTurn(3*time.Minute, func(in investigation.TurnInput) (investigation.TurnOutput, error) {
 		if len(in.Transcript) == 0 {
-			return investigation.TurnOutput{Calls: []investigation.ToolCall{
+			return investigation.TurnOutput{Calls: []toolcall.Call{
 				{Name: "ask_user", Args: map[string]any{"question": "Is deploy a CI account?"}},
 				{Name: "ask_user", Args: map[string]any{"question": "Was a change scheduled?"}},
 			}}, nil
@@ -165,16 +166,16 @@ func TestCarriedResultsServeRepeatedCalls(t *testing.T) {
 	h.env.OnActivity(a.DecideMode, mock.Anything, mock.Anything).Return(investigation.Mode{Mode: investigation.ModeDirect}, nil)
 	h.onTurn(func(in investigation.TurnInput) (investigation.TurnOutput, error) {
 		if len(in.Transcript) == 0 {
-			return investigation.TurnOutput{Calls: []investigation.ToolCall{{Name: "get_alert", Args: map[string]any{"id": "a1"}}}}, nil
+			return investigation.TurnOutput{Calls: []toolcall.Call{{Name: "get_alert", Args: map[string]any{"id": "a1"}}}}, nil
 		}
 		return investigation.TurnOutput{Text: "ok"}, nil
 	})
 	h.onTool(okTool)
 	active := twoStepPlan().Plan
-	call := investigation.ToolCall{Name: "get_alert", Args: map[string]any{"id": "a1"}}
+	call := toolcall.Call{Name: "get_alert", Args: map[string]any{"id": "a1"}}
 	h.env.ExecuteWorkflow(investigation.WorkflowName, investigation.Input{AlertID: "a1", Question: "Q1",
 		Carry: &investigation.Carry{Turn: 2, ActivePlan: &active, FollowUps: []string{"Q2"}, LastSeq: 5, Questions: 3,
-			Results: map[string]string{callKey(call): "t1-step_1-i1-c1"}, Reused: 1}})
+			Results: map[string]string{toolcall.Key(call): "t1-step_1-i1-c1"}, Reused: 1}})
 	require.True(t, h.env.IsWorkflowCompleted())
 	require.NoError(t, h.env.GetWorkflowError())
 	var res investigation.Result

@@ -16,6 +16,7 @@ import (
 	"github.com/secops-agent/investigator/internal/clip"
 	"github.com/secops-agent/investigator/investigation"
 	"github.com/secops-agent/investigator/plan"
+	"github.com/secops-agent/investigator/toolcall"
 )
 
 // DefaultQuestion is the request when the analyst gives none.
@@ -464,7 +465,7 @@ func (r *run) executeStep(ctx workflow.Context, step plan.Step) (string, string,
 		},
 	}
 	if r.conversation {
-		l.ask = func(ctx workflow.Context, c investigation.ToolCall) workflow.Future {
+		l.ask = func(ctx workflow.Context, c toolcall.Call) workflow.Future {
 			return r.askUser(ctx, c, step.ID)
 		}
 	}

@@ -21,6 +21,7 @@ import (
 	"github.com/secops-agent/investigator/activities"
 	"github.com/secops-agent/investigator/investigation"
 	"github.com/secops-agent/investigator/plan"
+	"github.com/secops-agent/investigator/toolcall"
 )
 
 var toolNames = []string{"get_alert", "search_alerts"}
@@ -154,7 +155,7 @@ func TestHappyPath(t *testing.T) {
 	h.onPlan(twoStepPlan(), nil)
 	h.onTurn(func(in investigation.TurnInput) (investigation.TurnOutput, error) {
 		if in.Step.ID == "step_1" && len(in.Transcript) == 0 {
-			return investigation.TurnOutput{Calls: []investigation.ToolCall{
+			return investigation.TurnOutput{Calls: []toolcall.Call{
 				{Name: "get_alert", Args: map[string]any{"id": "a1"}},
 				{ID: "model-id", Name: "search_alerts", Args: map[string]any{"field": "type", "op": "==", "value": "x"}},
 			}}, nil
@@ -181,7 +182,7 @@ func TestHappyPath(t *testing.T) {
 
 	// Both calls of one turn were started (in any order), with their own keys and IDs.
 	require.Len(t, h.tools, 2)
-	byKey := map[string]investigation.ToolCall{}
+	byKey := map[string]toolcall.Call{}
 	for _, in := range h.tools {
 		byKey[in.Key] = in.Call
 	}
@@ -314,7 +315,7 @@ func TestToolFailureBecomesResult(t *testing.T) {
 	h.onPlan(twoStepPlan(), nil)
 	h.onTurn(func(in investigation.TurnInput) (investigation.TurnOutput, error) {
 		if in.Step.ID == "step_1" && len(in.Transcript) == 0 {
-			return investigation.TurnOutput{Calls: []investigation.ToolCall{{ID: "c1", Name: "get_alert", Args: map[string]any{"id": "a1"}}}}, nil
+			return investigation.TurnOutput{Calls: []toolcall.Call{{ID: "c1", Name: "get_alert", Args: map[string]any{"id": "a1"}}}}, nil
 		}
 		return investigation.TurnOutput{Text: "done"}, nil
 	})
@@ -342,7 +343,7 @@ func TestIterationCapForcesAnswer(t *testing.T) {
 		if in.Final {
 			return investigation.TurnOutput{Text: "final answer"}, nil
 		}
-		return investigation.TurnOutput{Calls: []investigation.ToolCall{{Name: "get_alert", Args: map[string]any{"id": fmt.Sprint(len(in.Transcript))}}}}, nil
+		return investigation.TurnOutput{Calls: []toolcall.Call{{Name: "get_alert", Args: map[string]any{"id": fmt.Sprint(len(in.Transcript))}}}}, nil
 	})
 	h.onTool(okTool)
 	h.onReflect(noChange)
@@ -379,7 +380,7 @@ func TestRefPipelineOrdersCalls(t *testing.T) {
 	h.onPlan(twoStepPlan(), nil)
 	h.onTurn(func(in investigation.TurnInput) (investigation.TurnOutput, error) {
 		if in.Step.ID == "step_1" && len(in.Transcript) == 0 {
-			return investigation.TurnOutput{Calls: []investigation.ToolCall{
+			return investigation.TurnOutput{Calls: []toolcall.Call{
 				{Name: "urlscan_result", Args: map[string]any{"uuid": "ref:s.results.0.uuid"}},
 				{Name: "urlscan_search", Args: map[string]any{"ref_id": "s", "query": "domain:evil.example"}},
 				{Name: "virustotal_lookup", Args: map[string]any{"resource": "evil.example"}},
@@ -418,7 +419,7 @@ func TestRefToFailedCall(t *testing.T) {
 	h.onPlan(twoStepPlan(), nil)
 	h.onTurn(func(in investigation.TurnInput) (investigation.TurnOutput, error) {
 		if in.Step.ID == "step_1" && len(in.Transcript) == 0 {
-			return investigation.TurnOutput{Calls: []investigation.ToolCall{
+			return investigation.TurnOutput{Calls: []toolcall.Call{
 				{ID: "a", Name: "search_alerts", Args: map[string]any{"field": "x"}},
 				{ID: "b", Name: "get_alert", Args: map[string]any{"id": "ref:a.alerts.0.id"}},
 			}}, nil

@@ -9,7 +9,7 @@ import (
 	"go.temporal.io/sdk/workflow"
 
 	"github.com/secops-agent/investigator/investigation"
-	"github.com/secops-agent/investigator/tools"
+	"github.com/secops-agent/investigator/toolcall"
 )
 
 // turnFunc runs one model turn of a tool loop.
@@ -35,10 +35,10 @@ type toolLoop struct {
 	turn    turnFunc
 	// child starts a tool that runs as a child workflow (bigquery_agent);
 	// nil where no tool does.
-	child func(ctx workflow.Context, key string, call investigation.ToolCall) workflow.Future
+	child func(ctx workflow.Context, key string, call toolcall.Call) workflow.Future
 	// ask puts an ask_user question to the analyst; nil where the analyst
 	// cannot be asked.
-	ask func(ctx workflow.Context, call investigation.ToolCall) workflow.Future
+	ask func(ctx workflow.Context, call toolcall.Call) workflow.Future
 	// stop, given the calls made so far, says why the loop must answer now
 	// ("" to go on); nil where nothing stops it early.
 	stop func(loopCalls int) string
@@ -94,7 +94,7 @@ func (l *toolLoop) run(ctx workflow.Context) (string, string, error) {
 // turn (served once both are done) or when the run's tool-call budget is
 // spent. A call that still fails after its retries becomes an error result
 // for the model, not a failed loop.
-func (l *toolLoop) callTools(ctx workflow.Context, turnKey string, calls []investigation.ToolCall) []investigation.Ref {
+func (l *toolLoop) callTools(ctx workflow.Context, turnKey string, calls []toolcall.Call) []investigation.Ref {
 	for i := range calls {
 		if calls[i].ID == "" {
 			calls[i].ID = fmt.Sprintf("%s-c%d", turnKey, i+1)
@@ -114,14 +114,14 @@ func (l *toolLoop) callTools(ctx workflow.Context, turnKey string, calls []inves
 	firstOf := map[string]int{}         // call key -> first call of this turn with it
 	for i, c := range calls {
 		key := fmt.Sprintf("%s-c%d", turnKey, i+1)
-		summary := tools.Summarize(c.Name, c.Args)
+		summary := toolcall.Summarize(c.Name, c.Args)
 		f, settle := workflow.NewFuture(ctx)
 		futures[i] = f
 		e := investigation.Event{Kind: investigation.EventToolCall, Step: l.label, Text: summary}
 		why, bad := pipe.bad[i]
 		independent := l.pipeline && len(pipe.deps[i]) == 0 && !bad
-		earlier, seen := l.results[callKey(c)]
-		twin, repeated := firstOf[callKey(c)]
+		earlier, seen := l.results[toolcall.Key(c)]
+		twin, repeated := firstOf[toolcall.Key(c)]
 		switch {
 		case bad:
 			settle.SetError(temporal.NewNonRetryableApplicationError("the call did not run: "+why, "BadRef", nil))
@@ -138,9 +138,9 @@ func (l *toolLoop) callTools(ctx workflow.Context, turnKey string, calls []inves
 		default:
 			allowed--
 			if independent {
-				firstOf[callKey(c)] = i
+				firstOf[toolcall.Key(c)] = i
 			}
-			if l.child != nil && c.Name == BigQueryAgentTool {
+			if l.child != nil && c.Name == toolcall.BigQueryAgent {
 				e.Child = childID(l.session, key)
 			}
 			l.emit(e) // before the call's own events (an ask_user question)
@@ -180,7 +180,7 @@ func (l *toolLoop) callTools(ctx workflow.Context, turnKey string, calls []inves
 			out[i] = investigation.Ref{CallID: c.ID, Tool: c.Name, Inline: res.Inline}
 		}
 		if res.OK && res.Key != "" && l.pipeline && len(pipe.deps[i]) == 0 {
-			l.results[callKey(c)] = res.Key
+			l.results[toolcall.Key(c)] = res.Key
 		}
 		text := fmt.Sprintf("%s: %d bytes", c.Name, res.Bytes)
 		switch {
@@ -200,13 +200,13 @@ func (l *toolLoop) callTools(ctx workflow.Context, turnKey string, calls []inves
 // start runs call i (an activity, the BigQuery child workflow or an
 // ask_user question) and settles its future with the outcome; a call with
 // refs first waits, in a coroutine, for the calls it uses.
-func (l *toolLoop) start(ctx workflow.Context, settle workflow.Settable, futures []workflow.Future, calls []investigation.ToolCall, pipe pipeline, i int, key, summary string) {
+func (l *toolLoop) start(ctx workflow.Context, settle workflow.Settable, futures []workflow.Future, calls []toolcall.Call, pipe pipeline, i int, key, summary string) {
 	c := calls[i]
 	launch := func(ctx workflow.Context, refs map[string]string) workflow.Future {
-		if l.child != nil && c.Name == BigQueryAgentTool {
+		if l.child != nil && c.Name == toolcall.BigQueryAgent {
 			return l.child(ctx, key, c)
 		}
-		if l.ask != nil && c.Name == investigation.AskUserTool {
+		if l.ask != nil && c.Name == toolcall.AskUser {
 			return l.ask(ctx, c)
 		}
 		return workflow.ExecuteActivity(toolOptions(ctx, "tool "+summary), a.CallTool, investigation.ToolInput{
@@ -223,7 +223,7 @@ func (l *toolLoop) start(ctx workflow.Context, settle workflow.Settable, futures
 			var dep investigation.ToolOutput
 			if err := futures[ref.call].Get(ctx, &dep); err != nil || !dep.OK {
 				settle.SetError(temporal.NewNonRetryableApplicationError(
-					fmt.Sprintf("the call did not run: %s%s refers to %s, which failed", RefPrefix, ref.name, calls[ref.call].ID), "BadRef", nil))
+					fmt.Sprintf("the call did not run: %s%s refers to %s, which failed", toolcall.RefPrefix, ref.name, calls[ref.call].ID), "BadRef", nil))
 				return
 			}
 			refs[ref.name] = dep.Key

@@ -1,21 +1,13 @@
 package workflows
 
 import (
-	"encoding/json"
 	"fmt"
 	"slices"
 	"sort"
 	"strings"
 
-	"github.com/secops-agent/investigator/investigation"
+	"github.com/secops-agent/investigator/toolcall"
 )
-
-// RefPrefix marks an argument value that stands for another call's result.
-const RefPrefix = "ref:"
-
-// RefIDArg is the optional argument with which the model names a call so
-// that later calls of the same turn can use its result.
-const RefIDArg = "ref_id"
 
 // pipeline is the dependency graph of one model turn's calls.
 type pipeline struct {
@@ -36,9 +28,9 @@ type namedRef struct {
 
 // names returns the names other calls can refer to call c by: its call ID
 // and the ref_id argument the model gave it.
-func names(c investigation.ToolCall) []string {
+func names(c toolcall.Call) []string {
 	out := []string{c.ID}
-	if id, ok := c.Args[RefIDArg].(string); ok && strings.TrimSpace(id) != "" && strings.TrimSpace(id) != c.ID {
+	if id, ok := c.Args[toolcall.RefIDArg].(string); ok && strings.TrimSpace(id) != "" && strings.TrimSpace(id) != c.ID {
 		out = append(out, strings.TrimSpace(id))
 	}
 	return out
@@ -47,7 +39,7 @@ func names(c investigation.ToolCall) []string {
 // planPipeline finds the ref: arguments of each call, resolves them to other
 // calls of the same turn, and marks calls with unknown, ambiguous or cyclic
 // refs (and calls that depend on those) as bad. It is pure and deterministic.
-func planPipeline(calls []investigation.ToolCall) pipeline {
+func planPipeline(calls []toolcall.Call) pipeline {
 	p := pipeline{deps: make([][]int, len(calls)), refs: make([][]namedRef, len(calls)), bad: map[int]string{}}
 	owner := map[string]int{}
 	ambiguous := map[string]bool{}
@@ -75,11 +67,11 @@ func planPipeline(calls []investigation.ToolCall) pipeline {
 			name := matchName(ref, known)
 			switch {
 			case name == "":
-				p.bad[i] = fmt.Sprintf("%s%s names no call of this turn", RefPrefix, ref)
+				p.bad[i] = fmt.Sprintf("%s%s names no call of this turn", toolcall.RefPrefix, ref)
 			case ambiguous[name]:
-				p.bad[i] = fmt.Sprintf("%s%s is ambiguous: several calls of this turn are named %q", RefPrefix, ref, name)
+				p.bad[i] = fmt.Sprintf("%s%s is ambiguous: several calls of this turn are named %q", toolcall.RefPrefix, ref, name)
 			case owner[name] == i:
-				p.bad[i] = fmt.Sprintf("%s%s refers to the call itself", RefPrefix, ref)
+				p.bad[i] = fmt.Sprintf("%s%s refers to the call itself", toolcall.RefPrefix, ref)
 			case !slices.ContainsFunc(p.refs[i], func(r namedRef) bool { return r.name == name }):
 				p.refs[i] = append(p.refs[i], namedRef{name, owner[name]})
 				if !slices.Contains(p.deps[i], owner[name]) {
@@ -157,7 +149,7 @@ func refValues(args map[string]any) []string {
 	walk = func(v any) {
 		switch x := v.(type) {
 		case string:
-			if ref, ok := strings.CutPrefix(x, RefPrefix); ok {
+			if ref, ok := strings.CutPrefix(x, toolcall.RefPrefix); ok {
 				out = append(out, strings.TrimSpace(ref))
 			}
 		case []any:
@@ -177,18 +169,4 @@ func refValues(args map[string]any) []string {
 	}
 	walk(args)
 	return out
-}
-
-// callKey identifies a call by tool and arguments (ref_id aside), for
-// serving a repeated identical call from the earlier result. encoding/json
-// sorts map keys, so the key is deterministic.
-func callKey(c investigation.ToolCall) string {
-	args := make(map[string]any, len(c.Args))
-	for k, v := range c.Args {
-		if k != RefIDArg {
-			args[k] = v
-		}
-	}
-	b, _ := json.Marshal(args)
-	return c.Name + " " + string(b)
 }

@@ -5,15 +5,15 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/secops-agent/investigator/investigation"
+	"github.com/secops-agent/investigator/toolcall"
 )
 
-func call(id string, args map[string]any) investigation.ToolCall {
-	return investigation.ToolCall{ID: id, Name: "t", Args: args}
+func call(id string, args map[string]any) toolcall.Call {
+	return toolcall.Call{ID: id, Name: "t", Args: args}
 }
 
 func TestPlanPipeline(t *testing.T) {
-	calls := []investigation.ToolCall{
+	calls := []toolcall.Call{
 		call("c1", map[string]any{"ref_id": "search", "q": "x"}),
 		call("c2", map[string]any{"uuid": "ref:search.results.0.uuid"}),
 		call("c3", map[string]any{"a": "ref:c2", "b": []any{"ref:c1", "plain"}}),
@@ -27,7 +27,7 @@ func TestPlanPipeline(t *testing.T) {
 }
 
 func TestPlanPipelineErrors(t *testing.T) {
-	calls := []investigation.ToolCall{
+	calls := []toolcall.Call{
 		call("c1", map[string]any{"x": "ref:c2"}),
 		call("c2", map[string]any{"x": "ref:c1"}),
 		call("c3", map[string]any{"x": "ref:nobody"}),
@@ -48,12 +48,4 @@ func TestPlanPipelineErrors(t *testing.T) {
 	for _, ok := range []int{4, 5, 8} {
 		require.NotContains(t, p.bad, ok)
 	}
-}
-
-func TestCallKeyIgnoresRefIDAndOrder(t *testing.T) {
-	a := investigation.ToolCall{Name: "t", Args: map[string]any{"b": 1.0, "a": "x", "ref_id": "one"}}
-	b := investigation.ToolCall{Name: "t", Args: map[string]any{"a": "x", "b": 1.0}}
-	c := investigation.ToolCall{Name: "u", Args: map[string]any{"a": "x", "b": 1.0}}
-	require.Equal(t, callKey(a), callKey(b))
-	require.NotEqual(t, callKey(b), callKey(c))
 }

@@ -12,6 +12,7 @@ import (
 
 	"github.com/secops-agent/investigator/investigation"
 	"github.com/secops-agent/investigator/plan"
+	"github.com/secops-agent/investigator/toolcall"
 )
 
 // maxInputBytes bounds one analyst input (hint, feedback, answer, question).
@@ -253,7 +254,7 @@ func (r *run) exhausted(ctx workflow.Context, loopCalls int) string {
 // askUser puts an ask_user question to the analyst and waits (in its own
 // coroutine, so other calls of the turn go on) for an answer or the timeout;
 // the answer, or a note that none came, becomes the call's result.
-func (r *run) askUser(ctx workflow.Context, c investigation.ToolCall, label string) workflow.Future {
+func (r *run) askUser(ctx workflow.Context, c toolcall.Call, label string) workflow.Future {
 	f, settle := workflow.NewFuture(ctx)
 	question, _ := c.Args["question"].(string)
 	if question = strings.TrimSpace(question); question == "" {

@@ -16,6 +16,7 @@ import (
 
 	"github.com/secops-agent/investigator/investigation"
 	"github.com/secops-agent/investigator/plan"
+	"github.com/secops-agent/investigator/toolcall"
 )
 
 // updateResult records what happened to one update.
@@ -127,7 +128,7 @@ func TestAskUserWaitsForAnswer(t *testing.T) {
 			h.onPlan(twoStepPlan(), nil)
 			h.onTurn(func(in investigation.TurnInput) (investigation.TurnOutput, error) {
 				if in.Step.ID == "step_1" && len(in.Transcript) == 0 {
-					return investigation.TurnOutput{Calls: []investigation.ToolCall{
+					return investigation.TurnOutput{Calls: []toolcall.Call{
 						{ID: "c1", Name: "ask_user", Args: map[string]any{"question": "Is deploy allowed to log in from outside?"}},
 						{ID: "c2", Name: "get_alert", Args: map[string]any{"id": "a1"}},
 					}}, nil
@@ -208,7 +209,7 @@ func TestToolCallBudget(t *testing.T) {
 		if in.Final {
 			return investigation.TurnOutput{Text: "summary"}, nil
 		}
-		return investigation.TurnOutput{Calls: []investigation.ToolCall{{Name: "get_alert", Args: map[string]any{"id": fmt.Sprint(len(in.Transcript))}}}}, nil
+		return investigation.TurnOutput{Calls: []toolcall.Call{{Name: "get_alert", Args: map[string]any{"id": fmt.Sprint(len(in.Transcript))}}}}, nil
 	})
 	h.onTool(okTool)
 	h.onReflect(noChange)

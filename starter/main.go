@@ -87,5 +87,6 @@ GOOGLE_CLOUD_LOCATION, GOOGLE_GEMINI_BASE_URL and GEMINI_MODEL.`,
 	root.AddCommand(a.investigateCommand(), a.watchCommand(), a.statusCommand())
 	root.AddCommand(a.steerCommands()...)
 	root.AddCommand(a.alertCommand(), a.toolsCommand(), a.treeCommand(), a.memoryCommand())
+	root.AddCommand(a.evalCommand())
 	return root
 }

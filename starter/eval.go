@@ -57,8 +57,8 @@ first conclusion, and waits for it. A case that fails or times out is a row
 with its error. When the worker's model is a local server (the offline Gemini
 stand-in), a warning above and below the table says the scores mean nothing.
 
-Exit code 0 when every case concluded; 1 when one did not, or when
---min-accuracy is given and not met.`,
+Exit code 0 when every case concluded; 1 when one did not, when
+--min-accuracy is given and not met, or when no worker answers.`,
 		Example: `  starter eval
   starter eval --cases examples/evals/cases/waf-sqli-cms-editor.yaml --json
   starter eval --cases my-cases/ --concurrency 4 --min-accuracy 0.8`,
@@ -123,7 +123,10 @@ func (a *app) eval(cmd *cobra.Command, o evalOptions) error {
 		return err
 	}
 	defer done()
-	s := runEval(cmd.Context(), b, cases, o, cmd.ErrOrStderr())
+	s, err := runEval(cmd.Context(), b, cases, o, cmd.ErrOrStderr())
+	if err != nil {
+		return err
+	}
 	out := cmd.OutOrStdout()
 	if o.asJSON {
 		err = printScorecardJSON(out, s)
@@ -137,13 +140,16 @@ func (a *app) eval(cmd *cobra.Command, o evalOptions) error {
 }
 
 // runEval asks the worker which model it calls, runs the cases (at most
-// o.concurrency at a time) and scores them; progress lines go to log.
-func runEval(ctx context.Context, b evalBackend, cases []evalCase, o evalOptions, log io.Writer) scorecard {
+// o.concurrency at a time) and scores them; progress lines go to log. It
+// fails only when the worker does not answer: then no case could run.
+func runEval(ctx context.Context, b evalBackend, cases []evalCase, o evalOptions, log io.Writer) (scorecard, error) {
 	var s scorecard
-	if cat, err := b.catalog(ctx); err != nil {
-		s.Warning = fmt.Sprintf("WARNING: could not ask the worker which model it calls (%v): if it is the offline stand-in, these scores mean nothing.", err)
-	} else if cat.Model.Model == "" && cat.Model.BaseURL == "" {
-		s.Warning = "WARNING: the worker did not say which model it calls (an older worker): if it is the offline stand-in, these scores mean nothing."
+	cat, err := b.catalog(ctx)
+	if err != nil {
+		return s, err
+	}
+	if cat.Model.Model == "" && cat.Model.BaseURL == "" {
+		s.Warning = "WARNING: the worker did not say which model it calls (it is older than starter eval): if it is the offline stand-in, these scores mean nothing."
 	} else {
 		s.Model = &cat.Model
 		if cat.Model.Local {
@@ -179,7 +185,7 @@ func runEval(ctx context.Context, b evalBackend, cases []evalCase, o evalOptions
 	}
 	wg.Wait()
 	s.sum()
-	return s
+	return s, nil
 }
 
 // runCase investigates one case and scores what it concluded.

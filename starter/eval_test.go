@@ -211,16 +211,17 @@ func TestScorecardRendering(t *testing.T) {
 
 // fakeEval answers cases from a script keyed by alert title.
 type fakeEval struct {
-	mu      sync.Mutex
-	model   investigation.ModelEndpoint
-	results map[string]investigation.Result
-	errs    map[string]error
-	ids     []string
-	block   bool // wait for the context instead of answering
+	mu         sync.Mutex
+	catalogErr error
+	model      investigation.ModelEndpoint
+	results    map[string]investigation.Result
+	errs       map[string]error
+	ids        []string
+	block      bool // wait for the context instead of answering
 }
 
 func (f *fakeEval) catalog(context.Context) (tools.Catalog, error) {
-	return tools.Catalog{Model: f.model}, nil
+	return tools.Catalog{Model: f.model}, f.catalogErr
 }
 
 func (f *fakeEval) investigate(ctx context.Context, c evalCase, id string) (investigation.Result, error) {
@@ -317,6 +318,18 @@ func TestEvalExitCodes(t *testing.T) {
 	assert.Equal(t, 2, strings.Count(out, "scores mean nothing"), "the stand-in warning above and below the table")
 	assert.Contains(t, log, "scores mean nothing")
 	assert.Contains(t, log, "eval: 2 cases, 1 at a time\n")
+
+	f = ok()
+	f.catalogErr = errors.New(`no worker answered on task queue "investigations" within 20s: is the worker running?`)
+	_, _, err = runEvalCommand(t, f, "--cases", dir)
+	require.EqualError(t, err, f.catalogErr.Error(), "without a worker no case can run")
+	assert.Empty(t, f.ids)
+
+	f = ok()
+	f.model = investigation.ModelEndpoint{}
+	out, _, err = runEvalCommand(t, f, "--cases", dir)
+	require.NoError(t, err)
+	assert.Equal(t, 2, strings.Count(out, "WARNING: the worker did not say which model it calls"), "an older worker: the scores may mean nothing")
 
 	for _, tc := range []struct {
 		args []string

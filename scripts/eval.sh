@@ -40,20 +40,11 @@ fi
 
 stack_up
 
-shopt -s nullglob
-history=("$HISTORY_DIR"/*.json)
-shopt -u nullglob
-if ((${#history[@]})); then
-	echo "eval: importing ${#history[@]} past alert(s) from $HISTORY_DIR"
-	"$STARTER" alert import "${history[@]}" >/dev/null
-fi
+echo "eval: importing the past alerts in $HISTORY_DIR"
+"$STARTER" alert import "$HISTORY_DIR"/*.json >/dev/null
 
 echo "eval: scoring the model on the labelled cases (Web UI: http://localhost:$STACK_TEMPORAL_UI_PORT, workflows eval-*)"
-set +e
-"$STARTER" eval "$@"
-rc=$?
-set -e
-if ((rc != 0)); then
-	echo "eval: the starter exited with code $rc (logs: .data/logs/)" >&2
-fi
+rc=0
+"$STARTER" eval "$@" || rc=$?
+((rc == 0)) || echo "eval: the starter exited with code $rc (logs: .data/logs/)" >&2
 exit "$rc"

@@ -159,7 +159,7 @@ func runEval(ctx context.Context, b evalBackend, cases []evalCase, o evalOptions
 	if s.Warning != "" {
 		fmt.Fprintln(log, s.Warning)
 	}
-	fmt.Fprintf(log, "eval: %d cases, %d at a time\n", len(cases), o.concurrency)
+	fmt.Fprintf(log, "eval: %s, %d at a time\n", casesText(len(cases)), min(o.concurrency, len(cases)))
 	s.Cases = make([]caseResult, len(cases))
 	var mu sync.Mutex
 	finished := 0

@@ -137,7 +137,7 @@ func printScorecard(w io.Writer, s scorecard) error {
 	fmt.Fprintf(w, "\nverdict accuracy:  %d/%d (%s)\n", t.Correct, t.Cases, percent(t.Accuracy))
 	fmt.Fprintf(w, "evidence recall:   %d/%d (%s)\n", t.EvidenceCited, t.EvidenceExpected, percent(t.Recall))
 	if t.Concluded > 0 {
-		fmt.Fprintf(w, "mean tokens/case:  %.0f (over the %d cases that concluded)\n", t.MeanTokens, t.Concluded)
+		fmt.Fprintf(w, "mean tokens/case:  %.0f (over the %s that concluded)\n", t.MeanTokens, casesText(t.Concluded))
 		fmt.Fprintf(w, "mean wall time:    %s\n", wallText(time.Duration(t.MeanWallSecs*float64(time.Second))))
 	} else {
 		fmt.Fprintln(w, "mean tokens/case:  n/a (no case concluded)")
@@ -146,6 +146,14 @@ func printScorecard(w io.Writer, s scorecard) error {
 		fmt.Fprintln(w, s.Warning)
 	}
 	return nil
+}
+
+// casesText is "1 case" or "n cases".
+func casesText(n int) string {
+	if n == 1 {
+		return "1 case"
+	}
+	return fmt.Sprintf("%d cases", n)
 }
 
 func percent(f float64) string { return fmt.Sprintf("%.1f%%", 100*f) }

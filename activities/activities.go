@@ -48,8 +48,10 @@ type transcriptStore interface {
 // Activities holds the dependencies of every activity; the worker registers
 // one value of it.
 type Activities struct {
-	LLM        generator
-	Model      string
+	LLM   generator
+	Model string
+	// Endpoint names the model and where it is served, for the catalog.
+	Endpoint   investigation.ModelEndpoint
 	Tools      *tools.Registry
 	Alerts     alertReader
 	Transcript transcriptStore

@@ -7,7 +7,8 @@ import (
 )
 
 // DescribeTools lists the worker's tools, enabled or not, with the reason a
-// tool is off, so `starter tools` shows the worker's real configuration.
-func (a *Activities) DescribeTools(context.Context) ([]tools.Status, error) {
-	return a.Tools.Statuses(), nil
+// tool is off, and the model endpoint, so `starter tools` and `starter eval`
+// show the worker's real configuration.
+func (a *Activities) DescribeTools(context.Context) (tools.Catalog, error) {
+	return tools.Catalog{Tools: a.Tools.Statuses(), Model: a.Endpoint}, nil
 }

@@ -15,6 +15,7 @@ import (
 	"github.com/secops-agent/investigator/alerts"
 	"github.com/secops-agent/investigator/bq"
 	"github.com/secops-agent/investigator/config"
+	"github.com/secops-agent/investigator/gemini"
 	"github.com/secops-agent/investigator/intel"
 	"github.com/secops-agent/investigator/investigation"
 	"github.com/secops-agent/investigator/memory"
@@ -90,6 +91,7 @@ func newCommand() *cobra.Command {
 			w.RegisterActivity(&activities.Activities{
 				LLM:                 llm.Models,
 				Model:               gc.Model,
+				Endpoint:            gemini.Describe(llm, gc.Model),
 				Tools:               registry,
 				Alerts:              store,
 				Transcript:          transcript.NewStore(fs),

@@ -10,14 +10,15 @@ import (
 )
 
 // ToolCatalog returns the tools of the worker that picks it up, enabled or
-// not. It backs `starter tools`.
-func ToolCatalog(ctx workflow.Context) ([]tools.Status, error) {
+// not, and the model endpoint it calls. It backs `starter tools` and
+// `starter eval`.
+func ToolCatalog(ctx workflow.Context) (tools.Catalog, error) {
 	ctx = workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
 		StartToCloseTimeout: 10 * time.Second,
 		Summary:             "describe tools",
 		RetryPolicy:         &temporal.RetryPolicy{MaximumAttempts: 3},
 	})
-	var out []tools.Status
+	var out tools.Catalog
 	err := workflow.ExecuteActivity(ctx, a.DescribeTools).Get(ctx, &out)
 	return out, err
 }

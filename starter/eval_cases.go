@@ -1,0 +1,281 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"sort"
+	"strings"
+
+	"gopkg.in/yaml.v3"
+
+	"github.com/secops-agent/investigator/alerts"
+	"github.com/secops-agent/investigator/investigation"
+)
+
+// caseFile is the on-disk form of a labelled case (examples/evals/README.md).
+// Paths are relative to the case file.
+type caseFile struct {
+	Name            string   `yaml:"name"`
+	Alert           string   `yaml:"alert"`
+	Question        string   `yaml:"question"`
+	ExpectedVerdict string   `yaml:"expected_verdict"`
+	Evidence        []string `yaml:"evidence"`
+	History         []string `yaml:"history"`
+	Why             string   `yaml:"why"`
+}
+
+// caseFields names caseFile's fields, for the error about an unknown one.
+const caseFields = "name, alert, question, expected_verdict, evidence, history, why"
+
+// evalCase is a loaded, checked case: its alerts are parsed, so their
+// content-addressed IDs are known before anything is stored.
+type evalCase struct {
+	Name     string
+	File     string
+	Alert    alerts.Alert
+	History  []alerts.Alert
+	Question string
+	Expected string
+	Evidence []string
+}
+
+// maxCaseBytes bounds a case file; cases are a few lines.
+const maxCaseBytes = 1 << 20
+
+// caseExts are the extensions of case files in a cases directory.
+var caseExts = []string{".yaml", ".yml", ".json"}
+
+// loadCases reads every case named by paths (case files, or directories of
+// them, not recursive) in a stable order. Every problem is one sentence
+// naming its file; nothing touches a service.
+func loadCases(paths []string) ([]evalCase, error) {
+	var files []string
+	for _, p := range paths {
+		found, err := caseFiles(p)
+		if err != nil {
+			return nil, err
+		}
+		files = append(files, found...)
+	}
+	if len(files) == 0 {
+		return nil, errors.New("no cases given: name case files or directories with --cases")
+	}
+	var cases []evalCase
+	var errs []error
+	byName := map[string]string{}
+	for _, f := range files {
+		c, err := loadCase(f)
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		if other, dup := byName[strings.ToLower(c.Name)]; dup {
+			errs = append(errs, fmt.Errorf("%s and %s both name case %q: case names must be unique", other, f, c.Name))
+			continue
+		}
+		byName[strings.ToLower(c.Name)] = f
+		cases = append(cases, c)
+	}
+	return cases, errors.Join(errs...)
+}
+
+// caseFiles lists the case files a --cases argument names.
+func caseFiles(path string) ([]string, error) {
+	fi, err := os.Stat(path)
+	if err != nil {
+		return nil, fmt.Errorf("cases %s: %w", path, pathError(err))
+	}
+	if !fi.IsDir() {
+		return []string{path}, nil
+	}
+	entries, err := os.ReadDir(path)
+	if err != nil {
+		return nil, fmt.Errorf("cases %s: %w", path, pathError(err))
+	}
+	var files []string
+	for _, e := range entries {
+		ext := strings.ToLower(filepath.Ext(e.Name()))
+		if e.IsDir() || !slices.Contains(caseExts, ext) {
+			continue
+		}
+		f := filepath.Join(path, e.Name())
+		if ext == ".json" && !isJSONCase(f) {
+			continue // an alert kept next to the cases
+		}
+		files = append(files, f)
+	}
+	if len(files) == 0 {
+		return nil, fmt.Errorf("cases %s: the directory holds no case files (%s)", path, strings.Join(caseExts, ", "))
+	}
+	sort.Strings(files)
+	return files, nil
+}
+
+// isJSONCase says a JSON file in a cases directory is a case (it names an
+// expected verdict) rather than an alert kept next to the cases. Files that
+// cannot be read count as cases, so that loading them says why.
+func isJSONCase(path string) bool {
+	raw, err := readLimited(path, maxCaseBytes)
+	if err != nil {
+		return true
+	}
+	var probe map[string]json.RawMessage
+	if json.Unmarshal(raw, &probe) != nil {
+		return true
+	}
+	_, ok := probe["expected_verdict"]
+	return ok
+}
+
+// loadCase reads and checks one case file.
+func loadCase(file string) (evalCase, error) {
+	fail := func(format string, args ...any) (evalCase, error) {
+		return evalCase{}, fmt.Errorf("case %s: %s", file, fmt.Sprintf(format, args...))
+	}
+	raw, err := readLimited(file, maxCaseBytes)
+	if err != nil {
+		return fail("%v", err)
+	}
+	if len(bytes.TrimSpace(raw)) == 0 {
+		return fail("the file is empty")
+	}
+	var cf caseFile
+	dec := yaml.NewDecoder(bytes.NewReader(raw))
+	dec.KnownFields(true)
+	if err := dec.Decode(&cf); err != nil {
+		return fail("%s", yamlError(err))
+	}
+	c := evalCase{
+		Name:     strings.TrimSpace(cf.Name),
+		File:     file,
+		Question: strings.TrimSpace(cf.Question),
+		Expected: strings.TrimSpace(cf.ExpectedVerdict),
+	}
+	if c.Name == "" {
+		c.Name = strings.TrimSuffix(filepath.Base(file), filepath.Ext(file))
+	}
+	if !slices.Contains(investigation.Verdicts, c.Expected) {
+		if c.Expected == "" {
+			return fail("expected_verdict is missing: give one of %s", strings.Join(investigation.Verdicts, ", "))
+		}
+		return fail("expected_verdict %q is not one of %s", c.Expected, strings.Join(investigation.Verdicts, ", "))
+	}
+	for i, e := range cf.Evidence {
+		e = strings.TrimSpace(e)
+		if e == "" {
+			return fail("evidence item %d is empty", i+1)
+		}
+		if !slices.ContainsFunc(c.Evidence, func(x string) bool { return strings.EqualFold(x, e) }) {
+			c.Evidence = append(c.Evidence, e)
+		}
+	}
+	if len(c.Evidence) == 0 {
+		return fail("no evidence listed: name at least one string a correct conclusion must cite (a host, an IP, a user, a past alert ID)")
+	}
+	if strings.TrimSpace(cf.Alert) == "" {
+		return fail("no alert: give the path of the alert JSON, relative to the case file")
+	}
+	dir := filepath.Dir(file)
+	if c.Alert, err = caseAlert(dir, cf.Alert); err != nil {
+		return fail("%v", err)
+	}
+	for _, h := range cf.History {
+		al, err := caseAlert(dir, h)
+		if err != nil {
+			return fail("history: %v", err)
+		}
+		c.History = append(c.History, al)
+	}
+	return c, nil
+}
+
+// caseAlert reads and validates an alert named relative to a case file.
+func caseAlert(dir, rel string) (alerts.Alert, error) {
+	rel = strings.TrimSpace(rel)
+	path := rel
+	if !filepath.IsAbs(path) {
+		path = filepath.Join(dir, rel)
+	}
+	raw, err := alerts.Read(context.Background(), path, nil) // a case file on disk: nothing to cancel
+	if err != nil {
+		return alerts.Alert{}, err
+	}
+	al, err := alerts.Parse(raw)
+	if err != nil {
+		return alerts.Alert{}, fmt.Errorf("alert %s: %w", rel, err)
+	}
+	return al, nil
+}
+
+// readLimited reads a small file whole, refusing one over limit bytes.
+func readLimited(path string, limit int64) ([]byte, error) {
+	fi, err := os.Stat(path)
+	if err != nil {
+		return nil, pathError(err)
+	}
+	if fi.Size() > limit {
+		return nil, fmt.Errorf("the file is larger than %d bytes", limit)
+	}
+	raw, err := os.ReadFile(path)
+	return raw, pathError(err)
+}
+
+// pathError drops the operation and path an *os.PathError repeats.
+func pathError(err error) error {
+	var pe *os.PathError
+	if errors.As(err, &pe) {
+		return pe.Err
+	}
+	return err
+}
+
+var unknownField = regexp.MustCompile(`^(line \d+): field (\S+) not found in type \S+$`)
+
+// yamlError turns a YAML decoding error into one line: yaml.v3 lists type
+// errors on separate lines and names Go types.
+func yamlError(err error) string {
+	var te *yaml.TypeError
+	if !errors.As(err, &te) {
+		return "not valid YAML or JSON: " + strings.TrimPrefix(err.Error(), "yaml: ")
+	}
+	var msgs []string
+	unknown := false
+	for _, m := range te.Errors {
+		if g := unknownField.FindStringSubmatch(m); g != nil {
+			m, unknown = fmt.Sprintf("%s: unknown field %q", g[1], g[2]), true
+		}
+		msgs = append(msgs, m)
+	}
+	msg := strings.Join(msgs, "; ")
+	if unknown {
+		msg += " (a case has " + caseFields + ")"
+	}
+	return msg
+}
+
+// citedEvidence returns the expected evidence strings that the conclusion
+// or the verdict's evidence facts cite, ignoring case.
+func citedEvidence(expected []string, conclusion string, v *investigation.Verdict) []string {
+	var text strings.Builder
+	text.WriteString(strings.ToLower(conclusion))
+	if v != nil {
+		for _, e := range v.Evidence {
+			text.WriteString("\n" + strings.ToLower(e.Fact))
+		}
+	}
+	haystack := text.String()
+	found := []string{}
+	for _, e := range expected {
+		if strings.Contains(haystack, strings.ToLower(e)) {
+			found = append(found, e)
+		}
+	}
+	return found
+}

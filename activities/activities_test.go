@@ -119,7 +119,7 @@ func TestSchemasLoad(t *testing.T) {
 
 func TestGeneratePlanPrompt(t *testing.T) {
 	a, llm, _ := newActivities(t, text(`{"objective":"o","steps":[{"id":"x","description":"read","tools":["get_alert","nmap"],"expected":"e"}]}`))
-	out, err := a.GeneratePlan(context.Background(), investigation.PlanInput{AlertID: "a1", Request: "Was it bad?", MaxSteps: 5,
+	out, err := a.GeneratePlan(context.Background(), PlanInput{AlertID: "a1", Request: "Was it bad?", MaxSteps: 5,
 		History: []investigation.Message{{Role: "user", Text: "earlier question"}}})
 	require.NoError(t, err)
 	require.Equal(t, "step_1", out.Plan.Steps[0].ID)
@@ -144,7 +144,7 @@ func TestGeneratePlanPrompt(t *testing.T) {
 
 func TestGeneratePlanReasksOnceThenGivesUp(t *testing.T) {
 	a, llm, _ := newActivities(t, text("not json"), text(`{"objective":"o","steps":[{"id":"1","description":"d","tools":["get_alert"]}]}`))
-	out, err := a.GeneratePlan(context.Background(), investigation.PlanInput{AlertID: "a1", MaxSteps: 5})
+	out, err := a.GeneratePlan(context.Background(), PlanInput{AlertID: "a1", MaxSteps: 5})
 	require.NoError(t, err)
 	require.Len(t, out.Plan.Steps, 1)
 	require.Equal(t, 2, out.Usage.Calls)
@@ -152,7 +152,7 @@ func TestGeneratePlanReasksOnceThenGivesUp(t *testing.T) {
 	require.Contains(t, userText(llm.calls[1].contents[2]), "not valid JSON")
 
 	a, _, _ = newActivities(t, text(`{"objective":"o","steps":[{"description":"d","tools":["nmap"]}]}`), text(`{"objective":"o","steps":[]}`))
-	_, err = a.GeneratePlan(context.Background(), investigation.PlanInput{AlertID: "a1", MaxSteps: 5})
+	_, err = a.GeneratePlan(context.Background(), PlanInput{AlertID: "a1", MaxSteps: 5})
 	var app *temporal.ApplicationError
 	require.ErrorAs(t, err, &app)
 	require.True(t, app.NonRetryable())
@@ -162,7 +162,7 @@ func TestGeneratePlanReasksOnceThenGivesUp(t *testing.T) {
 
 func TestGeneratePlanUnknownAlert(t *testing.T) {
 	a, _, _ := newActivities(t)
-	_, err := a.GeneratePlan(context.Background(), investigation.PlanInput{AlertID: "nope"})
+	_, err := a.GeneratePlan(context.Background(), PlanInput{AlertID: "nope"})
 	var app *temporal.ApplicationError
 	require.ErrorAs(t, err, &app)
 	require.Equal(t, ErrAlertNotFound, app.Type())
@@ -179,9 +179,9 @@ func TestModelTurnRebuildsTranscript(t *testing.T) {
 	ts.m["s/t1-step_1-i1"] = transcript.Entry{Kind: transcript.KindModel, Text: "Alert read: SSH from 198.51.100.23."}
 	ctx := context.Background()
 	step := plan.Step{ID: "step_2", Description: "Look for history", Tools: []string{"search_alerts", "get_alert"}, Expected: "past alerts"}
-	earlier := []investigation.StepRef{{StepID: "step_1", Description: "Read", Key: "t1-step_1-i1"}}
+	earlier := []StepRef{{StepID: "step_1", Description: "Read", Key: "t1-step_1-i1"}}
 
-	out, err := a.ModelTurn(ctx, investigation.TurnInput{Session: "s", Key: "t1-step_2-i1", AlertID: "a1", Objective: "obj", Step: step, Earlier: earlier})
+	out, err := a.ModelTurn(ctx, TurnInput{Session: "s", Key: "t1-step_2-i1", AlertID: "a1", Objective: "obj", Step: step, Earlier: earlier})
 	require.NoError(t, err)
 	require.Empty(t, out.Text, "thought text is not the answer")
 	require.Len(t, out.Calls, 2)
@@ -203,12 +203,12 @@ func TestModelTurnRebuildsTranscript(t *testing.T) {
 	require.Equal(t, []string{"search_alerts", "get_alert"}, names, "only the step's tools are declared")
 
 	// Run the two calls: one succeeds, one failed for good and is inlined.
-	t1, err := a.CallTool(ctx, investigation.ToolInput{Session: "s", Key: "t1-step_2-i1-c1", Call: toolcall.Call{ID: "c1", Name: "get_alert", Args: map[string]any{"id": "a1"}}, MaxResultBytes: 4096})
+	t1, err := a.CallTool(ctx, ToolInput{Session: "s", Key: "t1-step_2-i1-c1", Call: toolcall.Call{ID: "c1", Name: "get_alert", Args: map[string]any{"id": "a1"}}, MaxResultBytes: 4096})
 	require.NoError(t, err)
 	require.True(t, t1.OK)
 
-	_, err = a.ModelTurn(ctx, investigation.TurnInput{Session: "s", Key: "t1-step_2-i2", AlertID: "a1", Objective: "obj", Step: step, Earlier: earlier, Final: true,
-		Transcript: []investigation.Ref{{Key: "t1-step_2-i1"}, {Key: t1.Key}, {CallID: "c2", Tool: "search_alerts", Error: "the tool failed after retries: boom"}}})
+	_, err = a.ModelTurn(ctx, TurnInput{Session: "s", Key: "t1-step_2-i2", AlertID: "a1", Objective: "obj", Step: step, Earlier: earlier, Final: true,
+		Transcript: []Ref{{Key: "t1-step_2-i1"}, {Key: t1.Key}, {CallID: "c2", Tool: "search_alerts", Error: "the tool failed after retries: boom"}}})
 	require.NoError(t, err)
 	second := llm.calls[1]
 	require.Len(t, second.contents, 3, "request, model turn, one content with both responses")
@@ -229,7 +229,7 @@ func TestModelTurnRebuildsTranscript(t *testing.T) {
 
 func TestModelTurnEmptyAnswerIsRetryable(t *testing.T) {
 	a, _, _ := newActivities(t, &genai.GenerateContentResponse{Candidates: []*genai.Candidate{{FinishReason: genai.FinishReasonSafety}}})
-	_, err := a.ModelTurn(context.Background(), investigation.TurnInput{Session: "s", Key: "k", AlertID: "a1", Step: plan.Step{ID: "step_1"}})
+	_, err := a.ModelTurn(context.Background(), TurnInput{Session: "s", Key: "k", AlertID: "a1", Step: plan.Step{ID: "step_1"}})
 	require.ErrorContains(t, err, "no content")
 	var app *temporal.ApplicationError
 	require.False(t, errors.As(err, &app) && app.NonRetryable())
@@ -239,24 +239,24 @@ func TestCallToolShapesResults(t *testing.T) {
 	a, _, ts := newActivities(t)
 	ctx := context.Background()
 
-	out, err := a.CallTool(ctx, investigation.ToolInput{Session: "s", Key: "k1", Call: toolcall.Call{ID: "c", Name: "nmap"}, MaxResultBytes: 100})
+	out, err := a.CallTool(ctx, ToolInput{Session: "s", Key: "k1", Call: toolcall.Call{ID: "c", Name: "nmap"}, MaxResultBytes: 100})
 	require.NoError(t, err)
 	require.False(t, out.OK)
 	require.Contains(t, out.Error, `unknown tool "nmap"; available tools: get_alert, search_alerts`)
 	require.JSONEq(t, `{"error":"unknown tool \"nmap\"; available tools: get_alert, search_alerts"}`, ts.m["s/k1"].Response)
 
-	out, err = a.CallTool(ctx, investigation.ToolInput{Session: "s", Key: "k2", Call: toolcall.Call{Name: "search_alerts", Args: map[string]any{"field": "ip", "op": "==", "value": "x", "limit": 500.0}}, MaxResultBytes: 100})
+	out, err = a.CallTool(ctx, ToolInput{Session: "s", Key: "k2", Call: toolcall.Call{Name: "search_alerts", Args: map[string]any{"field": "ip", "op": "==", "value": "x", "limit": 500.0}}, MaxResultBytes: 100})
 	require.NoError(t, err)
 	require.False(t, out.OK, "bad arguments are the model's to fix")
 	require.Contains(t, out.Error, `"limit" must be a whole number from 1 to 100`)
 
-	out, err = a.CallTool(ctx, investigation.ToolInput{Session: "s", Key: "k3", Call: toolcall.Call{Name: "get_alert", Args: map[string]any{"id": "a1"}}, MaxResultBytes: 400})
+	out, err = a.CallTool(ctx, ToolInput{Session: "s", Key: "k3", Call: toolcall.Call{Name: "get_alert", Args: map[string]any{"id": "a1"}}, MaxResultBytes: 400})
 	require.NoError(t, err)
 	require.True(t, out.OK)
 	require.False(t, out.Truncated)
 	require.Contains(t, ts.m["s/k3"].Response, "198.51.100.23")
 
-	out, err = a.CallTool(ctx, investigation.ToolInput{Session: "s", Key: "k4", Call: toolcall.Call{Name: "get_alert", Args: map[string]any{"id": "a1"}}, MaxResultBytes: 200})
+	out, err = a.CallTool(ctx, ToolInput{Session: "s", Key: "k4", Call: toolcall.Call{Name: "get_alert", Args: map[string]any{"id": "a1"}}, MaxResultBytes: 200})
 	require.NoError(t, err)
 	require.True(t, out.Truncated)
 	var cut map[string]any
@@ -273,7 +273,7 @@ func TestReflectAndConcludePrompts(t *testing.T) {
 	ts.m["s/k2"] = transcript.Entry{Kind: transcript.KindModel, Text: "found 3 alerts"}
 	ts.m["s/k1"] = transcript.Entry{Kind: transcript.KindModel, Text: "read the alert"}
 	ctx := context.Background()
-	r, err := a.Reflect(ctx, investigation.ReflectInput{
+	r, err := a.Reflect(ctx, ReflectInput{
 		Session:   "s",
 		Objective: "obj",
 		Step:      plan.Step{ID: "step_2", Description: "look", Expected: "e", ResultKey: "k2"},
@@ -295,7 +295,7 @@ func TestReflectAndConcludePrompts(t *testing.T) {
 	}
 	require.Same(t, reflectSchema, llm.calls[0].cfg.ResponseSchema)
 
-	c, err := a.Conclude(ctx, investigation.ConcludeInput{Session: "s", AlertID: "a1", Request: "q?", Objective: "obj", Language: "ja",
+	c, err := a.Conclude(ctx, ConcludeInput{Session: "s", AlertID: "a1", Request: "q?", Objective: "obj", Language: "ja",
 		Steps:    []plan.Step{{ID: "step_1", Description: "read", Status: plan.Done, ResultKey: "k1"}, {ID: "step_2", Description: "x", Status: plan.Skipped, Note: "achieved"}},
 		Insights: []investigation.Insight{{Turn: 1, Step: "step_1", Text: "i1"}}, EndedEarly: "the step cap of 2 was reached"})
 	require.NoError(t, err)
@@ -332,8 +332,8 @@ func TestCallToolResolvesRefs(t *testing.T) {
 	ts.m["s/k-search"] = transcript.Entry{Kind: transcript.KindTool, Response: `{"results":[{"uuid":"u-1","ip":"198.51.100.23"}],"total":1}`}
 	ts.m["s/k-failed"] = transcript.Entry{Kind: transcript.KindTool, Response: `{"error":"API key rejected by VirusTotal (HTTP 401)"}`}
 
-	call := func(args map[string]any, refs map[string]string) (investigation.ToolOutput, transcript.Entry) {
-		out, err := a.CallTool(ctx, investigation.ToolInput{Session: "s", Key: "k-out", Call: toolcall.Call{ID: "c", Name: "echo", Args: args}, MaxResultBytes: 4096, Refs: refs})
+	call := func(args map[string]any, refs map[string]string) (ToolOutput, transcript.Entry) {
+		out, err := a.CallTool(ctx, ToolInput{Session: "s", Key: "k-out", Call: toolcall.Call{ID: "c", Name: "echo", Args: args}, MaxResultBytes: 4096, Refs: refs})
 		require.NoError(t, err)
 		return out, ts.m["s/k-out"]
 	}
@@ -389,7 +389,7 @@ func TestCallToolKeepsProviderRetryDelay(t *testing.T) {
 	reg, err := tools.NewRegistry(limitedTool{})
 	require.NoError(t, err)
 	a.Tools = reg
-	_, err = a.CallTool(context.Background(), investigation.ToolInput{Session: "s", Key: "k", Call: toolcall.Call{Name: "limited"}, MaxResultBytes: 100})
+	_, err = a.CallTool(context.Background(), ToolInput{Session: "s", Key: "k", Call: toolcall.Call{Name: "limited"}, MaxResultBytes: 100})
 	app, ok := err.(*temporal.ApplicationError)
 	require.True(t, ok, "returned unwrapped, so Temporal reads its retry delay: %T", err)
 	require.Equal(t, 7*time.Second, app.NextRetryDelay())

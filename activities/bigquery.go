@@ -14,7 +14,6 @@ import (
 
 	"github.com/secops-agent/investigator/internal/clip"
 	"github.com/secops-agent/investigator/internal/prompt"
-	"github.com/secops-agent/investigator/investigation"
 	"github.com/secops-agent/investigator/memory"
 	"github.com/secops-agent/investigator/transcript"
 )
@@ -61,18 +60,18 @@ func (a *Activities) embed(ctx context.Context, task string, texts ...string) ([
 
 // RecallMemories embeds the request and returns the stored memories closest
 // to it (cosine similarity at least MemoryMinSimilarity, at most MemoryLimit).
-func (a *Activities) RecallMemories(ctx context.Context, in investigation.RecallInput) (investigation.Recall, error) {
+func (a *Activities) RecallMemories(ctx context.Context, in RecallInput) (Recall, error) {
 	vecs, err := a.embed(ctx, "RETRIEVAL_QUERY", in.Request)
 	if err != nil {
-		return investigation.Recall{}, err
+		return Recall{}, err
 	}
 	found, err := a.Memories.Recall(ctx, vecs[0], a.MemoryMinSimilarity, a.MemoryLimit)
 	if err != nil {
-		return investigation.Recall{}, fmt.Errorf("recall memories: %w", err)
+		return Recall{}, fmt.Errorf("recall memories: %w", err)
 	}
-	out := investigation.Recall{Memories: make([]investigation.MemoryNote, len(found))}
+	out := Recall{Memories: make([]MemoryNote, len(found))}
 	for i, m := range found {
-		out.Memories[i] = investigation.MemoryNote{ID: m.ID, Claim: m.Claim, Score: m.Score, Similarity: m.Similarity}
+		out.Memories[i] = MemoryNote{ID: m.ID, Claim: m.Claim, Score: m.Score, Similarity: m.Similarity}
 	}
 	return out, nil
 }
@@ -81,17 +80,17 @@ func (a *Activities) RecallMemories(ctx context.Context, in investigation.Recall
 // the system instruction; the request and its recalled memories (with IDs,
 // as a data block) in the first user content; the sub-agent's transcript;
 // the BigQuery tools.
-func (a *Activities) SubAgentTurn(ctx context.Context, in investigation.SubAgentTurnInput) (investigation.TurnOutput, error) {
+func (a *Activities) SubAgentTurn(ctx context.Context, in SubAgentTurnInput) (TurnOutput, error) {
 	if a.BigQueryTools == nil {
-		return investigation.TurnOutput{}, temporal.NewNonRetryableApplicationError(errNoBigQuery.Error(), "BigQueryDisabled", nil)
+		return TurnOutput{}, temporal.NewNonRetryableApplicationError(errNoBigQuery.Error(), "BigQueryDisabled", nil)
 	}
 	p, err := renderPhase("subagent", map[string]any{"Request": in.Request, "Memories": memoriesText(in.Memories), "Final": in.Final})
 	if err != nil {
-		return investigation.TurnOutput{}, err
+		return TurnOutput{}, err
 	}
 	contents, err := a.contents(ctx, in.Session, p.user, in.Transcript)
 	if err != nil {
-		return investigation.TurnOutput{}, err
+		return TurnOutput{}, err
 	}
 	return a.turn(ctx, in.Session, in.Key, p.system, contents, a.BigQueryTools.Declarations(nil), in.Final)
 }
@@ -104,19 +103,19 @@ const maxClaims = 5
 // recalled are dropped, and so is every claim memory.CheckClaim refuses
 // (indicators, log content, instructions, several lines, too long, no
 // configured table named): the refusals are returned, never stored.
-func (a *Activities) Introspect(ctx context.Context, in investigation.IntrospectInput) (investigation.Introspection, error) {
+func (a *Activities) Introspect(ctx context.Context, in IntrospectInput) (Introspection, error) {
 	session, err := a.sessionText(ctx, in.Session, in.Transcript)
 	if err != nil {
-		return investigation.Introspection{}, err
+		return Introspection{}, err
 	}
 	p, err := renderPhase("introspect", map[string]any{"Request": in.Request, "Memories": memoriesText(in.Memories), "Session": session, "Answer": in.Answer})
 	if err != nil {
-		return investigation.Introspection{}, err
+		return Introspection{}, err
 	}
-	var out investigation.Introspection
+	var out Introspection
 	out.Usage, err = a.generateJSON(ctx, "introspection", p, introspectSchema, &out, func() error { return nil })
 	if err != nil {
-		return investigation.Introspection{}, err
+		return Introspection{}, err
 	}
 	recalled := make([]string, len(in.Memories))
 	for i, m := range in.Memories {
@@ -150,7 +149,7 @@ func (a *Activities) Introspect(ctx context.Context, in investigation.Introspect
 
 // memoriesText renders recalled memories for a data block, one per line
 // with its ID.
-func memoriesText(ms []investigation.MemoryNote) string {
+func memoriesText(ms []MemoryNote) string {
 	var b strings.Builder
 	for i, m := range ms {
 		if i > 0 {
@@ -163,7 +162,7 @@ func memoriesText(ms []investigation.MemoryNote) string {
 
 // sessionText renders a stored transcript as text for introspection: model
 // text and calls, and tool results (each capped).
-func (a *Activities) sessionText(ctx context.Context, session string, refs []investigation.Ref) (string, error) {
+func (a *Activities) sessionText(ctx context.Context, session string, refs []Ref) (string, error) {
 	contents, err := a.contents(ctx, session, "(session start)", refs)
 	if err != nil {
 		return "", err
@@ -193,8 +192,8 @@ func (a *Activities) sessionText(ctx context.Context, session string, refs []inv
 // vote is recorded under the session (the sub-agent's workflow ID), so a
 // retried activity rewrites the same memories instead of adding copies and
 // changes no score twice.
-func (a *Activities) UpdateMemories(ctx context.Context, in investigation.MemoryUpdate) (investigation.MemoryChanges, error) {
-	var out investigation.MemoryChanges
+func (a *Activities) UpdateMemories(ctx context.Context, in MemoryUpdate) (MemoryChanges, error) {
+	var out MemoryChanges
 	if len(in.Claims) > 0 {
 		vecs, err := a.embed(ctx, "RETRIEVAL_DOCUMENT", in.Claims...)
 		if err != nil {
@@ -220,17 +219,17 @@ func (a *Activities) UpdateMemories(ctx context.Context, in investigation.Memory
 // DeliverAnswer stores the sub-agent's answer, with the link to its run, as
 // the parent investigation's tool result. An answer too long for
 // MaxResultBytes is cut, not the result around it, so the link survives.
-func (a *Activities) DeliverAnswer(ctx context.Context, in investigation.DeliverInput) (investigation.ToolOutput, error) {
+func (a *Activities) DeliverAnswer(ctx context.Context, in DeliverInput) (ToolOutput, error) {
 	raw, size, cut, err := answerResult(in.Answer, in.Link, in.MaxResultBytes)
 	if err != nil {
-		return investigation.ToolOutput{}, err
+		return ToolOutput{}, err
 	}
 	entry := transcript.Entry{Kind: transcript.KindTool, CallID: in.CallID, Tool: in.Tool, Response: string(raw)}
 	if err := a.Transcript.Put(ctx, in.ParentSession, in.ResultKey, entry); err != nil {
-		return investigation.ToolOutput{}, err
+		return ToolOutput{}, err
 	}
 	link := in.Link
-	return investigation.ToolOutput{Key: in.ResultKey, OK: true, Bytes: size, Truncated: cut, Preview: preview(in.Answer, 160), Link: &link}, nil
+	return ToolOutput{Key: in.ResultKey, OK: true, Bytes: size, Truncated: cut, Preview: preview(in.Answer, 160), Link: &link}, nil
 }
 
 // answerResult encodes the bigquery_agent result {answer, child_workflow_id,
@@ -238,7 +237,7 @@ func (a *Activities) DeliverAnswer(ctx context.Context, in investigation.Deliver
 // alone is cut (at a rune boundary, ending in "…") and a note says so; the
 // IDs are always kept, even in the (misconfigured) case where they alone
 // exceed limit. size is the length of the uncut result.
-func answerResult(answer string, link investigation.ChildLink, limit int) (raw []byte, size int, cut bool, err error) {
+func answerResult(answer string, link ChildLink, limit int) (raw []byte, size int, cut bool, err error) {
 	result := map[string]any{
 		"answer":            answer,
 		"child_workflow_id": link.WorkflowID,

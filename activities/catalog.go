@@ -3,12 +3,12 @@ package activities
 import (
 	"context"
 
-	"github.com/secops-agent/investigator/tools"
+	"github.com/secops-agent/investigator/investigation"
 )
 
 // DescribeTools lists the worker's tools, enabled or not, with the reason a
 // tool is off, and the model endpoint, so `starter tools` and `starter eval`
 // show the worker's real configuration.
-func (a *Activities) DescribeTools(context.Context) (tools.Catalog, error) {
-	return tools.Catalog{Tools: a.Tools.Statuses(), Model: a.Endpoint}, nil
+func (a *Activities) DescribeTools(context.Context) (investigation.Catalog, error) {
+	return investigation.Catalog{Tools: a.Tools.Statuses(), Model: a.Endpoint}, nil
 }

@@ -20,7 +20,7 @@ func TestDescribeTools(t *testing.T) {
 	cat, err := (&Activities{Tools: reg, Endpoint: ep}).DescribeTools(context.Background())
 	require.NoError(t, err)
 	require.Equal(t, ep, cat.Model)
-	require.Equal(t, []tools.Status{
+	require.Equal(t, []investigation.ToolStatus{
 		{Name: "ask_user", Enabled: true, Description: tools.NewAskUser().Declaration().Description},
 		{Name: "query_otx", Reason: "OTX_API_KEY is not set"},
 	}, cat.Tools)

@@ -15,18 +15,18 @@ import (
 // Conclude writes the Markdown conclusion and the verdict from the objective,
 // the steps with their status and results, and the insights (not the
 // conversation).
-func (a *Activities) Conclude(ctx context.Context, in investigation.ConcludeInput) (investigation.Conclusion, error) {
+func (a *Activities) Conclude(ctx context.Context, in ConcludeInput) (Conclusion, error) {
 	al, err := a.loadAlert(ctx, in.AlertID)
 	if err != nil {
-		return investigation.Conclusion{}, err
+		return Conclusion{}, err
 	}
 	alert, err := alertSection(al)
 	if err != nil {
-		return investigation.Conclusion{}, err
+		return Conclusion{}, err
 	}
 	results, err := a.stepResults(ctx, in.Session, in.Steps)
 	if err != nil {
-		return investigation.Conclusion{}, err
+		return Conclusion{}, err
 	}
 	steps := make([]stepView, len(in.Steps))
 	for i, s := range in.Steps {
@@ -45,7 +45,7 @@ func (a *Activities) Conclude(ctx context.Context, in investigation.ConcludeInpu
 		"Example":         concludeExample,
 	})
 	if err != nil {
-		return investigation.Conclusion{}, err
+		return Conclusion{}, err
 	}
 	var raw struct {
 		Report     string                   `json:"report"`
@@ -53,7 +53,7 @@ func (a *Activities) Conclude(ctx context.Context, in investigation.ConcludeInpu
 		Verdict    string                   `json:"verdict"`
 		Confidence string                   `json:"confidence"`
 	}
-	var out investigation.Conclusion
+	var out Conclusion
 	out.Usage, err = a.generateJSON(ctx, "conclusion", p, concludeSchema, &raw, func() error {
 		switch {
 		case strings.TrimSpace(raw.Report) == "":
@@ -66,7 +66,7 @@ func (a *Activities) Conclude(ctx context.Context, in investigation.ConcludeInpu
 		return nil
 	})
 	if err != nil {
-		return investigation.Conclusion{}, err
+		return Conclusion{}, err
 	}
 	out.Markdown = unfence(raw.Report)
 	out.Verdict = &investigation.Verdict{Verdict: raw.Verdict, Confidence: raw.Confidence, Evidence: raw.Evidence}

@@ -106,17 +106,17 @@ func renderAllPhases(t *testing.T, al alerts.Alert) []phaseRequest {
 	history := []investigation.Message{{Role: "user", Text: "first question"}, {Role: "assistant", Text: "first answer" + injection}}
 	step := plan.Step{ID: "step_2", Description: "Look up the hash.", Tools: []string{"search_alerts"}, Expected: "verdicts"}
 
-	_, err = a.DecideMode(ctx, investigation.ModeInput{AlertID: al.ID, Question: "and then?", History: history})
+	_, err = a.DecideMode(ctx, ModeInput{AlertID: al.ID, Question: "and then?", History: history})
 	require.NoError(t, err)
-	_, err = a.GeneratePlan(ctx, investigation.PlanInput{AlertID: al.ID, Request: "Investigate.", History: history, MaxSteps: 6})
+	_, err = a.GeneratePlan(ctx, PlanInput{AlertID: al.ID, Request: "Investigate.", History: history, MaxSteps: 6})
 	require.NoError(t, err)
-	_, err = a.ModelTurn(ctx, investigation.TurnInput{Session: "s", Key: "t1", AlertID: al.ID, Objective: "o", Step: step,
-		Earlier: []investigation.StepRef{{StepID: "step_1", Description: "d", Key: "r1"}}})
+	_, err = a.ModelTurn(ctx, TurnInput{Session: "s", Key: "t1", AlertID: al.ID, Objective: "o", Step: step,
+		Earlier: []StepRef{{StepID: "step_1", Description: "d", Key: "r1"}}})
 	require.NoError(t, err)
-	_, err = a.ModelTurn(ctx, investigation.TurnInput{Session: "s", Key: "t2", AlertID: al.ID, Step: plan.Step{ID: "answer"},
+	_, err = a.ModelTurn(ctx, TurnInput{Session: "s", Key: "t2", AlertID: al.ID, Step: plan.Step{ID: "answer"},
 		Direct: true, Question: "and then?", Language: "en", History: history})
 	require.NoError(t, err)
-	_, err = a.Conclude(ctx, investigation.ConcludeInput{Session: "s", AlertID: al.ID, Request: "Investigate.", Objective: "o", Language: "en",
+	_, err = a.Conclude(ctx, ConcludeInput{Session: "s", AlertID: al.ID, Request: "Investigate.", Objective: "o", Language: "en",
 		Steps: []plan.Step{{ID: "step_1", Description: "d", Status: plan.Done, ResultKey: "r1"}}})
 	require.NoError(t, err)
 
@@ -216,7 +216,7 @@ func TestStepDeclarationsFollowThePlan(t *testing.T) {
 	require.Contains(t, direct.system, "Write in English, in Markdown, for the analyst")
 
 	a, llm, _ := newActivities(t, text("reasoned"))
-	_, err := a.ModelTurn(context.Background(), investigation.TurnInput{Session: "s", Key: "k", AlertID: "a1",
+	_, err := a.ModelTurn(context.Background(), TurnInput{Session: "s", Key: "k", AlertID: "a1",
 		Step: plan.Step{ID: "step_3", Description: "Weigh the evidence.", Tools: []string{}}})
 	require.NoError(t, err)
 	require.Nil(t, llm.calls[0].cfg.Tools, "a step planned with tools: [] gets no function declarations")
@@ -227,7 +227,7 @@ func TestReflectionSeesEvidenceAndLabels(t *testing.T) {
 	a, llm, ts := newActivities(t, text(`{"insights":[],"plan_updates":[],"achieved":false}`))
 	ts.m["s/k1"] = transcript.Entry{Text: "step one found 198.51.100.23" + injection}
 	ts.m["s/k2"] = transcript.Entry{Text: strings.Repeat("long result ", 2000)}
-	_, err := a.Reflect(context.Background(), investigation.ReflectInput{Session: "s", Objective: "o",
+	_, err := a.Reflect(context.Background(), ReflectInput{Session: "s", Objective: "o",
 		Step:      plan.Step{ID: "step_2", Description: "d2", ResultKey: "k2"},
 		Completed: []plan.Step{{ID: "step_1", Description: "d1", ResultKey: "k1"}},
 		Insights:  []investigation.Insight{{Turn: 3, Step: "step_1", Text: "now"}},

@@ -15,7 +15,6 @@ import (
 	"github.com/secops-agent/investigator/gemini"
 	"github.com/secops-agent/investigator/gemini/geminitest"
 	"github.com/secops-agent/investigator/internal/upstream"
-	"github.com/secops-agent/investigator/investigation"
 	"github.com/secops-agent/investigator/toolcall"
 	"github.com/secops-agent/investigator/tools"
 )
@@ -112,13 +111,13 @@ func (f failingTool) Call(context.Context, map[string]any) (any, error) { return
 
 // callFailing runs CallTool on a tool failing with err, and returns what the
 // activity returned and the transcript it stored into.
-func callFailing(t *testing.T, err error) (investigation.ToolOutput, *memTranscript, error) {
+func callFailing(t *testing.T, err error) (ToolOutput, *memTranscript, error) {
 	t.Helper()
 	a, _, ts := newActivities(t)
 	reg, regErr := tools.NewRegistry(failingTool{err})
 	require.NoError(t, regErr)
 	a.Tools = reg
-	out, err := a.CallTool(context.Background(), investigation.ToolInput{Session: "s", Key: "k", Call: toolcall.Call{Name: "failing"}, MaxResultBytes: 1000})
+	out, err := a.CallTool(context.Background(), ToolInput{Session: "s", Key: "k", Call: toolcall.Call{Name: "failing"}, MaxResultBytes: 1000})
 	return out, ts, err
 }
 

@@ -9,22 +9,22 @@ import (
 
 // DecideMode chooses, for a follow-up question, between Plan & Execute and a
 // direct answer with tools.
-func (a *Activities) DecideMode(ctx context.Context, in investigation.ModeInput) (investigation.Mode, error) {
+func (a *Activities) DecideMode(ctx context.Context, in ModeInput) (Mode, error) {
 	al, err := a.loadAlert(ctx, in.AlertID)
 	if err != nil {
-		return investigation.Mode{}, err
+		return Mode{}, err
 	}
 	alert, err := alertSection(al)
 	if err != nil {
-		return investigation.Mode{}, err
+		return Mode{}, err
 	}
 	p, err := renderPhase("mode", map[string]any{
 		"Alert": alert, "History": conversationText(in.History), "ActivePlan": planText(in.ActivePlan), "Question": in.Question,
 	})
 	if err != nil {
-		return investigation.Mode{}, err
+		return Mode{}, err
 	}
-	var out investigation.Mode
+	var out Mode
 	out.Usage, err = a.generateJSON(ctx, "mode decision", p, modeSchema, &out, func() error {
 		if out.Mode != investigation.ModePlan && out.Mode != investigation.ModeDirect {
 			return fmt.Errorf("mode must be %q or %q, got %q", investigation.ModePlan, investigation.ModeDirect, out.Mode)

@@ -3,21 +3,20 @@ package activities
 import (
 	"context"
 
-	"github.com/secops-agent/investigator/investigation"
 	"github.com/secops-agent/investigator/plan"
 )
 
 // GeneratePlan asks the model for a plan (structured output, tools given as
 // text, no function calling) and repairs or rejects it: steps naming unknown
 // tools never reach execution. The planning exchange is not kept anywhere.
-func (a *Activities) GeneratePlan(ctx context.Context, in investigation.PlanInput) (investigation.PlanOutput, error) {
+func (a *Activities) GeneratePlan(ctx context.Context, in PlanInput) (PlanOutput, error) {
 	al, err := a.loadAlert(ctx, in.AlertID)
 	if err != nil {
-		return investigation.PlanOutput{}, err
+		return PlanOutput{}, err
 	}
 	alert, err := alertSection(al)
 	if err != nil {
-		return investigation.PlanOutput{}, err
+		return PlanOutput{}, err
 	}
 	p, err := renderPhase("plan", map[string]any{
 		"Request":    in.Request,
@@ -32,14 +31,14 @@ func (a *Activities) GeneratePlan(ctx context.Context, in investigation.PlanInpu
 		"Previous":   planText(in.Previous),
 	})
 	if err != nil {
-		return investigation.PlanOutput{}, err
+		return PlanOutput{}, err
 	}
 	names := a.Tools.Names()
 	var raw struct {
 		plan.Plan
 		Continues bool `json:"continues_active_plan"`
 	}
-	out := investigation.PlanOutput{Tools: names}
+	out := PlanOutput{Tools: a.Tools.Tools()}
 	out.Usage, err = a.generateJSON(ctx, "plan", p, planSchema, &raw, func() error {
 		var rerr error
 		out.Plan, out.Notes, rerr = plan.Repair(raw.Plan, names, in.MaxSteps)

@@ -4,7 +4,6 @@ import (
 	"context"
 
 	"github.com/secops-agent/investigator/internal/clip"
-	"github.com/secops-agent/investigator/investigation"
 	"github.com/secops-agent/investigator/plan"
 )
 
@@ -12,11 +11,11 @@ import (
 // result, the completed steps with their (capped) results, the pending
 // steps, the insights so far and the step cap: never the conversation. The
 // workflow applies the proposed plan updates.
-func (a *Activities) Reflect(ctx context.Context, in investigation.ReflectInput) (investigation.Reflection, error) {
+func (a *Activities) Reflect(ctx context.Context, in ReflectInput) (Reflection, error) {
 	steps := append([]plan.Step{in.Step}, in.Completed...)
 	results, err := a.stepResults(ctx, in.Session, steps)
 	if err != nil {
-		return investigation.Reflection{}, err
+		return Reflection{}, err
 	}
 	completed := make([]stepView, len(in.Completed))
 	for i, s := range in.Completed {
@@ -38,9 +37,9 @@ func (a *Activities) Reflect(ctx context.Context, in investigation.ReflectInput)
 		"Example":         reflectExample,
 	})
 	if err != nil {
-		return investigation.Reflection{}, err
+		return Reflection{}, err
 	}
-	var out investigation.Reflection
+	var out Reflection
 	out.Usage, err = a.generateJSON(ctx, "reflection on "+in.Step.ID, p, reflectSchema, &out, func() error { return nil })
 	return out, err
 }

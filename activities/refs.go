@@ -9,7 +9,6 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/secops-agent/investigator/investigation"
 	"github.com/secops-agent/investigator/toolcall"
 	"github.com/secops-agent/investigator/tools"
 )
@@ -17,7 +16,7 @@ import (
 // resolveRefs returns the call's arguments with ref_id removed and every
 // "ref:<name>[.<path>]" value replaced by the named call's stored result (or
 // the value at path in it). Problems are Rejections: the model sees them.
-func (a *Activities) resolveRefs(ctx context.Context, in investigation.ToolInput) (map[string]any, error) {
+func (a *Activities) resolveRefs(ctx context.Context, in ToolInput) (map[string]any, error) {
 	args := maps.Clone(in.Call.Args)
 	delete(args, toolcall.RefIDArg)
 	if len(in.Refs) == 0 {

@@ -19,15 +19,15 @@ import (
 // under in.Key for later model turns. Errors the model can act on (unknown
 // tool, bad arguments, nothing found) are stored as the tool's result; other
 // errors are returned so Temporal retries the activity.
-func (a *Activities) CallTool(ctx context.Context, in investigation.ToolInput) (investigation.ToolOutput, error) {
+func (a *Activities) CallTool(ctx context.Context, in ToolInput) (ToolOutput, error) {
 	var response map[string]any
-	out := investigation.ToolOutput{Key: in.Key, OK: true}
+	out := ToolOutput{Key: in.Key, OK: true}
 	registry := a.Tools
 	if in.Toolset == investigation.ToolsetBigQuery {
 		registry = a.BigQueryTools
 	}
 	if registry == nil {
-		return investigation.ToolOutput{}, temporal.NewNonRetryableApplicationError(errNoBigQuery.Error(), "BigQueryDisabled", nil)
+		return ToolOutput{}, temporal.NewNonRetryableApplicationError(errNoBigQuery.Error(), "BigQueryDisabled", nil)
 	}
 	t, ok := registry.Lookup(in.Call.Name)
 	if !ok {
@@ -46,14 +46,14 @@ func (a *Activities) CallTool(ctx context.Context, in investigation.ToolInput) (
 			// Temporal sees its retry delay (activities/errors.go).
 			msg, retry := toolFailure(in.Call.Name, err)
 			if retry != nil {
-				return investigation.ToolOutput{}, retry
+				return ToolOutput{}, retry
 			}
 			out.OK = false
 			out.Error = msg
 		default:
 			response, out.Bytes, out.Truncated, err = shape(result, in.MaxResultBytes)
 			if err != nil {
-				return investigation.ToolOutput{}, fmt.Errorf("tool %s: %w", in.Call.Name, err)
+				return ToolOutput{}, fmt.Errorf("tool %s: %w", in.Call.Name, err)
 			}
 		}
 	}
@@ -62,14 +62,14 @@ func (a *Activities) CallTool(ctx context.Context, in investigation.ToolInput) (
 	}
 	raw, err := marshal(response)
 	if err != nil {
-		return investigation.ToolOutput{}, fmt.Errorf("encode %s result: %w", in.Call.Name, err)
+		return ToolOutput{}, fmt.Errorf("encode %s result: %w", in.Call.Name, err)
 	}
 	if out.OK {
 		out.Preview = preview(string(raw), 160)
 	}
 	entry := transcript.Entry{Kind: transcript.KindTool, CallID: in.Call.ID, Tool: in.Call.Name, Response: string(raw)}
 	if err := a.Transcript.Put(ctx, in.Session, in.Key, entry); err != nil {
-		return investigation.ToolOutput{}, err
+		return ToolOutput{}, err
 	}
 	return out, nil
 }

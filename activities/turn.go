@@ -22,18 +22,18 @@ import (
 // and tool results. A step planned with no tools gets no function
 // declarations; every other step may also ask the analyst and read the
 // whole alert.
-func (a *Activities) ModelTurn(ctx context.Context, in investigation.TurnInput) (investigation.TurnOutput, error) {
+func (a *Activities) ModelTurn(ctx context.Context, in TurnInput) (TurnOutput, error) {
 	al, err := a.loadAlert(ctx, in.AlertID)
 	if err != nil {
-		return investigation.TurnOutput{}, err
+		return TurnOutput{}, err
 	}
 	alert, err := alertSection(al)
 	if err != nil {
-		return investigation.TurnOutput{}, err
+		return TurnOutput{}, err
 	}
 	earlier, err := a.earlierResults(ctx, in)
 	if err != nil {
-		return investigation.TurnOutput{}, err
+		return TurnOutput{}, err
 	}
 	phase := "execute"
 	if in.Direct {
@@ -54,11 +54,11 @@ func (a *Activities) ModelTurn(ctx context.Context, in investigation.TurnInput) 
 		"Language":  languageName(in.Language),
 	})
 	if err != nil {
-		return investigation.TurnOutput{}, err
+		return TurnOutput{}, err
 	}
 	contents, err := a.contents(ctx, in.Session, p.user, in.Transcript)
 	if err != nil {
-		return investigation.TurnOutput{}, err
+		return TurnOutput{}, err
 	}
 	return a.turn(ctx, in.Session, in.Key, p.system, contents, a.stepDeclarations(in), in.Final)
 }
@@ -66,7 +66,7 @@ func (a *Activities) ModelTurn(ctx context.Context, in investigation.TurnInput) 
 // stepDeclarations are the function declarations a step's model turns get:
 // the step's tools plus ask_user and get_alert, none for a step planned
 // without tools, and every tool for a direct answer.
-func (a *Activities) stepDeclarations(in investigation.TurnInput) []*genai.FunctionDeclaration {
+func (a *Activities) stepDeclarations(in TurnInput) []*genai.FunctionDeclaration {
 	switch {
 	case in.Direct:
 		return a.Tools.Declarations(a.Tools.Names())
@@ -93,7 +93,7 @@ func languageName(code string) string {
 // turn runs one model turn of a tool loop with the given system prompt,
 // conversation and function declarations, stores the model's content under
 // key and returns its text and calls. The final turn may not call tools.
-func (a *Activities) turn(ctx context.Context, session, key, system string, contents []*genai.Content, decls []*genai.FunctionDeclaration, final bool) (investigation.TurnOutput, error) {
+func (a *Activities) turn(ctx context.Context, session, key, system string, contents []*genai.Content, decls []*genai.FunctionDeclaration, final bool) (TurnOutput, error) {
 	cfg := &genai.GenerateContentConfig{SystemInstruction: genai.NewContentFromText(system, genai.RoleUser)}
 	if len(decls) > 0 {
 		cfg.Tools = []*genai.Tool{{FunctionDeclarations: decls}}
@@ -103,25 +103,25 @@ func (a *Activities) turn(ctx context.Context, session, key, system string, cont
 	}
 	resp, usage, err := a.generate(ctx, contents, cfg)
 	if err != nil {
-		return investigation.TurnOutput{}, err
+		return TurnOutput{}, err
 	}
 	if len(resp.Candidates) == 0 || resp.Candidates[0].Content == nil || len(resp.Candidates[0].Content.Parts) == 0 {
 		// Retryable: an empty candidate (a blocked or cut answer) is usually
 		// followed by a normal one.
-		return investigation.TurnOutput{}, fmt.Errorf("the model returned no content for %s (finish reason %s)", key, finishReason(resp))
+		return TurnOutput{}, fmt.Errorf("the model returned no content for %s (finish reason %s)", key, finishReason(resp))
 	}
 	content := resp.Candidates[0].Content
 	content.Role = genai.RoleModel
-	out := investigation.TurnOutput{Key: key, Text: answerText(resp), Usage: usage}
+	out := TurnOutput{Key: key, Text: answerText(resp), Usage: usage}
 	for _, fc := range resp.FunctionCalls() {
 		out.Calls = append(out.Calls, toolcall.Call{ID: fc.ID, Name: fc.Name, Args: fc.Args})
 	}
 	raw, err := json.Marshal(content)
 	if err != nil {
-		return investigation.TurnOutput{}, fmt.Errorf("encode model content: %w", err)
+		return TurnOutput{}, fmt.Errorf("encode model content: %w", err)
 	}
 	if err := a.Transcript.Put(ctx, session, key, transcript.Entry{Kind: transcript.KindModel, Content: string(raw), Text: out.Text}); err != nil {
-		return investigation.TurnOutput{}, err
+		return TurnOutput{}, err
 	}
 	return out, nil
 }
@@ -130,7 +130,7 @@ type earlierResult struct{ StepID, Description, Text string }
 
 // earlierResults loads the answers of the steps this exchange finished
 // before the current one.
-func (a *Activities) earlierResults(ctx context.Context, in investigation.TurnInput) ([]earlierResult, error) {
+func (a *Activities) earlierResults(ctx context.Context, in TurnInput) ([]earlierResult, error) {
 	keys := make([]string, len(in.Earlier))
 	for i, e := range in.Earlier {
 		keys[i] = e.Key
@@ -149,7 +149,7 @@ func (a *Activities) earlierResults(ctx context.Context, in investigation.TurnIn
 // contents rebuilds a tool loop's conversation: the opening user text, then each
 // model turn followed by one content holding all of that turn's function
 // responses, in call order.
-func (a *Activities) contents(ctx context.Context, session, opening string, refs []investigation.Ref) ([]*genai.Content, error) {
+func (a *Activities) contents(ctx context.Context, session, opening string, refs []Ref) ([]*genai.Content, error) {
 	contents := []*genai.Content{genai.NewContentFromText(opening, genai.RoleUser)}
 	var keys []string
 	for _, r := range refs {

@@ -14,7 +14,6 @@ import (
 	"github.com/secops-agent/investigator/alerts"
 	"github.com/secops-agent/investigator/investigation"
 	"github.com/secops-agent/investigator/plan"
-	"github.com/secops-agent/investigator/tools"
 )
 
 // defaultCases is where the project's labelled cases live.
@@ -82,7 +81,7 @@ Exit code 0 when every case concluded; 1 when one did not, when
 // evalBackend is what an eval needs from the services; tests give a fake.
 type evalBackend interface {
 	// catalog asks the worker for its tools and model.
-	catalog(ctx context.Context) (tools.Catalog, error)
+	catalog(ctx context.Context) (investigation.Catalog, error)
 	// investigate imports the case's alerts, runs its investigation as
 	// workflow id until it closes, and returns the result or one sentence.
 	investigate(ctx context.Context, c evalCase, id string) (investigation.Result, error)
@@ -225,7 +224,7 @@ type temporalEval struct {
 	timeout time.Duration // the --timeout, for messages
 }
 
-func (t *temporalEval) catalog(ctx context.Context) (tools.Catalog, error) {
+func (t *temporalEval) catalog(ctx context.Context) (investigation.Catalog, error) {
 	return t.a.catalog(ctx, t.c)
 }
 
@@ -247,8 +246,8 @@ func (t *temporalEval) investigate(ctx context.Context, c evalCase, id string) (
 		AlertID:          c.Alert.ID,
 		Question:         c.Question,
 		Language:         "en",
-		Limits:           investigation.Limits{AnswerTimeout: evalAnswerTimeout},
-		IdleTimeout:      evalIdleTimeout,
+		Limits:           investigation.Limits{AnswerTimeout: investigation.Duration(evalAnswerTimeout)},
+		IdleTimeout:      investigation.Duration(evalIdleTimeout),
 		SearchAttributes: registered,
 	})
 	if err != nil {

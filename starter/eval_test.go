@@ -20,7 +20,6 @@ import (
 	"github.com/secops-agent/investigator/alerts"
 	"github.com/secops-agent/investigator/investigation"
 	"github.com/secops-agent/investigator/plan"
-	"github.com/secops-agent/investigator/tools"
 )
 
 var alertIDShape = regexp.MustCompile(`^(guardduty|scc|edr|generic)-[0-9a-f]{12}$`)
@@ -220,8 +219,8 @@ type fakeEval struct {
 	block      bool // wait for the context instead of answering
 }
 
-func (f *fakeEval) catalog(context.Context) (tools.Catalog, error) {
-	return tools.Catalog{Model: f.model}, f.catalogErr
+func (f *fakeEval) catalog(context.Context) (investigation.Catalog, error) {
+	return investigation.Catalog{Model: f.model}, f.catalogErr
 }
 
 func (f *fakeEval) investigate(ctx context.Context, c evalCase, id string) (investigation.Result, error) {

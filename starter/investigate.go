@@ -61,8 +61,8 @@ runs starter approve ID (or starter revise ID "what to change").`,
 	f.IntVar(&o.limits.MaxSteps, "max-steps", investigation.DefaultMaxSteps, "most steps a plan may hold")
 	f.IntVar(&o.limits.MaxIterations, "max-iterations", investigation.DefaultMaxIterations, "most model turns per step")
 	f.IntVar(&o.limits.MaxToolCalls, "max-tool-calls", investigation.DefaultMaxToolCalls, "most tool calls per turn; then the investigation concludes from what it found")
-	f.DurationVar(&o.limits.TimeBudget, "time-budget", investigation.DefaultTimeBudget, "most time per turn, not counting waits for the analyst; then the investigation concludes from what it found")
-	f.DurationVar(&o.limits.AnswerTimeout, "answer-timeout", investigation.DefaultAnswerTimeout, "how long a question the investigation asks (starter answer) waits for the analyst")
+	f.DurationVar((*time.Duration)(&o.limits.TimeBudget), "time-budget", investigation.DefaultTimeBudget, "most time per turn, not counting waits for the analyst; then the investigation concludes from what it found")
+	f.DurationVar((*time.Duration)(&o.limits.AnswerTimeout), "answer-timeout", investigation.DefaultAnswerTimeout, "how long a question the investigation asks (starter answer) waits for the analyst")
 	f.IntVar(&o.limits.MaxHistoryEvents, "max-history-events", investigation.DefaultMaxHistoryEvents, fmt.Sprintf("history length after which an idle investigation continues as new (at least %d)", investigation.MinMaxHistoryEvents))
 	f.BoolVar(&o.approve, "approve-plan", false, "wait after planning until the plan is approved (starter approve ID) or revised (starter revise ID \"...\")")
 	f.DurationVar(&o.idle, "idle-timeout", investigation.DefaultIdleTimeout, "how long the concluded investigation stays open for follow-up questions (starter ask)")
@@ -148,7 +148,7 @@ func (a *app) startInvestigation(ctx context.Context, c client.Client, id string
 		Language:         o.lang,
 		Limits:           o.limits,
 		ApprovePlan:      o.approve,
-		IdleTimeout:      o.idle,
+		IdleTimeout:      investigation.Duration(o.idle),
 		SearchAttributes: registered,
 	})
 }

@@ -26,7 +26,6 @@ import (
 	"github.com/secops-agent/investigator/investigation"
 	"github.com/secops-agent/investigator/memory"
 	"github.com/secops-agent/investigator/plan"
-	"github.com/secops-agent/investigator/tools"
 )
 
 // hostile is text an attacker writes into an alert (or makes a tool or the
@@ -82,7 +81,7 @@ func (registeredAttributes) ListSearchAttributes(context.Context, *operatorservi
 
 func (c *outputClient) ExecuteWorkflow(_ context.Context, o client.StartWorkflowOptions, wf any, _ ...any) (client.WorkflowRun, error) {
 	if wf == investigation.CatalogWorkflowName {
-		return outputRun{id: o.ID, result: []tools.Status{{Name: "query_otx", Enabled: true, Description: hostile}, {Name: "x", Reason: hostile}}}, nil
+		return outputRun{id: o.ID, result: []investigation.ToolStatus{{Name: "query_otx", Enabled: true, Description: hostile}, {Name: "x", Reason: hostile}}}, nil
 	}
 	return outputRun{id: o.ID}, nil
 }
@@ -142,14 +141,14 @@ func (e encoded) Get(v any) error {
 func hostileProgress() ([]investigation.Event, investigation.Status) {
 	p := plan.Plan{Objective: hostile, Steps: []plan.Step{{ID: "step_1", Description: hostile, Tools: []string{"get_alert"}, Expected: hostile, Status: plan.Done, Note: hostile}}}
 	events := []investigation.Event{
-		{Seq: 1, Kind: investigation.EventPlan, Plan: &p, Items: []string{hostile}},
+		{Seq: 1, Kind: investigation.EventPlan, Plan: &p, Notes: []string{hostile}},
 		{Seq: 2, Kind: investigation.EventStep, Step: "step_1", Text: hostile},
 		{Seq: 3, Kind: investigation.EventToolCall, Text: hostile},
 		{Seq: 4, Kind: investigation.EventToolResult, Text: hostile},
-		{Seq: 5, Kind: investigation.EventQuestion, Step: "step_1", Text: hostile, Items: []string{"q-1"}},
+		{Seq: 5, Kind: investigation.EventQuestion, Step: "step_1", Text: hostile, QuestionID: "q-1"},
 		{Seq: 6, Kind: investigation.EventStepDone, Text: hostile + "\n" + hostile},
-		{Seq: 7, Kind: investigation.EventInsight, Items: []string{hostile}},
-		{Seq: 8, Kind: investigation.EventPlanUpdate, Items: []string{hostile}, Completed: []string{hostile}, Pending: []string{hostile}},
+		{Seq: 7, Kind: investigation.EventInsight, Insights: []string{hostile}},
+		{Seq: 8, Kind: investigation.EventPlanUpdate, Updates: []string{hostile}, Completed: []string{hostile}, Pending: []string{hostile}},
 		{Seq: 9, Kind: investigation.EventNote, Text: hostile},
 		{Seq: 10, Kind: investigation.EventConclusion, Text: "## Summary\n" + hostile + "\n\n## Key findings\n- " + hostile, Verdict: &investigation.Verdict{Verdict: "benign", Confidence: "low", Evidence: []investigation.Evidence{{StepID: hostile, Tool: hostile, Fact: hostile}}}},
 	}

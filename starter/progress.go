@@ -27,7 +27,7 @@ func (p *printer) print(e investigation.Event) {
 		if e.Plan != nil {
 			printPlan(w, *e.Plan, false)
 		}
-		for _, n := range e.Items {
+		for _, n := range e.Notes {
 			fmt.Fprintf(w, "  note: %s\n", n)
 		}
 	case investigation.EventStep:
@@ -39,16 +39,20 @@ func (p *printer) print(e investigation.Event) {
 	case investigation.EventStepDone:
 		fmt.Fprintf(w, "  done: %s\n", indent(e.Text, "        "))
 	case investigation.EventInsight:
-		for _, in := range e.Items {
+		for _, in := range e.Insights {
 			fmt.Fprintf(w, "  insight: %s\n", in)
 		}
 	case investigation.EventPlanUpdate:
-		for _, u := range e.Items {
+		for _, u := range e.Updates {
 			fmt.Fprintf(w, "  plan: %s\n", u)
 		}
 		fmt.Fprintf(w, "  completed: %s\n  pending:   %s\n", list(e.Completed), list(e.Pending))
 	case investigation.EventNote:
-		fmt.Fprintf(w, "  note: %s\n", e.Text)
+		if len(e.Notes) > 0 {
+			fmt.Fprintf(w, "  note: %s %s\n", e.Text, strings.Join(e.Notes, ", "))
+		} else {
+			fmt.Fprintf(w, "  note: %s\n", e.Text)
+		}
 	case investigation.EventConclusion:
 		p.conclusion(e.Text, e.Verdict)
 	case investigation.EventHint:
@@ -65,11 +69,11 @@ func (p *printer) print(e investigation.Event) {
 			fmt.Fprintf(w, "  approval: %s\n", t)
 		}
 	case investigation.EventQuestion:
-		fmt.Fprintf(w, "QUESTION %s from %s: %s — answer with: starter answer %s \"...\"\n", first(e.Items, "?"), stepName(e.Step), e.Text, p.id)
+		fmt.Fprintf(w, "QUESTION %s from %s: %s — answer with: starter answer %s \"...\"\n", or(e.QuestionID, "?"), stepName(e.Step), e.Text, p.id)
 	case investigation.EventAnswer:
-		fmt.Fprintf(w, "  answer to %s: %s\n", first(e.Items, "?"), indent(e.Text, "    "))
+		fmt.Fprintf(w, "  answer to %s: %s\n", or(e.QuestionID, "?"), indent(e.Text, "    "))
 	case investigation.EventTurn:
-		fmt.Fprintf(w, "\n=== FOLLOW-UP (turn %d, mode %s): %s\n", e.Turn, first(e.Items, investigation.ModePlan), e.Text)
+		fmt.Fprintf(w, "\n=== FOLLOW-UP (turn %d, mode %s): %s\n", e.Turn, or(e.Mode, investigation.ModePlan), e.Text)
 	case investigation.EventStop:
 		fmt.Fprintf(w, "  stopping early: %s\n", e.Text)
 	case investigation.EventIdle:
@@ -149,11 +153,12 @@ func printPlan(w io.Writer, p plan.Plan, withStatus bool) {
 	}
 }
 
-func first(items []string, def string) string {
-	if len(items) == 0 || items[0] == "" {
+// or returns s, or def when s is empty.
+func or(s, def string) string {
+	if s == "" {
 		return def
 	}
-	return items[0]
+	return s
 }
 
 func stepName(s string) string {

@@ -17,7 +17,7 @@ func TestPrinterPrintsEveryEventKind(t *testing.T) {
 		{Kind: investigation.EventPlan, Plan: &plan.Plan{Objective: "Find out", Steps: []plan.Step{
 			{ID: "step_1", Description: "Read the alert.", Tools: []string{"get_alert"}, Expected: "the IP"},
 			{ID: "step_2", Description: "Think."},
-		}}, Items: []string{"removed unknown tools whois"}},
+		}}, Notes: []string{"removed unknown tools whois"}},
 		{Kind: investigation.EventApproval, Text: "awaiting"},
 		{Kind: investigation.EventApproval, Text: "revise: use the firewall logs"},
 		{Kind: investigation.EventApproval, Text: "approved"},
@@ -25,16 +25,16 @@ func TestPrinterPrintsEveryEventKind(t *testing.T) {
 		{Kind: investigation.EventHint, Text: "the IP is our scanner"},
 		{Kind: investigation.EventToolCall, Text: "get_alert a1"},
 		{Kind: investigation.EventToolResult, Text: "ok 120 bytes"},
-		{Kind: investigation.EventQuestion, Step: "step_2", Text: "Is host-7 a test box?", Items: []string{"q-1"}},
-		{Kind: investigation.EventAnswer, Text: "yes", Items: []string{"q-1"}},
+		{Kind: investigation.EventQuestion, Step: "step_2", Text: "Is host-7 a test box?", QuestionID: "q-1"},
+		{Kind: investigation.EventAnswer, Text: "yes", QuestionID: "q-1"},
 		{Kind: investigation.EventStepDone, Text: "Found it.\nTwice."},
-		{Kind: investigation.EventInsight, Items: []string{"it is a scanner"}},
-		{Kind: investigation.EventPlanUpdate, Items: []string{"cancel_step step_2 (done already)"}, Completed: []string{"step_1: Read the alert."}},
+		{Kind: investigation.EventInsight, Insights: []string{"it is a scanner"}},
+		{Kind: investigation.EventPlanUpdate, Updates: []string{"cancel_step step_2 (done already)"}, Completed: []string{"step_1: Read the alert."}},
 		{Kind: investigation.EventStop, Text: "stopped by the analyst: enough"},
 		{Kind: investigation.EventConclusion, Text: "## Summary\nBenign.\n"},
 		{Kind: investigation.EventIdle, Text: "waiting up to 30m0s for follow-up questions"},
 		{Kind: investigation.EventNote, Text: "follow-up question queued: And the other host?"},
-		{Kind: investigation.EventTurn, Turn: 2, Text: "And the other host?", Items: []string{"direct", "a short question"}},
+		{Kind: investigation.EventTurn, Turn: 2, Text: "And the other host?", Mode: "direct", Reason: "a short question"},
 	}
 	for _, e := range events {
 		p.print(e)

@@ -13,7 +13,6 @@ import (
 
 	"github.com/secops-agent/investigator/internal/termtext"
 	"github.com/secops-agent/investigator/investigation"
-	"github.com/secops-agent/investigator/tools"
 )
 
 func (a *app) toolsCommand() *cobra.Command {
@@ -61,7 +60,7 @@ const catalogTimeout = 20 * time.Second
 // catalog asks a worker for its tools and model through the ToolCatalog
 // workflow. A worker from before the model was reported answers with the
 // tools only (a JSON list); its Model is then empty.
-func (a *app) catalog(ctx context.Context, c client.Client) (tools.Catalog, error) {
+func (a *app) catalog(ctx context.Context, c client.Client) (investigation.Catalog, error) {
 	ctx, cancel := context.WithTimeout(ctx, catalogTimeout)
 	defer cancel()
 	run, err := c.ExecuteWorkflow(ctx, client.StartWorkflowOptions{
@@ -71,23 +70,23 @@ func (a *app) catalog(ctx context.Context, c client.Client) (tools.Catalog, erro
 		StaticSummary:            "list the worker's tools",
 	}, investigation.CatalogWorkflowName)
 	if err != nil {
-		return tools.Catalog{}, fmt.Errorf("ask the worker for its tools: %w", err)
+		return investigation.Catalog{}, fmt.Errorf("ask the worker for its tools: %w", err)
 	}
 	var raw json.RawMessage
 	if err := run.Get(ctx, &raw); err != nil {
 		if errors.Is(ctx.Err(), context.DeadlineExceeded) {
-			return tools.Catalog{}, fmt.Errorf("no worker answered on task queue %q within %s: is the worker running?", a.temporal.TaskQueue, catalogTimeout)
+			return investigation.Catalog{}, fmt.Errorf("no worker answered on task queue %q within %s: is the worker running?", a.temporal.TaskQueue, catalogTimeout)
 		}
-		return tools.Catalog{}, fmt.Errorf("list tools: %s", failureMessage(err))
+		return investigation.Catalog{}, fmt.Errorf("list tools: %s", failureMessage(err))
 	}
-	var cat tools.Catalog
+	var cat investigation.Catalog
 	if len(raw) > 0 && raw[0] == '[' {
 		err = json.Unmarshal(raw, &cat.Tools)
 	} else {
 		err = json.Unmarshal(raw, &cat)
 	}
 	if err != nil {
-		return tools.Catalog{}, fmt.Errorf("the worker's tool catalog could not be read: %v", err)
+		return investigation.Catalog{}, fmt.Errorf("the worker's tool catalog could not be read: %v", err)
 	}
 	return cat, nil
 }

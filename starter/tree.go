@@ -13,7 +13,6 @@ import (
 	"go.temporal.io/sdk/client"
 
 	"github.com/secops-agent/investigator/internal/termtext"
-	"github.com/secops-agent/investigator/investigation"
 )
 
 func (a *app) treeCommand() *cobra.Command {
@@ -127,7 +126,9 @@ func childrenOf(ctx context.Context, c client.Client, id, runID string) ([]child
 		}
 		if at := e.GetStartChildWorkflowExecutionInitiatedEventAttributes(); at != nil {
 			ch := child{id: at.GetWorkflowId()}
-			var req investigation.BigQueryRequest
+			var req struct {
+				Request string `json:"request"`
+			}
 			if p := at.GetInput().GetPayloads(); len(p) > 0 && json.Unmarshal(p[0].GetData(), &req) == nil {
 				ch.request = req.Request
 			}

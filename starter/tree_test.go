@@ -66,7 +66,7 @@ func (c *historyClient) GetWorkflowHistory(_ context.Context, id, runID string, 
 		var events []*historypb.HistoryEvent
 		if filter != enums.HISTORY_EVENT_FILTER_TYPE_CLOSE_EVENT {
 			for _, ch := range r.children {
-				input, err := converter.GetDefaultDataConverter().ToPayloads(investigation.BigQueryRequest{Request: ch.request})
+				input, err := converter.GetDefaultDataConverter().ToPayloads(map[string]string{"request": ch.request})
 				if err != nil {
 					panic(err)
 				}

@@ -295,7 +295,7 @@ func TestAskFollowsFromAnEarlierRun(t *testing.T) {
 	fastPolling(t)
 	q := "Did they get in?"
 	turn := func(seq, n int, text string) investigation.Event {
-		return investigation.Event{Seq: seq, Kind: investigation.EventTurn, Turn: n, Text: text, Items: []string{"plan"}}
+		return investigation.Event{Seq: seq, Kind: investigation.EventTurn, Turn: n, Text: text, Mode: "plan"}
 	}
 	concl := func(seq, n int, text string) investigation.Event {
 		return investigation.Event{Seq: seq, Kind: investigation.EventConclusion, Turn: n, Text: text}

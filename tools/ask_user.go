@@ -19,6 +19,9 @@ func (askUser) Purpose() string {
 	return "Ask the analyst one precise question about a fact only they know (ownership, authorisation); the step waits for the answer."
 }
 
+// RunsAs says that the analyst answers ask_user: the workflow waits for it.
+func (askUser) RunsAs() toolcall.Tool { return toolcall.Tool{Kind: toolcall.Analyst} }
+
 func (askUser) Declaration() *genai.FunctionDeclaration {
 	return &genai.FunctionDeclaration{
 		Name: toolcall.AskUser,

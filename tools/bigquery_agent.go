@@ -6,6 +6,7 @@ import (
 
 	"google.golang.org/genai"
 
+	"github.com/secops-agent/investigator/investigation"
 	"github.com/secops-agent/investigator/toolcall"
 )
 
@@ -17,6 +18,12 @@ type bigQueryAgent struct{}
 
 func (bigQueryAgent) Purpose() string {
 	return "Answer a concrete question from the security logs in BigQuery (logins, processes, network, DNS) through the BigQuery sub-agent."
+}
+
+// RunsAs says that bigquery_agent runs the BigQuery sub-agent as a child
+// workflow.
+func (bigQueryAgent) RunsAs() toolcall.Tool {
+	return toolcall.Tool{Kind: toolcall.ChildWorkflow, Workflow: investigation.BigQueryWorkflowName}
 }
 
 func (bigQueryAgent) Declaration() *genai.FunctionDeclaration {

@@ -17,6 +17,7 @@ import (
 
 	"google.golang.org/genai"
 
+	"github.com/secops-agent/investigator/investigation"
 	"github.com/secops-agent/investigator/toolcall"
 )
 
@@ -47,25 +48,17 @@ type Registry struct {
 	disabled []Disabled
 }
 
-// Status describes one tool, on or off, for `starter tools`.
-type Status struct {
-	Name        string `json:"name"`
-	Enabled     bool   `json:"enabled"`
-	Reason      string `json:"reason,omitempty"`
-	Description string `json:"description,omitempty"`
-}
-
 // Disable records tools that are not offered, and why.
 func (r *Registry) Disable(d ...Disabled) { r.disabled = append(r.disabled, d...) }
 
 // Statuses lists every tool, enabled or not, ordered by name.
-func (r *Registry) Statuses() []Status {
-	out := make([]Status, 0, len(r.names)+len(r.disabled))
+func (r *Registry) Statuses() []investigation.ToolStatus {
+	out := make([]investigation.ToolStatus, 0, len(r.names)+len(r.disabled))
 	for _, n := range r.names {
-		out = append(out, Status{Name: n, Enabled: true, Description: r.byName[n].Declaration().Description})
+		out = append(out, investigation.ToolStatus{Name: n, Enabled: true, Description: r.byName[n].Declaration().Description})
 	}
 	for _, d := range r.disabled {
-		out = append(out, Status{Name: d.Name, Reason: d.Reason})
+		out = append(out, investigation.ToolStatus{Name: d.Name, Reason: d.Reason})
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
 	return out
@@ -95,6 +88,27 @@ func (r *Registry) Add(ts ...Tool) error {
 	}
 	sort.Strings(r.names)
 	return nil
+}
+
+// Runner is implemented by a tool that does not run in the CallTool
+// activity: RunsAs says how it runs instead (ask_user is answered by the
+// analyst, bigquery_agent is a child workflow).
+type Runner interface {
+	RunsAs() toolcall.Tool
+}
+
+// Tools describes every enabled tool for the workflow: its name and how it
+// runs, in name order.
+func (r *Registry) Tools() []toolcall.Tool {
+	out := make([]toolcall.Tool, len(r.names))
+	for i, n := range r.names {
+		out[i] = toolcall.Tool{Name: n, Kind: toolcall.Activity}
+		if run, ok := r.byName[n].(Runner); ok {
+			out[i] = run.RunsAs()
+			out[i].Name = n
+		}
+	}
+	return out
 }
 
 // Names returns the tool names in order.

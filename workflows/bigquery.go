@@ -2,6 +2,7 @@ package workflows
 
 import (
 	"fmt"
+	"math"
 	"slices"
 	"strings"
 	"time"
@@ -10,6 +11,7 @@ import (
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/workflow"
 
+	"github.com/secops-agent/investigator/activities"
 	"github.com/secops-agent/investigator/internal/clip"
 	"github.com/secops-agent/investigator/investigation"
 	"github.com/secops-agent/investigator/toolcall"
@@ -23,16 +25,17 @@ const (
 
 // startBigQueryAgent starts the BigQuery sub-agent for one bigquery_agent
 // call as a child workflow. Its ID is derived from the parent's ID and the
-// call's transcript key, so two calls never collide and a replayed or retried
-// parent never starts a second child for the same call. The parent-close
-// policy is REQUEST_CANCEL: the child's answer is only useful to this parent,
-// and cancellation (unlike termination) lets it stop between activities.
+// call's transcript key, so two calls never collide and a replayed or
+// retried parent never starts a second child for the same call. The
+// parent-close policy is REQUEST_CANCEL: the child's answer is only useful
+// to this parent, and cancellation (unlike termination) lets it stop
+// between activities.
 func (r *run) startBigQueryAgent(ctx workflow.Context, key string, c toolcall.Call) workflow.Future {
 	request, _ := c.Args["request"].(string)
 	request = strings.TrimSpace(request)
 	if request == "" {
 		f, s := workflow.NewFuture(ctx)
-		s.SetError(temporal.NewNonRetryableApplicationError(`bigquery_agent needs a "request": a concrete log question`, "BadArguments", nil))
+		s.SetError(temporal.NewNonRetryableApplicationError(toolcall.BigQueryAgent+` needs a "request": a concrete log question`, "BadArguments", nil))
 		return f
 	}
 	opts := workflow.ChildWorkflowOptions{
@@ -41,18 +44,17 @@ func (r *run) startBigQueryAgent(ctx workflow.Context, key string, c toolcall.Ca
 		ParentClosePolicy:        enums.PARENT_CLOSE_POLICY_REQUEST_CANCEL,
 		WorkflowExecutionTimeout: bigQueryTimeout,
 	}
-	if slices.Contains(r.in.SearchAttributes, investigation.SearchAttribute) {
+	if slices.Contains(r.Input.SearchAttributes, investigation.SearchAttribute) {
 		opts.TypedSearchAttributes = temporal.NewSearchAttributes(
-			temporal.NewSearchAttributeKeyKeyword(investigation.SearchAttribute).ValueSet(r.in.AlertID))
+			temporal.NewSearchAttributeKeyKeyword(investigation.SearchAttribute).ValueSet(r.Input.AlertID))
 	}
-	ctx = workflow.WithChildOptions(ctx, opts)
-	return workflow.ExecuteChildWorkflow(ctx, investigation.BigQueryWorkflowName, investigation.BigQueryRequest{
+	return workflow.ExecuteChildWorkflow(workflow.WithChildOptions(ctx, opts), investigation.BigQueryWorkflowName, activities.BigQueryRequest{
 		Request:        request,
 		ParentSession:  r.session,
 		ResultKey:      key,
 		CallID:         c.ID,
 		MaxIterations:  bigQueryMaxIterations,
-		MaxResultBytes: r.in.Limits.MaxToolResultBytes,
+		MaxResultBytes: r.Input.Limits.MaxToolResultBytes,
 	})
 }
 
@@ -60,105 +62,114 @@ func (r *run) startBigQueryAgent(ctx workflow.Context, key string, c toolcall.Ca
 // parent's ID and the call's transcript key.
 func childID(parent, key string) string { return parent + "-bq-" + key }
 
-// BigQueryAgent answers one log question: it recalls memories relevant to the
-// request, runs its own tool loop over BigQuery, introspects over the whole
-// session to learn (best effort: a failure never fails the sub-agent), and
-// stores its answer as the parent's tool result, linked to this run.
-func BigQueryAgent(ctx workflow.Context, in investigation.BigQueryRequest) (investigation.ToolOutput, error) {
+// BigQueryAgent answers one log question: it recalls memories relevant to
+// the request, runs its own tool loop over BigQuery, introspects over the
+// whole session to learn (best effort: a failure never fails the
+// sub-agent), and stores its answer as the parent's tool result, linked to
+// this run.
+func BigQueryAgent(ctx workflow.Context, in activities.BigQueryRequest) (activities.ToolOutput, error) {
 	info := workflow.GetInfo(ctx)
-	session := info.WorkflowExecution.ID
-	var events []investigation.Event
-	emit := func(e investigation.Event) {
-		e.Seq = len(events) + 1
-		events = append(events, e)
-	}
+	h := &subAgent{session: info.WorkflowExecution.ID, in: in}
 	if err := workflow.SetQueryHandler(ctx, investigation.ProgressQuery, func(after int) ([]investigation.Event, error) {
-		return page(events, after), nil
+		return page(h.events, after), nil
 	}); err != nil {
-		return investigation.ToolOutput{}, err
+		return activities.ToolOutput{}, err
 	}
-	if in.MaxIterations <= 0 {
-		in.MaxIterations = bigQueryMaxIterations
+	if h.in.MaxIterations <= 0 {
+		h.in.MaxIterations = bigQueryMaxIterations
 	}
-	if in.MaxResultBytes <= 0 {
-		in.MaxResultBytes = investigation.DefaultMaxToolResultBytes
+	if h.in.MaxResultBytes <= 0 {
+		h.in.MaxResultBytes = investigation.DefaultMaxToolResultBytes
 	}
 
-	var rec investigation.Recall
-	if err := workflow.ExecuteActivity(llmOptions(ctx, "recall memories"), a.RecallMemories, investigation.RecallInput{Request: in.Request}).Get(ctx, &rec); err != nil {
-		emit(investigation.Event{Kind: investigation.EventNote, Text: "Memory recall failed, continuing without memories: " + message(err)})
+	if err := workflow.ExecuteActivity(llmOptions(ctx, "recall memories"), a.RecallMemories, activities.RecallInput{Request: in.Request}).Get(ctx, &h.recall); err != nil {
+		h.emit(investigation.Event{Kind: investigation.EventNote, Text: "Memory recall failed, continuing without memories: " + message(err)})
 	}
-	ids := make([]string, len(rec.Memories))
-	for i, m := range rec.Memories {
+	ids := make([]string, len(h.recall.Memories))
+	for i, m := range h.recall.Memories {
 		ids[i] = m.ID
 	}
-	emit(investigation.Event{Kind: investigation.EventNote, Text: fmt.Sprintf("Recalled %d memories", len(ids)), Items: ids})
+	h.emit(investigation.Event{Kind: investigation.EventNote, Text: fmt.Sprintf("Recalled %d memories", len(ids)), Notes: ids})
 
-	l := &toolLoop{
-		session:  session,
-		prefix:   "bq",
-		label:    "bigquery",
-		toolset:  investigation.ToolsetBigQuery,
-		maxIter:  in.MaxIterations,
-		maxBytes: in.MaxResultBytes,
-		pipeline: true,
-		guarded:  workflow.GetVersion(ctx, "guarded-runs", workflow.DefaultVersion, 1) >= 1,
-		results:  map[string]string{},
-		emit:     emit,
-		turn: func(ctx workflow.Context, iter int, key string, transcript []investigation.Ref, final bool) (investigation.TurnOutput, error) {
-			var out investigation.TurnOutput
-			err := workflow.ExecuteActivity(llmOptions(ctx, fmt.Sprintf("bigquery turn %d", iter)), a.SubAgentTurn, investigation.SubAgentTurnInput{
-				Session:    session,
-				Key:        key,
-				Request:    in.Request,
-				Memories:   rec.Memories,
-				Transcript: transcript,
-				Final:      final,
-			}).Get(ctx, &out)
-			return out, err
-		},
-	}
-	answer, _, err := l.run(ctx)
+	l := &toolLoop{host: h, session: h.session, prefix: "bq", label: "bigquery", maxIter: h.in.MaxIterations, maxBytes: h.in.MaxResultBytes, results: map[string]string{}}
+	res, err := l.run(ctx)
 	if err != nil {
-		return investigation.ToolOutput{}, failure("the BigQuery sub-agent failed", err)
+		return activities.ToolOutput{}, failure("the BigQuery sub-agent failed", err)
 	}
+	h.learn(ctx, res)
 
-	var intro investigation.Introspection
-	err = workflow.ExecuteActivity(llmOptions(ctx, "introspect"), a.Introspect, investigation.IntrospectInput{
-		Session: session, Request: in.Request, Memories: rec.Memories, Transcript: l.transcript, Answer: answer,
-	}).Get(ctx, &intro)
-	if err != nil {
-		emit(investigation.Event{Kind: investigation.EventNote, Text: "Introspection failed; nothing learned this time: " + message(err)})
-	} else {
-		var changes investigation.MemoryChanges
-		if err := workflow.ExecuteActivity(storeOptions(ctx, "update memories"), a.UpdateMemories, investigation.MemoryUpdate{
-			Session: session, Request: in.Request, Claims: intro.Claims, Helpful: intro.Helpful, Harmful: intro.Harmful,
-		}).Get(ctx, &changes); err != nil {
-			emit(investigation.Event{Kind: investigation.EventNote, Text: "Saving memories failed: " + message(err)})
-		} else {
-			emit(investigation.Event{Kind: investigation.EventNote, Text: fmt.Sprintf("Learned %d claims; %d helpful, %d harmful memories; %d pruned",
-				len(changes.Saved), len(intro.Helpful), len(intro.Harmful), len(changes.Deleted))})
-		}
-	}
-
-	var out investigation.ToolOutput
-	err = workflow.ExecuteActivity(storeOptions(ctx, "deliver answer"), a.DeliverAnswer, investigation.DeliverInput{
+	var out activities.ToolOutput
+	err = workflow.ExecuteActivity(storeOptions(ctx, "deliver answer"), a.DeliverAnswer, activities.DeliverInput{
 		ParentSession:  in.ParentSession,
 		ResultKey:      in.ResultKey,
 		CallID:         in.CallID,
 		Tool:           toolcall.BigQueryAgent,
-		Answer:         answer,
-		Link:           investigation.ChildLink{WorkflowID: session, RunID: info.WorkflowExecution.RunID},
+		Answer:         res.Text,
+		Link:           activities.ChildLink{WorkflowID: h.session, RunID: info.WorkflowExecution.RunID},
 		MaxResultBytes: in.MaxResultBytes,
 	}).Get(ctx, &out)
 	return out, err
 }
 
-// storeOptions are the activity options of a Firestore write.
-func storeOptions(ctx workflow.Context, summary string) workflow.Context {
-	return workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
-		StartToCloseTimeout: time.Minute,
-		Summary:             summary,
-		RetryPolicy:         &temporal.RetryPolicy{InitialInterval: time.Second, MaximumInterval: 30 * time.Second, MaximumAttempts: 5},
-	})
+// subAgent is the BigQuery sub-agent's run and its tool loop's host.
+type subAgent struct {
+	session string
+	in      activities.BigQueryRequest
+	recall  activities.Recall
+	events  []investigation.Event
+}
+
+// learn introspects over the whole session and saves what it learned; both
+// are best effort.
+func (h *subAgent) learn(ctx workflow.Context, res loopResult) {
+	var intro activities.Introspection
+	if err := workflow.ExecuteActivity(llmOptions(ctx, "introspect"), a.Introspect, activities.IntrospectInput{
+		Session: h.session, Request: h.in.Request, Memories: h.recall.Memories, Transcript: res.Transcript, Answer: res.Text,
+	}).Get(ctx, &intro); err != nil {
+		h.emit(investigation.Event{Kind: investigation.EventNote, Text: "Introspection failed; nothing learned this time: " + message(err)})
+		return
+	}
+	var changes activities.MemoryChanges
+	if err := workflow.ExecuteActivity(storeOptions(ctx, "update memories"), a.UpdateMemories, activities.MemoryUpdate{
+		Session: h.session, Request: h.in.Request, Claims: intro.Claims, Helpful: intro.Helpful, Harmful: intro.Harmful,
+	}).Get(ctx, &changes); err != nil {
+		h.emit(investigation.Event{Kind: investigation.EventNote, Text: "Saving memories failed: " + message(err)})
+		return
+	}
+	h.emit(investigation.Event{Kind: investigation.EventNote, Text: fmt.Sprintf("Learned %d claims; %d helpful, %d harmful memories; %d pruned",
+		len(changes.Saved), len(intro.Helpful), len(intro.Harmful), len(changes.Deleted))})
+}
+
+func (h *subAgent) modelTurn(ctx workflow.Context, iter int, key string, transcript []activities.Ref, final bool) (activities.TurnOutput, error) {
+	var out activities.TurnOutput
+	err := workflow.ExecuteActivity(llmOptions(ctx, fmt.Sprintf("bigquery turn %d", iter)), a.SubAgentTurn, activities.SubAgentTurnInput{
+		Session:    h.session,
+		Key:        key,
+		Request:    h.in.Request,
+		Memories:   h.recall.Memories,
+		Transcript: transcript,
+		Final:      final,
+	}).Get(ctx, &out)
+	return out, err
+}
+
+func (h *subAgent) mustAnswer(workflow.Context, int) string { return "" }
+
+func (h *subAgent) callsLeft(int) int { return math.MaxInt }
+
+func (h *subAgent) emit(e investigation.Event) {
+	e.Seq = len(h.events) + 1
+	h.events = append(h.events, e)
+}
+
+func (h *subAgent) tool(name string) toolcall.Tool {
+	return toolcall.Tool{Name: name, Kind: toolcall.Activity}
+}
+
+func (h *subAgent) toolset() string { return investigation.ToolsetBigQuery }
+
+func (h *subAgent) startSpecial(ctx workflow.Context, _ string, _ toolcall.Tool, c toolcall.Call) workflow.Future {
+	f, settle := workflow.NewFuture(ctx)
+	settle.SetError(temporal.NewNonRetryableApplicationError("the sub-agent cannot run "+c.Name, "UnknownTool", nil))
+	return f
 }

@@ -10,6 +10,7 @@ import (
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/workflow"
 
+	"github.com/secops-agent/investigator/activities"
 	"github.com/secops-agent/investigator/investigation"
 	"github.com/secops-agent/investigator/plan"
 	"github.com/secops-agent/investigator/toolcall"
@@ -33,29 +34,29 @@ func TestBigQueryAgentLearningIsBestEffort(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			h := newHarness(t)
 			h.env.RegisterWorkflowWithOptions(BigQueryAgent, workflow.RegisterOptions{Name: investigation.BigQueryWorkflowName})
-			h.env.OnActivity(a.RecallMemories, mock.Anything, mock.Anything).Return(investigation.Recall{Memories: []investigation.MemoryNote{{ID: "m-1", Claim: "c"}}}, c.recallErr)
-			h.env.OnActivity(a.SubAgentTurn, mock.Anything, mock.Anything).Return(func(_ context.Context, in investigation.SubAgentTurnInput) (investigation.TurnOutput, error) {
+			h.env.OnActivity(a.RecallMemories, mock.Anything, mock.Anything).Return(activities.Recall{Memories: []activities.MemoryNote{{ID: "m-1", Claim: "c"}}}, c.recallErr)
+			h.env.OnActivity(a.SubAgentTurn, mock.Anything, mock.Anything).Return(func(_ context.Context, in activities.SubAgentTurnInput) (activities.TurnOutput, error) {
 				if c.recallErr == nil {
 					require.Equal(t, "m-1", in.Memories[0].ID, "recalled memories reach the sub-agent")
 				}
-				return investigation.TurnOutput{Key: in.Key, Text: "answer"}, nil
+				return activities.TurnOutput{Key: in.Key, Text: "answer"}, nil
 			})
-			h.env.OnActivity(a.Introspect, mock.Anything, mock.Anything).Return(investigation.Introspection{Claims: []string{"claim"}, Helpful: []string{"m-1"}}, c.introspectErr)
+			h.env.OnActivity(a.Introspect, mock.Anything, mock.Anything).Return(activities.Introspection{Claims: []string{"claim"}, Helpful: []string{"m-1"}}, c.introspectErr)
 			updated := false
-			h.env.OnActivity(a.UpdateMemories, mock.Anything, mock.Anything).Return(func(_ context.Context, in investigation.MemoryUpdate) (investigation.MemoryChanges, error) {
+			h.env.OnActivity(a.UpdateMemories, mock.Anything, mock.Anything).Return(func(_ context.Context, in activities.MemoryUpdate) (activities.MemoryChanges, error) {
 				updated = true
 				require.Equal(t, []string{"m-1"}, in.Helpful)
-				return investigation.MemoryChanges{Saved: []string{"m-2"}}, c.updateErr
+				return activities.MemoryChanges{Saved: []string{"m-2"}}, c.updateErr
 			}).Maybe()
-			var delivered investigation.DeliverInput
-			h.env.OnActivity(a.DeliverAnswer, mock.Anything, mock.Anything).Return(func(_ context.Context, in investigation.DeliverInput) (investigation.ToolOutput, error) {
+			var delivered activities.DeliverInput
+			h.env.OnActivity(a.DeliverAnswer, mock.Anything, mock.Anything).Return(func(_ context.Context, in activities.DeliverInput) (activities.ToolOutput, error) {
 				delivered = in
-				return investigation.ToolOutput{Key: in.ResultKey, OK: true, Link: &in.Link}, nil
+				return activities.ToolOutput{Key: in.ResultKey, OK: true, Link: &in.Link}, nil
 			})
-			h.env.ExecuteWorkflow(investigation.BigQueryWorkflowName, investigation.BigQueryRequest{Request: "q", ParentSession: "parent", ResultKey: "t1-step_1-i1-c1", CallID: "c1"})
+			h.env.ExecuteWorkflow(investigation.BigQueryWorkflowName, activities.BigQueryRequest{Request: "q", ParentSession: "parent", ResultKey: "t1-step_1-i1-c1", CallID: "c1"})
 			require.True(t, h.env.IsWorkflowCompleted())
 			require.NoError(t, h.env.GetWorkflowError(), "learning never fails the sub-agent")
-			var out investigation.ToolOutput
+			var out activities.ToolOutput
 			require.NoError(t, h.env.GetWorkflowResult(&out))
 			require.Equal(t, "t1-step_1-i1-c1", out.Key)
 			require.Equal(t, "answer", delivered.Answer)
@@ -77,13 +78,13 @@ func TestBigQueryAgentLearningIsBestEffort(t *testing.T) {
 
 func TestBigQueryAgentNeedsARequest(t *testing.T) {
 	h := newHarness(t)
-	h.onPlan(investigation.PlanOutput{Tools: []string{"bigquery_agent"}, Plan: plan.Plan{Objective: "o", Steps: []plan.Step{
+	h.onPlan(activities.PlanOutput{Tools: []toolcall.Tool{{Name: "bigquery_agent", Kind: toolcall.ChildWorkflow, Workflow: investigation.BigQueryWorkflowName}}, Plan: plan.Plan{Objective: "o", Steps: []plan.Step{
 		{ID: "step_1", Description: "ask logs", Tools: []string{"bigquery_agent"}, Status: plan.Pending}}}}, nil)
-	h.onTurn(func(in investigation.TurnInput) (investigation.TurnOutput, error) {
+	h.onTurn(func(in activities.TurnInput) (activities.TurnOutput, error) {
 		if len(in.Transcript) == 0 {
-			return investigation.TurnOutput{Calls: []toolcall.Call{{Name: "bigquery_agent", Args: map[string]any{"request": "  "}}}}, nil
+			return activities.TurnOutput{Calls: []toolcall.Call{{Name: "bigquery_agent", Args: map[string]any{"request": "  "}}}}, nil
 		}
-		return investigation.TurnOutput{Text: "no logs"}, nil
+		return activities.TurnOutput{Text: "no logs"}, nil
 	})
 	h.onReflect(noChange)
 	_, err := h.run(t, investigation.Input{AlertID: "a1"})

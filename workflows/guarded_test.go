@@ -9,16 +9,16 @@ import (
 
 	"github.com/stretchr/testify/mock"
 	"github.com/stretchr/testify/require"
-	"go.temporal.io/sdk/converter"
 	"go.temporal.io/sdk/workflow"
 
+	"github.com/secops-agent/investigator/activities"
 	"github.com/secops-agent/investigator/investigation"
 	"github.com/secops-agent/investigator/toolcall"
 )
 
 // Tests of the "guarded-runs" behaviour (version 1 of that change).
 
-func oneStepPlan() investigation.PlanOutput {
+func oneStepPlan() activities.PlanOutput {
 	out := twoStepPlan()
 	out.Plan.Steps = out.Plan.Steps[:1]
 	return out
@@ -27,50 +27,49 @@ func oneStepPlan() investigation.PlanOutput {
 func TestSecondPlanDecisionIsRefused(t *testing.T) {
 	// The state a second approve or revise of the same workflow task sees:
 	// the first one's handler has run, the main loop has not.
-	r := &run{phase: investigation.PhaseAwaitingApproval}
+	r := &run{State: &State{Phase: investigation.PhaseAwaitingApproval}}
 	require.NoError(t, r.decisionOpen())
-	r.approval = "approved"
+	r.Steering.Approval = "approved"
 	require.EqualError(t, r.decisionOpen(), "the plan already has a decision (approved) that is being applied")
-	r.phase, r.approval = investigation.PhaseExecuting, ""
+	r.Phase, r.Steering.Approval = investigation.PhaseExecuting, ""
 	require.EqualError(t, r.decisionOpen(), "the plan is not waiting for approval (the investigation is executing)")
 }
 
 func TestContinuedRunAnswersBeforeContinuingAgain(t *testing.T) {
 	h := newHarness(t)
-	h.env.OnActivity(a.DecideMode, mock.Anything, mock.Anything).Return(investigation.Mode{Mode: investigation.ModeDirect}, nil)
+	h.env.OnActivity(a.DecideMode, mock.Anything, mock.Anything).Return(activities.Mode{Mode: investigation.ModeDirect}, nil)
 	h.onTurn(conclusionOnly)
 	active := twoStepPlan().Plan
 	// The history is over the threshold from the start: without the guard
 	// every run would continue as new at once, forever.
 	h.env.SetCurrentHistoryLength(100)
 	h.env.ExecuteWorkflow(investigation.WorkflowName, investigation.Input{AlertID: "a1", Question: "Q1",
-		Limits: investigation.Limits{MaxHistoryEvents: 50},
-		Carry:  &investigation.Carry{Turn: 2, ActivePlan: &active, FollowUps: []string{"Q2", "Q3"}, LastSeq: 10}})
+		Limits: investigation.Limits{MaxHistoryEvents: 50}},
+		&State{Turn: 2, ActivePlan: &active, Steering: Steering{FollowUps: []string{"Q2", "Q3"}}, LastSeq: 10})
 	require.True(t, h.env.IsWorkflowCompleted())
 	var can *workflow.ContinueAsNewError
 	require.True(t, errors.As(h.env.GetWorkflowError(), &can))
 	require.Len(t, h.turns, 1, "Q2 was answered first")
-	var next investigation.Input
-	require.NoError(t, converter.GetDefaultDataConverter().FromPayloads(can.Input, &next))
-	require.Equal(t, []string{"Q3"}, next.Carry.FollowUps)
-	require.Equal(t, 3, next.Carry.Turn)
+	next := carriedState(t, can)
+	require.Equal(t, []string{"Q3"}, next.Steering.FollowUps)
+	require.Equal(t, 3, next.Turn)
 }
 
 func TestBudgetHoldsWithinATurnAndCutsTheLastStep(t *testing.T) {
 	h := newHarness(t)
 	h.onPlan(oneStepPlan(), nil)
-	h.onTurn(func(in investigation.TurnInput) (investigation.TurnOutput, error) {
+	h.onTurn(func(in activities.TurnInput) (activities.TurnOutput, error) {
 		if in.Final {
-			return investigation.TurnOutput{Text: "what I have"}, nil
+			return activities.TurnOutput{Text: "what I have"}, nil
 		}
-		return investigation.TurnOutput{Calls: []toolcall.Call{
+		return activities.TurnOutput{Calls: []toolcall.Call{
 			{Name: "get_alert", Args: map[string]any{"id": "1"}},
 			{Name: "get_alert", Args: map[string]any{"id": "2"}},
 			{Name: "get_alert", Args: map[string]any{"id": "3"}},
 		}}, nil
 	})
 	h.onTool(okTool)
-	h.env.OnActivity(a.Reflect, mock.Anything, mock.Anything).Return(investigation.Reflection{}, nil).Maybe()
+	h.env.OnActivity(a.Reflect, mock.Anything, mock.Anything).Return(activities.Reflection{}, nil).Maybe()
 	res, err := h.run(t, investigation.Input{AlertID: "a1", Limits: investigation.Limits{MaxToolCalls: 2}})
 	require.NoError(t, err)
 	require.Len(t, h.tools, 2, "the third call of the turn is over the budget")
@@ -85,15 +84,15 @@ func TestBudgetHoldsWithinATurnAndCutsTheLastStep(t *testing.T) {
 func TestIdenticalCallsOfOneTurnRunOnce(t *testing.T) {
 	h := newHarness(t)
 	h.onPlan(oneStepPlan(), nil)
-	h.onTurn(func(in investigation.TurnInput) (investigation.TurnOutput, error) {
+	h.onTurn(func(in activities.TurnInput) (activities.TurnOutput, error) {
 		if len(in.Transcript) == 0 {
-			return investigation.TurnOutput{Calls: []toolcall.Call{
+			return activities.TurnOutput{Calls: []toolcall.Call{
 				{Name: "get_alert", Args: map[string]any{"id": "a1"}},
 				{Name: "search_alerts", Args: map[string]any{"field": "type", "value": "x"}},
 				{Name: "get_alert", Args: map[string]any{"id": "a1", "ref_id": "again"}},
 			}}, nil
 		}
-		return investigation.TurnOutput{Text: "ok"}, nil
+		return activities.TurnOutput{Text: "ok"}, nil
 	})
 	h.onTool(okTool)
 	h.onReflect(noChange)
@@ -101,7 +100,7 @@ func TestIdenticalCallsOfOneTurnRunOnce(t *testing.T) {
 	require.NoError(t, err)
 	require.Len(t, h.tools, 2, "the repeated call does not reach the tool")
 	tr := h.turns[1].Transcript
-	require.Equal(t, investigation.Ref{Key: "t1-step_1-i1-c1", CallID: "t1-step_1-i1-c3", Tool: "get_alert"}, tr[3],
+	require.Equal(t, activities.Ref{Key: "t1-step_1-i1-c1", CallID: "t1-step_1-i1-c3", Tool: "get_alert"}, tr[3],
 		"the repeat gets the first call's result under its own call ID")
 	require.Equal(t, 1, res.ReusedCalls)
 	require.Equal(t, 2, res.ToolCalls)
@@ -110,16 +109,16 @@ func TestIdenticalCallsOfOneTurnRunOnce(t *testing.T) {
 func TestOverlappingQuestionsCountOnceAndKeepThePhase(t *testing.T) {
 	h := newHarness(t)
 	h.onPlan(oneStepPlan(), nil)
-	h.onSlowTurn(3*time.Minute, func(in investigation.TurnInput) (investigation.TurnOutput, error) {
+	h.onSlowTurn(3*time.Minute, func(in activities.TurnInput) (activities.TurnOutput, error) {
 		if len(in.Transcript) == 0 {
-			return investigation.TurnOutput{Calls: []toolcall.Call{
+			return activities.TurnOutput{Calls: []toolcall.Call{
 				{Name: "ask_user", Args: map[string]any{"question": "Is deploy a CI account?"}},
 				{Name: "ask_user", Args: map[string]any{"question": "Was a change scheduled?"}},
 			}}, nil
 		}
-		return investigation.TurnOutput{Text: "ok"}, nil
+		return activities.TurnOutput{Text: "ok"}, nil
 	})
-	h.env.OnActivity(a.Reflect, mock.Anything, mock.Anything).Return(investigation.Reflection{}, nil).Maybe()
+	h.env.OnActivity(a.Reflect, mock.Anything, mock.Anything).Return(activities.Reflection{}, nil).Maybe()
 	// Turn 1 runs from 0 to 3m and asks two questions. q-1 is answered at
 	// 12m, q-2 times out at 13m: the analyst kept the run waiting 10m, not
 	// 9m + 10m. At 13m the run has worked 3m, over its 2m budget, so the
@@ -128,27 +127,27 @@ func TestOverlappingQuestionsCountOnceAndKeepThePhase(t *testing.T) {
 	var st investigation.Status
 	answer := h.update(12*time.Minute, investigation.UpdateAnswer, investigation.Answer{QuestionID: "q-1", Text: "yes"})
 	h.env.RegisterDelayedCallback(func() { st = h.status(t) }, 12*time.Minute+30*time.Second)
-	_, err := h.run(t, investigation.Input{AlertID: "a1", Limits: investigation.Limits{AnswerTimeout: 10 * time.Minute, TimeBudget: 2 * time.Minute}})
+	_, err := h.run(t, investigation.Input{AlertID: "a1", Limits: investigation.Limits{AnswerTimeout: investigation.Duration(10 * time.Minute), TimeBudget: investigation.Duration(2 * time.Minute)}})
 	require.NoError(t, err)
 	require.NoError(t, answer.rejected)
 	require.Equal(t, investigation.PhaseWaitingForAnswer, st.Phase, "q-2 still waits after q-1 was answered")
 	require.Equal(t, []investigation.Question{{ID: "q-2", Step: "step_1", Question: "Was a change scheduled?"}}, st.Questions)
 	require.Len(t, h.turns, 2)
 	require.True(t, h.turns[1].Final, "the budget is spent once the wait counts once")
-	require.Equal(t, "the run used its time budget of 2m0s", h.conclude[0].EndedEarly)
+	require.Equal(t, "the run used its time budget of 2m", h.conclude[0].EndedEarly)
 }
 
 func TestRetriedInputFromAnEarlierRunIsNotRecordedTwice(t *testing.T) {
 	h := newHarness(t)
-	h.env.OnActivity(a.DecideMode, mock.Anything, mock.Anything).Return(investigation.Mode{Mode: investigation.ModeDirect}, nil)
+	h.env.OnActivity(a.DecideMode, mock.Anything, mock.Anything).Return(activities.Mode{Mode: investigation.ModeDirect}, nil)
 	h.onTurn(conclusionOnly)
 	active := twoStepPlan().Plan
 	// The harness names the first hint update "hint-1": the previous run
 	// recorded it, and the client retries it against this run.
 	retried := h.update(time.Minute, investigation.UpdateHint, "Mind the VPN range.")
 	fresh := h.update(2*time.Minute, investigation.UpdateHint, "Check bastion-01.")
-	h.env.ExecuteWorkflow(investigation.WorkflowName, investigation.Input{AlertID: "a1", Question: "Q1",
-		Carry: &investigation.Carry{Turn: 2, ActivePlan: &active, Hints: []string{"Mind the VPN range."}, LastSeq: 5, UpdateIDs: []string{"hint-1"}}})
+	h.env.ExecuteWorkflow(investigation.WorkflowName, investigation.Input{AlertID: "a1", Question: "Q1"},
+		&State{Turn: 2, ActivePlan: &active, Steering: Steering{Hints: []string{"Mind the VPN range."}, UpdateIDs: []string{"hint-1"}, Carried: 1}, LastSeq: 5})
 	require.True(t, h.env.IsWorkflowCompleted())
 	require.NoError(t, h.env.GetWorkflowError())
 	require.NoError(t, retried.rejected)
@@ -163,19 +162,19 @@ func TestRetriedInputFromAnEarlierRunIsNotRecordedTwice(t *testing.T) {
 
 func TestCarriedResultsServeRepeatedCalls(t *testing.T) {
 	h := newHarness(t)
-	h.env.OnActivity(a.DecideMode, mock.Anything, mock.Anything).Return(investigation.Mode{Mode: investigation.ModeDirect}, nil)
-	h.onTurn(func(in investigation.TurnInput) (investigation.TurnOutput, error) {
+	h.env.OnActivity(a.DecideMode, mock.Anything, mock.Anything).Return(activities.Mode{Mode: investigation.ModeDirect}, nil)
+	h.onTurn(func(in activities.TurnInput) (activities.TurnOutput, error) {
 		if len(in.Transcript) == 0 {
-			return investigation.TurnOutput{Calls: []toolcall.Call{{Name: "get_alert", Args: map[string]any{"id": "a1"}}}}, nil
+			return activities.TurnOutput{Calls: []toolcall.Call{{Name: "get_alert", Args: map[string]any{"id": "a1"}}}}, nil
 		}
-		return investigation.TurnOutput{Text: "ok"}, nil
+		return activities.TurnOutput{Text: "ok"}, nil
 	})
 	h.onTool(okTool)
 	active := twoStepPlan().Plan
 	call := toolcall.Call{Name: "get_alert", Args: map[string]any{"id": "a1"}}
-	h.env.ExecuteWorkflow(investigation.WorkflowName, investigation.Input{AlertID: "a1", Question: "Q1",
-		Carry: &investigation.Carry{Turn: 2, ActivePlan: &active, FollowUps: []string{"Q2"}, LastSeq: 5, Questions: 3,
-			Results: map[string]string{toolcall.Key(call): "t1-step_1-i1-c1"}, Reused: 1}})
+	h.env.ExecuteWorkflow(investigation.WorkflowName, investigation.Input{AlertID: "a1", Question: "Q1"},
+		&State{Turn: 2, ActivePlan: &active, Steering: Steering{FollowUps: []string{"Q2"}, NextQID: 3}, LastSeq: 5,
+			Results: map[string]string{toolcall.Key(call): "t1-step_1-i1-c1"}, Reused: 1})
 	require.True(t, h.env.IsWorkflowCompleted())
 	require.NoError(t, h.env.GetWorkflowError())
 	var res investigation.Result
@@ -187,7 +186,7 @@ func TestCarriedResultsServeRepeatedCalls(t *testing.T) {
 
 func TestHistoryStaysUnderItsCap(t *testing.T) {
 	h := newHarness(t)
-	h.env.OnActivity(a.DecideMode, mock.Anything, mock.Anything).Return(investigation.Mode{Mode: investigation.ModeDirect}, nil)
+	h.env.OnActivity(a.DecideMode, mock.Anything, mock.Anything).Return(activities.Mode{Mode: investigation.ModeDirect}, nil)
 	h.onTurn(conclusionOnly)
 	var history []investigation.Message
 	for i := range 10 {
@@ -196,8 +195,8 @@ func TestHistoryStaysUnderItsCap(t *testing.T) {
 			investigation.Message{Role: "assistant", Text: strings.Repeat("x", 10<<10)})
 	}
 	active := twoStepPlan().Plan
-	h.env.ExecuteWorkflow(investigation.WorkflowName, investigation.Input{AlertID: "a1", Question: "Q1", History: history,
-		Carry: &investigation.Carry{Turn: 11, ActivePlan: &active, FollowUps: []string{"latest question"}, LastSeq: 5}})
+	h.env.ExecuteWorkflow(investigation.WorkflowName, investigation.Input{AlertID: "a1", Question: "Q1"},
+		&State{Turn: 11, History: history, ActivePlan: &active, Steering: Steering{FollowUps: []string{"latest question"}}, LastSeq: 5})
 	require.True(t, h.env.IsWorkflowCompleted())
 	require.NoError(t, h.env.GetWorkflowError())
 	var res investigation.Result

@@ -13,6 +13,7 @@ import (
 
 	"github.com/stretchr/testify/mock"
 	"github.com/stretchr/testify/require"
+	"go.temporal.io/sdk/converter"
 	tlog "go.temporal.io/sdk/log"
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/testsuite"
@@ -24,10 +25,11 @@ import (
 	"github.com/secops-agent/investigator/toolcall"
 )
 
-var toolNames = []string{"get_alert", "search_alerts"}
+// toolNames are the tools a worker offers; ask_user is always among them.
+var toolNames = []toolcall.Tool{{Name: "ask_user", Kind: toolcall.Analyst}, {Name: "get_alert", Kind: toolcall.Activity}, {Name: "search_alerts", Kind: toolcall.Activity}}
 
-func twoStepPlan() investigation.PlanOutput {
-	return investigation.PlanOutput{Tools: toolNames, Plan: plan.Plan{Objective: "Decide if the brute force succeeded", Steps: []plan.Step{
+func twoStepPlan() activities.PlanOutput {
+	return activities.PlanOutput{Tools: toolNames, Plan: plan.Plan{Objective: "Decide if the brute force succeeded", Steps: []plan.Step{
 		{ID: "step_1", Description: "Read the alert", Tools: []string{"get_alert"}, Expected: "details", Status: plan.Pending},
 		{ID: "step_2", Description: "Find related alerts", Tools: []string{"search_alerts"}, Expected: "history", Status: plan.Pending},
 	}}, Usage: investigation.Usage{Calls: 1, PromptTokens: 100, OutputTokens: 10}}
@@ -39,10 +41,10 @@ type harness struct {
 	env *testsuite.TestWorkflowEnvironment
 
 	mu       sync.Mutex
-	turns    []investigation.TurnInput
-	tools    []investigation.ToolInput
-	reflects []investigation.ReflectInput
-	conclude []investigation.ConcludeInput
+	turns    []activities.TurnInput
+	tools    []activities.ToolInput
+	reflects []activities.ReflectInput
+	conclude []activities.ConcludeInput
 	updates  int
 }
 
@@ -52,28 +54,28 @@ func newHarness(t *testing.T) *harness {
 	h.env = h.NewTestWorkflowEnvironment()
 	h.env.RegisterWorkflowWithOptions(Investigation, workflow.RegisterOptions{Name: investigation.WorkflowName})
 	h.env.RegisterActivity(&activities.Activities{})
-	h.env.OnActivity(a.Conclude, mock.Anything, mock.Anything).Return(func(_ context.Context, in investigation.ConcludeInput) (investigation.Conclusion, error) {
+	h.env.OnActivity(a.Conclude, mock.Anything, mock.Anything).Return(func(_ context.Context, in activities.ConcludeInput) (activities.Conclusion, error) {
 		h.mu.Lock()
 		h.conclude = append(h.conclude, in)
 		h.mu.Unlock()
-		return investigation.Conclusion{Markdown: "## Summary\nBrute force, no login.", Usage: investigation.Usage{Calls: 1},
+		return activities.Conclusion{Markdown: "## Summary\nBrute force, no login.", Usage: investigation.Usage{Calls: 1},
 			Verdict: &investigation.Verdict{Verdict: investigation.VerdictFalsePositive, Confidence: "high"}}, nil
 	}).Maybe()
 	return h
 }
 
-func (h *harness) onPlan(out investigation.PlanOutput, err error) {
+func (h *harness) onPlan(out activities.PlanOutput, err error) {
 	h.env.OnActivity(a.GeneratePlan, mock.Anything, mock.Anything).Return(out, err)
 }
 
 // onTurn answers model turns with fn, recording inputs.
-func (h *harness) onTurn(fn func(in investigation.TurnInput) (investigation.TurnOutput, error)) {
+func (h *harness) onTurn(fn func(in activities.TurnInput) (activities.TurnOutput, error)) {
 	h.onSlowTurn(0, fn)
 }
 
 // onSlowTurn is onTurn with model turns that take d of workflow time.
-func (h *harness) onSlowTurn(d time.Duration, fn func(in investigation.TurnInput) (investigation.TurnOutput, error)) {
-	h.env.OnActivity(a.ModelTurn, mock.Anything, mock.Anything).After(d).Return(func(_ context.Context, in investigation.TurnInput) (investigation.TurnOutput, error) {
+func (h *harness) onSlowTurn(d time.Duration, fn func(in activities.TurnInput) (activities.TurnOutput, error)) {
+	h.env.OnActivity(a.ModelTurn, mock.Anything, mock.Anything).After(d).Return(func(_ context.Context, in activities.TurnInput) (activities.TurnOutput, error) {
 		h.mu.Lock()
 		h.turns = append(h.turns, in)
 		h.mu.Unlock()
@@ -84,8 +86,8 @@ func (h *harness) onSlowTurn(d time.Duration, fn func(in investigation.TurnInput
 	})
 }
 
-func (h *harness) onTool(fn func(in investigation.ToolInput) (investigation.ToolOutput, error)) {
-	h.env.OnActivity(a.CallTool, mock.Anything, mock.Anything).Return(func(_ context.Context, in investigation.ToolInput) (investigation.ToolOutput, error) {
+func (h *harness) onTool(fn func(in activities.ToolInput) (activities.ToolOutput, error)) {
+	h.env.OnActivity(a.CallTool, mock.Anything, mock.Anything).Return(func(_ context.Context, in activities.ToolInput) (activities.ToolOutput, error) {
 		h.mu.Lock()
 		h.tools = append(h.tools, in)
 		h.mu.Unlock()
@@ -93,8 +95,8 @@ func (h *harness) onTool(fn func(in investigation.ToolInput) (investigation.Tool
 	}).Maybe()
 }
 
-func (h *harness) onReflect(fn func(in investigation.ReflectInput) (investigation.Reflection, error)) {
-	h.env.OnActivity(a.Reflect, mock.Anything, mock.Anything).Return(func(_ context.Context, in investigation.ReflectInput) (investigation.Reflection, error) {
+func (h *harness) onReflect(fn func(in activities.ReflectInput) (activities.Reflection, error)) {
+	h.env.OnActivity(a.Reflect, mock.Anything, mock.Anything).Return(func(_ context.Context, in activities.ReflectInput) (activities.Reflection, error) {
 		h.mu.Lock()
 		h.reflects = append(h.reflects, in)
 		h.mu.Unlock()
@@ -142,25 +144,25 @@ func kinds(evs []investigation.Event) string {
 	return strings.Join(k, ",")
 }
 
-func okTool(in investigation.ToolInput) (investigation.ToolOutput, error) {
-	return investigation.ToolOutput{Key: in.Key, OK: true, Bytes: 42}, nil
+func okTool(in activities.ToolInput) (activities.ToolOutput, error) {
+	return activities.ToolOutput{Key: in.Key, OK: true, Bytes: 42}, nil
 }
 
-func noChange(investigation.ReflectInput) (investigation.Reflection, error) {
-	return investigation.Reflection{Insights: []string{"nothing new"}, Usage: investigation.Usage{Calls: 1}}, nil
+func noChange(activities.ReflectInput) (activities.Reflection, error) {
+	return activities.Reflection{Insights: []string{"nothing new"}, Usage: investigation.Usage{Calls: 1}}, nil
 }
 
 func TestHappyPath(t *testing.T) {
 	h := newHarness(t)
 	h.onPlan(twoStepPlan(), nil)
-	h.onTurn(func(in investigation.TurnInput) (investigation.TurnOutput, error) {
+	h.onTurn(func(in activities.TurnInput) (activities.TurnOutput, error) {
 		if in.Step.ID == "step_1" && len(in.Transcript) == 0 {
-			return investigation.TurnOutput{Calls: []toolcall.Call{
+			return activities.TurnOutput{Calls: []toolcall.Call{
 				{Name: "get_alert", Args: map[string]any{"id": "a1"}},
 				{ID: "model-id", Name: "search_alerts", Args: map[string]any{"field": "type", "op": "==", "value": "x"}},
 			}}, nil
 		}
-		return investigation.TurnOutput{Text: "found things in " + in.Step.ID}, nil
+		return activities.TurnOutput{Text: "found things in " + in.Step.ID}, nil
 	})
 	h.onTool(okTool)
 	h.onReflect(noChange)
@@ -192,10 +194,10 @@ func TestHappyPath(t *testing.T) {
 
 	// The second turn sees the model turn and both results, by key, in call order.
 	require.Len(t, h.turns, 3)
-	require.Equal(t, []investigation.Ref{{Key: "t1-step_1-i1"}, {Key: "t1-step_1-i1-c1"}, {Key: "t1-step_1-i1-c2"}}, h.turns[1].Transcript)
+	require.Equal(t, []activities.Ref{{Key: "t1-step_1-i1"}, {Key: "t1-step_1-i1-c1"}, {Key: "t1-step_1-i1-c2"}}, h.turns[1].Transcript)
 	// Step 2 starts with a fresh transcript and step 1's answer as an earlier result.
 	require.Empty(t, h.turns[2].Transcript)
-	require.Equal(t, []investigation.StepRef{{StepID: "step_1", Description: "Read the alert", Key: "t1-step_1-i2"}}, h.turns[2].Earlier)
+	require.Equal(t, []activities.StepRef{{StepID: "step_1", Description: "Read the alert", Key: "t1-step_1-i2"}}, h.turns[2].Earlier)
 
 	// Reflection sees the step, completed and pending lists, not the conversation.
 	require.Len(t, h.reflects, 2)
@@ -223,11 +225,11 @@ func TestHappyPath(t *testing.T) {
 func TestAchievedEndsEarly(t *testing.T) {
 	h := newHarness(t)
 	h.onPlan(twoStepPlan(), nil)
-	h.onTurn(func(in investigation.TurnInput) (investigation.TurnOutput, error) {
-		return investigation.TurnOutput{Text: "conclusive"}, nil
+	h.onTurn(func(in activities.TurnInput) (activities.TurnOutput, error) {
+		return activities.TurnOutput{Text: "conclusive"}, nil
 	})
-	h.onReflect(func(investigation.ReflectInput) (investigation.Reflection, error) {
-		return investigation.Reflection{Achieved: true, Insights: []string{"clear"}}, nil
+	h.onReflect(func(activities.ReflectInput) (activities.Reflection, error) {
+		return activities.Reflection{Achieved: true, Insights: []string{"clear"}}, nil
 	})
 	res, err := h.run(t, investigation.Input{AlertID: "a1"})
 	require.NoError(t, err)
@@ -242,13 +244,13 @@ func TestAchievedEndsEarly(t *testing.T) {
 func TestStepCap(t *testing.T) {
 	h := newHarness(t)
 	h.onPlan(twoStepPlan(), nil)
-	h.onTurn(func(in investigation.TurnInput) (investigation.TurnOutput, error) {
-		return investigation.TurnOutput{Text: "more questions"}, nil
+	h.onTurn(func(in activities.TurnInput) (activities.TurnOutput, error) {
+		return activities.TurnOutput{Text: "more questions"}, nil
 	})
 	n := 0
-	h.onReflect(func(investigation.ReflectInput) (investigation.Reflection, error) {
+	h.onReflect(func(activities.ReflectInput) (activities.Reflection, error) {
 		n++
-		return investigation.Reflection{PlanUpdates: []plan.Update{{Type: plan.AddStep, Step: &plan.Step{Description: fmt.Sprintf("follow lead number %d", n), Tools: []string{"get_alert"}}, Reason: "curious"}}}, nil
+		return activities.Reflection{PlanUpdates: []plan.Update{{Type: plan.AddStep, Step: &plan.Step{Description: fmt.Sprintf("follow lead number %d", n), Tools: []string{"get_alert"}}, Reason: "curious"}}}, nil
 	})
 	res, err := h.run(t, investigation.Input{AlertID: "a1", Limits: investigation.Limits{MaxSteps: 4}})
 	require.NoError(t, err)
@@ -257,7 +259,7 @@ func TestStepCap(t *testing.T) {
 	require.Equal(t, 4, res.Plan.Count(plan.Done))
 	var dropped int
 	for _, e := range h.events(t) {
-		for _, it := range e.Items {
+		for _, it := range e.Updates {
 			if strings.Contains(it, "step cap of 4 reached") {
 				dropped++
 			}
@@ -269,15 +271,15 @@ func TestStepCap(t *testing.T) {
 func TestMalformedReflection(t *testing.T) {
 	h := newHarness(t)
 	h.onPlan(twoStepPlan(), nil)
-	h.onTurn(func(in investigation.TurnInput) (investigation.TurnOutput, error) {
-		return investigation.TurnOutput{Text: "ok"}, nil
+	h.onTurn(func(in activities.TurnInput) (activities.TurnOutput, error) {
+		return activities.TurnOutput{Text: "ok"}, nil
 	})
 	calls := 0
-	h.onReflect(func(investigation.ReflectInput) (investigation.Reflection, error) {
+	h.onReflect(func(activities.ReflectInput) (activities.Reflection, error) {
 		calls++
 		if calls == 1 {
 			// Structurally valid JSON with nonsense in it.
-			return investigation.Reflection{PlanUpdates: []plan.Update{
+			return activities.Reflection{PlanUpdates: []plan.Update{
 				{Type: plan.CancelStep, StepID: "step_42"},
 				{Type: "rewrite_everything"},
 				{Type: plan.UpdateStep, StepID: "step_1", Step: &plan.Step{Description: "redo"}},
@@ -285,7 +287,7 @@ func TestMalformedReflection(t *testing.T) {
 			}}, nil
 		}
 		// Invalid JSON twice: the activity gives up with a non-retryable error.
-		return investigation.Reflection{}, temporal.NewNonRetryableApplicationError("the model's reflection answer was unusable twice", activities.ErrMalformedOutput, nil)
+		return activities.Reflection{}, temporal.NewNonRetryableApplicationError("the model's reflection answer was unusable twice", activities.ErrMalformedOutput, nil)
 	})
 	res, err := h.run(t, investigation.Input{AlertID: "a1"})
 	require.NoError(t, err, "a bad reflection never fails the investigation")
@@ -295,7 +297,7 @@ func TestMalformedReflection(t *testing.T) {
 	var notes []string
 	for _, e := range h.events(t) {
 		if e.Kind == investigation.EventPlanUpdate {
-			items = append(items, e.Items...)
+			items = append(items, e.Updates...)
 		}
 		if e.Kind == investigation.EventNote {
 			notes = append(notes, e.Text)
@@ -313,16 +315,16 @@ func TestMalformedReflection(t *testing.T) {
 func TestToolFailureBecomesResult(t *testing.T) {
 	h := newHarness(t)
 	h.onPlan(twoStepPlan(), nil)
-	h.onTurn(func(in investigation.TurnInput) (investigation.TurnOutput, error) {
+	h.onTurn(func(in activities.TurnInput) (activities.TurnOutput, error) {
 		if in.Step.ID == "step_1" && len(in.Transcript) == 0 {
-			return investigation.TurnOutput{Calls: []toolcall.Call{{ID: "c1", Name: "get_alert", Args: map[string]any{"id": "a1"}}}}, nil
+			return activities.TurnOutput{Calls: []toolcall.Call{{ID: "c1", Name: "get_alert", Args: map[string]any{"id": "a1"}}}}, nil
 		}
-		return investigation.TurnOutput{Text: "done"}, nil
+		return activities.TurnOutput{Text: "done"}, nil
 	})
 	attempts := 0
-	h.onTool(func(in investigation.ToolInput) (investigation.ToolOutput, error) {
+	h.onTool(func(in activities.ToolInput) (activities.ToolOutput, error) {
 		attempts++
-		return investigation.ToolOutput{}, errors.New("firestore unavailable")
+		return activities.ToolOutput{}, errors.New("firestore unavailable")
 	})
 	h.onReflect(noChange)
 	res, err := h.run(t, investigation.Input{AlertID: "a1"})
@@ -339,11 +341,11 @@ func TestToolFailureBecomesResult(t *testing.T) {
 func TestIterationCapForcesAnswer(t *testing.T) {
 	h := newHarness(t)
 	h.onPlan(twoStepPlan(), nil)
-	h.onTurn(func(in investigation.TurnInput) (investigation.TurnOutput, error) {
+	h.onTurn(func(in activities.TurnInput) (activities.TurnOutput, error) {
 		if in.Final {
-			return investigation.TurnOutput{Text: "final answer"}, nil
+			return activities.TurnOutput{Text: "final answer"}, nil
 		}
-		return investigation.TurnOutput{Calls: []toolcall.Call{{Name: "get_alert", Args: map[string]any{"id": fmt.Sprint(len(in.Transcript))}}}}, nil
+		return activities.TurnOutput{Calls: []toolcall.Call{{Name: "get_alert", Args: map[string]any{"id": fmt.Sprint(len(in.Transcript))}}}}, nil
 	})
 	h.onTool(okTool)
 	h.onReflect(noChange)
@@ -354,13 +356,13 @@ func TestIterationCapForcesAnswer(t *testing.T) {
 	require.False(t, h.turns[1].Final)
 	require.Len(t, h.tools, 2, "step_2 repeats step_1's calls exactly: they are served from step_1's results")
 	require.Equal(t, 2, res.ReusedCalls)
-	require.Equal(t, []investigation.Ref{{Key: "t1-step_2-i1"}, {Key: "t1-step_1-i1-c1", CallID: "t1-step_2-i1-c1", Tool: "get_alert"}}, h.turns[4].Transcript)
+	require.Equal(t, []activities.Ref{{Key: "t1-step_2-i1"}, {Key: "t1-step_1-i1-c1", CallID: "t1-step_2-i1-c1", Tool: "get_alert"}}, h.turns[4].Transcript)
 	require.Equal(t, "final answer", res.Plan.Steps[0].Result)
 }
 
 func TestPlanFailureIsClear(t *testing.T) {
 	h := newHarness(t)
-	h.onPlan(investigation.PlanOutput{}, temporal.NewNonRetryableApplicationError("Gemini rejected the credentials (HTTP 401): API key not valid; check GEMINI_API_KEY", "GeminiUnauthorized", nil))
+	h.onPlan(activities.PlanOutput{}, temporal.NewNonRetryableApplicationError("Gemini rejected the credentials (HTTP 401): API key not valid; check GEMINI_API_KEY", "GeminiUnauthorized", nil))
 	_, err := h.run(t, investigation.Input{AlertID: "a1"})
 	require.Error(t, err)
 	var app *temporal.ApplicationError
@@ -378,19 +380,19 @@ func TestBadInputFailsFast(t *testing.T) {
 func TestRefPipelineOrdersCalls(t *testing.T) {
 	h := newHarness(t)
 	h.onPlan(twoStepPlan(), nil)
-	h.onTurn(func(in investigation.TurnInput) (investigation.TurnOutput, error) {
+	h.onTurn(func(in activities.TurnInput) (activities.TurnOutput, error) {
 		if in.Step.ID == "step_1" && len(in.Transcript) == 0 {
-			return investigation.TurnOutput{Calls: []toolcall.Call{
+			return activities.TurnOutput{Calls: []toolcall.Call{
 				{Name: "urlscan_result", Args: map[string]any{"uuid": "ref:s.results.0.uuid"}},
 				{Name: "urlscan_search", Args: map[string]any{"ref_id": "s", "query": "domain:evil.example"}},
 				{Name: "virustotal_lookup", Args: map[string]any{"resource": "evil.example"}},
 				{Name: "get_alert", Args: map[string]any{"id": "ref:ghost"}},
 			}}, nil
 		}
-		return investigation.TurnOutput{Text: "ok"}, nil
+		return activities.TurnOutput{Text: "ok"}, nil
 	})
-	h.onTool(func(in investigation.ToolInput) (investigation.ToolOutput, error) {
-		return investigation.ToolOutput{Key: in.Key, OK: true, Bytes: 10}, nil
+	h.onTool(func(in activities.ToolInput) (activities.ToolOutput, error) {
+		return activities.ToolOutput{Key: in.Key, OK: true, Bytes: 10}, nil
 	})
 	h.onReflect(noChange)
 	_, err := h.run(t, investigation.Input{AlertID: "a1"})
@@ -417,21 +419,30 @@ func TestRefPipelineOrdersCalls(t *testing.T) {
 func TestRefToFailedCall(t *testing.T) {
 	h := newHarness(t)
 	h.onPlan(twoStepPlan(), nil)
-	h.onTurn(func(in investigation.TurnInput) (investigation.TurnOutput, error) {
+	h.onTurn(func(in activities.TurnInput) (activities.TurnOutput, error) {
 		if in.Step.ID == "step_1" && len(in.Transcript) == 0 {
-			return investigation.TurnOutput{Calls: []toolcall.Call{
+			return activities.TurnOutput{Calls: []toolcall.Call{
 				{ID: "a", Name: "search_alerts", Args: map[string]any{"field": "x"}},
 				{ID: "b", Name: "get_alert", Args: map[string]any{"id": "ref:a.alerts.0.id"}},
 			}}, nil
 		}
-		return investigation.TurnOutput{Text: "ok"}, nil
+		return activities.TurnOutput{Text: "ok"}, nil
 	})
-	h.onTool(func(in investigation.ToolInput) (investigation.ToolOutput, error) {
-		return investigation.ToolOutput{Key: in.Key, OK: false, Error: "bad field"}, nil
+	h.onTool(func(in activities.ToolInput) (activities.ToolOutput, error) {
+		return activities.ToolOutput{Key: in.Key, OK: false, Error: "bad field"}, nil
 	})
 	h.onReflect(noChange)
 	_, err := h.run(t, investigation.Input{AlertID: "a1"})
 	require.NoError(t, err)
 	require.Len(t, h.tools, 1)
 	require.Equal(t, "the call did not run: ref:a refers to a, which failed", h.turns[1].Transcript[2].Error)
+}
+
+// carriedState decodes the state a continue-as-new hands to the next run.
+func carriedState(t *testing.T, can *workflow.ContinueAsNewError) *State {
+	t.Helper()
+	var in investigation.Input
+	var next State
+	require.NoError(t, converter.GetDefaultDataConverter().FromPayloads(can.Input, &in, &next))
+	return &next
 }

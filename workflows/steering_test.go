@@ -10,10 +10,10 @@ import (
 
 	"github.com/stretchr/testify/mock"
 	"github.com/stretchr/testify/require"
-	"go.temporal.io/sdk/converter"
 	"go.temporal.io/sdk/testsuite"
 	"go.temporal.io/sdk/workflow"
 
+	"github.com/secops-agent/investigator/activities"
 	"github.com/secops-agent/investigator/investigation"
 	"github.com/secops-agent/investigator/plan"
 	"github.com/secops-agent/investigator/toolcall"
@@ -56,15 +56,15 @@ func (h *harness) status(t *testing.T) investigation.Status {
 	return st
 }
 
-func conclusionOnly(in investigation.TurnInput) (investigation.TurnOutput, error) {
-	return investigation.TurnOutput{Text: "found in " + in.Step.ID}, nil
+func conclusionOnly(in activities.TurnInput) (activities.TurnOutput, error) {
+	return activities.TurnOutput{Text: "found in " + in.Step.ID}, nil
 }
 
 func TestHintDuringActivityReachesNextModelCall(t *testing.T) {
 	h := newHarness(t)
 	h.onPlan(twoStepPlan(), nil)
-	h.onSlowTurn(time.Minute, func(in investigation.TurnInput) (investigation.TurnOutput, error) {
-		return investigation.TurnOutput{Text: "ok"}, nil
+	h.onSlowTurn(time.Minute, func(in activities.TurnInput) (activities.TurnOutput, error) {
+		return activities.TurnOutput{Text: "ok"}, nil
 	})
 	h.onReflect(noChange)
 	hint := h.update(30*time.Second, investigation.UpdateHint, "Check bastion-01 too.")
@@ -83,8 +83,8 @@ func TestHintDuringActivityReachesNextModelCall(t *testing.T) {
 
 func TestApproveAndRevisePlan(t *testing.T) {
 	h := newHarness(t)
-	var plans []investigation.PlanInput
-	h.env.OnActivity(a.GeneratePlan, mock.Anything, mock.Anything).Return(func(_ context.Context, in investigation.PlanInput) (investigation.PlanOutput, error) {
+	var plans []activities.PlanInput
+	h.env.OnActivity(a.GeneratePlan, mock.Anything, mock.Anything).Return(func(_ context.Context, in activities.PlanInput) (activities.PlanOutput, error) {
 		plans = append(plans, in)
 		out := twoStepPlan()
 		if in.Feedback != "" {
@@ -126,14 +126,14 @@ func TestAskUserWaitsForAnswer(t *testing.T) {
 		t.Run(fmt.Sprintf("answered=%v", answered), func(t *testing.T) {
 			h := newHarness(t)
 			h.onPlan(twoStepPlan(), nil)
-			h.onTurn(func(in investigation.TurnInput) (investigation.TurnOutput, error) {
+			h.onTurn(func(in activities.TurnInput) (activities.TurnOutput, error) {
 				if in.Step.ID == "step_1" && len(in.Transcript) == 0 {
-					return investigation.TurnOutput{Calls: []toolcall.Call{
+					return activities.TurnOutput{Calls: []toolcall.Call{
 						{ID: "c1", Name: "ask_user", Args: map[string]any{"question": "Is deploy allowed to log in from outside?"}},
 						{ID: "c2", Name: "get_alert", Args: map[string]any{"id": "a1"}},
 					}}, nil
 				}
-				return investigation.TurnOutput{Text: "ok"}, nil
+				return activities.TurnOutput{Text: "ok"}, nil
 			})
 			h.onTool(okTool)
 			h.onReflect(noChange)
@@ -144,7 +144,7 @@ func TestAskUserWaitsForAnswer(t *testing.T) {
 			if answered {
 				ans = h.update(2*time.Minute, investigation.UpdateAnswer, investigation.Answer{Text: "No, never."})
 			}
-			_, err := h.run(t, investigation.Input{AlertID: "a1", Limits: investigation.Limits{AnswerTimeout: 10 * time.Minute}})
+			_, err := h.run(t, investigation.Input{AlertID: "a1", Limits: investigation.Limits{AnswerTimeout: investigation.Duration(10 * time.Minute)}})
 			require.NoError(t, err)
 			require.Equal(t, investigation.PhaseWaitingForAnswer, st.Phase)
 			require.Equal(t, []investigation.Question{{ID: "q-1", Step: "step_1", Question: "Is deploy allowed to log in from outside?"}}, st.Questions)
@@ -168,7 +168,7 @@ func TestAskUserWaitsForAnswer(t *testing.T) {
 				require.NoError(t, ans.rejected)
 				require.JSONEq(t, `{"answer":"No, never."}`, tr[1].Inline)
 			} else {
-				require.Contains(t, tr[1].Inline, "did not answer within 10m0s")
+				require.Contains(t, tr[1].Inline, "did not answer within 10m")
 			}
 		})
 	}
@@ -177,8 +177,8 @@ func TestAskUserWaitsForAnswer(t *testing.T) {
 func TestStopConcludesEarlyAndCloses(t *testing.T) {
 	h := newHarness(t)
 	h.onPlan(twoStepPlan(), nil)
-	h.onSlowTurn(time.Minute, func(in investigation.TurnInput) (investigation.TurnOutput, error) {
-		return investigation.TurnOutput{Text: "partial"}, nil
+	h.onSlowTurn(time.Minute, func(in activities.TurnInput) (activities.TurnOutput, error) {
+		return activities.TurnOutput{Text: "partial"}, nil
 	})
 	h.onReflect(noChange)
 	// All arrive while the first model turn runs: the question is queued for
@@ -199,17 +199,17 @@ func TestStopConcludesEarlyAndCloses(t *testing.T) {
 	require.NotContains(t, kinds(evs), "idle", "a stopped investigation closes after its conclusion")
 	last := evs[len(evs)-1]
 	require.Equal(t, investigation.EventNote, last.Kind)
-	require.Equal(t, []string{"Who else logged in?"}, last.Items, "the unanswered question is named")
+	require.Equal(t, []string{"Who else logged in?"}, last.Notes, "the unanswered question is named")
 }
 
 func TestToolCallBudget(t *testing.T) {
 	h := newHarness(t)
 	h.onPlan(twoStepPlan(), nil)
-	h.onTurn(func(in investigation.TurnInput) (investigation.TurnOutput, error) {
+	h.onTurn(func(in activities.TurnInput) (activities.TurnOutput, error) {
 		if in.Final {
-			return investigation.TurnOutput{Text: "summary"}, nil
+			return activities.TurnOutput{Text: "summary"}, nil
 		}
-		return investigation.TurnOutput{Calls: []toolcall.Call{{Name: "get_alert", Args: map[string]any{"id": fmt.Sprint(len(in.Transcript))}}}}, nil
+		return activities.TurnOutput{Calls: []toolcall.Call{{Name: "get_alert", Args: map[string]any{"id": fmt.Sprint(len(in.Transcript))}}}}, nil
 	})
 	h.onTool(okTool)
 	h.onReflect(noChange)
@@ -223,8 +223,8 @@ func TestToolCallBudget(t *testing.T) {
 
 func TestFollowUpsAndContinueAsNew(t *testing.T) {
 	h := newHarness(t)
-	var plans []investigation.PlanInput
-	h.env.OnActivity(a.GeneratePlan, mock.Anything, mock.Anything).Return(func(_ context.Context, in investigation.PlanInput) (investigation.PlanOutput, error) {
+	var plans []activities.PlanInput
+	h.env.OnActivity(a.GeneratePlan, mock.Anything, mock.Anything).Return(func(_ context.Context, in activities.PlanInput) (activities.PlanOutput, error) {
 		plans = append(plans, in)
 		out := twoStepPlan()
 		if in.ActivePlan != nil {
@@ -234,10 +234,10 @@ func TestFollowUpsAndContinueAsNew(t *testing.T) {
 		return out, nil
 	})
 	modes := []string{investigation.ModeDirect, investigation.ModePlan}
-	h.env.OnActivity(a.DecideMode, mock.Anything, mock.Anything).Return(func(_ context.Context, in investigation.ModeInput) (investigation.Mode, error) {
+	h.env.OnActivity(a.DecideMode, mock.Anything, mock.Anything).Return(func(_ context.Context, in activities.ModeInput) (activities.Mode, error) {
 		m := modes[0]
 		modes = modes[1:]
-		return investigation.Mode{Mode: m, Reason: "because"}, nil
+		return activities.Mode{Mode: m, Reason: "because"}, nil
 	})
 	h.onTurn(conclusionOnly)
 	h.onReflect(noChange)
@@ -256,14 +256,13 @@ func TestFollowUpsAndContinueAsNew(t *testing.T) {
 	for _, u := range []*updateResult{first, second, third, hint} {
 		require.NoError(t, u.rejected)
 	}
-	var next investigation.Input
-	require.NoError(t, converter.GetDefaultDataConverter().FromPayloads(can.Input, &next))
-	require.Equal(t, []string{"Anything else?"}, next.Carry.FollowUps, "the pending question is carried, not lost")
-	require.Equal(t, []string{"Mind the VPN range."}, next.Carry.Hints)
+	next := carriedState(t, can)
+	require.Equal(t, []string{"Anything else?"}, next.Steering.FollowUps, "the pending question is carried, not lost")
+	require.Equal(t, []string{"Mind the VPN range."}, next.Steering.Hints)
 	require.Len(t, next.History, 6, "three exchanges of conversation")
-	require.Len(t, next.Carry.ActivePlan.Steps, 3, "the active plan is carried")
-	require.Equal(t, 4, next.Carry.Turn)
-	require.Equal(t, len(h.events(t)), next.Carry.LastSeq, "event numbers continue in the next run")
+	require.Len(t, next.ActivePlan.Steps, 3, "the active plan is carried")
+	require.Equal(t, 4, next.Turn)
+	require.Equal(t, len(h.events(t)), next.LastSeq, "event numbers continue in the next run")
 	require.Len(t, plans, 2)
 	require.Nil(t, plans[0].ActivePlan, "the first turn has no plan in progress")
 	require.NotNil(t, plans[1].ActivePlan, "the planner is told a plan is in progress")
@@ -273,9 +272,9 @@ func TestFollowUpsAndContinueAsNew(t *testing.T) {
 	var turns []string
 	for _, e := range evs {
 		if e.Kind == investigation.EventTurn {
-			turns = append(turns, e.Text+" ("+e.Items[0]+")")
+			turns = append(turns, e.Text+" ("+e.Mode+")")
 		}
-		if e.Kind == investigation.EventPlan && strings.Contains(strings.Join(e.Items, ";"), "continues the active plan") {
+		if e.Kind == investigation.EventPlan && strings.Contains(strings.Join(e.Notes, ";"), "continues the active plan") {
 			require.Len(t, e.Plan.Steps, 3, "the follow-up extended the active plan")
 			require.Equal(t, "step_3", e.Plan.Steps[2].ID)
 		}
@@ -288,8 +287,8 @@ func TestFollowUpsAndContinueAsNew(t *testing.T) {
 func TestHundredHintsInABurst(t *testing.T) {
 	h := newHarness(t)
 	h.onPlan(twoStepPlan(), nil)
-	h.onSlowTurn(time.Minute, func(in investigation.TurnInput) (investigation.TurnOutput, error) {
-		return investigation.TurnOutput{Text: "ok"}, nil
+	h.onSlowTurn(time.Minute, func(in activities.TurnInput) (activities.TurnOutput, error) {
+		return activities.TurnOutput{Text: "ok"}, nil
 	})
 	h.onReflect(noChange)
 	var results []*updateResult
@@ -313,12 +312,12 @@ func TestHundredHintsInABurst(t *testing.T) {
 
 func TestContinuedRunResumesCarriedInput(t *testing.T) {
 	h := newHarness(t)
-	h.env.OnActivity(a.DecideMode, mock.Anything, mock.Anything).Return(investigation.Mode{Mode: investigation.ModeDirect}, nil)
+	h.env.OnActivity(a.DecideMode, mock.Anything, mock.Anything).Return(activities.Mode{Mode: investigation.ModeDirect}, nil)
 	h.onTurn(conclusionOnly)
 	active := twoStepPlan().Plan
-	h.env.ExecuteWorkflow(investigation.WorkflowName, investigation.Input{AlertID: "a1", Question: "Q1",
-		History: []investigation.Message{{Role: "user", Text: "Q1"}, {Role: "assistant", Text: "A1"}},
-		Carry:   &investigation.Carry{Turn: 2, ActivePlan: &active, FollowUps: []string{"Q2"}, Hints: []string{"h"}, LastSeq: 41}})
+	h.env.ExecuteWorkflow(investigation.WorkflowName, investigation.Input{AlertID: "a1", Question: "Q1"},
+		&State{Turn: 2, History: []investigation.Message{{Role: "user", Text: "Q1"}, {Role: "assistant", Text: "A1"}},
+			ActivePlan: &active, Steering: Steering{FollowUps: []string{"Q2"}, Hints: []string{"h"}}, LastSeq: 41})
 	require.True(t, h.env.IsWorkflowCompleted())
 	require.NoError(t, h.env.GetWorkflowError())
 	var res investigation.Result

@@ -1,5 +1,21 @@
 package investigation
 
+// Catalog is what a worker reports about itself (the ToolCatalog workflow,
+// behind starter tools and starter eval): every tool, on or off, and the
+// model endpoint the investigation calls.
+type Catalog struct {
+	Tools []ToolStatus  `json:"tools"`
+	Model ModelEndpoint `json:"model"`
+}
+
+// ToolStatus describes one tool, on or off, for starter tools.
+type ToolStatus struct {
+	Name        string `json:"name"`
+	Enabled     bool   `json:"enabled"`
+	Reason      string `json:"reason,omitempty"`
+	Description string `json:"description,omitempty"`
+}
+
 // ModelEndpoint says which model a worker calls and where, so that a client
 // (starter tools, starter eval) can tell a real model from a local stand-in.
 // It never holds a credential: the URL keeps only scheme, host and path.

@@ -1,0 +1,277 @@
+package activities
+
+// The inputs and outputs of the investigation's activities. The workflow
+// builds the inputs from its state; none holds an alert body or a secret.
+
+import (
+	"github.com/secops-agent/investigator/investigation"
+	"github.com/secops-agent/investigator/plan"
+	"github.com/secops-agent/investigator/toolcall"
+)
+
+// PlanInput asks the model for a plan.
+type PlanInput struct {
+	AlertID  string                  `json:"alert_id"`
+	Request  string                  `json:"request"`
+	History  []investigation.Message `json:"history,omitempty"`
+	MaxSteps int                     `json:"max_steps"`
+	// ActivePlan is the plan in progress from earlier turns, if any: the
+	// planner continues it unless the request asks for something new.
+	ActivePlan *plan.Plan `json:"active_plan,omitempty"`
+	// Feedback is the analyst's revision request for the previous plan.
+	Feedback string     `json:"feedback,omitempty"`
+	Previous *plan.Plan `json:"previous,omitempty"`
+	Hints    []string   `json:"hints,omitempty"`
+}
+
+// PlanOutput is a checked, executable plan plus notes on what was repaired.
+type PlanOutput struct {
+	Plan  plan.Plan `json:"plan"`
+	Notes []string  `json:"notes,omitempty"`
+	// Tools are the tools the worker offers and how each runs; plan updates are
+	// checked against them.
+	Tools []toolcall.Tool     `json:"tools"`
+	Usage investigation.Usage `json:"usage"`
+	// Continues says the plan's steps extend the active plan.
+	Continues bool `json:"continues,omitempty"`
+}
+
+// Ref points at one transcript entry that a model turn must see. Entries are
+// stored by the activities that produce them (claim check), so turn inputs
+// stay small; a tool call that failed for good is carried inline instead.
+// A repeated identical call points at the earlier call's entry, with its own
+// CallID and Tool.
+type Ref struct {
+	Key    string `json:"key,omitempty"`
+	CallID string `json:"call_id,omitempty"`
+	Tool   string `json:"tool,omitempty"`
+	Error  string `json:"error,omitempty"`
+	// Inline is a small result the workflow itself produced (the analyst's
+	// answer to ask_user), as a JSON object.
+	Inline string `json:"inline,omitempty"`
+}
+
+// StepRef points at the final answer of an earlier step of this investigation.
+type StepRef struct {
+	StepID      string `json:"step_id"`
+	Description string `json:"description"`
+	Key         string `json:"key"`
+}
+
+// TurnInput asks for one model turn of a step's tool loop.
+type TurnInput struct {
+	Session   string    `json:"session"`
+	Key       string    `json:"key"` // where to store this turn's output
+	AlertID   string    `json:"alert_id"`
+	Objective string    `json:"objective"`
+	Step      plan.Step `json:"step"`
+	Earlier   []StepRef `json:"earlier,omitempty"`
+	// Transcript lists this step's earlier model turns and tool results.
+	Transcript []Ref `json:"transcript,omitempty"`
+	// Final asks for the step's answer without further tool calls.
+	Final bool `json:"final,omitempty"`
+	// Hints are the analyst's guidance so far.
+	Hints []string `json:"hints,omitempty"`
+	// Direct marks the tool loop that answers a follow-up question directly;
+	// it gets the conversation (History) and answers in Language.
+	Direct   bool                    `json:"direct,omitempty"`
+	Question string                  `json:"question,omitempty"`
+	Language string                  `json:"language,omitempty"`
+	History  []investigation.Message `json:"history,omitempty"`
+}
+
+// TurnOutput is the model's answer for one turn: text, calls, or both.
+type TurnOutput struct {
+	Key   string              `json:"key"`
+	Text  string              `json:"text,omitempty"`
+	Calls []toolcall.Call     `json:"calls,omitempty"`
+	Usage investigation.Usage `json:"usage"`
+}
+
+// ToolInput runs one tool call and stores its result under Key.
+type ToolInput struct {
+	Session        string        `json:"session"`
+	Key            string        `json:"key"`
+	Call           toolcall.Call `json:"call"`
+	MaxResultBytes int           `json:"max_result_bytes"`
+	// Refs maps each ref name the call's arguments use (ref:<name>) to the
+	// transcript key of that call's stored result.
+	Refs map[string]string `json:"refs,omitempty"`
+	// Toolset selects the registry: "" for the investigation's tools,
+	// ToolsetBigQuery for the BigQuery sub-agent's.
+	Toolset string `json:"toolset,omitempty"`
+}
+
+// ChildLink names a child workflow run.
+type ChildLink struct {
+	WorkflowID string `json:"workflow_id"`
+	RunID      string `json:"run_id"`
+}
+
+// ToolOutput describes a stored tool result; the result itself stays out of
+// workflow history.
+type ToolOutput struct {
+	Key       string `json:"key"`
+	OK        bool   `json:"ok"`
+	Error     string `json:"error,omitempty"`
+	Bytes     int    `json:"bytes"`
+	Truncated bool   `json:"truncated,omitempty"`
+	Preview   string `json:"preview,omitempty"`
+	// Link names the child workflow that produced the result, if one did.
+	Link *ChildLink `json:"link,omitempty"`
+	// Inline holds a result the workflow produced itself (see Ref.Inline).
+	Inline string `json:"inline,omitempty"`
+}
+
+// ReflectInput holds only what reflection needs: never the conversation.
+// Step results travel by transcript key (plan.Step.ResultKey); the activity
+// reads them from the store.
+type ReflectInput struct {
+	Session   string      `json:"session"`
+	Objective string      `json:"objective"`
+	Step      plan.Step   `json:"step"`
+	Completed []plan.Step `json:"completed"`
+	Pending   []plan.Step `json:"pending"`
+	// Insights are those of this exchange, Earlier those carried from
+	// earlier exchanges.
+	Insights []investigation.Insight `json:"insights,omitempty"`
+	Earlier  []investigation.Insight `json:"earlier,omitempty"`
+	// Steps is how many steps the plan holds (cancelled ones included) and
+	// MaxSteps the cap plan updates must respect.
+	Steps    int      `json:"steps"`
+	MaxSteps int      `json:"max_steps"`
+	Tools    []string `json:"tools"`
+	Hints    []string `json:"hints,omitempty"`
+}
+
+// Reflection is the model's judgement after a step.
+type Reflection struct {
+	Insights    []string            `json:"insights"`
+	PlanUpdates []plan.Update       `json:"plan_updates"`
+	Achieved    bool                `json:"achieved"`
+	Usage       investigation.Usage `json:"usage"`
+}
+
+// ConcludeInput holds what the conclusion is written from; step results
+// travel by transcript key.
+type ConcludeInput struct {
+	Session   string                  `json:"session"`
+	AlertID   string                  `json:"alert_id"`
+	Request   string                  `json:"request"`
+	Objective string                  `json:"objective"`
+	Steps     []plan.Step             `json:"steps"`
+	Insights  []investigation.Insight `json:"insights"`
+	Earlier   []investigation.Insight `json:"earlier,omitempty"`
+	Language  string                  `json:"language"`
+	// EndedEarly says why the run stopped before finishing the plan, if it did.
+	EndedEarly string   `json:"ended_early,omitempty"`
+	Hints      []string `json:"hints,omitempty"`
+}
+
+// ModeInput asks whether a follow-up needs Plan & Execute or a direct answer.
+type ModeInput struct {
+	AlertID    string                  `json:"alert_id"`
+	Question   string                  `json:"question"`
+	History    []investigation.Message `json:"history,omitempty"`
+	ActivePlan *plan.Plan              `json:"active_plan,omitempty"`
+}
+
+// Mode is the model's choice for a follow-up.
+type Mode struct {
+	Reason string              `json:"reason"`
+	Mode   string              `json:"mode"`
+	Usage  investigation.Usage `json:"usage"`
+}
+
+// Conclusion is the final Markdown report and its verdict (nil for a
+// direct answer to a follow-up, which keeps the earlier verdict).
+type Conclusion struct {
+	Markdown string                 `json:"markdown"`
+	Verdict  *investigation.Verdict `json:"verdict,omitempty"`
+	Usage    investigation.Usage    `json:"usage"`
+}
+
+// BigQueryRequest starts the BigQuery sub-agent for one bigquery_agent call.
+type BigQueryRequest struct {
+	Request string `json:"request"`
+	// ParentSession and ResultKey say where the answer is stored for the
+	// parent's next model turn; CallID is the parent's function call ID.
+	ParentSession  string `json:"parent_session"`
+	ResultKey      string `json:"result_key"`
+	CallID         string `json:"call_id"`
+	MaxIterations  int    `json:"max_iterations"`
+	MaxResultBytes int    `json:"max_result_bytes"`
+}
+
+// MemoryNote is a recalled memory as the sub-agent sees it.
+type MemoryNote struct {
+	ID         string  `json:"id"`
+	Claim      string  `json:"claim"`
+	Score      int     `json:"score"`
+	Similarity float64 `json:"similarity"`
+}
+
+// RecallInput asks for the memories relevant to a request.
+type RecallInput struct {
+	Request string `json:"request"`
+}
+
+// Recall is what memory recall found.
+type Recall struct {
+	Memories []MemoryNote `json:"memories"`
+}
+
+// SubAgentTurnInput asks for one model turn of the BigQuery sub-agent.
+type SubAgentTurnInput struct {
+	Session    string       `json:"session"`
+	Key        string       `json:"key"`
+	Request    string       `json:"request"`
+	Memories   []MemoryNote `json:"memories,omitempty"`
+	Transcript []Ref        `json:"transcript,omitempty"`
+	Final      bool         `json:"final,omitempty"`
+}
+
+// IntrospectInput reviews a whole sub-agent session.
+type IntrospectInput struct {
+	Session    string       `json:"session"`
+	Request    string       `json:"request"`
+	Memories   []MemoryNote `json:"memories,omitempty"`
+	Transcript []Ref        `json:"transcript"`
+	Answer     string       `json:"answer"`
+}
+
+// Introspection is what the sub-agent learned from its session.
+type Introspection struct {
+	Claims  []string `json:"claims"`
+	Helpful []string `json:"helpful_memory_ids"`
+	Harmful []string `json:"harmful_memory_ids"`
+	// Refused says why each claim the model made was not kept.
+	Refused []string            `json:"refused,omitempty"`
+	Usage   investigation.Usage `json:"usage"`
+}
+
+// MemoryUpdate saves claims and adjusts scores after introspection.
+type MemoryUpdate struct {
+	Session string   `json:"session"`
+	Request string   `json:"request"`
+	Claims  []string `json:"claims"`
+	Helpful []string `json:"helpful_memory_ids"`
+	Harmful []string `json:"harmful_memory_ids"`
+}
+
+// MemoryChanges reports what a MemoryUpdate did.
+type MemoryChanges struct {
+	Saved   []string `json:"saved"`
+	Deleted []string `json:"deleted"`
+}
+
+// DeliverInput stores the sub-agent's answer as the parent's tool result.
+type DeliverInput struct {
+	ParentSession  string    `json:"parent_session"`
+	ResultKey      string    `json:"result_key"`
+	CallID         string    `json:"call_id"`
+	Tool           string    `json:"tool"`
+	Answer         string    `json:"answer"`
+	Link           ChildLink `json:"link"`
+	MaxResultBytes int       `json:"max_result_bytes"`
+}

@@ -1,0 +1,198 @@
+// Package investigation holds the plain types that flow between the
+// Investigation workflow, its activities and the starter: inputs, results,
+// progress events and limits. Nothing here does I/O.
+package investigation
+
+import (
+	"time"
+
+	"github.com/secops-agent/investigator/plan"
+)
+
+// Names shared by the worker, the workflow and the starter.
+const (
+	WorkflowName = "Investigation"
+	// CatalogWorkflowName lists the worker's tools (starter tools).
+	CatalogWorkflowName = "ToolCatalog"
+	// BigQueryWorkflowName is the BigQuery sub-agent, a child workflow.
+	BigQueryWorkflowName = "BigQueryAgent"
+	// ToolsetBigQuery selects the sub-agent's tools in CallTool.
+	ToolsetBigQuery = "bigquery"
+	DefaultQueue    = "investigations"
+	// ProgressQuery returns a run's progress events after a sequence
+	// number, at most MaxProgressEvents of them per answer: a follower that
+	// gets a full page asks again at once.
+	ProgressQuery = "progress"
+	// SearchAttribute is the Keyword search attribute that holds the alert ID.
+	SearchAttribute = "AlertId"
+	// VerdictAttribute is the Keyword search attribute that holds the latest
+	// conclusion's verdict (Verdict = "true_positive" in the Web UI).
+	VerdictAttribute = "Verdict"
+)
+
+// MaxProgressEvents is the most events one progress query returns, so that
+// an answer stays far below gRPC's message limit however long the run.
+const MaxProgressEvents = 200
+
+// Languages the conclusion can be written in.
+var Languages = map[string]string{"en": "English", "ja": "Japanese"}
+
+// Limits bound one investigation. Zero fields take the defaults.
+type Limits struct {
+	MaxSteps           int `json:"max_steps,omitempty"`
+	MaxIterations      int `json:"max_iterations,omitempty"`
+	MaxToolResultBytes int `json:"max_tool_result_bytes,omitempty"`
+	MaxStepResultBytes int `json:"max_step_result_bytes,omitempty"`
+	// MaxToolCalls and TimeBudget bound one run (one turn of the
+	// conversation); time spent waiting for the analyst does not count.
+	MaxToolCalls int      `json:"max_tool_calls,omitempty"`
+	TimeBudget   Duration `json:"time_budget,omitempty"`
+	// MaxHistoryEvents is the history length after which an idle
+	// investigation continues as new. The default stays well below the
+	// server's limit of 2,000 updates per run (each takes two events).
+	MaxHistoryEvents int `json:"max_history_events,omitempty"`
+	// AnswerTimeout is how long an ask_user question waits for the analyst.
+	AnswerTimeout Duration `json:"answer_timeout,omitempty"`
+}
+
+// Default limits.
+const (
+	DefaultMaxSteps           = 8
+	DefaultMaxIterations      = 6
+	DefaultMaxToolResultBytes = 16 << 10
+	DefaultMaxStepResultBytes = 4 << 10
+	DefaultMaxToolCalls       = 60
+	DefaultTimeBudget         = 30 * time.Minute
+	DefaultMaxHistoryEvents   = 2000
+	// MinMaxHistoryEvents is the lowest continue-as-new threshold the
+	// starter accepts: a run needs room for at least one turn.
+	MinMaxHistoryEvents  = 50
+	DefaultAnswerTimeout = 15 * time.Minute
+	DefaultIdleTimeout   = 30 * time.Minute
+)
+
+// WithDefaults fills zero fields.
+func (l Limits) WithDefaults() Limits {
+	if l.MaxSteps <= 0 {
+		l.MaxSteps = DefaultMaxSteps
+	}
+	if l.MaxIterations <= 0 {
+		l.MaxIterations = DefaultMaxIterations
+	}
+	if l.MaxToolResultBytes <= 0 {
+		l.MaxToolResultBytes = DefaultMaxToolResultBytes
+	}
+	if l.MaxStepResultBytes <= 0 {
+		l.MaxStepResultBytes = DefaultMaxStepResultBytes
+	}
+	if l.MaxToolCalls <= 0 {
+		l.MaxToolCalls = DefaultMaxToolCalls
+	}
+	if l.TimeBudget <= 0 {
+		l.TimeBudget = Duration(DefaultTimeBudget)
+	}
+	if l.MaxHistoryEvents <= 0 {
+		l.MaxHistoryEvents = DefaultMaxHistoryEvents
+	}
+	if l.AnswerTimeout <= 0 {
+		l.AnswerTimeout = Duration(DefaultAnswerTimeout)
+	}
+	return l
+}
+
+// Input starts an investigation. It never holds secrets or the alert body:
+// activities load the alert by ID.
+type Input struct {
+	AlertID  string    `json:"alert_id"`
+	Question string    `json:"question"`
+	Language string    `json:"language"`
+	Limits   Limits    `json:"limits,omitempty"`
+	History  []Message `json:"history,omitempty"`
+	// ApprovePlan makes the first plan wait for `starter approve` or
+	// `starter revise` before it runs.
+	ApprovePlan bool `json:"approve_plan,omitempty"`
+	// IdleTimeout is how long a concluded investigation stays open for
+	// follow-up questions.
+	IdleTimeout Duration `json:"idle_timeout,omitempty"`
+	// SearchAttributes are the custom search attributes the server had
+	// registered when the investigation started; the workflow sets only
+	// those (setting an unregistered one would fail its workflow task).
+	SearchAttributes []string `json:"search_attributes,omitempty"`
+}
+
+// Message is one entry of the conversation history kept across turns.
+type Message struct {
+	Role string `json:"role"` // "user" or "assistant"
+	Text string `json:"text"`
+}
+
+// Usage counts model tokens.
+type Usage struct {
+	Calls        int `json:"calls"`
+	PromptTokens int `json:"prompt_tokens"`
+	OutputTokens int `json:"output_tokens"`
+}
+
+// Add returns the sum of two usages.
+func (u Usage) Add(o Usage) Usage {
+	return Usage{Calls: u.Calls + o.Calls, PromptTokens: u.PromptTokens + o.PromptTokens, OutputTokens: u.OutputTokens + o.OutputTokens}
+}
+
+// Insight is a fact or inference reflection drew from a step, with the
+// exchange (Turn) and step it came from: prompts tell the current exchange's
+// insights from carried ones.
+type Insight struct {
+	Turn int    `json:"turn"`
+	Step string `json:"step"`
+	Text string `json:"text"`
+}
+
+// Verdicts a conclusion can reach.
+const (
+	VerdictTruePositive  = "true_positive"
+	VerdictBenign        = "benign" // real but expected or authorised
+	VerdictFalsePositive = "false_positive"
+	VerdictUndetermined  = "undetermined"
+)
+
+// Verdicts lists the verdicts in the order the prompt and schema give them.
+var Verdicts = []string{VerdictTruePositive, VerdictBenign, VerdictFalsePositive, VerdictUndetermined}
+
+// Confidences a verdict can carry.
+var Confidences = []string{"low", "medium", "high"}
+
+// Evidence is one fact a verdict rests on, with the step and tool that
+// established it.
+type Evidence struct {
+	StepID string `json:"step_id"`
+	Tool   string `json:"tool,omitempty"`
+	Fact   string `json:"fact"`
+}
+
+// Verdict is the machine-readable outcome of a conclusion.
+type Verdict struct {
+	Verdict    string     `json:"verdict"`
+	Confidence string     `json:"confidence"`
+	Evidence   []Evidence `json:"evidence,omitempty"`
+}
+
+// Result is what a finished investigation returns.
+type Result struct {
+	AlertID    string    `json:"alert_id"`
+	Objective  string    `json:"objective"`
+	Conclusion string    `json:"conclusion"`
+	Verdict    *Verdict  `json:"verdict,omitempty"`
+	Plan       plan.Plan `json:"plan"`
+	Insights   []Insight `json:"insights"`
+	History    []Message `json:"history"`
+	Usage      Usage     `json:"usage"`
+	ToolCalls  int       `json:"tool_calls"`
+	// ReusedCalls counts calls served from an identical earlier call.
+	ReusedCalls int `json:"reused_calls,omitempty"`
+}
+
+// Modes of a follow-up turn.
+const (
+	ModePlan   = "plan"
+	ModeDirect = "direct"
+)

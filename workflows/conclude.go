@@ -1,0 +1,89 @@
+package workflows
+
+import (
+	"fmt"
+	"slices"
+
+	"go.temporal.io/sdk/temporal"
+	"go.temporal.io/sdk/workflow"
+
+	"github.com/secops-agent/investigator/activities"
+	"github.com/secops-agent/investigator/investigation"
+)
+
+// maxHistoryBytes bounds the conversation that every later exchange carries
+// and shows the model: the oldest exchanges go first.
+const maxHistoryBytes = 64 << 10
+
+// conclude writes the conclusion and verdict of a Plan & Execute exchange;
+// the request and the conclusion (prefixed with the objective) join the
+// conversation, and the plan becomes the active plan.
+func (r *run) conclude(ctx workflow.Context, request, endedEarly string) error {
+	r.Phase = investigation.PhaseConcluding
+	current, earlier := r.splitInsights()
+	var c activities.Conclusion
+	if err := workflow.ExecuteActivity(llmOptions(ctx, "conclude"), a.Conclude, activities.ConcludeInput{
+		Session:    r.session,
+		AlertID:    r.Input.AlertID,
+		Request:    request,
+		Objective:  r.Plan.Objective,
+		Steps:      withoutResults(r.Plan.Steps),
+		Insights:   current,
+		Earlier:    earlier,
+		Language:   r.Input.Language,
+		EndedEarly: endedEarly,
+		Hints:      r.Steering.Hints,
+	}).Get(ctx, &c); err != nil {
+		return failure("writing the conclusion failed", err)
+	}
+	r.Usage = r.Usage.Add(c.Usage)
+	r.setVerdict(ctx, c.Verdict)
+	r.Conclusion = c.Markdown
+	r.emit(investigation.Event{Kind: investigation.EventConclusion, Text: c.Markdown, Verdict: c.Verdict})
+	r.setDetails(ctx, "concluded")
+	r.remember(request, "Objective: "+r.Plan.Objective+"\n\n"+c.Markdown)
+	active := r.Plan.Clone()
+	r.ActivePlan = &active
+	return nil
+}
+
+// setVerdict records the conclusion's verdict and, when the Verdict search
+// attribute was registered when the investigation started, sets it so the
+// Web UI can filter on it.
+func (r *run) setVerdict(ctx workflow.Context, v *investigation.Verdict) {
+	if v == nil {
+		return
+	}
+	r.Verdict = v
+	if !slices.Contains(r.Input.SearchAttributes, investigation.VerdictAttribute) {
+		return
+	}
+	if err := workflow.UpsertTypedSearchAttributes(ctx,
+		temporal.NewSearchAttributeKeyKeyword(investigation.VerdictAttribute).ValueSet(v.Verdict)); err != nil {
+		workflow.GetLogger(ctx).Warn("could not set the Verdict search attribute", "error", err)
+	}
+}
+
+// remember appends one exchange to the conversation, dropping the oldest
+// exchanges when it grows past maxHistoryBytes.
+func (r *run) remember(request, answer string) {
+	r.History = append(slices.Clone(r.History),
+		investigation.Message{Role: "user", Text: request},
+		investigation.Message{Role: "assistant", Text: answer},
+	)
+	r.Turn++
+	size := 0
+	for _, m := range r.History {
+		size += len(m.Text)
+	}
+	dropped := 0
+	for size > maxHistoryBytes && len(r.History) > 2 {
+		size -= len(r.History[0].Text) + len(r.History[1].Text)
+		r.History = r.History[2:]
+		dropped++
+	}
+	if dropped > 0 {
+		r.emit(investigation.Event{Kind: investigation.EventNote, Text: fmt.Sprintf(
+			"the %d oldest exchanges of the conversation were dropped to keep it under %d KiB", dropped, maxHistoryBytes>>10)})
+	}
+}

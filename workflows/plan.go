@@ -1,0 +1,137 @@
+package workflows
+
+import (
+	"go.temporal.io/sdk/workflow"
+
+	"github.com/secops-agent/investigator/activities"
+	"github.com/secops-agent/investigator/investigation"
+	"github.com/secops-agent/investigator/plan"
+)
+
+// planExchange runs one Plan & Execute exchange for a request: plan
+// (waiting for approval when asked), execute, conclude. The request and the
+// conclusion join the conversation.
+func (r *run) planExchange(ctx workflow.Context, request string) error {
+	r.beginExchange(ctx, request)
+	if err := r.makePlan(ctx, request); err != nil {
+		return failure("planning failed", err)
+	}
+	if r.Input.ApprovePlan && r.Turn == 1 {
+		if err := r.awaitApproval(ctx, request); err != nil {
+			return err
+		}
+	}
+	endedEarly, err := r.executePlan(ctx)
+	if err != nil {
+		return err
+	}
+	return r.conclude(ctx, request, endedEarly)
+}
+
+// beginExchange resets what one exchange measures.
+func (r *run) beginExchange(ctx workflow.Context, request string) {
+	r.ranTurn = true
+	r.Request = request
+	r.Phase = investigation.PhasePlanning
+	r.Budget = Budget{TurnStart: workflow.Now(ctx)}
+	r.Finished = nil
+}
+
+// makePlan asks for a plan. For a follow-up that continues the active plan,
+// the new steps are appended to it (renumbered, duplicates dropped).
+func (r *run) makePlan(ctx workflow.Context, request string) error {
+	var out activities.PlanOutput
+	err := workflow.ExecuteActivity(llmOptions(ctx, "plan"), a.GeneratePlan, activities.PlanInput{
+		AlertID:    r.Input.AlertID,
+		Request:    request,
+		History:    r.History,
+		MaxSteps:   r.Input.Limits.MaxSteps,
+		ActivePlan: planWithoutResults(r.ActivePlan),
+		Feedback:   r.Steering.Feedback,
+		Previous:   planWithoutResults(r.previousPlan()),
+		Hints:      r.Steering.Hints,
+	}).Get(ctx, &out)
+	if err != nil {
+		return err
+	}
+	r.Tools = out.Tools
+	r.Usage = r.Usage.Add(out.Usage)
+	notes := out.Notes
+	r.StepCap = r.Input.Limits.MaxSteps
+	if out.Continues && r.ActivePlan != nil {
+		r.StepCap += len(r.ActivePlan.Steps)
+		updates := make([]plan.Update, len(out.Plan.Steps))
+		for i := range out.Plan.Steps {
+			step := out.Plan.Steps[i]
+			updates[i] = plan.Update{Type: plan.AddStep, Step: &step, Reason: "follow-up: " + request}
+		}
+		merged, outcomes := plan.Apply(*r.ActivePlan, updates, plan.Limits{MaxSteps: r.StepCap, Tools: r.toolNames()})
+		for _, o := range outcomes {
+			if !o.Applied {
+				notes = append(notes, describeOutcome(o))
+			}
+		}
+		notes = append(notes, "continues the active plan")
+		r.Plan = merged
+	} else {
+		r.Plan = out.Plan
+	}
+	p := r.Plan.Clone()
+	r.emit(investigation.Event{Kind: investigation.EventPlan, Plan: &p, Notes: notes})
+	r.setDetails(ctx, "planned")
+	return nil
+}
+
+// previousPlan is the plan being revised, if the analyst asked for a revision.
+func (r *run) previousPlan() *plan.Plan {
+	if r.Steering.Feedback == "" {
+		return nil
+	}
+	p := r.Plan.Clone()
+	return &p
+}
+
+// awaitApproval holds a new plan until the analyst approves it, or re-plans
+// with the analyst's feedback and waits again. Waiting does not count
+// against the exchange's time budget.
+func (r *run) awaitApproval(ctx workflow.Context, request string) error {
+	for {
+		r.Phase, r.Steering.Approval = investigation.PhaseAwaitingApproval, ""
+		r.emit(investigation.Event{Kind: investigation.EventApproval, Text: "awaiting"})
+		r.setDetails(ctx, "plan awaits approval")
+		start := workflow.Now(ctx)
+		if err := workflow.Await(ctx, func() bool { return r.Steering.Approval != "" || r.Steering.StopReason != "" }); err != nil {
+			return err
+		}
+		r.Budget.Waited += workflow.Now(ctx).Sub(start)
+		r.Phase = investigation.PhaseExecuting
+		if r.Steering.Approval != approvalRevise {
+			r.Steering.Feedback = ""
+			return nil
+		}
+		if err := r.makePlan(ctx, request); err != nil {
+			return failure("re-planning failed", err)
+		}
+		r.Steering.Feedback = ""
+	}
+}
+
+// withoutResults returns copies of steps without their inline results:
+// activities read the whole answers from the transcript store by
+// ResultKey, so inputs stay small.
+func withoutResults(steps []plan.Step) []plan.Step {
+	out := make([]plan.Step, len(steps))
+	for i, s := range steps {
+		s.Result = ""
+		out[i] = s
+	}
+	return out
+}
+
+func planWithoutResults(p *plan.Plan) *plan.Plan {
+	if p == nil {
+		return nil
+	}
+	c := plan.Plan{Objective: p.Objective, Steps: withoutResults(p.Steps)}
+	return &c
+}

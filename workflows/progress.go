@@ -1,0 +1,70 @@
+package workflows
+
+import (
+	"fmt"
+	"strings"
+
+	"go.temporal.io/sdk/workflow"
+
+	"github.com/secops-agent/investigator/internal/clip"
+	"github.com/secops-agent/investigator/investigation"
+	"github.com/secops-agent/investigator/plan"
+)
+
+// emit records a progress event and returns its sequence number. Numbers
+// continue across continue-as-new, so a watcher never sees one twice.
+func (r *run) emit(e investigation.Event) int {
+	e.Seq = r.LastSeq + len(r.events) + 1
+	e.Turn = r.Turn
+	r.events = append(r.events, e)
+	return e.Seq
+}
+
+// eventsAfter answers the progress query: the events after seq `after` that
+// this run holds (earlier ones are in the run before a continue-as-new).
+func (r *run) eventsAfter(after int) ([]investigation.Event, error) {
+	return page(r.events, after-r.LastSeq), nil
+}
+
+// page returns at most investigation.MaxProgressEvents events from index i.
+func page(events []investigation.Event, i int) []investigation.Event {
+	i = max(i, 0)
+	if i >= len(events) {
+		return nil
+	}
+	return events[i:min(len(events), i+investigation.MaxProgressEvents)]
+}
+
+// maxDetailsConclusion bounds the conclusion shown in the current details.
+const maxDetailsConclusion = 8 << 10
+
+// setDetails keeps the workflow's current details (the Web UI's "Current
+// Details") set to the plan's progress and, once concluded, the verdict and
+// the latest conclusion.
+func (r *run) setDetails(ctx workflow.Context, phase string) {
+	var b strings.Builder
+	fmt.Fprintf(&b, "**%s** — %d/%d steps done, %d tool calls\n\n", phase, r.Plan.Count(plan.Done), len(r.Plan.Steps), r.ToolCalls)
+	if v := r.Verdict; v != nil {
+		fmt.Fprintf(&b, "**Verdict: %s** (%s confidence)\n\n", v.Verdict, v.Confidence)
+	}
+	fmt.Fprintf(&b, "Objective: %s\n\n", r.Plan.Objective)
+	for _, s := range r.Plan.Steps {
+		fmt.Fprintf(&b, "- %s %s: %s (%s)\n", statusMark(s.Status), s.ID, s.Description, s.Status)
+	}
+	if r.Conclusion != "" {
+		fmt.Fprintf(&b, "\n---\n\n%s\n", clip.String(r.Conclusion, maxDetailsConclusion))
+	}
+	workflow.SetCurrentDetails(ctx, b.String())
+}
+
+func statusMark(s plan.Status) string {
+	switch s {
+	case plan.Done:
+		return "[x]"
+	case plan.Running:
+		return "[>]"
+	case plan.Cancelled, plan.Skipped:
+		return "[-]"
+	}
+	return "[ ]"
+}

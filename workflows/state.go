@@ -1,0 +1,156 @@
+package workflows
+
+import (
+	"time"
+
+	"github.com/secops-agent/investigator/activities"
+	"github.com/secops-agent/investigator/investigation"
+	"github.com/secops-agent/investigator/plan"
+	"github.com/secops-agent/investigator/toolcall"
+)
+
+// State is everything an investigation knows, in one serializable struct:
+// queries read it, update handlers change it, and continue-as-new hands it
+// whole to the next run (the way samples-go's safe_message_handler keeps a
+// workflow's state). Only the progress events of the current run stay out:
+// they are the run's own log, and the next run numbers on from LastSeq.
+type State struct {
+	Input investigation.Input `json:"input"`
+	// Turn numbers the exchanges of the conversation: 1 is the first
+	// investigation of the alert, each follow-up question adds one.
+	Turn    int    `json:"turn"`
+	Request string `json:"request,omitempty"`
+	Phase   string `json:"phase"`
+
+	// Tools are the tools the worker offers, as the last plan saw them.
+	Tools []toolcall.Tool `json:"tools,omitempty"`
+	Plan  plan.Plan       `json:"plan"`
+	// ActivePlan is the plan a follow-up continues, once one concluded.
+	ActivePlan *plan.Plan `json:"active_plan,omitempty"`
+	// StepCap bounds the plan's steps in this exchange: the limit, plus the
+	// steps the active plan held when this exchange continued it.
+	StepCap  int                     `json:"step_cap,omitempty"`
+	Insights []investigation.Insight `json:"insights,omitempty"`
+	// Verdict and Conclusion are the latest conclusion's (a direct answer
+	// replaces the conclusion and keeps the verdict).
+	Verdict    *investigation.Verdict  `json:"verdict,omitempty"`
+	Conclusion string                  `json:"conclusion,omitempty"`
+	History    []investigation.Message `json:"history,omitempty"`
+	Usage      investigation.Usage     `json:"usage"`
+	ToolCalls  int                     `json:"tool_calls"`
+	Reused     int                     `json:"reused,omitempty"`
+	// Finished are the steps this exchange has finished, whose answers
+	// later steps see.
+	Finished []activities.StepRef `json:"finished,omitempty"`
+	// Results maps a call (toolcall.Key) to its stored result, so an
+	// identical call later in the investigation is served from it.
+	Results map[string]string `json:"results,omitempty"`
+
+	Steering Steering `json:"steering"`
+	Budget   Budget   `json:"budget"`
+
+	// LastSeq is the number of the last event of the runs before this one.
+	LastSeq int `json:"last_seq"`
+}
+
+// Steering is the analyst's input, written by the update handlers.
+type Steering struct {
+	Hints     []string `json:"hints,omitempty"`
+	FollowUps []string `json:"follow_ups,omitempty"`
+	// Questions are this run's ask_user questions, answered or not.
+	Questions []*Question `json:"questions,omitempty"`
+	// NextQID numbers questions across runs, so their IDs stay unique.
+	NextQID    int    `json:"next_qid,omitempty"`
+	Approval   string `json:"approval,omitempty"` // "", approvalGiven or approvalRevise
+	Feedback   string `json:"feedback,omitempty"`
+	StopReason string `json:"stop_reason,omitempty"`
+	// UpdateIDs are the IDs of the inputs recorded, carried ones first;
+	// Carried counts those from earlier runs.
+	UpdateIDs []string `json:"update_ids,omitempty"`
+	Carried   int      `json:"carried,omitempty"`
+}
+
+// Question is an ask_user question and, once given, its answer.
+type Question struct {
+	investigation.Question
+	Answered bool   `json:"answered,omitempty"`
+	Answer   string `json:"answer,omitempty"`
+}
+
+// Approval decisions.
+const (
+	approvalGiven  = "approved"
+	approvalRevise = "revise"
+)
+
+// Budget is what the current exchange has spent: its tool calls and its
+// time, waits for the analyst excluded.
+type Budget struct {
+	TurnStart time.Time     `json:"turn_start"`
+	Waited    time.Duration `json:"waited"`
+	TurnCalls int           `json:"turn_calls"`
+	// Waiting counts the ask_user questions waiting now; WaitStart is when
+	// the first of them began, so overlapping waits count once.
+	Waiting   int       `json:"waiting,omitempty"`
+	WaitStart time.Time `json:"wait_start"`
+}
+
+// maxCarriedUpdateIDs is how many recent input IDs a run hands to the next
+// one: a client retries an input for 30 s at most.
+const maxCarriedUpdateIDs = 200
+
+// newState is the state of a fresh investigation.
+func newState(in investigation.Input) *State {
+	return &State{
+		Input:   in,
+		Turn:    len(in.History)/2 + 1,
+		History: in.History,
+		Results: map[string]string{},
+	}
+}
+
+// carried is the state handed to the next run: the inputs it recorded
+// (latest ones only), without this run's answered questions.
+func (s State) carried(lastSeq int) *State {
+	next := s
+	next.LastSeq = lastSeq
+	next.Steering.Questions = nil
+	ids := s.Steering.UpdateIDs
+	next.Steering.UpdateIDs = ids[max(len(ids)-maxCarriedUpdateIDs, 0):]
+	next.Steering.Carried = len(next.Steering.UpdateIDs)
+	return &next
+}
+
+// toolNames are the names of the tools the worker offers.
+func (s *State) toolNames() []string {
+	names := make([]string, len(s.Tools))
+	for i, t := range s.Tools {
+		names[i] = t.Name
+	}
+	return names
+}
+
+// tool returns how the named tool runs (an activity when unknown).
+func (s *State) tool(name string) toolcall.Tool {
+	for _, t := range s.Tools {
+		if t.Name == name {
+			return t
+		}
+	}
+	return toolcall.Tool{Name: name, Kind: toolcall.Activity}
+}
+
+func (s *State) result() investigation.Result {
+	return investigation.Result{
+		AlertID:     s.Input.AlertID,
+		Objective:   s.Plan.Objective,
+		Conclusion:  s.Conclusion,
+		Verdict:     s.Verdict,
+		Plan:        s.Plan,
+		Insights:    s.Insights,
+		History:     s.History,
+		Usage:       s.Usage,
+		ToolCalls:   s.ToolCalls,
+		ReusedCalls: s.Reused,
+	}
+}

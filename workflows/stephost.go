@@ -1,0 +1,70 @@
+package workflows
+
+import (
+	"fmt"
+
+	"go.temporal.io/sdk/temporal"
+	"go.temporal.io/sdk/workflow"
+
+	"github.com/secops-agent/investigator/activities"
+	"github.com/secops-agent/investigator/investigation"
+	"github.com/secops-agent/investigator/plan"
+	"github.com/secops-agent/investigator/toolcall"
+)
+
+// stepHost runs a step's tool loop for an investigation: model turns with
+// the step, the exchange's budget, questions to the analyst and the
+// sub-agent as a child workflow.
+type stepHost struct {
+	r    *run
+	step plan.Step
+}
+
+func (h *stepHost) modelTurn(ctx workflow.Context, iter int, key string, transcript []activities.Ref, final bool) (activities.TurnOutput, error) {
+	r := h.r
+	in := activities.TurnInput{
+		Session:    r.session,
+		Key:        key,
+		AlertID:    r.Input.AlertID,
+		Objective:  r.Plan.Objective,
+		Step:       h.step,
+		Earlier:    r.Finished,
+		Transcript: transcript,
+		Final:      final,
+		Hints:      r.Steering.Hints,
+	}
+	if h.step.ID == answerStepID {
+		in.Direct, in.Question, in.Language, in.History = true, r.Request, r.Input.Language, r.History
+	}
+	var out activities.TurnOutput
+	err := workflow.ExecuteActivity(llmOptions(ctx, fmt.Sprintf("%s turn %d", h.step.ID, iter)), a.ModelTurn, in).Get(ctx, &out)
+	r.Usage = r.Usage.Add(out.Usage)
+	return out, err
+}
+
+func (h *stepHost) mustAnswer(ctx workflow.Context, loopCalls int) string {
+	return h.r.exhausted(ctx, loopCalls)
+}
+
+func (h *stepHost) callsLeft(loopCalls int) int {
+	return h.r.Input.Limits.MaxToolCalls - h.r.Budget.TurnCalls - loopCalls
+}
+
+func (h *stepHost) emit(e investigation.Event) { h.r.emit(e) }
+
+func (h *stepHost) tool(name string) toolcall.Tool { return h.r.tool(name) }
+
+func (h *stepHost) toolset() string { return "" }
+
+func (h *stepHost) startSpecial(ctx workflow.Context, key string, t toolcall.Tool, c toolcall.Call) workflow.Future {
+	switch {
+	case t.Kind == toolcall.Analyst:
+		return h.r.askUser(ctx, c, h.step.ID)
+	case t.Workflow == investigation.BigQueryWorkflowName:
+		return h.r.startBigQueryAgent(ctx, key, c)
+	}
+	f, settle := workflow.NewFuture(ctx)
+	settle.SetError(temporal.NewNonRetryableApplicationError(
+		fmt.Sprintf("the call did not run: %s runs as child workflow %q, which this investigation cannot start", c.Name, t.Workflow), "UnknownChild", nil))
+	return f
+}

@@ -6,8 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
-	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -16,6 +14,7 @@ import (
 	"google.golang.org/genai"
 
 	"github.com/secops-agent/investigator/alerts"
+	"github.com/secops-agent/investigator/internal/modeltest"
 	"github.com/secops-agent/investigator/internal/upstream"
 	"github.com/secops-agent/investigator/investigation"
 	"github.com/secops-agent/investigator/plan"
@@ -23,56 +22,6 @@ import (
 	"github.com/secops-agent/investigator/tools"
 	"github.com/secops-agent/investigator/transcript"
 )
-
-// fakeLLM answers GenerateContent from a list of responses and records calls.
-type fakeLLM struct {
-	mu      sync.Mutex
-	answers []*genai.GenerateContentResponse
-	calls   []fakeCall
-}
-
-type fakeCall struct {
-	contents []*genai.Content
-	cfg      *genai.GenerateContentConfig
-}
-
-func (f *fakeLLM) GenerateContent(_ context.Context, _ string, contents []*genai.Content, cfg *genai.GenerateContentConfig) (*genai.GenerateContentResponse, error) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	f.calls = append(f.calls, fakeCall{contents, cfg})
-	if len(f.answers) == 0 {
-		return nil, errors.New("fakeLLM: no answer left")
-	}
-	a := f.answers[0]
-	f.answers = f.answers[1:]
-	return a, nil
-}
-
-func text(s string) *genai.GenerateContentResponse {
-	return &genai.GenerateContentResponse{
-		Candidates:    []*genai.Candidate{{Content: genai.NewContentFromText(s, genai.RoleModel), FinishReason: genai.FinishReasonStop}},
-		UsageMetadata: &genai.GenerateContentResponseUsageMetadata{PromptTokenCount: 10, CandidatesTokenCount: 2},
-	}
-}
-
-type memTranscript struct{ m map[string]transcript.Entry }
-
-func (s *memTranscript) Put(_ context.Context, session, key string, e transcript.Entry) error {
-	s.m[session+"/"+key] = e
-	return nil
-}
-
-func (s *memTranscript) GetAll(_ context.Context, session string, keys []string) ([]transcript.Entry, error) {
-	var out []transcript.Entry
-	for _, k := range keys {
-		e, ok := s.m[session+"/"+k]
-		if !ok {
-			return nil, fmt.Errorf("missing %s", k)
-		}
-		out = append(out, e)
-	}
-	return out, nil
-}
 
 type memAlerts map[string]alerts.Alert
 
@@ -88,23 +37,21 @@ func (m memAlerts) Search(context.Context, alerts.Query) ([]alerts.Alert, error)
 	return []alerts.Alert{m["a1"]}, nil
 }
 
-func newActivities(t *testing.T, answers ...*genai.GenerateContentResponse) (*Activities, *fakeLLM, *memTranscript) {
+// The model and transcript stand-ins, named as the tests use them.
+var (
+	text     = modeltest.Text
+	userText = modeltest.UserText
+)
+
+func newActivities(t *testing.T, answers ...*genai.GenerateContentResponse) (*Activities, *modeltest.LLM, *modeltest.Transcript) {
 	t.Helper()
 	store := memAlerts{"a1": {ID: "a1", Source: "guardduty", Type: "UnauthorizedAccess:EC2/SSHBruteForce", Severity: "low", Title: "SSH brute force",
 		ObservedAt: time.Date(2026, 11, 20, 9, 0, 0, 0, time.UTC), Data: map[string]any{"type": "UnauthorizedAccess:EC2/SSHBruteForce", "ip": "198.51.100.23"}}}
 	reg, err := tools.NewRegistry(tools.NewSearchAlerts(store), tools.NewGetAlert(store))
 	require.NoError(t, err)
-	llm := &fakeLLM{answers: answers}
-	ts := &memTranscript{m: map[string]transcript.Entry{}}
-	return &Activities{LLM: llm, Model: "m", Tools: reg, Alerts: store, Transcript: ts}, llm, ts
-}
-
-func userText(c *genai.Content) string {
-	var b strings.Builder
-	for _, p := range c.Parts {
-		b.WriteString(p.Text)
-	}
-	return b.String()
+	llm := modeltest.New(answers...)
+	ts := modeltest.NewTranscript()
+	return &Activities{Model: &Model{LLM: llm, Name: "m", Transcript: ts}, Tools: reg, Alerts: store}, llm, ts
 }
 
 func TestSchemasLoad(t *testing.T) {
@@ -128,11 +75,11 @@ func TestGeneratePlanPrompt(t *testing.T) {
 	require.Equal(t, []toolcall.Tool{{Name: "get_alert", Kind: toolcall.Activity}, {Name: "search_alerts", Kind: toolcall.Activity}}, out.Tools)
 	require.Equal(t, 1, out.Usage.Calls)
 
-	c := llm.calls[0]
-	require.Nil(t, c.cfg.Tools, "planning does not use function calling")
-	require.Equal(t, "application/json", c.cfg.ResponseMIMEType)
-	require.Same(t, planSchema, c.cfg.ResponseSchema)
-	system, prompt := userText(c.cfg.SystemInstruction), userText(c.contents[0])
+	c := llm.Calls[0]
+	require.Nil(t, c.Cfg.Tools, "planning does not use function calling")
+	require.Equal(t, "application/json", c.Cfg.ResponseMIMEType)
+	require.Same(t, planSchema, c.Cfg.ResponseSchema)
+	system, prompt := userText(c.Cfg.SystemInstruction), userText(c.Contents[0])
 	for _, want := range []string{"At most 5 steps", `"objective": "Decide whether the SSH brute force`, "<<<DATA name>>>"} {
 		require.Contains(t, system, want)
 	}
@@ -148,8 +95,8 @@ func TestGeneratePlanReasksOnceThenGivesUp(t *testing.T) {
 	require.NoError(t, err)
 	require.Len(t, out.Plan.Steps, 1)
 	require.Equal(t, 2, out.Usage.Calls)
-	require.Len(t, llm.calls[1].contents, 3, "the re-ask carries the bad answer and the problem")
-	require.Contains(t, userText(llm.calls[1].contents[2]), "not valid JSON")
+	require.Len(t, llm.Calls[1].Contents, 3, "the re-ask carries the bad answer and the problem")
+	require.Contains(t, userText(llm.Calls[1].Contents[2]), "not valid JSON")
 
 	a, _, _ = newActivities(t, text(`{"objective":"o","steps":[{"description":"d","tools":["nmap"]}]}`), text(`{"objective":"o","steps":[]}`))
 	_, err = a.GeneratePlan(context.Background(), PlanInput{AlertID: "a1", MaxSteps: 5})
@@ -176,7 +123,7 @@ func TestModelTurnRebuildsTranscript(t *testing.T) {
 		{FunctionCall: &genai.FunctionCall{Name: "search_alerts", Args: map[string]any{"field": "ip", "op": "==", "value": "198.51.100.23"}}},
 	}}}}}
 	a, llm, ts := newActivities(t, call, text("IP seen before."))
-	ts.m["s/t1-step_1-i1"] = transcript.Entry{Kind: transcript.KindModel, Text: "Alert read: SSH from 198.51.100.23."}
+	ts.M["s/t1-step_1-i1"] = transcript.Entry{Kind: transcript.KindModel, Text: "Alert read: SSH from 198.51.100.23."}
 	ctx := context.Background()
 	step := plan.Step{ID: "step_2", Description: "Look for history", Tools: []string{"search_alerts", "get_alert"}, Expected: "past alerts"}
 	earlier := []StepRef{{StepID: "step_1", Description: "Read", Key: "t1-step_1-i1"}}
@@ -187,8 +134,8 @@ func TestModelTurnRebuildsTranscript(t *testing.T) {
 	require.Len(t, out.Calls, 2)
 	require.Equal(t, "get_alert", out.Calls[0].Name)
 
-	first := llm.calls[0]
-	sys, opening := userText(first.cfg.SystemInstruction), userText(first.contents[0])
+	first := llm.Calls[0]
+	sys, opening := userText(first.Cfg.SystemInstruction), userText(first.Contents[0])
 	require.Contains(t, sys, "Objective of the investigation: obj")
 	require.NotContains(t, sys, "198.51.100.23", "untrusted data stays out of the system instruction")
 	for _, want := range []string{"Alert ID: a1", `Alert type: "UnauthorizedAccess:EC2/SSHBruteForce"`, "### step_1: Read",
@@ -197,7 +144,7 @@ func TestModelTurnRebuildsTranscript(t *testing.T) {
 	}
 	require.NotContains(t, sys, "limit of model turns")
 	var names []string
-	for _, d := range first.cfg.Tools[0].FunctionDeclarations {
+	for _, d := range first.Cfg.Tools[0].FunctionDeclarations {
 		names = append(names, d.Name)
 	}
 	require.Equal(t, []string{"search_alerts", "get_alert"}, names, "only the step's tools are declared")
@@ -210,21 +157,21 @@ func TestModelTurnRebuildsTranscript(t *testing.T) {
 	_, err = a.ModelTurn(ctx, TurnInput{Session: "s", Key: "t1-step_2-i2", AlertID: "a1", Objective: "obj", Step: step, Earlier: earlier, Final: true,
 		Transcript: []Ref{{Key: "t1-step_2-i1"}, {Key: t1.Key}, {CallID: "c2", Tool: "search_alerts", Error: "the tool failed after retries: boom"}}})
 	require.NoError(t, err)
-	second := llm.calls[1]
-	require.Len(t, second.contents, 3, "request, model turn, one content with both responses")
-	model := second.contents[1]
+	second := llm.Calls[1]
+	require.Len(t, second.Contents, 3, "request, model turn, one content with both responses")
+	model := second.Contents[1]
 	require.Equal(t, genai.RoleModel, model.Role)
 	require.Equal(t, []byte("sig"), model.Parts[1].ThoughtSignature, "thought signatures go back unchanged")
-	resp := second.contents[2]
+	resp := second.Contents[2]
 	require.Len(t, resp.Parts, 2)
 	require.Equal(t, "get_alert", resp.Parts[0].FunctionResponse.Name)
 	require.Equal(t, "c1", resp.Parts[0].FunctionResponse.ID)
 	require.Equal(t, "a1", resp.Parts[0].FunctionResponse.Response["id"])
 	require.Equal(t, "search_alerts", resp.Parts[1].FunctionResponse.Name)
 	require.Equal(t, "the tool failed after retries: boom", resp.Parts[1].FunctionResponse.Response["error"])
-	require.Equal(t, genai.FunctionCallingConfigModeNone, second.cfg.ToolConfig.FunctionCallingConfig.Mode, "the final turn cannot call tools")
-	require.Contains(t, userText(second.cfg.SystemInstruction), "limit of model turns")
-	require.Equal(t, "IP seen before.", ts.m["s/t1-step_2-i2"].Text)
+	require.Equal(t, genai.FunctionCallingConfigModeNone, second.Cfg.ToolConfig.FunctionCallingConfig.Mode, "the final turn cannot call tools")
+	require.Contains(t, userText(second.Cfg.SystemInstruction), "limit of model turns")
+	require.Equal(t, "IP seen before.", ts.M["s/t1-step_2-i2"].Text)
 }
 
 func TestModelTurnEmptyAnswerIsRetryable(t *testing.T) {
@@ -243,7 +190,7 @@ func TestCallToolShapesResults(t *testing.T) {
 	require.NoError(t, err)
 	require.False(t, out.OK)
 	require.Contains(t, out.Error, `unknown tool "nmap"; available tools: get_alert, search_alerts`)
-	require.JSONEq(t, `{"error":"unknown tool \"nmap\"; available tools: get_alert, search_alerts"}`, ts.m["s/k1"].Response)
+	require.JSONEq(t, `{"error":"unknown tool \"nmap\"; available tools: get_alert, search_alerts"}`, ts.M["s/k1"].Response)
 
 	out, err = a.CallTool(ctx, ToolInput{Session: "s", Key: "k2", Call: toolcall.Call{Name: "search_alerts", Args: map[string]any{"field": "ip", "op": "==", "value": "x", "limit": 500.0}}, MaxResultBytes: 100})
 	require.NoError(t, err)
@@ -254,24 +201,24 @@ func TestCallToolShapesResults(t *testing.T) {
 	require.NoError(t, err)
 	require.True(t, out.OK)
 	require.False(t, out.Truncated)
-	require.Contains(t, ts.m["s/k3"].Response, "198.51.100.23")
+	require.Contains(t, ts.M["s/k3"].Response, "198.51.100.23")
 
 	out, err = a.CallTool(ctx, ToolInput{Session: "s", Key: "k4", Call: toolcall.Call{Name: "get_alert", Args: map[string]any{"id": "a1"}}, MaxResultBytes: 200})
 	require.NoError(t, err)
 	require.True(t, out.Truncated)
 	var cut map[string]any
-	require.NoError(t, json.Unmarshal([]byte(ts.m["s/k4"].Response), &cut))
+	require.NoError(t, json.Unmarshal([]byte(ts.M["s/k4"].Response), &cut))
 	require.Equal(t, true, cut["truncated"])
 	require.Contains(t, cut["note"], "narrow the query")
-	require.LessOrEqual(t, len(ts.m["s/k4"].Response), 200+300, "the stored result stays near the cap")
+	require.LessOrEqual(t, len(ts.M["s/k4"].Response), 200+300, "the stored result stays near the cap")
 }
 
 func TestReflectAndConcludePrompts(t *testing.T) {
 	a, llm, ts := newActivities(t,
 		text(`{"insights":["x"],"plan_updates":[{"type":"cancel_step","step_id":"step_3","reason":"done"}],"achieved":true}`),
 		text(`{"report":"## Summary\n...","evidence":[{"step_id":"step_1","tool":"get_alert","fact":"f"}],"verdict":"benign","confidence":"medium"}`))
-	ts.m["s/k2"] = transcript.Entry{Kind: transcript.KindModel, Text: "found 3 alerts"}
-	ts.m["s/k1"] = transcript.Entry{Kind: transcript.KindModel, Text: "read the alert"}
+	ts.M["s/k2"] = transcript.Entry{Kind: transcript.KindModel, Text: "found 3 alerts"}
+	ts.M["s/k1"] = transcript.Entry{Kind: transcript.KindModel, Text: "read the alert"}
 	ctx := context.Background()
 	r, err := a.Reflect(ctx, ReflectInput{
 		Session:   "s",
@@ -287,13 +234,13 @@ func TestReflectAndConcludePrompts(t *testing.T) {
 	require.NoError(t, err)
 	require.True(t, r.Achieved)
 	require.Equal(t, plan.CancelStep, r.PlanUpdates[0].Type)
-	p := userText(llm.calls[0].contents[0])
+	p := userText(llm.Calls[0].Contents[0])
 	for _, want := range []string{"Objective: obj", "step_2: look", "| found 3 alerts", "### step_1: read\n<<<DATA result of step_1>>>\n| read the alert",
 		"- step_3: assess (tools: get_alert)", "get_alert, search_alerts", "<<<DATA insights of this exchange>>>\n| - new fact (step_1)",
 		"<<<DATA insights of earlier exchanges>>>\n| - old fact (step_1)", "The plan holds 3 steps (cancelled ones included) of at most 5: at most 2 more can be added"} {
 		require.Contains(t, p, want)
 	}
-	require.Same(t, reflectSchema, llm.calls[0].cfg.ResponseSchema)
+	require.Same(t, reflectSchema, llm.Calls[0].Cfg.ResponseSchema)
 
 	c, err := a.Conclude(ctx, ConcludeInput{Session: "s", AlertID: "a1", Request: "q?", Objective: "obj", Language: "ja",
 		Steps:    []plan.Step{{ID: "step_1", Description: "read", Status: plan.Done, ResultKey: "k1"}, {ID: "step_2", Description: "x", Status: plan.Skipped, Note: "achieved"}},
@@ -301,8 +248,8 @@ func TestReflectAndConcludePrompts(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, "## Summary\n...", c.Markdown)
 	require.Equal(t, &investigation.Verdict{Verdict: "benign", Confidence: "medium", Evidence: []investigation.Evidence{{StepID: "step_1", Tool: "get_alert", Fact: "f"}}}, c.Verdict)
-	require.Same(t, concludeSchema, llm.calls[1].cfg.ResponseSchema)
-	sys, p := userText(llm.calls[1].cfg.SystemInstruction), userText(llm.calls[1].contents[0])
+	require.Same(t, concludeSchema, llm.Calls[1].Cfg.ResponseSchema)
+	sys, p := userText(llm.Calls[1].Cfg.SystemInstruction), userText(llm.Calls[1].Contents[0])
 	for _, want := range []string{"Markdown in Japanese", "## 推奨される対応", "## Recommended actions", "do not wrap it in a code fence"} {
 		require.Contains(t, sys, want)
 	}
@@ -329,13 +276,13 @@ func TestCallToolResolvesRefs(t *testing.T) {
 	require.NoError(t, err)
 	a.Tools = reg
 	ctx := context.Background()
-	ts.m["s/k-search"] = transcript.Entry{Kind: transcript.KindTool, Response: `{"results":[{"uuid":"u-1","ip":"198.51.100.23"}],"total":1}`}
-	ts.m["s/k-failed"] = transcript.Entry{Kind: transcript.KindTool, Response: `{"error":"API key rejected by VirusTotal (HTTP 401)"}`}
+	ts.M["s/k-search"] = transcript.Entry{Kind: transcript.KindTool, Response: `{"results":[{"uuid":"u-1","ip":"198.51.100.23"}],"total":1}`}
+	ts.M["s/k-failed"] = transcript.Entry{Kind: transcript.KindTool, Response: `{"error":"API key rejected by VirusTotal (HTTP 401)"}`}
 
 	call := func(args map[string]any, refs map[string]string) (ToolOutput, transcript.Entry) {
 		out, err := a.CallTool(ctx, ToolInput{Session: "s", Key: "k-out", Call: toolcall.Call{ID: "c", Name: "echo", Args: args}, MaxResultBytes: 4096, Refs: refs})
 		require.NoError(t, err)
-		return out, ts.m["s/k-out"]
+		return out, ts.M["s/k-out"]
 	}
 	out, e := call(map[string]any{"ref_id": "mine", "uuid": "ref:s1.results.0.uuid", "all": "ref:s1", "list": []any{"ref:s1.total", "x"}}, map[string]string{"s1": "k-search"})
 	require.True(t, out.OK, out.Error)
@@ -396,5 +343,5 @@ func TestCallToolKeepsProviderRetryDelay(t *testing.T) {
 	require.False(t, app.NonRetryable())
 	require.Equal(t, ErrIntelRateLimited, app.Type())
 	require.Equal(t, "VirusTotal rate limit reached (HTTP 429)", app.Message())
-	require.NotContains(t, ts.m, "s/k", "nothing is stored for a call that will be retried")
+	require.NotContains(t, ts.M, "s/k", "nothing is stored for a call that will be retried")
 }

@@ -6,8 +6,6 @@ import (
 	"slices"
 	"strings"
 
-	"google.golang.org/genai"
-
 	"github.com/secops-agent/investigator/internal/clip"
 	"github.com/secops-agent/investigator/investigation"
 )
@@ -54,7 +52,7 @@ func (a *Activities) Conclude(ctx context.Context, in ConcludeInput) (Conclusion
 		Confidence string                   `json:"confidence"`
 	}
 	var out Conclusion
-	out.Usage, err = a.generateJSON(ctx, "conclusion", p, concludeSchema, &raw, func() error {
+	out.Usage, err = a.Model.GenerateJSON(ctx, "conclusion", p.system, p.user, concludeSchema, &raw, func() error {
 		switch {
 		case strings.TrimSpace(raw.Report) == "":
 			return fmt.Errorf("the report is empty")
@@ -85,11 +83,4 @@ func unfence(s string) string {
 		body = body[nl+1:] // the fence's language tag ("markdown")
 	}
 	return strings.TrimSpace(body)
-}
-
-func finishReason(resp *genai.GenerateContentResponse) string {
-	if resp == nil || len(resp.Candidates) == 0 {
-		return "none"
-	}
-	return string(resp.Candidates[0].FinishReason)
 }

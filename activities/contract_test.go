@@ -17,6 +17,7 @@ import (
 	"google.golang.org/genai"
 
 	"github.com/secops-agent/investigator/alerts"
+	"github.com/secops-agent/investigator/internal/modeltest"
 	"github.com/secops-agent/investigator/internal/prompt"
 	"github.com/secops-agent/investigator/investigation"
 	"github.com/secops-agent/investigator/plan"
@@ -83,7 +84,7 @@ type phaseRequest struct {
 	name   string
 	system string
 	user   string
-	cfg    *genai.GenerateContentConfig
+	Cfg    *genai.GenerateContentConfig
 }
 
 // renderAllPhases runs every phase that shows the alert against a fake
@@ -93,15 +94,16 @@ func renderAllPhases(t *testing.T, al alerts.Alert) []phaseRequest {
 	store := memAlerts{al.ID: al}
 	reg, err := tools.NewRegistry(tools.NewSearchAlerts(store), tools.NewGetAlert(store), tools.NewAskUser())
 	require.NoError(t, err)
-	llm := &fakeLLM{answers: []*genai.GenerateContentResponse{
+	llm := modeltest.New(
 		text(`{"reason":"r","mode":"plan"}`),
 		text(`{"objective":"o","continues_active_plan":false,"steps":[{"id":"step_1","description":"d","tools":["get_alert"],"expected":"e"}]}`),
 		text("step answer"),
 		text("direct answer"),
 		text(`{"report":"## Summary\nx","evidence":[],"verdict":"undetermined","confidence":"low"}`),
-	}}
-	ts := &memTranscript{m: map[string]transcript.Entry{"s/r1": {Kind: transcript.KindModel, Text: "tool said" + injection}}}
-	a := &Activities{LLM: llm, Model: "m", Tools: reg, Alerts: store, Transcript: ts}
+	)
+	ts := modeltest.NewTranscript()
+	ts.M["s/r1"] = transcript.Entry{Kind: transcript.KindModel, Text: "tool said" + injection}
+	a := &Activities{Model: &Model{LLM: llm, Name: "m", Transcript: ts}, Tools: reg, Alerts: store}
 	ctx := context.Background()
 	history := []investigation.Message{{Role: "user", Text: "first question"}, {Role: "assistant", Text: "first answer" + injection}}
 	step := plan.Step{ID: "step_2", Description: "Look up the hash.", Tools: []string{"search_alerts"}, Expected: "verdicts"}
@@ -121,14 +123,14 @@ func renderAllPhases(t *testing.T, al alerts.Alert) []phaseRequest {
 	require.NoError(t, err)
 
 	names := []string{"mode", "plan", "execute", "answer", "conclude"}
-	require.Len(t, llm.calls, len(names))
+	require.Len(t, llm.Calls, len(names))
 	out := make([]phaseRequest, len(names))
-	for i, c := range llm.calls {
+	for i, c := range llm.Calls {
 		var user strings.Builder
-		for _, content := range c.contents {
+		for _, content := range c.Contents {
 			user.WriteString(userText(content))
 		}
-		out[i] = phaseRequest{name: names[i], system: userText(c.cfg.SystemInstruction), user: user.String(), cfg: c.cfg}
+		out[i] = phaseRequest{name: names[i], system: userText(c.Cfg.SystemInstruction), user: user.String(), Cfg: c.Cfg}
 	}
 	return out
 }
@@ -208,25 +210,25 @@ func TestStepDeclarationsFollowThePlan(t *testing.T) {
 	reqs := renderAllPhases(t, adversarialAlert(false))
 	step, direct := reqs[2], reqs[3]
 	var names []string
-	for _, d := range step.cfg.Tools[0].FunctionDeclarations {
+	for _, d := range step.Cfg.Tools[0].FunctionDeclarations {
 		names = append(names, d.Name)
 	}
 	require.Equal(t, []string{"search_alerts", "ask_user", "get_alert"}, names, "the step's tools, plus ask_user and get_alert")
-	require.Len(t, direct.cfg.Tools[0].FunctionDeclarations, 3, "a direct answer may use every tool")
+	require.Len(t, direct.Cfg.Tools[0].FunctionDeclarations, 3, "a direct answer may use every tool")
 	require.Contains(t, direct.system, "Write in English, in Markdown, for the analyst")
 
 	a, llm, _ := newActivities(t, text("reasoned"))
 	_, err := a.ModelTurn(context.Background(), TurnInput{Session: "s", Key: "k", AlertID: "a1",
 		Step: plan.Step{ID: "step_3", Description: "Weigh the evidence.", Tools: []string{}}})
 	require.NoError(t, err)
-	require.Nil(t, llm.calls[0].cfg.Tools, "a step planned with tools: [] gets no function declarations")
-	require.Contains(t, userText(llm.calls[0].cfg.SystemInstruction), "This step has no tools")
+	require.Nil(t, llm.Calls[0].Cfg.Tools, "a step planned with tools: [] gets no function declarations")
+	require.Contains(t, userText(llm.Calls[0].Cfg.SystemInstruction), "This step has no tools")
 }
 
 func TestReflectionSeesEvidenceAndLabels(t *testing.T) {
 	a, llm, ts := newActivities(t, text(`{"insights":[],"plan_updates":[],"achieved":false}`))
-	ts.m["s/k1"] = transcript.Entry{Text: "step one found 198.51.100.23" + injection}
-	ts.m["s/k2"] = transcript.Entry{Text: strings.Repeat("long result ", 2000)}
+	ts.M["s/k1"] = transcript.Entry{Text: "step one found 198.51.100.23" + injection}
+	ts.M["s/k2"] = transcript.Entry{Text: strings.Repeat("long result ", 2000)}
 	_, err := a.Reflect(context.Background(), ReflectInput{Session: "s", Objective: "o",
 		Step:      plan.Step{ID: "step_2", Description: "d2", ResultKey: "k2"},
 		Completed: []plan.Step{{ID: "step_1", Description: "d1", ResultKey: "k1"}},
@@ -234,7 +236,7 @@ func TestReflectionSeesEvidenceAndLabels(t *testing.T) {
 		Earlier:   []investigation.Insight{{Turn: 1, Step: "step_4", Text: "before"}},
 		Steps:     2, MaxSteps: 2})
 	require.NoError(t, err)
-	user := userText(llm.calls[0].contents[0])
+	user := userText(llm.Calls[0].Contents[0])
 	require.Contains(t, user, "| step one found 198.51.100.23", "reflection sees the completed steps' results")
 	require.Contains(t, user, "…[cut", "a long result is clipped, and says so")
 	require.Contains(t, user, "insights of earlier exchanges>>>\n| - before (step_4)", "carried insights are labelled")

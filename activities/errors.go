@@ -34,9 +34,9 @@ const (
 	ErrIntelTimeout     = "IntelTimeout"
 )
 
-// callGemini runs one Gemini request and turns its failure into the Temporal
+// CallGemini runs one Gemini request and turns its failure into the Temporal
 // error that decides whether the activity is retried.
-func callGemini[T any](ctx context.Context, fn func(context.Context) (T, error)) (T, error) {
+func CallGemini[T any](ctx context.Context, fn func(context.Context) (T, error)) (T, error) {
 	res, err := gemini.Call(ctx, fn)
 	return res, geminiError(err)
 }

@@ -14,6 +14,7 @@ import (
 
 	"github.com/secops-agent/investigator/gemini"
 	"github.com/secops-agent/investigator/gemini/geminitest"
+	"github.com/secops-agent/investigator/internal/modeltest"
 	"github.com/secops-agent/investigator/internal/upstream"
 	"github.com/secops-agent/investigator/toolcall"
 	"github.com/secops-agent/investigator/tools"
@@ -23,11 +24,11 @@ const geminiTestKey = "AIzaTEST-activities-key-0123456789"
 
 // geminiActivities returns activities whose model is a real genai client
 // (SDK retries off) talking to a local Gemini-REST server.
-func geminiActivities(t *testing.T, srv *geminitest.Server) *Activities {
+func geminiModel(t *testing.T, srv *geminitest.Server) *Model {
 	t.Helper()
 	c, err := gemini.NewClient(context.Background(), gemini.Config{APIKey: geminiTestKey, BaseURL: srv.URL})
 	require.NoError(t, err)
-	return &Activities{LLM: c.Models, Model: "gemini-2.5-flash"}
+	return &Model{LLM: c.Models, Name: "gemini-2.5-flash"}
 }
 
 // Each Gemini failure becomes the Temporal error the retry table names.
@@ -52,7 +53,7 @@ func TestGeminiFailuresBecomeTemporalErrors(t *testing.T) {
 		t.Run(http.StatusText(tc.status), func(t *testing.T) {
 			srv := geminitest.NewServer(geminitest.Always(geminitest.Error(tc.status, "key "+geminiTestKey+" said no", tc.retryAfter)))
 			defer srv.Close()
-			_, _, err := geminiActivities(t, srv).generate(context.Background(), genai.Text("hi"), nil)
+			_, _, err := geminiModel(t, srv).generate(context.Background(), genai.Text("hi"), nil)
 			var app *temporal.ApplicationError
 			require.ErrorAs(t, err, &app)
 			require.Equal(t, tc.errType, app.Type())
@@ -69,7 +70,7 @@ func TestGeminiFailuresBecomeTemporalErrors(t *testing.T) {
 
 	// Nothing listening: retryable, unavailable.
 	srv := geminitest.NewServer(geminitest.Always(geminitest.Text("unused")))
-	a := geminiActivities(t, srv)
+	a := geminiModel(t, srv)
 	srv.Close()
 	_, _, err := a.generate(context.Background(), genai.Text("hi"), nil)
 	var app *temporal.ApplicationError
@@ -77,16 +78,6 @@ func TestGeminiFailuresBecomeTemporalErrors(t *testing.T) {
 	require.Equal(t, ErrGeminiUnavailable, app.Type())
 	require.False(t, app.NonRetryable())
 
-	// The embedding call of the BigQuery sub-agent is classified the same way.
-	srv = geminitest.NewServer(geminitest.Always(geminitest.Error(http.StatusUnauthorized, "bad key", "")))
-	defer srv.Close()
-	a = geminiActivities(t, srv)
-	a.Embedder = a.LLM.(*genai.Models)
-	a.EmbeddingModel = "text-embedding-004"
-	_, err = a.embed(context.Background(), "RETRIEVAL_QUERY", "failed logins")
-	require.ErrorAs(t, err, &app)
-	require.Equal(t, ErrGeminiUnauthorized, app.Type())
-	require.True(t, app.NonRetryable())
 }
 
 // Errors that are not typed Gemini failures pass through unchanged.
@@ -111,7 +102,7 @@ func (f failingTool) Call(context.Context, map[string]any) (any, error) { return
 
 // callFailing runs CallTool on a tool failing with err, and returns what the
 // activity returned and the transcript it stored into.
-func callFailing(t *testing.T, err error) (ToolOutput, *memTranscript, error) {
+func callFailing(t *testing.T, err error) (ToolOutput, *modeltest.Transcript, error) {
 	t.Helper()
 	a, _, ts := newActivities(t)
 	reg, regErr := tools.NewRegistry(failingTool{err})
@@ -147,7 +138,7 @@ func TestCallToolUpstreamFailures(t *testing.T) {
 		require.Equal(t, tc.want, out.Error)
 		stored, err := json.Marshal(map[string]string{"error": tc.want})
 		require.NoError(t, err)
-		require.JSONEq(t, string(stored), ts.m["s/k"].Response)
+		require.JSONEq(t, string(stored), ts.M["s/k"].Response)
 	}
 
 	retried := []struct {
@@ -168,7 +159,7 @@ func TestCallToolUpstreamFailures(t *testing.T) {
 		require.False(t, app.NonRetryable())
 		require.Equal(t, tc.delay, app.NextRetryDelay())
 		require.Equal(t, tc.message, app.Message())
-		require.NotContains(t, ts.m, "s/k", "nothing is stored for a call that will be retried")
+		require.NotContains(t, ts.M, "s/k", "nothing is stored for a call that will be retried")
 	}
 
 	// Anything else is retried with the policy's backoff, naming the tool.

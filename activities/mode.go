@@ -25,7 +25,7 @@ func (a *Activities) DecideMode(ctx context.Context, in ModeInput) (Mode, error)
 		return Mode{}, err
 	}
 	var out Mode
-	out.Usage, err = a.generateJSON(ctx, "mode decision", p, modeSchema, &out, func() error {
+	out.Usage, err = a.Model.GenerateJSON(ctx, "mode decision", p.system, p.user, modeSchema, &out, func() error {
 		if out.Mode != investigation.ModePlan && out.Mode != investigation.ModeDirect {
 			return fmt.Errorf("mode must be %q or %q, got %q", investigation.ModePlan, investigation.ModeDirect, out.Mode)
 		}

@@ -39,7 +39,7 @@ func (a *Activities) GeneratePlan(ctx context.Context, in PlanInput) (PlanOutput
 		Continues bool `json:"continues_active_plan"`
 	}
 	out := PlanOutput{Tools: a.Tools.Tools()}
-	out.Usage, err = a.generateJSON(ctx, "plan", p, planSchema, &raw, func() error {
+	out.Usage, err = a.Model.GenerateJSON(ctx, "plan", p.system, p.user, planSchema, &raw, func() error {
 		var rerr error
 		out.Plan, out.Notes, rerr = plan.Repair(raw.Plan, names, in.MaxSteps)
 		return rerr

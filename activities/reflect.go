@@ -40,7 +40,7 @@ func (a *Activities) Reflect(ctx context.Context, in ReflectInput) (Reflection, 
 		return Reflection{}, err
 	}
 	var out Reflection
-	out.Usage, err = a.generateJSON(ctx, "reflection on "+in.Step.ID, p, reflectSchema, &out, func() error { return nil })
+	out.Usage, err = a.Model.GenerateJSON(ctx, "reflection on "+in.Step.ID, p.system, p.user, reflectSchema, &out, func() error { return nil })
 	return out, err
 }
 
@@ -59,7 +59,7 @@ func (a *Activities) stepResults(ctx context.Context, session string, steps []pl
 			keys = append(keys, s.ResultKey)
 		}
 	}
-	entries, err := a.Transcript.GetAll(ctx, session, keys)
+	entries, err := a.Model.Transcript.GetAll(ctx, session, keys)
 	if err != nil {
 		return nil, err
 	}

@@ -27,7 +27,7 @@ func (a *Activities) resolveRefs(ctx context.Context, in ToolInput) (map[string]
 	for i, n := range names {
 		keys[i] = in.Refs[n]
 	}
-	entries, err := a.Transcript.GetAll(ctx, in.Session, keys)
+	entries, err := a.Model.Transcript.GetAll(ctx, in.Session, keys)
 	if err != nil {
 		return nil, err
 	}

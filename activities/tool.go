@@ -1,7 +1,6 @@
 package activities
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -10,7 +9,8 @@ import (
 
 	"go.temporal.io/sdk/temporal"
 
-	"github.com/secops-agent/investigator/investigation"
+	"github.com/secops-agent/investigator/internal/clip"
+	"github.com/secops-agent/investigator/internal/prompt"
 	"github.com/secops-agent/investigator/tools"
 	"github.com/secops-agent/investigator/transcript"
 )
@@ -23,11 +23,12 @@ func (a *Activities) CallTool(ctx context.Context, in ToolInput) (ToolOutput, er
 	var response map[string]any
 	out := ToolOutput{Key: in.Key, OK: true}
 	registry := a.Tools
-	if in.Toolset == investigation.ToolsetBigQuery {
-		registry = a.BigQueryTools
+	if in.Toolset != "" {
+		registry = a.Toolsets[in.Toolset]
 	}
 	if registry == nil {
-		return ToolOutput{}, temporal.NewNonRetryableApplicationError(errNoBigQuery.Error(), "BigQueryDisabled", nil)
+		return ToolOutput{}, temporal.NewNonRetryableApplicationError(
+			fmt.Sprintf("the %s tools are not configured on this worker", in.Toolset), "ToolsetDisabled", nil)
 	}
 	t, ok := registry.Lookup(in.Call.Name)
 	if !ok {
@@ -60,15 +61,15 @@ func (a *Activities) CallTool(ctx context.Context, in ToolInput) (ToolOutput, er
 	if !out.OK {
 		response = map[string]any{"error": out.Error}
 	}
-	raw, err := marshal(response)
+	raw, err := prompt.MarshalJSON(response, "")
 	if err != nil {
 		return ToolOutput{}, fmt.Errorf("encode %s result: %w", in.Call.Name, err)
 	}
 	if out.OK {
-		out.Preview = preview(string(raw), 160)
+		out.Preview = clip.String(string(raw), 160)
 	}
 	entry := transcript.Entry{Kind: transcript.KindTool, CallID: in.Call.ID, Tool: in.Call.Name, Response: string(raw)}
-	if err := a.Transcript.Put(ctx, in.Session, in.Key, entry); err != nil {
+	if err := a.Model.Transcript.Put(ctx, in.Session, in.Key, entry); err != nil {
 		return ToolOutput{}, err
 	}
 	return out, nil
@@ -78,7 +79,7 @@ func (a *Activities) CallTool(ctx context.Context, in ToolInput) (ToolOutput, er
 // sees. Results over limit bytes are cut, with a note saying so; a non-object
 // result is wrapped as {"result": ...}.
 func shape(result any, limit int) (map[string]any, int, bool, error) {
-	raw, err := marshal(result)
+	raw, err := prompt.MarshalJSON(result, "")
 	if err != nil {
 		return nil, 0, false, fmt.Errorf("encode result: %w", err)
 	}
@@ -100,26 +101,4 @@ func shape(result any, limit int) (map[string]any, int, bool, error) {
 		obj = map[string]any{"result": json.RawMessage(raw)}
 	}
 	return obj, size, false, nil
-}
-
-// marshal encodes JSON without HTML escaping: results hold URLs and
-// verdicts with < > &, which the model should read as written.
-func marshal(v any) ([]byte, error) {
-	var b bytes.Buffer
-	enc := json.NewEncoder(&b)
-	enc.SetEscapeHTML(false)
-	if err := enc.Encode(v); err != nil {
-		return nil, err
-	}
-	return bytes.TrimSuffix(b.Bytes(), []byte("\n")), nil
-}
-
-func preview(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	for n > 0 && !utf8.RuneStart(s[n]) {
-		n--
-	}
-	return s[:n] + "…"
 }

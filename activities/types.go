@@ -97,8 +97,8 @@ type ToolInput struct {
 	// Refs maps each ref name the call's arguments use (ref:<name>) to the
 	// transcript key of that call's stored result.
 	Refs map[string]string `json:"refs,omitempty"`
-	// Toolset selects the registry: "" for the investigation's tools,
-	// ToolsetBigQuery for the BigQuery sub-agent's.
+	// Toolset selects the registry: "" for the investigation's tools, or
+	// another agent's toolset (bigquery.Toolset for the sub-agent's).
 	Toolset string `json:"toolset,omitempty"`
 }
 
@@ -189,89 +189,4 @@ type Conclusion struct {
 	Markdown string                 `json:"markdown"`
 	Verdict  *investigation.Verdict `json:"verdict,omitempty"`
 	Usage    investigation.Usage    `json:"usage"`
-}
-
-// BigQueryRequest starts the BigQuery sub-agent for one bigquery_agent call.
-type BigQueryRequest struct {
-	Request string `json:"request"`
-	// ParentSession and ResultKey say where the answer is stored for the
-	// parent's next model turn; CallID is the parent's function call ID.
-	ParentSession  string `json:"parent_session"`
-	ResultKey      string `json:"result_key"`
-	CallID         string `json:"call_id"`
-	MaxIterations  int    `json:"max_iterations"`
-	MaxResultBytes int    `json:"max_result_bytes"`
-}
-
-// MemoryNote is a recalled memory as the sub-agent sees it.
-type MemoryNote struct {
-	ID         string  `json:"id"`
-	Claim      string  `json:"claim"`
-	Score      int     `json:"score"`
-	Similarity float64 `json:"similarity"`
-}
-
-// RecallInput asks for the memories relevant to a request.
-type RecallInput struct {
-	Request string `json:"request"`
-}
-
-// Recall is what memory recall found.
-type Recall struct {
-	Memories []MemoryNote `json:"memories"`
-}
-
-// SubAgentTurnInput asks for one model turn of the BigQuery sub-agent.
-type SubAgentTurnInput struct {
-	Session    string       `json:"session"`
-	Key        string       `json:"key"`
-	Request    string       `json:"request"`
-	Memories   []MemoryNote `json:"memories,omitempty"`
-	Transcript []Ref        `json:"transcript,omitempty"`
-	Final      bool         `json:"final,omitempty"`
-}
-
-// IntrospectInput reviews a whole sub-agent session.
-type IntrospectInput struct {
-	Session    string       `json:"session"`
-	Request    string       `json:"request"`
-	Memories   []MemoryNote `json:"memories,omitempty"`
-	Transcript []Ref        `json:"transcript"`
-	Answer     string       `json:"answer"`
-}
-
-// Introspection is what the sub-agent learned from its session.
-type Introspection struct {
-	Claims  []string `json:"claims"`
-	Helpful []string `json:"helpful_memory_ids"`
-	Harmful []string `json:"harmful_memory_ids"`
-	// Refused says why each claim the model made was not kept.
-	Refused []string            `json:"refused,omitempty"`
-	Usage   investigation.Usage `json:"usage"`
-}
-
-// MemoryUpdate saves claims and adjusts scores after introspection.
-type MemoryUpdate struct {
-	Session string   `json:"session"`
-	Request string   `json:"request"`
-	Claims  []string `json:"claims"`
-	Helpful []string `json:"helpful_memory_ids"`
-	Harmful []string `json:"harmful_memory_ids"`
-}
-
-// MemoryChanges reports what a MemoryUpdate did.
-type MemoryChanges struct {
-	Saved   []string `json:"saved"`
-	Deleted []string `json:"deleted"`
-}
-
-// DeliverInput stores the sub-agent's answer as the parent's tool result.
-type DeliverInput struct {
-	ParentSession  string    `json:"parent_session"`
-	ResultKey      string    `json:"result_key"`
-	CallID         string    `json:"call_id"`
-	Tool           string    `json:"tool"`
-	Answer         string    `json:"answer"`
-	Link           ChildLink `json:"link"`
-	MaxResultBytes int       `json:"max_result_bytes"`
 }

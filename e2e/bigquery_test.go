@@ -16,7 +16,7 @@ import (
 
 	"github.com/secops-agent/investigator/gemini/geminitest"
 	"github.com/secops-agent/investigator/internal/testenv"
-	"github.com/secops-agent/investigator/memory"
+	"github.com/secops-agent/investigator/activities/bigquery/memory"
 )
 
 // phased answers model requests by phase, each phase from its own queue, so

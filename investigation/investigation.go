@@ -16,9 +16,7 @@ const (
 	CatalogWorkflowName = "ToolCatalog"
 	// BigQueryWorkflowName is the BigQuery sub-agent, a child workflow.
 	BigQueryWorkflowName = "BigQueryAgent"
-	// ToolsetBigQuery selects the sub-agent's tools in CallTool.
-	ToolsetBigQuery = "bigquery"
-	DefaultQueue    = "investigations"
+	DefaultQueue         = "investigations"
 	// ProgressQuery returns a run's progress events after a sequence
 	// number, at most MaxProgressEvents of them per answer: a follower that
 	// gets a full page asks again at once.

@@ -9,7 +9,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/secops-agent/investigator/internal/termtext"
-	"github.com/secops-agent/investigator/memory"
+	"github.com/secops-agent/investigator/activities/bigquery/memory"
 )
 
 func (a *app) memoryCommand() *cobra.Command {

@@ -11,7 +11,7 @@ import (
 	"go.temporal.io/sdk/client"
 
 	"github.com/secops-agent/investigator/internal/testenv"
-	"github.com/secops-agent/investigator/memory"
+	"github.com/secops-agent/investigator/activities/bigquery/memory"
 )
 
 // noTemporal is the dialer of commands that never reach Temporal.

@@ -24,7 +24,7 @@ import (
 	"github.com/secops-agent/investigator/alerts"
 	"github.com/secops-agent/investigator/internal/testenv"
 	"github.com/secops-agent/investigator/investigation"
-	"github.com/secops-agent/investigator/memory"
+	"github.com/secops-agent/investigator/activities/bigquery/memory"
 	"github.com/secops-agent/investigator/plan"
 )
 

@@ -12,13 +12,14 @@ import (
 	"go.temporal.io/sdk/workflow"
 
 	"github.com/secops-agent/investigator/activities"
+	"github.com/secops-agent/investigator/activities/bigquery"
+	"github.com/secops-agent/investigator/activities/bigquery/bqtools"
+	"github.com/secops-agent/investigator/activities/bigquery/memory"
 	"github.com/secops-agent/investigator/alerts"
-	"github.com/secops-agent/investigator/bq"
 	"github.com/secops-agent/investigator/config"
 	"github.com/secops-agent/investigator/gemini"
 	"github.com/secops-agent/investigator/intel"
 	"github.com/secops-agent/investigator/investigation"
-	"github.com/secops-agent/investigator/memory"
 	"github.com/secops-agent/investigator/toolcall"
 	"github.com/secops-agent/investigator/tools"
 	"github.com/secops-agent/investigator/transcript"
@@ -69,13 +70,13 @@ func newCommand() *cobra.Command {
 				return err
 			}
 			registry.Disable(disabled...)
-			bqTools, bqTables, err := bigQueryTools(ctx, bc, fc.Project)
+			sub, err := subAgent(ctx, bc, fc.Project)
 			if err != nil {
 				return err
 			}
-			if bqTools == nil {
+			if sub == nil {
 				registry.Disable(tools.Disabled{Name: toolcall.BigQueryAgent, Reason: "BIGQUERY_TABLES_CONFIG is not set"})
-			} else if err := registry.Add(tools.NewBigQueryAgent()); err != nil {
+			} else if err := registry.Add(bigquery.AgentTool()); err != nil {
 				return err
 			}
 			c, err := tc.Dial(logger)
@@ -84,25 +85,18 @@ func newCommand() *cobra.Command {
 			}
 			defer c.Close()
 
+			model := &activities.Model{LLM: llm.Models, Name: gc.Model, Transcript: transcript.NewStore(fs)}
+			inv := &activities.Activities{Model: model, Endpoint: gemini.Describe(llm, gc.Model), Tools: registry, Alerts: store}
 			w := worker.New(c, tc.TaskQueue, worker.Options{})
 			w.RegisterWorkflowWithOptions(workflows.Investigation, workflow.RegisterOptions{Name: investigation.WorkflowName})
 			w.RegisterWorkflowWithOptions(workflows.ToolCatalog, workflow.RegisterOptions{Name: investigation.CatalogWorkflowName})
 			w.RegisterWorkflowWithOptions(workflows.BigQueryAgent, workflow.RegisterOptions{Name: investigation.BigQueryWorkflowName})
-			w.RegisterActivity(&activities.Activities{
-				LLM:                 llm.Models,
-				Model:               gc.Model,
-				Endpoint:            gemini.Describe(llm, gc.Model),
-				Tools:               registry,
-				Alerts:              store,
-				Transcript:          transcript.NewStore(fs),
-				BigQueryTools:       bqTools,
-				Embedder:            llm.Models,
-				EmbeddingModel:      bc.EmbeddingModel,
-				Memories:            memory.NewStore(fs),
-				MemoryMinSimilarity: bc.MinSimilarity,
-				MemoryLimit:         bc.RecallLimit,
-				BigQueryTables:      bqTables,
-			})
+			if sub != nil {
+				sub.Model, sub.Embedder, sub.Memories = model, llm.Models, memory.NewStore(fs)
+				w.RegisterActivity(sub)
+				inv.Toolsets = map[string]*tools.Registry{bigquery.Toolset: sub.Tools}
+			}
+			w.RegisterActivity(inv)
 			logger.Info("worker starting", "temporal", tc.Address, "namespace", tc.Namespace, "task_queue", tc.TaskQueue,
 				"model", gc.Model, "tools", registry.Names(), "disabled_tools", len(disabled))
 			if err := w.Run(worker.InterruptCh()); err != nil {
@@ -122,19 +116,20 @@ func newCommand() *cobra.Command {
 	return cmd
 }
 
-// bigQueryTools builds the sub-agent's tools and lists the configured
-// tables, or returns nils when no tables config is set.
-func bigQueryTools(ctx context.Context, bc config.BigQuery, project string) (*tools.Registry, []string, error) {
+// subAgent builds the BigQuery sub-agent's activities (tools, tables and
+// recall settings; the caller adds the model and the stores), or returns
+// nil when no tables config is set.
+func subAgent(ctx context.Context, bc config.BigQuery, project string) (*bigquery.Activities, error) {
 	if bc.TablesConfig == "" {
-		return nil, nil, nil
+		return nil, nil
 	}
-	cfg, err := bq.LoadConfig(bc.TablesConfig)
+	cfg, err := bqtools.LoadConfig(bc.TablesConfig)
 	if err != nil {
-		return nil, nil, err
+		return nil, err
 	}
-	runbooks, err := bq.LoadRunbooks(bc.RunbooksDir)
+	runbooks, err := bqtools.LoadRunbooks(bc.RunbooksDir)
 	if err != nil {
-		return nil, nil, err
+		return nil, err
 	}
 	if cfg.Project == "" {
 		cfg.Project = project
@@ -143,16 +138,19 @@ func bigQueryTools(ctx context.Context, bc config.BigQuery, project string) (*to
 		cfg.Project = config.EmulatorProject
 	}
 	if cfg.Project == "" {
-		return nil, nil, fmt.Errorf("no BigQuery project: set project in %s or GOOGLE_CLOUD_PROJECT", bc.TablesConfig)
+		return nil, fmt.Errorf("no BigQuery project: set project in %s or GOOGLE_CLOUD_PROJECT", bc.TablesConfig)
 	}
-	client, err := bq.NewClient(ctx, cfg.Project, bc.EmulatorHost())
+	client, err := bqtools.NewClient(ctx, cfg.Project, bc.EmulatorHost())
 	if err != nil {
-		return nil, nil, err
+		return nil, err
 	}
-	tables := make([]string, len(cfg.Tables))
-	for i, t := range cfg.Tables {
-		tables[i] = t.ID
+	reg, err := tools.NewRegistry(bqtools.Tools(client, cfg, runbooks)...)
+	if err != nil {
+		return nil, err
 	}
-	reg, err := tools.NewRegistry(bq.Tools(client, cfg, runbooks)...)
-	return reg, tables, err
+	sub := &bigquery.Activities{Tools: reg, EmbeddingModel: bc.EmbeddingModel, MinSimilarity: bc.MinSimilarity, RecallLimit: bc.RecallLimit}
+	for _, t := range cfg.Tables {
+		sub.Tables = append(sub.Tables, t.ID)
+	}
+	return sub, nil
 }

@@ -12,10 +12,15 @@ import (
 	"go.temporal.io/sdk/workflow"
 
 	"github.com/secops-agent/investigator/activities"
+	"github.com/secops-agent/investigator/activities/bigquery"
 	"github.com/secops-agent/investigator/internal/clip"
 	"github.com/secops-agent/investigator/investigation"
 	"github.com/secops-agent/investigator/toolcall"
 )
+
+// bq only names the sub-agent's activity methods; the worker registers the
+// real value.
+var bq *bigquery.Activities
 
 // Sub-agent limits.
 const (
@@ -48,7 +53,7 @@ func (r *run) startBigQueryAgent(ctx workflow.Context, key string, c toolcall.Ca
 		opts.TypedSearchAttributes = temporal.NewSearchAttributes(
 			temporal.NewSearchAttributeKeyKeyword(investigation.SearchAttribute).ValueSet(r.Input.AlertID))
 	}
-	return workflow.ExecuteChildWorkflow(workflow.WithChildOptions(ctx, opts), investigation.BigQueryWorkflowName, activities.BigQueryRequest{
+	return workflow.ExecuteChildWorkflow(workflow.WithChildOptions(ctx, opts), investigation.BigQueryWorkflowName, bigquery.Request{
 		Request:        request,
 		ParentSession:  r.session,
 		ResultKey:      key,
@@ -67,7 +72,7 @@ func childID(parent, key string) string { return parent + "-bq-" + key }
 // whole session to learn (best effort: a failure never fails the
 // sub-agent), and stores its answer as the parent's tool result, linked to
 // this run.
-func BigQueryAgent(ctx workflow.Context, in activities.BigQueryRequest) (activities.ToolOutput, error) {
+func BigQueryAgent(ctx workflow.Context, in bigquery.Request) (activities.ToolOutput, error) {
 	info := workflow.GetInfo(ctx)
 	h := &subAgent{session: info.WorkflowExecution.ID, in: in}
 	if err := workflow.SetQueryHandler(ctx, investigation.ProgressQuery, func(after int) ([]investigation.Event, error) {
@@ -82,7 +87,7 @@ func BigQueryAgent(ctx workflow.Context, in activities.BigQueryRequest) (activit
 		h.in.MaxResultBytes = investigation.DefaultMaxToolResultBytes
 	}
 
-	if err := workflow.ExecuteActivity(llmOptions(ctx, "recall memories"), a.RecallMemories, activities.RecallInput{Request: in.Request}).Get(ctx, &h.recall); err != nil {
+	if err := workflow.ExecuteActivity(llmOptions(ctx, "recall memories"), bq.RecallMemories, bigquery.RecallInput{Request: in.Request}).Get(ctx, &h.recall); err != nil {
 		h.emit(investigation.Event{Kind: investigation.EventNote, Text: "Memory recall failed, continuing without memories: " + message(err)})
 	}
 	ids := make([]string, len(h.recall.Memories))
@@ -99,7 +104,7 @@ func BigQueryAgent(ctx workflow.Context, in activities.BigQueryRequest) (activit
 	h.learn(ctx, res)
 
 	var out activities.ToolOutput
-	err = workflow.ExecuteActivity(storeOptions(ctx, "deliver answer"), a.DeliverAnswer, activities.DeliverInput{
+	err = workflow.ExecuteActivity(storeOptions(ctx, "deliver answer"), bq.DeliverAnswer, bigquery.DeliverInput{
 		ParentSession:  in.ParentSession,
 		ResultKey:      in.ResultKey,
 		CallID:         in.CallID,
@@ -114,23 +119,23 @@ func BigQueryAgent(ctx workflow.Context, in activities.BigQueryRequest) (activit
 // subAgent is the BigQuery sub-agent's run and its tool loop's host.
 type subAgent struct {
 	session string
-	in      activities.BigQueryRequest
-	recall  activities.Recall
+	in      bigquery.Request
+	recall  bigquery.Recall
 	events  []investigation.Event
 }
 
 // learn introspects over the whole session and saves what it learned; both
 // are best effort.
 func (h *subAgent) learn(ctx workflow.Context, res loopResult) {
-	var intro activities.Introspection
-	if err := workflow.ExecuteActivity(llmOptions(ctx, "introspect"), a.Introspect, activities.IntrospectInput{
+	var intro bigquery.Introspection
+	if err := workflow.ExecuteActivity(llmOptions(ctx, "introspect"), bq.Introspect, bigquery.IntrospectInput{
 		Session: h.session, Request: h.in.Request, Memories: h.recall.Memories, Transcript: res.Transcript, Answer: res.Text,
 	}).Get(ctx, &intro); err != nil {
 		h.emit(investigation.Event{Kind: investigation.EventNote, Text: "Introspection failed; nothing learned this time: " + message(err)})
 		return
 	}
-	var changes activities.MemoryChanges
-	if err := workflow.ExecuteActivity(storeOptions(ctx, "update memories"), a.UpdateMemories, activities.MemoryUpdate{
+	var changes bigquery.MemoryChanges
+	if err := workflow.ExecuteActivity(storeOptions(ctx, "update memories"), bq.UpdateMemories, bigquery.MemoryUpdate{
 		Session: h.session, Request: h.in.Request, Claims: intro.Claims, Helpful: intro.Helpful, Harmful: intro.Harmful,
 	}).Get(ctx, &changes); err != nil {
 		h.emit(investigation.Event{Kind: investigation.EventNote, Text: "Saving memories failed: " + message(err)})
@@ -142,7 +147,7 @@ func (h *subAgent) learn(ctx workflow.Context, res loopResult) {
 
 func (h *subAgent) modelTurn(ctx workflow.Context, iter int, key string, transcript []activities.Ref, final bool) (activities.TurnOutput, error) {
 	var out activities.TurnOutput
-	err := workflow.ExecuteActivity(llmOptions(ctx, fmt.Sprintf("bigquery turn %d", iter)), a.SubAgentTurn, activities.SubAgentTurnInput{
+	err := workflow.ExecuteActivity(llmOptions(ctx, fmt.Sprintf("bigquery turn %d", iter)), bq.SubAgentTurn, bigquery.SubAgentTurnInput{
 		Session:    h.session,
 		Key:        key,
 		Request:    h.in.Request,
@@ -166,7 +171,7 @@ func (h *subAgent) tool(name string) toolcall.Tool {
 	return toolcall.Tool{Name: name, Kind: toolcall.Activity}
 }
 
-func (h *subAgent) toolset() string { return investigation.ToolsetBigQuery }
+func (h *subAgent) toolset() string { return bigquery.Toolset }
 
 func (h *subAgent) startSpecial(ctx workflow.Context, _ string, _ toolcall.Tool, c toolcall.Call) workflow.Future {
 	f, settle := workflow.NewFuture(ctx)

@@ -11,6 +11,7 @@ import (
 	"go.temporal.io/sdk/workflow"
 
 	"github.com/secops-agent/investigator/activities"
+	"github.com/secops-agent/investigator/activities/bigquery"
 	"github.com/secops-agent/investigator/investigation"
 	"github.com/secops-agent/investigator/plan"
 	"github.com/secops-agent/investigator/toolcall"
@@ -34,26 +35,26 @@ func TestBigQueryAgentLearningIsBestEffort(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			h := newHarness(t)
 			h.env.RegisterWorkflowWithOptions(BigQueryAgent, workflow.RegisterOptions{Name: investigation.BigQueryWorkflowName})
-			h.env.OnActivity(a.RecallMemories, mock.Anything, mock.Anything).Return(activities.Recall{Memories: []activities.MemoryNote{{ID: "m-1", Claim: "c"}}}, c.recallErr)
-			h.env.OnActivity(a.SubAgentTurn, mock.Anything, mock.Anything).Return(func(_ context.Context, in activities.SubAgentTurnInput) (activities.TurnOutput, error) {
+			h.env.OnActivity(bq.RecallMemories, mock.Anything, mock.Anything).Return(bigquery.Recall{Memories: []bigquery.MemoryNote{{ID: "m-1", Claim: "c"}}}, c.recallErr)
+			h.env.OnActivity(bq.SubAgentTurn, mock.Anything, mock.Anything).Return(func(_ context.Context, in bigquery.SubAgentTurnInput) (activities.TurnOutput, error) {
 				if c.recallErr == nil {
 					require.Equal(t, "m-1", in.Memories[0].ID, "recalled memories reach the sub-agent")
 				}
 				return activities.TurnOutput{Key: in.Key, Text: "answer"}, nil
 			})
-			h.env.OnActivity(a.Introspect, mock.Anything, mock.Anything).Return(activities.Introspection{Claims: []string{"claim"}, Helpful: []string{"m-1"}}, c.introspectErr)
+			h.env.OnActivity(bq.Introspect, mock.Anything, mock.Anything).Return(bigquery.Introspection{Claims: []string{"claim"}, Helpful: []string{"m-1"}}, c.introspectErr)
 			updated := false
-			h.env.OnActivity(a.UpdateMemories, mock.Anything, mock.Anything).Return(func(_ context.Context, in activities.MemoryUpdate) (activities.MemoryChanges, error) {
+			h.env.OnActivity(bq.UpdateMemories, mock.Anything, mock.Anything).Return(func(_ context.Context, in bigquery.MemoryUpdate) (bigquery.MemoryChanges, error) {
 				updated = true
 				require.Equal(t, []string{"m-1"}, in.Helpful)
-				return activities.MemoryChanges{Saved: []string{"m-2"}}, c.updateErr
+				return bigquery.MemoryChanges{Saved: []string{"m-2"}}, c.updateErr
 			}).Maybe()
-			var delivered activities.DeliverInput
-			h.env.OnActivity(a.DeliverAnswer, mock.Anything, mock.Anything).Return(func(_ context.Context, in activities.DeliverInput) (activities.ToolOutput, error) {
+			var delivered bigquery.DeliverInput
+			h.env.OnActivity(bq.DeliverAnswer, mock.Anything, mock.Anything).Return(func(_ context.Context, in bigquery.DeliverInput) (activities.ToolOutput, error) {
 				delivered = in
 				return activities.ToolOutput{Key: in.ResultKey, OK: true, Link: &in.Link}, nil
 			})
-			h.env.ExecuteWorkflow(investigation.BigQueryWorkflowName, activities.BigQueryRequest{Request: "q", ParentSession: "parent", ResultKey: "t1-step_1-i1-c1", CallID: "c1"})
+			h.env.ExecuteWorkflow(investigation.BigQueryWorkflowName, bigquery.Request{Request: "q", ParentSession: "parent", ResultKey: "t1-step_1-i1-c1", CallID: "c1"})
 			require.True(t, h.env.IsWorkflowCompleted())
 			require.NoError(t, h.env.GetWorkflowError(), "learning never fails the sub-agent")
 			var out activities.ToolOutput

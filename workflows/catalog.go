@@ -3,9 +3,10 @@ package workflows
 import (
 	"time"
 
-	"github.com/secops-agent/investigator/investigation"
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/workflow"
+
+	"github.com/secops-agent/investigator/investigation"
 )
 
 // ToolCatalog returns the tools of the worker that picks it up, enabled or

@@ -1,0 +1,261 @@
+package bigquery
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"slices"
+	"strings"
+
+	"google.golang.org/genai"
+
+	"github.com/secops-agent/investigator/activities"
+	"github.com/secops-agent/investigator/activities/bigquery/memory"
+	"github.com/secops-agent/investigator/internal/clip"
+	"github.com/secops-agent/investigator/internal/prompt"
+	"github.com/secops-agent/investigator/tools"
+	"github.com/secops-agent/investigator/transcript"
+)
+
+// Embedder is the embedding part of the genai client (*genai.Models).
+type Embedder interface {
+	EmbedContent(ctx context.Context, model string, contents []*genai.Content, config *genai.EmbedContentConfig) (*genai.EmbedContentResponse, error)
+}
+
+// MemoryStore is what the sub-agent needs from the Firestore memory store
+// (memory.Store).
+type MemoryStore interface {
+	Recall(ctx context.Context, embedding []float32, minSimilarity float64, limit int) ([]memory.Memory, error)
+	Put(ctx context.Context, id, claim, queryText string, embedding []float32) (memory.Memory, error)
+	Adjust(ctx context.Context, session string, helpful, harmful []string) ([]string, error)
+}
+
+// Activities are the sub-agent's activities; the worker registers one value
+// of it, next to the investigation's.
+type Activities struct {
+	Model *activities.Model
+	// Tools are the sub-agent's BigQuery tools; the investigation's
+	// CallTool runs them as the Toolset toolset.
+	Tools          *tools.Registry
+	Embedder       Embedder
+	EmbeddingModel string
+	Memories       MemoryStore
+	// MinSimilarity and RecallLimit bound memory recall.
+	MinSimilarity float64
+	RecallLimit   int
+	// Tables are the tables the sub-agent may query: a learned claim must
+	// name one of them.
+	Tables []string
+}
+
+// embed returns one 768-dimension embedding per text.
+func (a *Activities) embed(ctx context.Context, task string, texts ...string) ([][]float32, error) {
+	contents := make([]*genai.Content, len(texts))
+	for i, t := range texts {
+		contents[i] = genai.NewContentFromText(t, genai.RoleUser)
+	}
+	dims := int32(memory.Dimensions)
+	resp, err := activities.CallGemini(ctx, func(ctx context.Context) (*genai.EmbedContentResponse, error) {
+		return a.Embedder.EmbedContent(ctx, a.EmbeddingModel, contents, &genai.EmbedContentConfig{TaskType: task, OutputDimensionality: &dims})
+	})
+	if err != nil {
+		return nil, err
+	}
+	if len(resp.Embeddings) != len(texts) {
+		return nil, fmt.Errorf("asked for %d embeddings, got %d", len(texts), len(resp.Embeddings))
+	}
+	out := make([][]float32, len(texts))
+	for i, e := range resp.Embeddings {
+		if len(e.Values) != memory.Dimensions {
+			return nil, fmt.Errorf("embedding %d has %d dimensions, want %d", i, len(e.Values), memory.Dimensions)
+		}
+		out[i] = e.Values
+	}
+	return out, nil
+}
+
+// RecallMemories embeds the request and returns the stored memories closest
+// to it (cosine similarity at least MinSimilarity, at most RecallLimit).
+func (a *Activities) RecallMemories(ctx context.Context, in RecallInput) (Recall, error) {
+	vecs, err := a.embed(ctx, "RETRIEVAL_QUERY", in.Request)
+	if err != nil {
+		return Recall{}, err
+	}
+	found, err := a.Memories.Recall(ctx, vecs[0], a.MinSimilarity, a.RecallLimit)
+	if err != nil {
+		return Recall{}, fmt.Errorf("recall memories: %w", err)
+	}
+	out := Recall{Memories: make([]MemoryNote, len(found))}
+	for i, m := range found {
+		out.Memories[i] = MemoryNote{ID: m.ID, Claim: m.Claim, Score: m.Score, Similarity: m.Similarity}
+	}
+	return out, nil
+}
+
+// SubAgentTurn runs one model turn of the BigQuery sub-agent: how to work in
+// the system instruction; the request and its recalled memories (with IDs,
+// as a data block) in the first user content; the sub-agent's transcript;
+// the BigQuery tools.
+func (a *Activities) SubAgentTurn(ctx context.Context, in SubAgentTurnInput) (activities.TurnOutput, error) {
+	system, user, err := render("subagent", map[string]any{"Request": in.Request, "Memories": memoriesText(in.Memories), "Final": in.Final})
+	if err != nil {
+		return activities.TurnOutput{}, err
+	}
+	contents, err := a.Model.Contents(ctx, in.Session, user, in.Transcript)
+	if err != nil {
+		return activities.TurnOutput{}, err
+	}
+	return a.Model.Turn(ctx, in.Session, in.Key, system, contents, a.Tools.Declarations(nil), in.Final)
+}
+
+// maxClaims is the most claims one session may save.
+const maxClaims = 5
+
+// Introspect reviews the sub-agent's whole session and returns new claims
+// and the recalled memories that helped or misled. IDs that were not
+// recalled are dropped, and so is every claim memory.CheckClaim refuses
+// (indicators, log content, instructions, several lines, too long, no
+// configured table named): the refusals are returned, never stored.
+func (a *Activities) Introspect(ctx context.Context, in IntrospectInput) (Introspection, error) {
+	session, err := a.Model.SessionText(ctx, in.Session, in.Transcript)
+	if err != nil {
+		return Introspection{}, err
+	}
+	system, user, err := render("introspect", map[string]any{"Request": in.Request, "Memories": memoriesText(in.Memories), "Session": session, "Answer": in.Answer})
+	if err != nil {
+		return Introspection{}, err
+	}
+	var out Introspection
+	out.Usage, err = a.Model.GenerateJSON(ctx, "introspection", system, user, introspectSchema, &out, func() error { return nil })
+	if err != nil {
+		return Introspection{}, err
+	}
+	recalled := make([]string, len(in.Memories))
+	for i, m := range in.Memories {
+		recalled[i] = m.ID
+	}
+	known := func(ids []string) []string {
+		var keep []string
+		for _, id := range ids {
+			if slices.Contains(recalled, id) && !slices.Contains(keep, id) {
+				keep = append(keep, id)
+			}
+		}
+		return keep
+	}
+	out.Helpful, out.Harmful, out.Refused = known(out.Helpful), known(out.Harmful), nil
+	var claims []string
+	for _, c := range out.Claims {
+		c = strings.TrimSpace(c)
+		if err := memory.CheckClaim(c, a.Tables); err != nil {
+			out.Refused = append(out.Refused, err.Error())
+			activities.Logger(ctx).Warn("introspection claim refused", "reason", err.Error())
+			continue
+		}
+		if len(claims) < maxClaims && !slices.Contains(claims, c) {
+			claims = append(claims, c)
+		}
+	}
+	out.Claims = claims
+	return out, nil
+}
+
+// memoriesText renders recalled memories for a data block, one per line
+// with its ID.
+func memoriesText(ms []MemoryNote) string {
+	var b strings.Builder
+	for i, m := range ms {
+		if i > 0 {
+			b.WriteByte('\n')
+		}
+		fmt.Fprintf(&b, "[%s] %s", m.ID, m.Claim)
+	}
+	return b.String()
+}
+
+// UpdateMemories saves the claims with their embeddings and adjusts the
+// scores of helpful (+1) and harmful (-1) memories; memories that fall below
+// -3 are deleted. Claim IDs derive from the session and the claim, and each
+// vote is recorded under the session (the sub-agent's workflow ID), so a
+// retried activity rewrites the same memories instead of adding copies and
+// changes no score twice.
+func (a *Activities) UpdateMemories(ctx context.Context, in MemoryUpdate) (MemoryChanges, error) {
+	var out MemoryChanges
+	if len(in.Claims) > 0 {
+		vecs, err := a.embed(ctx, "RETRIEVAL_DOCUMENT", in.Claims...)
+		if err != nil {
+			return out, err
+		}
+		for i, c := range in.Claims {
+			sum := sha256.Sum256([]byte(in.Session + "\x00" + c))
+			m, err := a.Memories.Put(ctx, "m-"+hex.EncodeToString(sum[:8]), c, in.Request, vecs[i])
+			if err != nil {
+				return out, fmt.Errorf("save memory: %w", err)
+			}
+			out.Saved = append(out.Saved, m.ID)
+		}
+	}
+	deleted, err := a.Memories.Adjust(ctx, in.Session, in.Helpful, in.Harmful)
+	if err != nil {
+		return out, fmt.Errorf("adjust memory scores: %w", err)
+	}
+	out.Deleted = deleted
+	return out, nil
+}
+
+// DeliverAnswer stores the sub-agent's answer, with the link to its run, as
+// the parent investigation's tool result. An answer too long for
+// MaxResultBytes is cut, not the result around it, so the link survives.
+func (a *Activities) DeliverAnswer(ctx context.Context, in DeliverInput) (activities.ToolOutput, error) {
+	raw, size, cut, err := answerResult(in.Answer, in.Link, in.MaxResultBytes)
+	if err != nil {
+		return activities.ToolOutput{}, err
+	}
+	entry := transcript.Entry{Kind: transcript.KindTool, CallID: in.CallID, Tool: in.Tool, Response: string(raw)}
+	if err := a.Model.Transcript.Put(ctx, in.ParentSession, in.ResultKey, entry); err != nil {
+		return activities.ToolOutput{}, err
+	}
+	link := in.Link
+	return activities.ToolOutput{Key: in.ResultKey, OK: true, Bytes: size, Truncated: cut, Preview: clip.String(in.Answer, 160), Link: &link}, nil
+}
+
+// answerResult encodes the bigquery_agent result {answer, child_workflow_id,
+// child_run_id} in at most limit bytes. When the whole is larger, the answer
+// alone is cut (clip.String marks the cut) and a note says so; the
+// IDs are always kept, even in the (misconfigured) case where they alone
+// exceed limit. size is the length of the uncut result.
+func answerResult(answer string, link activities.ChildLink, limit int) (raw []byte, size int, cut bool, err error) {
+	result := map[string]any{
+		"answer":            answer,
+		"child_workflow_id": link.WorkflowID,
+		"child_run_id":      link.RunID,
+	}
+	if raw, err = prompt.MarshalJSON(result, ""); err != nil || len(raw) <= limit {
+		return raw, len(raw), false, err
+	}
+	size = len(raw)
+	result["truncated"] = true
+	result["total_bytes"] = size
+	result["note"] = fmt.Sprintf("The answer was %d bytes and was cut to fit the %d-byte result; the whole answer is in the history of child workflow %s.", len(answer), limit, link.WorkflowID)
+	// JSON escapes make the encoded answer longer than its text, so find the
+	// longest cut that fits by bisection; a cut longer than limit never does.
+	var best []byte
+	for lo, hi := 0, min(len(answer), limit); lo <= hi; {
+		keep := (lo + hi) / 2
+		result["answer"] = clip.String(answer, keep)
+		if raw, err = prompt.MarshalJSON(result, ""); err != nil {
+			return nil, 0, false, err
+		}
+		if len(raw) <= limit {
+			best, lo = raw, keep+1
+		} else {
+			hi = keep - 1
+		}
+	}
+	if best == nil { // not even the IDs fit: keep them all the same
+		result["answer"] = clip.String(answer, 0)
+		best, err = prompt.MarshalJSON(result, "")
+	}
+	return best, size, true, err
+}

@@ -1,0 +1,260 @@
+package bqtools
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"time"
+
+	"cloud.google.com/go/bigquery"
+	bqv2 "google.golang.org/api/bigquery/v2"
+	"google.golang.org/api/googleapi"
+	"google.golang.org/api/iterator"
+)
+
+// queryBackend is what bigquery_query and bigquery_result need of BigQuery:
+// a dry run, query jobs, and their rows. clientBackend is BigQuery itself
+// (or the emulator); tests also use a fake that reports what real BigQuery's
+// dry run would (referenced tables, routines), which the emulator does not.
+type queryBackend interface {
+	dryRun(ctx context.Context, sql string) (dryRunInfo, error)
+	// startQuery creates a query job; errJobExists if o.id is taken.
+	startQuery(ctx context.Context, sql string, o jobOptions) (queryJob, error)
+	// findJob returns the job with id; errJobNotFound if there is none.
+	findJob(ctx context.Context, id, location string) (queryJob, error)
+}
+
+// queryJob is one query job.
+type queryJob interface {
+	id() string
+	location() string
+	sql() string // the job's query, "" if it is not a query job
+	// wait waits for the job to end; a failed job's error is a *bigquery.Error.
+	wait(ctx context.Context) (jobStats, error)
+	// read reads up to n rows from offset of the finished job's results, of
+	// which the first maxRows can be paged.
+	read(ctx context.Context, offset, n uint64, maxRows int) (rowsPage, error)
+}
+
+var (
+	errJobExists   = errors.New("a job with this ID already exists")
+	errJobNotFound = errors.New("no job with this ID")
+)
+
+// dryRunInfo is what a dry run says about a query.
+type dryRunInfo struct {
+	statementType string
+	bytes         int64 // the estimate
+	location      string
+	tables        []*bigquery.Table
+	routines      []string // project.dataset.routine
+	graphs        []string // project.dataset.graph
+}
+
+type jobOptions struct {
+	id, location   string
+	maxBytesBilled int64
+	timeout        time.Duration
+}
+
+type jobStats struct{ processed, billed int64 }
+
+// clientBackend reaches BigQuery through the Go client, and through the
+// REST API for the dry run when NewClient made the client: the Go client
+// (v1.86.2) drops the dry run's referencedRoutines and
+// referencedPropertyGraphs, which the REST JobStatistics2 carries.
+type clientBackend struct {
+	client *bigquery.Client
+	rest   *bqv2.Service // nil: the Go client's dry run, without routines
+}
+
+func (b clientBackend) dryRun(ctx context.Context, sql string) (dryRunInfo, error) {
+	if b.rest == nil {
+		return b.clientDryRun(ctx, sql)
+	}
+	noLegacy := false
+	job := &bqv2.Job{
+		JobReference:  &bqv2.JobReference{ProjectId: b.client.Project(), Location: b.client.Location, JobId: randomJobID("dryrun")},
+		Configuration: &bqv2.JobConfiguration{DryRun: true, Query: &bqv2.JobConfigurationQuery{Query: sql, UseLegacySql: &noLegacy}},
+	}
+	res, err := b.rest.Jobs.Insert(b.client.Project(), job).Context(ctx).Do()
+	if err != nil {
+		return dryRunInfo{}, err
+	}
+	if res.Status != nil && res.Status.ErrorResult != nil {
+		e := res.Status.ErrorResult
+		return dryRunInfo{}, &bigquery.Error{Location: e.Location, Message: e.Message, Reason: e.Reason}
+	}
+	var info dryRunInfo
+	if res.JobReference != nil {
+		info.location = res.JobReference.Location
+	}
+	if s := res.Statistics; s != nil {
+		info.bytes = s.TotalBytesProcessed
+		if q := s.Query; q != nil {
+			info.statementType = q.StatementType
+			for _, t := range q.ReferencedTables {
+				info.tables = append(info.tables, &bigquery.Table{ProjectID: t.ProjectId, DatasetID: t.DatasetId, TableID: t.TableId})
+			}
+			for _, r := range q.ReferencedRoutines {
+				info.routines = append(info.routines, r.ProjectId+"."+r.DatasetId+"."+r.RoutineId)
+			}
+			for _, g := range q.ReferencedPropertyGraphs {
+				info.graphs = append(info.graphs, g.ProjectId+"."+g.DatasetId+"."+g.PropertyGraphId)
+			}
+		}
+	}
+	return info, nil
+}
+
+// clientDryRun is the Go client's dry run, which reports no routines.
+func (b clientBackend) clientDryRun(ctx context.Context, sql string) (dryRunInfo, error) {
+	q := b.client.Query(sql)
+	q.DryRun = true
+	job, err := q.Run(ctx)
+	if err != nil {
+		return dryRunInfo{}, err
+	}
+	st := job.LastStatus()
+	if st == nil {
+		return dryRunInfo{}, errors.New("the dry run returned no job status")
+	}
+	if err := st.Err(); err != nil {
+		return dryRunInfo{}, err
+	}
+	info := dryRunInfo{location: job.Location()}
+	if st.Statistics != nil {
+		info.bytes = st.Statistics.TotalBytesProcessed
+		if qs, ok := st.Statistics.Details.(*bigquery.QueryStatistics); ok {
+			info.statementType, info.tables = qs.StatementType, qs.ReferencedTables
+		}
+	}
+	return info, nil
+}
+
+func (b clientBackend) startQuery(ctx context.Context, sql string, o jobOptions) (queryJob, error) {
+	q := b.client.Query(sql)
+	q.JobID, q.Location = o.id, o.location
+	q.MaxBytesBilled, q.JobTimeout = o.maxBytesBilled, o.timeout
+	job, err := q.Run(ctx)
+	var ge *googleapi.Error
+	if errors.As(err, &ge) && ge.Code == http.StatusConflict {
+		return nil, fmt.Errorf("%w: %s", errJobExists, o.id)
+	}
+	if err != nil {
+		return nil, err
+	}
+	return clientJob{job}, nil
+}
+
+func (b clientBackend) findJob(ctx context.Context, id, location string) (queryJob, error) {
+	job, err := b.client.JobFromIDLocation(ctx, id, location)
+	if isNotFound(err) {
+		return nil, fmt.Errorf("%w: %s", errJobNotFound, id)
+	}
+	if err != nil {
+		return nil, err
+	}
+	return clientJob{job}, nil
+}
+
+type clientJob struct{ job *bigquery.Job }
+
+func (j clientJob) id() string       { return j.job.ID() }
+func (j clientJob) location() string { return j.job.Location() }
+
+func (j clientJob) sql() string {
+	cfg, err := j.job.Config()
+	if q, ok := cfg.(*bigquery.QueryConfig); ok && err == nil {
+		return q.Q
+	}
+	return ""
+}
+
+func (j clientJob) wait(ctx context.Context) (jobStats, error) {
+	status, err := j.job.Wait(ctx)
+	if err != nil {
+		return jobStats{}, err
+	}
+	if err := status.Err(); err != nil {
+		return jobStats{}, err
+	}
+	var s jobStats
+	if st := status.Statistics; st != nil {
+		s.processed = st.TotalBytesProcessed
+		if qs, ok := st.Details.(*bigquery.QueryStatistics); ok {
+			s.billed = qs.TotalBytesBilled
+		}
+	}
+	return s, nil
+}
+
+// read pages on the server where it honours startIndex; see Tools.
+func (j clientJob) read(ctx context.Context, offset, n uint64, maxRows int) (rowsPage, error) {
+	it, err := j.job.Read(ctx)
+	if err != nil {
+		return rowsPage{}, err
+	}
+	schema := make([]string, len(it.Schema))
+	for i, f := range it.Schema {
+		schema[i] = f.Name
+	}
+	return pageRows(it.TotalRows, schema, maxRows, offset, n, func(offset, n uint64) ([][]any, bool, error) {
+		return collectRows(it, offset, n, it.TotalRows)
+	})
+}
+
+// randomJobID is prefix_ and 32 random hex digits.
+func randomJobID(prefix string) string {
+	b := make([]byte, 16)
+	_, _ = rand.Read(b) // never fails (crypto/rand)
+	return prefix + "_" + hex.EncodeToString(b)
+}
+
+// collectRows reads up to n converted rows from offset. It asks the server
+// for exactly that window; if the first page shows that the server ignored
+// startIndex (it sent more rows than remain after offset, as the emulator
+// does), it skips the first offset rows itself. It stops early once the rows
+// would exceed maxRowsJSON bytes of JSON, and then reports cut.
+func collectRows(it *bigquery.RowIterator, offset, n, total uint64) (rows [][]any, cut bool, err error) {
+	it.StartIndex = offset
+	it.PageInfo().MaxSize = int(n)
+	var skip uint64
+	first := true
+	size := 0
+	for uint64(len(rows)) < n {
+		var row []bigquery.Value
+		err := it.Next(&row)
+		if errors.Is(err, iterator.Done) {
+			break
+		}
+		if err != nil {
+			return nil, false, err
+		}
+		if first {
+			first = false
+			if offset > 0 && uint64(1+it.PageInfo().Remaining()) > total-offset {
+				skip = offset
+			}
+		}
+		if skip > 0 {
+			skip--
+			continue
+		}
+		r := jsonRow(row, it.Schema)
+		b, err := json.Marshal(r)
+		if err != nil {
+			return nil, false, fmt.Errorf("encode a result row: %w", err)
+		}
+		if len(rows) > 0 && size+len(b) > maxRowsJSON {
+			return rows, true, nil
+		}
+		size += len(b)
+		rows = append(rows, r)
+	}
+	return rows, false, nil
+}

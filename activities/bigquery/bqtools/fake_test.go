@@ -1,0 +1,140 @@
+package bqtools
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"sync"
+	"testing"
+
+	"cloud.google.com/go/bigquery"
+	"github.com/stretchr/testify/require"
+)
+
+// fakeBackend stands in for real BigQuery where the emulator cannot: its dry
+// run reports, per query, the referenced tables, routines and property
+// graphs that BigQuery's dry run would (set by the test; the emulator
+// reports none), and it keeps query jobs in memory, each holding the rows
+// of rowsFor. It records every call so tests can tell what reached it.
+type fakeBackend struct {
+	mu      sync.Mutex
+	dry     map[string]fakeDry // by SQL; a query not listed reads nothing
+	bytes   int64              // every dry run's estimate and every job's bytes
+	dryRuns []string
+	starts  []string // IDs of the jobs created
+	finds   []string // IDs looked up
+	jobs    map[string]*fakeJob
+	// raceOnce makes the next look-up of an ID miss, as when another
+	// attempt creates the job between the look-up and the insert.
+	raceOnce map[string]bool
+	// failWith makes the job created under an ID fail with this error.
+	failWith map[string]error
+}
+
+// fakeDry is what the fake's dry run reports for one query.
+type fakeDry struct {
+	statementType      string   // "" means SELECT
+	tables             []string // dataset.table (in demo-investigator) or project.dataset.table
+	routines, graphs   []string // project.dataset.name
+	location, errorMsg string
+}
+
+func newFakeBackend() *fakeBackend {
+	return &fakeBackend{dry: map[string]fakeDry{}, bytes: 100, jobs: map[string]*fakeJob{}, raceOnce: map[string]bool{}, failWith: map[string]error{}}
+}
+
+func (f *fakeBackend) dryRun(_ context.Context, sql string) (dryRunInfo, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.dryRuns = append(f.dryRuns, sql)
+	d := f.dry[sql]
+	if d.errorMsg != "" {
+		return dryRunInfo{}, &bigquery.Error{Reason: "invalidQuery", Message: d.errorMsg}
+	}
+	info := dryRunInfo{statementType: d.statementType, bytes: f.bytes, location: d.location, routines: d.routines, graphs: d.graphs}
+	if info.statementType == "" {
+		info.statementType = "SELECT"
+	}
+	for _, name := range d.tables {
+		parts := strings.Split(name, ".")
+		if len(parts) == 2 {
+			parts = append([]string{"demo-investigator"}, parts...)
+		}
+		info.tables = append(info.tables, &bigquery.Table{ProjectID: parts[0], DatasetID: parts[1], TableID: parts[2]})
+	}
+	return info, nil
+}
+
+func (f *fakeBackend) startQuery(_ context.Context, sql string, o jobOptions) (queryJob, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if _, ok := f.jobs[o.id]; ok {
+		return nil, fmt.Errorf("%w: %s", errJobExists, o.id)
+	}
+	f.starts = append(f.starts, o.id)
+	j := &fakeJob{opts: o, query: sql, bytes: f.bytes, err: f.failWith[o.id]}
+	f.jobs[o.id] = j
+	return j, nil
+}
+
+func (f *fakeBackend) findJob(_ context.Context, id, _ string) (queryJob, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.finds = append(f.finds, id)
+	j, ok := f.jobs[id]
+	if !ok || f.raceOnce[id] {
+		delete(f.raceOnce, id)
+		return nil, fmt.Errorf("%w: %s", errJobNotFound, id)
+	}
+	return j, nil
+}
+
+func (f *fakeBackend) calls() (dryRuns, starts int) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return len(f.dryRuns), len(f.starts)
+}
+
+// fakeJob is a finished job whose result is three rows of one column.
+type fakeJob struct {
+	opts  jobOptions
+	query string
+	bytes int64
+	err   error
+}
+
+func (j *fakeJob) id() string       { return j.opts.id }
+func (j *fakeJob) location() string { return j.opts.location }
+func (j *fakeJob) sql() string      { return j.query }
+
+func (j *fakeJob) wait(context.Context) (jobStats, error) {
+	if j.err != nil {
+		return jobStats{}, j.err
+	}
+	return jobStats{processed: j.bytes, billed: j.bytes}, nil
+}
+
+func (j *fakeJob) read(_ context.Context, offset, n uint64, maxRows int) (rowsPage, error) {
+	rows := [][]any{{int64(1)}, {int64(2)}, {int64(3)}}
+	return pageRows(uint64(len(rows)), []string{"n"}, maxRows, offset, n, func(offset, n uint64) ([][]any, bool, error) {
+		return rows[offset:min(offset+n, uint64(len(rows)))], false, nil
+	})
+}
+
+// fakeEnv is an env over testdata/bigquery.yaml (adjusted by adjust) whose
+// queries reach fb instead of BigQuery; its client (in demo-investigator)
+// sends nothing.
+func fakeEnv(t *testing.T, fb *fakeBackend, adjust func(*Config)) *env {
+	t.Helper()
+	cfg, err := LoadConfig("testdata/bigquery.yaml")
+	require.NoError(t, err)
+	if adjust != nil {
+		adjust(&cfg)
+	}
+	client, err := NewClient(t.Context(), "demo-investigator", "127.0.0.1:1")
+	require.NoError(t, err)
+	t.Cleanup(func() { client.Close() })
+	e := newEnv(client, cfg.withDefaults())
+	e.backend = fb
+	return e
+}

@@ -1,0 +1,116 @@
+package bqtools
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"strings"
+
+	"cloud.google.com/go/bigquery"
+)
+
+// maxJobsPerCall bounds the jobs one tool call may create: one, and one
+// more each time an earlier one failed with a transient BigQuery error.
+const maxJobsPerCall = 5
+
+// runJob runs sql as a query job and waits for it. Its ID derives from the
+// tool call's ID (callID), so that a retry of the activity, which has the
+// same call ID, finds the job an earlier attempt created, waits for it and
+// reads it, instead of running (and billing) the query again. Without a
+// call ID the job gets a random one. A job that an earlier attempt left
+// failed with a transient error is passed over for the next ID
+// (base_2, base_3, ...), as is, defensively, a job under the ID that holds
+// another query. Errors are classified for the tool.
+func (e *env) runJob(ctx context.Context, sql, location, callID string) (queryJob, jobStats, error) {
+	o := jobOptions{location: location, maxBytesBilled: e.cfg.MaxScanBytes, timeout: e.cfg.JobTimeout}
+	if callID == "" {
+		o.id = randomJobID("investigator")
+		job, err := e.backend.startQuery(ctx, sql, o)
+		if err != nil {
+			return nil, jobStats{}, classify("run the query", err, false)
+		}
+		stats, err := job.wait(ctx)
+		if err != nil {
+			return nil, jobStats{}, e.jobError(err)
+		}
+		return job, stats, nil
+	}
+	base := jobID(callID)
+	for n := 1; n <= maxJobsPerCall; n++ {
+		o.id = base
+		if n > 1 {
+			o.id = fmt.Sprintf("%s_%d", base, n)
+		}
+		job, earlier, err := e.findOrStart(ctx, sql, o)
+		if err != nil {
+			return nil, jobStats{}, classify("run the query", err, false)
+		}
+		if job == nil {
+			continue // the ID holds another query
+		}
+		stats, err := job.wait(ctx)
+		var be *bigquery.Error
+		if err != nil && earlier && errors.As(err, &be) && transientReasons[be.Reason] {
+			continue // an earlier attempt's job failed transiently: run it again
+		}
+		if err != nil {
+			return nil, jobStats{}, e.jobError(err)
+		}
+		return job, stats, nil
+	}
+	return nil, jobStats{}, fmt.Errorf("run the query: the %d jobs of this call (%s...) all failed or were taken", maxJobsPerCall, base)
+}
+
+// findOrStart returns the job o.id names if it exists (earlier is true),
+// or creates it. A job that exists under o.id but holds another query is
+// returned as nil.
+func (e *env) findOrStart(ctx context.Context, sql string, o jobOptions) (job queryJob, earlier bool, err error) {
+	job, err = e.backend.findJob(ctx, o.id, o.location)
+	if errors.Is(err, errJobNotFound) {
+		job, err = e.backend.startQuery(ctx, sql, o)
+		if !errors.Is(err, errJobExists) {
+			return job, false, err
+		}
+		// Created between the look-up and the insert (BigQuery answers
+		// 409): it is the one to wait for.
+		job, err = e.backend.findJob(ctx, o.id, o.location)
+	}
+	if err != nil {
+		return nil, false, err
+	}
+	if job.sql() != sql {
+		return nil, true, nil
+	}
+	return job, true, nil
+}
+
+// jobError classifies a query job's failure, naming the job timeout when
+// BigQuery ended the job for running too long.
+func (e *env) jobError(err error) error {
+	var be *bigquery.Error
+	if errors.As(err, &be) && (be.Reason == "timeout" || strings.Contains(strings.ToLower(be.Message), "timeout") || strings.Contains(strings.ToLower(be.Message), "timed out")) {
+		return classify(fmt.Sprintf("run the query (job timeout %s)", e.cfg.JobTimeout), err, false)
+	}
+	return classify("run the query", err, false)
+}
+
+// jobID makes a BigQuery job ID from a tool call's ID: the ID with every
+// character outside [A-Za-z0-9_-] replaced by _, cut to 200 bytes, and a
+// hash of the whole ID, so that two call IDs that read alike after the
+// replacement ("a/b", "a_b") or the cut never share a job. BigQuery allows
+// up to 1024 characters of that alphabet.
+func jobID(callID string) string {
+	clean := []byte(callID)
+	for i, c := range clean {
+		if !(c == '_' || c == '-' || (c >= '0' && c <= '9') || (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z')) {
+			clean[i] = '_'
+		}
+	}
+	if len(clean) > 200 {
+		clean = clean[:200]
+	}
+	sum := sha256.Sum256([]byte(callID))
+	return "investigator_" + string(clean) + "_" + hex.EncodeToString(sum[:8])
+}

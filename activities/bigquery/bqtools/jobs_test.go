@@ -1,0 +1,280 @@
+package bqtools
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"net/http"
+	"net/http/httptest"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	"cloud.google.com/go/bigquery"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"google.golang.org/api/iterator"
+	"google.golang.org/api/option"
+
+	"github.com/secops-agent/investigator/tools"
+)
+
+func TestJobIDFromTheCall(t *testing.T) {
+	alphabet := regexp.MustCompile(`^[A-Za-z0-9_-]+$`)
+	valid := func(id string) {
+		t.Helper()
+		assert.Regexp(t, alphabet, id)
+		assert.LessOrEqual(t, len(id), 1024)
+	}
+	id := jobID("investigation-7f3a/bq-child/step-3#call-2")
+	valid(id)
+	assert.True(t, strings.HasPrefix(id, "investigator_investigation-7f3a_bq-child_step-3_call-2_"), id)
+	assert.Equal(t, id, jobID("investigation-7f3a/bq-child/step-3#call-2"), "the same call, the same job")
+	assert.NotEqual(t, jobID("a/b"), jobID("a_b"), "IDs that read alike after the replacement differ by their hash")
+	long := strings.Repeat("x/", 3000)
+	valid(jobID(long))
+	assert.NotEqual(t, jobID(long), jobID(long+"y"), "IDs that differ past the cut differ")
+	valid(jobID("ünïcode / 日本"))
+}
+
+// callCtx is a context like the one CallTool gives a tool.
+func callCtx(t *testing.T, id string, scanLeft int64) (context.Context, tools.CallInfo) {
+	ctx := tools.WithCallInfo(t.Context(), tools.CallInfo{ID: id, ScanBytesLeft: scanLeft})
+	return ctx, tools.CallInfoFrom(ctx)
+}
+
+const countAuth = "SELECT COUNT(*) AS n FROM security_logs.auth_events"
+
+// The emulator keeps jobs by ID, so it shows what a retried activity does:
+// the second call with the same tools.CallInfo ID finds the first call's job and
+// reads it, and only one query job is ever created.
+func TestQueryRetryReattachesToItsJobOnTheEmulator(t *testing.T) {
+	f := newFixture(t, nil)
+	callID := "session-" + strings.ReplaceAll(t.Name(), "/", "-") + "/bq-3"
+	query := f.tools["bigquery_query"]
+	f.log.take()
+
+	ctx, call := callCtx(t, callID, 0)
+	first, err := query.Call(ctx, map[string]any{"sql": countAuth})
+	require.NoError(t, err)
+	reqs := f.log.take()
+	assert.Equal(t, 1, count(reqs, "(dry run)"), "%v", reqs)
+	assert.Equal(t, 1, count(reqs, "POST")-count(reqs, "(dry run)"), "one query job: %v", reqs)
+	assert.Positive(t, call.Scanned(), "the bytes the job processed are recorded")
+
+	ctx, call = callCtx(t, callID, 0) // the retry
+	second, err := query.Call(ctx, map[string]any{"sql": countAuth})
+	require.NoError(t, err)
+	reqs = f.log.take()
+	assert.Equal(t, 1, count(reqs, "POST"), "the retry sends only its dry run: %v", reqs)
+	require.GreaterOrEqual(t, len(reqs), 2, "%v", reqs)
+	assert.Equal(t, "GET /projects/demo-investigator/jobs/"+jobID(callID), reqs[1], "and looks up the job first: %v", reqs)
+	assert.Equal(t, first, second, "the same result, read from the same job")
+	assert.Equal(t, jobID(callID), first.(queryResult).Handle)
+	assert.Equal(t, [][]any{{int64(30)}}, second.(queryResult).Preview)
+	assert.Positive(t, call.Scanned(), "a re-attached call records the bytes too")
+
+	// The emulator holds exactly one job under the call's IDs, with the
+	// job timeout and the bytes-billed cap of the configuration.
+	var ids []string
+	it := f.client.Jobs(t.Context())
+	for {
+		j, err := it.Next()
+		if errors.Is(err, iterator.Done) {
+			break
+		}
+		require.NoError(t, err)
+		if strings.HasPrefix(j.ID(), jobID(callID)) {
+			ids = append(ids, j.ID())
+		}
+	}
+	assert.Equal(t, []string{jobID(callID)}, ids)
+	job, err := f.client.JobFromID(t.Context(), jobID(callID))
+	require.NoError(t, err)
+	cfg, err := job.Config()
+	require.NoError(t, err)
+	qc := cfg.(*bigquery.QueryConfig)
+	assert.Equal(t, DefaultJobTimeout, qc.JobTimeout, "the job carries the job timeout")
+	assert.Equal(t, DefaultMaxScanBytes, qc.MaxBytesBilled)
+
+	// Without a call ID (a tool run outside an activity) every call is a
+	// new job with a random ID.
+	out1, err := query.Call(t.Context(), map[string]any{"sql": countAuth})
+	require.NoError(t, err)
+	out2, err := query.Call(t.Context(), map[string]any{"sql": countAuth})
+	require.NoError(t, err)
+	assert.NotEqual(t, out1.(queryResult).Handle, out2.(queryResult).Handle)
+	reqs = f.log.take()
+	assert.Equal(t, 2, count(reqs, "(dry run)"), "%v", reqs)
+	assert.Equal(t, 4, count(reqs, "POST"), "two dry runs and two jobs: %v", reqs)
+}
+
+func TestQueryJobsOnTheFake(t *testing.T) {
+	run := func(e *env, ctx context.Context) (queryResult, error) {
+		res, err := runQuery{e}.Call(ctx, map[string]any{"sql": countAuth})
+		if err != nil {
+			return queryResult{}, err
+		}
+		return res.(queryResult), nil
+	}
+	const callID = "s1/k9"
+	base := jobID(callID)
+
+	t.Run("BigQuery answers 409 when the job appeared after the look-up", func(t *testing.T) {
+		fb := newFakeBackend()
+		e := fakeEnv(t, fb, nil)
+		ctx, _ := callCtx(t, callID, 0)
+		first, err := run(e, ctx)
+		require.NoError(t, err)
+		fb.raceOnce[base] = true
+		second, err := run(e, ctx)
+		require.NoError(t, err)
+		assert.Equal(t, first.Handle, second.Handle)
+		assert.Equal(t, []string{base}, fb.starts, "one job")
+		assert.Equal(t, []string{base, base, base}, fb.finds, "look-up, look-up that missed, look-up after the 409")
+	})
+
+	t.Run("a job that failed transiently is run again under the next ID", func(t *testing.T) {
+		fb := newFakeBackend()
+		fb.failWith[base] = &bigquery.Error{Reason: "backendError", Message: "try again"}
+		e := fakeEnv(t, fb, nil)
+		ctx, _ := callCtx(t, callID, 0)
+		_, err := run(e, ctx)
+		require.Error(t, err)
+		assert.False(t, tools.IsRejection(err), "a transient failure is retried by Temporal: %v", err)
+		out, err := run(e, ctx) // the retry
+		require.NoError(t, err)
+		assert.Equal(t, base+"_2", out.Handle)
+		_, err = run(e, ctx) // a later retry finds the second job
+		require.NoError(t, err)
+		assert.Equal(t, []string{base, base + "_2"}, fb.starts)
+	})
+
+	t.Run("a job that failed for good fails the retry the same way, without a new job", func(t *testing.T) {
+		fb := newFakeBackend()
+		fb.failWith[base] = &bigquery.Error{Reason: "invalidQuery", Message: "division by zero"}
+		e := fakeEnv(t, fb, nil)
+		ctx, _ := callCtx(t, callID, 0)
+		for range 2 {
+			_, err := run(e, ctx)
+			requireRejection(t, err, "run the query failed: division by zero")
+		}
+		assert.Equal(t, []string{base}, fb.starts)
+	})
+
+	t.Run("a job under the ID that holds another query is left alone", func(t *testing.T) {
+		fb := newFakeBackend()
+		fb.jobs[base] = &fakeJob{opts: jobOptions{id: base}, query: "SELECT 'someone else'"}
+		e := fakeEnv(t, fb, nil)
+		ctx, _ := callCtx(t, callID, 0)
+		out, err := run(e, ctx)
+		require.NoError(t, err)
+		assert.True(t, strings.HasSuffix(out.Handle, base+"_2"), out.Handle)
+	})
+
+	t.Run("the job gets the timeout, the bytes cap and the dry run's location", func(t *testing.T) {
+		fb := newFakeBackend()
+		fb.dry[countAuth] = fakeDry{tables: []string{auth}, location: "europe-west3"}
+		e := fakeEnv(t, fb, func(c *Config) { c.JobTimeout = 5 * time.Second; c.MaxScanBytes = 4096 })
+		ctx, _ := callCtx(t, callID, 0)
+		out, err := run(e, ctx)
+		require.NoError(t, err)
+		assert.Equal(t, "europe-west3:"+base, out.Handle)
+		assert.Equal(t, jobOptions{id: base, location: "europe-west3", maxBytesBilled: 4096, timeout: 5 * time.Second}, fb.jobs[base].opts)
+	})
+
+	t.Run("a dry run that lists 50 tables may not list them all", func(t *testing.T) {
+		fb := newFakeBackend()
+		var many []string
+		for range maxReferencedTables {
+			many = append(many, auth)
+		}
+		fb.dry[countAuth] = fakeDry{tables: many}
+		_, err := run(fakeEnv(t, fb, nil), t.Context())
+		requireRejection(t, err, "query refused: it reads 50 or more tables, and BigQuery's dry run lists no more than 50")
+		fb.dry[countAuth] = fakeDry{tables: many[1:]}
+		_, err = run(fakeEnv(t, fb, nil), t.Context())
+		require.NoError(t, err)
+	})
+
+	t.Run("the scan budget", func(t *testing.T) {
+		fb := newFakeBackend()
+		fb.bytes = 5000
+		e := fakeEnv(t, fb, nil)
+		ctx, call := callCtx(t, callID, 4999)
+		_, err := run(e, ctx)
+		requireRejection(t, err, "query refused: the investigation's scan budget has 4.9 KiB (4999 bytes) left and this query would scan 4.9 KiB (5000 bytes)")
+		assert.Empty(t, fb.starts)
+		assert.Zero(t, call.Scanned())
+
+		ctx, call = callCtx(t, callID, 5000)
+		_, err = run(e, ctx)
+		require.NoError(t, err)
+		assert.EqualValues(t, 5000, call.Scanned(), "the job's bytes count against the budget")
+	})
+}
+
+// BigQuery's REST dry run reports routines and property graphs, which the
+// Go client's QueryStatistics drops; the dry run reads them from the REST
+// response. A 409 on insert means the job exists.
+func TestClientBackendOverREST(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		var job struct {
+			JobReference  struct{ JobID string }
+			Configuration struct {
+				DryRun bool
+				Query  struct {
+					UseLegacySQL *bool `json:"useLegacySql"`
+				}
+			}
+		}
+		require.NoError(t, json.NewDecoder(r.Body).Decode(&job))
+		w.Header().Set("Content-Type", "application/json")
+		if !job.Configuration.DryRun {
+			w.WriteHeader(http.StatusConflict)
+			_, _ = w.Write([]byte(`{"error":{"code":409,"message":"Already Exists: Job demo-investigator:EU.` + job.JobReference.JobID + `","errors":[{"reason":"duplicate"}]}}`))
+			return
+		}
+		assert.Equal(t, false, *job.Configuration.Query.UseLegacySQL, "GoogleSQL, never legacy SQL")
+		_ = json.NewEncoder(w).Encode(map[string]any{
+			"jobReference": map[string]any{"projectId": "demo-investigator", "jobId": job.JobReference.JobID, "location": "EU"},
+			"status":       map[string]any{"state": "DONE"},
+			"statistics": map[string]any{"totalBytesProcessed": "1234", "query": map[string]any{
+				"statementType":            "SELECT",
+				"referencedTables":         []any{map[string]any{"projectId": "demo-investigator", "datasetId": "security_logs", "tableId": "auth_events"}},
+				"referencedRoutines":       []any{map[string]any{"projectId": "other-proj", "datasetId": "fns", "routineId": "exfil"}},
+				"referencedPropertyGraphs": []any{map[string]any{"projectId": "demo-investigator", "datasetId": "g", "propertyGraphId": "net"}},
+			}},
+		})
+	}))
+	t.Cleanup(srv.Close)
+	client, err := NewClient(t.Context(), "demo-investigator", srv.Listener.Addr().String(), option.WithHTTPClient(srv.Client()))
+	require.NoError(t, err)
+	t.Cleanup(func() { client.Close() })
+	b := newEnv(client, Config{}).backend.(clientBackend)
+	require.NotNil(t, b.rest, "NewClient's clients carry their REST service")
+
+	info, err := b.dryRun(t.Context(), "SELECT 1")
+	require.NoError(t, err)
+	assert.Equal(t, "SELECT", info.statementType)
+	assert.EqualValues(t, 1234, info.bytes)
+	assert.Equal(t, "EU", info.location)
+	require.Len(t, info.tables, 1)
+	assert.Equal(t, "auth_events", info.tables[0].TableID)
+	assert.Equal(t, []string{"other-proj.fns.exfil"}, info.routines)
+	assert.Equal(t, []string{"demo-investigator.g.net"}, info.graphs)
+
+	_, err = b.startQuery(t.Context(), "SELECT 1", jobOptions{id: "investigator_x", location: "EU"})
+	assert.ErrorIs(t, err, errJobExists)
+
+	// A client made elsewhere has no REST service: the Go client's dry run.
+	other, err := bigquery.NewClient(t.Context(), "demo-investigator", option.WithEndpoint(srv.URL), option.WithHTTPClient(srv.Client()))
+	require.NoError(t, err)
+	t.Cleanup(func() { other.Close() })
+	assert.Nil(t, restService(other))
+	info, err = newEnv(other, Config{}).backend.dryRun(t.Context(), "SELECT 1")
+	require.NoError(t, err)
+	assert.Equal(t, "auth_events", info.tables[0].TableID)
+	assert.Empty(t, info.routines, "the Go client drops referencedRoutines")
+}

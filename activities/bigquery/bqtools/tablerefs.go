@@ -1,0 +1,186 @@
+package bqtools
+
+import (
+	"fmt"
+	"strings"
+)
+
+// fromItem is a name written where a query reads rows: after FROM, JOIN,
+// TABLE or CALL, or after a comma in a FROM clause.
+type fromItem struct {
+	name string // the path with backticks removed: "p.d.t", "ds.auth_*"
+	call bool   // followed by "(": a table-valued function
+	pos  int
+}
+
+// tableRefs lists the tables a query names, for when BigQuery does not say:
+// the paths after FROM, JOIN, TABLE and CALL, and after a comma in a FROM
+// clause, with backticks removed (`p.d`.t and p-x.d.t are "p.d.t" and
+// "p-x.d.t"), and also the names its WITH clauses define. It skips
+// subqueries (their own FROM clauses are read in turn), UNNEST and the
+// built-in ML. and AI. table functions (CheckSQL refuses the latter), and
+// the FROM of EXTRACT(... FROM ...) and IS DISTINCT FROM. Any other table
+// function is listed by its name. It is conservative: a name it cannot place
+// is listed, and refused.
+func tableRefs(sql string) (names, ctes []string, err error) {
+	toks, err := lexSQL(sql)
+	if err != nil {
+		return nil, nil, err
+	}
+	items, ctes, err := fromItems(toks)
+	if err != nil {
+		return nil, nil, err
+	}
+	for _, it := range items {
+		if !it.call || !builtinTableFunction(it.name) {
+			names = append(names, it.name)
+		}
+	}
+	return names, ctes, nil
+}
+
+// fromItems reads the FROM items of a query and the names its WITH clauses
+// define. A word after a dot is a name, never a keyword (t.where does not
+// end a FROM clause); @{...} hints after FROM or JOIN are skipped; and
+// anything else after FROM, JOIN or a FROM-clause comma that is neither a
+// name nor a parenthesis is an error, so that no table hides behind syntax
+// this reader does not know.
+func fromItems(toks []sqlToken) (items []fromItem, ctes []string, err error) {
+	// Per parenthesis depth: the keyword before the "(" and whether a FROM
+	// clause is open there, so that a comma starts another table.
+	type scope struct {
+		opener string
+		inFrom bool
+	}
+	stack := []scope{{}}
+	// After FROM, JOIN and FROM-clause commas (strict) and after TABLE and
+	// CALL (which are also column names), the next token starts an item.
+	expect, strict, expectInFrom := false, false, false
+	var after sqlToken // the token that set expect
+	for i := 0; i < len(toks); i++ {
+		t := toks[i]
+		top := &stack[len(stack)-1]
+		if expect {
+			switch {
+			case t.isPunct("@") && i+1 < len(toks) && toks[i+1].isPunct("{"):
+				i = skipHint(toks, i+1)
+				continue
+			case t.isPunct("("): // a subquery or a parenthesized join
+				stack = append(stack, scope{})
+				continue
+			case t.isWord("SELECT") || t.isWord("WITH") || t.isWord("FROM"):
+				expect = false // a subquery: read on below
+			case isNamePart(t):
+				expect = false
+				name, next := readPath(toks, i)
+				call := next < len(toks) && toks[next].isPunct("(")
+				items = append(items, fromItem{name: name, call: call, pos: t.pos})
+				if !call {
+					top.inFrom = top.inFrom || expectInFrom
+				}
+				i = next - 1
+				continue
+			case strict:
+				return nil, nil, fmt.Errorf("the lexical table check cannot read what follows %s at offset %d (%s); write a table name, UNNEST(...) or a subquery there",
+					describeTok(after), after.pos, describeTok(t))
+			default:
+				expect = false
+			}
+		}
+		switch {
+		case t.isPunct("("):
+			opener := ""
+			if i > 0 && toks[i-1].kind == tokWord && !toks[i-1].afterDot {
+				opener = strings.ToUpper(toks[i-1].text)
+			}
+			stack = append(stack, scope{opener: opener})
+		case t.isPunct(")"):
+			if len(stack) > 1 {
+				stack = stack[:len(stack)-1]
+			}
+		case t.isWord("FROM"):
+			if top.opener == "EXTRACT" || (i > 0 && toks[i-1].isWord("DISTINCT")) {
+				continue // EXTRACT(HOUR FROM ts), a IS DISTINCT FROM b
+			}
+			top.inFrom, expect, strict, expectInFrom, after = true, true, true, true, t
+		case t.isWord("JOIN"):
+			top.inFrom, expect, strict, expectInFrom, after = true, true, true, true, t
+		case t.isWord("TABLE") || t.isWord("CALL"):
+			expect, strict, expectInFrom, after = true, false, false, t
+		case t.isPunct(",") && top.inFrom:
+			expect, strict, expectInFrom, after = true, true, true, t
+		case endsFromClause(toks, i):
+			top.inFrom = false
+		case t.isWord("WITH"):
+			if _, defined, err := skipWithClause(toks[i+1:]); err == nil {
+				ctes = append(ctes, defined...)
+			}
+		}
+	}
+	if expect && strict {
+		return nil, nil, fmt.Errorf("the query ends after %s at offset %d", describeTok(after), after.pos)
+	}
+	return items, ctes, nil
+}
+
+// skipHint returns the index of the "}" that closes the hint whose "{" is at
+// toks[i], or the last index when it is not closed.
+func skipHint(toks []sqlToken, i int) int {
+	depth := 0
+	for ; i < len(toks); i++ {
+		switch {
+		case toks[i].isPunct("{"):
+			depth++
+		case toks[i].isPunct("}"):
+			depth--
+			if depth == 0 {
+				return i
+			}
+		}
+	}
+	return len(toks) - 1
+}
+
+// endsFromClause reports whether toks[i] ends a FROM clause: a reserved word
+// that starts the next clause or a set operation, or the pipe |>.
+func endsFromClause(toks []sqlToken, i int) bool {
+	t := toks[i]
+	if t.isPunct("|") {
+		return i+1 < len(toks) && toks[i+1].isPunct(">")
+	}
+	for _, w := range []string{"WHERE", "GROUP", "HAVING", "QUALIFY", "WINDOW", "ORDER", "LIMIT", "UNION", "INTERSECT", "EXCEPT"} {
+		if t.isWord(w) {
+			return true
+		}
+	}
+	return false
+}
+
+// readPath joins the name that starts at toks[i], with its dots and dashes
+// (my-project.dataset.table, `project.dataset`.table, dataset.table*), and
+// returns it with the index of the token after it.
+func readPath(toks []sqlToken, i int) (string, int) {
+	name := toks[i].text
+	i++
+	for i+1 < len(toks) && (toks[i].isPunct(".") || toks[i].isPunct("-") || toks[i].isPunct(":")) && isNamePart(toks[i+1]) {
+		name += toks[i].text + toks[i+1].text
+		i += 2
+	}
+	if i < len(toks) && toks[i].isPunct("*") {
+		name += "*"
+		i++
+	}
+	return name, i
+}
+
+func isNamePart(t sqlToken) bool {
+	return t.kind == tokWord || t.kind == tokQuotedIdent || t.kind == tokNumber
+}
+
+// builtinTableFunction reports whether name, followed by "(" in a FROM
+// clause, is UNNEST or a BigQuery ML or AI table function, which read only
+// their arguments.
+func builtinTableFunction(name string) bool {
+	n := strings.ToUpper(name)
+	return n == "UNNEST" || strings.HasPrefix(n, "ML.") || strings.HasPrefix(n, "AI.")
+}

@@ -1,0 +1,27 @@
+package bigquery
+
+import (
+	"embed"
+
+	"github.com/secops-agent/investigator/internal/prompt"
+)
+
+// The sub-agent's prompts: prompts/subagent.md (its model turns) and
+// prompts/introspect.md with its response schema.
+//
+//go:embed prompts
+var promptFS embed.FS
+
+var (
+	prompts          = prompt.Load(promptFS, "prompts")
+	introspectSchema = prompts.Schema(prompt.PhaseIntrospect)
+)
+
+// render fills "<name>/system" and "<name>/user" with the same data.
+func render(name string, data any) (system, user string, err error) {
+	if system, err = prompts.Render(name+"/system", data); err != nil {
+		return "", "", err
+	}
+	user, err = prompts.Render(name+"/user", data)
+	return system, user, err
+}

@@ -1,0 +1,93 @@
+package bigquery
+
+// The inputs and outputs of the sub-agent's workflow and activities.
+
+import (
+	"github.com/secops-agent/investigator/activities"
+	"github.com/secops-agent/investigator/investigation"
+)
+
+// Request starts the BigQuery sub-agent for one bigquery_agent call.
+type Request struct {
+	Request string `json:"request"`
+	// ParentSession and ResultKey say where the answer is stored for the
+	// parent's next model turn; CallID is the parent's function call ID.
+	ParentSession  string `json:"parent_session"`
+	ResultKey      string `json:"result_key"`
+	CallID         string `json:"call_id"`
+	MaxIterations  int    `json:"max_iterations"`
+	MaxResultBytes int    `json:"max_result_bytes"`
+}
+
+// MemoryNote is a recalled memory as the sub-agent sees it.
+type MemoryNote struct {
+	ID         string  `json:"id"`
+	Claim      string  `json:"claim"`
+	Score      int     `json:"score"`
+	Similarity float64 `json:"similarity"`
+}
+
+// RecallInput asks for the memories relevant to a request.
+type RecallInput struct {
+	Request string `json:"request"`
+}
+
+// Recall is what memory recall found.
+type Recall struct {
+	Memories []MemoryNote `json:"memories"`
+}
+
+// SubAgentTurnInput asks for one model turn of the BigQuery sub-agent.
+type SubAgentTurnInput struct {
+	Session    string           `json:"session"`
+	Key        string           `json:"key"`
+	Request    string           `json:"request"`
+	Memories   []MemoryNote     `json:"memories,omitempty"`
+	Transcript []activities.Ref `json:"transcript,omitempty"`
+	Final      bool             `json:"final,omitempty"`
+}
+
+// IntrospectInput reviews a whole sub-agent session.
+type IntrospectInput struct {
+	Session    string           `json:"session"`
+	Request    string           `json:"request"`
+	Memories   []MemoryNote     `json:"memories,omitempty"`
+	Transcript []activities.Ref `json:"transcript"`
+	Answer     string           `json:"answer"`
+}
+
+// Introspection is what the sub-agent learned from its session.
+type Introspection struct {
+	Claims  []string `json:"claims"`
+	Helpful []string `json:"helpful_memory_ids"`
+	Harmful []string `json:"harmful_memory_ids"`
+	// Refused says why each claim the model made was not kept.
+	Refused []string            `json:"refused,omitempty"`
+	Usage   investigation.Usage `json:"usage"`
+}
+
+// MemoryUpdate saves claims and adjusts scores after introspection.
+type MemoryUpdate struct {
+	Session string   `json:"session"`
+	Request string   `json:"request"`
+	Claims  []string `json:"claims"`
+	Helpful []string `json:"helpful_memory_ids"`
+	Harmful []string `json:"harmful_memory_ids"`
+}
+
+// MemoryChanges reports what a MemoryUpdate did.
+type MemoryChanges struct {
+	Saved   []string `json:"saved"`
+	Deleted []string `json:"deleted"`
+}
+
+// DeliverInput stores the sub-agent's answer as the parent's tool result.
+type DeliverInput struct {
+	ParentSession  string               `json:"parent_session"`
+	ResultKey      string               `json:"result_key"`
+	CallID         string               `json:"call_id"`
+	Tool           string               `json:"tool"`
+	Answer         string               `json:"answer"`
+	Link           activities.ChildLink `json:"link"`
+	MaxResultBytes int                  `json:"max_result_bytes"`
+}

@@ -1,0 +1,287 @@
+package activities
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"go.temporal.io/sdk/activity"
+	"go.temporal.io/sdk/temporal"
+	"google.golang.org/genai"
+
+	"github.com/secops-agent/investigator/internal/clip"
+	"github.com/secops-agent/investigator/internal/prompt"
+	"github.com/secops-agent/investigator/investigation"
+	"github.com/secops-agent/investigator/toolcall"
+	"github.com/secops-agent/investigator/transcript"
+)
+
+// Generator is the part of the genai client the activities use
+// (*genai.Models satisfies it).
+type Generator interface {
+	GenerateContent(ctx context.Context, model string, contents []*genai.Content, config *genai.GenerateContentConfig) (*genai.GenerateContentResponse, error)
+}
+
+// TranscriptStore keeps the model turns and tool results of every tool
+// loop, by session (the workflow ID) and key.
+type TranscriptStore interface {
+	Put(ctx context.Context, session, key string, e transcript.Entry) error
+	GetAll(ctx context.Context, session string, keys []string) ([]transcript.Entry, error)
+}
+
+// Model is the model side that the investigation's activities and the
+// sub-agent's share: one Gemini call per activity attempt (the SDK's own
+// retries are off; errors are mapped for Temporal's), heartbeats while a
+// call waits, and the transcript store that keeps each tool loop's turns.
+type Model struct {
+	LLM        Generator
+	Name       string
+	Transcript TranscriptStore
+}
+
+// HeartbeatInterval is how often a waiting model call heartbeats, so a
+// worker that dies mid-call is noticed within the heartbeat timeout instead
+// of the call's start-to-close timeout.
+const HeartbeatInterval = 5 * time.Second
+
+// heartbeat records activity heartbeats until the returned stop is called.
+func heartbeat(ctx context.Context) (stop func()) {
+	if !activity.IsActivity(ctx) {
+		return func() {}
+	}
+	done := make(chan struct{})
+	go func() {
+		t := time.NewTicker(HeartbeatInterval)
+		defer t.Stop()
+		for {
+			select {
+			case <-done:
+				return
+			case <-t.C:
+				activity.RecordHeartbeat(ctx)
+			}
+		}
+	}()
+	return func() { close(done) }
+}
+
+// generate calls the model once, classifying errors for Temporal's retries.
+func (m *Model) generate(ctx context.Context, contents []*genai.Content, cfg *genai.GenerateContentConfig) (*genai.GenerateContentResponse, investigation.Usage, error) {
+	defer heartbeat(ctx)()
+	resp, err := CallGemini(ctx, func(ctx context.Context) (*genai.GenerateContentResponse, error) {
+		return m.LLM.GenerateContent(ctx, m.Name, contents, cfg)
+	})
+	if err != nil {
+		return nil, investigation.Usage{}, err
+	}
+	u := investigation.Usage{Calls: 1}
+	if m := resp.UsageMetadata; m != nil {
+		u.PromptTokens = int(m.PromptTokenCount)
+		u.OutputTokens = int(m.CandidatesTokenCount)
+	}
+	return resp, u, nil
+}
+
+// GenerateJSON asks for structured output (a system instruction, one user
+// text, a response schema) and decodes it into out. When the answer does
+// not decode or check refuses it, the model is asked once more with the
+// problem named; a second failure is a non-retryable error.
+func (m *Model) GenerateJSON(ctx context.Context, what, system, user string, schema *genai.Schema, out any, check func() error) (investigation.Usage, error) {
+	cfg := &genai.GenerateContentConfig{
+		SystemInstruction: genai.NewContentFromText(system, genai.RoleUser),
+		ResponseMIMEType:  "application/json",
+		ResponseSchema:    schema,
+	}
+	contents := []*genai.Content{genai.NewContentFromText(user, genai.RoleUser)}
+	var total investigation.Usage
+	var problem error
+	for attempt := 1; attempt <= 2; attempt++ {
+		resp, u, err := m.generate(ctx, contents, cfg)
+		if err != nil {
+			return total, err
+		}
+		total = total.Add(u)
+		text := answerText(resp)
+		if problem = decodeJSON(text, out); problem == nil {
+			if problem = check(); problem == nil {
+				return total, nil
+			}
+		}
+		contents = append(contents,
+			genai.NewContentFromText(text, genai.RoleModel),
+			genai.NewContentFromText("That answer cannot be used: "+problem.Error()+". Answer again with JSON only, matching the schema.", genai.RoleUser))
+	}
+	return total, temporal.NewNonRetryableApplicationError(
+		fmt.Sprintf("the model's %s answer was unusable twice: %v", what, problem), ErrMalformedOutput, problem)
+}
+
+// decodeJSON reads a JSON object from model text, tolerating a Markdown fence.
+func decodeJSON(text string, out any) error {
+	text = strings.TrimSpace(text)
+	if strings.HasPrefix(text, "```") {
+		text = strings.TrimPrefix(strings.TrimPrefix(text, "```json"), "```")
+		text = strings.TrimSuffix(strings.TrimSpace(text), "```")
+	}
+	if text == "" {
+		return errors.New("the answer is empty")
+	}
+	if err := json.Unmarshal([]byte(text), out); err != nil {
+		return fmt.Errorf("the answer is not valid JSON for the schema: %v", err)
+	}
+	return nil
+}
+
+// answerText returns the non-thought text of the first candidate.
+func answerText(resp *genai.GenerateContentResponse) string {
+	if resp == nil || len(resp.Candidates) == 0 || resp.Candidates[0].Content == nil {
+		return ""
+	}
+	var b strings.Builder
+	for _, p := range resp.Candidates[0].Content.Parts {
+		if p != nil && !p.Thought && p.Text != "" {
+			b.WriteString(p.Text)
+		}
+	}
+	return b.String()
+}
+
+// Turn runs one model turn of a tool loop with the given system prompt,
+// conversation and function declarations, stores the model's content under
+// key and returns its text and calls. The final turn may not call tools.
+func (m *Model) Turn(ctx context.Context, session, key, system string, contents []*genai.Content, decls []*genai.FunctionDeclaration, final bool) (TurnOutput, error) {
+	cfg := &genai.GenerateContentConfig{SystemInstruction: genai.NewContentFromText(system, genai.RoleUser)}
+	if len(decls) > 0 {
+		cfg.Tools = []*genai.Tool{{FunctionDeclarations: decls}}
+		if final {
+			cfg.ToolConfig = &genai.ToolConfig{FunctionCallingConfig: &genai.FunctionCallingConfig{Mode: genai.FunctionCallingConfigModeNone}}
+		}
+	}
+	resp, usage, err := m.generate(ctx, contents, cfg)
+	if err != nil {
+		return TurnOutput{}, err
+	}
+	if len(resp.Candidates) == 0 || resp.Candidates[0].Content == nil || len(resp.Candidates[0].Content.Parts) == 0 {
+		// Retryable: an empty candidate (a blocked or cut answer) is usually
+		// followed by a normal one.
+		return TurnOutput{}, fmt.Errorf("the model returned no content for %s (finish reason %s)", key, finishReason(resp))
+	}
+	content := resp.Candidates[0].Content
+	content.Role = genai.RoleModel
+	out := TurnOutput{Key: key, Text: answerText(resp), Usage: usage}
+	for _, fc := range resp.FunctionCalls() {
+		out.Calls = append(out.Calls, toolcall.Call{ID: fc.ID, Name: fc.Name, Args: fc.Args})
+	}
+	raw, err := json.Marshal(content)
+	if err != nil {
+		return TurnOutput{}, fmt.Errorf("encode model content: %w", err)
+	}
+	if err := m.Transcript.Put(ctx, session, key, transcript.Entry{Kind: transcript.KindModel, Content: string(raw), Text: out.Text}); err != nil {
+		return TurnOutput{}, err
+	}
+	return out, nil
+}
+
+// Contents rebuilds a tool loop's conversation: the opening user text, then each
+// model turn followed by one content holding all of that turn's function
+// responses, in call order.
+func (m *Model) Contents(ctx context.Context, session, opening string, refs []Ref) ([]*genai.Content, error) {
+	contents := []*genai.Content{genai.NewContentFromText(opening, genai.RoleUser)}
+	var keys []string
+	for _, r := range refs {
+		if r.Key != "" {
+			keys = append(keys, r.Key)
+		}
+	}
+	entries, err := m.Transcript.GetAll(ctx, session, keys)
+	if err != nil {
+		return nil, err
+	}
+	var responses *genai.Content
+	flush := func() {
+		if responses != nil {
+			contents = append(contents, responses)
+			responses = nil
+		}
+	}
+	addResponse := func(p *genai.Part) {
+		if responses == nil {
+			responses = &genai.Content{Role: genai.RoleUser}
+		}
+		responses.Parts = append(responses.Parts, p)
+	}
+	next := 0
+	for _, r := range refs {
+		if r.Key == "" {
+			resp := map[string]any{"error": r.Error}
+			if r.Inline != "" {
+				if err := json.Unmarshal([]byte(r.Inline), &resp); err != nil {
+					return nil, fmt.Errorf("decode the inline result of %s: %w", r.CallID, err)
+				}
+			}
+			addResponse(&genai.Part{FunctionResponse: &genai.FunctionResponse{ID: r.CallID, Name: r.Tool, Response: resp}})
+			continue
+		}
+		e := entries[next]
+		next++
+		switch e.Kind {
+		case transcript.KindModel:
+			flush()
+			var c genai.Content
+			if err := json.Unmarshal([]byte(e.Content), &c); err != nil {
+				return nil, fmt.Errorf("decode stored model turn %s: %w", r.Key, err)
+			}
+			contents = append(contents, &c)
+		case transcript.KindTool:
+			var resp map[string]any
+			if err := json.Unmarshal([]byte(e.Response), &resp); err != nil {
+				return nil, fmt.Errorf("decode stored tool result %s: %w", r.Key, err)
+			}
+			id, name := e.CallID, e.Tool
+			if r.CallID != "" { // a reused result answers this turn's call
+				id, name = r.CallID, r.Tool
+			}
+			addResponse(&genai.Part{FunctionResponse: &genai.FunctionResponse{ID: id, Name: name, Response: resp}})
+		default:
+			return nil, fmt.Errorf("transcript entry %s has unknown kind %q", r.Key, e.Kind)
+		}
+	}
+	flush()
+	return contents, nil
+}
+
+// finishReason names why the model stopped, for error text.
+func finishReason(resp *genai.GenerateContentResponse) string {
+	if resp == nil || len(resp.Candidates) == 0 {
+		return "none"
+	}
+	return string(resp.Candidates[0].FinishReason)
+}
+
+// SessionText renders a stored transcript as text for introspection: model
+// text and calls, and tool results (each capped).
+func (m *Model) SessionText(ctx context.Context, session string, refs []Ref) (string, error) {
+	contents, err := m.Contents(ctx, session, "(session start)", refs)
+	if err != nil {
+		return "", err
+	}
+	var b strings.Builder
+	for _, c := range contents[1:] {
+		for _, p := range c.Parts {
+			switch {
+			case p.Thought:
+			case p.Text != "":
+				fmt.Fprintf(&b, "[%s] %s\n", c.Role, p.Text)
+			case p.FunctionCall != nil:
+				args, _ := prompt.MarshalJSON(p.FunctionCall.Args, "")
+				fmt.Fprintf(&b, "[call] %s %s\n", p.FunctionCall.Name, args)
+			case p.FunctionResponse != nil:
+				resp, _ := prompt.MarshalJSON(p.FunctionResponse.Response, "")
+				fmt.Fprintf(&b, "[result] %s %s\n", p.FunctionResponse.Name, clip.String(string(resp), 2000))
+			}
+		}
+	}
+	return b.String(), nil
+}

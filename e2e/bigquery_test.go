@@ -14,9 +14,9 @@ import (
 	"go.temporal.io/api/enums/v1"
 	"google.golang.org/genai"
 
+	"github.com/secops-agent/investigator/activities/bigquery/memory"
 	"github.com/secops-agent/investigator/gemini/geminitest"
 	"github.com/secops-agent/investigator/internal/testenv"
-	"github.com/secops-agent/investigator/activities/bigquery/memory"
 )
 
 // phased answers model requests by phase, each phase from its own queue, so

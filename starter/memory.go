@@ -8,8 +8,8 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/secops-agent/investigator/internal/termtext"
 	"github.com/secops-agent/investigator/activities/bigquery/memory"
+	"github.com/secops-agent/investigator/internal/termtext"
 )
 
 func (a *app) memoryCommand() *cobra.Command {

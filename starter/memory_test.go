@@ -10,8 +10,8 @@ import (
 	"github.com/stretchr/testify/require"
 	"go.temporal.io/sdk/client"
 
-	"github.com/secops-agent/investigator/internal/testenv"
 	"github.com/secops-agent/investigator/activities/bigquery/memory"
+	"github.com/secops-agent/investigator/internal/testenv"
 )
 
 // noTemporal is the dialer of commands that never reach Temporal.

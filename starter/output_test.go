@@ -21,10 +21,10 @@ import (
 	"go.temporal.io/sdk/converter"
 	"google.golang.org/grpc"
 
+	"github.com/secops-agent/investigator/activities/bigquery/memory"
 	"github.com/secops-agent/investigator/alerts"
 	"github.com/secops-agent/investigator/internal/testenv"
 	"github.com/secops-agent/investigator/investigation"
-	"github.com/secops-agent/investigator/activities/bigquery/memory"
 	"github.com/secops-agent/investigator/plan"
 )
 

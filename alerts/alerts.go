@@ -26,6 +26,8 @@ import (
 	"strings"
 	"time"
 	"unicode/utf8"
+
+	"github.com/secops-agent/investigator/internal/clip"
 )
 
 // MaxBytes is the size of the largest accepted alert file (1 MiB).
@@ -36,7 +38,7 @@ const (
 	maxDepth        = 20      // nested maps/arrays, counting the alert object itself
 	maxKeyBytes     = 1500    // bytes in one field name
 	maxStoredBytes  = 1000000 // estimated Firestore size of the data; leaves room below 1 MiB for the other fields
-	maxSummaryRunes = 200     // runes kept in Type and Title
+	maxSummaryBytes = 600     // bytes kept in Type and Title (about 200 characters)
 )
 
 // ErrNotFound is wrapped by Store.Get when no alert has the requested ID.
@@ -201,8 +203,8 @@ func Parse(raw []byte) (Alert, error) {
 
 	a := recognise(obj)
 	a.Data = obj
-	a.Type = clipRunes(strings.TrimSpace(a.Type), maxSummaryRunes)
-	a.Title = clipRunes(strings.TrimSpace(a.Title), maxSummaryRunes)
+	a.Type = clip.String(strings.TrimSpace(a.Type), maxSummaryBytes)
+	a.Title = clip.String(strings.TrimSpace(a.Title), maxSummaryBytes)
 	if a.Title == "" {
 		a.Title = a.Type
 	}
@@ -358,13 +360,4 @@ func sortedKeys(m map[string]any) []string {
 	}
 	sort.Strings(keys)
 	return keys
-}
-
-// clipRunes shortens s to at most n runes, marking a cut with "…".
-func clipRunes(s string, n int) string {
-	if utf8.RuneCountInString(s) <= n {
-		return s
-	}
-	r := []rune(s)
-	return string(r[:n-1]) + "…"
 }

@@ -9,8 +9,18 @@ import (
 	"time"
 )
 
-// maxExampleRunes is how much of an example value Describe shows.
-const maxExampleRunes = 60
+// maxExampleBytes is the longest example value Describe shows; a longer
+// one is named by its size, never cut (the prompt lists the alert's
+// indicators whole beside the guide).
+const maxExampleBytes = 80
+
+// example is v when it is short, else its size.
+func example(v string) string {
+	if len(v) <= maxExampleBytes {
+		return v
+	}
+	return fmt.Sprintf("(%d bytes: not shown here)", len(v))
+}
 
 // Describe returns a short text description of the alert for a prompt: a
 // header line (ID, source, type, severity, title, observed time) and a guide
@@ -22,7 +32,7 @@ const maxExampleRunes = 60
 // shallow first, then by path, and the guide ends with "... and N more
 // fields" when maxFields cuts it short. A path segment that contains a dot or
 // a backtick is written between backticks, as Search expects it. Example
-// values are cut to about 60 characters.
+// values longer than maxExampleBytes are named by their size, never cut.
 func Describe(a Alert, maxFields int) string {
 	var b strings.Builder
 	observed := "unknown"
@@ -82,9 +92,9 @@ func leafFields(data map[string]any) []leafField {
 				}
 				out = append(out, leafField{path: p, depth: depth, kind: "object", example: "{}"})
 			case []any:
-				out = append(out, leafField{path: p, depth: depth, kind: fmt.Sprintf("array(%d)", len(x)), example: clipRunes(jsonText(x), maxExampleRunes)})
+				out = append(out, leafField{path: p, depth: depth, kind: fmt.Sprintf("array(%d)", len(x)), example: example(jsonText(x))})
 			case string:
-				out = append(out, leafField{path: p, depth: depth, kind: "string", example: jsonText(clipRunes(x, maxExampleRunes))})
+				out = append(out, leafField{path: p, depth: depth, kind: "string", example: example(jsonText(x))})
 			case float64, int64:
 				out = append(out, leafField{path: p, depth: depth, kind: "number", example: jsonText(x)})
 			case bool:
@@ -92,7 +102,7 @@ func leafFields(data map[string]any) []leafField {
 			case nil:
 				out = append(out, leafField{path: p, depth: depth, kind: "null", example: "null"})
 			default: // not produced by encoding/json, but keep going
-				out = append(out, leafField{path: p, depth: depth, kind: fmt.Sprintf("%T", x), example: clipRunes(fmt.Sprint(x), maxExampleRunes)})
+				out = append(out, leafField{path: p, depth: depth, kind: fmt.Sprintf("%T", x), example: example(fmt.Sprint(x))})
 			}
 		}
 	}

@@ -12,6 +12,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/secops-agent/investigator/alerts"
+	"github.com/secops-agent/investigator/internal/clip"
 	"github.com/secops-agent/investigator/internal/termtext"
 )
 
@@ -39,7 +40,7 @@ func (a *app) alertCommand() *cobra.Command {
 			fmt.Fprintln(w, "ID\tSOURCE\tSEVERITY\tTYPE\tTITLE\tIMPORTED")
 			for _, al := range found {
 				fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\t%s\n", al.ID, al.Source, al.Severity, termtext.Line(al.Type),
-					clip(termtext.Line(al.Title), 60), al.ImportedAt.UTC().Format(time.DateTime))
+					clip.String(termtext.Line(al.Title), 60), al.ImportedAt.UTC().Format(time.DateTime))
 			}
 			return w.Flush()
 		},
@@ -140,12 +141,4 @@ func displayName(path string) string {
 		return "stdin"
 	}
 	return path
-}
-
-func clip(s string, n int) string {
-	r := []rune(s)
-	if len(r) <= n {
-		return s
-	}
-	return string(r[:n-1]) + "…"
 }

@@ -12,6 +12,7 @@ import (
 	"go.temporal.io/sdk/client"
 
 	"github.com/secops-agent/investigator/alerts"
+	"github.com/secops-agent/investigator/internal/clip"
 	"github.com/secops-agent/investigator/investigation"
 	"github.com/secops-agent/investigator/plan"
 )
@@ -240,7 +241,7 @@ func (t *temporalEval) investigate(ctx context.Context, c evalCase, id string) (
 		ID:                       id,
 		TaskQueue:                t.a.temporal.TaskQueue,
 		WorkflowIDConflictPolicy: enums.WORKFLOW_ID_CONFLICT_POLICY_FAIL,
-		StaticSummary:            clip(fmt.Sprintf("Eval case %s: %s", c.Name, c.Alert.Title), 200),
+		StaticSummary:            clip.String(fmt.Sprintf("Eval case %s: %s", c.Name, c.Alert.Title), 200),
 		TypedSearchAttributes:    attrs,
 	}, investigation.WorkflowName, investigation.Input{
 		AlertID:          c.Alert.ID,

@@ -14,6 +14,7 @@ import (
 	"go.temporal.io/sdk/temporal"
 
 	"github.com/secops-agent/investigator/alerts"
+	"github.com/secops-agent/investigator/internal/clip"
 	"github.com/secops-agent/investigator/internal/termtext"
 	"github.com/secops-agent/investigator/investigation"
 )
@@ -140,7 +141,7 @@ func (a *app) startInvestigation(ctx context.Context, c client.Client, id string
 		ID:                       id,
 		TaskQueue:                a.temporal.TaskQueue,
 		WorkflowIDConflictPolicy: enums.WORKFLOW_ID_CONFLICT_POLICY_FAIL,
-		StaticSummary:            clip(fmt.Sprintf("Investigate %s: %s", al.ID, al.Title), 200),
+		StaticSummary:            clip.String(fmt.Sprintf("Investigate %s: %s", al.ID, al.Title), 200),
 		TypedSearchAttributes:    attrs,
 	}, investigation.WorkflowName, investigation.Input{
 		AlertID:          al.ID,

@@ -9,6 +9,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/secops-agent/investigator/activities/bigquery/memory"
+	"github.com/secops-agent/investigator/internal/clip"
 	"github.com/secops-agent/investigator/internal/termtext"
 )
 
@@ -42,7 +43,7 @@ func (a *app) memoryCommand() *cobra.Command {
 			w := tabwriter.NewWriter(cmd.OutOrStdout(), 2, 4, 2, ' ', 0)
 			fmt.Fprintln(w, "ID\tSCORE\tUPDATED\tCLAIM")
 			for _, m := range ms {
-				fmt.Fprintf(w, "%s\t%d\t%s\t%s\n", m.ID, m.Score, m.UpdatedAt.UTC().Format(time.DateTime), clip(termtext.Line(m.Claim), 100))
+				fmt.Fprintf(w, "%s\t%d\t%s\t%s\n", m.ID, m.Score, m.UpdatedAt.UTC().Format(time.DateTime), clip.String(termtext.Line(m.Claim), 100))
 			}
 			return w.Flush()
 		},

@@ -11,6 +11,7 @@ import (
 	"go.temporal.io/sdk/client"
 
 	"github.com/secops-agent/investigator/activities/bigquery/memory"
+	"github.com/secops-agent/investigator/internal/clip"
 	"github.com/secops-agent/investigator/internal/testenv"
 )
 
@@ -48,7 +49,7 @@ func TestMemoryListAndDelete(t *testing.T) {
 	out, err = runCLI(t, noTemporal, "memory", "list")
 	require.NoError(t, err)
 	require.Equal(t, `ID      SCORE  UPDATED              CLAIM
-m-high  3      2026-01-02 04:05:05  `+strings.Repeat("x", 99)+`…
+m-high  3      2026-01-02 04:05:05  `+clip.String(strings.Repeat("x", 120), 100)+`
 m-new   0      2026-01-02 05:05:05  filter failed SSH with event_type = 'ssh_failed'
 m-old   0      2026-01-02 03:05:05  auth_events.source_ip is a STRING
 m-low   -2     2026-01-02 03:05:05  the logs table is named logs
@@ -56,7 +57,7 @@ m-low   -2     2026-01-02 03:05:05  the logs table is named logs
 
 	out, err = runCLI(t, noTemporal, "memory", "list", "--limit", "1")
 	require.NoError(t, err)
-	require.Equal(t, "ID      SCORE  UPDATED              CLAIM\nm-high  3      2026-01-02 04:05:05  "+strings.Repeat("x", 99)+"…\n", out)
+	require.Equal(t, "ID      SCORE  UPDATED              CLAIM\nm-high  3      2026-01-02 04:05:05  "+clip.String(strings.Repeat("x", 120), 100)+"\n", out)
 
 	out, err = runCLI(t, noTemporal, "memory", "delete", "m-low")
 	require.NoError(t, err)

@@ -11,6 +11,7 @@ import (
 	"github.com/spf13/cobra"
 	"go.temporal.io/sdk/client"
 
+	"github.com/secops-agent/investigator/internal/clip"
 	"github.com/secops-agent/investigator/internal/termtext"
 	"github.com/secops-agent/investigator/investigation"
 )
@@ -38,7 +39,7 @@ VIRUSTOTAL_API_KEY, ABUSEIPDB_API_KEY.`,
 			fmt.Fprintln(w, "TOOL\tSTATUS\tDETAILS")
 			for _, s := range cat.Tools {
 				if s.Enabled {
-					fmt.Fprintf(w, "%s\tenabled\t%s\n", termtext.Line(s.Name), clip(termtext.Line(s.Description), 90))
+					fmt.Fprintf(w, "%s\tenabled\t%s\n", termtext.Line(s.Name), clip.String(termtext.Line(s.Description), 90))
 				} else {
 					fmt.Fprintf(w, "%s\tdisabled\t%s\n", termtext.Line(s.Name), termtext.Line(s.Reason))
 				}

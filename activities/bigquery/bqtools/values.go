@@ -10,6 +10,8 @@ import (
 
 	"cloud.google.com/go/bigquery"
 	"cloud.google.com/go/civil"
+
+	"github.com/secops-agent/investigator/internal/clip"
 )
 
 // maxValueBytes bounds one string value in a result row; longer strings are
@@ -41,7 +43,7 @@ func jsonValue(v bigquery.Value, f *bigquery.FieldSchema) any {
 	case bool, int64, int:
 		return x
 	case string:
-		return truncateString(x)
+		return clip.String(x, maxValueBytes)
 	case float64:
 		switch {
 		case math.IsNaN(x):
@@ -53,7 +55,7 @@ func jsonValue(v bigquery.Value, f *bigquery.FieldSchema) any {
 		}
 		return x
 	case []byte:
-		return truncateString(base64.StdEncoding.EncodeToString(x))
+		return clip.String(base64.StdEncoding.EncodeToString(x), maxValueBytes)
 	case time.Time:
 		return x.UTC().Format(time.RFC3339Nano)
 	case civil.Date:
@@ -109,18 +111,7 @@ func jsonValue(v bigquery.Value, f *bigquery.FieldSchema) any {
 		}
 		return out
 	}
-	return truncateString(fmt.Sprint(v))
-}
-
-func truncateString(s string) string {
-	if len(s) <= maxValueBytes {
-		return s
-	}
-	cut := maxValueBytes
-	for cut > 0 && s[cut]&0xC0 == 0x80 { // do not split a UTF-8 sequence
-		cut--
-	}
-	return fmt.Sprintf("%s…[%d bytes cut]", s[:cut], len(s)-cut)
+	return clip.String(fmt.Sprint(v), maxValueBytes)
 }
 
 // trimDecimal drops trailing fractional zeros: "3.140000000" → "3.14",

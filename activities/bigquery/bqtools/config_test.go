@@ -16,6 +16,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"google.golang.org/api/googleapi"
 
+	"github.com/secops-agent/investigator/internal/clip"
 	"github.com/secops-agent/investigator/tools"
 )
 
@@ -174,7 +175,7 @@ func TestJSONValue(t *testing.T) {
 		{[]bigquery.Value{"a", int64(1)}, nil, `["a",1]`},
 		{map[string]bigquery.Value{"k": int64(1)}, nil, `{"k":1}`},
 		{&bigquery.RangeValue{Start: civil.Date{Year: 2026, Month: 1, Day: 1}}, nil, `{"end":null,"start":"2026-01-01"}`},
-		{string(long), nil, `"` + string(long[:maxValueBytes]) + `…[2000 bytes cut]"`},
+		{string(long), nil, `"` + clip.String(string(long), maxValueBytes) + `"`},
 	} {
 		b, err := json.Marshal(jsonValue(tc.v, tc.f))
 		require.NoError(t, err)

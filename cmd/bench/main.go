@@ -53,34 +53,43 @@ func main() {
 	}
 }
 
-// runBench parses args, starts the stack, measures, prints the table (or JSON)
-// to out and stops everything it started.
+// runBench parses args, measures, prints the table (or JSON) to out and
+// stops everything it started.
 func runBench(ctx context.Context, args []string, out io.Writer) error {
 	o, err := parseFlags(args)
 	if err != nil {
 		return err
 	}
-	s, err := startStack(ctx, o)
-	if err != nil {
-		if ctx.Err() != nil {
-			return ctx.Err()
-		}
-		return fmt.Errorf("cannot start the stack: %w", err)
-	}
-	defer s.close()
-	b := &bench{s: s, o: o}
-	m, err := b.measure(ctx)
+	rep, err := measureReport(ctx, o)
 	if err != nil {
 		return err
-	}
-	rep := b.report(m)
-	if o.trace {
-		writeTrace(os.Stderr, m)
 	}
 	if o.json {
 		return rep.writeJSON(out)
 	}
 	return rep.writeTable(out)
+}
+
+// measureReport starts the stack, runs every measurement and stops the
+// stack again.
+func measureReport(ctx context.Context, o options) (*report, error) {
+	s, err := startStack(ctx, o)
+	if err != nil {
+		if ctx.Err() != nil {
+			return nil, ctx.Err()
+		}
+		return nil, fmt.Errorf("cannot start the stack: %w", err)
+	}
+	defer s.close()
+	b := &bench{s: s, o: o}
+	m, err := b.measure(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if o.trace {
+		writeTrace(os.Stderr, m)
+	}
+	return b.report(m), nil
 }
 
 func parseFlags(args []string) (options, error) {

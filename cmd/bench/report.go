@@ -52,7 +52,7 @@ var notes = []string{
 	"concurrency: N standard investigations started at once at the first latency; wall time as in overhead ÷ the lone run's; CPU: utime+stime of the worker process(es) from /proc/PID/stat over the batch ÷ N; peak RSS: VmHWM from /proc/PID/status, reset through /proc/PID/clear_refs before each batch.",
 	"history: the first lone run at the first latency; bytes are the history's protobuf size; per tool call counts the CallTool activities' own events; the largest payload is the largest Payload message in any history this run read.",
 	"prompt bytes: request bodies the model server received ÷ what a naive agent re-sending the whole transcript would send: each model call's body, less the step transcript it carried, plus every model turn and tool result of the investigation before it (JSON bytes).",
-	"store round trips: the worker reaches the Firestore emulator through a TCP proxy that reads the client side of each HTTP/2 connection and counts HEADERS frames opening a new stream, one per gRPC call (a streamed call such as RunQuery or BatchGetDocuments counts once); the emulator has no request counter or log to read. Lone runs at the first latency.",
+	"store round trips: the worker reaches the Firestore emulator through a TCP proxy that reads the client side of each HTTP/2 connection and counts HEADERS frames opening a new stream, one per gRPC call (a streamed call such as RunQuery or BatchGetDocuments counts once); the emulator offers no request log or counter (none of its flags or endpoints). Lone runs at the first latency.",
 	"scale-out: the worker that started each activity, from ActivityTaskStarted's identity (pid@host), over every run.",
 }
 
@@ -321,13 +321,13 @@ func storeRow(rs []*run, fsCalls []int64) row {
 		tools += r.sc.toolCalls()
 	}
 	return figure(name, float64(store)/float64(calls), unitCount,
-		fmt.Sprintf("%d Firestore calls ÷ %d model calls (with %d tool calls) over %d runs", store, calls, tools, len(rs)))
+		fmt.Sprintf("%d Firestore calls ÷ %d model calls (with %d tool calls) over %s", store, calls, tools, plural(len(rs), "run")))
 }
 
 func (b *bench) splitRow(m *measurements) row {
 	const name = "scale-out: busiest worker's share of activities"
 	if len(b.s.workers) < 2 {
-		return na(name, "one worker process; -workers 2 reports the split", "")
+		return na(name, "one worker", "-workers 2 runs two and reports the split")
 	}
 	counts := make([]int, len(b.s.workers))
 	total, other := 0, 0
@@ -356,4 +356,11 @@ func (b *bench) splitRow(m *measurements) row {
 		parts = append(parts, fmt.Sprintf("unknown: %d", other))
 	}
 	return figure(name, 100*float64(slices.Max(counts))/float64(total), unitPct, strings.Join(parts, ", "))
+}
+
+func plural(n int, noun string) string {
+	if n == 1 {
+		return "1 " + noun
+	}
+	return fmt.Sprintf("%d %ss", n, noun)
 }

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"fmt"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 )
@@ -14,26 +15,72 @@ const clockTicks = 100
 
 // cpuSeconds returns the user plus system CPU time of process pid.
 func cpuSeconds(pid int) (float64, error) {
+	st, err := readStat(pid)
+	return st.cpu, err
+}
+
+// procStat is what the bench reads from /proc/PID/stat.
+type procStat struct {
+	comm string
+	ppid int
+	cpu  float64 // utime + stime, seconds
+}
+
+func readStat(pid int) (procStat, error) {
 	raw, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
 	if err != nil {
-		return 0, err
+		return procStat{}, err
 	}
-	// "pid (comm) state ..." where comm may hold spaces and ")".
-	i := bytes.LastIndexByte(raw, ')')
-	if i < 0 {
-		return 0, fmt.Errorf("unreadable /proc/%d/stat", pid)
+	// "pid (comm) state ppid ..." where comm may hold spaces and ")".
+	open, end := bytes.IndexByte(raw, '('), bytes.LastIndexByte(raw, ')')
+	if open < 0 || end < open {
+		return procStat{}, fmt.Errorf("unreadable /proc/%d/stat", pid)
 	}
-	f := strings.Fields(string(raw[i+1:]))
-	// Fields 14 and 15 of the line (utime, stime) are 11 and 12 after comm.
+	f := strings.Fields(string(raw[end+1:]))
+	// Fields 4, 14 and 15 of the line (ppid, utime, stime) are 1, 11 and 12
+	// after comm.
 	if len(f) < 13 {
-		return 0, fmt.Errorf("short /proc/%d/stat", pid)
+		return procStat{}, fmt.Errorf("short /proc/%d/stat", pid)
 	}
-	u, err1 := strconv.ParseUint(f[11], 10, 64)
-	s, err2 := strconv.ParseUint(f[12], 10, 64)
-	if err1 != nil || err2 != nil {
-		return 0, fmt.Errorf("unreadable CPU times in /proc/%d/stat", pid)
+	ppid, err1 := strconv.Atoi(f[1])
+	u, err2 := strconv.ParseUint(f[11], 10, 64)
+	s, err3 := strconv.ParseUint(f[12], 10, 64)
+	if err1 != nil || err2 != nil || err3 != nil {
+		return procStat{}, fmt.Errorf("unreadable fields in /proc/%d/stat", pid)
 	}
-	return float64(u+s) / clockTicks, nil
+	return procStat{comm: string(raw[open+1 : end]), ppid: ppid, cpu: float64(u+s) / clockTicks}, nil
+}
+
+// descendantCPU sums the CPU time of every live process below this one,
+// except the ones in skip, by command name (the dev server is "temporal",
+// the Firestore emulator "java").
+func descendantCPU(skip []int) map[string]float64 {
+	entries, _ := os.ReadDir("/proc")
+	stats := map[int]procStat{}
+	children := map[int][]int{}
+	for _, e := range entries {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		if st, err := readStat(pid); err == nil {
+			stats[pid] = st
+			children[st.ppid] = append(children[st.ppid], pid)
+		}
+	}
+	out := map[string]float64{}
+	queue := []int{os.Getpid()}
+	for len(queue) > 0 {
+		pid := queue[0]
+		queue = queue[1:]
+		for _, c := range children[pid] {
+			queue = append(queue, c)
+			if !slices.Contains(skip, c) {
+				out[stats[c].comm] += stats[c].cpu
+			}
+		}
+	}
+	return out
 }
 
 // statusKiB returns a "Name: N kB" field of /proc/PID/status.

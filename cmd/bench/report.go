@@ -49,7 +49,7 @@ var notes = []string{
 	"schedule→start: ActivityTaskScheduled → ActivityTaskStarted event times; start→model call: ActivityTaskStarted → the model server receiving the request; model reply→completion: the reply written → ActivityTaskCompleted. Model activities are matched to model requests in order; medians over every repeat.",
 	"parallel calls: time with at least one CallTool activity in flight (scheduled → completed) when one turn asks for three lookups ÷ the same when three turns ask for one each.",
 	"parallel steps: the executing phase (plan completed → conclusion scheduled) of a plan whose steps say depends_on: [] ÷ the same plan without it; n/a while both runs keep at most one model turn in flight, i.e. the workflow runs independent steps in order.",
-	"concurrency: N standard investigations started at once at the first latency; wall time as in overhead ÷ the lone run's; CPU: utime+stime of the worker process(es) from /proc/PID/stat over the batch ÷ N; peak RSS: VmHWM from /proc/PID/status, reset through /proc/PID/clear_refs before each batch.",
+	"concurrency: N standard investigations started at once at the first latency; wall time as in overhead ÷ the lone run's; CPU: utime+stime of the worker process(es), and of the dev server and the emulator's JVM (the bench's descendants named temporal and java), from /proc/PID/stat over the batch ÷ N; peak RSS: VmHWM from /proc/PID/status, reset through /proc/PID/clear_refs before each batch.",
 	"history: the first lone run at the first latency; bytes are the history's protobuf size; per tool call counts the CallTool activities' own events; the largest payload is the largest Payload message in any history this run read.",
 	"prompt bytes: request bodies the model server received ÷ what a naive agent re-sending the whole transcript would send: each model call's body, less the step transcript it carried, plus every model turn and tool result of the investigation before it (JSON bytes).",
 	"store round trips: the worker reaches the Firestore emulator through a TCP proxy that reads the client side of each HTTP/2 connection and counts HEADERS frames opening a new stream, one per gRPC call (a streamed call such as RunQuery or BatchGetDocuments counts once); the emulator offers no request log or counter (none of its flags or endpoints). Lone runs at the first latency.",
@@ -74,8 +74,9 @@ func (b *bench) overheadRows(rs []*run, lat time.Duration) []row {
 		ratios[i] = float64(r.wall) / float64(busy[i])
 	}
 	mid, sp := medianOf(ratios)
-	rows := []row{figure(names[0], ratios[mid], unitRatio, fmt.Sprintf("wall %s ÷ model in flight %s (%d model calls)%s",
-		dur(rs[mid].wall), dur(busy[mid]), len(rs[mid].trace.snapshot()), sp))}
+	tools := union(spans(rs[mid].hist.ofType(isTool)))
+	rows := []row{figure(names[0], ratios[mid], unitRatio, fmt.Sprintf("wall %s ÷ model in flight %s (%d model calls; tools in flight %s)%s",
+		dur(rs[mid].wall), dur(busy[mid]), len(rs[mid].trace.snapshot()), dur(tools), sp))}
 	var sched, toCall, toDone, toolSched []time.Duration
 	for _, r := range rs {
 		calls := r.trace.snapshot()
@@ -220,7 +221,7 @@ func loneWall(rs []*run) (time.Duration, error) {
 
 func batchRows(bt *batch, lone time.Duration, loneErr error) []row {
 	p := fmt.Sprintf("n=%d: ", bt.n)
-	names := []string{p + "completed", p + "p50 wall ÷ lone", p + "p95 wall ÷ lone", p + "worker CPU per investigation", p + "worker peak RSS"}
+	names := []string{p + "completed", p + "p50 wall ÷ lone", p + "p95 wall ÷ lone", p + "worker CPU per investigation", p + "server CPU per investigation", p + "worker peak RSS"}
 	var walls []time.Duration
 	var firstErr error
 	for _, r := range bt.runs {
@@ -251,11 +252,17 @@ func batchRows(bt *batch, lone time.Duration, loneErr error) []row {
 	} else {
 		rows = append(rows, figure(names[3], bt.cpu/float64(bt.n), unitSec, fmt.Sprintf("%.2f CPU-s over the batch ÷ %d", bt.cpu, bt.n)))
 	}
+	tc, fc := bt.servers["temporal"], bt.servers["java"]
+	if tc+fc > 0 {
+		rows = append(rows, figure(names[4], (tc+fc)/float64(bt.n), unitSec, fmt.Sprintf("Temporal dev server %.3f s + Firestore emulator %.3f s", tc/float64(bt.n), fc/float64(bt.n))))
+	} else {
+		rows = append(rows, na(names[4], "no CPU time read for the dev server or the emulator", ""))
+	}
 	if bt.rssErr != nil {
-		rows = append(rows, na(names[4], why(bt.rssErr), ""))
+		rows = append(rows, na(names[5], why(bt.rssErr), ""))
 	} else {
 		per := float64(bt.peakKiB-bt.idleKiB) * 1024 / float64(bt.n)
-		rows = append(rows, figure(names[4], float64(bt.peakKiB)/1024, unitMiB,
+		rows = append(rows, figure(names[5], float64(bt.peakKiB)/1024, unitMiB,
 			fmt.Sprintf("%s before the batch; (peak − that) ÷ %d = %s per investigation", kib(float64(bt.idleKiB)*1024), bt.n, kib(per))))
 	}
 	return rows

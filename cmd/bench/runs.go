@@ -130,11 +130,14 @@ func btoi(b bool) int {
 
 // batch is n investigations started at once.
 type batch struct {
-	n        int
-	runs     []*run
-	elapsed  time.Duration
-	cpu      float64 // worker CPU-seconds from the first start to the last result
-	cpuErr   error
+	n       int
+	runs    []*run
+	elapsed time.Duration
+	cpu     float64 // worker CPU-seconds from the first start to the last result
+	cpuErr  error
+	// servers is the CPU time the Temporal dev server ("temporal") and the
+	// Firestore emulator ("java") spent over the batch.
+	servers  map[string]float64
 	peakKiB  int64 // VmHWM summed over the workers
 	idleKiB  int64 // VmRSS summed over the workers before the batch
 	rssErr   error
@@ -152,6 +155,7 @@ func (b *bench) concurrent(ctx context.Context, n int, latency, timeout time.Dur
 		}
 	}
 	cpu0, err0 := b.cpu()
+	srv0 := descendantCPU(b.workerPIDs())
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	start := time.Now()
@@ -173,6 +177,10 @@ func (b *bench) concurrent(ctx context.Context, n int, latency, timeout time.Dur
 	bt.timedOut = errors.Is(ctx.Err(), context.DeadlineExceeded)
 	cpu1, err1 := b.cpu()
 	bt.cpu, bt.cpuErr = cpu1-cpu0, errors.Join(err0, err1)
+	bt.servers = descendantCPU(b.workerPIDs())
+	for k, v := range srv0 {
+		bt.servers[k] -= v
+	}
 	if bt.rssErr == nil {
 		bt.peakKiB, bt.rssErr = b.sumKiB("VmHWM")
 	}
@@ -221,4 +229,12 @@ func (b *bench) sumKiB(field string) (int64, error) {
 		total += v
 	}
 	return total, nil
+}
+
+func (b *bench) workerPIDs() []int {
+	pids := make([]int, len(b.s.workers))
+	for i, w := range b.s.workers {
+		pids[i] = w.pid()
+	}
+	return pids
 }

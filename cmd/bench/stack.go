@@ -174,8 +174,7 @@ func startWorker(path string, env []string) (*workerProc, error) {
 	w := &workerProc{cmd: exec.Command(path), log: &startLog{max: 8 << 10}, done: make(chan struct{})}
 	w.cmd.Env = env
 	w.cmd.Stdout, w.cmd.Stderr = w.log, w.log
-	// The worker dies with the bench even when the bench is killed.
-	w.cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	w.cmd.SysProcAttr = workerAttr()
 	if err := w.cmd.Start(); err != nil {
 		return nil, fmt.Errorf("start the worker: %w", err)
 	}

@@ -1,0 +1,217 @@
+// Command bench measures the investigator against itself: it starts the
+// Temporal dev server, the Firestore emulator (behind a proxy that counts
+// the worker's calls), a scripted Gemini-protocol server and fake
+// threat-intelligence providers with configurable latencies, builds and
+// starts the worker, runs investigations through the Temporal client, and
+// prints one table of figures, each measured side by side in the same run.
+//
+//	go tool task bench
+//	go run ./cmd/bench -latency 300ms,1s -n 10,100,500 -workers 2 --json
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"runtime"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+)
+
+// options are the command-line settings.
+type options struct {
+	latencies       []time.Duration
+	providerLatency time.Duration
+	batches         []int
+	workers         int
+	repeat          int
+	json            bool
+	trace           bool
+	timeout         time.Duration
+}
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	err := runBench(ctx, os.Args[1:], os.Stdout)
+	interrupted := ctx.Err() != nil
+	stop()
+	switch {
+	case interrupted:
+		fmt.Fprintln(os.Stderr, "bench: interrupted; everything it started is stopped.")
+		os.Exit(130)
+	case errors.Is(err, flag.ErrHelp):
+		os.Exit(0)
+	case err != nil:
+		fmt.Fprintln(os.Stderr, "bench: "+oneSentence(err))
+		os.Exit(1)
+	}
+}
+
+// runBench parses args, measures, prints the table (or JSON) to out and
+// stops everything it started.
+func runBench(ctx context.Context, args []string, out io.Writer) error {
+	o, err := parseFlags(args)
+	if err != nil {
+		return err
+	}
+	rep, err := measureReport(ctx, o)
+	if err != nil {
+		return err
+	}
+	if o.json {
+		return rep.writeJSON(out)
+	}
+	return rep.writeTable(out)
+}
+
+// measureReport starts the stack, runs every measurement and stops the
+// stack again.
+func measureReport(ctx context.Context, o options) (*report, error) {
+	s, err := startStack(ctx, o)
+	if err != nil {
+		if ctx.Err() != nil {
+			return nil, ctx.Err()
+		}
+		return nil, fmt.Errorf("cannot start the stack: %w", err)
+	}
+	defer s.close()
+	b := &bench{s: s, o: o}
+	m, err := b.measure(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if o.trace {
+		writeTrace(os.Stderr, m)
+	}
+	return b.report(m), nil
+}
+
+func parseFlags(args []string) (options, error) {
+	fs := flag.NewFlagSet("bench", flag.ContinueOnError)
+	var lat, n string
+	o := options{}
+	fs.StringVar(&lat, "latency", "300ms,1s", "model latency per call; a comma-separated list measures each")
+	fs.DurationVar(&o.providerLatency, "provider-latency", 300*time.Millisecond, "latency of each threat-intelligence lookup")
+	fs.StringVar(&n, "n", "10,100", "investigations started at once; a comma-separated list runs a batch of each")
+	fs.IntVar(&o.workers, "workers", 1, "worker processes on the task queue")
+	fs.IntVar(&o.repeat, "repeat", 3, "runs of each lone measurement (each figure is the median run's)")
+	fs.BoolVar(&o.json, "json", false, "print the figures as JSON instead of the table")
+	fs.BoolVar(&o.trace, "trace", false, "also print each lone run's activities and model calls with their timings, to stderr")
+	fs.DurationVar(&o.timeout, "timeout", 10*time.Minute, "longest wait for one batch of concurrent investigations")
+	if err := fs.Parse(args); err != nil {
+		return o, err
+	}
+	if fs.NArg() > 0 {
+		return o, fmt.Errorf("unexpected argument %q", fs.Arg(0))
+	}
+	for _, f := range strings.Split(lat, ",") {
+		d, err := time.ParseDuration(strings.TrimSpace(f))
+		if err != nil || d < 0 {
+			return o, fmt.Errorf("-latency takes durations such as 300ms,1s, not %q", f)
+		}
+		o.latencies = append(o.latencies, d)
+	}
+	for _, f := range strings.Split(n, ",") {
+		v, err := strconv.Atoi(strings.TrimSpace(f))
+		if err != nil || v < 1 {
+			return o, fmt.Errorf("-n takes positive counts such as 10,100, not %q", f)
+		}
+		o.batches = append(o.batches, v)
+	}
+	switch {
+	case o.workers < 1:
+		return o, fmt.Errorf("-workers must be at least 1, not %d", o.workers)
+	case o.repeat < 1:
+		return o, fmt.Errorf("-repeat must be at least 1, not %d", o.repeat)
+	case o.providerLatency < 0:
+		return o, fmt.Errorf("-provider-latency must not be negative")
+	case o.timeout <= 0:
+		return o, fmt.Errorf("-timeout must be positive")
+	}
+	return o, nil
+}
+
+// bench holds the started stack and the settings.
+type bench struct {
+	s *stack
+	o options
+}
+
+// measurements are the runs the report is computed from; each lone
+// measurement is repeated, the runs of a pair interleaved.
+type measurements struct {
+	lone        [][]*run // the standard investigation: [latency][repeat]
+	firestore   []int64  // Firestore calls during each lone run at the first latency
+	callsPar    []*run
+	callsSeq    []*run
+	stepsPar    []*run
+	stepsSeq    []*run
+	batches     []*batch
+	historyRuns []*run // every run whose history was read
+}
+
+// measure runs everything, one figure's runs after another.
+func (b *bench) measure(ctx context.Context) (*measurements, error) {
+	m := &measurements{lone: make([][]*run, len(b.o.latencies))}
+	first := b.o.latencies[0]
+	// A warm-up run: connections, caches and the first workflow task are
+	// paid before anything is timed.
+	if w := b.lone(ctx, "warmup", standard(), 0); w.err != nil {
+		if ctx.Err() != nil {
+			return nil, ctx.Err()
+		}
+		return nil, fmt.Errorf("the stack started but the warm-up investigation failed: %w", w.err)
+	}
+	for i := range b.o.repeat {
+		for j, lat := range b.o.latencies {
+			before := b.s.proxy.Calls()
+			m.lone[j] = append(m.lone[j], b.lone(ctx, fmt.Sprintf("lone-%d-%d", j, i), standard(), lat))
+			if j == 0 {
+				m.firestore = append(m.firestore, b.s.proxy.Calls()-before)
+			}
+		}
+		m.callsPar = append(m.callsPar, b.lone(ctx, fmt.Sprint("calls-parallel-", i), parallelCalls(), first))
+		m.callsSeq = append(m.callsSeq, b.lone(ctx, fmt.Sprint("calls-sequential-", i), sequentialCalls(), first))
+		m.stepsPar = append(m.stepsPar, b.lone(ctx, fmt.Sprint("steps-independent-", i), independentSteps(true), first))
+		m.stepsSeq = append(m.stepsSeq, b.lone(ctx, fmt.Sprint("steps-in-order-", i), independentSteps(false), first))
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
+	}
+	for _, rs := range m.lone {
+		m.historyRuns = append(m.historyRuns, rs...)
+	}
+	for _, rs := range [][]*run{m.callsPar, m.callsSeq, m.stepsPar, m.stepsSeq} {
+		m.historyRuns = append(m.historyRuns, rs...)
+	}
+	for _, n := range b.o.batches {
+		bt := b.concurrent(ctx, n, first, b.o.timeout)
+		m.batches = append(m.batches, bt)
+		m.historyRuns = append(m.historyRuns, bt.runs...)
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
+	}
+	return m, nil
+}
+
+// oneSentence keeps the first line of an error (emulator output follows
+// the sentence in some).
+func oneSentence(err error) string {
+	s := firstLine(err.Error())
+	if !strings.HasSuffix(s, ".") {
+		s += "."
+	}
+	return s
+}
+
+// machine describes where the figures were measured.
+func machine() string {
+	return fmt.Sprintf("%d CPUs, %s/%s", runtime.NumCPU(), runtime.GOOS, runtime.GOARCH)
+}

@@ -1,0 +1,373 @@
+package main
+
+import (
+	"cmp"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/secops-agent/investigator/internal/clip"
+)
+
+// maxPayload is Temporal's default limit on one payload (blob size).
+const maxPayload = 2 << 20
+
+// report turns the measurements into rows; nothing is estimated: a figure
+// whose runs failed is n/a with the reason.
+func (b *bench) report(m *measurements) *report {
+	lats := make([]string, len(b.o.latencies))
+	for i, l := range b.o.latencies {
+		lats[i] = l.String()
+	}
+	ns := make([]string, len(b.o.batches))
+	for i, n := range b.o.batches {
+		ns[i] = fmt.Sprint(n)
+	}
+	rep := &report{
+		Date: time.Now().Format("2006-01-02"),
+		Settings: fmt.Sprintf("model latency %s; provider latency %s; batches of %s; %d worker process(es); %s",
+			strings.Join(lats, ", "), b.o.providerLatency, strings.Join(ns, ", "), b.o.workers, machine()),
+	}
+	for i := range b.o.latencies {
+		rep.Rows = append(rep.Rows, b.overheadRows(m.lone[i], b.o.latencies[i])...)
+	}
+	rep.Rows = append(rep.Rows, b.parallelCallsRow(m), parallelStepsRow(m))
+	lone, loneErr := loneWall(m.lone[0])
+	for _, bt := range m.batches {
+		rep.Rows = append(rep.Rows, batchRows(bt, lone, loneErr)...)
+	}
+	rep.Rows = append(rep.Rows, historyRows(m.lone[0][0], m.historyRuns)...)
+	rep.Rows = append(rep.Rows, promptRow(m.lone[0][0]), storeRow(m.lone[0], m.firestore), b.splitRow(m))
+	rep.Notes = notes
+	return rep
+}
+
+var notes = []string{
+	"Every figure comes from this run: a warm-up investigation first (not counted), then -repeat rounds, each running the standard investigation (a plan, two steps, 8 model calls, 4 intel lookups) alone at each model latency and the scenario pairs at the first latency, then the batches. A repeated figure is the median run's, with the range.",
+	"overhead: wall time from the start request to the Conclude activity's completion in the history (the server and the bench share this machine's clock) ÷ the time during which the model server had at least one request of the run open (union of request→reply intervals).",
+	"schedule→start: ActivityTaskScheduled → ActivityTaskStarted event times; start→model call: ActivityTaskStarted → the model server receiving the request; model reply→completion: the reply written → ActivityTaskCompleted. Model activities are matched to model requests in order; medians over every repeat.",
+	"parallel calls: time with at least one CallTool activity in flight (scheduled → completed) when one turn asks for three lookups ÷ the same when three turns ask for one each.",
+	"parallel steps: the executing phase (plan completed → conclusion scheduled) of a plan whose steps say depends_on: [] ÷ the same plan without it; n/a while both runs keep at most one model turn in flight, i.e. the workflow runs independent steps in order.",
+	"concurrency: N standard investigations started at once at the first latency; wall time as in overhead ÷ the lone run's; CPU: utime+stime of the worker process(es), and of the dev server and the emulator's JVM (the bench's descendants named temporal and java), from /proc/PID/stat over the batch ÷ N; peak RSS: VmHWM from /proc/PID/status, reset through /proc/PID/clear_refs before each batch.",
+	"history: the first lone run at the first latency; bytes are the history's protobuf size; per tool call counts the CallTool activities' own events; the largest payload is the largest Payload message in any history this run read.",
+	"prompt bytes: request bodies the model server received ÷ what a naive agent re-sending the whole transcript would send: each model call's body, less the step transcript it carried, plus every model turn and tool result of the investigation before it (JSON bytes).",
+	"store round trips: the worker reaches the Firestore emulator through a TCP proxy that reads the client side of each HTTP/2 connection and counts HEADERS frames opening a new stream, one per gRPC call (a streamed call such as RunQuery or BatchGetDocuments counts once); the emulator offers no request log or counter (none of its flags or endpoints). Lone runs at the first latency.",
+	"scale-out: the worker that started each activity, from ActivityTaskStarted's identity (pid@host), over every run.",
+}
+
+func why(err error) string { return clip.String(firstLine(err.Error()), 160) }
+
+func (b *bench) overheadRows(rs []*run, lat time.Duration) []row {
+	at := " @" + lat.String()
+	names := []string{"overhead" + at, "schedule→start median" + at, "start→model call median" + at, "model reply→completion median" + at}
+	if err := failed(rs...); err != nil {
+		return naAll(names, why(err))
+	}
+	busy := make([]time.Duration, len(rs))
+	ratios := make([]float64, len(rs))
+	for i, r := range rs {
+		busy[i] = union(callSpans(r.trace.snapshot()))
+		if busy[i] <= 0 {
+			return naAll(names[:1], "no model time to divide by")
+		}
+		ratios[i] = float64(r.wall) / float64(busy[i])
+	}
+	mid, sp := medianOf(ratios)
+	tools := union(spans(rs[mid].hist.ofType(isTool)))
+	rows := []row{figure(names[0], ratios[mid], unitRatio, fmt.Sprintf("wall %s ÷ model in flight %s (%d model calls; tools in flight %s)%s",
+		dur(rs[mid].wall), dur(busy[mid]), len(rs[mid].trace.snapshot()), dur(tools), sp))}
+	var sched, toCall, toDone, toolSched []time.Duration
+	for _, r := range rs {
+		calls := r.trace.snapshot()
+		acts := r.hist.ofType((*activity).model)
+		if len(acts) != len(calls) {
+			return append(rows, naAll(names[1:], fmt.Sprintf("%s: %d model activities but %d model requests", r.id, len(acts), len(calls)))...)
+		}
+		for i, a := range acts {
+			sched = append(sched, a.started.Sub(a.scheduled))
+			toCall = append(toCall, calls[i].span.start.Sub(a.started))
+			toDone = append(toDone, a.closed.Sub(calls[i].span.end))
+		}
+		for _, a := range r.hist.ofType(isTool) {
+			toolSched = append(toolSched, a.started.Sub(a.scheduled))
+		}
+	}
+	for i, ds := range [][]time.Duration{sched, toCall, toDone} {
+		med, _ := median(ds)
+		detail := fmt.Sprintf("median of %d model activities", len(ds))
+		if lat > 0 {
+			detail += fmt.Sprintf(" = %.3f× the model latency", float64(med)/float64(lat))
+		}
+		if t, ok := median(toolSched); ok && i == 0 {
+			detail += fmt.Sprintf("; tool activities %s", dur(t))
+		}
+		rows = append(rows, figure(names[i+1], ms(med), unitMs, detail))
+	}
+	return rows
+}
+
+func callSpans(calls []modelCall) []interval {
+	ivs := make([]interval, len(calls))
+	for i, c := range calls {
+		ivs[i] = c.span
+	}
+	return ivs
+}
+
+// medianOf returns the index of the median value (the lower one of an even
+// count) and, for more than one value, their range as text.
+func medianOf(v []float64) (int, string) {
+	idx := make([]int, len(v))
+	for i := range idx {
+		idx[i] = i
+	}
+	slices.SortFunc(idx, func(a, b int) int { return cmp.Compare(v[a], v[b]) })
+	if len(v) < 2 {
+		return idx[0], ""
+	}
+	return idx[(len(v)-1)/2], fmt.Sprintf("; median of %d runs, range %.2f–%.2f", len(v), v[idx[0]], v[idx[len(v)-1]])
+}
+
+func naAll(names []string, reason string) []row {
+	rows := make([]row, len(names))
+	for i, n := range names {
+		rows[i] = na(n, reason, "")
+	}
+	return rows
+}
+
+func failed(rs ...*run) error {
+	for _, r := range rs {
+		if !r.ok() {
+			return r.err
+		}
+	}
+	return nil
+}
+
+func isTool(a *activity) bool { return a.typ == actTool }
+func isTurn(a *activity) bool { return a.typ == actTurn }
+
+func (b *bench) parallelCallsRow(m *measurements) row {
+	const name = "parallel calls: 3 in one turn ÷ 3 turns of one"
+	if err := failed(append(slices.Clone(m.callsPar), m.callsSeq...)...); err != nil {
+		return na(name, why(err), "")
+	}
+	par, seq, ratios := make([]time.Duration, len(m.callsPar)), make([]time.Duration, len(m.callsPar)), make([]float64, len(m.callsPar))
+	for i := range m.callsPar {
+		par[i] = union(spans(m.callsPar[i].hist.ofType(isTool)))
+		seq[i] = union(spans(m.callsSeq[i].hist.ofType(isTool)))
+		ratios[i] = float64(par[i]) / float64(seq[i])
+	}
+	mid, sp := medianOf(ratios)
+	return figure(name, ratios[mid], unitRatio,
+		fmt.Sprintf("tools in flight %s ÷ %s (lookups of %s each)%s", dur(par[mid]), dur(seq[mid]), b.o.providerLatency, sp))
+}
+
+func parallelStepsRow(m *measurements) row {
+	const name = "parallel steps: 3 independent ÷ in order"
+	if err := failed(append(slices.Clone(m.stepsPar), m.stepsSeq...)...); err != nil {
+		return na(name, why(err), "")
+	}
+	n := len(m.stepsPar)
+	par, seq, ratios := make([]time.Duration, n), make([]time.Duration, n), make([]float64, n)
+	overlap := 0
+	for i := range n {
+		par[i], seq[i] = executing(m.stepsPar[i].hist), executing(m.stepsSeq[i].hist)
+		if seq[i] <= 0 {
+			return na(name, "the in-order run has no executing phase", "")
+		}
+		ratios[i] = float64(par[i]) / float64(seq[i])
+		overlap = max(overlap, maxOverlap(spans(m.stepsPar[i].hist.ofType(isTurn))), maxOverlap(spans(m.stepsSeq[i].hist.ofType(isTurn))))
+	}
+	mid, sp := medianOf(ratios)
+	detail := fmt.Sprintf("executing %s with depends_on: [] vs %s without%s", dur(par[mid]), dur(seq[mid]), sp)
+	if overlap <= 1 {
+		return na(name, "steps run in order", "same shape: one model turn in flight at a time in both; "+detail)
+	}
+	return figure(name, ratios[mid], unitRatio, detail+fmt.Sprintf("; up to %d model turns in flight", overlap))
+}
+
+// executing is plan completed → conclusion scheduled.
+func executing(h histInfo) time.Duration {
+	var from, to time.Time
+	for _, a := range h.activities {
+		if a.typ == actPlan && a.completed {
+			from = a.closed
+		}
+		if a.typ == actConclude {
+			to = a.scheduled
+		}
+	}
+	if from.IsZero() || to.IsZero() {
+		return 0
+	}
+	return to.Sub(from)
+}
+
+// loneWall is the median wall time of the lone runs, or the first failure.
+func loneWall(rs []*run) (time.Duration, error) {
+	if err := failed(rs...); err != nil {
+		return 0, err
+	}
+	walls := make([]time.Duration, len(rs))
+	for i, r := range rs {
+		walls[i] = r.wall
+	}
+	w, _ := median(walls)
+	return w, nil
+}
+
+func batchRows(bt *batch, lone time.Duration, loneErr error) []row {
+	p := fmt.Sprintf("n=%d: ", bt.n)
+	names := []string{p + "completed", p + "p50 wall ÷ lone", p + "p95 wall ÷ lone", p + "worker CPU per investigation", p + "server CPU per investigation", p + "worker peak RSS"}
+	var walls []time.Duration
+	var firstErr error
+	for _, r := range bt.runs {
+		if r.ok() {
+			walls = append(walls, r.wall)
+		} else if firstErr == nil {
+			firstErr = r.err
+		}
+	}
+	detail := fmt.Sprintf("%d of %d concluded; the batch took %s", len(walls), bt.n, dur(bt.elapsed))
+	if firstErr != nil {
+		detail += "; first failure: " + why(firstErr)
+	}
+	rows := []row{figure(names[0], 100*float64(len(walls))/float64(bt.n), unitPct, detail)}
+	for i, pc := range []float64{50, 95} {
+		w, ok := percentile(walls, pc)
+		switch {
+		case !ok:
+			rows = append(rows, na(names[1+i], "no investigation of the batch concluded", ""))
+		case loneErr != nil:
+			rows = append(rows, na(names[1+i], "the lone run failed: "+why(loneErr), ""))
+		default:
+			rows = append(rows, figure(names[1+i], float64(w)/float64(lone), unitRatio, fmt.Sprintf("%s ÷ %s (the median lone run)", dur(w), dur(lone))))
+		}
+	}
+	if bt.cpuErr != nil {
+		rows = append(rows, na(names[3], why(bt.cpuErr), ""))
+	} else {
+		rows = append(rows, figure(names[3], bt.cpu/float64(bt.n), unitSec, fmt.Sprintf("%.2f CPU-s over the batch ÷ %d", bt.cpu, bt.n)))
+	}
+	tc, fc := bt.servers["temporal"], bt.servers["java"]
+	if tc+fc > 0 {
+		rows = append(rows, figure(names[4], (tc+fc)/float64(bt.n), unitSec, fmt.Sprintf("Temporal dev server %.3f s + Firestore emulator %.3f s", tc/float64(bt.n), fc/float64(bt.n))))
+	} else {
+		rows = append(rows, na(names[4], "no CPU time read for the dev server or the emulator", ""))
+	}
+	if bt.rssErr != nil {
+		rows = append(rows, na(names[5], why(bt.rssErr), ""))
+	} else {
+		per := float64(bt.peakKiB-bt.idleKiB) * 1024 / float64(bt.n)
+		rows = append(rows, figure(names[5], float64(bt.peakKiB)/1024, unitMiB,
+			fmt.Sprintf("%s before the batch; (peak − that) ÷ %d = %s per investigation", kib(float64(bt.idleKiB)*1024), bt.n, kib(per))))
+	}
+	return rows
+}
+
+func historyRows(r *run, all []*run) []row {
+	names := []string{"history events per investigation", "history events per tool call", "history bytes per investigation", "history bytes per tool call", "largest payload in any history"}
+	var rows []row
+	if !r.ok() {
+		rows = naAll(names[:4], why(r.err))
+	} else {
+		tools := r.hist.ofType(isTool)
+		ev, by := 0, 0
+		for _, a := range tools {
+			ev += a.events
+			by += a.bytes
+		}
+		n := float64(len(tools))
+		rows = append(rows,
+			figure(names[0], float64(r.hist.events), unitCount, fmt.Sprintf("%d tool calls, %d model calls", len(tools), len(r.hist.activities)-len(tools))),
+			figure(names[1], float64(ev)/n, unitCount, "the CallTool activities' own events"),
+			figure(names[2], float64(r.hist.bytes)/1024, unitKiB, "protobuf size"),
+			figure(names[3], float64(by)/n/1024, unitKiB, "the CallTool activities' own events"))
+	}
+	largest, read := 0, 0
+	for _, h := range all {
+		if h.ok() {
+			largest, read = max(largest, h.hist.largestPayload), read+1
+		}
+	}
+	if read == 0 {
+		return append(rows, na(names[4], "no history was read", ""))
+	}
+	return append(rows, figure(names[4], float64(largest)/1024, unitKiB,
+		fmt.Sprintf("÷ the 2 MiB payload limit = %.4f; over %d histories", float64(largest)/maxPayload, read)))
+}
+
+func promptRow(r *run) row {
+	const name = "prompt bytes ÷ whole-transcript baseline"
+	if !r.ok() {
+		return na(name, why(r.err), "")
+	}
+	sent, naive := 0, 0
+	calls := r.trace.snapshot()
+	for _, c := range calls {
+		sent += c.bytes
+		naive += c.bytes - c.carried + c.whole
+	}
+	return figure(name, float64(sent)/float64(naive), unitRatio,
+		fmt.Sprintf("%s ÷ %s per investigation (%d model calls)", kib(float64(sent)), kib(float64(naive)), len(calls)))
+}
+
+func storeRow(rs []*run, fsCalls []int64) row {
+	const name = "store round trips per model call"
+	if err := failed(rs...); err != nil {
+		return na(name, why(err), "")
+	}
+	var store int64
+	calls, tools := 0, 0
+	for i, r := range rs {
+		store += fsCalls[i]
+		calls += len(r.trace.snapshot())
+		tools += r.sc.toolCalls()
+	}
+	return figure(name, float64(store)/float64(calls), unitCount,
+		fmt.Sprintf("%d Firestore calls ÷ %d model calls (with %d tool calls) over %s", store, calls, tools, plural(len(rs), "run")))
+}
+
+func (b *bench) splitRow(m *measurements) row {
+	const name = "scale-out: busiest worker's share of activities"
+	if len(b.s.workers) < 2 {
+		return na(name, "one worker", "-workers 2 runs two and reports the split")
+	}
+	counts := make([]int, len(b.s.workers))
+	total, other := 0, 0
+	for _, r := range m.historyRuns {
+		if !r.ok() {
+			continue
+		}
+		for _, a := range r.hist.activities {
+			total++
+			i := slices.IndexFunc(b.s.workers, func(w *workerProc) bool { return strings.HasPrefix(a.identity, fmt.Sprintf("%d@", w.pid())) })
+			if i < 0 {
+				other++
+				continue
+			}
+			counts[i]++
+		}
+	}
+	if total == 0 {
+		return na(name, "no history was read", "")
+	}
+	parts := make([]string, len(counts))
+	for i, c := range counts {
+		parts[i] = fmt.Sprintf("worker %d: %d (%.0f%%)", i+1, c, 100*float64(c)/float64(total))
+	}
+	if other > 0 {
+		parts = append(parts, fmt.Sprintf("unknown: %d", other))
+	}
+	return figure(name, 100*float64(slices.Max(counts))/float64(total), unitPct, strings.Join(parts, ", "))
+}
+
+func plural(n int, noun string) string {
+	if n == 1 {
+		return "1 " + noun
+	}
+	return fmt.Sprintf("%d %ss", n, noun)
+}

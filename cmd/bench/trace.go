@@ -1,0 +1,29 @@
+package main
+
+import (
+	"fmt"
+	"io"
+)
+
+// writeTrace prints each lone run's activities with their timings, for a
+// reader who wants to see where a figure comes from (-trace).
+func writeTrace(w io.Writer, m *measurements) {
+	var runs []*run
+	for _, rs := range append(m.lone, m.callsPar, m.callsSeq, m.stepsPar, m.stepsSeq) {
+		runs = append(runs, rs...)
+	}
+	for _, r := range runs {
+		if !r.ok() {
+			fmt.Fprintf(w, "%s: %s\n", r.id, why(r.err))
+			continue
+		}
+		fmt.Fprintf(w, "%s: wall %s, %d events\n", r.id, dur(r.wall), r.hist.events)
+		for _, a := range r.hist.activities {
+			fmt.Fprintf(w, "  %-12s +%-8s queued %-6s ran %-8s %s\n", a.typ, dur(a.scheduled.Sub(r.start)),
+				dur(a.started.Sub(a.scheduled)), dur(a.closed.Sub(a.started)), a.identity)
+		}
+		for i, c := range r.trace.snapshot() {
+			fmt.Fprintf(w, "  model %d %-8s +%-8s %s\n", i+1, c.phase, dur(c.span.start.Sub(r.start)), dur(c.span.end.Sub(c.span.start)))
+		}
+	}
+}

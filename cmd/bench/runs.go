@@ -48,7 +48,7 @@ func (b *bench) begin(ctx context.Context, key string, sc *scenario, latency tim
 		AlertID:          b.s.alertID,
 		Question:         fmt.Sprintf("Is %s malicious? [bench:%s]", benchIP, key),
 		Language:         "en",
-		IdleTimeout:      time.Millisecond,
+		IdleTimeout:      investigation.Duration(time.Millisecond),
 		SearchAttributes: []string{investigation.VerdictAttribute},
 	})
 	if r.err != nil {

@@ -28,8 +28,8 @@ func alertSection(al alerts.Alert) (string, error) {
 	if !al.ObservedAt.IsZero() {
 		observed = al.ObservedAt.UTC().Format(time.RFC3339)
 	}
-	fmt.Fprintf(&b, "Alert ID: %s\nAlert type: %s\nTitle: %s\nSource: %s | severity: %s | observed: %s\n\n",
-		al.ID, quote(al.Type), quote(al.Title), al.Source, al.Severity, observed)
+	fmt.Fprintf(&b, "%s%s\nAlert type: %s\nTitle: %s\nSource: %s | severity: %s | observed: %s\n\n",
+		prompt.AlertIDLabel, al.ID, quote(al.Type), quote(al.Title), al.Source, al.Severity, observed)
 	compact, err := prompt.MarshalJSON(al.Data, "")
 	if err != nil {
 		return "", fmt.Errorf("encode alert %s for the prompt: %w", al.ID, err)

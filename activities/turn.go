@@ -7,6 +7,7 @@ import (
 	"google.golang.org/genai"
 
 	"github.com/secops-agent/investigator/internal/clip"
+	"github.com/secops-agent/investigator/internal/prompt"
 	"github.com/secops-agent/investigator/investigation"
 	"github.com/secops-agent/investigator/toolcall"
 )
@@ -37,18 +38,19 @@ func (a *Activities) ModelTurn(ctx context.Context, in TurnInput) (TurnOutput, e
 		phase = "answer"
 	}
 	p, err := renderPhase(phase, map[string]any{
-		"Objective": in.Objective,
-		"Alert":     alert,
-		"Earlier":   earlier,
-		"Step":      in.Step,
-		"Final":     in.Final,
-		"Hints":     in.Hints,
-		"NoTools":   !in.Direct && len(in.Step.Tools) == 0,
-		"RefIDArg":  toolcall.RefIDArg,
-		"RefPrefix": toolcall.RefPrefix,
-		"Question":  in.Question,
-		"History":   conversationText(in.History),
-		"Language":  languageName(in.Language),
+		"Objective":   in.Objective,
+		"Alert":       alert,
+		"Earlier":     earlier,
+		"Step":        in.Step,
+		"StepHeading": prompt.StepHeading,
+		"Final":       in.Final,
+		"Hints":       in.Hints,
+		"NoTools":     !in.Direct && len(in.Step.Tools) == 0,
+		"RefIDArg":    toolcall.RefIDArg,
+		"RefPrefix":   toolcall.RefPrefix,
+		"Question":    in.Question,
+		"History":     conversationText(in.History),
+		"Language":    languageName(in.Language),
 	})
 	if err != nil {
 		return TurnOutput{}, err

@@ -75,6 +75,14 @@ const (
 	PhaseIntrospect = "introspect"
 )
 
+// Labels of the lines the prompts give in the open, before any data block:
+// a Gemini-protocol server (the offline demo) reads the alert's ID from the
+// AlertIDLabel line and the step to execute after StepHeading.
+const (
+	AlertIDLabel = "Alert ID: "
+	StepHeading  = "## Execute this step"
+)
+
 // Schema loads phase.schema.json as a response schema titled with the
 // phase; it panics on a missing or invalid file (a build defect).
 func (s *Set) Schema(phase string) *genai.Schema {

@@ -2,6 +2,7 @@ package activities
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net/http"
 
@@ -10,6 +11,7 @@ import (
 	"github.com/secops-agent/investigator/gemini"
 	"github.com/secops-agent/investigator/internal/upstream"
 	"github.com/secops-agent/investigator/tools"
+	"github.com/secops-agent/investigator/transcript"
 )
 
 // Temporal error types of failed Gemini calls. The non-retryable ones end the
@@ -101,4 +103,19 @@ func retryable(msg, errType string, e *upstream.Error) error {
 		Cause:          e.Cause,
 		NextRetryDelay: e.RetryAfter,
 	})
+}
+
+// ErrTranscriptMissing is the error type of an activity that needs a
+// transcript entry the store does not hold: retrying cannot bring it back,
+// so the workflow runs the calls again instead.
+const ErrTranscriptMissing = "TranscriptMissing"
+
+// storeError makes a missing transcript entry non-retryable; other store
+// errors (an outage) stay retryable, within the activity's time budget.
+func storeError(err error) error {
+	var missing *transcript.MissingError
+	if errors.As(err, &missing) {
+		return temporal.NewNonRetryableApplicationError(missing.Error(), ErrTranscriptMissing, err)
+	}
+	return err
 }

@@ -6,9 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
-	"time"
 
-	"go.temporal.io/sdk/activity"
 	"go.temporal.io/sdk/temporal"
 	"google.golang.org/genai"
 
@@ -26,51 +24,26 @@ type Generator interface {
 }
 
 // TranscriptStore keeps the model turns and tool results of every tool
-// loop, by session (the workflow ID) and key.
+// loop, by session (the workflow ID) and key. A key is written once: Put
+// returns the entry the store holds, which an earlier attempt may have
+// written (transcript.Store.Put).
 type TranscriptStore interface {
-	Put(ctx context.Context, session, key string, e transcript.Entry) error
+	Put(ctx context.Context, session, key string, e transcript.Entry) (transcript.Entry, error)
 	GetAll(ctx context.Context, session string, keys []string) ([]transcript.Entry, error)
 }
 
 // Model is the model side that the investigation's activities and the
 // sub-agent's share: one Gemini call per activity attempt (the SDK's own
-// retries are off; errors are mapped for Temporal's), heartbeats while a
-// call waits, and the transcript store that keeps each tool loop's turns.
+// retries are off; errors are mapped for Temporal's) and the transcript
+// store that keeps each tool loop's turns.
 type Model struct {
 	LLM        Generator
 	Name       string
 	Transcript TranscriptStore
 }
 
-// HeartbeatInterval is how often a waiting model call heartbeats, so a
-// worker that dies mid-call is noticed within the heartbeat timeout instead
-// of the call's start-to-close timeout.
-const HeartbeatInterval = 5 * time.Second
-
-// heartbeat records activity heartbeats until the returned stop is called.
-func heartbeat(ctx context.Context) (stop func()) {
-	if !activity.IsActivity(ctx) {
-		return func() {}
-	}
-	done := make(chan struct{})
-	go func() {
-		t := time.NewTicker(HeartbeatInterval)
-		defer t.Stop()
-		for {
-			select {
-			case <-done:
-				return
-			case <-t.C:
-				activity.RecordHeartbeat(ctx)
-			}
-		}
-	}()
-	return func() { close(done) }
-}
-
 // generate calls the model once, classifying errors for Temporal's retries.
 func (m *Model) generate(ctx context.Context, contents []*genai.Content, cfg *genai.GenerateContentConfig) (*genai.GenerateContentResponse, investigation.Usage, error) {
-	defer heartbeat(ctx)()
 	resp, err := CallGemini(ctx, func(ctx context.Context) (*genai.GenerateContentResponse, error) {
 		return m.LLM.GenerateContent(ctx, m.Name, contents, cfg)
 	})
@@ -178,8 +151,29 @@ func (m *Model) Turn(ctx context.Context, session, key, system string, contents 
 	if err != nil {
 		return TurnOutput{}, fmt.Errorf("encode model content: %w", err)
 	}
-	if err := m.Transcript.Put(ctx, session, key, transcript.Entry{Kind: transcript.KindModel, Content: string(raw), Text: out.Text}); err != nil {
-		return TurnOutput{}, err
+	stored, err := m.Transcript.Put(ctx, session, key, transcript.Entry{Kind: transcript.KindModel, Content: string(raw), Text: out.Text})
+	if err != nil {
+		return TurnOutput{}, storeError(err)
+	}
+	if stored.Content != string(raw) {
+		// An earlier attempt of this turn stored its answer first: that is
+		// the turn the transcript holds, so it is the one returned.
+		return storedTurn(key, stored, usage)
+	}
+	return out, nil
+}
+
+// storedTurn rebuilds a turn's output from its stored entry.
+func storedTurn(key string, e transcript.Entry, usage investigation.Usage) (TurnOutput, error) {
+	var c genai.Content
+	if err := json.Unmarshal([]byte(e.Content), &c); err != nil {
+		return TurnOutput{}, fmt.Errorf("decode stored model turn %s: %w", key, err)
+	}
+	out := TurnOutput{Key: key, Text: e.Text, Usage: usage}
+	for _, p := range c.Parts {
+		if p != nil && p.FunctionCall != nil {
+			out.Calls = append(out.Calls, toolcall.Call{ID: p.FunctionCall.ID, Name: p.FunctionCall.Name, Args: p.FunctionCall.Args})
+		}
 	}
 	return out, nil
 }
@@ -197,7 +191,7 @@ func (m *Model) Contents(ctx context.Context, session, opening string, refs []Re
 	}
 	entries, err := m.Transcript.GetAll(ctx, session, keys)
 	if err != nil {
-		return nil, err
+		return nil, storeError(err)
 	}
 	var responses *genai.Content
 	flush := func() {
@@ -284,4 +278,37 @@ func (m *Model) SessionText(ctx context.Context, session string, refs []Ref) (st
 		}
 	}
 	return b.String(), nil
+}
+
+// lostAnswer stands in for a step's answer the transcript store no longer
+// holds: the prompt says so rather than failing the phase.
+const lostAnswer = "(this answer is no longer in the transcript store)"
+
+// answers reads the stored answers (model text) under keys, in order; an
+// answer the store lost reads as lostAnswer.
+func (m *Model) answers(ctx context.Context, session string, keys []string) ([]string, error) {
+	entries, err := m.Transcript.GetAll(ctx, session, keys)
+	var missing *transcript.MissingError
+	if err != nil && !errors.As(err, &missing) {
+		return nil, err
+	}
+	out := make([]string, len(keys))
+	if err == nil {
+		for i, e := range entries {
+			out[i] = e.Text
+		}
+		return out, nil
+	}
+	for i, k := range keys { // some are lost: read them one by one
+		e, err := m.Transcript.GetAll(ctx, session, []string{k})
+		switch {
+		case errors.As(err, &missing):
+			out[i] = lostAnswer
+		case err != nil:
+			return nil, err
+		default:
+			out[i] = e[0].Text
+		}
+	}
+	return out, nil
 }

@@ -59,7 +59,7 @@ func (a *Activities) stepResults(ctx context.Context, session string, steps []pl
 			keys = append(keys, s.ResultKey)
 		}
 	}
-	entries, err := a.Model.Transcript.GetAll(ctx, session, keys)
+	texts, err := a.Model.answers(ctx, session, keys)
 	if err != nil {
 		return nil, err
 	}
@@ -67,7 +67,7 @@ func (a *Activities) stepResults(ctx context.Context, session string, steps []pl
 	next := 0
 	for i, s := range steps {
 		if s.ResultKey != "" {
-			out[i] = entries[next].Text
+			out[i] = texts[next]
 			next++
 		}
 	}

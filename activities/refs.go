@@ -3,6 +3,7 @@ package activities
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"maps"
 	"slices"
@@ -11,6 +12,7 @@ import (
 
 	"github.com/secops-agent/investigator/toolcall"
 	"github.com/secops-agent/investigator/tools"
+	"github.com/secops-agent/investigator/transcript"
 )
 
 // resolveRefs returns the call's arguments with ref_id removed and every
@@ -28,6 +30,10 @@ func (a *Activities) resolveRefs(ctx context.Context, in ToolInput) (map[string]
 		keys[i] = in.Refs[n]
 	}
 	entries, err := a.Model.Transcript.GetAll(ctx, in.Session, keys)
+	var missing *transcript.MissingError
+	if errors.As(err, &missing) {
+		return nil, tools.Reject("a result this call refers to is no longer stored (%s): call the tool it came from again", missing.Key)
+	}
 	if err != nil {
 		return nil, err
 	}

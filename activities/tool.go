@@ -69,8 +69,8 @@ func (a *Activities) CallTool(ctx context.Context, in ToolInput) (ToolOutput, er
 		out.Preview = clip.String(string(raw), 160)
 	}
 	entry := transcript.Entry{Kind: transcript.KindTool, CallID: in.Call.ID, Tool: in.Call.Name, Response: string(raw)}
-	if err := a.Model.Transcript.Put(ctx, in.Session, in.Key, entry); err != nil {
-		return ToolOutput{}, err
+	if _, err := a.Model.Transcript.Put(ctx, in.Session, in.Key, entry); err != nil {
+		return ToolOutput{}, storeError(err)
 	}
 	return out, nil
 }

@@ -98,13 +98,13 @@ func (a *Activities) earlierResults(ctx context.Context, in TurnInput) ([]earlie
 	for i, e := range in.Earlier {
 		keys[i] = e.Key
 	}
-	entries, err := a.Model.Transcript.GetAll(ctx, in.Session, keys)
+	texts, err := a.Model.answers(ctx, in.Session, keys)
 	if err != nil {
 		return nil, err
 	}
-	out := make([]earlierResult, len(entries))
-	for i, e := range entries {
-		out[i] = earlierResult{StepID: in.Earlier[i].StepID, Description: in.Earlier[i].Description, Text: clip.String(e.Text, maxResultInPrompt)}
+	out := make([]earlierResult, len(texts))
+	for i, text := range texts {
+		out[i] = earlierResult{StepID: in.Earlier[i].StepID, Description: in.Earlier[i].Description, Text: clip.String(text, maxResultInPrompt)}
 	}
 	return out, nil
 }

@@ -11,6 +11,7 @@ import (
 	"os"
 	"strconv"
 	"strings"
+	"time"
 
 	"cloud.google.com/go/firestore"
 	"github.com/spf13/pflag"
@@ -263,4 +264,40 @@ func Logger(level string) (*slog.Logger, error) {
 		return nil, fmt.Errorf("unknown log level %q (use debug, info, warn or error)", level)
 	}
 	return slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: l})), nil
+}
+
+// Worker bounds what one worker runs at once, so that N workers stay
+// within a Gemini quota, and how long it lets work in flight finish when
+// it is stopped.
+type Worker struct {
+	StopTimeout                  time.Duration
+	MaxConcurrentActivities      int
+	ActivitiesPerSecond          float64
+	TaskQueueActivitiesPerSecond float64
+}
+
+// Flags registers the worker's limits, with environment fallbacks.
+func (w *Worker) Flags(fs *pflag.FlagSet) {
+	fs.DurationVar(&w.StopTimeout, "stop-timeout", envDuration(3*time.Minute, "WORKER_STOP_TIMEOUT"),
+		"on SIGTERM, how long activities in flight may finish (env WORKER_STOP_TIMEOUT)")
+	fs.IntVar(&w.MaxConcurrentActivities, "max-concurrent-activities", envInt(0, "WORKER_MAX_CONCURRENT_ACTIVITIES"),
+		"most activities this worker runs at once, 0 for the SDK default (env WORKER_MAX_CONCURRENT_ACTIVITIES)")
+	fs.Float64Var(&w.ActivitiesPerSecond, "activities-per-second", envFloat(0, "WORKER_ACTIVITIES_PER_SECOND"),
+		"most activities this worker starts per second, 0 for no limit (env WORKER_ACTIVITIES_PER_SECOND)")
+	fs.Float64Var(&w.TaskQueueActivitiesPerSecond, "task-queue-activities-per-second", envFloat(0, "TASK_QUEUE_ACTIVITIES_PER_SECOND"),
+		"most activities all workers of the task queue start per second, 0 for no limit (env TASK_QUEUE_ACTIVITIES_PER_SECOND)")
+}
+
+func envDuration(def time.Duration, names ...string) time.Duration {
+	if v, err := time.ParseDuration(Env("", names...)); err == nil {
+		return v
+	}
+	return def
+}
+
+func envInt(def int, names ...string) int {
+	if v, err := strconv.Atoi(Env("", names...)); err == nil {
+		return v
+	}
+	return def
 }

@@ -24,6 +24,14 @@ type providers struct {
 	*httptest.Server
 	mu     sync.Mutex
 	counts map[string]int
+	hook   func() // runs before each request is answered, if set
+}
+
+// onRequest sets a func run before each request is answered (nil: none).
+func (p *providers) onRequest(f func()) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.hook = f
 }
 
 func newProviders() *providers {
@@ -71,7 +79,11 @@ func newProviders() *providers {
 	p.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		p.mu.Lock()
 		p.counts[r.URL.Path]++
+		hook := p.hook
 		p.mu.Unlock()
+		if hook != nil {
+			hook()
+		}
 		mux.ServeHTTP(w, r)
 	}))
 	return p

@@ -45,6 +45,7 @@ const (
 	PhaseWaitingForAnswer = "waiting_for_answer"
 	PhaseConcluding       = "concluding"
 	PhaseIdle             = "idle" // concluded; waiting for a follow-up question
+	PhaseCancelled        = "cancelled"
 )
 
 // Status is a snapshot of a running investigation.

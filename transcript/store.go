@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"cloud.google.com/go/firestore"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
 )
 
 // Entry kinds.
@@ -43,16 +45,32 @@ func (s *Store) doc(session, key string) *firestore.DocumentRef {
 	return s.fs.Collection("sessions").Doc(session).Collection("entries").Doc(key)
 }
 
-// Put writes an entry; writing the same key again replaces it, so a retried
-// activity stays idempotent.
-func (s *Store) Put(ctx context.Context, session, key string, e Entry) error {
+// Put stores an entry under session/key unless one is there already, and
+// returns the entry the store holds. A key is written once: when two
+// attempts of one activity race (a timed-out attempt still running while
+// its retry ran), the first write wins and both return it, so the workflow
+// history and the transcript never disagree.
+func (s *Store) Put(ctx context.Context, session, key string, e Entry) (Entry, error) {
 	if e.CreatedAt.IsZero() {
 		e.CreatedAt = time.Now().UTC()
 	}
-	if _, err := s.doc(session, key).Set(ctx, e); err != nil {
-		return fmt.Errorf("store transcript entry %s/%s: %w", session, key, err)
+	ref := s.doc(session, key)
+	_, err := ref.Create(ctx, e)
+	if status.Code(err) == codes.AlreadyExists {
+		snap, gerr := ref.Get(ctx)
+		if gerr != nil {
+			return Entry{}, fmt.Errorf("read transcript entry %s/%s: %w", session, key, gerr)
+		}
+		var stored Entry
+		if err := snap.DataTo(&stored); err != nil {
+			return Entry{}, fmt.Errorf("decode transcript entry %s/%s: %w", session, key, err)
+		}
+		return stored, nil
 	}
-	return nil
+	if err != nil {
+		return Entry{}, fmt.Errorf("store transcript entry %s/%s: %w", session, key, err)
+	}
+	return e, nil
 }
 
 // GetAll reads entries in the order of keys; a missing key is an error.
@@ -71,11 +89,19 @@ func (s *Store) GetAll(ctx context.Context, session string, keys []string) ([]En
 	out := make([]Entry, len(snaps))
 	for i, snap := range snaps {
 		if !snap.Exists() {
-			return nil, fmt.Errorf("transcript entry %s/%s is missing", session, keys[i])
+			return nil, &MissingError{Session: session, Key: keys[i]}
 		}
 		if err := snap.DataTo(&out[i]); err != nil {
 			return nil, fmt.Errorf("decode transcript entry %s/%s: %w", session, keys[i], err)
 		}
 	}
 	return out, nil
+}
+
+// MissingError says a transcript entry the caller named is not stored (the
+// store lost it, or it was never written).
+type MissingError struct{ Session, Key string }
+
+func (e *MissingError) Error() string {
+	return fmt.Sprintf("transcript entry %s/%s is missing", e.Session, e.Key)
 }

@@ -8,6 +8,7 @@ import (
 	"os"
 
 	"github.com/spf13/cobra"
+	"go.temporal.io/sdk/interceptor"
 	"go.temporal.io/sdk/worker"
 	"go.temporal.io/sdk/workflow"
 
@@ -40,6 +41,7 @@ func newCommand() *cobra.Command {
 		gc       config.Gemini
 		ic       config.Intel
 		bc       config.BigQuery
+		wc       config.Worker
 		logLevel string
 	)
 	cmd := &cobra.Command{
@@ -87,7 +89,15 @@ func newCommand() *cobra.Command {
 
 			model := &activities.Model{LLM: llm.Models, Name: gc.Model, Transcript: transcript.NewStore(fs)}
 			inv := &activities.Activities{Model: model, Endpoint: gemini.Describe(llm, gc.Model), Tools: registry, Alerts: store}
-			w := worker.New(c, tc.TaskQueue, worker.Options{})
+			w := worker.New(c, tc.TaskQueue, worker.Options{
+				// A deploy (SIGTERM) lets the model calls in flight finish
+				// rather than pay for them twice.
+				WorkerStopTimeout:                  wc.StopTimeout,
+				MaxConcurrentActivityExecutionSize: wc.MaxConcurrentActivities,
+				WorkerActivitiesPerSecond:          wc.ActivitiesPerSecond,
+				TaskQueueActivitiesPerSecond:       wc.TaskQueueActivitiesPerSecond,
+				Interceptors:                       []interceptor.WorkerInterceptor{activities.Heartbeats()},
+			})
 			w.RegisterWorkflowWithOptions(workflows.Investigation, workflow.RegisterOptions{Name: investigation.WorkflowName})
 			w.RegisterWorkflowWithOptions(workflows.ToolCatalog, workflow.RegisterOptions{Name: investigation.CatalogWorkflowName})
 			w.RegisterWorkflowWithOptions(workflows.BigQueryAgent, workflow.RegisterOptions{Name: investigation.BigQueryWorkflowName})
@@ -112,6 +122,7 @@ func newCommand() *cobra.Command {
 	gc.Flags(cmd.Flags())
 	ic.Flags(cmd.Flags())
 	bc.Flags(cmd.Flags())
+	wc.Flags(cmd.Flags())
 	cmd.Flags().StringVar(&logLevel, "log-level", config.Env("info", "LOG_LEVEL"), "log level: debug, info, warn, error (env LOG_LEVEL)")
 	return cmd
 }

@@ -27,6 +27,7 @@ func (r *run) askUser(ctx workflow.Context, c toolcall.Call, label string) workf
 	r.Steering.NextQID++
 	q := &Question{Question: investigation.Question{ID: fmt.Sprintf("q-%d", r.Steering.NextQID), Step: label, Question: question}}
 	r.Steering.Questions = append(r.Steering.Questions, q)
+	r.keepQuestions()
 	r.emit(investigation.Event{Kind: investigation.EventQuestion, Step: label, Text: question, QuestionID: q.ID})
 	workflow.Go(ctx, func(ctx workflow.Context) {
 		r.Phase = investigation.PhaseWaitingForAnswer
@@ -36,7 +37,7 @@ func (r *run) askUser(ctx workflow.Context, c toolcall.Call, label string) workf
 		}
 		r.Budget.Waiting++
 		timeout := r.Input.Limits.AnswerTimeout.Duration()
-		got, err := workflow.AwaitWithTimeout(ctx, timeout, func() bool { return q.Answered || r.Steering.StopReason != "" })
+		got, err := wait(ctx, timeout, "waiting for the answer to "+q.ID, func() bool { return q.Answered || r.Steering.StopReason != "" })
 		r.Budget.Waiting--
 		if r.Budget.Waiting == 0 {
 			// The span from the first question's start to the last one's
@@ -44,8 +45,14 @@ func (r *run) askUser(ctx workflow.Context, c toolcall.Call, label string) workf
 			r.Budget.Waited += workflow.Now(ctx).Sub(r.Budget.WaitStart)
 			r.Phase = investigation.PhaseExecuting
 		}
+		if err != nil { // the turn was cut short: the question is withdrawn
+			q.Answered = true
+			r.emit(investigation.Event{Kind: investigation.EventAnswer, Step: label, Text: "withdrawn: the step was cut short", QuestionID: q.ID})
+			settle.SetError(err)
+			return
+		}
 		result := map[string]any{"answer": q.Answer}
-		if err != nil || !got || !q.Answered {
+		if !got || !q.Answered {
 			q.Answered = true // no longer pending
 			result = map[string]any{"answer": nil, "note": fmt.Sprintf("the analyst did not answer within %s; go on without this fact", r.Input.Limits.AnswerTimeout)}
 			r.emit(investigation.Event{Kind: investigation.EventAnswer, Step: label, Text: "no answer: going on without it", QuestionID: q.ID})

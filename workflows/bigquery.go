@@ -2,7 +2,6 @@ package workflows
 
 import (
 	"fmt"
-	"math"
 	"slices"
 	"strings"
 	"time"
@@ -22,10 +21,15 @@ import (
 // real value.
 var bq *bigquery.Activities
 
-// Sub-agent limits.
+// Sub-agent limits. The execution timeout is only a backstop: the
+// sub-agent answers by its request's Deadline by itself.
 const (
 	bigQueryMaxIterations = 10
+	bigQueryMaxToolCalls  = 20
 	bigQueryTimeout       = 30 * time.Minute
+	// bigQueryToolAttempt bounds one attempt of a sub-agent tool call: a
+	// query runs under its own BigQuery job timeout (bqtools job_timeout).
+	bigQueryToolAttempt = 5 * time.Minute
 )
 
 // startBigQueryAgent starts the BigQuery sub-agent for one bigquery_agent
@@ -48,6 +52,8 @@ func (r *run) startBigQueryAgent(ctx workflow.Context, key string, c toolcall.Ca
 		StaticSummary:            clip.String("BigQuery: "+request, 200),
 		ParentClosePolicy:        enums.PARENT_CLOSE_POLICY_REQUEST_CANCEL,
 		WorkflowExecutionTimeout: bigQueryTimeout,
+		// A cancelled sub-agent still answers from what it has: wait for it.
+		WaitForCancellation: true,
 	}
 	if slices.Contains(r.Input.SearchAttributes, investigation.SearchAttribute) {
 		opts.TypedSearchAttributes = temporal.NewSearchAttributes(
@@ -59,7 +65,9 @@ func (r *run) startBigQueryAgent(ctx workflow.Context, key string, c toolcall.Ca
 		ResultKey:      key,
 		CallID:         c.ID,
 		MaxIterations:  bigQueryMaxIterations,
+		MaxToolCalls:   bigQueryMaxToolCalls,
 		MaxResultBytes: r.Input.Limits.MaxToolResultBytes,
+		Deadline:       r.budgetDeadline(ctx),
 	})
 }
 
@@ -71,7 +79,9 @@ func childID(parent, key string) string { return parent + "-bq-" + key }
 // the request, runs its own tool loop over BigQuery, introspects over the
 // whole session to learn (best effort: a failure never fails the
 // sub-agent), and stores its answer as the parent's tool result, linked to
-// this run.
+// this run. At its deadline, or when its parent cancels it (the analyst
+// stopped the investigation), it cuts its calls short and answers from
+// what it has, without learning.
 func BigQueryAgent(ctx workflow.Context, in bigquery.Request) (activities.ToolOutput, error) {
 	info := workflow.GetInfo(ctx)
 	h := &subAgent{session: info.WorkflowExecution.ID, in: in}
@@ -86,8 +96,11 @@ func BigQueryAgent(ctx workflow.Context, in bigquery.Request) (activities.ToolOu
 	if h.in.MaxResultBytes <= 0 {
 		h.in.MaxResultBytes = investigation.DefaultMaxToolResultBytes
 	}
+	if h.in.MaxToolCalls <= 0 {
+		h.in.MaxToolCalls = bigQueryMaxToolCalls
+	}
 
-	if err := workflow.ExecuteActivity(llmOptions(ctx, "recall memories"), bq.RecallMemories, bigquery.RecallInput{Request: in.Request}).Get(ctx, &h.recall); err != nil {
+	if err := workflow.ExecuteActivity(bestEffortOptions(ctx, "recall memories"), bq.RecallMemories, bigquery.RecallInput{Request: in.Request}).Get(ctx, &h.recall); err != nil {
 		h.emit(investigation.Event{Kind: investigation.EventNote, Text: "Memory recall failed, continuing without memories: " + message(err)})
 	}
 	ids := make([]string, len(h.recall.Memories))
@@ -96,12 +109,20 @@ func BigQueryAgent(ctx workflow.Context, in bigquery.Request) (activities.ToolOu
 	}
 	h.emit(investigation.Event{Kind: investigation.EventNote, Text: fmt.Sprintf("Recalled %d memories", len(ids)), Notes: ids})
 
-	l := &toolLoop{host: h, session: h.session, prefix: "bq", label: "bigquery", maxIter: h.in.MaxIterations, maxBytes: h.in.MaxResultBytes, results: map[string]string{}}
+	l := &toolLoop{host: h, session: h.session, prefix: "bq", label: "bigquery", maxIter: h.in.MaxIterations, maxBytes: h.in.MaxResultBytes, results: &Reuse{}}
 	res, err := l.run(ctx)
 	if err != nil {
 		return activities.ToolOutput{}, failure("the BigQuery sub-agent failed", err)
 	}
-	h.learn(ctx, res)
+	switch {
+	case ctx.Err() != nil:
+		h.emit(investigation.Event{Kind: investigation.EventStop, Text: "answered early: " + res.Cut})
+		ctx, _ = workflow.NewDisconnectedContext(ctx) // deliver what it has
+	case res.Cut != "":
+		h.emit(investigation.Event{Kind: investigation.EventStop, Text: "answered early: " + res.Cut})
+	default:
+		h.learn(ctx, res) // only a whole session is worth learning from
+	}
 
 	var out activities.ToolOutput
 	err = workflow.ExecuteActivity(storeOptions(ctx, "deliver answer"), bq.DeliverAnswer, bigquery.DeliverInput{
@@ -128,14 +149,14 @@ type subAgent struct {
 // are best effort.
 func (h *subAgent) learn(ctx workflow.Context, res loopResult) {
 	var intro bigquery.Introspection
-	if err := workflow.ExecuteActivity(llmOptions(ctx, "introspect"), bq.Introspect, bigquery.IntrospectInput{
+	if err := workflow.ExecuteActivity(bestEffortOptions(ctx, "introspect"), bq.Introspect, bigquery.IntrospectInput{
 		Session: h.session, Request: h.in.Request, Memories: h.recall.Memories, Transcript: res.Transcript, Answer: res.Text,
 	}).Get(ctx, &intro); err != nil {
 		h.emit(investigation.Event{Kind: investigation.EventNote, Text: "Introspection failed; nothing learned this time: " + message(err)})
 		return
 	}
 	var changes bigquery.MemoryChanges
-	if err := workflow.ExecuteActivity(storeOptions(ctx, "update memories"), bq.UpdateMemories, bigquery.MemoryUpdate{
+	if err := workflow.ExecuteActivity(bestEffortOptions(ctx, "update memories"), bq.UpdateMemories, bigquery.MemoryUpdate{
 		Session: h.session, Request: h.in.Request, Claims: intro.Claims, Helpful: intro.Helpful, Harmful: intro.Harmful,
 	}).Get(ctx, &changes); err != nil {
 		h.emit(investigation.Event{Kind: investigation.EventNote, Text: "Saving memories failed: " + message(err)})
@@ -158,9 +179,27 @@ func (h *subAgent) modelTurn(ctx workflow.Context, iter int, key string, transcr
 	return out, err
 }
 
-func (h *subAgent) mustAnswer(workflow.Context, int) string { return "" }
+// mustAnswer says why the sub-agent must answer now: its parent cancelled
+// it, its deadline passed, or it used its tool calls.
+func (h *subAgent) mustAnswer(ctx workflow.Context, loopCalls int) string {
+	switch {
+	case ctx.Err() != nil:
+		return "the investigation stopped waiting for this answer"
+	case !h.in.Deadline.IsZero() && !workflow.Now(ctx).Before(h.in.Deadline):
+		return "the investigation's time budget ran out"
+	case loopCalls >= h.in.MaxToolCalls:
+		return fmt.Sprintf("the sub-agent used its %d tool calls", h.in.MaxToolCalls)
+	}
+	return ""
+}
 
-func (h *subAgent) callsLeft(int) int { return math.MaxInt }
+func (h *subAgent) deadline(workflow.Context) (time.Time, bool) {
+	return h.in.Deadline, !h.in.Deadline.IsZero()
+}
+
+func (h *subAgent) callsLeft(loopCalls int) int { return h.in.MaxToolCalls - loopCalls }
+
+func (h *subAgent) toolTimeout(string) time.Duration { return bigQueryToolAttempt }
 
 func (h *subAgent) emit(e investigation.Event) {
 	e.Seq = len(h.events) + 1

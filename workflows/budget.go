@@ -2,6 +2,7 @@ package workflows
 
 import (
 	"fmt"
+	"time"
 
 	"go.temporal.io/sdk/workflow"
 )
@@ -15,8 +16,18 @@ func (r *run) exhausted(ctx workflow.Context, loopCalls int) string {
 		return r.Steering.StopReason
 	case r.Budget.TurnCalls+loopCalls >= lim.MaxToolCalls:
 		return fmt.Sprintf("the run used its %d tool calls", lim.MaxToolCalls)
-	case workflow.Now(ctx).Sub(r.Budget.TurnStart)-r.Budget.Waited >= lim.TimeBudget.Duration():
+	case !workflow.Now(ctx).Before(r.budgetDeadline(ctx)):
 		return fmt.Sprintf("the run used its time budget of %s", lim.TimeBudget)
 	}
 	return ""
+}
+
+// budgetDeadline is when the exchange's time budget runs out if nothing
+// more waits for the analyst; a wait that starts later moves it.
+func (r *run) budgetDeadline(ctx workflow.Context) time.Time {
+	waited := r.Budget.Waited
+	if r.Budget.Waiting > 0 {
+		waited += workflow.Now(ctx).Sub(r.Budget.WaitStart)
+	}
+	return r.Budget.TurnStart.Add(r.Input.Limits.TimeBudget.Duration() + waited)
 }

@@ -38,12 +38,11 @@ func (r *run) conclude(ctx workflow.Context, request, endedEarly string) error {
 	}
 	r.Usage = r.Usage.Add(c.Usage)
 	r.setVerdict(ctx, c.Verdict)
-	r.Conclusion = c.Markdown
-	r.emit(investigation.Event{Kind: investigation.EventConclusion, Text: c.Markdown, Verdict: c.Verdict})
+	r.Conclusion = boundedConclusion(c.Markdown)
+	r.emit(investigation.Event{Kind: investigation.EventConclusion, Text: r.Conclusion, Verdict: c.Verdict})
 	r.setDetails(ctx, "concluded")
-	r.remember(request, "Objective: "+r.Plan.Objective+"\n\n"+c.Markdown)
-	active := r.Plan.Clone()
-	r.ActivePlan = &active
+	r.remember(request, "Objective: "+r.Plan.Objective+"\n\n"+r.Conclusion)
+	r.ActivePlan = r.activePlan()
 	return nil
 }
 

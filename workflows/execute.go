@@ -76,7 +76,7 @@ func (r *run) runStep(ctx workflow.Context, step plan.Step) (loopResult, error) 
 		label:    step.ID,
 		maxIter:  r.Input.Limits.MaxIterations,
 		maxBytes: r.Input.Limits.MaxToolResultBytes,
-		results:  r.Results,
+		results:  &r.Results,
 	}
 	res, err := l.run(ctx)
 	r.ToolCalls += res.Calls
@@ -119,7 +119,7 @@ func (r *run) reflect(ctx workflow.Context, step plan.Step) bool {
 	for _, in := range out.Insights {
 		if in = strings.TrimSpace(in); in != "" {
 			fresh = append(fresh, in)
-			r.Insights = append(r.Insights, investigation.Insight{Turn: r.Turn, Step: step.ID, Text: in})
+			r.addInsight(investigation.Insight{Turn: r.Turn, Step: step.ID, Text: in})
 		}
 	}
 	if len(fresh) > 0 {

@@ -45,9 +45,9 @@ func (r *run) answerDirectly(ctx workflow.Context, question string) error {
 		r.emit(investigation.Event{Kind: investigation.EventStop, Text: res.Cut})
 		text += "\n\n(This answer was cut short: " + res.Cut + ".)"
 	}
-	r.Conclusion = text
-	r.emit(investigation.Event{Kind: investigation.EventConclusion, Text: text})
+	r.Conclusion = boundedConclusion(text)
+	r.emit(investigation.Event{Kind: investigation.EventConclusion, Text: r.Conclusion})
 	r.setDetails(ctx, "answered")
-	r.remember(question, text)
+	r.remember(question, r.Conclusion)
 	return nil
 }

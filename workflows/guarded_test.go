@@ -109,32 +109,39 @@ func TestIdenticalCallsOfOneTurnRunOnce(t *testing.T) {
 func TestOverlappingQuestionsCountOnceAndKeepThePhase(t *testing.T) {
 	h := newHarness(t)
 	h.onPlan(oneStepPlan(), nil)
+	h.onTool(okTool)
 	h.onSlowTurn(3*time.Minute, func(in activities.TurnInput) (activities.TurnOutput, error) {
-		if len(in.Transcript) == 0 {
+		switch {
+		case len(in.Transcript) == 0:
 			return activities.TurnOutput{Calls: []toolcall.Call{
 				{Name: "ask_user", Args: map[string]any{"question": "Is deploy a CI account?"}},
 				{Name: "ask_user", Args: map[string]any{"question": "Was a change scheduled?"}},
 			}}, nil
+		case !in.Final:
+			return activities.TurnOutput{Calls: []toolcall.Call{{Name: "get_alert", Args: map[string]any{"id": "a1"}}}}, nil
 		}
 		return activities.TurnOutput{Text: "ok"}, nil
 	})
 	h.env.OnActivity(a.Reflect, mock.Anything, mock.Anything).Return(activities.Reflection{}, nil).Maybe()
 	// Turn 1 runs from 0 to 3m and asks two questions. q-1 is answered at
 	// 12m, q-2 times out at 13m: the analyst kept the run waiting 10m, not
-	// 9m + 10m. At 13m the run has worked 3m, over its 2m budget, so the
-	// next turn must answer at once; counted twice, the wait would leave
-	// the budget looking unspent.
+	// 9m + 10m. Turn 2 runs from 13m to 16m: the run has then worked 6m,
+	// over its 4m budget, so the call turn 2 asks for is cut short at once
+	// and turn 3 must answer; counted twice, the wait would leave the
+	// budget looking unspent and the call would run.
 	var st investigation.Status
 	answer := h.update(12*time.Minute, investigation.UpdateAnswer, investigation.Answer{QuestionID: "q-1", Text: "yes"})
 	h.env.RegisterDelayedCallback(func() { st = h.status(t) }, 12*time.Minute+30*time.Second)
-	_, err := h.run(t, investigation.Input{AlertID: "a1", Limits: investigation.Limits{AnswerTimeout: investigation.Duration(10 * time.Minute), TimeBudget: investigation.Duration(2 * time.Minute)}})
+	_, err := h.run(t, investigation.Input{AlertID: "a1", Limits: investigation.Limits{AnswerTimeout: investigation.Duration(10 * time.Minute), TimeBudget: investigation.Duration(4 * time.Minute)}})
 	require.NoError(t, err)
 	require.NoError(t, answer.rejected)
 	require.Equal(t, investigation.PhaseWaitingForAnswer, st.Phase, "q-2 still waits after q-1 was answered")
 	require.Equal(t, []investigation.Question{{ID: "q-2", Step: "step_1", Question: "Was a change scheduled?"}}, st.Questions)
-	require.Len(t, h.turns, 2)
-	require.True(t, h.turns[1].Final, "the budget is spent once the wait counts once")
-	require.Equal(t, "the run used its time budget of 2m", h.conclude[0].EndedEarly)
+	require.Len(t, h.turns, 3)
+	require.False(t, h.turns[1].Final)
+	require.True(t, h.turns[2].Final, "the budget is spent once the wait counts once")
+	require.Empty(t, h.tools, "the call asked after the budget ran out was cut short")
+	require.Equal(t, "the run used its time budget of 4m", h.conclude[0].EndedEarly)
 }
 
 func TestRetriedInputFromAnEarlierRunIsNotRecordedTwice(t *testing.T) {
@@ -147,7 +154,7 @@ func TestRetriedInputFromAnEarlierRunIsNotRecordedTwice(t *testing.T) {
 	retried := h.update(time.Minute, investigation.UpdateHint, "Mind the VPN range.")
 	fresh := h.update(2*time.Minute, investigation.UpdateHint, "Check bastion-01.")
 	h.env.ExecuteWorkflow(investigation.WorkflowName, investigation.Input{AlertID: "a1", Question: "Q1"},
-		&State{Turn: 2, ActivePlan: &active, Steering: Steering{Hints: []string{"Mind the VPN range."}, UpdateIDs: []string{"hint-1"}, Carried: 1}, LastSeq: 5})
+		&State{Turn: 2, ActivePlan: &active, Steering: Steering{Hints: []string{"Mind the VPN range."}, HintCount: 1, UpdateIDs: []string{"hint-1"}, Carried: 1}, LastSeq: 5})
 	require.True(t, h.env.IsWorkflowCompleted())
 	require.NoError(t, h.env.GetWorkflowError())
 	require.NoError(t, retried.rejected)
@@ -174,7 +181,7 @@ func TestCarriedResultsServeRepeatedCalls(t *testing.T) {
 	call := toolcall.Call{Name: "get_alert", Args: map[string]any{"id": "a1"}}
 	h.env.ExecuteWorkflow(investigation.WorkflowName, investigation.Input{AlertID: "a1", Question: "Q1"},
 		&State{Turn: 2, ActivePlan: &active, Steering: Steering{FollowUps: []string{"Q2"}, NextQID: 3}, LastSeq: 5,
-			Results: map[string]string{toolcall.Key(call): "t1-step_1-i1-c1"}, Reused: 1})
+			Results: Reuse{Keys: map[string]string{toolcall.Key(call): "t1-step_1-i1-c1"}, Order: []string{toolcall.Key(call)}}, Reused: 1})
 	require.True(t, h.env.IsWorkflowCompleted())
 	require.NoError(t, h.env.GetWorkflowError())
 	var res investigation.Result

@@ -13,6 +13,7 @@
 package workflows
 
 import (
+	"errors"
 	"fmt"
 	"strings"
 
@@ -46,8 +47,9 @@ type run struct {
 // step and concludes; then it stays open for follow-up questions until it
 // has been idle for Input.IdleTimeout, continuing as new when its history
 // grows long (carried is then the state of the run before). The analyst
-// steers it with updates (hint, approve, revise, answer, stop, ask). It
-// returns the last conclusion and the conversation.
+// steers it with updates or signals (hint, approve, revise, answer, stop,
+// ask). It returns the last conclusion and the conversation; a cancelled
+// investigation records why and ends as Canceled.
 func Investigation(ctx workflow.Context, in investigation.Input, carried *State) (investigation.Result, error) {
 	in, err := checkInput(in)
 	if err != nil {
@@ -58,52 +60,84 @@ func Investigation(ctx workflow.Context, in investigation.Input, carried *State)
 		r.State = newState(in)
 	}
 	r.Input = in // each run's input is the investigation's, defaults filled
-	if r.Results == nil {
-		r.Results = map[string]string{}
-	}
 	if err := r.register(ctx); err != nil {
 		return investigation.Result{}, err
 	}
-	if carried == nil {
+	res, err := r.investigate(ctx, carried == nil)
+	if ctx.Err() != nil && !isContinueAsNew(err) {
+		return investigation.Result{}, r.cancelled(ctx)
+	}
+	return res, err
+}
+
+// investigate runs the first exchange (unless this run continues an
+// earlier one), then answers follow-ups until the investigation is idle
+// for too long or stopped.
+func (r *run) investigate(ctx workflow.Context, first bool) (investigation.Result, error) {
+	if first {
 		if err := r.planExchange(ctx, r.Input.Question); err != nil {
 			return investigation.Result{}, err
 		}
 	}
-	for r.Steering.StopReason == "" {
-		r.Phase = investigation.PhaseIdle
-		r.setDetails(ctx, "idle: waiting for follow-up questions")
-		if len(r.Steering.FollowUps) == 0 {
-			r.emit(investigation.Event{Kind: investigation.EventIdle, Text: fmt.Sprintf("waiting up to %s for follow-up questions", r.Input.IdleTimeout)})
+	for {
+		for r.Steering.StopReason == "" {
+			r.Phase = investigation.PhaseIdle
+			r.setDetails(ctx, "idle: waiting for follow-up questions")
+			if len(r.Steering.FollowUps) == 0 {
+				r.emit(investigation.Event{Kind: investigation.EventIdle, Text: fmt.Sprintf("waiting up to %s for follow-up questions", r.Input.IdleTimeout)})
+			}
+			got, err := wait(ctx, r.Input.IdleTimeout.Duration(), "waiting for follow-up questions", func() bool {
+				return len(r.Steering.FollowUps) > 0 || r.Steering.StopReason != ""
+			})
+			if err != nil {
+				return investigation.Result{}, err
+			}
+			if !got || r.Steering.StopReason != "" {
+				break
+			}
+			// A continued run first answers a question, so a low threshold
+			// cannot make runs continue as new one after another.
+			info := workflow.GetInfo(ctx)
+			if r.ranTurn && (info.GetCurrentHistoryLength() > r.Input.Limits.MaxHistoryEvents || info.GetContinueAsNewSuggested()) {
+				return investigation.Result{}, r.continueAsNew(ctx)
+			}
+			question := r.Steering.FollowUps[0]
+			r.Steering.FollowUps = r.Steering.FollowUps[1:]
+			if err := r.followUp(ctx, question); err != nil {
+				return investigation.Result{}, err
+			}
 		}
-		got, err := workflow.AwaitWithTimeout(ctx, r.Input.IdleTimeout.Duration(), func() bool {
-			return len(r.Steering.FollowUps) > 0 || r.Steering.StopReason != ""
-		})
-		if err != nil {
+		// Let every input handler finish before completing, so no input is
+		// lost; a question that arrived meanwhile is still answered.
+		if err := r.drainInputs(ctx); err != nil {
 			return investigation.Result{}, err
 		}
-		if !got || r.Steering.StopReason != "" {
+		if r.Steering.StopReason != "" || len(r.Steering.FollowUps) == 0 {
 			break
 		}
-		// A continued run first answers a question, so a low threshold
-		// cannot make runs continue as new one after another.
-		info := workflow.GetInfo(ctx)
-		if r.ranTurn && (info.GetCurrentHistoryLength() > r.Input.Limits.MaxHistoryEvents || info.GetContinueAsNewSuggested()) {
-			return investigation.Result{}, r.continueAsNew(ctx)
-		}
-		question := r.Steering.FollowUps[0]
-		r.Steering.FollowUps = r.Steering.FollowUps[1:]
-		if err := r.followUp(ctx, question); err != nil {
-			return investigation.Result{}, err
-		}
-	}
-	// Let every update handler finish before completing: no input is lost.
-	if err := workflow.Await(ctx, func() bool { return workflow.AllHandlersFinished(ctx) }); err != nil {
-		return investigation.Result{}, err
 	}
 	if r.Steering.StopReason != "" && len(r.Steering.FollowUps) > 0 {
 		r.emit(investigation.Event{Kind: investigation.EventNote, Text: "not answered, the investigation was stopped:", Notes: r.Steering.FollowUps})
 	}
 	return r.result(), nil
+}
+
+// cancelled records, in a context of its own, that the investigation was
+// cancelled (its children are cancelled with it) and returns the error that
+// ends it as Canceled.
+func (r *run) cancelled(ctx workflow.Context) error {
+	dctx, _ := workflow.NewDisconnectedContext(ctx)
+	r.Phase = investigation.PhaseCancelled
+	r.Plan.SkipPending("not run: the investigation was cancelled")
+	r.emit(investigation.Event{Kind: investigation.EventStop, Text: "the investigation was cancelled"})
+	r.setDetails(dctx, "cancelled")
+	workflow.GetLogger(dctx).Info("investigation cancelled", "turn", r.Turn, "phase", r.Phase)
+	return temporal.NewCanceledError("the investigation was cancelled")
+}
+
+func isContinueAsNew(err error) bool {
+	var can *workflow.ContinueAsNewError
+	return errors.As(err, &can)
 }
 
 // checkInput fills defaults and refuses input the workflow cannot run.
@@ -128,9 +162,9 @@ func checkInput(in investigation.Input) (investigation.Input, error) {
 }
 
 // continueAsNew hands the whole state to a fresh run of this workflow,
-// after every update handler finished.
+// after every input handler finished.
 func (r *run) continueAsNew(ctx workflow.Context) error {
-	if err := workflow.Await(ctx, func() bool { return workflow.AllHandlersFinished(ctx) }); err != nil {
+	if err := r.drainInputs(ctx); err != nil {
 		return err
 	}
 	workflow.GetLogger(ctx).Info("continuing as new", "turn", r.Turn, "last_seq", r.LastSeq+len(r.events))

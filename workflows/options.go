@@ -10,34 +10,59 @@ import (
 	"github.com/secops-agent/investigator/internal/clip"
 )
 
-// llmOptions are the activity options of a model call: retried with backoff
-// (activities turn 429/5xx into retryable errors that carry Retry-After as
-// the next delay, and 400/401/403/404 into non-retryable ones), and retried
-// on another worker within 30 s when its worker dies (heartbeats).
+// Activity time budgets. Retries are bounded by time (ScheduleToClose), not
+// by a small attempt count, so a store or model outage shorter than the
+// budget costs only the wait; non-retryable errors (a 401, bad input) still
+// end at once. Every activity heartbeats, so a killed worker's attempt is
+// retried within heartbeatTimeout.
+const (
+	heartbeatTimeout = 30 * time.Second
+	llmRetryBudget   = 20 * time.Minute
+	toolRetryBudget  = time.Minute
+	storeRetryBudget = 10 * time.Minute
+	bestEffortBudget = 2 * time.Minute
+)
+
+// llmOptions are the activity options of a model call: activities turn
+// 429/5xx into retryable errors that carry Retry-After as the next delay,
+// and 400/401/403/404 into non-retryable ones.
 func llmOptions(ctx workflow.Context, summary string) workflow.Context {
 	return workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
-		StartToCloseTimeout: 3 * time.Minute,
-		HeartbeatTimeout:    30 * time.Second, // model calls heartbeat while they wait
-		Summary:             summary,
+		ScheduleToCloseTimeout: llmRetryBudget,
+		StartToCloseTimeout:    3 * time.Minute,
+		HeartbeatTimeout:       heartbeatTimeout,
+		Summary:                summary,
 		RetryPolicy: &temporal.RetryPolicy{
 			InitialInterval:    2 * time.Second,
 			BackoffCoefficient: 2,
 			MaximumInterval:    time.Minute,
-			MaximumAttempts:    8,
 		},
 	})
 }
 
-// toolOptions are the activity options of a tool call.
-func toolOptions(ctx workflow.Context, summary string) workflow.Context {
+// bestEffortOptions are the activity options of a model call whose failure
+// only costs what it would add (memory recall, introspection): a short
+// budget, so a persistent failure never holds up the answer.
+func bestEffortOptions(ctx workflow.Context, summary string) workflow.Context {
+	ctx = llmOptions(ctx, summary)
+	opts := workflow.GetActivityOptions(ctx)
+	opts.ScheduleToCloseTimeout = bestEffortBudget
+	return workflow.WithActivityOptions(ctx, opts)
+}
+
+// toolOptions are the activity options of a tool call that may run for up
+// to attempt. A call that still fails when its budget is spent becomes an
+// error result for the model.
+func toolOptions(ctx workflow.Context, summary string, attempt time.Duration) workflow.Context {
 	return workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
-		StartToCloseTimeout: 2 * time.Minute,
-		Summary:             clip.String(summary, 200),
+		ScheduleToCloseTimeout: toolRetryBudget + attempt,
+		StartToCloseTimeout:    attempt,
+		HeartbeatTimeout:       heartbeatTimeout,
+		Summary:                clip.String(summary, 200),
 		RetryPolicy: &temporal.RetryPolicy{
 			InitialInterval:    time.Second,
 			BackoffCoefficient: 2,
 			MaximumInterval:    30 * time.Second,
-			MaximumAttempts:    4,
 		},
 	})
 }
@@ -45,9 +70,11 @@ func toolOptions(ctx workflow.Context, summary string) workflow.Context {
 // storeOptions are the activity options of a Firestore write.
 func storeOptions(ctx workflow.Context, summary string) workflow.Context {
 	return workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
-		StartToCloseTimeout: time.Minute,
-		Summary:             summary,
-		RetryPolicy:         &temporal.RetryPolicy{InitialInterval: time.Second, MaximumInterval: 30 * time.Second, MaximumAttempts: 5},
+		ScheduleToCloseTimeout: storeRetryBudget,
+		StartToCloseTimeout:    time.Minute,
+		HeartbeatTimeout:       heartbeatTimeout,
+		Summary:                summary,
+		RetryPolicy:            &temporal.RetryPolicy{InitialInterval: time.Second, MaximumInterval: 30 * time.Second},
 	})
 }
 
@@ -68,4 +95,21 @@ func message(err error) string {
 		return "timed out (" + to.TimeoutType().String() + ")"
 	}
 	return err.Error()
+}
+
+// wait blocks until cond holds, the timeout passes or ctx is cancelled. Its
+// timer carries summary (the Web UI shows what the workflow waits for) and
+// is cancelled as soon as the wait ends, so no timer outlives its wait. It
+// reports whether cond held.
+func wait(ctx workflow.Context, timeout time.Duration, summary string, cond func() bool) (bool, error) {
+	if cond() {
+		return true, nil
+	}
+	timerCtx, cancel := workflow.WithCancel(ctx)
+	defer cancel()
+	timer := workflow.NewTimerWithOptions(timerCtx, timeout, workflow.TimerOptions{Summary: summary})
+	if err := workflow.Await(ctx, func() bool { return cond() || timer.IsReady() }); err != nil {
+		return false, err
+	}
+	return cond(), nil
 }

@@ -1,6 +1,8 @@
 package workflows
 
 import (
+	"fmt"
+
 	"go.temporal.io/sdk/workflow"
 
 	"github.com/secops-agent/investigator/activities"
@@ -93,22 +95,32 @@ func (r *run) previousPlan() *plan.Plan {
 
 // awaitApproval holds a new plan until the analyst approves it, or re-plans
 // with the analyst's feedback and waits again. Waiting does not count
-// against the exchange's time budget.
+// against the exchange's time budget; a plan left without a decision for
+// the idle timeout is not run (the investigation concludes that it was
+// not approved).
 func (r *run) awaitApproval(ctx workflow.Context, request string) error {
 	for {
 		r.Phase, r.Steering.Approval = investigation.PhaseAwaitingApproval, ""
 		r.emit(investigation.Event{Kind: investigation.EventApproval, Text: "awaiting"})
 		r.setDetails(ctx, "plan awaits approval")
 		start := workflow.Now(ctx)
-		if err := workflow.Await(ctx, func() bool { return r.Steering.Approval != "" || r.Steering.StopReason != "" }); err != nil {
+		decided, err := wait(ctx, r.Input.IdleTimeout.Duration(), "waiting for the plan's approval", func() bool {
+			return r.Steering.Approval != "" || r.Steering.StopReason != ""
+		})
+		if err != nil {
 			return err
 		}
 		r.Budget.Waited += workflow.Now(ctx).Sub(start)
-		r.Phase = investigation.PhaseExecuting
+		if !decided {
+			r.Steering.StopReason = fmt.Sprintf("the plan was not approved within %s", r.Input.IdleTimeout)
+			r.emit(investigation.Event{Kind: investigation.EventStop, Text: r.Steering.StopReason})
+		}
 		if r.Steering.Approval != approvalRevise {
+			r.Phase = investigation.PhaseExecuting
 			r.Steering.Feedback = ""
 			return nil
 		}
+		r.Phase = investigation.PhasePlanning
 		if err := r.makePlan(ctx, request); err != nil {
 			return failure("re-planning failed", err)
 		}

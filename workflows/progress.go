@@ -26,13 +26,14 @@ func (r *run) eventsAfter(after int) ([]investigation.Event, error) {
 	return page(r.events, after-r.LastSeq), nil
 }
 
-// page returns at most investigation.MaxProgressEvents events from index i.
+// page returns at most investigation.MaxProgressEvents events from index i,
+// and no more than fit maxPageBytes.
 func page(events []investigation.Event, i int) []investigation.Event {
 	i = max(i, 0)
 	if i >= len(events) {
 		return nil
 	}
-	return events[i:min(len(events), i+investigation.MaxProgressEvents)]
+	return pageBytes(events[i:min(len(events), i+investigation.MaxProgressEvents)])
 }
 
 // maxDetailsConclusion bounds the conclusion shown in the current details.

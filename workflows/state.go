@@ -42,9 +42,8 @@ type State struct {
 	// Finished are the steps this exchange has finished, whose answers
 	// later steps see.
 	Finished []activities.StepRef `json:"finished,omitempty"`
-	// Results maps a call (toolcall.Key) to its stored result, so an
-	// identical call later in the investigation is served from it.
-	Results map[string]string `json:"results,omitempty"`
+	// Results serve a call identical to an earlier one from its result.
+	Results Reuse `json:"results"`
 
 	Steering Steering `json:"steering"`
 	Budget   Budget   `json:"budget"`
@@ -55,7 +54,9 @@ type State struct {
 
 // Steering is the analyst's input, written by the update handlers.
 type Steering struct {
+	// Hints are the latest hints (see bounds.go); HintCount counts them all.
 	Hints     []string `json:"hints,omitempty"`
+	HintCount int      `json:"hint_count,omitempty"`
 	FollowUps []string `json:"follow_ups,omitempty"`
 	// Questions are this run's ask_user questions, answered or not.
 	Questions []*Question `json:"questions,omitempty"`
@@ -105,7 +106,6 @@ func newState(in investigation.Input) *State {
 		Input:   in,
 		Turn:    len(in.History)/2 + 1,
 		History: in.History,
-		Results: map[string]string{},
 	}
 }
 

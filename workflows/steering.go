@@ -14,8 +14,8 @@ import (
 // maxInputBytes bounds one analyst input (hint, feedback, answer, question).
 const maxInputBytes = 8 << 10
 
-// register installs the progress and status queries and the steering
-// updates. Each validator refuses an input that cannot apply now, with the
+// register installs the progress and status queries, the steering updates
+// and their signals (signals.go). Each validator refuses an input that cannot apply now, with the
 // reason; each handler records its input in the state and in a progress
 // event and returns at once, so an input that arrives while an activity
 // runs is seen by the next model call and nothing waits on a handler.
@@ -45,25 +45,13 @@ func (r *run) register(ctx workflow.Context) error {
 		}
 		return r.decisionOpen()
 	})
-	add(recorded(r, investigation.UpdateRevise, r.revise, func(feedback string) error {
-		if err := r.decisionOpen(); err != nil {
-			return err
-		}
-		return text("revision request")(feedback)
-	}))
+	add(recorded(r, investigation.UpdateRevise, r.revise, r.checkRevision))
 	add(recorded(r, investigation.UpdateAnswer, r.answer, r.checkAnswer))
-	add(recorded(r, investigation.UpdateStop, r.stop, func(string) error {
-		if r.Steering.StopReason != "" {
-			return errors.New("the investigation is already stopping")
-		}
-		return nil
-	}))
-	add(recorded(r, investigation.UpdateAsk, r.ask, func(question string) error {
-		if r.Steering.StopReason != "" {
-			return errors.New("the investigation is stopping: start a new one")
-		}
-		return text("question")(question)
-	}))
+	add(recorded(r, investigation.UpdateStop, r.stop, r.checkStop))
+	add(recorded(r, investigation.UpdateAsk, r.ask, r.checkQuestion))
+	if err == nil {
+		r.listen(ctx)
+	}
 	return err
 }
 
@@ -82,9 +70,10 @@ func text(what string) func(string) error {
 
 func (r *run) hint(hint string) investigation.Ack {
 	hint = strings.TrimSpace(hint)
-	r.Steering.Hints = append(r.Steering.Hints, hint)
 	seq := r.emit(investigation.Event{Kind: investigation.EventHint, Text: hint})
-	return investigation.Ack{Seq: seq, Message: fmt.Sprintf("hint %d recorded: taken into account from the next model call on", len(r.Steering.Hints))}
+	r.Steering.HintCount++
+	r.addHint(hint)
+	return investigation.Ack{Seq: seq, Message: fmt.Sprintf("hint %d recorded: taken into account from the next model call on", r.Steering.HintCount)}
 }
 
 func (r *run) approve() investigation.Ack {
@@ -104,6 +93,30 @@ func (r *run) answer(ans investigation.Answer) investigation.Ack {
 	q.Answered, q.Answer = true, strings.TrimSpace(ans.Text)
 	seq := r.emit(investigation.Event{Kind: investigation.EventAnswer, Text: q.Answer, QuestionID: q.ID})
 	return investigation.Ack{Seq: seq, Message: fmt.Sprintf("answer to %s recorded: the step goes on with it", q.ID)}
+}
+
+func (r *run) checkRevision(feedback string) error {
+	if err := r.decisionOpen(); err != nil {
+		return err
+	}
+	return text("revision request")(feedback)
+}
+
+func (r *run) checkStop(string) error {
+	if r.Steering.StopReason != "" {
+		return errors.New("the investigation is already stopping")
+	}
+	return nil
+}
+
+func (r *run) checkQuestion(question string) error {
+	switch {
+	case r.Steering.StopReason != "":
+		return errors.New("the investigation is stopping: start a new one")
+	case len(r.Steering.FollowUps) >= maxFollowUps:
+		return fmt.Errorf("%d follow-up questions are already queued: ask again once one is answered", maxFollowUps)
+	}
+	return text("question")(question)
 }
 
 func (r *run) checkAnswer(ans investigation.Answer) error {

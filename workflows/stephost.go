@@ -2,6 +2,7 @@ package workflows
 
 import (
 	"fmt"
+	"time"
 
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/workflow"
@@ -42,9 +43,28 @@ func (h *stepHost) modelTurn(ctx workflow.Context, iter int, key string, transcr
 	return out, err
 }
 
+// mustAnswer says why the step must answer now. A cancelled investigation
+// does not answer at all: it ends as cancelled.
 func (h *stepHost) mustAnswer(ctx workflow.Context, loopCalls int) string {
+	if ctx.Err() != nil {
+		return ""
+	}
 	return h.r.exhausted(ctx, loopCalls)
 }
+
+// deadline is the end of the exchange's time budget; while the analyst is
+// asked something, the budget does not run and there is none.
+func (h *stepHost) deadline(ctx workflow.Context) (time.Time, bool) {
+	if h.r.Budget.Waiting > 0 {
+		return time.Time{}, false
+	}
+	return h.r.budgetDeadline(ctx), true
+}
+
+// defaultToolAttempt bounds one attempt of a tool activity.
+const defaultToolAttempt = 2 * time.Minute
+
+func (h *stepHost) toolTimeout(string) time.Duration { return defaultToolAttempt }
 
 func (h *stepHost) callsLeft(loopCalls int) int {
 	return h.r.Input.Limits.MaxToolCalls - h.r.Budget.TurnCalls - loopCalls

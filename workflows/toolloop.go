@@ -1,8 +1,10 @@
 package workflows
 
 import (
+	"errors"
 	"fmt"
 	"strings"
+	"time"
 
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/workflow"
@@ -18,8 +20,11 @@ type loopHost interface {
 	// modelTurn runs one model turn of the loop.
 	modelTurn(ctx workflow.Context, iter int, key string, transcript []activities.Ref, final bool) (activities.TurnOutput, error)
 	// mustAnswer says why the loop must answer now ("" to go on), given the
-	// calls the loop made so far.
+	// calls the loop made so far: a stop, a spent budget, a deadline.
 	mustAnswer(ctx workflow.Context, loopCalls int) string
+	// deadline is when the loop must answer by, if it has one (the time
+	// budget): a turn still running then is cut short.
+	deadline(ctx workflow.Context) (time.Time, bool)
 	// callsLeft is how many more calls may run, given the loop's calls.
 	callsLeft(loopCalls int) int
 	emit(e investigation.Event)
@@ -31,6 +36,8 @@ type loopHost interface {
 	// toolset names the registry CallTool runs the loop's calls from ("" for
 	// the investigation's tools).
 	toolset() string
+	// toolTimeout bounds one attempt of the named tool's activity.
+	toolTimeout(name string) time.Duration
 }
 
 // toolLoop is one tool-calling loop: model turns and the function calls
@@ -43,9 +50,9 @@ type toolLoop struct {
 	label    string // progress label, e.g. "step_2"
 	maxIter  int
 	maxBytes int
-	// results maps toolcall.Key to a stored result, shared by the loops of
-	// one workflow so identical calls are served once.
-	results map[string]string
+	// results serve identical calls once; shared by the loops of one
+	// workflow.
+	results *Reuse
 }
 
 // loopResult is what a loop produced.
@@ -61,16 +68,56 @@ type loopResult struct {
 	Transcript []activities.Ref
 }
 
-// run runs the loop to its final answer.
+// run runs the loop to its final answer. The calls a model turn asks for
+// (tool activities, child workflows, questions to the analyst) run under a
+// context that is cancelled as soon as the host says the loop must answer
+// (the analyst's stop, a spent budget, a deadline): they are cut short, and
+// the next turn, with function calling off, answers from what the loop has.
+// A model turn in flight is let finish: it is what answers.
 func (l *toolLoop) run(ctx workflow.Context) (loopResult, error) {
 	var res loopResult
+	prefix := l.prefix
+	for redo := 1; ; redo++ {
+		err := l.turns(ctx, prefix, &res)
+		if !isTranscriptMissing(err) || redo > maxRedos {
+			return res, err
+		}
+		// The store lost an entry this loop's turns need: run the loop
+		// again under fresh keys (its calls count, they ran).
+		l.host.emit(investigation.Event{Kind: investigation.EventNote, Step: l.label, Text: "the transcript store lost part of this step; running it again: " + message(err)})
+		res.Transcript = nil
+		*l.results = Reuse{} // a reused result may be the lost one
+		prefix = fmt.Sprintf("%s-r%d", l.prefix, redo)
+	}
+}
+
+// maxRedos bounds how often a loop runs again after losing its transcript.
+const maxRedos = 2
+
+func isTranscriptMissing(err error) bool {
+	var app *temporal.ApplicationError
+	return errors.As(err, &app) && app.Type() == activities.ErrTranscriptMissing
+}
+
+// turns runs model turns and their calls under prefix until the final answer.
+func (l *toolLoop) turns(ctx workflow.Context, prefix string, res *loopResult) error {
 	for iter := 1; ; iter++ {
 		cut := l.host.mustAnswer(ctx, res.Calls)
 		final := iter >= l.maxIter || cut != ""
-		key := fmt.Sprintf("%s-i%d", l.prefix, iter)
-		out, err := l.host.modelTurn(ctx, iter, key, res.Transcript, final)
+		key := fmt.Sprintf("%s-i%d", prefix, iter)
+		turnCtx := ctx
+		if final && ctx.Err() != nil {
+			// The host answers although its workflow was cancelled (a
+			// sub-agent cut short by its parent): the answer needs a
+			// context of its own.
+			turnCtx, _ = workflow.NewDisconnectedContext(ctx)
+		}
+		out, err := l.host.modelTurn(turnCtx, iter, key, res.Transcript, final)
 		if err != nil {
-			return res, fmt.Errorf("turn %d: %w", iter, err)
+			if temporal.IsCanceledError(err) && !final && l.host.mustAnswer(ctx, res.Calls) != "" {
+				continue // cut short: the next turn is the final one
+			}
+			return fmt.Errorf("turn %d: %w", iter, err)
 		}
 		res.Transcript = append(res.Transcript, activities.Ref{Key: out.Key})
 		if len(out.Calls) == 0 || final {
@@ -79,10 +126,48 @@ func (l *toolLoop) run(ctx workflow.Context) (loopResult, error) {
 			if res.Text == "" {
 				res.Text = fmt.Sprintf("(no answer: the loop ended after %d model turns without a final text)", iter)
 			}
-			return res, nil
+			return nil
 		}
-		res.Transcript = append(res.Transcript, l.callTools(ctx, key, out.Calls, &res)...)
+		callCtx, stopWatching := l.watch(ctx, res.Calls)
+		res.Transcript = append(res.Transcript, l.callTools(callCtx, key, out.Calls, res, func() string { return l.host.mustAnswer(ctx, res.Calls) })...)
+		stopWatching()
+		if err := ctx.Err(); err != nil && l.host.mustAnswer(ctx, res.Calls) == "" {
+			return err // cancelled, and the host does not answer after a cancel
+		}
 	}
+}
+
+// watch returns a context for one turn's calls that is cancelled once the
+// loop must answer, and a func that ends the watch and its timer. The timer
+// is set for the host's deadline and re-set when a wait for the analyst
+// moves it.
+func (l *toolLoop) watch(ctx workflow.Context, loopCalls int) (workflow.Context, func()) {
+	turnCtx, cancel := workflow.WithCancel(ctx)
+	done := false
+	workflow.Go(turnCtx, func(wctx workflow.Context) {
+		for !done {
+			at, timed := l.host.deadline(wctx)
+			timerCtx, stopTimer := workflow.WithCancel(wctx)
+			var timer workflow.Future
+			if timed {
+				timer = workflow.NewTimerWithOptions(timerCtx, max(at.Sub(workflow.Now(wctx)), time.Millisecond),
+					workflow.TimerOptions{Summary: "time budget of " + l.label})
+			}
+			err := workflow.Await(wctx, func() bool {
+				_, stillTimed := l.host.deadline(wctx)
+				return done || l.host.mustAnswer(wctx, loopCalls) != "" || (timer != nil && timer.IsReady()) || stillTimed != timed
+			})
+			stopTimer()
+			if err != nil || done {
+				return
+			}
+			if l.host.mustAnswer(wctx, loopCalls) != "" {
+				cancel()
+				return
+			}
+		}
+	})
+	return turnCtx, func() { done = true; cancel() }
 }
 
 // callTools runs the calls of one model turn and returns their transcript
@@ -93,7 +178,8 @@ func (l *toolLoop) run(ctx workflow.Context) (loopResult, error) {
 // result) or of the same turn (served once both are done); or when the
 // budget allows no more calls. A call that still fails after its retries
 // becomes an error result for the model, not a failed loop.
-func (l *toolLoop) callTools(ctx workflow.Context, turnKey string, calls []toolcall.Call, res *loopResult) []activities.Ref {
+// cutBy, once the calls were cut short, says why.
+func (l *toolLoop) callTools(ctx workflow.Context, turnKey string, calls []toolcall.Call, res *loopResult, cutBy func() string) []activities.Ref {
 	for i := range calls {
 		if calls[i].ID == "" {
 			calls[i].ID = fmt.Sprintf("%s-c%d", turnKey, i+1)
@@ -113,7 +199,7 @@ func (l *toolLoop) callTools(ctx workflow.Context, turnKey string, calls []toolc
 		e := investigation.Event{Kind: investigation.EventToolCall, Step: l.label, Text: summary}
 		why, bad := pipe.bad[i]
 		independent := len(pipe.deps[i]) == 0 && !bad
-		earlier, seen := l.results[toolcall.Key(c)]
+		earlier, seen := l.results.get(toolcall.Key(c))
 		twin, repeated := firstOf[toolcall.Key(c)]
 		switch {
 		case bad:
@@ -145,18 +231,21 @@ func (l *toolLoop) callTools(ctx workflow.Context, turnKey string, calls []toolc
 	}
 	out := make([]activities.Ref, len(calls))
 	for i, f := range futures {
-		out[i] = l.collect(ctx, calls[i], f, reused[i], refused[i], len(pipe.deps[i]) == 0, res)
+		out[i] = l.collect(ctx, calls[i], f, reused[i], refused[i], len(pipe.deps[i]) == 0, res, cutBy)
 	}
 	return out
 }
 
 // collect waits for one call and returns its transcript ref, counting it
 // and reporting its result.
-func (l *toolLoop) collect(ctx workflow.Context, c toolcall.Call, f workflow.Future, reused, refused, independent bool, res *loopResult) activities.Ref {
+func (l *toolLoop) collect(ctx workflow.Context, c toolcall.Call, f workflow.Future, reused, refused, independent bool, res *loopResult, cutBy func() string) activities.Ref {
 	var out activities.ToolOutput
 	if err := f.Get(ctx, &out); err != nil {
 		msg := message(err)
-		if !strings.HasPrefix(msg, "the call did not run") {
+		switch {
+		case temporal.IsCanceledError(err):
+			msg = "the call was cut short: " + or(cutBy(), "the investigation is ending")
+		case !strings.HasPrefix(msg, "the call did not run"):
 			msg = "the tool failed after retries: " + msg
 		}
 		if !reused && !refused {
@@ -179,7 +268,7 @@ func (l *toolLoop) collect(ctx workflow.Context, c toolcall.Call, f workflow.Fut
 	}
 	res.Calls++
 	if out.OK && out.Key != "" && independent {
-		l.results[toolcall.Key(c)] = out.Key
+		l.results.put(toolcall.Key(c), out.Key)
 	}
 	text := fmt.Sprintf("%s: %d bytes", c.Name, out.Bytes)
 	switch {
@@ -204,7 +293,7 @@ func (l *toolLoop) start(ctx workflow.Context, settle workflow.Settable, futures
 		if t.Kind == toolcall.Analyst || t.Kind == toolcall.ChildWorkflow {
 			return l.host.startSpecial(ctx, key, t, c)
 		}
-		return workflow.ExecuteActivity(toolOptions(ctx, "tool "+summary), a.CallTool, activities.ToolInput{
+		return workflow.ExecuteActivity(toolOptions(ctx, "tool "+summary, l.host.toolTimeout(c.Name)), a.CallTool, activities.ToolInput{
 			Session: l.session, Key: key, Call: c, MaxResultBytes: l.maxBytes, Toolset: l.host.toolset(), Refs: refs,
 		})
 	}
@@ -225,4 +314,12 @@ func (l *toolLoop) start(ctx workflow.Context, settle workflow.Settable, futures
 		}
 		settle.Chain(launch(ctx, refs))
 	})
+}
+
+// or returns s, or def when s is empty.
+func or(s, def string) string {
+	if s == "" {
+		return def
+	}
+	return s
 }

@@ -213,7 +213,7 @@ func (a *Activities) DeliverAnswer(ctx context.Context, in DeliverInput) (activi
 		return activities.ToolOutput{}, err
 	}
 	entry := transcript.Entry{Kind: transcript.KindTool, CallID: in.CallID, Tool: in.Tool, Response: string(raw)}
-	if err := a.Model.Transcript.Put(ctx, in.ParentSession, in.ResultKey, entry); err != nil {
+	if _, err := a.Model.Transcript.Put(ctx, in.ParentSession, in.ResultKey, entry); err != nil {
 		return activities.ToolOutput{}, err
 	}
 	link := in.Link

@@ -3,6 +3,7 @@ package bigquery
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"strings"
 	"testing"
@@ -32,7 +33,8 @@ func TestDeliverAnswerKeepsLinkWhenCut(t *testing.T) {
 	}
 	for name, answer := range long {
 		for _, limit := range []int{400, 1000, 4096} {
-			in := DeliverInput{ParentSession: "inv-1", ResultKey: "r1", CallID: "c1", Tool: "bigquery_agent",
+			key := fmt.Sprintf("r-%s-%d", name, limit) // a key is written once
+			in := DeliverInput{ParentSession: "inv-1", ResultKey: key, CallID: "c1", Tool: "bigquery_agent",
 				Answer: answer, Link: link, MaxResultBytes: limit}
 			out, err := a.DeliverAnswer(context.Background(), in)
 			require.NoError(t, err, name)
@@ -40,7 +42,7 @@ func TestDeliverAnswerKeepsLinkWhenCut(t *testing.T) {
 			require.Greater(t, out.Bytes, limit, name)
 			require.Equal(t, &link, out.Link, name)
 
-			stored := ts.M["inv-1/r1"].Response
+			stored := ts.M["inv-1/"+key].Response
 			require.LessOrEqual(t, len(stored), limit, "%s: the stored result fits the cap", name)
 			require.Greater(t, len(stored), limit-40, "%s: and uses most of it", name)
 			var got map[string]any

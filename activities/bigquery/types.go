@@ -3,6 +3,8 @@ package bigquery
 // The inputs and outputs of the sub-agent's workflow and activities.
 
 import (
+	"time"
+
 	"github.com/secops-agent/investigator/activities"
 	"github.com/secops-agent/investigator/investigation"
 )
@@ -17,6 +19,12 @@ type Request struct {
 	CallID         string `json:"call_id"`
 	MaxIterations  int    `json:"max_iterations"`
 	MaxResultBytes int    `json:"max_result_bytes"`
+	// Deadline is when the answer is due: the parent's time budget. The
+	// sub-agent then answers from what it has (and so it does when the
+	// parent cancels it).
+	Deadline time.Time `json:"deadline,omitempty"`
+	// MaxToolCalls bounds the sub-agent's tool calls for this request.
+	MaxToolCalls int `json:"max_tool_calls,omitempty"`
 }
 
 // MemoryNote is a recalled memory as the sub-agent sees it.

@@ -6,7 +6,6 @@ package modeltest
 import (
 	"context"
 	"errors"
-	"fmt"
 	"strings"
 	"sync"
 
@@ -67,10 +66,14 @@ type Transcript struct{ M map[string]transcript.Entry }
 // NewTranscript returns an empty store.
 func NewTranscript() *Transcript { return &Transcript{M: map[string]transcript.Entry{}} }
 
-// Put stores an entry under session/key.
-func (s *Transcript) Put(_ context.Context, session, key string, e transcript.Entry) error {
+// Put stores an entry under session/key unless one is there, and returns
+// the stored one, as transcript.Store does.
+func (s *Transcript) Put(_ context.Context, session, key string, e transcript.Entry) (transcript.Entry, error) {
+	if old, ok := s.M[session+"/"+key]; ok {
+		return old, nil
+	}
 	s.M[session+"/"+key] = e
-	return nil
+	return e, nil
 }
 
 // GetAll returns the entries of the keys, in order.
@@ -79,7 +82,7 @@ func (s *Transcript) GetAll(_ context.Context, session string, keys []string) ([
 	for _, k := range keys {
 		e, ok := s.M[session+"/"+k]
 		if !ok {
-			return nil, fmt.Errorf("missing %s", k)
+			return nil, &transcript.MissingError{Session: session, Key: k}
 		}
 		out = append(out, e)
 	}

@@ -1,0 +1,203 @@
+package e2e
+
+import (
+	"context"
+	"os"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	"google.golang.org/genai"
+
+	"github.com/secops-agent/investigator/gemini/geminitest"
+	"github.com/secops-agent/investigator/investigation"
+)
+
+// slowModel answers every generateContent request after delay and counts
+// the requests of each phase, with the time each arrived.
+type slowModel struct {
+	delay time.Duration
+	mu    sync.Mutex
+	seen  []struct {
+		phase string
+		at    time.Time
+	}
+}
+
+func (m *slowModel) record(phase string) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.seen = append(m.seen, struct {
+		phase string
+		at    time.Time
+	}{phase, time.Now()})
+}
+
+// after counts the requests of each phase that arrived after t.
+func (m *slowModel) after(t time.Time) map[string]int {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	n := map[string]int{}
+	for _, s := range m.seen {
+		if s.at.After(t) {
+			n[s.phase]++
+		}
+	}
+	return n
+}
+
+// TestStopWithTheSubAgentRunning: a slow model (1 s a call) and a sub-agent
+// that would take ten turns. `starter stop` cuts the child short: after the
+// stop, the model is asked only for what concluding needs (the child's
+// answer from what it has, the step's answer, the conclusion), not the
+// child's remaining turns.
+func TestStopWithTheSubAgentRunning(t *testing.T) {
+	m := &slowModel{delay: time.Second}
+	if d, err := time.ParseDuration(os.Getenv("E2E_SLOW_MODEL")); err == nil {
+		m.delay = d // E2E_SLOW_MODEL=4s measures the stop with the issue's 4 s model
+	}
+	childStarted := make(chan struct{})
+	var once sync.Once
+	model.set(func(r *geminitest.Request) geminitest.Reply {
+		if r.Method != geminitest.MethodGenerateContent {
+			vec := make([]float32, 768)
+			vec[0] = 1
+			return geminitest.Embeddings(vec)
+		}
+		time.Sleep(m.delay)
+		child := strings.Contains(strings.Join(r.FunctionNames(), ","), "bigquery_query")
+		switch {
+		case r.Phase() == geminitest.PhasePlan:
+			m.record("plan")
+			return geminitest.JSON(map[string]any{"objective": "o", "continues_active_plan": false, "steps": []map[string]any{
+				{"id": "1", "description": "Ask the logs.", "tools": []string{"bigquery_agent"}, "expected": "logins"},
+				{"id": "2", "description": "Ask the logs again.", "tools": []string{"bigquery_agent"}, "expected": "more"}}})
+		case r.Phase() == geminitest.PhaseConclude:
+			m.record("conclude")
+			return geminitest.Conclusion("## Summary\nstopped early", "undetermined", "low")
+		case r.Phase() == geminitest.PhaseReflect:
+			m.record("reflect")
+			return geminitest.JSON(map[string]any{"insights": []string{}, "plan_updates": []any{}, "achieved": false})
+		case r.Phase() == geminitest.PhaseIntrospect:
+			m.record("introspect")
+			return geminitest.JSON(map[string]any{"claims": []string{}, "helpful_memory_ids": []string{}, "harmful_memory_ids": []string{}})
+		case child && finalTurn(r):
+			m.record("child final")
+			return geminitest.Text("answered from what it had")
+		case child:
+			m.record("child turn")
+			once.Do(func() { close(childStarted) })
+			return geminitest.Calls(&genai.FunctionCall{Name: "bigquery_query", Args: map[string]any{
+				"sql": "SELECT COUNT(*) AS n FROM `security_logs.auth_events` WHERE source_ip = '198.51.100.23'"}})
+		case len(r.FunctionResponses()) == 0 && !finalTurn(r):
+			m.record("step turn")
+			return geminitest.Calls(&genai.FunctionCall{Name: "bigquery_agent", Args: map[string]any{"request": "Count SSH logins from 198.51.100.23."}})
+		}
+		m.record("step final")
+		return geminitest.Text("cut short")
+	})
+	res := starter(t, nil, "investigate", "--alert", exampleAlert, "--detach")
+	require.Equal(t, 0, res.code, res.stderr)
+	id := workflowIDFrom(t, res.stdout)
+	select {
+	case <-childStarted:
+	case <-time.After(time.Minute):
+		w := starter(t, nil, "watch", id)
+		t.Fatalf("the sub-agent never started:\n%s\n%s", w.stdout, w.stderr)
+	}
+	time.Sleep(2 * time.Second) // the child is in its loop
+	stopped := time.Now()
+	stop := starter(t, nil, "stop", id, "enough")
+	require.Equal(t, 0, stop.code, stop.stderr)
+	closed := waitClosed(t, id)
+	took := closed.Sub(stopped)
+	var st investigation.Status
+	q, err := tc.QueryWorkflow(context.Background(), id, "", investigation.StatusQuery)
+	require.NoError(t, err)
+	require.NoError(t, q.Get(&st))
+
+	after := m.after(stopped)
+	require.LessOrEqual(t, after["child turn"], 1, "at most the child turn in flight at the stop: no new ones (%v)", after)
+	require.Equal(t, 1, after["child final"], "the child answers once from what it has (%v)", after)
+	require.Equal(t, 1, after["conclude"], "%v", after)
+	require.Zero(t, after["introspect"], "a session cut short is not learned from")
+	require.Zero(t, after["reflect"], "a stopped step is not reflected on")
+	require.Contains(t, st.StopReason, "stopped by the analyst")
+	t.Logf("REPORT stop with the sub-agent running: %s from `starter stop` to the closed investigation with a %s model (model calls after the stop: %v)",
+		took.Round(100*time.Millisecond), m.delay, after)
+}
+
+// TestWorkerKilledDuringAToolCall kills the worker (SIGKILL) while a tool
+// call is in flight and starts a new one at once: the call is retried as
+// soon as its heartbeat times out, not after its start-to-close timeout.
+func TestWorkerKilledDuringAToolCall(t *testing.T) {
+	inFlight := make(chan struct{})
+	var once sync.Once
+	release := make(chan struct{})
+	intelSrv.onRequest(func() {
+		once.Do(func() { close(inFlight) })
+		<-release
+	})
+	defer intelSrv.onRequest(nil)
+	model.set(func(r *geminitest.Request) geminitest.Reply {
+		switch {
+		case r.Phase() == geminitest.PhasePlan:
+			return geminitest.JSON(map[string]any{"objective": "o", "continues_active_plan": false, "steps": []map[string]any{
+				{"id": "1", "description": "Check the domain.", "tools": []string{"virustotal_lookup"}, "expected": "reputation"}}})
+		case r.Phase() == geminitest.PhaseReflect:
+			return geminitest.JSON(map[string]any{"insights": []string{}, "plan_updates": []any{}, "achieved": true})
+		case r.Phase() == geminitest.PhaseConclude:
+			return geminitest.Conclusion("## Summary\nsurvived", "undetermined", "low")
+		case len(r.FunctionResponses()) == 0:
+			return geminitest.Calls(&genai.FunctionCall{Name: "virustotal_lookup", Args: map[string]any{"resource": "evil.example.com", "resource_type": "domain"}})
+		}
+		return geminitest.Text("checked")
+	})
+	res := starter(t, nil, "investigate", "--alert", exampleAlert, "--detach")
+	require.Equal(t, 0, res.code, res.stderr)
+	id := workflowIDFrom(t, res.stdout)
+	<-inFlight
+	killed := time.Now()
+	require.NoError(t, stopWorker(syscall.SIGKILL))
+	close(release) // the provider answers again, to the next attempt
+	require.NoError(t, startWorker())
+	waitFor(t, id, "the conclusion after the crash", func(s investigation.Status) bool { return s.Phase == investigation.PhaseIdle })
+	recovered := time.Since(killed)
+
+	var retried []string
+	for _, e := range history(t, id).Events {
+		if at := e.GetActivityTaskStartedEventAttributes(); at != nil && at.Attempt > 1 {
+			retried = append(retried, at.LastFailure.GetMessage())
+		}
+	}
+	require.Len(t, retried, 1, "only the cut tool call ran again")
+	require.Contains(t, retried[0], "activity Heartbeat timeout", "the tool activity heartbeats: a dead worker is noticed by its heartbeat")
+	require.Equal(t, 0, starter(t, nil, "stop", id).code)
+	t.Logf("REPORT worker killed during a tool call: the investigation concluded %s after the SIGKILL (heartbeat timeout 30s)", recovered.Round(time.Second))
+}
+
+// finalTurn says the request is a tool loop's final turn (function calling
+// off).
+func finalTurn(r *geminitest.Request) bool {
+	return r.ToolConfig != nil && r.ToolConfig.FunctionCallingConfig != nil &&
+		r.ToolConfig.FunctionCallingConfig.Mode == genai.FunctionCallingConfigModeNone
+}
+
+// waitClosed waits for the workflow to close and returns when it did.
+func waitClosed(t *testing.T, id string) time.Time {
+	t.Helper()
+	deadline := time.Now().Add(2 * time.Minute)
+	for time.Now().Before(deadline) {
+		d, err := tc.DescribeWorkflowExecution(context.Background(), id, "")
+		require.NoError(t, err)
+		if ct := d.GetWorkflowExecutionInfo().GetCloseTime(); ct != nil {
+			return ct.AsTime()
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	t.Fatalf("workflow %s did not close", id)
+	return time.Time{}
+}

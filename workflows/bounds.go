@@ -1,0 +1,155 @@
+package workflows
+
+import (
+	"encoding/json"
+	"fmt"
+
+	"github.com/secops-agent/investigator/internal/clip"
+	"github.com/secops-agent/investigator/investigation"
+	"github.com/secops-agent/investigator/plan"
+)
+
+// Bounds of the state an investigation carries from turn to turn and run to
+// run: whatever an analyst or a model sends, every activity input, query
+// page and continue-as-new input stays far below Temporal's 2 MB payload
+// limit (the tests hold them under 256 KiB). The oldest entries go first,
+// and a progress note says so.
+const (
+	maxHints         = 50
+	maxHintsBytes    = 32 << 10
+	maxInsights      = 100
+	maxInsightsBytes = 32 << 10
+	maxFollowUps     = 20
+	maxReusable      = 256 // call results kept for serving identical calls
+	maxActiveSteps   = 32
+	maxKeptQuestions = 20 // answered questions kept in the run's state
+	maxConclusion    = 32 << 10
+	maxPageBytes     = 128 << 10 // one progress query answer
+)
+
+// addHint records a hint, dropping the oldest ones past the bounds.
+func (r *run) addHint(hint string) {
+	r.Steering.Hints = append(r.Steering.Hints, hint)
+	dropped := 0
+	for len(r.Steering.Hints) > 1 && (len(r.Steering.Hints) > maxHints || textBytes(r.Steering.Hints) > maxHintsBytes) {
+		r.Steering.Hints = r.Steering.Hints[1:]
+		dropped++
+	}
+	if dropped > 0 {
+		r.emit(investigation.Event{Kind: investigation.EventNote, Text: fmt.Sprintf(
+			"the %d oldest hints were dropped: at most %d hints and %d KiB are kept", dropped, maxHints, maxHintsBytes>>10)})
+	}
+}
+
+// addInsight records an insight, dropping the oldest ones past the bounds.
+func (r *run) addInsight(in investigation.Insight) {
+	r.Insights = append(r.Insights, in)
+	size := func() int {
+		n := 0
+		for _, x := range r.Insights {
+			n += len(x.Text)
+		}
+		return n
+	}
+	dropped := 0
+	for len(r.Insights) > 1 && (len(r.Insights) > maxInsights || size() > maxInsightsBytes) {
+		r.Insights = r.Insights[1:]
+		dropped++
+	}
+	if dropped > 0 {
+		r.emit(investigation.Event{Kind: investigation.EventNote, Text: fmt.Sprintf(
+			"the %d oldest insights were dropped: at most %d insights and %d KiB are kept", dropped, maxInsights, maxInsightsBytes>>10)})
+	}
+}
+
+// keepQuestions drops the oldest answered questions past maxKeptQuestions;
+// pending ones always stay.
+func (r *run) keepQuestions() {
+	answered := 0
+	for _, q := range r.Steering.Questions {
+		if q.Answered {
+			answered++
+		}
+	}
+	kept := r.Steering.Questions[:0]
+	for _, q := range r.Steering.Questions {
+		if q.Answered && answered > maxKeptQuestions {
+			answered--
+			continue
+		}
+		kept = append(kept, q)
+	}
+	r.Steering.Questions = kept
+}
+
+// activePlan is the plan follow-ups continue, without the oldest finished
+// steps past maxActiveSteps (their answers live on in the conversation and
+// the insights).
+func (r *run) activePlan() *plan.Plan {
+	p := r.Plan.Clone()
+	for i := 0; len(p.Steps) > maxActiveSteps && i < len(p.Steps); {
+		if p.Steps[i].Status == plan.Pending || p.Steps[i].Status == plan.Running {
+			i++
+			continue
+		}
+		p.Steps = append(p.Steps[:i], p.Steps[i+1:]...)
+	}
+	if n := len(r.Plan.Steps) - len(p.Steps); n > 0 {
+		r.emit(investigation.Event{Kind: investigation.EventNote, Text: fmt.Sprintf(
+			"the %d oldest finished steps leave the plan in progress, which keeps at most %d steps", n, maxActiveSteps)})
+	}
+	return &p
+}
+
+// Reuse maps a call (toolcall.Key) to its stored result, so an identical
+// call later is served from it; it keeps the latest maxReusable.
+type Reuse struct {
+	Keys  map[string]string `json:"keys,omitempty"`
+	Order []string          `json:"order,omitempty"`
+}
+
+// get returns the stored result of an identical earlier call.
+func (u *Reuse) get(call string) (string, bool) {
+	ref, ok := u.Keys[call]
+	return ref, ok
+}
+
+// put records a call's stored result, forgetting the oldest past the bound.
+func (u *Reuse) put(call, ref string) {
+	if u.Keys == nil {
+		u.Keys = map[string]string{}
+	}
+	if _, seen := u.Keys[call]; !seen {
+		u.Order = append(u.Order, call)
+	}
+	u.Keys[call] = ref
+	for len(u.Order) > maxReusable {
+		delete(u.Keys, u.Order[0])
+		u.Order = u.Order[1:]
+	}
+}
+
+// boundedConclusion keeps a conclusion within maxConclusion, marking a cut.
+func boundedConclusion(md string) string { return clip.String(md, maxConclusion) }
+
+func textBytes(ss []string) int {
+	n := 0
+	for _, s := range ss {
+		n += len(s)
+	}
+	return n
+}
+
+// pageBytes bounds a page of events by its encoded size: at least one
+// event, then as many as fit maxPageBytes.
+func pageBytes(events []investigation.Event) []investigation.Event {
+	size := 0
+	for i, e := range events {
+		raw, _ := json.Marshal(e)
+		size += len(raw)
+		if size > maxPageBytes && i > 0 {
+			return events[:i]
+		}
+	}
+	return events
+}

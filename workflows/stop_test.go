@@ -1,0 +1,375 @@
+package workflows
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/mock"
+	"github.com/stretchr/testify/require"
+	"go.temporal.io/sdk/converter"
+	"go.temporal.io/sdk/temporal"
+	"go.temporal.io/sdk/workflow"
+
+	"github.com/secops-agent/investigator/activities"
+	"github.com/secops-agent/investigator/activities/bigquery"
+	"github.com/secops-agent/investigator/investigation"
+	"github.com/secops-agent/investigator/plan"
+	"github.com/secops-agent/investigator/toolcall"
+)
+
+// Tests of "stop means stop": steering by signal, stops and budgets that cut
+// in at once, cancellation, bounded state, lost transcript entries, and
+// timers that end with their wait.
+
+// signal sends a signal after delay (workflow time).
+func (h *harness) signal(delay time.Duration, name string, arg any) {
+	h.env.RegisterDelayedCallback(func() { h.env.SignalWorkflow(name, arg) }, delay)
+}
+
+// notes returns the text of every note event.
+func notes(evs []investigation.Event) []string {
+	var out []string
+	for _, e := range evs {
+		if e.Kind == investigation.EventNote {
+			out = append(out, e.Text)
+		}
+	}
+	return out
+}
+
+func TestSteeringBySignal(t *testing.T) {
+	h := newHarness(t)
+	h.onPlan(twoStepPlan(), nil)
+	h.onSlowTurn(time.Minute, func(in activities.TurnInput) (activities.TurnOutput, error) {
+		if in.Step.ID == "step_1" && len(in.Transcript) == 0 {
+			return activities.TurnOutput{Calls: []toolcall.Call{{Name: "ask_user", Args: map[string]any{"question": "Is deploy a CI account?"}}}}, nil
+		}
+		return activities.TurnOutput{Text: "ok"}, nil
+	})
+	h.onReflect(noChange)
+	h.env.OnActivity(a.DecideMode, mock.Anything, mock.Anything).Return(activities.Mode{Mode: investigation.ModeDirect}, nil).Maybe()
+	// While the plan waits for approval: a bad revise, an approve.
+	h.signal(10*time.Second, investigation.UpdateRevise, map[string]any{"text": " "})
+	h.signal(20*time.Second, investigation.UpdateApprove, nil)
+	h.signal(25*time.Second, investigation.UpdateApprove, nil) // too late: already decided
+	// While step_1 runs: a hint (plain string), an empty hint, an answer
+	// to the question asked at 1m (a JSON object), an answer nobody waits for.
+	h.signal(30*time.Second, investigation.UpdateHint, "Check bastion-01 too.")
+	h.signal(35*time.Second, investigation.UpdateHint, "")
+	h.signal(90*time.Second, investigation.UpdateAnswer, map[string]any{"question_id": "q-1", "text": "yes, a CI account"})
+	h.signal(95*time.Second, investigation.UpdateAnswer, "orphan")
+	h.signal(100*time.Second, investigation.UpdateHint, 42) // not text
+	// Once idle: an empty question, a question; while it is answered, a
+	// stop and a second stop.
+	h.signal(30*time.Minute, investigation.UpdateAsk, "")
+	h.signal(31*time.Minute, investigation.UpdateAsk, "When did deploy log in?")
+	h.signal(31*time.Minute+20*time.Second, investigation.UpdateStop, "enough")
+	h.signal(31*time.Minute+30*time.Second, investigation.UpdateStop, "")
+	res, err := h.run(t, investigation.Input{AlertID: "a1", ApprovePlan: true})
+	require.NoError(t, err)
+
+	evs := h.events(t)
+	got := notes(evs)
+	for _, want := range []string{
+		"revise signal ignored: the revision request is empty",
+		"approve signal ignored: the plan is not waiting for approval",
+		"hint signal ignored: the hint is empty",
+		"answer signal ignored: no question is waiting for an answer",
+		`hint signal ignored: its payload must be a JSON string or {"text": "..."}`,
+		"ask signal ignored: the question is empty",
+		"stop signal ignored: the investigation is already stopping",
+	} {
+		require.True(t, strings.Contains(strings.Join(got, "\n"), want), "missing note %q in %q", want, got)
+	}
+	require.Equal(t, []string{"Check bastion-01 too."}, h.turns[1].Hints, "the hint reached the next model call")
+	require.Contains(t, h.turns[1].Transcript[1].Inline, "yes, a CI account", "the answer reached the model")
+	require.Len(t, res.History, 4, "the follow-up asked by signal was answered")
+	require.Equal(t, "When did deploy log in?", res.History[2].Text)
+	require.Contains(t, kinds(evs), "stop")
+}
+
+// A stop while the sub-agent runs: the child is cancelled, answers from
+// what it has at once, and the investigation concludes without waiting for
+// the child's remaining turns.
+func TestStopWhileAChildRuns(t *testing.T) {
+	h := newHarness(t)
+	h.env.RegisterWorkflowWithOptions(BigQueryAgent, workflow.RegisterOptions{Name: investigation.BigQueryWorkflowName})
+	h.onPlan(activities.PlanOutput{Tools: []toolcall.Tool{{Name: "bigquery_agent", Kind: toolcall.ChildWorkflow, Workflow: investigation.BigQueryWorkflowName}},
+		Plan: plan.Plan{Objective: "o", Steps: []plan.Step{{ID: "step_1", Description: "ask logs", Tools: []string{"bigquery_agent"}, Status: plan.Pending},
+			{ID: "step_2", Description: "more", Tools: []string{"bigquery_agent"}, Status: plan.Pending}}}}, nil)
+	h.onTurn(func(in activities.TurnInput) (activities.TurnOutput, error) {
+		if len(in.Transcript) == 0 && !in.Final {
+			return activities.TurnOutput{Calls: []toolcall.Call{{Name: "bigquery_agent", Args: map[string]any{"request": "logins from 198.51.100.23"}}}}, nil
+		}
+		return activities.TurnOutput{Text: "partial"}, nil
+	})
+	h.onReflect(noChange)
+	var mu sync.Mutex
+	var childTurns []bigquery.SubAgentTurnInput
+	h.env.OnActivity(bq.RecallMemories, mock.Anything, mock.Anything).Return(bigquery.Recall{}, nil)
+	h.env.OnActivity(bq.SubAgentTurn, mock.Anything, mock.Anything).After(time.Minute).Return(func(_ context.Context, in bigquery.SubAgentTurnInput) (activities.TurnOutput, error) {
+		mu.Lock()
+		childTurns = append(childTurns, in)
+		mu.Unlock()
+		if in.Final {
+			return activities.TurnOutput{Key: in.Key, Text: "no login yet"}, nil
+		}
+		return activities.TurnOutput{Key: in.Key, Calls: []toolcall.Call{{Name: "bigquery_query", Args: map[string]any{"sql": "SELECT 1"}}}}, nil
+	})
+	h.onTool(func(in activities.ToolInput) (activities.ToolOutput, error) { return okTool(in) })
+	introspected := false
+	h.env.OnActivity(bq.Introspect, mock.Anything, mock.Anything).Return(func(context.Context, bigquery.IntrospectInput) (bigquery.Introspection, error) {
+		introspected = true
+		return bigquery.Introspection{}, nil
+	}).Maybe()
+	h.env.OnActivity(bq.DeliverAnswer, mock.Anything, mock.Anything).Return(func(_ context.Context, in bigquery.DeliverInput) (activities.ToolOutput, error) {
+		return activities.ToolOutput{Key: in.ResultKey, OK: true}, nil
+	})
+	var stoppedAt time.Time
+	h.env.RegisterDelayedCallback(func() { stoppedAt = h.env.Now() }, 150*time.Second)
+	stop := h.update(150*time.Second, investigation.UpdateStop, "enough")
+	res, err := h.run(t, investigation.Input{AlertID: "a1"})
+	require.NoError(t, err)
+	require.NoError(t, stop.rejected)
+	require.Len(t, h.conclude, 1)
+	require.Equal(t, "stopped by the analyst: enough", h.conclude[0].EndedEarly)
+	// Child: turn 1 (0-1m), its query, turn 2 (1-2m), a query cut at the
+	// stop (2.5m), then one final turn: not its ten turns.
+	require.LessOrEqual(t, len(childTurns), 4)
+	require.True(t, childTurns[len(childTurns)-1].Final, "the cancelled child answered once more, from what it had")
+	require.False(t, introspected, "a session cut short is not learned from")
+	took := h.concludedAt[0].Sub(stoppedAt)
+	require.Less(t, took, 3*time.Minute, "the conclusion follows the stop by the model calls it needs")
+	t.Logf("REPORT stop with the child running: conclusion %s of workflow time after the stop (1 min per model call)", took)
+	require.Equal(t, plan.Skipped, res.Plan.Steps[1].Status)
+}
+
+// A stop while a tool call runs cuts the call short: the step answers from
+// what it has, and the investigation concludes without waiting for the
+// tool.
+func TestStopWhileAToolCallRuns(t *testing.T) {
+	h := newHarness(t)
+	h.onPlan(oneStepPlan(), nil)
+	h.onTurn(func(in activities.TurnInput) (activities.TurnOutput, error) {
+		if len(in.Transcript) == 0 {
+			return activities.TurnOutput{Calls: []toolcall.Call{{Name: "get_alert", Args: map[string]any{"id": "a1"}}}}, nil
+		}
+		return activities.TurnOutput{Text: "answered without the tool"}, nil
+	})
+	h.env.OnActivity(a.CallTool, mock.Anything, mock.Anything).After(time.Hour).Return(activities.ToolOutput{OK: true}, nil)
+	h.update(time.Minute, investigation.UpdateStop, "")
+	start := h.env.Now()
+	_, err := h.run(t, investigation.Input{AlertID: "a1"})
+	require.NoError(t, err)
+	require.Len(t, h.concludedAt, 1)
+	require.Less(t, h.concludedAt[0].Sub(start), 5*time.Minute, "not the hour the tool would take")
+	require.Len(t, h.turns, 2)
+	require.True(t, h.turns[1].Final)
+	require.Contains(t, h.turns[1].Transcript[1].Error, "the call was cut short: stopped by the analyst")
+}
+
+// The time budget cuts a long tool call short in the middle of a turn.
+func TestTimeBudgetCutsInMidTurn(t *testing.T) {
+	h := newHarness(t)
+	h.onPlan(twoStepPlan(), nil)
+	h.onTurn(func(in activities.TurnInput) (activities.TurnOutput, error) {
+		if len(in.Transcript) == 0 && !in.Final {
+			return activities.TurnOutput{Calls: []toolcall.Call{{Name: "get_alert", Args: map[string]any{"id": "a1"}}}}, nil
+		}
+		return activities.TurnOutput{Text: "partial"}, nil
+	})
+	h.env.OnActivity(a.CallTool, mock.Anything, mock.Anything).After(time.Hour).Return(activities.ToolOutput{OK: true}, nil)
+	h.onReflect(noChange)
+	_, err := h.run(t, investigation.Input{AlertID: "a1", Limits: investigation.Limits{TimeBudget: investigation.Duration(10 * time.Minute)}})
+	require.NoError(t, err)
+	require.Len(t, h.turns, 2, "step_1's call is cut at the budget, the step answers, step_2 never runs")
+	require.Contains(t, h.turns[1].Transcript[1].Error, "the call was cut short: the run used its time budget of 10m")
+	require.Equal(t, "the run used its time budget of 10m", h.conclude[0].EndedEarly)
+}
+
+// A cancellation request ends the investigation as Canceled (not Failed),
+// after it recorded why; its child is cancelled with it.
+func TestCancelIsCancel(t *testing.T) {
+	h := newHarness(t)
+	h.env.RegisterWorkflowWithOptions(BigQueryAgent, workflow.RegisterOptions{Name: investigation.BigQueryWorkflowName})
+	h.onPlan(activities.PlanOutput{Tools: []toolcall.Tool{{Name: "bigquery_agent", Kind: toolcall.ChildWorkflow, Workflow: investigation.BigQueryWorkflowName}},
+		Plan: plan.Plan{Objective: "o", Steps: []plan.Step{{ID: "step_1", Description: "ask logs", Tools: []string{"bigquery_agent"}, Status: plan.Pending}}}}, nil)
+	h.onTurn(func(in activities.TurnInput) (activities.TurnOutput, error) {
+		return activities.TurnOutput{Calls: []toolcall.Call{{Name: "bigquery_agent", Args: map[string]any{"request": "logins"}}}}, nil
+	})
+	h.env.OnActivity(bq.RecallMemories, mock.Anything, mock.Anything).Return(bigquery.Recall{}, nil)
+	childCancelled := false
+	h.env.OnActivity(bq.SubAgentTurn, mock.Anything, mock.Anything).After(time.Hour).Return(func(ctx context.Context, in bigquery.SubAgentTurnInput) (activities.TurnOutput, error) {
+		if in.Final {
+			childCancelled = true
+		}
+		return activities.TurnOutput{Key: in.Key, Text: "x"}, nil
+	})
+	h.env.OnActivity(bq.DeliverAnswer, mock.Anything, mock.Anything).Return(activities.ToolOutput{OK: true}, nil).Maybe()
+	h.env.RegisterDelayedCallback(h.env.CancelWorkflow, 2*time.Minute)
+	h.env.ExecuteWorkflow(investigation.WorkflowName, investigation.Input{AlertID: "a1"})
+	require.True(t, h.env.IsWorkflowCompleted())
+	err := h.env.GetWorkflowError()
+	require.Error(t, err)
+	var canceled *temporal.CanceledError
+	require.ErrorAs(t, err, &canceled, "the investigation ends as Canceled, not Failed: %v", err)
+	require.True(t, childCancelled, "the child was cancelled with it and answered from what it had")
+	st := h.status(t)
+	require.Equal(t, investigation.PhaseCancelled, st.Phase)
+	evs := h.events(t)
+	require.Equal(t, "the investigation was cancelled", evs[len(evs)-1].Text)
+}
+
+// Two hundred hints and twenty follow-ups: every activity input, progress
+// page and continue-as-new input stays under 256 KiB.
+func TestPayloadsStayBounded(t *testing.T) {
+	const limit = 256 << 10
+	h := newHarness(t)
+	var sizes sync.Map
+	record := func(name string, v any) {
+		raw, err := json.Marshal(v)
+		require.NoError(t, err)
+		if old, ok := sizes.Load(name); !ok || old.(int) < len(raw) {
+			sizes.Store(name, len(raw))
+		}
+	}
+	h.env.OnActivity(a.GeneratePlan, mock.Anything, mock.Anything).Return(func(_ context.Context, in activities.PlanInput) (activities.PlanOutput, error) {
+		record("plan", in)
+		return twoStepPlan(), nil
+	})
+	h.onSlowTurn(time.Minute, func(in activities.TurnInput) (activities.TurnOutput, error) {
+		record("turn", in)
+		return activities.TurnOutput{Text: strings.Repeat("finding ", 2000)}, nil
+	})
+	h.onReflect(func(in activities.ReflectInput) (activities.Reflection, error) {
+		record("reflect", in)
+		return activities.Reflection{Insights: []string{strings.Repeat("insight ", 500)}}, nil
+	})
+	h.env.OnActivity(a.Conclude, mock.Anything, mock.Anything).Return(func(_ context.Context, in activities.ConcludeInput) (activities.Conclusion, error) {
+		record("conclude", in)
+		return activities.Conclusion{Markdown: strings.Repeat("conclusion ", 10000)}, nil
+	})
+	h.env.OnActivity(a.DecideMode, mock.Anything, mock.Anything).Return(func(_ context.Context, in activities.ModeInput) (activities.Mode, error) {
+		record("mode", in)
+		return activities.Mode{Mode: investigation.ModePlan}, nil
+	})
+	for i := range 200 {
+		h.update(time.Duration(i)*time.Second, investigation.UpdateHint, fmt.Sprintf("hint %d %s", i, strings.Repeat("h", 7000)))
+	}
+	for i := range 20 {
+		h.update(10*time.Minute+time.Duration(i)*time.Second, investigation.UpdateAsk, fmt.Sprintf("question %d %s", i, strings.Repeat("q", 7000)))
+	}
+	var pages []int
+	h.env.RegisterDelayedCallback(func() {
+		for after := 0; ; {
+			v, err := h.env.QueryWorkflow(investigation.ProgressQuery, after)
+			require.NoError(t, err)
+			var evs []investigation.Event
+			require.NoError(t, v.Get(&evs))
+			raw, _ := json.Marshal(evs)
+			pages = append(pages, len(raw))
+			if len(evs) == 0 {
+				break
+			}
+			after = evs[len(evs)-1].Seq
+		}
+	}, 3*time.Hour)
+	h.env.ExecuteWorkflow(investigation.WorkflowName, investigation.Input{AlertID: "a1", Limits: investigation.Limits{MaxHistoryEvents: 100000}})
+	require.True(t, h.env.IsWorkflowCompleted())
+	if err := h.env.GetWorkflowError(); err != nil {
+		var can *workflow.ContinueAsNewError
+		require.ErrorAs(t, err, &can)
+		payloads, perr := converter.GetDefaultDataConverter().ToPayloads(can.Input)
+		require.NoError(t, perr)
+		raw, _ := json.Marshal(payloads)
+		record("continue-as-new", json.RawMessage(raw))
+	}
+	var largest int
+	sizes.Range(func(k, v any) bool {
+		require.Less(t, v.(int), limit, "the %s input is %d bytes", k, v)
+		largest = max(largest, v.(int))
+		return true
+	})
+	for _, p := range pages {
+		require.Less(t, p, limit, "a progress page is %d bytes", p)
+	}
+	st := h.status(t)
+	raw, _ := json.Marshal(st)
+	require.Less(t, len(raw), limit, "the status answer")
+	require.LessOrEqual(t, len(st.Hints), maxHints)
+	t.Logf("REPORT largest payload with 200 hints and 20 follow-ups: %d bytes (%s)", largest, func() string {
+		var parts []string
+		sizes.Range(func(k, v any) bool { parts = append(parts, fmt.Sprintf("%s %d", k, v)); return true })
+		return strings.Join(parts, ", ")
+	}())
+}
+
+// A transcript entry the store lost: the step runs again under fresh keys
+// instead of failing the investigation.
+func TestMissingTranscriptEntryRunsTheStepAgain(t *testing.T) {
+	h := newHarness(t)
+	h.onPlan(oneStepPlan(), nil)
+	lost := true
+	h.onTurn(func(in activities.TurnInput) (activities.TurnOutput, error) {
+		if len(in.Transcript) == 0 {
+			return activities.TurnOutput{Calls: []toolcall.Call{{Name: "get_alert", Args: map[string]any{"id": "a1"}}}}, nil
+		}
+		if lost {
+			lost = false
+			return activities.TurnOutput{}, temporal.NewNonRetryableApplicationError("transcript entry s/t1-step_1-i1-c1 is missing", activities.ErrTranscriptMissing, nil)
+		}
+		return activities.TurnOutput{Text: "found"}, nil
+	})
+	h.onTool(okTool)
+	h.onReflect(noChange)
+	res, err := h.run(t, investigation.Input{AlertID: "a1"})
+	require.NoError(t, err)
+	require.Equal(t, "found", res.Plan.Steps[0].Result)
+	var keys []string
+	for _, in := range h.turns {
+		keys = append(keys, in.Key)
+	}
+	require.Equal(t, []string{"t1-step_1-i1", "t1-step_1-i2", "t1-step_1-r1-i1", "t1-step_1-r1-i2"}, keys)
+	require.Len(t, h.tools, 2, "the call ran again under its new key")
+	require.Contains(t, strings.Join(notes(h.events(t)), "\n"), "the transcript store lost part of this step; running it again")
+}
+
+// Every wait's timer is cancelled as soon as its condition holds: none is
+// left to fire later in the middle of a turn.
+func TestTimersEndWithTheirWait(t *testing.T) {
+	h := newHarness(t)
+	h.onPlan(oneStepPlan(), nil)
+	h.onSlowTurn(time.Minute, func(in activities.TurnInput) (activities.TurnOutput, error) {
+		if in.Step.ID == "step_1" && len(in.Transcript) == 0 {
+			return activities.TurnOutput{Calls: []toolcall.Call{{Name: "ask_user", Args: map[string]any{"question": "Who owns host-7?"}}}}, nil
+		}
+		return activities.TurnOutput{Text: "ok"}, nil
+	})
+	h.onReflect(noChange)
+	h.env.OnActivity(a.DecideMode, mock.Anything, mock.Anything).Return(activities.Mode{Mode: investigation.ModeDirect}, nil)
+	var mu sync.Mutex
+	var scheduled []string
+	cancelled := map[string]bool{}
+	h.env.SetOnTimerScheduledListener(func(id string, _ time.Duration) { mu.Lock(); scheduled = append(scheduled, id); mu.Unlock() })
+	h.env.SetOnTimerCanceledListener(func(id string) { mu.Lock(); cancelled[id] = true; mu.Unlock() })
+	h.update(30*time.Second, investigation.UpdateApprove)
+	h.update(3*time.Minute, investigation.UpdateAnswer, investigation.Answer{Text: "the web team"})
+	h.update(10*time.Minute, investigation.UpdateAsk, "And host-8?")
+	h.update(20*time.Minute, investigation.UpdateStop, "")
+	_, err := h.run(t, investigation.Input{AlertID: "a1", ApprovePlan: true})
+	require.NoError(t, err)
+	mu.Lock()
+	defer mu.Unlock()
+	// The approval (ends at 30s), the answer (3m), the time budget's watch,
+	// the first idle wait (10m): each ended by its condition. The last idle
+	// wait ends with the workflow (the stop at 20m closes it).
+	require.GreaterOrEqual(t, len(scheduled), 5)
+	for _, id := range scheduled[:len(scheduled)-1] {
+		require.True(t, cancelled[id], "timer %s was left running after its wait ended", id)
+	}
+}

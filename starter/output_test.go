@@ -161,7 +161,6 @@ func hostileProgress() ([]investigation.Event, investigation.Status) {
 // JSON), tree, the steering acknowledgements, ask and tools print hostile
 // text from the workflow without a single control character.
 func TestTemporalCommandsPrintNoControlCharacters(t *testing.T) {
-	fastPolling(t)
 	events, st := hostileProgress()
 	oc := &outputClient{events: events, st: st}
 	withOutput := func() (client.Client, error) { return oc, nil }
@@ -215,7 +214,6 @@ func TestErrorSentenceIsTerminalSafe(t *testing.T) {
 // memory list, show, and investigate (its header and progress) print an
 // alert whose title and type are hostile without a control character.
 func TestFirestoreCommandsPrintNoControlCharacters(t *testing.T) {
-	fastPolling(t)
 	testenv.Firestore(t)
 	t.Setenv("GOOGLE_CLOUD_PROJECT", testenv.Project)
 	raw, err := json.Marshal(map[string]any{"type": hostile, "title": hostile, "severity": "high", "note": hostile})

@@ -33,6 +33,11 @@ type treeWorkflow struct {
 	runs   []treeRun
 }
 
+// child is a child workflow a run started, with its request.
+type child struct {
+	id, request string
+}
+
 type treeRun struct {
 	id       string
 	children []child
@@ -104,10 +109,10 @@ func (it *historyIterator) Next() (*historypb.HistoryEvent, error) {
 // treeClient holds the investigation "inv" with these runs; each child is a
 // completed BigQuery sub-agent of one run, K and its number.
 func treeClient(runs ...treeRun) *historyClient {
-	c := &historyClient{wfs: map[string]treeWorkflow{"inv": {typ: investigation.WorkflowName, status: running, runs: runs}}}
+	c := &historyClient{wfs: map[string]treeWorkflow{"inv": {typ: investigation.WorkflowName, status: enums.WORKFLOW_EXECUTION_STATUS_RUNNING, runs: runs}}}
 	for _, r := range runs {
 		for _, ch := range r.children {
-			c.wfs[ch.id] = treeWorkflow{typ: investigation.BigQueryWorkflowName, status: completed, runs: []treeRun{{id: "K" + strings.TrimPrefix(ch.id, "inv/bq-")}}}
+			c.wfs[ch.id] = treeWorkflow{typ: investigation.BigQueryWorkflowName, status: enums.WORKFLOW_EXECUTION_STATUS_COMPLETED, runs: []treeRun{{id: "K" + strings.TrimPrefix(ch.id, "inv/bq-")}}}
 		}
 	}
 	return c

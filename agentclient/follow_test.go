@@ -357,3 +357,46 @@ func TestWatchStopsOnKeyProblems(t *testing.T) {
 	err = testClient(f).watch(testCtx(t), &out, "inv", 1)
 	require.EqualError(t, err, "investigation inv failed: the worker reports: "+own.Error())
 }
+
+// TestAskFollowsOnlyNewEvents: a follow-up question is followed from the
+// event after the one that recorded it (the update's Ack.Seq): neither the
+// conversation before it nor the recording event is shown again, even when
+// an earlier turn asked the same question.
+func TestAskFollowsOnlyNewEvents(t *testing.T) {
+	fastPolling(t)
+	q := "Did they get in?"
+	events := append(notes(1, 2),
+		investigation.Event{Seq: 3, Kind: investigation.EventTurn, Turn: 2, Text: q, Mode: "direct"},
+		investigation.Event{Seq: 4, Kind: investigation.EventConclusion, Turn: 2, Text: "the old answer"},
+		investigation.Event{Seq: 5, Kind: investigation.EventNote, Turn: 2, Text: "follow-up question queued: " + q},
+		investigation.Event{Seq: 6, Kind: investigation.EventTurn, Turn: 3, Text: q, Mode: "plan"},
+		investigation.Event{Seq: 7, Kind: investigation.EventNote, Turn: 3, Text: "e7"},
+		investigation.Event{Seq: 8, Kind: investigation.EventConclusion, Turn: 3, Text: "the new answer"},
+		investigation.Event{Seq: 9, Kind: investigation.EventIdle, Turn: 3},
+	)
+	f := newFakeStream("inv", &fakeRun{id: "A", events: events, status: running})
+	f.st = investigation.Status{Phase: investigation.PhaseIdle, LastSeq: 9}
+	var out strings.Builder
+	require.NoError(t, testClient(f).FollowAnswer(testCtx(t), NewTextRenderer(&out, "inv"), "inv", q, investigation.Ack{Seq: 5}))
+	s := out.String()
+	require.Equal(t, []string{"7"}, printedNotes(s), s)
+	require.NotContains(t, s, "the old answer")
+	require.NotContains(t, s, "follow-up question queued", "the recording event is the ack's, printed already")
+	require.Contains(t, s, "=== FOLLOW-UP (turn 3, mode plan): Did they get in?")
+	require.Contains(t, s, "the new answer")
+	require.Equal(t, "inv/A>5", f.queries[0])
+}
+
+// TestAskRecordedByAnEarlierRun: a retried question that an earlier run
+// recorded is acknowledged without an event number; following starts at
+// the investigation's latest event and stops at the next conclusion.
+func TestAskRecordedByAnEarlierRun(t *testing.T) {
+	fastPolling(t)
+	events := append(notes(1, 7), investigation.Event{Seq: 8, Kind: investigation.EventConclusion, Text: "the answer"})
+	f := newFakeStream("inv", &fakeRun{id: "A", events: events, status: running})
+	f.st = investigation.Status{Phase: investigation.PhaseIdle, LastSeq: 6}
+	var out strings.Builder
+	require.NoError(t, testClient(f).FollowAnswer(testCtx(t), NewTextRenderer(&out, "inv"), "inv", "q", investigation.Ack{Message: "already recorded"}))
+	require.Equal(t, []string{"7"}, printedNotes(out.String()), out.String())
+	require.Contains(t, out.String(), "the answer")
+}

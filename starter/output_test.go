@@ -201,6 +201,23 @@ func TestTemporalCommandsPrintNoControlCharacters(t *testing.T) {
 		requireTerminalSafe(t, out)
 		require.Contains(t, out, "## Summary\nT click red\nover6n override iso end\n\n## Key findings\n- T click", "Markdown keeps its lines")
 	})
+	t.Run("watch --json", func(t *testing.T) {
+		closed := &outputClient{events: events, st: st, closed: true}
+		out, err := runCLI(t, func() (client.Client, error) { return closed, nil }, "watch", "inv", "--json")
+		require.NoError(t, err)
+		requireTerminalSafe(t, out)
+		lines := strings.Split(strings.TrimSuffix(out, "\n"), "\n")
+		require.Len(t, lines, len(events)+1, out)
+		for i, e := range events {
+			var got investigation.Event
+			require.NoError(t, json.Unmarshal([]byte(lines[i]), &got))
+			require.Equal(t, e, got, "each event as the workflow recorded it")
+		}
+		var final map[string]any
+		require.NoError(t, json.Unmarshal([]byte(lines[len(events)]), &final))
+		require.Equal(t, "result", final["kind"])
+		require.Equal(t, hostile, final["result"].(map[string]any)["conclusion"])
+	})
 }
 
 func TestErrorSentenceIsTerminalSafe(t *testing.T) {
@@ -241,6 +258,7 @@ func TestFirestoreCommandsPrintNoControlCharacters(t *testing.T) {
 		{"memory", "list"},
 		{"memory", "show", "m-1"},
 		{"investigate", "--alert", file},
+		{"investigate", "--json", "--alert", file},
 	} {
 		t.Run(strings.Join(args[:2], " "), func(t *testing.T) {
 			out, err := runCLI(t, func() (client.Client, error) { return oc, nil }, args...)

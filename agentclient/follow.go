@@ -33,7 +33,7 @@ type followEnd struct {
 	status enums.WorkflowExecutionStatus // its status (endClosed)
 }
 
-// follower prints an investigation's progress events in order, each once.
+// follower renders an investigation's progress events in order, each once.
 //
 // Event numbers (seq) run without gaps across the whole investigation, also
 // across continue-as-new: a new run starts numbering where the old one

@@ -99,8 +99,10 @@ GOOGLE_CLOUD_LOCATION, GOOGLE_GEMINI_BASE_URL and GEMINI_MODEL.`,
 		SilenceErrors: true,
 	}
 	// Everything a command prints passes through termtext: alert fields,
-	// tool output and model text cannot drive the terminal.
+	// tool output and model text cannot drive the terminal. Warnings and,
+	// under --json, the lines for people go to standard error.
 	root.SetOut(termtext.NewWriter(stdout))
+	root.SetErr(termtext.NewWriter(os.Stderr))
 	root.PersistentPreRunE = func(*cobra.Command, []string) error {
 		if a.callTimeout <= 0 {
 			return fmt.Errorf("--call-timeout must be positive, not %s", a.callTimeout)

@@ -264,6 +264,11 @@ func TestFirestoreCommandsPrintNoControlCharacters(t *testing.T) {
 			out, err := runCLI(t, func() (client.Client, error) { return oc, nil }, args...)
 			require.NoError(t, err)
 			requireTerminalSafe(t, out)
+			if args[1] == "--json" { // standard output holds JSON only: the header went to standard error
+				for _, line := range strings.Split(strings.TrimSuffix(out, "\n"), "\n") {
+					require.True(t, json.Valid([]byte(line)), line)
+				}
+			}
 		})
 	}
 }

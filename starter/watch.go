@@ -7,7 +7,6 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/secops-agent/investigator/agentclient"
-	"github.com/secops-agent/investigator/internal/termtext"
 )
 
 func (a *app) watchCommand() *cobra.Command {
@@ -56,7 +55,7 @@ everything else goes to standard error.`,
 // error.
 func renderer(cmd *cobra.Command, id string, asJSON bool) agentclient.Renderer {
 	if asJSON {
-		return agentclient.NewJSONRenderer(cmd.OutOrStdout(), info(cmd, true))
+		return agentclient.NewJSONRenderer(cmd.OutOrStdout(), cmd.ErrOrStderr())
 	}
 	return agentclient.NewTextRenderer(cmd.OutOrStdout(), id)
 }
@@ -66,7 +65,7 @@ func renderer(cmd *cobra.Command, id string, asJSON bool) agentclient.Renderer {
 // JSON.
 func info(cmd *cobra.Command, asJSON bool) io.Writer {
 	if asJSON {
-		return termtext.NewWriter(cmd.ErrOrStderr())
+		return cmd.ErrOrStderr()
 	}
 	return cmd.OutOrStdout()
 }

@@ -139,6 +139,5 @@ func (a *app) ask(cmd *cobra.Command, id, question string, detach, asJSON bool) 
 		fmt.Fprintf(out, "Follow it with: starter watch %s --from %d\n", id, max(ack.Seq, 1))
 		return nil
 	}
-	fmt.Fprintln(out)
 	return c.FollowAnswer(ctx, renderer(cmd, id, asJSON), id, question, ack)
 }

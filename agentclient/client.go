@@ -10,6 +10,7 @@ package agentclient
 import (
 	"crypto/tls"
 	"fmt"
+	"io"
 	"log/slog"
 	"time"
 
@@ -105,12 +106,15 @@ func PayloadKeys(t config.Temporal) (*payloadcodec.Keys, error) {
 // dial connects to Temporal, logging through slog. The API key is read from
 // TEMPORAL_API_KEY only, never from a flag.
 func dial(t config.Temporal, keys *payloadcodec.Keys, logger *slog.Logger) (client.Client, error) {
+	if logger == nil {
+		logger = slog.New(slog.NewTextHandler(io.Discard, nil))
+	}
 	opts := client.Options{
 		HostPort:  t.Address,
 		Namespace: t.Namespace,
 		Logger:    tlog.NewStructuredLogger(logger),
 	}
-	if w := keys.Warning(); w != "" && logger != nil {
+	if w := keys.Warning(); w != "" {
 		logger.Warn(w)
 	}
 	opts.DataConverter, opts.FailureConverter = Converters(keys, logger)

@@ -5,7 +5,6 @@ package config
 
 import (
 	"context"
-	"crypto/tls"
 	"fmt"
 	"log/slog"
 	"os"
@@ -15,16 +14,11 @@ import (
 
 	"cloud.google.com/go/firestore"
 	"github.com/spf13/pflag"
-	"go.temporal.io/sdk/client"
-	"go.temporal.io/sdk/converter"
-	tlog "go.temporal.io/sdk/log"
-	"go.temporal.io/sdk/temporal"
 	"google.golang.org/genai"
 
 	"github.com/secops-agent/investigator/gemini"
 	"github.com/secops-agent/investigator/intel"
 	"github.com/secops-agent/investigator/investigation"
-	"github.com/secops-agent/investigator/payloadcodec"
 )
 
 // EmulatorProject is the project ID used with the Firestore emulator when no
@@ -49,7 +43,8 @@ func envBool(names ...string) bool {
 // Temporal says where the Temporal service is and how to authenticate.
 // Locally none of it is needed; Temporal Cloud takes an API key
 // (TEMPORAL_API_KEY) or a client certificate (TEMPORAL_TLS_CLIENT_CERT_PATH and
-// TEMPORAL_TLS_CLIENT_KEY_PATH), the names the Temporal CLI uses.
+// TEMPORAL_TLS_CLIENT_KEY_PATH), the names the Temporal CLI uses. The
+// connection itself is made by agentclient.
 type Temporal struct {
 	Address   string
 	Namespace string
@@ -59,7 +54,8 @@ type Temporal struct {
 	CertPath  string
 	KeyPath   string
 	// PayloadKeyFile holds the AES-256 keys that encrypt every payload in
-	// history (payloadcodec.LoadKeyFile); empty leaves payloads in clear.
+	// history (agentclient.PayloadKeys loads it); empty leaves payloads in
+	// clear.
 	PayloadKeyFile string
 }
 
@@ -73,69 +69,6 @@ func (t *Temporal) Flags(fs *pflag.FlagSet) {
 	fs.StringVar(&t.CertPath, "temporal-tls-cert", Env("", "TEMPORAL_TLS_CLIENT_CERT_PATH"), "client certificate for mTLS (env TEMPORAL_TLS_CLIENT_CERT_PATH)")
 	fs.StringVar(&t.KeyPath, "temporal-tls-key", Env("", "TEMPORAL_TLS_CLIENT_KEY_PATH"), "client key for mTLS (env TEMPORAL_TLS_CLIENT_KEY_PATH)")
 	fs.StringVar(&t.PayloadKeyFile, "payload-key-file", Env("", "PAYLOAD_KEY_FILE"), "file of KEY_ID:BASE64_32_BYTES lines; encrypts all payloads in Temporal history with the first key, decrypts with any (env PAYLOAD_KEY_FILE)")
-}
-
-// PayloadKeys loads the payload key file, or returns nil without one.
-func (t Temporal) PayloadKeys() (*payloadcodec.Keys, error) {
-	if t.PayloadKeyFile == "" {
-		return nil, nil
-	}
-	return payloadcodec.LoadKeyFile(t.PayloadKeyFile)
-}
-
-// Dial connects to Temporal, logging through slog. The API key is read from
-// TEMPORAL_API_KEY only, never from a flag.
-func (t Temporal) Dial(logger *slog.Logger) (client.Client, error) {
-	opts := client.Options{
-		HostPort:  t.Address,
-		Namespace: t.Namespace,
-		Logger:    tlog.NewStructuredLogger(logger),
-	}
-	keys, err := t.PayloadKeys()
-	if err != nil {
-		return nil, err
-	}
-	if w := keys.Warning(); w != "" && logger != nil {
-		logger.Warn(w)
-	}
-	opts.DataConverter, opts.FailureConverter = Converters(keys, logger)
-	if key := Env("", "TEMPORAL_API_KEY"); key != "" {
-		opts.Credentials = client.NewAPIKeyStaticCredentials(key)
-		t.TLS = true
-	}
-	if (t.CertPath == "") != (t.KeyPath == "") {
-		return nil, fmt.Errorf("mTLS needs both TEMPORAL_TLS_CLIENT_CERT_PATH and TEMPORAL_TLS_CLIENT_KEY_PATH")
-	}
-	if t.CertPath != "" {
-		cert, err := tls.LoadX509KeyPair(t.CertPath, t.KeyPath)
-		if err != nil {
-			return nil, fmt.Errorf("load the Temporal client certificate: %w", err)
-		}
-		opts.ConnectionOptions.TLS = &tls.Config{Certificates: []tls.Certificate{cert}}
-	} else if t.TLS {
-		opts.ConnectionOptions.TLS = &tls.Config{}
-	}
-	c, err := client.Dial(opts)
-	if err != nil {
-		return nil, fmt.Errorf("cannot connect to Temporal at %s (namespace %s): %w", t.Address, t.Namespace, err)
-	}
-	return c, nil
-}
-
-// Converters are the client's data and failure converters for a key ring.
-// Without keys (nil) payloads stay in clear and the codec only turns an
-// encrypted payload into a clear error; with keys every payload is encrypted,
-// and so are failure messages and stack traces (EncodeCommonAttributes),
-// except the one sentence saying a payload cannot be decrypted, which is
-// logged (once a minute) through logger when it is not nil.
-func Converters(keys *payloadcodec.Keys, logger *slog.Logger) (converter.DataConverter, converter.FailureConverter) {
-	dc := payloadcodec.NewDataConverter(keys, logger)
-	plain := temporal.NewDefaultFailureConverter(temporal.DefaultFailureConverterOptions{DataConverter: dc})
-	encrypting := plain
-	if keys != nil {
-		encrypting = temporal.NewDefaultFailureConverter(temporal.DefaultFailureConverterOptions{DataConverter: dc, EncodeCommonAttributes: true})
-	}
-	return dc, payloadcodec.NewFailureConverter(encrypting, plain, dc)
 }
 
 // WorkflowURL returns the Web UI link of a workflow.

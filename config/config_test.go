@@ -40,12 +40,6 @@ func TestFirestoreNeedsAProject(t *testing.T) {
 	require.ErrorContains(t, err, "set GOOGLE_CLOUD_PROJECT")
 }
 
-func TestTemporalTLSNeedsCertAndKey(t *testing.T) {
-	t.Setenv("TEMPORAL_API_KEY", "")
-	_, err := Temporal{Address: "localhost:1", CertPath: "/c.pem"}.Dial(nil)
-	require.ErrorContains(t, err, "needs both")
-}
-
 func TestLogger(t *testing.T) {
 	_, err := Logger("loud")
 	require.ErrorContains(t, err, `unknown log level "loud"`)

@@ -2,15 +2,14 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"text/tabwriter"
 	"time"
 
 	"github.com/spf13/cobra"
 
+	"github.com/secops-agent/investigator/agentclient"
 	"github.com/secops-agent/investigator/alerts"
 	"github.com/secops-agent/investigator/internal/clip"
 	"github.com/secops-agent/investigator/internal/termtext"
@@ -69,7 +68,7 @@ func (a *app) alertCommand() *cobra.Command {
 				defer done()
 				for _, al := range parsed {
 					err := a.firestoreCall(cmd.Context(), func(ctx context.Context) error { return store.Put(ctx, al) })
-					if isUnavailable(err) {
+					if agentclient.IsUnavailable(err) {
 						return errors.Join(append(errs, err)...) // the next alerts would wait just as long
 					}
 					if err != nil {
@@ -98,7 +97,7 @@ func (a *app) alertCommand() *cobra.Command {
 			}); err != nil {
 				return err
 			}
-			return printJSON(cmd.OutOrStdout(), al)
+			return agentclient.WriteJSON(cmd.OutOrStdout(), al)
 		},
 	})
 	return cmd
@@ -123,17 +122,6 @@ func (a *app) alertStore(cmd *cobra.Command) (*alerts.Store, func(), error) {
 		return nil, nil, err
 	}
 	return alerts.NewStore(fs), func() { fs.Close() }, nil
-}
-
-// printJSON prints v as indented JSON whose strings cannot drive the
-// terminal (see termtext.JSON) and still decode to the same values.
-func printJSON(w io.Writer, v any) error {
-	b, err := json.MarshalIndent(v, "", "  ")
-	if err != nil {
-		return err
-	}
-	_, err = w.Write(append(termtext.JSON(b), '\n'))
-	return err
 }
 
 func displayName(path string) string {

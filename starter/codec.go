@@ -12,6 +12,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/secops-agent/investigator/agentclient"
 	"github.com/secops-agent/investigator/config"
 	"github.com/secops-agent/investigator/payloadcodec"
 )
@@ -38,7 +39,7 @@ process list) every request must carry "Authorization: Bearer TOKEN"; the CLI
 sends it with --codec-auth, the Web UI cannot send a shared token.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			keys, err := a.temporal.PayloadKeys()
+			keys, err := agentclient.PayloadKeys(a.temporal)
 			if err != nil {
 				return err
 			}
@@ -106,22 +107,4 @@ func serveUntilDone(ctx context.Context, ln net.Listener, h http.Handler) error 
 	shutdown, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	return srv.Shutdown(shutdown)
-}
-
-// keyProblem turns a payload that cannot be decrypted (wrong or missing
-// payload key, here or in the worker) into the error that ends following:
-// retrying cannot help. A closed run that answers no query (its input could
-// not be decrypted, so it never ran) is explained by its failure.
-func (f *follower) keyProblem(ctx context.Context, err error, runID string, closed bool) error {
-	if closed {
-		if _, oerr := f.src.outcome(ctx, f.id, runID); oerr != nil {
-			if msg, ok := payloadcodec.Explain(oerr); ok {
-				return fmt.Errorf("investigation %s failed: %s", f.id, msg)
-			}
-		}
-	}
-	if msg, ok := payloadcodec.Explain(err); ok {
-		return fmt.Errorf("cannot follow investigation %s: %s", f.id, msg)
-	}
-	return nil
 }

@@ -5,19 +5,14 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/base64"
-	"errors"
-	"fmt"
 	"io"
 	"net/http"
 	"os"
 	"path/filepath"
 	"regexp"
-	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
-
-	"github.com/secops-agent/investigator/payloadcodec"
 )
 
 func codecKeyFile(t *testing.T) string {
@@ -69,24 +64,4 @@ func TestCodecServerCommand(t *testing.T) {
 	require.Equal(t, "http://127.0.0.1:9999", resp.Header.Get("Access-Control-Allow-Origin"))
 	cancel()
 	require.NoError(t, <-done, "a stop is a clean exit")
-}
-
-// TestWatchStopsOnKeyProblems: a payload that cannot be decrypted ends
-// following at once with its sentence, where other query errors are waited
-// out.
-func TestWatchStopsOnKeyProblems(t *testing.T) {
-	fastPolling(t)
-	own := &payloadcodec.KeyError{KeyID: "k1", Reason: payloadcodec.ReasonNoKeyFile}
-	f := newFakeStream("inv", &fakeRun{id: "A", status: running, queryErr: fmt.Errorf("decode: %w", own)})
-	var out strings.Builder
-	err := testApp().watch(testCtx(t), f, &out, "inv", 1)
-	require.EqualError(t, err, "cannot follow investigation inv: "+own.Error())
-	require.Len(t, f.queries, 1, "no retries")
-
-	// The worker could not decrypt the input, so the run failed and answers
-	// no query: its failure says why.
-	f = newFakeStream("inv", &fakeRun{id: "A", status: failed, queryErr: errors.New("unknown queryType progress")})
-	f.resultErr = errors.New("workflow execution error (type: Investigation): " + own.Error() + " (type: KeyError, retryable: true)")
-	err = testApp().watch(testCtx(t), f, &out, "inv", 1)
-	require.EqualError(t, err, "investigation inv failed: the worker reports: "+own.Error())
 }

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/stretchr/testify/require"
 	"go.temporal.io/api/workflowservice/v1"
@@ -47,21 +46,6 @@ func TestFirestoreUnreachable(t *testing.T) {
 func TestCallTimeoutMustBePositive(t *testing.T) {
 	_, err := runCLI(t, noTemporal, "alert", "list", "--call-timeout", "0s")
 	require.EqualError(t, err, "--call-timeout must be positive, not 0s")
-}
-
-// TestFollowingGivesUpWhenTemporalStaysDown: a follower retries a failed
-// describe at every tick, but not past the call timeout.
-func TestFollowingGivesUpWhenTemporalStaysDown(t *testing.T) {
-	fastPolling(t)
-	f := newFakeStream("inv", &fakeRun{id: "A", status: running, events: notes(1, 2)})
-	f.downFrom = 3 // start and the first tick work, then Temporal is gone
-	a := testApp()
-	a.temporal.Address = "temporal.example:7233"
-	a.callTimeout = 50 * time.Millisecond
-	var out strings.Builder
-	err := a.watch(testCtx(t), f, &out, "inv", 1)
-	require.EqualError(t, err, "Temporal at temporal.example:7233 did not answer within 50ms; is the server running?")
-	require.Contains(t, out.String(), "note: e2", "what was read before is printed")
 }
 
 // silentClient is a Temporal that never answers a describe.

@@ -8,11 +8,9 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
-	"go.temporal.io/api/enums/v1"
-	"go.temporal.io/sdk/client"
 
+	"github.com/secops-agent/investigator/agentclient"
 	"github.com/secops-agent/investigator/alerts"
-	"github.com/secops-agent/investigator/internal/clip"
 	"github.com/secops-agent/investigator/investigation"
 	"github.com/secops-agent/investigator/plan"
 )
@@ -100,8 +98,8 @@ var newEvalBackend = func(a *app, cmd *cobra.Command, o evalOptions) (evalBacken
 		return nil, nil, err
 	}
 	// Once, for the warnings about unregistered search attributes.
-	searchAttributes(cmd.Context(), c, a.temporal.Namespace, "", cmd.ErrOrStderr())
-	b := &temporalEval{a: a, c: c, store: store, timeout: o.timeout}
+	c.WarnSearchAttributes(cmd.Context(), cmd.ErrOrStderr())
+	b := &temporalEval{c: c, store: store, timeout: o.timeout}
 	return b, func() { c.Close(); closeStore() }, nil
 }
 
@@ -195,7 +193,7 @@ func runCase(ctx context.Context, b evalBackend, c evalCase, timeout time.Durati
 		r.Error = "not run: the eval was interrupted"
 		return r
 	}
-	r.WorkflowID = "eval-" + unsafeID.ReplaceAllString(c.Name, "_") + "-" + time.Now().UTC().Format("20060102-150405.000")
+	r.WorkflowID = agentclient.WorkflowID("eval", c.Name, time.Now())
 	cctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	start := time.Now()
@@ -219,14 +217,13 @@ func runCase(ctx context.Context, b evalBackend, c evalCase, timeout time.Durati
 
 // temporalEval runs cases on the real services.
 type temporalEval struct {
-	a       *app
-	c       client.Client
+	c       *agentclient.Client
 	store   *alerts.Store
 	timeout time.Duration // the --timeout, for messages
 }
 
 func (t *temporalEval) catalog(ctx context.Context) (investigation.Catalog, error) {
-	return t.a.catalog(ctx, t.c)
+	return t.c.Catalog(ctx)
 }
 
 func (t *temporalEval) investigate(ctx context.Context, c evalCase, id string) (investigation.Result, error) {
@@ -236,30 +233,26 @@ func (t *temporalEval) investigate(ctx context.Context, c evalCase, id string) (
 			return res, fmt.Errorf("could not store alert %s: %v", al.ID, err)
 		}
 	}
-	registered, attrs := searchAttributes(ctx, t.c, t.a.temporal.Namespace, c.Alert.ID, io.Discard)
-	run, err := t.c.ExecuteWorkflow(ctx, client.StartWorkflowOptions{
-		ID:                       id,
-		TaskQueue:                t.a.temporal.TaskQueue,
-		WorkflowIDConflictPolicy: enums.WORKFLOW_ID_CONFLICT_POLICY_FAIL,
-		StaticSummary:            clip.String(fmt.Sprintf("Eval case %s: %s", c.Name, c.Alert.Title), 200),
-		TypedSearchAttributes:    attrs,
-	}, investigation.WorkflowName, investigation.Input{
-		AlertID:          c.Alert.ID,
-		Question:         c.Question,
-		Language:         "en",
-		Limits:           investigation.Limits{AnswerTimeout: investigation.Duration(evalAnswerTimeout)},
-		IdleTimeout:      investigation.Duration(evalIdleTimeout),
-		SearchAttributes: registered,
-	})
+	err := t.c.Start(ctx, agentclient.Start{
+		ID:      id,
+		Summary: fmt.Sprintf("Eval case %s: %s", c.Name, c.Alert.Title),
+		Input: investigation.Input{
+			AlertID:     c.Alert.ID,
+			Question:    c.Question,
+			Language:    "en",
+			Limits:      investigation.Limits{AnswerTimeout: investigation.Duration(evalAnswerTimeout)},
+			IdleTimeout: investigation.Duration(evalIdleTimeout),
+		},
+	}, io.Discard)
 	if err != nil {
 		return res, fmt.Errorf("could not start the investigation: %v", err)
 	}
-	err = run.Get(ctx, &res)
+	res, err = t.c.Result(ctx, id)
 	if err == nil {
 		return res, nil
 	}
 	if ctx.Err() == nil {
-		return res, fmt.Errorf("the investigation failed: %s", failureMessage(err))
+		return res, fmt.Errorf("the investigation failed: %s", agentclient.FailureMessage(err))
 	}
 	// Timed out or interrupted: the investigation would go on spending tokens.
 	why := fmt.Sprintf("no conclusion within %s", t.timeout)
@@ -268,7 +261,7 @@ func (t *temporalEval) investigate(ctx context.Context, c evalCase, id string) (
 	}
 	cctx, cancel := context.WithTimeout(context.Background(), cancelTimeout)
 	defer cancel()
-	if err := t.c.CancelWorkflow(cctx, id, ""); err != nil {
+	if err := t.c.Cancel(cctx, id); err != nil {
 		return res, fmt.Errorf("%s, and cancelling investigation %s failed: %v", why, id, err)
 	}
 	return res, fmt.Errorf("%s; investigation %s was cancelled", why, id)

@@ -2,19 +2,13 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
-	"io"
-	"regexp"
 	"time"
 
 	"github.com/spf13/cobra"
-	"go.temporal.io/api/enums/v1"
-	"go.temporal.io/sdk/client"
-	"go.temporal.io/sdk/temporal"
 
+	"github.com/secops-agent/investigator/agentclient"
 	"github.com/secops-agent/investigator/alerts"
-	"github.com/secops-agent/investigator/internal/clip"
 	"github.com/secops-agent/investigator/internal/termtext"
 	"github.com/secops-agent/investigator/investigation"
 )
@@ -25,6 +19,7 @@ type investigateOptions struct {
 	question  string
 	lang      string
 	detach    bool
+	asJSON    bool
 	limits    investigation.Limits
 	approve   bool
 	idle      time.Duration
@@ -45,11 +40,17 @@ it fails. Ctrl-C stops following, not the investigation, and prints the
 starter watch ID --from N command that resumes after the last event shown.
 
 With --approve-plan the investigation waits after planning until the analyst
-runs starter approve ID (or starter revise ID "what to change").`,
+runs starter approve ID (or starter revise ID "what to change").
+
+With --json, standard output holds one JSON object per line: each event as
+the workflow recorded it, then a last line of kind "result" with the
+verdict and totals (starter watch --help says more); the workflow ID, its
+link and warnings go to standard error.`,
 		Example: `  starter investigate --alert examples/alerts/guardduty-ssh-bruteforce.json
   cat alert.json | starter investigate --alert - --lang ja
   starter investigate --alert-id guardduty-3f9a1c0d2b4e --question "Was the login successful?" --detach
-  starter investigate --alert alert.json --approve-plan --max-tool-calls 20 --time-budget 10m`,
+  starter investigate --alert alert.json --approve-plan --max-tool-calls 20 --time-budget 10m
+  starter investigate --alert alert.json --json | tail -n 1 | jq -r .verdict.verdict`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error { return a.investigate(cmd, o) },
 	}
@@ -59,6 +60,7 @@ runs starter approve ID (or starter revise ID "what to change").`,
 	f.StringVar(&o.question, "question", "", "what to find out (default: a thorough investigation of the alert)")
 	f.StringVar(&o.lang, "lang", "en", "language of the conclusion: en or ja")
 	f.BoolVar(&o.detach, "detach", false, "start the investigation and exit without following it")
+	f.BoolVar(&o.asJSON, "json", false, "print each event, and the verdict and totals last, as one JSON line (the rest on standard error)")
 	f.IntVar(&o.limits.MaxSteps, "max-steps", investigation.DefaultMaxSteps, "most steps a plan may hold")
 	f.IntVar(&o.limits.MaxIterations, "max-iterations", investigation.DefaultMaxIterations, "most model turns per step")
 	f.IntVar(&o.limits.MaxToolCalls, "max-tool-calls", investigation.DefaultMaxToolCalls, "most tool calls per turn; then the investigation concludes from what it found")
@@ -74,7 +76,6 @@ runs starter approve ID (or starter revise ID "what to change").`,
 
 func (a *app) investigate(cmd *cobra.Command, o investigateOptions) error {
 	ctx := cmd.Context()
-	out := cmd.OutOrStdout()
 	if _, ok := investigation.Languages[o.lang]; !ok {
 		return fmt.Errorf("unsupported language %q: use en or ja", o.lang)
 	}
@@ -109,49 +110,36 @@ func (a *app) investigate(cmd *cobra.Command, o investigateOptions) error {
 		return err
 	}
 	defer c.Close()
-	id := workflowID(al.ID, time.Now())
-	var run client.WorkflowRun
-	err = a.temporalCall(ctx, func(ctx context.Context) (err error) {
-		run, err = a.startInvestigation(ctx, c, id, al, o, cmd.ErrOrStderr())
-		return err
-	})
-	if isUnavailable(err) {
+	id := agentclient.WorkflowID("investigation", al.ID, time.Now())
+	err = c.Start(ctx, agentclient.Start{
+		ID:      id,
+		Summary: fmt.Sprintf("Investigate %s: %s", al.ID, al.Title),
+		Input: investigation.Input{
+			AlertID:     al.ID,
+			Question:    o.question,
+			Language:    o.lang,
+			Limits:      o.limits,
+			ApprovePlan: o.approve,
+			IdleTimeout: investigation.Duration(o.idle),
+		},
+	}, cmd.ErrOrStderr())
+	if agentclient.IsUnavailable(err) {
 		return err
 	}
 	if err != nil {
 		return fmt.Errorf("start the investigation: %w", err)
 	}
+	out := info(cmd, o.asJSON)
 	fmt.Fprintf(out, "Investigating alert %s (%s, %s severity): %s\n", al.ID, termtext.Line(al.Type), al.Severity, termtext.Line(al.Title))
-	fmt.Fprintf(out, "Workflow ID: %s\nWeb UI:      %s\n\n", run.GetID(), a.temporal.WorkflowURL(run.GetID()))
+	fmt.Fprintf(out, "Workflow ID: %s\nWeb UI:      %s\n\n", id, c.WorkflowURL(id))
 	if o.approve {
-		fmt.Fprintf(out, "The plan waits for approval: starter approve %s (or starter revise %s \"what to change\")\n\n", run.GetID(), run.GetID())
+		fmt.Fprintf(out, "The plan waits for approval: starter approve %s (or starter revise %s \"what to change\")\n\n", id, id)
 	}
 	if o.detach {
-		fmt.Fprintf(out, "Follow it with: starter watch %s\n", run.GetID())
+		fmt.Fprintf(out, "Follow it with: starter watch %s\n", id)
 		return nil
 	}
-	return a.followTurn(ctx, temporalStream{c}, out, run.GetID(), 0, firstConclusion)
-}
-
-// startInvestigation starts the Investigation workflow of an alert, with
-// the search attributes the namespace has registered.
-func (a *app) startInvestigation(ctx context.Context, c client.Client, id string, al alerts.Alert, o investigateOptions, warn io.Writer) (client.WorkflowRun, error) {
-	registered, attrs := searchAttributes(ctx, c, a.temporal.Namespace, al.ID, warn)
-	return c.ExecuteWorkflow(ctx, client.StartWorkflowOptions{
-		ID:                       id,
-		TaskQueue:                a.temporal.TaskQueue,
-		WorkflowIDConflictPolicy: enums.WORKFLOW_ID_CONFLICT_POLICY_FAIL,
-		StaticSummary:            clip.String(fmt.Sprintf("Investigate %s: %s", al.ID, al.Title), 200),
-		TypedSearchAttributes:    attrs,
-	}, investigation.WorkflowName, investigation.Input{
-		AlertID:          al.ID,
-		Question:         o.question,
-		Language:         o.lang,
-		Limits:           o.limits,
-		ApprovePlan:      o.approve,
-		IdleTimeout:      investigation.Duration(o.idle),
-		SearchAttributes: registered,
-	})
+	return c.FollowInvestigation(ctx, renderer(cmd, id, o.asJSON), id)
 }
 
 // check rejects limits that cannot work, before anything is started.
@@ -173,32 +161,4 @@ func (o investigateOptions) check() error {
 		return fmt.Errorf("--idle-timeout must be positive, not %s", o.idle)
 	}
 	return nil
-}
-
-var unsafeID = regexp.MustCompile(`[^A-Za-z0-9._-]+`)
-
-// workflowID is readable and unique per start: the alert ID and a UTC time.
-func workflowID(alertID string, now time.Time) string {
-	return "investigation-" + unsafeID.ReplaceAllString(alertID, "_") + "-" + now.UTC().Format("20060102-150405.000")
-}
-
-// failureMessage returns the one-sentence reason of a failed workflow.
-func failureMessage(err error) string {
-	var app *temporal.ApplicationError
-	if errors.As(err, &app) {
-		return app.Message()
-	}
-	var te *temporal.TimeoutError
-	if errors.As(err, &te) {
-		return "it timed out"
-	}
-	var ce *temporal.CanceledError
-	if errors.As(err, &ce) {
-		return "it was cancelled"
-	}
-	var term *temporal.TerminatedError
-	if errors.As(err, &term) {
-		return "it was terminated"
-	}
-	return err.Error()
 }

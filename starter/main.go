@@ -15,6 +15,7 @@ import (
 	"github.com/spf13/cobra"
 	"go.temporal.io/sdk/client"
 
+	"github.com/secops-agent/investigator/agentclient"
 	"github.com/secops-agent/investigator/config"
 	"github.com/secops-agent/investigator/internal/termtext"
 )
@@ -50,11 +51,16 @@ type app struct {
 }
 
 // dial connects to Temporal with the app's settings.
-func (a *app) dial() (client.Client, error) {
+func (a *app) dial() (*agentclient.Client, error) {
+	o := agentclient.Options{Temporal: a.temporal, CallTimeout: a.timeout(), Logger: a.logger()}
 	if a.dialer != nil {
-		return a.dialer()
+		c, err := a.dialer()
+		if err != nil {
+			return nil, err
+		}
+		return agentclient.New(c, o)
 	}
-	return a.temporal.Dial(a.logger())
+	return agentclient.Dial(o)
 }
 
 func (a *app) logger() *slog.Logger {
@@ -93,8 +99,10 @@ GOOGLE_CLOUD_LOCATION, GOOGLE_GEMINI_BASE_URL and GEMINI_MODEL.`,
 		SilenceErrors: true,
 	}
 	// Everything a command prints passes through termtext: alert fields,
-	// tool output and model text cannot drive the terminal.
+	// tool output and model text cannot drive the terminal. Warnings and,
+	// under --json, the lines for people go to standard error.
 	root.SetOut(termtext.NewWriter(stdout))
+	root.SetErr(termtext.NewWriter(os.Stderr))
 	root.PersistentPreRunE = func(*cobra.Command, []string) error {
 		if a.callTimeout <= 0 {
 			return fmt.Errorf("--call-timeout must be positive, not %s", a.callTimeout)
@@ -103,7 +111,7 @@ GOOGLE_CLOUD_LOCATION, GOOGLE_GEMINI_BASE_URL and GEMINI_MODEL.`,
 	}
 	a.temporal.Flags(root.PersistentFlags())
 	a.firestore.Flags(root.PersistentFlags())
-	root.PersistentFlags().DurationVar(&a.callTimeout, "call-timeout", defaultCallTimeout, "how long to wait for each answer from Firestore or Temporal before giving up with a message")
+	root.PersistentFlags().DurationVar(&a.callTimeout, "call-timeout", agentclient.DefaultCallTimeout, "how long to wait for each answer from Firestore or Temporal before giving up with a message")
 	root.PersistentFlags().StringVar(&a.logLevel, "log-level", config.Env("warn", "LOG_LEVEL"), "log level of the Temporal client: debug, info, warn, error (env LOG_LEVEL)")
 	root.AddCommand(a.investigateCommand(), a.watchCommand(), a.statusCommand())
 	root.AddCommand(a.steerCommands()...)

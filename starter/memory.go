@@ -9,6 +9,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/secops-agent/investigator/activities/bigquery/memory"
+	"github.com/secops-agent/investigator/agentclient"
 	"github.com/secops-agent/investigator/internal/clip"
 	"github.com/secops-agent/investigator/internal/termtext"
 )
@@ -66,7 +67,7 @@ func (a *app) memoryCommand() *cobra.Command {
 			}); err != nil {
 				return err
 			}
-			return printJSON(cmd.OutOrStdout(), m)
+			return agentclient.WriteJSON(cmd.OutOrStdout(), m)
 		},
 	}, &cobra.Command{
 		Use:   "delete ID",

@@ -161,7 +161,6 @@ func hostileProgress() ([]investigation.Event, investigation.Status) {
 // JSON), tree, the steering acknowledgements, ask and tools print hostile
 // text from the workflow without a single control character.
 func TestTemporalCommandsPrintNoControlCharacters(t *testing.T) {
-	fastPolling(t)
 	events, st := hostileProgress()
 	oc := &outputClient{events: events, st: st}
 	withOutput := func() (client.Client, error) { return oc, nil }
@@ -202,6 +201,23 @@ func TestTemporalCommandsPrintNoControlCharacters(t *testing.T) {
 		requireTerminalSafe(t, out)
 		require.Contains(t, out, "## Summary\nT click red\nover6n override iso end\n\n## Key findings\n- T click", "Markdown keeps its lines")
 	})
+	t.Run("watch --json", func(t *testing.T) {
+		closed := &outputClient{events: events, st: st, closed: true}
+		out, err := runCLI(t, func() (client.Client, error) { return closed, nil }, "watch", "inv", "--json")
+		require.NoError(t, err)
+		requireTerminalSafe(t, out)
+		lines := strings.Split(strings.TrimSuffix(out, "\n"), "\n")
+		require.Len(t, lines, len(events)+1, out)
+		for i, e := range events {
+			var got investigation.Event
+			require.NoError(t, json.Unmarshal([]byte(lines[i]), &got))
+			require.Equal(t, e, got, "each event as the workflow recorded it")
+		}
+		var final map[string]any
+		require.NoError(t, json.Unmarshal([]byte(lines[len(events)]), &final))
+		require.Equal(t, "result", final["kind"])
+		require.Equal(t, hostile, final["result"].(map[string]any)["conclusion"])
+	})
 }
 
 func TestErrorSentenceIsTerminalSafe(t *testing.T) {
@@ -215,7 +231,6 @@ func TestErrorSentenceIsTerminalSafe(t *testing.T) {
 // memory list, show, and investigate (its header and progress) print an
 // alert whose title and type are hostile without a control character.
 func TestFirestoreCommandsPrintNoControlCharacters(t *testing.T) {
-	fastPolling(t)
 	testenv.Firestore(t)
 	t.Setenv("GOOGLE_CLOUD_PROJECT", testenv.Project)
 	raw, err := json.Marshal(map[string]any{"type": hostile, "title": hostile, "severity": "high", "note": hostile})
@@ -243,11 +258,17 @@ func TestFirestoreCommandsPrintNoControlCharacters(t *testing.T) {
 		{"memory", "list"},
 		{"memory", "show", "m-1"},
 		{"investigate", "--alert", file},
+		{"investigate", "--json", "--alert", file},
 	} {
 		t.Run(strings.Join(args[:2], " "), func(t *testing.T) {
 			out, err := runCLI(t, func() (client.Client, error) { return oc, nil }, args...)
 			require.NoError(t, err)
 			requireTerminalSafe(t, out)
+			if args[1] == "--json" { // standard output holds JSON only: the header went to standard error
+				for _, line := range strings.Split(strings.TrimSuffix(out, "\n"), "\n") {
+					require.True(t, json.Valid([]byte(line)), line)
+				}
+			}
 		})
 	}
 }

@@ -183,21 +183,3 @@ func TestSteeringErrors(t *testing.T) {
 		})
 	}
 }
-
-func TestStatusCommand(t *testing.T) {
-	f := newFakeStream("inv", &fakeRun{id: "A", status: running})
-	f.st = investigation.Status{Phase: investigation.PhaseExecuting, Turn: 1, Request: "r", LastSeq: 3}
-	var out strings.Builder
-	require.NoError(t, testApp().status(testCtx(t), f, &out, "inv", true))
-	require.Contains(t, out.String(), `"phase": "executing"`)
-	require.Contains(t, out.String(), `"last_seq": 3`)
-
-	out.Reset()
-	require.NoError(t, testApp().status(testCtx(t), f, &out, "inv", false))
-	require.Contains(t, out.String(), "  phase:    executing\n")
-
-	f.stErr = serviceerror.NewNotFound("workflow not found")
-	require.EqualError(t, testApp().status(testCtx(t), f, &out, "inv", false), "no investigation with ID inv")
-	f.stErr = serviceerror.NewQueryFailed("unknown queryType status. KnownQueryTypes=[progress]")
-	require.EqualError(t, testApp().status(testCtx(t), f, &out, "inv", false), "investigation inv does not answer status queries: it runs an older version of the workflow")
-}

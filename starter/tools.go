@@ -1,15 +1,10 @@
 package main
 
 import (
-	"context"
-	"encoding/json"
-	"errors"
 	"fmt"
 	"text/tabwriter"
-	"time"
 
 	"github.com/spf13/cobra"
-	"go.temporal.io/sdk/client"
 
 	"github.com/secops-agent/investigator/internal/clip"
 	"github.com/secops-agent/investigator/internal/termtext"
@@ -31,7 +26,7 @@ VIRUSTOTAL_API_KEY, ABUSEIPDB_API_KEY.`,
 				return err
 			}
 			defer c.Close()
-			cat, err := a.catalog(cmd.Context(), c)
+			cat, err := c.Catalog(cmd.Context())
 			if err != nil {
 				return err
 			}
@@ -53,43 +48,6 @@ VIRUSTOTAL_API_KEY, ABUSEIPDB_API_KEY.`,
 			return nil
 		},
 	}
-}
-
-// catalogTimeout bounds the ToolCatalog round trip: a worker answers it at once.
-const catalogTimeout = 20 * time.Second
-
-// catalog asks a worker for its tools and model through the ToolCatalog
-// workflow. A worker from before the model was reported answers with the
-// tools only (a JSON list); its Model is then empty.
-func (a *app) catalog(ctx context.Context, c client.Client) (investigation.Catalog, error) {
-	ctx, cancel := context.WithTimeout(ctx, catalogTimeout)
-	defer cancel()
-	run, err := c.ExecuteWorkflow(ctx, client.StartWorkflowOptions{
-		ID:                       "tool-catalog-" + time.Now().UTC().Format("20060102-150405.000000"),
-		TaskQueue:                a.temporal.TaskQueue,
-		WorkflowExecutionTimeout: time.Minute,
-		StaticSummary:            "list the worker's tools",
-	}, investigation.CatalogWorkflowName)
-	if err != nil {
-		return investigation.Catalog{}, fmt.Errorf("ask the worker for its tools: %w", err)
-	}
-	var raw json.RawMessage
-	if err := run.Get(ctx, &raw); err != nil {
-		if errors.Is(ctx.Err(), context.DeadlineExceeded) {
-			return investigation.Catalog{}, fmt.Errorf("no worker answered on task queue %q within %s: is the worker running?", a.temporal.TaskQueue, catalogTimeout)
-		}
-		return investigation.Catalog{}, fmt.Errorf("list tools: %s", failureMessage(err))
-	}
-	var cat investigation.Catalog
-	if len(raw) > 0 && raw[0] == '[' {
-		err = json.Unmarshal(raw, &cat.Tools)
-	} else {
-		err = json.Unmarshal(raw, &cat)
-	}
-	if err != nil {
-		return investigation.Catalog{}, fmt.Errorf("the worker's tool catalog could not be read: %v", err)
-	}
-	return cat, nil
 }
 
 // modelLine says which model the worker calls, and warns when it is a local

@@ -1,17 +1,12 @@
 package main
 
 import (
-	"context"
-	"encoding/json"
 	"fmt"
 	"io"
-	"strings"
 
 	"github.com/spf13/cobra"
-	"go.temporal.io/api/enums/v1"
-	"go.temporal.io/api/workflowservice/v1"
-	"go.temporal.io/sdk/client"
 
+	"github.com/secops-agent/investigator/agentclient"
 	"github.com/secops-agent/investigator/internal/termtext"
 )
 
@@ -30,80 +25,47 @@ first, under the run that started them.`,
 				return err
 			}
 			defer c.Close()
-			return a.printTree(cmd.Context(), c, cmd.OutOrStdout(), args[0], "", "", "")
+			root, err := c.Tree(cmd.Context(), args[0])
+			if err != nil {
+				return err
+			}
+			printTree(cmd.OutOrStdout(), c, root, "", "")
+			return nil
 		},
 	}
 }
 
-// child is one child workflow started by a run, as its history records it.
-type child struct {
-	id, request string
-}
-
 // printTree prints a workflow (its first line after branch, the others after
 // guide) and, below it, every child workflow that any of its runs started.
-func (a *app) printTree(ctx context.Context, c client.Client, w io.Writer, id, branch, guide, request string) error {
-	var desc *workflowservice.DescribeWorkflowExecutionResponse
-	err := a.temporalCall(ctx, func(ctx context.Context) (err error) {
-		desc, err = c.DescribeWorkflowExecution(ctx, id, "")
-		return err
-	})
-	if isUnavailable(err) {
-		return err
+func printTree(w io.Writer, c *agentclient.Client, n agentclient.Node, branch, guide string) {
+	latest := n.Runs[len(n.Runs)-1].ID
+	fmt.Fprintf(w, "%s%s  %s  [%s]\n", branch, n.Type, n.ID, n.Status)
+	if n.Request != "" {
+		fmt.Fprintf(w, "%s   request: %s\n", guide, termtext.Line(n.Request))
 	}
-	if err != nil {
-		return fmt.Errorf("describe workflow %s: %w", id, err)
-	}
-	info := desc.WorkflowExecutionInfo
-	latest := info.GetExecution().GetRunId()
-	first := info.GetFirstRunId()
-	if first == "" {
-		first = latest
-	}
-	runs, err := extendRuns(ctx, temporalStream{c}, id, []string{first}, latest)
-	if err != nil {
-		return fmt.Errorf("find the runs of %s: %w", id, err)
-	}
-	status := strings.TrimPrefix(info.GetStatus().String(), "WORKFLOW_EXECUTION_STATUS_")
-	fmt.Fprintf(w, "%s%s  %s  [%s]\n", branch, info.GetType().GetName(), id, status)
-	if request != "" {
-		fmt.Fprintf(w, "%s   request: %s\n", guide, termtext.Line(request))
-	}
-	if len(runs) == 1 {
+	if len(n.Runs) == 1 {
 		fmt.Fprintf(w, "%s   run %s\n", guide, latest)
 	} else {
-		fmt.Fprintf(w, "%s   %d runs (continued as new), latest %s\n", guide, len(runs), latest)
+		fmt.Fprintf(w, "%s   %d runs (continued as new), latest %s\n", guide, len(n.Runs), latest)
 	}
-	fmt.Fprintf(w, "%s   %s\n", guide, a.temporal.WorkflowURL(id))
-	if len(runs) == 1 {
-		return a.printChildren(ctx, c, w, id, latest, guide)
+	fmt.Fprintf(w, "%s   %s\n", guide, c.WorkflowURL(n.ID))
+	if len(n.Runs) == 1 {
+		printChildren(w, c, n.Runs[0].Children, guide)
+		return
 	}
-	for i, run := range runs {
-		b, g := branches(i, len(runs))
-		fmt.Fprintf(w, "%s%srun %d of %d: %s\n", guide, b, i+1, len(runs), run)
-		if err := a.printChildren(ctx, c, w, id, run, guide+g); err != nil {
-			return err
-		}
+	for i, run := range n.Runs {
+		b, g := branches(i, len(n.Runs))
+		fmt.Fprintf(w, "%s%srun %d of %d: %s\n", guide, b, i+1, len(n.Runs), run.ID)
+		printChildren(w, c, run.Children, guide+g)
 	}
-	return nil
 }
 
 // printChildren prints the tree of every child workflow one run started.
-func (a *app) printChildren(ctx context.Context, c client.Client, w io.Writer, id, runID, guide string) error {
-	var children []child
-	if err := a.temporalCall(ctx, func(ctx context.Context) (err error) {
-		children, err = childrenOf(ctx, c, id, runID)
-		return err
-	}); err != nil {
-		return err
-	}
+func printChildren(w io.Writer, c *agentclient.Client, children []agentclient.Node, guide string) {
 	for i, ch := range children {
 		b, g := branches(i, len(children))
-		if err := a.printTree(ctx, c, w, ch.id, guide+b, guide+g, ch.request); err != nil {
-			return err
-		}
+		printTree(w, c, ch, guide+b, guide+g)
 	}
-	return nil
 }
 
 // branches returns the tree drawing in front of item i of n: for its first
@@ -113,27 +75,4 @@ func branches(i, n int) (branch, guide string) {
 		return "└─ ", "   "
 	}
 	return "├─ ", "│  "
-}
-
-// childrenOf reads the child workflows a run started from its history.
-func childrenOf(ctx context.Context, c client.Client, id, runID string) ([]child, error) {
-	it := c.GetWorkflowHistory(ctx, id, runID, false, enums.HISTORY_EVENT_FILTER_TYPE_ALL_EVENT)
-	var out []child
-	for it.HasNext() {
-		e, err := it.Next()
-		if err != nil {
-			return nil, fmt.Errorf("read the history of %s (run %s): %w", id, runID, err)
-		}
-		if at := e.GetStartChildWorkflowExecutionInitiatedEventAttributes(); at != nil {
-			ch := child{id: at.GetWorkflowId()}
-			var req struct {
-				Request string `json:"request"`
-			}
-			if p := at.GetInput().GetPayloads(); len(p) > 0 && json.Unmarshal(p[0].GetData(), &req) == nil {
-				ch.request = req.Request
-			}
-			out = append(out, ch)
-		}
-	}
-	return out, nil
 }

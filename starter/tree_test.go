@@ -16,6 +16,7 @@ import (
 	"go.temporal.io/sdk/converter"
 
 	"github.com/secops-agent/investigator/investigation"
+	"github.com/secops-agent/investigator/payloadcodec"
 )
 
 // historyClient answers describes and history reads of scripted workflows;
@@ -23,6 +24,8 @@ import (
 type historyClient struct {
 	client.Client
 	wfs map[string]treeWorkflow
+	// dc encodes the children's start input (default: the SDK's, in clear).
+	dc converter.DataConverter
 }
 
 // treeWorkflow is a workflow whose runs (oldest first, the last one the
@@ -31,6 +34,11 @@ type treeWorkflow struct {
 	typ    string
 	status enums.WorkflowExecutionStatus
 	runs   []treeRun
+}
+
+// child is a child workflow a run started, with its request.
+type child struct {
+	id, request string
 }
 
 type treeRun struct {
@@ -66,7 +74,11 @@ func (c *historyClient) GetWorkflowHistory(_ context.Context, id, runID string, 
 		var events []*historypb.HistoryEvent
 		if filter != enums.HISTORY_EVENT_FILTER_TYPE_CLOSE_EVENT {
 			for _, ch := range r.children {
-				input, err := converter.GetDefaultDataConverter().ToPayloads(map[string]string{"request": ch.request})
+				dc := c.dc
+				if dc == nil {
+					dc = converter.GetDefaultDataConverter()
+				}
+				input, err := dc.ToPayloads(map[string]string{"request": ch.request})
 				if err != nil {
 					panic(err)
 				}
@@ -104,10 +116,10 @@ func (it *historyIterator) Next() (*historypb.HistoryEvent, error) {
 // treeClient holds the investigation "inv" with these runs; each child is a
 // completed BigQuery sub-agent of one run, K and its number.
 func treeClient(runs ...treeRun) *historyClient {
-	c := &historyClient{wfs: map[string]treeWorkflow{"inv": {typ: investigation.WorkflowName, status: running, runs: runs}}}
+	c := &historyClient{wfs: map[string]treeWorkflow{"inv": {typ: investigation.WorkflowName, status: enums.WORKFLOW_EXECUTION_STATUS_RUNNING, runs: runs}}}
 	for _, r := range runs {
 		for _, ch := range r.children {
-			c.wfs[ch.id] = treeWorkflow{typ: investigation.BigQueryWorkflowName, status: completed, runs: []treeRun{{id: "K" + strings.TrimPrefix(ch.id, "inv/bq-")}}}
+			c.wfs[ch.id] = treeWorkflow{typ: investigation.BigQueryWorkflowName, status: enums.WORKFLOW_EXECUTION_STATUS_COMPLETED, runs: []treeRun{{id: "K" + strings.TrimPrefix(ch.id, "inv/bq-")}}}
 		}
 	}
 	return c
@@ -158,6 +170,27 @@ func TestTree(t *testing.T) {
 			require.Equal(t, c.want, out)
 		})
 	}
+}
+
+// TestTreeDecodesEncryptedRequests: with the payload key, a child's
+// request reads from its encrypted start input; without it, it is left out.
+func TestTreeDecodesEncryptedRequests(t *testing.T) {
+	t.Setenv("PAYLOAD_KEY_FILE", "")
+	keyFile := codecKeyFile(t)
+	keys, err := payloadcodec.LoadKeyFile(keyFile)
+	require.NoError(t, err)
+	tc := treeClient(treeRun{id: "R1", children: []child{{id: "inv/bq-1", request: "logins of alice"}}})
+	tc.dc = payloadcodec.NewDataConverter(keys, nil)
+	p, err := tc.dc.ToPayload(map[string]string{"request": "logins of alice"})
+	require.NoError(t, err)
+	require.NotContains(t, string(p.GetData()), "alice", "the input is encrypted")
+
+	out, err := runCLI(t, tc.dial, "tree", "inv", "--payload-key-file", keyFile)
+	require.NoError(t, err)
+	require.Contains(t, out, "└─ BigQueryAgent  inv/bq-1  [Completed]\n      request: logins of alice\n")
+	out, err = runCLI(t, tc.dial, "tree", "inv")
+	require.NoError(t, err)
+	require.Contains(t, out, "└─ BigQueryAgent  inv/bq-1  [Completed]\n      run K1\n", "no request without the key")
 }
 
 func TestTreeErrors(t *testing.T) {

@@ -16,6 +16,7 @@ import (
 	"github.com/secops-agent/investigator/activities/bigquery"
 	"github.com/secops-agent/investigator/activities/bigquery/bqtools"
 	"github.com/secops-agent/investigator/activities/bigquery/memory"
+	"github.com/secops-agent/investigator/agentclient"
 	"github.com/secops-agent/investigator/alerts"
 	"github.com/secops-agent/investigator/config"
 	"github.com/secops-agent/investigator/gemini"
@@ -81,7 +82,7 @@ func newCommand() *cobra.Command {
 			} else if err := registry.Add(bigquery.AgentTool()); err != nil {
 				return err
 			}
-			c, err := tc.Dial(logger)
+			c, err := agentclient.DialTemporal(tc, logger)
 			if err != nil {
 				return err
 			}

@@ -1,4 +1,4 @@
-package main
+package agentclient
 
 import (
 	"context"
@@ -8,11 +8,13 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 	"go.temporal.io/sdk/temporal"
 
 	"github.com/secops-agent/investigator/investigation"
+	"github.com/secops-agent/investigator/payloadcodec"
 )
 
 var (
@@ -67,7 +69,7 @@ func TestWatchAcrossContinueAsNew(t *testing.T) {
 	}
 	f.result = investigation.Result{ToolCalls: 4, Usage: investigation.Usage{Calls: 9, PromptTokens: 900, OutputTokens: 90}}
 	var out strings.Builder
-	err := testApp().watch(testCtx(t), f, &out, "inv", 1)
+	err := testClient(f).watch(testCtx(t), &out, "inv", 1)
 	require.NoError(t, err, out.String())
 	require.Equal(t, seqs(1, 12), printedNotes(out.String()), out.String())
 	require.Contains(t, out.String(), "Watching investigation inv")
@@ -85,7 +87,7 @@ func TestWatchFrom(t *testing.T) {
 		&fakeRun{id: "C", events: notes(9, 10), status: completed},
 	)
 	var out strings.Builder
-	require.NoError(t, testApp().watch(testCtx(t), f, &out, "inv", 7))
+	require.NoError(t, testClient(f).watch(testCtx(t), &out, "inv", 7))
 	require.Equal(t, seqs(7, 10), printedNotes(out.String()), out.String())
 }
 
@@ -95,7 +97,7 @@ func TestWatchLostEvents(t *testing.T) {
 	fastPolling(t)
 	f := newFakeStream("inv", &fakeRun{id: "A", events: notes(5, 6), status: completed})
 	var out strings.Builder
-	require.NoError(t, testApp().watch(testCtx(t), f, &out, "inv", 1))
+	require.NoError(t, testClient(f).watch(testCtx(t), &out, "inv", 1))
 	require.Equal(t, seqs(5, 6), printedNotes(out.String()))
 	require.Equal(t, 1, strings.Count(out.String(), "(events 1 to 4 are no longer available)"), out.String())
 }
@@ -126,7 +128,7 @@ func TestWatchChildRun(t *testing.T) {
 		}
 	}
 	var out strings.Builder
-	require.NoError(t, testApp().watch(testCtx(t), f, &out, "inv", 1))
+	require.NoError(t, testClient(f).watch(testCtx(t), &out, "inv", 1))
 	s := out.String()
 	for _, line := range []string{"  note: e1\n", "  -> bigquery_agent logins\n", "    [bigquery]   note: c1\n", "  note: e3\n", "    [bigquery]   note: c2\n", "  <- bigquery_agent: 3 logins\n"} {
 		require.Equal(t, 1, strings.Count(s, line), "%q once in:\n%s", line, s)
@@ -140,7 +142,7 @@ func TestWatchFailedInvestigation(t *testing.T) {
 	f := newFakeStream("inv", &fakeRun{id: "A", events: notes(1, 2), status: failed})
 	f.resultErr = temporal.NewApplicationError("planning failed: Gemini rejected the credentials (HTTP 401)", "InvestigationFailed")
 	var out strings.Builder
-	err := testApp().watch(testCtx(t), f, &out, "inv", 1)
+	err := testClient(f).watch(testCtx(t), &out, "inv", 1)
 	require.EqualError(t, err, "investigation inv failed: planning failed: Gemini rejected the credentials (HTTP 401)")
 	require.Equal(t, seqs(1, 2), printedNotes(out.String()))
 }
@@ -148,7 +150,7 @@ func TestWatchFailedInvestigation(t *testing.T) {
 func TestWatchUnknownInvestigation(t *testing.T) {
 	f := newFakeStream("inv")
 	var out strings.Builder
-	err := testApp().watch(testCtx(t), f, &out, "nope", 1)
+	err := testClient(f).watch(testCtx(t), &out, "nope", 1)
 	require.EqualError(t, err, "no investigation with ID nope")
 }
 
@@ -157,11 +159,11 @@ func TestWatchUnknownInvestigation(t *testing.T) {
 func TestInterruptedFollowingNamesTheResumePoint(t *testing.T) {
 	watchFrom := func(from int) func(context.Context, stream, io.Writer) error {
 		return func(ctx context.Context, src stream, out io.Writer) error {
-			return testApp().watch(ctx, src, out, "inv", from)
+			return testClient(src).watch(ctx, out, "inv", from)
 		}
 	}
 	investigate := func(ctx context.Context, src stream, out io.Writer) error {
-		return testApp().followTurn(ctx, src, out, "inv", 0, firstConclusion)
+		return testClient(src).followText(ctx, out, "inv", 0, firstConclusion)
 	}
 	for _, c := range []struct {
 		name   string
@@ -198,7 +200,7 @@ func TestWatchPagesThroughAClosedRun(t *testing.T) {
 	fastPolling(t)
 	f := newFakeStream("inv", &fakeRun{id: "A", events: notes(1, 450), status: completed})
 	var out strings.Builder
-	require.NoError(t, testApp().watch(testCtx(t), f, &out, "inv", 1))
+	require.NoError(t, testClient(f).watch(testCtx(t), &out, "inv", 1))
 	require.Equal(t, seqs(1, 450), printedNotes(out.String()))
 	require.True(t, strings.HasSuffix(out.String(), "\ninvestigation inv completed after 0 tool calls and 0 model calls (0 prompt + 0 output tokens)\n"), out.String())
 	require.Equal(t, []string{"inv/A>0", "inv/A>200", "inv/A>400"}, f.queries)
@@ -220,7 +222,7 @@ func TestWatchPagesAcrossContinueAsNew(t *testing.T) {
 			b.events, b.status = notes(451, 1150), completed
 		}
 	}
-	require.NoError(t, testApp().watch(testCtx(t), f, &out, "inv", 1))
+	require.NoError(t, testClient(f).watch(testCtx(t), &out, "inv", 1))
 	require.Equal(t, seqs(1, 900), atSecondTick, "the first tick read every page")
 	require.Equal(t, seqs(1, 1150), printedNotes(out.String()))
 	require.Contains(t, out.String(), "\ninvestigation inv completed")
@@ -235,7 +237,7 @@ func TestWatchPagesThroughAChildRun(t *testing.T) {
 	}})
 	f.add("inv/bq-1", &fakeRun{id: "K", status: completed, events: notesNamed("c", 1, 450)})
 	var out strings.Builder
-	require.NoError(t, testApp().watch(testCtx(t), f, &out, "inv", 1))
+	require.NoError(t, testClient(f).watch(testCtx(t), &out, "inv", 1))
 	require.Equal(t, seqs(1, 450), numbers(childNoteLine, out.String()), out.String())
 }
 
@@ -255,7 +257,7 @@ func TestWatchWaitsForOldRun(t *testing.T) {
 		}
 	}
 	var out strings.Builder
-	require.NoError(t, testApp().watch(testCtx(t), f, &out, "inv", 1))
+	require.NoError(t, testClient(f).watch(testCtx(t), &out, "inv", 1))
 	require.Equal(t, seqs(1, 4), printedNotes(out.String()), out.String())
 }
 
@@ -270,7 +272,7 @@ func TestFollowTurnStopsAtTheConclusion(t *testing.T) {
 	f := newFakeStream("inv", &fakeRun{id: "A", events: evs, status: running})
 	f.st = investigation.Status{Phase: investigation.PhaseIdle, ToolCalls: 2, Usage: investigation.Usage{Calls: 4, PromptTokens: 40, OutputTokens: 4}}
 	var out strings.Builder
-	require.NoError(t, testApp().followTurn(testCtx(t), f, &out, "inv", 0, firstConclusion))
+	require.NoError(t, testClient(f).followText(testCtx(t), &out, "inv", 0, firstConclusion))
 	s := out.String()
 	require.Equal(t, 1, strings.Count(s, "CONCLUSION"))
 	require.Contains(t, s, "\n0 steps, 2 tool calls, 4 model calls (40 prompt + 4 output tokens)\n")
@@ -283,7 +285,7 @@ func TestFollowTurnFailure(t *testing.T) {
 	f := newFakeStream("inv", &fakeRun{id: "A", events: notes(1, 1), status: failed})
 	f.resultErr = temporal.NewApplicationError("planning failed: boom", "InvestigationFailed")
 	var out strings.Builder
-	err := testApp().followTurn(testCtx(t), f, &out, "inv", 0, firstConclusion)
+	err := testClient(f).followText(testCtx(t), &out, "inv", 0, firstConclusion)
 	require.EqualError(t, err, "investigation inv failed: planning failed: boom")
 }
 
@@ -310,7 +312,7 @@ func TestAskFollowsFromAnEarlierRun(t *testing.T) {
 	)
 	f.st = investigation.Status{Phase: investigation.PhaseIdle}
 	var out strings.Builder
-	require.NoError(t, testApp().followTurn(testCtx(t), f, &out, "inv", 4, turnConclusion(" "+q+" ")))
+	require.NoError(t, testClient(f).followText(testCtx(t), &out, "inv", 4, turnConclusion(" "+q+" ")))
 	s := out.String()
 	require.Equal(t, seqs(5, 6), printedNotes(s), s)
 	require.Contains(t, s, "earlier answer")
@@ -319,4 +321,82 @@ func TestAskFollowsFromAnEarlierRun(t *testing.T) {
 	require.Equal(t, 2, strings.Count(s, "CONCLUSION"))
 	require.Contains(t, f.queries, "inv/B>4")
 	require.Contains(t, f.queries, "inv/A>4", "stepped back to the run that holds event 5")
+}
+
+// TestFollowingGivesUpWhenTemporalStaysDown: a follower retries a failed
+// describe at every tick, but not past the call timeout.
+func TestFollowingGivesUpWhenTemporalStaysDown(t *testing.T) {
+	fastPolling(t)
+	f := newFakeStream("inv", &fakeRun{id: "A", status: running, events: notes(1, 2)})
+	f.downFrom = 3 // start and the first tick work, then Temporal is gone
+	c := testClient(f)
+	c.cfg.Address = "temporal.example:7233"
+	c.timeout = 50 * time.Millisecond
+	var out strings.Builder
+	err := c.watch(testCtx(t), &out, "inv", 1)
+	require.EqualError(t, err, "Temporal at temporal.example:7233 did not answer within 50ms; is the server running?")
+	require.Contains(t, out.String(), "note: e2", "what was read before is printed")
+}
+
+// TestWatchStopsOnKeyProblems: a payload that cannot be decrypted ends
+// following at once with its sentence, where other query errors are waited
+// out.
+func TestWatchStopsOnKeyProblems(t *testing.T) {
+	fastPolling(t)
+	own := &payloadcodec.KeyError{KeyID: "k1", Reason: payloadcodec.ReasonNoKeyFile}
+	f := newFakeStream("inv", &fakeRun{id: "A", status: running, queryErr: fmt.Errorf("decode: %w", own)})
+	var out strings.Builder
+	err := testClient(f).watch(testCtx(t), &out, "inv", 1)
+	require.EqualError(t, err, "cannot follow investigation inv: "+own.Error())
+	require.Len(t, f.queries, 1, "no retries")
+
+	// The worker could not decrypt the input, so the run failed and answers
+	// no query: its failure says why.
+	f = newFakeStream("inv", &fakeRun{id: "A", status: failed, queryErr: errors.New("unknown queryType progress")})
+	f.resultErr = errors.New("workflow execution error (type: Investigation): " + own.Error() + " (type: KeyError, retryable: true)")
+	err = testClient(f).watch(testCtx(t), &out, "inv", 1)
+	require.EqualError(t, err, "investigation inv failed: the worker reports: "+own.Error())
+}
+
+// TestAskFollowsOnlyNewEvents: a follow-up question is followed from the
+// event after the one that recorded it (the update's Ack.Seq): neither the
+// conversation before it nor the recording event is shown again, even when
+// an earlier turn asked the same question.
+func TestAskFollowsOnlyNewEvents(t *testing.T) {
+	fastPolling(t)
+	q := "Did they get in?"
+	events := append(notes(1, 2),
+		investigation.Event{Seq: 3, Kind: investigation.EventTurn, Turn: 2, Text: q, Mode: "direct"},
+		investigation.Event{Seq: 4, Kind: investigation.EventConclusion, Turn: 2, Text: "the old answer"},
+		investigation.Event{Seq: 5, Kind: investigation.EventNote, Turn: 2, Text: "follow-up question queued: " + q},
+		investigation.Event{Seq: 6, Kind: investigation.EventTurn, Turn: 3, Text: q, Mode: "plan"},
+		investigation.Event{Seq: 7, Kind: investigation.EventNote, Turn: 3, Text: "e7"},
+		investigation.Event{Seq: 8, Kind: investigation.EventConclusion, Turn: 3, Text: "the new answer"},
+		investigation.Event{Seq: 9, Kind: investigation.EventIdle, Turn: 3},
+	)
+	f := newFakeStream("inv", &fakeRun{id: "A", events: events, status: running})
+	f.st = investigation.Status{Phase: investigation.PhaseIdle, LastSeq: 9}
+	var out strings.Builder
+	require.NoError(t, testClient(f).FollowAnswer(testCtx(t), NewTextRenderer(&out, "inv"), "inv", q, investigation.Ack{Seq: 5}))
+	s := out.String()
+	require.Equal(t, []string{"7"}, printedNotes(s), s)
+	require.NotContains(t, s, "the old answer")
+	require.NotContains(t, s, "follow-up question queued", "the recording event is the ack's, printed already")
+	require.Contains(t, s, "=== FOLLOW-UP (turn 3, mode plan): Did they get in?")
+	require.Contains(t, s, "the new answer")
+	require.Equal(t, "inv/A>5", f.queries[0])
+}
+
+// TestAskRecordedByAnEarlierRun: a retried question that an earlier run
+// recorded is acknowledged without an event number; following starts at
+// the investigation's latest event and stops at the next conclusion.
+func TestAskRecordedByAnEarlierRun(t *testing.T) {
+	fastPolling(t)
+	events := append(notes(1, 7), investigation.Event{Seq: 8, Kind: investigation.EventConclusion, Text: "the answer"})
+	f := newFakeStream("inv", &fakeRun{id: "A", events: events, status: running})
+	f.st = investigation.Status{Phase: investigation.PhaseIdle, LastSeq: 6}
+	var out strings.Builder
+	require.NoError(t, testClient(f).FollowAnswer(testCtx(t), NewTextRenderer(&out, "inv"), "inv", "q", investigation.Ack{Message: "already recorded"}))
+	require.Equal(t, []string{"7"}, printedNotes(out.String()), out.String())
+	require.Contains(t, out.String(), "the answer")
 }

@@ -1,4 +1,4 @@
-package main
+package agentclient
 
 import (
 	"strings"
@@ -85,7 +85,7 @@ func TestPrefixWriterPrefixesEachLine(t *testing.T) {
 
 func TestPrintStatus(t *testing.T) {
 	var b strings.Builder
-	printStatus(&b, "inv-1", "running", investigation.Status{
+	RenderStatus(&b, "inv-1", "running", investigation.Status{
 		Phase: investigation.PhaseWaitingForAnswer, Turn: 2, Request: "Did they get in?",
 		Plan: plan.Plan{Objective: "Decide", Steps: []plan.Step{
 			{ID: "step_1", Description: "Read.", Tools: []string{"get_alert"}, Status: plan.Done},
@@ -129,17 +129,17 @@ Queued follow-up questions:
 	require.Equal(t, want, b.String())
 
 	b.Reset()
-	printStatus(&b, "inv-1", "running", investigation.Status{Phase: investigation.PhaseIdle, Turn: 1})
+	RenderStatus(&b, "inv-1", "running", investigation.Status{Phase: investigation.PhaseIdle, Turn: 1})
 	require.Contains(t, b.String(), "PLAN  (none yet)")
 	require.Contains(t, b.String(), "Insights: (none yet)")
 	require.Contains(t, b.String(), `(the investigation stays open for follow-up questions: starter ask inv-1 "...")`)
 
 	b.Reset()
-	printStatus(&b, "inv-1", "completed", investigation.Status{Phase: investigation.PhaseIdle, Turn: 1})
+	RenderStatus(&b, "inv-1", "completed", investigation.Status{Phase: investigation.PhaseIdle, Turn: 1})
 	require.Contains(t, b.String(), "phase:    idle, workflow completed")
 	require.NotContains(t, b.String(), "starter ask", "a closed investigation takes no follow-ups")
 
 	b.Reset()
-	printStatus(&b, "inv-1", "running", investigation.Status{Phase: investigation.PhaseAwaitingApproval})
+	RenderStatus(&b, "inv-1", "running", investigation.Status{Phase: investigation.PhaseAwaitingApproval})
 	require.Contains(t, b.String(), `PLAN AWAITS APPROVAL: starter approve inv-1 | starter revise inv-1 "..."`)
 }

@@ -1,4 +1,4 @@
-package config
+package agentclient
 
 import (
 	"bytes"
@@ -18,6 +18,7 @@ import (
 	"go.temporal.io/sdk/temporal"
 	"google.golang.org/protobuf/proto"
 
+	"github.com/secops-agent/investigator/config"
 	"github.com/secops-agent/investigator/payloadcodec"
 )
 
@@ -33,7 +34,7 @@ func keyFile(t *testing.T, id string) string {
 
 func loadKeys(t *testing.T, path string) *payloadcodec.Keys {
 	t.Helper()
-	k, err := Temporal{PayloadKeyFile: path}.PayloadKeys()
+	k, err := PayloadKeys(config.Temporal{PayloadKeyFile: path})
 	require.NoError(t, err)
 	return k
 }
@@ -67,16 +68,16 @@ func TestFailureMessagesEncrypted(t *testing.T) {
 
 func TestPayloadKeyFileFlagAndErrors(t *testing.T) {
 	t.Setenv("PAYLOAD_KEY_FILE", "/etc/investigator/payload.keys")
-	var tc Temporal
+	var tc config.Temporal
 	fs := pflag.NewFlagSet("x", pflag.ContinueOnError)
 	tc.Flags(fs)
 	require.NoError(t, fs.Parse(nil))
 	require.Equal(t, "/etc/investigator/payload.keys", tc.PayloadKeyFile)
 
-	k, err := Temporal{}.PayloadKeys()
+	k, err := PayloadKeys(config.Temporal{})
 	require.NoError(t, err)
 	require.Nil(t, k, "no key file, no keys: payloads stay in clear")
-	_, err = Temporal{Address: "localhost:1", PayloadKeyFile: filepath.Join(t.TempDir(), "none")}.Dial(nil)
+	_, err = DialTemporal(config.Temporal{Address: "localhost:1", PayloadKeyFile: filepath.Join(t.TempDir(), "none")}, nil)
 	require.ErrorContains(t, err, "cannot read the payload key file")
 }
 
@@ -108,4 +109,10 @@ func TestKeyErrorsTravelInClear(t *testing.T) {
 	msg, ok := payloadcodec.Explain(starterKeys.FailureToError(f))
 	require.True(t, ok)
 	require.Equal(t, "the worker reports: "+want, msg)
+}
+
+func TestTemporalTLSNeedsCertAndKey(t *testing.T) {
+	t.Setenv("TEMPORAL_API_KEY", "")
+	_, err := DialTemporal(config.Temporal{Address: "localhost:1", CertPath: "/c.pem"}, nil)
+	require.ErrorContains(t, err, "needs both")
 }

@@ -1,16 +1,24 @@
-package main
+package agentclient
 
 import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"time"
 
 	"go.temporal.io/api/enums/v1"
 
 	"github.com/secops-agent/investigator/investigation"
+	"github.com/secops-agent/investigator/payloadcodec"
 )
+
+// pollInterval is how often a follower asks for new events (tests shorten it).
+var pollInterval = 400 * time.Millisecond
+
+// oldRunPatience is how many failed queries in a row a closed (continued as
+// new) run, or a child run, gets before the follower gives up on its
+// remaining events.
+const oldRunPatience = 25
 
 // How following ended.
 const (
@@ -25,7 +33,7 @@ type followEnd struct {
 	status enums.WorkflowExecutionStatus // its status (endClosed)
 }
 
-// follower prints an investigation's progress events in order, each once.
+// follower renders an investigation's progress events in order, each once.
 //
 // Event numbers (seq) run without gaps across the whole investigation, also
 // across continue-as-new: a new run starts numbering where the old one
@@ -48,15 +56,17 @@ type followEnd struct {
 //     remaining event.
 //
 // Events naming a child workflow start a child stream, read the same way
-// (one run, page after page) in the same tick, printed with a [bigquery]
-// prefix until the child closes; a child never holds up the parent's events.
+// (one run, page after page) in the same tick, rendered as the child's
+// events until the child closes; a child never holds up the parent's events.
+//
+// What it reads goes to a Renderer (text or JSON lines); the follower
+// itself never prints.
 type follower struct {
 	src      stream
 	id       string
-	out      io.Writer
+	r        Renderer
 	queue    string
 	interval time.Duration
-	p        *printer
 	// until, when set, ends following once it returns true for a printed event.
 	until func(investigation.Event) bool
 
@@ -76,24 +86,11 @@ type follower struct {
 	downSince   time.Time
 }
 
-type childStream struct {
-	id       string
-	p        *printer
-	seq      int
-	done     bool
-	failures int
-}
-
-func newFollower(src stream, id string, out io.Writer, queue string) *follower {
-	return &follower{src: src, id: id, out: out, queue: queue, interval: pollInterval, p: &printer{out: out, id: id}, seen: map[string]bool{}}
-}
-
-// newFollower is a follower that gives up when Temporal stays unreachable
-// for the call timeout.
-func (a *app) newFollower(src stream, id string, out io.Writer) *follower {
-	f := newFollower(src, id, out, a.temporal.TaskQueue)
-	f.patience, f.unreachable = a.timeout(), a.temporalTimeout
-	return f
+// newFollower is a follower of investigation id that gives up when
+// Temporal stays unreachable for the call timeout.
+func (c *Client) newFollower(id string, r Renderer) *follower {
+	return &follower{src: c.src, id: id, r: r, queue: c.cfg.TaskQueue, interval: pollInterval, seen: map[string]bool{},
+		patience: c.timeout, unreachable: c.unreachable}
 }
 
 // start finds the chain of runs and where to begin: the first run (watch), or
@@ -101,7 +98,7 @@ func (a *app) newFollower(src stream, id string, out io.Writer) *follower {
 func (f *follower) start(ctx context.Context, atLatest bool) error {
 	d, err := f.src.describe(ctx, f.id, "")
 	if err != nil {
-		if isNotFound(err) {
+		if IsNotFound(err) {
 			return fmt.Errorf("no investigation with ID %s", f.id)
 		}
 		return fmt.Errorf("look up investigation %s: %w", f.id, err)
@@ -145,13 +142,9 @@ func extendRuns(ctx context.Context, src stream, id string, runs []string, lates
 	return runs, nil
 }
 
-// stopped says where following was interrupted and how to resume there.
-func (f *follower) stopped() {
-	at := fmt.Sprintf("after event %d", f.seq)
-	if !f.printedAny {
-		at = "before any new event"
-	}
-	fmt.Fprintf(f.out, "\nstopped watching %s; the investigation goes on. Resume with: starter watch %s --from %d\n", at, f.id, f.seq+1)
+// interrupted is the ending of following stopped by Ctrl-C: where to resume.
+func (f *follower) interrupted() Ending {
+	return Ending{ID: f.id, Interrupted: true, Next: f.seq + 1, ShownAny: f.printedAny}
 }
 
 // run follows until the workflow closes, until is met, or ctx ends.
@@ -182,7 +175,7 @@ func (f *follower) step(ctx context.Context) (followEnd, bool, error) {
 		if ctx.Err() != nil {
 			return followEnd{how: endInterrupted}, true, nil
 		}
-		if isNotFound(err) {
+		if IsNotFound(err) {
 			return followEnd{}, true, fmt.Errorf("investigation %s is gone (no workflow with this ID any more)", f.id)
 		}
 		if f.downSince.IsZero() {
@@ -208,14 +201,14 @@ func (f *follower) step(ctx context.Context) (followEnd, bool, error) {
 				return followEnd{}, true, err
 			}
 			f.failures++
-			if !latest && (f.failures >= oldRunPatience || isNotFound(err)) {
-				fmt.Fprintf(f.out, "(could not read the remaining events of run %s: %v; going on with the next run)\n", cur, err)
+			if !latest && (f.failures >= oldRunPatience || IsNotFound(err)) {
+				f.r.Notice("", fmt.Sprintf("(could not read the remaining events of run %s: %v; going on with the next run)", cur, err))
 				f.failures, f.idx, f.drained = 0, f.idx+1, true
 				continue
 			}
 			if !f.warned && !f.printedAny && f.failures >= 5 {
 				f.warned = true
-				fmt.Fprintf(f.out, "(waiting for a worker on task queue %q...)\n", f.queue)
+				f.r.Notice("", fmt.Sprintf("(waiting for a worker on task queue %q...)", f.queue))
 			}
 			break
 		}
@@ -230,7 +223,7 @@ func (f *follower) step(ctx context.Context) (followEnd, bool, error) {
 				f.idx-- // the missing events were recorded by the run before
 				continue
 			}
-			fmt.Fprintf(f.out, "(events %d to %d are no longer available)\n", f.seq+1, gapTo-1)
+			f.r.Notice("", fmt.Sprintf("(events %d to %d are no longer available)", f.seq+1, gapTo-1))
 			f.seq = gapTo - 1
 			f.drained = false
 			continue
@@ -277,7 +270,7 @@ func (f *follower) take(events []investigation.Event) (printed, gapTo int, stop 
 		f.seq = e.Seq
 		printed++
 		f.printedAny = true
-		f.p.print(e)
+		f.r.Event(e)
 		f.track(e)
 		if f.until != nil && f.until(e) {
 			return printed, 0, true
@@ -286,95 +279,20 @@ func (f *follower) take(events []investigation.Event) (printed, gapTo int, stop 
 	return printed, 0, false
 }
 
-// track starts following the child run an event names.
-func (f *follower) track(e investigation.Event) {
-	if e.Child == "" || f.seen[e.Child] {
-		return
-	}
-	f.seen[e.Child] = true
-	f.children = append(f.children, &childStream{
-		id: e.Child,
-		p:  &printer{out: &prefixWriter{w: f.out, prefix: "    [bigquery] "}, id: e.Child},
-	})
-}
-
-// pollChildren prints what is new in every open child run. The children are
-// queried concurrently, with short timeouts, and printed in the order they
-// started.
-func (f *follower) pollChildren(ctx context.Context) {
-	type read struct {
-		closed bool
-		events []investigation.Event
-		err    error
-	}
-	var open []*childStream
-	for _, ch := range f.children {
-		if !ch.done {
-			open = append(open, ch)
+// keyProblem turns a payload that cannot be decrypted (wrong or missing
+// payload key, here or in the worker) into the error that ends following:
+// retrying cannot help. A closed run that answers no query (its input could
+// not be decrypted, so it never ran) is explained by its failure.
+func (f *follower) keyProblem(ctx context.Context, err error, runID string, closed bool) error {
+	if closed {
+		if _, oerr := f.src.outcome(ctx, f.id, runID); oerr != nil {
+			if msg, ok := payloadcodec.Explain(oerr); ok {
+				return fmt.Errorf("investigation %s failed: %s", f.id, msg)
+			}
 		}
 	}
-	if len(open) == 0 {
-		return
+	if msg, ok := payloadcodec.Explain(err); ok {
+		return fmt.Errorf("cannot follow investigation %s: %s", f.id, msg)
 	}
-	reads := make([]chan read, len(open))
-	for i, ch := range open {
-		reads[i] = make(chan read, 1)
-		go func(ch *childStream, seq int, out chan<- read) {
-			cctx, cancel := context.WithTimeout(ctx, 3*time.Second)
-			defer cancel()
-			var r read
-			d, err := f.src.describe(cctx, ch.id, "")
-			if err != nil {
-				r.err = err
-				out <- r
-				return
-			}
-			r.closed = d.closed()
-			for {
-				events, err := f.src.events(cctx, ch.id, "", seq)
-				if err != nil {
-					// Print the pages read; the child is not done yet.
-					r.closed = false
-					if len(r.events) == 0 {
-						r.err = err
-					}
-					break
-				}
-				r.events = append(r.events, events...)
-				if !fullPage(events) || events[len(events)-1].Seq <= seq {
-					break
-				}
-				seq = events[len(events)-1].Seq
-			}
-			out <- r
-		}(ch, ch.seq, reads[i])
-	}
-	for i, ch := range open {
-		r := <-reads[i]
-		if r.err != nil {
-			ch.failures++
-			if ch.failures >= oldRunPatience && !isNotFound(r.err) {
-				fmt.Fprintf(f.out, "    [bigquery] (stopped following %s: %v)\n", ch.id, r.err)
-				ch.done = true
-			}
-			continue
-		}
-		ch.failures = 0
-		for _, e := range r.events {
-			if e.Seq != ch.seq+1 {
-				continue
-			}
-			ch.seq = e.Seq
-			ch.p.print(e)
-		}
-		if r.closed {
-			ch.done = true
-		}
-	}
-}
-
-// fullPage says a progress query returned as many events as it may, so more
-// may follow.
-func fullPage(events []investigation.Event) bool {
-	return len(events) >= investigation.MaxProgressEvents
+	return nil
 }

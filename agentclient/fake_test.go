@@ -1,8 +1,9 @@
-package main
+package agentclient
 
 import (
 	"context"
 	"fmt"
+	"io"
 	"sync"
 	"testing"
 	"time"
@@ -10,6 +11,7 @@ import (
 	"go.temporal.io/api/enums/v1"
 	"go.temporal.io/api/serviceerror"
 
+	"github.com/secops-agent/investigator/config"
 	"github.com/secops-agent/investigator/investigation"
 )
 
@@ -155,13 +157,21 @@ func fastPolling(t *testing.T) {
 	t.Cleanup(func() { pollInterval = old })
 }
 
-// testApp is an app whose Temporal settings are the defaults.
-func testApp() *app {
-	a := &app{}
-	a.temporal.TaskQueue = investigation.DefaultQueue
-	a.temporal.Namespace = "default"
-	a.temporal.UIURL = "http://localhost:8233"
-	return a
+// testClient is a client of src whose settings are the defaults.
+func testClient(src stream) *Client {
+	return &Client{src: src, timeout: DefaultCallTimeout, cfg: config.Temporal{
+		TaskQueue: investigation.DefaultQueue, Namespace: "default", UIURL: "http://localhost:8233"}}
+}
+
+// watch is Watch with the text renderer on out, as starter watch runs it.
+func (c *Client) watch(ctx context.Context, out io.Writer, id string, from int) error {
+	return c.Watch(ctx, NewTextRenderer(out, id), id, from)
+}
+
+// followText is followTurn with the text renderer on out, as starter
+// investigate and ask run it.
+func (c *Client) followText(ctx context.Context, out io.Writer, id string, after int, until func(investigation.Event) bool) error {
+	return c.followTurn(ctx, NewTextRenderer(out, id), id, after, until)
 }
 
 func testCtx(t *testing.T) context.Context {

@@ -1,4 +1,4 @@
-package main
+package agentclient
 
 import (
 	"fmt"
@@ -9,9 +9,9 @@ import (
 	"github.com/secops-agent/investigator/plan"
 )
 
-// printer turns progress events into the lines the analyst reads. It is
-// shared by investigate, ask and watch; a child run's events go through a
-// printer whose writer prefixes every line.
+// printer turns progress events into the lines the analyst reads (the text
+// renderer's); a child run's events go through a printer whose writer
+// prefixes every line.
 type printer struct {
 	out io.Writer
 	// id is the investigation's workflow ID, for the commands the printer

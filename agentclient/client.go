@@ -1,0 +1,158 @@
+// Package agentclient is the analyst's client of the Investigation workflow:
+// it connects to Temporal (TLS, API key, the payload codec), starts
+// investigations with their search attributes, sends the steering updates,
+// reads status, results and run trees, and follows an investigation's
+// progress events in order, each once, across continue-as-new and child
+// runs, rendering them as text or JSON lines. The starter's commands are
+// thin cobra wrappers around it; the worker dials through it too.
+package agentclient
+
+import (
+	"crypto/tls"
+	"fmt"
+	"io"
+	"log/slog"
+	"time"
+
+	"go.temporal.io/sdk/client"
+	"go.temporal.io/sdk/converter"
+	tlog "go.temporal.io/sdk/log"
+	"go.temporal.io/sdk/temporal"
+
+	"github.com/secops-agent/investigator/config"
+	"github.com/secops-agent/investigator/payloadcodec"
+)
+
+// DefaultCallTimeout bounds each call to Temporal that has no deadline of
+// its own when Options.CallTimeout is zero.
+const DefaultCallTimeout = 30 * time.Second
+
+// Options configure a Client.
+type Options struct {
+	Temporal config.Temporal
+	// CallTimeout bounds each call to Temporal, and how long a follower
+	// waits for an unreachable Temporal; zero means DefaultCallTimeout.
+	CallTimeout time.Duration
+	// Logger receives the Temporal client's logs; nil discards them.
+	Logger *slog.Logger
+}
+
+// Client is a connection to Temporal with the settings of one namespace
+// and task queue.
+type Client struct {
+	tc      client.Client
+	src     stream
+	dc      converter.DataConverter
+	cfg     config.Temporal
+	timeout time.Duration
+}
+
+// Dial connects to Temporal with the options' settings.
+func Dial(o Options) (*Client, error) {
+	keys, err := PayloadKeys(o.Temporal)
+	if err != nil {
+		return nil, err
+	}
+	tc, err := dial(o.Temporal, keys, o.Logger)
+	if err != nil {
+		return nil, err
+	}
+	return wrap(tc, keys, o), nil
+}
+
+// New wraps an SDK client that is already connected (tests give a fake);
+// the payload key file of the options still decodes what the client reads
+// from history.
+func New(tc client.Client, o Options) (*Client, error) {
+	keys, err := PayloadKeys(o.Temporal)
+	if err != nil {
+		return nil, err
+	}
+	return wrap(tc, keys, o), nil
+}
+
+func wrap(tc client.Client, keys *payloadcodec.Keys, o Options) *Client {
+	timeout := o.CallTimeout
+	if timeout <= 0 {
+		timeout = DefaultCallTimeout
+	}
+	return &Client{tc: tc, src: temporalStream{tc}, dc: payloadcodec.NewDataConverter(keys, nil), cfg: o.Temporal, timeout: timeout}
+}
+
+// Close closes the connection.
+func (c *Client) Close() { c.tc.Close() }
+
+// WorkflowURL is the Web UI link of a workflow.
+func (c *Client) WorkflowURL(id string) string { return c.cfg.WorkflowURL(id) }
+
+// DialTemporal returns the SDK client the worker runs on: the same
+// connection settings, converters and key handling as the analyst's client.
+func DialTemporal(t config.Temporal, logger *slog.Logger) (client.Client, error) {
+	keys, err := PayloadKeys(t)
+	if err != nil {
+		return nil, err
+	}
+	return dial(t, keys, logger)
+}
+
+// PayloadKeys loads the payload key file, or returns nil without one.
+func PayloadKeys(t config.Temporal) (*payloadcodec.Keys, error) {
+	if t.PayloadKeyFile == "" {
+		return nil, nil
+	}
+	return payloadcodec.LoadKeyFile(t.PayloadKeyFile)
+}
+
+// dial connects to Temporal, logging through slog. The API key is read from
+// TEMPORAL_API_KEY only, never from a flag.
+func dial(t config.Temporal, keys *payloadcodec.Keys, logger *slog.Logger) (client.Client, error) {
+	if logger == nil {
+		logger = slog.New(slog.NewTextHandler(io.Discard, nil))
+	}
+	opts := client.Options{
+		HostPort:  t.Address,
+		Namespace: t.Namespace,
+		Logger:    tlog.NewStructuredLogger(logger),
+	}
+	if w := keys.Warning(); w != "" {
+		logger.Warn(w)
+	}
+	opts.DataConverter, opts.FailureConverter = Converters(keys, logger)
+	if key := config.Env("", "TEMPORAL_API_KEY"); key != "" {
+		opts.Credentials = client.NewAPIKeyStaticCredentials(key)
+		t.TLS = true
+	}
+	if (t.CertPath == "") != (t.KeyPath == "") {
+		return nil, fmt.Errorf("mTLS needs both TEMPORAL_TLS_CLIENT_CERT_PATH and TEMPORAL_TLS_CLIENT_KEY_PATH")
+	}
+	if t.CertPath != "" {
+		cert, err := tls.LoadX509KeyPair(t.CertPath, t.KeyPath)
+		if err != nil {
+			return nil, fmt.Errorf("load the Temporal client certificate: %w", err)
+		}
+		opts.ConnectionOptions.TLS = &tls.Config{Certificates: []tls.Certificate{cert}}
+	} else if t.TLS {
+		opts.ConnectionOptions.TLS = &tls.Config{}
+	}
+	c, err := client.Dial(opts)
+	if err != nil {
+		return nil, fmt.Errorf("cannot connect to Temporal at %s (namespace %s): %w", t.Address, t.Namespace, err)
+	}
+	return c, nil
+}
+
+// Converters are the client's data and failure converters for a key ring.
+// Without keys (nil) payloads stay in clear and the codec only turns an
+// encrypted payload into a clear error; with keys every payload is encrypted,
+// and so are failure messages and stack traces (EncodeCommonAttributes),
+// except the one sentence saying a payload cannot be decrypted, which is
+// logged (once a minute) through logger when it is not nil.
+func Converters(keys *payloadcodec.Keys, logger *slog.Logger) (converter.DataConverter, converter.FailureConverter) {
+	dc := payloadcodec.NewDataConverter(keys, logger)
+	plain := temporal.NewDefaultFailureConverter(temporal.DefaultFailureConverterOptions{DataConverter: dc})
+	encrypting := plain
+	if keys != nil {
+		encrypting = temporal.NewDefaultFailureConverter(temporal.DefaultFailureConverterOptions{DataConverter: dc, EncodeCommonAttributes: true})
+	}
+	return dc, payloadcodec.NewFailureConverter(encrypting, plain, dc)
+}

@@ -1,0 +1,126 @@
+package agentclient
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+
+	"go.temporal.io/api/enums/v1"
+
+	"github.com/secops-agent/investigator/investigation"
+)
+
+// Watch renders an investigation's events from event number from (the
+// first is 1), across follow-ups, continue-as-new and child runs, until the
+// workflow closes or ctx ends (Ctrl-C: the ending names the --from that
+// resumes). A failed investigation is an error of one sentence.
+func (c *Client) Watch(ctx context.Context, r Renderer, id string, from int) error {
+	f := c.newFollower(id, r)
+	f.seq = from - 1
+	if err := f.start(ctx, false); err != nil {
+		return err
+	}
+	r.Notice("", fmt.Sprintf("Watching investigation %s (Ctrl-C stops watching, not the investigation)\nWeb UI: %s\n", id, c.WorkflowURL(id)))
+	end, err := f.run(ctx)
+	if err != nil {
+		return err
+	}
+	return c.finish(ctx, f, end, true)
+}
+
+// FollowInvestigation renders a new investigation's events until its first
+// conclusion, then its totals; the investigation stays open for follow-ups.
+func (c *Client) FollowInvestigation(ctx context.Context, r Renderer, id string) error {
+	return c.followTurn(ctx, r, id, 0, firstConclusion)
+}
+
+// FollowAnswer renders the events that follow a follow-up question, from
+// the one after the event that recorded it (ack, from Steer), until the
+// conclusion of the turn that answers it. Turns queued before the question
+// are rendered and followed past.
+func (c *Client) FollowAnswer(ctx context.Context, r Renderer, id, question string, ack investigation.Ack) error {
+	after, until := ack.Seq, turnConclusion(question)
+	if ack.Seq == 0 {
+		// An earlier run recorded the question (this was a retry across
+		// continue-as-new), so its event number is unknown: follow from
+		// now to the next conclusion.
+		if st, err := c.src.status(ctx, id); err == nil {
+			after = st.LastSeq
+		}
+		until = firstConclusion
+	}
+	return c.followTurn(ctx, r, id, after, until)
+}
+
+// turnConclusion is met by the conclusion of the turn that answers
+// question: the first conclusion after the turn event that carries the
+// question (turns run one after the other, so it is that turn's).
+func turnConclusion(question string) func(investigation.Event) bool {
+	q := strings.TrimSpace(question)
+	matched := false
+	return func(e investigation.Event) bool {
+		switch {
+		case !matched && e.Kind == investigation.EventTurn && strings.TrimSpace(e.Text) == q:
+			matched = true
+		case matched && e.Kind == investigation.EventConclusion:
+			return true
+		}
+		return false
+	}
+}
+
+// firstConclusion is met by the first conclusion rendered.
+func firstConclusion(e investigation.Event) bool { return e.Kind == investigation.EventConclusion }
+
+// followTurn follows an investigation from event after+1 (starting at its
+// latest run) until until is met, the investigation closes, or ctx ends.
+func (c *Client) followTurn(ctx context.Context, r Renderer, id string, after int, until func(investigation.Event) bool) error {
+	f := c.newFollower(id, r)
+	f.seq = after
+	f.until = until
+	if err := f.start(ctx, true); err != nil {
+		return err
+	}
+	end, err := f.run(ctx)
+	if err != nil {
+		return err
+	}
+	return c.finish(ctx, f, end, false)
+}
+
+// finish renders how following ended, with the investigation's totals, or
+// returns its failure as one sentence.
+func (c *Client) finish(ctx context.Context, f *follower, end followEnd, watch bool) error {
+	e := Ending{ID: f.id, Watch: watch}
+	switch end.how {
+	case endInterrupted:
+		f.r.End(f.interrupted())
+		return nil
+	case endUntil:
+		if st, err := c.src.status(ctx, f.id); err == nil {
+			e.Status = &st
+		} else if d, err := c.src.describe(ctx, f.id, ""); err == nil && d.status == enums.WORKFLOW_EXECUTION_STATUS_COMPLETED {
+			// An investigation without the status query: the totals come
+			// with its result once it completed.
+			if res, err := c.src.outcome(ctx, f.id, d.runID); err == nil {
+				e.Result = &res
+			}
+		}
+		f.r.End(e)
+		return nil
+	}
+	res, err := c.src.outcome(ctx, f.id, end.runID)
+	if end.status != enums.WORKFLOW_EXECUTION_STATUS_COMPLETED || err != nil && !watch {
+		if err == nil {
+			err = errors.New("it " + statusWord(end.status))
+		}
+		return fmt.Errorf("investigation %s failed: %s", f.id, FailureMessage(err))
+	}
+	e.Closed = true
+	if err == nil {
+		e.Result = &res
+	}
+	f.r.End(e)
+	return nil
+}

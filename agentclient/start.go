@@ -1,0 +1,108 @@
+package agentclient
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"regexp"
+	"slices"
+	"time"
+
+	"go.temporal.io/api/enums/v1"
+	"go.temporal.io/api/operatorservice/v1"
+	"go.temporal.io/sdk/client"
+	"go.temporal.io/sdk/temporal"
+
+	"github.com/secops-agent/investigator/internal/clip"
+	"github.com/secops-agent/investigator/investigation"
+)
+
+// Start says what to start: one Investigation workflow.
+type Start struct {
+	// ID is the workflow ID (WorkflowID makes one for an alert).
+	ID string
+	// Summary is the static summary the Web UI shows; clipped to 200 bytes.
+	Summary string
+	// Input is the workflow's input; Start fills in its SearchAttributes.
+	Input investigation.Input
+}
+
+// Start starts an Investigation workflow, under the call timeout, with
+// the search attributes the namespace has registered: a missing one is
+// named in a warning on warn, and the investigation runs without it rather
+// than not at all. An ID already in use is an error.
+func (c *Client) Start(ctx context.Context, s Start, warn io.Writer) error {
+	return c.call(ctx, func(ctx context.Context) error {
+		registered, attrs := c.searchAttributes(ctx, s.Input.AlertID, warn)
+		s.Input.SearchAttributes = registered
+		_, err := c.tc.ExecuteWorkflow(ctx, client.StartWorkflowOptions{
+			ID:                       s.ID,
+			TaskQueue:                c.cfg.TaskQueue,
+			WorkflowIDConflictPolicy: enums.WORKFLOW_ID_CONFLICT_POLICY_FAIL,
+			StaticSummary:            clip.String(s.Summary, 200),
+			TypedSearchAttributes:    attrs,
+		}, investigation.WorkflowName, s.Input)
+		return err
+	})
+}
+
+// WarnSearchAttributes writes to warn which of the investigation's search
+// attributes the namespace lacks, once, before several starts that do not.
+func (c *Client) WarnSearchAttributes(ctx context.Context, warn io.Writer) {
+	_ = c.call(ctx, func(ctx context.Context) error {
+		c.searchAttributes(ctx, "", warn)
+		return nil
+	})
+}
+
+// searchAttributes returns which of the investigation's custom search
+// attributes (AlertId, Verdict) the namespace has registered as Keyword,
+// and the start options' attributes for those.
+func (c *Client) searchAttributes(ctx context.Context, alertID string, warn io.Writer) ([]string, temporal.SearchAttributes) {
+	var registered []string
+	namespace := c.cfg.Namespace
+	resp, err := c.tc.OperatorService().ListSearchAttributes(ctx, &operatorservice.ListSearchAttributesRequest{Namespace: namespace})
+	if err != nil {
+		fmt.Fprintf(warn, "warning: could not list the namespace's search attributes (%v); starting without AlertId and Verdict\n", FailureMessage(err))
+		return nil, temporal.NewSearchAttributes()
+	}
+	var missing []string
+	for _, name := range []string{investigation.SearchAttribute, investigation.VerdictAttribute} {
+		if resp.GetCustomAttributes()[name] == enums.INDEXED_VALUE_TYPE_KEYWORD {
+			registered = append(registered, name)
+		} else {
+			missing = append(missing, name)
+		}
+	}
+	if len(missing) > 0 {
+		fmt.Fprintf(warn, "warning: search attribute(s) %v not registered on namespace %s; the Web UI cannot filter on them "+
+			"(register with: temporal operator search-attribute create --name NAME --type Keyword)\n", missing, namespace)
+	}
+	var attrs []temporal.SearchAttributeUpdate
+	if slices.Contains(registered, investigation.SearchAttribute) {
+		attrs = append(attrs, temporal.NewSearchAttributeKeyKeyword(investigation.SearchAttribute).ValueSet(alertID))
+	}
+	return registered, temporal.NewSearchAttributes(attrs...)
+}
+
+var unsafeID = regexp.MustCompile(`[^A-Za-z0-9._-]+`)
+
+// WorkflowID is readable and unique per start: a prefix ("investigation",
+// "eval"), a name (the alert ID, the case) and a UTC time.
+func WorkflowID(prefix, name string, now time.Time) string {
+	return prefix + "-" + unsafeID.ReplaceAllString(name, "_") + "-" + now.UTC().Format("20060102-150405.000")
+}
+
+// Result waits for an investigation to close (following continue-as-new)
+// and returns its result, or its failure; ctx bounds the wait.
+func (c *Client) Result(ctx context.Context, id string) (investigation.Result, error) {
+	var res investigation.Result
+	err := c.tc.GetWorkflow(ctx, id, "").Get(ctx, &res)
+	return res, err
+}
+
+// Cancel asks an investigation and its child runs to stop, under the call
+// timeout.
+func (c *Client) Cancel(ctx context.Context, id string) error {
+	return c.call(ctx, func(ctx context.Context) error { return c.tc.CancelWorkflow(ctx, id, "") })
+}

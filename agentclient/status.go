@@ -1,0 +1,110 @@
+package agentclient
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+
+	"github.com/secops-agent/investigator/investigation"
+)
+
+// Status queries where an investigation stands.
+func (c *Client) Status(ctx context.Context, id string) (investigation.Status, error) {
+	st, err := c.src.status(ctx, id)
+	if err != nil {
+		return st, c.statusError(ctx, id, err)
+	}
+	return st, nil
+}
+
+// ShowStatus writes an investigation's status for people, with its
+// workflow's execution status when Temporal can say, or as JSON.
+func (c *Client) ShowStatus(ctx context.Context, w io.Writer, id string, asJSON bool) error {
+	st, err := c.Status(ctx, id)
+	if err != nil {
+		return err
+	}
+	if asJSON {
+		return WriteJSON(w, st)
+	}
+	run := ""
+	if d, err := c.src.describe(ctx, id, ""); err == nil {
+		run = statusWord(d.status)
+	}
+	RenderStatus(w, id, run, st)
+	return nil
+}
+
+func (c *Client) statusError(ctx context.Context, id string, err error) error {
+	switch {
+	case ctx.Err() != nil:
+		return fmt.Errorf("interrupted before investigation %s answered", id)
+	case IsNotFound(err):
+		return fmt.Errorf("no investigation with ID %s", id)
+	case strings.Contains(err.Error(), "unknown queryType"):
+		return fmt.Errorf("investigation %s does not answer status queries: it runs an older version of the workflow", id)
+	case errors.Is(err, context.DeadlineExceeded) || strings.Contains(err.Error(), "deadline exceeded"):
+		return fmt.Errorf("investigation %s did not answer within 10s: is a worker running on task queue %q?", id, c.cfg.TaskQueue)
+	}
+	return fmt.Errorf("query the status of investigation %s: %v", id, err)
+}
+
+// RenderStatus writes a status snapshot for people; run is the workflow's
+// execution status ("running", "completed"), if known.
+func RenderStatus(w io.Writer, id, run string, st investigation.Status) {
+	fmt.Fprintf(w, "Investigation %s\n", id)
+	phase := st.Phase
+	if run != "" && run != "running" {
+		phase += ", workflow " + run
+	}
+	fmt.Fprintf(w, "  phase:    %s\n  turn:     %d\n  request:  %s\n", phase, st.Turn, indent(st.Request, "            "))
+	if st.StopReason != "" {
+		fmt.Fprintf(w, "  stopping: %s\n", st.StopReason)
+	}
+	fmt.Fprintln(w)
+	if st.Plan.Objective != "" || len(st.Plan.Steps) > 0 {
+		printPlan(w, st.Plan, true)
+	} else {
+		fmt.Fprintln(w, "PLAN  (none yet)")
+	}
+	section := func(title string, items []string) {
+		if len(items) == 0 {
+			return
+		}
+		fmt.Fprintf(w, "\n%s:\n", title)
+		for _, it := range items {
+			fmt.Fprintf(w, "  - %s\n", indent(it, "    "))
+		}
+	}
+	if len(st.Insights) == 0 {
+		fmt.Fprintln(w, "\nInsights: (none yet)")
+	}
+	insights := make([]string, len(st.Insights))
+	for i, in := range st.Insights {
+		insights[i] = fmt.Sprintf("%s (turn %d, %s)", in.Text, in.Turn, stepName(in.Step))
+	}
+	section("Insights", insights)
+	if st.Verdict != nil {
+		printVerdict(w, st.Verdict)
+	}
+	section("Hints", st.Hints)
+	if len(st.Questions) > 0 {
+		fmt.Fprintln(w, "\nQuestions waiting for an answer:")
+		for _, q := range st.Questions {
+			fmt.Fprintf(w, "  %s: %s (asked by %s) — answer with: starter answer %s --question %s \"...\"\n", q.ID, q.Question, stepName(q.Step), id, q.ID)
+		}
+	}
+	section("Queued follow-up questions", st.FollowUps)
+	fmt.Fprintf(w, "\n%d tool calls, %d model calls (%d prompt + %d output tokens), %d events\n",
+		st.ToolCalls, st.Usage.Calls, st.Usage.PromptTokens, st.Usage.OutputTokens, st.LastSeq)
+	switch st.Phase {
+	case investigation.PhaseAwaitingApproval:
+		fmt.Fprintf(w, "PLAN AWAITS APPROVAL: starter approve %s | starter revise %s \"...\"\n", id, id)
+	case investigation.PhaseIdle:
+		if run == "" || run == "running" {
+			fmt.Fprintf(w, "(the investigation stays open for follow-up questions: starter ask %s \"...\")\n", id)
+		}
+	}
+}

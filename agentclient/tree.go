@@ -1,0 +1,111 @@
+package agentclient
+
+import (
+	"context"
+	"fmt"
+	"strings"
+
+	"go.temporal.io/api/enums/v1"
+	"go.temporal.io/api/workflowservice/v1"
+)
+
+// Node is a workflow of a run tree.
+type Node struct {
+	Type, ID string
+	// Status is the workflow's status as the Web UI names it ("Running").
+	Status string
+	// Request is what the parent asked of a child (a BigQuery sub-agent's
+	// request), decoded from its start input; "" for the root.
+	Request string
+	// Runs are the workflow's runs, oldest first (more than one when it
+	// continued as new); the last one is the latest.
+	Runs []Run
+}
+
+// Run is one run of a workflow and the child workflows it started.
+type Run struct {
+	ID       string
+	Children []Node
+}
+
+// Tree reads a workflow and, below it, every child workflow that any of
+// its runs started, from their histories; each call to Temporal is bounded
+// by the call timeout.
+func (c *Client) Tree(ctx context.Context, id string) (Node, error) {
+	return c.tree(ctx, id, "")
+}
+
+func (c *Client) tree(ctx context.Context, id, request string) (Node, error) {
+	var desc *workflowservice.DescribeWorkflowExecutionResponse
+	err := c.call(ctx, func(ctx context.Context) (err error) {
+		desc, err = c.tc.DescribeWorkflowExecution(ctx, id, "")
+		return err
+	})
+	if IsUnavailable(err) {
+		return Node{}, err
+	}
+	if err != nil {
+		return Node{}, fmt.Errorf("describe workflow %s: %w", id, err)
+	}
+	info := desc.GetWorkflowExecutionInfo()
+	latest := info.GetExecution().GetRunId()
+	first := info.GetFirstRunId()
+	if first == "" {
+		first = latest
+	}
+	runs, err := extendRuns(ctx, c.src, id, []string{first}, latest)
+	if err != nil {
+		return Node{}, fmt.Errorf("find the runs of %s: %w", id, err)
+	}
+	n := Node{Type: info.GetType().GetName(), ID: id, Request: request,
+		Status: strings.TrimPrefix(info.GetStatus().String(), "WORKFLOW_EXECUTION_STATUS_")}
+	for _, run := range runs {
+		r := Run{ID: run}
+		var started []child
+		if err := c.call(ctx, func(ctx context.Context) (err error) {
+			started, err = c.childrenOf(ctx, id, run)
+			return err
+		}); err != nil {
+			return Node{}, err
+		}
+		for _, ch := range started {
+			cn, err := c.tree(ctx, ch.id, ch.request)
+			if err != nil {
+				return Node{}, err
+			}
+			r.Children = append(r.Children, cn)
+		}
+		n.Runs = append(n.Runs, r)
+	}
+	return n, nil
+}
+
+// child is one child workflow started by a run, as its history records it.
+type child struct {
+	id, request string
+}
+
+// childrenOf reads the child workflows a run started from its history. The
+// request is decoded with the client's data converter, so it reads the same
+// from a history whose payloads are encrypted (given the key).
+func (c *Client) childrenOf(ctx context.Context, id, runID string) ([]child, error) {
+	it := c.tc.GetWorkflowHistory(ctx, id, runID, false, enums.HISTORY_EVENT_FILTER_TYPE_ALL_EVENT)
+	var out []child
+	for it.HasNext() {
+		e, err := it.Next()
+		if err != nil {
+			return nil, fmt.Errorf("read the history of %s (run %s): %w", id, runID, err)
+		}
+		if at := e.GetStartChildWorkflowExecutionInitiatedEventAttributes(); at != nil {
+			ch := child{id: at.GetWorkflowId()}
+			var req struct {
+				Request string `json:"request"`
+			}
+			if p := at.GetInput().GetPayloads(); len(p) > 0 && c.dc.FromPayload(p[0], &req) == nil {
+				ch.request = req.Request
+			}
+			out = append(out, ch)
+		}
+	}
+	return out, nil
+}

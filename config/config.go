@@ -203,6 +203,12 @@ func Logger(level string) (*slog.Logger, error) {
 // within a Gemini quota, and how long it lets work in flight finish when
 // it is stopped.
 type Worker struct {
+	// DeploymentName and BuildID opt the worker into Worker Deployment
+	// Versioning (design/versioning.md): both set, the worker serves only
+	// its own version, and investigations stay pinned to the version that
+	// started them until they continue as new.
+	DeploymentName               string
+	BuildID                      string
 	StopTimeout                  time.Duration
 	MaxConcurrentActivities      int
 	ActivitiesPerSecond          float64
@@ -211,6 +217,10 @@ type Worker struct {
 
 // Flags registers the worker's limits, with environment fallbacks.
 func (w *Worker) Flags(fs *pflag.FlagSet) {
+	fs.StringVar(&w.DeploymentName, "deployment-name", Env("", "TEMPORAL_DEPLOYMENT_NAME"),
+		"Worker Deployment Versioning: the deployment this worker belongs to, with --build-id (env TEMPORAL_DEPLOYMENT_NAME)")
+	fs.StringVar(&w.BuildID, "build-id", Env("", "TEMPORAL_WORKER_BUILD_ID"),
+		"Worker Deployment Versioning: this worker's build, with --deployment-name (env TEMPORAL_WORKER_BUILD_ID)")
 	fs.DurationVar(&w.StopTimeout, "stop-timeout", envDuration(3*time.Minute, "WORKER_STOP_TIMEOUT"),
 		"on SIGTERM, how long activities in flight may finish (env WORKER_STOP_TIMEOUT)")
 	fs.IntVar(&w.MaxConcurrentActivities, "max-concurrent-activities", envInt(0, "WORKER_MAX_CONCURRENT_ACTIVITIES"),

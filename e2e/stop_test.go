@@ -109,6 +109,9 @@ func TestStopWithTheSubAgentRunning(t *testing.T) {
 		t.Fatalf("the sub-agent never started:\n%s\n%s", w.stdout, w.stderr)
 	}
 	time.Sleep(2 * time.Second) // the child is in its loop
+	// A hint by signal (as `temporal workflow signal` sends it) reaches the
+	// same handler as the update.
+	require.NoError(t, tc.SignalWorkflow(context.Background(), id, "", investigation.UpdateHint, "Signalled: deploy is a CI account."))
 	stopped := time.Now()
 	stop := starter(t, nil, "stop", id, "enough")
 	require.Equal(t, 0, stop.code, stop.stderr)
@@ -126,6 +129,9 @@ func TestStopWithTheSubAgentRunning(t *testing.T) {
 	require.Zero(t, after["introspect"], "a session cut short is not learned from")
 	require.Zero(t, after["reflect"], "a stopped step is not reflected on")
 	require.Contains(t, st.StopReason, "stopped by the analyst")
+	require.Contains(t, st.Hints, "Signalled: deploy is a CI account.")
+	saveHistory(t, history(t, id), "stop.history.json")
+	saveHistory(t, history(t, id+"-bq-t1-step_1-i1-c1"), "stop-child.history.json")
 	t.Logf("REPORT stop with the sub-agent running: %s from `starter stop` to the closed investigation with a %s model (model calls after the stop: %v)",
 		took.Round(100*time.Millisecond), m.delay, after)
 }
@@ -176,6 +182,7 @@ func TestWorkerKilledDuringAToolCall(t *testing.T) {
 	require.Len(t, retried, 1, "only the cut tool call ran again")
 	require.Contains(t, retried[0], "activity Heartbeat timeout", "the tool activity heartbeats: a dead worker is noticed by its heartbeat")
 	require.Equal(t, 0, starter(t, nil, "stop", id).code)
+	saveHistory(t, history(t, id), "tool-retry.history.json")
 	t.Logf("REPORT worker killed during a tool call: the investigation concluded %s after the SIGKILL (heartbeat timeout 30s)", recovered.Round(time.Second))
 }
 

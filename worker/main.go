@@ -98,6 +98,7 @@ func newCommand() *cobra.Command {
 				WorkerActivitiesPerSecond:          wc.ActivitiesPerSecond,
 				TaskQueueActivitiesPerSecond:       wc.TaskQueueActivitiesPerSecond,
 				Interceptors:                       []interceptor.WorkerInterceptor{activities.Heartbeats()},
+				DeploymentOptions:                  deployment(wc),
 			})
 			w.RegisterWorkflowWithOptions(workflows.Investigation, workflow.RegisterOptions{Name: investigation.WorkflowName})
 			w.RegisterWorkflowWithOptions(workflows.ToolCatalog, workflow.RegisterOptions{Name: investigation.CatalogWorkflowName})
@@ -165,4 +166,19 @@ func subAgent(ctx context.Context, bc config.BigQuery, project string) (*bigquer
 		sub.Tables = append(sub.Tables, t.ID)
 	}
 	return sub, nil
+}
+
+// deployment turns on Worker Deployment Versioning when the worker names
+// its deployment and build: investigations are pinned to the version that
+// started them and move to the current one when they continue as new
+// (design/versioning.md).
+func deployment(wc config.Worker) worker.DeploymentOptions {
+	if wc.DeploymentName == "" || wc.BuildID == "" {
+		return worker.DeploymentOptions{}
+	}
+	return worker.DeploymentOptions{
+		UseVersioning:             true,
+		Version:                   worker.WorkerDeploymentVersion{DeploymentName: wc.DeploymentName, BuildID: wc.BuildID},
+		DefaultVersioningBehavior: workflow.VersioningBehaviorPinned,
+	}
 }

@@ -168,5 +168,9 @@ func (r *run) continueAsNew(ctx workflow.Context) error {
 		return err
 	}
 	workflow.GetLogger(ctx).Info("continuing as new", "turn", r.Turn, "last_seq", r.LastSeq+len(r.events))
-	return workflow.NewContinueAsNewError(ctx, investigation.WorkflowName, r.Input, r.carried(r.LastSeq+len(r.events)))
+	// A pinned investigation (Worker Deployment Versioning) moves to the
+	// current worker version here, and only here.
+	return workflow.NewContinueAsNewErrorWithOptions(ctx,
+		workflow.ContinueAsNewErrorOptions{InitialVersioningBehavior: workflow.ContinueAsNewVersioningBehaviorAutoUpgrade},
+		investigation.WorkflowName, r.Input, r.carried(r.LastSeq+len(r.events)))
 }

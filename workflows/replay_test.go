@@ -1,12 +1,17 @@
 package workflows
 
 import (
+	"bytes"
 	"log/slog"
 	"os"
 	"path/filepath"
+	"regexp"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
+	enumspb "go.temporal.io/api/enums/v1"
+	historypb "go.temporal.io/api/history/v1"
 	"go.temporal.io/sdk/client"
 	tlog "go.temporal.io/sdk/log"
 	"go.temporal.io/sdk/worker"
@@ -15,25 +20,48 @@ import (
 	"github.com/secops-agent/investigator/investigation"
 )
 
-// TestReplayRecordedHistories replays every history recorded from real runs
-// (the e2e tests write them with UPDATE_TESTDATA=1) against the current
-// workflow code: a change that breaks determinism fails here, and needs
-// workflow.GetVersion. Each history replays under its original workflow ID,
-// because child workflow IDs derive from it.
+// The recorded histories (the e2e tests write them with UPDATE_TESTDATA=1)
+// and the paths of the workflow code each one exercises. Together they
+// cover every path a running investigation can be in; a path is checked
+// against the history itself, so a re-recording that lost it fails here.
+var fixturePaths = map[string][]string{
+	"investigation.history.json":  {"plan", "steps", "retried model call", "reflection", "conclusion"},
+	"pipeline.history.json":       {"ref pipeline", "parallel calls"},
+	"bigquery.history.json":       {"child workflow"},
+	"bigquery-child.history.json": {"sub-agent", "memories"},
+	"steering-run1.history.json":  {"updates", "plan approval", "ask_user", "follow-ups", "continue-as-new"},
+	"steering-run2.history.json":  {"continued run", "direct answer"},
+	"stop.history.json":           {"signal", "stop", "child cancelled"},
+	"stop-child.history.json":     {"sub-agent cut short"},
+	"tool-retry.history.json":     {"tool call retried after a worker died"},
+}
+
+// TestReplayRecordedHistories replays every recorded history against the
+// current workflow code: a change that breaks determinism fails here.
+// Before the first release there are no GetVersion gates: fixtures are
+// re-recorded when the workflow changes. After it, a change to running
+// workflows is either shipped as a new Worker Deployment Version (pinned
+// investigations upgrade at continue-as-new) or guarded with GetVersion and
+// a fixture recorded before it (see TestVersionGatesHaveFixtures and
+// design/versioning.md). Each history replays under its original workflow
+// ID, because child workflow IDs derive from it.
 func TestReplayRecordedHistories(t *testing.T) {
 	files, err := filepath.Glob("testdata/*.history.json")
 	require.NoError(t, err)
 	require.NotEmpty(t, files, "no recorded histories in testdata")
+	for name := range fixturePaths {
+		require.FileExists(t, filepath.Join("testdata", name), "a recorded path has no fixture")
+	}
 	for _, f := range files {
 		t.Run(filepath.Base(f), func(t *testing.T) {
-			file, err := os.Open(f)
-			require.NoError(t, err)
-			defer file.Close()
-			hist, err := client.HistoryFromJSON(file, client.HistoryJSONOptions{})
-			require.NoError(t, err)
+			paths, named := fixturePaths[filepath.Base(f)]
+			require.True(t, named, "every fixture names the paths it exercises in `fixturePaths`")
+			hist := readHistory(t, f)
+			for _, p := range paths {
+				require.True(t, exercises(hist, p), "the fixture no longer exercises %q", p)
+			}
 			started := hist.Events[0].GetWorkflowExecutionStartedEventAttributes()
 			require.NotNil(t, started)
-
 			r := worker.NewWorkflowReplayer()
 			r.RegisterWorkflowWithOptions(Investigation, workflow.RegisterOptions{Name: investigation.WorkflowName})
 			r.RegisterWorkflowWithOptions(BigQueryAgent, workflow.RegisterOptions{Name: investigation.BigQueryWorkflowName})
@@ -42,5 +70,133 @@ func TestReplayRecordedHistories(t *testing.T) {
 				OriginalExecution: workflow.Execution{ID: started.GetWorkflowId(), RunID: started.GetOriginalExecutionRunId()},
 			}))
 		})
+	}
+}
+
+func readHistory(t *testing.T, path string) *historypb.History {
+	t.Helper()
+	file, err := os.Open(path)
+	require.NoError(t, err)
+	defer file.Close()
+	hist, err := client.HistoryFromJSON(file, client.HistoryJSONOptions{})
+	require.NoError(t, err)
+	return hist
+}
+
+// exercises says whether a history shows the named path.
+func exercises(h *historypb.History, path string) bool {
+	count := func(pred func(e *historypb.HistoryEvent) bool) int {
+		n := 0
+		for _, e := range h.Events {
+			if pred(e) {
+				n++
+			}
+		}
+		return n
+	}
+	activity := func(name string) int {
+		return count(func(e *historypb.HistoryEvent) bool {
+			return e.GetActivityTaskScheduledEventAttributes().GetActivityType().GetName() == name
+		})
+	}
+	input := func(activityName, substr string) bool {
+		return count(func(e *historypb.HistoryEvent) bool {
+			a := e.GetActivityTaskScheduledEventAttributes()
+			if a.GetActivityType().GetName() != activityName {
+				return false
+			}
+			for _, p := range a.GetInput().GetPayloads() {
+				if bytes.Contains(p.GetData(), []byte(substr)) {
+					return true
+				}
+			}
+			return false
+		}) > 0
+	}
+	typ := func(t enumspb.EventType) int {
+		return count(func(e *historypb.HistoryEvent) bool { return e.GetEventType() == t })
+	}
+	switch path {
+	case "plan":
+		return activity("GeneratePlan") > 0
+	case "steps":
+		return activity("ModelTurn") > 1 && activity("CallTool") > 0
+	case "retried model call", "tool call retried after a worker died":
+		return count(func(e *historypb.HistoryEvent) bool {
+			return e.GetActivityTaskStartedEventAttributes().GetAttempt() > 1
+		}) > 0
+	case "reflection":
+		return activity("Reflect") > 0
+	case "conclusion":
+		return activity("Conclude") > 0
+	case "ref pipeline":
+		return input("CallTool", `"refs":`)
+	case "parallel calls":
+		return activity("CallTool") > 1
+	case "child workflow":
+		return typ(enumspb.EVENT_TYPE_START_CHILD_WORKFLOW_EXECUTION_INITIATED) > 0 && typ(enumspb.EVENT_TYPE_CHILD_WORKFLOW_EXECUTION_COMPLETED) > 0
+	case "sub-agent":
+		return activity("SubAgentTurn") > 0 && activity("DeliverAnswer") > 0
+	case "memories":
+		return activity("RecallMemories") > 0 && activity("Introspect") > 0
+	case "updates":
+		return typ(enumspb.EVENT_TYPE_WORKFLOW_EXECUTION_UPDATE_COMPLETED) > 0
+	case "plan approval":
+		return activity("GeneratePlan") > 1 // planned, revised
+	case "ask_user":
+		return input("ModelTurn", `"inline":`)
+	case "follow-ups":
+		return activity("DecideMode") > 0
+	case "continue-as-new":
+		return typ(enumspb.EVENT_TYPE_WORKFLOW_EXECUTION_CONTINUED_AS_NEW) > 0
+	case "continued run":
+		return h.Events[0].GetWorkflowExecutionStartedEventAttributes().GetContinuedExecutionRunId() != ""
+	case "direct answer":
+		return input("ModelTurn", `"direct":true`)
+	case "signal":
+		return typ(enumspb.EVENT_TYPE_WORKFLOW_EXECUTION_SIGNALED) > 0
+	case "stop":
+		return input("Conclude", `stopped by the analyst`)
+	case "child cancelled":
+		return typ(enumspb.EVENT_TYPE_REQUEST_CANCEL_EXTERNAL_WORKFLOW_EXECUTION_INITIATED) > 0
+	case "sub-agent cut short":
+		return typ(enumspb.EVENT_TYPE_WORKFLOW_EXECUTION_CANCEL_REQUESTED) > 0 && activity("DeliverAnswer") > 0
+	}
+	panic("unknown path " + path)
+}
+
+// TestVersionGatesHaveFixtures enforces the versioning rule for fixes to
+// running workflows: every workflow.GetVersion change ID in the workflow
+// code has a fixture recorded before the change (no marker for it) and one
+// recorded after (with its marker), and both replay above.
+func TestVersionGatesHaveFixtures(t *testing.T) {
+	gate := regexp.MustCompile(`workflow\.GetVersion\(\s*ctx\s*,\s*"([^"]+)"`)
+	sources, err := filepath.Glob("*.go")
+	require.NoError(t, err)
+	var changes []string
+	for _, f := range sources {
+		if strings.HasSuffix(f, "_test.go") {
+			continue
+		}
+		src, err := os.ReadFile(f)
+		require.NoError(t, err)
+		for _, m := range gate.FindAllSubmatch(src, -1) {
+			changes = append(changes, string(m[1]))
+		}
+	}
+	files, err := filepath.Glob("testdata/*.history.json")
+	require.NoError(t, err)
+	for _, change := range changes {
+		before, after := false, false
+		for _, f := range files {
+			raw, err := os.ReadFile(f)
+			require.NoError(t, err)
+			if bytes.Contains(raw, []byte(`"`+change+`"`)) {
+				after = true
+			} else {
+				before = true
+			}
+		}
+		require.True(t, before && after, "GetVersion(%q) needs a fixture recorded before the change and one after it", change)
 	}
 }

@@ -102,12 +102,19 @@ stack_show_path() { # <path>
 # this shell's children), so zombies are left out.
 stack_group_alive() { # <pgid>
 	kill -0 -- "-$1" 2>/dev/null || return 1
+	stack_pid_alive "$1" && return 0
 	ps -A -o pgid= -o stat= 2>/dev/null | awk -v g="$1" '$1 == g && $2 !~ /^Z/ { alive = 1 } END { exit !alive }'
 }
 
 stack_pid_alive() { # <pid>
+	local stat
 	kill -0 "$1" 2>/dev/null || return 1
-	[[ "$(ps -o stat= -p "$1" 2>/dev/null)" != Z* ]]
+	if [[ -r "/proc/$1/stat" ]] && stat="$(<"/proc/$1/stat")" 2>/dev/null; then
+		stat="${stat##*) }"
+		[[ "$stat" != Z* && "$stat" != X* ]]
+	else
+		[[ "$(ps -o stat= -p "$1" 2>/dev/null)" != Z* ]]
+	fi
 }
 
 stack_pidfile() { printf '%s/%s.pid\n' "$STACK_PID_DIR" "$1"; }

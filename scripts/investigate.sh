@@ -62,7 +62,7 @@ investigate_next_steps() {
 The local stack is still running. Look around:
   Web UI     $ui
   Settings   . $env   (in your shell, before $starter)
-  Follow     $starter watch $show_id
+  Follow     $starter watch $show_id   (Ctrl-C stops watching, not the investigation)
   Ask        $starter ask $show_id "What should we check next?"
   Run tree   $starter tree $show_id
   Stop       go tool task stop   (alerts, transcripts and memories stay in $(stack_show_path "$STACK_DATA_DIR")/; go tool task clean wipes them)

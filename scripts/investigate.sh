@@ -50,8 +50,9 @@ investigate_next_steps() {
 		id="$(sed -n 's/^Workflow ID: *//p' "$OUTPUT" | head -n 1)"
 		ui="$(sed -n 's/^Web UI: *//p' "$OUTPUT" | head -n 1)"
 	fi
-	starter="$(stack_show_path "$STARTER")"
-	env="$(stack_show_path "$STACK_DATA_DIR/stack.env")"
+	# Quoted for the shell, as the user will paste them.
+	starter="$(printf '%q' "$(stack_show_path "$STARTER")")"
+	env="$(printf '%q' "$(stack_show_path "$STACK_DATA_DIR/stack.env")")"
 	show_id="ID"
 	if [[ -n "$id" ]]; then
 		show_id="$(printf '%q' "$id")"

@@ -3,8 +3,9 @@
 # Temporal dev server with Web UI, Firestore emulator, BigQuery emulator (sample
 # security logs from examples/bigquery), the Gemini stand-in (only without Gemini
 # credentials), the codec server (only with PAYLOAD_KEY_FILE: history is then
-# encrypted) and the worker. Services already running on their ports are
-# reused and left running on exit.
+# encrypted) and the worker. Services already running on their ports (e.g.
+# left up by `task investigate`) are reused and left running on exit. The
+# Firestore emulator's data is saved under .data/firestore when it stops.
 set -euo pipefail
 
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
@@ -38,22 +39,24 @@ stack_up
 cat <<EOF
 
   Local stack is running.
-    Temporal Web UI:    http://localhost:$STACK_TEMPORAL_UI_PORT
+    Temporal Web UI:    $TEMPORAL_UI_URL
     Temporal gRPC:      $TEMPORAL_ADDRESS (namespace $TEMPORAL_NAMESPACE)
     Firestore emulator: $FIRESTORE_EMULATOR_HOST (project $GOOGLE_CLOUD_PROJECT)
     BigQuery emulator:  http://$BIGQUERY_EMULATOR_HOST (dataset $STACK_BIGQUERY_PROJECT.$STACK_BIGQUERY_DATASET, sample logs from ${STACK_BIGQUERY_DATA#"$STACK_ROOT"/})
     Payloads:           $(if [[ -n "${PAYLOAD_KEY_FILE:-}" ]]; then echo "encrypted with $PAYLOAD_KEY_FILE; the Web UI decrypts them through the codec server $(stack_codec_url)"; else echo "in clear (set PAYLOAD_KEY_FILE to encrypt them)"; fi)
-    Logs:               .data/logs/
+    Logs:               $(stack_show_path "$STACK_LOG_DIR")/
+    State:              $(stack_show_path "$STACK_DATA_DIR")/temporal.db, Firestore data saved in $(stack_show_path "$STACK_FIRESTORE_SAVE_DIR") on stop
 
   In another terminal, either let the task reuse this stack:
     go tool task investigate
     go tool task investigate ALERT=path/to/alert.json -- --lang ja
   or run the starter yourself:
-    set -a; . .data/stack.env; set +a
-    bin/starter alert import examples/alerts/history/*.json
-    bin/starter investigate --alert examples/alerts/guardduty-ssh-bruteforce.json
+    . $(stack_show_path "$STACK_DATA_DIR")/stack.env
+    $(stack_show_path "$STACK_BIN_DIR")/starter alert import examples/alerts/history/*.json
+    $(stack_show_path "$STACK_BIN_DIR")/starter investigate --alert examples/alerts/guardduty-ssh-bruteforce.json
 
-  Press Ctrl-C to stop (or run 'go tool task stop').
+  Press Ctrl-C to stop what this session started (or run 'go tool task stop',
+  which also stops services that were already running).
 
 EOF
 

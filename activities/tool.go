@@ -38,8 +38,10 @@ func (a *Activities) CallTool(ctx context.Context, in ToolInput) (ToolOutput, er
 		args, err := a.resolveRefs(ctx, in)
 		var result any
 		if err == nil {
-			ctx = tools.WithCallInfo(ctx, tools.CallInfo{ID: in.Session + "/" + in.Key})
+			info := tools.CallInfo{ID: in.Session + "/" + in.Key, ScanBytesLeft: in.ScanBytesLeft}
+			ctx = tools.WithCallInfo(ctx, info)
 			result, err = t.Call(ctx, args)
+			out.ScannedBytes = tools.CallInfoFrom(ctx).Scanned()
 		}
 		switch {
 		case err != nil:

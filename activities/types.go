@@ -97,6 +97,10 @@ type ToolInput struct {
 	// Refs maps each ref name the call's arguments use (ref:<name>) to the
 	// transcript key of that call's stored result.
 	Refs map[string]string `json:"refs,omitempty"`
+	// ScanBytesLeft is what the investigation may still scan in BigQuery
+	// (0: no limit, negative: none left); a query estimated above it is
+	// refused.
+	ScanBytesLeft int64 `json:"scan_bytes_left,omitempty"`
 	// Toolset selects the registry: "" for the investigation's tools, or
 	// another agent's toolset (bigquery.Toolset for the sub-agent's).
 	Toolset string `json:"toolset,omitempty"`
@@ -121,6 +125,8 @@ type ToolOutput struct {
 	Link *ChildLink `json:"link,omitempty"`
 	// Inline holds a result the workflow produced itself (see Ref.Inline).
 	Inline string `json:"inline,omitempty"`
+	// ScannedBytes is what the call scanned (billed) in BigQuery.
+	ScannedBytes int64 `json:"scanned_bytes,omitempty"`
 }
 
 // ReflectInput holds only what reflection needs: never the conversation.

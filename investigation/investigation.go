@@ -51,6 +51,11 @@ type Limits struct {
 	MaxHistoryEvents int `json:"max_history_events,omitempty"`
 	// AnswerTimeout is how long an ask_user question waits for the analyst.
 	AnswerTimeout Duration `json:"answer_timeout,omitempty"`
+	// MaxScanBytes bounds what the whole investigation (every exchange,
+	// every sub-agent run) may scan in BigQuery; a query whose estimate is
+	// over what is left is refused. Each query is also bounded by the
+	// per-query max_scan_bytes of examples/bigquery/tables.yaml.
+	MaxScanBytes int64 `json:"max_scan_bytes,omitempty"`
 }
 
 // Default limits.
@@ -66,6 +71,7 @@ const (
 	// starter accepts: a run needs room for at least one turn.
 	MinMaxHistoryEvents  = 50
 	DefaultAnswerTimeout = 15 * time.Minute
+	DefaultMaxScanBytes  = 10 << 30 // 10 GiB
 	DefaultIdleTimeout   = 30 * time.Minute
 )
 
@@ -94,6 +100,9 @@ func (l Limits) WithDefaults() Limits {
 	}
 	if l.AnswerTimeout <= 0 {
 		l.AnswerTimeout = Duration(DefaultAnswerTimeout)
+	}
+	if l.MaxScanBytes <= 0 {
+		l.MaxScanBytes = DefaultMaxScanBytes
 	}
 	return l
 }

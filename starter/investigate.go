@@ -67,6 +67,8 @@ link and warnings go to standard error.`,
 	f.DurationVar((*time.Duration)(&o.limits.TimeBudget), "time-budget", investigation.DefaultTimeBudget, "most time per turn, not counting waits for the analyst; then the investigation concludes from what it found")
 	f.DurationVar((*time.Duration)(&o.limits.AnswerTimeout), "answer-timeout", investigation.DefaultAnswerTimeout, "how long a question the investigation asks (starter answer) waits for the analyst")
 	f.IntVar(&o.limits.MaxHistoryEvents, "max-history-events", investigation.DefaultMaxHistoryEvents, fmt.Sprintf("history length after which an idle investigation continues as new (at least %d)", investigation.MinMaxHistoryEvents))
+	o.limits.MaxScanBytes = investigation.DefaultMaxScanBytes
+	f.Var(bytesFlag{&o.limits.MaxScanBytes}, "max-scan-bytes", "most bytes the whole investigation's BigQuery queries may scan, like 10GiB or 500MiB; a query estimated over what is left is refused")
 	f.BoolVar(&o.approve, "approve-plan", false, "wait after planning until the plan is approved (starter approve ID) or revised (starter revise ID \"...\")")
 	f.DurationVar(&o.idle, "idle-timeout", investigation.DefaultIdleTimeout, "how long the concluded investigation stays open for follow-up questions (starter ask)")
 	cmd.MarkFlagsMutuallyExclusive("alert", "alert-id")
@@ -157,6 +159,8 @@ func (o investigateOptions) check() error {
 		return fmt.Errorf("--answer-timeout must be positive, not %s", o.limits.AnswerTimeout)
 	case o.limits.MaxHistoryEvents < investigation.MinMaxHistoryEvents:
 		return fmt.Errorf("--max-history-events must be at least %d (a run needs room for a whole turn before it continues as new), not %d", investigation.MinMaxHistoryEvents, o.limits.MaxHistoryEvents)
+	case o.limits.MaxScanBytes < 1:
+		return fmt.Errorf("--max-scan-bytes must be at least 1 byte, not %d", o.limits.MaxScanBytes)
 	case o.idle <= 0:
 		return fmt.Errorf("--idle-timeout must be positive, not %s", o.idle)
 	}

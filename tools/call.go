@@ -15,7 +15,7 @@ type CallInfo struct {
 	// derive idempotent IDs from it (a BigQuery job ID).
 	ID string
 	// ScanBytesLeft is how many bytes the investigation may still scan in
-	// BigQuery; 0 means no limit.
+	// BigQuery: 0 means no limit, a negative value that none is left.
 	ScanBytesLeft int64
 	// scanned accumulates the bytes this call scanned (see AddScanned).
 	scanned *atomic.Int64

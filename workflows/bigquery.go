@@ -13,6 +13,7 @@ import (
 	"github.com/secops-agent/investigator/activities"
 	"github.com/secops-agent/investigator/activities/bigquery"
 	"github.com/secops-agent/investigator/internal/clip"
+	"github.com/secops-agent/investigator/internal/size"
 	"github.com/secops-agent/investigator/investigation"
 	"github.com/secops-agent/investigator/toolcall"
 )
@@ -42,9 +43,18 @@ const (
 func (r *run) startBigQueryAgent(ctx workflow.Context, key string, c toolcall.Call) workflow.Future {
 	request, _ := c.Args["request"].(string)
 	request = strings.TrimSpace(request)
-	if request == "" {
+	var refuse error
+	switch {
+	case request == "":
+		refuse = temporal.NewNonRetryableApplicationError(toolcall.BigQueryAgent+` needs a "request": a concrete log question`, "BadArguments", nil)
+	case r.scanLeft() < 0:
+		refuse = temporal.NewNonRetryableApplicationError(fmt.Sprintf(
+			"the call did not run: the investigation's BigQuery scan budget of %s (--max-scan-bytes) is spent; answer from the results you have",
+			size.Bytes(r.Input.Limits.MaxScanBytes)), "BudgetSpent", nil)
+	}
+	if refuse != nil {
 		f, s := workflow.NewFuture(ctx)
-		s.SetError(temporal.NewNonRetryableApplicationError(toolcall.BigQueryAgent+` needs a "request": a concrete log question`, "BadArguments", nil))
+		s.SetError(refuse)
 		return f
 	}
 	opts := workflow.ChildWorkflowOptions{
@@ -68,6 +78,7 @@ func (r *run) startBigQueryAgent(ctx workflow.Context, key string, c toolcall.Ca
 		MaxToolCalls:   bigQueryMaxToolCalls,
 		MaxResultBytes: r.Input.Limits.MaxToolResultBytes,
 		Deadline:       r.budgetDeadline(ctx),
+		ScanBytesLeft:  r.scanLeft(),
 	})
 }
 
@@ -134,6 +145,7 @@ func BigQueryAgent(ctx workflow.Context, in bigquery.Request) (activities.ToolOu
 		Link:           activities.ChildLink{WorkflowID: h.session, RunID: info.WorkflowExecution.RunID},
 		MaxResultBytes: in.MaxResultBytes,
 	}).Get(ctx, &out)
+	out.ScannedBytes = h.scanned
 	return out, err
 }
 
@@ -143,6 +155,8 @@ type subAgent struct {
 	in      bigquery.Request
 	recall  bigquery.Recall
 	events  []investigation.Event
+	// scanned is what this run's queries scanned in BigQuery.
+	scanned int64
 }
 
 // learn introspects over the whole session and saves what it learned; both
@@ -211,6 +225,15 @@ func (h *subAgent) tool(name string) toolcall.Tool {
 }
 
 func (h *subAgent) toolset() string { return bigquery.Toolset }
+
+func (h *subAgent) scanLeft() int64 {
+	if h.in.ScanBytesLeft <= 0 {
+		return h.in.ScanBytesLeft
+	}
+	return bytesLeft(h.in.ScanBytesLeft, h.scanned)
+}
+
+func (h *subAgent) addScanned(n int64) { h.scanned += n }
 
 func (h *subAgent) startSpecial(ctx workflow.Context, _ string, _ toolcall.Tool, c toolcall.Call) workflow.Future {
 	f, settle := workflow.NewFuture(ctx)

@@ -3,6 +3,8 @@ package workflows
 import (
 	"context"
 	"errors"
+	"fmt"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/mock"
@@ -93,4 +95,54 @@ func TestBigQueryAgentNeedsARequest(t *testing.T) {
 	ref := h.turns[1].Transcript[1]
 	require.Equal(t, "bigquery_agent", ref.Tool)
 	require.Contains(t, ref.Error, `bigquery_agent needs a "request"`, "no child starts; the model is told why")
+}
+
+// The investigation's BigQuery scan budget spans its sub-agent runs: each
+// child's queries see what is left, what they scanned counts, and once it
+// is spent the next bigquery_agent call does not start a child.
+func TestScanBudgetSpansSubAgents(t *testing.T) {
+	h := newHarness(t)
+	h.env.RegisterWorkflowWithOptions(BigQueryAgent, workflow.RegisterOptions{Name: investigation.BigQueryWorkflowName})
+	h.onPlan(activities.PlanOutput{Tools: []toolcall.Tool{{Name: "bigquery_agent", Kind: toolcall.ChildWorkflow, Workflow: investigation.BigQueryWorkflowName}}, Plan: plan.Plan{Objective: "o", Steps: []plan.Step{
+		{ID: "step_1", Description: "ask logs", Tools: []string{"bigquery_agent"}, Status: plan.Pending}}}}, nil)
+	h.onTurn(func(in activities.TurnInput) (activities.TurnOutput, error) {
+		if n := len(in.Transcript); n < 6 { // three calls, one per turn
+			return activities.TurnOutput{Calls: []toolcall.Call{{Name: "bigquery_agent", Args: map[string]any{"request": fmt.Sprintf("logins, take %d", n/2+1)}}}}, nil
+		}
+		return activities.TurnOutput{Text: "done"}, nil
+	})
+	h.onReflect(noChange)
+	h.env.OnActivity(bq.RecallMemories, mock.Anything, mock.Anything).Return(bigquery.Recall{}, nil)
+	h.env.OnActivity(bq.SubAgentTurn, mock.Anything, mock.Anything).Return(func(_ context.Context, in bigquery.SubAgentTurnInput) (activities.TurnOutput, error) {
+		if len(in.Transcript) == 0 {
+			return activities.TurnOutput{Key: in.Key, Calls: []toolcall.Call{{Name: "bigquery_query", Args: map[string]any{"sql": "SELECT 1"}}}}, nil
+		}
+		return activities.TurnOutput{Key: in.Key, Text: "rows"}, nil
+	})
+	h.onTool(func(in activities.ToolInput) (activities.ToolOutput, error) {
+		return activities.ToolOutput{Key: in.Key, OK: true, ScannedBytes: 600}, nil
+	})
+	h.env.OnActivity(bq.Introspect, mock.Anything, mock.Anything).Return(bigquery.Introspection{}, nil)
+	h.env.OnActivity(bq.UpdateMemories, mock.Anything, mock.Anything).Return(bigquery.MemoryChanges{}, nil)
+	h.env.OnActivity(bq.DeliverAnswer, mock.Anything, mock.Anything).Return(func(_ context.Context, in bigquery.DeliverInput) (activities.ToolOutput, error) {
+		return activities.ToolOutput{Key: in.ResultKey, OK: true}, nil
+	})
+	_, err := h.run(t, investigation.Input{AlertID: "a1", Limits: investigation.Limits{MaxScanBytes: 1000}})
+	require.NoError(t, err)
+
+	require.Len(t, h.tools, 2, "two children ran one query each")
+	require.EqualValues(t, 1000, h.tools[0].ScanBytesLeft)
+	require.EqualValues(t, 400, h.tools[1].ScanBytesLeft, "the second child sees what the first left")
+	last := h.turns[len(h.turns)-1].Transcript
+	refused := last[len(last)-1]
+	require.Equal(t, "bigquery_agent", refused.Tool)
+	require.Contains(t, refused.Error, "the investigation's BigQuery scan budget of 1000 bytes (--max-scan-bytes) is spent")
+	var scanned []string
+	for _, e := range h.events(t) {
+		if e.Kind == investigation.EventToolResult && strings.Contains(e.Text, "scanned") {
+			scanned = append(scanned, e.Text)
+		}
+	}
+	require.Len(t, scanned, 2)
+	require.Contains(t, scanned[0], "scanned 600 bytes")
 }

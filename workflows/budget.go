@@ -22,6 +22,25 @@ func (r *run) exhausted(ctx workflow.Context, loopCalls int) string {
 	return ""
 }
 
+// scanLeft is what the investigation may still scan in BigQuery, as
+// tools.CallInfo.ScanBytesLeft has it: 0 for no limit, negative when none
+// is left.
+func (r *run) scanLeft() int64 {
+	return bytesLeft(r.Input.Limits.MaxScanBytes, r.ScannedBytes)
+}
+
+// bytesLeft is what a scan budget of limit has left after used, as
+// tools.CallInfo.ScanBytesLeft has it.
+func bytesLeft(limit, used int64) int64 {
+	switch {
+	case limit <= 0:
+		return 0
+	case used >= limit:
+		return -1
+	}
+	return limit - used
+}
+
 // budgetDeadline is when the exchange's time budget runs out if nothing
 // more waits for the analyst; a wait that starts later moves it.
 func (r *run) budgetDeadline(ctx workflow.Context) time.Time {

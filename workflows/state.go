@@ -39,6 +39,9 @@ type State struct {
 	Usage      investigation.Usage     `json:"usage"`
 	ToolCalls  int                     `json:"tool_calls"`
 	Reused     int                     `json:"reused,omitempty"`
+	// ScannedBytes is what the investigation's queries scanned in BigQuery
+	// so far, against Limits.MaxScanBytes.
+	ScannedBytes int64 `json:"scanned_bytes,omitempty"`
 	// Finished are the steps this exchange has finished, whose answers
 	// later steps see.
 	Finished []activities.StepRef `json:"finished,omitempty"`

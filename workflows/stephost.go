@@ -70,6 +70,10 @@ func (h *stepHost) callsLeft(loopCalls int) int {
 	return h.r.Input.Limits.MaxToolCalls - h.r.Budget.TurnCalls - loopCalls
 }
 
+func (h *stepHost) scanLeft() int64 { return h.r.scanLeft() }
+
+func (h *stepHost) addScanned(n int64) { h.r.ScannedBytes += n }
+
 func (h *stepHost) emit(e investigation.Event) { h.r.emit(e) }
 
 func (h *stepHost) tool(name string) toolcall.Tool { return h.r.tool(name) }

@@ -10,6 +10,7 @@ import (
 	"go.temporal.io/sdk/workflow"
 
 	"github.com/secops-agent/investigator/activities"
+	"github.com/secops-agent/investigator/internal/size"
 	"github.com/secops-agent/investigator/investigation"
 	"github.com/secops-agent/investigator/toolcall"
 )
@@ -38,6 +39,10 @@ type loopHost interface {
 	toolset() string
 	// toolTimeout bounds one attempt of the named tool's activity.
 	toolTimeout(name string) time.Duration
+	// scanLeft is what the loop's queries may still scan in BigQuery (see
+	// tools.CallInfo.ScanBytesLeft); addScanned counts what a call scanned.
+	scanLeft() int64
+	addScanned(n int64)
 }
 
 // toolLoop is one tool-calling loop: model turns and the function calls
@@ -267,6 +272,7 @@ func (l *toolLoop) collect(ctx workflow.Context, c toolcall.Call, f workflow.Fut
 		return ref
 	}
 	res.Calls++
+	l.host.addScanned(out.ScannedBytes)
 	if out.OK && out.Key != "" && independent {
 		l.results.put(toolcall.Key(c), out.Key)
 	}
@@ -276,6 +282,9 @@ func (l *toolLoop) collect(ctx workflow.Context, c toolcall.Call, f workflow.Fut
 		text = c.Name + " error: " + out.Error
 	case out.Truncated:
 		text += " (truncated)"
+	}
+	if out.ScannedBytes > 0 {
+		text += ", scanned " + size.Bytes(out.ScannedBytes)
 	}
 	if out.Link != nil {
 		text += fmt.Sprintf(" (child workflow %s)", out.Link.WorkflowID)
@@ -295,6 +304,7 @@ func (l *toolLoop) start(ctx workflow.Context, settle workflow.Settable, futures
 		}
 		return workflow.ExecuteActivity(toolOptions(ctx, "tool "+summary, l.host.toolTimeout(c.Name)), a.CallTool, activities.ToolInput{
 			Session: l.session, Key: key, Call: c, MaxResultBytes: l.maxBytes, Toolset: l.host.toolset(), Refs: refs,
+			ScanBytesLeft: l.host.scanLeft(),
 		})
 	}
 	if len(pipe.deps[i]) == 0 {

@@ -25,6 +25,9 @@ type Request struct {
 	Deadline time.Time `json:"deadline,omitempty"`
 	// MaxToolCalls bounds the sub-agent's tool calls for this request.
 	MaxToolCalls int `json:"max_tool_calls,omitempty"`
+	// ScanBytesLeft is what the investigation may still scan in BigQuery
+	// (0: no limit); the sub-agent's result reports what it scanned.
+	ScanBytesLeft int64 `json:"scan_bytes_left,omitempty"`
 }
 
 // MemoryNote is a recalled memory as the sub-agent sees it.

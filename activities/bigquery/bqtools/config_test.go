@@ -183,13 +183,6 @@ func TestJSONValue(t *testing.T) {
 	}
 }
 
-func TestFormatBytes(t *testing.T) {
-	assert.Equal(t, "1 bytes", formatBytes(1))
-	assert.Equal(t, "2.4 KiB (2430 bytes)", formatBytes(2430))
-	assert.Equal(t, "1.0 GiB (1073741824 bytes)", formatBytes(1<<30))
-	assert.Equal(t, "5.2 GiB (5583457484 bytes)", formatBytes(5583457484))
-}
-
 func TestHandles(t *testing.T) {
 	assert.Equal(t, "job_1", encodeHandle("", "job_1"))
 	assert.Equal(t, "EU:job_1", encodeHandle("EU", "job_1"))

@@ -204,9 +204,14 @@ func TestQueryJobsOnTheFake(t *testing.T) {
 		e := fakeEnv(t, fb, nil)
 		ctx, call := callCtx(t, callID, 4999)
 		_, err := run(e, ctx)
-		requireRejection(t, err, "query refused: the investigation's scan budget has 4.9 KiB (4999 bytes) left and this query would scan 4.9 KiB (5000 bytes)")
+		requireRejection(t, err, "query refused: the investigation's BigQuery scan budget (max_scan_bytes of the investigation) has 4.9 KiB (4999 bytes) left and this query would scan 4.9 KiB (5000 bytes)")
 		assert.Empty(t, fb.starts)
 		assert.Zero(t, call.Scanned())
+
+		ctx, _ = callCtx(t, callID, -1)
+		_, err = run(e, ctx)
+		requireRejection(t, err, "has 0 bytes left") // a spent budget refuses every query
+		assert.Empty(t, fb.starts)
 
 		ctx, call = callCtx(t, callID, 5000)
 		_, err = run(e, ctx)

@@ -6,6 +6,7 @@ import (
 
 	"google.golang.org/genai"
 
+	"github.com/secops-agent/investigator/internal/size"
 	"github.com/secops-agent/investigator/tools"
 )
 
@@ -81,12 +82,12 @@ func (t runQuery) Call(ctx context.Context, args map[string]any) (any, error) {
 	}
 	if dry.bytes > t.e.cfg.MaxScanBytes {
 		return nil, tools.Reject("query refused: the query would scan %s, over the %s limit; add a time filter (on a partition column if the table has one) or select fewer columns",
-			formatBytes(dry.bytes), formatBytes(t.e.cfg.MaxScanBytes))
+			size.Bytes(dry.bytes), size.Bytes(t.e.cfg.MaxScanBytes))
 	}
 	call := tools.CallInfoFrom(ctx)
-	if left := call.ScanBytesLeft; left > 0 && dry.bytes > left {
-		return nil, tools.Reject("query refused: the investigation's scan budget has %s left and this query would scan %s; narrow it with a time filter or fewer columns",
-			formatBytes(left), formatBytes(dry.bytes))
+	if left := max(call.ScanBytesLeft, 0); call.ScanBytesLeft != 0 && dry.bytes > left {
+		return nil, tools.Reject("query refused: the investigation's BigQuery scan budget (max_scan_bytes of the investigation) has %s left and this query would scan %s; narrow it with a time filter or fewer columns, or answer from the results you have",
+			size.Bytes(left), size.Bytes(dry.bytes))
 	}
 
 	// Guard 4: the job may not bill more than the limit nor run longer than

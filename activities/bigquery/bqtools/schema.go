@@ -8,6 +8,7 @@ import (
 	"cloud.google.com/go/bigquery"
 	"google.golang.org/genai"
 
+	"github.com/secops-agent/investigator/internal/size"
 	"github.com/secops-agent/investigator/tools"
 )
 
@@ -83,7 +84,7 @@ func (t tableSchema) Call(ctx context.Context, args map[string]any) (any, error)
 		out.RowCount = &n
 	}
 	if md.NumBytes > 0 {
-		out.Size = formatBytes(md.NumBytes)
+		out.Size = size.Bytes(md.NumBytes)
 	}
 	if p := md.TimePartitioning; p != nil {
 		field := p.Field

@@ -4,6 +4,8 @@ import (
 	"context"
 
 	"google.golang.org/genai"
+
+	"github.com/secops-agent/investigator/internal/size"
 )
 
 // listTables is bigquery_tables: the configured tables, from the config alone.
@@ -35,7 +37,7 @@ func (t listTables) Call(ctx context.Context, args map[string]any) (any, error) 
 		ScanLimit string       `json:"scan_limit"`
 		Note      string       `json:"note"`
 	}{
-		ScanLimit: formatBytes(t.e.cfg.MaxScanBytes),
+		ScanLimit: size.Bytes(t.e.cfg.MaxScanBytes),
 		Note:      "Only these tables can be described. Queries whose dry run would scan more than scan_limit are refused: filter on time columns and select only the columns you need.",
 	}
 	for _, tb := range t.e.cfg.Tables {

@@ -17,6 +17,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"google.golang.org/api/option"
 
+	"github.com/secops-agent/investigator/internal/size"
 	"github.com/secops-agent/investigator/internal/testenv"
 	"github.com/secops-agent/investigator/tools"
 )
@@ -395,7 +396,7 @@ func TestQueryOverScanLimit(t *testing.T) {
 	f = newFixture(t, func(c *Config) { c.MaxScanBytes = estimate - 1 })
 	_, err = f.call(t, "bigquery_query", map[string]any{"sql": sql})
 	requireRejection(t, err,
-		fmt.Sprintf("the query would scan %s, over the %s limit", formatBytes(estimate), formatBytes(estimate-1)),
+		fmt.Sprintf("the query would scan %s, over the %s limit", size.Bytes(estimate), size.Bytes(estimate-1)),
 		"add a time filter")
 	reqs := f.log.take()
 	assert.Equal(t, []string{"POST /projects/demo-investigator/jobs (dry run)"}, reqs, "only the dry run was sent")

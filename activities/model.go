@@ -50,10 +50,11 @@ func (m *Model) generate(ctx context.Context, contents []*genai.Content, cfg *ge
 	if err != nil {
 		return nil, investigation.Usage{}, err
 	}
-	u := investigation.Usage{Calls: 1}
-	if m := resp.UsageMetadata; m != nil {
-		u.PromptTokens = int(m.PromptTokenCount)
-		u.OutputTokens = int(m.CandidatesTokenCount)
+	u := investigation.Usage{Calls: 1, Model: m.Name}
+	if md := resp.UsageMetadata; md != nil {
+		u.PromptTokens = int(md.PromptTokenCount)
+		u.OutputTokens = int(md.CandidatesTokenCount)
+		u.ThoughtTokens = int(md.ThoughtsTokenCount)
 	}
 	return resp, u, nil
 }

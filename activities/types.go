@@ -127,6 +127,8 @@ type ToolOutput struct {
 	Inline string `json:"inline,omitempty"`
 	// ScannedBytes is what the call scanned (billed) in BigQuery.
 	ScannedBytes int64 `json:"scanned_bytes,omitempty"`
+	// Usage is a child workflow's model usage (the sub-agent's).
+	Usage investigation.Usage `json:"usage,omitzero"`
 }
 
 // ReflectInput holds only what reflection needs: never the conversation.

@@ -20,6 +20,7 @@ import (
 	"go.temporal.io/sdk/temporal"
 
 	"github.com/secops-agent/investigator/config"
+	"github.com/secops-agent/investigator/internal/pricing"
 	"github.com/secops-agent/investigator/payloadcodec"
 )
 
@@ -35,6 +36,9 @@ type Options struct {
 	CallTimeout time.Duration
 	// Logger receives the Temporal client's logs; nil discards them.
 	Logger *slog.Logger
+	// Prices price the model calls a status shows; zero means
+	// pricing.Default().
+	Prices pricing.Table
 }
 
 // Client is a connection to Temporal with the settings of one namespace
@@ -45,6 +49,7 @@ type Client struct {
 	dc      converter.DataConverter
 	cfg     config.Temporal
 	timeout time.Duration
+	prices  pricing.Table
 }
 
 // Dial connects to Temporal with the options' settings.
@@ -76,7 +81,11 @@ func wrap(tc client.Client, keys *payloadcodec.Keys, o Options) *Client {
 	if timeout <= 0 {
 		timeout = DefaultCallTimeout
 	}
-	return &Client{tc: tc, src: temporalStream{tc}, dc: payloadcodec.NewDataConverter(keys, nil), cfg: o.Temporal, timeout: timeout}
+	prices := o.Prices
+	if len(prices.Models) == 0 {
+		prices = pricing.Default()
+	}
+	return &Client{tc: tc, src: temporalStream{tc}, dc: payloadcodec.NewDataConverter(keys, nil), cfg: o.Temporal, timeout: timeout, prices: prices}
 }
 
 // Close closes the connection.

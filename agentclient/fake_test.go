@@ -12,6 +12,7 @@ import (
 	"go.temporal.io/api/serviceerror"
 
 	"github.com/secops-agent/investigator/config"
+	"github.com/secops-agent/investigator/internal/pricing"
 	"github.com/secops-agent/investigator/investigation"
 )
 
@@ -165,17 +166,27 @@ func testClient(src stream) *Client {
 
 // watch is Watch with the text renderer on out, as starter watch runs it.
 func (c *Client) watch(ctx context.Context, out io.Writer, id string, from int) error {
-	return c.Watch(ctx, NewTextRenderer(out, id), id, from)
+	return c.Watch(ctx, NewTextRenderer(out, id, pricing.Default()), id, from)
 }
 
 // followText is followTurn with the text renderer on out, as starter
 // investigate and ask run it.
 func (c *Client) followText(ctx context.Context, out io.Writer, id string, after int, until func(investigation.Event) bool) error {
-	return c.followTurn(ctx, NewTextRenderer(out, id), id, after, until)
+	return c.followTurn(ctx, NewTextRenderer(out, id, pricing.Default()), id, after, until)
 }
 
 func testCtx(t *testing.T) context.Context {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	t.Cleanup(cancel)
 	return ctx
+}
+
+// spend is what an investigation of toolCalls calls used, the phases'
+// usage given in order (plan, steps, ...).
+func spend(toolCalls int, phases ...investigation.Usage) investigation.Spend {
+	var p investigation.UsageByPhase
+	for i, u := range phases {
+		*[]*investigation.Usage{&p.Plan, &p.Steps, &p.Reflection, &p.Conclusion, &p.SubAgent}[i] = u
+	}
+	return investigation.Spend{Usage: p.Total(), ByPhase: p, ToolCalls: toolCalls}
 }

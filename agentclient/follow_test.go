@@ -13,6 +13,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"go.temporal.io/sdk/temporal"
 
+	"github.com/secops-agent/investigator/internal/pricing"
 	"github.com/secops-agent/investigator/investigation"
 	"github.com/secops-agent/investigator/payloadcodec"
 )
@@ -67,13 +68,14 @@ func TestWatchAcrossContinueAsNew(t *testing.T) {
 			d.events, d.status = notes(11, 12), completed
 		}
 	}
-	f.result = investigation.Result{ToolCalls: 4, Usage: investigation.Usage{Calls: 9, PromptTokens: 900, OutputTokens: 90}}
+	f.result = investigation.Result{Spend: spend(4, investigation.Usage{Calls: 1, PromptTokens: 100, OutputTokens: 10, Model: "gemini-2.5-flash"},
+		investigation.Usage{Calls: 8, PromptTokens: 800, OutputTokens: 70, ThoughtTokens: 10, Model: "gemini-2.5-flash"})}
 	var out strings.Builder
 	err := testClient(f).watch(testCtx(t), &out, "inv", 1)
 	require.NoError(t, err, out.String())
 	require.Equal(t, seqs(1, 12), printedNotes(out.String()), out.String())
 	require.Contains(t, out.String(), "Watching investigation inv")
-	require.True(t, strings.HasSuffix(out.String(), "\ninvestigation inv completed after 4 tool calls and 9 model calls (900 prompt + 90 output tokens)\n"), out.String())
+	require.True(t, strings.HasSuffix(out.String(), "\ninvestigation inv completed: 4 tool calls, 9 model calls (900 prompt + 90 output tokens; by phase: plan 110, steps 880, reflection 0, conclusion 0, sub-agent 0); estimated cost 0.0005 USD\n"), out.String())
 	require.NotContains(t, out.String(), "no longer available")
 }
 
@@ -202,7 +204,7 @@ func TestWatchPagesThroughAClosedRun(t *testing.T) {
 	var out strings.Builder
 	require.NoError(t, testClient(f).watch(testCtx(t), &out, "inv", 1))
 	require.Equal(t, seqs(1, 450), printedNotes(out.String()))
-	require.True(t, strings.HasSuffix(out.String(), "\ninvestigation inv completed after 0 tool calls and 0 model calls (0 prompt + 0 output tokens)\n"), out.String())
+	require.True(t, strings.HasSuffix(out.String(), "\ninvestigation inv completed: 0 tool calls, 0 model calls (0 prompt + 0 output tokens; by phase: plan 0, steps 0, reflection 0, conclusion 0, sub-agent 0); estimated cost 0.0000 USD\n"), out.String())
 	require.Equal(t, []string{"inv/A>0", "inv/A>200", "inv/A>400"}, f.queries)
 	require.Equal(t, 2, f.describes, "one tick after the start")
 }
@@ -270,12 +272,12 @@ func TestFollowTurnStopsAtTheConclusion(t *testing.T) {
 		investigation.Event{Seq: 4, Kind: investigation.EventIdle, Text: "waiting up to 30m0s for follow-up questions"},
 	)
 	f := newFakeStream("inv", &fakeRun{id: "A", events: evs, status: running})
-	f.st = investigation.Status{Phase: investigation.PhaseIdle, ToolCalls: 2, Usage: investigation.Usage{Calls: 4, PromptTokens: 40, OutputTokens: 4}}
+	f.st = investigation.Status{Phase: investigation.PhaseIdle, Spend: spend(2, investigation.Usage{Calls: 4, PromptTokens: 40, OutputTokens: 4})}
 	var out strings.Builder
 	require.NoError(t, testClient(f).followText(testCtx(t), &out, "inv", 0, firstConclusion))
 	s := out.String()
 	require.Equal(t, 1, strings.Count(s, "CONCLUSION"))
-	require.Contains(t, s, "\n0 steps, 2 tool calls, 4 model calls (40 prompt + 4 output tokens)\n")
+	require.Contains(t, s, "\n0 steps, 2 tool calls, 4 model calls (40 prompt + 4 output tokens; by phase: plan 44, steps 0, reflection 0, conclusion 0, sub-agent 0); no cost estimate (no price for (model not recorded): starter --prices)\n")
 	require.Equal(t, 1, strings.Count(s, `(the investigation stays open for follow-up questions: starter ask inv "...")`), s)
 }
 
@@ -377,7 +379,7 @@ func TestAskFollowsOnlyNewEvents(t *testing.T) {
 	f := newFakeStream("inv", &fakeRun{id: "A", events: events, status: running})
 	f.st = investigation.Status{Phase: investigation.PhaseIdle, LastSeq: 9}
 	var out strings.Builder
-	require.NoError(t, testClient(f).FollowAnswer(testCtx(t), NewTextRenderer(&out, "inv"), "inv", q, investigation.Ack{Seq: 5}))
+	require.NoError(t, testClient(f).FollowAnswer(testCtx(t), NewTextRenderer(&out, "inv", pricing.Default()), "inv", q, investigation.Ack{Seq: 5}))
 	s := out.String()
 	require.Equal(t, []string{"7"}, printedNotes(s), s)
 	require.NotContains(t, s, "the old answer")
@@ -396,7 +398,7 @@ func TestAskRecordedByAnEarlierRun(t *testing.T) {
 	f := newFakeStream("inv", &fakeRun{id: "A", events: events, status: running})
 	f.st = investigation.Status{Phase: investigation.PhaseIdle, LastSeq: 6}
 	var out strings.Builder
-	require.NoError(t, testClient(f).FollowAnswer(testCtx(t), NewTextRenderer(&out, "inv"), "inv", "q", investigation.Ack{Message: "already recorded"}))
+	require.NoError(t, testClient(f).FollowAnswer(testCtx(t), NewTextRenderer(&out, "inv", pricing.Default()), "inv", "q", investigation.Ack{Message: "already recorded"}))
 	require.Equal(t, []string{"7"}, printedNotes(out.String()), out.String())
 	require.Contains(t, out.String(), "the answer")
 }

@@ -5,6 +5,7 @@ import (
 	"io"
 	"strings"
 
+	"github.com/secops-agent/investigator/internal/pricing"
 	"github.com/secops-agent/investigator/investigation"
 	"github.com/secops-agent/investigator/plan"
 )
@@ -112,9 +113,8 @@ func (p *printer) idle() {
 }
 
 // summary prints the totals line shown after a conclusion.
-func summary(w io.Writer, p plan.Plan, toolCalls int, u investigation.Usage) {
-	fmt.Fprintf(w, "\n%d steps, %d tool calls, %d model calls (%d prompt + %d output tokens)\n",
-		p.Count(plan.Done), toolCalls, u.Calls, u.PromptTokens, u.OutputTokens)
+func summary(w io.Writer, p plan.Plan, s investigation.Spend, prices pricing.Table) {
+	fmt.Fprintf(w, "\n%d steps, %s\n", p.Count(plan.Done), spendText(s, prices))
 }
 
 // stepMarks shows a step's status in front of it (as in the Web UI details).

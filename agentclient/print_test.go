@@ -6,6 +6,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/secops-agent/investigator/internal/pricing"
 	"github.com/secops-agent/investigator/investigation"
 	"github.com/secops-agent/investigator/plan"
 )
@@ -97,9 +98,10 @@ func TestPrintStatus(t *testing.T) {
 		Hints:     []string{"ignore 10.0.0.0/8"},
 		Questions: []investigation.Question{{ID: "q-1", Step: "step_2", Question: "Is host-7 a test box?"}},
 		FollowUps: []string{"And host-8?"},
-		Usage:     investigation.Usage{Calls: 5, PromptTokens: 1000, OutputTokens: 200},
-		ToolCalls: 3, LastSeq: 17,
-	})
+		Spend: spend(3, investigation.Usage{Calls: 2, PromptTokens: 400, OutputTokens: 100, Model: "gemini-2.5-pro"},
+			investigation.Usage{Calls: 3, PromptTokens: 600, OutputTokens: 100, Model: "unknown-model"}),
+		LastSeq: 17,
+	}, pricing.Default())
 	want := `Investigation inv-1
   phase:    waiting_for_answer
   turn:     2
@@ -124,22 +126,22 @@ Questions waiting for an answer:
 Queued follow-up questions:
   - And host-8?
 
-3 tool calls, 5 model calls (1000 prompt + 200 output tokens), 17 events
+17 events, 3 tool calls, 5 model calls (1000 prompt + 200 output tokens; by phase: plan 500, steps 700, reflection 0, conclusion 0, sub-agent 0); estimated cost over 0.0015 USD (no price for unknown-model: starter --prices)
 `
 	require.Equal(t, want, b.String())
 
 	b.Reset()
-	RenderStatus(&b, "inv-1", "running", investigation.Status{Phase: investigation.PhaseIdle, Turn: 1})
+	RenderStatus(&b, "inv-1", "running", investigation.Status{Phase: investigation.PhaseIdle, Turn: 1}, pricing.Default())
 	require.Contains(t, b.String(), "PLAN  (none yet)")
 	require.Contains(t, b.String(), "Insights: (none yet)")
 	require.Contains(t, b.String(), `(the investigation stays open for follow-up questions: starter ask inv-1 "...")`)
 
 	b.Reset()
-	RenderStatus(&b, "inv-1", "completed", investigation.Status{Phase: investigation.PhaseIdle, Turn: 1})
+	RenderStatus(&b, "inv-1", "completed", investigation.Status{Phase: investigation.PhaseIdle, Turn: 1}, pricing.Default())
 	require.Contains(t, b.String(), "phase:    idle, workflow completed")
 	require.NotContains(t, b.String(), "starter ask", "a closed investigation takes no follow-ups")
 
 	b.Reset()
-	RenderStatus(&b, "inv-1", "running", investigation.Status{Phase: investigation.PhaseAwaitingApproval})
+	RenderStatus(&b, "inv-1", "running", investigation.Status{Phase: investigation.PhaseAwaitingApproval}, pricing.Default())
 	require.Contains(t, b.String(), `PLAN AWAITS APPROVAL: starter approve inv-1 | starter revise inv-1 "..."`)
 }

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"io"
 
+	"github.com/secops-agent/investigator/internal/pricing"
 	"github.com/secops-agent/investigator/investigation"
 )
 
@@ -46,13 +47,15 @@ type Ending struct {
 }
 
 // NewTextRenderer renders for people on out: the investigation id's
-// events, its child runs' events indented and prefixed [bigquery].
-func NewTextRenderer(out io.Writer, id string) Renderer {
-	return &textRenderer{out: out, main: &printer{out: out, id: id}, children: map[string]*printer{}}
+// events, its child runs' events indented and prefixed [bigquery], and a
+// totals line whose cost comes from prices.
+func NewTextRenderer(out io.Writer, id string, prices pricing.Table) Renderer {
+	return &textRenderer{out: out, prices: prices, main: &printer{out: out, id: id}, children: map[string]*printer{}}
 }
 
 type textRenderer struct {
 	out      io.Writer
+	prices   pricing.Table
 	main     *printer
 	children map[string]*printer
 }
@@ -88,12 +91,11 @@ func (t *textRenderer) End(e Ending) {
 		}
 		fmt.Fprintf(t.out, "\nstopped watching %s; the investigation goes on. Resume with: starter watch %s --from %d\n", at, e.ID, e.Next)
 	case e.Watch && e.Result != nil:
-		fmt.Fprintf(t.out, "\ninvestigation %s completed after %d tool calls and %d model calls (%d prompt + %d output tokens)\n",
-			e.ID, e.Result.ToolCalls, e.Result.Usage.Calls, e.Result.Usage.PromptTokens, e.Result.Usage.OutputTokens)
+		fmt.Fprintf(t.out, "\ninvestigation %s completed: %s\n", e.ID, spendText(e.Result.Spend, t.prices))
 	case e.Watch:
 		fmt.Fprintf(t.out, "\ninvestigation %s completed\n", e.ID)
 	case e.Status != nil:
-		summary(t.out, e.Status.Plan, e.Status.ToolCalls, e.Status.Usage)
+		summary(t.out, e.Status.Plan, e.Status.Spend, t.prices)
 		if e.Status.Phase == investigation.PhaseIdle {
 			t.main.idle()
 		}
@@ -101,6 +103,6 @@ func (t *textRenderer) End(e Ending) {
 		if e.Closed && !t.main.concluded && e.Result.Conclusion != "" {
 			t.main.conclusion(e.Result.Conclusion, e.Result.Verdict)
 		}
-		summary(t.out, e.Result.Plan, e.Result.ToolCalls, e.Result.Usage)
+		summary(t.out, e.Result.Plan, e.Result.Spend, t.prices)
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 
+	"github.com/secops-agent/investigator/internal/pricing"
 	"github.com/secops-agent/investigator/internal/termtext"
 	"github.com/secops-agent/investigator/investigation"
 	"github.com/secops-agent/investigator/plan"
@@ -20,12 +21,13 @@ type Final struct {
 	WorkflowID string `json:"workflow_id"`
 	// Closed says the workflow completed; otherwise the turn concluded and
 	// the investigation stays open (Phase says what it does now).
-	Closed    bool                   `json:"closed"`
-	Phase     string                 `json:"phase,omitempty"`
-	Verdict   *investigation.Verdict `json:"verdict,omitempty"`
-	Steps     int                    `json:"steps"`
-	ToolCalls int                    `json:"tool_calls"`
-	Usage     investigation.Usage    `json:"usage"`
+	Closed  bool                   `json:"closed"`
+	Phase   string                 `json:"phase,omitempty"`
+	Verdict *investigation.Verdict `json:"verdict,omitempty"`
+	Steps   int                    `json:"steps"`
+	investigation.Spend
+	// Cost estimates what the model calls cost (see pricing.Table).
+	Cost Cost `json:"cost"`
 	// Result is the workflow's result, once it completed.
 	Result *investigation.Result `json:"result,omitempty"`
 }
@@ -35,11 +37,14 @@ type Final struct {
 // Child runs' events are left out (their numbers are their own; a
 // tool_call event names the child, which can be watched by its ID); notices
 // and the resume hint after Ctrl-C go to info as text.
-func NewJSONRenderer(out, info io.Writer) Renderer {
-	return &jsonRenderer{out: out, info: info}
+func NewJSONRenderer(out, info io.Writer, prices pricing.Table) Renderer {
+	return &jsonRenderer{out: out, info: info, prices: prices}
 }
 
-type jsonRenderer struct{ out, info io.Writer }
+type jsonRenderer struct {
+	out, info io.Writer
+	prices    pricing.Table
+}
 
 func (j *jsonRenderer) Event(e investigation.Event) { j.line(e) }
 
@@ -61,11 +66,12 @@ func (j *jsonRenderer) End(e Ending) {
 	switch {
 	case e.Status != nil:
 		f.Phase, f.Verdict = e.Status.Phase, e.Status.Verdict
-		f.Steps, f.ToolCalls, f.Usage = e.Status.Plan.Count(plan.Done), e.Status.ToolCalls, e.Status.Usage
+		f.Steps, f.Spend = e.Status.Plan.Count(plan.Done), e.Status.Spend
 	case e.Result != nil:
 		f.Verdict = e.Result.Verdict
-		f.Steps, f.ToolCalls, f.Usage = e.Result.Plan.Count(plan.Done), e.Result.ToolCalls, e.Result.Usage
+		f.Steps, f.Spend = e.Result.Plan.Count(plan.Done), e.Result.Spend
 	}
+	f.Cost = estimate(f.Spend, j.prices)
 	j.line(f)
 }
 

@@ -8,6 +8,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/secops-agent/investigator/internal/pricing"
 	"github.com/secops-agent/investigator/investigation"
 	"github.com/secops-agent/investigator/plan"
 )
@@ -69,19 +70,20 @@ func TestWatchJSON(t *testing.T) {
 	events := typedEvents()
 	f := newFakeStream("inv", &fakeRun{id: "A", events: events, status: completed})
 	f.add("inv/bq-1", &fakeRun{id: "K", status: completed, events: notesNamed("c", 1, 3)})
-	res := investigation.Result{AlertID: "a-1", Conclusion: "## Summary\n" + sneaky, Verdict: events[6].Verdict, ToolCalls: 3,
+	res := investigation.Result{AlertID: "a-1", Conclusion: "## Summary\n" + sneaky, Verdict: events[6].Verdict,
 		Plan:  plan.Plan{Steps: []plan.Step{{ID: "step_1", Status: plan.Done}}},
-		Usage: investigation.Usage{Calls: 5, PromptTokens: 500, OutputTokens: 50}}
+		Spend: spend(3, investigation.Usage{Calls: 5, PromptTokens: 500, OutputTokens: 50, Model: "gemini-2.5-flash"})}
 	f.result = res
 	var out, info strings.Builder
-	require.NoError(t, testClient(f).Watch(testCtx(t), NewJSONRenderer(&out, &info), "inv", 1))
+	require.NoError(t, testClient(f).Watch(testCtx(t), NewJSONRenderer(&out, &info, pricing.Default()), "inv", 1))
 
 	lines := jsonLines(t, out.String())
 	require.Len(t, lines, len(events)+1, out.String())
 	require.Equal(t, events, decodeEvents(t, out.String()), "each event exactly as recorded, the child's left out")
 	var final Final
 	require.NoError(t, json.Unmarshal([]byte(lastLine(out.String())), &final))
-	require.Equal(t, Final{Kind: FinalKind, WorkflowID: "inv", Closed: true, Verdict: res.Verdict, Steps: 1, ToolCalls: 3, Usage: res.Usage, Result: &res}, final)
+	require.Equal(t, Final{Kind: FinalKind, WorkflowID: "inv", Closed: true, Verdict: res.Verdict, Steps: 1, Spend: res.Spend, Result: &res,
+		Cost: Cost{Amount: (500*0.30 + 50*2.50) / 1e6, Currency: "USD"}}, final)
 	require.Contains(t, info.String(), "Watching investigation inv")
 	require.Contains(t, info.String(), "(events 1 to 1 are no longer available)")
 	require.NotContains(t, out.String(), "no longer available")
@@ -96,13 +98,13 @@ func TestFollowInvestigationJSON(t *testing.T) {
 		investigation.Event{Seq: 4, Kind: investigation.EventIdle, Text: "waiting up to 30m0s for follow-up questions"},
 	)
 	f := newFakeStream("inv", &fakeRun{id: "A", events: events, status: running})
-	f.st = investigation.Status{Phase: investigation.PhaseIdle, Verdict: events[2].Verdict, ToolCalls: 2,
+	f.st = investigation.Status{Phase: investigation.PhaseIdle, Verdict: events[2].Verdict,
 		Plan:  plan.Plan{Steps: []plan.Step{{ID: "step_1", Status: plan.Done}, {ID: "step_2", Status: plan.Done}, {ID: "step_3", Status: plan.Cancelled}}},
-		Usage: investigation.Usage{Calls: 4, PromptTokens: 40, OutputTokens: 4}}
+		Spend: spend(2, investigation.Usage{Calls: 4, PromptTokens: 40, OutputTokens: 4, Model: "gemini-2.5-flash"})}
 	var out, info strings.Builder
-	require.NoError(t, testClient(f).FollowInvestigation(testCtx(t), NewJSONRenderer(&out, &info), "inv"))
+	require.NoError(t, testClient(f).FollowInvestigation(testCtx(t), NewJSONRenderer(&out, &info, pricing.Default()), "inv"))
 	require.Equal(t, events[:3], decodeEvents(t, out.String()))
-	require.Equal(t, `{"kind":"result","workflow_id":"inv","closed":false,"phase":"idle","verdict":{"verdict":"benign","confidence":"low"},"steps":2,"tool_calls":2,"usage":{"calls":4,"prompt_tokens":40,"output_tokens":4}}`,
+	require.Equal(t, `{"kind":"result","workflow_id":"inv","closed":false,"phase":"idle","verdict":{"verdict":"benign","confidence":"low"},"steps":2,"usage":{"calls":4,"prompt_tokens":40,"output_tokens":4,"model":"gemini-2.5-flash"},"usage_by_phase":{"plan":{"calls":4,"prompt_tokens":40,"output_tokens":4,"model":"gemini-2.5-flash"},"steps":{"calls":0,"prompt_tokens":0,"output_tokens":0},"reflection":{"calls":0,"prompt_tokens":0,"output_tokens":0},"conclusion":{"calls":0,"prompt_tokens":0,"output_tokens":0},"sub_agent":{"calls":0,"prompt_tokens":0,"output_tokens":0}},"tool_calls":2,"cost":{"amount":0.000022,"currency":"USD"}}`,
 		lastLine(out.String()))
 	require.Empty(t, info.String())
 }
@@ -120,7 +122,7 @@ func TestInterruptedJSON(t *testing.T) {
 		}
 	}
 	var out, info strings.Builder
-	require.NoError(t, testClient(f).Watch(ctx, NewJSONRenderer(&out, &info), "inv", 2))
+	require.NoError(t, testClient(f).Watch(ctx, NewJSONRenderer(&out, &info, pricing.Default()), "inv", 2))
 	require.Equal(t, "{\"seq\":2,\"kind\":\"note\",\"text\":\"e2\"}\n{\"seq\":3,\"kind\":\"note\",\"text\":\"e3\"}\n", out.String())
 	require.True(t, strings.HasSuffix(info.String(), "Resume with: starter watch inv --from 4 --json\n"), info.String())
 }

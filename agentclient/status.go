@@ -7,6 +7,7 @@ import (
 	"io"
 	"strings"
 
+	"github.com/secops-agent/investigator/internal/pricing"
 	"github.com/secops-agent/investigator/investigation"
 )
 
@@ -33,7 +34,7 @@ func (c *Client) ShowStatus(ctx context.Context, w io.Writer, id string, asJSON 
 	if d, err := c.src.describe(ctx, id, ""); err == nil {
 		run = statusWord(d.status)
 	}
-	RenderStatus(w, id, run, st)
+	RenderStatus(w, id, run, st, c.prices)
 	return nil
 }
 
@@ -53,7 +54,7 @@ func (c *Client) statusError(ctx context.Context, id string, err error) error {
 
 // RenderStatus writes a status snapshot for people; run is the workflow's
 // execution status ("running", "completed"), if known.
-func RenderStatus(w io.Writer, id, run string, st investigation.Status) {
+func RenderStatus(w io.Writer, id, run string, st investigation.Status, prices pricing.Table) {
 	fmt.Fprintf(w, "Investigation %s\n", id)
 	phase := st.Phase
 	if run != "" && run != "running" {
@@ -97,8 +98,7 @@ func RenderStatus(w io.Writer, id, run string, st investigation.Status) {
 		}
 	}
 	section("Queued follow-up questions", st.FollowUps)
-	fmt.Fprintf(w, "\n%d tool calls, %d model calls (%d prompt + %d output tokens), %d events\n",
-		st.ToolCalls, st.Usage.Calls, st.Usage.PromptTokens, st.Usage.OutputTokens, st.LastSeq)
+	fmt.Fprintf(w, "\n%d events, %s\n", st.LastSeq, spendText(st.Spend, prices))
 	switch st.Phase {
 	case investigation.PhaseAwaitingApproval:
 		fmt.Fprintf(w, "PLAN AWAITS APPROVAL: starter approve %s | starter revise %s \"...\"\n", id, id)

@@ -187,6 +187,8 @@ func TestBigQuerySubAgent(t *testing.T) {
 	require.Equal(t, 0, w.code, w.stderr)
 	require.Contains(t, w.stdout, "[bigquery]", "watch follows the child runs too")
 	require.Contains(t, w.stdout, "Learned 1 claims")
+	requireUsageOfTree(t, parentID, childIDs)
+	require.Contains(t, w.stdout, "; estimated cost ", "watch ends with the totals and their cost")
 
 	tree := starter(t, nil, "tree", parentID)
 	require.Equal(t, 0, tree.code, tree.stderr)

@@ -133,18 +133,6 @@ type Message struct {
 	Text string `json:"text"`
 }
 
-// Usage counts model tokens.
-type Usage struct {
-	Calls        int `json:"calls"`
-	PromptTokens int `json:"prompt_tokens"`
-	OutputTokens int `json:"output_tokens"`
-}
-
-// Add returns the sum of two usages.
-func (u Usage) Add(o Usage) Usage {
-	return Usage{Calls: u.Calls + o.Calls, PromptTokens: u.PromptTokens + o.PromptTokens, OutputTokens: u.OutputTokens + o.OutputTokens}
-}
-
 // Insight is a fact or inference reflection drew from a step, with the
 // exchange (Turn) and step it came from: prompts tell the current exchange's
 // insights from carried ones.
@@ -192,8 +180,7 @@ type Result struct {
 	Plan       plan.Plan `json:"plan"`
 	Insights   []Insight `json:"insights"`
 	History    []Message `json:"history"`
-	Usage      Usage     `json:"usage"`
-	ToolCalls  int       `json:"tool_calls"`
+	Spend
 	// ReusedCalls counts calls served from an identical earlier call.
 	ReusedCalls int `json:"reused_calls,omitempty"`
 }

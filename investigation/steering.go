@@ -50,17 +50,16 @@ const (
 
 // Status is a snapshot of a running investigation.
 type Status struct {
-	Phase      string     `json:"phase"`
-	Turn       int        `json:"turn"`
-	Request    string     `json:"request"`
-	Plan       plan.Plan  `json:"plan"`
-	Insights   []Insight  `json:"insights"`
-	Verdict    *Verdict   `json:"verdict,omitempty"`
-	Hints      []string   `json:"hints"`
-	Questions  []Question `json:"questions"`
-	FollowUps  []string   `json:"follow_ups"`
-	Usage      Usage      `json:"usage"`
-	ToolCalls  int        `json:"tool_calls"`
-	LastSeq    int        `json:"last_seq"`
-	StopReason string     `json:"stop_reason,omitempty"`
+	Phase     string     `json:"phase"`
+	Turn      int        `json:"turn"`
+	Request   string     `json:"request"`
+	Plan      plan.Plan  `json:"plan"`
+	Insights  []Insight  `json:"insights"`
+	Verdict   *Verdict   `json:"verdict,omitempty"`
+	Hints     []string   `json:"hints"`
+	Questions []Question `json:"questions"`
+	FollowUps []string   `json:"follow_ups"`
+	Spend
+	LastSeq    int    `json:"last_seq"`
+	StopReason string `json:"stop_reason,omitempty"`
 }

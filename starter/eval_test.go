@@ -249,7 +249,7 @@ func evalDir(t *testing.T) string {
 func concluded(verdict, md string) investigation.Result {
 	p := plan.Plan{Steps: []plan.Step{{ID: "step_1", Status: plan.Done}, {ID: "step_2", Status: plan.Done}, {ID: "step_3", Status: plan.Cancelled}}}
 	return investigation.Result{Conclusion: md, Verdict: &investigation.Verdict{Verdict: verdict, Confidence: "medium"}, Plan: p,
-		ToolCalls: 3, Usage: investigation.Usage{Calls: 8, PromptTokens: 1000, OutputTokens: 200}}
+		Spend: investigation.Spend{ToolCalls: 3, Usage: investigation.Usage{Calls: 8, PromptTokens: 1000, OutputTokens: 200}}}
 }
 
 // runEvalCommand runs `starter eval args...` against f.

@@ -141,7 +141,7 @@ func (a *app) investigate(cmd *cobra.Command, o investigateOptions) error {
 		fmt.Fprintf(out, "Follow it with: starter watch %s\n", id)
 		return nil
 	}
-	return c.FollowInvestigation(ctx, renderer(cmd, id, o.asJSON), id)
+	return c.FollowInvestigation(ctx, a.renderer(cmd, id, o.asJSON), id)
 }
 
 // check rejects limits that cannot work, before anything is started.

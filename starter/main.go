@@ -17,6 +17,7 @@ import (
 
 	"github.com/secops-agent/investigator/agentclient"
 	"github.com/secops-agent/investigator/config"
+	"github.com/secops-agent/investigator/internal/pricing"
 	"github.com/secops-agent/investigator/internal/termtext"
 )
 
@@ -48,11 +49,15 @@ type app struct {
 	stdin       io.Reader
 	// dialer replaces the Temporal connection in tests.
 	dialer func() (client.Client, error)
+	// pricesFile is the price table the cost estimates use ("" for the
+	// shipped one), prices the table read from it.
+	pricesFile string
+	prices     pricing.Table
 }
 
 // dial connects to Temporal with the app's settings.
 func (a *app) dial() (*agentclient.Client, error) {
-	o := agentclient.Options{Temporal: a.temporal, CallTimeout: a.timeout(), Logger: a.logger()}
+	o := agentclient.Options{Temporal: a.temporal, CallTimeout: a.timeout(), Logger: a.logger(), Prices: a.prices}
 	if a.dialer != nil {
 		c, err := a.dialer()
 		if err != nil {
@@ -93,6 +98,7 @@ Environment (each also a flag):
   GOOGLE_CLOUD_PROJECT     Firestore project (demo-investigator with the emulator)
   FIRESTORE_EMULATOR_HOST  use the local Firestore emulator at host:port
   FIRESTORE_DATABASE       Firestore database ID (default "(default)")
+  INVESTIGATOR_PRICES      price table for cost estimates (default: shipped prices)
 The worker also reads GEMINI_API_KEY / GOOGLE_API_KEY, GOOGLE_GENAI_USE_VERTEXAI,
 GOOGLE_CLOUD_LOCATION, GOOGLE_GEMINI_BASE_URL and GEMINI_MODEL.`,
 		SilenceUsage:  true,
@@ -107,11 +113,20 @@ GOOGLE_CLOUD_LOCATION, GOOGLE_GEMINI_BASE_URL and GEMINI_MODEL.`,
 		if a.callTimeout <= 0 {
 			return fmt.Errorf("--call-timeout must be positive, not %s", a.callTimeout)
 		}
+		a.prices = pricing.Default()
+		if a.pricesFile != "" {
+			t, err := pricing.Load(a.pricesFile)
+			if err != nil {
+				return err
+			}
+			a.prices = t
+		}
 		return nil
 	}
 	a.temporal.Flags(root.PersistentFlags())
 	a.firestore.Flags(root.PersistentFlags())
 	root.PersistentFlags().DurationVar(&a.callTimeout, "call-timeout", agentclient.DefaultCallTimeout, "how long to wait for each answer from Firestore or Temporal before giving up with a message")
+	root.PersistentFlags().StringVar(&a.pricesFile, "prices", config.Env("", "INVESTIGATOR_PRICES"), "price table (YAML, see internal/pricing/prices.yaml) for the estimated cost of model calls (env INVESTIGATOR_PRICES; default: the shipped Gemini API prices)")
 	root.PersistentFlags().StringVar(&a.logLevel, "log-level", config.Env("warn", "LOG_LEVEL"), "log level of the Temporal client: debug, info, warn, error (env LOG_LEVEL)")
 	root.AddCommand(a.investigateCommand(), a.watchCommand(), a.statusCommand())
 	root.AddCommand(a.steerCommands()...)

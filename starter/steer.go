@@ -139,5 +139,5 @@ func (a *app) ask(cmd *cobra.Command, id, question string, detach, asJSON bool) 
 		fmt.Fprintf(out, "Follow it with: starter watch %s --from %d\n", id, max(ack.Seq, 1))
 		return nil
 	}
-	return c.FollowAnswer(ctx, renderer(cmd, id, asJSON), id, question, ack)
+	return c.FollowAnswer(ctx, a.renderer(cmd, id, asJSON), id, question, ack)
 }

@@ -42,7 +42,7 @@ everything else goes to standard error.`,
 				return err
 			}
 			defer c.Close()
-			return c.Watch(cmd.Context(), renderer(cmd, args[0], asJSON), args[0], from)
+			return c.Watch(cmd.Context(), a.renderer(cmd, args[0], asJSON), args[0], from)
 		},
 	}
 	cmd.Flags().IntVar(&from, "from", 1, "first event to print (event numbers continue across runs)")
@@ -53,11 +53,11 @@ everything else goes to standard error.`,
 // renderer is where a following command's output goes: lines for people on
 // standard output, or with --json JSON lines there and the rest on standard
 // error.
-func renderer(cmd *cobra.Command, id string, asJSON bool) agentclient.Renderer {
+func (a *app) renderer(cmd *cobra.Command, id string, asJSON bool) agentclient.Renderer {
 	if asJSON {
-		return agentclient.NewJSONRenderer(cmd.OutOrStdout(), cmd.ErrOrStderr())
+		return agentclient.NewJSONRenderer(cmd.OutOrStdout(), cmd.ErrOrStderr(), a.prices)
 	}
-	return agentclient.NewTextRenderer(cmd.OutOrStdout(), id)
+	return agentclient.NewTextRenderer(cmd.OutOrStdout(), id, a.prices)
 }
 
 // info is where a following command's lines for people go: standard

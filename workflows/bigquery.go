@@ -145,7 +145,7 @@ func BigQueryAgent(ctx workflow.Context, in bigquery.Request) (activities.ToolOu
 		Link:           activities.ChildLink{WorkflowID: h.session, RunID: info.WorkflowExecution.RunID},
 		MaxResultBytes: in.MaxResultBytes,
 	}).Get(ctx, &out)
-	out.ScannedBytes = h.scanned
+	out.ScannedBytes, out.Usage = h.scanned, h.usage
 	return out, err
 }
 
@@ -155,8 +155,10 @@ type subAgent struct {
 	in      bigquery.Request
 	recall  bigquery.Recall
 	events  []investigation.Event
-	// scanned is what this run's queries scanned in BigQuery.
+	// scanned is what this run's queries scanned in BigQuery, usage what
+	// its model calls used.
 	scanned int64
+	usage   investigation.Usage
 }
 
 // learn introspects over the whole session and saves what it learned; both
@@ -169,6 +171,7 @@ func (h *subAgent) learn(ctx workflow.Context, res loopResult) {
 		h.emit(investigation.Event{Kind: investigation.EventNote, Text: "Introspection failed; nothing learned this time: " + message(err)})
 		return
 	}
+	h.usage = h.usage.Add(intro.Usage)
 	var changes bigquery.MemoryChanges
 	if err := workflow.ExecuteActivity(bestEffortOptions(ctx, "update memories"), bq.UpdateMemories, bigquery.MemoryUpdate{
 		Session: h.session, Request: h.in.Request, Claims: intro.Claims, Helpful: intro.Helpful, Harmful: intro.Harmful,
@@ -190,6 +193,7 @@ func (h *subAgent) modelTurn(ctx workflow.Context, iter int, key string, transcr
 		Transcript: transcript,
 		Final:      final,
 	}).Get(ctx, &out)
+	h.usage = h.usage.Add(out.Usage)
 	return out, err
 }
 
@@ -233,7 +237,7 @@ func (h *subAgent) scanLeft() int64 {
 	return bytesLeft(h.in.ScanBytesLeft, h.scanned)
 }
 
-func (h *subAgent) addScanned(n int64) { h.scanned += n }
+func (h *subAgent) account(out activities.ToolOutput) { h.scanned += out.ScannedBytes }
 
 func (h *subAgent) startSpecial(ctx workflow.Context, _ string, _ toolcall.Tool, c toolcall.Call) workflow.Future {
 	f, settle := workflow.NewFuture(ctx)

@@ -99,11 +99,12 @@ func TestBigQueryAgentNeedsARequest(t *testing.T) {
 
 // The investigation's BigQuery scan budget spans its sub-agent runs: each
 // child's queries see what is left, what they scanned counts, and once it
-// is spent the next bigquery_agent call does not start a child.
-func TestScanBudgetSpansSubAgents(t *testing.T) {
+// is spent the next bigquery_agent call does not start a child. The
+// children's model usage is the sub-agent phase of the investigation's.
+func TestSubAgentsReportScansAndUsage(t *testing.T) {
 	h := newHarness(t)
 	h.env.RegisterWorkflowWithOptions(BigQueryAgent, workflow.RegisterOptions{Name: investigation.BigQueryWorkflowName})
-	h.onPlan(activities.PlanOutput{Tools: []toolcall.Tool{{Name: "bigquery_agent", Kind: toolcall.ChildWorkflow, Workflow: investigation.BigQueryWorkflowName}}, Plan: plan.Plan{Objective: "o", Steps: []plan.Step{
+	h.onPlan(activities.PlanOutput{Usage: investigation.Usage{Calls: 1}, Tools: []toolcall.Tool{{Name: "bigquery_agent", Kind: toolcall.ChildWorkflow, Workflow: investigation.BigQueryWorkflowName}}, Plan: plan.Plan{Objective: "o", Steps: []plan.Step{
 		{ID: "step_1", Description: "ask logs", Tools: []string{"bigquery_agent"}, Status: plan.Pending}}}}, nil)
 	h.onTurn(func(in activities.TurnInput) (activities.TurnOutput, error) {
 		if n := len(in.Transcript); n < 6 { // three calls, one per turn
@@ -114,21 +115,30 @@ func TestScanBudgetSpansSubAgents(t *testing.T) {
 	h.onReflect(noChange)
 	h.env.OnActivity(bq.RecallMemories, mock.Anything, mock.Anything).Return(bigquery.Recall{}, nil)
 	h.env.OnActivity(bq.SubAgentTurn, mock.Anything, mock.Anything).Return(func(_ context.Context, in bigquery.SubAgentTurnInput) (activities.TurnOutput, error) {
+		u := investigation.Usage{Calls: 1, PromptTokens: 10, OutputTokens: 2, Model: "m"}
 		if len(in.Transcript) == 0 {
-			return activities.TurnOutput{Key: in.Key, Calls: []toolcall.Call{{Name: "bigquery_query", Args: map[string]any{"sql": "SELECT 1"}}}}, nil
+			return activities.TurnOutput{Key: in.Key, Usage: u, Calls: []toolcall.Call{{Name: "bigquery_query", Args: map[string]any{"sql": "SELECT 1"}}}}, nil
 		}
-		return activities.TurnOutput{Key: in.Key, Text: "rows"}, nil
+		return activities.TurnOutput{Key: in.Key, Usage: u, Text: "rows"}, nil
 	})
 	h.onTool(func(in activities.ToolInput) (activities.ToolOutput, error) {
 		return activities.ToolOutput{Key: in.Key, OK: true, ScannedBytes: 600}, nil
 	})
-	h.env.OnActivity(bq.Introspect, mock.Anything, mock.Anything).Return(bigquery.Introspection{}, nil)
+	h.env.OnActivity(bq.Introspect, mock.Anything, mock.Anything).Return(bigquery.Introspection{Usage: investigation.Usage{Calls: 1, PromptTokens: 5, ThoughtTokens: 1, Model: "m"}}, nil)
 	h.env.OnActivity(bq.UpdateMemories, mock.Anything, mock.Anything).Return(bigquery.MemoryChanges{}, nil)
 	h.env.OnActivity(bq.DeliverAnswer, mock.Anything, mock.Anything).Return(func(_ context.Context, in bigquery.DeliverInput) (activities.ToolOutput, error) {
 		return activities.ToolOutput{Key: in.ResultKey, OK: true}, nil
 	})
-	_, err := h.run(t, investigation.Input{AlertID: "a1", Limits: investigation.Limits{MaxScanBytes: 1000}})
+	res, err := h.run(t, investigation.Input{AlertID: "a1", Limits: investigation.Limits{MaxScanBytes: 1000}})
 	require.NoError(t, err)
+	require.EqualValues(t, 1200, res.ScannedBytes)
+	require.Equal(t, investigation.Usage{Calls: 6, PromptTokens: 50, OutputTokens: 8, ThoughtTokens: 2, Model: "m"}, res.ByPhase.SubAgent,
+		"two children of two turns and an introspection each")
+	require.Equal(t, res.Usage, res.ByPhase.Total())
+	require.Equal(t, len(h.turns), res.ByPhase.Steps.Calls)
+	require.Equal(t, 1, res.ByPhase.Plan.Calls)
+	require.Equal(t, 1, res.ByPhase.Reflection.Calls)
+	require.Equal(t, 1, res.ByPhase.Conclusion.Calls)
 
 	require.Len(t, h.tools, 2, "two children ran one query each")
 	require.EqualValues(t, 1000, h.tools[0].ScanBytesLeft)

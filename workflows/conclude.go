@@ -36,7 +36,7 @@ func (r *run) conclude(ctx workflow.Context, request, endedEarly string) error {
 	}).Get(ctx, &c); err != nil {
 		return failure("writing the conclusion failed", err)
 	}
-	r.Usage = r.Usage.Add(c.Usage)
+	r.charge(&r.ByPhase.Conclusion, c.Usage)
 	r.setVerdict(ctx, c.Verdict)
 	r.Conclusion = boundedConclusion(c.Markdown)
 	r.emit(investigation.Event{Kind: investigation.EventConclusion, Text: r.Conclusion, Verdict: c.Verdict})

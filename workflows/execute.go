@@ -114,7 +114,7 @@ func (r *run) reflect(ctx workflow.Context, step plan.Step) bool {
 		r.emit(investigation.Event{Kind: investigation.EventNote, Step: step.ID, Text: "Reflection failed, continuing with the plan unchanged: " + message(err)})
 		return false
 	}
-	r.Usage = r.Usage.Add(out.Usage)
+	r.charge(&r.ByPhase.Reflection, out.Usage)
 	var fresh []string
 	for _, in := range out.Insights {
 		if in = strings.TrimSpace(in); in != "" {

@@ -22,7 +22,7 @@ func (r *run) followUp(ctx workflow.Context, question string) error {
 	}).Get(ctx, &m); err != nil || (m.Mode != investigation.ModePlan && m.Mode != investigation.ModeDirect) {
 		m = activities.Mode{Mode: investigation.ModePlan, Reason: "the mode decision failed; planning to be safe"}
 	}
-	r.Usage = r.Usage.Add(m.Usage)
+	r.charge(&r.ByPhase.Plan, m.Usage)
 	r.emit(investigation.Event{Kind: investigation.EventTurn, Text: question, Mode: m.Mode, Reason: m.Reason})
 	if m.Mode == investigation.ModePlan {
 		return r.planExchange(ctx, question)

@@ -57,7 +57,7 @@ func (r *run) makePlan(ctx workflow.Context, request string) error {
 		return err
 	}
 	r.Tools = out.Tools
-	r.Usage = r.Usage.Add(out.Usage)
+	r.charge(&r.ByPhase.Plan, out.Usage)
 	notes := out.Notes
 	r.StepCap = r.Input.Limits.MaxSteps
 	if out.Continues && r.ActivePlan != nil {

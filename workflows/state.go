@@ -36,12 +36,10 @@ type State struct {
 	Verdict    *investigation.Verdict  `json:"verdict,omitempty"`
 	Conclusion string                  `json:"conclusion,omitempty"`
 	History    []investigation.Message `json:"history,omitempty"`
-	Usage      investigation.Usage     `json:"usage"`
-	ToolCalls  int                     `json:"tool_calls"`
-	Reused     int                     `json:"reused,omitempty"`
-	// ScannedBytes is what the investigation's queries scanned in BigQuery
-	// so far, against Limits.MaxScanBytes.
-	ScannedBytes int64 `json:"scanned_bytes,omitempty"`
+	// Spend is what the investigation used: its ScannedBytes count against
+	// Limits.MaxScanBytes. (Its JSON fields are State's.)
+	investigation.Spend
+	Reused int `json:"reused,omitempty"`
 	// Finished are the steps this exchange has finished, whose answers
 	// later steps see.
 	Finished []activities.StepRef `json:"finished,omitempty"`
@@ -143,6 +141,12 @@ func (s *State) tool(name string) toolcall.Tool {
 	return toolcall.Tool{Name: name, Kind: toolcall.Activity}
 }
 
+// charge adds a model call's usage to its phase and to the total.
+func (s *State) charge(phase *investigation.Usage, u investigation.Usage) {
+	*phase = phase.Add(u)
+	s.Usage = s.Usage.Add(u)
+}
+
 func (s *State) result() investigation.Result {
 	return investigation.Result{
 		AlertID:     s.Input.AlertID,
@@ -152,8 +156,7 @@ func (s *State) result() investigation.Result {
 		Plan:        s.Plan,
 		Insights:    s.Insights,
 		History:     s.History,
-		Usage:       s.Usage,
-		ToolCalls:   s.ToolCalls,
+		Spend:       s.Spend,
 		ReusedCalls: s.Reused,
 	}
 }

@@ -224,7 +224,7 @@ func (r *run) question(id string) *Question {
 func (r *run) status() (investigation.Status, error) {
 	st := investigation.Status{
 		Phase: r.Phase, Turn: r.Turn, Request: r.Request, Plan: r.Plan, Insights: r.Insights, Verdict: r.Verdict,
-		Hints: r.Steering.Hints, FollowUps: r.Steering.FollowUps, Usage: r.Usage, ToolCalls: r.ToolCalls,
+		Hints: r.Steering.Hints, FollowUps: r.Steering.FollowUps, Spend: r.Spend,
 		LastSeq: r.LastSeq + len(r.events), StopReason: r.Steering.StopReason,
 	}
 	for _, q := range r.Steering.Questions {

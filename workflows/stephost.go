@@ -39,7 +39,7 @@ func (h *stepHost) modelTurn(ctx workflow.Context, iter int, key string, transcr
 	}
 	var out activities.TurnOutput
 	err := workflow.ExecuteActivity(llmOptions(ctx, fmt.Sprintf("%s turn %d", h.step.ID, iter)), a.ModelTurn, in).Get(ctx, &out)
-	r.Usage = r.Usage.Add(out.Usage)
+	r.charge(&r.ByPhase.Steps, out.Usage)
 	return out, err
 }
 
@@ -72,7 +72,10 @@ func (h *stepHost) callsLeft(loopCalls int) int {
 
 func (h *stepHost) scanLeft() int64 { return h.r.scanLeft() }
 
-func (h *stepHost) addScanned(n int64) { h.r.ScannedBytes += n }
+func (h *stepHost) account(out activities.ToolOutput) {
+	h.r.ScannedBytes += out.ScannedBytes
+	h.r.charge(&h.r.ByPhase.SubAgent, out.Usage)
+}
 
 func (h *stepHost) emit(e investigation.Event) { h.r.emit(e) }
 

@@ -40,9 +40,11 @@ type loopHost interface {
 	// toolTimeout bounds one attempt of the named tool's activity.
 	toolTimeout(name string) time.Duration
 	// scanLeft is what the loop's queries may still scan in BigQuery (see
-	// tools.CallInfo.ScanBytesLeft); addScanned counts what a call scanned.
+	// tools.CallInfo.ScanBytesLeft).
 	scanLeft() int64
-	addScanned(n int64)
+	// account counts what a call used: the bytes it scanned, and a child's
+	// model usage.
+	account(out activities.ToolOutput)
 }
 
 // toolLoop is one tool-calling loop: model turns and the function calls
@@ -272,7 +274,7 @@ func (l *toolLoop) collect(ctx workflow.Context, c toolcall.Call, f workflow.Fut
 		return ref
 	}
 	res.Calls++
-	l.host.addScanned(out.ScannedBytes)
+	l.host.account(out)
 	if out.OK && out.Key != "" && independent {
 		l.results.put(toolcall.Key(c), out.Key)
 	}

@@ -14,55 +14,8 @@ import (
 	"google.golang.org/genai"
 )
 
-// Phases of the investigation agent, as recognised by (*Request).Phase.
-const (
-	PhaseEmbed      = "embed"       // an embedding request
-	PhasePlan       = "plan"        // response schema with property "steps"
-	PhaseReflect    = "reflect"     // response schema with property "achieved"
-	PhaseMode       = "mode"        // response schema with property "mode"
-	PhaseConclude   = "conclude"    // response schema with properties "report" and "verdict"
-	PhaseIntrospect = "introspect"  // response schema titled "introspect"
-	PhaseStructured = "structured"  // any other response schema or JSON MIME type
-	PhaseToolResult = "tool_result" // the last content holds function responses
-	PhaseToolCall   = "tool_call"   // functions declared, no function response yet
-	PhaseText       = "text"        // plain text generation
-)
-
 // EmbeddingDims is the size of the vectors Auto returns.
 const EmbeddingDims = 768
-
-// Phase names the agent phase the request belongs to, judged from its
-// response schema, declared functions and last content (see the Phase
-// constants).
-func (r *Request) Phase() string {
-	switch r.Method {
-	case MethodBatchEmbedContents, MethodEmbedContent, MethodPredict:
-		return PhaseEmbed
-	}
-	switch t := r.SchemaTitle(); t {
-	case PhasePlan, PhaseReflect, PhaseMode, PhaseConclude, PhaseIntrospect:
-		return t
-	}
-	props := r.SchemaProperties()
-	switch {
-	case slices.Contains(props, "steps"):
-		return PhasePlan
-	case slices.Contains(props, "achieved"):
-		return PhaseReflect
-	case slices.Contains(props, "mode"):
-		return PhaseMode
-	case slices.Contains(props, "report") && slices.Contains(props, "verdict"):
-		return PhaseConclude
-	case r.ResponseSchema != nil || strings.Contains(strings.ToLower(r.ResponseMIMEType), "json"):
-		return PhaseStructured
-	case len(r.FunctionResponses()) > 0:
-		return PhaseToolResult
-	case len(r.functionDeclarations()) > 0:
-		return PhaseToolCall
-	default:
-		return PhaseText
-	}
-}
 
 // Auto returns a deterministic responder for offline demos, when nobody has a
 // Gemini key. It answers by phase:
@@ -275,14 +228,14 @@ func autoReflect(r *Request) map[string]any {
 // ask_user, which would wait for a person, nor bigquery_agent). It returns
 // nil when there is none: such a step is answered in text.
 func autoCall(r *Request) *genai.FunctionCall {
-	decls := r.functionDeclarations()
+	decls := r.FunctionDeclarations()
 	if len(decls) == 0 {
 		return &genai.FunctionCall{Name: "no_function_declared"}
 	}
 	stepText := ""
 	for _, c := range r.Contents {
 		if c != nil && c.Role != genai.RoleModel {
-			stepText = contentText(c)
+			stepText = ContentText(c)
 			break
 		}
 	}
@@ -519,7 +472,7 @@ func autoConclusion(r *Request) string {
 	var quotes []string
 	var lines []string
 	for _, c := range r.Contents {
-		for _, l := range strings.Split(contentText(c), "\n") {
+		for _, l := range strings.Split(ContentText(c), "\n") {
 			if l = strings.TrimSpace(l); l != "" {
 				lines = append(lines, l)
 			}

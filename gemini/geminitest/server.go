@@ -14,8 +14,8 @@
 //	POST .../models/{model}:predict                 → {"predictions":[{"embeddings":{"values":[...]}}]}
 //
 // A Handler decides the Reply for each parsed Request. Script replays a list
-// of handlers in order, Always repeats one reply and Auto is a deterministic
-// responder for offline demos.
+// of handlers in order and Always repeats one reply; the offline demo's
+// scripted investigation is a Handler of its own (gemini/standin).
 package geminitest
 
 import (

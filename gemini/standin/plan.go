@@ -25,6 +25,9 @@ func planReply(p page) map[string]any {
 	al := alertFromPage(p)
 	var steps []planStep
 	add := func(description, expected string, tools ...string) {
+		if tools == nil {
+			tools = []string{} // "tools": [] for a step without tools, never null
+		}
 		steps = append(steps, planStep{ID: stepID(len(steps) + 1), Description: description, Tools: tools, Expected: expected})
 	}
 	search := al.Key != "" && p.listed(toolcall.SearchAlerts)

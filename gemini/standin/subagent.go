@@ -117,15 +117,15 @@ func subAgentReply(r *geminitest.Request, p page) geminitest.Reply {
 	content, _ := p.block(memoriesBlock)
 	s := &subAgent{ask: readAsk(p.openText()), memories: readMemories(content), t: readTurn(r), last: final(r)}
 	if s.ask.IP == "" {
-		return geminitest.Text(answer("The request names no IP address to look for (offline stand-in: a script, not a model).", record{}))
+		return geminitest.Text(answer("Answer (offline stand-in: a script, not a model):", record{Evidence: []evidence{{Fact: "The request names no IP address to look for."}}}))
 	}
 	table, need := s.findTable()
 	if len(need) > 0 && !s.last {
 		return geminitest.Calls(need...)
 	}
 	if table == nil {
-		return geminitest.Text(answer("None of the tables holds logins with a time, source address, host, user and success flag (offline stand-in: a script, not a model).",
-			record{LogsChecked: false, MemoriesWrong: s.wrong}))
+		return geminitest.Text(answer("Answer (offline stand-in: a script, not a model):", record{MemoriesWrong: s.wrong,
+			Evidence: []evidence{{Fact: "None of the tables holds logins with a time, source address, host, user and success flag."}}}))
 	}
 	if s.ask.At.IsZero() {
 		return s.logins(*table)

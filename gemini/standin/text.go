@@ -28,6 +28,8 @@ type page struct {
 type block struct {
 	name    string
 	content string
+	// after is how many open lines came before the block.
+	after int
 }
 
 // readPage splits text into open lines and data blocks. A line of a block
@@ -54,7 +56,7 @@ func readPage(text string) page {
 			}
 		}
 		if name, ok := strings.CutPrefix(line, blockOpen); ok && strings.HasSuffix(name, blockEnd) {
-			cur = &block{name: strings.TrimSuffix(name, blockEnd)}
+			cur = &block{name: strings.TrimSuffix(name, blockEnd), after: len(p.open)}
 			continue
 		}
 		p.open = append(p.open, line)
@@ -79,10 +81,19 @@ func (p page) block(name string) (string, bool) {
 // openText is the text outside the data blocks.
 func (p page) openText() string { return strings.Join(p.open, "\n") }
 
-// alertID reads the alert's ID from its prompt.AlertIDLabel line.
+// alertID reads the alert's ID from the prompt.AlertIDLabel line that
+// precedes the alert's data block (the analyst's request, which may come
+// first, cannot pass for it).
 func (p page) alertID() string {
-	for _, l := range p.open {
-		if id, ok := strings.CutPrefix(l, prompt.AlertIDLabel); ok {
+	end := len(p.open)
+	for _, b := range p.blocks {
+		if b.name == alertBlock || b.name == indicatorsBlock {
+			end = b.after
+			break
+		}
+	}
+	for i := end - 1; i >= 0; i-- {
+		if id, ok := strings.CutPrefix(p.open[i], prompt.AlertIDLabel); ok {
 			return strings.TrimSpace(id)
 		}
 	}

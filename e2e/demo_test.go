@@ -3,6 +3,7 @@ package e2e
 import (
 	"encoding/json"
 	"regexp"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -108,6 +109,18 @@ func TestDemoGuardDuty(t *testing.T) {
 	var m map[string]any
 	require.NoError(t, json.Unmarshal([]byte(shown.stdout), &m))
 	require.Equal(t, "In security_logs.auth_events, logins from a source_ip have event_type 'ssh_failed' (success false) or 'ssh_accepted' (success true).", m["claim"])
+
+	// Run again: the first child now recalls what the last run learned, goes
+	// straight to the login table's schema, and learns nothing twice.
+	again := starter(t, nil, "investigate", "--alert", exampleAlert)
+	require.Equal(t, 0, again.code, "stdout:\n%s\nstderr:\n%s", again.stdout, again.stderr)
+	t.Logf("REPORT demo stdout (second run):\n%s", again.stdout)
+	require.Contains(t, again.stdout, "VERDICT  true_positive (high confidence)")
+	require.Contains(t, again.stdout, "[bigquery]   note: Recalled 2 memories")
+	require.NotContains(t, again.stdout, "-> bigquery_tables", "a recalled memory named the table")
+	mem = starter(t, nil, "memory", "list")
+	require.Equal(t, 0, mem.code, mem.stderr)
+	require.Equal(t, 2, strings.Count(mem.stdout, "\nm-"), "no claim learned twice:\n%s", mem.stdout)
 
 	// The model saw no question and no ask_user call was made.
 	for _, r := range modelSrv.Requests() {

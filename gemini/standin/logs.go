@@ -14,15 +14,15 @@ import (
 // address, the host and the day or the login's time: the sub-agent reads
 // those values back from it and finds the rest in the logs.
 func logsStep(step string, al alertInfo, earlier []record, t turn, last bool) geminitest.Reply {
-	var login *login
+	var found *login
 	sessionChecked := false
 	for _, rec := range earlier {
 		if rec.Login != nil && rec.Failures > 0 {
-			login = rec.Login
+			found = rec.Login
 		}
 		sessionChecked = sessionChecked || rec.SessionChecked
 	}
-	session := login != nil && !sessionChecked
+	session := found != nil && !sessionChecked
 	address := al.Source
 	if address == "" {
 		address = al.Key
@@ -33,7 +33,7 @@ func logsStep(step string, al alertInfo, earlier []record, t turn, last bool) ge
 		switch {
 		case session:
 			request = fmt.Sprintf("What did the session of user %s, who logged in to %s from %s at %s, do in the hour after that login? List its events in order.",
-				login.User, login.Host, login.Source, at(login.Time))
+				found.User, found.Host, found.Source, at(found.Time))
 		case address != "":
 			request = fmt.Sprintf("Did %s log in to %s on %s after its failed attempts, and as which user? Count the failed attempts per host and give the time of each successful login.",
 				address, al.target(), al.days())

@@ -160,12 +160,10 @@ func reflectReply(p page) map[string]any {
 	for _, e := range done.Evidence {
 		insights = append(insights, strings.TrimSuffix(e.Fact, ".")+" ("+done.Step+").")
 	}
-	sessionChecked, login := false, (*login)(nil)
+	sessionChecked, loggedIn := false, false
 	for _, r := range recs {
 		sessionChecked = sessionChecked || r.SessionChecked
-		if r.Login != nil && r.Failures > 0 {
-			login = r.Login
-		}
+		loggedIn = loggedIn || r.Login != nil && r.Failures > 0
 	}
 	if done.Login != nil && done.Failures > 0 && !sessionChecked {
 		l := done.Login
@@ -186,5 +184,5 @@ func reflectReply(p page) map[string]any {
 			"reason":  fmt.Sprintf("%s found no earlier alert involving %s, so there is nothing to read.", done.Step, done.SearchedFor),
 		})
 	}
-	return map[string]any{"insights": insights, "plan_updates": updates, "achieved": login != nil && sessionChecked}
+	return map[string]any{"insights": insights, "plan_updates": updates, "achieved": loggedIn && sessionChecked}
 }

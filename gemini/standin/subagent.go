@@ -120,14 +120,16 @@ func subAgentReply(r *geminitest.Request, p page) geminitest.Reply {
 		return geminitest.Text(answer("Answer (offline stand-in: a script, not a model):", record{Evidence: []evidence{{Fact: "The request names no IP address to look for."}}}))
 	}
 	table, need := s.findTable()
-	if len(need) > 0 && !s.last {
+	switch {
+	case len(need) > 0 && !s.last:
 		return geminitest.Calls(need...)
-	}
-	if table == nil {
+	case len(need) > 0:
+		return geminitest.Text(answer("Answer (offline stand-in: a script, not a model):", record{MemoriesWrong: s.wrong,
+			Evidence: []evidence{{Fact: "The turns ran out before a table of logins was found."}}}))
+	case table == nil:
 		return geminitest.Text(answer("Answer (offline stand-in: a script, not a model):", record{MemoriesWrong: s.wrong,
 			Evidence: []evidence{{Fact: "None of the tables holds logins with a time, source address, host, user and success flag."}}}))
-	}
-	if s.ask.At.IsZero() {
+	case s.ask.At.IsZero():
 		return s.logins(*table)
 	}
 	return s.session(*table)
@@ -217,13 +219,13 @@ func (s *subAgent) logins(t authTable) geminitest.Reply {
 // session finds the login at the time asked, then what its user did on its
 // host in the following hour.
 func (s *subAgent) session(t authTable) geminitest.Reply {
-	at := t.loginsSQL(s.ask.IP, s.ask.At, s.ask.At.Add(time.Second))
+	loginSQL := t.loginsSQL(s.ask.IP, s.ask.At, s.ask.At.Add(time.Second))
 	atRes := s.t.result(callLoginAt)
 	if atRes == nil && !s.last {
-		return geminitest.Calls(query(callLoginAt, at, 5))
+		return geminitest.Calls(query(callLoginAt, loginSQL, 5))
 	}
 	rec := record{SessionChecked: true, MemoriesUsed: s.used, MemoriesWrong: s.wrong}
-	head := fmt.Sprintf("Answer from %s (offline stand-in: a script, not a model). SQL: %s", t.Name, at)
+	head := fmt.Sprintf("Answer from %s (offline stand-in: a script, not a model). SQL: %s", t.Name, loginSQL)
 	if atRes == nil || failed(atRes) != "" {
 		rec.SessionChecked = false
 		rec.Evidence = []evidence{{Fact: "The query for the login did not answer: " + or(failed(atRes), "no turns left")}}

@@ -225,6 +225,11 @@ func TestSubAgentErrors(t *testing.T) {
 	assert.Contains(t, text, "The queries did not answer: query refused: too big")
 	assert.False(t, readRecords(text)[0].LogsChecked)
 
+	l = h.loop(subPrompts, "subagent", subAgentData(loginRequest, ""), subAgentDecls())
+	text, calls = l.turn(true)
+	assert.Empty(t, calls, "the last turn calls no tool")
+	assert.Contains(t, text, "The turns ran out before a table of logins was found.")
+
 	l = h.loop(subPrompts, "subagent", subAgentData("Which hosts ran curl?", ""), subAgentDecls())
 	text, calls = l.turn(false)
 	assert.Empty(t, calls)

@@ -12,6 +12,7 @@ import (
 	"go.temporal.io/api/enums/v1"
 
 	"github.com/secops-agent/investigator/gemini/geminitest"
+	"github.com/secops-agent/investigator/gemini/standin"
 )
 
 // standInWarning is the line starter eval prints above and below its table
@@ -19,11 +20,11 @@ import (
 var standInWarning = regexp.MustCompile(`(?m)^WARNING: the worker's model endpoint http://127\.0\.0\.1:\d+ is a local server, such as the offline Gemini stand-in: its answers are scripted, so these scores mean nothing about any model\.$`)
 
 // TestEvalScorecard runs two of the project's labelled cases through the
-// real workflow with the offline stand-in's answers (geminitest.Auto, what
+// real workflow with the offline stand-in's answers (standin.Handler, what
 // bin/gemini-standin serves): one row per case, the totals, the stand-in
 // warning above and below the table, exit 0.
 func TestEvalScorecard(t *testing.T) {
-	model.set(geminitest.Auto())
+	model.set(standin.Handler())
 	cases := []string{"examples/evals/cases/waf-sqli-cms-editor.yaml", "examples/evals/cases/edr-falcon-devtcp-healthcheck.yaml"}
 	res := starter(t, nil, "eval", "--cases", cases[0], "--cases", cases[1])
 	require.Equal(t, 0, res.code, "stdout:\n%s\nstderr:\n%s", res.stdout, res.stderr)
@@ -36,7 +37,8 @@ func TestEvalScorecard(t *testing.T) {
 	table := strings.Index(out, "CASE ")
 	require.True(t, above < table && table < below, "the warning comes above and below the table:\n%s", out)
 	require.Regexp(t, `(?m)^CASE\s+EXPECTED\s+VERDICT\s+EVIDENCE\s+STEPS\s+TOOL CALLS\s+MODEL CALLS\s+TOKENS\s+WALL\s+ERROR$`, out)
-	// The stand-in always concludes "undetermined": both verdicts are misses.
+	// The stand-in concludes "undetermined" for both (its one rule needs a
+	// login after failed attempts): both verdicts are misses.
 	for _, row := range []string{
 		`waf-sqli-cms-editor\s+false_positive\s+undetermined ✗\s+[0-2]/2`,
 		`edr-falcon-devtcp-healthcheck\s+false_positive\s+undetermined ✗\s+[0-3]/3`,
@@ -56,7 +58,7 @@ func TestEvalScorecard(t *testing.T) {
 func TestEvalFailures(t *testing.T) {
 	release := make(chan struct{})
 	t.Cleanup(func() { close(release) })
-	auto := geminitest.Auto()
+	auto := standin.Handler()
 	model.set(func(r *geminitest.Request) geminitest.Reply {
 		text := r.SystemText() + r.Text()
 		switch {

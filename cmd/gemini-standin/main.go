@@ -1,7 +1,8 @@
-// Command gemini-standin serves geminitest.Auto on a real listener: a
-// deterministic, offline stand-in for the Gemini API, so the whole system can
-// be demonstrated without a Gemini key. Point the SDK at it with
-// GOOGLE_GEMINI_BASE_URL=http://ADDR (any API key value works).
+// Command gemini-standin serves the offline demo (gemini/standin) on a real
+// listener: a deterministic stand-in for the Gemini API that runs a scripted
+// investigation, so the whole system can be demonstrated without a Gemini
+// key. Point the SDK at it with GOOGLE_GEMINI_BASE_URL=http://ADDR (any API
+// key value works).
 package main
 
 import (
@@ -20,6 +21,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/secops-agent/investigator/gemini/geminitest"
+	"github.com/secops-agent/investigator/gemini/standin"
 )
 
 const (
@@ -60,15 +62,15 @@ func newRootCmd(out io.Writer, logger *slog.Logger) *cobra.Command {
 	return cmd
 }
 
-// serve listens on addr and answers with geminitest.Auto until ctx is done.
+// serve listens on addr and answers with the stand-in until ctx is done.
 func serve(ctx context.Context, addr string, out io.Writer, logger *slog.Logger) error {
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
 		return fmt.Errorf("listen on %s: %w", addr, err)
 	}
-	auto := geminitest.Auto()
+	demo := standin.Handler()
 	handler := func(r *geminitest.Request) geminitest.Reply {
-		reply := auto(r)
+		reply := demo(r)
 		status := reply.Status
 		if status == 0 {
 			status = http.StatusOK
@@ -102,7 +104,8 @@ func serve(ctx context.Context, addr string, out io.Writer, logger *slog.Logger)
 }
 
 // withErrorLog logs requests answered with an error status: those the Gemini
-// handler rejects (wrong path or method, unparsable body) never reach Auto.
+// handler rejects (wrong path or method, unparsable body) never reach the
+// stand-in.
 func withErrorLog(next http.Handler, logger *slog.Logger) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		rec := &statusRecorder{ResponseWriter: w}

@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
-	"strings"
 	"sync"
 
 	"google.golang.org/genai"
@@ -306,18 +305,4 @@ func nonNil(v []float32) []float32 {
 		return []float32{}
 	}
 	return v
-}
-
-// oneLine collapses whitespace and cuts s to at most n bytes (on a rune
-// boundary), adding "…" when cut.
-func oneLine(s string, n int) string {
-	s = strings.Join(strings.Fields(s), " ")
-	if len(s) <= n {
-		return s
-	}
-	cut := n
-	for cut > 0 && s[cut]&0xC0 == 0x80 {
-		cut--
-	}
-	return s[:cut] + "…"
 }

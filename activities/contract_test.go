@@ -251,7 +251,7 @@ func TestSchemasPutReasoningFirst(t *testing.T) {
 	require.Equal(t, []string{"insights", "plan_updates", "achieved"}, reflectSchema.PropertyOrdering)
 	require.Equal(t, []string{"report", "evidence", "verdict", "confidence"}, concludeSchema.PropertyOrdering)
 	require.Contains(t, planSchema.Required, "continues_active_plan")
-	require.Equal(t, []string{"id", "description", "tools", "expected"}, planSchema.Properties["steps"].Items.PropertyOrdering)
+	require.Equal(t, []string{"id", "description", "tools", "expected", "depends_on"}, planSchema.Properties["steps"].Items.PropertyOrdering)
 	require.Equal(t, []string{"type", "step_id", "step", "reason"}, reflectSchema.Properties["plan_updates"].Items.PropertyOrdering)
 
 	// Each example lists its fields in the schema's order.

@@ -8,8 +8,8 @@ import (
 )
 
 // Reflect judges a finished step from the objective, the step and its
-// result, the completed steps with their (capped) results, the pending
-// steps, the insights so far and the step cap: never the conversation. The
+// result, the completed steps with their (capped) results, the steps still
+// running alongside and the pending ones, the insights so far and the step cap: never the conversation. The
 // workflow applies the proposed plan updates.
 func (a *Activities) Reflect(ctx context.Context, in ReflectInput) (Reflection, error) {
 	steps := append([]plan.Step{in.Step}, in.Completed...)
@@ -26,6 +26,7 @@ func (a *Activities) Reflect(ctx context.Context, in ReflectInput) (Reflection, 
 		"Step":            in.Step,
 		"Result":          clip.String(results[0], maxResultInPrompt),
 		"Completed":       completed,
+		"Running":         in.Running,
 		"Pending":         in.Pending,
 		"Insights":        insightsText(in.Insights),
 		"EarlierInsights": insightsText(in.Earlier),

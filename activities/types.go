@@ -139,7 +139,10 @@ type ReflectInput struct {
 	Objective string      `json:"objective"`
 	Step      plan.Step   `json:"step"`
 	Completed []plan.Step `json:"completed"`
-	Pending   []plan.Step `json:"pending"`
+	// Running are the steps still running alongside (their results come
+	// later): reflection may not change them.
+	Running []plan.Step `json:"running,omitempty"`
+	Pending []plan.Step `json:"pending"`
 	// Insights are those of this exchange, Earlier those carried from
 	// earlier exchanges.
 	Insights []investigation.Insight `json:"insights,omitempty"`

@@ -56,6 +56,9 @@ type Limits struct {
 	// over what is left is refused. Each query is also bounded by the
 	// per-query max_scan_bytes of examples/bigquery/tables.yaml.
 	MaxScanBytes int64 `json:"max_scan_bytes,omitempty"`
+	// MaxParallelSteps bounds the steps that run at once: a step whose
+	// depends_on is finished starts alongside the others (1: in order).
+	MaxParallelSteps int `json:"max_parallel_steps,omitempty"`
 }
 
 // Default limits.
@@ -69,10 +72,11 @@ const (
 	DefaultMaxHistoryEvents   = 2000
 	// MinMaxHistoryEvents is the lowest continue-as-new threshold the
 	// starter accepts: a run needs room for at least one turn.
-	MinMaxHistoryEvents  = 50
-	DefaultAnswerTimeout = 15 * time.Minute
-	DefaultMaxScanBytes  = 10 << 30 // 10 GiB
-	DefaultIdleTimeout   = 30 * time.Minute
+	MinMaxHistoryEvents     = 50
+	DefaultAnswerTimeout    = 15 * time.Minute
+	DefaultMaxScanBytes     = 10 << 30 // 10 GiB
+	DefaultMaxParallelSteps = 3
+	DefaultIdleTimeout      = 30 * time.Minute
 )
 
 // WithDefaults fills zero fields.
@@ -103,6 +107,9 @@ func (l Limits) WithDefaults() Limits {
 	}
 	if l.MaxScanBytes <= 0 {
 		l.MaxScanBytes = DefaultMaxScanBytes
+	}
+	if l.MaxParallelSteps <= 0 {
+		l.MaxParallelSteps = DefaultMaxParallelSteps
 	}
 	return l
 }

@@ -28,7 +28,12 @@ type Step struct {
 	Description string   `json:"description"`
 	Tools       []string `json:"tools"`
 	Expected    string   `json:"expected"`
-	Status      Status   `json:"status,omitempty"`
+	// DependsOn names the earlier steps whose results this step needs: it
+	// starts once they are finished, alongside other ready steps. nil (no
+	// depends_on given) means every earlier step, i.e. in plan order; an
+	// empty list means none. Not omitempty: the two must survive JSON.
+	DependsOn []string `json:"depends_on"`
+	Status    Status   `json:"status,omitempty"`
 	// Result holds the step's findings once it is done (capped), for
 	// progress and status; activities read the whole answer by ResultKey.
 	Result string `json:"result,omitempty"`
@@ -52,6 +57,37 @@ func (p Plan) Next() int {
 		}
 	}
 	return -1
+}
+
+// Finished says a step will not run (again): done, cancelled or skipped.
+func (s Status) Finished() bool { return s == Done || s == Cancelled || s == Skipped }
+
+// Ready returns the indexes of the pending steps that may start now, in
+// plan order: those whose dependencies are finished (a step without
+// depends_on waits for every earlier step). A dependency that names no
+// step of the plan does not hold a step back.
+func (p Plan) Ready() []int {
+	var ready []int
+	for i, s := range p.Steps {
+		if s.Status != Pending {
+			continue
+		}
+		ok := true
+		if s.DependsOn == nil {
+			for _, e := range p.Steps[:i] {
+				ok = ok && e.Status.Finished()
+			}
+		}
+		for _, id := range s.DependsOn {
+			if j := p.Index(id); j >= 0 && !p.Steps[j].Status.Finished() {
+				ok = false
+			}
+		}
+		if ok {
+			ready = append(ready, i)
+		}
+	}
+	return ready
 }
 
 // Index returns the index of the step with this ID, or -1.
@@ -83,6 +119,7 @@ func (p Plan) Clone() Plan {
 	c := Plan{Objective: p.Objective, Steps: make([]Step, len(p.Steps))}
 	for i, s := range p.Steps {
 		s.Tools = slices.Clone(s.Tools)
+		s.DependsOn = slices.Clone(s.DependsOn) // keeps nil apart from empty
 		c.Steps[i] = s
 	}
 	return c
@@ -118,6 +155,7 @@ func Repair(p Plan, known []string, maxSteps int) (Plan, []string, error) {
 	if out.Objective == "" {
 		return Plan{}, nil, fmt.Errorf("the plan has no objective")
 	}
+	renamed := map[string]string{} // the model's step IDs -> the kept steps' new ones
 	for i, s := range p.Steps {
 		label := s.ID
 		if label == "" {
@@ -140,18 +178,47 @@ func Repair(p Plan, known []string, maxSteps int) (Plan, []string, error) {
 			notes = append(notes, fmt.Sprintf("dropped step %s and later ones: the plan is capped at %d steps", label, maxSteps))
 			break
 		}
+		id := "step_" + strconv.Itoa(len(out.Steps)+1)
+		deps, dropped := renameDeps(s.DependsOn, renamed)
+		if len(dropped) > 0 {
+			notes = append(notes, fmt.Sprintf("step %s: dropped dependencies on %s (only earlier steps of the plan count)", label, strings.Join(dropped, ", ")))
+		}
 		out.Steps = append(out.Steps, Step{
-			ID:          "step_" + strconv.Itoa(len(out.Steps)+1),
+			ID:          id,
 			Description: s.Description,
 			Tools:       tools,
 			Expected:    strings.TrimSpace(s.Expected),
+			DependsOn:   deps,
 			Status:      Pending,
 		})
+		if _, seen := renamed[s.ID]; s.ID != "" && !seen {
+			renamed[s.ID] = id
+		}
 	}
 	if len(out.Steps) == 0 {
 		return Plan{}, notes, fmt.Errorf("the plan has no executable steps (%s)", strings.Join(notes, "; "))
 	}
 	return out, notes, nil
+}
+
+// renameDeps maps a step's dependencies through renamed (the earlier kept
+// steps' IDs), deduplicated, and returns the ones that name no earlier kept
+// step. nil stays nil: the step keeps running after every earlier one.
+func renameDeps(deps []string, renamed map[string]string) (kept, dropped []string) {
+	if deps == nil {
+		return nil, nil
+	}
+	kept = []string{}
+	for _, d := range deps {
+		d = strings.TrimSpace(d)
+		switch id, ok := renamed[d]; {
+		case ok && !slices.Contains(kept, id):
+			kept = append(kept, id)
+		case !ok && d != "":
+			dropped = append(dropped, d)
+		}
+	}
+	return kept, dropped
 }
 
 // splitTools returns the known tools (deduplicated, in the given order) and the unknown ones.

@@ -1,6 +1,8 @@
 package plan
 
 import (
+	"encoding/json"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -147,3 +149,85 @@ func TestApplyIDsStayUniqueAfterGaps(t *testing.T) {
 		t.Fatalf("ids %s %s", got.Steps[1].ID, got.Steps[2].ID)
 	}
 }
+
+func TestRepairMapsDependencies(t *testing.T) {
+	in := Plan{Objective: "o", Steps: []Step{
+		{ID: "a", Description: "read alert", Tools: []string{"get_alert"}, DependsOn: []string{}},
+		{ID: "b", Description: "ask the oracle", Tools: []string{"oracle"}, DependsOn: []string{}}, // dropped
+		{ID: "c", Description: "search", Tools: []string{"search_alerts"}, DependsOn: []string{}},
+		{ID: "d", Description: "weigh", DependsOn: []string{"c", "a", "a", "b", "e", "d"}},
+		{ID: "e", Description: "in order"},
+	}}
+	got, notes, err := Repair(in, known, 10)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := [][]string{{}, {}, {"step_2", "step_1"}, nil}
+	for i, s := range got.Steps {
+		if strings.Join(s.DependsOn, ",") != strings.Join(want[i], ",") || (s.DependsOn == nil) != (want[i] == nil) {
+			t.Errorf("%s depends on %#v, want %#v", s.ID, s.DependsOn, want[i])
+		}
+	}
+	if !strings.Contains(strings.Join(notes, "\n"), "step d: dropped dependencies on b, e, d (only earlier steps of the plan count)") {
+		t.Errorf("notes %q do not name the dropped dependencies", notes)
+	}
+}
+
+func TestReady(t *testing.T) {
+	p := Plan{Steps: []Step{
+		{ID: "step_1", Status: Running, DependsOn: []string{}},
+		{ID: "step_2", Status: Pending, DependsOn: []string{}},
+		{ID: "step_3", Status: Pending, DependsOn: []string{"step_1"}},
+		{ID: "step_4", Status: Pending},                                // after every earlier step
+		{ID: "step_5", Status: Pending, DependsOn: []string{"step_9"}}, // unknown: not held back
+		{ID: "step_6", Status: Pending, DependsOn: []string{"step_2"}},
+		{ID: "step_7", Status: Cancelled, DependsOn: []string{}},
+	}}
+	if got := p.Ready(); !equalInts(got, []int{1, 4}) {
+		t.Fatalf("ready = %v, want [1 4] (step_2, step_5)", got)
+	}
+	p.Steps[0].Status, p.Steps[1].Status = Done, Done
+	if got := p.Ready(); !equalInts(got, []int{2, 4, 5}) {
+		t.Fatalf("ready = %v, want [2 4 5]", got)
+	}
+	p.Steps[2].Status, p.Steps[4].Status, p.Steps[5].Status = Skipped, Done, Cancelled
+	if got := p.Ready(); !equalInts(got, []int{3}) {
+		t.Fatalf("ready = %v, want [3]: every earlier step is finished", got)
+	}
+}
+
+func TestAddStepKeepsKnownDependencies(t *testing.T) {
+	p, out := Apply(basePlan(), []Update{
+		{Type: AddStep, Step: &Step{Description: "check the login source", Tools: []string{"get_alert"}, DependsOn: []string{"step_1", "step_8"}}},
+		{Type: AddStep, Step: &Step{Description: "look at the host", Tools: []string{"get_alert"}}},
+	}, Limits{MaxSteps: 10, Tools: known})
+	if !out[0].Applied || !out[1].Applied {
+		t.Fatalf("outcomes %+v", out)
+	}
+	if got := p.Steps[3].DependsOn; strings.Join(got, ",") != "step_1" {
+		t.Errorf("depends on %v, want only the existing step_1", got)
+	}
+	if p.Steps[4].DependsOn != nil {
+		t.Errorf("a step added without depends_on runs after every earlier step, got %#v", p.Steps[4].DependsOn)
+	}
+}
+
+func TestDependsOnSurvivesJSON(t *testing.T) {
+	p := Plan{Steps: []Step{{ID: "step_1", DependsOn: []string{}}, {ID: "step_2"}}}
+	b, err := json.Marshal(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var back Plan
+	if err := json.Unmarshal(b, &back); err != nil {
+		t.Fatal(err)
+	}
+	if back.Steps[0].DependsOn == nil || back.Steps[1].DependsOn != nil {
+		t.Errorf("nil and empty depends_on must stay apart through JSON: %s", b)
+	}
+	if c := p.Clone(); c.Steps[0].DependsOn == nil || c.Steps[1].DependsOn != nil {
+		t.Error("Clone must keep nil and empty depends_on apart")
+	}
+}
+
+func equalInts(a, b []int) bool { return slices.Equal(a, b) }

@@ -92,11 +92,17 @@ func add(p *Plan, u Update, lim Limits) (string, error) {
 		return "", err
 	}
 	id := nextID(*p)
+	existing := map[string]string{}
+	for _, s := range p.Steps {
+		existing[s.ID] = s.ID
+	}
+	deps, _ := renameDeps(u.Step.DependsOn, existing) // unknown ones cannot hold it back
 	p.Steps = append(p.Steps, Step{
 		ID:          id,
 		Description: strings.TrimSpace(u.Step.Description),
 		Tools:       tools,
 		Expected:    strings.TrimSpace(u.Step.Expected),
+		DependsOn:   deps,
 		Status:      Pending,
 		Note:        strings.TrimSpace(u.Reason),
 	})

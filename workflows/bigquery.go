@@ -237,7 +237,9 @@ func (h *subAgent) scanLeft() int64 {
 	return bytesLeft(h.in.ScanBytesLeft, h.scanned)
 }
 
-func (h *subAgent) account(out activities.ToolOutput) { h.scanned += out.ScannedBytes }
+func (h *subAgent) callStarted() {}
+
+func (h *subAgent) callDone(out activities.ToolOutput) { h.scanned += out.ScannedBytes }
 
 func (h *subAgent) startSpecial(ctx workflow.Context, _ string, _ toolcall.Tool, c toolcall.Call) workflow.Future {
 	f, settle := workflow.NewFuture(ctx)

@@ -10,11 +10,11 @@ import (
 // exhausted says why the current exchange must answer now: the analyst's
 // stop, the tool-call budget or the time budget (waiting for the analyst
 // excluded); "" while it may go on.
-func (r *run) exhausted(ctx workflow.Context, loopCalls int) string {
+func (r *run) exhausted(ctx workflow.Context) string {
 	switch lim := r.Input.Limits; {
 	case r.Steering.StopReason != "":
 		return r.Steering.StopReason
-	case r.Budget.TurnCalls+loopCalls >= lim.MaxToolCalls:
+	case r.Budget.TurnCalls >= lim.MaxToolCalls:
 		return fmt.Sprintf("the run used its %d tool calls", lim.MaxToolCalls)
 	case !workflow.Now(ctx).Before(r.budgetDeadline(ctx)):
 		return fmt.Sprintf("the run used its time budget of %s", lim.TimeBudget)

@@ -2,6 +2,7 @@ package workflows
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 
 	"go.temporal.io/sdk/workflow"
@@ -12,59 +13,147 @@ import (
 	"github.com/secops-agent/investigator/plan"
 )
 
-// executePlan runs pending steps until none is left, reflection says the
-// objective is achieved, or the step cap is reached. It returns a reason
-// when the exchange ended before the plan was finished.
+// executePlan runs the plan's steps until none is left, reflection says the
+// objective is achieved, the exchange's budget is spent or the step cap is
+// reached; it returns a reason when the exchange ended before the plan was
+// finished. A step starts once the steps it depends on are finished (see
+// plan.Ready), at most Limits.MaxParallelSteps at a time: a plan without
+// depends_on runs in order. Each step is reflected on as it finishes; the
+// reflections that finish together are applied in step order. Once the
+// exchange is ending, no step starts, and the running ones finish (cut
+// short if the budget is spent or the analyst stopped).
 func (r *run) executePlan(ctx workflow.Context) (string, error) {
-	executed := 0
 	r.Phase = investigation.PhaseExecuting
+	x := &execution{}
 	for {
-		i := r.Plan.Next()
-		if i < 0 {
-			return "", nil
+		if err := r.startReady(ctx, x); err != nil {
+			return "", err
 		}
-		if reason := r.exhausted(ctx, 0); reason != "" {
-			r.Plan.SkipPending("not run: " + reason)
-			r.emit(investigation.Event{Kind: investigation.EventStop, Text: reason})
-			return reason, nil
+		if x.running == 0 {
+			// A reflection that finished after the end may have added steps.
+			r.Plan.SkipPending(x.note)
+			return x.ended, nil
 		}
-		if executed >= r.Input.Limits.MaxSteps {
+		if err := workflow.Await(ctx, func() bool { return len(x.finished) > 0 }); err != nil {
+			return "", err
+		}
+		batch := x.finished
+		x.finished = nil
+		slices.SortFunc(batch, func(a, b *stepOutcome) int { return r.Plan.Index(a.step) - r.Plan.Index(b.step) })
+		for _, o := range batch {
+			x.running--
+			if o.err != nil {
+				return "", failure(o.step+" failed", o.err)
+			}
+			if o.cut != "" {
+				// The step answered early because the exchange's budget ran
+				// out (or the analyst stopped it): conclude, and say why.
+				x.end(r, o.cut, "not run: "+o.cut, investigation.Event{Kind: investigation.EventStop, Text: o.cut})
+				continue
+			}
+			if !o.reflected {
+				continue
+			}
+			switch achieved := r.applyReflection(o.step, o.reflection, o.reflectErr); {
+			case achieved && !x.ending:
+				x.achieved = true
+				x.end(r, "", "reflection found the objective achieved after "+o.step,
+					investigation.Event{Kind: investigation.EventNote, Text: "Objective achieved: concluding early."})
+				r.setDetails(ctx, "objective achieved")
+			case !x.ending:
+				r.setDetails(ctx, "reflected on "+o.step)
+			}
+		}
+	}
+}
+
+// execution is the state of one executePlan: it lives within a workflow
+// task sequence of one exchange and is never carried.
+type execution struct {
+	started  int // steps started, against the step cap
+	running  int
+	finished []*stepOutcome // finished steps not yet applied
+	// ending says no step starts any more; ended is the reason the exchange
+	// ended early ("" when the objective was achieved), note what pending
+	// steps are marked with.
+	ending      bool
+	ended, note string
+	achieved    bool
+}
+
+// end stops starting steps: pending ones are skipped with note and ev says why.
+func (x *execution) end(r *run, reason, note string, ev investigation.Event) {
+	if x.ending {
+		return
+	}
+	x.ending, x.ended, x.note = true, reason, note
+	r.Plan.SkipPending(note)
+	r.emit(ev)
+}
+
+// stepOutcome is what a step's coroutine hands back to executePlan.
+type stepOutcome struct {
+	step string
+	err  error
+	cut  string
+	// reflected says the step was reflected on (not when cut short, or once
+	// the objective was achieved), with this outcome.
+	reflected  bool
+	reflection activities.Reflection
+	reflectErr error
+}
+
+// startReady starts the ready steps the limits allow, each in a coroutine
+// that runs the step, records it done and reflects on it.
+func (r *run) startReady(ctx workflow.Context, x *execution) error {
+	for _, i := range r.Plan.Ready() {
+		if x.ending || x.running >= r.Input.Limits.MaxParallelSteps {
+			return nil
+		}
+		if reason := r.exhausted(ctx); reason != "" {
+			x.end(r, reason, "not run: "+reason, investigation.Event{Kind: investigation.EventStop, Text: reason})
+			return nil
+		}
+		if x.started >= r.Input.Limits.MaxSteps {
 			reason := fmt.Sprintf("the step cap of %d was reached", r.Input.Limits.MaxSteps)
-			r.Plan.SkipPending(reason)
-			r.emit(investigation.Event{Kind: investigation.EventNote, Text: "Stopping: " + reason})
-			return reason, nil
+			x.end(r, reason, reason, investigation.Event{Kind: investigation.EventNote, Text: "Stopping: " + reason})
+			return nil
 		}
-		executed++
+		x.started++
+		x.running++
 		step := &r.Plan.Steps[i]
 		step.Status = plan.Running
 		r.emit(investigation.Event{Kind: investigation.EventStep, Step: step.ID, Text: step.Description, Expected: step.Expected})
-		r.setDetails(ctx, "running "+step.ID)
-
-		res, err := r.runStep(ctx, *step)
-		if err != nil {
-			return "", failure(step.ID+" failed", err)
-		}
-		step = &r.Plan.Steps[i]
-		step.Status = plan.Done
-		step.Result = clip.String(res.Text, r.Input.Limits.MaxStepResultBytes)
-		step.ResultKey = res.Key
-		r.Finished = append(r.Finished, activities.StepRef{StepID: step.ID, Description: step.Description, Key: res.Key})
-		r.emit(investigation.Event{Kind: investigation.EventStepDone, Step: step.ID, Text: step.Result})
-		if res.Cut != "" {
-			// The step answered early because the exchange's budget ran
-			// out (or the analyst stopped it): conclude now, and say why.
-			r.Plan.SkipPending("not run: " + res.Cut)
-			r.emit(investigation.Event{Kind: investigation.EventStop, Text: res.Cut})
-			return res.Cut, nil
-		}
-		if achieved := r.reflect(ctx, *step); achieved {
-			r.Plan.SkipPending("reflection found the objective achieved after " + step.ID)
-			r.emit(investigation.Event{Kind: investigation.EventNote, Text: "Objective achieved: concluding early."})
-			r.setDetails(ctx, "objective achieved")
-			return "", nil
-		}
-		r.setDetails(ctx, "reflected on "+step.ID)
+		r.setDetails(ctx, "running "+runningIDs(r.Plan))
+		s := *step
+		workflow.Go(ctx, func(ctx workflow.Context) {
+			x.finished = append(x.finished, r.runAndReflect(ctx, x, s))
+		})
 	}
+	return nil
+}
+
+// runAndReflect runs one step, records it done and, unless the exchange is
+// ending, asks for its reflection (applied by executePlan, in step order).
+func (r *run) runAndReflect(ctx workflow.Context, x *execution, step plan.Step) *stepOutcome {
+	o := &stepOutcome{step: step.ID}
+	res, err := r.runStep(ctx, step)
+	if err != nil {
+		o.err = err
+		return o
+	}
+	done := &r.Plan.Steps[r.Plan.Index(step.ID)]
+	done.Status = plan.Done
+	done.Result = clip.String(res.Text, r.Input.Limits.MaxStepResultBytes)
+	done.ResultKey = res.Key
+	r.Finished = append(r.Finished, activities.StepRef{StepID: step.ID, Description: step.Description, Key: res.Key})
+	r.emit(investigation.Event{Kind: investigation.EventStepDone, Step: step.ID, Text: done.Result})
+	if o.cut = res.Cut; o.cut != "" || x.achieved {
+		return o
+	}
+	o.reflected = true
+	o.reflection, o.reflectErr = r.reflection(ctx, *done)
+	return o
 }
 
 // runStep runs a step's tool loop: the investigation is the loop's host.
@@ -79,100 +168,15 @@ func (r *run) runStep(ctx workflow.Context, step plan.Step) (loopResult, error) 
 		results:  &r.Results,
 	}
 	res, err := l.run(ctx)
-	r.ToolCalls += res.Calls
-	r.Budget.TurnCalls += res.Calls
 	r.Reused += res.Reused
 	return res, err
 }
 
-// reflect asks the model to judge the finished step and applies its plan
-// updates. A failed or malformed reflection never fails the investigation:
-// the plan simply goes on unchanged.
-func (r *run) reflect(ctx workflow.Context, step plan.Step) bool {
-	var out activities.Reflection
-	current, earlier := r.splitInsights()
-	var completed []plan.Step
-	for _, s := range r.Plan.WithStatus(plan.Done) {
-		if s.ID != step.ID {
-			completed = append(completed, s)
-		}
+// runningIDs lists the running steps' IDs, "step_1, step_3".
+func runningIDs(p plan.Plan) string {
+	var ids []string
+	for _, s := range p.WithStatus(plan.Running) {
+		ids = append(ids, s.ID)
 	}
-	err := workflow.ExecuteActivity(llmOptions(ctx, "reflect "+step.ID), a.Reflect, activities.ReflectInput{
-		Session:   r.session,
-		Objective: r.Plan.Objective,
-		Step:      withoutResults([]plan.Step{step})[0],
-		Completed: withoutResults(completed),
-		Pending:   withoutResults(r.Plan.WithStatus(plan.Pending)),
-		Insights:  current,
-		Earlier:   earlier,
-		Steps:     len(r.Plan.Steps),
-		MaxSteps:  r.StepCap,
-		Tools:     r.toolNames(),
-		Hints:     r.Steering.Hints,
-	}).Get(ctx, &out)
-	if err != nil {
-		r.emit(investigation.Event{Kind: investigation.EventNote, Step: step.ID, Text: "Reflection failed, continuing with the plan unchanged: " + message(err)})
-		return false
-	}
-	r.charge(&r.ByPhase.Reflection, out.Usage)
-	var fresh []string
-	for _, in := range out.Insights {
-		if in = strings.TrimSpace(in); in != "" {
-			fresh = append(fresh, in)
-			r.addInsight(investigation.Insight{Turn: r.Turn, Step: step.ID, Text: in})
-		}
-	}
-	if len(fresh) > 0 {
-		r.emit(investigation.Event{Kind: investigation.EventInsight, Step: step.ID, Insights: fresh})
-	}
-	if len(out.PlanUpdates) > 0 {
-		var outcomes []plan.Outcome
-		r.Plan, outcomes = plan.Apply(r.Plan, out.PlanUpdates, plan.Limits{MaxSteps: r.StepCap, Tools: r.toolNames()})
-		updates := make([]string, 0, len(outcomes))
-		for _, o := range outcomes {
-			updates = append(updates, describeOutcome(o))
-		}
-		r.emit(investigation.Event{
-			Kind:      investigation.EventPlanUpdate,
-			Step:      step.ID,
-			Updates:   updates,
-			Completed: plan.IDs(r.Plan.WithStatus(plan.Done)),
-			Pending:   plan.IDs(r.Plan.WithStatus(plan.Pending)),
-		})
-	}
-	return out.Achieved
-}
-
-// splitInsights returns the insights of the current exchange and those
-// carried from earlier ones.
-func (r *run) splitInsights() (current, earlier []investigation.Insight) {
-	for _, in := range r.Insights {
-		if in.Turn == r.Turn {
-			current = append(current, in)
-		} else {
-			earlier = append(earlier, in)
-		}
-	}
-	return current, earlier
-}
-
-func describeOutcome(o plan.Outcome) string {
-	target := o.StepID
-	if target == "" {
-		target = o.Update.StepID
-	}
-	s := string(o.Update.Type)
-	if target != "" {
-		s += " " + target
-	}
-	if o.Update.Step != nil && o.Update.Step.Description != "" {
-		s += ": " + o.Update.Step.Description
-	}
-	if !o.Applied {
-		return s + " (dropped: " + o.Why + ")"
-	}
-	if o.Update.Reason != "" {
-		s += " (" + o.Update.Reason + ")"
-	}
-	return s
+	return strings.Join(ids, ", ")
 }

@@ -41,6 +41,9 @@ type run struct {
 	events  []investigation.Event // this run's progress, numbered from LastSeq+1
 	// ranTurn says this run has run an exchange (planned or answered).
 	ranTurn bool
+	// callsInFlight counts the tool calls running in the exchange's steps;
+	// they are counted in Budget.TurnCalls once they finish.
+	callsInFlight int
 }
 
 // Investigation plans, executes each step with tools, reflects after each

@@ -62,14 +62,26 @@ func (r *run) makePlan(ctx workflow.Context, request string) error {
 	r.StepCap = r.Input.Limits.MaxSteps
 	if out.Continues && r.ActivePlan != nil {
 		r.StepCap += len(r.ActivePlan.Steps)
-		updates := make([]plan.Update, len(out.Plan.Steps))
-		for i := range out.Plan.Steps {
-			step := out.Plan.Steps[i]
-			updates[i] = plan.Update{Type: plan.AddStep, Step: &step, Reason: "follow-up: " + request}
-		}
-		merged, outcomes := plan.Apply(*r.ActivePlan, updates, plan.Limits{MaxSteps: r.StepCap, Tools: r.toolNames()})
-		for _, o := range outcomes {
-			if !o.Applied {
+		merged := *r.ActivePlan
+		// The new steps get new IDs as they are appended; their
+		// dependencies on one another follow them.
+		renamed := map[string]string{}
+		for _, step := range out.Plan.Steps {
+			if step.DependsOn != nil {
+				deps := []string{}
+				for _, d := range step.DependsOn {
+					if id, ok := renamed[d]; ok {
+						deps = append(deps, id)
+					}
+				}
+				step.DependsOn = deps
+			}
+			var outcomes []plan.Outcome
+			merged, outcomes = plan.Apply(merged, []plan.Update{{Type: plan.AddStep, Step: &step, Reason: "follow-up: " + request}},
+				plan.Limits{MaxSteps: r.StepCap, Tools: r.toolNames()})
+			if o := outcomes[0]; o.Applied {
+				renamed[step.ID] = o.StepID
+			} else {
 				notes = append(notes, describeOutcome(o))
 			}
 		}

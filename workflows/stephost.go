@@ -44,12 +44,13 @@ func (h *stepHost) modelTurn(ctx workflow.Context, iter int, key string, transcr
 }
 
 // mustAnswer says why the step must answer now. A cancelled investigation
-// does not answer at all: it ends as cancelled.
-func (h *stepHost) mustAnswer(ctx workflow.Context, loopCalls int) string {
+// does not answer at all: it ends as cancelled. The exchange's calls are
+// counted as they finish, this loop's among them.
+func (h *stepHost) mustAnswer(ctx workflow.Context, _ int) string {
 	if ctx.Err() != nil {
 		return ""
 	}
-	return h.r.exhausted(ctx, loopCalls)
+	return h.r.exhausted(ctx)
 }
 
 // deadline is the end of the exchange's time budget; while the analyst is
@@ -66,16 +67,23 @@ const defaultToolAttempt = 2 * time.Minute
 
 func (h *stepHost) toolTimeout(string) time.Duration { return defaultToolAttempt }
 
-func (h *stepHost) callsLeft(loopCalls int) int {
-	return h.r.Input.Limits.MaxToolCalls - h.r.Budget.TurnCalls - loopCalls
+// callsLeft is what the exchange's budget leaves, counting the calls that
+// run in the steps running alongside.
+func (h *stepHost) callsLeft(int) int {
+	return h.r.Input.Limits.MaxToolCalls - h.r.Budget.TurnCalls - h.r.callsInFlight
 }
 
-func (h *stepHost) scanLeft() int64 { return h.r.scanLeft() }
+func (h *stepHost) callStarted() { h.r.callsInFlight++ }
 
-func (h *stepHost) account(out activities.ToolOutput) {
+func (h *stepHost) callDone(out activities.ToolOutput) {
+	h.r.callsInFlight--
+	h.r.Budget.TurnCalls++
+	h.r.ToolCalls++
 	h.r.ScannedBytes += out.ScannedBytes
 	h.r.charge(&h.r.ByPhase.SubAgent, out.Usage)
 }
+
+func (h *stepHost) scanLeft() int64 { return h.r.scanLeft() }
 
 func (h *stepHost) emit(e investigation.Event) { h.r.emit(e) }
 

@@ -23,11 +23,17 @@ type loopHost interface {
 	// mustAnswer says why the loop must answer now ("" to go on), given the
 	// calls the loop made so far: a stop, a spent budget, a deadline.
 	mustAnswer(ctx workflow.Context, loopCalls int) string
+	// callsLeft is how many more calls may start, given the loop's calls
+	// (a host running several loops at once counts theirs too).
+	callsLeft(loopCalls int) int
+	// callStarted and callDone tell the host that a call started, and that
+	// it finished with out (the zero value if it failed); both are called
+	// for every call that ran, and only for those.
+	callStarted()
+	callDone(out activities.ToolOutput)
 	// deadline is when the loop must answer by, if it has one (the time
 	// budget): a turn still running then is cut short.
 	deadline(ctx workflow.Context) (time.Time, bool)
-	// callsLeft is how many more calls may run, given the loop's calls.
-	callsLeft(loopCalls int) int
 	emit(e investigation.Event)
 	// tool says how the named tool runs.
 	tool(name string) toolcall.Tool
@@ -42,9 +48,6 @@ type loopHost interface {
 	// scanLeft is what the loop's queries may still scan in BigQuery (see
 	// tools.CallInfo.ScanBytesLeft).
 	scanLeft() int64
-	// account counts what a call used: the bytes it scanned, and a child's
-	// model usage.
-	account(out activities.ToolOutput)
 }
 
 // toolLoop is one tool-calling loop: model turns and the function calls
@@ -68,8 +71,8 @@ type loopResult struct {
 	Text, Key string
 	// Cut says why the loop answered early (a spent budget, a stop), if it did.
 	Cut string
-	// Calls counts the calls that ran, Reused those served from an earlier
-	// identical call.
+	// Calls counts the calls that ran (not those refused or served from
+	// another call), Reused those served from an earlier identical call.
 	Calls, Reused int
 	// Transcript is the loop's whole transcript.
 	Transcript []activities.Ref
@@ -196,7 +199,7 @@ func (l *toolLoop) callTools(ctx workflow.Context, turnKey string, calls []toolc
 	allowed := l.host.callsLeft(res.Calls)
 	futures := make([]workflow.Future, len(calls))
 	reused := make([]bool, len(calls))  // served from another call's result
-	refused := make([]bool, len(calls)) // not run: the budget is spent
+	started := make([]bool, len(calls)) // run, as an activity, a child or a question
 	firstOf := map[string]int{}         // toolcall.Key -> first call of this turn with it
 	for i, c := range calls {
 		key := fmt.Sprintf("%s-c%d", turnKey, i+1)
@@ -218,11 +221,12 @@ func (l *toolLoop) callTools(ctx workflow.Context, turnKey string, calls []toolc
 			reused[i] = true
 			settle.Chain(futures[twin])
 		case allowed <= 0:
-			refused[i] = true
 			settle.SetError(temporal.NewNonRetryableApplicationError(
 				"the call did not run: the run's tool-call budget is spent; answer from the results you have", "BudgetSpent", nil))
 		default:
 			allowed--
+			started[i] = true
+			l.host.callStarted()
 			if independent {
 				firstOf[toolcall.Key(c)] = i
 			}
@@ -238,25 +242,27 @@ func (l *toolLoop) callTools(ctx workflow.Context, turnKey string, calls []toolc
 	}
 	out := make([]activities.Ref, len(calls))
 	for i, f := range futures {
-		out[i] = l.collect(ctx, calls[i], f, reused[i], refused[i], len(pipe.deps[i]) == 0, res, cutBy)
+		out[i] = l.collect(ctx, calls[i], f, reused[i], started[i], len(pipe.deps[i]) == 0, res, cutBy)
 	}
 	return out
 }
 
 // collect waits for one call and returns its transcript ref, counting it
 // and reporting its result.
-func (l *toolLoop) collect(ctx workflow.Context, c toolcall.Call, f workflow.Future, reused, refused, independent bool, res *loopResult, cutBy func() string) activities.Ref {
+func (l *toolLoop) collect(ctx workflow.Context, c toolcall.Call, f workflow.Future, reused, started, independent bool, res *loopResult, cutBy func() string) activities.Ref {
 	var out activities.ToolOutput
-	if err := f.Get(ctx, &out); err != nil {
+	err := f.Get(ctx, &out)
+	if started {
+		res.Calls++
+		l.host.callDone(out)
+	}
+	if err != nil {
 		msg := message(err)
 		switch {
 		case temporal.IsCanceledError(err):
 			msg = "the call was cut short: " + or(cutBy(), "the investigation is ending")
 		case !strings.HasPrefix(msg, "the call did not run"):
 			msg = "the tool failed after retries: " + msg
-		}
-		if !reused && !refused {
-			res.Calls++
 		}
 		l.host.emit(investigation.Event{Kind: investigation.EventToolResult, Step: l.label, Text: c.Name + ": " + msg})
 		return activities.Ref{CallID: c.ID, Tool: c.Name, Error: msg}
@@ -273,8 +279,6 @@ func (l *toolLoop) collect(ctx workflow.Context, c toolcall.Call, f workflow.Fut
 		l.host.emit(investigation.Event{Kind: investigation.EventToolResult, Step: l.label, Text: c.Name + ": served from the identical earlier call"})
 		return ref
 	}
-	res.Calls++
-	l.host.account(out)
 	if out.OK && out.Key != "" && independent {
 		l.results.put(toolcall.Key(c), out.Key)
 	}

@@ -1,0 +1,111 @@
+package workflows
+
+import (
+	"strings"
+
+	"go.temporal.io/sdk/workflow"
+
+	"github.com/secops-agent/investigator/activities"
+	"github.com/secops-agent/investigator/investigation"
+	"github.com/secops-agent/investigator/plan"
+)
+
+// reflection asks the model to judge a finished step, given the plan as it
+// stands (steps still running included).
+func (r *run) reflection(ctx workflow.Context, step plan.Step) (activities.Reflection, error) {
+	var out activities.Reflection
+	current, earlier := r.splitInsights()
+	var completed []plan.Step
+	for _, s := range r.Plan.WithStatus(plan.Done) {
+		if s.ID != step.ID {
+			completed = append(completed, s)
+		}
+	}
+	err := workflow.ExecuteActivity(llmOptions(ctx, "reflect "+step.ID), a.Reflect, activities.ReflectInput{
+		Session:   r.session,
+		Objective: r.Plan.Objective,
+		Step:      withoutResults([]plan.Step{step})[0],
+		Completed: withoutResults(completed),
+		Running:   withoutResults(r.Plan.WithStatus(plan.Running)),
+		Pending:   withoutResults(r.Plan.WithStatus(plan.Pending)),
+		Insights:  current,
+		Earlier:   earlier,
+		Steps:     len(r.Plan.Steps),
+		MaxSteps:  r.StepCap,
+		Tools:     r.toolNames(),
+		Hints:     r.Steering.Hints,
+	}).Get(ctx, &out)
+	return out, err
+}
+
+// applyReflection records a step's reflection: its insights and plan
+// updates. It says whether the objective is achieved. A failed or
+// malformed reflection never fails the investigation: the plan simply goes
+// on unchanged.
+func (r *run) applyReflection(step string, out activities.Reflection, err error) bool {
+	if err != nil {
+		r.emit(investigation.Event{Kind: investigation.EventNote, Step: step, Text: "Reflection failed, continuing with the plan unchanged: " + message(err)})
+		return false
+	}
+	r.charge(&r.ByPhase.Reflection, out.Usage)
+	var fresh []string
+	for _, in := range out.Insights {
+		if in = strings.TrimSpace(in); in != "" {
+			fresh = append(fresh, in)
+			r.addInsight(investigation.Insight{Turn: r.Turn, Step: step, Text: in})
+		}
+	}
+	if len(fresh) > 0 {
+		r.emit(investigation.Event{Kind: investigation.EventInsight, Step: step, Insights: fresh})
+	}
+	if len(out.PlanUpdates) > 0 {
+		var outcomes []plan.Outcome
+		r.Plan, outcomes = plan.Apply(r.Plan, out.PlanUpdates, plan.Limits{MaxSteps: r.StepCap, Tools: r.toolNames()})
+		updates := make([]string, 0, len(outcomes))
+		for _, o := range outcomes {
+			updates = append(updates, describeOutcome(o))
+		}
+		r.emit(investigation.Event{
+			Kind:      investigation.EventPlanUpdate,
+			Step:      step,
+			Updates:   updates,
+			Completed: plan.IDs(r.Plan.WithStatus(plan.Done)),
+			Pending:   plan.IDs(r.Plan.WithStatus(plan.Pending)),
+		})
+	}
+	return out.Achieved
+}
+
+// splitInsights returns the insights of the current exchange and those
+// carried from earlier ones.
+func (r *run) splitInsights() (current, earlier []investigation.Insight) {
+	for _, in := range r.Insights {
+		if in.Turn == r.Turn {
+			current = append(current, in)
+		} else {
+			earlier = append(earlier, in)
+		}
+	}
+	return current, earlier
+}
+
+func describeOutcome(o plan.Outcome) string {
+	target := o.StepID
+	if target == "" {
+		target = o.Update.StepID
+	}
+	s := string(o.Update.Type)
+	if target != "" {
+		s += " " + target
+	}
+	if o.Update.Step != nil && o.Update.Step.Description != "" {
+		s += ": " + o.Update.Step.Description
+	}
+	if !o.Applied {
+		return s + " (dropped: " + o.Why + ")"
+	}
+	if o.Update.Reason != "" {
+		s += " (" + o.Update.Reason + ")"
+	}
+	return s
+}

@@ -52,14 +52,18 @@ func customAttributes(t *testing.T, c client.Client, namespace string) map[strin
 
 // refusing is the real operator service, except that adding a search
 // attribute is refused as Temporal Cloud refuses it.
-type refusing struct{ operatorservice.OperatorServiceClient }
+type refusing struct {
+	operatorservice.OperatorServiceClient
+}
 
 func (refusing) AddSearchAttributes(context.Context, *operatorservice.AddSearchAttributesRequest, ...grpc.CallOption) (*operatorservice.AddSearchAttributesResponse, error) {
 	return nil, serviceerror.NewPermissionDenied("Request unauthorized.", "")
 }
 
 // silent never answers a listing.
-type silent struct{ operatorservice.OperatorServiceClient }
+type silent struct {
+	operatorservice.OperatorServiceClient
+}
 
 func (silent) ListSearchAttributes(ctx context.Context, _ *operatorservice.ListSearchAttributesRequest, _ ...grpc.CallOption) (*operatorservice.ListSearchAttributesResponse, error) {
 	<-ctx.Done()

@@ -9,7 +9,6 @@ import (
 	"time"
 
 	"go.temporal.io/api/enums/v1"
-	"go.temporal.io/api/operatorservice/v1"
 	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/temporal"
 
@@ -59,30 +58,21 @@ func (c *Client) WarnSearchAttributes(ctx context.Context, warn io.Writer) {
 // attributes (AlertId, Verdict) the namespace has registered as Keyword,
 // and the start options' attributes for those.
 func (c *Client) searchAttributes(ctx context.Context, alertID string, warn io.Writer) ([]string, temporal.SearchAttributes) {
-	var registered []string
 	namespace := c.cfg.Namespace
-	resp, err := c.tc.OperatorService().ListSearchAttributes(ctx, &operatorservice.ListSearchAttributesRequest{Namespace: namespace})
+	l, err := listAttributes(ctx, c.tc.OperatorService(), namespace)
 	if err != nil {
 		fmt.Fprintf(warn, "warning: could not list the namespace's search attributes (%v); starting without AlertId and Verdict\n", FailureMessage(err))
 		return nil, temporal.NewSearchAttributes()
 	}
-	var missing []string
-	for _, name := range []string{investigation.SearchAttribute, investigation.VerdictAttribute} {
-		if resp.GetCustomAttributes()[name] == enums.INDEXED_VALUE_TYPE_KEYWORD {
-			registered = append(registered, name)
-		} else {
-			missing = append(missing, name)
-		}
-	}
-	if len(missing) > 0 {
+	if len(l.missing) > 0 {
 		fmt.Fprintf(warn, "warning: search attribute(s) %v not registered on namespace %s; the Web UI cannot filter on them "+
-			"(register with: temporal operator search-attribute create --name NAME --type Keyword)\n", missing, namespace)
+			"(the worker registers them where the server allows it; else: temporal operator search-attribute create --name NAME --type Keyword)\n", l.missing, namespace)
 	}
 	var attrs []temporal.SearchAttributeUpdate
-	if slices.Contains(registered, investigation.SearchAttribute) {
+	if slices.Contains(l.registered, investigation.SearchAttribute) {
 		attrs = append(attrs, temporal.NewSearchAttributeKeyKeyword(investigation.SearchAttribute).ValueSet(alertID))
 	}
-	return registered, temporal.NewSearchAttributes(attrs...)
+	return l.registered, temporal.NewSearchAttributes(attrs...)
 }
 
 var unsafeID = regexp.MustCompile(`[^A-Za-z0-9._-]+`)

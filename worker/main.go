@@ -44,6 +44,7 @@ func newCommand() *cobra.Command {
 		bc       config.BigQuery
 		wc       config.Worker
 		logLevel string
+		register bool
 	)
 	cmd := &cobra.Command{
 		Use:           "worker",
@@ -87,6 +88,9 @@ func newCommand() *cobra.Command {
 				return err
 			}
 			defer c.Close()
+			if register {
+				registerSearchAttributes(ctx, c, tc.Namespace, logger)
+			}
 
 			model := &activities.Model{LLM: llm.Models, Name: gc.Model, Transcript: transcript.NewStore(fs)}
 			inv := &activities.Activities{Model: model, Endpoint: gemini.Describe(llm, gc.Model), Tools: registry, Alerts: store}
@@ -125,6 +129,7 @@ func newCommand() *cobra.Command {
 	ic.Flags(cmd.Flags())
 	bc.Flags(cmd.Flags())
 	wc.Flags(cmd.Flags())
+	searchAttributesFlag(cmd.Flags(), &register)
 	cmd.Flags().StringVar(&logLevel, "log-level", config.Env("info", "LOG_LEVEL"), "log level: debug, info, warn, error (env LOG_LEVEL)")
 	return cmd
 }

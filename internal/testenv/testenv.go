@@ -179,12 +179,24 @@ func cachedTool(what, env, name string) (string, error) {
 	return p, nil
 }
 
+// TemporalOption changes how StartTemporal starts the dev server.
+type TemporalOption func(*[]string)
+
+// WithoutSearchAttributes starts the dev server with no custom search
+// attributes, as a server nobody has prepared for the investigator.
+func WithoutSearchAttributes() TemporalOption { return func(args *[]string) { *args = nil } }
+
 // StartTemporal starts a Temporal dev server (in memory, no UI) from the CLI
 // that TemporalCLI finds, on a free port of 127.0.0.1, with the "default"
-// namespace and the Keyword search attribute "AlertId" registered. The caller
-// must Stop it; FrontendHostPort gives its address and Client a connected
-// client. ctx bounds the start-up only.
-func StartTemporal(ctx context.Context) (*testsuite.DevServer, error) {
+// namespace and the Keyword search attributes "AlertId" and "Verdict"
+// registered (unless WithoutSearchAttributes). The caller must Stop it;
+// FrontendHostPort gives its address and Client a connected client. ctx
+// bounds the start-up only.
+func StartTemporal(ctx context.Context, opts ...TemporalOption) (*testsuite.DevServer, error) {
+	args := []string{"--search-attribute", alertIDAttribute + "=Keyword", "--search-attribute", verdictAttribute + "=Keyword"}
+	for _, o := range opts {
+		o(&args)
+	}
 	cli, err := TemporalCLI()
 	if err != nil {
 		return nil, err
@@ -206,7 +218,7 @@ func StartTemporal(ctx context.Context) (*testsuite.DevServer, error) {
 		LogLevel:  "error",
 		Stdout:    io.Discard,
 		Stderr:    os.Stderr,
-		ExtraArgs: []string{"--search-attribute", alertIDAttribute + "=Keyword", "--search-attribute", verdictAttribute + "=Keyword"},
+		ExtraArgs: args,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("start the Temporal dev server (%s): %w", cli, err)

@@ -153,12 +153,24 @@ func TestStartTemporal(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, enumspb.INDEXED_VALUE_TYPE_KEYWORD, attrs.GetCustomAttributes()[alertIDAttribute],
 		"the AlertId search attribute should be registered as Keyword")
+	assert.Equal(t, enumspb.INDEXED_VALUE_TYPE_KEYWORD, attrs.GetCustomAttributes()[verdictAttribute])
 
 	host := srv.FrontendHostPort()
 	require.NoError(t, srv.Stop())
 	stopped = true
 	_, err = net.DialTimeout("tcp", host, time.Second)
 	require.Error(t, err, "nothing should listen on %s after Stop", host)
+}
+
+func TestStartTemporalWithoutSearchAttributes(t *testing.T) {
+	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
+	defer cancel()
+	srv, err := StartTemporal(ctx, WithoutSearchAttributes())
+	require.NoError(t, err)
+	defer func() { _ = srv.Stop() }()
+	attrs, err := srv.Client().OperatorService().ListSearchAttributes(ctx, &operatorservice.ListSearchAttributesRequest{Namespace: "default"})
+	require.NoError(t, err)
+	assert.Empty(t, attrs.GetCustomAttributes(), "no custom search attribute should be registered")
 }
 
 // liveProcessesMentioning lists the live (non-zombie) processes whose command

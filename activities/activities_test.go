@@ -56,7 +56,7 @@ func newActivities(t *testing.T, answers ...*genai.GenerateContentResponse) (*Ac
 
 func TestSchemasLoad(t *testing.T) {
 	require.Equal(t, genai.TypeObject, planSchema.Type)
-	require.Equal(t, []string{"id", "description", "tools", "expected"}, planSchema.Properties["steps"].Items.Required)
+	require.Equal(t, []string{"id", "description", "tools", "expected", "depends_on"}, planSchema.Properties["steps"].Items.Required)
 	require.Equal(t, []string{"add_step", "update_step", "cancel_step"}, reflectSchema.Properties["plan_updates"].Items.Properties["type"].Enum)
 	require.Equal(t, investigation.Verdicts, concludeSchema.Properties["verdict"].Enum)
 	var example plan.Plan

@@ -3,6 +3,7 @@ package agentclient
 import (
 	"fmt"
 	"io"
+	"slices"
 	"strings"
 
 	"github.com/secops-agent/investigator/internal/pricing"
@@ -19,10 +20,25 @@ type printer struct {
 	// suggests (approve, answer, ask).
 	id        string
 	concluded bool
+	// running are the steps started and not yet done: while more than one
+	// runs, each step's lines name their step.
+	running []string
 }
 
 func (p *printer) print(e investigation.Event) {
 	w := p.out
+	switch e.Kind {
+	case investigation.EventStep:
+		p.running = append(p.running, e.Step)
+	case investigation.EventTurn, investigation.EventConclusion:
+		p.running = nil
+	}
+	if len(p.running) > 1 && e.Step != "" && e.Kind != investigation.EventStep {
+		w = &prefixWriter{w: p.out, prefix: "[" + e.Step + "]"}
+	}
+	if e.Kind == investigation.EventStepDone {
+		p.running = slices.DeleteFunc(p.running, func(s string) bool { return s == e.Step })
+	}
 	switch e.Kind {
 	case investigation.EventPlan:
 		if e.Plan != nil {

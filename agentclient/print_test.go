@@ -75,6 +75,33 @@ Benign.
 	require.True(t, p.concluded)
 }
 
+// While two steps run side by side, each step's lines name their step.
+func TestPrinterNamesTheStepOfParallelLines(t *testing.T) {
+	var b strings.Builder
+	p := &printer{out: &b, id: "inv-1"}
+	for _, e := range []investigation.Event{
+		{Kind: investigation.EventStep, Step: "step_1", Text: "Read the alert."},
+		{Kind: investigation.EventToolCall, Step: "step_1", Text: "get_alert a1"},
+		{Kind: investigation.EventStep, Step: "step_3", Text: "Ask the logs."},
+		{Kind: investigation.EventToolCall, Step: "step_3", Text: "bigquery_agent"},
+		{Kind: investigation.EventToolResult, Step: "step_1", Text: "get_alert: 120 bytes"},
+		{Kind: investigation.EventStepDone, Step: "step_1", Text: "Read."},
+		{Kind: investigation.EventToolResult, Step: "step_3", Text: "bigquery_agent: 80 bytes"},
+	} {
+		p.print(e)
+	}
+	require.Equal(t, `
+STEP  step_1: Read the alert.
+  -> get_alert a1
+
+STEP  step_3: Ask the logs.
+[step_3]  -> bigquery_agent
+[step_1]  <- get_alert: 120 bytes
+[step_1]  done: Read.
+  <- bigquery_agent: 80 bytes
+`, b.String())
+}
+
 func TestPrefixWriterPrefixesEachLine(t *testing.T) {
 	var b strings.Builder
 	p := &printer{out: &prefixWriter{w: &b, prefix: "    [bigquery] "}}

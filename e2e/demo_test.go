@@ -49,7 +49,8 @@ func childIDs(t *testing.T, wfID string) []string {
 // found, asks the BigQuery sub-agent (a child workflow under the
 // bigquery_agent call) whether the address logged in, adds a step to see
 // what that session did (a second child that recalls what the first one
-// learned), never asks the analyst, and concludes true_positive.
+// learned), never asks the analyst, and concludes true_positive. The logs
+// step runs alongside the first, which it does not depend on.
 func TestDemoGuardDuty(t *testing.T) {
 	id := exampleID(t)
 	out, parentID := demo(t, exampleAlert)
@@ -79,6 +80,11 @@ func TestDemoGuardDuty(t *testing.T) {
 	require.Regexp(t, `(?m)^PLAN  .*\n(  step_\d  .*\n          expect: .*\n){3}`, out, "three planned steps")
 	require.Regexp(t, `(?m)^  - .*\[step_3, bigquery_agent\]$`, out, "evidence names the step and tool")
 	require.Regexp(t, `(?m)^  - .*guardduty-8db0f55e83fd.*\[step_1, search_alerts\]$`, out)
+
+	// step_3 (the logs) does not need step_1: they ran side by side, and
+	// the lines of each name their step while both run.
+	require.Regexp(t, `(?s)\nSTEP  step_1: .*\nSTEP  step_3: .*\n\[step_1\]  done: `, out, "step_3 started before step_1 was done")
+	saveHistory(t, history(t, parentID), "parallel.history.json")
 
 	// The two children ran under the parent's bigquery_agent calls.
 	children := []string{parentID + "-bq-t1-step_3-i1-c1", parentID + "-bq-t1-step_4-i1-c1"}

@@ -62,6 +62,7 @@ link and warnings go to standard error.`,
 	f.BoolVar(&o.detach, "detach", false, "start the investigation and exit without following it")
 	f.BoolVar(&o.asJSON, "json", false, "print each event, and the verdict and totals last, as one JSON line (the rest on standard error)")
 	f.IntVar(&o.limits.MaxSteps, "max-steps", investigation.DefaultMaxSteps, "most steps a plan may hold")
+	f.IntVar(&o.limits.MaxParallelSteps, "max-parallel-steps", investigation.DefaultMaxParallelSteps, "most steps running at once (steps the planner marks independent run side by side; 1 runs every step in order)")
 	f.IntVar(&o.limits.MaxIterations, "max-iterations", investigation.DefaultMaxIterations, "most model turns per step")
 	f.IntVar(&o.limits.MaxToolCalls, "max-tool-calls", investigation.DefaultMaxToolCalls, "most tool calls per turn; then the investigation concludes from what it found")
 	f.DurationVar((*time.Duration)(&o.limits.TimeBudget), "time-budget", investigation.DefaultTimeBudget, "most time per turn, not counting waits for the analyst; then the investigation concludes from what it found")
@@ -149,6 +150,8 @@ func (o investigateOptions) check() error {
 	switch {
 	case o.limits.MaxSteps < 1:
 		return fmt.Errorf("--max-steps must be at least 1, not %d", o.limits.MaxSteps)
+	case o.limits.MaxParallelSteps < 1:
+		return fmt.Errorf("--max-parallel-steps must be at least 1, not %d", o.limits.MaxParallelSteps)
 	case o.limits.MaxIterations < 1:
 		return fmt.Errorf("--max-iterations must be at least 1, not %d", o.limits.MaxIterations)
 	case o.limits.MaxToolCalls < 1:

@@ -39,32 +39,41 @@ func (r *run) executePlan(ctx workflow.Context) (string, error) {
 		}
 		batch := x.finished
 		x.finished = nil
-		slices.SortFunc(batch, func(a, b *stepOutcome) int { return r.Plan.Index(a.step) - r.Plan.Index(b.step) })
-		for _, o := range batch {
-			x.running--
-			if o.err != nil {
-				return "", failure(o.step+" failed", o.err)
-			}
-			if o.cut != "" {
-				// The step answered early because the exchange's budget ran
-				// out (or the analyst stopped it): conclude, and say why.
-				x.end(r, o.cut, "not run: "+o.cut, investigation.Event{Kind: investigation.EventStop, Text: o.cut})
-				continue
-			}
-			if !o.reflected {
-				continue
-			}
-			switch achieved := r.applyReflection(o.step, o.reflection, o.reflectErr); {
-			case achieved && !x.ending:
-				x.achieved = true
-				x.end(r, "", "reflection found the objective achieved after "+o.step,
-					investigation.Event{Kind: investigation.EventNote, Text: "Objective achieved: concluding early."})
-				r.setDetails(ctx, "objective achieved")
-			case !x.ending:
-				r.setDetails(ctx, "reflected on "+o.step)
-			}
+		if err := r.applyOutcomes(ctx, x, batch); err != nil {
+			return "", err
 		}
 	}
+}
+
+// applyOutcomes applies what finished steps handed back, in step order
+// (steps that finish in the same workflow task may hand back in any order).
+func (r *run) applyOutcomes(ctx workflow.Context, x *execution, batch []*stepOutcome) error {
+	slices.SortFunc(batch, func(a, b *stepOutcome) int { return r.Plan.Index(a.step) - r.Plan.Index(b.step) })
+	for _, o := range batch {
+		x.running--
+		if o.err != nil {
+			return failure(o.step+" failed", o.err)
+		}
+		if o.cut != "" {
+			// The step answered early because the exchange's budget ran
+			// out (or the analyst stopped it): conclude, and say why.
+			x.end(r, o.cut, "not run: "+o.cut, investigation.Event{Kind: investigation.EventStop, Text: o.cut})
+			continue
+		}
+		if !o.reflected {
+			continue
+		}
+		switch achieved := r.applyReflection(o.step, o.reflection, o.reflectErr); {
+		case achieved && !x.ending:
+			x.achieved = true
+			x.end(r, "", "reflection found the objective achieved after "+o.step,
+				investigation.Event{Kind: investigation.EventNote, Text: "Objective achieved: concluding early."})
+			r.setDetails(ctx, "objective achieved")
+		case !x.ending:
+			r.setDetails(ctx, "reflected on "+o.step)
+		}
+	}
+	return nil
 }
 
 // execution is the state of one executePlan: it lives within a workflow

@@ -2,6 +2,7 @@ package workflows
 
 import (
 	"bytes"
+	"encoding/json"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -34,6 +35,7 @@ var fixturePaths = map[string][]string{
 	"stop.history.json":           {"signal", "stop", "child cancelled"},
 	"stop-child.history.json":     {"sub-agent cut short"},
 	"tool-retry.history.json":     {"tool call retried after a worker died"},
+	"parallel.history.json":       {"parallel steps", "child workflow", "reflection"},
 }
 
 // TestReplayRecordedHistories replays every recorded history against the
@@ -133,6 +135,8 @@ func exercises(h *historypb.History, path string) bool {
 		return input("CallTool", `"refs":`)
 	case "parallel calls":
 		return activity("CallTool") > 1
+	case "parallel steps":
+		return parallelSteps(h)
 	case "child workflow":
 		return typ(enumspb.EVENT_TYPE_START_CHILD_WORKFLOW_EXECUTION_INITIATED) > 0 && typ(enumspb.EVENT_TYPE_CHILD_WORKFLOW_EXECUTION_COMPLETED) > 0
 	case "sub-agent":
@@ -199,4 +203,33 @@ func TestVersionGatesHaveFixtures(t *testing.T) {
 		}
 		require.True(t, before && after, "GetVersion(%q) needs a fixture recorded before the change and one after it", change)
 	}
+}
+
+// parallelSteps says whether model turns of two different steps were open
+// at once.
+func parallelSteps(h *historypb.History) bool {
+	open := map[int64]string{} // scheduled event ID -> step of an open ModelTurn
+	for _, e := range h.Events {
+		if a := e.GetActivityTaskScheduledEventAttributes(); a.GetActivityType().GetName() == "ModelTurn" {
+			var in struct {
+				Step struct {
+					ID string `json:"id"`
+				} `json:"step"`
+			}
+			if len(a.GetInput().GetPayloads()) == 0 || json.Unmarshal(a.GetInput().GetPayloads()[0].GetData(), &in) != nil {
+				continue
+			}
+			for _, step := range open {
+				if step != in.Step.ID {
+					return true
+				}
+			}
+			open[e.GetEventId()] = in.Step.ID
+		}
+		for _, id := range []int64{e.GetActivityTaskCompletedEventAttributes().GetScheduledEventId(), e.GetActivityTaskFailedEventAttributes().GetScheduledEventId(),
+			e.GetActivityTaskTimedOutEventAttributes().GetScheduledEventId(), e.GetActivityTaskCanceledEventAttributes().GetScheduledEventId()} {
+			delete(open, id)
+		}
+	}
+	return false
 }

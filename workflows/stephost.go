@@ -2,6 +2,7 @@ package workflows
 
 import (
 	"fmt"
+	"slices"
 	"time"
 
 	"go.temporal.io/sdk/temporal"
@@ -29,7 +30,7 @@ func (h *stepHost) modelTurn(ctx workflow.Context, iter int, key string, transcr
 		AlertID:    r.Input.AlertID,
 		Objective:  r.Plan.Objective,
 		Step:       h.step,
-		Earlier:    r.Finished,
+		Earlier:    h.earlier(),
 		Transcript: transcript,
 		Final:      final,
 		Hints:      r.Steering.Hints,
@@ -41,6 +42,22 @@ func (h *stepHost) modelTurn(ctx workflow.Context, iter int, key string, transcr
 	err := workflow.ExecuteActivity(llmOptions(ctx, fmt.Sprintf("%s turn %d", h.step.ID, iter)), a.ModelTurn, in).Get(ctx, &out)
 	r.charge(&r.ByPhase.Steps, out.Usage)
 	return out, err
+}
+
+// earlier are the finished steps whose answers the step sees: those it
+// depends on, or with no depends_on every step finished before it (in plan
+// order, all earlier ones), so what it sees does not depend on timing.
+func (h *stepHost) earlier() []activities.StepRef {
+	if h.step.DependsOn == nil {
+		return h.r.Finished
+	}
+	var refs []activities.StepRef
+	for _, f := range h.r.Finished {
+		if slices.Contains(h.step.DependsOn, f.StepID) {
+			refs = append(refs, f)
+		}
+	}
+	return refs
 }
 
 // mustAnswer says why the step must answer now. A cancelled investigation

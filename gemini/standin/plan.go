@@ -14,43 +14,54 @@ type planStep struct {
 	Description string   `json:"description"`
 	Tools       []string `json:"tools"`
 	Expected    string   `json:"expected"`
+	// DependsOn is always given: [] lets a step run alongside the others.
+	DependsOn []string `json:"depends_on"`
 }
 
 // planReply writes the plan: read the alert and search for earlier alerts
 // with the same address; read those earlier alerts; then, when the alert
 // names where the activity came from and bigquery_agent is in the catalog,
 // ask the logs whether that address logged in, else weigh the evidence
-// without tools. Only tools the catalog lists are named.
+// without tools. Only tools the catalog lists are named. Reading the
+// earlier alerts depends on the search, weighing the evidence on every
+// earlier step; the rest may run alongside.
 func planReply(p page) map[string]any {
 	al := alertFromPage(p)
 	var steps []planStep
-	add := func(description, expected string, tools ...string) {
+	add := func(description, expected string, deps []string, tools ...string) {
 		if tools == nil {
 			tools = []string{} // "tools": [] for a step without tools, never null
 		}
-		steps = append(steps, planStep{ID: stepID(len(steps) + 1), Description: description, Tools: tools, Expected: expected})
+		steps = append(steps, planStep{ID: stepID(len(steps) + 1), Description: description, Tools: tools, Expected: expected, DependsOn: deps})
+	}
+	earlier := func() []string {
+		ids := []string{}
+		for _, s := range steps {
+			ids = append(ids, s.ID)
+		}
+		return ids
 	}
 	search := al.Key != "" && p.listed(toolcall.SearchAlerts)
 	switch {
 	case p.listed(toolcall.GetAlert) && search:
 		add(fmt.Sprintf("Read alert %s in full with get_alert, and find earlier alerts where %s with search_alerts.", al.name(), al.condition()),
 			"The alert's source, target and time window, and the IDs of earlier alerts involving "+al.Key+".",
-			toolcall.GetAlert, toolcall.SearchAlerts)
+			[]string{}, toolcall.GetAlert, toolcall.SearchAlerts)
 		add(fmt.Sprintf("Read in full, with get_alert, up to %d earlier alerts that %s finds, to see what %s did before.", maxEarlier, steps[0].ID, al.Key),
-			"What each earlier alert shows: its type, target and time.", toolcall.GetAlert)
+			"What each earlier alert shows: its type, target and time.", []string{steps[0].ID}, toolcall.GetAlert)
 	case p.listed(toolcall.GetAlert):
 		add(fmt.Sprintf("Read alert %s in full with get_alert: its source, target and time window.", al.name()),
-			"The alert's source, target and time window.", toolcall.GetAlert)
+			"The alert's source, target and time window.", []string{}, toolcall.GetAlert)
 	case search:
 		add(fmt.Sprintf("Find earlier alerts where %s with search_alerts.", al.condition()),
-			"The IDs of earlier alerts involving "+al.Key+".", toolcall.SearchAlerts)
+			"The IDs of earlier alerts involving "+al.Key+".", []string{}, toolcall.SearchAlerts)
 	}
 	if al.Source != "" && p.listed(toolcall.BigQueryAgent) {
 		add(fmt.Sprintf("Ask bigquery_agent whether %s logged in to %s on %s after its failed attempts, and as which user.", al.Source, al.target(), al.days()),
-			"Successful logins from "+al.Source+" with user and time, and the failures before them, or none.", toolcall.BigQueryAgent)
+			"Successful logins from "+al.Source+" with user and time, and the failures before them, or none.", []string{}, toolcall.BigQueryAgent)
 	} else {
 		add("Weigh what the earlier steps found against the alert's own evidence (users, files, hashes, command lines) and say what a person must still check.",
-			"An assessment of the alert from the evidence gathered, with what remains unchecked.")
+			"An assessment of the alert from the evidence gathered, with what remains unchecked.", earlier())
 	}
 	objective := fmt.Sprintf("Decide whether alert %s on %s reflects malicious activity, and what to do about it.", al.name(), al.target())
 	if al.Source != "" {
@@ -173,6 +184,7 @@ func reflectReply(p page) map[string]any {
 				"description": fmt.Sprintf("Ask bigquery_agent what the session of %s, logged in to %s from %s at %s, did in the following hour.", l.User, l.Host, l.Source, at(l.Time)),
 				"tools":       []string{toolcall.BigQueryAgent},
 				"expected":    "The commands and events of that session, or none.",
+				"depends_on":  []string{done.Step},
 			},
 			"reason": fmt.Sprintf("%s found a successful login after %d failures; what the session did decides the impact.", done.Step, done.Failures),
 		})

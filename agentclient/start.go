@@ -34,6 +34,7 @@ func (c *Client) Start(ctx context.Context, s Start, warn io.Writer) error {
 	return c.call(ctx, func(ctx context.Context) error {
 		registered, attrs := c.searchAttributes(ctx, s.Input.AlertID, warn)
 		s.Input.SearchAttributes = registered
+		s.Input.Summary = clip.String(s.Summary, 200)
 		_, err := c.tc.ExecuteWorkflow(ctx, client.StartWorkflowOptions{
 			ID:                       s.ID,
 			TaskQueue:                c.cfg.TaskQueue,

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+	sdkpb "go.temporal.io/api/sdk/v1"
 	"go.temporal.io/sdk/client"
 	"google.golang.org/genai"
 
@@ -188,6 +189,12 @@ func TestSteering(t *testing.T) {
 	require.NotNil(t, directTurn)
 	require.Contains(t, directTurn.Text(), "Conclusion 2", "the conversation survived continue-as-new")
 	require.Contains(t, directTurn.SystemText(), hint, "so did the hint")
+	q, err := tc.QueryWorkflow(context.Background(), id, "", "__temporal_workflow_metadata")
+	require.NoError(t, err)
+	var meta sdkpb.WorkflowMetadata
+	require.NoError(t, q.Get(&meta))
+	require.True(t, strings.HasPrefix(meta.GetCurrentDetails(), "Investigate "+exampleID(t)+": "),
+		"the continued run's details open with the investigation's summary:\n%s", meta.GetCurrentDetails())
 	final := status(t, id)
 	require.Equal(t, investigation.PhaseIdle, final.Phase)
 	require.Equal(t, 4, final.Turn)

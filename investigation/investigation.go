@@ -128,6 +128,11 @@ type Input struct {
 	// IdleTimeout is how long a concluded investigation stays open for
 	// follow-up questions.
 	IdleTimeout Duration `json:"idle_timeout,omitempty"`
+	// Summary is the one line the Web UI shows for the investigation. The
+	// starter sets it as the workflow's static summary too, which the SDK
+	// does not carry over a continue-as-new: every run repeats it at the
+	// top of its current details.
+	Summary string `json:"summary,omitempty"`
 	// SearchAttributes are the custom search attributes the server had
 	// registered when the investigation started; the workflow sets only
 	// those (setting an unregistered one would fail its workflow task).

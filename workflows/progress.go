@@ -44,6 +44,9 @@ const maxDetailsConclusion = 8 << 10
 // the latest conclusion.
 func (r *run) setDetails(ctx workflow.Context, phase string) {
 	var b strings.Builder
+	if r.Input.Summary != "" {
+		fmt.Fprintf(&b, "%s\n\n", r.Input.Summary)
+	}
 	fmt.Fprintf(&b, "**%s** — %d/%d steps done, %d tool calls\n\n", phase, r.Plan.Count(plan.Done), len(r.Plan.Steps), r.ToolCalls)
 	if v := r.Verdict; v != nil {
 		fmt.Fprintf(&b, "**Verdict: %s** (%s confidence)\n\n", v.Verdict, v.Confidence)

@@ -287,15 +287,7 @@ func TestEncryptedHistory(t *testing.T) {
 	keys, err := payloadcodec.LoadKeyFile(s.keys)
 	require.NoError(t, err)
 	dc := payloadcodec.NewDataConverter(keys, nil)
-	var summaries []string
-	for _, e := range hist.Events {
-		if e.GetActivityTaskScheduledEventAttributes() != nil {
-			var summary string
-			require.NoError(t, dc.FromPayload(e.GetUserMetadata().GetSummary(), &summary))
-			summaries = append(summaries, summary)
-		}
-	}
-	require.Equal(t, []string{"plan", "step_1 turn 1", "tool get_alert " + id, "step_1 turn 2", "reflect step_1", "conclude"}, summaries)
+	require.Equal(t, []string{"plan", "step_1 turn 1", "tool get_alert " + id, "step_1 turn 2", "reflect step_1", "conclude"}, summaries(activitiesIn(t, hist, dc)))
 
 	// The same run without a key, on the shared stack, for comparison: the
 	// check above finds every text there.

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+	"go.temporal.io/sdk/converter"
 	"google.golang.org/genai"
 
 	"github.com/secops-agent/investigator/gemini/geminitest"
@@ -19,13 +20,17 @@ const scanUUID = "0e3b7a52-4c8e-4d7a-9d1f-6b2c3a4e5f60"
 
 // providers is one local HTTP server standing in for OTX, URLScan.io,
 // VirusTotal and AbuseIPDB with their documented JSON shapes; it counts
-// requests per path.
+// requests per path and keeps when the last one arrived and was answered.
 type providers struct {
 	*httptest.Server
 	mu     sync.Mutex
 	counts map[string]int
+	served map[string]span
 	hook   func() // runs before each request is answered, if set
 }
+
+// span is when a request arrived and when its answer was written.
+type span struct{ arrived, answered time.Time }
 
 // onRequest sets a func run before each request is answered (nil: none).
 func (p *providers) onRequest(f func()) {
@@ -35,7 +40,7 @@ func (p *providers) onRequest(f func()) {
 }
 
 func newProviders() *providers {
-	p := &providers{counts: map[string]int{}}
+	p := &providers{counts: map[string]int{}, served: map[string]span{}}
 	mux := http.NewServeMux()
 	reply := func(w http.ResponseWriter, v any) {
 		time.Sleep(300 * time.Millisecond) // a provider takes time; parallel calls overlap
@@ -84,9 +89,20 @@ func newProviders() *providers {
 		if hook != nil {
 			hook()
 		}
+		arrived := time.Now()
 		mux.ServeHTTP(w, r)
+		p.mu.Lock()
+		p.served[r.URL.Path] = span{arrived, time.Now()}
+		p.mu.Unlock()
 	}))
 	return p
+}
+
+// span returns when the last request for path arrived and was answered.
+func (p *providers) span(path string) span {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.served[path]
 }
 
 func (p *providers) count(path string) int {
@@ -163,50 +179,26 @@ func TestIntelPipeline(t *testing.T) {
 	require.Equal(t, 1, intelSrv.count("/api/v1/search/"))
 	require.Equal(t, 1, intelSrv.count("/api/v1/result/"+scanUUID+"/"))
 
-	// History: three tool activities; search and VirusTotal scheduled by the
-	// same workflow task, the dependent result after search completed.
+	// The calls ran as local activities, each named in the history; search
+	// and VirusTotal at the same time, the dependent result once search
+	// had answered (the providers saw when).
 	hist := history(t, workflowIDFrom(t, res.stdout))
-	type act struct {
-		name                         string
-		taskID, sched, start, closed int64
-		schedAt, closedAt            time.Time
-	}
-	acts := map[int64]*act{}
-	var tools []*act
-	for _, e := range hist.Events {
-		if a := e.GetActivityTaskScheduledEventAttributes(); a != nil && a.ActivityType.GetName() == "CallTool" {
-			var in struct {
-				Call struct{ Name string } `json:"call"`
-			}
-			require.NoError(t, json.Unmarshal(a.Input.Payloads[0].Data, &in))
-			x := &act{name: in.Call.Name, taskID: a.WorkflowTaskCompletedEventId, sched: e.EventId, schedAt: e.EventTime.AsTime()}
-			acts[e.EventId] = x
-			tools = append(tools, x)
-		}
-		if a := e.GetActivityTaskCompletedEventAttributes(); a != nil && acts[a.ScheduledEventId] != nil {
-			acts[a.ScheduledEventId].closed = e.EventId
-			acts[a.ScheduledEventId].closedAt = e.EventTime.AsTime()
+	var tools []string
+	for _, a := range activitiesIn(t, hist, converter.GetDefaultDataConverter()) {
+		if a.Type == "CallTool" {
+			require.True(t, a.Local)
+			tools = append(tools, a.Summary)
 		}
 	}
-	require.Len(t, tools, 3)
-	by := map[string]*act{}
-	for _, x := range tools {
-		by[x.name] = x
-	}
-	require.Equal(t, by["urlscan_search"].taskID, by["virustotal_lookup"].taskID, "independent calls start together")
-	require.Greater(t, by["urlscan_result"].sched, by["urlscan_search"].closed, "the ref: call starts after the call it uses")
-	first, last := tools[0].schedAt, tools[0].closedAt
-	var sum time.Duration
-	for _, x := range tools {
-		if x.schedAt.Before(first) {
-			first = x.schedAt
-		}
-		if x.closedAt.After(last) {
-			last = x.closedAt
-		}
-		sum += x.closedAt.Sub(x.schedAt)
-	}
+	require.ElementsMatch(t, []string{`tool urlscan_search query="domain:evil.example.com" ref_id="s1"`, `tool urlscan_result uuid="ref:s1.results.0.uuid"`,
+		`tool virustotal_lookup resource="evil.example.com" resource_type="domain"`}, tools)
+	search, vt, result := intelSrv.span("/api/v1/search/"), intelSrv.span("/api/v3/domains/evil.example.com"), intelSrv.span("/api/v1/result/"+scanUUID+"/")
+	require.True(t, vt.arrived.Before(search.answered) && search.arrived.Before(vt.answered), "independent calls run at the same time")
+	require.True(t, result.arrived.After(search.answered), "the ref: call starts after the call it uses")
+	first := min(search.arrived.UnixNano(), vt.arrived.UnixNano())
+	last := max(result.answered.UnixNano(), vt.answered.UnixNano())
+	sum := search.answered.Sub(search.arrived) + vt.answered.Sub(vt.arrived) + result.answered.Sub(result.arrived)
 	saveHistory(t, hist, "pipeline.history.json")
-	t.Logf("REPORT 3-call turn (search ∥ virustotal, then result): wall %s vs sum of the single calls %s",
-		last.Sub(first).Round(time.Millisecond), sum.Round(time.Millisecond))
+	t.Logf("REPORT 3-call turn (search ∥ virustotal, then result) at the providers: wall %s vs sum of the single calls %s",
+		time.Duration(last-first).Round(time.Millisecond), sum.Round(time.Millisecond))
 }

@@ -154,14 +154,12 @@ func TestInvestigation(t *testing.T) {
 	// the search attribute, the current details.
 	wfID := workflowIDFrom(t, out)
 	hist := history(t, wfID)
-	var types, summaries, retried []string
+	var retried []string
 	scheduled := map[int64]string{} // event ID -> activity summary
 	for _, e := range hist.Events {
 		if a := e.GetActivityTaskScheduledEventAttributes(); a != nil {
 			var summary string
 			require.NoError(t, converter.GetDefaultDataConverter().FromPayload(e.GetUserMetadata().GetSummary(), &summary))
-			types = append(types, a.ActivityType.GetName())
-			summaries = append(summaries, summary)
 			scheduled[e.GetEventId()] = summary
 		}
 		if a := e.GetActivityTaskStartedEventAttributes(); a != nil && a.Attempt > 1 {
@@ -169,18 +167,19 @@ func TestInvestigation(t *testing.T) {
 			require.Contains(t, a.LastFailure.GetMessage(), "503")
 		}
 	}
+	acts := activitiesIn(t, hist, converter.GetDefaultDataConverter())
 	require.Equal(t, []string{
 		"GeneratePlan",
-		"ModelTurn", "CallTool", "ModelTurn", "Reflect",
-		"ModelTurn", "CallTool", "ModelTurn", "Reflect",
+		"ModelTurn", "CallTool (local)", "ModelTurn", "Reflect",
+		"ModelTurn", "CallTool (local)", "ModelTurn", "Reflect",
 		"Conclude",
-	}, types)
+	}, names(acts), "the store reads run as local activities")
 	require.Equal(t, []string{
 		"plan",
 		"step_1 turn 1", "tool get_alert " + id, "step_1 turn 2", "reflect step_1",
 		"step_2 turn 1", "tool search_alerts service.action.networkConnectionAction.remoteIpDetails.ipAddressV4 == 198.51.100.23", "step_2 turn 2", "reflect step_2",
 		"conclude",
-	}, summaries, "every activity has a readable summary in the Web UI")
+	}, summaries(acts), "every activity has a readable summary in the Web UI")
 	require.Equal(t, []string{"step_1 turn 1 (attempt 2)"}, retried, "exactly one activity, the first ModelTurn, needed a second attempt")
 
 	// The investigation stays open for follow-ups; its current details (the
@@ -206,7 +205,7 @@ func TestInvestigation(t *testing.T) {
 	raw, err := temporalproto.CustomJSONMarshalOptions{Indent: "  "}.Marshal(hist)
 	require.NoError(t, err)
 	t.Logf("REPORT e2e investigation: wall %s, %d activities, %d history events, history %d bytes (JSON export)",
-		wall.Round(time.Millisecond), len(types), len(hist.Events), len(raw))
+		wall.Round(time.Millisecond), len(acts), len(hist.Events), len(raw))
 	saveHistory(t, hist, "investigation.history.json")
 }
 

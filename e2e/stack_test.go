@@ -285,7 +285,7 @@ func TestInvestigateLeavesStackUp(t *testing.T) {
 
 	ask := shell(t, s.root, end.settings+"\n"+end.ask)
 	require.Equal(t, 0, ask.code, "the printed follow-up command:\n%s", ask.stdout)
-	require.Contains(t, ask.stdout, "VERDICT")
+	require.Contains(t, ask.stdout, "==================== CONCLUSION", "the follow-up was answered")
 
 	fsHost := net.JoinHostPort("127.0.0.1", strconv.Itoa(s.ports["FIRESTORE"]))
 	before := firestoreDocuments(t, fsHost)

@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+	"go.temporal.io/api/enums/v1"
+	"go.temporal.io/sdk/converter"
 	"google.golang.org/genai"
 
 	"github.com/secops-agent/investigator/gemini/geminitest"
@@ -137,8 +139,10 @@ func TestStopWithTheSubAgentRunning(t *testing.T) {
 }
 
 // TestWorkerKilledDuringAToolCall kills the worker (SIGKILL) while a tool
-// call is in flight and starts a new one at once: the call is retried as
-// soon as its heartbeat times out, not after its start-to-close timeout.
+// call is in flight and starts a new one at once. The lookup runs as a local
+// activity, inside the workflow task: the task times out, the new worker
+// takes it over and runs the call again (TestWorkerKilledMidRun covers an
+// activity's heartbeat timeout).
 func TestWorkerKilledDuringAToolCall(t *testing.T) {
 	inFlight := make(chan struct{})
 	var once sync.Once
@@ -148,6 +152,7 @@ func TestWorkerKilledDuringAToolCall(t *testing.T) {
 		<-release
 	})
 	defer intelSrv.onRequest(nil)
+	lookups := intelSrv.count("/api/v3/domains/evil.example.com")
 	model.set(func(r *geminitest.Request) geminitest.Reply {
 		switch {
 		case r.Phase() == geminitest.PhasePlan:
@@ -173,17 +178,26 @@ func TestWorkerKilledDuringAToolCall(t *testing.T) {
 	waitFor(t, id, "the conclusion after the crash", func(s investigation.Status) bool { return s.Phase == investigation.PhaseIdle })
 	recovered := time.Since(killed)
 
-	var retried []string
-	for _, e := range history(t, id).Events {
-		if at := e.GetActivityTaskStartedEventAttributes(); at != nil && at.Attempt > 1 {
-			retried = append(retried, at.LastFailure.GetMessage())
+	hist := history(t, id)
+	timedOut := 0
+	for _, e := range hist.Events {
+		if e.GetEventType() == enums.EVENT_TYPE_WORKFLOW_TASK_TIMED_OUT {
+			timedOut++
 		}
 	}
-	require.Len(t, retried, 1, "only the cut tool call ran again")
-	require.Contains(t, retried[0], "activity Heartbeat timeout", "the tool activity heartbeats: a dead worker is noticed by its heartbeat")
+	require.Positive(t, timedOut, "the dead worker's workflow task timed out")
+	var calls []activityEntry
+	for _, a := range activitiesIn(t, hist, converter.GetDefaultDataConverter()) {
+		if a.Type == "CallTool" {
+			calls = append(calls, a)
+		}
+	}
+	require.Len(t, calls, 1, "the call is recorded once")
+	require.True(t, calls[0].Local)
+	require.Equal(t, lookups+2, intelSrv.count("/api/v3/domains/evil.example.com"), "the call cut by the crash ran again")
 	require.Equal(t, 0, starter(t, nil, "stop", id).code)
 	saveHistory(t, history(t, id), "tool-retry.history.json")
-	t.Logf("REPORT worker killed during a tool call: the investigation concluded %s after the SIGKILL (heartbeat timeout 30s)", recovered.Round(time.Second))
+	t.Logf("REPORT worker killed during a tool call: the investigation concluded %s after the SIGKILL (workflow task timeout 10s)", recovered.Round(time.Second))
 }
 
 // finalTurn says the request is a tool loop's final turn (function calling

@@ -50,6 +50,9 @@ func newOTX(c *client) tools.Tool { return otxTool{c} }
 
 type otxTool struct{ c *client }
 
+// Quick: one HTTP lookup, bounded by the client's timeout.
+func (otxTool) Quick() {}
+
 func (otxTool) Purpose() string {
 	return "AlienVault OTX threat intelligence for an IP, domain, hostname, URL or file hash: pulses, reputation, malware, passive DNS."
 }

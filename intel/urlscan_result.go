@@ -31,6 +31,9 @@ func newURLScanResult(c *client) tools.Tool { return urlscanResult{c} }
 
 type urlscanResult struct{ c *client }
 
+// Quick: one HTTP lookup, bounded by the client's timeout.
+func (urlscanResult) Quick() {}
+
 func (urlscanResult) Purpose() string {
 	return "Read one URLScan.io scan in full (contacted hosts, verdicts, page details) by its uuid."
 }

@@ -25,6 +25,9 @@ func newURLScanSearch(c *client) tools.Tool { return urlscanSearch{c} }
 
 type urlscanSearch struct{ c *client }
 
+// Quick: one HTTP lookup, bounded by the client's timeout.
+func (urlscanSearch) Quick() {}
+
 func (urlscanSearch) Purpose() string {
 	return "Find earlier URLScan.io scans of a domain, IP, URL or hash: what a site served and when."
 }

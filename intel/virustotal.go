@@ -36,6 +36,9 @@ func newVirusTotal(c *client) tools.Tool { return virusTotal{c} }
 
 type virusTotal struct{ c *client }
 
+// Quick: one HTTP lookup, bounded by the client's timeout.
+func (virusTotal) Quick() {}
+
 func (virusTotal) Purpose() string {
 	return "VirusTotal verdicts from dozens of engines for an IP, domain, URL or file hash."
 }

@@ -36,6 +36,11 @@ type Kind string
 const (
 	// Activity tools run in the CallTool activity (the default).
 	Activity Kind = "activity"
+	// LocalActivity tools run in the CallTool activity too, as a Temporal
+	// local activity: within the workflow task that asked for them, recorded
+	// as one marker event instead of an activity's three events and the
+	// workflow task its completion takes. For calls that answer in seconds.
+	LocalActivity Kind = "local_activity"
 	// Analyst tools are answered by the analyst: the workflow records the
 	// question and waits for the answer (ask_user).
 	Analyst Kind = "analyst"

@@ -28,6 +28,9 @@ func NewGetAlert(store alertStore) Tool { return getAlert{store} }
 
 type searchAlerts struct{ store alertStore }
 
+// Quick: one store read.
+func (searchAlerts) Quick() {}
+
 func (searchAlerts) Purpose() string {
 	return "Find past alerts in the alert store by one field condition (same IP, instance, type, ...), to see history and recurrence."
 }
@@ -174,6 +177,9 @@ func summarize(a alerts.Alert) alertSummary {
 }
 
 type getAlert struct{ store alertStore }
+
+// Quick: one store read.
+func (getAlert) Quick() {}
 
 func (getAlert) Purpose() string {
 	return "Read one stored alert's full original data by its ID (the investigated alert or a past one)."

@@ -97,15 +97,25 @@ type Runner interface {
 	RunsAs() toolcall.Tool
 }
 
+// Quick is implemented by a tool whose calls answer within seconds (a
+// store read, one HTTP lookup): it runs as a local activity (see
+// toolcall.LocalActivity).
+type Quick interface {
+	Quick()
+}
+
 // Tools describes every enabled tool for the workflow: its name and how it
 // runs, in name order.
 func (r *Registry) Tools() []toolcall.Tool {
 	out := make([]toolcall.Tool, len(r.names))
 	for i, n := range r.names {
 		out[i] = toolcall.Tool{Name: n, Kind: toolcall.Activity}
-		if run, ok := r.byName[n].(Runner); ok {
-			out[i] = run.RunsAs()
+		switch t := r.byName[n].(type) {
+		case Runner:
+			out[i] = t.RunsAs()
 			out[i].Name = n
+		case Quick:
+			out[i].Kind = toolcall.LocalActivity
 		}
 	}
 	return out

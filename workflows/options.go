@@ -67,6 +67,21 @@ func toolOptions(ctx workflow.Context, summary string, attempt time.Duration) wo
 	})
 }
 
+// localToolOptions are toolOptions for a quick tool (toolcall.LocalActivity),
+// run as a local activity: the same time budget, attempt bound and retries.
+func localToolOptions(ctx workflow.Context, summary string, attempt time.Duration) workflow.Context {
+	return workflow.WithLocalActivityOptions(ctx, workflow.LocalActivityOptions{
+		ScheduleToCloseTimeout: toolRetryBudget + attempt,
+		StartToCloseTimeout:    attempt,
+		Summary:                clip.String(summary, 200),
+		RetryPolicy: &temporal.RetryPolicy{
+			InitialInterval:    time.Second,
+			BackoffCoefficient: 2,
+			MaximumInterval:    30 * time.Second,
+		},
+	})
+}
+
 // storeOptions are the activity options of a Firestore write.
 func storeOptions(ctx workflow.Context, summary string) workflow.Context {
 	return workflow.WithActivityOptions(ctx, workflow.ActivityOptions{

@@ -305,13 +305,17 @@ func (l *toolLoop) collect(ctx workflow.Context, c toolcall.Call, f workflow.Fut
 func (l *toolLoop) start(ctx workflow.Context, settle workflow.Settable, futures []workflow.Future, calls []toolcall.Call, pipe pipeline, i int, key, summary string, t toolcall.Tool) {
 	c := calls[i]
 	launch := func(ctx workflow.Context, refs map[string]string) workflow.Future {
-		if t.Kind == toolcall.Analyst || t.Kind == toolcall.ChildWorkflow {
-			return l.host.startSpecial(ctx, key, t, c)
-		}
-		return workflow.ExecuteActivity(toolOptions(ctx, "tool "+summary, l.host.toolTimeout(c.Name)), a.CallTool, activities.ToolInput{
+		in := activities.ToolInput{
 			Session: l.session, Key: key, Call: c, MaxResultBytes: l.maxBytes, Toolset: l.host.toolset(), Refs: refs,
 			ScanBytesLeft: l.host.scanLeft(),
-		})
+		}
+		switch t.Kind {
+		case toolcall.Analyst, toolcall.ChildWorkflow:
+			return l.host.startSpecial(ctx, key, t, c)
+		case toolcall.LocalActivity:
+			return workflow.ExecuteLocalActivity(localToolOptions(ctx, "tool "+summary, l.host.toolTimeout(c.Name)), a.CallTool, in)
+		}
+		return workflow.ExecuteActivity(toolOptions(ctx, "tool "+summary, l.host.toolTimeout(c.Name)), a.CallTool, in)
 	}
 	if len(pipe.deps[i]) == 0 {
 		settle.Chain(launch(ctx, nil))

@@ -211,13 +211,22 @@ func Parse(raw []byte) (Alert, error) {
 	if a.Severity == "" {
 		a.Severity = SeverityUnknown
 	}
-	canonical, err := json.Marshal(obj) // compact, map keys sorted; an int64 prints as the float64 of old did
+	a.ID, _, err = contentID(a.Source, obj)
 	if err != nil {
 		return Alert{}, fmt.Errorf("the alert cannot be encoded: %w", err)
 	}
-	sum := sha256.Sum256(canonical)
-	a.ID = a.Source + "-" + hex.EncodeToString(sum[:])[:12]
 	return a, nil
+}
+
+// contentID is the ID Parse gives an alert of source with this data, and
+// the data's canonical JSON it hashes.
+func contentID(source string, data map[string]any) (string, []byte, error) {
+	canonical, err := json.Marshal(data) // compact, map keys sorted; an int64 prints as the float64 of old did
+	if err != nil {
+		return "", nil, err
+	}
+	sum := sha256.Sum256(canonical)
+	return source + "-" + hex.EncodeToString(sum[:])[:12], canonical, nil
 }
 
 // jsonErrorDetail describes a decoding error with its line and column.

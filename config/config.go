@@ -18,6 +18,7 @@ import (
 
 	"github.com/secops-agent/investigator/gemini"
 	"github.com/secops-agent/investigator/intel"
+	"github.com/secops-agent/investigator/internal/size"
 	"github.com/secops-agent/investigator/investigation"
 )
 
@@ -213,6 +214,10 @@ type Worker struct {
 	MaxConcurrentActivities      int
 	ActivitiesPerSecond          float64
 	TaskQueueActivitiesPerSecond float64
+	// TranscriptCache and AlertCache are byte counts ("64MiB"; 0 turns a
+	// cache off) bounding the memory in front of Firestore (CacheBytes).
+	TranscriptCache string
+	AlertCache      string
 }
 
 // Flags registers the worker's limits, with environment fallbacks.
@@ -229,6 +234,21 @@ func (w *Worker) Flags(fs *pflag.FlagSet) {
 		"most activities this worker starts per second, 0 for no limit (env WORKER_ACTIVITIES_PER_SECOND)")
 	fs.Float64Var(&w.TaskQueueActivitiesPerSecond, "task-queue-activities-per-second", envFloat(0, "TASK_QUEUE_ACTIVITIES_PER_SECOND"),
 		"most activities all workers of the task queue start per second, 0 for no limit (env TASK_QUEUE_ACTIVITIES_PER_SECOND)")
+	fs.StringVar(&w.TranscriptCache, "transcript-cache", Env("64MiB", "WORKER_TRANSCRIPT_CACHE"),
+		"memory for recent transcript entries kept in front of Firestore, like 64MiB; 0 reads every entry from Firestore (env WORKER_TRANSCRIPT_CACHE)")
+	fs.StringVar(&w.AlertCache, "alert-cache", Env("16MiB", "WORKER_ALERT_CACHE"),
+		"memory for alerts kept after their first read, like 16MiB; 0 reads the alert from Firestore in every activity (env WORKER_ALERT_CACHE)")
+}
+
+// CacheBytes returns the budgets of the transcript and alert caches.
+func (w Worker) CacheBytes() (transcript, alert int64, err error) {
+	if transcript, err = size.Parse(w.TranscriptCache); err != nil {
+		return 0, 0, fmt.Errorf("--transcript-cache: %w", err)
+	}
+	if alert, err = size.Parse(w.AlertCache); err != nil {
+		return 0, 0, fmt.Errorf("--alert-cache: %w", err)
+	}
+	return transcript, alert, nil
 }
 
 func envDuration(def time.Duration, names ...string) time.Duration {

@@ -47,3 +47,25 @@ func TestLogger(t *testing.T) {
 	require.NoError(t, err)
 	require.NotNil(t, l)
 }
+
+func TestWorkerCacheBudgets(t *testing.T) {
+	t.Setenv("WORKER_TRANSCRIPT_CACHE", "")
+	t.Setenv("WORKER_ALERT_CACHE", "2MiB")
+	var wc Worker
+	fs := pflag.NewFlagSet("x", pflag.ContinueOnError)
+	wc.Flags(fs)
+	require.NoError(t, fs.Parse(nil))
+	tr, al, err := wc.CacheBytes()
+	require.NoError(t, err)
+	require.Equal(t, int64(64<<20), tr, "the default")
+	require.Equal(t, int64(2<<20), al, "from the environment")
+
+	require.NoError(t, fs.Parse([]string{"--transcript-cache", "0", "--alert-cache", "1000"}))
+	tr, al, err = wc.CacheBytes()
+	require.NoError(t, err)
+	require.Equal(t, [2]int64{0, 1000}, [2]int64{tr, al})
+
+	require.NoError(t, fs.Parse([]string{"--transcript-cache", "lots"}))
+	_, _, err = wc.CacheBytes()
+	require.ErrorContains(t, err, `--transcript-cache: "lots" is not a byte count`)
+}

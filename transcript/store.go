@@ -52,8 +52,10 @@ func (s *Store) doc(session, key string) *firestore.DocumentRef {
 // history and the transcript never disagree.
 func (s *Store) Put(ctx context.Context, session, key string, e Entry) (Entry, error) {
 	if e.CreatedAt.IsZero() {
-		e.CreatedAt = time.Now().UTC()
+		e.CreatedAt = time.Now()
 	}
+	// Firestore keeps microseconds: the entry returned is the one stored.
+	e.CreatedAt = e.CreatedAt.UTC().Truncate(time.Microsecond)
 	ref := s.doc(session, key)
 	_, err := ref.Create(ctx, e)
 	if status.Code(err) == codes.AlreadyExists {

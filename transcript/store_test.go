@@ -11,15 +11,21 @@ import (
 	"github.com/secops-agent/investigator/internal/testenv"
 )
 
-func TestStoreAgainstEmulator(t *testing.T) {
+// TestAgainstEmulator runs the store and the cache in front of it on one
+// Firestore emulator.
+func TestAgainstEmulator(t *testing.T) {
 	testenv.Firestore(t)
-	ctx := context.Background()
-	fs, err := firestore.NewClient(ctx, testenv.Project)
+	fs, err := firestore.NewClient(context.Background(), testenv.Project)
 	require.NoError(t, err)
 	defer fs.Close()
 	require.NotEmpty(t, os.Getenv("FIRESTORE_EMULATOR_HOST"))
 	s := NewStore(fs)
+	t.Run("store", func(t *testing.T) { testStore(t, s) })
+	t.Run("cache", func(t *testing.T) { testCache(t, s) })
+}
 
+func testStore(t *testing.T, s *Store) {
+	ctx := context.Background()
 	put := func(session, key string, e Entry) Entry {
 		stored, err := s.Put(ctx, session, key, e)
 		require.NoError(t, err)
@@ -38,6 +44,11 @@ func TestStoreAgainstEmulator(t *testing.T) {
 	require.Equal(t, "c1", got[0].CallID, "entries come back in the order of the keys")
 	require.Equal(t, "first", got[1].Text, "the late write did not replace the entry")
 	require.False(t, got[1].CreatedAt.IsZero())
+
+	fresh := put("wf-1", "t1-step_1-i2", Entry{Kind: KindModel, Text: "timed"})
+	read, err := s.GetAll(ctx, "wf-1", []string{"t1-step_1-i2"})
+	require.NoError(t, err)
+	require.Equal(t, fresh, read[0], "Put returns exactly what a read returns, creation time included")
 
 	_, err = s.GetAll(ctx, "wf-1", []string{"t1-step_1-i1", "missing"})
 	var missing *MissingError

@@ -67,6 +67,10 @@ func newCommand() *cobra.Command {
 			if err != nil {
 				return err
 			}
+			transcriptCache, alertCache, err := wc.CacheBytes()
+			if err != nil {
+				return err
+			}
 			store := alerts.NewStore(fs)
 			intelTools, disabled := intel.Tools(ic.Config(), nil)
 			registry, err := tools.NewRegistry(append([]tools.Tool{tools.NewSearchAlerts(store), tools.NewGetAlert(store), tools.NewAskUser()}, intelTools...)...)
@@ -92,8 +96,10 @@ func newCommand() *cobra.Command {
 				registerSearchAttributes(ctx, c, tc.Namespace, logger)
 			}
 
-			model := &activities.Model{LLM: llm.Models, Name: gc.Model, Transcript: transcript.NewStore(fs)}
-			inv := &activities.Activities{Model: model, Endpoint: gemini.Describe(llm, gc.Model), Tools: registry, Alerts: store}
+			// Firestore stays the durable store; the caches spare the model
+			// turns reading back what earlier activities wrote or read.
+			model := &activities.Model{LLM: llm.Models, Name: gc.Model, Transcript: transcript.NewCache(transcript.NewStore(fs), transcriptCache)}
+			inv := &activities.Activities{Model: model, Endpoint: gemini.Describe(llm, gc.Model), Tools: registry, Alerts: alerts.NewCache(store, alertCache)}
 			w := worker.New(c, tc.TaskQueue, worker.Options{
 				// A deploy (SIGTERM) lets the model calls in flight finish
 				// rather than pay for them twice.

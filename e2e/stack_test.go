@@ -315,7 +315,7 @@ func TestInvestigateLeavesStackUp(t *testing.T) {
 	}
 	again := shell(t, s.root, end.settings+"\n"+end.ask)
 	require.Equal(t, 0, again.code, "a follow-up on an investigation from before the restart:\n%s", again.stdout)
-	require.Contains(t, again.stdout, "VERDICT")
+	require.Contains(t, again.stdout, "==================== CONCLUSION")
 
 	pids = s.recordedPids(t)
 	require.Contains(t, pids, "dev")

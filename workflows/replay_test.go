@@ -26,7 +26,7 @@ import (
 // cover every path a running investigation can be in; a path is checked
 // against the history itself, so a re-recording that lost it fails here.
 var fixturePaths = map[string][]string{
-	"investigation.history.json":  {"plan", "steps", "retried model call", "reflection", "conclusion"},
+	"investigation.history.json":  {"plan", "steps", "local tool calls", "retried model call", "reflection", "conclusion"},
 	"pipeline.history.json":       {"ref pipeline", "parallel calls"},
 	"bigquery.history.json":       {"child workflow"},
 	"bigquery-child.history.json": {"sub-agent", "memories"},
@@ -115,6 +115,26 @@ func exercises(h *historypb.History, path string) bool {
 			return false
 		}) > 0
 	}
+	// local counts the local activities of a type; localSummary says
+	// whether one's summary holds substr.
+	localMarker := func(e *historypb.HistoryEvent) (string, string) {
+		m := e.GetMarkerRecordedEventAttributes()
+		if m.GetMarkerName() != "LocalActivity" || len(m.GetDetails()["data"].GetPayloads()) == 0 {
+			return "", ""
+		}
+		var data struct{ ActivityType string }
+		_ = json.Unmarshal(m.GetDetails()["data"].GetPayloads()[0].GetData(), &data)
+		return data.ActivityType, string(e.GetUserMetadata().GetSummary().GetData())
+	}
+	local := func(name string) int {
+		return count(func(e *historypb.HistoryEvent) bool { t, _ := localMarker(e); return t == name })
+	}
+	localSummary := func(name, substr string) bool {
+		return count(func(e *historypb.HistoryEvent) bool {
+			t, s := localMarker(e)
+			return t == name && strings.Contains(s, substr)
+		}) > 0
+	}
 	typ := func(t enumspb.EventType) int {
 		return count(func(e *historypb.HistoryEvent) bool { return e.GetEventType() == t })
 	}
@@ -122,8 +142,12 @@ func exercises(h *historypb.History, path string) bool {
 	case "plan":
 		return activity("GeneratePlan") > 0
 	case "steps":
-		return activity("ModelTurn") > 1 && activity("CallTool") > 0
-	case "retried model call", "tool call retried after a worker died":
+		return activity("ModelTurn") > 1 && activity("CallTool")+local("CallTool") > 0
+	case "local tool calls":
+		return local("CallTool") > 0
+	case "tool call retried after a worker died":
+		return typ(enumspb.EVENT_TYPE_WORKFLOW_TASK_TIMED_OUT) > 0 && local("CallTool") > 0
+	case "retried model call":
 		return count(func(e *historypb.HistoryEvent) bool {
 			return e.GetActivityTaskStartedEventAttributes().GetAttempt() > 1
 		}) > 0
@@ -132,9 +156,9 @@ func exercises(h *historypb.History, path string) bool {
 	case "conclusion":
 		return activity("Conclude") > 0
 	case "ref pipeline":
-		return input("CallTool", `"refs":`)
+		return input("CallTool", `"refs":`) || localSummary("CallTool", "ref:")
 	case "parallel calls":
-		return activity("CallTool") > 1
+		return activity("CallTool")+local("CallTool") > 1
 	case "parallel steps":
 		return parallelSteps(h)
 	case "child workflow":

@@ -72,7 +72,7 @@ func TestGeneratePlanPrompt(t *testing.T) {
 	require.Equal(t, "step_1", out.Plan.Steps[0].ID)
 	require.Equal(t, []string{"get_alert"}, out.Plan.Steps[0].Tools)
 	require.Equal(t, []string{"step x: removed unknown tools nmap"}, out.Notes)
-	require.Equal(t, []toolcall.Tool{{Name: "get_alert", Kind: toolcall.Activity}, {Name: "search_alerts", Kind: toolcall.Activity}}, out.Tools)
+	require.Equal(t, []toolcall.Tool{{Name: "get_alert", Kind: toolcall.LocalActivity}, {Name: "search_alerts", Kind: toolcall.LocalActivity}}, out.Tools)
 	require.Equal(t, 1, out.Usage.Calls)
 
 	c := llm.Calls[0]

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"time"
 
 	"go.temporal.io/sdk/temporal"
 	"google.golang.org/genai"
@@ -44,10 +45,12 @@ type Model struct {
 
 // generate calls the model once, classifying errors for Temporal's retries.
 func (m *Model) generate(ctx context.Context, contents []*genai.Content, cfg *genai.GenerateContentConfig) (*genai.GenerateContentResponse, investigation.Usage, error) {
+	start := time.Now()
 	resp, err := CallGemini(ctx, func(ctx context.Context) (*genai.GenerateContentResponse, error) {
 		return m.LLM.GenerateContent(ctx, m.Name, contents, cfg)
 	})
 	if err != nil {
+		Logger(ctx).Warn("model call failed", "model", m.Name, "ms", time.Since(start).Milliseconds(), "error", err)
 		return nil, investigation.Usage{}, err
 	}
 	u := investigation.Usage{Calls: 1, Model: m.Name}
@@ -56,6 +59,8 @@ func (m *Model) generate(ctx context.Context, contents []*genai.Content, cfg *ge
 		u.OutputTokens = int(md.CandidatesTokenCount)
 		u.ThoughtTokens = int(md.ThoughtsTokenCount)
 	}
+	Logger(ctx).Info("model call", "model", m.Name, "ms", time.Since(start).Milliseconds(),
+		"prompt_tokens", u.PromptTokens, "output_tokens", u.OutputTokens, "thought_tokens", u.ThoughtTokens)
 	return resp, u, nil
 }
 

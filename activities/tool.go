@@ -74,6 +74,10 @@ func (a *Activities) CallTool(ctx context.Context, in ToolInput) (ToolOutput, er
 	if _, err := a.Model.Transcript.Put(ctx, in.Session, in.Key, entry); err != nil {
 		return ToolOutput{}, storeError(err)
 	}
+	// The tool's name, key and sizes only: arguments and results may hold
+	// the alert's data, which the logs do not get.
+	Logger(ctx).Info("tool call", "tool", in.Call.Name, "key", in.Key, "ok", out.OK, "bytes", out.Bytes,
+		"truncated", out.Truncated, "scanned_bytes", out.ScannedBytes)
 	return out, nil
 }
 

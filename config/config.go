@@ -229,11 +229,11 @@ func (w *Worker) Flags(fs *pflag.FlagSet) {
 	fs.DurationVar(&w.StopTimeout, "stop-timeout", envDuration(3*time.Minute, "WORKER_STOP_TIMEOUT"),
 		"on SIGTERM, how long activities in flight may finish (env WORKER_STOP_TIMEOUT)")
 	fs.IntVar(&w.MaxConcurrentActivities, "max-concurrent-activities", envInt(0, "WORKER_MAX_CONCURRENT_ACTIVITIES"),
-		"most activities this worker runs at once, 0 for the SDK default (env WORKER_MAX_CONCURRENT_ACTIVITIES)")
+		"most activities this worker runs at once, and most local activities (quick tool calls), 0 for the SDK default (env WORKER_MAX_CONCURRENT_ACTIVITIES)")
 	fs.Float64Var(&w.ActivitiesPerSecond, "activities-per-second", envFloat(0, "WORKER_ACTIVITIES_PER_SECOND"),
-		"most activities this worker starts per second, 0 for no limit (env WORKER_ACTIVITIES_PER_SECOND)")
+		"most activities this worker starts per second, and most local activities, 0 for no limit (env WORKER_ACTIVITIES_PER_SECOND)")
 	fs.Float64Var(&w.TaskQueueActivitiesPerSecond, "task-queue-activities-per-second", envFloat(0, "TASK_QUEUE_ACTIVITIES_PER_SECOND"),
-		"most activities all workers of the task queue start per second, 0 for no limit (env TASK_QUEUE_ACTIVITIES_PER_SECOND)")
+		"most activities all workers of the task queue start per second (local activities, i.e. quick tool calls, are bounded per worker only), 0 for no limit (env TASK_QUEUE_ACTIVITIES_PER_SECOND)")
 	fs.StringVar(&w.TranscriptCache, "transcript-cache", Env("64MiB", "WORKER_TRANSCRIPT_CACHE"),
 		"memory for recent transcript entries kept in front of Firestore, like 64MiB; 0 reads every entry from Firestore (env WORKER_TRANSCRIPT_CACHE)")
 	fs.StringVar(&w.AlertCache, "alert-cache", Env("16MiB", "WORKER_ALERT_CACHE"),

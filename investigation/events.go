@@ -39,16 +39,18 @@ type Event struct {
 	Step string `json:"step,omitempty"`
 	Text string `json:"text,omitempty"`
 
-	Plan       *plan.Plan `json:"plan,omitempty"`
-	Expected   string     `json:"expected,omitempty"`
-	Child      string     `json:"child,omitempty"`
-	Insights   []string   `json:"insights,omitempty"`
-	Updates    []string   `json:"updates,omitempty"`
-	Completed  []string   `json:"completed,omitempty"`
-	Pending    []string   `json:"pending,omitempty"`
-	Notes      []string   `json:"notes,omitempty"`
-	QuestionID string     `json:"question_id,omitempty"`
-	Mode       string     `json:"mode,omitempty"`
-	Reason     string     `json:"reason,omitempty"`
-	Verdict    *Verdict   `json:"verdict,omitempty"`
+	Plan     *plan.Plan `json:"plan,omitempty"`
+	Expected string     `json:"expected,omitempty"`
+	Child    string     `json:"child,omitempty"`
+	// Tool names the tool of a tool_call or tool_result event.
+	Tool       string   `json:"tool,omitempty"`
+	Insights   []string `json:"insights,omitempty"`
+	Updates    []string `json:"updates,omitempty"`
+	Completed  []string `json:"completed,omitempty"`
+	Pending    []string `json:"pending,omitempty"`
+	Notes      []string `json:"notes,omitempty"`
+	QuestionID string   `json:"question_id,omitempty"`
+	Mode       string   `json:"mode,omitempty"`
+	Reason     string   `json:"reason,omitempty"`
+	Verdict    *Verdict `json:"verdict,omitempty"`
 }

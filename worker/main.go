@@ -106,9 +106,12 @@ func newCommand() *cobra.Command {
 				WorkerStopTimeout:                  wc.StopTimeout,
 				MaxConcurrentActivityExecutionSize: wc.MaxConcurrentActivities,
 				WorkerActivitiesPerSecond:          wc.ActivitiesPerSecond,
-				TaskQueueActivitiesPerSecond:       wc.TaskQueueActivitiesPerSecond,
-				Interceptors:                       []interceptor.WorkerInterceptor{activities.Heartbeats()},
-				DeploymentOptions:                  deployment(wc),
+				// Quick tools run as local activities: the same bounds apply.
+				MaxConcurrentLocalActivityExecutionSize: wc.MaxConcurrentActivities,
+				WorkerLocalActivitiesPerSecond:          wc.ActivitiesPerSecond,
+				TaskQueueActivitiesPerSecond:            wc.TaskQueueActivitiesPerSecond,
+				Interceptors:                            []interceptor.WorkerInterceptor{activities.Heartbeats()},
+				DeploymentOptions:                       deployment(wc),
 			})
 			w.RegisterWorkflowWithOptions(workflows.Investigation, workflow.RegisterOptions{Name: investigation.WorkflowName})
 			w.RegisterWorkflowWithOptions(workflows.ToolCatalog, workflow.RegisterOptions{Name: investigation.CatalogWorkflowName})

@@ -6,6 +6,8 @@ import (
 	"strings"
 	"time"
 
+	"go.temporal.io/sdk/log"
+
 	"go.temporal.io/api/enums/v1"
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/workflow"
@@ -95,7 +97,7 @@ func childID(parent, key string) string { return parent + "-bq-" + key }
 // what it has, without learning.
 func BigQueryAgent(ctx workflow.Context, in bigquery.Request) (activities.ToolOutput, error) {
 	info := workflow.GetInfo(ctx)
-	h := &subAgent{session: info.WorkflowExecution.ID, in: in}
+	h := &subAgent{session: info.WorkflowExecution.ID, in: in, log: workflow.GetLogger(ctx)}
 	if err := workflow.SetQueryHandler(ctx, investigation.ProgressQuery, func(after int) ([]investigation.Event, error) {
 		return page(h.events, after), nil
 	}); err != nil {
@@ -155,6 +157,7 @@ type subAgent struct {
 	in      bigquery.Request
 	recall  bigquery.Recall
 	events  []investigation.Event
+	log     log.Logger
 	// scanned is what this run's queries scanned in BigQuery, usage what
 	// its model calls used.
 	scanned int64
@@ -222,6 +225,7 @@ func (h *subAgent) toolTimeout(string) time.Duration { return bigQueryToolAttemp
 func (h *subAgent) emit(e investigation.Event) {
 	e.Seq = len(h.events) + 1
 	h.events = append(h.events, e)
+	logEvent(h.log, e)
 }
 
 func (h *subAgent) tool(name string) toolcall.Tool {

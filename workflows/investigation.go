@@ -17,6 +17,8 @@ import (
 	"fmt"
 	"strings"
 
+	"go.temporal.io/sdk/log"
+
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/workflow"
 
@@ -41,6 +43,7 @@ type run struct {
 	events  []investigation.Event // this run's progress, numbered from LastSeq+1
 	// ranTurn says this run has run an exchange (planned or answered).
 	ranTurn bool
+	log     log.Logger
 	// callsInFlight counts the tool calls running in the exchange's steps;
 	// they are counted in Budget.TurnCalls once they finish.
 	callsInFlight int
@@ -58,7 +61,7 @@ func Investigation(ctx workflow.Context, in investigation.Input, carried *State)
 	if err != nil {
 		return investigation.Result{}, err
 	}
-	r := &run{State: carried, session: workflow.GetInfo(ctx).WorkflowExecution.ID}
+	r := &run{State: carried, session: workflow.GetInfo(ctx).WorkflowExecution.ID, log: workflow.GetLogger(ctx)}
 	if r.State == nil {
 		r.State = newState(in)
 	}

@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"strings"
 
+	"go.temporal.io/sdk/log"
+
 	"go.temporal.io/sdk/workflow"
 
 	"github.com/secops-agent/investigator/internal/clip"
@@ -17,7 +19,35 @@ func (r *run) emit(e investigation.Event) int {
 	e.Seq = r.LastSeq + len(r.events) + 1
 	e.Turn = r.Turn
 	r.events = append(r.events, e)
+	logEvent(r.log, e)
 	return e.Seq
+}
+
+// logEvent logs a progress event's kind and where it belongs (Temporal's
+// logger adds the workflow and run IDs, and stays quiet during replay).
+// Never its text: alert data, tool results and conclusions stay out of the
+// logs, as they stay encrypted in history.
+func logEvent(l log.Logger, e investigation.Event) {
+	if l == nil {
+		return
+	}
+	kv := []any{"kind", e.Kind, "seq", e.Seq, "turn", e.Turn}
+	if e.Step != "" {
+		kv = append(kv, "step", e.Step)
+	}
+	if e.Tool != "" {
+		kv = append(kv, "tool", e.Tool)
+	}
+	if e.Child != "" {
+		kv = append(kv, "child", e.Child)
+	}
+	if e.Verdict != nil {
+		kv = append(kv, "verdict", e.Verdict.Verdict, "confidence", e.Verdict.Confidence)
+	}
+	if e.Mode != "" {
+		kv = append(kv, "mode", e.Mode)
+	}
+	l.Info("progress", kv...)
 }
 
 // eventsAfter answers the progress query: the events after seq `after` that

@@ -206,7 +206,7 @@ func (l *toolLoop) callTools(ctx workflow.Context, turnKey string, calls []toolc
 		summary := toolcall.Summarize(c.Name, c.Args)
 		f, settle := workflow.NewFuture(ctx)
 		futures[i] = f
-		e := investigation.Event{Kind: investigation.EventToolCall, Step: l.label, Text: summary}
+		e := investigation.Event{Kind: investigation.EventToolCall, Step: l.label, Tool: c.Name, Text: summary}
 		why, bad := pipe.bad[i]
 		independent := len(pipe.deps[i]) == 0 && !bad
 		earlier, seen := l.results.get(toolcall.Key(c))
@@ -264,7 +264,7 @@ func (l *toolLoop) collect(ctx workflow.Context, c toolcall.Call, f workflow.Fut
 		case !strings.HasPrefix(msg, "the call did not run"):
 			msg = "the tool failed after retries: " + msg
 		}
-		l.host.emit(investigation.Event{Kind: investigation.EventToolResult, Step: l.label, Text: c.Name + ": " + msg})
+		l.host.emit(investigation.Event{Kind: investigation.EventToolResult, Step: l.label, Tool: c.Name, Text: c.Name + ": " + msg})
 		return activities.Ref{CallID: c.ID, Tool: c.Name, Error: msg}
 	}
 	ref := activities.Ref{Key: out.Key}
@@ -276,7 +276,7 @@ func (l *toolLoop) collect(ctx workflow.Context, c toolcall.Call, f workflow.Fut
 	}
 	if reused {
 		res.Reused++
-		l.host.emit(investigation.Event{Kind: investigation.EventToolResult, Step: l.label, Text: c.Name + ": served from the identical earlier call"})
+		l.host.emit(investigation.Event{Kind: investigation.EventToolResult, Step: l.label, Tool: c.Name, Text: c.Name + ": served from the identical earlier call"})
 		return ref
 	}
 	if out.OK && out.Key != "" && independent {
@@ -295,7 +295,7 @@ func (l *toolLoop) collect(ctx workflow.Context, c toolcall.Call, f workflow.Fut
 	if out.Link != nil {
 		text += fmt.Sprintf(" (child workflow %s)", out.Link.WorkflowID)
 	}
-	l.host.emit(investigation.Event{Kind: investigation.EventToolResult, Step: l.label, Text: text})
+	l.host.emit(investigation.Event{Kind: investigation.EventToolResult, Step: l.label, Tool: c.Name, Text: text})
 	return ref
 }
 

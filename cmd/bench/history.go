@@ -9,6 +9,7 @@ import (
 	"go.temporal.io/api/enums/v1"
 	historypb "go.temporal.io/api/history/v1"
 	"go.temporal.io/sdk/client"
+	"go.temporal.io/sdk/converter"
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/reflect/protoreflect"
 )
@@ -30,6 +31,8 @@ type activity struct {
 	completed                  bool
 	bytes                      int // protobuf size of its events
 	events                     int
+	// local says it ran as a local activity: one marker, no times of its own.
+	local bool
 }
 
 func (a *activity) model() bool { return a.typ != actTool }
@@ -83,6 +86,11 @@ func analyze(h *historypb.History) histInfo {
 			if a = byID[e.GetActivityTaskFailedEventAttributes().GetScheduledEventId()]; a != nil {
 				a.closed = at
 			}
+		case e.GetMarkerRecordedEventAttributes().GetMarkerName() == "LocalActivity":
+			var data struct{ ActivityType string }
+			_ = converter.GetDefaultDataConverter().FromPayloads(e.GetMarkerRecordedEventAttributes().GetDetails()["data"], &data)
+			a = &activity{typ: data.ActivityType, local: true, completed: e.GetMarkerRecordedEventAttributes().GetFailure() == nil}
+			info.activities = append(info.activities, a)
 		case e.GetActivityTaskTimedOutEventAttributes() != nil:
 			if a = byID[e.GetActivityTaskTimedOutEventAttributes().GetScheduledEventId()]; a != nil {
 				a.closed = at

@@ -3,14 +3,19 @@ package main
 import (
 	"net/http"
 	"net/http/httptest"
+	"sync"
 	"time"
 )
 
 // providers is one local server answering like AlienVault OTX, VirusTotal
 // and AbuseIPDB (the documented JSON shapes of intel's test fixtures), each
-// answer after the provider latency.
+// answer after the provider latency. It keeps when each request arrived and
+// was answered: the lookups run as local activities, whose history records
+// no times.
 type providers struct {
 	*httptest.Server
+	mu     sync.Mutex
+	served []interval
 }
 
 const (
@@ -51,9 +56,13 @@ func newProviders(latency time.Duration) *providers {
 	mux := http.NewServeMux()
 	answer := func(body string) http.HandlerFunc {
 		return func(w http.ResponseWriter, _ *http.Request) {
+			arrived := time.Now()
 			time.Sleep(latency)
 			w.Header().Set("Content-Type", "application/json")
 			_, _ = w.Write([]byte(body))
+			p.mu.Lock()
+			p.served = append(p.served, interval{arrived, time.Now()})
+			p.mu.Unlock()
 		}
 	}
 	mux.HandleFunc("GET /api/v1/indicators/IPv4/{ip}/general", answer(otxGeneral))
@@ -62,6 +71,19 @@ func newProviders(latency time.Duration) *providers {
 	mux.HandleFunc("GET /api/v2/check", answer(abuseCheck))
 	p.Server = httptest.NewServer(mux)
 	return p
+}
+
+// spans returns the requests answered between from and to.
+func (p *providers) spans(from, to time.Time) []interval {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	var out []interval
+	for _, iv := range p.served {
+		if !iv.start.Before(from) && !iv.end.After(to) {
+			out = append(out, iv)
+		}
+	}
+	return out
 }
 
 // env points the worker's intel tools at the server.

@@ -47,13 +47,13 @@ var notes = []string{
 	"Every figure comes from this run: a warm-up investigation first (not counted), then -repeat rounds, each running the standard investigation (a plan, two steps, 8 model calls, 4 intel lookups) alone at each model latency and the scenario pairs at the first latency, then the batches. A repeated figure is the median run's, with the range.",
 	"overhead: wall time from the start request to the Conclude activity's completion in the history (the server and the bench share this machine's clock) ÷ the time during which the model server had at least one request of the run open (union of request→reply intervals).",
 	"schedule→start: ActivityTaskScheduled → ActivityTaskStarted event times; start→model call: ActivityTaskStarted → the model server receiving the request; model reply→completion: the reply written → ActivityTaskCompleted. Model activities are matched to model requests in order; medians over every repeat.",
-	"parallel calls: time with at least one CallTool activity in flight (scheduled → completed) when one turn asks for three lookups ÷ the same when three turns ask for one each.",
+	"parallel calls: time with at least one lookup in flight at the fake providers (request arrived → answered; the lookups run as local activities, whose history has no times) when one turn asks for three lookups ÷ the same when three turns ask for one each.",
 	"parallel steps: the executing phase (plan completed → conclusion scheduled) of a plan whose steps say depends_on: [] ÷ the same plan without it; n/a while both runs keep at most one model turn in flight, i.e. the workflow runs independent steps in order.",
 	"concurrency: N standard investigations started at once at the first latency; wall time as in overhead ÷ the lone run's; CPU: utime+stime of the worker process(es), and of the dev server and the emulator's JVM (the bench's descendants named temporal and java), from /proc/PID/stat over the batch ÷ N; peak RSS: VmHWM from /proc/PID/status, reset through /proc/PID/clear_refs before each batch.",
-	"history: the first lone run at the first latency; bytes are the history's protobuf size; per tool call counts the CallTool activities' own events; the largest payload is the largest Payload message in any history this run read.",
+	"history: the first lone run at the first latency; bytes are the history's protobuf size; per tool call counts the CallTool activities' own events (a local activity's marker); the largest payload is the largest Payload message in any history this run read.",
 	"prompt bytes: request bodies the model server received ÷ what a naive agent re-sending the whole transcript would send: each model call's body, less the step transcript it carried, plus every model turn and tool result of the investigation before it (JSON bytes).",
 	"store round trips: the worker reaches the Firestore emulator through a TCP proxy that reads the client side of each HTTP/2 connection and counts HEADERS frames opening a new stream, one per gRPC call (a streamed call such as RunQuery or BatchGetDocuments counts once); the emulator offers no request log or counter (none of its flags or endpoints). Lone runs at the first latency.",
-	"scale-out: the worker that started each activity, from ActivityTaskStarted's identity (pid@host), over every run.",
+	"scale-out: the worker that started each activity, from ActivityTaskStarted's identity (pid@host), over every run (local activities, run in their workflow task's worker, left out).",
 }
 
 func why(err error) string { return clip.String(firstLine(err.Error()), 160) }
@@ -74,7 +74,7 @@ func (b *bench) overheadRows(rs []*run, lat time.Duration) []row {
 		ratios[i] = float64(r.wall) / float64(busy[i])
 	}
 	mid, sp := medianOf(ratios)
-	tools := union(spans(rs[mid].hist.ofType(isTool)))
+	tools := union(b.s.intel.spans(rs[mid].start, rs[mid].start.Add(rs[mid].wall)))
 	rows := []row{figure(names[0], ratios[mid], unitRatio, fmt.Sprintf("wall %s ÷ model in flight %s (%d model calls; tools in flight %s)%s",
 		dur(rs[mid].wall), dur(busy[mid]), len(rs[mid].trace.snapshot()), dur(tools), sp))}
 	var sched, toCall, toDone, toolSched []time.Duration
@@ -90,7 +90,9 @@ func (b *bench) overheadRows(rs []*run, lat time.Duration) []row {
 			toDone = append(toDone, a.closed.Sub(calls[i].span.end))
 		}
 		for _, a := range r.hist.ofType(isTool) {
-			toolSched = append(toolSched, a.started.Sub(a.scheduled))
+			if !a.local {
+				toolSched = append(toolSched, a.started.Sub(a.scheduled))
+			}
 		}
 	}
 	for i, ds := range [][]time.Duration{sched, toCall, toDone} {
@@ -156,8 +158,8 @@ func (b *bench) parallelCallsRow(m *measurements) row {
 	}
 	par, seq, ratios := make([]time.Duration, len(m.callsPar)), make([]time.Duration, len(m.callsPar)), make([]float64, len(m.callsPar))
 	for i := range m.callsPar {
-		par[i] = union(spans(m.callsPar[i].hist.ofType(isTool)))
-		seq[i] = union(spans(m.callsSeq[i].hist.ofType(isTool)))
+		par[i] = union(b.s.intel.spans(m.callsPar[i].start, m.callsPar[i].start.Add(m.callsPar[i].wall)))
+		seq[i] = union(b.s.intel.spans(m.callsSeq[i].start, m.callsSeq[i].start.Add(m.callsSeq[i].wall)))
 		ratios[i] = float64(par[i]) / float64(seq[i])
 	}
 	mid, sp := medianOf(ratios)
@@ -283,7 +285,7 @@ func historyRows(r *run, all []*run) []row {
 		n := float64(len(tools))
 		rows = append(rows,
 			figure(names[0], float64(r.hist.events), unitCount, fmt.Sprintf("%d tool calls, %d model calls", len(tools), len(r.hist.activities)-len(tools))),
-			figure(names[1], float64(ev)/n, unitCount, "the CallTool activities' own events"),
+			figure(names[1], float64(ev)/n, unitCount, "the CallTool activities' own events (a local activity's marker)"),
 			figure(names[2], float64(r.hist.bytes)/1024, unitKiB, "protobuf size"),
 			figure(names[3], float64(by)/n/1024, unitKiB, "the CallTool activities' own events"))
 	}
@@ -343,6 +345,9 @@ func (b *bench) splitRow(m *measurements) row {
 			continue
 		}
 		for _, a := range r.hist.activities {
+			if a.local {
+				continue // run by the worker of its workflow task, which history does not name
+			}
 			total++
 			i := slices.IndexFunc(b.s.workers, func(w *workerProc) bool { return strings.HasPrefix(a.identity, fmt.Sprintf("%d@", w.pid())) })
 			if i < 0 {

@@ -1,0 +1,3 @@
+// Package archtest holds the repository's architecture test: which packages
+// may use Temporal's SDK. It has no code of its own.
+package archtest

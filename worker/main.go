@@ -106,6 +106,10 @@ func newCommand() *cobra.Command {
 				WorkerStopTimeout:                  wc.StopTimeout,
 				MaxConcurrentActivityExecutionSize: wc.MaxConcurrentActivities,
 				WorkerActivitiesPerSecond:          wc.ActivitiesPerSecond,
+				// Pollers follow the load (SDK defaults: 1 to 100, from 5):
+				// many investigations at once wait less for a poller.
+				WorkflowTaskPollerBehavior: worker.NewPollerBehaviorAutoscaling(worker.PollerBehaviorAutoscalingOptions{}),
+				ActivityTaskPollerBehavior: worker.NewPollerBehaviorAutoscaling(worker.PollerBehaviorAutoscalingOptions{}),
 				// Quick tools run as local activities: the same bounds apply.
 				MaxConcurrentLocalActivityExecutionSize: wc.MaxConcurrentActivities,
 				WorkerLocalActivitiesPerSecond:          wc.ActivitiesPerSecond,

@@ -43,7 +43,7 @@ func TestBenchSmoke(t *testing.T) {
 		order = append(order, name)
 	}
 	want := []string{
-		"overhead @20ms", "schedule→start median @20ms", "start→model call median @20ms", "model reply→completion median @20ms",
+		"overhead @20ms", "orchestration overhead @20ms", "schedule→start median @20ms", "start→model call median @20ms", "model reply→completion median @20ms",
 		"parallel calls: 3 in one turn ÷ 3 turns of one", "parallel steps: 3 independent ÷ in order",
 		"n=3: completed", "n=3: p50 wall ÷ lone", "n=3: p95 wall ÷ lone", "n=3: worker CPU per investigation", "n=3: server CPU per investigation", "n=3: worker peak RSS",
 		"history events per investigation", "history events per tool call", "history bytes per investigation", "history bytes per tool call",

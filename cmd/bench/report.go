@@ -45,7 +45,7 @@ func (b *bench) report(m *measurements) *report {
 
 var notes = []string{
 	"Every figure comes from this run: a warm-up investigation first (not counted), then -repeat rounds, each running the standard investigation (a plan, two steps, 8 model calls, 4 intel lookups) alone at each model latency and the scenario pairs at the first latency, then the batches. A repeated figure is the median run's, with the range.",
-	"overhead: wall time from the start request to the Conclude activity's completion in the history (the server and the bench share this machine's clock) ÷ the time during which the model server had at least one request of the run open (union of request→reply intervals).",
+	"overhead: wall time from the start request to the Conclude activity's completion in the history (the server and the bench share this machine's clock) ÷ the time during which the model server had at least one request of the run open (union of request→reply intervals). orchestration overhead: the same wall time ÷ the time a model request or a provider lookup was open, so what is left is the workflow's own time.",
 	"schedule→start: ActivityTaskScheduled → ActivityTaskStarted event times; start→model call: ActivityTaskStarted → the model server receiving the request; model reply→completion: the reply written → ActivityTaskCompleted. Model activities are matched to model requests in order; medians over every repeat.",
 	"parallel calls: time with at least one lookup in flight at the fake providers (request arrived → answered; the lookups run as local activities, whose history has no times) when one turn asks for three lookups ÷ the same when three turns ask for one each.",
 	"parallel steps: the executing phase (plan completed → conclusion scheduled) of a plan whose steps say depends_on: [] ÷ the same plan without it; n/a while both runs keep at most one model turn in flight, i.e. the workflow runs independent steps in order.",
@@ -60,29 +60,35 @@ func why(err error) string { return clip.String(firstLine(err.Error()), 160) }
 
 func (b *bench) overheadRows(rs []*run, lat time.Duration) []row {
 	at := " @" + lat.String()
-	names := []string{"overhead" + at, "schedule→start median" + at, "start→model call median" + at, "model reply→completion median" + at}
+	names := []string{"overhead" + at, "orchestration overhead" + at, "schedule→start median" + at, "start→model call median" + at, "model reply→completion median" + at}
 	if err := failed(rs...); err != nil {
 		return naAll(names, why(err))
 	}
-	busy := make([]time.Duration, len(rs))
-	ratios := make([]float64, len(rs))
+	busy, working := make([]time.Duration, len(rs)), make([]time.Duration, len(rs))
+	ratios, orch := make([]float64, len(rs)), make([]float64, len(rs))
 	for i, r := range rs {
-		busy[i] = union(callSpans(r.trace.snapshot()))
+		model := callSpans(r.trace.snapshot())
+		busy[i] = union(model)
+		working[i] = union(append(model, b.s.intel.spans(r.start, r.start.Add(r.wall))...))
 		if busy[i] <= 0 {
-			return naAll(names[:1], "no model time to divide by")
+			return naAll(names[:2], "no model time to divide by")
 		}
-		ratios[i] = float64(r.wall) / float64(busy[i])
+		ratios[i], orch[i] = float64(r.wall)/float64(busy[i]), float64(r.wall)/float64(working[i])
 	}
 	mid, sp := medianOf(ratios)
 	tools := union(b.s.intel.spans(rs[mid].start, rs[mid].start.Add(rs[mid].wall)))
-	rows := []row{figure(names[0], ratios[mid], unitRatio, fmt.Sprintf("wall %s ÷ model in flight %s (%d model calls; tools in flight %s)%s",
-		dur(rs[mid].wall), dur(busy[mid]), len(rs[mid].trace.snapshot()), dur(tools), sp))}
+	omid, osp := medianOf(orch)
+	rows := []row{
+		figure(names[0], ratios[mid], unitRatio, fmt.Sprintf("wall %s ÷ model in flight %s (%d model calls; tools in flight %s)%s",
+			dur(rs[mid].wall), dur(busy[mid]), len(rs[mid].trace.snapshot()), dur(tools), sp)),
+		figure(names[1], orch[omid], unitRatio, fmt.Sprintf("wall %s ÷ model or lookup in flight %s%s", dur(rs[omid].wall), dur(working[omid]), osp)),
+	}
 	var sched, toCall, toDone, toolSched []time.Duration
 	for _, r := range rs {
 		calls := r.trace.snapshot()
 		acts := r.hist.ofType((*activity).model)
 		if len(acts) != len(calls) {
-			return append(rows, naAll(names[1:], fmt.Sprintf("%s: %d model activities but %d model requests", r.id, len(acts), len(calls)))...)
+			return append(rows, naAll(names[2:], fmt.Sprintf("%s: %d model activities but %d model requests", r.id, len(acts), len(calls)))...)
 		}
 		for i, a := range acts {
 			sched = append(sched, a.started.Sub(a.scheduled))
@@ -104,7 +110,7 @@ func (b *bench) overheadRows(rs []*run, lat time.Duration) []row {
 		if t, ok := median(toolSched); ok && i == 0 {
 			detail += fmt.Sprintf("; tool activities %s", dur(t))
 		}
-		rows = append(rows, figure(names[i+1], ms(med), unitMs, detail))
+		rows = append(rows, figure(names[i+2], ms(med), unitMs, detail))
 	}
 	return rows
 }

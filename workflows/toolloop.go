@@ -138,7 +138,7 @@ func (l *toolLoop) turns(ctx workflow.Context, prefix string, res *loopResult) e
 			}
 			return nil
 		}
-		callCtx, stopWatching := l.watch(ctx, res.Calls)
+		callCtx, stopWatching := l.watch(ctx, res.Calls, l.latestEnd(ctx, out.Calls))
 		res.Transcript = append(res.Transcript, l.callTools(callCtx, key, out.Calls, res, func() string { return l.host.mustAnswer(ctx, res.Calls) })...)
 		stopWatching()
 		if err := ctx.Err(); err != nil && l.host.mustAnswer(ctx, res.Calls) == "" {
@@ -147,11 +147,27 @@ func (l *toolLoop) turns(ctx workflow.Context, prefix string, res *loopResult) e
 	}
 }
 
+// latestEnd is when the activity calls among calls end at the latest, by
+// their retry budget (the zero time if there are none): a child answers by
+// the deadline itself, and a wait for the analyst stops the time budget.
+func (l *toolLoop) latestEnd(ctx workflow.Context, calls []toolcall.Call) time.Time {
+	var bound time.Duration
+	for _, c := range calls {
+		if k := l.host.tool(c.Name).Kind; k == toolcall.Activity || k == toolcall.LocalActivity {
+			bound = max(bound, toolRetryBudget+l.host.toolTimeout(c.Name))
+		}
+	}
+	if bound == 0 {
+		return time.Time{}
+	}
+	return workflow.Now(ctx).Add(bound)
+}
+
 // watch returns a context for one turn's calls that is cancelled once the
 // loop must answer, and a func that ends the watch and its timer. The timer
-// is set for the host's deadline and re-set when a wait for the analyst
-// moves it.
-func (l *toolLoop) watch(ctx workflow.Context, loopCalls int) (workflow.Context, func()) {
+// is set for the host's deadline, and re-set when a wait for the analyst
+// moves it, unless the calls end before the deadline anyway (latestEnd).
+func (l *toolLoop) watch(ctx workflow.Context, loopCalls int, latestEnd time.Time) (workflow.Context, func()) {
 	turnCtx, cancel := workflow.WithCancel(ctx)
 	done := false
 	workflow.Go(turnCtx, func(wctx workflow.Context) {
@@ -159,7 +175,7 @@ func (l *toolLoop) watch(ctx workflow.Context, loopCalls int) (workflow.Context,
 			at, timed := l.host.deadline(wctx)
 			timerCtx, stopTimer := workflow.WithCancel(wctx)
 			var timer workflow.Future
-			if timed {
+			if timed && at.Before(latestEnd) {
 				timer = workflow.NewTimerWithOptions(timerCtx, max(at.Sub(workflow.Now(wctx)), time.Millisecond),
 					workflow.TimerOptions{Summary: "time budget of " + l.label})
 			}

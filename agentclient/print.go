@@ -1,6 +1,7 @@
 package agentclient
 
 import (
+	"cmp"
 	"fmt"
 	"io"
 	"slices"
@@ -86,11 +87,11 @@ func (p *printer) print(e investigation.Event) {
 			fmt.Fprintf(w, "  approval: %s\n", t)
 		}
 	case investigation.EventQuestion:
-		fmt.Fprintf(w, "QUESTION %s from %s: %s — answer with: starter answer %s \"...\"\n", or(e.QuestionID, "?"), stepName(e.Step), e.Text, p.id)
+		fmt.Fprintf(w, "QUESTION %s from %s: %s — answer with: starter answer %s \"...\"\n", cmp.Or(e.QuestionID, "?"), stepName(e.Step), e.Text, p.id)
 	case investigation.EventAnswer:
-		fmt.Fprintf(w, "  answer to %s: %s\n", or(e.QuestionID, "?"), indent(e.Text, "    "))
+		fmt.Fprintf(w, "  answer to %s: %s\n", cmp.Or(e.QuestionID, "?"), indent(e.Text, "    "))
 	case investigation.EventTurn:
-		fmt.Fprintf(w, "\n=== FOLLOW-UP (turn %d, mode %s): %s\n", e.Turn, or(e.Mode, investigation.ModePlan), e.Text)
+		fmt.Fprintf(w, "\n=== FOLLOW-UP (turn %d, mode %s): %s\n", e.Turn, cmp.Or(e.Mode, investigation.ModePlan), e.Text)
 	case investigation.EventStop:
 		fmt.Fprintf(w, "  stopping early: %s\n", e.Text)
 	case investigation.EventIdle:
@@ -167,14 +168,6 @@ func printPlan(w io.Writer, p plan.Plan, withStatus bool) {
 			fmt.Fprintf(w, "%sexpect: %s\n", pad, s.Expected)
 		}
 	}
-}
-
-// or returns s, or def when s is empty.
-func or(s, def string) string {
-	if s == "" {
-		return def
-	}
-	return s
 }
 
 func stepName(s string) string {

@@ -1,6 +1,7 @@
 package workflows
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"strings"
@@ -276,7 +277,7 @@ func (l *toolLoop) collect(ctx workflow.Context, c toolcall.Call, f workflow.Fut
 		msg := message(err)
 		switch {
 		case temporal.IsCanceledError(err):
-			msg = "the call was cut short: " + or(cutBy(), "the investigation is ending")
+			msg = "the call was cut short: " + cmp.Or(cutBy(), "the investigation is ending")
 		case !strings.HasPrefix(msg, "the call did not run"):
 			msg = "the tool failed after retries: " + msg
 		}
@@ -350,12 +351,4 @@ func (l *toolLoop) start(ctx workflow.Context, settle workflow.Settable, futures
 		}
 		settle.Chain(launch(ctx, refs))
 	})
-}
-
-// or returns s, or def when s is empty.
-func or(s, def string) string {
-	if s == "" {
-		return def
-	}
-	return s
 }

@@ -15,8 +15,8 @@ import (
 )
 
 // Temporal error types of failed Gemini calls. The non-retryable ones end the
-// run with their one-sentence message (design/architecture.md, "Retry
-// classification").
+// run with their one-sentence message (the retry table in
+// design/durability.md).
 const (
 	ErrGeminiInvalidRequest = "GeminiInvalidRequest"
 	ErrGeminiUnauthorized   = "GeminiUnauthorized"

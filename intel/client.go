@@ -82,6 +82,8 @@ func sameHostOnly(next func(*http.Request, []*http.Request) error) func(*http.Re
 //     Retry-After, other 4xx BadRequest, 5xx Unavailable);
 //   - no answer: an *upstream.Error, Timeout or Unavailable;
 //   - a redirect to another host: a tools.Rejection naming the provider;
+//   - an answer over maxBody: a tools.Rejection (the same question gets the
+//     same answer);
 //   - an answer that is not JSON: a plain error (retried).
 func (c *client) get(ctx context.Context, path string, query url.Values, out any) error {
 	u := c.baseURL + path
@@ -99,12 +101,16 @@ func (c *client) get(ctx context.Context, path string, query url.Values, out any
 		return c.transportError(err)
 	}
 	defer resp.Body.Close()
-	body, err := io.ReadAll(io.LimitReader(resp.Body, maxBody))
+	body, err := io.ReadAll(io.LimitReader(resp.Body, maxBody+1))
 	if err != nil {
 		return c.transportError(fmt.Errorf("read the response: %w", err))
 	}
 	if code := resp.StatusCode; code < 200 || code > 299 {
 		return c.statusError(code, resp.Header.Get("Retry-After"), body)
+	}
+	if len(body) > maxBody {
+		// The provider would answer the same way again: not worth a retry.
+		return tools.Reject("%s answered with more than %d MiB; ask for a narrower section or one indicator", c.name, maxBody>>20)
 	}
 	clean, err := c.secrets.JSON(body)
 	if err == nil {

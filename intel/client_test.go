@@ -16,6 +16,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/secops-agent/investigator/internal/upstream"
+	"github.com/secops-agent/investigator/tools"
 )
 
 // A 429 with an HTTP-date Retry-After is retried at that date.
@@ -178,4 +179,17 @@ func TestEscapedKeyRedactedInResultsAndErrors(t *testing.T) {
 			}
 		})
 	}
+}
+
+// An answer over 8 MiB is refused as the tool's result, not retried: the
+// provider would send the same answer again.
+func TestOversizedAnswerIsRefused(t *testing.T) {
+	big := `{"data": "` + strings.Repeat("a", maxBody) + `"}`
+	c, _ := fakeProvider(t, respond(200, big))
+	err := c.get(context.Background(), "/x", nil, &struct{}{})
+	require.True(t, tools.IsRejection(err), "%T: %v", err, err)
+	require.Equal(t, "Test Provider answered with more than 8 MiB; ask for a narrower section or one indicator", err.Error())
+
+	c, _ = fakeProvider(t, respond(200, `{"data": "`+strings.Repeat("a", maxBody-20)+`"}`))
+	require.NoError(t, c.get(context.Background(), "/x", nil, &struct{ Data string }{}), "an answer just under the bound is read")
 }

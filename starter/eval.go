@@ -211,7 +211,8 @@ func runCase(ctx context.Context, b evalBackend, c evalCase, timeout time.Durati
 	r.Steps = res.Plan.Count(plan.Done)
 	r.ToolCalls = res.ToolCalls
 	r.ModelCalls = res.Usage.Calls
-	r.PromptTokens, r.OutputTokens = res.Usage.PromptTokens, res.Usage.OutputTokens
+	// Thinking is billed as output, as the starter's totals line counts it.
+	r.PromptTokens, r.OutputTokens = res.Usage.PromptTokens, res.Usage.OutputTokens+res.Usage.ThoughtTokens
 	return r
 }
 

@@ -24,7 +24,7 @@ type caseResult struct {
 	ToolCalls    int      `json:"tool_calls"`
 	ModelCalls   int      `json:"model_calls"`
 	PromptTokens int      `json:"prompt_tokens"`
-	OutputTokens int      `json:"output_tokens"`
+	OutputTokens int      `json:"output_tokens"` // thinking included
 	// Wall is the time from the start of the workflow to its conclusion.
 	Wall       time.Duration `json:"-"`
 	WallSecs   float64       `json:"wall_seconds"`

@@ -249,7 +249,7 @@ func evalDir(t *testing.T) string {
 func concluded(verdict, md string) investigation.Result {
 	p := plan.Plan{Steps: []plan.Step{{ID: "step_1", Status: plan.Done}, {ID: "step_2", Status: plan.Done}, {ID: "step_3", Status: plan.Cancelled}}}
 	return investigation.Result{Conclusion: md, Verdict: &investigation.Verdict{Verdict: verdict, Confidence: "medium"}, Plan: p,
-		Spend: investigation.Spend{ToolCalls: 3, Usage: investigation.Usage{Calls: 8, PromptTokens: 1000, OutputTokens: 200}}}
+		Spend: investigation.Spend{ToolCalls: 3, Usage: investigation.Usage{Calls: 8, PromptTokens: 1000, OutputTokens: 150, ThoughtTokens: 50}}}
 }
 
 // runEvalCommand runs `starter eval args...` against f.
@@ -283,6 +283,7 @@ func TestEvalExitCodes(t *testing.T) {
 	f := ok()
 	out, log, err := runEvalCommand(t, f, "--cases", dir)
 	require.NoError(t, err, "every case concluded: exit 0 even with a wrong verdict")
+	// Thinking counts as output, as in the starter's totals line: 1000 + 150 + 50.
 	assert.Regexp(t, `(?m)^fp\s+false_positive\s+true_positive ✗\s+0/1\s+2\s+3\s+8\s+1200\s`, out)
 	assert.Regexp(t, `(?m)^tp\s+true_positive\s+true_positive\s+1/2\s+2\s+3\s+8\s+1200\s`, out)
 	assert.Contains(t, out, "verdict accuracy:  1/2 (50.0%)\n")

@@ -28,7 +28,11 @@ func (c *Client) ShowStatus(ctx context.Context, w io.Writer, id string, asJSON 
 		return err
 	}
 	if asJSON {
-		return WriteJSON(w, st)
+		// The status with its estimated cost, as the follower's last JSON line has it.
+		return WriteJSON(w, struct {
+			investigation.Status
+			Cost Cost `json:"cost"`
+		}{st, estimate(st.Spend, c.prices)})
 	}
 	run := ""
 	if d, err := c.src.describe(ctx, id, ""); err == nil {

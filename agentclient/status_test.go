@@ -7,16 +7,22 @@ import (
 	"github.com/stretchr/testify/require"
 	"go.temporal.io/api/serviceerror"
 
+	"github.com/secops-agent/investigator/internal/pricing"
 	"github.com/secops-agent/investigator/investigation"
 )
 
 func TestStatusCommand(t *testing.T) {
 	f := newFakeStream("inv", &fakeRun{id: "A", status: running})
 	f.st = investigation.Status{Phase: investigation.PhaseExecuting, Turn: 1, Request: "r", LastSeq: 3}
+	f.st.Usage = investigation.Usage{Calls: 2, PromptTokens: 1_000_000, Model: "gemini-2.5-flash"}
+	f.st.ByPhase.Plan = f.st.Usage
 	var out strings.Builder
-	require.NoError(t, testClient(f).ShowStatus(testCtx(t), &out, "inv", true))
+	c := testClient(f)
+	c.prices = pricing.Default()
+	require.NoError(t, c.ShowStatus(testCtx(t), &out, "inv", true))
 	require.Contains(t, out.String(), `"phase": "executing"`)
 	require.Contains(t, out.String(), `"last_seq": 3`)
+	require.Regexp(t, `"cost": \{\s*"amount": 0.3,\s*"currency": "USD"`, out.String(), "the status carries its cost estimate: 1M prompt tokens at 0.30 USD")
 
 	out.Reset()
 	require.NoError(t, testClient(f).ShowStatus(testCtx(t), &out, "inv", false))

@@ -64,8 +64,8 @@ link and warnings go to standard error.`,
 	f.IntVar(&o.limits.MaxSteps, "max-steps", investigation.DefaultMaxSteps, "most steps a plan may hold")
 	f.IntVar(&o.limits.MaxParallelSteps, "max-parallel-steps", investigation.DefaultMaxParallelSteps, "most steps running at once (steps the planner marks independent run side by side; 1 runs every step in order)")
 	f.IntVar(&o.limits.MaxIterations, "max-iterations", investigation.DefaultMaxIterations, "most model turns per step")
-	f.IntVar(&o.limits.MaxToolCalls, "max-tool-calls", investigation.DefaultMaxToolCalls, "most tool calls per turn; then the investigation concludes from what it found")
-	f.DurationVar((*time.Duration)(&o.limits.TimeBudget), "time-budget", investigation.DefaultTimeBudget, "most time per turn, not counting waits for the analyst; then the investigation concludes from what it found")
+	f.IntVar(&o.limits.MaxToolCalls, "max-tool-calls", investigation.DefaultMaxToolCalls, "most tool calls per exchange (the investigation, then each follow-up question); then the investigation concludes from what it found")
+	f.DurationVar((*time.Duration)(&o.limits.TimeBudget), "time-budget", investigation.DefaultTimeBudget, "most time per exchange (the investigation, then each follow-up question), not counting waits for the analyst; then the investigation concludes from what it found")
 	f.DurationVar((*time.Duration)(&o.limits.AnswerTimeout), "answer-timeout", investigation.DefaultAnswerTimeout, "how long a question the investigation asks (starter answer) waits for the analyst")
 	f.IntVar(&o.limits.MaxHistoryEvents, "max-history-events", investigation.DefaultMaxHistoryEvents, fmt.Sprintf("history length after which an idle investigation continues as new (at least %d)", investigation.MinMaxHistoryEvents))
 	o.limits.MaxScanBytes = investigation.DefaultMaxScanBytes

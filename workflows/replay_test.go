@@ -18,6 +18,7 @@ import (
 	"go.temporal.io/sdk/worker"
 	"go.temporal.io/sdk/workflow"
 
+	"github.com/secops-agent/investigator/activities"
 	"github.com/secops-agent/investigator/investigation"
 )
 
@@ -27,7 +28,8 @@ import (
 // against the history itself, so a re-recording that lost it fails here.
 var fixturePaths = map[string][]string{
 	"investigation.history.json":  {"plan", "steps", "local tool calls", "retried model call", "reflection", "conclusion"},
-	"pipeline.history.json":       {"ref pipeline", "parallel calls"},
+	"pipeline.history.json":       {"ref pipeline", "parallel calls", "identical calls"},
+	"budget.history.json":         {"budget cut"},
 	"bigquery.history.json":       {"child workflow"},
 	"bigquery-child.history.json": {"sub-agent", "memories"},
 	"steering-run1.history.json":  {"updates", "plan approval", "ask_user", "follow-ups", "continue-as-new"},
@@ -157,6 +159,10 @@ func exercises(h *historypb.History, path string) bool {
 		return activity("Conclude") > 0
 	case "ref pipeline":
 		return input("CallTool", `"refs":`) || localSummary("CallTool", "ref:")
+	case "identical calls":
+		return reusedCall(h)
+	case "budget cut":
+		return input("Conclude", `"ended_early":"the run used its`) && activity("Reflect") == 0
 	case "parallel calls":
 		return activity("CallTool")+local("CallTool") > 1
 	case "parallel steps":
@@ -253,6 +259,28 @@ func parallelSteps(h *historypb.History) bool {
 		for _, id := range []int64{e.GetActivityTaskCompletedEventAttributes().GetScheduledEventId(), e.GetActivityTaskFailedEventAttributes().GetScheduledEventId(),
 			e.GetActivityTaskTimedOutEventAttributes().GetScheduledEventId(), e.GetActivityTaskCanceledEventAttributes().GetScheduledEventId()} {
 			delete(open, id)
+		}
+	}
+	return false
+}
+
+// reusedCall says whether a model turn was given a stored result for a call
+// that did not run: an identical call served from an earlier one (only such
+// a ref carries both the stored key and the tool, toolLoop.collect).
+func reusedCall(h *historypb.History) bool {
+	for _, e := range h.Events {
+		a := e.GetActivityTaskScheduledEventAttributes()
+		if a.GetActivityType().GetName() != "ModelTurn" || len(a.GetInput().GetPayloads()) == 0 {
+			continue
+		}
+		var in activities.TurnInput
+		if json.Unmarshal(a.GetInput().GetPayloads()[0].GetData(), &in) != nil {
+			continue
+		}
+		for _, r := range in.Transcript {
+			if r.Key != "" && r.Tool != "" {
+				return true
+			}
 		}
 	}
 	return false

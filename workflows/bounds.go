@@ -25,6 +25,7 @@ const (
 	maxKeptQuestions = 20 // answered questions kept in the run's state
 	maxConclusion    = 32 << 10
 	maxPageBytes     = 128 << 10 // one progress query answer
+	maxRunEvents     = 4000      // progress events a run keeps in memory
 )
 
 // addHint records a hint, dropping the oldest ones past the bounds.

@@ -40,7 +40,8 @@ var a *activities.Activities
 type run struct {
 	*State
 	session string                // the workflow ID: the transcript namespace
-	events  []investigation.Event // this run's progress, numbered from LastSeq+1
+	events  []investigation.Event // this run's latest progress, numbered from LastSeq+dropped+1
+	dropped int                   // events of this run no longer kept (maxRunEvents)
 	// ranTurn says this run has run an exchange (planned or answered).
 	ranTurn bool
 	log     log.Logger
@@ -173,10 +174,10 @@ func (r *run) continueAsNew(ctx workflow.Context) error {
 	if err := r.drainInputs(ctx); err != nil {
 		return err
 	}
-	workflow.GetLogger(ctx).Info("continuing as new", "turn", r.Turn, "last_seq", r.LastSeq+len(r.events))
+	workflow.GetLogger(ctx).Info("continuing as new", "turn", r.Turn, "last_seq", r.lastSeq())
 	// A pinned investigation (Worker Deployment Versioning) moves to the
 	// current worker version here, and only here.
 	return workflow.NewContinueAsNewErrorWithOptions(ctx,
 		workflow.ContinueAsNewErrorOptions{InitialVersioningBehavior: workflow.ContinueAsNewVersioningBehaviorAutoUpgrade},
-		investigation.WorkflowName, r.Input, r.carried(r.LastSeq+len(r.events)))
+		investigation.WorkflowName, r.Input, r.carried(r.lastSeq()))
 }

@@ -2,6 +2,7 @@ package workflows
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 
 	"go.temporal.io/sdk/log"
@@ -16,7 +17,15 @@ import (
 // emit records a progress event and returns its sequence number. Numbers
 // continue across continue-as-new, so a watcher never sees one twice.
 func (r *run) emit(e investigation.Event) int {
-	e.Seq = r.LastSeq + len(r.events) + 1
+	if len(r.events) >= maxRunEvents {
+		// A run steered for long (hints as signals need no follow-up to
+		// continue as new) keeps its latest events; a follower that far
+		// behind skips ahead.
+		n := maxRunEvents / 4
+		r.dropped += n
+		r.events = slices.Clone(r.events[n:])
+	}
+	e.Seq = r.lastSeq() + 1
 	e.Turn = r.Turn
 	r.events = append(r.events, e)
 	logEvent(r.log, e)
@@ -50,10 +59,14 @@ func logEvent(l log.Logger, e investigation.Event) {
 	l.Info("progress", kv...)
 }
 
+// lastSeq is the number of the run's latest event.
+func (r *run) lastSeq() int { return r.LastSeq + r.dropped + len(r.events) }
+
 // eventsAfter answers the progress query: the events after seq `after` that
-// this run holds (earlier ones are in the run before a continue-as-new).
+// this run holds (earlier ones are in the run before a continue-as-new, or
+// no longer kept).
 func (r *run) eventsAfter(after int) ([]investigation.Event, error) {
-	return page(r.events, after-r.LastSeq), nil
+	return page(r.events, after-r.LastSeq-r.dropped), nil
 }
 
 // page returns at most investigation.MaxProgressEvents events from index i,

@@ -26,3 +26,30 @@ func TestLogEventLeavesTextOut(t *testing.T) {
 	require.NotContains(t, out, "198.51.100.23")
 	require.NotContains(t, out, "secret finding")
 }
+
+// A run keeps its latest maxRunEvents events; numbering goes on without a
+// gap, a follower behind the kept ones gets the oldest kept, and the next
+// run numbers on from the last event.
+func TestRunKeepsItsLatestEvents(t *testing.T) {
+	r := &run{State: &State{LastSeq: 100}}
+	total := 2*maxRunEvents + 7
+	for i := 0; i < total; i++ {
+		require.Equal(t, 100+i+1, r.emit(investigation.Event{Kind: investigation.EventNote}))
+	}
+	require.LessOrEqual(t, len(r.events), maxRunEvents)
+	require.Equal(t, 100+total, r.lastSeq())
+	for i, e := range r.events {
+		require.Equal(t, r.lastSeq()-len(r.events)+i+1, e.Seq, "kept events are the latest, in order")
+	}
+
+	behind, err := r.eventsAfter(101)
+	require.NoError(t, err)
+	require.Equal(t, r.events[0].Seq, behind[0].Seq, "a follower behind the kept events skips to the oldest kept")
+	last, err := r.eventsAfter(r.lastSeq() - 1)
+	require.NoError(t, err)
+	require.Len(t, last, 1)
+	require.Equal(t, r.lastSeq(), last[0].Seq)
+	none, err := r.eventsAfter(r.lastSeq())
+	require.NoError(t, err)
+	require.Empty(t, none)
+}

@@ -201,10 +201,11 @@ func exercises(h *historypb.History, path string) bool {
 
 // TestVersionGatesHaveFixtures enforces the versioning rule for fixes to
 // running workflows: every workflow.GetVersion change ID in the workflow
-// code has a fixture recorded before the change (no marker for it) and one
-// recorded after (with its marker), and both replay above.
+// code has a fixture recorded after the change (with its marker) and its
+// twin recorded before it (UPDATE_TESTDATA=<label>: <label>-<name>, no
+// marker), and both replay above.
 func TestVersionGatesHaveFixtures(t *testing.T) {
-	gate := regexp.MustCompile(`workflow\.GetVersion\(\s*ctx\s*,\s*"([^"]+)"`)
+	gate := regexp.MustCompile(`workflow\.GetVersion\(\s*\w+\s*,\s*"([^"]+)"`)
 	sources, err := filepath.Glob("*.go")
 	require.NoError(t, err)
 	var changes []string
@@ -220,19 +221,42 @@ func TestVersionGatesHaveFixtures(t *testing.T) {
 	}
 	files, err := filepath.Glob("testdata/*.history.json")
 	require.NoError(t, err)
+	histories := map[string][]byte{}
+	for _, f := range files {
+		raw, err := os.ReadFile(f)
+		require.NoError(t, err)
+		histories[filepath.Base(f)] = raw
+	}
 	for _, change := range changes {
-		before, after := false, false
-		for _, f := range files {
-			raw, err := os.ReadFile(f)
-			require.NoError(t, err)
-			if bytes.Contains(raw, []byte(`"`+change+`"`)) {
-				after = true
-			} else {
-				before = true
+		require.True(t, gatePaired(histories, change), "GetVersion(%q) needs a fixture <name> recorded after the change and <label>-<name> recorded before it", change)
+	}
+}
+
+// gatePaired says whether some fixture holds the change's marker and a
+// fixture named <label>-<that name> does not.
+func gatePaired(histories map[string][]byte, change string) bool {
+	marker := []byte(`"` + change + `"`)
+	for after, raw := range histories {
+		if !bytes.Contains(raw, marker) {
+			continue
+		}
+		for before, old := range histories {
+			if strings.HasSuffix(before, "-"+after) && !bytes.Contains(old, marker) {
+				return true
 			}
 		}
-		require.True(t, before && after, "GetVersion(%q) needs a fixture recorded before the change and one after it", change)
 	}
+	return false
+}
+
+// TestGateFixturePairs: a gate is covered only by a before/after pair of
+// the same path, not by any fixture that happens to lack its marker.
+func TestGateFixturePairs(t *testing.T) {
+	after := []byte(`{"changeId":"cut-calls"}`)
+	require.True(t, gatePaired(map[string][]byte{"stop.history.json": after, "v1-stop.history.json": []byte(`{}`)}, "cut-calls"))
+	require.False(t, gatePaired(map[string][]byte{"stop.history.json": after, "investigation.history.json": []byte(`{}`)}, "cut-calls"), "an unrelated fixture is no before")
+	require.False(t, gatePaired(map[string][]byte{"stop.history.json": after, "v1-stop.history.json": after}, "cut-calls"), "the twin was recorded after the change")
+	require.False(t, gatePaired(map[string][]byte{"v1-stop.history.json": []byte(`{}`)}, "cut-calls"), "no fixture has the marker")
 }
 
 // parallelSteps says whether model turns of two different steps were open

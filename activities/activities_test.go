@@ -279,10 +279,13 @@ func TestCallToolResolvesRefs(t *testing.T) {
 	ts.M["s/k-search"] = transcript.Entry{Kind: transcript.KindTool, Response: `{"results":[{"uuid":"u-1","ip":"198.51.100.23"}],"total":1}`}
 	ts.M["s/k-failed"] = transcript.Entry{Kind: transcript.KindTool, Response: `{"error":"API key rejected by VirusTotal (HTTP 401)"}`}
 
+	n := 0
 	call := func(args map[string]any, refs map[string]string) (ToolOutput, transcript.Entry) {
-		out, err := a.CallTool(ctx, ToolInput{Session: "s", Key: "k-out", Call: toolcall.Call{ID: "c", Name: "echo", Args: args}, MaxResultBytes: 4096, Refs: refs})
+		n++ // each call its own key, as the workflow gives them
+		key := fmt.Sprintf("k-out-%d", n)
+		out, err := a.CallTool(ctx, ToolInput{Session: "s", Key: key, Call: toolcall.Call{ID: "c", Name: "echo", Args: args}, MaxResultBytes: 4096, Refs: refs})
 		require.NoError(t, err)
-		return out, ts.M["s/k-out"]
+		return out, ts.M["s/"+key]
 	}
 	out, e := call(map[string]any{"ref_id": "mine", "uuid": "ref:s1.results.0.uuid", "all": "ref:s1", "list": []any{"ref:s1.total", "x"}}, map[string]string{"s1": "k-search"})
 	require.True(t, out.OK, out.Error)
@@ -344,4 +347,25 @@ func TestCallToolKeepsProviderRetryDelay(t *testing.T) {
 	require.Equal(t, ErrIntelRateLimited, app.Type())
 	require.Equal(t, "VirusTotal rate limit reached (HTTP 429)", app.Message())
 	require.NotContains(t, ts.M, "s/k", "nothing is stored for a call that will be retried")
+}
+
+// A stale attempt whose result reaches the store second gets the stored
+// result described back, so history says what the model will read.
+func TestCallToolDescribesTheStoredResult(t *testing.T) {
+	a, _, ts := newActivities(t)
+	ctx := context.Background()
+	ts.M["s/k1"] = transcript.Entry{Kind: transcript.KindTool, Tool: "get_alert", Response: `{"found":false,"note":"stored first"}`}
+	out, err := a.CallTool(ctx, ToolInput{Session: "s", Key: "k1", Call: toolcall.Call{Name: "get_alert", Args: map[string]any{"id": "a1"}}, MaxResultBytes: 4000})
+	require.NoError(t, err)
+	require.True(t, out.OK)
+	require.Equal(t, `{"found":false,"note":"stored first"}`, out.Preview)
+	require.Equal(t, len(`{"found":false,"note":"stored first"}`), out.Bytes)
+	require.Equal(t, `{"found":false,"note":"stored first"}`, ts.M["s/k1"].Response, "the first write stays")
+
+	ts.M["s/k2"] = transcript.Entry{Kind: transcript.KindTool, Tool: "get_alert", Response: `{"error":"alert a1 not found"}`}
+	out, err = a.CallTool(ctx, ToolInput{Session: "s", Key: "k2", Call: toolcall.Call{Name: "get_alert", Args: map[string]any{"id": "a1"}}, MaxResultBytes: 4000})
+	require.NoError(t, err)
+	require.False(t, out.OK)
+	require.Equal(t, "alert a1 not found", out.Error)
+	require.Empty(t, out.Preview)
 }

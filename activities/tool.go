@@ -1,6 +1,7 @@
 package activities
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -71,8 +72,14 @@ func (a *Activities) CallTool(ctx context.Context, in ToolInput) (ToolOutput, er
 		out.Preview = clip.String(string(raw), 160)
 	}
 	entry := transcript.Entry{Kind: transcript.KindTool, CallID: in.Call.ID, Tool: in.Call.Name, Response: string(raw)}
-	if _, err := a.Model.Transcript.Put(ctx, in.Session, in.Key, entry); err != nil {
+	stored, err := a.Model.Transcript.Put(ctx, in.Session, in.Key, entry)
+	if err != nil {
 		return ToolOutput{}, storeError(err)
+	}
+	if stored.Response != entry.Response {
+		// An earlier attempt stored its result first; the model reads that
+		// one, so history describes it too.
+		out = describeStored(out, stored.Response)
 	}
 	// The tool's name, key and sizes only: arguments and results may hold
 	// the alert's data, which the logs do not get.
@@ -107,4 +114,20 @@ func shape(result any, limit int) (map[string]any, int, bool, error) {
 		obj = map[string]any{"result": json.RawMessage(raw)}
 	}
 	return obj, size, false, nil
+}
+
+// describeStored is out as it describes a result an earlier attempt stored:
+// an {"error": ...} object is a failed call, anything else a result.
+func describeStored(out ToolOutput, response string) ToolOutput {
+	var obj map[string]any
+	_ = json.Unmarshal([]byte(response), &obj)
+	if msg, ok := obj["error"].(string); ok && len(obj) == 1 {
+		out.OK, out.Error, out.Preview, out.Bytes, out.Truncated = false, msg, "", 0, false
+		return out
+	}
+	total, _ := obj["total_bytes"].(float64)
+	out.OK, out.Error, out.Preview = true, "", clip.String(response, 160)
+	out.Truncated, _ = obj["truncated"].(bool)
+	out.Bytes = cmp.Or(int(total), len(response))
+	return out
 }

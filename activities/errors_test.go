@@ -42,6 +42,7 @@ func TestGeminiFailuresBecomeTemporalErrors(t *testing.T) {
 		contains     string
 	}{
 		{400, "5", ErrGeminiInvalidRequest, true, 0, "Gemini rejected the request as invalid (HTTP 400)"},
+		{409, "", ErrGeminiInvalidRequest, true, 0, "Gemini rejected the request as invalid (HTTP 409)"},
 		{401, "", ErrGeminiUnauthorized, true, 0, "Gemini rejected the credentials (HTTP 401)"},
 		{403, "", ErrGeminiForbidden, true, 0, "Gemini denied access (HTTP 403)"},
 		{404, "", ErrGeminiNotFound, true, 0, "check the model name"},

@@ -150,6 +150,7 @@ func TestCallNonRetryableStatuses(t *testing.T) {
 		contains []string
 	}{
 		{400, upstream.BadRequest, []string{"invalid", "HTTP 400"}},
+		{422, upstream.BadRequest, []string{"invalid", "HTTP 422"}},
 		{401, upstream.CredentialsRejected, []string{"credentials", "HTTP 401", "GEMINI_API_KEY"}},
 		{403, upstream.CredentialsRejected, []string{"denied access", "HTTP 403"}},
 		{404, upstream.NotFound, []string{"not found", "HTTP 404", "model name"}},

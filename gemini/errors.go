@@ -73,7 +73,11 @@ func classify(err error, state *callState) error {
 		}
 		msg := r.String(apiMessage(apiErr, code))
 		kind, ok := upstream.StatusKind(code)
-		if !ok {
+		switch {
+		case !ok && code >= 400 && code < 500:
+			// 409, 413, 422...: the same request gets the same answer.
+			kind = upstream.BadRequest
+		case !ok:
 			return fmt.Errorf("Gemini error (HTTP %d): %s: %w", code, msg, cause)
 		}
 		e := &upstream.Error{Service: service, Kind: kind, Status: code, Cause: cause}
@@ -81,8 +85,8 @@ func classify(err error, state *callState) error {
 			e.RetryAfter = retryDelayFrom(retryAfter, apiErr.Details, time.Now())
 		}
 		switch {
-		case code == http.StatusBadRequest:
-			e.Message = fmt.Sprintf("Gemini rejected the request as invalid (HTTP 400): %s", msg)
+		case kind == upstream.BadRequest:
+			e.Message = fmt.Sprintf("Gemini rejected the request as invalid (HTTP %d): %s", code, msg)
 		case code == http.StatusUnauthorized:
 			e.Message = fmt.Sprintf("Gemini rejected the credentials (HTTP 401): %s; %s", msg, credentialsHint(backend))
 		case code == http.StatusForbidden:

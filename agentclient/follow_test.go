@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+	"go.temporal.io/api/enums/v1"
 	"go.temporal.io/sdk/temporal"
 
 	"github.com/secops-agent/investigator/internal/pricing"
@@ -146,6 +147,17 @@ func TestWatchFailedInvestigation(t *testing.T) {
 	var out strings.Builder
 	err := testClient(f).watch(testCtx(t), &out, "inv", 1)
 	require.EqualError(t, err, "investigation inv failed: planning failed: Gemini rejected the credentials (HTTP 401)")
+	require.Equal(t, seqs(1, 2), printedNotes(out.String()))
+}
+
+// A cancelled investigation is said to be cancelled, not failed.
+func TestWatchCancelledInvestigation(t *testing.T) {
+	fastPolling(t)
+	f := newFakeStream("inv", &fakeRun{id: "A", events: notes(1, 2), status: enums.WORKFLOW_EXECUTION_STATUS_CANCELED})
+	f.resultErr = temporal.NewCanceledError()
+	var out strings.Builder
+	err := testClient(f).watch(testCtx(t), &out, "inv", 1)
+	require.EqualError(t, err, "investigation inv was cancelled: it ended without a conclusion")
 	require.Equal(t, seqs(1, 2), printedNotes(out.String()))
 }
 

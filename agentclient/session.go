@@ -112,7 +112,10 @@ func (c *Client) finish(ctx context.Context, f *follower, end followEnd, watch b
 	}
 	res, err := c.src.outcome(ctx, f.id, end.runID)
 	if end.status != enums.WORKFLOW_EXECUTION_STATUS_COMPLETED || err != nil && !watch {
-		if err == nil {
+		switch {
+		case end.status == enums.WORKFLOW_EXECUTION_STATUS_CANCELED:
+			return fmt.Errorf("investigation %s was cancelled: it ended without a conclusion", f.id)
+		case err == nil:
 			err = errors.New("it " + statusWord(end.status))
 		}
 		return fmt.Errorf("investigation %s failed: %s", f.id, FailureMessage(err))

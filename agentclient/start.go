@@ -91,9 +91,3 @@ func (c *Client) Result(ctx context.Context, id string) (investigation.Result, e
 	err := c.tc.GetWorkflow(ctx, id, "").Get(ctx, &res)
 	return res, err
 }
-
-// Cancel asks an investigation and its child runs to stop, under the call
-// timeout.
-func (c *Client) Cancel(ctx context.Context, id string) error {
-	return c.call(ctx, func(ctx context.Context) error { return c.tc.CancelWorkflow(ctx, id, "") })
-}

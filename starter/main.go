@@ -128,7 +128,7 @@ GOOGLE_CLOUD_LOCATION, GOOGLE_GEMINI_BASE_URL and GEMINI_MODEL.`,
 	root.PersistentFlags().DurationVar(&a.callTimeout, "call-timeout", agentclient.DefaultCallTimeout, "how long to wait for each answer from Firestore or Temporal before giving up with a message")
 	root.PersistentFlags().StringVar(&a.pricesFile, "prices", config.Env("", "INVESTIGATOR_PRICES"), "price table (YAML, see internal/pricing/prices.yaml) for the estimated cost of model calls (env INVESTIGATOR_PRICES; default: the shipped Gemini API prices)")
 	root.PersistentFlags().StringVar(&a.logLevel, "log-level", config.Env("warn", "LOG_LEVEL"), "log level of the Temporal client: debug, info, warn, error (env LOG_LEVEL)")
-	root.AddCommand(a.investigateCommand(), a.watchCommand(), a.statusCommand())
+	root.AddCommand(a.investigateCommand(), a.watchCommand(), a.statusCommand(), a.cancelCommand())
 	root.AddCommand(a.steerCommands()...)
 	root.AddCommand(a.alertCommand(), a.toolsCommand(), a.treeCommand(), a.memoryCommand())
 	root.AddCommand(a.codecServerCommand(), a.evalCommand())

@@ -41,8 +41,8 @@ type Limits struct {
 	MaxIterations      int `json:"max_iterations,omitempty"`
 	MaxToolResultBytes int `json:"max_tool_result_bytes,omitempty"`
 	MaxStepResultBytes int `json:"max_step_result_bytes,omitempty"`
-	// MaxToolCalls and TimeBudget bound one run (one turn of the
-	// conversation); time spent waiting for the analyst does not count.
+	// MaxToolCalls and TimeBudget bound one exchange (the investigation,
+	// then each follow-up); time spent waiting for the analyst does not count.
 	MaxToolCalls int      `json:"max_tool_calls,omitempty"`
 	TimeBudget   Duration `json:"time_budget,omitempty"`
 	// MaxHistoryEvents is the history length after which an idle

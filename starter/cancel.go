@@ -4,6 +4,8 @@ import (
 	"fmt"
 
 	"github.com/spf13/cobra"
+
+	"github.com/secops-agent/investigator/agentclient"
 )
 
 func (a *app) cancelCommand() *cobra.Command {
@@ -12,16 +14,13 @@ func (a *app) cancelCommand() *cobra.Command {
 		Short: "Cancel an investigation: it ends as Canceled without a conclusion (starter stop concludes from what it found)",
 		Args:  idArgs("an investigation ID", 0, 0, ""),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			c, err := a.dial()
-			if err != nil {
-				return err
-			}
-			defer c.Close()
-			if err := c.Cancel(cmd.Context(), args[0]); err != nil {
-				return err
-			}
-			fmt.Fprintf(cmd.OutOrStdout(), "cancellation requested: investigation %s records what it has, cancels its sub-agents and ends as Canceled\n", args[0])
-			return nil
+			return a.withClient(func(c *agentclient.Client) error {
+				if err := c.Cancel(cmd.Context(), args[0]); err != nil {
+					return err
+				}
+				fmt.Fprintf(cmd.OutOrStdout(), "cancellation requested: investigation %s records what it has, cancels its sub-agents and ends as Canceled\n", args[0])
+				return nil
+			})
 		},
 	}
 }

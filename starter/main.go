@@ -55,6 +55,16 @@ type app struct {
 	prices     pricing.Table
 }
 
+// withClient runs f with a Temporal client, closed afterwards.
+func (a *app) withClient(f func(*agentclient.Client) error) error {
+	c, err := a.dial()
+	if err != nil {
+		return err
+	}
+	defer c.Close()
+	return f(c)
+}
+
 // dial connects to Temporal with the app's settings.
 func (a *app) dial() (*agentclient.Client, error) {
 	o := agentclient.Options{Temporal: a.temporal, CallTimeout: a.timeout(), Logger: a.logger(), Prices: a.prices}

@@ -6,6 +6,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/secops-agent/investigator/agentclient"
 	"github.com/secops-agent/investigator/internal/clip"
 	"github.com/secops-agent/investigator/internal/termtext"
 	"github.com/secops-agent/investigator/investigation"
@@ -21,31 +22,28 @@ its API key is set in the worker's environment: OTX_API_KEY, URLSCAN_API_KEY,
 VIRUSTOTAL_API_KEY, ABUSEIPDB_API_KEY.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			c, err := a.dial()
-			if err != nil {
-				return err
-			}
-			defer c.Close()
-			cat, err := c.Catalog(cmd.Context())
-			if err != nil {
-				return err
-			}
-			w := tabwriter.NewWriter(cmd.OutOrStdout(), 2, 4, 2, ' ', 0)
-			fmt.Fprintln(w, "TOOL\tSTATUS\tDETAILS")
-			for _, s := range cat.Tools {
-				if s.Enabled {
-					fmt.Fprintf(w, "%s\tenabled\t%s\n", termtext.Line(s.Name), clip.String(termtext.Line(s.Description), 90))
-				} else {
-					fmt.Fprintf(w, "%s\tdisabled\t%s\n", termtext.Line(s.Name), termtext.Line(s.Reason))
+			return a.withClient(func(c *agentclient.Client) error {
+				cat, err := c.Catalog(cmd.Context())
+				if err != nil {
+					return err
 				}
-			}
-			if err := w.Flush(); err != nil {
-				return err
-			}
-			if line := modelLine(cat.Model); line != "" {
-				fmt.Fprintf(cmd.OutOrStdout(), "\n%s\n", line)
-			}
-			return nil
+				w := tabwriter.NewWriter(cmd.OutOrStdout(), 2, 4, 2, ' ', 0)
+				fmt.Fprintln(w, "TOOL\tSTATUS\tDETAILS")
+				for _, s := range cat.Tools {
+					if s.Enabled {
+						fmt.Fprintf(w, "%s\tenabled\t%s\n", termtext.Line(s.Name), clip.String(termtext.Line(s.Description), 90))
+					} else {
+						fmt.Fprintf(w, "%s\tdisabled\t%s\n", termtext.Line(s.Name), termtext.Line(s.Reason))
+					}
+				}
+				if err := w.Flush(); err != nil {
+					return err
+				}
+				if line := modelLine(cat.Model); line != "" {
+					fmt.Fprintf(cmd.OutOrStdout(), "\n%s\n", line)
+				}
+				return nil
+			})
 		},
 	}
 }

@@ -20,17 +20,14 @@ workflow continued as new, the children of every run are listed, first run
 first, under the run that started them.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			c, err := a.dial()
-			if err != nil {
-				return err
-			}
-			defer c.Close()
-			root, err := c.Tree(cmd.Context(), args[0])
-			if err != nil {
-				return err
-			}
-			printTree(cmd.OutOrStdout(), c, root, "", "")
-			return nil
+			return a.withClient(func(c *agentclient.Client) error {
+				root, err := c.Tree(cmd.Context(), args[0])
+				if err != nil {
+					return err
+				}
+				printTree(cmd.OutOrStdout(), c, root, "", "")
+				return nil
+			})
 		},
 	}
 }

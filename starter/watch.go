@@ -37,12 +37,9 @@ everything else goes to standard error.`,
 			if from < 1 {
 				return fmt.Errorf("--from must be 1 or more (the first event is 1), not %d", from)
 			}
-			c, err := a.dial()
-			if err != nil {
-				return err
-			}
-			defer c.Close()
-			return c.Watch(cmd.Context(), a.renderer(cmd, args[0], asJSON), args[0], from)
+			return a.withClient(func(c *agentclient.Client) error {
+				return c.Watch(cmd.Context(), a.renderer(cmd, args[0], asJSON), args[0], from)
+			})
 		},
 	}
 	cmd.Flags().IntVar(&from, "from", 1, "first event to print (event numbers continue across runs)")

@@ -22,12 +22,7 @@ func TestStarterCancel(t *testing.T) {
 	stepAsked := make(chan struct{})
 	var once sync.Once
 	model.set(func(r *geminitest.Request) geminitest.Reply {
-		switch {
-		case r.Method != geminitest.MethodGenerateContent:
-			vec := make([]float32, 768)
-			vec[0] = 1
-			return geminitest.Embeddings(vec)
-		case r.Phase() == geminitest.PhasePlan:
+		if r.Phase() == geminitest.PhasePlan {
 			return geminitest.JSON(map[string]any{"objective": "o", "continues_active_plan": false, "steps": []map[string]any{
 				{"id": "1", "description": "Read the alert.", "tools": []string{"get_alert"}, "expected": "details"}}})
 		}

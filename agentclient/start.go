@@ -2,6 +2,7 @@ package agentclient
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"regexp"
@@ -9,6 +10,7 @@ import (
 	"time"
 
 	"go.temporal.io/api/enums/v1"
+	"go.temporal.io/api/serviceerror"
 	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/temporal"
 
@@ -85,9 +87,17 @@ func WorkflowID(prefix, name string, now time.Time) string {
 }
 
 // Result waits for an investigation to close (following continue-as-new)
-// and returns its result, or its failure; ctx bounds the wait.
+// and returns its result, or its failure; ctx bounds the wait: when it
+// expires, the error is ctx's.
 func (c *Client) Result(ctx context.Context, id string) (investigation.Result, error) {
 	var res investigation.Result
 	err := c.tc.GetWorkflow(ctx, id, "").Get(ctx, &res)
+	var server *serviceerror.DeadlineExceeded
+	if _, ok := ctx.Deadline(); ok && (errors.As(err, &server) || errors.Is(err, context.DeadlineExceeded)) {
+		// The server gives up a long poll a moment before ctx's own deadline,
+		// so the caller could see a "deadline exceeded" with ctx still live.
+		<-ctx.Done()
+		return res, ctx.Err()
+	}
 	return res, err
 }

@@ -66,7 +66,9 @@ func TestEvalFailures(t *testing.T) {
 			return geminitest.Error(400, "Request contains an invalid argument.", "")
 		case strings.Contains(text, "e2e-eval-hangs"):
 			<-release // the model never answers while the test runs
-			return geminitest.Error(503, "e2e: released", "")
+			// Not retryable: a run the eval failed to cancel ends here instead
+			// of retrying into the next test's scripted model.
+			return geminitest.Error(400, "e2e: released", "")
 		}
 		return auto(r)
 	})

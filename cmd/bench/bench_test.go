@@ -43,9 +43,9 @@ func TestBenchSmoke(t *testing.T) {
 		order = append(order, name)
 	}
 	want := []string{
-		"overhead @20ms", "orchestration overhead @20ms", "schedule→start median @20ms", "start→model call median @20ms", "model reply→completion median @20ms",
+		"overhead @20ms", "schedule→start median @20ms", "start→model call median @20ms", "model reply→completion median @20ms",
 		"parallel calls: 3 in one turn ÷ 3 turns of one", "parallel steps: 3 independent ÷ in order",
-		"n=3: completed", "n=3: p50 wall ÷ lone", "n=3: p95 wall ÷ lone", "n=3: worker CPU per investigation", "n=3: server CPU per investigation", "n=3: worker peak RSS",
+		"n=3 @20ms: completed", "n=3 @20ms: p50 wall ÷ lone", "n=3 @20ms: p95 wall ÷ lone", "n=3 @20ms: worker CPU per investigation", "n=3 @20ms: server CPU per investigation", "n=3 @20ms: worker peak RSS",
 		"history events per investigation", "history events per tool call", "history bytes per investigation", "history bytes per tool call",
 		"largest payload in any history", "prompt bytes ÷ whole-transcript baseline", "store round trips per model call",
 		"scale-out: busiest worker's share of activities",
@@ -62,7 +62,7 @@ func TestBenchSmoke(t *testing.T) {
 		_, err := strconv.ParseFloat(m[1], 64)
 		require.NoError(t, err, name)
 	}
-	require.Equal(t, "100%", rows["n=3: completed"], "all three concurrent investigations concluded")
+	require.Equal(t, "100%", rows["n=3 @20ms: completed"], "all three concurrent investigations concluded")
 	require.Len(t, rep.Notes, 10)
 
 	var js bytes.Buffer
@@ -92,6 +92,10 @@ func TestParseFlags(t *testing.T) {
 	require.Equal(t, []time.Duration{300 * time.Millisecond, time.Second}, o.latencies)
 	require.Equal(t, []int{10, 100}, o.batches)
 	require.Equal(t, 1, o.workers)
+	require.Equal(t, 1, o.batchLatency(), "batches run at the longest latency")
+	o, err = parseFlags([]string{"-latency", "2s,300ms,1s"})
+	require.NoError(t, err)
+	require.Equal(t, 0, o.batchLatency())
 	for args, msg := range map[string]string{
 		"-latency fast":   `-latency takes durations such as 300ms,1s, not "fast"`,
 		"-n 10,0":         `-n takes positive counts such as 10,100, not "0"`,

@@ -137,6 +137,19 @@ func parseFlags(args []string) (options, error) {
 	return o, nil
 }
 
+// batchLatency is the index of the longest model latency, the one the
+// batches run at: a real model's calls take seconds, and that is what lets
+// many investigations overlap.
+func (o options) batchLatency() int {
+	longest := 0
+	for i, l := range o.latencies {
+		if l > o.latencies[longest] {
+			longest = i
+		}
+	}
+	return longest
+}
+
 // bench holds the started stack and the settings.
 type bench struct {
 	s *stack
@@ -146,8 +159,8 @@ type bench struct {
 // measurements are the runs the report is computed from; each lone
 // measurement is repeated, the runs of a pair interleaved.
 type measurements struct {
-	lone        [][]*run // the standard investigation: [latency][repeat]
-	firestore   []int64  // Firestore calls during each lone run at the first latency
+	lone        [][]*run    // the standard investigation: [latency][repeat]
+	firestore   []callCount // Firestore calls during each lone run at the first latency
 	callsPar    []*run
 	callsSeq    []*run
 	stepsPar    []*run
@@ -162,7 +175,7 @@ func (b *bench) measure(ctx context.Context) (*measurements, error) {
 	first := b.o.latencies[0]
 	// A warm-up run: connections, caches and the first workflow task are
 	// paid before anything is timed.
-	if w := b.lone(ctx, "warmup", standard(), 0); w.err != nil {
+	if w := b.lone(ctx, "warmup", standard(b.s.alertID), 0); w.err != nil {
 		if ctx.Err() != nil {
 			return nil, ctx.Err()
 		}
@@ -171,9 +184,9 @@ func (b *bench) measure(ctx context.Context) (*measurements, error) {
 	for i := range b.o.repeat {
 		for j, lat := range b.o.latencies {
 			before := b.s.proxy.Calls()
-			m.lone[j] = append(m.lone[j], b.lone(ctx, fmt.Sprintf("lone-%d-%d", j, i), standard(), lat))
+			m.lone[j] = append(m.lone[j], b.lone(ctx, fmt.Sprintf("lone-%d-%d", j, i), standard(b.s.alertID), lat))
 			if j == 0 {
-				m.firestore = append(m.firestore, b.s.proxy.Calls()-before)
+				m.firestore = append(m.firestore, b.s.proxy.Calls().since(before))
 			}
 		}
 		m.callsPar = append(m.callsPar, b.lone(ctx, fmt.Sprint("calls-parallel-", i), parallelCalls(), first))
@@ -191,7 +204,7 @@ func (b *bench) measure(ctx context.Context) (*measurements, error) {
 		m.historyRuns = append(m.historyRuns, rs...)
 	}
 	for _, n := range b.o.batches {
-		bt := b.concurrent(ctx, n, first, b.o.timeout)
+		bt := b.concurrent(ctx, n, b.o.latencies[b.o.batchLatency()], b.o.timeout)
 		m.batches = append(m.batches, bt)
 		m.historyRuns = append(m.historyRuns, bt.runs...)
 		if err := ctx.Err(); err != nil {

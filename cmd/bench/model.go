@@ -20,8 +20,7 @@ import (
 
 var (
 	// keyPattern finds the run key that the question and the objective carry.
-	keyPattern  = regexp.MustCompile(`\[bench:([A-Za-z0-9_-]+)\]`)
-	stepPattern = regexp.MustCompile(`## Execute this step\s*\n\s*step_(\d+):`)
+	keyPattern = regexp.MustCompile(`\[bench:([A-Za-z0-9_-]+)\]`)
 )
 
 // callHeader numbers a request within its run, from the recording wrapper
@@ -169,9 +168,7 @@ func (m *modelServer) answer(r *geminitest.Request) geminitest.Reply {
 func (t *runTrace) turn(r *geminitest.Request) (geminitest.Reply, int, int) {
 	step := 0
 	if len(r.Contents) > 0 {
-		if s := stepPattern.FindStringSubmatch(text(r.Contents[0])); s != nil {
-			step, _ = strconv.Atoi(s[1])
-		}
+		step = t.sc.stepOf(text(r.Contents[0]))
 	}
 	turns, carried := 0, 0
 	t.mu.Lock()

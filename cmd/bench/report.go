@@ -3,6 +3,7 @@ package main
 import (
 	"cmp"
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 	"time"
@@ -33,9 +34,9 @@ func (b *bench) report(m *measurements) *report {
 		rep.Rows = append(rep.Rows, b.overheadRows(m.lone[i], b.o.latencies[i])...)
 	}
 	rep.Rows = append(rep.Rows, b.parallelCallsRow(m), parallelStepsRow(m))
-	lone, loneErr := loneWall(m.lone[0])
+	lone, loneErr := loneWall(m.lone[b.o.batchLatency()])
 	for _, bt := range m.batches {
-		rep.Rows = append(rep.Rows, batchRows(bt, lone, loneErr)...)
+		rep.Rows = append(rep.Rows, batchRows(bt, b.o.latencies[b.o.batchLatency()], lone, loneErr)...)
 	}
 	rep.Rows = append(rep.Rows, historyRows(m.lone[0][0], m.historyRuns)...)
 	rep.Rows = append(rep.Rows, promptRow(m.lone[0][0]), storeRow(m.lone[0], m.firestore), b.splitRow(m))
@@ -44,15 +45,15 @@ func (b *bench) report(m *measurements) *report {
 }
 
 var notes = []string{
-	"Every figure comes from this run: a warm-up investigation first (not counted), then -repeat rounds, each running the standard investigation (a plan, two steps, 8 model calls, 4 intel lookups) alone at each model latency and the scenario pairs at the first latency, then the batches. A repeated figure is the median run's, with the range.",
-	"overhead: wall time from the start request to the Conclude activity's completion in the history (the server and the bench share this machine's clock) ÷ the time during which the model server had at least one request of the run open (union of request→reply intervals). orchestration overhead: the same wall time ÷ the time a model request or a provider lookup was open, so what is left is the workflow's own time.",
+	"Every figure comes from this run: a warm-up investigation first (not counted), then -repeat rounds, each running the standard investigation (a plan; a step reading the alert with get_alert; a step searching earlier alerts for its IP with search_alerts; 8 model calls, 2 tool calls on the alert store) alone at each model latency and the scenario pairs (intel lookups at the provider latency) at the first latency, then the batches. A repeated figure is the median run's, with the range.",
+	"overhead: wall time from the start request to the Conclude activity's completion in the history (the server and the bench share this machine's clock) ÷ the time during which the model server had at least one request of the run open (union of request→reply intervals); what is left is the workflow's own time and the two store-backed tool calls.",
 	"schedule→start: ActivityTaskScheduled → ActivityTaskStarted event times; start→model call: ActivityTaskStarted → the model server receiving the request; model reply→completion: the reply written → ActivityTaskCompleted. Model activities are matched to model requests in order; medians over every repeat.",
 	"parallel calls: time with at least one lookup in flight at the fake providers (request arrived → answered; the lookups run as local activities, whose history has no times) when one turn asks for three lookups ÷ the same when three turns ask for one each.",
 	"parallel steps: the executing phase (plan completed → conclusion scheduled) of a plan whose steps say depends_on: [] ÷ the same plan without it; n/a while both runs keep at most one model turn in flight, i.e. the workflow runs independent steps in order.",
-	"concurrency: N standard investigations started at once at the first latency; wall time as in overhead ÷ the lone run's; CPU: utime+stime of the worker process(es), and of the dev server and the emulator's JVM (the bench's descendants named temporal and java), from /proc/PID/stat over the batch ÷ N; peak RSS: VmHWM from /proc/PID/status, reset through /proc/PID/clear_refs before each batch.",
+	"concurrency: N standard investigations started at once at the longest model latency (a real model's seconds are what let runs overlap); wall time as in overhead ÷ the lone run's; CPU: utime+stime of the worker process(es), and of the dev server and the emulator's JVM (the bench's descendants named temporal and java), from /proc/PID/stat over the batch ÷ N; peak RSS: VmHWM from /proc/PID/status, reset through /proc/PID/clear_refs before each batch.",
 	"history: the first lone run at the first latency; bytes are the history's protobuf size; per tool call counts the CallTool activities' own events (a local activity's marker); the largest payload is the largest Payload message in any history this run read.",
 	"prompt bytes: request bodies the model server received ÷ what a naive agent re-sending the whole transcript would send: each model call's body, less the step transcript it carried, plus every model turn and tool result of the investigation before it (JSON bytes).",
-	"store round trips: the worker reaches the Firestore emulator through a TCP proxy that reads the client side of each HTTP/2 connection and counts HEADERS frames opening a new stream, one per gRPC call (a streamed call such as RunQuery or BatchGetDocuments counts once); the emulator offers no request log or counter (none of its flags or endpoints). Lone runs at the first latency.",
+	"store round trips: the worker reaches the Firestore emulator through a TCP proxy that reads the client side of each HTTP/2 connection and counts HEADERS frames opening a new stream, one per gRPC call (a streamed call such as RunQuery or BatchGetDocuments counts once); the emulator offers no request log or counter (none of its flags or endpoints); the method of each call is the :path of its header block, decoded with HPACK. The figure counts the worker's durable state (transcript entries, the alert), leaving out the queries the search_alerts tool makes as its work. Lone runs at the first latency.",
 	"scale-out: the worker that started each activity, from ActivityTaskStarted's identity (pid@host), over every run (local activities, run in their workflow task's worker, left out).",
 }
 
@@ -60,35 +61,27 @@ func why(err error) string { return clip.String(firstLine(err.Error()), 160) }
 
 func (b *bench) overheadRows(rs []*run, lat time.Duration) []row {
 	at := " @" + lat.String()
-	names := []string{"overhead" + at, "orchestration overhead" + at, "schedule→start median" + at, "start→model call median" + at, "model reply→completion median" + at}
+	names := []string{"overhead" + at, "schedule→start median" + at, "start→model call median" + at, "model reply→completion median" + at}
 	if err := failed(rs...); err != nil {
 		return naAll(names, why(err))
 	}
-	busy, working := make([]time.Duration, len(rs)), make([]time.Duration, len(rs))
-	ratios, orch := make([]float64, len(rs)), make([]float64, len(rs))
+	busy, ratios := make([]time.Duration, len(rs)), make([]float64, len(rs))
 	for i, r := range rs {
-		model := callSpans(r.trace.snapshot())
-		busy[i] = union(model)
-		working[i] = union(append(model, b.s.intel.spans(r.start, r.start.Add(r.wall))...))
+		busy[i] = union(callSpans(r.trace.snapshot()))
 		if busy[i] <= 0 {
-			return naAll(names[:2], "no model time to divide by")
+			return naAll(names, "no model time to divide by")
 		}
-		ratios[i], orch[i] = float64(r.wall)/float64(busy[i]), float64(r.wall)/float64(working[i])
+		ratios[i] = float64(r.wall) / float64(busy[i])
 	}
 	mid, sp := medianOf(ratios)
-	tools := union(b.s.intel.spans(rs[mid].start, rs[mid].start.Add(rs[mid].wall)))
-	omid, osp := medianOf(orch)
-	rows := []row{
-		figure(names[0], ratios[mid], unitRatio, fmt.Sprintf("wall %s ÷ model in flight %s (%d model calls; tools in flight %s)%s",
-			dur(rs[mid].wall), dur(busy[mid]), len(rs[mid].trace.snapshot()), dur(tools), sp)),
-		figure(names[1], orch[omid], unitRatio, fmt.Sprintf("wall %s ÷ model or lookup in flight %s%s", dur(rs[omid].wall), dur(working[omid]), osp)),
-	}
+	rows := []row{figure(names[0], ratios[mid], unitRatio, fmt.Sprintf("wall %s ÷ model in flight %s (%d model calls, %d tool calls)%s",
+		dur(rs[mid].wall), dur(busy[mid]), len(rs[mid].trace.snapshot()), rs[mid].sc.toolCalls(), sp))}
 	var sched, toCall, toDone, toolSched []time.Duration
 	for _, r := range rs {
 		calls := r.trace.snapshot()
 		acts := r.hist.ofType((*activity).model)
 		if len(acts) != len(calls) {
-			return append(rows, naAll(names[2:], fmt.Sprintf("%s: %d model activities but %d model requests", r.id, len(acts), len(calls)))...)
+			return append(rows, naAll(names[1:], fmt.Sprintf("%s: %d model activities but %d model requests", r.id, len(acts), len(calls)))...)
 		}
 		for i, a := range acts {
 			sched = append(sched, a.started.Sub(a.scheduled))
@@ -110,7 +103,7 @@ func (b *bench) overheadRows(rs []*run, lat time.Duration) []row {
 		if t, ok := median(toolSched); ok && i == 0 {
 			detail += fmt.Sprintf("; tool activities %s", dur(t))
 		}
-		rows = append(rows, figure(names[i+2], ms(med), unitMs, detail))
+		rows = append(rows, figure(names[i+1], ms(med), unitMs, detail))
 	}
 	return rows
 }
@@ -227,8 +220,8 @@ func loneWall(rs []*run) (time.Duration, error) {
 	return w, nil
 }
 
-func batchRows(bt *batch, lone time.Duration, loneErr error) []row {
-	p := fmt.Sprintf("n=%d: ", bt.n)
+func batchRows(bt *batch, lat, lone time.Duration, loneErr error) []row {
+	p := fmt.Sprintf("n=%d @%s: ", bt.n, lat)
 	names := []string{p + "completed", p + "p50 wall ÷ lone", p + "p95 wall ÷ lone", p + "worker CPU per investigation", p + "server CPU per investigation", p + "worker peak RSS"}
 	var walls []time.Duration
 	var firstErr error
@@ -323,20 +316,36 @@ func promptRow(r *run) row {
 		fmt.Sprintf("%s ÷ %s per investigation (%d model calls)", kib(float64(sent)), kib(float64(naive)), len(calls)))
 }
 
-func storeRow(rs []*run, fsCalls []int64) row {
+// storeQueries are the Firestore methods of the tools' own work (a
+// search_alerts query), left out of the durability figure.
+var storeQueries = []string{"RunQuery", "RunAggregationQuery"}
+
+func storeRow(rs []*run, fsCalls []callCount) row {
 	const name = "store round trips per model call"
 	if err := failed(rs...); err != nil {
 		return na(name, why(err), "")
 	}
-	var store int64
+	all := callCount{}
 	calls, tools := 0, 0
 	for i, r := range rs {
-		store += fsCalls[i]
+		for m, n := range fsCalls[i] {
+			all[m] += n
+		}
 		calls += len(r.trace.snapshot())
 		tools += r.sc.toolCalls()
 	}
-	return figure(name, float64(store)/float64(calls), unitCount,
-		fmt.Sprintf("%d Firestore calls ÷ %d model calls (with %d tool calls) over %s", store, calls, tools, plural(len(rs), "run")))
+	var queries int64
+	for _, m := range storeQueries {
+		queries += all[m]
+	}
+	methods := slices.Sorted(maps.Keys(all))
+	byMethod := make([]string, len(methods))
+	for i, m := range methods {
+		byMethod[i] = fmt.Sprintf("%s %d", m, all[m])
+	}
+	return figure(name, float64(all.total()-queries)/float64(calls), unitCount,
+		fmt.Sprintf("%d Firestore calls ÷ %d model calls (with %d tool calls) over %s, the tools' own queries (%s) left out; every call: %s",
+			all.total()-queries, calls, tools, plural(len(rs), "run"), strings.Join(storeQueries, ", "), strings.Join(byMethod, ", ")))
 }
 
 func (b *bench) splitRow(m *measurements) row {

@@ -164,7 +164,7 @@ func (b *bench) concurrent(ctx context.Context, n int, latency, timeout time.Dur
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			bt.runs[i] = b.begin(ctx, fmt.Sprintf("n%d-%d", n, i), standard(), latency)
+			bt.runs[i] = b.begin(ctx, fmt.Sprintf("n%d-%d", n, i), standard(b.s.alertID), latency)
 			if bt.runs[i].err == nil {
 				if err := bt.runs[i].wr.Get(ctx, &bt.runs[i].result); err != nil {
 					bt.runs[i].err = fmt.Errorf("%s did not complete: %w", bt.runs[i].id, err)

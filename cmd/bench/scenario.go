@@ -2,15 +2,14 @@ package main
 
 import (
 	"fmt"
+	"strings"
 
 	"google.golang.org/genai"
 )
 
-// benchIP is in a documentation range, which the intel tools accept.
-const (
-	benchIP     = "198.51.100.23"
-	benchDomain = "evil.example.com"
-)
+// benchIP is the bench alert's remote IP, in a documentation range, which
+// the intel tools accept.
+const benchIP = "198.51.100.23"
 
 // toolCall is one function call a scripted model turn asks for.
 type toolCall struct {
@@ -39,17 +38,19 @@ var (
 	otxIP     = toolCall{"query_otx", map[string]any{"indicator": benchIP, "indicator_type": "IPv4"}}
 	vtIP      = toolCall{"virustotal_lookup", map[string]any{"resource_type": "ip", "resource": benchIP}}
 	abuseIP   = toolCall{"abuseipdb_check", map[string]any{"ip": benchIP}}
-	vtDomain  = toolCall{"virustotal_lookup", map[string]any{"resource_type": "domain", "resource": benchDomain}}
+	searchIP  = toolCall{"search_alerts", map[string]any{"field": "service.action.networkConnectionAction.remoteIpDetails.ipAddressV4", "op": "==", "value": benchIP}}
 	intelTool = []string{"query_otx", "virustotal_lookup", "abuseipdb_check"}
 )
 
-// standard is the investigation every lone and concurrent run makes: a
-// turn of three parallel lookups, then a step with one lookup; eight model
-// calls and four tool calls.
-func standard() *scenario {
+// standard is the investigation every lone and concurrent run makes, the
+// shape of a first investigation of an alert: read the alert, then search
+// the earlier alerts for its remote IP; eight model calls and two tool
+// calls on the alert store, none waiting on an outside service (the
+// scenario pairs measure those).
+func standard(alertID string) *scenario {
 	return &scenario{name: "standard", steps: []stepScript{
-		{"Look up the remote IP in OTX, VirusTotal and AbuseIPDB.", intelTool, [][]toolCall{{otxIP, vtIP, abuseIP}}},
-		{"Check the domain the IP served on VirusTotal.", []string{"virustotal_lookup"}, [][]toolCall{{vtDomain}}},
+		{"Read the full alert.", []string{"get_alert"}, [][]toolCall{{{"get_alert", map[string]any{"id": alertID}}}}},
+		{"Find earlier alerts from the remote IP.", []string{"search_alerts"}, [][]toolCall{{searchIP}}},
 	}}
 }
 
@@ -79,6 +80,23 @@ func independentSteps(dependsOn bool) *scenario {
 		{"Look up the remote IP in VirusTotal.", []string{"virustotal_lookup"}, [][]toolCall{{vtIP}}},
 		{"Look up the remote IP in AbuseIPDB.", []string{"abuseipdb_check"}, [][]toolCall{{abuseIP}}},
 	}}
+}
+
+// stepOf finds the step (1-based, 0 for none) a turn's request executes:
+// the one whose description comes first after "Execute this step", as
+// every prompt version has put it, whatever else the request lists.
+func (s *scenario) stepOf(request string) int {
+	i := strings.Index(request, "Execute this step")
+	if i < 0 {
+		return 0
+	}
+	rest, step, at := request[i:], 0, -1
+	for n, st := range s.steps {
+		if j := strings.Index(rest, st.description); j >= 0 && (at < 0 || j < at) {
+			step, at = n+1, j
+		}
+	}
+	return step
 }
 
 // toolCalls counts the calls the scenario makes.

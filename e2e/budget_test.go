@@ -57,7 +57,7 @@ func TestToolCallBudgetCutsTheTurn(t *testing.T) {
 	require.Len(t, resps, 3, "every call gets a response, in call order")
 	require.NotContains(t, toJSON(resps[1].Response), "budget", "the second call ran")
 	require.Contains(t, toJSON(resps[2].Response), "tool-call budget is spent", "the third did not run")
-	require.Contains(t, concludePrompt, "the run used its 2 tool calls", "the conclusion is told why it ended early")
+	require.Contains(t, concludePrompt, "this exchange used its 2 tool calls", "the conclusion is told why it ended early")
 	require.Contains(t, res.stdout, "VERDICT  undetermined (low confidence)")
 
 	hist := history(t, workflowIDFrom(t, res.stdout))

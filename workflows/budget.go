@@ -15,9 +15,9 @@ func (r *run) exhausted(ctx workflow.Context) string {
 	case r.Steering.StopReason != "":
 		return r.Steering.StopReason
 	case r.Budget.TurnCalls >= lim.MaxToolCalls:
-		return fmt.Sprintf("the run used its %d tool calls", lim.MaxToolCalls)
+		return fmt.Sprintf("this exchange used its %d tool calls", lim.MaxToolCalls)
 	case !workflow.Now(ctx).Before(r.budgetDeadline(ctx)):
-		return fmt.Sprintf("the run used its time budget of %s", lim.TimeBudget)
+		return fmt.Sprintf("this exchange used its time budget of %s", lim.TimeBudget)
 	}
 	return ""
 }

@@ -74,10 +74,10 @@ func TestBudgetHoldsWithinATurnAndCutsTheLastStep(t *testing.T) {
 	require.NoError(t, err)
 	require.Len(t, h.tools, 2, "the third call of the turn is over the budget")
 	tr := h.turns[1].Transcript
-	require.Equal(t, "the call did not run: the run's tool-call budget is spent; answer from the results you have", tr[3].Error)
+	require.Equal(t, "the call did not run: this exchange's tool-call budget is spent; answer from the results you have", tr[3].Error)
 	require.True(t, h.turns[1].Final, "the next turn must answer")
 	require.Equal(t, 2, res.ToolCalls)
-	require.Equal(t, "the run used its 2 tool calls", h.conclude[0].EndedEarly, "the conclusion says the run was cut short, also in the last step")
+	require.Equal(t, "this exchange used its 2 tool calls", h.conclude[0].EndedEarly, "the conclusion says the exchange was cut short, also in the last step")
 	h.env.AssertNotCalled(t, "Reflect", mock.Anything, mock.Anything)
 }
 
@@ -141,7 +141,7 @@ func TestOverlappingQuestionsCountOnceAndKeepThePhase(t *testing.T) {
 	require.False(t, h.turns[1].Final)
 	require.True(t, h.turns[2].Final, "the budget is spent once the wait counts once")
 	require.Empty(t, h.tools, "the call asked after the budget ran out was cut short")
-	require.Equal(t, "the run used its time budget of 4m", h.conclude[0].EndedEarly)
+	require.Equal(t, "this exchange used its time budget of 4m", h.conclude[0].EndedEarly)
 }
 
 func TestRetriedInputFromAnEarlierRunIsNotRecordedTwice(t *testing.T) {

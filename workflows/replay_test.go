@@ -162,7 +162,8 @@ func exercises(h *historypb.History, path string) bool {
 	case "identical calls":
 		return reusedCall(h)
 	case "budget cut":
-		return input("Conclude", `"ended_early":"the run used its`) && activity("Reflect") == 0
+		// Histories recorded before the wording said "the run used its".
+		return (input("Conclude", `"ended_early":"this exchange used its`) || input("Conclude", `"ended_early":"the run used its`)) && activity("Reflect") == 0
 	case "parallel calls":
 		return activity("CallTool")+local("CallTool") > 1
 	case "parallel steps":

@@ -218,7 +218,7 @@ func TestToolCallBudget(t *testing.T) {
 	require.Len(t, h.tools, 2)
 	require.Equal(t, "summary", res.Plan.Steps[0].Result, "the step answers from what it has")
 	require.Equal(t, plan.Skipped, res.Plan.Steps[1].Status)
-	require.Equal(t, "the run used its 2 tool calls", h.conclude[0].EndedEarly)
+	require.Equal(t, "this exchange used its 2 tool calls", h.conclude[0].EndedEarly)
 }
 
 func TestFollowUpsAndContinueAsNew(t *testing.T) {

@@ -191,8 +191,8 @@ func TestTimeBudgetCutsInMidTurn(t *testing.T) {
 	_, err := h.run(t, investigation.Input{AlertID: "a1", Limits: investigation.Limits{TimeBudget: investigation.Duration(2 * time.Minute)}})
 	require.NoError(t, err)
 	require.Len(t, h.turns, 2, "step_1's call is cut at the budget, the step answers, step_2 never runs")
-	require.Contains(t, h.turns[1].Transcript[1].Error, "the call was cut short: the run used its time budget of 2m")
-	require.Equal(t, "the run used its time budget of 2m", h.conclude[0].EndedEarly)
+	require.Contains(t, h.turns[1].Transcript[1].Error, "the call was cut short: this exchange used its time budget of 2m")
+	require.Equal(t, "this exchange used its time budget of 2m", h.conclude[0].EndedEarly)
 	require.Equal(t, 2*time.Minute, h.concludedAt[0].Sub(start), "cut at the budget, not when the call would have ended")
 }
 

@@ -239,7 +239,7 @@ func (l *toolLoop) callTools(ctx workflow.Context, turnKey string, calls []toolc
 			settle.Chain(futures[twin])
 		case allowed <= 0:
 			settle.SetError(temporal.NewNonRetryableApplicationError(
-				"the call did not run: the run's tool-call budget is spent; answer from the results you have", "BudgetSpent", nil))
+				"the call did not run: this exchange's tool-call budget is spent; answer from the results you have", "BudgetSpent", nil))
 		default:
 			allowed--
 			started[i] = true

@@ -113,7 +113,7 @@ func TestBigQuerySubAgent(t *testing.T) {
 		"reflect":  {reply(geminitest.JSON(map[string]any{"achieved": true, "insights": []string{"A login followed the brute force."}, "plan_updates": []any{}}))},
 		"conclude": {reply(geminitest.Conclusion("## Summary\nThe brute force succeeded.", "true_positive", "medium"))},
 	}}
-	model.set(p.handle)
+	model.use(t, p.handle)
 
 	res := starter(t, nil, "investigate", "--alert", exampleAlert, "--question", "Did the attacker get in?")
 	require.Equal(t, 0, res.code, "stdout:\n%s\nstderr:\n%s", res.stdout, res.stderr)

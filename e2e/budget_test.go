@@ -19,7 +19,7 @@ func TestToolCallBudgetCutsTheTurn(t *testing.T) {
 	id := exampleID(t)
 	var final *geminitest.Request
 	var concludePrompt string
-	model.set(geminitest.Script(
+	model.use(t, geminitest.Script(
 		func(r *geminitest.Request) geminitest.Reply {
 			return geminitest.JSON(map[string]any{
 				"objective": "Decide whether the SSH brute force succeeded.",

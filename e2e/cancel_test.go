@@ -21,7 +21,7 @@ func TestStarterCancel(t *testing.T) {
 	defer close(release)
 	stepAsked := make(chan struct{})
 	var once sync.Once
-	model.set(func(r *geminitest.Request) geminitest.Reply {
+	model.use(t, func(r *geminitest.Request) geminitest.Reply {
 		if r.Phase() == geminitest.PhasePlan {
 			return geminitest.JSON(map[string]any{"objective": "o", "continues_active_plan": false, "steps": []map[string]any{
 				{"id": "1", "description": "Read the alert.", "tools": []string{"get_alert"}, "expected": "details"}}})

@@ -24,7 +24,7 @@ func demo(t *testing.T, alert string) (out, wfID string) {
 	require.NoError(t, testenv.ResetFirestore(fsHost, testenv.Project))
 	imp := starter(t, nil, append([]string{"alert", "import"}, historyFiles(t)...)...)
 	require.Equal(t, 0, imp.code, imp.stderr)
-	model.set(standin.Handler())
+	model.use(t, standin.Handler())
 	res := starter(t, nil, "investigate", "--alert", alert)
 	require.Equal(t, 0, res.code, "stdout:\n%s\nstderr:\n%s", res.stdout, res.stderr)
 	t.Logf("REPORT demo stdout (%s):\n%s", alert, res.stdout)

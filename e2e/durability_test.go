@@ -21,7 +21,7 @@ import (
 func TestWorkerKilledMidRun(t *testing.T) {
 	inFlight := make(chan struct{})
 	var turns, plans, others atomic.Int32
-	model.set(func(r *geminitest.Request) geminitest.Reply {
+	model.use(t, func(r *geminitest.Request) geminitest.Reply {
 		switch {
 		case strings.Contains(strings.Join(r.SchemaProperties(), ","), "steps"):
 			plans.Add(1)

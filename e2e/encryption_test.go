@@ -243,7 +243,7 @@ func TestEncryptedHistory(t *testing.T) {
 	title := al.Title
 
 	// The encrypted run, followed by the starter that holds the key.
-	model.set(encScript(id))
+	model.use(t, encScript(id))
 	res := starterEnv(t, s.env, nil, "investigate", "--alert", exampleAlert, "--question", encQuestion)
 	require.Equal(t, 0, res.code, "stdout:\n%s\nstderr:\n%s", res.stdout, res.stderr)
 	for _, want := range []string{"PLAN  " + encObjective, "-> get_alert " + id, "insight: " + encInsight, "CONCLUSION", "no session was opened"} {
@@ -291,7 +291,7 @@ func TestEncryptedHistory(t *testing.T) {
 
 	// The same run without a key, on the shared stack, for comparison: the
 	// check above finds every text there.
-	model.set(encScript(id))
+	model.use(t, encScript(id))
 	plain := starter(t, nil, "investigate", "--alert", exampleAlert, "--question", encQuestion)
 	require.Equal(t, 0, plain.code, plain.stderr)
 	plainID := workflowIDFrom(t, plain.stdout)
@@ -334,7 +334,7 @@ func testWrongKey(t *testing.T, s *encStack, wfID string) {
 	require.Equal(t, "error: cannot follow investigation "+wfID+": "+workerSays, msg)
 	// An investigation started with the wrong key fails at once, and says
 	// why (from its failure, or from the query the starter made meanwhile).
-	model.set(nil)
+	model.use(t, nil)
 	msg = oneLine(t, starterEnv(t, wrong, nil, "investigate", "--alert", exampleAlert))
 	require.Regexp(t, `^error: (investigation investigation-\S+ failed|cannot follow investigation investigation-\S+): `, msg)
 	require.True(t, strings.HasSuffix(msg, ": "+workerSays), msg)

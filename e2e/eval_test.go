@@ -24,7 +24,7 @@ var standInWarning = regexp.MustCompile(`(?m)^WARNING: the worker's model endpoi
 // bin/gemini-standin serves): one row per case, the totals, the stand-in
 // warning above and below the table, exit 0.
 func TestEvalScorecard(t *testing.T) {
-	model.set(standin.Handler())
+	model.use(t, standin.Handler())
 	cases := []string{"examples/evals/cases/waf-sqli-cms-editor.yaml", "examples/evals/cases/edr-falcon-devtcp-healthcheck.yaml"}
 	res := starter(t, nil, "eval", "--cases", cases[0], "--cases", cases[1])
 	require.Equal(t, 0, res.code, "stdout:\n%s\nstderr:\n%s", res.stdout, res.stderr)
@@ -59,7 +59,7 @@ func TestEvalFailures(t *testing.T) {
 	release := make(chan struct{})
 	t.Cleanup(func() { close(release) })
 	auto := standin.Handler()
-	model.set(func(r *geminitest.Request) geminitest.Reply {
+	model.use(t, func(r *geminitest.Request) geminitest.Reply {
 		text := r.SystemText() + r.Text()
 		switch {
 		case strings.Contains(text, "e2e-eval-rejected"):

@@ -124,7 +124,7 @@ func TestIntelPipeline(t *testing.T) {
 
 	vtArgs := map[string]any{"resource_type": "domain", "resource": "evil.example.com"}
 	var turn2, step2 *geminitest.Request
-	model.set(geminitest.Script(
+	model.use(t, geminitest.Script(
 		func(r *geminitest.Request) geminitest.Reply {
 			return geminitest.JSON(map[string]any{"objective": "Decide whether evil.example.com is a phishing site.", "steps": []map[string]any{
 				{"id": "1", "description": "Look up the domain in URLScan and VirusTotal.", "tools": []string{"urlscan_search", "urlscan_result", "virustotal_lookup"}, "expected": "verdicts"},

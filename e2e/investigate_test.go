@@ -51,7 +51,7 @@ func TestInvestigation(t *testing.T) {
 	require.Contains(t, missing.stderr, `alert "guardduty-000000000000" not found`)
 
 	var step1Retry, sawAlert, sawSearch, reflectPrompt, concludePrompt string
-	model.set(geminitest.Script(
+	model.use(t, geminitest.Script(
 		func(r *geminitest.Request) geminitest.Reply {
 			return geminitest.JSON(map[string]any{
 				"objective": "Decide whether the SSH brute force against web-server-prod-01 succeeded.",
@@ -231,7 +231,7 @@ func saveHistory(t *testing.T, hist *historypb.History, name string) {
 // TestUnauthorizedFailsFast: a 401 from Gemini ends the run at once with a
 // clear sentence and a non-zero exit code; nothing is retried.
 func TestUnauthorizedFailsFast(t *testing.T) {
-	model.set(geminitest.Always(geminitest.Error(401, "API key not valid. Please pass a valid API key.", "")))
+	model.use(t, geminitest.Always(geminitest.Error(401, "API key not valid. Please pass a valid API key.", "")))
 	before := len(modelSrv.Requests())
 	res := starter(t, nil, "investigate", "--alert", exampleAlert)
 	require.Equal(t, 1, res.code, res.stdout)
@@ -272,7 +272,7 @@ func TestBadInput(t *testing.T) {
 		require.NoError(t, err)
 		return resp.Count
 	}
-	model.set(nil)
+	model.use(t, nil)
 	before := count()
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

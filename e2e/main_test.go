@@ -20,6 +20,7 @@ import (
 
 	"go.temporal.io/api/enums/v1"
 	historypb "go.temporal.io/api/history/v1"
+	"go.temporal.io/api/workflowservice/v1"
 	"go.temporal.io/sdk/client"
 
 	"github.com/secops-agent/investigator/gemini/geminitest"
@@ -43,10 +44,36 @@ type switchable struct {
 	h  geminitest.Handler
 }
 
-func (s *switchable) set(h geminitest.Handler) {
+// use installs h for test t. When t ends, the runs it left busy (an
+// activity or a child still pending) are terminated: a retry of theirs
+// would otherwise reach the next test's scripted model and take its
+// answers. Runs idle for a follow-up call no model and are left alone.
+func (s *switchable) use(t *testing.T, h geminitest.Handler) {
+	t.Cleanup(func() { endBusyRuns(t) })
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.h = h
+}
+
+// endBusyRuns terminates every running workflow with pending work.
+func endBusyRuns(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	resp, err := tc.ListWorkflow(ctx, &workflowservice.ListWorkflowExecutionsRequest{Query: `ExecutionStatus = "Running"`, PageSize: 1000})
+	if err != nil {
+		t.Logf("e2e: cannot list the runs left running: %v", err)
+		return
+	}
+	for _, ex := range resp.GetExecutions() {
+		id := ex.GetExecution().GetWorkflowId()
+		d, err := tc.DescribeWorkflowExecution(ctx, id, ex.GetExecution().GetRunId())
+		if err != nil || len(d.GetPendingActivities())+len(d.GetPendingChildren()) == 0 {
+			continue
+		}
+		if err := tc.TerminateWorkflow(ctx, id, ex.GetExecution().GetRunId(), "e2e: left busy by "+t.Name()); err == nil {
+			t.Logf("e2e: terminated %s, left busy by this test", id)
+		}
+	}
 }
 
 func (s *switchable) handle(r *geminitest.Request) geminitest.Reply {

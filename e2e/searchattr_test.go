@@ -124,7 +124,7 @@ func (w *bareWorker) started(t *testing.T) string {
 func (s *bareServer) investigate(t *testing.T) (stderr string, attrs map[string]string) {
 	t.Helper()
 	id := exampleID(t)
-	model.set(saScript(id))
+	model.use(t, saScript(id))
 	res := starterEnv(t, s.env, nil, "investigate", "--alert", exampleAlert)
 	require.Equal(t, 0, res.code, "stdout:\n%s\nstderr:\n%s", res.stdout, res.stderr)
 	require.Contains(t, res.stdout, "The brute force failed (search attribute e2e).")

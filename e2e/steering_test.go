@@ -115,7 +115,7 @@ func TestSteering(t *testing.T) {
 			reply(geminitest.JSON(map[string]any{"mode": "direct", "reason": "already known"})),
 		},
 	}}
-	model.set(func(r *geminitest.Request) geminitest.Reply {
+	model.use(t, func(r *geminitest.Request) geminitest.Reply {
 		if r.Phase() == geminitest.PhaseMode {
 			p.mu.Lock()
 			q := p.queues["mode"]
@@ -233,7 +233,7 @@ func TestHintBurst(t *testing.T) {
 	release := make(chan struct{})
 	var once sync.Once
 	inFlight := make(chan struct{})
-	model.set(func(r *geminitest.Request) geminitest.Reply {
+	model.use(t, func(r *geminitest.Request) geminitest.Reply {
 		switch {
 		case strings.Contains(strings.Join(r.SchemaProperties(), ","), "steps"):
 			return geminitest.JSON(map[string]any{"objective": "o", "steps": []map[string]any{{"id": "1", "description": "d", "tools": []string{"get_alert"}, "expected": "e"}}})

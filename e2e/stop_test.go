@@ -63,7 +63,7 @@ func TestStopWithTheSubAgentRunning(t *testing.T) {
 	}
 	childStarted := make(chan struct{})
 	var once sync.Once
-	model.set(func(r *geminitest.Request) geminitest.Reply {
+	model.use(t, func(r *geminitest.Request) geminitest.Reply {
 		if r.Method != geminitest.MethodGenerateContent {
 			vec := make([]float32, 768)
 			vec[0] = 1
@@ -153,7 +153,7 @@ func TestWorkerKilledDuringAToolCall(t *testing.T) {
 	})
 	defer intelSrv.onRequest(nil)
 	lookups := intelSrv.count("/api/v3/domains/evil.example.com")
-	model.set(func(r *geminitest.Request) geminitest.Reply {
+	model.use(t, func(r *geminitest.Request) geminitest.Reply {
 		switch {
 		case r.Phase() == geminitest.PhasePlan:
 			return geminitest.JSON(map[string]any{"objective": "o", "continues_active_plan": false, "steps": []map[string]any{

@@ -302,6 +302,7 @@ stack_start_temporal() {
 			--ip "$STACK_HOST" --port "$STACK_TEMPORAL_PORT" --ui-port "$STACK_TEMPORAL_UI_PORT" \
 			--db-filename "$STACK_DATA_DIR/temporal.db" \
 			--search-attribute AlertId=Keyword --search-attribute Verdict=Keyword \
+			--dynamic-config-value system.enableActivityEagerExecution=true \
 			${codec[@]+"${codec[@]}"} \
 			--log-level warn --color never
 		stack_wait temporal "$STACK_TEMPORAL_TIMEOUT" stack_temporal_ready || return 1

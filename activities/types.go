@@ -174,7 +174,7 @@ type ConcludeInput struct {
 	Insights  []investigation.Insight `json:"insights"`
 	Earlier   []investigation.Insight `json:"earlier,omitempty"`
 	Language  string                  `json:"language"`
-	// EndedEarly says why the run stopped before finishing the plan, if it did.
+	// EndedEarly says why the exchange stopped before finishing the plan, if it did.
 	EndedEarly string   `json:"ended_early,omitempty"`
 	Hints      []string `json:"hints,omitempty"`
 }

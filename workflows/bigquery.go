@@ -41,8 +41,9 @@ const (
 // retried parent never starts a second child for the same call. The
 // parent-close policy is REQUEST_CANCEL: the child's answer is only useful
 // to this parent, and cancellation (unlike termination) lets it stop
-// between activities.
-func (r *run) startBigQueryAgent(ctx workflow.Context, key string, c toolcall.Call) workflow.Future {
+// between activities. Its scan budget is a loan from the investigation's
+// (lendScan), shared with the sub-agents that run alongside it.
+func (r *run) startBigQueryAgent(ctx workflow.Context, step, key string, c toolcall.Call, siblings int) workflow.Future {
 	request, _ := c.Args["request"].(string)
 	request = strings.TrimSpace(request)
 	var refuse error
@@ -80,7 +81,7 @@ func (r *run) startBigQueryAgent(ctx workflow.Context, key string, c toolcall.Ca
 		MaxToolCalls:   bigQueryMaxToolCalls,
 		MaxResultBytes: r.Input.Limits.MaxToolResultBytes,
 		Deadline:       r.budgetDeadline(ctx),
-		ScanBytesLeft:  r.scanLeft(),
+		ScanBytesLeft:  r.lendScan(ctx, step, key, siblings),
 	})
 }
 
@@ -243,9 +244,9 @@ func (h *subAgent) scanLeft() int64 {
 
 func (h *subAgent) callStarted() {}
 
-func (h *subAgent) callDone(out activities.ToolOutput) { h.scanned += out.ScannedBytes }
+func (h *subAgent) callDone(_ string, out activities.ToolOutput) { h.scanned += out.ScannedBytes }
 
-func (h *subAgent) startSpecial(ctx workflow.Context, _ string, _ toolcall.Tool, c toolcall.Call) workflow.Future {
+func (h *subAgent) startSpecial(ctx workflow.Context, _ string, _ toolcall.Tool, c toolcall.Call, _ int) workflow.Future {
 	f, settle := workflow.NewFuture(ctx)
 	settle.SetError(temporal.NewNonRetryableApplicationError("the sub-agent cannot run "+c.Name, "UnknownTool", nil))
 	return f

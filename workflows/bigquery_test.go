@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 
@@ -155,4 +156,67 @@ func TestSubAgentsReportScansAndUsage(t *testing.T) {
 	}
 	require.Len(t, scanned, 2)
 	require.Contains(t, scanned[0], "scanned 600 bytes")
+}
+
+// TestSubAgentsRunningTogetherShareTheScanBudget: sub-agents that run at
+// the same time (two calls of one turn, or two parallel steps) are lent
+// shares of what is left, so together they cannot scan past
+// --max-scan-bytes; a running step that cannot call bigquery_agent takes
+// no share, and a lone sub-agent gets all that is left.
+func TestSubAgentsRunningTogetherShareTheScanBudget(t *testing.T) {
+	bqTool := toolcall.Tool{Name: toolcall.BigQueryAgent, Kind: toolcall.ChildWorkflow, Workflow: investigation.BigQueryWorkflowName}
+	step := func(id string, tools ...string) plan.Step {
+		return plan.Step{ID: id, Description: "work " + id, Tools: tools, DependsOn: []string{}, Status: plan.Pending}
+	}
+	ask := toolcall.Call{Name: toolcall.BigQueryAgent, Args: map[string]any{"request": "logins"}}
+	ask2 := toolcall.Call{Name: toolcall.BigQueryAgent, Args: map[string]any{"request": "sudo"}} // not identical: both run
+	for _, c := range []struct {
+		name  string
+		steps []plan.Step
+		calls []toolcall.Call // of each step's first turn
+		lent  []int64         // ScanBytesLeft the sub-agents' queries saw, sorted
+	}{
+		{"two calls in one turn", []plan.Step{step("step_1", toolcall.BigQueryAgent)}, []toolcall.Call{ask, ask2}, []int64{500, 500}},
+		{"two parallel steps, one that cannot ask", []plan.Step{step("step_1", toolcall.BigQueryAgent), step("step_2", toolcall.BigQueryAgent), step("step_3", "get_alert")}, []toolcall.Call{ask}, []int64{500, 500}},
+		{"one sub-agent alone", []plan.Step{step("step_1", toolcall.BigQueryAgent), step("step_2", "get_alert")}, []toolcall.Call{ask}, []int64{1000}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			h := newHarness(t)
+			h.env.RegisterWorkflowWithOptions(BigQueryAgent, workflow.RegisterOptions{Name: investigation.BigQueryWorkflowName})
+			h.onPlan(activities.PlanOutput{Tools: append(slices.Clone(toolNames), bqTool), Plan: plan.Plan{Objective: "o", Steps: c.steps}}, nil)
+			h.onTurn(func(in activities.TurnInput) (activities.TurnOutput, error) {
+				if len(in.Transcript) == 0 && slices.Contains(in.Step.Tools, toolcall.BigQueryAgent) {
+					return activities.TurnOutput{Calls: slices.Clone(c.calls)}, nil
+				}
+				return activities.TurnOutput{Text: "done"}, nil
+			})
+			h.onReflect(noChange)
+			h.env.OnActivity(bq.RecallMemories, mock.Anything, mock.Anything).Return(bigquery.Recall{}, nil)
+			h.env.OnActivity(bq.SubAgentTurn, mock.Anything, mock.Anything).Return(func(_ context.Context, in bigquery.SubAgentTurnInput) (activities.TurnOutput, error) {
+				if len(in.Transcript) == 0 {
+					return activities.TurnOutput{Key: in.Key, Calls: []toolcall.Call{{Name: "bigquery_query", Args: map[string]any{"sql": "SELECT 1"}}}}, nil
+				}
+				return activities.TurnOutput{Key: in.Key, Text: "rows"}, nil
+			})
+			var lent []int64
+			h.onTool(func(in activities.ToolInput) (activities.ToolOutput, error) {
+				if in.Call.Name != "bigquery_query" {
+					return okTool(in)
+				}
+				lent = append(lent, in.ScanBytesLeft)
+				// The query tool holds a query to what it was lent.
+				return activities.ToolOutput{Key: in.Key, OK: true, ScannedBytes: min(700, in.ScanBytesLeft)}, nil
+			})
+			h.env.OnActivity(bq.Introspect, mock.Anything, mock.Anything).Return(bigquery.Introspection{}, nil)
+			h.env.OnActivity(bq.UpdateMemories, mock.Anything, mock.Anything).Return(bigquery.MemoryChanges{}, nil)
+			h.env.OnActivity(bq.DeliverAnswer, mock.Anything, mock.Anything).Return(func(_ context.Context, in bigquery.DeliverInput) (activities.ToolOutput, error) {
+				return activities.ToolOutput{Key: in.ResultKey, OK: true}, nil
+			})
+			res, err := h.run(t, investigation.Input{AlertID: "a1", Limits: investigation.Limits{MaxScanBytes: 1000, MaxParallelSteps: 3}})
+			require.NoError(t, err)
+			slices.Sort(lent)
+			require.Equal(t, c.lent, lent)
+			require.LessOrEqual(t, res.ScannedBytes, int64(1000), "together they stay within the budget")
+		})
+	}
 }

@@ -2,9 +2,13 @@ package workflows
 
 import (
 	"fmt"
+	"slices"
 	"time"
 
 	"go.temporal.io/sdk/workflow"
+
+	"github.com/secops-agent/investigator/plan"
+	"github.com/secops-agent/investigator/toolcall"
 )
 
 // exhausted says why the current exchange must answer now: the analyst's
@@ -27,6 +31,53 @@ func (r *run) exhausted(ctx workflow.Context) string {
 // is left.
 func (r *run) scanLeft() int64 {
 	return bytesLeft(r.Input.Limits.MaxScanBytes, r.ScannedBytes)
+}
+
+// scanLoan is the scan budget one running sub-agent may use.
+type scanLoan struct {
+	step  string
+	bytes int64
+}
+
+// lendScan is the scan budget a sub-agent started by step may use, as
+// tools.CallInfo.ScanBytesLeft has it: what is left and not lent to the
+// sub-agents still running, shared evenly with those that may still ask
+// for some: the siblings of this call in its turn, and the other running
+// steps that may call bigquery_agent and have no sub-agent running. What
+// runs together can then never scan more than the budget between them. It
+// is returned, whatever was scanned, when the call finishes (returnScan).
+func (r *run) lendScan(ctx workflow.Context, step, key string, siblings int) int64 {
+	left := r.scanLeft()
+	if left <= 0 {
+		return left // no budget (0), or none left (-1)
+	}
+	sharers := 1 + siblings
+	for _, s := range r.Plan.WithStatus(plan.Running) {
+		if s.ID != step && r.borrowers[s.ID] == 0 && (s.Tools == nil || slices.Contains(s.Tools, toolcall.BigQueryAgent)) {
+			sharers++
+		}
+	}
+	loan := (left - r.lentTotal) / int64(sharers)
+	if loan <= 0 {
+		return -1
+	}
+	if r.lent == nil {
+		r.lent, r.borrowers = map[string]scanLoan{}, map[string]int{}
+	}
+	r.lent[key] = scanLoan{step: step, bytes: loan}
+	r.lentTotal += loan
+	r.borrowers[step]++
+	workflow.GetLogger(ctx).Debug("scan budget lent", "key", key, "bytes", loan, "sharers", sharers)
+	return loan
+}
+
+// returnScan ends the loan of the call key, if it had one.
+func (r *run) returnScan(key string) {
+	if l, ok := r.lent[key]; ok {
+		r.lentTotal -= l.bytes
+		r.borrowers[l.step]--
+		delete(r.lent, key)
+	}
 }
 
 // bytesLeft is what a scan budget of limit has left after used, as

@@ -92,7 +92,8 @@ func (h *stepHost) callsLeft(int) int {
 
 func (h *stepHost) callStarted() { h.r.callsInFlight++ }
 
-func (h *stepHost) callDone(out activities.ToolOutput) {
+func (h *stepHost) callDone(key string, out activities.ToolOutput) {
+	h.r.returnScan(key)
 	h.r.callsInFlight--
 	h.r.Budget.TurnCalls++
 	h.r.ToolCalls++
@@ -108,12 +109,12 @@ func (h *stepHost) tool(name string) toolcall.Tool { return h.r.tool(name) }
 
 func (h *stepHost) toolset() string { return "" }
 
-func (h *stepHost) startSpecial(ctx workflow.Context, key string, t toolcall.Tool, c toolcall.Call) workflow.Future {
+func (h *stepHost) startSpecial(ctx workflow.Context, key string, t toolcall.Tool, c toolcall.Call, siblings int) workflow.Future {
 	switch {
 	case t.Kind == toolcall.Analyst:
 		return h.r.askUser(ctx, c, h.step.ID)
 	case t.Workflow == investigation.BigQueryWorkflowName:
-		return h.r.startBigQueryAgent(ctx, key, c)
+		return h.r.startBigQueryAgent(ctx, h.step.ID, key, c, siblings)
 	}
 	f, settle := workflow.NewFuture(ctx)
 	settle.SetError(temporal.NewNonRetryableApplicationError(

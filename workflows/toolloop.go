@@ -31,7 +31,7 @@ type loopHost interface {
 	// it finished with out (the zero value if it failed); both are called
 	// for every call that ran, and only for those.
 	callStarted()
-	callDone(out activities.ToolOutput)
+	callDone(key string, out activities.ToolOutput)
 	// deadline is when the loop must answer by, if it has one (the time
 	// budget): a turn still running then is cut short.
 	deadline(ctx workflow.Context) (time.Time, bool)
@@ -39,8 +39,9 @@ type loopHost interface {
 	// tool says how the named tool runs.
 	tool(name string) toolcall.Tool
 	// startSpecial runs a call that is not an activity: a question to the
-	// analyst or a child workflow.
-	startSpecial(ctx workflow.Context, key string, t toolcall.Tool, c toolcall.Call) workflow.Future
+	// analyst or a child workflow; siblings counts the calls after it in
+	// its turn that run as child workflows too.
+	startSpecial(ctx workflow.Context, key string, t toolcall.Tool, c toolcall.Call, siblings int) workflow.Future
 	// toolset names the registry CallTool runs the loop's calls from ("" for
 	// the investigation's tools).
 	toolset() string
@@ -259,19 +260,19 @@ func (l *toolLoop) callTools(ctx workflow.Context, turnKey string, calls []toolc
 	}
 	out := make([]activities.Ref, len(calls))
 	for i, f := range futures {
-		out[i] = l.collect(ctx, calls[i], f, reused[i], started[i], len(pipe.deps[i]) == 0, res, cutBy)
+		out[i] = l.collect(ctx, fmt.Sprintf("%s-c%d", turnKey, i+1), calls[i], f, reused[i], started[i], len(pipe.deps[i]) == 0, res, cutBy)
 	}
 	return out
 }
 
 // collect waits for one call and returns its transcript ref, counting it
 // and reporting its result.
-func (l *toolLoop) collect(ctx workflow.Context, c toolcall.Call, f workflow.Future, reused, started, independent bool, res *loopResult, cutBy func() string) activities.Ref {
+func (l *toolLoop) collect(ctx workflow.Context, key string, c toolcall.Call, f workflow.Future, reused, started, independent bool, res *loopResult, cutBy func() string) activities.Ref {
 	var out activities.ToolOutput
 	err := f.Get(ctx, &out)
 	if started {
 		res.Calls++
-		l.host.callDone(out)
+		l.host.callDone(key, out)
 	}
 	if err != nil {
 		msg := message(err)
@@ -328,7 +329,13 @@ func (l *toolLoop) start(ctx workflow.Context, settle workflow.Settable, futures
 		}
 		switch t.Kind {
 		case toolcall.Analyst, toolcall.ChildWorkflow:
-			return l.host.startSpecial(ctx, key, t, c)
+			siblings := 0
+			for _, later := range calls[i+1:] {
+				if l.host.tool(later.Name).Kind == toolcall.ChildWorkflow {
+					siblings++
+				}
+			}
+			return l.host.startSpecial(ctx, key, t, c, siblings)
 		case toolcall.LocalActivity:
 			return workflow.ExecuteLocalActivity(localToolOptions(ctx, "tool "+summary, l.host.toolTimeout(c.Name)), a.CallTool, in)
 		}

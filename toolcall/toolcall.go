@@ -28,6 +28,8 @@ const (
 	GetAlert      = "get_alert"
 	SearchAlerts  = "search_alerts"
 	BigQueryAgent = "bigquery_agent"
+	// BigQueryQuery is the sub-agent's one tool that scans (and bills).
+	BigQueryQuery = "bigquery_query"
 )
 
 // Kind says how a tool runs.

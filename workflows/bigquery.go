@@ -81,7 +81,7 @@ func (r *run) startBigQueryAgent(ctx workflow.Context, step, key string, c toolc
 		MaxToolCalls:   bigQueryMaxToolCalls,
 		MaxResultBytes: r.Input.Limits.MaxToolResultBytes,
 		Deadline:       r.budgetDeadline(ctx),
-		ScanBytesLeft:  r.lendScan(ctx, step, key, siblings),
+		ScanBytesLeft:  r.lendScan(step, key, siblings),
 	})
 }
 
@@ -159,6 +159,8 @@ type subAgent struct {
 	recall  bigquery.Recall
 	events  []investigation.Event
 	log     log.Logger
+	// loans is the scan budget lent to its queries still running.
+	loans loans
 	// scanned is what this run's queries scanned in BigQuery, usage what
 	// its model calls used.
 	scanned int64
@@ -244,7 +246,20 @@ func (h *subAgent) scanLeft() int64 {
 
 func (h *subAgent) callStarted() {}
 
-func (h *subAgent) callDone(_ string, out activities.ToolOutput) { h.scanned += out.ScannedBytes }
+func (h *subAgent) callDone(key string, out activities.ToolOutput) {
+	h.loans.end(key)
+	h.scanned += out.ScannedBytes
+}
+
+// scanFor lends each query a share of what the sub-agent may still scan,
+// with the later queries of its turn, so queries that run together stay
+// within it; other tools scan nothing.
+func (h *subAgent) scanFor(key string, c toolcall.Call, siblings int) int64 {
+	if c.Name != toolcall.BigQueryQuery {
+		return h.scanLeft()
+	}
+	return h.loans.lend(key, "", h.scanLeft(), 1+siblings)
+}
 
 func (h *subAgent) startSpecial(ctx workflow.Context, _ string, _ toolcall.Tool, c toolcall.Call, _ int) workflow.Future {
 	f, settle := workflow.NewFuture(ctx)

@@ -159,10 +159,11 @@ func TestSubAgentsReportScansAndUsage(t *testing.T) {
 }
 
 // TestSubAgentsRunningTogetherShareTheScanBudget: sub-agents that run at
-// the same time (two calls of one turn, or two parallel steps) are lent
-// shares of what is left, so together they cannot scan past
-// --max-scan-bytes; a running step that cannot call bigquery_agent takes
-// no share, and a lone sub-agent gets all that is left.
+// the same time (two calls of one turn, or two parallel steps), and the
+// queries of one sub-agent turn, are lent shares of what is left, so
+// together they cannot scan past --max-scan-bytes; a running step that
+// cannot call bigquery_agent takes no share, and a lone sub-agent gets all
+// that is left.
 func TestSubAgentsRunningTogetherShareTheScanBudget(t *testing.T) {
 	bqTool := toolcall.Tool{Name: toolcall.BigQueryAgent, Kind: toolcall.ChildWorkflow, Workflow: investigation.BigQueryWorkflowName}
 	step := func(id string, tools ...string) plan.Step {
@@ -171,14 +172,16 @@ func TestSubAgentsRunningTogetherShareTheScanBudget(t *testing.T) {
 	ask := toolcall.Call{Name: toolcall.BigQueryAgent, Args: map[string]any{"request": "logins"}}
 	ask2 := toolcall.Call{Name: toolcall.BigQueryAgent, Args: map[string]any{"request": "sudo"}} // not identical: both run
 	for _, c := range []struct {
-		name  string
-		steps []plan.Step
-		calls []toolcall.Call // of each step's first turn
-		lent  []int64         // ScanBytesLeft the sub-agents' queries saw, sorted
+		name    string
+		steps   []plan.Step
+		calls   []toolcall.Call // of each step's first turn
+		queries int             // in the sub-agent's first turn
+		lent    []int64         // ScanBytesLeft the sub-agents' queries saw, sorted
 	}{
-		{"two calls in one turn", []plan.Step{step("step_1", toolcall.BigQueryAgent)}, []toolcall.Call{ask, ask2}, []int64{500, 500}},
-		{"two parallel steps, one that cannot ask", []plan.Step{step("step_1", toolcall.BigQueryAgent), step("step_2", toolcall.BigQueryAgent), step("step_3", "get_alert")}, []toolcall.Call{ask}, []int64{500, 500}},
-		{"one sub-agent alone", []plan.Step{step("step_1", toolcall.BigQueryAgent), step("step_2", "get_alert")}, []toolcall.Call{ask}, []int64{1000}},
+		{"two calls in one turn", []plan.Step{step("step_1", toolcall.BigQueryAgent)}, []toolcall.Call{ask, ask2}, 1, []int64{500, 500}},
+		{"two parallel steps, one that cannot ask", []plan.Step{step("step_1", toolcall.BigQueryAgent), step("step_2", toolcall.BigQueryAgent), step("step_3", "get_alert")}, []toolcall.Call{ask}, 1, []int64{500, 500}},
+		{"one sub-agent alone", []plan.Step{step("step_1", toolcall.BigQueryAgent), step("step_2", "get_alert")}, []toolcall.Call{ask}, 1, []int64{1000}},
+		{"three queries in one sub-agent turn", []plan.Step{step("step_1", toolcall.BigQueryAgent)}, []toolcall.Call{ask}, 3, []int64{333, 333, 334}},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			h := newHarness(t)
@@ -194,13 +197,17 @@ func TestSubAgentsRunningTogetherShareTheScanBudget(t *testing.T) {
 			h.env.OnActivity(bq.RecallMemories, mock.Anything, mock.Anything).Return(bigquery.Recall{}, nil)
 			h.env.OnActivity(bq.SubAgentTurn, mock.Anything, mock.Anything).Return(func(_ context.Context, in bigquery.SubAgentTurnInput) (activities.TurnOutput, error) {
 				if len(in.Transcript) == 0 {
-					return activities.TurnOutput{Key: in.Key, Calls: []toolcall.Call{{Name: "bigquery_query", Args: map[string]any{"sql": "SELECT 1"}}}}, nil
+					var qs []toolcall.Call
+					for i := range c.queries {
+						qs = append(qs, toolcall.Call{Name: toolcall.BigQueryQuery, Args: map[string]any{"sql": fmt.Sprintf("SELECT %d", i)}})
+					}
+					return activities.TurnOutput{Key: in.Key, Calls: qs}, nil
 				}
 				return activities.TurnOutput{Key: in.Key, Text: "rows"}, nil
 			})
 			var lent []int64
 			h.onTool(func(in activities.ToolInput) (activities.ToolOutput, error) {
-				if in.Call.Name != "bigquery_query" {
+				if in.Call.Name != toolcall.BigQueryQuery {
 					return okTool(in)
 				}
 				lent = append(lent, in.ScanBytesLeft)

@@ -33,52 +33,70 @@ func (r *run) scanLeft() int64 {
 	return bytesLeft(r.Input.Limits.MaxScanBytes, r.ScannedBytes)
 }
 
-// scanLoan is the scan budget one running sub-agent may use.
-type scanLoan struct {
+// lendScan is the scan budget a sub-agent started by step may use, as
+// tools.CallInfo.ScanBytesLeft has it: what is left and not lent to the
+// sub-agents still running, shared evenly with those that may still ask
+// for some: the later bigquery_agent calls of its turn (siblings), and the
+// other running steps that may call bigquery_agent and have no sub-agent
+// running. What runs together can then never scan more than the budget
+// between them. The loan ends when the call finishes (stepHost.callDone).
+func (r *run) lendScan(step, key string, siblings int) int64 {
+	sharers := 1 + siblings
+	for _, s := range r.Plan.WithStatus(plan.Running) {
+		if s.ID != step && r.loans.of(s.ID) == 0 && (s.Tools == nil || slices.Contains(s.Tools, toolcall.BigQueryAgent)) {
+			sharers++
+		}
+	}
+	return r.loans.lend(key, step, r.scanLeft(), sharers)
+}
+
+// loans is the scan budget lent to calls still running (sub-agents, or a
+// sub-agent's queries), by call key. It lives in one run: nothing is lent
+// across continue-as-new, which happens between exchanges.
+type loans struct {
+	byKey  map[string]loan
+	total  int64
+	byStep map[string]int // loans out, by the step that took them
+}
+
+type loan struct {
 	step  string
 	bytes int64
 }
 
-// lendScan is the scan budget a sub-agent started by step may use, as
-// tools.CallInfo.ScanBytesLeft has it: what is left and not lent to the
-// sub-agents still running, shared evenly with those that may still ask
-// for some: the siblings of this call in its turn, and the other running
-// steps that may call bigquery_agent and have no sub-agent running. What
-// runs together can then never scan more than the budget between them. It
-// is returned, whatever was scanned, when the call finishes (returnScan).
-func (r *run) lendScan(ctx workflow.Context, step, key string, siblings int) int64 {
-	left := r.scanLeft()
+// lend lends the call key its share of left (a budget as
+// tools.CallInfo.ScanBytesLeft has it) less what is already lent, divided
+// among sharers; it returns the loan, as ScanBytesLeft has it too: left
+// itself when there is no budget (0) or none left (-1), and -1 when all
+// that is left is lent.
+func (l *loans) lend(key, step string, left int64, sharers int) int64 {
 	if left <= 0 {
-		return left // no budget (0), or none left (-1)
+		return left
 	}
-	sharers := 1 + siblings
-	for _, s := range r.Plan.WithStatus(plan.Running) {
-		if s.ID != step && r.borrowers[s.ID] == 0 && (s.Tools == nil || slices.Contains(s.Tools, toolcall.BigQueryAgent)) {
-			sharers++
-		}
-	}
-	loan := (left - r.lentTotal) / int64(sharers)
-	if loan <= 0 {
+	n := (left - l.total) / int64(max(sharers, 1))
+	if n <= 0 {
 		return -1
 	}
-	if r.lent == nil {
-		r.lent, r.borrowers = map[string]scanLoan{}, map[string]int{}
+	if l.byKey == nil {
+		l.byKey, l.byStep = map[string]loan{}, map[string]int{}
 	}
-	r.lent[key] = scanLoan{step: step, bytes: loan}
-	r.lentTotal += loan
-	r.borrowers[step]++
-	workflow.GetLogger(ctx).Debug("scan budget lent", "key", key, "bytes", loan, "sharers", sharers)
-	return loan
+	l.byKey[key] = loan{step: step, bytes: n}
+	l.total += n
+	l.byStep[step]++
+	return n
 }
 
-// returnScan ends the loan of the call key, if it had one.
-func (r *run) returnScan(key string) {
-	if l, ok := r.lent[key]; ok {
-		r.lentTotal -= l.bytes
-		r.borrowers[l.step]--
-		delete(r.lent, key)
+// end ends the loan of the call key, if it had one.
+func (l *loans) end(key string) {
+	if ln, ok := l.byKey[key]; ok {
+		l.total -= ln.bytes
+		l.byStep[ln.step]--
+		delete(l.byKey, key)
 	}
 }
+
+// of counts the loans out to step.
+func (l *loans) of(step string) int { return l.byStep[step] }
 
 // bytesLeft is what a scan budget of limit has left after used, as
 // tools.CallInfo.ScanBytesLeft has it.

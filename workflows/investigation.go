@@ -48,12 +48,9 @@ type run struct {
 	// callsInFlight counts the tool calls running in the exchange's steps;
 	// they are counted in Budget.TurnCalls once they finish.
 	callsInFlight int
-	// lent is the scan budget lent to BigQuery sub-agents still running
-	// (lendScan), by call key; lentTotal its sum, borrowers their count by
-	// step.
-	lent      map[string]scanLoan
-	lentTotal int64
-	borrowers map[string]int
+	// loans is the scan budget lent to the sub-agents still running
+	// (lendScan).
+	loans loans
 }
 
 // Investigation plans, executes each step with tools, reflects after each

@@ -93,7 +93,7 @@ func (h *stepHost) callsLeft(int) int {
 func (h *stepHost) callStarted() { h.r.callsInFlight++ }
 
 func (h *stepHost) callDone(key string, out activities.ToolOutput) {
-	h.r.returnScan(key)
+	h.r.loans.end(key)
 	h.r.callsInFlight--
 	h.r.Budget.TurnCalls++
 	h.r.ToolCalls++
@@ -101,7 +101,9 @@ func (h *stepHost) callDone(key string, out activities.ToolOutput) {
 	h.r.charge(&h.r.ByPhase.SubAgent, out.Usage)
 }
 
-func (h *stepHost) scanLeft() int64 { return h.r.scanLeft() }
+// scanFor: the investigation's tools scan nothing; its sub-agents borrow
+// their budget when they start (startBigQueryAgent).
+func (h *stepHost) scanFor(string, toolcall.Call, int) int64 { return h.r.scanLeft() }
 
 func (h *stepHost) emit(e investigation.Event) { h.r.emit(e) }
 

@@ -39,17 +39,18 @@ type loopHost interface {
 	// tool says how the named tool runs.
 	tool(name string) toolcall.Tool
 	// startSpecial runs a call that is not an activity: a question to the
-	// analyst or a child workflow; siblings counts the calls after it in
-	// its turn that run as child workflows too.
+	// analyst or a child workflow; siblings is as for scanFor.
 	startSpecial(ctx workflow.Context, key string, t toolcall.Tool, c toolcall.Call, siblings int) workflow.Future
 	// toolset names the registry CallTool runs the loop's calls from ("" for
 	// the investigation's tools).
 	toolset() string
 	// toolTimeout bounds one attempt of the named tool's activity.
 	toolTimeout(name string) time.Duration
-	// scanLeft is what the loop's queries may still scan in BigQuery (see
-	// tools.CallInfo.ScanBytesLeft).
-	scanLeft() int64
+	// scanFor is what call c (transcript key key) may scan in BigQuery (see
+	// tools.CallInfo.ScanBytesLeft); siblings counts the calls after it in
+	// its turn to the same tool. A host may lend it a share of its budget,
+	// returned at callDone.
+	scanFor(key string, c toolcall.Call, siblings int) int64
 }
 
 // toolLoop is one tool-calling loop: model turns and the function calls
@@ -322,21 +323,21 @@ func (l *toolLoop) collect(ctx workflow.Context, key string, c toolcall.Call, f 
 // waits, in a coroutine, for the calls it uses.
 func (l *toolLoop) start(ctx workflow.Context, settle workflow.Settable, futures []workflow.Future, calls []toolcall.Call, pipe pipeline, i int, key, summary string, t toolcall.Tool) {
 	c := calls[i]
+	siblings := 0
+	for _, later := range calls[i+1:] {
+		if later.Name == c.Name {
+			siblings++
+		}
+	}
 	launch := func(ctx workflow.Context, refs map[string]string) workflow.Future {
+		if t.Kind == toolcall.Analyst || t.Kind == toolcall.ChildWorkflow {
+			return l.host.startSpecial(ctx, key, t, c, siblings)
+		}
 		in := activities.ToolInput{
 			Session: l.session, Key: key, Call: c, MaxResultBytes: l.maxBytes, Toolset: l.host.toolset(), Refs: refs,
-			ScanBytesLeft: l.host.scanLeft(),
+			ScanBytesLeft: l.host.scanFor(key, c, siblings),
 		}
-		switch t.Kind {
-		case toolcall.Analyst, toolcall.ChildWorkflow:
-			siblings := 0
-			for _, later := range calls[i+1:] {
-				if l.host.tool(later.Name).Kind == toolcall.ChildWorkflow {
-					siblings++
-				}
-			}
-			return l.host.startSpecial(ctx, key, t, c, siblings)
-		case toolcall.LocalActivity:
+		if t.Kind == toolcall.LocalActivity {
 			return workflow.ExecuteLocalActivity(localToolOptions(ctx, "tool "+summary, l.host.toolTimeout(c.Name)), a.CallTool, in)
 		}
 		return workflow.ExecuteActivity(toolOptions(ctx, "tool "+summary, l.host.toolTimeout(c.Name)), a.CallTool, in)

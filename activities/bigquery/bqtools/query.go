@@ -7,6 +7,7 @@ import (
 	"google.golang.org/genai"
 
 	"github.com/secops-agent/investigator/internal/size"
+	"github.com/secops-agent/investigator/toolcall"
 	"github.com/secops-agent/investigator/tools"
 )
 
@@ -19,7 +20,7 @@ func (runQuery) Purpose() string {
 
 func (runQuery) Declaration() *genai.FunctionDeclaration {
 	return &genai.FunctionDeclaration{
-		Name: "bigquery_query",
+		Name: toolcall.BigQueryQuery,
 		Description: "Run one read-only GoogleSQL query (SELECT, or WITH ... SELECT) on the tables bigquery_tables lists. " +
 			"Anything else (INSERT, UPDATE, DELETE, MERGE, CREATE, DROP, EXPORT, scripts, several statements, other tables, EXTERNAL_QUERY, INFORMATION_SCHEMA, " +
 			"ML., AI. and OBJ. functions, models, user-defined and table-valued functions) is refused; built-in functions such as REGEXP_CONTAINS, NET.HOST and SAFE.PARSE_TIMESTAMP are fine. " +

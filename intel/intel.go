@@ -25,6 +25,27 @@ type Config struct {
 	AbuseIPDB  Provider
 }
 
+// Rate groups: the tools of one provider share its quota, and so one task
+// queue and its rate limit (tools.RateLimited).
+const (
+	GroupOTX        = "otx"
+	GroupURLScan    = "urlscan"
+	GroupVirusTotal = "virustotal"
+	GroupAbuseIPDB  = "abuseipdb"
+)
+
+// Groups lists every rate group.
+var Groups = []string{GroupAbuseIPDB, GroupOTX, GroupURLScan, GroupVirusTotal}
+
+// DefaultRateLimits are the providers' published free-tier limits, in
+// calls per second, applied unless configured otherwise: VirusTotal's
+// public API allows 4 requests a minute, AbuseIPDB's free plan 1,000
+// checks a day. OTX and URLScan publish none for these calls.
+var DefaultRateLimits = map[string]float64{
+	GroupVirusTotal: 4.0 / 60,
+	GroupAbuseIPDB:  1000.0 / 86400,
+}
+
 // Default base URLs.
 const (
 	DefaultOTXURL        = "https://otx.alienvault.com"

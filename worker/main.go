@@ -78,6 +78,13 @@ func newCommand() *cobra.Command {
 				return err
 			}
 			registry.Disable(disabled...)
+			rates, err := ic.Rates()
+			if err != nil {
+				return err
+			}
+			for _, g := range registry.RateGroups() {
+				registry.RouteTo(g, providerQueue(tc.TaskQueue, g))
+			}
 			sub, err := subAgent(ctx, bc, fc.Project)
 			if err != nil {
 				return err
@@ -115,7 +122,11 @@ func newCommand() *cobra.Command {
 				WorkerLocalActivitiesPerSecond:          wc.ActivitiesPerSecond,
 				TaskQueueActivitiesPerSecond:            wc.TaskQueueActivitiesPerSecond,
 				Interceptors:                            []interceptor.WorkerInterceptor{activities.Heartbeats()},
-				DeploymentOptions:                       deployment(wc),
+				// Heartbeats go out as often as activities record them, so a
+				// stop reaches an activity within one HeartbeatInterval.
+				MaxHeartbeatThrottleInterval:     activities.HeartbeatInterval,
+				DefaultHeartbeatThrottleInterval: activities.HeartbeatInterval,
+				DeploymentOptions:                deployment(wc),
 			})
 			w.RegisterWorkflowWithOptions(workflows.Investigation, workflow.RegisterOptions{Name: investigation.WorkflowName})
 			w.RegisterWorkflowWithOptions(workflows.ToolCatalog, workflow.RegisterOptions{Name: investigation.CatalogWorkflowName})
@@ -126,6 +137,26 @@ func newCommand() *cobra.Command {
 				inv.Toolsets = map[string]*tools.Registry{bigquery.Toolset: sub.Tools}
 			}
 			w.RegisterActivity(inv)
+			// Each provider's calls run on a queue of their own, so its rate
+			// limit holds for every worker together and one slow provider
+			// does not hold up another's calls.
+			for _, g := range registry.RateGroups() {
+				pw := worker.New(c, providerQueue(tc.TaskQueue, g), worker.Options{
+					WorkerStopTimeout:                  wc.StopTimeout,
+					MaxConcurrentActivityExecutionSize: wc.MaxConcurrentActivities,
+					TaskQueueActivitiesPerSecond:       rates[g],
+					Interceptors:                       []interceptor.WorkerInterceptor{activities.Heartbeats()},
+					MaxHeartbeatThrottleInterval:       activities.HeartbeatInterval,
+					DefaultHeartbeatThrottleInterval:   activities.HeartbeatInterval,
+					DeploymentOptions:                  deployment(wc),
+				})
+				pw.RegisterActivity(inv)
+				if err := pw.Start(); err != nil {
+					return fmt.Errorf("start the %s worker: %w", g, err)
+				}
+				defer pw.Stop()
+				logger.Info("provider queue", "provider", g, "task_queue", providerQueue(tc.TaskQueue, g), "calls_per_second", rates[g])
+			}
 			logger.Info("worker starting", "temporal", tc.Address, "namespace", tc.Namespace, "task_queue", tc.TaskQueue,
 				"model", gc.Model, "tools", registry.Names(), "disabled_tools", len(disabled))
 			if err := w.Run(worker.InterruptCh()); err != nil {
@@ -146,6 +177,9 @@ func newCommand() *cobra.Command {
 	cmd.Flags().StringVar(&logLevel, "log-level", config.Env("info", "LOG_LEVEL"), "log level: debug, info, warn, error (env LOG_LEVEL)")
 	return cmd
 }
+
+// providerQueue is the task queue of a threat-intelligence provider's calls.
+func providerQueue(taskQueue, group string) string { return taskQueue + "-intel-" + group }
 
 // subAgent builds the BigQuery sub-agent's activities (tools, tables and
 // recall settings; the caller adds the model and the stores), or returns

@@ -39,6 +39,10 @@ func Env(def string, names ...string) string {
 	return def
 }
 
+// EnvBool reads the first set variable of names as a boolean (false when
+// none is set or it does not parse).
+func EnvBool(names ...string) bool { return envBool(names...) }
+
 func envBool(names ...string) bool {
 	b, _ := strconv.ParseBool(Env("false", names...))
 	return b

@@ -4,8 +4,10 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"os"
+	"time"
 
 	"github.com/spf13/cobra"
 	"go.temporal.io/sdk/interceptor"
@@ -45,6 +47,7 @@ func newCommand() *cobra.Command {
 		wc       config.Worker
 		logLevel string
 		register bool
+		mixed    bool
 	)
 	cmd := &cobra.Command{
 		Use:           "worker",
@@ -94,11 +97,26 @@ func newCommand() *cobra.Command {
 			} else if err := registry.Add(bigquery.AgentTool()); err != nil {
 				return err
 			}
+			keys, err := agentclient.PayloadKeys(tc)
+			if err != nil {
+				return err
+			}
+			var keyIDs []string
+			if keys != nil {
+				keyIDs = keys.IDs()
+			}
+			fp := workerSettings(registry, sub, gc.Model, bc.EmbeddingModel, keyIDs, rates).fingerprint()
 			c, err := agentclient.DialTemporal(tc, logger)
 			if err != nil {
 				return err
 			}
 			defer c.Close()
+			if err := checkPeers(ctx, c, tc.TaskQueue, buildID(wc), fp, time.Now()); err != nil {
+				if !mixed {
+					return err
+				}
+				logger.Warn("starting beside a worker with other settings (--allow-mixed-settings)", "error", err)
+			}
 			if register {
 				registerSearchAttributes(ctx, c, tc.Namespace, logger)
 			}
@@ -127,6 +145,7 @@ func newCommand() *cobra.Command {
 				MaxHeartbeatThrottleInterval:     activities.HeartbeatInterval,
 				DefaultHeartbeatThrottleInterval: activities.HeartbeatInterval,
 				DeploymentOptions:                deployment(wc),
+				Identity:                         identity(fp),
 			})
 			w.RegisterWorkflowWithOptions(workflows.Investigation, workflow.RegisterOptions{Name: investigation.WorkflowName})
 			w.RegisterWorkflowWithOptions(workflows.ToolCatalog, workflow.RegisterOptions{Name: investigation.CatalogWorkflowName})
@@ -149,6 +168,7 @@ func newCommand() *cobra.Command {
 					MaxHeartbeatThrottleInterval:       activities.HeartbeatInterval,
 					DefaultHeartbeatThrottleInterval:   activities.HeartbeatInterval,
 					DeploymentOptions:                  deployment(wc),
+					Identity:                           identity(fp),
 				})
 				pw.RegisterActivity(inv)
 				if err := pw.Start(); err != nil {
@@ -157,7 +177,7 @@ func newCommand() *cobra.Command {
 				defer pw.Stop()
 				logger.Info("provider queue", "provider", g, "task_queue", providerQueue(tc.TaskQueue, g), "calls_per_second", rates[g])
 			}
-			logger.Info("worker starting", "temporal", tc.Address, "namespace", tc.Namespace, "task_queue", tc.TaskQueue,
+			logger.Info("worker starting", "temporal", tc.Address, "namespace", tc.Namespace, "task_queue", tc.TaskQueue, "settings", fp,
 				"model", gc.Model, "tools", registry.Names(), "disabled_tools", len(disabled))
 			if err := w.Run(worker.InterruptCh()); err != nil {
 				return fmt.Errorf("worker stopped: %w", err)
@@ -174,8 +194,34 @@ func newCommand() *cobra.Command {
 	bc.Flags(cmd.Flags())
 	wc.Flags(cmd.Flags())
 	searchAttributesFlag(cmd.Flags(), &register)
+	cmd.Flags().BoolVar(&mixed, "allow-mixed-settings", config.EnvBool("WORKER_ALLOW_MIXED_SETTINGS"),
+		"start even when a running worker of the same queue and build has other tools, models, tables or payload keys (env WORKER_ALLOW_MIXED_SETTINGS)")
 	cmd.Flags().StringVar(&logLevel, "log-level", config.Env("info", "LOG_LEVEL"), "log level: debug, info, warn, error (env LOG_LEVEL)")
 	return cmd
+}
+
+// buildID is the build whose workers must agree on settings: "" without
+// Worker Deployment Versioning (every worker of the queue).
+func buildID(wc config.Worker) string { return deployment(wc).Version.BuildID }
+
+// workerSettings gathers what the workers of one queue must agree on.
+func workerSettings(registry *tools.Registry, sub *bigquery.Activities, model, embedding string, keyIDs []string, rates map[string]float64) settings {
+	s := settings{Tools: registry.Tools(), Declarations: declarations(registry), Statuses: registry.Statuses(),
+		Model: model, PayloadKeyIDs: keyIDs, IntelRates: rates}
+	if sub != nil {
+		s.EmbeddingModel = embedding
+		s.Toolsets = map[string]any{bigquery.Toolset: map[string]any{"tables": sub.Tables, "declarations": declarations(sub.Tools)}}
+	}
+	return s
+}
+
+func declarations(r *tools.Registry) map[string]json.RawMessage {
+	out := map[string]json.RawMessage{}
+	for _, d := range r.Declarations(nil) {
+		raw, _ := json.Marshal(d)
+		out[d.Name] = raw
+	}
+	return out
 }
 
 // providerQueue is the task queue of a threat-intelligence provider's calls.

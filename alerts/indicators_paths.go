@@ -17,24 +17,24 @@ var (
 // scanPaths reports file paths: the whole value t when it is one, else the
 // paths written inside s outside the masked spans. It returns the spans of
 // the paths it found.
-func scanPaths(c *collector, s, t, path string, tidy func(lo, hi int) (int, int), masked spans) spans {
+func scanPaths(c *collector, s, t string, tidy func(lo, hi int) (int, int), masked spans) spans {
 	if !strings.ContainsAny(s, `/\%`) {
 		return nil
 	}
 	if wholePath(t) {
-		c.add(KindFilePath, t, path)
+		c.add(KindFilePath, t)
 		return spans{{0, len(s)}}
 	}
 	var found spans
 	if strings.Contains(s, `\`) {
 		for _, loc := range reWinQuoted.FindAllStringSubmatchIndex(s, -1) {
-			c.add(KindFilePath, s[loc[2]:loc[3]], path)
+			c.add(KindFilePath, s[loc[2]:loc[3]])
 			found = append(found, [2]int{loc[0], loc[1]})
 		}
 		for _, loc := range reWinPath.FindAllStringIndex(s, -1) {
 			if !found.covers(loc[0], loc[1]) {
 				lo, hi := tidy(loc[0], loc[1])
-				c.add(KindFilePath, s[lo:hi], path)
+				c.add(KindFilePath, s[lo:hi])
 				found = append(found, [2]int{lo, hi})
 			}
 		}
@@ -43,7 +43,7 @@ func scanPaths(c *collector, s, t, path string, tidy func(lo, hi int) (int, int)
 		for _, loc := range rePosixPath.FindAllStringSubmatchIndex(s, -1) {
 			if !masked.covers(loc[2], loc[3]) && !found.covers(loc[2], loc[3]) {
 				lo, hi := tidy(loc[2], loc[3])
-				c.add(KindFilePath, s[lo:hi], path)
+				c.add(KindFilePath, s[lo:hi])
 				found = append(found, [2]int{lo, hi})
 			}
 		}

@@ -55,6 +55,10 @@ type Alert struct {
 	ObservedAt time.Time      `firestore:"observed_at" json:"observed_at"` // from the alert when present, else zero
 	ImportedAt time.Time      `firestore:"imported_at" json:"imported_at"` // set by Store.Put if zero
 	Data       map[string]any `firestore:"data" json:"data"`               // the alert JSON object as given, numbers decoded exactly (see Number)
+	// Indicators are the keys of the data's indicators (IndexKeys), which
+	// search_alerts finds it by whatever its source and layout. Store.Put
+	// writes them; Parse leaves them empty.
+	Indicators []string `firestore:"indicators" json:"indicators,omitempty"`
 }
 
 // Sources of alerts.

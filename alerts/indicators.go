@@ -294,7 +294,8 @@ func isUserField(k, parent string) bool {
 	}
 	return hasAnySuffix(k, "username", "accountname", "principalname", "principalid", "principalemail",
 		"userprincipalname", "accountupn", "samaccountname", "loginname", "accesskeyid", "serviceaccount",
-		"serviceaccountemail", "usersid", "accountsid", "userid", "useremail")
+		"serviceaccountemail", "usersid", "accountsid", "userid", "useremail",
+		"用户", "用户名", "账号", "帐号", "账户", "登录名")
 }
 
 func isHostField(k string) bool {

@@ -9,7 +9,7 @@ import (
 // inside a Windows path.
 var (
 	reWinQuoted = regexp.MustCompile(`(?i)["']((?:[a-z]:\\|\\\\[a-z0-9._$\-]+\\|%[a-z_]+%\\)[^"'\r\n]*)["']`)
-	reWinPath   = regexp.MustCompile(`(?i)(?:\b[a-z]:\\|\\\\[a-z0-9._$\-]+\\|%[a-z_]+%\\)[^\s"'<>|*?\x60]*`)
+	reWinPath   = regexp.MustCompile(`(?i)(?:\b[a-z]:\\|\\\\[a-z0-9._$\-]+\\|%[a-z_]+%\\)[^\s"'<>|*?\x60` + cjkPunct + `]*`)
 	rePosixPath = regexp.MustCompile(`(?:^|[\s"'=(,\[])((?:~|\.{1,2})?/(?:[A-Za-z0-9._+~@%\-]+/)+[A-Za-z0-9._+~@%\-]*)`)
 	reDomUser   = regexp.MustCompile(`(?:^|[\s"'=(,])([A-Za-z][A-Za-z0-9.\-]{0,62}\\[A-Za-z0-9._$\-]{1,64})(?:$|[\s"',;)])`)
 )

@@ -15,10 +15,14 @@ var (
 	reGCPRel  = regexp.MustCompile(`(?:projects|organizations|folders|billingAccounts)/[A-Za-z0-9._:@\-]+(?:/[A-Za-z0-9._:@\-]+)*`)
 	reAzure   = regexp.MustCompile(`(?i)/subscriptions/[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}(?:/[^\s"'<>\x60?#]*)?`)
 	reBucket  = regexp.MustCompile(`(?i)\b(?:s3|s3a|s3n|gs|gcs)://[^\s"'<>\x60]+`)
-	reURL     = regexp.MustCompile(`(?i)\b[a-z][a-z0-9+.\-]{1,31}://[^\s"'\x60]+`)
+	reURL     = regexp.MustCompile(`(?i)\b[a-z][a-z0-9+.\-]{1,31}://[^\s"'\x60` + cjkPunct + `]+`)
 	reEmail   = regexp.MustCompile(`[A-Za-z0-9._%+\-]+@` + hostPattern)
 	reIPv6    = regexp.MustCompile(`(?i)[0-9a-f]{0,4}(?::[0-9a-f]{0,4}){2,7}(?:\.\d{1,3}){0,3}(?:%[0-9a-z_.\-]+)?`)
 )
+
+// cjkPunct are the CJK punctuation and full-width forms (。，：） and the
+// like) that end a URL or a path written in Chinese or Japanese text.
+const cjkPunct = `\x{3000}-\x{303F}\x{FF00}-\x{FFEF}`
 
 const hostPattern = `[A-Za-z0-9](?:[A-Za-z0-9\-]{0,61}[A-Za-z0-9])?(?:\.[A-Za-z0-9](?:[A-Za-z0-9\-]{0,61}[A-Za-z0-9])?)+`
 
@@ -42,11 +46,14 @@ func (m spans) covers(lo, hi int) bool {
 //     folders/..., billingAccounts/...), Azure IDs (/subscriptions/<uuid>/...),
 //     buckets (s3://, gs://) and AWS resource IDs (i-, vol-, sg-, eni-, vpc-,
 //     subnet-, ami-, snap-... with 8 or 17 hex digits);
-//   - url: scheme://..., up to white space or a quote, so & and <> stay in;
+//   - url: scheme://..., up to white space, a quote or CJK punctuation, so
+//     & and <> stay in;
 //     its host is reported too (ipv4, ipv6 or domain, whatever its TLD);
 //   - email: local@domain with a letters-only TLD; its domain is reported too;
 //   - md5, sha1, sha256: a run of exactly 32, 40 or 64 hex digits (with at
-//     least one letter) not touching other letters, digits or '_';
+//     least one letter) not touching other letters, digits or '_', and not
+//     in a URL's query or fragment (there it is a token, a session or a
+//     signature);
 //   - ipv4: a valid dotted quad not inside a longer dotted number (so
 //     1.2.3.4.5 and 10.0.19041.1 are not IPs, 1.2.3.4:22 and 1.2.3.4/24 are);
 //   - ipv6: anything net/netip reads as IPv6 (compressed, with a zone,
@@ -83,7 +90,7 @@ func scanText(c *collector, s, key string) {
 		}
 		return lo, lo + len(trimTrail(s[lo:hi]))
 	}
-	var cloud, urls, emails spans
+	var cloud, urls, queries, emails spans
 	addAll := func(re *regexp.Regexp, kind string, m *spans, group int) {
 		for _, loc := range re.FindAllStringSubmatchIndex(s, -1) {
 			lo, hi := tidy(loc[2*group], loc[2*group+1])
@@ -123,6 +130,9 @@ func scanText(c *collector, s, key string) {
 			lo, hi := tidy(loc[0], loc[1])
 			c.add(KindURL, s[lo:hi])
 			urls = append(urls, [2]int{lo, hi})
+			if q := strings.IndexAny(s[lo:hi], "?#"); q >= 0 {
+				queries = append(queries, [2]int{lo + q, hi})
+			}
 			addHost(c, urlHost(s[lo:hi]))
 		}
 	}
@@ -139,7 +149,7 @@ func scanText(c *collector, s, key string) {
 		}
 	}
 	if !idField(key) {
-		scanHashes(c, s, cloud)
+		scanHashes(c, s, append(cloud, queries...))
 	}
 	if strings.Count(s, ".") >= 3 {
 		scanRuns(s, isIPv4Byte, func(lo, hi int) {

@@ -199,7 +199,8 @@ func TestStoreSearch(t *testing.T) {
 		{
 			name: "== on a normalised field",
 			q:    Query{Field: "@severity", Op: "==", Value: "high"},
-			want: []string{id("scc-cryptominer.json"), id("history/edr-mde-web-server-prod-01.json"), id("history/guardduty-c2-dns-web-server-prod-01.json")},
+			want: []string{id("scc-cryptominer.json"), id("history/edr-mde-web-server-prod-01.json"), id("history/guardduty-c2-dns-web-server-prod-01.json"),
+				id("waf-sqli-cn.json"), id("siem-struts2-rce-raw-log.json")},
 		},
 		{
 			name: ">= on a number (strings of other alerts do not compare)",

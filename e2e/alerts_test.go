@@ -29,7 +29,7 @@ const lastFieldValue = "exfiltration to 203.0.113.250 confirmed by the proxy"
 func largeAlertFile(t *testing.T) (string, alerts.Alert) {
 	t.Helper()
 	var events []any
-	for i := range 1800 {
+	for i := range 2000 {
 		events = append(events, map[string]any{
 			"src": fmt.Sprintf("10.3.%d.%d", i/256, i%256),
 			"msg": fmt.Sprintf("event %d: routine connection to host-%d.corp.example.com, \"nothing\" of note", i, i),
@@ -164,9 +164,9 @@ func TestDeeplyNestedAlertIsRefusedAtOnce(t *testing.T) {
 
 	res := starter(t, nil, "investigate", "--alert", file)
 	require.Equal(t, 1, res.code, res.stdout)
-	require.True(t, strings.HasPrefix(res.stderr, "error: the alert is nested more than 20 levels deep at "), res.stderr)
+	require.True(t, strings.HasPrefix(res.stderr, "error: "+file+": the alert is nested more than 20 levels deep at "), res.stderr)
 	require.Equal(t, 1, strings.Count(strings.TrimSpace(res.stderr), "\n")+1, "one line: %q", res.stderr)
-	require.Less(t, len(res.stderr), 400)
+	require.Less(t, len(res.stderr), 400+len(file))
 	require.NotContains(t, res.stdout, "Workflow ID")
 	t.Logf("REPORT deep alert: %d bytes refused in %s: %s", b.Len(), res.took.Round(1e6), strings.TrimSpace(res.stderr))
 }

@@ -44,7 +44,7 @@ var Kinds = []string{KindIPv4, KindIPv6, KindDomain, KindSHA256, KindSHA1, KindM
 // written as get_alert and search_alerts read paths (a key holding a dot
 // between backticks; for an indicator in a key, the path of that key; for
 // one inside a string that holds a JSON document, the path continues into
-// that document). A path longer than 300 bytes is clipped with the mark.
+// that document). A path longer than 200 bytes is clipped with the mark.
 type Indicator struct {
 	Kind, Value, Path string
 }

@@ -135,10 +135,10 @@ func withPage(p alertPage, text string, n int, what string) alertPage {
 	p.Page, p.PageBytes, p.RemainingBytes, p.NextOffset = text[p.Offset:end], n, len(text)-end, 0
 	if end < len(text) {
 		p.NextOffset = end
-		p.Note = fmt.Sprintf("Bytes %d to %d of the %s's %d. Call get_alert with offset %d for the next page (%d bytes left), or with path for one field.",
-			p.Offset, end, what, len(text), end, len(text)-end)
+		p.Note = fmt.Sprintf("Bytes %d to %d of %d of the %s. Call get_alert with offset %d for the next page (%d bytes left), or with path for one field.",
+			p.Offset, end, len(text), what, end, len(text)-end)
 	} else {
-		p.Note = fmt.Sprintf("Bytes %d to %d of the %s's %d: the last page.", p.Offset, end, what, len(text))
+		p.Note = fmt.Sprintf("Bytes %d to %d of %d of the %s: the last page.", p.Offset, end, len(text), what)
 	}
 	return p
 }

@@ -17,6 +17,10 @@ type CallInfo struct {
 	// ScanBytesLeft is how many bytes the investigation may still scan in
 	// BigQuery: 0 means no limit, a negative value that none is left.
 	ScanBytesLeft int64
+	// MaxResultBytes is the size above which the activity cuts the call's
+	// result (as compact JSON); 0 means the default. A tool that pages,
+	// such as get_alert, keeps each page within it.
+	MaxResultBytes int
 	// scanned accumulates the bytes this call scanned (see AddScanned).
 	scanned *atomic.Int64
 }

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"io"
 	"log/slog"
+	"maps"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -48,9 +49,16 @@ func post(t *testing.T, url string, payloads []*commonpb.Payload, header map[str
 	t.Helper()
 	body, err := protojson.Marshal(&commonpb.Payloads{Payloads: payloads})
 	require.NoError(t, err)
-	req, err := http.NewRequest(http.MethodPost, url, bytes.NewReader(body))
+	h := map[string]string{"Content-Type": "application/json"}
+	maps.Copy(h, header)
+	return send(t, http.MethodPost, url, bytes.NewReader(body), h)
+}
+
+// send makes one request and reads the whole answer.
+func send(t *testing.T, method, url string, body io.Reader, header map[string]string) (*http.Response, string) {
+	t.Helper()
+	req, err := http.NewRequest(method, url, body)
 	require.NoError(t, err)
-	req.Header.Set("Content-Type", "application/json")
 	for k, v := range header {
 		req.Header.Set(k, v)
 	}
@@ -290,17 +298,7 @@ func TestServerTakesJSONOnly(t *testing.T) {
 
 func TestServerSignIn(t *testing.T) {
 	get := func(srv *httptest.Server, auth string) (*http.Response, string) {
-		req, err := http.NewRequest(http.MethodGet, srv.URL+"/", nil)
-		require.NoError(t, err)
-		if auth != "" {
-			req.Header.Set("Authorization", auth)
-		}
-		resp, err := http.DefaultClient.Do(req)
-		require.NoError(t, err)
-		defer resp.Body.Close()
-		b, err := io.ReadAll(resp.Body)
-		require.NoError(t, err)
-		return resp, string(b)
+		return send(t, http.MethodGet, srv.URL+"/", nil, map[string]string{"Authorization": auth})
 	}
 	srv := codecServer(t, mustKeys(t, "k1:"+newKey(t)), testToken, nil, false)
 	resp, _ := get(srv, "")

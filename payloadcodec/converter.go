@@ -30,7 +30,7 @@ import (
 //     answer whatever keys a worker holds), it is an ordinary error: a start
 //     fails with the sentence, an update or query is refused with it.
 //
-// Each such problem is logged once a minute.
+// Each such problem in workflow code is logged once a minute.
 type DataConverter struct {
 	codec  converter.DataConverter // the codec data converter, in its serialization context once given one
 	wf     converter.WorkflowContext
@@ -108,7 +108,11 @@ func (d *DataConverter) settle(err error, targets ...any) error {
 	if bad == nil {
 		return err
 	}
-	d.report.log(bad)
+	if d.wf != nil {
+		// The worker's log; elsewhere the error reaches its caller (the
+		// starter's user) or a failure (FailureConverter logs those).
+		d.report.log(bad)
+	}
 	if refuse(bad, targets) {
 		return nil
 	}

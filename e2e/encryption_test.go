@@ -127,22 +127,7 @@ func startEncStack(t *testing.T) *encStack {
 	s.uiURL = fmt.Sprintf("http://127.0.0.1:%d", uiPort)
 
 	// The codec server, as the analyst runs it.
-	codec := exec.Command(filepath.Join(bin, "starter"), "codec-server", "--listen", codecAddr, "--web-ui-origin", s.uiURL)
-	codec.Env = append(append([]string(nil), stack...), "PAYLOAD_KEY_FILE="+s.keys, "LOG_LEVEL=info")
-	out, err := codec.StdoutPipe()
-	require.NoError(t, err)
-	var codecLog syncBuffer
-	codec.Stderr = &codecLog
-	require.NoError(t, codec.Start())
-	t.Cleanup(func() {
-		_ = codec.Process.Signal(syscall.SIGTERM)
-		_ = codec.Wait()
-		if t.Failed() {
-			t.Logf("codec server log:\n%s", codecLog.String())
-		}
-	})
-	line, err := bufio.NewReader(out).ReadString('\n')
-	require.NoError(t, err, "codec server: %s", codecLog.String())
+	line, _ := startCodecServer(t, []string{"PAYLOAD_KEY_FILE=" + s.keys, "LOG_LEVEL=info"}, "--listen", codecAddr, "--web-ui-origin", s.uiURL)
 	require.Contains(t, line, "Codec server on http://"+codecAddr+" for namespace default: keys "+encKeyID)
 
 	// The dev server with its Web UI asking the codec server to decode.
@@ -179,6 +164,30 @@ func startEncStack(t *testing.T) *encStack {
 	s.startWorker(t, s.keys)
 	t.Cleanup(func() { s.stopWorker(t) })
 	return s
+}
+
+// startCodecServer runs `starter codec-server` with args and the shared
+// stack's environment plus env until the test ends; it returns the line it
+// starts with and its log.
+func startCodecServer(t *testing.T, env []string, args ...string) (string, *syncBuffer) {
+	t.Helper()
+	codec := exec.Command(filepath.Join(bin, "starter"), append([]string{"codec-server"}, args...)...)
+	codec.Env = append(append([]string(nil), stack...), env...)
+	out, err := codec.StdoutPipe()
+	require.NoError(t, err)
+	codecLog := &syncBuffer{}
+	codec.Stderr = codecLog
+	require.NoError(t, codec.Start())
+	t.Cleanup(func() {
+		_ = codec.Process.Signal(syscall.SIGTERM)
+		_ = codec.Wait()
+		if t.Failed() {
+			t.Logf("codec server log:\n%s", codecLog.String())
+		}
+	})
+	line, err := bufio.NewReader(out).ReadString('\n')
+	require.NoError(t, err, "codec server: %s", codecLog.String())
+	return line, codecLog
 }
 
 // startWorker starts a worker on the stack with the given key file.
@@ -638,7 +647,7 @@ func TestEncryptedInvestigationRefusesForgedInputs(t *testing.T) {
 	require.Contains(t, err.Error(), "untrusted Temporal payload: it is not encrypted", "the start fails, in clear")
 
 	close(release)
-	st := waitForEnc(t, kc, wfID, func(st investigation.Status) bool { return st.Phase == investigation.PhaseIdle })
+	st := waitStatus(t, kc, wfID, "the investigation idle", func(st investigation.Status) bool { return st.Phase == investigation.PhaseIdle })
 	require.Equal(t, []string{genuineHint}, st.Hints)
 	mu.Lock()
 	seen := append([]string(nil), prompts...)
@@ -665,31 +674,12 @@ func TestEncryptedInvestigationRefusesForgedInputs(t *testing.T) {
 	evs := progress(t, kc, wfID)
 	require.Equal(t, 1, countNotes(evs, refusedPlain))
 	require.Equal(t, 1, countNotes(evs, refusedForeign))
-	st = waitForEnc(t, kc, wfID, func(st investigation.Status) bool { return len(st.Hints) == 2 })
+	st = waitStatus(t, kc, wfID, "the hint sent after the restart", func(st investigation.Status) bool { return len(st.Hints) == 2 })
 	require.Equal(t, []string{genuineHint, restartHint}, st.Hints)
 	for _, e := range clientHistory(t, s.raw, wfID, "").Events {
 		require.Nil(t, e.GetWorkflowTaskFailedEventAttributes(), "a workflow task failed: %v", e)
 	}
 	require.Contains(t, s.workerLog.String(), "untrusted Temporal payload", "the worker logs what it refused")
-}
-
-// waitForEnc polls the status query through c until cond holds.
-func waitForEnc(t *testing.T, c client.Client, wfID string, cond func(investigation.Status) bool) investigation.Status {
-	t.Helper()
-	deadline := time.Now().Add(2 * time.Minute)
-	for {
-		v, err := c.QueryWorkflow(context.Background(), wfID, "", investigation.StatusQuery)
-		if err == nil {
-			var st investigation.Status
-			if v.Get(&st) == nil && cond(st) {
-				return st
-			}
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("the investigation never reached the state (last error %v)", err)
-		}
-		time.Sleep(200 * time.Millisecond)
-	}
 }
 
 // TestCodecTokenFromABrowser: a codec server off loopback takes its token
@@ -710,19 +700,8 @@ func TestCodecTokenFromABrowser(t *testing.T) {
 	ui := httptest.NewUnstartedServer(nil)
 	uiOrigin := "http://" + ui.Listener.Addr().String()
 	port := freePort(t)
-	codec := exec.Command(filepath.Join(bin, "starter"), "codec-server", "--listen", fmt.Sprintf("0.0.0.0:%d", port), "--web-ui-origin", uiOrigin)
-	codec.Env = append(append([]string(nil), stack...), "PAYLOAD_KEY_FILE="+keys, "CODEC_SERVER_TOKEN="+token)
-	out, err := codec.StdoutPipe()
-	require.NoError(t, err)
-	var codecLog syncBuffer
-	codec.Stderr = &codecLog
-	require.NoError(t, codec.Start())
-	t.Cleanup(func() {
-		_ = codec.Process.Signal(syscall.SIGTERM)
-		_ = codec.Wait()
-	})
-	line, err := bufio.NewReader(out).ReadString('\n')
-	require.NoError(t, err, codecLog.String())
+	line, codecLog := startCodecServer(t, []string{"PAYLOAD_KEY_FILE=" + keys, "CODEC_SERVER_TOKEN=" + token},
+		"--listen", fmt.Sprintf("0.0.0.0:%d", port), "--web-ui-origin", uiOrigin)
 	require.Contains(t, line, "token required for every request")
 	endpoint := fmt.Sprintf("http://127.0.0.1:%d", port)
 

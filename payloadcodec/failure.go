@@ -13,9 +13,9 @@ import (
 // failure holds its sentence alone, in clear, built by plain. That sentence
 // names key IDs, a key file or a workflow ID, nothing secret, and it is
 // exactly what a process without the right key needs to read (the starter's
-// user, the Web UI without the codec server). Each such failure is logged like the data
-// converter's key problems: in the worker this is the line that says why a
-// workflow or activity cannot run.
+// user, the Web UI without the codec server). Each such failure is logged
+// like the data converter's key problems: in the worker this is the line
+// that says why a workflow or activity cannot run.
 type FailureConverter struct {
 	encrypting, plain converter.FailureConverter
 	report            *reporter

@@ -75,7 +75,7 @@ func (t runQuery) Call(ctx context.Context, args map[string]any) (any, error) {
 		return nil, tools.Reject("query refused: BigQuery reads it as a %s statement; only a SELECT query is allowed", dry.statementType)
 	}
 	// Guard 3: only the configured tables and table functions.
-	if err := t.e.checkTables(sql, dry.tables); err != nil {
+	if err := t.e.checkTables(dry.tables); err != nil {
 		return nil, err
 	}
 	if err := t.e.checkRoutines(dry.routines, dry.graphs); err != nil {

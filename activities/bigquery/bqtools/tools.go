@@ -67,14 +67,8 @@ type env struct {
 	backend queryBackend
 }
 
-// sqlName is how a query names the table: dataset.table when the tables
-// live in the client's project, else `project.dataset.table`.
-func (e *env) sqlName(id string) string {
-	if e.cfg.Project == e.client.Project() {
-		return id
-	}
-	return "`" + e.cfg.Project + "." + id + "`"
-}
+// sqlName is how a query names the table id.
+func (e *env) sqlName(id string) string { return e.policy().sqlName(id) }
 
 func (e *env) tableIDs() []string {
 	ids := make([]string, len(e.cfg.Tables))

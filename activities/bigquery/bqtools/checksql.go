@@ -65,6 +65,7 @@ func checkSQL(sql string, p sqlPolicy) error {
 		return errors.New(issues[0].reason)
 	}
 	for _, check := range []func([]sqlToken) error{
+		checkPunctuation,
 		checkPipes,
 		checkKeywords,
 		checkEscapeHatches,
@@ -80,6 +81,28 @@ func checkSQL(sql string, p sqlPolicy) error {
 }
 
 const onlySelect = "only a single read-only SELECT (or WITH ... SELECT) query is allowed"
+
+// punctuation are the operators and punctuation of a query; { and } only
+// open and close a hint (@{...}).
+var punctuation = wordSet(`. , ; ( ) [ ] + - * / % < > = ! | & ^ ~ ? : @ @@ || |> <= >= != << => -> += -=`)
+
+// checkPunctuation refuses characters a query has no use for: $ (macros),
+// \ and braces outside a hint.
+func checkPunctuation(toks []sqlToken) error {
+	hint := 0
+	for i, t := range toks {
+		switch {
+		case t.kind != tokPunct || punctuation[t.text]:
+		case t.text == "{" && i > 0 && toks[i-1].isPunct("@"):
+			hint++
+		case t.text == "}" && hint > 0:
+			hint--
+		default:
+			return fmt.Errorf("it contains %q at offset %d, which a query has no use for", t.text, t.pos)
+		}
+	}
+	return nil
+}
 
 // checkPipes refuses a pipe operator (the word after |>) that
 // allowedPipeOperators does not list.

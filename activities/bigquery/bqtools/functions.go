@@ -163,6 +163,9 @@ func checkCalls(toks []sqlToken, p sqlPolicy) error {
 // allowed_table_functions lists may be.
 func functionRefusal(parts []string, written string, p sqlPolicy, tvf bool) error {
 	const only = "only built-in functions over the tables you may query are allowed"
+	if len(parts) == 0 {
+		return fmt.Errorf("the call at %s cannot be read", written)
+	}
 	upper := strings.ToUpper(strings.Join(parts, "."))
 	head := strings.ToUpper(parts[0])
 	switch {

@@ -99,11 +99,7 @@ func fromItems(toks []sqlToken) (items []fromItem, ctes []string, err error) {
 				expect = false
 				name, next := readPath(toks, i)
 				call := next < len(toks) && toks[next].isPunct("(")
-				parts, _ := calleePath(toks, next)
-				if !call {
-					parts = strings.Split(name, ".")
-				}
-				items = append(items, fromItem{name: name, parts: parts, call: call, pos: t.pos})
+				items = append(items, fromItem{name: name, parts: strings.Split(name, "."), call: call, pos: t.pos})
 				if !call {
 					top.inFrom = top.inFrom || expectInFrom
 				}
@@ -128,7 +124,7 @@ func fromItems(toks []sqlToken) (items []fromItem, ctes []string, err error) {
 				stack = stack[:len(stack)-1]
 			}
 		case t.isWord("FROM"):
-			if top.opener == "EXTRACT" || (i > 0 && toks[i-1].isWord("DISTINCT")) {
+			if top.opener == "EXTRACT" || isDistinctFrom(toks, i) {
 				continue // EXTRACT(HOUR FROM ts), a IS DISTINCT FROM b
 			}
 			top.inFrom, expect, strict, expectInFrom, after = true, true, true, true, t
@@ -150,6 +146,12 @@ func fromItems(toks []sqlToken) (items []fromItem, ctes []string, err error) {
 		return nil, nil, fmt.Errorf("the query ends after %s at offset %d", describeTok(after), after.pos)
 	}
 	return items, ctes, nil
+}
+
+// isDistinctFrom reports whether the FROM at toks[i] ends IS [NOT]
+// DISTINCT FROM, a comparison.
+func isDistinctFrom(toks []sqlToken, i int) bool {
+	return i >= 2 && toks[i-1].isWord("DISTINCT") && (toks[i-2].isWord("IS") || (i >= 3 && toks[i-2].isWord("NOT") && toks[i-3].isWord("IS")))
 }
 
 // skipHint returns the index of the "}" that closes the hint whose "{" is at

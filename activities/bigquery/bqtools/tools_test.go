@@ -27,17 +27,30 @@ import (
 // security_logs, auth_events (30 rows, with a two-level RECORD column geo)
 // and process_events (4 rows, with a REPEATED column).
 
+// The emulator starts on first use (emulator), so that a run that needs
+// none, such as each worker of FuzzGuard, starts none.
 var (
+	emulatorOnce sync.Once
 	emulatorHost string
 	emulatorErr  error
+	emulatorStop func()
 )
 
+func emulator(t *testing.T) string {
+	t.Helper()
+	emulatorOnce.Do(func() {
+		emulatorHost, emulatorStop, emulatorErr = testenv.StartBigQuery(testenv.Project, "testdata/emulator.yaml")
+	})
+	if emulatorErr != nil {
+		t.Fatalf("the BigQuery emulator is needed: %v", emulatorErr)
+	}
+	return emulatorHost
+}
+
 func TestMain(m *testing.M) {
-	host, stop, err := testenv.StartBigQuery(testenv.Project, "testdata/emulator.yaml")
-	emulatorHost, emulatorErr = host, err
 	code := m.Run()
-	if stop != nil {
-		stop()
+	if emulatorStop != nil {
+		emulatorStop()
 	}
 	os.Exit(code)
 }
@@ -97,9 +110,7 @@ type fixture struct {
 // tools from testdata's config and runbooks; adjust may change the config.
 func newFixture(t *testing.T, adjust func(*Config)) *fixture {
 	t.Helper()
-	if emulatorErr != nil {
-		t.Fatalf("the BigQuery emulator is needed: %v", emulatorErr)
-	}
+	host := emulator(t)
 	cfg, err := LoadConfig("testdata/bigquery.yaml")
 	require.NoError(t, err)
 	if adjust != nil {
@@ -108,7 +119,7 @@ func newFixture(t *testing.T, adjust func(*Config)) *fixture {
 	rbs, err := LoadRunbooks("testdata/runbooks")
 	require.NoError(t, err)
 	log := &requestLog{}
-	client, err := NewClient(t.Context(), testenv.Project, emulatorHost, option.WithHTTPClient(&http.Client{Transport: log}))
+	client, err := NewClient(t.Context(), testenv.Project, host, option.WithHTTPClient(&http.Client{Transport: log}))
 	require.NoError(t, err)
 	t.Cleanup(func() { client.Close() })
 	f := &fixture{client: client, log: log, tools: map[string]tools.Tool{}}
@@ -503,9 +514,7 @@ func TestEmulatorHarness(t *testing.T) {
 		assert.Contains(t, err.Error(), "BIGQUERY_EMULATOR")
 		assert.Contains(t, err.Error(), "not executable")
 	})
-	if emulatorErr != nil {
-		t.Fatalf("the BigQuery emulator is needed: %v", emulatorErr)
-	}
+	emulator(t)
 	t.Run("missing data file", func(t *testing.T) {
 		_, _, err := testenv.StartBigQuery(testenv.Project, "testdata/none.yaml")
 		require.Error(t, err)

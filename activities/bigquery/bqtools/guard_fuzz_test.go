@@ -90,7 +90,8 @@ type naiveTok struct {
 
 // naiveScan drops comments and literals as ZetaSQL delimits them, and
 // splits the rest into naiveToks: everything that is not a word character,
-// a quote or punctuation separates tokens.
+// a quote or punctuation separates tokens. "||" is read before "|>", as
+// ZetaSQL reads it (a ||> b is a || > b).
 func naiveScan(s string) []naiveTok {
 	var out []naiveTok
 	i := 0
@@ -136,7 +137,7 @@ func naiveScan(s string) []naiveTok {
 			}
 			out = append(out, naiveTok{'w', s[i:j], j})
 			i = j
-		case strings.HasPrefix(s[i:], "|>") || strings.HasPrefix(s[i:], "@@"):
+		case strings.HasPrefix(s[i:], "||") || strings.HasPrefix(s[i:], "|>") || strings.HasPrefix(s[i:], "@@"):
 			out = append(out, naiveTok{'p', s[i : i+2], i + 2})
 			i += 2
 		case c <= ' ' || c >= 0x7f:

@@ -1,6 +1,7 @@
 package bqtools
 
 import (
+	"context"
 	"slices"
 	"strings"
 
@@ -58,13 +59,24 @@ func Tools(client *bigquery.Client, cfg Config, runbooks []Runbook) []tools.Tool
 // newEnv reaches BigQuery through client (and its REST service, when
 // NewClient made it).
 func newEnv(client *bigquery.Client, cfg Config) *env {
-	return &env{client: client, cfg: cfg, backend: clientBackend{client: client, rest: restService(client)}}
+	return &env{client: client, cfg: cfg, backend: clientBackend{client: client, rest: restService(client)}, anonymous: randomJobID("tools")}
 }
 
 type env struct {
 	client  *bigquery.Client
 	cfg     Config
 	backend queryBackend
+	// anonymous is the session of calls that name none (a tool run outside
+	// an activity): only this env's own calls share it.
+	anonymous string
+}
+
+// session is the session of the tool call that ctx carries.
+func (e *env) session(ctx context.Context) string {
+	if s := tools.CallInfoFrom(ctx).Session; s != "" {
+		return s
+	}
+	return e.anonymous
 }
 
 // sqlName is how a query names the table id.

@@ -129,13 +129,17 @@ func newFixture(t *testing.T, adjust func(*Config)) *fixture {
 	return f
 }
 
+// fixtureSession is the session of the fixtures' calls: that of one
+// sub-agent, whose handles any worker (any fixture) may read.
+const fixtureSession = "test-session"
+
 // call runs a tool and returns its result as generic JSON, as the model
 // would see it.
 func (f *fixture) call(t *testing.T, name string, args map[string]any) (map[string]any, error) {
 	t.Helper()
 	tl, ok := f.tools[name]
 	require.True(t, ok, "tool %s", name)
-	res, err := tl.Call(t.Context(), args)
+	res, err := tl.Call(tools.WithCallInfo(t.Context(), tools.CallInfo{Session: fixtureSession}), args)
 	if err != nil {
 		return nil, err
 	}
@@ -416,7 +420,14 @@ func TestQueryOverScanLimit(t *testing.T) {
 	_, err = f.call(t, "bigquery_query", map[string]any{"sql": sql})
 	requireRejection(t, err, "over the 1 bytes limit")
 
-	f = newFixture(t, func(c *Config) { c.MaxScanBytes = estimate })
+	// BigQuery bills at least 10 MiB for each table read: a limit under
+	// that refuses a query that scans less, one at it runs.
+	require.Less(t, estimate, int64(minBillPerTable))
+	f = newFixture(t, func(c *Config) { c.MaxScanBytes = minBillPerTable - 1 })
+	_, err = f.call(t, "bigquery_query", map[string]any{"sql": sql})
+	requireRejection(t, err, "which BigQuery bills as 10.0 MiB (10485760 bytes) (whole MiB, and at least 10 MiB for each of the 1 tables it reads), over the 10.0 MiB (10485759 bytes) limit")
+
+	f = newFixture(t, func(c *Config) { c.MaxScanBytes = minBillPerTable })
 	out := f.mustCall(t, "bigquery_query", map[string]any{"sql": sql, "limit": 0})
 	assert.EqualValues(t, 30, out["total_rows"])
 	assert.Equal(t, []any{}, out["preview"])
@@ -438,7 +449,7 @@ func TestQueryErrorsGoBackToTheModel(t *testing.T) {
 
 func TestResultErrors(t *testing.T) {
 	f := newFixture(t, nil)
-	_, err := f.call(t, "bigquery_result", map[string]any{"handle": "no_such_job"})
+	_, err := f.call(t, "bigquery_result", map[string]any{"handle": sessionPrefix(fixtureSession) + "no_such_job"})
 	requireRejection(t, err, "no query result for handle", "run the query again")
 	_, err = f.call(t, "bigquery_result", map[string]any{"handle": "not a handle"})
 	requireRejection(t, err, "not one that bigquery_query returned")

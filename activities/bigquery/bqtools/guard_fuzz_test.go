@@ -27,7 +27,7 @@ func FuzzGuard(f *testing.F) {
 	for _, c := range issue18Cases {
 		f.Add(c)
 	}
-	for _, sql := range fuzzSeeds {
+	for _, sql := range append(fuzzSeeds, hostileQueries...) {
 		f.Add(sql)
 	}
 	f.Fuzz(func(t *testing.T, sql string) {

@@ -78,8 +78,8 @@ func fromItems(toks []sqlToken) (items []fromItem, ctes []string, err error) {
 		inFrom bool
 	}
 	stack := []scope{{}}
-	// After FROM, JOIN and FROM-clause commas (strict) and after TABLE and
-	// CALL (which are also column names), the next token starts an item.
+	// After FROM, JOIN and FROM-clause commas (strict) and after TABLE
+	// (which is also a column name), the next token starts an item.
 	expect, strict, expectInFrom := false, false, false
 	var after sqlToken // the token that set expect
 	for i := 0; i < len(toks); i++ {

@@ -14,6 +14,10 @@ type CallInfo struct {
 	// of it (the workflow ID and the call's transcript key), so a tool can
 	// derive idempotent IDs from it (a BigQuery job ID).
 	ID string
+	// Session is the workflow the call belongs to (the investigation or
+	// the BigQuery sub-agent), so that a tool can bind what it hands out
+	// to it (a bigquery_result handle).
+	Session string
 	// ScanBytesLeft is how many bytes the investigation may still scan in
 	// BigQuery: 0 means no limit, a negative value that none is left.
 	ScanBytesLeft int64

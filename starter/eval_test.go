@@ -632,7 +632,9 @@ func runEvalCommand(t *testing.T, f *fakeEval, args ...string) (stdout, stderr s
 	t.Helper()
 	old := newEvalBackend
 	t.Cleanup(func() { newEvalBackend = old })
-	newEvalBackend = func(*app, *cobra.Command, evalOptions, []evalCase) (evalBackend, func(), error) { return f, func() {}, nil }
+	newEvalBackend = func(*app, *cobra.Command, evalOptions, []evalCase) (evalBackend, func(), error) {
+		return f, func() {}, nil
+	}
 	var out, errOut bytes.Buffer
 	root := newRootApp(testApp(), &out)
 	root.SetErr(&errOut)

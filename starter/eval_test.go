@@ -86,7 +86,7 @@ func TestExampleCases(t *testing.T) {
 	}
 	// Hostile text: in an alert field, and in log rows the case adds.
 	inject := regexp.MustCompile(`(?i)benign`)
-	injected := byName["edr-miner-file-description-injection"]
+	injected := byName["guardduty-bitcointool-tag-injection"]
 	assert.Equal(t, investigation.VerdictTruePositive, injected.Expected)
 	assert.Regexp(t, inject, fmt.Sprint(injected.Alert.Data))
 	logged := byName["guardduty-ssh-api-server-username-injection"]

@@ -71,13 +71,13 @@ printed beside the agent's: what the investigation adds is the difference.
 the spread: each case's verdicts and agreement, and min / median / max of
 the scores over the N passes.
 
---isolate (on by default) empties the eval's Firestore project before each
+--isolate (on by default) empties the eval's Firestore database before each
 case and stores only that case's alerts, so that no alert, memory or
 transcript carries over between cases; the runs of one case share it.
-It only ever empties a project of the Firestore emulator whose ID ends in
--eval: go tool task eval runs its own worker on such a project. Log rows a
-case declares (bigquery_rows) are added to the BigQuery emulator for that
-case and removed after it.
+It only ever empties a database of the Firestore emulator whose ID ends in
+-eval (--firestore-database): go tool task eval runs its own worker on
+investigator-eval. Log rows a case declares (bigquery_rows) are added to the
+BigQuery emulator for that case and removed after it.
 
 Each run is a workflow eval-<case>[-baseline][-r<n>]-<time> that closes
 after its first conclusion. A run that fails or times out is counted as
@@ -88,7 +88,7 @@ scores mean nothing.
 Exit code 0 when every run concluded; 1 when one did not, when
 --min-accuracy or --max-missed-intrusions is given and not met, or when no
 worker answers.`,
-		Example: `  starter eval --project demo-investigator-eval --task-queue investigations-eval
+		Example: `  starter eval --firestore-database investigator-eval --task-queue investigations-eval
   starter eval --cases examples/evals/cases/waf-sqli-cms-editor.yaml --json
   starter eval --repeat 3 --concurrency 4 --min-accuracy 0.8 --max-missed-intrusions 0`,
 		Args: cobra.NoArgs,
@@ -111,7 +111,7 @@ worker answers.`,
 	f.IntVar(&o.maxMissed, "max-missed-intrusions", 0, "exit 1 when more true_positive runs than this were judged benign or false_positive")
 	f.IntVar(&o.repeat, "repeat", 1, fmt.Sprintf("runs of each case (at most %d); above 1 the report shows the spread", maxRepeat))
 	f.BoolVar(&o.baseline, "baseline", true, "also run each case from the alert alone, without plan or tools, and print its scores beside")
-	f.BoolVar(&o.isolate, "isolate", true, "empty the eval's Firestore emulator project (its ID must end in -eval) before each case")
+	f.BoolVar(&o.isolate, "isolate", true, "empty the eval's Firestore emulator database (--firestore-database, its ID ending in -eval) before each case")
 	f.StringVar(&o.tablesConfig, "bigquery-tables", config.Env("", "BIGQUERY_TABLES_CONFIG"), "the worker's BigQuery tables config, naming the tables case rows may go to (env BIGQUERY_TABLES_CONFIG)")
 	return cmd
 }

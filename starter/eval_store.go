@@ -19,18 +19,18 @@ import (
 	"github.com/secops-agent/investigator/config"
 )
 
-// evalProjectSuffix ends the ID of every Firestore project that --isolate
-// may empty: the analyst's own project on the emulator (alerts,
+// evalDatabaseSuffix ends the ID of every Firestore database that
+// --isolate may empty: the analyst's own database on the emulator (alerts,
 // transcripts, memories saved under .data/) is never one.
-const evalProjectSuffix = "-eval"
+const evalDatabaseSuffix = "-eval"
 
 // evalStore puts what each case needs where the worker reads it: the
 // case's alerts in Firestore and its log rows in the BigQuery emulator;
-// with isolation it first empties the eval's Firestore project.
+// with isolation it first empties the eval's Firestore database.
 type evalStore struct {
 	alerts *alerts.Store
 	// clearURL is the emulator's endpoint that deletes every document of
-	// the project; empty when cases share the store.
+	// the database; empty when cases share the store.
 	clearURL string
 	http     *http.Client
 	// bq reaches the BigQuery emulator, when a case adds rows; tables are
@@ -41,27 +41,28 @@ type evalStore struct {
 	call func(ctx context.Context, f func(context.Context) error) error
 }
 
-// firestoreTarget says which project and database the eval would empty.
+// firestoreTarget says which database the eval would empty.
 type firestoreTarget struct {
 	emulator, project, database string
 }
 
-// checkIsolation refuses to empty anything but a project of the Firestore
-// emulator whose ID ends in -eval, and returns the endpoint that empties it.
+// checkIsolation refuses to empty anything but a database of the
+// Firestore emulator whose ID ends in -eval, and returns the endpoint that
+// empties it.
 func checkIsolation(t firestoreTarget) (string, error) {
 	if t.emulator == "" {
-		return "", errors.New("--isolate empties the eval's Firestore project before each case, which it does only on the Firestore emulator: " +
+		return "", errors.New("--isolate empties the eval's Firestore database before each case, which it does only on the Firestore emulator: " +
 			"set FIRESTORE_EMULATOR_HOST (go tool task eval does), or pass --isolate=false to let the cases share the store")
 	}
-	if !strings.HasSuffix(t.project, evalProjectSuffix) || t.project == evalProjectSuffix {
-		return "", fmt.Errorf("--isolate empties Firestore project %q before each case, and it empties only a project whose ID ends in %q, "+
-			"so that an analyst's alerts and memories are never wiped: run the worker and the eval with --project %s%s (go tool task eval does), "+
-			"or pass --isolate=false to let the cases share the store", t.project, evalProjectSuffix, t.project, evalProjectSuffix)
+	if !strings.HasSuffix(t.database, evalDatabaseSuffix) || t.database == evalDatabaseSuffix {
+		return "", fmt.Errorf("--isolate empties Firestore database %q before each case, and it empties only a database whose ID ends in %q, "+
+			"so that an analyst's alerts and memories are never wiped: run the worker and the eval with --firestore-database investigator%s "+
+			"(go tool task eval does), or pass --isolate=false to let the cases share the store", t.database, evalDatabaseSuffix, evalDatabaseSuffix)
 	}
 	return "http://" + t.emulator + "/emulator/v1/projects/" + url.PathEscape(t.project) + "/databases/" + url.PathEscape(t.database) + "/documents", nil
 }
 
-// reset deletes every document of the eval's project: alerts, memories
+// reset deletes every document of the eval's database: alerts, memories
 // and transcripts of earlier cases.
 func (s *evalStore) reset(ctx context.Context) error {
 	if s.clearURL == "" {
@@ -69,16 +70,16 @@ func (s *evalStore) reset(ctx context.Context) error {
 	}
 	req, err := http.NewRequestWithContext(ctx, http.MethodDelete, s.clearURL, nil)
 	if err != nil {
-		return fmt.Errorf("could not empty the eval's Firestore project: %v", err)
+		return fmt.Errorf("could not empty the eval's Firestore database: %v", err)
 	}
 	resp, err := s.http.Do(req)
 	if err != nil {
-		return fmt.Errorf("could not empty the eval's Firestore project: %v", err)
+		return fmt.Errorf("could not empty the eval's Firestore database: %v", err)
 	}
 	defer resp.Body.Close()
 	body, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<10))
 	if resp.StatusCode/100 != 2 {
-		return fmt.Errorf("could not empty the eval's Firestore project: the emulator answered %s: %s", resp.Status, bytes.TrimSpace(body))
+		return fmt.Errorf("could not empty the eval's Firestore database: the emulator answered %s: %s", resp.Status, bytes.TrimSpace(body))
 	}
 	return nil
 }

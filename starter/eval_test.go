@@ -491,19 +491,19 @@ func TestSpread(t *testing.T) {
 	assert.Regexp(t, `(?m)^verdict agreement\s+1 of 3 cases unanimous; mean 66\.7%$`, text)
 }
 
-// TestCheckIsolation: the eval empties only a project of the Firestore
+// TestCheckIsolation: the eval empties only a database of the Firestore
 // emulator whose ID ends in -eval.
 func TestCheckIsolation(t *testing.T) {
-	_, err := checkIsolation(firestoreTarget{"", "demo-investigator-eval", "(default)"})
+	_, err := checkIsolation(firestoreTarget{"", "demo-investigator", "investigator-eval"})
 	require.ErrorContains(t, err, "only on the Firestore emulator: set FIRESTORE_EMULATOR_HOST")
-	for _, p := range []string{"demo-investigator", "prod", "-eval", "evaluation", "x-eval-2"} {
-		_, err = checkIsolation(firestoreTarget{"127.0.0.1:8081", p, "(default)"})
-		require.ErrorContains(t, err, fmt.Sprintf(`empties Firestore project %q before each case, and it empties only a project whose ID ends in "-eval"`, p))
-		require.ErrorContains(t, err, "--project "+p+"-eval")
+	for _, d := range []string{"(default)", "prod", "-eval", "evaluation", "x-eval-2"} {
+		_, err = checkIsolation(firestoreTarget{"127.0.0.1:8081", "demo-investigator", d})
+		require.ErrorContains(t, err, fmt.Sprintf(`empties Firestore database %q before each case, and it empties only a database whose ID ends in "-eval"`, d))
+		require.ErrorContains(t, err, "--firestore-database investigator-eval")
 	}
-	u, err := checkIsolation(firestoreTarget{"127.0.0.1:8081", "demo-investigator-eval", "(default)"})
+	u, err := checkIsolation(firestoreTarget{"127.0.0.1:8081", "demo-investigator", "investigator-eval"})
 	require.NoError(t, err)
-	assert.Equal(t, "http://127.0.0.1:8081/emulator/v1/projects/demo-investigator-eval/databases/%28default%29/documents", u)
+	assert.Equal(t, "http://127.0.0.1:8081/emulator/v1/projects/demo-investigator/databases/investigator-eval/documents", u)
 }
 
 // TestRowCondition: a case row is matched by every scalar it gives, in its

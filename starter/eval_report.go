@@ -411,7 +411,7 @@ func verdictText(runs []runResult) string {
 	var parts []string
 	for _, vc := range verdictCounts(runs) {
 		v := vc.verdict
-		if v == failed {
+		if v == failed && len(runs) == 1 {
 			v = "-"
 		}
 		if vc.n > 1 || len(runs) > 1 {

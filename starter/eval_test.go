@@ -482,7 +482,7 @@ func TestSpread(t *testing.T) {
 	text := out.String()
 	assert.Regexp(t, `(?m)^CASE\s+EXPECTED\s+VERDICT\s+RIGHT\s+AGREE\s+EVIDENCE\s+STEPS`, text)
 	assert.Regexp(t, `(?m)^steady\s+true_positive\s+true_positive ×3\s+3/3\s+100\.0%\s+1\.0/2\s`, text)
-	assert.Regexp(t, `(?m)^wobbly\s+true_positive\s+true_positive ×1, benign ×1, - ×1 ✗\s+1/3\s+33\.3%\s+0\.3/1\s.*\s1 of 3 runs failed, first: boom$`, text)
+	assert.Regexp(t, `(?m)^wobbly\s+true_positive\s+true_positive ×1, benign ×1, failed ×1 ✗\s+1/3\s+33\.3%\s+0\.3/1\s.*\s1 of 3 runs failed, first: boom$`, text)
 	assert.Regexp(t, `(?m)^fp\s+false_positive\s+false_positive ×2, undetermined ×1 ✗\s+2/3\s+66\.7%\s`, text)
 	assert.Contains(t, text, "spread over 3 runs of each case (min / median / max over the 3 passes):\n")
 	assert.Regexp(t, `(?m)^verdict accuracy\s+66\.7% / 66\.7% / 66\.7%$`, text)

@@ -645,7 +645,7 @@ func outcomeError(s scorecard, minAccuracy float64, maxMissed int) error {
 		runs, concluded = runs+s.Baseline.Runs, concluded+s.Baseline.Concluded
 	}
 	if failed := runs - concluded; failed > 0 {
-		parts = append(parts, fmt.Sprintf("%d of %s did not conclude (see the ERROR column)", failed, runsText(runs)))
+		parts = append(parts, fmt.Sprintf("%d of %d runs did not conclude (see the ERROR column)", failed, runs))
 	}
 	if minAccuracy >= 0 && s.Totals.Accuracy < minAccuracy {
 		parts = append(parts, fmt.Sprintf("verdict accuracy %s is below --min-accuracy %s", percent(s.Totals.Accuracy), percent(minAccuracy)))

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"net/http"
 	"net/url"
 	"slices"
@@ -201,7 +202,7 @@ func rowCondition(schema bigquery.Schema, row map[string]any) (string, []bigquer
 	var params []bigquery.QueryParameter
 	var walk func(schema bigquery.Schema, row map[string]any, path string) error
 	walk = func(schema bigquery.Schema, row map[string]any, path string) error {
-		for _, k := range sortedKeys(row) {
+		for _, k := range slices.Sorted(maps.Keys(row)) {
 			i := slices.IndexFunc(schema, func(f *bigquery.FieldSchema) bool { return strings.EqualFold(f.Name, k) })
 			if i < 0 {
 				var names []string
@@ -288,15 +289,6 @@ func paramValue(t bigquery.FieldType, v any) (any, error) {
 		return nil, fmt.Errorf("type %s is not supported in case rows", typ)
 	}
 	return nil, fmt.Errorf("%v (%T) is not a %s", v, v, typ)
-}
-
-func sortedKeys(m map[string]any) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	slices.Sort(keys)
-	return keys
 }
 
 // oneLine keeps an error to its first line.

@@ -57,6 +57,10 @@ type Tool struct {
 	Kind Kind   `json:"kind,omitempty"`
 	// Workflow is the child workflow type a ChildWorkflow tool starts.
 	Workflow string `json:"workflow,omitempty"`
+	// TaskQueue is where an Activity tool's calls run when it is not the
+	// investigation's own: a provider's queue, whose rate limit Temporal
+	// holds for every worker (tools.RateLimited).
+	TaskQueue string `json:"task_queue,omitempty"`
 }
 
 // The ref pipeline. A call may name itself with the optional RefIDArg

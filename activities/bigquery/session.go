@@ -49,8 +49,12 @@ type callView struct {
 	Error     string `json:"error,omitempty"`
 }
 
-// maxErrorInView bounds an error message in the view.
-const maxErrorInView = 300
+// Bounds of the view: an error message, a query (the sub-agent's 20 calls
+// could otherwise bring 64 KiB of SQL each).
+const (
+	maxErrorInView = 300
+	maxSQLInView   = 4 << 10
+)
 
 // The sub-agent's tools whose results the view reads, as their
 // declarations in bqtools name them (TestSessionToolNames checks them).
@@ -244,7 +248,7 @@ func (k knownNames) sql(sql string) string {
 	if err != nil {
 		return "(a query that could not be read: " + k.text(err.Error()) + ")"
 	}
-	return out
+	return clip.String(out, maxSQLInView)
 }
 
 // text writes an error message with every word that is not in the memory

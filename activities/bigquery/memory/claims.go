@@ -41,14 +41,14 @@ var Kinds = []string{KindColumnMeaning, KindTypeFormat, KindJoinKey, KindQueryPa
 // Claim is one piece of knowledge about the schema or SQL of a configured
 // table, as introspection proposes it and a memory keeps it.
 type Claim struct {
-	Kind string `json:"kind" firestore:"kind"`
+	Kind string `json:"kind"`
 	// Table is the configured table the claim is about, "dataset.table".
-	Table string `json:"table" firestore:"table"`
+	Table string `json:"table"`
 	// Columns are the columns of Table (for a join key also
 	// "dataset.table.column" of another table) that the claim is about.
-	Columns []string `json:"columns" firestore:"columns"`
+	Columns []string `json:"columns"`
 	// Text is the claim itself, one line of plain English and SQL.
-	Text string `json:"text" firestore:"claim"`
+	Text string `json:"text"`
 }
 
 // UnmarshalJSON also reads a claim written as a bare string, as the

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"strings"
 	"testing"
@@ -21,8 +22,7 @@ func noTemporal() (client.Client, error) { return nil, errors.New("no Temporal i
 // TestMemoryListAndDelete runs memory list and memory delete against the
 // Firestore emulator.
 func TestMemoryListAndDelete(t *testing.T) {
-	ctx := testCtx(t)
-	fs := memoryFirestore(t)
+	fs, ctx := memoryFirestore(t)
 	var err error
 
 	out, err := runCLI(t, noTemporal, "memory", "list")
@@ -91,8 +91,7 @@ m-old  proposed  0      2026-01-02 03:05:05  -                          auth_eve
 // TestMemoryApproveAndReject: approve and reject change what recall finds;
 // a memory stored before the lifecycle can be approved too.
 func TestMemoryApproveAndReject(t *testing.T) {
-	ctx := testCtx(t)
-	fs := memoryFirestore(t)
+	fs, ctx := memoryFirestore(t)
 	var err error
 	s := memory.NewStore(fs)
 
@@ -136,14 +135,18 @@ func TestMemoryApproveAndReject(t *testing.T) {
 }
 
 // memoryFirestore starts a Firestore emulator for the memory commands and
-// returns a client of it.
-func memoryFirestore(t *testing.T) *firestore.Client {
+// returns a client of it, with a context for the test's own calls: a
+// minute, since the emulator's JVM answers its first calls slowly when the
+// whole suite runs at once.
+func memoryFirestore(t *testing.T) (*firestore.Client, context.Context) {
 	testenv.Firestore(t)
 	t.Setenv("GOOGLE_CLOUD_PROJECT", testenv.Project)
-	fs, err := firestore.NewClient(testCtx(t), testenv.Project)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	t.Cleanup(cancel)
+	fs, err := firestore.NewClient(ctx, testenv.Project)
 	require.NoError(t, err)
 	t.Cleanup(func() { fs.Close() })
-	return fs
+	return fs, ctx
 }
 
 // TestMemoryCommandsNeedFirestore: without a project or the emulator, list

@@ -11,8 +11,6 @@ import (
 	"go.temporal.io/sdk/temporal"
 	"google.golang.org/genai"
 
-	"github.com/secops-agent/investigator/internal/clip"
-	"github.com/secops-agent/investigator/internal/prompt"
 	"github.com/secops-agent/investigator/investigation"
 	"github.com/secops-agent/investigator/toolcall"
 	"github.com/secops-agent/investigator/transcript"
@@ -271,32 +269,6 @@ func finishReason(resp *genai.GenerateContentResponse) string {
 		return "none"
 	}
 	return string(resp.Candidates[0].FinishReason)
-}
-
-// SessionText renders a stored transcript as text for introspection: model
-// text and calls, and tool results (each capped).
-func (m *Model) SessionText(ctx context.Context, session string, refs []Ref) (string, error) {
-	contents, err := m.Contents(ctx, session, "(session start)", refs)
-	if err != nil {
-		return "", err
-	}
-	var b strings.Builder
-	for _, c := range contents[1:] {
-		for _, p := range c.Parts {
-			switch {
-			case p.Thought:
-			case p.Text != "":
-				fmt.Fprintf(&b, "[%s] %s\n", c.Role, p.Text)
-			case p.FunctionCall != nil:
-				args, _ := prompt.MarshalJSON(p.FunctionCall.Args, "")
-				fmt.Fprintf(&b, "[call] %s %s\n", p.FunctionCall.Name, args)
-			case p.FunctionResponse != nil:
-				resp, _ := prompt.MarshalJSON(p.FunctionResponse.Response, "")
-				fmt.Fprintf(&b, "[result] %s %s\n", p.FunctionResponse.Name, clip.String(string(resp), 2000))
-			}
-		}
-	}
-	return b.String(), nil
 }
 
 // lostAnswer stands in for a step's answer the transcript store no longer

@@ -177,6 +177,10 @@ func newCommand() *cobra.Command {
 				defer pw.Stop()
 				logger.Info("provider queue", "provider", g, "task_queue", providerQueue(tc.TaskQueue, g), "calls_per_second", rates[g])
 			}
+			if sub != nil && sub.AutoApprove {
+				logger.Warn("learned memories are approved without review (--auto-approve-memories): " + config.AutoApproveRisk +
+					"; see them with starter memory list, remove one with starter memory reject ID")
+			}
 			logger.Info("worker starting", "temporal", tc.Address, "namespace", tc.Namespace, "task_queue", tc.TaskQueue, "settings", fp,
 				"model", gc.Model, "tools", registry.Names(), "disabled_tools", len(disabled))
 			if err := w.Run(worker.InterruptCh()); err != nil {
@@ -259,7 +263,8 @@ func subAgent(ctx context.Context, bc config.BigQuery, project string) (*bigquer
 	if err != nil {
 		return nil, err
 	}
-	sub := &bigquery.Activities{Tools: reg, EmbeddingModel: bc.EmbeddingModel, MinSimilarity: bc.MinSimilarity, RecallLimit: bc.RecallLimit}
+	sub := &bigquery.Activities{Tools: reg, EmbeddingModel: bc.EmbeddingModel, MinSimilarity: bc.MinSimilarity, RecallLimit: bc.RecallLimit,
+		AutoApprove: bc.AutoApproveMemories}
 	for _, t := range cfg.Tables {
 		sub.Tables = append(sub.Tables, t.ID)
 	}

@@ -7,14 +7,15 @@ import (
 )
 
 // The sub-agent's prompts: prompts/subagent.md (its model turns) and
-// prompts/introspect.md with its response schema.
+// prompts/introspect.md with its response schema and example.
 //
 //go:embed prompts
 var promptFS embed.FS
 
 var (
-	prompts          = prompt.Load(promptFS, "prompts")
-	introspectSchema = prompts.Schema(prompt.PhaseIntrospect)
+	prompts           = prompt.Load(promptFS, "prompts")
+	introspectSchema  = prompts.Schema(prompt.PhaseIntrospect)
+	introspectExample = prompts.Example(prompt.PhaseIntrospect)
 )
 
 // render fills "<name>/system" and "<name>/user" with the same data.

@@ -104,8 +104,6 @@ type subAgent struct {
 	memories []memoryNote
 	t        turn
 	last     bool
-	// what the turn learned on the way
-	used, wrong []string
 }
 
 // subAgentReply finds a table of logins (straight from a recalled memory
@@ -124,10 +122,10 @@ func subAgentReply(r *geminitest.Request, p page) geminitest.Reply {
 	case len(need) > 0 && !s.last:
 		return geminitest.Calls(need...)
 	case len(need) > 0:
-		return geminitest.Text(answer("Answer (offline stand-in: a script, not a model):", record{MemoriesWrong: s.wrong,
+		return geminitest.Text(answer("Answer (offline stand-in: a script, not a model):", record{
 			Evidence: []evidence{{Fact: "The turns ran out before a table of logins was found."}}}))
 	case table == nil:
-		return geminitest.Text(answer("Answer (offline stand-in: a script, not a model):", record{MemoriesWrong: s.wrong,
+		return geminitest.Text(answer("Answer (offline stand-in: a script, not a model):", record{
 			Evidence: []evidence{{Fact: "None of the tables holds logins with a time, source address, host, user and success flag."}}}))
 	case s.ask.At.IsZero():
 		return s.logins(*table)
@@ -148,11 +146,9 @@ func (s *subAgent) findTable() (*authTable, []*genai.FunctionCall) {
 			return nil, []*genai.FunctionCall{call(callSchema+name, bqSchema, map[string]any{"table": name})}
 		}
 		if t, ok := authColumns("`"+name+"`", name, res); ok {
-			s.used = append(s.used, m.ID)
 			return &t, nil
 		}
-		s.wrong = append(s.wrong, m.ID)
-		break
+		break // the memory was wrong: look through the tables
 	}
 	listed := s.t.result(callTables)
 	if listed == nil {
@@ -205,7 +201,7 @@ func (s *subAgent) logins(t authTable) geminitest.Reply {
 	if (sumRes == nil || listRes == nil) && !s.last {
 		return geminitest.Calls(query(callSummary, sum, 100), query(callLogins, list, 20))
 	}
-	rec := record{LogsChecked: true, MemoriesUsed: s.used, MemoriesWrong: s.wrong}
+	rec := record{LogsChecked: true}
 	head := fmt.Sprintf("Answer from %s (offline stand-in: a script, not a model). SQL: %s ; %s", t.Name, sum, list)
 	if msg := failed(sumRes) + failed(listRes); msg != "" || sumRes == nil || listRes == nil {
 		rec.LogsChecked = false
@@ -224,7 +220,7 @@ func (s *subAgent) session(t authTable) geminitest.Reply {
 	if atRes == nil && !s.last {
 		return geminitest.Calls(query(callLoginAt, loginSQL, 5))
 	}
-	rec := record{SessionChecked: true, MemoriesUsed: s.used, MemoriesWrong: s.wrong}
+	rec := record{SessionChecked: true}
 	head := fmt.Sprintf("Answer from %s (offline stand-in: a script, not a model). SQL: %s", t.Name, loginSQL)
 	if atRes == nil || failed(atRes) != "" {
 		rec.SessionChecked = false

@@ -18,6 +18,7 @@ import (
 	"github.com/secops-agent/investigator/gemini/geminitest"
 	"github.com/secops-agent/investigator/internal/clip"
 	"github.com/secops-agent/investigator/internal/modeltest"
+	"github.com/secops-agent/investigator/internal/prompt"
 	"github.com/secops-agent/investigator/transcript"
 )
 
@@ -113,8 +114,9 @@ func TestIntrospectionCannotBePoisoned(t *testing.T) {
 
 	// The session, the memories and the answer reach the model as data.
 	user := modeltest.UserText(llm.Calls[0].Contents[0])
-	require.Contains(t, user, "<<<DATA session>>>")
-	require.Contains(t, user, "<<<DATA memories>>>\n| [m-1] auth_events.user holds the account name\n<<<END memories>>>")
+	tag, _ := prompt.RuleTag(modeltest.UserText(llm.Calls[0].Cfg.SystemInstruction))
+	require.Contains(t, user, "<<<DATA "+string(tag)+" session>>>")
+	require.Contains(t, user, tag.Block("memories", "[m-1] auth_events.user holds the account name"))
 	require.NotContains(t, modeltest.UserText(llm.Calls[0].Cfg.SystemInstruction), "192.0.2.99")
 }
 

@@ -47,8 +47,10 @@ type harness struct {
 	reflects []activities.ReflectInput
 	conclude []activities.ConcludeInput
 	reviews  []activities.ReviewInput
-	// review answers ReviewVerdict (by default it keeps the standing verdict).
-	review func(activities.ReviewInput) activities.Review
+	// review answers ReviewVerdict (by default it keeps the standing
+	// verdict), conclusion Conclude (by default false_positive, high).
+	review     func(activities.ReviewInput) activities.Review
+	conclusion func(activities.ConcludeInput) activities.Conclusion
 	// concludedAt is the workflow time of each conclusion.
 	concludedAt []time.Time
 	updates     int
@@ -65,7 +67,11 @@ func newHarness(t *testing.T) *harness {
 		h.mu.Lock()
 		h.conclude = append(h.conclude, in)
 		h.concludedAt = append(h.concludedAt, h.env.Now())
+		conclusion := h.conclusion
 		h.mu.Unlock()
+		if conclusion != nil {
+			return conclusion(in), nil
+		}
 		return activities.Conclusion{Markdown: "## Summary\nBrute force, no login.", Usage: investigation.Usage{Calls: 1},
 			Verdict: &investigation.Verdict{Verdict: investigation.VerdictFalsePositive, Confidence: "high"}}, nil
 	}).Maybe()

@@ -33,11 +33,15 @@ var fixturePaths = map[string][]string{
 	"bigquery.history.json":       {"child workflow"},
 	"bigquery-child.history.json": {"sub-agent", "memories"},
 	"steering-run1.history.json":  {"updates", "plan approval", "ask_user", "follow-ups", "continue-as-new"},
-	"steering-run2.history.json":  {"continued run", "direct answer"},
+	"steering-run2.history.json":  {"continued run", "direct answer", "verdict review"},
 	"stop.history.json":           {"signal", "stop", "child cancelled"},
 	"stop-child.history.json":     {"sub-agent cut short"},
 	"tool-retry.history.json":     {"tool call retried after a worker died"},
 	"parallel.history.json":       {"parallel steps", "child workflow", "reflection"},
+
+	// Recorded before a direct answer's verdict was reviewed: the twin of
+	// steering-run2 for GetVersion "direct-answer-verdict".
+	"pre-verdict-steering-run2.history.json": {"continued run", "direct answer"},
 }
 
 // TestReplayRecordedHistories replays every recorded history against the
@@ -188,6 +192,8 @@ func exercises(h *historypb.History, path string) bool {
 		return h.Events[0].GetWorkflowExecutionStartedEventAttributes().GetContinuedExecutionRunId() != ""
 	case "direct answer":
 		return input("ModelTurn", `"direct":true`)
+	case "verdict review":
+		return activity("ReviewVerdict") > 0
 	case "signal":
 		return typ(enumspb.EVENT_TYPE_WORKFLOW_EXECUTION_SIGNALED) > 0
 	case "stop":

@@ -63,8 +63,7 @@ func (r *run) answerDirectly(ctx workflow.Context, question string) error {
 
 // reviewVerdict asks whether a direct answer changed the standing verdict,
 // records the outcome and returns the verdict if the answer set or changed
-// it. A failed
-// review is a note: the verdict stays.
+// it. A failed review is a note: the verdict stays.
 func (r *run) reviewVerdict(ctx workflow.Context, question, answerKey string) *investigation.Verdict {
 	r.Phase = investigation.PhaseConcluding
 	var out activities.Review

@@ -381,3 +381,21 @@ func TestCallToolDescribesTheStoredResult(t *testing.T) {
 	require.Equal(t, "alert a1 not found", out.Error)
 	require.Empty(t, out.Preview)
 }
+
+// A follow-up that continues the plan is told how to build on it, and the
+// planner's new steps keep their dependencies on the plan's finished steps.
+func TestContinuedPlanBuildsOnTheActivePlan(t *testing.T) {
+	a, llm, _ := newActivities(t, text(`{"objective":"o","continues_active_plan":true,"steps":[`+
+		`{"id":"step_4","description":"Check the bastion","tools":["search_alerts"],"expected":"e","depends_on":["step_2"]},`+
+		`{"id":"step_5","description":"Weigh","tools":[],"expected":"e","depends_on":["step_4","step_1"]}]}`))
+	active := &plan.Plan{Objective: "o", Steps: []plan.Step{{ID: "step_1", Status: plan.Done, ResultKey: "k1"}, {ID: "step_2", Status: plan.Done, ResultKey: "k2"},
+		{ID: "step_3", Status: plan.Skipped}}}
+	out, err := a.GeneratePlan(context.Background(), PlanInput{AlertID: "a1", Request: "And the bastion?", MaxSteps: 5, ActivePlan: active})
+	require.NoError(t, err)
+	require.True(t, out.Continues)
+	require.Equal(t, "step_4", out.Plan.Steps[0].ID, "new steps follow the active plan's")
+	require.Equal(t, []string{"step_2"}, out.Plan.Steps[0].DependsOn, "a dependency on a step of the active plan stays")
+	require.Equal(t, []string{"step_4", "step_1"}, out.Plan.Steps[1].DependsOn)
+	p := untagged(userText(llm.Calls[0].Contents[0]))
+	require.Contains(t, p, "numbered from `step_4`. A new step that needs the result of a finished step above names it in `depends_on` and is given that result")
+}

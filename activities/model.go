@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"reflect"
 	"strings"
 	"time"
 
@@ -84,7 +85,7 @@ func (m *Model) GenerateJSON(ctx context.Context, what, system, user string, sch
 		total = total.Add(u)
 		text := answerText(resp)
 		if problem = decodeJSON(text, out); problem == nil {
-			if problem = check(); problem == nil {
+			if problem = check(); problem == nil || attempt == 2 && errors.As(problem, new(correctable)) {
 				return total, nil
 			}
 		}
@@ -96,8 +97,19 @@ func (m *Model) GenerateJSON(ctx context.Context, what, system, user string, sch
 		fmt.Sprintf("the model's %s answer was unusable twice: %v", what, problem), ErrMalformedOutput, problem)
 }
 
-// decodeJSON reads a JSON object from model text, tolerating a Markdown fence.
+// correctable is a problem of a structured answer that the model is asked
+// once to fix; when its second answer still has it, GenerateJSON keeps that
+// answer and the caller repairs it in code (a conclusion drops the evidence
+// that does not check out).
+type correctable struct{ error }
+
+// decodeJSON reads a JSON object from model text, tolerating a Markdown
+// fence, into out (a pointer), which it zeroes first: a second answer
+// never keeps a field of the first.
 func decodeJSON(text string, out any) error {
+	if v := reflect.ValueOf(out); v.Kind() == reflect.Pointer && !v.IsNil() {
+		v.Elem().SetZero()
+	}
 	text = strings.TrimSpace(text)
 	if strings.HasPrefix(text, "```") {
 		text = strings.TrimPrefix(strings.TrimPrefix(text, "```json"), "```")

@@ -48,6 +48,8 @@ func (p *phased) handle(r *geminitest.Request) geminitest.Reply {
 		phase = "reflect"
 	case r.Phase() == geminitest.PhaseConclude:
 		phase = "conclude"
+	case r.Phase() == geminitest.PhaseVerdict:
+		phase = "verdict"
 	}
 	p.mu.Lock()
 	defer p.mu.Unlock()

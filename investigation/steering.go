@@ -62,4 +62,7 @@ type Status struct {
 	Spend
 	LastSeq    int    `json:"last_seq"`
 	StopReason string `json:"stop_reason,omitempty"`
+	// VerdictHistory is the verdict of each exchange that set or changed
+	// it, oldest first (the latest ones only: State bounds it).
+	VerdictHistory []VerdictChange `json:"verdict_history,omitempty"`
 }

@@ -146,10 +146,12 @@ func TestIntrospectionNeverSeesRowValues(t *testing.T) {
 		`"rows": 1`,
 		`"error": "Bad int64 value: ? (rows from ? are ?, ? them)"`,
 		`"tool": "(unknown tool)"`,
-		"<<<DATA memories>>>\n| [m-1] security_logs.auth_events (column_meaning; user): user holds the account\n<<<END memories>>>",
 	} {
 		assert.Contains(t, user, want)
 	}
+	tag, ok := prompt.RuleTag(system)
+	require.True(t, ok, "the system prompt names its blocks' tag")
+	assert.Contains(t, user, tag.Block("memories", "[m-1] security_logs.auth_events (column_meaning; user): user holds the account"))
 }
 
 // embedAll is an embedder that gives every text the same vector, so that

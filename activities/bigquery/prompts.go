@@ -18,11 +18,13 @@ var (
 	introspectExample = prompts.Example(prompt.PhaseIntrospect)
 )
 
-// render fills "<name>/system" and "<name>/user" with the same data.
+// render fills "<name>/system" and "<name>/user" with the same data; the
+// two parts of the prompt share one random block tag.
 func render(name string, data any) (system, user string, err error) {
-	if system, err = prompts.Render(name+"/system", data); err != nil {
+	tag := prompt.NewTag()
+	if system, err = prompts.Render(name+"/system", tag, data); err != nil {
 		return "", "", err
 	}
-	user, err = prompts.Render(name+"/user", data)
+	user, err = prompts.Render(name+"/user", tag, data)
 	return system, user, err
 }

@@ -11,14 +11,15 @@
 // schema's title (internal/prompt's Phase constants) and the functions a
 // request declares (toolcall's names; the BigQuery sub-agent's tools by the
 // names their declarations give), and reads only:
-//   - the alert's ID on its prompt.AlertIDLabel line, and the step to run on
-//     the line after prompt.StepHeading ("<step id>: <description>");
+//   - the alert's ID on its prompt.AlertIDLabel line, and the ID of the step
+//     to run on the line after prompt.StepHeading;
 //   - the planner's tool catalog, lines "- `name`: purpose", which
 //     tools.Registry.Catalog writes (no line of a data block can start so,
 //     so an alert cannot offer the stand-in a tool);
 //   - values inside data blocks (internal/prompt): the alert's JSON (block
-//     "alert") or its indicators ("alert indicators"), recalled memories,
-//     the plan in progress, the conversation, step results;
+//     "alert") or its indicators ("alert indicators"), the sub-agent's
+//     request, recalled memories, the plan in progress, the conversation,
+//     the standing verdict, step results;
 //   - function responses, which are structured.
 //
 // Each answer it writes in a tool loop ends with a line "Stand-in record:
@@ -65,12 +66,14 @@
 //   - conclude: one rule. A successful login from the source after failed
 //     attempts is true_positive, high confidence; a login without failures,
 //     or logs without a login, undetermined, medium; nothing from the logs,
-//     undetermined, low. Evidence items name their step and tool; the report
-//     has the five sections and says it was written by the stand-in.
+//     undetermined, low. Evidence items name their step and the tool that
+//     showed them (findings without a tool stay in the report only); the
+//     report has the five sections and says it was written by the stand-in.
 //   - mode: a follow-up is answered directly once every step of the plan has
 //     finished (the stand-in cannot read the question), else the plan goes
 //     on. The direct answer looks at the alert once (get_alert) and restates
-//     the last conclusion's key findings.
+//     the last conclusion's key findings; the review that follows it keeps
+//     the standing verdict.
 //   - embeddings: Embedding, a topic-count vector: a request about logins
 //     lands near a claim about the login table, so a later child recalls
 //     what an earlier one learned, once approved.

@@ -32,8 +32,12 @@ const (
 	callSession = "q-session"
 )
 
-// memoriesBlock is the data block of recalled memories: "[id] claim" lines.
-const memoriesBlock = "memories"
+// The sub-agent's data blocks: its request, and the recalled memories
+// ("[id] claim" lines).
+const (
+	requestBlock  = "request"
+	memoriesBlock = "memories"
+)
 
 // ask is what the sub-agent reads from its request: values, not wording.
 // The request names an IP; a request with a time of day asks what the
@@ -113,7 +117,8 @@ type subAgent struct {
 // answers from the rows the queries returned.
 func subAgentReply(r *geminitest.Request, p page) geminitest.Reply {
 	content, _ := p.block(memoriesBlock)
-	s := &subAgent{ask: readAsk(p.openText()), memories: readMemories(content), t: readTurn(r), last: final(r)}
+	request, _ := p.block(requestBlock)
+	s := &subAgent{ask: readAsk(request), memories: readMemories(content), t: readTurn(r), last: final(r)}
 	if s.ask.IP == "" {
 		return geminitest.Text(answer("Answer (offline stand-in: a script, not a model):", record{Evidence: []evidence{{Fact: "The request names no IP address to look for."}}}))
 	}

@@ -17,6 +17,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/secops-agent/investigator/internal/procgroup"
 )
 
 const bigQueryReadyTimeout = 30 * time.Second
@@ -197,9 +199,9 @@ func stopBigQuery(pgid int, done <-chan struct{}) {
 		}
 	}
 	kill(syscall.SIGTERM)
-	if !waitGroupGone(pgid, stopGrace) {
+	if !procgroup.WaitGone(pgid, stopGrace) {
 		kill(syscall.SIGKILL)
-		if !waitGroupGone(pgid, killWait) {
+		if !procgroup.WaitGone(pgid, killWait) {
 			slog.Warn("testenv: the BigQuery emulator did not exit after SIGKILL", "pgid", pgid)
 		}
 	}

@@ -12,38 +12,30 @@
 set -euo pipefail
 
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
-# shellcheck source=scripts/stack.sh
-. scripts/stack.sh
+STACK_BIN_DIR="${STACK_BIN_DIR:-bin}"
+
+# bin/stack starts what is not running, runs this script again with the
+# stack's settings (STACK_RUN=1), and stops what it started at the end.
+if [[ -z "${STACK_RUN:-}" ]]; then
+	if [[ ! -x "$STACK_BIN_DIR/stack" ]]; then
+		echo "eval: $STACK_BIN_DIR/stack not found: run 'go tool task build'" >&2
+		exit 1
+	fi
+	exec "$STACK_BIN_DIR/stack" run -- bash "$0" "$@"
+fi
 
 HISTORY_DIR="examples/alerts/history"
 STARTER="$STACK_BIN_DIR/starter"
-
-# shellcheck disable=SC2317 # invoked by the EXIT trap
-eval_cleanup() {
-	local rc=$?
-	trap '' INT TERM HUP
-	if ((${#STACK_STARTED[@]})); then
-		stack_log "stopping the services this run started..."
-	fi
-	stack_cleanup
-	exit "$rc"
-}
-trap eval_cleanup EXIT
-trap 'exit 130' INT
-trap 'exit 143' TERM
-trap 'exit 129' HUP
 
 if [[ ! -x "$STARTER" ]]; then
 	echo "eval: $STARTER not found: run 'go tool task build'" >&2
 	exit 1
 fi
 
-stack_up
-
 echo "eval: importing the past alerts in $HISTORY_DIR"
 "$STARTER" alert import "$HISTORY_DIR"/*.json >/dev/null
 
-echo "eval: scoring the model on the labelled cases (Web UI: http://localhost:$STACK_TEMPORAL_UI_PORT, workflows eval-*)"
+echo "eval: scoring the model on the labelled cases (Web UI: $TEMPORAL_UI_URL, workflows eval-*)"
 rc=0
 "$STARTER" eval "$@" || rc=$?
 ((rc == 0)) || echo "eval: the starter exited with code $rc (logs: .data/logs/)" >&2

@@ -55,7 +55,7 @@ func investigate(load loader, log *logger, args []string, stdout, stderr io.Writ
 	alert := orDefault(getenv("ALERT"), defaultAlert)
 	// Task runs this from the repository; a relative ALERT given from
 	// another directory is looked up there first.
-	if u := getenv("INVESTIGATE_USER_CWD"); !filepath.IsAbs(alert) && u != "" && isFile(filepath.Join(u, alert)) {
+	if u := getenv("INVESTIGATE_USER_CWD"); !filepath.IsAbs(alert) && u != "" && u != s.Root && isFile(filepath.Join(u, alert)) {
 		alert = filepath.Join(u, alert)
 	}
 	if !isFile(under(s.Root, alert)) {
@@ -197,10 +197,20 @@ func dev(load loader, log *logger, stdout io.Writer) int {
 	}
 	sg := catchSignals()
 	sv := newSupervisor(s, table, Dev)
+	// Ctrl-C and `stop` (SIGTERM) are the normal ways to end a session.
+	signalled := func() int {
+		if sg.code() == 128+int(syscall.SIGHUP) {
+			return sg.code()
+		}
+		return 0
+	}
 	code := func() int {
 		if err := sv.up(sg.ctx); err != nil {
 			reportUpError(log, err)
-			return orCode(sg.code(), 1)
+			if sg.ctx.Err() != nil {
+				return signalled()
+			}
+			return 1
 		}
 		devBanner(s, stdout)
 		tick := time.NewTicker(time.Second)
@@ -208,11 +218,7 @@ func dev(load loader, log *logger, stdout io.Writer) int {
 		for {
 			select {
 			case <-sg.ctx.Done():
-				// Ctrl-C and `stop` (SIGTERM) are the normal ways to end it.
-				if sg.code() == 128+int(syscall.SIGHUP) {
-					return sg.code()
-				}
-				return 0
+				return signalled()
 			case <-tick.C:
 			}
 			sv.mu.Lock()

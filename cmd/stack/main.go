@@ -40,6 +40,14 @@ type exitCode int
 
 func (c exitCode) Error() string { return fmt.Sprintf("exit %d", int(c)) }
 
+// exit turns a command's status into cobra's error.
+func exit(code int) error {
+	if code == 0 {
+		return nil
+	}
+	return exitCode(code)
+}
+
 func run(args []string, stdout, stderr io.Writer) int {
 	log := newLogger(stdout, stderr)
 	root := &cobra.Command{
@@ -83,7 +91,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 			// Flags after the command go to the starter.
 			DisableFlagParsing: true,
 			RunE: func(_ *cobra.Command, args []string) error {
-				return exitCode(investigate(load, log, args, stdout, stderr))
+				return exit(investigate(load, log, args, stdout, stderr))
 			},
 		},
 		&cobra.Command{
@@ -91,7 +99,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 			Short: "Run the stack in the foreground until Ctrl-C (or 'stack stop'); stops what it started",
 			Args:  cobra.NoArgs,
 			RunE: func(*cobra.Command, []string) error {
-				return exitCode(dev(load, log, stdout))
+				return exit(dev(load, log, stdout))
 			},
 		},
 		&cobra.Command{
@@ -99,7 +107,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 			Short: "Start the stack (or reuse it), run COMMAND with its settings, then stop what was started",
 			Args:  cobra.MinimumNArgs(1),
 			RunE: func(_ *cobra.Command, args []string) error {
-				return exitCode(runWith(load, log, args, stdout, stderr))
+				return exit(runWith(load, log, args, stdout, stderr))
 			},
 		},
 		onRecorded("stop", "Stop a dev session and every service recorded under .data/pids, saving the Firestore data first",

@@ -86,7 +86,7 @@ func (p HTTP) Check(ctx context.Context, s *Stack, _ string) error {
 // probeClient never follows redirects or reuses a connection across checks
 // (a service restarting on the same port must be seen as new).
 var probeClient = &http.Client{
-	Transport:     &http.Transport{DisableKeepAlives: true, Proxy: nil},
+	Transport:     &http.Transport{DisableKeepAlives: true}, // and no proxy
 	CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
 }
 

@@ -4,9 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"os"
 	"os/exec"
-	"sort"
 	"strconv"
 	"strings"
 	"sync"
@@ -74,8 +74,11 @@ func (sv *supervisor) up(ctx context.Context) error {
 // data directory that still runs: it would lose track of it.
 func (sv *supervisor) checkPorts() error {
 	s := sv.s
-	recorded, err := os.ReadFile(s.portsFile())
-	if err != nil || string(recorded) == s.portLines() {
+	recorded := &Stack{ports: map[string]int{}, DataDir: s.DataDir}
+	for v := range s.ports {
+		recorded.ports[v] = s.ports[v]
+	}
+	if err := recorded.loadPorts(); err != nil || maps.Equal(recorded.ports, s.ports) {
 		return nil
 	}
 	var running []string
@@ -221,15 +224,16 @@ func (sv *supervisor) bring(ctx context.Context, in *instance) error {
 	sv.procs[in.name] = p
 	sv.mu.Unlock()
 	// The pid first: from here on, stop finds it whatever happens to us.
-	records := map[string]string{"pid": strconv.Itoa(p.pid)}
-	for k, v := range launch.Record {
-		records[k] = v
+	if err := s.writeRecord(in.name, "pid", strconv.Itoa(p.pid)); err != nil {
+		return err
 	}
+	records := map[string]string{}
+	maps.Copy(records, launch.Record)
 	if svc.Reuse == ReuseRecorded {
 		records["settings"], records["binary"] = wantSettings, wantBinary
 	}
-	for _, k := range append([]string{"pid"}, sortedKeys(records)...) {
-		if err := s.writeRecord(in.name, k, records[k]); err != nil {
+	for k, v := range records {
+		if err := s.writeRecord(in.name, k, v); err != nil {
 			return err
 		}
 	}
@@ -350,6 +354,9 @@ func (sv *supervisor) runJob(ctx context.Context, in *instance) error {
 	cmd.Env = append(append([]string{}, s.env...), launch.Env...)
 	cmd.Dir = s.Root
 	cmd.Stdout, cmd.Stderr = f, f
+	// Its own group, ended as a whole when the start is abandoned.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
 	if err := cmd.Run(); err != nil {
 		s.log.error("%s failed: %v", in.name, err)
 		s.log.tail(s.logFile(in.name), 20)
@@ -539,15 +546,4 @@ func walk(parent context.Context, nodes []*instance, reverse bool, fn func(conte
 		return parent.Err() // a signal ended the caller's context
 	}
 	return first
-}
-
-func sortedKeys(m map[string]string) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		if k != "pid" {
-			keys = append(keys, k)
-		}
-	}
-	sort.Strings(keys)
-	return keys
 }

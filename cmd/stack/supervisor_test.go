@@ -235,6 +235,10 @@ func TestUpFailures(t *testing.T) {
 		moved.ports = map[string]int{"DB": freePort(t)}
 		require.ErrorIs(t, newSupervisor(&moved, tbl, Dev).up(ctx), errFailed)
 		require.Contains(t, out.String(), "a stack on other ports is running")
+
+		// The same ports, recorded in another order (as scripts/stack.sh did).
+		require.NoError(t, os.WriteFile(s.portsFile(), []byte(fmt.Sprintf("STACK_OLD_PORT=1\nSTACK_DB_PORT=%d\n", s.port("DB"))), 0o644))
+		require.NoError(t, newSupervisor(s, tbl, Dev).up(ctx))
 	})
 }
 
@@ -270,4 +274,28 @@ func TestRecordedPid(t *testing.T) {
 	cmd.Wait()
 	_, ok = s.recordedPid("db", "sleep")
 	require.False(t, ok, "gone")
+}
+
+// TestJob: a Job runs to completion before what needs it starts, and is
+// never recorded; a failing one stops the start with the end of its log.
+func TestJob(t *testing.T) {
+	job := func(line string) Service {
+		return Service{Name: "schema", Title: "schema", Profiles: []Profile{Dev}, Job: true, Match: "sh",
+			Launch: func(s *Stack, _ int) (Launch, error) {
+				return Launch{Argv: []string{"sh", "-c", line + " > " + s.DataDir + "/schema.done"}}, nil
+			}}
+	}
+	tbl := []Service{job("echo migrated"), fake("api", "http", "schema")}
+	s, out := fakeStack(t, tbl)
+	require.NoError(t, newSupervisor(s, tbl, Dev).up(context.Background()), out.String())
+	require.FileExists(t, s.DataDir+"/schema.done")
+	require.Regexp(t, `(?s)schema: done.*started api`, out.String())
+	require.NoFileExists(t, s.pidFile("schema"))
+
+	tbl = []Service{job("echo 'relation exists' >&2; exit 1"), fake("api", "http", "schema")}
+	s, out = fakeStack(t, tbl)
+	require.ErrorIs(t, newSupervisor(s, tbl, Dev).up(context.Background()), errFailed)
+	require.Contains(t, out.String(), "schema failed: exit status 1")
+	require.Contains(t, out.String(), "relation exists")
+	require.NotContains(t, out.String(), "started api")
 }

@@ -40,7 +40,7 @@ func parseTeardown(v string) (bool, error) {
 // like `docker compose up -d`, so that the Web UI link and the follow-up
 // commands it prints work; with INVESTIGATE_TEARDOWN=1 it stops, at the
 // end, what this run started.
-func investigate(load loader, log *logger, args []string, stdout, stderr io.Writer) int {
+func investigate(load loader, tbl []Service, log *logger, args []string, stdout, stderr io.Writer) int {
 	teardown, err := parseTeardown(getenv("INVESTIGATE_TEARDOWN"))
 	if err != nil {
 		fmt.Fprintf(stderr, "investigate: %v\n", err)
@@ -68,7 +68,7 @@ func investigate(load loader, log *logger, args []string, stdout, stderr io.Writ
 		return 1
 	}
 	sg := catchSignals()
-	sv := newSupervisor(s, table, Dev)
+	sv := newSupervisor(s, tbl, Dev)
 	if err := sv.up(sg.ctx); err != nil {
 		reportUpError(log, err)
 		stopStarted(sv, stdout, log)
@@ -179,7 +179,7 @@ The local stack is still running. Look around:
 // `stop` (SIGTERM), which stop what this session started; services that
 // were already running are reused and left running. It ends, with status
 // 1, when a service it started dies.
-func dev(load loader, log *logger, stdout io.Writer) int {
+func dev(load loader, tbl []Service, log *logger, stdout io.Writer) int {
 	s, err := load(false)
 	if err != nil {
 		log.error("%v", err)
@@ -196,7 +196,7 @@ func dev(load loader, log *logger, stdout io.Writer) int {
 		return 1
 	}
 	sg := catchSignals()
-	sv := newSupervisor(s, table, Dev)
+	sv := newSupervisor(s, tbl, Dev)
 	// Ctrl-C and `stop` (SIGTERM) are the normal ways to end a session.
 	signalled := func() int {
 		if sg.code() == 128+int(syscall.SIGHUP) {
@@ -279,14 +279,14 @@ func devBanner(s *Stack, w io.Writer) {
 // around one command, which gets the stack's settings and STACK_RUN=1.
 // What this run started is stopped at the end; the status is the
 // command's.
-func runWith(load loader, log *logger, argv []string, stdout, stderr io.Writer) int {
+func runWith(load loader, tbl []Service, log *logger, argv []string, stdout, stderr io.Writer) int {
 	s, err := load(false)
 	if err != nil {
 		log.error("%v", err)
 		return 1
 	}
 	sg := catchSignals()
-	sv := newSupervisor(s, table, Dev)
+	sv := newSupervisor(s, tbl, Dev)
 	rc := 1
 	if err := sv.up(sg.ctx); err != nil {
 		reportUpError(log, err)
@@ -299,8 +299,8 @@ func runWith(load loader, log *logger, argv []string, stdout, stderr io.Writer) 
 
 // status prints which services run, what answers on the stack's ports and
 // when the Firestore data was last saved.
-func status(s *Stack, table []Service, w io.Writer) {
-	sv := newSupervisor(s, table, Dev)
+func status(s *Stack, tbl []Service, w io.Writer) {
+	sv := newSupervisor(s, tbl, Dev)
 	if pid, ok := s.runningDev(); ok {
 		fmt.Fprintf(w, "%-15s running (pid %d)\n", devSession, pid)
 	} else {
@@ -315,13 +315,13 @@ func status(s *Stack, table []Service, w io.Writer) {
 		}
 		fmt.Fprintf(w, "%-15s not running (recorded in %s)\n", in.name, s.show(s.PidDir()))
 	}
-	for _, svc := range table {
+	for _, svc := range tbl {
 		if svc.in(Dev) && !svc.Job && !recorded[svc.Name] {
 			fmt.Fprintf(w, "%-15s not running (nothing recorded in %s)\n", svc.Name, s.show(s.PidDir()))
 		}
 	}
 	ctx := context.Background()
-	for _, svc := range table {
+	for _, svc := range tbl {
 		if !svc.in(Dev) || len(svc.Ports) == 0 || svc.Ready == nil {
 			continue
 		}
@@ -346,9 +346,9 @@ func status(s *Stack, table []Service, w io.Writer) {
 // clean stops everything without saving, then removes the local state:
 // Temporal's database, the Firestore saves, logs, pids and stack.env. Only
 // the stack's own entries are removed, then the directory if it is empty.
-func clean(s *Stack, table []Service) error {
+func clean(s *Stack, tbl []Service) error {
 	s.SaveOnStop = false
-	newSupervisor(s, table, Dev).stopRecorded()
+	newSupervisor(s, tbl, Dev).stopRecorded()
 	if _, err := os.Stat(s.DataDir); err != nil {
 		return nil
 	}

@@ -91,7 +91,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 			// Flags after the command go to the starter.
 			DisableFlagParsing: true,
 			RunE: func(_ *cobra.Command, args []string) error {
-				return exit(investigate(load, log, args, stdout, stderr))
+				return exit(investigate(load, table, log, args, stdout, stderr))
 			},
 		},
 		&cobra.Command{
@@ -99,7 +99,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 			Short: "Run the stack in the foreground until Ctrl-C (or 'stack stop'); stops what it started",
 			Args:  cobra.NoArgs,
 			RunE: func(*cobra.Command, []string) error {
-				return exit(dev(load, log, stdout))
+				return exit(dev(load, table, log, stdout))
 			},
 		},
 		&cobra.Command{
@@ -107,7 +107,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 			Short: "Start the stack (or reuse it), run COMMAND with its settings, then stop what was started",
 			Args:  cobra.MinimumNArgs(1),
 			RunE: func(_ *cobra.Command, args []string) error {
-				return exit(runWith(load, log, args, stdout, stderr))
+				return exit(runWith(load, table, log, args, stdout, stderr))
 			},
 		},
 		onRecorded("stop", "Stop a dev session and every service recorded under .data/pids, saving the Firestore data first",

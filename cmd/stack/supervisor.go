@@ -161,8 +161,8 @@ func (sv *supervisor) bring(ctx context.Context, in *instance) error {
 	}
 	var launch Launch
 	launched := false
-	prepare := func() bool {
-		if launched || svc.Launch == nil {
+	prepare := func() bool { // only when it is needed: a reused server needs no binary
+		if launched {
 			return true
 		}
 		var err error

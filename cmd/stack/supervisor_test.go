@@ -9,6 +9,7 @@ import (
 	"os/exec"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -81,11 +82,35 @@ func fakeWorker(settings *string, needs ...string) Service {
 	return w
 }
 
-func fakeStack(t *testing.T, tbl []Service) (*Stack, *strings.Builder) {
+// syncBuffer is what a test reads while a session writes.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  strings.Builder
+}
+
+func (w *syncBuffer) Write(p []byte) (int, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.b.Write(p)
+}
+
+func (w *syncBuffer) String() string {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.b.String()
+}
+
+func (w *syncBuffer) Reset() {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.b.Reset()
+}
+
+func fakeStack(t *testing.T, tbl []Service) (*Stack, *syncBuffer) {
 	t.Helper()
 	s, _ := testStack(t)
-	var out strings.Builder
-	s.log = newLogger(&out, &out) // the logger writes under its lock
+	out := &syncBuffer{}
+	s.log = newLogger(out, out)
 	s.env = os.Environ()
 	for _, svc := range tbl {
 		for _, p := range svc.Ports {
@@ -96,7 +121,7 @@ func fakeStack(t *testing.T, tbl []Service) (*Stack, *strings.Builder) {
 		s.SaveOnStop = false
 		newSupervisor(s, tbl, Dev).stopRecorded()
 	})
-	return s, &out
+	return s, out
 }
 
 func pidOf(t *testing.T, s *Stack, name string) int {
@@ -298,4 +323,64 @@ func TestJob(t *testing.T) {
 	require.Contains(t, out.String(), "schema failed: exit status 1")
 	require.Contains(t, out.String(), "relation exists")
 	require.NotContains(t, out.String(), "started api")
+}
+
+// startDev runs a dev session on tbl in the background; its status comes
+// on the channel.
+func startDev(t *testing.T, s *Stack, tbl []Service, out *syncBuffer) <-chan int {
+	t.Helper()
+	done := make(chan int, 1)
+	go func() { done <- dev(func(bool) (*Stack, error) { return s, nil }, tbl, s.log, out) }()
+	require.Eventually(t, func() bool { return strings.Contains(out.String(), "Local stack is running") },
+		30*time.Second, 20*time.Millisecond, "the session did not come up:\n%s", out)
+	return done
+}
+
+func exitOf(t *testing.T, done <-chan int) int {
+	t.Helper()
+	select {
+	case code := <-done:
+		return code
+	case <-time.After(30 * time.Second):
+		t.Fatal("the dev session did not end")
+		return -1
+	}
+}
+
+// TestDev: Ctrl-C ends a session with status 0 after it stopped what it
+// started, and leaves alone what it reused; a service of the session that
+// dies ends it with status 1 and the end of that service's log; a second
+// session is refused while one runs.
+func TestDev(t *testing.T) {
+	tbl := []Service{fake("db", "http"), fake("api", "http", "db")}
+	s, out := fakeStack(t, tbl)
+	require.NoError(t, newSupervisor(s, tbl[:1], Dev).up(context.Background()))
+	db := pidOf(t, s, "db")
+
+	done := startDev(t, s, tbl, out)
+	require.Equal(t, strconv.Itoa(os.Getpid()), strings.TrimSpace(s.readRecord(devSession, "pid")), "the session records itself")
+	api := pidOf(t, s, "api")
+	require.NoError(t, syscall.Kill(os.Getpid(), syscall.SIGINT))
+	require.Equal(t, 0, exitOf(t, done))
+	require.Contains(t, out.String(), "shutting down...")
+	require.False(t, procgroup.Alive(api))
+	require.True(t, procgroup.Alive(db), "running before the session: left running")
+	require.NoFileExists(t, s.pidFile(devSession))
+
+	out.Reset()
+	done = startDev(t, s, tbl, out)
+	api = pidOf(t, s, "api")
+	require.NoError(t, syscall.Kill(-api, syscall.SIGKILL))
+	require.Equal(t, 1, exitOf(t, done))
+	require.Contains(t, out.String(), "api stopped unexpectedly")
+
+	// Another session holds dev.pid (its command line is what a session's is).
+	other := exec.Command("bash", "-c", `exec -a "stack dev" sleep 300`)
+	require.NoError(t, other.Start())
+	defer func() { other.Process.Kill(); other.Wait() }()
+	require.Eventually(t, func() bool { a, _ := cmdline(other.Process.Pid); return strings.HasPrefix(a, "stack dev") }, 5*time.Second, 10*time.Millisecond)
+	require.NoError(t, s.writeRecord(devSession, "pid", strconv.Itoa(other.Process.Pid)))
+	out.Reset()
+	require.Equal(t, 1, dev(func(bool) (*Stack, error) { return s, nil }, tbl, s.log, out))
+	require.Contains(t, out.String(), fmt.Sprintf("a 'go tool task dev' session is already running (pid %d)", other.Process.Pid))
 }

@@ -238,6 +238,7 @@ func (sv *supervisor) bring(ctx context.Context, in *instance) error {
 		}
 	}
 	s.log.info("started %s (pid %d, log %s)", in.name, p.pid, s.show(s.logFile(in.name)))
+	began := time.Now()
 	ready, err := sv.await(ctx, in, p, launch.Hint)
 	if err != nil {
 		return err
@@ -247,7 +248,7 @@ func (sv *supervisor) bring(ctx context.Context, in *instance) error {
 		if len(svc.Ports) > 0 {
 			on = " on " + s.addr(svc.Ports[0].Var)
 		}
-		s.log.info("%s: ready%s%s", svc.Title, on, launch.Note)
+		s.log.info("%s: ready in %.1fs%s%s", svc.Title, time.Since(began).Seconds(), on, launch.Note)
 	}
 	return sv.setup(ctx, in)
 }

@@ -146,7 +146,7 @@ func TestUpReuseStop(t *testing.T) {
 	first := newSupervisor(s, tbl, Dev)
 	require.NoError(t, first.up(ctx), out.String())
 	log := out.String()
-	require.Regexp(t, `(?s)started db .*fake db: ready on .*started api .*fake api: ready .*started worker .*worker: ready`, log)
+	require.Regexp(t, `(?s)started db .*fake db: ready in [0-9.]+s on .*started api .*fake api: ready .*started worker .*worker: ready`, log)
 	pids := map[string]int{}
 	for _, n := range []string{"db", "api", "worker"} {
 		pids[n] = pidOf(t, s, n)

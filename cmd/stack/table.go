@@ -138,9 +138,13 @@ var table = []Service{
 	{
 		// Reused only when it runs the current bin/worker with this run's
 		// settings; otherwise restarted, so that a rebuilt worker or a newly
-		// set GEMINI_API_KEY takes effect.
+		// set GEMINI_API_KEY takes effect. It dials Temporal at start; the
+		// BigQuery emulator and the stand-in are reached only by
+		// activities, and the stack is up only once they answer, so it
+		// starts while the emulator loads. It stops before the Firestore
+		// emulator, whose data is saved then: nothing writes during the save.
 		Name: "worker", Title: "worker", Profiles: []Profile{Dev},
-		Needs: []string{"temporal", "firestore", "bigquery", "gemini-standin"},
+		Needs: []string{"temporal", "firestore"},
 		Launch: func(s *Stack, _ int) (Launch, error) {
 			worker, err := s.program("worker", "go tool task build")
 			return Launch{Argv: []string{worker}, Note: " (polling Temporal)"}, err

@@ -2,23 +2,97 @@ package activities
 
 import (
 	"context"
+	"sync"
 	"time"
 
 	"go.temporal.io/sdk/activity"
 	"go.temporal.io/sdk/interceptor"
+
+	"github.com/secops-agent/investigator/investigation"
 )
 
 // HeartbeatInterval is how often a running activity heartbeats, so a worker
 // that dies mid-call is noticed within the heartbeat timeout instead of the
 // call's start-to-close timeout, and a cancelled activity (the analyst
-// stopped the investigation) learns it within one interval.
-const HeartbeatInterval = 5 * time.Second
+// stopped the investigation) learns it within one interval. The worker's
+// heartbeat throttle (MaxHeartbeatThrottleInterval) is set to the same
+// value, or the SDK would hold heartbeats back for up to 0.8 × the
+// heartbeat timeout and a stop would reach the activity that much later.
+const HeartbeatInterval = 2 * time.Second
 
-// heartbeat records activity heartbeats until the returned stop is called.
-func heartbeat(ctx context.Context) (stop func()) {
-	if !activity.IsActivity(ctx) {
-		return func() {}
+// billing is what the provider billed for the model calls of one activity,
+// its earlier attempts included. It rides in the heartbeat details, which
+// Temporal hands to the next attempt (the SDK flushes a pending heartbeat
+// when an attempt fails), so an attempt that was billed and then failed (its
+// answer not stored, the worker killed) is still counted once.
+type billing struct {
+	mu sync.Mutex
+	// total is every attempt's billed usage: the heartbeat details.
+	total investigation.Usage
+	// prior is the earlier attempts' usage not yet added to a result.
+	prior investigation.Usage
+	// retried says an earlier attempt ran (it may have stored an answer).
+	retried bool
+}
+
+type billingKey struct{}
+
+// billingOf returns the activity's billing, or nil outside an activity the
+// interceptor wrapped (unit tests calling a method directly).
+func billingOf(ctx context.Context) *billing {
+	b, _ := ctx.Value(billingKey{}).(*billing)
+	return b
+}
+
+// billed records the usage of one model call the provider answered and
+// heartbeats it at once.
+func billed(ctx context.Context, u investigation.Usage) {
+	b := billingOf(ctx)
+	if b == nil {
+		return
 	}
+	b.mu.Lock()
+	b.total = b.total.Add(u)
+	total := b.total
+	b.mu.Unlock()
+	activity.RecordHeartbeat(ctx, total)
+}
+
+// earlierAttempts returns, once per attempt, the usage earlier attempts of
+// this activity were billed for, so a model activity's result counts it.
+func earlierAttempts(ctx context.Context) investigation.Usage {
+	b := billingOf(ctx)
+	if b == nil {
+		return investigation.Usage{}
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	u := b.prior
+	b.prior = investigation.Usage{}
+	return u
+}
+
+// isRetry reports whether an earlier attempt of this activity ran.
+func isRetry(ctx context.Context) bool {
+	b := billingOf(ctx)
+	return b != nil && b.retried
+}
+
+// newBilling reads what the earlier attempts were billed for.
+func newBilling(ctx context.Context) *billing {
+	b := &billing{retried: activity.GetInfo(ctx).Attempt > 1}
+	if activity.HasHeartbeatDetails(ctx) {
+		var u investigation.Usage
+		if err := activity.GetHeartbeatDetails(ctx, &u); err == nil {
+			b.total, b.prior, b.retried = u, u, true
+		}
+	}
+	return b
+}
+
+// heartbeat records activity heartbeats, carrying the billing, until the
+// returned stop is called.
+func heartbeat(ctx context.Context, b *billing) (stop func()) {
 	done := make(chan struct{})
 	go func() {
 		t := time.NewTicker(HeartbeatInterval)
@@ -28,7 +102,10 @@ func heartbeat(ctx context.Context) (stop func()) {
 			case <-done:
 				return
 			case <-t.C:
-				activity.RecordHeartbeat(ctx)
+				b.mu.Lock()
+				total := b.total
+				b.mu.Unlock()
+				activity.RecordHeartbeat(ctx, total)
 			}
 		}
 	}()
@@ -53,6 +130,11 @@ type heartbeatInbound struct {
 }
 
 func (h *heartbeatInbound) ExecuteActivity(ctx context.Context, in *interceptor.ExecuteActivityInput) (any, error) {
-	defer heartbeat(ctx)()
+	if !activity.IsActivity(ctx) || activity.GetInfo(ctx).IsLocalActivity {
+		return h.Next.ExecuteActivity(ctx, in)
+	}
+	b := newBilling(ctx)
+	ctx = context.WithValue(ctx, billingKey{}, b)
+	defer heartbeat(ctx, b)()
 	return h.Next.ExecuteActivity(ctx, in)
 }

@@ -59,6 +59,7 @@ func (m *Model) generate(ctx context.Context, contents []*genai.Content, cfg *ge
 		u.OutputTokens = int(md.CandidatesTokenCount)
 		u.ThoughtTokens = int(md.ThoughtsTokenCount)
 	}
+	billed(ctx, u)
 	Logger(ctx).Info("model call", "model", m.Name, "ms", time.Since(start).Milliseconds(),
 		"prompt_tokens", u.PromptTokens, "output_tokens", u.OutputTokens, "thought_tokens", u.ThoughtTokens)
 	return resp, u, nil
@@ -75,7 +76,7 @@ func (m *Model) GenerateJSON(ctx context.Context, what, system, user string, sch
 		ResponseSchema:    schema,
 	}
 	contents := []*genai.Content{genai.NewContentFromText(user, genai.RoleUser)}
-	var total investigation.Usage
+	total := earlierAttempts(ctx)
 	var problem error
 	for attempt := 1; attempt <= 2; attempt++ {
 		resp, u, err := m.generate(ctx, contents, cfg)
@@ -131,6 +132,17 @@ func answerText(resp *genai.GenerateContentResponse) string {
 // conversation and function declarations, stores the model's content under
 // key and returns its text and calls. The final turn may not call tools.
 func (m *Model) Turn(ctx context.Context, session, key, system string, contents []*genai.Content, decls []*genai.FunctionDeclaration, final bool) (TurnOutput, error) {
+	earlier := earlierAttempts(ctx)
+	if isRetry(ctx) {
+		// An earlier attempt may have stored its answer before it failed:
+		// that answer was paid for, so it is the turn, without a new call.
+		if stored, err := m.Transcript.GetAll(ctx, session, []string{key}); err == nil {
+			Logger(ctx).Info("model turn answered from the stored answer of an earlier attempt", "key", key)
+			return storedTurn(key, stored[0], earlier)
+		} else if !errors.As(err, new(*transcript.MissingError)) {
+			return TurnOutput{}, storeError(err)
+		}
+	}
 	cfg := &genai.GenerateContentConfig{SystemInstruction: genai.NewContentFromText(system, genai.RoleUser)}
 	if len(decls) > 0 {
 		cfg.Tools = []*genai.Tool{{FunctionDeclarations: decls}}
@@ -142,6 +154,7 @@ func (m *Model) Turn(ctx context.Context, session, key, system string, contents 
 	if err != nil {
 		return TurnOutput{}, err
 	}
+	usage = usage.Add(earlier)
 	if len(resp.Candidates) == 0 || resp.Candidates[0].Content == nil || len(resp.Candidates[0].Content.Parts) == 0 {
 		// Retryable: an empty candidate (a blocked or cut answer) is usually
 		// followed by a normal one.

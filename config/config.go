@@ -7,7 +7,9 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"math"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -35,6 +37,10 @@ func Env(def string, names ...string) string {
 	}
 	return def
 }
+
+// EnvBool reads the first set variable of names as a boolean (false when
+// none is set or it does not parse).
+func EnvBool(names ...string) bool { return envBool(names...) }
 
 func envBool(names ...string) bool {
 	b, _ := strconv.ParseBool(Env("false", names...))
@@ -141,6 +147,8 @@ func (g Gemini) Client(ctx context.Context, project string) (*genai.Client, erro
 // ABUSEIPDB_API_KEY).
 type Intel struct {
 	OTXURL, URLScanURL, VirusTotalURL, AbuseIPDBURL string
+	// RateLimits overrides intel.DefaultRateLimits: "provider=N/unit,...".
+	RateLimits string
 }
 
 // Flags registers the threat-intelligence flags.
@@ -149,6 +157,56 @@ func (c *Intel) Flags(fs *pflag.FlagSet) {
 	fs.StringVar(&c.URLScanURL, "urlscan-base-url", Env(intel.DefaultURLScanURL, "URLSCAN_BASE_URL"), "URLScan.io base URL (env URLSCAN_BASE_URL; key in URLSCAN_API_KEY)")
 	fs.StringVar(&c.VirusTotalURL, "virustotal-base-url", Env(intel.DefaultVirusTotalURL, "VIRUSTOTAL_BASE_URL"), "VirusTotal base URL (env VIRUSTOTAL_BASE_URL; key in VIRUSTOTAL_API_KEY)")
 	fs.StringVar(&c.AbuseIPDBURL, "abuseipdb-base-url", Env(intel.DefaultAbuseIPDBURL, "ABUSEIPDB_BASE_URL"), "AbuseIPDB base URL (env ABUSEIPDB_BASE_URL; key in ABUSEIPDB_API_KEY)")
+	fs.StringVar(&c.RateLimits, "intel-rate-limits", Env("", "INTEL_RATE_LIMITS"),
+		"calls each provider's task queue allows, for all workers together, as provider=N/s|m|h|d (0 for none), comma-separated; "+
+			"default virustotal=4/m when VirusTotal is reached at its public address (env INTEL_RATE_LIMITS)")
+}
+
+// Rates returns the calls per second each provider's task queue allows (0
+// for no limit): intel.DefaultRateLimits for the providers reached at their
+// public address (another address is not the public service and its
+// quota), with the flag's overrides.
+func (c Intel) Rates() (map[string]float64, error) {
+	out := map[string]float64{}
+	public := map[string]bool{
+		intel.GroupOTX: c.OTXURL == intel.DefaultOTXURL, intel.GroupURLScan: c.URLScanURL == intel.DefaultURLScanURL,
+		intel.GroupVirusTotal: c.VirusTotalURL == intel.DefaultVirusTotalURL, intel.GroupAbuseIPDB: c.AbuseIPDBURL == intel.DefaultAbuseIPDBURL,
+	}
+	for g, rate := range intel.DefaultRateLimits {
+		if public[g] {
+			out[g] = rate
+		}
+	}
+	for item := range strings.SplitSeq(c.RateLimits, ",") {
+		if item = strings.TrimSpace(item); item == "" {
+			continue
+		}
+		group, rate, ok := strings.Cut(item, "=")
+		group = strings.TrimSpace(group)
+		if !ok || !slices.Contains(intel.Groups, group) {
+			return nil, fmt.Errorf("--intel-rate-limits: %q is not provider=N/unit with a provider of %s", item, strings.Join(intel.Groups, ", "))
+		}
+		perSecond, err := parseRate(strings.TrimSpace(rate))
+		if err != nil {
+			return nil, fmt.Errorf("--intel-rate-limits: %s: %w", group, err)
+		}
+		out[group] = perSecond
+	}
+	return out, nil
+}
+
+// parseRate reads "N/unit" (s, m, h, d) or "0" as calls per second.
+func parseRate(s string) (float64, error) {
+	if s == "0" {
+		return 0, nil
+	}
+	num, unit, _ := strings.Cut(s, "/")
+	n, err := strconv.ParseFloat(num, 64)
+	per := map[string]float64{"s": 1, "m": 60, "h": 3600, "d": 86400}[unit]
+	if err != nil || !(n > 0) || math.IsInf(n, 0) || per == 0 {
+		return 0, fmt.Errorf("%q is not a rate such as 4/m (per s, m, h or d) or 0", s)
+	}
+	return n / per, nil
 }
 
 // Config returns the providers with their keys from the environment.

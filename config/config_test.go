@@ -6,6 +6,8 @@ import (
 
 	"github.com/spf13/pflag"
 	"github.com/stretchr/testify/require"
+
+	"github.com/secops-agent/investigator/intel"
 )
 
 func TestFlagsDefaultToEcosystemVariables(t *testing.T) {
@@ -68,4 +70,24 @@ func TestWorkerCacheBudgets(t *testing.T) {
 	require.NoError(t, fs.Parse([]string{"--transcript-cache", "lots"}))
 	_, _, err = wc.CacheBytes()
 	require.ErrorContains(t, err, `--transcript-cache: "lots" is not a byte count`)
+}
+
+func TestIntelRates(t *testing.T) {
+	r, err := Intel{VirusTotalURL: intel.DefaultVirusTotalURL}.Rates()
+	require.NoError(t, err)
+	require.InDelta(t, 4.0/60, r["virustotal"], 1e-9, "VirusTotal's public API allows 4 requests a minute")
+	r, err = Intel{VirusTotalURL: "http://127.0.0.1:9999"}.Rates()
+	require.NoError(t, err)
+	require.Zero(t, r["virustotal"], "another address is not the public service's quota")
+
+	r, err = Intel{RateLimits: "virustotal=500/d, otx=10/s,abuseipdb=0"}.Rates()
+	require.NoError(t, err)
+	require.InDelta(t, 500.0/86400, r["virustotal"], 1e-9)
+	require.InDelta(t, 10, r["otx"], 1e-9)
+	require.Zero(t, r["abuseipdb"], "0 lifts the limit")
+
+	for _, bad := range []string{"vt=4/m", "virustotal=4", "virustotal=-1/m", "virustotal=4/w", "virustotal", "otx=NaN/s", "otx=Inf/s"} {
+		_, err := Intel{RateLimits: bad}.Rates()
+		require.Error(t, err, bad)
+	}
 }

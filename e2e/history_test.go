@@ -12,7 +12,9 @@ import (
 // activity (its scheduled event) or a local activity (its marker).
 type activityEntry struct {
 	Type, Summary string
-	Local         bool
+	// Queue is an activity's task queue ("" for a local activity).
+	Queue string
+	Local bool
 }
 
 // activitiesIn lists a history's activities and local activities in order,
@@ -25,6 +27,7 @@ func activitiesIn(t *testing.T, hist *historypb.History, dc converter.DataConver
 		switch {
 		case e.GetActivityTaskScheduledEventAttributes() != nil:
 			a.Type = e.GetActivityTaskScheduledEventAttributes().GetActivityType().GetName()
+			a.Queue = e.GetActivityTaskScheduledEventAttributes().GetTaskQueue().GetName()
 		case e.GetMarkerRecordedEventAttributes().GetMarkerName() == "LocalActivity":
 			var data struct{ ActivityType string }
 			require.NoError(t, dc.FromPayloads(e.GetMarkerRecordedEventAttributes().GetDetails()["data"], &data))

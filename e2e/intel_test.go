@@ -179,14 +179,20 @@ func TestIntelPipeline(t *testing.T) {
 	require.Equal(t, 1, intelSrv.count("/api/v1/search/"))
 	require.Equal(t, 1, intelSrv.count("/api/v1/result/"+scanUUID+"/"))
 
-	// The calls ran as local activities, each named in the history; search
-	// and VirusTotal at the same time, the dependent result once search
-	// had answered (the providers saw when).
+	// The calls ran as activities on their provider's task queue (its rate
+	// limit), each named in the history; search and VirusTotal at the same
+	// time, the dependent result once search had answered (the providers
+	// saw when).
 	hist := history(t, workflowIDFrom(t, res.stdout))
 	var tools []string
 	for _, a := range activitiesIn(t, hist, converter.GetDefaultDataConverter()) {
 		if a.Type == "CallTool" {
-			require.True(t, a.Local)
+			require.False(t, a.Local, a.Summary)
+			provider := "virustotal"
+			if strings.Contains(a.Summary, "urlscan") {
+				provider = "urlscan"
+			}
+			require.Equal(t, "investigations-intel-"+provider, a.Queue, a.Summary)
 			tools = append(tools, a.Summary)
 		}
 	}

@@ -21,8 +21,8 @@ func newAbuseIPDB(c *client) tools.Tool { return abuseIPDBTool{c} }
 
 type abuseIPDBTool struct{ c *client }
 
-// Quick: one HTTP lookup, bounded by the client's timeout.
-func (abuseIPDBTool) Quick() {}
+// RateGroup: calls share the provider's quota (tools.RateLimited).
+func (abuseIPDBTool) RateGroup() string { return GroupAbuseIPDB }
 
 func (abuseIPDBTool) Purpose() string {
 	return "Community abuse reports for one IP address: confidence score, report count, ISP, Tor exit."

@@ -25,6 +25,27 @@ type Config struct {
 	AbuseIPDB  Provider
 }
 
+// Rate groups: the tools of one provider share its quota, and so one task
+// queue and its rate limit (tools.RateLimited).
+const (
+	GroupOTX        = "otx"
+	GroupURLScan    = "urlscan"
+	GroupVirusTotal = "virustotal"
+	GroupAbuseIPDB  = "abuseipdb"
+)
+
+// Groups lists every rate group.
+var Groups = []string{GroupAbuseIPDB, GroupOTX, GroupURLScan, GroupVirusTotal}
+
+// DefaultRateLimits are the providers' published free-tier rates, in calls
+// per second, applied to the public services unless configured otherwise:
+// VirusTotal's public API allows 4 requests a minute. The others publish
+// daily quotas (AbuseIPDB 1,000 checks a day) or none: a rate limit would
+// only delay calls, not keep a daily count.
+var DefaultRateLimits = map[string]float64{
+	GroupVirusTotal: 4.0 / 60,
+}
+
 // Default base URLs.
 const (
 	DefaultOTXURL        = "https://otx.alienvault.com"

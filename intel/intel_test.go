@@ -14,6 +14,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/secops-agent/investigator/internal/upstream"
+	"github.com/secops-agent/investigator/toolcall"
+	"github.com/secops-agent/investigator/tools"
 )
 
 // intelTools lists every threat-intelligence tool with the environment
@@ -199,4 +201,26 @@ func TestDeclarationsComeFromTheirFiles(t *testing.T) {
 		require.True(t, strings.HasSuffix(purpose, ".") && strings.Count(purpose, ". ") == 0, "%s: one sentence: %q", d.Name, purpose)
 	}
 	require.ElementsMatch(t, files, names)
+}
+
+// Provider tools run as regular activities on their provider's queue, never
+// as local activities (which would hold the workflow task and escape the
+// queue's rate limit).
+func TestProviderToolsRunOnTheirQueue(t *testing.T) {
+	on, _ := Tools(Config{OTX: Provider{APIKey: "k"}, URLScan: Provider{APIKey: "k"}, VirusTotal: Provider{APIKey: "k"}, AbuseIPDB: Provider{APIKey: "k"}}, nil)
+	r, err := tools.NewRegistry(on...)
+	require.NoError(t, err)
+	require.Equal(t, Groups, r.RateGroups())
+	for _, g := range r.RateGroups() {
+		r.RouteTo(g, "q-intel-"+g)
+	}
+	for _, tool := range r.Tools() {
+		require.Equal(t, toolcall.Activity, tool.Kind, tool.Name)
+		require.True(t, strings.HasPrefix(tool.TaskQueue, "q-intel-"), tool.Name)
+	}
+	byName := map[string]string{}
+	for _, tool := range r.Tools() {
+		byName[tool.Name] = tool.TaskQueue
+	}
+	require.Equal(t, byName["urlscan_search"], byName["urlscan_result"], "one provider, one quota, one queue")
 }

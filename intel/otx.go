@@ -50,8 +50,8 @@ func newOTX(c *client) tools.Tool { return otxTool{c} }
 
 type otxTool struct{ c *client }
 
-// Quick: one HTTP lookup, bounded by the client's timeout.
-func (otxTool) Quick() {}
+// RateGroup: calls share the provider's quota (tools.RateLimited).
+func (otxTool) RateGroup() string { return GroupOTX }
 
 func (otxTool) Purpose() string {
 	return "AlienVault OTX threat intelligence for an IP, domain, hostname, URL or file hash: pulses, reputation, malware, passive DNS."

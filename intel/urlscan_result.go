@@ -31,8 +31,8 @@ func newURLScanResult(c *client) tools.Tool { return urlscanResult{c} }
 
 type urlscanResult struct{ c *client }
 
-// Quick: one HTTP lookup, bounded by the client's timeout.
-func (urlscanResult) Quick() {}
+// RateGroup: calls share the provider's quota (tools.RateLimited).
+func (urlscanResult) RateGroup() string { return GroupURLScan }
 
 func (urlscanResult) Purpose() string {
 	return "Read one URLScan.io scan in full (contacted hosts, verdicts, page details) by its uuid."

@@ -25,8 +25,8 @@ func newURLScanSearch(c *client) tools.Tool { return urlscanSearch{c} }
 
 type urlscanSearch struct{ c *client }
 
-// Quick: one HTTP lookup, bounded by the client's timeout.
-func (urlscanSearch) Quick() {}
+// RateGroup: calls share the provider's quota (tools.RateLimited).
+func (urlscanSearch) RateGroup() string { return GroupURLScan }
 
 func (urlscanSearch) Purpose() string {
 	return "Find earlier URLScan.io scans of a domain, IP, URL or hash: what a site served and when."

@@ -36,8 +36,8 @@ func newVirusTotal(c *client) tools.Tool { return virusTotal{c} }
 
 type virusTotal struct{ c *client }
 
-// Quick: one HTTP lookup, bounded by the client's timeout.
-func (virusTotal) Quick() {}
+// RateGroup: calls share the provider's quota (tools.RateLimited).
+func (virusTotal) RateGroup() string { return GroupVirusTotal }
 
 func (virusTotal) Purpose() string {
 	return "VirusTotal verdicts from dozens of engines for an IP, domain, URL or file hash."

@@ -46,6 +46,35 @@ type Registry struct {
 	byName   map[string]Tool
 	names    []string
 	disabled []Disabled
+	// queues maps a rate group to the task queue its calls run on.
+	queues map[string]string
+}
+
+// RateLimited is implemented by a tool whose calls share a provider's rate
+// limit (one API key, one quota): RateGroup names the provider. Such calls
+// run as regular activities, on the task queue RouteTo gives their group.
+type RateLimited interface {
+	RateGroup() string
+}
+
+// RouteTo runs the calls of the tools of rate group on taskQueue.
+func (r *Registry) RouteTo(group, taskQueue string) {
+	if r.queues == nil {
+		r.queues = map[string]string{}
+	}
+	r.queues[group] = taskQueue
+}
+
+// RateGroups returns the rate groups of the enabled tools, sorted.
+func (r *Registry) RateGroups() []string {
+	var out []string
+	for _, n := range r.names {
+		if t, ok := r.byName[n].(RateLimited); ok && !slices.Contains(out, t.RateGroup()) {
+			out = append(out, t.RateGroup())
+		}
+	}
+	sort.Strings(out)
+	return out
 }
 
 // Disable records tools that are not offered, and why.
@@ -97,9 +126,11 @@ type Runner interface {
 	RunsAs() toolcall.Tool
 }
 
-// Quick is implemented by a tool whose calls answer within seconds (a
-// store read, one HTTP lookup): it runs as a local activity (see
-// toolcall.LocalActivity).
+// Quick is implemented by a tool whose calls are a read of the product's
+// own store, answered within seconds: it runs as a local activity (see
+// toolcall.LocalActivity). A call to an outside service never is: it would
+// hold the workflow task (queries and updates wait), re-run after a worker
+// crash, and escape task-queue rate limits.
 type Quick interface {
 	Quick()
 }
@@ -116,6 +147,8 @@ func (r *Registry) Tools() []toolcall.Tool {
 			out[i].Name = n
 		case Quick:
 			out[i].Kind = toolcall.LocalActivity
+		case RateLimited:
+			out[i].TaskQueue = r.queues[t.RateGroup()]
 		}
 	}
 	return out

@@ -4,8 +4,10 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"os"
+	"time"
 
 	"github.com/spf13/cobra"
 	"go.temporal.io/sdk/interceptor"
@@ -45,6 +47,7 @@ func newCommand() *cobra.Command {
 		wc       config.Worker
 		logLevel string
 		register bool
+		mixed    bool
 	)
 	cmd := &cobra.Command{
 		Use:           "worker",
@@ -78,6 +81,13 @@ func newCommand() *cobra.Command {
 				return err
 			}
 			registry.Disable(disabled...)
+			rates, err := ic.Rates()
+			if err != nil {
+				return err
+			}
+			for _, g := range registry.RateGroups() {
+				registry.RouteTo(g, providerQueue(tc.TaskQueue, g))
+			}
 			sub, err := subAgent(ctx, bc, fc.Project)
 			if err != nil {
 				return err
@@ -87,11 +97,26 @@ func newCommand() *cobra.Command {
 			} else if err := registry.Add(bigquery.AgentTool()); err != nil {
 				return err
 			}
+			keys, err := agentclient.PayloadKeys(tc)
+			if err != nil {
+				return err
+			}
+			var keyIDs []string
+			if keys != nil {
+				keyIDs = keys.IDs()
+			}
+			fp := workerSettings(registry, sub, gc.Model, bc.EmbeddingModel, keyIDs, rates).fingerprint()
 			c, err := agentclient.DialTemporal(tc, logger)
 			if err != nil {
 				return err
 			}
 			defer c.Close()
+			if err := checkPeers(ctx, c, tc.TaskQueue, buildID(wc), fp, time.Now()); err != nil {
+				if !mixed {
+					return err
+				}
+				logger.Warn("starting beside a worker with other settings (--allow-mixed-settings)", "error", err)
+			}
 			if register {
 				registerSearchAttributes(ctx, c, tc.Namespace, logger)
 			}
@@ -115,7 +140,12 @@ func newCommand() *cobra.Command {
 				WorkerLocalActivitiesPerSecond:          wc.ActivitiesPerSecond,
 				TaskQueueActivitiesPerSecond:            wc.TaskQueueActivitiesPerSecond,
 				Interceptors:                            []interceptor.WorkerInterceptor{activities.Heartbeats()},
-				DeploymentOptions:                       deployment(wc),
+				// Heartbeats go out as often as activities record them, so a
+				// stop reaches an activity within one HeartbeatInterval.
+				MaxHeartbeatThrottleInterval:     activities.HeartbeatInterval,
+				DefaultHeartbeatThrottleInterval: activities.HeartbeatInterval,
+				DeploymentOptions:                deployment(wc),
+				Identity:                         identity(fp),
 			})
 			w.RegisterWorkflowWithOptions(workflows.Investigation, workflow.RegisterOptions{Name: investigation.WorkflowName})
 			w.RegisterWorkflowWithOptions(workflows.ToolCatalog, workflow.RegisterOptions{Name: investigation.CatalogWorkflowName})
@@ -126,7 +156,28 @@ func newCommand() *cobra.Command {
 				inv.Toolsets = map[string]*tools.Registry{bigquery.Toolset: sub.Tools}
 			}
 			w.RegisterActivity(inv)
-			logger.Info("worker starting", "temporal", tc.Address, "namespace", tc.Namespace, "task_queue", tc.TaskQueue,
+			// Each provider's calls run on a queue of their own, so its rate
+			// limit holds for every worker together and one slow provider
+			// does not hold up another's calls.
+			for _, g := range registry.RateGroups() {
+				pw := worker.New(c, providerQueue(tc.TaskQueue, g), worker.Options{
+					WorkerStopTimeout:                  wc.StopTimeout,
+					MaxConcurrentActivityExecutionSize: wc.MaxConcurrentActivities,
+					TaskQueueActivitiesPerSecond:       rates[g],
+					Interceptors:                       []interceptor.WorkerInterceptor{activities.Heartbeats()},
+					MaxHeartbeatThrottleInterval:       activities.HeartbeatInterval,
+					DefaultHeartbeatThrottleInterval:   activities.HeartbeatInterval,
+					DeploymentOptions:                  deployment(wc),
+					Identity:                           identity(fp),
+				})
+				pw.RegisterActivity(inv)
+				if err := pw.Start(); err != nil {
+					return fmt.Errorf("start the %s worker: %w", g, err)
+				}
+				defer pw.Stop()
+				logger.Info("provider queue", "provider", g, "task_queue", providerQueue(tc.TaskQueue, g), "calls_per_second", rates[g])
+			}
+			logger.Info("worker starting", "temporal", tc.Address, "namespace", tc.Namespace, "task_queue", tc.TaskQueue, "settings", fp,
 				"model", gc.Model, "tools", registry.Names(), "disabled_tools", len(disabled))
 			if err := w.Run(worker.InterruptCh()); err != nil {
 				return fmt.Errorf("worker stopped: %w", err)
@@ -143,9 +194,38 @@ func newCommand() *cobra.Command {
 	bc.Flags(cmd.Flags())
 	wc.Flags(cmd.Flags())
 	searchAttributesFlag(cmd.Flags(), &register)
+	cmd.Flags().BoolVar(&mixed, "allow-mixed-settings", config.EnvBool("WORKER_ALLOW_MIXED_SETTINGS"),
+		"start even when a running worker of the same queue and build has other tools, models, tables or payload keys (env WORKER_ALLOW_MIXED_SETTINGS)")
 	cmd.Flags().StringVar(&logLevel, "log-level", config.Env("info", "LOG_LEVEL"), "log level: debug, info, warn, error (env LOG_LEVEL)")
 	return cmd
 }
+
+// buildID is the build whose workers must agree on settings: "" without
+// Worker Deployment Versioning (every worker of the queue).
+func buildID(wc config.Worker) string { return deployment(wc).Version.BuildID }
+
+// workerSettings gathers what the workers of one queue must agree on.
+func workerSettings(registry *tools.Registry, sub *bigquery.Activities, model, embedding string, keyIDs []string, rates map[string]float64) settings {
+	s := settings{Tools: registry.Tools(), Declarations: declarations(registry), Statuses: registry.Statuses(),
+		Model: model, PayloadKeyIDs: keyIDs, IntelRates: rates}
+	if sub != nil {
+		s.EmbeddingModel = embedding
+		s.Toolsets = map[string]any{bigquery.Toolset: map[string]any{"tables": sub.Tables, "declarations": declarations(sub.Tools)}}
+	}
+	return s
+}
+
+func declarations(r *tools.Registry) map[string]json.RawMessage {
+	out := map[string]json.RawMessage{}
+	for _, d := range r.Declarations(nil) {
+		raw, _ := json.Marshal(d)
+		out[d.Name] = raw
+	}
+	return out
+}
+
+// providerQueue is the task queue of a threat-intelligence provider's calls.
+func providerQueue(taskQueue, group string) string { return taskQueue + "-intel-" + group }
 
 // subAgent builds the BigQuery sub-agent's activities (tools, tables and
 // recall settings; the caller adds the model and the stores), or returns

@@ -16,11 +16,11 @@ import (
 // end at once. Every activity heartbeats, so a killed worker's attempt is
 // retried within heartbeatTimeout.
 const (
-	heartbeatTimeout = 30 * time.Second
+	heartbeatTimeout = 10 * time.Second // five heartbeats (activities.HeartbeatInterval)
 	llmRetryBudget   = 20 * time.Minute
 	toolRetryBudget  = time.Minute
 	storeRetryBudget = 10 * time.Minute
-	bestEffortBudget = 2 * time.Minute
+	bestEffortBudget = 4 * time.Minute
 )
 
 // llmOptions are the activity options of a model call: activities turn
@@ -47,6 +47,9 @@ func bestEffortOptions(ctx workflow.Context, summary string) workflow.Context {
 	ctx = llmOptions(ctx, summary)
 	opts := workflow.GetActivityOptions(ctx)
 	opts.ScheduleToCloseTimeout = bestEffortBudget
+	// An attempt gets half the budget, so a failed one is retried once
+	// (an attempt bound over the budget would never be retried).
+	opts.StartToCloseTimeout = bestEffortBudget / 2
 	return workflow.WithActivityOptions(ctx, opts)
 }
 
@@ -80,6 +83,22 @@ func localToolOptions(ctx workflow.Context, summary string, attempt time.Duratio
 			MaximumInterval:    30 * time.Second,
 		},
 	})
+}
+
+// localToolAttempt bounds one attempt of a local tool: a read of the
+// product's own store, which answers in milliseconds; a longer one would
+// hold the workflow task.
+const localToolAttempt = 10 * time.Second
+
+// onQueue runs the context's activities on taskQueue ("" keeps the
+// workflow's own).
+func onQueue(ctx workflow.Context, taskQueue string) workflow.Context {
+	if taskQueue == "" {
+		return ctx
+	}
+	opts := workflow.GetActivityOptions(ctx)
+	opts.TaskQueue = taskQueue
+	return workflow.WithActivityOptions(ctx, opts)
 }
 
 // storeOptions are the activity options of a Firestore write.

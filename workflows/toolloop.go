@@ -156,8 +156,11 @@ func (l *toolLoop) turns(ctx workflow.Context, prefix string, res *loopResult) e
 func (l *toolLoop) latestEnd(ctx workflow.Context, calls []toolcall.Call) time.Time {
 	var bound time.Duration
 	for _, c := range calls {
-		if k := l.host.tool(c.Name).Kind; k == toolcall.Activity || k == toolcall.LocalActivity {
+		switch l.host.tool(c.Name).Kind {
+		case toolcall.Activity:
 			bound = max(bound, toolRetryBudget+l.host.toolTimeout(c.Name))
+		case toolcall.LocalActivity:
+			bound = max(bound, toolRetryBudget+localToolAttempt)
 		}
 	}
 	if bound == 0 {
@@ -338,9 +341,9 @@ func (l *toolLoop) start(ctx workflow.Context, settle workflow.Settable, futures
 			ScanBytesLeft: l.host.scanFor(key, c, siblings),
 		}
 		if t.Kind == toolcall.LocalActivity {
-			return workflow.ExecuteLocalActivity(localToolOptions(ctx, "tool "+summary, l.host.toolTimeout(c.Name)), a.CallTool, in)
+			return workflow.ExecuteLocalActivity(localToolOptions(ctx, "tool "+summary, localToolAttempt), a.CallTool, in)
 		}
-		return workflow.ExecuteActivity(toolOptions(ctx, "tool "+summary, l.host.toolTimeout(c.Name)), a.CallTool, in)
+		return workflow.ExecuteActivity(onQueue(toolOptions(ctx, "tool "+summary, l.host.toolTimeout(c.Name)), t.TaskQueue), a.CallTool, in)
 	}
 	if len(pipe.deps[i]) == 0 {
 		settle.Chain(launch(ctx, nil))

@@ -275,18 +275,19 @@ func devBanner(s *Stack, w io.Writer) {
 		shellQuote(s.show(s.EnvFile())), bin, historyDir, bin, defaultAlert)
 }
 
-// runWith is `stack run -- COMMAND...` (`go tool task eval`): the stack
-// around one command, which gets the stack's settings and STACK_RUN=1.
+// runWith is `stack run [--profile P] -- COMMAND...` (`go tool task
+// eval`): profile p's stack around one command, which gets the stack's
+// settings and STACK_RUN=1.
 // What this run started is stopped at the end; the status is the
 // command's.
-func runWith(load loader, tbl []Service, log *logger, argv []string, stdout, stderr io.Writer) int {
+func runWith(load loader, tbl []Service, p Profile, log *logger, argv []string, stdout, stderr io.Writer) int {
 	s, err := load(false)
 	if err != nil {
 		log.error("%v", err)
 		return 1
 	}
 	sg := catchSignals()
-	sv := newSupervisor(s, tbl, Dev)
+	sv := newSupervisor(s, tbl, p)
 	rc := 1
 	if err := sv.up(sg.ctx); err != nil {
 		reportUpError(log, err)

@@ -102,14 +102,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 				return exit(dev(load, table, log, stdout))
 			},
 		},
-		&cobra.Command{
-			Use:   "run -- COMMAND [ARG...]",
-			Short: "Start the stack (or reuse it), run COMMAND with its settings, then stop what was started",
-			Args:  cobra.MinimumNArgs(1),
-			RunE: func(_ *cobra.Command, args []string) error {
-				return exit(runWith(load, table, log, args, stdout, stderr))
-			},
-		},
+		runCommand(load, log, stdout, stderr),
 		onRecorded("stop", "Stop a dev session and every service recorded under .data/pids, saving the Firestore data first",
 			func(s *Stack) error {
 				newSupervisor(s, table, Dev).stopRecorded()
@@ -146,6 +139,33 @@ func run(args []string, stdout, stderr io.Writer) int {
 		log.error("%v", err)
 		return 1
 	}
+}
+
+func runCommand(load loader, log *logger, stdout, stderr io.Writer) *cobra.Command {
+	profile := string(Dev)
+	cmd := &cobra.Command{
+		Use:   "run [--profile NAME] -- COMMAND [ARG...]",
+		Short: "Start the stack (or reuse it), run COMMAND with its settings, then stop what was started",
+		Args:  cobra.MinimumNArgs(1),
+		RunE: func(_ *cobra.Command, args []string) error {
+			if !known(table, Profile(profile)) {
+				return fmt.Errorf("no profile %q in the service table", profile)
+			}
+			return exit(runWith(load, table, Profile(profile), log, args, stdout, stderr))
+		},
+	}
+	cmd.Flags().StringVar(&profile, "profile", profile, "the services to run: dev, or eval (the dev stack with the eval's own worker instead of the analyst's)")
+	return cmd
+}
+
+// known reports whether an entry of tbl runs in p.
+func known(tbl []Service, p Profile) bool {
+	for i := range tbl {
+		if tbl[i].in(p) {
+			return true
+		}
+	}
+	return false
 }
 
 func firestoreMatch() string {

@@ -13,8 +13,13 @@ import (
 // later shares the entries that run in both.
 type Profile string
 
-// Dev is the local stack of `go tool task dev` and `investigate`.
-const Dev Profile = "dev"
+const (
+	// Dev is the local stack of `go tool task dev` and `investigate`.
+	Dev Profile = "dev"
+	// Eval is what `go tool task eval` runs: the dev stack with the eval's
+	// own worker instead of the analyst's.
+	Eval Profile = "eval"
+)
 
 // Service is one entry of the table: what runs, when, after what, and how
 // the supervisor knows it is up. The functions take the resolved Stack so
@@ -93,6 +98,9 @@ const (
 	// ReuseRecorded takes only an instance this stack recorded, alive,
 	// started with the same Settings from the same program file.
 	ReuseRecorded
+	// ReuseNever stops a recorded instance and starts a new one (what an
+	// interrupted run left is not taken over).
+	ReuseNever
 )
 
 // instance is one process of a service in a plan.

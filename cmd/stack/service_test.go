@@ -123,9 +123,10 @@ func TestTheTable(t *testing.T) {
 		require.NotZero(t, svc.Timeout, svc.Name)
 		require.NotEmpty(t, svc.Title, svc.Name)
 		require.NotNil(t, svc.Launch, svc.Name)
-		if svc.Reuse == ReuseRecorded {
+		switch svc.Reuse {
+		case ReuseRecorded:
 			require.NotNil(t, svc.Settings, svc.Name)
-		} else {
+		case ReuseAnswering:
 			require.NotEmpty(t, svc.Ports, "%s is reused when its port answers: it needs one", svc.Name)
 		}
 	}
@@ -143,6 +144,11 @@ func TestTheTable(t *testing.T) {
 		require.Equal(t, tc.want, names(pl.order))
 	}
 	s, _ := testStack(t)
+	eval, err := planFor(table, Eval, s)
+	require.NoError(t, err)
+	require.Equal(t, []string{"bigquery", "temporal", "firestore", "gemini-standin", "eval-worker"}, names(eval.order),
+		"the eval's own worker, not the analyst's")
+
 	s.PayloadKeyFile = "/keys.json"
 	pl, err := planFor(table, Dev, s)
 	require.NoError(t, err)
@@ -223,6 +229,9 @@ func TestDecide(t *testing.T) {
 		{"rebuilt", ReuseRecorded, observed{recorded: true, settings: settings, binary: "crc32c 3 4"}, restart, "its program changed"},
 		{"a dev session owns it", ReuseRecorded, observed{recorded: true, settings: "old", binary: binary, devOwner: true}, keep, "other settings"},
 		{"recorded without settings", ReuseRecorded, observed{recorded: true}, restart, "(unknown; this run"},
+		{"never reused: none runs", ReuseNever, observed{}, start, ""},
+		{"never reused: one was left", ReuseNever, observed{recorded: true, settings: settings, binary: binary}, restart, "a new one"},
+		{"never reused, even under a dev session", ReuseNever, observed{recorded: true, devOwner: true}, restart, "a new one"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			d, why := decide(tc.reuse, tc.o, settings, binary)

@@ -124,6 +124,11 @@ type observed struct {
 // recorded instance does not fit.
 func decide(r Reuse, o observed, wantSettings, wantBinary string) (decision, string) {
 	switch r {
+	case ReuseNever:
+		if o.recorded {
+			return restart, "a new one starts with each run"
+		}
+		return start, ""
 	case ReuseRecorded:
 		if !o.recorded {
 			return start, ""
@@ -263,7 +268,7 @@ func (sv *supervisor) reuseNote() string {
 func (sv *supervisor) observe(ctx context.Context, in *instance) observed {
 	s, svc := sv.s, in.svc
 	var o observed
-	if svc.Reuse == ReuseRecorded {
+	if svc.Reuse != ReuseAnswering {
 		if _, ok := s.recordedPid(in.name, svc.Match); ok {
 			o.recorded = true
 			o.settings = s.readRecord(in.name, "settings")

@@ -24,7 +24,7 @@ var table = []Service{
 		// payload in history; `starter codec-server` decrypts them for the
 		// Web UI, which the dev server points at it. It starts first: the
 		// key file is read (and checked) before anything else starts.
-		Name: "codec-server", Title: "codec server", Profiles: []Profile{Dev},
+		Name: "codec-server", Title: "codec server", Profiles: []Profile{Dev, Eval},
 		Enabled: func(s *Stack) (bool, string) { return s.PayloadKeyFile != "", "" },
 		Ports:   []Port{{"CODEC", 8234}},
 		Launch: func(s *Stack, _ int) (Launch, error) {
@@ -45,7 +45,7 @@ var table = []Service{
 		// The sample security logs of examples/bigquery, loaded into memory
 		// at every start (about 10 s): it opens its port only once loaded,
 		// and starts beside the others so the load overlaps theirs.
-		Name: "bigquery", Title: "BigQuery emulator", Profiles: []Profile{Dev},
+		Name: "bigquery", Title: "BigQuery emulator", Profiles: []Profile{Dev, Eval},
 		Ports: []Port{{"BIGQUERY", 9050}, {"BIGQUERY_GRPC", 9060}},
 		Launch: func(s *Stack, _ int) (Launch, error) {
 			if !isExecutable(s.BigQuery) {
@@ -74,7 +74,7 @@ var table = []Service{
 		Match: "bigquery-emulator",
 	},
 	{
-		Name: "temporal", Title: "Temporal server", Profiles: []Profile{Dev},
+		Name: "temporal", Title: "Temporal server", Profiles: []Profile{Dev, Eval},
 		Needs: []string{"codec-server"},
 		Ports: []Port{{"TEMPORAL", 7233}, {"TEMPORAL_UI", 8233}},
 		Launch: func(s *Stack, _ int) (Launch, error) {
@@ -101,7 +101,7 @@ var table = []Service{
 		},
 	},
 	{
-		Name: "firestore", Title: "Firestore emulator", Profiles: []Profile{Dev},
+		Name: "firestore", Title: "Firestore emulator", Profiles: []Profile{Dev, Eval},
 		Ports:  []Port{{"FIRESTORE", 8081}},
 		Launch: firestoreLaunch,
 		Ready:  firestoreReady, Timeout: 90 * time.Second, TimeoutVar: "FIRESTORE",
@@ -111,7 +111,7 @@ var table = []Service{
 	{
 		// Only without Gemini credentials: it speaks the Gemini REST
 		// protocol with scripted answers, so the whole system runs offline.
-		Name: "gemini-standin", Title: "Gemini stand-in", Profiles: []Profile{Dev},
+		Name: "gemini-standin", Title: "Gemini stand-in", Profiles: []Profile{Dev, Eval},
 		Enabled: func(s *Stack) (bool, string) {
 			if s.usingStandin() {
 				return true, ""
@@ -154,6 +154,24 @@ var table = []Service{
 		Ready: LogLine{Text: "Started Worker"}, ReadyOnTimeout: true,
 		Timeout: 20 * time.Second, TimeoutVar: "WORKER",
 		Reuse: ReuseRecorded, Settings: workerSettings,
+		Match: "worker",
+	},
+	{
+		// The scorecard's worker (scripts/eval.sh): its own Firestore
+		// database, which `starter eval` empties before each case, and its
+		// own task queue, so the analyst's data and runs are never touched.
+		// One left by an interrupted eval is replaced.
+		Name: "eval-worker", Title: "eval worker", Profiles: []Profile{Eval},
+		Needs: []string{"temporal", "firestore"},
+		Launch: func(s *Stack, _ int) (Launch, error) {
+			worker, err := s.program("worker", "go tool task build")
+			return Launch{Argv: []string{worker},
+				Env:  []string{"FIRESTORE_DATABASE=investigator-eval", "TEMPORAL_TASK_QUEUE=investigations-eval"},
+				Note: " (polling investigations-eval, Firestore database investigator-eval)"}, err
+		},
+		Ready: LogLine{Text: "Started Worker"}, ReadyOnTimeout: true,
+		Timeout: 20 * time.Second, TimeoutVar: "WORKER",
+		Reuse: ReuseNever,
 		Match: "worker",
 	},
 }

@@ -74,10 +74,7 @@ func (sv *supervisor) up(ctx context.Context) error {
 // data directory that still runs: it would lose track of it.
 func (sv *supervisor) checkPorts() error {
 	s := sv.s
-	recorded := &Stack{ports: map[string]int{}, DataDir: s.DataDir}
-	for v := range s.ports {
-		recorded.ports[v] = s.ports[v]
-	}
+	recorded := &Stack{ports: maps.Clone(s.ports), DataDir: s.DataDir}
 	if err := recorded.loadPorts(); err != nil || maps.Equal(recorded.ports, s.ports) {
 		return nil
 	}

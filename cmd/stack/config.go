@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -61,8 +62,10 @@ const (
 	defaultProject  = "demo-investigator"
 )
 
-// Environment the local stack never passes on: Temporal Cloud settings
-// (this stack is the local dev server) and what it sets itself.
+// The caller's settings the local stack does not pass on: Temporal Cloud's
+// (this stack is the local dev server) and real BigQuery's (its
+// sub-agent queries the emulator's sample logs; STACK_BIGQUERY_TABLES and
+// STACK_BIGQUERY_RUNBOOKS choose other files).
 var droppedTemporal = []string{
 	"TEMPORAL_API_KEY", "TEMPORAL_TLS", "TEMPORAL_TLS_CERT", "TEMPORAL_TLS_KEY", "TEMPORAL_TLS_CA",
 	"TEMPORAL_TLS_CERT_DATA", "TEMPORAL_TLS_KEY_DATA", "TEMPORAL_TLS_CA_DATA", "TEMPORAL_TLS_SERVER_NAME",
@@ -288,33 +291,27 @@ func (s *Stack) loadPorts() error {
 // the caller's, less Temporal Cloud and BigQuery settings (said once), with
 // the stack's addresses.
 func (s *Stack) buildEnv(environ []string) {
-	drop := map[string]bool{}
-	for _, v := range append(append([]string{}, droppedTemporal...), droppedBigQuery...) {
-		drop[v] = true
-	}
 	set := s.exports()
+	replaced := map[string]bool{"PAYLOAD_KEY_FILE": true} // made absolute, or dropped
 	for _, kv := range set {
 		k, _, _ := strings.Cut(kv, "=")
-		drop[k] = true
+		replaced[k] = true
 	}
-	drop["PAYLOAD_KEY_FILE"] = true
 	var env []string
 	for _, kv := range environ {
 		k, v, _ := strings.Cut(kv, "=")
-		if drop[k] {
-			for _, d := range droppedTemporal {
-				if k == d && v != "" {
-					s.log.info("ignoring %s for the local stack", k)
-				}
+		switch {
+		case slices.Contains(droppedTemporal, k):
+			if v != "" {
+				s.log.info("ignoring %s for the local stack", k) // a key: never its value
 			}
-			for _, d := range droppedBigQuery {
-				if k == d && v != "" {
-					s.log.info("ignoring %s=%s for the local stack", k, v)
-				}
+		case slices.Contains(droppedBigQuery, k):
+			if v != "" {
+				s.log.info("ignoring %s=%s for the local stack", k, v)
 			}
-			continue
+		case !replaced[k]:
+			env = append(env, kv)
 		}
-		env = append(env, kv)
 	}
 	s.env = append(env, set...)
 }

@@ -55,7 +55,6 @@ const (
 type Telemetry struct {
 	tp      *sdktrace.TracerProvider // nil when traces are off
 	mp      *sdkmetric.MeterProvider // nil when metrics are off
-	logger  *slog.Logger
 	tracing interceptor.Interceptor
 	runs    *runs
 	once    sync.Once
@@ -100,29 +99,46 @@ func Start(ctx context.Context, service string, logger *slog.Logger) (*Telemetry
 	if err != nil && res == nil {
 		return nil, fmt.Errorf("OpenTelemetry resource: %w", err)
 	}
-	// Export failures (a collector down) are reported once a minute at most
-	// and never fail a command or an activity.
-	otel.SetErrorHandler(&errorLog{logger: logger})
-	t := &Telemetry{logger: logger, runs: &runs{}}
+	var exp sdktrace.SpanExporter
 	if tracesOn() {
-		exp, err := autoexport.NewSpanExporter(ctx)
-		if err != nil {
+		if exp, err = autoexport.NewSpanExporter(ctx); err != nil {
 			return nil, fmt.Errorf("OpenTelemetry span exporter: %w", err)
 		}
+	}
+	var reader sdkmetric.Reader
+	if metricsOn() {
+		if reader, err = autoexport.NewMetricReader(ctx); err != nil {
+			if exp != nil {
+				_ = exp.Shutdown(ctx)
+			}
+			return nil, fmt.Errorf("OpenTelemetry metric reader: %w", err)
+		}
+	}
+	// Export failures (a collector down) are logged, never returned to a
+	// command or an activity.
+	otel.SetErrorHandler(&errorLog{logger: logger})
+	t, err := build(res, exp, reader)
+	if err != nil {
+		return nil, err
+	}
+	logger.Info("exporting OpenTelemetry", "traces", t.tp != nil, "metrics", t.mp != nil, "endpoint", endpoint())
+	return t, nil
+}
+
+// build makes the providers of a span exporter and a metric reader (each
+// nil when its signal is off).
+func build(res *resource.Resource, exp sdktrace.SpanExporter, reader sdkmetric.Reader) (*Telemetry, error) {
+	t := &Telemetry{runs: &runs{}}
+	if exp != nil {
 		t.tp = sdktrace.NewTracerProvider(sdktrace.WithBatcher(exp), sdktrace.WithResource(res), sdktrace.WithIDGenerator(idGenerator{}))
+		var err error
 		if t.tracing, err = newTracingInterceptor(t.tp.Tracer(temporalScope), t.runs); err != nil {
 			return nil, err
 		}
 	}
-	if metricsOn() {
-		reader, err := autoexport.NewMetricReader(ctx)
-		if err != nil {
-			t.Shutdown(ctx)
-			return nil, fmt.Errorf("OpenTelemetry metric reader: %w", err)
-		}
+	if reader != nil {
 		t.mp = sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader), sdkmetric.WithResource(res))
 	}
-	logger.Info("exporting OpenTelemetry", "traces", t.tp != nil, "metrics", t.mp != nil, "endpoint", endpoint())
 	return t, nil
 }
 

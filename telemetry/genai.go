@@ -113,8 +113,8 @@ func (m *ModelCalls) Start(ctx context.Context, op, model, activity string) (con
 	if m.server != "" {
 		attrs = append(attrs, semconv.ServerAddress(m.server))
 	}
-	ctx, span := m.tracer.Start(ctx, op+" "+model, trace.WithSpanKind(trace.SpanKindClient), trace.WithAttributes(attrs...))
-	return ctx, &ModelCall{m: m, span: span, start: time.Now(), op: op, model: model, activity: activity}
+	_, span := m.tracer.Start(ctx, op+" "+model, trace.WithSpanKind(trace.SpanKindClient), trace.WithAttributes(attrs...))
+	return trace.ContextWithSpan(ctx, &safeSpan{Span: span}), &ModelCall{m: m, span: span, start: time.Now(), op: op, model: model, activity: activity}
 }
 
 // Answer is what a model call returned, without its content.

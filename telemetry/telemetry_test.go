@@ -131,15 +131,24 @@ func TestExportsToAnOTLPReceiver(t *testing.T) {
 			require.NotContains(t, fmt.Sprint(failed), "Ignore previous")
 			require.Contains(t, rcv.Header("x-team"), "secops")
 
-			for _, name := range []string{"gen_ai.client.operation.duration", "gen_ai.client.token.usage", MetricTokens, MetricCost} {
-				require.Contains(t, rcv.Latest(name), service, name)
+			latest := func(name string) otlptest.Metric {
+				for _, m := range rcv.Latest(name) {
+					if m.Service == service {
+						return m
+					}
+				}
+				t.Fatalf("no %s from %s", name, service)
+				return otlptest.Metric{}
 			}
+			duration, usage := latest("gen_ai.client.operation.duration"), latest("gen_ai.client.token.usage")
+			require.Len(t, duration.Points, 2, "one series without error, one with its error.type")
+			require.Len(t, usage.Points, 2, "input and output")
 			tokens := map[string]float64{}
-			for _, p := range rcv.Latest(MetricTokens)[service].Points {
+			for _, p := range latest(MetricTokens).Points {
 				tokens[fmt.Sprint(p.Attrs["gen_ai.token.type"], "/", p.Attrs[AttrActivity])] = p.Value
 			}
 			require.Equal(t, map[string]float64{"input/ModelTurn": 1000, "output/ModelTurn": 250}, tokens)
-			cost := rcv.Latest(MetricCost)[service]
+			cost := latest(MetricCost)
 			require.Len(t, cost.Points, 1)
 			require.InDelta(t, (1000*0.30+250*2.50)/1e6, cost.Points[0].Value, 1e-12)
 			require.Equal(t, "{USD}", cost.Unit)

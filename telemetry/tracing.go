@@ -14,6 +14,7 @@ import (
 	"go.opentelemetry.io/otel/codes"
 	semconv "go.opentelemetry.io/otel/semconv/v1.41.0"
 	"go.opentelemetry.io/otel/trace"
+	tracenoop "go.opentelemetry.io/otel/trace/noop"
 	temporalotel "go.temporal.io/sdk/contrib/opentelemetry"
 	"go.temporal.io/sdk/interceptor"
 	"go.temporal.io/sdk/workflow"
@@ -218,11 +219,16 @@ func startSafe(ctx context.Context, t trace.Tracer, name string, opts ...trace.S
 
 // safeSpan records a failure by its kind only: error text can quote an
 // alert, a model's words or a query (which payload encryption keeps out of
-// history), so it stays out of spans too.
+// history), so it stays out of spans too. And it hands a library that
+// starts spans from the context's span (otelhttp under the BigQuery client
+// does) a no-op provider: only the spans this package vets are exported,
+// not one whose URL or attributes might hold an indicator or a query.
 type safeSpan struct {
 	trace.Span
 	kind string
 }
+
+func (*safeSpan) TracerProvider() trace.TracerProvider { return tracenoop.NewTracerProvider() }
 
 func (s *safeSpan) RecordError(err error, _ ...trace.EventOption) {
 	if err == nil {

@@ -65,9 +65,11 @@ type Span struct {
 	Events   []string // event names
 }
 
-// Metric is one metric of one export, with its resource's service name.
+// Metric is one metric of one export, with its resource's service name and
+// process ID (each process exports its own cumulative series).
 type Metric struct {
 	Service string
+	PID     int64
 	Scope   string
 	Name    string
 	Unit    string
@@ -211,9 +213,10 @@ func (r *Receiver) addMetrics(rm []*metricpb.ResourceMetrics) {
 	var got []Metric
 	for _, res := range rm {
 		service := serviceName(res.GetResource())
+		pid, _ := attrs(res.GetResource().GetAttributes())["process.pid"].(int64)
 		for _, sm := range res.GetScopeMetrics() {
 			for _, m := range sm.GetMetrics() {
-				got = append(got, Metric{Service: service, Scope: sm.GetScope().GetName(), Name: m.GetName(), Unit: m.GetUnit(), Points: points(m)})
+				got = append(got, Metric{Service: service, PID: pid, Scope: sm.GetScope().GetName(), Name: m.GetName(), Unit: m.GetUnit(), Points: points(m)})
 			}
 		}
 	}
@@ -256,16 +259,54 @@ func (r *Receiver) Metrics() []Metric {
 	return append([]Metric(nil), r.metrics...)
 }
 
-// Latest returns the last export of each metric named name, one per
-// service.
-func (r *Receiver) Latest(name string) map[string]Metric {
-	out := map[string]Metric{}
-	for _, m := range r.Metrics() {
-		if m.Name == name {
-			out[m.Service] = m
+// Latest returns the last export of the metric named name from each
+// process, by service and process ID.
+func (r *Receiver) Latest(name string) []Metric {
+	type proc struct {
+		service string
+		pid     int64
+	}
+	last := map[proc]int{}
+	all := r.Metrics()
+	var order []proc
+	for i, m := range all {
+		if m.Name != name {
+			continue
 		}
+		p := proc{m.Service, m.PID}
+		if _, ok := last[p]; !ok {
+			order = append(order, p)
+		}
+		last[p] = i
+	}
+	out := make([]Metric, 0, len(order))
+	for _, p := range order {
+		out = append(out, all[last[p]])
 	}
 	return out
+}
+
+// Total sums the latest value of every point of the metric named name
+// whose attributes include match, over every process.
+func (r *Receiver) Total(name string, match map[string]any) float64 {
+	total := 0.0
+	for _, m := range r.Latest(name) {
+		for _, p := range m.Points {
+			if includes(p.Attrs, match) {
+				total += p.Value + p.Sum
+			}
+		}
+	}
+	return total
+}
+
+func includes(attrs, match map[string]any) bool {
+	for k, v := range match {
+		if attrs[k] != v {
+			return false
+		}
+	}
+	return true
 }
 
 func points(m *metricpb.Metric) []Point {

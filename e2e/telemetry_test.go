@@ -72,14 +72,16 @@ func TestTelemetry(t *testing.T) {
 	require.Equal(t, 0, res.code, "stdout:\n%s\nstderr:\n%s", res.stdout, res.stderr)
 	id := workflowIDFrom(t, res.stdout)
 	waitFor(t, id, "the plan waiting for approval", func(s investigation.Status) bool { return s.Phase == investigation.PhaseAwaitingApproval })
-	waitSpan(t, rcv, "RunActivity:GeneratePlan") // exported before the kill
+	waitReceived(t, "plan span", func() bool { // exported before the kill
+		return slices.ContainsFunc(rcv.Spans(), func(s otlptest.Span) bool { return s.Name == "RunActivity:GeneratePlan" })
+	})
 
 	restart(syscall.SIGKILL, workerEnv) // the next worker starts with a cold cache
 	approve := starterEnv(t, starterOtel, nil, "approve", id)
 	require.Equal(t, 0, approve.code, approve.stderr)
 	waitFor(t, id, "the conclusion", func(s investigation.Status) bool { return s.Phase == investigation.PhaseIdle })
 	require.True(t, failedOnce)
-	waitMetric(t, rcv, investigation.MetricInvestigations)
+	waitReceived(t, "verdict count", func() bool { return len(rcv.Latest(investigation.MetricInvestigations)) > 0 })
 
 	restart(syscall.SIGKILL, workerEnv)
 	waitFor(t, id, "an answer from a worker that replays the whole history", func(investigation.Status) bool { return true })
@@ -232,30 +234,14 @@ func waitPolling(t *testing.T, pid int) {
 	t.Fatalf("worker %d does not poll", pid)
 }
 
-// waitSpan waits until the receiver has a span named name.
-func waitSpan(t *testing.T, rcv *otlptest.Receiver, name string) {
+// waitReceived waits until the receiver has what got looks for.
+func waitReceived(t *testing.T, what string, got func() bool) {
 	t.Helper()
 	deadline := time.Now().Add(30 * time.Second)
-	for time.Now().Before(deadline) {
-		for _, s := range rcv.Spans() {
-			if s.Name == name {
-				return
-			}
+	for !got() {
+		if time.Now().After(deadline) {
+			t.Fatalf("no %s arrived", what)
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
-	t.Fatalf("no span %s arrived", name)
-}
-
-// waitMetric waits until the receiver has the metric named name.
-func waitMetric(t *testing.T, rcv *otlptest.Receiver, name string) {
-	t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
-	for time.Now().Before(deadline) {
-		if len(rcv.Latest(name)) > 0 {
-			return
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
-	t.Fatalf("no metric %s arrived", name)
 }

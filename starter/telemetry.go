@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"time"
 
@@ -9,9 +10,12 @@ import (
 	"github.com/secops-agent/investigator/telemetry"
 )
 
-// serviceAnnotation is the annotation of a command that runs as a service
-// of its own for OpenTelemetry (the intake: "investigator-intake"); every
-// other command is "investigator-starter". OTEL_SERVICE_NAME wins over both.
+// serviceAnnotation is the annotation of a long-running command that is a
+// service of its own for OpenTelemetry (the intake: "investigator-intake"):
+// it gets no root span (a span as long as the process says nothing) and
+// starts a span per unit of work with Telemetry.Span. Every other command is
+// "investigator-starter", under a root span named after it. OTEL_SERVICE_NAME
+// wins over both.
 const serviceAnnotation = "otel.service"
 
 // flushTimeout bounds how long the starter waits at exit to export what it
@@ -25,21 +29,20 @@ func (a *app) startTelemetry(cmd *cobra.Command) error {
 	if a.tel != nil || !telemetry.Enabled() {
 		return nil
 	}
-	service := "investigator-starter"
-	for c := cmd; c != nil; c = c.Parent() {
-		if s := c.Annotations[serviceAnnotation]; s != "" {
-			service = s
-			break
-		}
+	service := ""
+	for c := cmd; c != nil && service == ""; c = c.Parent() {
+		service = c.Annotations[serviceAnnotation]
 	}
-	tel, err := telemetry.Start(cmd.Context(), service, a.logger())
+	tel, err := telemetry.Start(cmd.Context(), cmp.Or(service, "investigator-starter"), a.logger())
 	if err != nil {
 		return err
 	}
-	a.tel = tel
-	ctx, end := tel.Command(cmd.Context(), cmd.CommandPath())
-	cmd.SetContext(ctx)
-	a.endCommand = end
+	a.tel, a.endCommand = tel, func(bool) {}
+	if service == "" {
+		ctx, end := tel.Span(cmd.Context(), cmd.CommandPath())
+		cmd.SetContext(ctx)
+		a.endCommand = end
+	}
 	return nil
 }
 

@@ -115,7 +115,7 @@ func TestWorkflowSpansOnceAcrossReplays(t *testing.T) {
 	cc, err := client.Dial(opts)
 	require.NoError(t, err)
 	defer cc.Close()
-	rootCtx, end := caller.Command(ctx, "test caller")
+	rootCtx, end := caller.Span(ctx, "test caller")
 
 	a := startProcess(t, srv.FrontendHostPort(), exp, nil)
 	run, err := cc.ExecuteWorkflow(rootCtx, client.StartWorkflowOptions{ID: "toy-" + fmt.Sprint(time.Now().UnixNano()), TaskQueue: toyQueue}, toy)

@@ -22,10 +22,10 @@ import (
 
 	"go.opentelemetry.io/contrib/exporters/autoexport"
 	"go.opentelemetry.io/otel"
-	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/codes"
 	"go.opentelemetry.io/otel/metric"
 	metricnoop "go.opentelemetry.io/otel/metric/noop"
+	"go.opentelemetry.io/otel/propagation"
 	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
 	"go.opentelemetry.io/otel/sdk/resource"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
@@ -217,20 +217,44 @@ func (t *Telemetry) Client(o *client.Options) {
 	}
 }
 
-// Command starts the span of one command (its root span, "starter
-// investigate"); end records whether it failed, never the error's text.
-func (t *Telemetry) Command(ctx context.Context, name string) (_ context.Context, end func(failed bool)) {
+// Span starts a span of the product's own under ctx's span, or a root span
+// ("starter investigate", one alert the intake took in); end records
+// whether it failed, never the error's text.
+func (t *Telemetry) Span(ctx context.Context, name string) (_ context.Context, end func(failed bool)) {
 	if t == nil || t.tp == nil {
 		return ctx, func(bool) {}
 	}
 	ctx, span := t.tp.Tracer(Scope).Start(ctx, name)
 	return ctx, func(failed bool) {
 		if failed {
-			span.SetStatus(codes.Error, "the command failed")
-			span.SetAttributes(attribute.String(string(semconv.ErrorTypeKey), "command_failed"))
+			span.SetStatus(codes.Error, "failed")
+			span.SetAttributes(semconv.ErrorTypeOther)
 		}
 		span.End()
 	}
+}
+
+// Traceparent is the W3C traceparent of ctx's span, "" without one: what
+// a record that crosses a workflow (an alert the intake admitted) keeps,
+// so that the investigation it later starts joins the trace.
+func Traceparent(ctx context.Context) string {
+	c := propagation.MapCarrier{}
+	propagation.TraceContext{}.Inject(ctx, c)
+	return c["traceparent"]
+}
+
+// WithTraceparent returns ctx under the span tp names (from Traceparent);
+// ctx as it is when tp is empty or malformed. A client call made with it
+// (starting an investigation) hangs under that span.
+func WithTraceparent(ctx context.Context, tp string) context.Context {
+	if tp == "" {
+		return ctx
+	}
+	sc := trace.SpanContextFromContext(propagation.TraceContext{}.Extract(context.Background(), propagation.MapCarrier{"traceparent": tp}))
+	if !sc.IsValid() {
+		return ctx
+	}
+	return trace.ContextWithRemoteSpanContext(ctx, sc)
 }
 
 // errorLog logs OpenTelemetry's internal errors, one a minute at most.

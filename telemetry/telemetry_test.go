@@ -10,6 +10,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"go.opentelemetry.io/otel/sdk/resource"
+	"go.opentelemetry.io/otel/trace"
 	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/temporal"
 
@@ -47,7 +49,7 @@ func TestNothingWithoutAnEndpoint(t *testing.T) {
 			assert.Empty(t, opts.Interceptors)
 			assert.Nil(t, opts.MetricsHandler)
 			ctx := context.Background()
-			got, end := tel.Command(ctx, "starter investigate")
+			got, end := tel.Span(ctx, "starter investigate")
 			assert.Equal(t, ctx, got)
 			end(true)
 			calls := tel.ModelCalls(ProviderGemini, "", pricing.Default())
@@ -87,7 +89,7 @@ func TestExportsToAnOTLPReceiver(t *testing.T) {
 			require.NotNil(t, tel)
 
 			calls := tel.ModelCalls(ProviderVertexAI, "europe-west1-aiplatform.googleapis.com", pricing.Default())
-			cmdCtx, end := tel.Command(ctx, "starter investigate")
+			cmdCtx, end := tel.Span(ctx, "starter investigate")
 			callCtx, call := calls.Start(cmdCtx, OpGenerateContent, "gemini-2.5-flash", "ModelTurn")
 			call.End(callCtx, Answer{ResponseModel: "gemini-2.5-flash-001", ResponseID: "resp-1", FinishReasons: []string{"STOP"},
 				Usage: investigation.Usage{Calls: 1, Model: "gemini-2.5-flash", PromptTokens: 1000, OutputTokens: 200, ThoughtTokens: 50}}, nil)
@@ -169,4 +171,29 @@ func TestErrorKind(t *testing.T) {
 	} {
 		assert.Equal(t, want, errorKind(err), err.Error())
 	}
+}
+
+// TestTraceparent: a span's traceparent, kept in a record, puts a later
+// call under that span; an empty or malformed one changes nothing.
+func TestTraceparent(t *testing.T) {
+	exp := newSpans()
+	tel, err := build(resource.Empty(), exp, nil)
+	require.NoError(t, err)
+	ctx := context.Background()
+	alertCtx, end := tel.Span(ctx, "intake alert")
+	tp := Traceparent(alertCtx)
+	end(false)
+	require.Regexp(t, `^00-[0-9a-f]{32}-[0-9a-f]{16}-01$`, tp)
+	assert.Empty(t, Traceparent(ctx))
+
+	later, end := tel.Span(WithTraceparent(ctx, tp), "start the investigation")
+	end(false)
+	assert.Equal(t, trace.SpanContextFromContext(alertCtx).TraceID(), trace.SpanContextFromContext(later).TraceID())
+	for _, bad := range []string{"", "00-zz-yy-01", "x"} {
+		assert.Equal(t, ctx, WithTraceparent(ctx, bad), bad)
+	}
+	require.NoError(t, tel.Shutdown(ctx))
+	got := exp.GetSpans().Snapshots()
+	require.Len(t, got, 2)
+	assert.Equal(t, got[0].SpanContext().SpanID(), got[1].Parent().SpanID())
 }

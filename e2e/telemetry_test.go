@@ -168,6 +168,9 @@ func TestTelemetry(t *testing.T) {
 			require.Equal(t, []any{"stop"}, s.Attrs["gen_ai.response.finish_reasons"])
 		case strings.HasPrefix(s.Name, "embeddings "):
 			embedSpans++
+			require.Equal(t, "embeddings", s.Attrs["gen_ai.operation.name"])
+			require.Equal(t, "gemini-embedding-001", s.Attrs["gen_ai.request.model"])
+			require.Nil(t, s.Attrs["gen_ai.usage.input_tokens"], "the embeddings answer reports no tokens")
 		}
 	}
 	require.Equal(t, calls, modelSpans, "one span per model call")

@@ -145,8 +145,13 @@ func (c *ModelCall) End(ctx context.Context, a Answer, err error) {
 		m.duration.Record(ctx, time.Since(c.start).Seconds(), op, provider, slices.Concat(metricAttrs, []attribute.KeyValue{kind})...)
 		return
 	}
+	// Embeddings calls bill no tokens the answer reports.
+	billed := c.op == OpGenerateContent
 	in, out := int64(a.Usage.PromptTokens), int64(a.Usage.OutputTokens+a.Usage.ThoughtTokens)
-	attrs := []attribute.KeyValue{semconv.GenAIUsageInputTokens(int(in)), semconv.GenAIUsageOutputTokens(int(out))}
+	var attrs []attribute.KeyValue
+	if billed {
+		attrs = append(attrs, semconv.GenAIUsageInputTokens(int(in)), semconv.GenAIUsageOutputTokens(int(out)))
+	}
 	if a.Usage.ThoughtTokens > 0 {
 		attrs = append(attrs, semconv.GenAIUsageReasoningOutputTokens(a.Usage.ThoughtTokens))
 	}
@@ -163,7 +168,7 @@ func (c *ModelCall) End(ctx context.Context, a Answer, err error) {
 	c.span.End()
 
 	m.duration.Record(ctx, time.Since(c.start).Seconds(), op, provider, metricAttrs...)
-	if c.op != OpGenerateContent {
+	if !billed {
 		return
 	}
 	m.usage.Record(ctx, in, op, provider, genaiconv.TokenTypeInput, metricAttrs...)

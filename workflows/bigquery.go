@@ -24,12 +24,17 @@ import (
 // real value.
 var bq *bigquery.Activities
 
-// Sub-agent limits. The execution timeout is only a backstop: the
-// sub-agent answers by its request's Deadline by itself.
+// Sub-agent limits.
 const (
 	bigQueryMaxIterations = 10
 	bigQueryMaxToolCalls  = 20
-	bigQueryTimeout       = 30 * time.Minute
+	// subAgentAnswerAllowance is how long a sub-agent may run past its
+	// deadline: a model turn in flight at the deadline, the final turn
+	// (each within its retry budget) and DeliverAnswer. Its execution
+	// timeout is its deadline plus this, a backstop only: it answers by
+	// the deadline by itself, and a timeout shorter than that would kill
+	// it before its answer.
+	subAgentAnswerAllowance = 2*llmRetryBudget + storeRetryBudget
 	// bigQueryToolAttempt bounds one attempt of a sub-agent tool call: a
 	// query runs under its own BigQuery job timeout (bqtools job_timeout).
 	bigQueryToolAttempt = 5 * time.Minute
@@ -60,11 +65,12 @@ func (r *run) startBigQueryAgent(ctx workflow.Context, step, key string, c toolc
 		s.SetError(refuse)
 		return f
 	}
+	deadline := r.budgetDeadline(ctx)
 	opts := workflow.ChildWorkflowOptions{
 		WorkflowID:               childID(r.session, key),
 		StaticSummary:            clip.String("BigQuery: "+request, 200),
 		ParentClosePolicy:        enums.PARENT_CLOSE_POLICY_REQUEST_CANCEL,
-		WorkflowExecutionTimeout: bigQueryTimeout,
+		WorkflowExecutionTimeout: max(deadline.Sub(workflow.Now(ctx)), 0) + subAgentAnswerAllowance,
 		// A cancelled sub-agent still answers from what it has: wait for it.
 		WaitForCancellation: true,
 	}
@@ -80,7 +86,7 @@ func (r *run) startBigQueryAgent(ctx workflow.Context, step, key string, c toolc
 		MaxIterations:  bigQueryMaxIterations,
 		MaxToolCalls:   bigQueryMaxToolCalls,
 		MaxResultBytes: r.Input.Limits.MaxToolResultBytes,
-		Deadline:       r.budgetDeadline(ctx),
+		Deadline:       deadline,
 		ScanBytesLeft:  r.lendScan(step, key, siblings),
 	})
 }

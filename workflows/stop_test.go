@@ -378,3 +378,60 @@ func TestTimersEndWithTheirWait(t *testing.T) {
 		require.True(t, cancelled[id], "timer %s was left running after its wait ended", id)
 	}
 }
+
+// A stop while a question waits for the analyst reads as a stop, not as a
+// question the analyst left unanswered for the answer timeout.
+func TestStopDuringAskUserSaysStopped(t *testing.T) {
+	h := newHarness(t)
+	h.onPlan(oneStepPlan(), nil)
+	h.onTurn(func(in activities.TurnInput) (activities.TurnOutput, error) {
+		if len(in.Transcript) == 0 {
+			return activities.TurnOutput{Calls: []toolcall.Call{{Name: "ask_user", Args: map[string]any{"question": "Who owns host-7?"}}}}, nil
+		}
+		return activities.TurnOutput{Text: "answered without the analyst"}, nil
+	})
+	h.update(5*time.Minute, investigation.UpdateStop, "enough")
+	_, err := h.run(t, investigation.Input{AlertID: "a1"})
+	require.NoError(t, err)
+	var answers []string
+	for _, e := range h.events(t) {
+		if e.Kind == investigation.EventAnswer {
+			answers = append(answers, e.Text)
+		}
+	}
+	require.Equal(t, []string{"withdrawn: stopped by the analyst: enough"}, answers)
+	for _, r := range h.loopTranscript() {
+		require.NotContains(t, r.Inline+r.Error, "did not answer within", "a stop is not an unanswered question")
+	}
+}
+
+// A cancellation while the mode of a follow-up is being decided is a
+// cancellation: the investigation ends as Canceled without planning "to be
+// safe".
+func TestCancelDuringDecideModeIsCancel(t *testing.T) {
+	h := newHarness(t)
+	h.onPlan(oneStepPlan(), nil)
+	h.onTurn(conclusionOnly)
+	h.onReflect(noChange)
+	h.env.OnActivity(a.DecideMode, mock.Anything, mock.Anything).After(time.Hour).Return(activities.Mode{Mode: investigation.ModeDirect}, nil)
+	h.update(10*time.Minute, investigation.UpdateAsk, "And host-8?")
+	h.env.RegisterDelayedCallback(h.env.CancelWorkflow, 11*time.Minute)
+	h.env.ExecuteWorkflow(investigation.WorkflowName, investigation.Input{AlertID: "a1"})
+	require.True(t, h.env.IsWorkflowCompleted())
+	var canceled *temporal.CanceledError
+	require.ErrorAs(t, h.env.GetWorkflowError(), &canceled)
+	for _, e := range h.events(t) {
+		require.NotContains(t, e.Reason, "planning to be safe", "a cancellation is not a failed mode decision")
+		require.NotEqual(t, investigation.EventTurn, e.Kind, "no exchange starts once cancelled")
+	}
+}
+
+// loopTranscript is the transcript the last step's answer was made from.
+func (h *harness) loopTranscript() []activities.Ref {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if len(h.turns) == 0 {
+		return nil
+	}
+	return h.turns[len(h.turns)-1].Transcript
+}

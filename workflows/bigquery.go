@@ -1,6 +1,7 @@
 package workflows
 
 import (
+	"cmp"
 	"fmt"
 	"slices"
 	"strings"
@@ -99,17 +100,24 @@ func childID(parent, key string) string { return parent + "-bq-" + key }
 // the request, runs its own tool loop over BigQuery, introspects over the
 // whole session to learn (best effort: a failure never fails the
 // sub-agent), and stores its answer as the parent's tool result, linked to
-// this run. At its deadline, or when its parent cancels it (the analyst
-// stopped the investigation), it cuts its calls short and answers from
-// what it has, without learning.
+// this run. At its deadline it cuts its calls short and answers from what
+// it has, without learning. A stop signal from its parent (the analyst
+// stopped the investigation) cuts its calls short too, lets a model turn in
+// flight finish and answers from what it has without another model call.
+// A cancellation ends it as Canceled, with no model call and no answer: the
+// parent that cancels it does not wait for one.
 func BigQueryAgent(ctx workflow.Context, in bigquery.Request) (activities.ToolOutput, error) {
 	info := workflow.GetInfo(ctx)
 	h := &subAgent{session: info.WorkflowExecution.ID, in: in, log: workflow.GetLogger(ctx)}
+	// Histories recorded before answered after a cancellation, with a
+	// final model turn.
+	h.cancelEnds = workflow.GetVersion(ctx, "sub-agent-cancel-is-cancel", workflow.DefaultVersion, 1) == 1
 	if err := workflow.SetQueryHandler(ctx, investigation.ProgressQuery, progressQuery(func(after int) ([]investigation.Event, error) {
 		return page(h.events, after), nil
 	})); err != nil {
 		return activities.ToolOutput{}, err
 	}
+	h.listen(ctx)
 	if h.in.MaxIterations <= 0 {
 		h.in.MaxIterations = bigQueryMaxIterations
 	}
@@ -131,10 +139,11 @@ func BigQueryAgent(ctx workflow.Context, in bigquery.Request) (activities.ToolOu
 
 	l := &toolLoop{host: h, session: h.session, prefix: "bq", label: "bigquery", maxIter: h.in.MaxIterations, maxBytes: h.in.MaxResultBytes, results: &Reuse{}}
 	res, err := l.run(ctx)
-	if err != nil {
-		return activities.ToolOutput{}, failure("the BigQuery sub-agent failed", err)
-	}
 	switch {
+	case ctx.Err() != nil && h.cancelEnds:
+		return activities.ToolOutput{}, h.cancelled()
+	case err != nil:
+		return activities.ToolOutput{}, failure("the BigQuery sub-agent failed", err)
 	case ctx.Err() != nil:
 		h.emit(investigation.Event{Kind: investigation.EventStop, Text: "answered early: " + res.Cut})
 		ctx, _ = workflow.NewDisconnectedContext(ctx) // deliver what it has
@@ -142,6 +151,9 @@ func BigQueryAgent(ctx workflow.Context, in bigquery.Request) (activities.ToolOu
 		h.emit(investigation.Event{Kind: investigation.EventStop, Text: "answered early: " + res.Cut})
 	default:
 		h.learn(ctx, res) // only a whole session is worth learning from
+		if ctx.Err() != nil && h.cancelEnds {
+			return activities.ToolOutput{}, h.cancelled()
+		}
 	}
 
 	var out activities.ToolOutput
@@ -154,8 +166,46 @@ func BigQueryAgent(ctx workflow.Context, in bigquery.Request) (activities.ToolOu
 		Link:           activities.ChildLink{WorkflowID: h.session, RunID: info.WorkflowExecution.RunID},
 		MaxResultBytes: in.MaxResultBytes,
 	}).Get(ctx, &out)
+	if ctx.Err() != nil && h.cancelEnds {
+		return activities.ToolOutput{}, h.cancelled()
+	}
 	out.ScannedBytes, out.Usage = h.scanned, h.usage
 	return out, err
+}
+
+// cancelled records that the sub-agent was cancelled and returns the error
+// that ends it as Canceled.
+func (h *subAgent) cancelled() error {
+	h.emit(investigation.Event{Kind: investigation.EventStop, Text: "cancelled: no answer"})
+	return temporal.NewCanceledError("the BigQuery sub-agent was cancelled")
+}
+
+// maxStopReason bounds the reason a stop signal carries.
+const maxStopReason = 1 << 10
+
+// listen takes the stop signal (investigation.UpdateStop, read like the
+// investigation's: a JSON string or {"text": "..."}, the reason) that the
+// parent sends when its loop must answer: from then on the sub-agent
+// answers from what it has. `temporal workflow signal --name stop` does
+// the same by hand.
+func (h *subAgent) listen(ctx workflow.Context) {
+	stops := workflow.GetSignalChannel(ctx, investigation.UpdateStop)
+	workflow.Go(ctx, func(ctx workflow.Context) {
+		for {
+			var in signalInput
+			stops.Receive(ctx, &in)
+			reason, err := signalText(in.value)
+			switch {
+			case in.refused != nil:
+				h.emit(investigation.Event{Kind: investigation.EventNote, Text: fmt.Sprintf("%s signal refused: %v", investigation.UpdateStop, in.refused)})
+			case err != nil:
+				h.emit(investigation.Event{Kind: investigation.EventNote, Text: fmt.Sprintf("%s signal ignored: %v", investigation.UpdateStop, err)})
+			case h.stopped == "":
+				h.stopped = clip.String(cmp.Or(strings.TrimSpace(reason), "the investigation stopped waiting for this answer"), maxStopReason)
+				h.emit(investigation.Event{Kind: investigation.EventStop, Text: h.stopped})
+			}
+		}
+	})
 }
 
 // subAgent is the BigQuery sub-agent's run and its tool loop's host.
@@ -171,6 +221,10 @@ type subAgent struct {
 	// its model calls used.
 	scanned int64
 	usage   investigation.Usage
+	// stopped is why the parent told the sub-agent to answer now (its stop
+	// signal); cancelEnds says a cancellation ends it without an answer.
+	stopped    string
+	cancelEnds bool
 }
 
 // learn introspects over the whole session and saves what it learned; both
@@ -213,12 +267,17 @@ func (h *subAgent) modelTurn(ctx workflow.Context, iter int, key string, transcr
 	return out, err
 }
 
-// mustAnswer says why the sub-agent must answer now: its parent cancelled
-// it, its deadline passed, or it used its tool calls.
+// mustAnswer says why the sub-agent must answer now: its parent told it
+// to, its deadline passed, or it used its tool calls. A cancelled sub-agent
+// does not answer (histories recorded before did).
 func (h *subAgent) mustAnswer(ctx workflow.Context, loopCalls int) string {
 	switch {
+	case ctx.Err() != nil && h.cancelEnds:
+		return ""
 	case ctx.Err() != nil:
 		return "the investigation stopped waiting for this answer"
+	case h.stopped != "":
+		return h.stopped
 	case !h.in.Deadline.IsZero() && !workflow.Now(ctx).Before(h.in.Deadline):
 		return "the investigation's time budget ran out"
 	case loopCalls >= h.in.MaxToolCalls:
@@ -226,6 +285,10 @@ func (h *subAgent) mustAnswer(ctx workflow.Context, loopCalls int) string {
 	}
 	return ""
 }
+
+// answersAsIs: told by its parent to answer, the sub-agent answers from
+// what it has, without another model call.
+func (h *subAgent) answersAsIs(ctx workflow.Context) bool { return h.stopped != "" && ctx.Err() == nil }
 
 func (h *subAgent) deadline(workflow.Context) (time.Time, bool) {
 	return h.in.Deadline, !h.in.Deadline.IsZero()

@@ -55,17 +55,26 @@ func (m *slowModel) after(t time.Time) map[string]int {
 // subAgentScript is a model for an investigation whose two steps ask the
 // BigQuery sub-agent, which would take ten turns of one query each: it
 // answers every generateContent request after m.delay and records its
-// phase; childTurn runs before each of the sub-agent's (non-final) turns
-// is answered.
-func subAgentScript(m *slowModel, childTurn func()) geminitest.Handler {
+// phase; childTurn(n) runs when the sub-agent's n-th (non-final) turn
+// arrives.
+func subAgentScript(m *slowModel, childTurn func(n int)) geminitest.Handler {
+	var mu sync.Mutex
+	turns := 0
 	return func(r *geminitest.Request) geminitest.Reply {
 		if r.Method != geminitest.MethodGenerateContent {
 			vec := make([]float32, 768)
 			vec[0] = 1
 			return geminitest.Embeddings(vec)
 		}
-		time.Sleep(m.delay)
 		child := strings.Contains(strings.Join(r.FunctionNames(), ","), "bigquery_query")
+		if child && !finalTurn(r) {
+			mu.Lock()
+			turns++
+			n := turns
+			mu.Unlock()
+			childTurn(n)
+		}
+		time.Sleep(m.delay)
 		switch {
 		case r.Phase() == geminitest.PhasePlan:
 			m.record("plan")
@@ -86,7 +95,6 @@ func subAgentScript(m *slowModel, childTurn func()) geminitest.Handler {
 			return geminitest.Text("answered from what it had")
 		case child:
 			m.record("child turn")
-			childTurn()
 			return geminitest.Calls(&genai.FunctionCall{Name: "bigquery_query", Args: map[string]any{
 				"sql": fmt.Sprintf("SELECT COUNT(*) AS n FROM `security_logs.auth_events` WHERE source_ip = '198.51.100.%d'", len(r.Contents))}})
 		case len(r.FunctionResponses()) == 0 && !finalTurn(r):
@@ -108,19 +116,22 @@ func TestStopWithTheSubAgentRunning(t *testing.T) {
 	if d, err := time.ParseDuration(os.Getenv("E2E_SLOW_MODEL")); err == nil {
 		m.delay = d // E2E_SLOW_MODEL=4s measures the stop with the issue's 4 s model
 	}
-	childStarted := make(chan struct{})
+	inFlight := make(chan struct{})
 	var once sync.Once
-	model.use(t, subAgentScript(m, func() { once.Do(func() { close(childStarted) }) }))
+	model.use(t, subAgentScript(m, func(n int) {
+		if n == 2 { // the child's second model turn has just started: all of it is in flight at the stop
+			once.Do(func() { close(inFlight) })
+		}
+	}))
 	res := starter(t, nil, "investigate", "--alert", exampleAlert, "--detach")
 	require.Equal(t, 0, res.code, res.stderr)
 	id := workflowIDFrom(t, res.stdout)
 	select {
-	case <-childStarted:
+	case <-inFlight:
 	case <-time.After(time.Minute):
 		w := starter(t, nil, "watch", id)
-		t.Fatalf("the sub-agent never started:\n%s\n%s", w.stdout, w.stderr)
+		t.Fatalf("the sub-agent never took a second turn:\n%s\n%s", w.stdout, w.stderr)
 	}
-	time.Sleep(m.delay / 2) // the child's next model turn is in flight
 	// A hint by signal (as `temporal workflow signal` sends it) reaches the
 	// same handler as the update.
 	require.NoError(t, tc.SignalWorkflow(context.Background(), id, "", investigation.UpdateHint, "Signalled: deploy is a CI account."))
@@ -163,9 +174,8 @@ func TestCancelWithTheSubAgentRunning(t *testing.T) {
 	inFlight := make(chan struct{})
 	release := make(chan struct{})
 	var once sync.Once
-	turns := 0
-	model.use(t, subAgentScript(m, func() {
-		if turns++; turns == 2 { // the child's second turn waits for the cancel
+	model.use(t, subAgentScript(m, func(n int) {
+		if n == 2 { // the child's second turn waits for the cancel
 			once.Do(func() { close(inFlight) })
 			select {
 			case <-release:

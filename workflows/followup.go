@@ -1,6 +1,8 @@
 package workflows
 
 import (
+	"cmp"
+
 	"go.temporal.io/sdk/workflow"
 
 	"github.com/secops-agent/investigator/activities"
@@ -22,7 +24,7 @@ func (r *run) followUp(ctx workflow.Context, question string) error {
 	}).Get(ctx, &m)
 	switch {
 	case ctx.Err() != nil:
-		return err // cancelled: the investigation ends as Canceled
+		return cmp.Or(err, ctx.Err()) // cancelled: the investigation ends as Canceled
 	case err != nil:
 		m = activities.Mode{Mode: investigation.ModePlan, Reason: "the mode decision failed (" + message(err) + "); planning to be safe"}
 	case m.Mode != investigation.ModePlan && m.Mode != investigation.ModeDirect:

@@ -143,7 +143,8 @@ func (l *toolLoop) turns(ctx workflow.Context, prefix string, res *loopResult) e
 		turnCtx := ctx
 		if final && ctx.Err() != nil {
 			// The host answers although its workflow was cancelled (a
-			// sub-agent cut short by its parent): the answer needs a
+			// sub-agent cancelled by its parent, in histories recorded
+			// before sub-agent-cancel-is-cancel): the answer needs a
 			// context of its own.
 			turnCtx, _ = workflow.NewDisconnectedContext(ctx)
 		}

@@ -72,7 +72,8 @@ func (r *run) startBigQueryAgent(ctx workflow.Context, step, key string, c toolc
 		StaticSummary:            clip.String("BigQuery: "+request, 200),
 		ParentClosePolicy:        enums.PARENT_CLOSE_POLICY_REQUEST_CANCEL,
 		WorkflowExecutionTimeout: max(deadline.Sub(workflow.Now(ctx)), 0) + subAgentAnswerAllowance,
-		// A cancelled sub-agent still answers from what it has: wait for it.
+		// Wait for a cancelled sub-agent to end (as Canceled), so the run
+		// tree is closed when the investigation is.
 		WaitForCancellation: true,
 	}
 	if slices.Contains(r.Input.SearchAttributes, investigation.SearchAttribute) {

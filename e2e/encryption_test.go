@@ -741,8 +741,7 @@ fetch(%q, {method: 'POST', credentials: 'include',
 	// from the URL; a person types it into the browser's prompt).
 	signIn := strings.Replace(endpoint, "http://", "http://analyst:"+token+"@", 1) + "/"
 	require.NoError(t, chromedp.Do(ctx, chromedp.Navigate(signIn)))
-	body, err := chromedp.Run(ctx, chromedp.Evaluate[string](`document.body.innerText`))
-	require.NoError(t, err)
+	body := pageText(ctx, t, "Signed in")
 	require.Contains(t, body, "Signed in")
 	require.NoError(t, chromedp.Do(ctx, chromedp.Navigate(ui.URL+"/")))
 	ok, err := chromedp.Run(ctx, chromedp.Poll[bool](`document.title.startsWith('status:') || document.title.startsWith('error:')`,
@@ -753,4 +752,24 @@ fetch(%q, {method: 'POST', credentials: 'include',
 	require.NoError(t, err)
 	require.Equal(t, "status:200", title, "the decode carries the token after the sign-in")
 	t.Logf("REPORT codec token from a browser: refused before the sign-in, 200 after (Basic credentials sent with credentials: 'include')")
+}
+
+// pageText reads the page's text until it holds want or a minute passes. The
+// browser answers a Basic challenge by loading the page again, so one read
+// right after the navigation can land in a document that is already gone
+// ("Cannot find context with specified id"); that read is tried again.
+func pageText(ctx context.Context, t *testing.T, want string) string {
+	t.Helper()
+	deadline := time.Now().Add(time.Minute)
+	var body string
+	var err error
+	for time.Now().Before(deadline) {
+		body, err = chromedp.Run(ctx, chromedp.Evaluate[string](`document.body ? document.body.innerText : ''`))
+		if err == nil && strings.Contains(body, want) {
+			return body
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	require.NoError(t, err)
+	return body
 }

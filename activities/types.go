@@ -22,6 +22,8 @@ type PlanInput struct {
 	Feedback string     `json:"feedback,omitempty"`
 	Previous *plan.Plan `json:"previous,omitempty"`
 	Hints    []string   `json:"hints,omitempty"`
+	// Arrivals are alerts that arrived for the investigation (the intake).
+	Arrivals investigation.ArrivalBatch `json:"arrivals,omitzero"`
 }
 
 // PlanOutput is a checked, executable plan plus notes on what was repaired.
@@ -78,6 +80,8 @@ type TurnInput struct {
 	Question string                  `json:"question,omitempty"`
 	Language string                  `json:"language,omitempty"`
 	History  []investigation.Message `json:"history,omitempty"`
+	// Arrivals are alerts that arrived for the investigation (the intake).
+	Arrivals investigation.ArrivalBatch `json:"arrivals,omitzero"`
 }
 
 // TurnOutput is the model's answer for one turn: text, calls, or both.

@@ -1,7 +1,6 @@
 package intake
 
 import (
-	"errors"
 	"fmt"
 	"time"
 
@@ -33,7 +32,7 @@ const (
 	MaxBatch       = 100
 	MaxTitleBytes  = 200
 	MaxKeyBytes    = 300
-	maxAlertIDSize = 200
+	maxAlertIDSize = 100
 )
 
 // Settings are an intake's policy. Every admit request carries its
@@ -113,9 +112,9 @@ type Alert struct {
 func (a Alert) Check() error {
 	switch {
 	case a.AlertID == "" || len(a.AlertID) > maxAlertIDSize:
-		return errors.New("an alert needs an ID of at most 200 bytes")
-	case a.Identity == "" || len(a.Identity) > 2*maxIdentityBytes:
-		return fmt.Errorf("alert %s: its identity must be 1 to %d bytes", a.AlertID, 2*maxIdentityBytes)
+		return fmt.Errorf("an alert needs an ID of at most %d bytes", maxAlertIDSize)
+	case a.Identity == "" || len(a.Identity) > MaxIdentityBytes:
+		return fmt.Errorf("alert %s: its identity must be 1 to %d bytes", a.AlertID, MaxIdentityBytes)
 	case len(a.Keys) > MaxAlertKeys:
 		return fmt.Errorf("alert %s: at most %d grouping keys", a.AlertID, MaxAlertKeys)
 	case len(a.Title) > MaxTitleBytes:

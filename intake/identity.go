@@ -19,10 +19,13 @@ const (
 	RuleContent   = "content"   // the content hash (the alert ID)
 )
 
-// maxIdentityBytes bounds an identity key: a longer source value is
-// replaced by its hash, so no alert can make the key (and the workflow ID
-// derived from it) grow without limit.
-const maxIdentityBytes = 256
+// maxIdentityValue bounds each source value in an identity: a longer one
+// is replaced by its hash, so no alert can make the key (and the workflow
+// ID derived from it) grow without limit; MaxIdentityBytes bounds the key.
+const (
+	maxIdentityValue = 128
+	MaxIdentityBytes = 300
+)
 
 // Identity is what makes two alerts the same alert: GuardDuty updates one
 // finding (same account and finding ID) with a new count and last-seen
@@ -111,7 +114,7 @@ func scalar(v any) string {
 // bounded keeps a value of an identity short: a long one becomes
 // "sha256:<hex>".
 func bounded(s string) string {
-	if len(s) <= maxIdentityBytes/2 {
+	if len(s) <= maxIdentityValue {
 		return s
 	}
 	sum := sha256.Sum256([]byte(s))

@@ -124,7 +124,7 @@ func TestIdentify(t *testing.T) {
 	}
 	// A hostile id of 100 KB does not make a 100 KB identity.
 	long := parse(t, []byte(`{"id": "`+strings.Repeat("x", 100<<10)+`"}`))
-	if id := Identify(long); len(id.Key) > 2*maxIdentityBytes || !strings.HasPrefix(id.Key, "generic:id:sha256:") {
+	if id := Identify(long); len(id.Key) > MaxIdentityBytes || !strings.HasPrefix(id.Key, "generic:id:sha256:") {
 		t.Errorf("long id: %d bytes %.40q", len(id.Key), id.Key)
 	}
 }

@@ -2,6 +2,7 @@ package investigation
 
 import (
 	"fmt"
+	"strings"
 	"time"
 )
 
@@ -9,10 +10,10 @@ import (
 // investigation that the intake started knows about it, the alerts that
 // arrive for it while it is open, and the deliveries of its verdicts.
 const (
-	// AlertUpdate is an update (with a validator) and a signal of the same
-	// name: an alert that arrived for this investigation (arg: Arrival;
+	// AlertsUpdate is an update (with a validator) and a signal of the same
+	// name: alerts that arrived for this investigation (arg: ArrivalBatch;
 	// result: Ack).
-	AlertUpdate = "alert"
+	AlertsUpdate = "alerts"
 	// ConcludedSignal and ClosedSignal go from an intake investigation to
 	// the admission workflow: it concluded (arg: Concluded), it closed
 	// (arg: Closed).
@@ -34,10 +35,15 @@ type IntakeInput struct {
 	// the investigation concludes and closes.
 	Admission string   `json:"admission"`
 	Delivery  Delivery `json:"delivery,omitzero"`
-	// Arrivals are the alerts that arrived while it waited to start.
+	// Arrived are the alerts that arrived while it waited to start.
+	Arrived ArrivalBatch `json:"arrived,omitzero"`
+}
+
+// ArrivalBatch is alerts that arrived for an investigation; Dropped counts
+// those left out by the intake's bounds.
+type ArrivalBatch struct {
 	Arrivals []Arrival `json:"arrivals,omitempty"`
-	// Dropped counts arrivals left out of Arrivals (their bound).
-	Dropped int `json:"dropped,omitempty"`
+	Dropped  int       `json:"dropped,omitempty"`
 }
 
 // Delivery says where each conclusion goes: Slack, through the worker's
@@ -124,4 +130,34 @@ type DeliveryStatus struct {
 	// MessageID is the results topic's message ID.
 	MessageID string `json:"message_id,omitempty"`
 	Pending   bool   `json:"pending,omitempty"`
+}
+
+// IntakeStatus is the intake's part of an investigation's Status: its
+// identity, the alerts that arrived, the deliveries of its verdicts.
+type IntakeStatus struct {
+	Identity   string           `json:"identity,omitempty"`
+	Arrived    int              `json:"arrived,omitempty"`
+	Arrivals   []Arrival        `json:"arrivals,omitempty"`
+	Deliveries []DeliveryStatus `json:"deliveries,omitempty"`
+}
+
+// SummaryOf returns the first section of a conclusion's Markdown (its
+// Summary) without the heading: what a delivered message has room for.
+func SummaryOf(markdown string) string {
+	var b strings.Builder
+	started := false
+	for _, line := range strings.Split(markdown, "\n") {
+		if strings.HasPrefix(strings.TrimSpace(line), "#") {
+			if started {
+				break
+			}
+			started = true
+			continue
+		}
+		if started || strings.TrimSpace(line) != "" {
+			started = true
+			b.WriteString(line + "\n")
+		}
+	}
+	return strings.TrimSpace(b.String())
 }

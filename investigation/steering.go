@@ -62,4 +62,6 @@ type Status struct {
 	Spend
 	LastSeq    int    `json:"last_seq"`
 	StopReason string `json:"stop_reason,omitempty"`
+	// Intake is set for an investigation the intake started or that alerts arrived for.
+	Intake *IntakeStatus `json:"intake,omitempty"`
 }

@@ -74,6 +74,7 @@ func Investigation(ctx workflow.Context, in investigation.Input, carried *State)
 		return investigation.Result{}, err
 	}
 	res, err := r.investigate(ctx, carried == nil)
+	err = r.closing(ctx, err) // intake.go
 	if ctx.Err() != nil && !isContinueAsNew(err) {
 		return investigation.Result{}, r.cancelled(ctx)
 	}

@@ -62,6 +62,7 @@ func (r *run) signals() []signal {
 			return r.stop(reason), nil
 		}},
 		{investigation.UpdateAsk, textual(r.checkQuestion, r.ask)},
+		{investigation.AlertsUpdate, r.alertsSignal}, // intake.go
 	}
 }
 
@@ -94,7 +95,7 @@ func (r *run) drainInputs(ctx workflow.Context) error {
 			v = nil
 		}
 	}
-	return workflow.Await(ctx, func() bool { return workflow.AllHandlersFinished(ctx) })
+	return workflow.Await(ctx, func() bool { return workflow.AllHandlersFinished(ctx) && r.Intake.inFlight == 0 })
 }
 
 // receive applies one signal, or notes why it was ignored.

@@ -48,6 +48,8 @@ type State struct {
 
 	Steering Steering `json:"steering"`
 	Budget   Budget   `json:"budget"`
+	// Intake is what the intake brought and delivered (intake.go).
+	Intake IntakeState `json:"intake,omitzero"`
 
 	// LastSeq is the number of the last event of the runs before this one.
 	LastSeq int `json:"last_seq"`
@@ -107,6 +109,7 @@ func newState(in investigation.Input) *State {
 		Input:   in,
 		Turn:    len(in.History)/2 + 1,
 		History: in.History,
+		Intake:  newIntakeState(in),
 	}
 }
 

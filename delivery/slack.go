@@ -97,7 +97,9 @@ func SlackMessage(r Result) map[string]any {
 	if r.Previous != "" && r.Previous != r.Verdict {
 		head = fmt.Sprintf("Verdict changed: %s → %s (%s confidence)", verdictWord(r.Previous), verdictWord(r.Verdict), r.Confidence)
 	}
-	plainText := func(s string) map[string]any { return map[string]any{"type": "plain_text", "text": plain(s), "emoji": false} }
+	plainText := func(s string) map[string]any {
+		return map[string]any{"type": "plain_text", "text": plain(s), "emoji": false}
+	}
 	label := func(s string) map[string]any { return map[string]any{"type": "mrkdwn", "text": s, "verbatim": true} }
 	blocks := []any{
 		map[string]any{"type": "header", "text": plainText(clip.String(head, 150))},

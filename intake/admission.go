@@ -17,6 +17,24 @@ const (
 	StatusQuery           = "status"  // result: Status
 )
 
+// The Pub/Sub names of the local stack (starter intake setup creates them
+// in a project): alerts are published to TopicAlerts, the intake takes
+// them from SubscriptionIntake, malformed ones go to TopicDeadLetter and
+// verdicts to TopicVerdicts; the Watch subscriptions keep what those two
+// topics receive for people (and tests) to read.
+const (
+	TopicAlerts             = "alerts"
+	TopicDeadLetter         = "alerts-dead-letter"
+	TopicVerdicts           = "verdicts"
+	SubscriptionIntake      = "alerts-intake"
+	SubscriptionDeadLetters = "alerts-dead-letter-watch"
+	SubscriptionVerdicts    = "verdicts-watch"
+)
+
+// Topic and Subscription are full Pub/Sub names in a project.
+func Topic(project, id string) string        { return "projects/" + project + "/topics/" + id }
+func Subscription(project, id string) string { return "projects/" + project + "/subscriptions/" + id }
+
 // AdmissionID is the admission workflow's ID for a task queue.
 func AdmissionID(taskQueue string) string { return "intake-admission-" + taskQueue }
 

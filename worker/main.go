@@ -22,6 +22,7 @@ import (
 	"github.com/secops-agent/investigator/alerts"
 	"github.com/secops-agent/investigator/config"
 	"github.com/secops-agent/investigator/gemini"
+	"github.com/secops-agent/investigator/intake"
 	"github.com/secops-agent/investigator/intel"
 	"github.com/secops-agent/investigator/investigation"
 	"github.com/secops-agent/investigator/toolcall"
@@ -105,7 +106,9 @@ func newCommand() *cobra.Command {
 			if keys != nil {
 				keyIDs = keys.IDs()
 			}
-			fp := workerSettings(registry, sub, gc.Model, bc.EmbeddingModel, keyIDs, rates).fingerprint()
+			ws := workerSettings(registry, sub, gc.Model, bc.EmbeddingModel, keyIDs, rates)
+			ws.Slack = config.Env("", "SLACK_WEBHOOK_URL") != "" // intake.go: where verdicts go
+			fp := ws.fingerprint()
 			c, err := agentclient.DialTemporal(tc, logger)
 			if err != nil {
 				return err
@@ -124,7 +127,13 @@ func newCommand() *cobra.Command {
 			// Firestore stays the durable store; the caches spare the model
 			// turns reading back what earlier activities wrote or read.
 			model := &activities.Model{LLM: llm.Models, Name: gc.Model, Transcript: transcript.NewCache(transcript.NewStore(fs), transcriptCache)}
-			inv := &activities.Activities{Model: model, Endpoint: gemini.Describe(llm, gc.Model), Tools: registry, Alerts: alerts.NewCache(store, alertCache)}
+			alertReader := alerts.NewCache(store, alertCache)
+			inv := &activities.Activities{Model: model, Endpoint: gemini.Describe(llm, gc.Model), Tools: registry, Alerts: alertReader}
+			intakeActs, closeIntake, err := intakeActivities(c, tc, alertReader)
+			if err != nil {
+				return err
+			}
+			defer closeIntake()
 			w := worker.New(c, tc.TaskQueue, worker.Options{
 				// A deploy (SIGTERM) lets the model calls in flight finish
 				// rather than pay for them twice.
@@ -150,6 +159,8 @@ func newCommand() *cobra.Command {
 			w.RegisterWorkflowWithOptions(workflows.Investigation, workflow.RegisterOptions{Name: investigation.WorkflowName})
 			w.RegisterWorkflowWithOptions(workflows.ToolCatalog, workflow.RegisterOptions{Name: investigation.CatalogWorkflowName})
 			w.RegisterWorkflowWithOptions(workflows.BigQueryAgent, workflow.RegisterOptions{Name: investigation.BigQueryWorkflowName})
+			w.RegisterWorkflowWithOptions(workflows.IntakeAdmission, workflow.RegisterOptions{Name: intake.AdmissionWorkflowName})
+			w.RegisterActivity(intakeActs)
 			if sub != nil {
 				sub.Model, sub.Embedder, sub.Memories = model, llm.Models, memory.NewStore(fs)
 				w.RegisterActivity(sub)

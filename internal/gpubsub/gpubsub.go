@@ -10,8 +10,10 @@ import (
 	"fmt"
 	"regexp"
 	"sync"
+	"time"
 
 	"cloud.google.com/go/pubsub/v2"
+	"cloud.google.com/go/pubsub/v2/apiv1/pubsubpb"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
@@ -136,4 +138,39 @@ func Error(what string, err error) error {
 		kind = upstream.Timeout
 	}
 	return &upstream.Error{Service: "Pub/Sub", Kind: kind, Message: fmt.Sprintf("%s: %s (%v)", what, kind, status.Convert(err).Message()), Cause: err}
+}
+
+// EnsureTopic creates a topic unless it exists.
+func (c *Clients) EnsureTopic(ctx context.Context, topic string) error {
+	project, err := ParseTopic(topic)
+	if err != nil {
+		return err
+	}
+	cl, err := c.Client(ctx, project)
+	if err != nil {
+		return err
+	}
+	if _, err := cl.TopicAdminClient.CreateTopic(ctx, &pubsubpb.Topic{Name: topic}); err != nil && status.Code(err) != codes.AlreadyExists {
+		return Error("create topic "+topic, err)
+	}
+	return nil
+}
+
+// EnsureSubscription creates a pull subscription to topic unless it exists.
+func (c *Clients) EnsureSubscription(ctx context.Context, subscription, topic string, ackDeadline time.Duration) error {
+	project, err := ParseSubscription(subscription)
+	if err != nil {
+		return err
+	}
+	cl, err := c.Client(ctx, project)
+	if err != nil {
+		return err
+	}
+	_, err = cl.SubscriptionAdminClient.CreateSubscription(ctx, &pubsubpb.Subscription{
+		Name: subscription, Topic: topic, AckDeadlineSeconds: int32(ackDeadline / time.Second),
+	})
+	if err != nil && status.Code(err) != codes.AlreadyExists {
+		return Error("create subscription "+subscription, err)
+	}
+	return nil
 }

@@ -215,3 +215,45 @@ func (c *Client) ClosedOf(ctx context.Context, ids []string) ([]string, error) {
 	}
 	return closed, nil
 }
+
+// printIntake writes the intake's part of an investigation's status: its
+// identity, the alerts that arrived, and how each verdict's delivery went.
+func printIntake(w io.Writer, in *investigation.IntakeStatus) {
+	if in == nil {
+		return
+	}
+	fmt.Fprintln(w)
+	if in.Identity != "" {
+		fmt.Fprintf(w, "Intake: alert identity %s\n", in.Identity)
+	}
+	if in.Arrived > 0 {
+		fmt.Fprintf(w, "Alerts that arrived since it began: %d", in.Arrived)
+		if n := len(in.Arrivals); n < in.Arrived {
+			fmt.Fprintf(w, " (the latest %d)", n)
+		}
+		fmt.Fprintln(w)
+		for _, a := range in.Arrivals {
+			fmt.Fprintf(w, "  - %s %s: %s\n", a.At.UTC().Format(time.TimeOnly), a.Text(), clip.String(a.Title, 80))
+		}
+	}
+	if len(in.Deliveries) > 0 {
+		fmt.Fprintln(w, "Deliveries of the verdicts:")
+		for _, d := range in.Deliveries {
+			var parts []string
+			if d.Slack != "" {
+				parts = append(parts, "Slack "+d.Slack)
+			}
+			if d.Topic != "" {
+				part := "results topic " + d.Topic
+				if d.MessageID != "" {
+					part += " (message " + d.MessageID + ")"
+				}
+				parts = append(parts, part)
+			}
+			if d.Pending {
+				parts = append(parts, "in progress")
+			}
+			fmt.Fprintf(w, "  - %s (%s): %s\n", d.Key, d.Verdict, strings.Join(parts, "; "))
+		}
+	}
+}

@@ -124,14 +124,17 @@ func bounded(s string) string {
 var unsafeID = regexp.MustCompile(`[^A-Za-z0-9._-]+`)
 
 // WorkflowID is the investigation workflow ID of an identity:
-// "intake-<readable part>-<12 hex of its SHA-256>". The same identity
-// always gets the same ID, so Temporal itself refuses a second running
-// investigation of it, whichever intake process asks.
+// "intake-<readable part>-<12 hex of its SHA-256>", the readable part
+// being the rule's prefix and the identity's last 48 characters (where a
+// finding's own ID is). The same identity always gets the same ID, so
+// Temporal itself refuses a second running investigation of it, whichever
+// intake process asks.
 func WorkflowID(identityKey string) string {
 	sum := sha256.Sum256([]byte(identityKey))
 	readable := unsafeID.ReplaceAllString(identityKey, "_")
 	if len(readable) > 64 {
-		readable = readable[:64]
+		prefix, _, _ := strings.Cut(identityKey, ":")
+		readable = unsafeID.ReplaceAllString(prefix, "_") + "_" + readable[len(readable)-48:]
 	}
 	return fmt.Sprintf("intake-%s-%s", strings.Trim(readable, "_"), hex.EncodeToString(sum[:6]))
 }

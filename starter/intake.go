@@ -202,7 +202,7 @@ func (a *app) runIntake(cmd *cobra.Command, o intakeOptions) error {
 	}
 	out := cmd.ErrOrStderr()
 	fmt.Fprintf(out, "intake: task queue %s, admission workflow %s; at most %d running, repeat window %s, %s, idle timeout %s%s\n",
-		a.temporal.TaskQueue, intake.AdmissionID(a.temporal.TaskQueue), o.maxRunning, o.repeatWindow, groupText(o), o.idleTimeout, budgetText(o))
+		a.temporal.TaskQueue, intake.AdmissionID(a.temporal.TaskQueue), o.maxRunning, settings.RepeatWindow, groupText(settings), settings.IdleTimeout, budgetText(o))
 	if o.subscription != "" {
 		ps := &source.PubSub{Subscription: o.subscription, DeadLetterTopic: o.deadLetter, Clients: clients, Pipeline: pipeline,
 			MaxOutstanding: o.maxOutstanding, Log: log, Backoff: time.Second}
@@ -244,11 +244,11 @@ func (a *app) runIntake(cmd *cobra.Command, o intakeOptions) error {
 	return runErr
 }
 
-func groupText(o intakeOptions) string {
-	if o.noGroup {
+func groupText(s intake.Settings) string {
+	if s.NoGroup {
 		return "no grouping"
 	}
-	return "group window " + o.groupWindow.String()
+	return "group window " + s.GroupWindow.String()
 }
 
 func budgetText(o intakeOptions) string {
@@ -312,15 +312,11 @@ func renderIntakeStatus(w io.Writer, queue string, st intake.Status) {
 	fmt.Fprintf(w, "  seen again   %d\n", st.SeenAgain)
 	budget := "no daily budget"
 	if s.DailyBudgetUSD > 0 {
-		budget = fmt.Sprintf("of a daily budget of %.2f USD", s.DailyBudgetUSD)
+		budget = fmt.Sprintf("daily budget %.2f USD", s.DailyBudgetUSD)
 	}
-	fmt.Fprintf(w, "  spent today  %.4f %s %s (%s UTC)\n", st.SpentToday, st.Currency, budget, st.Day)
+	fmt.Fprintf(w, "  spent today  %.4f %s (%s; %s UTC, estimated from the investigations' usage)\n", st.SpentToday, st.Currency, budget, st.Day)
 	fmt.Fprintf(w, "  alerts       %d taken, %d investigations started, %d released, %d shed (waiting room full)\n", st.Alerts, st.Started, st.Released, st.Shed)
-	group := "group window " + s.GroupWindow.String()
-	if s.NoGroup {
-		group = "no grouping"
-	}
-	fmt.Fprintf(w, "  settings     repeat window %s, %s, idle timeout %s\n", s.RepeatWindow, group, s.IdleTimeout)
+	fmt.Fprintf(w, "  settings     repeat window %s, %s, idle timeout %s\n", s.RepeatWindow, groupText(s), s.IdleTimeout)
 	if len(st.Open) == 0 {
 		return
 	}

@@ -26,11 +26,14 @@ type AdmissionInput struct {
 // When the admission workflow continues as new, and how often it checks
 // that the investigations it counts are still open.
 const (
-	admissionMaxEvents  = 10000
-	admissionMaxUpdates = 500
-	checkEvery          = 5 * time.Minute
-	maxChecked          = 200 // workflow IDs per check
+	admissionMaxEvents = 10000
+	checkEvery         = 5 * time.Minute
+	maxChecked         = 200 // workflow IDs per check
 )
+
+// admissionMaxUpdates is how many updates a run takes before it continues
+// as new (the server allows a few thousand per run); a variable for tests.
+var admissionMaxUpdates = 500
 
 // admission is one run of the admission workflow: the room plus what
 // belongs to this run (work in flight, its one timer).

@@ -48,14 +48,12 @@ type IntakeState struct {
 	inFlight int
 }
 
-// newIntakeState seeds a fresh investigation with what arrived while it
-// waited to start.
-func newIntakeState(in investigation.Input) IntakeState {
-	var s IntakeState
-	if in.Intake != nil {
-		s.add(in.Intake.Arrived)
+// arrivedWhileWaiting records, at the start of a fresh investigation, the
+// alerts that arrived while it waited to start (its input holds them).
+func (r *run) arrivedWhileWaiting(fresh bool) {
+	if in := r.Input.Intake; fresh && in != nil && (len(in.Arrived.Arrivals) > 0 || in.Arrived.Dropped > 0) {
+		r.arrive(in.Arrived)
 	}
-	return s
 }
 
 // add keeps a batch of arrivals (the latest maxArrivalsKept).

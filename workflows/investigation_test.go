@@ -49,6 +49,7 @@ type harness struct {
 	// concludedAt is the workflow time of each conclusion.
 	concludedAt []time.Time
 	updates     int
+	verdicts    []string
 }
 
 func newHarness(t *testing.T) *harness {
@@ -62,9 +63,13 @@ func newHarness(t *testing.T) *harness {
 		h.mu.Lock()
 		h.conclude = append(h.conclude, in)
 		h.concludedAt = append(h.concludedAt, h.env.Now())
+		verdict := investigation.VerdictFalsePositive
+		if len(h.verdicts) > 0 { // the verdicts of the conclusions in turn, when a test sets them
+			verdict, h.verdicts = h.verdicts[0], h.verdicts[1:]
+		}
 		h.mu.Unlock()
 		return activities.Conclusion{Markdown: "## Summary\nBrute force, no login.", Usage: investigation.Usage{Calls: 1},
-			Verdict: &investigation.Verdict{Verdict: investigation.VerdictFalsePositive, Confidence: "high"}}, nil
+			Verdict: &investigation.Verdict{Verdict: verdict, Confidence: "high"}}, nil
 	}).Maybe()
 	return h
 }

@@ -109,7 +109,6 @@ func newState(in investigation.Input) *State {
 		Input:   in,
 		Turn:    len(in.History)/2 + 1,
 		History: in.History,
-		Intake:  newIntakeState(in),
 	}
 }
 

@@ -89,8 +89,14 @@ func TestIntakeBurstTwoIntakesOneKilled(t *testing.T) {
 	require.NoError(t, a.cmd.Process.Signal(syscall.SIGKILL))
 	killedAt := time.Since(published)
 
-	st := e.waitSettled(int64(valid), 4*time.Minute)
-	runs := e.investigations()
+	// The killed intake's messages come back once their ack deadline
+	// passes; the admission workflow counts redeliveries too.
+	var runs map[string]int
+	require.Eventually(t, func() bool { runs = e.investigations(); return len(runs) >= distinct }, 4*time.Minute, time.Second,
+		"investigations: %d of %d", len(runs), distinct)
+	st := e.waitSettled(int64(valid), 2*time.Minute)
+	time.Sleep(3 * time.Second) // anything more would show now
+	runs = e.investigations()
 	require.Len(t, runs, distinct, "one investigation per distinct identity")
 	for _, g := range findings {
 		require.Equal(t, 1, runs[intake.WorkflowID(g.identity())], "identity %s: runs", g.identity())

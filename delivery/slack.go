@@ -28,7 +28,7 @@ type Slack struct {
 // network failures are Unavailable; other 4xx (a revoked or mistyped
 // webhook, a refused payload) are not worth retrying.
 func (s *Slack) Post(ctx context.Context, r Result) error {
-	body, err := json.Marshal(SlackMessage(r))
+	body, err := encode(SlackMessage(r))
 	if err != nil {
 		return err
 	}
@@ -63,6 +63,16 @@ func (s *Slack) Post(ctx context.Context, r Result) error {
 	return &upstream.Error{Service: "Slack", Kind: kind, Status: resp.StatusCode,
 		RetryAfter: upstream.ParseRetryAfter(resp.Header.Get("Retry-After"), time.Now()),
 		Message:    fmt.Sprintf("the Slack webhook answered %d %s", resp.StatusCode, slackReason(answer))}
+}
+
+// encode writes JSON without Go's HTML escapes (\u003c for <): the text is
+// escaped for Slack already, and stays readable in Slack's logs.
+func encode(v any) ([]byte, error) {
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false)
+	err := enc.Encode(v)
+	return bytes.TrimSpace(b.Bytes()), err
 }
 
 // slackReason is Slack's one-word error ("invalid_payload", "no_service"),

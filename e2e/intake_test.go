@@ -11,6 +11,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"syscall"
 	"testing"
@@ -242,4 +243,178 @@ func TestIntakeWebhook(t *testing.T) {
 	require.NotEmpty(t, retryAfter)
 	require.Equal(t, 20, codes[http.StatusAccepted]+codes[http.StatusTooManyRequests], "%v", codes)
 	t.Logf("REPORT webhook: 202 %d, 429 %d (Retry-After %s) of 20 at once with --max-outstanding 1", codes[http.StatusAccepted], codes[http.StatusTooManyRequests], retryAfter)
+}
+
+// TestIntakeSeenAgainRepeatAndSeverity: the same identity while its
+// investigation is open is news for it ("seen again: count 214 → 310");
+// once it closed, within --repeat-window, it is a repeat (recorded, no new
+// run); at a higher severity it is investigated again, a new run of the
+// same workflow ID.
+func TestIntakeSeenAgainRepeatAndSeverity(t *testing.T) {
+	model.use(t, standin.Handler())
+	e := newIntakeEnv(t)
+	e.startIntake("--subscription", e.sub(intake.SubscriptionIntake), "--repeat-window", "1h", "--idle-timeout", "1h")
+	g := guardDuty{Account: "111122223333", ID: e.nonce + "-seen", RemoteIP: "198.51.100.9", Instance: "i-seen", Count: 214, Severity: 5, Title: "seen"}
+	wf := intake.WorkflowID(g.identity())
+	e.publish(g.json())
+	e.waitSettled(1, 2*time.Minute)
+	g.Count = 310
+	e.publish(g.json())
+	require.Eventually(t, func() bool {
+		s := starterEnv(t, e.env, nil, "status", wf)
+		return strings.Contains(s.stdout, "seen again: count 214 → 310")
+	}, time.Minute, 500*time.Millisecond, "the open investigation hears of it")
+
+	stop := starterEnv(t, e.env, nil, "stop", wf, "done here")
+	require.Equal(t, 0, stop.code, stop.stderr)
+	require.Eventually(t, func() bool { st, err := e.status(); return err == nil && st.Concluded == 0 }, time.Minute, 250*time.Millisecond,
+		"the admission workflow hears that it closed")
+
+	g.Count = 400
+	e.publish(g.json())
+	require.Eventually(t, func() bool { st, err := e.status(); return err == nil && st.Repeats == 1 }, time.Minute, 250*time.Millisecond)
+	require.Equal(t, 1, e.investigations()[wf], "a repeat is not investigated again")
+
+	g.Severity = 8.5 // high
+	e.publish(g.json())
+	require.Eventually(t, func() bool { return e.investigations()[wf] == 2 }, time.Minute, time.Second, "a higher severity is investigated again")
+	st := e.waitSettled(4, time.Minute)
+	require.Equal(t, int64(1), st.Reinvested)
+	t.Logf("REPORT seen again, repeat, severity rose: %+v", st.Counters)
+}
+
+// TestIntakeWaitingRoomAndBudget: --max-running 1 starts one investigation
+// at a time, highest severity first; once the day's estimated cost reaches
+// --daily-budget-usd only critical alerts start, the rest wait (held)
+// until starter intake release.
+func TestIntakeWaitingRoomAndBudget(t *testing.T) {
+	model.use(t, standin.Handler())
+	e := newIntakeEnv(t)
+	e.startIntake("--subscription", e.sub(intake.SubscriptionIntake), "--results-topic", e.topic(intake.TopicVerdicts),
+		"--max-running", "1", "--no-group", "--daily-budget-usd", "0.000001")
+	mk := func(name string, sev float64) guardDuty {
+		return guardDuty{Account: "444455556666", ID: e.nonce + "-" + name, RemoteIP: "192.0.2." + fmt.Sprint(int(sev*10)), Instance: "i-" + name, Count: 1, Severity: sev, Title: name}
+	}
+	first := mk("first", 5)
+	e.publish(first.json())
+	st := e.waitSettled(1, 2*time.Minute)
+	require.Positive(t, st.SpentToday, "the first investigation's cost counts")
+
+	low, medium, high, critical := mk("low", 2), mk("medium", 5), mk("high", 7.5), mk("critical", 9.5)
+	e.publish(low.json(), medium.json(), high.json(), critical.json())
+	require.Eventually(t, func() bool {
+		st, _ = e.status()
+		return st.Alerts == 5 && st.Held == 3 && st.Running == 0 && st.Concluded == 2
+	}, 2*time.Minute, 250*time.Millisecond, "only the critical one starts over the budget: %+v", st)
+	text := starterEnv(t, e.env, nil, "intake", "status")
+	require.Contains(t, text.stdout, "waiting      3 (3 held by the daily budget)")
+	require.Contains(t, text.stdout, "daily budget 0.00 USD")
+
+	highID := intake.WorkflowID(high.identity())
+	rel := starterEnv(t, e.env, nil, "intake", "release", highID)
+	require.Equal(t, 0, rel.code, rel.stderr)
+	require.Contains(t, rel.stdout, "released "+highID)
+	require.Eventually(t, func() bool { st, _ = e.status(); return st.Concluded == 3 && st.Held == 2 }, time.Minute, 250*time.Millisecond)
+	require.Equal(t, 0, starterEnv(t, e.env, nil, "intake", "release", "--all").code)
+	e.waitSettled(5, 2*time.Minute)
+
+	// One at a time, in severity order: each started after the one before
+	// concluded.
+	verdicts := e.pull(intake.SubscriptionVerdicts, 3*time.Second)
+	require.Len(t, verdicts, 5)
+	concluded := map[string]time.Time{}
+	for _, m := range verdicts {
+		var r struct {
+			WorkflowID  string    `json:"workflow_id"`
+			ConcludedAt time.Time `json:"concluded_at"`
+		}
+		require.NoError(t, json.Unmarshal(m.Data, &r))
+		concluded[r.WorkflowID] = r.ConcludedAt
+	}
+	order := []guardDuty{first, critical, high, medium, low}
+	for i := 1; i < len(order); i++ {
+		prev, cur := intake.WorkflowID(order[i-1].identity()), intake.WorkflowID(order[i].identity())
+		d, err := tc.DescribeWorkflowExecution(t.Context(), cur, "")
+		require.NoError(t, err)
+		started := d.GetWorkflowExecutionInfo().GetStartTime().AsTime()
+		require.False(t, started.Before(concluded[prev]), "%s started before %s concluded", order[i].Title, order[i-1].Title)
+	}
+}
+
+// TestIntakeFirestoreOutage: while Firestore is down no message is
+// acknowledged; they come back and are investigated once it is up again.
+func TestIntakeFirestoreOutage(t *testing.T) {
+	model.use(t, standin.Handler())
+	fs, stopFS, err := testenv.StartFirestore()
+	require.NoError(t, err)
+	t.Cleanup(func() { stopFS() })
+	e := newIntakeEnv(t, withFirestore(fs))
+	p := e.startIntake("--subscription", e.sub(intake.SubscriptionIntake), "--no-group", "--call-timeout", "3s")
+	mk := func(i int) guardDuty {
+		return guardDuty{Account: "777788889999", ID: fmt.Sprintf("%s-out-%d", e.nonce, i), RemoteIP: fmt.Sprintf("192.0.2.%d", i+1), Instance: fmt.Sprint("i-out-", i), Count: 1, Severity: 5}
+	}
+	e.publish(mk(0).json())
+	e.waitSettled(1, 2*time.Minute)
+
+	stopFS()
+	var msgs [][]byte
+	for i := 1; i <= 5; i++ {
+		msgs = append(msgs, mk(i).json())
+	}
+	e.publish(msgs...)
+	require.Eventually(t, func() bool { return strings.Contains(p.log.String(), "message not acknowledged; it comes back") }, time.Minute, 250*time.Millisecond)
+	st, err := e.status()
+	require.NoError(t, err)
+	require.Equal(t, int64(1), st.Alerts, "nothing is admitted while the alert cannot be stored")
+
+	restart, err := testenv.StartFirestoreOn(fs)
+	require.NoError(t, err)
+	stopFS = restart
+	require.Eventually(t, func() bool { return len(e.investigations()) == 6 }, 3*time.Minute, time.Second, "the messages came back")
+	e.waitSettled(6, 2*time.Minute)
+}
+
+// TestIntakeDeliversToSlack: each conclusion reaches Slack (retried after
+// a 500) as Block Kit with the verdict, confidence, title, findings and
+// the Web UI link; what an alert says cannot mention, link or format
+// anything, and no secret appears. A webhook that refuses for good shows
+// in the investigation's status, which still concludes.
+func TestIntakeDeliversToSlack(t *testing.T) {
+	model.use(t, standin.Handler())
+	e := newIntakeEnv(t)
+	e.slack.mu.Lock()
+	e.slack.fail = []int{http.StatusInternalServerError}
+	e.slack.mu.Unlock()
+	e.startIntake("--subscription", e.sub(intake.SubscriptionIntake), "--slack", "--results-topic", e.topic(intake.TopicVerdicts), "--no-group")
+	hostile := guardDuty{Account: "123412341234", ID: e.nonce + "-slack", RemoteIP: "198.51.100.66", Instance: "i-slack", Count: 1, Severity: 8,
+		Title: "<!channel> *Verdict:* benign, see <https://evil.example/login|the report> & key e2e-test-key"}
+	e.publish(hostile.json())
+	e.waitSettled(1, 2*time.Minute)
+	wf := intake.WorkflowID(hostile.identity())
+	require.Eventually(t, func() bool { return len(e.slack.received()) == 1 }, time.Minute, 250*time.Millisecond, "delivered after the 500")
+	raw := e.slack.received()[0]
+	for _, bad := range []string{"<!channel>", "<https://", "https://evil", "e2e-test-key", "e2e-secret-hook"} {
+		require.NotContains(t, raw, bad)
+	}
+	for _, want := range []string{`"type":"header"`, "confidence", "&lt;!channel&gt;", "hxxps[://]evil.example", "[REDACTED]",
+		"Top findings", `"url":"http://localhost:8233/namespaces/default/workflows/` + wf + `"`, wf + "/t1"} {
+		require.Contains(t, raw, want)
+	}
+	require.Eventually(t, func() bool {
+		return strings.Contains(starterEnv(t, e.env, nil, "status", wf).stdout, "Slack delivered")
+	}, time.Minute, 500*time.Millisecond)
+
+	// A webhook that refuses: the failure shows, the investigation is fine.
+	e.slack.mu.Lock()
+	e.slack.fail = []int{http.StatusNotFound}
+	e.slack.mu.Unlock()
+	other := hostile
+	other.ID, other.Title = e.nonce+"-refused", "refused"
+	e.publish(other.json())
+	e.waitSettled(2, 2*time.Minute)
+	otherWF := intake.WorkflowID(other.identity())
+	require.Eventually(t, func() bool {
+		return strings.Contains(starterEnv(t, e.env, nil, "status", otherWF).stdout, "Slack failed: the Slack webhook answered 404 (no_service)")
+	}, time.Minute, 500*time.Millisecond)
+	require.Len(t, e.pull(intake.SubscriptionVerdicts, 3*time.Second), 2, "the results topic got both")
 }

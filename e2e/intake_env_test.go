@@ -310,8 +310,8 @@ func nonce() string {
 // attacker's address is its remote IP.
 type guardDuty struct {
 	Account, ID, RemoteIP, Instance, Title string
-	Count                                   int
-	Severity                                float64
+	Count                                  int
+	Severity                               float64
 }
 
 func (g guardDuty) json() []byte {

@@ -83,7 +83,7 @@ func TestGeneratePlanPrompt(t *testing.T) {
 	for _, want := range []string{"At most 5 steps", `"objective": "Decide whether the SSH brute force`, "<<<DATA name>>>"} {
 		require.Contains(t, system, want)
 	}
-	for _, want := range []string{"Was it bad?", "UnauthorizedAccess:EC2/SSHBruteForce", "198.51.100.23", "- `search_alerts`:", "parameters: field (required)",
+	for _, want := range []string{"Was it bad?", "UnauthorizedAccess:EC2/SSHBruteForce", "198.51.100.23", "- `search_alerts`:", "parameters: field, indicator",
 		"<<<DATA conversation>>>\n| [user]\n| earlier question\n<<<END conversation>>>"} {
 		require.Contains(t, prompt, want)
 	}

@@ -7,14 +7,17 @@ import (
 
 	"github.com/secops-agent/investigator/alerts"
 	"github.com/secops-agent/investigator/internal/prompt"
+	"github.com/secops-agent/investigator/investigation"
+	"github.com/secops-agent/investigator/tools"
 )
 
 // MaxAlertPromptBytes is the budget of an alert's data in a prompt: an alert
 // whose compact JSON fits is shown whole (indented), in every phase that
-// shows the alert. A larger one is shown as the list of every indicator in
-// it plus a guide to its fields, and the prompt says that get_alert returns
-// the rest.
-const MaxAlertPromptBytes = 16 << 10
+// shows the alert. A larger one is shown as its most useful indicators plus
+// a guide to its fields, and the prompt says that get_alert returns the
+// rest: it does, in pages that each fit a tool result, whose default cap
+// this is (the activity passes the run's cap to the tool).
+const MaxAlertPromptBytes = investigation.DefaultMaxToolResultBytes
 
 // alertFieldGuide is how many fields the guide of a large alert lists.
 const alertFieldGuide = 80
@@ -42,10 +45,13 @@ func alertSection(al alerts.Alert) (string, error) {
 		b.WriteString("The alert's data, whole:\n" + block)
 		return b.String(), nil
 	}
+	lines, shown, total := indicatorLines(al)
 	fmt.Fprintf(&b, "The alert's data is %d bytes of JSON, more than the %d a prompt shows whole. "+
-		"Below are every indicator found anywhere in it, each whole, with the path where it first appears, "+
-		"and a guide to its fields. Call get_alert with the alert ID for the complete data.\n", len(compact), MaxAlertPromptBytes)
-	b.WriteString(prompt.Block("alert indicators", indicatorLines(al)) + "\n")
+		"Below are %s, each whole, with the path where it first appears, and a guide to its fields. "+
+		"Call get_alert with the alert ID for the complete data: it comes in pages, each saying the next_offset to ask for; "+
+		"give path to read one field, or path %q for every indicator.\n",
+		len(compact), MaxAlertPromptBytes, indicatorCount(shown, total), tools.IndicatorsPath)
+	b.WriteString(prompt.Block("alert indicators", lines) + "\n")
 	b.WriteString(prompt.Block("alert fields", alerts.Describe(al, alertFieldGuide)))
 	return b.String(), nil
 }

@@ -39,7 +39,7 @@ func (a *Activities) CallTool(ctx context.Context, in ToolInput) (ToolOutput, er
 		args, err := a.resolveRefs(ctx, in)
 		var result any
 		if err == nil {
-			info := tools.CallInfo{ID: in.Session + "/" + in.Key, ScanBytesLeft: in.ScanBytesLeft}
+			info := tools.CallInfo{ID: in.Session + "/" + in.Key, Session: in.Session, ScanBytesLeft: in.ScanBytesLeft, MaxResultBytes: in.MaxResultBytes}
 			ctx = tools.WithCallInfo(ctx, info)
 			result, err = t.Call(ctx, args)
 			out.ScannedBytes = tools.CallInfoFrom(ctx).Scanned()

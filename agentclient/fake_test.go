@@ -42,6 +42,7 @@ type fakeStream struct {
 	resultErr  error
 	st         investigation.Status
 	stErr      error
+	taskFailed string // the last workflow task failure's message
 }
 
 func newFakeStream(main string, runs ...*fakeRun) *fakeStream {
@@ -120,6 +121,12 @@ func (f *fakeStream) outcome(context.Context, string, string) (investigation.Res
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	return f.result, f.resultErr
+}
+
+func (f *fakeStream) taskFailure(context.Context, string, string) (string, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.taskFailed, nil
 }
 
 func (f *fakeStream) status(context.Context, string) (investigation.Status, error) {

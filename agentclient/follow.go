@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"go.temporal.io/api/enums/v1"
+	"go.temporal.io/api/serviceerror"
 
 	"github.com/secops-agent/investigator/investigation"
 	"github.com/secops-agent/investigator/payloadcodec"
@@ -279,10 +280,12 @@ func (f *follower) take(events []investigation.Event) (printed, gapTo int, stop 
 	return printed, 0, false
 }
 
-// keyProblem turns a payload that cannot be decrypted (wrong or missing
-// payload key, here or in the worker) into the error that ends following:
-// retrying cannot help. A closed run that answers no query (its input could
-// not be decrypted, so it never ran) is explained by its failure.
+// keyProblem turns a payload that cannot be decrypted or was refused (wrong
+// or missing payload key, here or in the worker) into the error that ends
+// following: retrying cannot help. A closed run that answers no query (its
+// input was refused, so it never ran) is explained by its failure; an open
+// one whose workflow tasks fail on a payload (the server then refuses
+// queries) by the last task failure, which carries the sentence in clear.
 func (f *follower) keyProblem(ctx context.Context, err error, runID string, closed bool) error {
 	if closed {
 		if _, oerr := f.src.outcome(ctx, f.id, runID); oerr != nil {
@@ -293,6 +296,13 @@ func (f *follower) keyProblem(ctx context.Context, err error, runID string, clos
 	}
 	if msg, ok := payloadcodec.Explain(err); ok {
 		return fmt.Errorf("cannot follow investigation %s: %s", f.id, msg)
+	}
+	if nr := (*serviceerror.WorkflowNotReady)(nil); errors.As(err, &nr) {
+		if failed, ferr := f.src.taskFailure(ctx, f.id, runID); ferr == nil {
+			if msg, ok := payloadcodec.Explain(errors.New(failed)); ok {
+				return fmt.Errorf("cannot follow investigation %s: %s", f.id, msg)
+			}
+		}
 	}
 	return nil
 }

@@ -12,6 +12,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 	"go.temporal.io/api/enums/v1"
+	"go.temporal.io/api/serviceerror"
 	"go.temporal.io/sdk/temporal"
 
 	"github.com/secops-agent/investigator/internal/pricing"
@@ -370,6 +371,20 @@ func TestWatchStopsOnKeyProblems(t *testing.T) {
 	f.resultErr = errors.New("workflow execution error (type: Investigation): " + own.Error() + " (type: KeyError, retryable: true)")
 	err = testClient(f).watch(testCtx(t), &out, "inv", 1)
 	require.EqualError(t, err, "investigation inv failed: the worker reports: "+own.Error())
+
+	// The worker cannot decrypt the input, so its workflow tasks fail (a
+	// keyed worker may still take it) and the server refuses queries: the
+	// last task failure says why.
+	f = newFakeStream("inv", &fakeRun{id: "A", status: running,
+		queryErr: serviceerror.NewWorkflowNotReady("Unable to query workflow due to Workflow Task in failed state.")})
+	f.taskFailed = own.Error()
+	err = testClient(f).watch(testCtx(t), &out, "inv", 1)
+	require.EqualError(t, err, "cannot follow investigation inv: the worker reports: "+own.Error())
+	// A task that fails for another reason is waited out, as before.
+	f.taskFailed = "workflow panic: index out of range"
+	ctx, cancel := context.WithTimeout(testCtx(t), 300*time.Millisecond)
+	defer cancel()
+	require.NoError(t, testClient(f).watch(ctx, &out, "inv", 1))
 }
 
 // TestAskFollowsOnlyNewEvents: a follow-up question is followed from the

@@ -24,6 +24,9 @@ type stream interface {
 	outcome(ctx context.Context, workflowID, runID string) (investigation.Result, error)
 	// status queries the investigation's status (latest run).
 	status(ctx context.Context, workflowID string) (investigation.Status, error)
+	// taskFailure returns the message of the run's last failed workflow
+	// task when no task completed after it, or "".
+	taskFailure(ctx context.Context, workflowID, runID string) (string, error)
 }
 
 // execution is a workflow run as DescribeWorkflowExecution reports it.
@@ -101,4 +104,24 @@ func (t temporalStream) status(ctx context.Context, id string) (investigation.St
 		return st, err
 	}
 	return st, v.Get(&st)
+}
+
+func (t temporalStream) taskFailure(ctx context.Context, id, runID string) (string, error) {
+	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	it := t.c.GetWorkflowHistory(ctx, id, runID, false, enums.HISTORY_EVENT_FILTER_TYPE_ALL_EVENT)
+	msg := ""
+	for it.HasNext() {
+		e, err := it.Next()
+		if err != nil {
+			return "", err
+		}
+		switch {
+		case e.GetWorkflowTaskFailedEventAttributes() != nil:
+			msg = e.GetWorkflowTaskFailedEventAttributes().GetFailure().GetMessage()
+		case e.GetWorkflowTaskCompletedEventAttributes() != nil:
+			msg = ""
+		}
+	}
+	return msg, nil
 }

@@ -55,6 +55,10 @@ type Alert struct {
 	ObservedAt time.Time      `firestore:"observed_at" json:"observed_at"` // from the alert when present, else zero
 	ImportedAt time.Time      `firestore:"imported_at" json:"imported_at"` // set by Store.Put if zero
 	Data       map[string]any `firestore:"data" json:"data"`               // the alert JSON object as given, numbers decoded exactly (see Number)
+	// Indicators are the keys of the data's indicators (IndexKeys), which
+	// search_alerts finds it by whatever its source and layout. Store.Put
+	// writes them; Parse leaves them empty.
+	Indicators []string `firestore:"indicators" json:"indicators,omitempty"`
 }
 
 // Sources of alerts.
@@ -180,8 +184,19 @@ func Parse(raw []byte) (Alert, error) {
 	if len(bytes.TrimSpace(raw)) == 0 {
 		return Alert{}, errors.New("the alert is empty")
 	}
-	// The syntax check comes first, for errors with a line and column; the
-	// exact decoder then keeps every digit and refuses duplicate keys.
+	// Nesting is counted first, in one pass that allocates nothing, so that
+	// a deep document costs no work per level (and is not called invalid
+	// JSON beyond encoding/json's own depth limit); the decoder stops at the
+	// first level too many and names its path.
+	var syntaxErr *json.SyntaxError
+	if tooDeep(raw, maxDepth) {
+		if _, err := DecodeJSON(raw); err != nil && !errors.As(err, &syntaxErr) {
+			return Alert{}, err
+		}
+	}
+	// The syntax check comes next (first, for a document broken before it
+	// is too deep), for errors with a line and column; the exact decoder
+	// then keeps every digit and refuses duplicate keys.
 	var valid json.RawMessage
 	if err := json.Unmarshal(raw, &valid); err != nil {
 		return Alert{}, fmt.Errorf("the alert is not valid JSON: %s", jsonErrorDetail(raw, err))
@@ -280,7 +295,8 @@ func jsonKind(valid []byte) string {
 // documents over the size limit. It walks keys in sorted order so that the
 // first problem reported is always the same one.
 func checkStorable(obj map[string]any) error {
-	size, err := walkStorable(obj, "", 1)
+	var path jsonPath
+	size, err := walkStorable(obj, &path)
 	if err != nil {
 		return err
 	}
@@ -290,25 +306,28 @@ func checkStorable(obj map[string]any) error {
 	return nil
 }
 
-// walkStorable checks v, found at path and at nesting depth (1 for the alert
-// object), and returns its estimated Firestore storage size.
-func walkStorable(v any, path string, depth int) (int, error) {
+// walkStorable checks v, found at path (whose length is v's nesting depth
+// less one), and returns its estimated Firestore storage size.
+func walkStorable(v any, path *jsonPath) (int, error) {
 	switch x := v.(type) {
 	case map[string]any:
-		if depth > maxDepth {
-			return 0, fmt.Errorf("the alert is nested more than %d levels deep at %s, which Firestore cannot store", maxDepth, where(path))
+		if path.depth() >= maxDepth {
+			return 0, depthError(path)
 		}
 		size := 0
 		for _, k := range sortedKeys(x) {
 			switch {
 			case k == "":
-				return 0, fmt.Errorf("the alert has an empty field name %s, which Firestore cannot store", under(path))
+				return 0, fmt.Errorf("the alert has an empty field name %s, which Firestore cannot store", path.under())
 			case len(k) > maxKeyBytes:
-				return 0, fmt.Errorf("the alert has a field name longer than %d bytes %s, which Firestore cannot store", maxKeyBytes, under(path))
+				return 0, fmt.Errorf("the alert has a field name longer than %d bytes %s, which Firestore cannot store", maxKeyBytes, path.under())
 			case len(k) >= 4 && strings.HasPrefix(k, "__") && strings.HasSuffix(k, "__"):
-				return 0, fmt.Errorf("the alert field %q uses a name of the form __name__, which Firestore reserves", joinPath(path, k))
+				path.pushKey(k)
+				return 0, fmt.Errorf("the alert field %s uses a name of the form __name__, which Firestore reserves", path.where())
 			}
-			n, err := walkStorable(x[k], joinPath(path, k), depth+1)
+			path.pushKey(k)
+			n, err := walkStorable(x[k], path)
+			path.pop()
 			if err != nil {
 				return 0, err
 			}
@@ -316,16 +335,17 @@ func walkStorable(v any, path string, depth int) (int, error) {
 		}
 		return size, nil
 	case []any:
-		if depth > maxDepth {
-			return 0, fmt.Errorf("the alert is nested more than %d levels deep at %s, which Firestore cannot store", maxDepth, where(path))
+		if path.depth() >= maxDepth {
+			return 0, depthError(path)
 		}
 		size := 0
 		for i, e := range x {
-			p := fmt.Sprintf("%s[%d]", path, i)
+			path.pushIndex(i)
 			if _, ok := e.([]any); ok {
-				return 0, fmt.Errorf("the alert has an array directly inside an array at %q, which Firestore cannot store", p)
+				return 0, fmt.Errorf("the alert has an array directly inside an array at %s, which Firestore cannot store", path.where())
 			}
-			n, err := walkStorable(e, p, depth+1)
+			n, err := walkStorable(e, path)
+			path.pop()
 			if err != nil {
 				return 0, err
 			}
@@ -339,27 +359,6 @@ func walkStorable(v any, path string, depth int) (int, error) {
 	default: // bool, nil
 		return 1, nil
 	}
-}
-
-func joinPath(path, key string) string {
-	if path == "" {
-		return key
-	}
-	return path + "." + key
-}
-
-func where(path string) string {
-	if path == "" {
-		return "the top level"
-	}
-	return fmt.Sprintf("%q", path)
-}
-
-func under(path string) string {
-	if path == "" {
-		return "at the top level"
-	}
-	return fmt.Sprintf("under %q", path)
 }
 
 func sortedKeys(m map[string]any) []string {

@@ -52,6 +52,10 @@ var examples = []exampleWant{
 		"203.0.113.77 is performing SSH brute force attacks against i-0abc1234def567890.", "2026-09-22T19:10:02.771Z"},
 	{"history/scc-bad-ip-gce-etl-runner-2.json", SourceSCC, "Malware: Bad IP", SeverityMedium,
 		"Malware: Bad IP on instances/7731902846615503921", "2026-11-12T16:20:31.447Z"},
+	// Exports of WAF, IDS and SIEM appliances, as they come (realworld_test.go).
+	{"waf-sqli-cn.json", SourceGeneric, "SQL注入", SeverityHigh, "SQL注入攻击", "2026-11-21T03:14:07Z"},
+	{"siem-struts2-rce-raw-log.json", SourceGeneric, "漏洞利用", SeverityHigh, "Apache Struts2 远程代码执行 (S2-045)", "2026-11-21T02:58:41Z"},
+	{"ids-webshell-upload-cn.json", SourceGeneric, "WebShell上传", SeverityCritical, "疑似中国菜刀(China Chopper) WebShell 上传", "2026-11-20T23:41:19Z"},
 }
 
 var idPattern = regexp.MustCompile(`^(guardduty|scc|edr|generic)-[0-9a-f]{12}$`)
@@ -467,7 +471,7 @@ func TestDescribePathsSplitBack(t *testing.T) {
 		"labels.`a\\`b\\\\c`":             {"labels", "a`b\\c"},
 		"x.y z.w-v":                       {"x", "y z", "w-v"},
 	}
-	for _, f := range leafFields(a.Data) {
+	for _, f := range shallowest(a.Data, leafCounts(a.Data), 10) {
 		segs, ok := want[f.path]
 		require.True(t, ok, "unexpected path %s", f.path)
 		got, err := splitPath(f.path)

@@ -13,65 +13,119 @@ import (
 // DecodeJSON decodes one JSON value exactly: objects become map[string]any,
 // arrays []any, and numbers follow Number. Unlike json.Unmarshal it refuses
 // an object that has the same key twice (which value counts would differ
-// between readers), naming the key and where it is. The input must be
-// valid JSON (check it first, as Parse does, for an error with line and
-// column).
+// between readers), naming the key and where it is, and a value nested more
+// than maxDepth levels (the value itself is level 1), as soon as the decoder
+// reaches the level too many: nothing is built for it or below it. The
+// input must be valid JSON (check it first, as Parse does, for an error with
+// line and column).
 func DecodeJSON(raw []byte) (any, error) {
 	dec := json.NewDecoder(bytes.NewReader(raw))
 	dec.UseNumber()
-	return decodeValue(dec, "")
+	d := decoder{dec: dec}
+	return d.value()
 }
 
-// decodeValue reads the value that starts at the decoder's next token,
-// found at path.
-func decodeValue(dec *json.Decoder, path string) (any, error) {
-	tok, err := dec.Token()
+// decoder reads one value from a token stream. path is the stack of keys
+// and indices down to the current value; it is written out only for an
+// error, so decoding does no work per level beyond a push and a pop.
+type decoder struct {
+	dec  *json.Decoder
+	path jsonPath
+}
+
+// value reads the value that starts at the decoder's next token.
+func (d *decoder) value() (any, error) {
+	tok, err := d.dec.Token()
 	if err != nil {
 		return nil, err
 	}
-	switch t := tok.(type) {
-	case json.Delim:
-		switch t {
-		case '{':
-			obj := map[string]any{}
-			for dec.More() {
-				kt, err := dec.Token()
-				if err != nil {
-					return nil, err
-				}
-				k, ok := kt.(string)
-				if !ok {
-					return nil, fmt.Errorf("expected an object key at %s", where(path))
-				}
-				if _, dup := obj[k]; dup {
-					return nil, fmt.Errorf("the alert has the key %q twice at %s", k, where(path))
-				}
-				v, err := decodeValue(dec, joinPath(path, k))
-				if err != nil {
-					return nil, err
-				}
-				obj[k] = v
-			}
-			_, err := dec.Token() // '}'
-			return obj, err
-		case '[':
-			arr := []any{}
-			for dec.More() {
-				v, err := decodeValue(dec, fmt.Sprintf("%s[%d]", path, len(arr)))
-				if err != nil {
-					return nil, err
-				}
-				arr = append(arr, v)
-			}
-			_, err := dec.Token() // ']'
-			return arr, err
+	delim, ok := tok.(json.Delim)
+	if !ok {
+		if n, ok := tok.(json.Number); ok {
+			return Number(string(n)), nil
 		}
-		return nil, fmt.Errorf("unexpected %q at %s", rune(t), where(path))
-	case json.Number:
-		return Number(string(t)), nil
-	default: // string, bool, nil
-		return t, nil
+		return tok, nil // string, bool, nil
 	}
+	if d.path.depth() >= maxDepth {
+		return nil, depthError(&d.path)
+	}
+	switch delim {
+	case '{':
+		obj := map[string]any{}
+		for d.dec.More() {
+			kt, err := d.dec.Token()
+			if err != nil {
+				return nil, err
+			}
+			k, ok := kt.(string)
+			if !ok {
+				return nil, fmt.Errorf("expected an object key at %s", d.path.where())
+			}
+			if _, dup := obj[k]; dup {
+				return nil, fmt.Errorf("the alert has the key %q twice at %s", k, d.path.where())
+			}
+			d.path.pushKey(k)
+			v, err := d.value()
+			d.path.pop()
+			if err != nil {
+				return nil, err
+			}
+			obj[k] = v
+		}
+		_, err := d.dec.Token() // '}'
+		return obj, err
+	case '[':
+		arr := []any{}
+		for d.dec.More() {
+			d.path.pushIndex(len(arr))
+			v, err := d.value()
+			d.path.pop()
+			if err != nil {
+				return nil, err
+			}
+			arr = append(arr, v)
+		}
+		_, err := d.dec.Token() // ']'
+		return arr, err
+	}
+	return nil, fmt.Errorf("unexpected %q at %s", rune(delim), d.path.where())
+}
+
+// depthError is the error for an object or array at path, one level deeper
+// than maxDepth allows.
+func depthError(path *jsonPath) error {
+	return fmt.Errorf("the alert is nested more than %d levels deep at %s, which Firestore cannot store", maxDepth, path.where())
+}
+
+// tooDeep reports whether raw, read as JSON, opens an object or array more
+// than limit levels deep. It counts brackets outside strings in one pass
+// and allocates nothing, so it can run before any decoding; it does not
+// check the syntax.
+func tooDeep(raw []byte, limit int) bool {
+	depth, inString := 0, false
+	for i := 0; i < len(raw); i++ {
+		c := raw[i]
+		if inString {
+			switch c {
+			case '\\':
+				i++
+			case '"':
+				inString = false
+			}
+			continue
+		}
+		switch c {
+		case '"':
+			inString = true
+		case '{', '[':
+			if depth++; depth > limit {
+				return true
+			}
+		case '}', ']':
+			depth--
+		}
+	}
+	return false
 }
 
 // Number converts a JSON number literal to the value an alert keeps:

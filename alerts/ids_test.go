@@ -20,6 +20,9 @@ var pinnedIDs = map[string]string{
 	"history/guardduty-ssh-bruteforce-bastion-01.json":                   "guardduty-8db0f55e83fd",
 	"history/guardduty-ssh-bruteforce-web-server-prod-01-september.json": "guardduty-3bc745bae3c6",
 	"history/scc-bad-ip-gce-etl-runner-2.json":                           "scc-770f027e21ea",
+	"waf-sqli-cn.json":                                                   "generic-92bdd7c78943",
+	"siem-struts2-rce-raw-log.json":                                      "generic-15284bf3b865",
+	"ids-webshell-upload-cn.json":                                        "generic-57cda3598c5a",
 }
 
 // numbersAlert holds every number form that float64 decoding read exactly

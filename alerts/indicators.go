@@ -1,38 +1,50 @@
 package alerts
 
 import (
+	"encoding/json"
 	"fmt"
+	"net/netip"
 	"sort"
 	"strconv"
 	"strings"
 	"unicode"
 )
 
-// Indicator kinds, in the order Indicators lists them.
+// Indicator kinds, in the order Indicators ranks them.
 const (
 	KindIPv4          = "ipv4"
 	KindIPv6          = "ipv6"
 	KindDomain        = "domain"
-	KindURL           = "url"
-	KindEmail         = "email"
-	KindMD5           = "md5"
-	KindSHA1          = "sha1"
 	KindSHA256        = "sha256"
+	KindSHA1          = "sha1"
+	KindMD5           = "md5"
+	KindUser          = "user"
+	KindEmail         = "email"
+	KindCloudResource = "cloud_resource"
+	KindURL           = "url"
+	KindIPv4Masked    = "ipv4_masked" // an anonymised address such as XXX.XXX.7.82: not an IP to look up
 	KindFilePath      = "file_path"
 	KindCommandLine   = "command_line"
-	KindUser          = "user"
-	KindCloudResource = "cloud_resource"
 )
 
-// Kinds lists every indicator kind in the order Indicators sorts them.
-var Kinds = []string{KindIPv4, KindIPv6, KindDomain, KindURL, KindEmail, KindMD5, KindSHA1, KindSHA256,
-	KindFilePath, KindCommandLine, KindUser, KindCloudResource}
+// Kinds lists every indicator kind, most useful first: the order in which
+// Indicators ranks them. Addresses and names come first because they are
+// what intelligence tools, log queries and past alerts are searched by;
+// hashes next (exact, but only about files); then who (users, e-mail) and
+// which cloud resource; then URLs, whose host is listed already as an
+// address or domain; then anonymised addresses (only a partial match is
+// possible); file paths and command lines last, because they are long and
+// the alert's own text says the most about them.
+var Kinds = []string{KindIPv4, KindIPv6, KindDomain, KindSHA256, KindSHA1, KindMD5, KindUser, KindEmail,
+	KindCloudResource, KindURL, KindIPv4Masked, KindFilePath, KindCommandLine}
 
 // Indicator is one observable found in an alert: its kind, its value exactly
 // as the alert writes it (never clipped), and the path of the first place it
-// was found, such as "process.parent.commandLine" or "resources[3].arn"
-// (keys as the JSON writes them, unescaped; for an indicator in a key, the
-// path of that key).
+// was found, such as "process.parent.commandLine" or "resources[3].arn",
+// written as get_alert and search_alerts read paths (a key holding a dot
+// between backticks; for an indicator in a key, the path of that key; for
+// one inside a string that holds a JSON document, the path continues into
+// that document). A path longer than 200 bytes is clipped with the mark.
 type Indicator struct {
 	Kind, Value, Path string
 }
@@ -54,10 +66,12 @@ func quoteIfOdd(s string) string {
 
 // Indicators lists every indicator found anywhere in an alert's data: in
 // string values and in keys (a key can be an IP or a hash), walking objects
-// in sorted key order and arrays in order, so the result is deterministic.
-// Each (kind, value) pair appears once, with the first path it was found
-// at; the list is sorted by kind (in the order of Kinds), then by where it
-// was found.
+// in sorted key order and arrays in order, and inside strings that hold a
+// JSON object or array (values escaped twice, as SIEM exports write a raw
+// event). Each (kind, value) pair appears once, with the first path it was
+// found at. The list is ranked, most useful first: by kind in the order of
+// Kinds, public addresses before private, loopback and link-local ones, then
+// by where they were found.
 //
 // Values are recognised by their shape (see scanText for the rules), and
 // for command_line, user and host names also by the field that holds them:
@@ -67,53 +81,146 @@ func quoteIfOdd(s string) string {
 // computerDnsName, dnsName, fqdn, host... a domain (also a single-label host
 // name). A 32/40/64-digit hex value in a field named as an identifier
 // (id, findingId, machineId) is not reported as a hash.
+//
+// At most MaxPerKind indicators of one kind are listed (the first found);
+// ScanIndicators says how many more there were. The work is linear in the
+// size of the data, and paths are written only for the indicators listed.
 func Indicators(data map[string]any) []Indicator {
-	c := &collector{seen: map[string]bool{}}
-	c.walk(data, "", "", "")
+	found, _ := ScanIndicators(data)
+	return found
+}
+
+// MaxPerKind is the most indicators of one kind that Indicators lists: far
+// more than a prompt or a search uses, and it bounds the memory an alert
+// crafted to hold tens of thousands of addresses can take.
+const MaxPerKind = 2000
+
+// ScanIndicators is Indicators, also returning how many distinct
+// indicators were left out of the list by MaxPerKind.
+func ScanIndicators(data map[string]any) (found []Indicator, omitted int) {
+	c := &collector{seen: map[seenKey]struct{}{}, perKind: map[string]int{}}
+	c.walk(data)
 	order := map[string]int{}
 	for i, k := range Kinds {
-		order[k] = i
+		order[k] = 2 * i
 	}
-	sort.SliceStable(c.out, func(i, j int) bool { return order[c.out[i].Kind] < order[c.out[j].Kind] })
-	return c.out
+	ranks := make([]int, len(c.out))
+	for i, in := range c.out {
+		ranks[i] = order[in.Kind]
+		if (in.Kind == KindIPv4 || in.Kind == KindIPv6) && !publicAddr(in.Value) {
+			ranks[i]++
+		}
+	}
+	idx := make([]int, len(c.out))
+	for i := range idx {
+		idx[i] = i
+	}
+	sort.SliceStable(idx, func(i, j int) bool { return ranks[idx[i]] < ranks[idx[j]] })
+	found = make([]Indicator, len(idx))
+	for i, j := range idx {
+		found[i] = c.out[j]
+	}
+	return found, c.omitted
 }
+
+// publicAddr says an address is neither private, loopback, link-local,
+// multicast nor unspecified (documentation ranges count as public: alerts
+// and tests use them for the outside world).
+func publicAddr(s string) bool {
+	a, err := netip.ParseAddr(s)
+	if err != nil {
+		return false
+	}
+	a = a.Unmap()
+	return !(a.IsPrivate() || a.IsLoopback() || a.IsLinkLocalUnicast() || a.IsLinkLocalMulticast() ||
+		a.IsMulticast() || a.IsUnspecified() || a.Is4() && a.As4()[0] == 100 && a.As4()[1]&0xc0 == 64) // 100.64/10, carrier-grade NAT
+}
+
+// maxEmbeddedDepth bounds how deep walks go through JSON held in strings:
+// each level of such nesting is escaped once more, so real exports have one
+// or two, and the bound keeps a crafted alert from costing more.
+const maxEmbeddedDepth = 2 * maxDepth
+
+type seenKey struct{ kind, value string }
 
 type collector struct {
-	seen map[string]bool
-	out  []Indicator
+	seen    map[seenKey]struct{}
+	perKind map[string]int
+	omitted int
+	out     []Indicator
+	path    jsonPath
+	// at is the path string of the value being scanned, written on its
+	// first indicator and reused for the others.
+	at string
 }
 
-func (c *collector) add(kind, value, path string) {
-	k := kind + "\x00" + value
-	if value == "" || c.seen[k] {
+func (c *collector) add(kind, value string) {
+	k := seenKey{kind, value}
+	if value == "" {
 		return
 	}
-	c.seen[k] = true
-	c.out = append(c.out, Indicator{Kind: kind, Value: value, Path: path})
+	if _, dup := c.seen[k]; dup {
+		return
+	}
+	c.seen[k] = struct{}{}
+	if c.perKind[kind] >= MaxPerKind {
+		c.omitted++
+		return
+	}
+	c.perKind[kind]++
+	if c.at == "" {
+		c.at = c.path.searchable()
+	}
+	c.out = append(c.out, Indicator{Kind: kind, Value: value, Path: c.at})
 }
 
-// walk visits v, found at path under the field key, whose object is itself
-// under the field parent.
-func (c *collector) walk(v any, path, key, parent string) {
+// walk visits v, found at c.path.
+func (c *collector) walk(v any) {
 	switch x := v.(type) {
 	case map[string]any:
 		for _, k := range sortedKeys(x) {
-			p := joinPath(path, k)
-			scanText(c, k, p, "")
-			c.walk(x[k], p, k, key)
+			c.path.pushKey(k)
+			c.at = ""
+			scanText(c, k, "")
+			c.walk(x[k])
+			c.path.pop()
 		}
 	case []any:
 		for i, e := range x {
-			c.walk(e, fmt.Sprintf("%s[%d]", path, i), key, parent) // elements keep the field's name
+			c.path.pushIndex(i)
+			c.walk(e)
+			c.path.pop()
 		}
 	case string:
-		c.field(x, path, key, parent)
-		scanText(c, x, path, key)
+		c.at = ""
+		if doc, ok := embeddedJSON(x, c.path.depth()); ok {
+			c.walk(doc)
+			return
+		}
+		key, parent := c.path.names()
+		c.field(x, key, parent)
+		scanText(c, x, key)
 	}
 }
 
+// embeddedJSON decodes a string that holds a JSON object or array (a raw
+// event that an export escaped a second time), unless it lies deeper than
+// maxEmbeddedDepth.
+func embeddedJSON(s string, depth int) (any, bool) {
+	t := strings.TrimSpace(s)
+	if len(t) < 2 || !(t[0] == '{' && t[len(t)-1] == '}' || t[0] == '[' && t[len(t)-1] == ']') ||
+		tooDeep([]byte(t), maxEmbeddedDepth-depth) || !json.Valid([]byte(t)) {
+		return nil, false
+	}
+	v, err := DecodeJSON([]byte(t))
+	if err != nil {
+		return nil, false
+	}
+	return v, true
+}
+
 // field reports a string by the name of the field that holds it.
-func (c *collector) field(s, path, key, parent string) {
+func (c *collector) field(s, key, parent string) {
 	if placeholder(s) {
 		return
 	}
@@ -121,19 +228,23 @@ func (c *collector) field(s, path, key, parent string) {
 	oneLine := !strings.ContainsAny(s, "\r\n")
 	switch {
 	case isCommandField(k):
-		c.add(KindCommandLine, s, path)
+		c.add(KindCommandLine, s)
 	case oneLine && len(s) <= 512 && isUserField(k, p):
-		c.add(KindUser, s, path)
+		c.add(KindUser, s)
 	case oneLine && isHostField(k) && hostName(s, true):
-		c.add(KindDomain, s, path)
+		c.add(KindDomain, s)
 	case oneLine && isPathField(k) && !strings.Contains(s, "://") && strings.ContainsAny(s, `/\`):
-		c.add(KindFilePath, s, path)
+		c.add(KindFilePath, s)
 	}
 }
 
 // normKey lowercases a field name and drops separators, so that userName,
-// user_name and User-Name compare equal.
+// user_name and User-Name compare equal. A name longer than any the rules
+// know is "" (it is read once per value under it, so the cost stays small).
 func normKey(k string) string {
+	if len(k) > 64 {
+		return ""
+	}
 	return strings.Map(func(r rune) rune {
 		switch r {
 		case '_', '-', ' ', '.':
@@ -183,7 +294,8 @@ func isUserField(k, parent string) bool {
 	}
 	return hasAnySuffix(k, "username", "accountname", "principalname", "principalid", "principalemail",
 		"userprincipalname", "accountupn", "samaccountname", "loginname", "accesskeyid", "serviceaccount",
-		"serviceaccountemail", "usersid", "accountsid", "userid", "useremail")
+		"serviceaccountemail", "usersid", "accountsid", "userid", "useremail",
+		"用户", "用户名", "账号", "帐号", "账户", "登录名")
 }
 
 func isHostField(k string) bool {

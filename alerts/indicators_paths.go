@@ -9,7 +9,7 @@ import (
 // inside a Windows path.
 var (
 	reWinQuoted = regexp.MustCompile(`(?i)["']((?:[a-z]:\\|\\\\[a-z0-9._$\-]+\\|%[a-z_]+%\\)[^"'\r\n]*)["']`)
-	reWinPath   = regexp.MustCompile(`(?i)(?:\b[a-z]:\\|\\\\[a-z0-9._$\-]+\\|%[a-z_]+%\\)[^\s"'<>|*?\x60]*`)
+	reWinPath   = regexp.MustCompile(`(?i)(?:\b[a-z]:\\|\\\\[a-z0-9._$\-]+\\|%[a-z_]+%\\)[^\s"'<>|*?\x60` + cjkPunct + `]*`)
 	rePosixPath = regexp.MustCompile(`(?:^|[\s"'=(,\[])((?:~|\.{1,2})?/(?:[A-Za-z0-9._+~@%\-]+/)+[A-Za-z0-9._+~@%\-]*)`)
 	reDomUser   = regexp.MustCompile(`(?:^|[\s"'=(,])([A-Za-z][A-Za-z0-9.\-]{0,62}\\[A-Za-z0-9._$\-]{1,64})(?:$|[\s"',;)])`)
 )
@@ -17,24 +17,24 @@ var (
 // scanPaths reports file paths: the whole value t when it is one, else the
 // paths written inside s outside the masked spans. It returns the spans of
 // the paths it found.
-func scanPaths(c *collector, s, t, path string, tidy func(lo, hi int) (int, int), masked spans) spans {
+func scanPaths(c *collector, s, t string, tidy func(lo, hi int) (int, int), masked spans) spans {
 	if !strings.ContainsAny(s, `/\%`) {
 		return nil
 	}
 	if wholePath(t) {
-		c.add(KindFilePath, t, path)
+		c.add(KindFilePath, t)
 		return spans{{0, len(s)}}
 	}
 	var found spans
 	if strings.Contains(s, `\`) {
 		for _, loc := range reWinQuoted.FindAllStringSubmatchIndex(s, -1) {
-			c.add(KindFilePath, s[loc[2]:loc[3]], path)
+			c.add(KindFilePath, s[loc[2]:loc[3]])
 			found = append(found, [2]int{loc[0], loc[1]})
 		}
 		for _, loc := range reWinPath.FindAllStringIndex(s, -1) {
 			if !found.covers(loc[0], loc[1]) {
 				lo, hi := tidy(loc[0], loc[1])
-				c.add(KindFilePath, s[lo:hi], path)
+				c.add(KindFilePath, s[lo:hi])
 				found = append(found, [2]int{lo, hi})
 			}
 		}
@@ -43,7 +43,7 @@ func scanPaths(c *collector, s, t, path string, tidy func(lo, hi int) (int, int)
 		for _, loc := range rePosixPath.FindAllStringSubmatchIndex(s, -1) {
 			if !masked.covers(loc[2], loc[3]) && !found.covers(loc[2], loc[3]) {
 				lo, hi := tidy(loc[2], loc[3])
-				c.add(KindFilePath, s[lo:hi], path)
+				c.add(KindFilePath, s[lo:hi])
 				found = append(found, [2]int{lo, hi})
 			}
 		}

@@ -3,6 +3,7 @@ package alerts
 import (
 	"net/netip"
 	"regexp"
+	"strconv"
 	"strings"
 )
 
@@ -14,10 +15,14 @@ var (
 	reGCPRel  = regexp.MustCompile(`(?:projects|organizations|folders|billingAccounts)/[A-Za-z0-9._:@\-]+(?:/[A-Za-z0-9._:@\-]+)*`)
 	reAzure   = regexp.MustCompile(`(?i)/subscriptions/[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}(?:/[^\s"'<>\x60?#]*)?`)
 	reBucket  = regexp.MustCompile(`(?i)\b(?:s3|s3a|s3n|gs|gcs)://[^\s"'<>\x60]+`)
-	reURL     = regexp.MustCompile(`(?i)\b[a-z][a-z0-9+.\-]{1,31}://[^\s"'\x60]+`)
+	reURL     = regexp.MustCompile(`(?i)\b[a-z][a-z0-9+.\-]{1,31}://[^\s"'\x60` + cjkPunct + `]+`)
 	reEmail   = regexp.MustCompile(`[A-Za-z0-9._%+\-]+@` + hostPattern)
 	reIPv6    = regexp.MustCompile(`(?i)[0-9a-f]{0,4}(?::[0-9a-f]{0,4}){2,7}(?:\.\d{1,3}){0,3}(?:%[0-9a-z_.\-]+)?`)
 )
+
+// cjkPunct are the CJK punctuation and full-width forms (。，：） and the
+// like) that end a URL or a path written in Chinese or Japanese text.
+const cjkPunct = `\x{3000}-\x{303F}\x{FF00}-\x{FFEF}`
 
 const hostPattern = `[A-Za-z0-9](?:[A-Za-z0-9\-]{0,61}[A-Za-z0-9])?(?:\.[A-Za-z0-9](?:[A-Za-z0-9\-]{0,61}[A-Za-z0-9])?)+`
 
@@ -41,11 +46,14 @@ func (m spans) covers(lo, hi int) bool {
 //     folders/..., billingAccounts/...), Azure IDs (/subscriptions/<uuid>/...),
 //     buckets (s3://, gs://) and AWS resource IDs (i-, vol-, sg-, eni-, vpc-,
 //     subnet-, ami-, snap-... with 8 or 17 hex digits);
-//   - url: scheme://..., up to white space or a quote, so & and <> stay in;
+//   - url: scheme://..., up to white space, a quote or CJK punctuation, so
+//     & and <> stay in;
 //     its host is reported too (ipv4, ipv6 or domain, whatever its TLD);
 //   - email: local@domain with a letters-only TLD; its domain is reported too;
 //   - md5, sha1, sha256: a run of exactly 32, 40 or 64 hex digits (with at
-//     least one letter) not touching other letters, digits or '_';
+//     least one letter) not touching other letters, digits or '_', and not
+//     in a URL's query or fragment (there it is a token, a session or a
+//     signature);
 //   - ipv4: a valid dotted quad not inside a longer dotted number (so
 //     1.2.3.4.5 and 10.0.19041.1 are not IPs, 1.2.3.4:22 and 1.2.3.4/24 are);
 //   - ipv6: anything net/netip reads as IPv6 (compressed, with a zone,
@@ -58,13 +66,21 @@ func (m spans) covers(lo, hi int) bool {
 //     or POSIX (/a/b, ~/a) path, spaces allowed as long as its last segment has
 //     none (else it is a command line); inside text, quoted Windows paths, and
 //     unquoted ones up to white space;
-//   - user: DOMAIN\user written alone.
+//   - user: DOMAIN\user written alone;
+//   - ipv4_masked: an address with some octets anonymised (XXX.XXX.7.82,
+//     10.x.x.1, 203.0.113.***): at least one octet shown and one masked by
+//     x, X or *, reported as written and never as an IP.
 //
 // A match that ends with sentence punctuation (.,;:!?) or an unbalanced
-// closing bracket loses it, unless the match is the whole value.
-func scanText(c *collector, s, path, key string) {
+// closing bracket loses it, unless the match is the whole value. In text
+// escaped twice (holding \r\n or \" as written characters, as an HTTP
+// request copied out of a JSON log is), those escapes separate values.
+func scanText(c *collector, s, key string) {
 	if len(s) < 3 {
 		return
+	}
+	if strings.Contains(s, `\r\n`) || strings.Contains(s, `\"`) {
+		s = blankEscapes(s)
 	}
 	t := strings.TrimSpace(s)
 	start := strings.Index(s, t)
@@ -74,11 +90,11 @@ func scanText(c *collector, s, path, key string) {
 		}
 		return lo, lo + len(trimTrail(s[lo:hi]))
 	}
-	var cloud, urls, emails spans
+	var cloud, urls, queries, emails spans
 	addAll := func(re *regexp.Regexp, kind string, m *spans, group int) {
 		for _, loc := range re.FindAllStringSubmatchIndex(s, -1) {
 			lo, hi := tidy(loc[2*group], loc[2*group+1])
-			c.add(kind, s[lo:hi], path)
+			c.add(kind, s[lo:hi])
 			*m = append(*m, [2]int{lo, hi})
 		}
 	}
@@ -98,13 +114,13 @@ func scanText(c *collector, s, path, key string) {
 		for _, loc := range reGCPRel.FindAllStringIndex(s, -1) {
 			if (loc[0] == 0 || !isWordByte(s[loc[0]-1]) && s[loc[0]-1] != '/') && !cloud.covers(loc[0], loc[1]) {
 				lo, hi := tidy(loc[0], loc[1])
-				c.add(KindCloudResource, s[lo:hi], path)
+				c.add(KindCloudResource, s[lo:hi])
 				cloud = append(cloud, [2]int{lo, hi})
 			}
 		}
 	}
 	if strings.Contains(s, "-") {
-		cloud = scanAWSIDs(c, s, path, cloud)
+		cloud = scanAWSIDs(c, s, cloud)
 	}
 	if strings.Contains(s, "://") {
 		for _, loc := range reURL.FindAllStringIndex(s, -1) {
@@ -112,9 +128,12 @@ func scanText(c *collector, s, path, key string) {
 				continue
 			}
 			lo, hi := tidy(loc[0], loc[1])
-			c.add(KindURL, s[lo:hi], path)
+			c.add(KindURL, s[lo:hi])
 			urls = append(urls, [2]int{lo, hi})
-			addHost(c, urlHost(s[lo:hi]), path)
+			if q := strings.IndexAny(s[lo:hi], "?#"); q >= 0 {
+				queries = append(queries, [2]int{lo + q, hi})
+			}
+			addHost(c, urlHost(s[lo:hi]))
 		}
 	}
 	if strings.Contains(s, "@") {
@@ -124,13 +143,13 @@ func scanText(c *collector, s, path, key string) {
 			if !letterTLD(s[lo+at+1:hi]) || hi < len(s) && (isWordByte(s[hi]) || s[hi] == '@') {
 				continue
 			}
-			c.add(KindEmail, s[lo:hi], path)
+			c.add(KindEmail, s[lo:hi])
 			emails = append(emails, [2]int{lo, hi})
-			c.add(KindDomain, s[lo+at+1:hi], path)
+			c.add(KindDomain, s[lo+at+1:hi])
 		}
 	}
 	if !idField(key) {
-		scanHashes(c, s, path, cloud)
+		scanHashes(c, s, append(cloud, queries...))
 	}
 	if strings.Count(s, ".") >= 3 {
 		scanRuns(s, isIPv4Byte, func(lo, hi int) {
@@ -139,8 +158,18 @@ func scanText(c *collector, s, path, key string) {
 			}
 			if ip := strings.TrimSuffix(s[lo:hi], "."); strings.Count(ip, ".") == 3 {
 				if a, err := netip.ParseAddr(ip); err == nil && a.Is4() {
-					c.add(KindIPv4, ip, path)
+					c.add(KindIPv4, ip)
 				}
+			}
+		})
+	}
+	if strings.Count(s, ".") >= 3 && strings.ContainsAny(s, "xX*") {
+		scanRuns(s, isMaskedIPv4Byte, func(lo, hi int) {
+			if lo > 0 && isWordByte(s[lo-1]) || hi < len(s) && isWordByte(s[hi]) {
+				return
+			}
+			if v := strings.TrimSuffix(s[lo:hi], "."); MaskedIPv4(v) {
+				c.add(KindIPv4Masked, v)
 			}
 		})
 	}
@@ -151,7 +180,7 @@ func scanText(c *collector, s, path, key string) {
 				continue
 			}
 			if a, err := netip.ParseAddr(s[lo:hi]); err == nil && a.Is6() && s[lo:hi] != "::" {
-				c.add(KindIPv6, s[lo:hi], path)
+				c.add(KindIPv6, s[lo:hi])
 			}
 		}
 	}
@@ -164,17 +193,66 @@ func scanText(c *collector, s, path, key string) {
 				!hostName(name, false) || strings.Contains(name, "_") || !knownTLD(name[strings.LastIndexByte(name, '.')+1:]) {
 				return
 			}
-			c.add(KindDomain, name, path)
+			c.add(KindDomain, name)
 		})
 	}
-	paths := scanPaths(c, s, t, path, tidy, append(cloud, urls...))
+	paths := scanPaths(c, s, t, tidy, append(cloud, urls...))
 	if strings.Contains(s, `\`) {
 		for _, loc := range reDomUser.FindAllStringSubmatchIndex(s, -1) {
 			if !paths.covers(loc[2], loc[3]) {
-				c.add(KindUser, s[loc[2]:loc[3]], path)
+				c.add(KindUser, s[loc[2]:loc[3]])
 			}
 		}
 	}
+}
+
+// blankEscapes returns s with the escapes \r, \n and the backslash of \"
+// written as spaces (the same length, so offsets stay), reading \\ as one
+// escaped backslash.
+func blankEscapes(s string) string {
+	b := []byte(s)
+	for i := 0; i+1 < len(b); i++ {
+		if b[i] != '\\' {
+			continue
+		}
+		switch b[i+1] {
+		case 'r', 'n':
+			b[i], b[i+1] = ' ', ' '
+		case '"':
+			b[i] = ' '
+		}
+		i++ // the escaped character
+	}
+	return string(b)
+}
+
+// MaskedIPv4 says s is an IPv4 address with some octets anonymised: four
+// dot-separated parts, each a number up to 255 or one to three of x, X and
+// *, with at least one of each.
+func MaskedIPv4(s string) bool {
+	parts := strings.Split(s, ".")
+	if len(parts) != 4 {
+		return false
+	}
+	shown, masked := 0, 0
+	for _, p := range parts {
+		switch {
+		case maskToken(p):
+			masked++
+		case len(p) >= 1 && len(p) <= 3 && strings.Trim(p, "0123456789") == "":
+			if n, _ := strconv.Atoi(p); n > 255 {
+				return false
+			}
+			shown++
+		default:
+			return false
+		}
+	}
+	return shown > 0 && masked > 0
+}
+
+func maskToken(p string) bool {
+	return len(p) >= 1 && len(p) <= 3 && strings.Trim(p, "xX*") == ""
 }
 
 // scanRuns calls f with the bounds of every maximal run of bytes for which
@@ -201,7 +279,7 @@ var awsIDPrefixes = map[string]bool{"i": true, "eni": true, "sg": true, "subnet"
 
 // scanAWSIDs reports prefix-<8 or 17 lower-case hex digits> as whole words
 // and returns masked with their spans added.
-func scanAWSIDs(c *collector, s, path string, masked spans) spans {
+func scanAWSIDs(c *collector, s string, masked spans) spans {
 	for i := strings.IndexByte(s, '-'); i >= 0 && i < len(s); {
 		lo := i
 		for lo > 0 && s[lo-1] >= 'a' && s[lo-1] <= 'z' {
@@ -213,7 +291,7 @@ func scanAWSIDs(c *collector, s, path string, masked spans) spans {
 		}
 		n := hi - i - 1
 		if awsIDPrefixes[s[lo:i]] && (n == 8 || n == 17) && (lo == 0 || !isWordByte(s[lo-1])) && (hi == len(s) || !isWordByte(s[hi])) {
-			c.add(KindCloudResource, s[lo:hi], path)
+			c.add(KindCloudResource, s[lo:hi])
 			masked = append(masked, [2]int{lo, hi})
 		}
 		next := strings.IndexByte(s[i+1:], '-')
@@ -227,7 +305,7 @@ func scanAWSIDs(c *collector, s, path string, masked spans) spans {
 
 // scanHashes reports runs of exactly 32, 40 or 64 hex digits with at least
 // one letter, bounded by characters that are not letters, digits or '_'.
-func scanHashes(c *collector, s, path string, masked spans) {
+func scanHashes(c *collector, s string, masked spans) {
 	for i := 0; i < len(s); {
 		if !isHex(s[i]) || i > 0 && isWordByte(s[i-1]) {
 			i++
@@ -241,11 +319,11 @@ func scanHashes(c *collector, s, path string, masked spans) {
 		if (j == len(s) || !isWordByte(s[j])) && letter && !masked.covers(i, j) {
 			switch j - i {
 			case 32:
-				c.add(KindMD5, s[i:j], path)
+				c.add(KindMD5, s[i:j])
 			case 40:
-				c.add(KindSHA1, s[i:j], path)
+				c.add(KindSHA1, s[i:j])
 			case 64:
-				c.add(KindSHA256, s[i:j], path)
+				c.add(KindSHA256, s[i:j])
 			}
 		}
 		i = j + 1
@@ -253,17 +331,17 @@ func scanHashes(c *collector, s, path string, masked spans) {
 }
 
 // addHost reports a URL's host: an IP, or a DNS name whatever its TLD.
-func addHost(c *collector, host, path string) {
+func addHost(c *collector, host string) {
 	if a, err := netip.ParseAddr(host); err == nil {
 		if a.Is4() {
-			c.add(KindIPv4, host, path)
+			c.add(KindIPv4, host)
 		} else {
-			c.add(KindIPv6, host, path)
+			c.add(KindIPv6, host)
 		}
 		return
 	}
 	if hostName(host, false) {
-		c.add(KindDomain, host, path)
+		c.add(KindDomain, host)
 	}
 }
 
@@ -348,6 +426,9 @@ func trimTrail(m string) string {
 
 func isDigit(b byte) bool    { return b >= '0' && b <= '9' }
 func isIPv4Byte(b byte) bool { return isDigit(b) || b == '.' }
+func isMaskedIPv4Byte(b byte) bool {
+	return isDigit(b) || b == '.' || b == 'x' || b == 'X' || b == '*'
+}
 func isHostByte(b byte) bool { return isDigit(b) || isLetter(b) || b == '-' || b == '.' || b == '_' }
 func isLetter(b byte) bool   { return b|0x20 >= 'a' && b|0x20 <= 'z' }
 func isHex(b byte) bool      { return isDigit(b) || b|0x20 >= 'a' && b|0x20 <= 'f' }

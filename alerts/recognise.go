@@ -126,6 +126,15 @@ func textSeverity(s string) string {
 		return SeverityHigh
 	case "critical", "crit", "fatal", "emergency", "p1", "p0":
 		return SeverityCritical
+	// As Chinese appliances write levels.
+	case "低", "低危", "低风险", "信息", "提示":
+		return SeverityLow
+	case "中", "中危", "中风险":
+		return SeverityMedium
+	case "高", "高危", "高风险":
+		return SeverityHigh
+	case "严重", "紧急", "致命", "超危":
+		return SeverityCritical
 	}
 	if f, err := strconv.ParseFloat(s, 64); err == nil {
 		return numericSeverity(f)
@@ -220,7 +229,17 @@ func falconSeverity(v any) string {
 	return SeverityUnknown
 }
 
-// genericAlert takes a best guess from common top-level keys.
+// Field names of WAF, IDS and SIEM exports written in Chinese, which
+// genericAlert reads after the English ones.
+var (
+	zhTypeFields     = []string{"告警类型", "攻击类型", "威胁类型", "事件类型", "告警分类", "事件分类"}
+	zhTitleFields    = []string{"告警名称", "事件名称", "规则名称", "威胁名称", "攻击名称", "告警标题", "标题"}
+	zhSeverityFields = []string{"危险等级", "威胁等级", "风险等级", "告警级别", "告警等级", "严重程度", "级别", "等级"}
+	zhTimeFields     = []string{"发生时间", "告警时间", "攻击时间", "事件时间", "发现时间", "开始时间", "时间"}
+)
+
+// genericAlert takes a best guess from common top-level keys, in English
+// and, for exports from Chinese appliances, in Chinese.
 func genericAlert(m map[string]any) Alert {
 	rule := obj(m, "rule")
 	typ := str(m, "type", "category", "alert_type", "alertType", "rule_name", "ruleName", "event_type", "eventType", "rule")
@@ -228,17 +247,20 @@ func genericAlert(m map[string]any) Alert {
 		typ = str(rule, "name", "id")
 	}
 	if typ == "" {
-		typ = str(m, "name")
+		typ = str(m, append([]string{"name"}, zhTypeFields...)...)
 	}
-	title := str(m, "title", "summary", "description", "message", "alert_name", "alertName", "name")
+	title := str(m, "title", "summary", "description", "message", "alert_name", "alertName", "rule_name", "ruleName", "name")
 	if title == "" && rule != nil {
 		title = str(rule, "description", "name")
+	}
+	if title == "" {
+		title = str(m, zhTitleFields...)
 	}
 
 	// A 0-10 number is read for severity only: numeric levels and priorities
 	// have no agreed scale or direction, so only words count for them.
 	sev := guardDutySeverity(field(m, "severity"))
-	for _, k := range []string{"severity_label", "severityLabel", "level", "priority"} {
+	for _, k := range append([]string{"severity_label", "severityLabel", "level", "priority"}, zhSeverityFields...) {
 		if sev != SeverityUnknown {
 			break
 		}
@@ -247,14 +269,12 @@ func genericAlert(m map[string]any) Alert {
 	if sev == SeverityUnknown && rule != nil {
 		sev = guardDutySeverity(field(rule, "severity"))
 	}
-	return Alert{
-		Source:   SourceGeneric,
-		Type:     typ,
-		Title:    title,
-		Severity: sev,
-		ObservedAt: firstTime(m, "@timestamp", "timestamp", "time", "eventTime", "event_time",
-			"createdAt", "created_at", "creationTime", "detected_at", "detectedAt", "date"),
+	observed := firstTime(m, "@timestamp", "timestamp", "time", "eventTime", "event_time",
+		"createdAt", "created_at", "creationTime", "detected_at", "detectedAt", "date")
+	if observed.IsZero() {
+		observed = firstTime(m, zhTimeFields...)
 	}
+	return Alert{Source: SourceGeneric, Type: typ, Title: title, Severity: sev, ObservedAt: observed}
 }
 
 // field returns m[name], or failing that the value of the first key, in
@@ -316,6 +336,7 @@ var timeLayouts = []string{
 	"2006-01-02 15:04:05.999999999Z07:00",
 	"2006-01-02 15:04:05.999999999",
 	"2006-01-02T15:04:05.999999999Z0700",
+	"2006/01/02 15:04:05.999999999",
 	time.RFC1123Z,
 	time.RFC1123,
 	"2006-01-02",

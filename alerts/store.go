@@ -46,14 +46,17 @@ func NewStore(fs *firestore.Client) *Store {
 	return &Store{fs: fs, col: fs.Collection(collection)}
 }
 
-// Put stores a, replacing any alert with the same ID. When a.ImportedAt is
-// zero, Put keeps the import time of an alert already stored under that ID,
-// or uses the current time for a new one; so importing the same alert again
-// changes nothing.
+// Put stores a, replacing any alert with the same ID, with the keys of its
+// data's indicators (IndexKeys, whatever a.Indicators held). When
+// a.ImportedAt is zero, Put keeps the import time of an alert already
+// stored under that ID, or uses the current time for a new one; so
+// importing the same alert again changes nothing, except that an alert
+// stored before indicator keys existed gets them.
 func (s *Store) Put(ctx context.Context, a Alert) error {
 	if err := checkID(a.ID); err != nil {
 		return err
 	}
+	a.Indicators = IndexKeys(Indicators(a.Data))
 	ref := s.col.Doc(a.ID)
 	if !a.ImportedAt.IsZero() {
 		a.ImportedAt = a.ImportedAt.UTC().Truncate(time.Microsecond)
@@ -85,7 +88,9 @@ func (s *Store) Put(ctx context.Context, a Alert) error {
 }
 
 // Get returns the alert with the given ID; the error wraps ErrNotFound when
-// there is none.
+// there is none. An alert stored without indicator keys (before they
+// existed) gets them: in the alert returned, and written back to the store
+// on the way, so that searches by indicator find it from then on.
 func (s *Store) Get(ctx context.Context, id string) (Alert, error) {
 	if strings.TrimSpace(id) == "" {
 		return Alert{}, errors.New("the alert ID is empty")
@@ -101,7 +106,20 @@ func (s *Store) Get(ctx context.Context, id string) (Alert, error) {
 	if err != nil {
 		return Alert{}, fmt.Errorf("read alert %q: %w", id, err)
 	}
-	return decode(snap)
+	a, err := decode(snap)
+	if err == nil && !hasKeys(snap) {
+		// Best effort: a failed write leaves the alert as it was, and the
+		// next read tries again.
+		_, _ = snap.Ref.Update(ctx, []firestore.Update{{Path: "indicators", Value: a.Indicators}},
+			firestore.LastUpdateTime(snap.UpdateTime))
+	}
+	return a, err
+}
+
+// hasKeys says the stored document has its indicator keys.
+func hasKeys(snap *firestore.DocumentSnapshot) bool {
+	_, err := snap.DataAt("indicators")
+	return err == nil
 }
 
 // List returns up to limit alerts, most recently imported first. A limit of
@@ -134,31 +152,60 @@ type Query struct {
 	Limit int
 	// Offset is how many matching alerts to skip.
 	Offset int
+	// Indicators, instead of Field, Op and Value, finds the alerts that
+	// hold any of these indicator keys (SearchKeys makes them from a value),
+	// at most 30.
+	Indicators []string
 }
 
 // Search returns the alerts whose field matches the query's condition, in
 // Firestore's order for it (by document ID, or by the field's value for
 // range operators). Errors in the query wrap ErrInvalidQuery. Like Firestore,
 // "!=" and "not-in" only match alerts that have the field.
+//
+// A query by Indicators finds the alerts holding any of the keys, in
+// document order; alerts stored before indicator keys existed are found
+// only once they have been read (Get) or imported again (Put).
 func (s *Store) Search(ctx context.Context, q Query) ([]Alert, error) {
-	path, err := queryPath(q.Field)
-	if err != nil {
-		return nil, err
-	}
-	value, err := queryValue(q.Op, q.Value)
-	if err != nil {
-		return nil, err
-	}
 	if q.Offset < 0 {
 		return nil, invalidf("the offset must not be negative, got %d", q.Offset)
 	}
-	query := s.col.WherePath(path, q.Op, value).Limit(clampLimit(q.Limit, maxSearchLimit))
+	var (
+		query firestore.Query
+		what  string
+	)
+	if len(q.Indicators) > 0 {
+		switch {
+		case q.Field != "" || q.Op != "" || q.Value != nil:
+			return nil, invalidf("search by indicator or by field, not both")
+		case len(q.Indicators) > maxIn:
+			return nil, invalidf("at most %d indicator keys, got %d", maxIn, len(q.Indicators))
+		}
+		keys := make([]any, len(q.Indicators))
+		for i, k := range q.Indicators {
+			keys[i] = k
+		}
+		query = s.col.Where("indicators", "array-contains-any", keys)
+		what = "holding " + strings.Join(q.Indicators, ", ")
+	} else {
+		path, err := queryPath(q.Field)
+		if err != nil {
+			return nil, err
+		}
+		value, err := queryValue(q.Op, q.Value)
+		if err != nil {
+			return nil, err
+		}
+		query = s.col.WherePath(path, q.Op, value)
+		what = fmt.Sprintf("where %s %s %v", q.Field, q.Op, q.Value)
+	}
+	query = query.Limit(clampLimit(q.Limit, maxSearchLimit))
 	if q.Offset > 0 {
 		query = query.Offset(q.Offset)
 	}
 	docs, err := query.Documents(ctx).GetAll()
 	if err != nil {
-		return nil, fmt.Errorf("search alerts where %s %s %v: %w", q.Field, q.Op, q.Value, err)
+		return nil, fmt.Errorf("search alerts %s: %w", what, err)
 	}
 	return decodeAll(docs)
 }
@@ -356,6 +403,8 @@ func clampLimit(limit, most int) int {
 	return min(limit, most)
 }
 
+// decode reads a stored alert; one stored before indicator keys existed
+// gets them, from its data.
 func decode(snap *firestore.DocumentSnapshot) (Alert, error) {
 	var a Alert
 	if err := snap.DataTo(&a); err != nil {
@@ -363,6 +412,9 @@ func decode(snap *firestore.DocumentSnapshot) (Alert, error) {
 	}
 	if a.ID == "" {
 		a.ID = snap.Ref.ID
+	}
+	if !hasKeys(snap) {
+		a.Indicators = IndexKeys(Indicators(a.Data))
 	}
 	return a, nil
 }

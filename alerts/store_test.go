@@ -80,6 +80,8 @@ func TestStorePutGet(t *testing.T) {
 		assert.WithinRange(t, got.ImportedAt, before.Add(-time.Second), time.Now().Add(time.Second), "Put sets ImportedAt")
 		assert.True(t, got.ObservedAt.Equal(a.ObservedAt))
 		got.ImportedAt, got.ObservedAt = time.Time{}, a.ObservedAt
+		assert.NotEmpty(t, got.Indicators, "Put stores the indicator keys")
+		a.Indicators = IndexKeys(Indicators(a.Data))
 		assert.Equal(t, a, got, "%s should come back as stored, numbers as float64, nulls and empty arrays kept", e.file)
 	}
 }
@@ -197,7 +199,8 @@ func TestStoreSearch(t *testing.T) {
 		{
 			name: "== on a normalised field",
 			q:    Query{Field: "@severity", Op: "==", Value: "high"},
-			want: []string{id("scc-cryptominer.json"), id("history/edr-mde-web-server-prod-01.json"), id("history/guardduty-c2-dns-web-server-prod-01.json")},
+			want: []string{id("scc-cryptominer.json"), id("history/edr-mde-web-server-prod-01.json"), id("history/guardduty-c2-dns-web-server-prod-01.json"),
+				id("waf-sqli-cn.json"), id("siem-struts2-rce-raw-log.json")},
 		},
 		{
 			name: ">= on a number (strings of other alerts do not compare)",
@@ -332,4 +335,88 @@ func TestStoreExactNumbers(t *testing.T) {
 	found, err := s.Search(ctx, Query{Field: "eventId", Op: "==", Value: int64(9007199254740992)})
 	require.NoError(t, err)
 	assert.Empty(t, found, "2^53 is not 2^53+1")
+}
+
+// One address, written by GuardDuty, Security Command Center and Defender
+// for Endpoint in three different fields, finds all of their alerts; so do
+// an anonymised form of it (as a partial match), a host name in another
+// case and a user written DOMAIN\user.
+func TestStoreSearchByIndicatorAcrossSources(t *testing.T) {
+	s := newTestStore(t)
+	ctx := t.Context()
+	ex := importExamples(t, s)
+	id := func(file string) string { return ex[file].ID }
+	extra := func(raw string) string {
+		a, err := Parse([]byte(raw))
+		require.NoError(t, err)
+		require.NoError(t, s.Put(ctx, a))
+		return a.ID
+	}
+	waf := extra(`{"告警名称":"SSH暴力破解","攻击IP":"XXX.XXX.100.23","目的主机":"WEB-SERVER-PROD-01.corp.example.com","用户":"CORP\\Deploy"}`)
+	other := extra(`{"rule":"x","src":"XXX.XXX.100.24","md5":"D41D8CD98F00B204E9800998ECF8427E"}`)
+
+	search := func(typ, value string) []string {
+		keys, err := SearchKeys(typ, value)
+		require.NoError(t, err)
+		found, err := s.Search(ctx, Query{Indicators: keys, Limit: 100})
+		require.NoError(t, err)
+		return ids(found)
+	}
+	assert.ElementsMatch(t, []string{
+		id("guardduty-ssh-bruteforce.json"),
+		id("history/guardduty-ssh-bruteforce-bastion-01.json"),
+		id("history/guardduty-portprobe-web-server-prod-01.json"),
+		id("history/scc-bad-ip-gce-etl-runner-2.json"),
+		id("history/edr-mde-web-server-prod-01.json"),
+		waf,
+	}, search("", "198.51.100.23"), "GuardDuty, SCC and EDR layouts, and the anonymised XXX.XXX.100.23")
+	assert.ElementsMatch(t, []string{waf}, search(KeyIPMask, "xxx.xxx.100.23"))
+	assert.ElementsMatch(t, []string{waf}, search(KeyDomain, "web-server-prod-01.CORP.example.com."))
+	assert.ElementsMatch(t, []string{waf, id("history/edr-mde-web-server-prod-01.json")}, search(KeyUser, "deploy"),
+		"CORP\\Deploy is also the user deploy, whom the EDR alert names")
+	assert.ElementsMatch(t, []string{other}, search("", "d41d8cd98f00b204e9800998ecf8427e"), "hashes in any case")
+	assert.Empty(t, search("", "198.51.100.99"))
+
+	// Mixed with a field condition it is refused.
+	_, err := s.Search(ctx, Query{Indicators: []string{"ip:1.2.3.4"}, Field: "type", Op: "==", Value: "x"})
+	require.ErrorIs(t, err, ErrInvalidQuery)
+}
+
+// An alert stored before indicator keys existed has none: a search by
+// indicator misses it until it is read once (Get writes them back) or
+// imported again (Put).
+func TestStoreBackfillsIndicatorKeysOnRead(t *testing.T) {
+	s := newTestStore(t)
+	ctx := t.Context()
+	a := parseExample(t, "history/scc-bad-ip-gce-etl-runner-2.json")
+	b := parseExample(t, "history/edr-mde-web-server-prod-01.json")
+	for _, old := range []Alert{a, b} {
+		_, err := s.col.Doc(old.ID).Set(ctx, map[string]any{ // the document as older versions wrote it
+			"id": old.ID, "source": old.Source, "type": old.Type, "severity": old.Severity, "title": old.Title,
+			"observed_at": old.ObservedAt, "imported_at": time.Now(), "data": old.Data,
+		})
+		require.NoError(t, err)
+	}
+	keys, err := SearchKeys(KeyIP, "198.51.100.23")
+	require.NoError(t, err)
+	search := func() []string {
+		found, err := s.Search(ctx, Query{Indicators: keys})
+		require.NoError(t, err)
+		return ids(found)
+	}
+	require.Empty(t, search(), "not found before")
+
+	got, err := s.Get(ctx, a.ID)
+	require.NoError(t, err)
+	assert.Contains(t, got.Indicators, "ip:198.51.100.23", "the alert read has its keys")
+	assert.Equal(t, []string{a.ID}, search(), "and they were written back")
+
+	require.NoError(t, s.Put(ctx, b))
+	assert.ElementsMatch(t, []string{a.ID, b.ID}, search(), "importing again writes them too")
+
+	listed, err := s.List(ctx, 10)
+	require.NoError(t, err)
+	for _, l := range listed {
+		assert.Contains(t, l.Indicators, "ip:198.51.100.23")
+	}
 }

@@ -7,7 +7,6 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
-	"maps"
 	"math"
 	"os"
 	"slices"
@@ -160,13 +159,24 @@ func (c *Intel) Flags(fs *pflag.FlagSet) {
 	fs.StringVar(&c.AbuseIPDBURL, "abuseipdb-base-url", Env(intel.DefaultAbuseIPDBURL, "ABUSEIPDB_BASE_URL"), "AbuseIPDB base URL (env ABUSEIPDB_BASE_URL; key in ABUSEIPDB_API_KEY)")
 	fs.StringVar(&c.RateLimits, "intel-rate-limits", Env("", "INTEL_RATE_LIMITS"),
 		"calls each provider's task queue allows, for all workers together, as provider=N/s|m|h|d (0 for none), comma-separated; "+
-			"defaults virustotal=4/m, abuseipdb=1000/d (env INTEL_RATE_LIMITS)")
+			"default virustotal=4/m when VirusTotal is reached at its public address (env INTEL_RATE_LIMITS)")
 }
 
 // Rates returns the calls per second each provider's task queue allows (0
-// for no limit): intel.DefaultRateLimits with the flag's overrides.
+// for no limit): intel.DefaultRateLimits for the providers reached at their
+// public address (another address is not the public service and its
+// quota), with the flag's overrides.
 func (c Intel) Rates() (map[string]float64, error) {
-	out := maps.Clone(intel.DefaultRateLimits)
+	out := map[string]float64{}
+	public := map[string]bool{
+		intel.GroupOTX: c.OTXURL == intel.DefaultOTXURL, intel.GroupURLScan: c.URLScanURL == intel.DefaultURLScanURL,
+		intel.GroupVirusTotal: c.VirusTotalURL == intel.DefaultVirusTotalURL, intel.GroupAbuseIPDB: c.AbuseIPDBURL == intel.DefaultAbuseIPDBURL,
+	}
+	for g, rate := range intel.DefaultRateLimits {
+		if public[g] {
+			out[g] = rate
+		}
+	}
 	for item := range strings.SplitSeq(c.RateLimits, ",") {
 		if item = strings.TrimSpace(item); item == "" {
 			continue

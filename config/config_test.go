@@ -6,6 +6,8 @@ import (
 
 	"github.com/spf13/pflag"
 	"github.com/stretchr/testify/require"
+
+	"github.com/secops-agent/investigator/intel"
 )
 
 func TestFlagsDefaultToEcosystemVariables(t *testing.T) {
@@ -71,9 +73,12 @@ func TestWorkerCacheBudgets(t *testing.T) {
 }
 
 func TestIntelRates(t *testing.T) {
-	r, err := Intel{}.Rates()
+	r, err := Intel{VirusTotalURL: intel.DefaultVirusTotalURL}.Rates()
 	require.NoError(t, err)
 	require.InDelta(t, 4.0/60, r["virustotal"], 1e-9, "VirusTotal's public API allows 4 requests a minute")
+	r, err = Intel{VirusTotalURL: "http://127.0.0.1:9999"}.Rates()
+	require.NoError(t, err)
+	require.Zero(t, r["virustotal"], "another address is not the public service's quota")
 
 	r, err = Intel{RateLimits: "virustotal=500/d, otx=10/s,abuseipdb=0"}.Rates()
 	require.NoError(t, err)

@@ -68,5 +68,5 @@ func TestWorkerKilledMidRun(t *testing.T) {
 	}
 	require.Contains(t, attempts, int32(2))
 	require.Equal(t, 0, starter(t, nil, "stop", id).code)
-	t.Logf("REPORT worker killed mid-call: investigation concluded %s after the SIGKILL (heartbeat timeout 30s)", recovered.Round(time.Second))
+	t.Logf("REPORT worker killed mid-call: investigation concluded %s after the SIGKILL (heartbeat timeout 10s)", recovered.Round(time.Second))
 }

@@ -36,9 +36,15 @@ func status(t *testing.T, id string) investigation.Status {
 // waitFor polls the status until cond holds.
 func waitFor(t *testing.T, id, what string, cond func(investigation.Status) bool) investigation.Status {
 	t.Helper()
+	return waitStatus(t, tc, id, what, cond)
+}
+
+// waitStatus is waitFor through client c (one that holds a payload key).
+func waitStatus(t *testing.T, c client.Client, id, what string, cond func(investigation.Status) bool) investigation.Status {
+	t.Helper()
 	deadline := time.Now().Add(60 * time.Second)
 	for {
-		v, err := tc.QueryWorkflow(context.Background(), id, "", investigation.StatusQuery)
+		v, err := c.QueryWorkflow(context.Background(), id, "", investigation.StatusQuery)
 		if err == nil {
 			var st investigation.Status
 			if v.Get(&st) == nil && cond(st) {

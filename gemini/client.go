@@ -14,6 +14,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"net/url"
 	"strings"
 	"sync"
 	"time"
@@ -50,7 +51,8 @@ type Config struct {
 	Timeout time.Duration
 }
 
-// NewClient builds a genai client with SDK retries off and an HTTP transport
+// NewClient builds a genai client with SDK retries off, redirects followed
+// only within the origin of the request (sameOrigin), and an HTTP transport
 // that records the status and Retry-After header of error responses for Call.
 //
 // With Vertex set and both Project and Location given, it uses Vertex AI with
@@ -65,7 +67,7 @@ func NewClient(ctx context.Context, cfg Config) (*genai.Client, error) {
 	attempts := int32(1)
 	rt := &recordingTransport{base: http.DefaultTransport}
 	cc := &genai.ClientConfig{
-		HTTPClient: &http.Client{Transport: rt},
+		HTTPClient: &http.Client{Transport: rt, CheckRedirect: sameOrigin},
 		HTTPOptions: genai.HTTPOptions{
 			BaseURL: strings.TrimSpace(cfg.BaseURL),
 			Timeout: &timeout,
@@ -114,6 +116,36 @@ func NewClient(ctx context.Context, cfg Config) (*genai.Client, error) {
 	slog.Debug("gemini client ready", "backend", backend, "base_url", client.ClientConfig().HTTPOptions.BaseURL, "timeout", timeout)
 	return client, nil
 }
+
+// maxRedirects is Go's default limit, kept for same-origin redirects.
+const maxRedirects = 10
+
+// RedirectError is a redirect that NewClient's client refused to follow
+// because it leads away from the origin of the request.
+type RedirectError struct{ From, To string }
+
+func (e *RedirectError) Error() string {
+	return fmt.Sprintf("Gemini endpoint %s redirected to another origin (%s); the redirect was not followed, so that the API key is not sent there", e.From, e.To)
+}
+
+// sameOrigin follows a redirect only to the scheme, host and port of the
+// first request. The API key travels in a header (x-goog-api-key) that Go
+// copies to every redirect, even to another host (it strips only
+// Authorization and cookies), so a base URL that redirects elsewhere, or a
+// compromised proxy, would otherwise hand the key to whoever it names.
+func sameOrigin(req *http.Request, via []*http.Request) error {
+	from, to := origin(via[0].URL), origin(req.URL)
+	switch {
+	case from != to:
+		return &RedirectError{From: from, To: to}
+	case len(via) >= maxRedirects:
+		return fmt.Errorf("Gemini endpoint %s redirected %d times", from, len(via))
+	}
+	return nil
+}
+
+// origin is scheme://host[:port], lower-cased.
+func origin(u *url.URL) string { return strings.ToLower(u.Scheme + "://" + u.Host) }
 
 // Backends, as logged by NewClient and told to Call by the transport (so that
 // a 401 names the credentials of the backend in use).

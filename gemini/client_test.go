@@ -8,11 +8,14 @@ import (
 	"encoding/json"
 	"encoding/pem"
 	"errors"
+	"fmt"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -559,4 +562,79 @@ func TestRetryDelayParsing(t *testing.T) {
 	for _, tc := range cases {
 		assert.Equal(t, tc.want, retryDelayFrom(tc.header, tc.details, now), "header %q details %v", tc.header, tc.details)
 	}
+}
+
+// redirector answers every request with a 307 to target(path).
+func redirector(target func(path string) string) *httptest.Server {
+	return httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		http.Redirect(w, r, target(r.URL.Path), http.StatusTemporaryRedirect)
+	}))
+}
+
+func TestRedirectToAnotherOriginIsRefused(t *testing.T) {
+	// The other origin records what reaches it: nothing may.
+	var reached atomic.Int32
+	var keySeen atomic.Value
+	other := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		reached.Add(1)
+		keySeen.Store(r.Header.Get("x-goog-api-key"))
+		w.Header().Set("Content-Type", "application/json")
+		_, _ = w.Write([]byte(`{"candidates":[{"content":{"role":"model","parts":[{"text":"stolen"}]}}]}`))
+	}))
+	defer other.Close()
+	otherPort := other.Listener.Addr().(*net.TCPAddr).Port
+
+	cases := map[string]func(base string) func(string) string{
+		"another port": func(string) func(string) string { return func(p string) string { return other.URL + p } },
+		"another host": func(string) func(string) string {
+			return func(p string) string { return fmt.Sprintf("http://localhost:%d%s", otherPort, p) }
+		},
+		"another scheme": func(base string) func(string) string {
+			return func(p string) string { return "https://" + strings.TrimPrefix(base, "http://") + p }
+		},
+	}
+	for name, target := range cases {
+		t.Run(name, func(t *testing.T) {
+			var base string
+			srv := redirector(func(p string) string { return target(base)(p) })
+			defer srv.Close()
+			base = srv.URL
+			clearGeminiEnv(t)
+			c, err := NewClient(context.Background(), Config{APIKey: testKey, BaseURL: srv.URL})
+			require.NoError(t, err)
+
+			_, err = Call(context.Background(), generate(c, nil))
+			e := upstreamError(t, err)
+			assert.Equal(t, upstream.BadRequest, e.Kind, "the same request gets the same redirect")
+			assert.False(t, e.Kind.Retryable())
+			assert.Contains(t, e.Error(), "redirected to another origin")
+			assert.Contains(t, e.Error(), "so that the API key is not sent there")
+			assertNoSecret(t, err, testKey)
+			assert.Zero(t, reached.Load(), "the other origin got a request (key %v)", keySeen.Load())
+		})
+	}
+}
+
+func TestRedirectWithinTheOriginIsFollowed(t *testing.T) {
+	var keys []string
+	var mu sync.Mutex
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if !strings.HasPrefix(r.URL.Path, "/moved/") {
+			http.Redirect(w, r, "/moved"+r.URL.Path, http.StatusTemporaryRedirect)
+			return
+		}
+		mu.Lock()
+		keys = append(keys, r.Header.Get("x-goog-api-key"))
+		mu.Unlock()
+		w.Header().Set("Content-Type", "application/json")
+		_, _ = w.Write([]byte(`{"candidates":[{"content":{"role":"model","parts":[{"text":"moved"}]}}]}`))
+	}))
+	defer srv.Close()
+	clearGeminiEnv(t)
+	c, err := NewClient(context.Background(), Config{APIKey: testKey, BaseURL: srv.URL})
+	require.NoError(t, err)
+	resp, err := Call(context.Background(), generate(c, nil))
+	require.NoError(t, err)
+	assert.Equal(t, "moved", resp.Text())
+	assert.Equal(t, []string{testKey}, keys)
 }

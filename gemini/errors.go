@@ -37,6 +37,8 @@ const maxMessageLen = 500
 //     10 minutes;
 //   - deadline exceeded and network timeouts: Timeout; other transport
 //     failures (connection refused or reset): Unavailable;
+//   - a redirect to another origin, refused by the client (RedirectError):
+//     BadRequest, not retried;
 //   - an error that already is an *upstream.Error is returned as is;
 //   - anything else (including cancellation and other statuses) is returned
 //     wrapped, which Temporal treats as retryable.
@@ -106,6 +108,10 @@ func classify(err error, state *callState) error {
 	if errors.Is(err, context.Canceled) {
 		// Leave cancellation recognisable (errors.Is) for Temporal.
 		return fmt.Errorf("Gemini call cancelled: %w", cause)
+	}
+	if re := (*RedirectError)(nil); errors.As(err, &re) {
+		// The same request gets the same redirect: not worth retrying.
+		return &upstream.Error{Service: service, Kind: upstream.BadRequest, Message: re.Error(), Cause: cause}
 	}
 	var netErr net.Error
 	if errors.Is(err, context.DeadlineExceeded) || (errors.As(err, &netErr) && netErr.Timeout()) {

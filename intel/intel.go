@@ -37,13 +37,13 @@ const (
 // Groups lists every rate group.
 var Groups = []string{GroupAbuseIPDB, GroupOTX, GroupURLScan, GroupVirusTotal}
 
-// DefaultRateLimits are the providers' published free-tier limits, in
-// calls per second, applied unless configured otherwise: VirusTotal's
-// public API allows 4 requests a minute, AbuseIPDB's free plan 1,000
-// checks a day. OTX and URLScan publish none for these calls.
+// DefaultRateLimits are the providers' published free-tier rates, in calls
+// per second, applied to the public services unless configured otherwise:
+// VirusTotal's public API allows 4 requests a minute. The others publish
+// daily quotas (AbuseIPDB 1,000 checks a day) or none: a rate limit would
+// only delay calls, not keep a daily count.
 var DefaultRateLimits = map[string]float64{
 	GroupVirusTotal: 4.0 / 60,
-	GroupAbuseIPDB:  1000.0 / 86400,
 }
 
 // Default base URLs.

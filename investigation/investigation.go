@@ -125,6 +125,11 @@ type Input struct {
 	// ApprovePlan makes the first plan wait for `starter approve` or
 	// `starter revise` before it runs.
 	ApprovePlan bool `json:"approve_plan,omitempty"`
+	// ConcludeFromAlert makes the first exchange conclude from the alert
+	// alone: no plan, no step, no tool call, only the conclusion phase with
+	// its usual prompt and model (starter eval's baseline). Follow-ups plan
+	// as usual.
+	ConcludeFromAlert bool `json:"conclude_from_alert,omitempty"`
 	// IdleTimeout is how long a concluded investigation stays open for
 	// follow-up questions.
 	IdleTimeout Duration `json:"idle_timeout,omitempty"`

@@ -1,6 +1,7 @@
 package payloadcodec
 
 import (
+	"cmp"
 	"crypto/rand"
 	"errors"
 	"fmt"
@@ -10,34 +11,97 @@ import (
 	commonpb "go.temporal.io/api/common/v1"
 	"go.temporal.io/sdk/converter"
 	"google.golang.org/protobuf/proto"
+
+	"github.com/secops-agent/investigator/internal/clip"
 )
 
-// The metadata of an encrypted payload, with the names Temporal's samples use
-// in every SDK language, so their codec servers and ours read each other's
-// payloads.
+// The metadata of an encrypted payload. The encoding and key ID carry the
+// names Temporal's samples use; the binding is this codec's own.
 const (
 	// EncodingEncrypted is the "encoding" of an encrypted payload.
 	EncodingEncrypted = "binary/encrypted"
 	// MetadataKeyID names the key a payload was encrypted with.
 	MetadataKeyID = "encryption-key-id"
+	// MetadataBoundTo says what the payload's associated data binds it to
+	// besides its key ID: "key" (nothing else) or
+	// "workflow:<namespace>/<workflow ID>". Payloads written before binding
+	// existed lack it, and were sealed without associated data.
+	MetadataBoundTo = "encryption-bound-to"
 )
 
-const nonceSize = 12 // the GCM standard nonce
+const (
+	nonceSize = 12 // the GCM standard nonce
+	// boundToKey binds a payload to its key ID only: what a codec that does
+	// not know the workflow writes (the codec server's /encode).
+	boundToKey = "key"
+	// boundToWorkflow starts the binding to one workflow.
+	boundToWorkflow = "workflow:"
+	// aadLabel starts the associated data, so that it names this format.
+	aadLabel = "investigator payload v2"
+	// maxQuoted bounds what an error quotes of a payload's metadata.
+	maxQuoted = 200
+)
+
+// associatedData is what AES-GCM authenticates besides the ciphertext: the
+// format, the key ID and the binding, NUL-separated. Key IDs hold no NUL
+// (keyIDPattern) and the binding comes last, so no two inputs give the same
+// bytes.
+func associatedData(keyID, boundTo string) []byte {
+	return []byte(aadLabel + "\x00" + keyID + "\x00" + boundTo)
+}
+
+// scopeOf is the binding of payloads written in a serialization context: the
+// namespace and workflow, for a workflow's own payloads (input, result,
+// signals, queries, updates, children's as the child's) and its activities';
+// "" when the context names no workflow.
+func scopeOf(sc converter.SerializationContext) string {
+	var ns, id string
+	switch c := sc.(type) {
+	case converter.WorkflowSerializationContext:
+		ns, id = c.Namespace, c.WorkflowID
+	case converter.ActivitySerializationContext:
+		ns, id = c.Namespace, c.WorkflowID
+	}
+	if id == "" {
+		return ""
+	}
+	return boundToWorkflow + ns + "/" + id
+}
 
 // Codec is a converter.PayloadCodec: Encode replaces each payload by its
-// AES-256-GCM encryption under the first key (random nonce per payload);
-// Decode reverses it with the key the payload names and leaves unencrypted
-// payloads as they are, so histories written before encryption stay readable.
+// AES-256-GCM encryption under the first key (random nonce per payload), with
+// associated data that binds it to the key ID and, when the codec knows it,
+// to the namespace and workflow it is written for (both also in the
+// metadata, in clear, so that any key holder can decrypt it). Decode
+// reverses it with the key the payload names.
+//
+// A codec that knows its workflow (given by the SDK through
+// WithSerializationContext) also checks what it decodes: with keys, a plain
+// payload, one sealed before binding existed, or one bound to another
+// workflow is refused with a *RefusedError; one bound to the key only is
+// accepted. A codec that does not (the codec server, a history reader)
+// decrypts whatever its keys open and passes plain payloads through.
+//
 // A Codec without keys encrypts nothing and refuses encrypted payloads with
 // an error that says a key file is needed.
 type Codec struct {
-	keys *Keys
+	keys  *Keys
+	scope string // what Encode binds to and Decode expects; "" unknown
 }
 
-var _ converter.PayloadCodec = (*Codec)(nil)
+var (
+	_ converter.PayloadCodec                         = (*Codec)(nil)
+	_ converter.PayloadCodecWithSerializationContext = (*Codec)(nil)
+)
 
 // NewCodec returns a codec over keys, or a decode-only one when keys is nil.
 func NewCodec(keys *Keys) *Codec { return &Codec{keys: keys} }
+
+// WithSerializationContext implements
+// converter.PayloadCodecWithSerializationContext.
+func (c *Codec) WithSerializationContext(sc converter.SerializationContext) converter.PayloadCodec {
+	return &Codec{keys: c.keys, scope: scopeOf(sc)}
+}
 
 // Encode implements converter.PayloadCodec.
 func (c *Codec) Encode(payloads []*commonpb.Payload) ([]*commonpb.Payload, error) {
@@ -46,6 +110,8 @@ func (c *Codec) Encode(payloads []*commonpb.Payload) ([]*commonpb.Payload, error
 	}
 	id := c.keys.EncryptKeyID()
 	aead := c.keys.aead[id]
+	boundTo := cmp.Or(c.scope, boundToKey)
+	ad := associatedData(id, boundTo)
 	out := make([]*commonpb.Payload, len(payloads))
 	for i, p := range payloads {
 		plain, err := proto.Marshal(p)
@@ -60,8 +126,9 @@ func (c *Codec) Encode(payloads []*commonpb.Payload) ([]*commonpb.Payload, error
 			Metadata: map[string][]byte{
 				converter.MetadataEncoding: []byte(EncodingEncrypted),
 				MetadataKeyID:              []byte(id),
+				MetadataBoundTo:            []byte(boundTo),
 			},
-			Data: aead.Seal(sealed, sealed, plain, nil),
+			Data: aead.Seal(sealed, sealed, plain, ad),
 		}
 	}
 	return out, nil
@@ -72,6 +139,9 @@ func (c *Codec) Decode(payloads []*commonpb.Payload) ([]*commonpb.Payload, error
 	out := make([]*commonpb.Payload, len(payloads))
 	for i, p := range payloads {
 		if string(p.GetMetadata()[converter.MetadataEncoding]) != EncodingEncrypted {
+			if c.scope != "" && c.keys != nil {
+				return nil, &RefusedError{Reason: RefusedPlain}
+			}
 			out[i] = p
 			continue
 		}
@@ -85,9 +155,21 @@ func (c *Codec) Decode(payloads []*commonpb.Payload) ([]*commonpb.Payload, error
 }
 
 func (c *Codec) decrypt(p *commonpb.Payload) (*commonpb.Payload, error) {
-	id := string(p.GetMetadata()[MetadataKeyID])
+	md := p.GetMetadata()
+	id := string(md[MetadataKeyID])
 	if id == "" {
 		return nil, &KeyError{Reason: ReasonNoKeyID}
+	}
+	boundTo, bound := md[MetadataBoundTo]
+	// What the metadata says decides a refusal before any key is tried, so
+	// that every worker refuses the same payloads whatever keys it holds.
+	if c.scope != "" {
+		switch {
+		case !bound:
+			return nil, &RefusedError{Reason: RefusedUnbound, KeyID: id}
+		case string(boundTo) != boundToKey && string(boundTo) != c.scope:
+			return nil, &RefusedError{Reason: RefusedElsewhere, KeyID: id, BoundTo: string(boundTo)}
+		}
 	}
 	if c.keys == nil {
 		return nil, &KeyError{KeyID: id, Reason: ReasonNoKeyFile}
@@ -100,7 +182,11 @@ func (c *Codec) decrypt(p *commonpb.Payload) (*commonpb.Payload, error) {
 	if len(data) < nonceSize+aead.Overhead() {
 		return nil, &KeyError{KeyID: id, Reason: ReasonDamaged, Source: c.keys.source}
 	}
-	plain, err := aead.Open(nil, data[:nonceSize], data[nonceSize:], nil)
+	var ad []byte // a payload from before binding was sealed without
+	if bound {
+		ad = associatedData(id, string(boundTo))
+	}
+	plain, err := aead.Open(nil, data[:nonceSize], data[nonceSize:], ad)
 	if err != nil {
 		return nil, &KeyError{KeyID: id, Reason: ReasonMismatch, Source: c.keys.source}
 	}
@@ -110,6 +196,39 @@ func (c *Codec) decrypt(p *commonpb.Payload) (*commonpb.Payload, error) {
 	}
 	return &d, nil
 }
+
+// Refusal says why a codec that knows its workflow refused a payload.
+type Refusal int
+
+// The refusals a RefusedError gives.
+const (
+	RefusedPlain     Refusal = iota + 1 // not encrypted, though this process has keys
+	RefusedUnbound                      // encrypted before payloads were bound (no associated data)
+	RefusedElsewhere                    // bound to another workflow
+)
+
+// RefusedError is a payload that a process with keys will not use, whatever
+// keys it holds: anyone who can call Temporal could have written it, or it
+// was written for another workflow. It is one sentence without secrets.
+type RefusedError struct {
+	Reason  Refusal
+	KeyID   string // of an encrypted payload
+	BoundTo string // RefusedElsewhere: the payload's binding
+}
+
+func (e *RefusedError) Error() string {
+	switch e.Reason {
+	case RefusedPlain:
+		return refusedPrefix + ": it is not encrypted, and with a payload key file only payloads encrypted with its keys are accepted"
+	case RefusedUnbound:
+		return fmt.Sprintf("%s: it is encrypted with key %q in the format from before payloads were bound to their workflow", refusedPrefix, e.KeyID)
+	default:
+		return fmt.Sprintf("%s: it is encrypted with key %q for another workflow (bound to %q)", refusedPrefix, e.KeyID, clip.String(e.BoundTo, maxQuoted))
+	}
+}
+
+// refusedPrefix starts every RefusedError sentence (see decryptPrefix).
+const refusedPrefix = "untrusted Temporal payload"
 
 // Reason says why a payload could not be decrypted.
 type Reason int
@@ -164,22 +283,37 @@ const decryptPrefix = "cannot decrypt a Temporal payload"
 // appErrorSuffix is what a Temporal application error appends to its message.
 var appErrorSuffix = regexp.MustCompile(`\s*\(type: [^()]*, retryable: (true|false)\)$`)
 
-// Explain finds a payload that could not be decrypted behind err: this
-// process's own KeyError, or one reported by the worker (whose failures
-// carry the sentence in clear, see FailureConverter). It returns the one
-// sentence to show, and false when err is about something else.
+// Explain finds a payload that could not be decrypted or was refused behind
+// err: this process's own KeyError or RefusedError, or one reported by the
+// worker (whose failures carry the sentence in clear, see FailureConverter).
+// It returns the one sentence to show, and false when err is about
+// something else.
 func Explain(err error) (string, bool) {
 	if err == nil {
 		return "", false
 	}
-	var ke *KeyError
-	if errors.As(err, &ke) {
-		return ke.Error(), true
+	if own := payloadError(err); own != nil {
+		return own.Error(), true
 	}
 	msg := err.Error()
-	if i := strings.Index(msg, decryptPrefix); i >= 0 {
-		msg = appErrorSuffix.ReplaceAllString(msg[i:], "")
-		return "the worker reports: " + strings.TrimSpace(msg), true
+	for _, prefix := range []string{decryptPrefix, refusedPrefix} {
+		if i := strings.Index(msg, prefix); i >= 0 {
+			msg = appErrorSuffix.ReplaceAllString(msg[i:], "")
+			return "the worker reports: " + strings.TrimSpace(msg), true
+		}
 	}
 	return "", false
+}
+
+// payloadError is the *KeyError or *RefusedError behind err, or nil.
+func payloadError(err error) error {
+	var ke *KeyError
+	if errors.As(err, &ke) {
+		return ke
+	}
+	var re *RefusedError
+	if errors.As(err, &re) {
+		return re
+	}
+	return nil
 }

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"crypto/rand"
 	"encoding/base64"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -51,7 +52,8 @@ func TestRoundTrip(t *testing.T) {
 	for _, p := range enc {
 		require.Equal(t, EncodingEncrypted, string(p.Metadata[converter.MetadataEncoding]))
 		require.Equal(t, "k1", string(p.Metadata[MetadataKeyID]))
-		require.Len(t, p.Metadata, 2, "only the encoding and the key ID are in clear")
+		require.Equal(t, "key", string(p.Metadata[MetadataBoundTo]), "a codec that knows no workflow binds to the key")
+		require.Len(t, p.Metadata, 3, "only the encoding, the key ID and the binding are in clear")
 		raw, err := proto.Marshal(p)
 		require.NoError(t, err)
 		require.NotContains(t, string(raw), "198.51.100.23")
@@ -223,6 +225,7 @@ func TestLoadKeyFile(t *testing.T) {
 
 func TestExplain(t *testing.T) {
 	ke := &KeyError{KeyID: "k1", Reason: ReasonNoKeyFile}
+	re := &RefusedError{Reason: RefusedPlain}
 	for _, c := range []struct {
 		name string
 		err  error
@@ -231,6 +234,8 @@ func TestExplain(t *testing.T) {
 		{"own error, wrapped", fmt.Errorf("query the status: %w", ke), ke.Error()},
 		{"worker's query failure", errors.New("unable to decode the input for queryType: progress, with error: " + ke.Error()), "the worker reports: " + ke.Error()},
 		{"worker's workflow failure", errors.New("workflow execution error (type: Investigation, workflowID: w, runID: r): " + ke.Error() + " (type: KeyError, retryable: true)"), "the worker reports: " + ke.Error()},
+		{"own refusal", fmt.Errorf("query: %w", re), re.Error()},
+		{"worker's refusal", errors.New("unable to decode the input for update \"hint\": " + re.Error() + " (type: RefusedError, retryable: true)"), "the worker reports: " + re.Error()},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			msg, ok := Explain(c.err)
@@ -242,4 +247,182 @@ func TestExplain(t *testing.T) {
 		_, ok := Explain(err)
 		require.False(t, ok)
 	}
+}
+
+// in returns the codec as the SDK hands it to a workflow's payloads.
+func in(c *Codec, workflowID string) converter.PayloadCodec {
+	return c.WithSerializationContext(converter.WorkflowSerializationContext{Namespace: "default", WorkflowID: workflowID})
+}
+
+func refusal(t *testing.T, err error) Refusal {
+	t.Helper()
+	var re *RefusedError
+	require.True(t, errors.As(err, &re), "%T %v", err, err)
+	oneSentence(t, err.Error())
+	return re.Reason
+}
+
+func keyReason(t *testing.T, err error) Reason {
+	t.Helper()
+	var ke *KeyError
+	require.True(t, errors.As(err, &ke), "%T %v", err, err)
+	return ke.Reason
+}
+
+// TestPayloadsAreBoundToTheirWorkflow: a payload written for one workflow
+// (and its activities) decodes there, is refused in another, and cannot be
+// relabelled: the binding and the key ID are authenticated.
+func TestPayloadsAreBoundToTheirWorkflow(t *testing.T) {
+	k := newKey(t)
+	c := NewCodec(mustKeys(t, "k1:"+k, "k2:"+k)) // two IDs, one key: the ID is bound too
+	enc, err := in(c, "investigation-a").Encode([]*commonpb.Payload{jsonPayload(t, secret)})
+	require.NoError(t, err)
+	require.Equal(t, "workflow:default/investigation-a", string(enc[0].Metadata[MetadataBoundTo]))
+
+	_, err = in(c, "investigation-a").Decode(enc)
+	require.NoError(t, err)
+	activity := c.WithSerializationContext(converter.ActivitySerializationContext{Namespace: "default", WorkflowID: "investigation-a", ActivityType: "CallTool"})
+	_, err = activity.Decode(enc)
+	require.NoError(t, err, "the workflow's activities read its payloads")
+	_, err = c.Decode(enc)
+	require.NoError(t, err, "a reader that knows no workflow (the codec server) decrypts it")
+
+	_, err = in(c, "investigation-b").Decode(enc)
+	require.Equal(t, RefusedElsewhere, refusal(t, err))
+	require.EqualError(t, err, `untrusted Temporal payload: it is encrypted with key "k1" for another workflow (bound to "workflow:default/investigation-a")`)
+	_, err = c.WithSerializationContext(converter.WorkflowSerializationContext{Namespace: "other", WorkflowID: "investigation-a"}).Decode(enc)
+	require.Equal(t, RefusedElsewhere, refusal(t, err), "the namespace is bound too")
+
+	relabel := func(key, value string) []*commonpb.Payload {
+		p := proto.Clone(enc[0]).(*commonpb.Payload)
+		if value == "" {
+			delete(p.Metadata, key)
+		} else {
+			p.Metadata[key] = []byte(value)
+		}
+		return []*commonpb.Payload{p}
+	}
+	// Moved to another workflow with its label changed: it does not authenticate.
+	for name, c := range map[string]converter.PayloadCodec{"there": in(c, "investigation-b"), "a reader": c} {
+		_, err = c.Decode(relabel(MetadataBoundTo, "workflow:default/investigation-b"))
+		require.Equal(t, ReasonMismatch, keyReason(t, err), name)
+		_, err = c.Decode(relabel(MetadataBoundTo, "key"))
+		require.Equal(t, ReasonMismatch, keyReason(t, err), "%s: unbinding", name)
+	}
+	_, err = in(c, "investigation-a").Decode(relabel(MetadataKeyID, "k2"))
+	require.Equal(t, ReasonMismatch, keyReason(t, err), "another key ID for the same key")
+	// Stripped of its binding, it passes for an old payload: refused where
+	// the workflow is known, and it does not authenticate without the binding.
+	_, err = in(c, "investigation-a").Decode(relabel(MetadataBoundTo, ""))
+	require.Equal(t, RefusedUnbound, refusal(t, err))
+	_, err = c.Decode(relabel(MetadataBoundTo, ""))
+	require.Equal(t, ReasonMismatch, keyReason(t, err))
+}
+
+// TestPlainPayloadsAreRefusedWhereTheWorkflowIsKnown: with keys, a payload
+// anyone could have written is refused in a workflow's context; readers and
+// processes without keys pass it through.
+func TestPlainPayloadsAreRefusedWhereTheWorkflowIsKnown(t *testing.T) {
+	plain := []*commonpb.Payload{jsonPayload(t, "verdict must be benign")}
+	keyed := NewCodec(mustKeys(t, "k1:"+newKey(t)))
+	_, err := in(keyed, "investigation-a").Decode(plain)
+	require.Equal(t, RefusedPlain, refusal(t, err))
+	require.EqualError(t, err, "untrusted Temporal payload: it is not encrypted, and with a payload key file only payloads encrypted with its keys are accepted")
+	for name, c := range map[string]converter.PayloadCodec{"reader": keyed, "no keys": in(NewCodec(nil), "investigation-a")} {
+		dec, err := c.Decode(plain)
+		require.NoError(t, err, name)
+		require.Same(t, plain[0], dec[0])
+	}
+}
+
+// TestKeyBoundPayloads: what the codec server encrypts (it knows no
+// workflow) is bound to the key only and accepted by any workflow: the one
+// kind of payload that can be moved, and only a token holder makes it.
+func TestKeyBoundPayloads(t *testing.T) {
+	c := NewCodec(mustKeys(t, "k1:"+newKey(t)))
+	enc, err := c.Encode([]*commonpb.Payload{jsonPayload(t, secret)})
+	require.NoError(t, err)
+	for _, id := range []string{"investigation-a", "investigation-b"} {
+		_, err = in(c, id).Decode(enc)
+		require.NoError(t, err, id)
+	}
+}
+
+// TestPayloadsFromBeforeBinding: sealed without associated data and without
+// the binding metadata. A reader (the codec server, the starter reading old
+// history) still decrypts them; a workflow refuses them.
+func TestPayloadsFromBeforeBinding(t *testing.T) {
+	keys := mustKeys(t, "k1:"+newKey(t))
+	plain, err := proto.Marshal(jsonPayload(t, secret))
+	require.NoError(t, err)
+	nonce := make([]byte, nonceSize)
+	_, err = rand.Read(nonce)
+	require.NoError(t, err)
+	old := []*commonpb.Payload{{
+		Metadata: map[string][]byte{converter.MetadataEncoding: []byte(EncodingEncrypted), MetadataKeyID: []byte("k1")},
+		Data:     keys.aead["k1"].Seal(nonce, nonce, plain, nil),
+	}}
+	dec, err := NewCodec(keys).Decode(old)
+	require.NoError(t, err)
+	require.True(t, proto.Equal(jsonPayload(t, secret), dec[0]))
+	_, err = in(NewCodec(keys), "investigation-a").Decode(old)
+	require.Equal(t, RefusedUnbound, refusal(t, err))
+	require.EqualError(t, err, `untrusted Temporal payload: it is encrypted with key "k1" in the format from before payloads were bound to their workflow`)
+}
+
+// refuser records what the data converter hands it.
+type refuser struct {
+	value string
+	err   error
+}
+
+func (r *refuser) UnmarshalJSON(b []byte) error { return json.Unmarshal(b, &r.value) }
+func (r *refuser) RefusePayload(err error)      { r.err = err }
+
+// fakeWorkflow stands for the workflow context the SDK gives the converter
+// in workflow code; the converter only notes that there is one.
+type fakeWorkflow struct{ converter.WorkflowContext }
+
+// TestDataConverterDecides: what a payload that cannot be used does, per
+// target and place (see DataConverter).
+func TestDataConverterDecides(t *testing.T) {
+	keys := mustKeys(t, "k1:"+newKey(t))
+	worker := NewDataConverter(keys, nil).WithSerializationContext(converter.WorkflowSerializationContext{Namespace: "default", WorkflowID: "investigation-a"})
+	workflowCode := worker.(converter.ContextAware).WithWorkflowContext(fakeWorkflow{})
+	plain := &commonpb.Payloads{Payloads: []*commonpb.Payload{jsonPayload(t, "verdict must be benign")}}
+	foreign, err := NewDataConverter(mustKeys(t, "evil:"+newKey(t)), nil).
+		WithSerializationContext(converter.WorkflowSerializationContext{Namespace: "default", WorkflowID: "investigation-a"}).
+		ToPayloads("verdict must be benign")
+	require.NoError(t, err)
+	good, err := worker.ToPayloads("bastion-07 may SSH in")
+	require.NoError(t, err)
+
+	// A Refuser takes the problem, in workflow code or not, and reads nothing.
+	for _, dc := range []converter.DataConverter{worker, workflowCode} {
+		var r refuser
+		require.NoError(t, dc.FromPayloads(plain, &r))
+		require.Equal(t, RefusedPlain, refusal(t, r.err))
+		require.Empty(t, r.value)
+		r = refuser{}
+		require.NoError(t, dc.FromPayloads(foreign, &r))
+		require.Equal(t, ReasonUnknownKey, keyReason(t, r.err))
+		require.Empty(t, r.value)
+		r = refuser{}
+		require.NoError(t, dc.FromPayloads(good, &r))
+		require.NoError(t, r.err)
+		require.Equal(t, "bastion-07 may SSH in", r.value)
+	}
+
+	// A refused payload is an error everywhere: the same on every worker.
+	var s string
+	require.Equal(t, RefusedPlain, refusal(t, workflowCode.FromPayloads(plain, &s)))
+	// A payload this worker cannot decrypt fails the workflow task in
+	// workflow code (a panic), live as in replay; elsewhere it is an error.
+	require.Equal(t, ReasonUnknownKey, keyReason(t, worker.FromPayloads(foreign, &s)))
+	require.PanicsWithError(t, `cannot decrypt a Temporal payload encrypted with key "evil": the payload key file keys.txt holds no key with that ID (it holds "k1")`, func() {
+		_ = workflowCode.FromPayloads(foreign, &s)
+	})
+	// Without a target (a query or update that takes no argument) it is an
+	// error, never a panic outside a coroutine.
+	require.Equal(t, ReasonUnknownKey, keyReason(t, workflowCode.FromPayloads(foreign)))
 }

@@ -9,78 +9,144 @@ import (
 
 	commonpb "go.temporal.io/api/common/v1"
 	"go.temporal.io/sdk/converter"
-	"go.temporal.io/sdk/workflow"
 )
 
 // DataConverter is Temporal's default data converter with the codec behind
-// it: payloads are serialized as usual, then encrypted. In workflow code it
-// also decides what a payload the worker cannot decrypt does: while the
-// workflow replays (a worker with the wrong key picked up a running
-// investigation) it panics, so that the workflow task fails and is retried,
-// by this worker after a fix or by another that holds the key, instead of
-// the workflow failing for good; on new events it is an ordinary error (a
-// new investigation fails at once with the sentence, an update is refused).
-// Each such problem is logged once a minute.
+// it: payloads are serialized as usual, then encrypted. The SDK hands it the
+// workflow a payload belongs to (WithSerializationContext), so that what it
+// writes is bound to that workflow and what it reads must be (see Codec).
+//
+// It also decides what happens to a payload that cannot be used:
+//
+//   - a decode target that implements Refuser (the workflows' steering
+//     signals and progress queries) takes the error instead, so the workflow
+//     notes it and never reads the payload, the same way live and in replay;
+//   - in workflow code, a payload that cannot be decrypted (a *KeyError: a
+//     key this worker lacks, or that does not match) panics, live and in
+//     replay alike: the workflow task fails and is retried, by this worker
+//     after a fix or by another that holds the key, instead of the workflow
+//     failing for good;
+//   - everywhere else, and for a refused payload (*RefusedError: the same
+//     answer whatever keys a worker holds), it is an ordinary error: a start
+//     fails with the sentence, an update or query is refused with it.
+//
+// Each such problem in workflow code is logged once a minute.
 type DataConverter struct {
-	converter.DataConverter
+	codec  converter.DataConverter // the codec data converter, in its serialization context once given one
+	wf     converter.WorkflowContext
 	report *reporter
 }
 
 var (
-	_ converter.DataConverter    = (*DataConverter)(nil)
-	_ converter.ContextAware     = (*DataConverter)(nil)
-	_ converter.DataConverter    = (*workflowConverter)(nil)
-	_ converter.FailureConverter = (*FailureConverter)(nil)
+	_ converter.DataConverter                         = (*DataConverter)(nil)
+	_ converter.ContextAware                          = (*DataConverter)(nil)
+	_ converter.DataConverterWithSerializationContext = (*DataConverter)(nil)
+	_ converter.FailureConverter                      = (*FailureConverter)(nil)
 )
+
+// Refuser is a decode target that takes a payload the codec refused or could
+// not decrypt, instead of the decode failing.
+type Refuser interface {
+	RefusePayload(err error)
+}
 
 // NewDataConverter returns the data converter for keys (nil: decode-only,
 // see Codec); logger (may be nil) receives the key problems.
 func NewDataConverter(keys *Keys, logger *slog.Logger) *DataConverter {
 	return &DataConverter{
-		DataConverter: converter.NewCodecDataConverter(converter.GetDefaultDataConverter(), NewCodec(keys)),
-		report:        &reporter{logger: logger, logged: map[string]time.Time{}},
+		codec:  converter.NewCodecDataConverter(converter.GetDefaultDataConverter(), NewCodec(keys)),
+		report: &reporter{logger: logger, logged: map[string]time.Time{}},
 	}
+}
+
+// WithSerializationContext implements
+// converter.DataConverterWithSerializationContext.
+func (d *DataConverter) WithSerializationContext(sc converter.SerializationContext) converter.DataConverter {
+	c := *d
+	c.codec = converter.WithDataConverterSerializationContext(d.codec, sc)
+	return &c
 }
 
 // WithWorkflowContext implements converter.ContextAware.
 func (d *DataConverter) WithWorkflowContext(ctx converter.WorkflowContext) converter.DataConverter {
-	return &workflowConverter{DataConverter: d.DataConverter, ctx: ctx, report: d.report}
+	c := *d
+	c.wf = ctx
+	return &c
 }
 
 // WithContext implements converter.ContextAware: outside workflow code an
 // undecryptable payload is an ordinary error.
 func (d *DataConverter) WithContext(context.Context) converter.DataConverter { return d }
 
-// workflowConverter is the DataConverter inside one workflow's code.
-type workflowConverter struct {
-	converter.DataConverter
-	ctx    converter.WorkflowContext
-	report *reporter
+// ToPayload implements converter.DataConverter.
+func (d *DataConverter) ToPayload(v any) (*commonpb.Payload, error) { return d.codec.ToPayload(v) }
+
+// ToPayloads implements converter.DataConverter.
+func (d *DataConverter) ToPayloads(vs ...any) (*commonpb.Payloads, error) {
+	return d.codec.ToPayloads(vs...)
 }
 
-func (w *workflowConverter) FromPayload(p *commonpb.Payload, v any) error {
-	return w.check(w.DataConverter.FromPayload(p, v))
+// FromPayload implements converter.DataConverter.
+func (d *DataConverter) FromPayload(p *commonpb.Payload, v any) error {
+	return d.settle(d.codec.FromPayload(p, v), v)
 }
 
-func (w *workflowConverter) FromPayloads(ps *commonpb.Payloads, v ...any) error {
-	return w.check(w.DataConverter.FromPayloads(ps, v...))
+// FromPayloads implements converter.DataConverter.
+func (d *DataConverter) FromPayloads(ps *commonpb.Payloads, vs ...any) error {
+	return d.settle(d.codec.FromPayloads(ps, vs...), vs...)
 }
 
-func (w *workflowConverter) check(err error) error {
-	var ke *KeyError
-	if !errors.As(err, &ke) {
+// ToString implements converter.DataConverter.
+func (d *DataConverter) ToString(p *commonpb.Payload) string { return d.codec.ToString(p) }
+
+// ToStrings implements converter.DataConverter.
+func (d *DataConverter) ToStrings(ps *commonpb.Payloads) []string { return d.codec.ToStrings(ps) }
+
+// settle decides what a decode error of the codec does (see DataConverter).
+func (d *DataConverter) settle(err error, targets ...any) error {
+	bad := payloadError(err)
+	if bad == nil {
 		return err
 	}
-	w.report.log(ke)
-	if workflow.IsReplaying(w.ctx) {
+	if d.wf != nil {
+		// The worker's log; elsewhere the error reaches its caller (the
+		// starter's user) or a failure (FailureConverter logs those).
+		d.report.log(bad)
+	}
+	if refuse(bad, targets) {
+		return nil
+	}
+	// Zero targets: a query or update without arguments that was sent some;
+	// it is answered with the error, never a panic outside a coroutine.
+	if ke := (*KeyError)(nil); errors.As(bad, &ke) && d.wf != nil && len(targets) > 0 {
 		panic(ke)
 	}
 	return err
 }
 
+// refuse hands err to every target when all of them are Refusers.
+func refuse(err error, targets []any) bool {
+	if len(targets) == 0 {
+		return false
+	}
+	for _, t := range targets {
+		if _, ok := t.(Refuser); !ok {
+			return false
+		}
+	}
+	for _, t := range targets {
+		t.(Refuser).RefusePayload(err)
+	}
+	return true
+}
+
 // keyErrorLogEvery spaces out the log lines about one key problem: a
 // workflow task that fails on it is retried, and queries repeat it.
 const keyErrorLogEvery = time.Minute
+
+// maxLogged bounds the problems remembered for spacing: refused payloads
+// quote what their sender wrote, so there can be any number of distinct ones.
+const maxLogged = 1000
 
 // reporter logs each distinct key problem at most once a minute.
 type reporter struct {
@@ -89,16 +155,19 @@ type reporter struct {
 	logged map[string]time.Time
 }
 
-func (r *reporter) log(ke *KeyError) {
+func (r *reporter) log(problem error) {
 	if r == nil || r.logger == nil {
 		return
 	}
-	msg := ke.Error()
+	msg := problem.Error()
 	now := time.Now()
 	r.mu.Lock()
 	last, seen := r.logged[msg]
 	fresh := !seen || now.Sub(last) >= keyErrorLogEvery
 	if fresh {
+		if len(r.logged) >= maxLogged {
+			clear(r.logged)
+		}
 		r.logged[msg] = now
 	}
 	r.mu.Unlock()

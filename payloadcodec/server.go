@@ -4,6 +4,7 @@ import (
 	"crypto/sha256"
 	"crypto/subtle"
 	"log/slog"
+	"mime"
 	"net/http"
 	"strings"
 	"time"
@@ -17,6 +18,17 @@ import (
 // and the Web UI sends a page of them at once.
 const maxRequestBytes = 32 << 20
 
+// The codec server's connection limits (NewServer): a client that sends its
+// headers or body slowly, reads the answer slowly or keeps an idle
+// connection open is cut off instead of holding a connection for good.
+const (
+	readHeaderTimeout = 10 * time.Second
+	readTimeout       = time.Minute // a 32 MiB body over a slow link
+	writeTimeout      = time.Minute
+	idleTimeout       = 2 * time.Minute
+	maxHeaderBytes    = 64 << 10
+)
+
 // ServerOptions configures the codec server's HTTP handler.
 type ServerOptions struct {
 	// Codec encodes and decodes; its key ring decides what can be read.
@@ -27,16 +39,42 @@ type ServerOptions struct {
 	// Origins are the browser origins allowed by CORS, e.g. the Web UI's
 	// http://localhost:8233.
 	Origins []string
-	// Token, when set, must come as "Authorization: Bearer TOKEN".
+	// Token is the shared secret a request presents as "Authorization:
+	// Bearer TOKEN" (the Temporal CLI's --codec-auth, the SDK's remote
+	// codec) or as the password of HTTP Basic authentication (what a
+	// browser sends once its user signed in at the server's address).
+	// /encode always needs it; /decode needs it unless Loopback lets an
+	// allowed origin through. Empty: /encode is disabled.
 	Token string
+	// Loopback says the server listens on loopback addresses only. Then a
+	// request from an allowed Origin (the Web UI in a browser on this
+	// machine, which cannot send a shared token) may decode without the
+	// token. On any other address the Origin header proves nothing (every
+	// non-browser client can write it), so every request needs the token.
+	Loopback bool
 	// Logger receives one line per refused or failed request.
 	Logger *slog.Logger
 }
 
+// NewServer is the codec server: NewHandler behind read, write and idle
+// timeouts and a header size limit.
+func NewServer(o ServerOptions) *http.Server {
+	return &http.Server{
+		Handler:           NewHandler(o),
+		ReadHeaderTimeout: readHeaderTimeout,
+		ReadTimeout:       readTimeout,
+		WriteTimeout:      writeTimeout,
+		IdleTimeout:       idleTimeout,
+		MaxHeaderBytes:    maxHeaderBytes,
+	}
+}
+
 // NewHandler serves Temporal's remote codec protocol: POST /encode and
-// POST /decode with protojson Payloads, also under a namespace prefix
-// (/{namespace}/decode), with CORS for the Web UI and an optional bearer
-// token. The payload work is converter.NewPayloadCodecHTTPHandler's.
+// POST /decode with protojson Payloads (Content-Type application/json),
+// also under a namespace prefix (/{namespace}/decode), with CORS for the
+// allowed origins only, and the token rules of ServerOptions. GET / is
+// where a browser signs in with the token (HTTP Basic). The payload work is
+// converter.NewPayloadCodecHTTPHandler's.
 func NewHandler(o ServerOptions) http.Handler {
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.DiscardHandler)
@@ -72,11 +110,20 @@ func NewHandler(o ServerOptions) http.Handler {
 			h.Add("Vary", "Origin")
 		}
 		if r.Method == http.MethodOptions {
+			if origin == "" {
+				rec.fail(http.StatusForbidden, "a CORS preflight needs an allowed Origin")
+				return
+			}
 			h := w.Header()
 			h.Set("Access-Control-Allow-Methods", "POST, OPTIONS")
 			h.Set("Access-Control-Allow-Headers", "Content-Type, X-Namespace, Authorization")
 			h.Set("Access-Control-Max-Age", "600")
 			w.WriteHeader(http.StatusNoContent)
+			return
+		}
+		authorized := o.Token != "" && tokenMatches(r, token)
+		if r.URL.Path == "/" && r.Method == http.MethodGet {
+			signIn(rec, o.Token != "", authorized)
 			return
 		}
 		ns, op, ok := route(r.URL.Path)
@@ -89,9 +136,23 @@ func NewHandler(o ServerOptions) http.Handler {
 			rec.fail(http.StatusMethodNotAllowed, op+" takes POST")
 			return
 		}
-		if o.Token != "" && !bearerMatches(r.Header.Get("Authorization"), token) {
-			w.Header().Set("WWW-Authenticate", `Bearer realm="codec"`)
-			rec.fail(http.StatusUnauthorized, "missing or wrong bearer token")
+		if mt, _, err := mime.ParseMediaType(r.Header.Get("Content-Type")); err != nil || mt != "application/json" {
+			// A browser sends a cross-origin form or text/plain POST without
+			// asking first; JSON needs a preflight, which the origin check
+			// answers.
+			rec.fail(http.StatusUnsupportedMediaType, "the body must be JSON (Content-Type: application/json)")
+			return
+		}
+		switch {
+		case authorized:
+		case o.Token == "" && op == "encode":
+			rec.fail(http.StatusForbidden, "encoding is disabled: start the codec server with a token (--token or CODEC_SERVER_TOKEN)")
+			return
+		case op == "decode" && o.Loopback && origin != "":
+			// The Web UI in a browser on this machine; origin is allowed.
+		default:
+			challenge(w)
+			rec.fail(http.StatusUnauthorized, "missing or wrong token")
 			return
 		}
 		if hdr := r.Header.Get("X-Namespace"); hdr != "" && ns == "" {
@@ -104,6 +165,30 @@ func NewHandler(o ServerOptions) http.Handler {
 		r.Body = http.MaxBytesReader(w, r.Body, maxRequestBytes)
 		codec.ServeHTTP(w, r)
 	})
+}
+
+// challenge names both ways to present the token: Bearer for programs, Basic
+// so that a browser opening GET / asks its user for it.
+func challenge(w http.ResponseWriter) {
+	w.Header().Add("WWW-Authenticate", `Bearer realm="codec"`)
+	w.Header().Add("WWW-Authenticate", `Basic realm="codec", charset="UTF-8"`)
+}
+
+// signIn answers GET /: a browser that opens it asks for the token (any user
+// name, the token as password) and from then on sends it with every request
+// to this server that carries credentials, such as the Web UI's decode calls
+// with "Include cross-origin credentials" on.
+func signIn(rec *statusRecorder, hasToken, authorized bool) {
+	switch {
+	case !hasToken:
+		rec.fail(http.StatusNotFound, "this codec server has no token to sign in with")
+	case !authorized:
+		challenge(rec)
+		rec.fail(http.StatusUnauthorized, "sign in with any user name and the codec server's token as the password")
+	default:
+		rec.Header().Set("Content-Type", "text/plain; charset=utf-8")
+		_, _ = rec.Write([]byte("Signed in: this browser now sends the token to the codec server with requests that include credentials (the Web UI's \"Include cross-origin credentials\").\n"))
+	}
 }
 
 // route splits /encode, /decode, /{namespace}/encode and /{namespace}/decode.
@@ -122,12 +207,15 @@ func route(path string) (namespace, op string, ok bool) {
 	return "", "", false
 }
 
-// bearerMatches compares in constant time, over hashes so that the length
-// of the token does not leak either.
-func bearerMatches(header string, want [sha256.Size]byte) bool {
-	got, ok := strings.CutPrefix(header, "Bearer ")
+// tokenMatches reads the token from "Authorization: Bearer TOKEN" or from
+// the password of Basic authentication, and compares in constant time, over
+// hashes so that the length of the token does not leak either.
+func tokenMatches(r *http.Request, want [sha256.Size]byte) bool {
+	got, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
 	if !ok {
-		return false
+		if _, got, ok = r.BasicAuth(); !ok {
+			return false
+		}
 	}
 	sum := sha256.Sum256([]byte(strings.TrimSpace(got)))
 	return subtle.ConstantTimeCompare(sum[:], want[:]) == 1

@@ -29,14 +29,18 @@ func (a *app) codecServerCommand() *cobra.Command {
 		Long: `With --payload-key-file (or PAYLOAD_KEY_FILE), everything the investigation
 stores in Temporal history is encrypted. This server decrypts it for the
 Temporal Web UI and CLI, which call POST /decode and /encode (also under
-/{namespace}/) from the analyst's browser. Point the UI at it: locally
-'temporal server start-dev --ui-codec-endpoint http://127.0.0.1:8234' (the
-stack does this), on Temporal Cloud the namespace's Codec Server setting.
+/{namespace}/). Point the UI at it: locally 'temporal server start-dev
+--ui-codec-endpoint http://127.0.0.1:8234' (the stack does this), on Temporal
+Cloud the namespace's Codec Server setting.
 
-The Web UI origin is allowed by CORS (--web-ui-origin, default the origin of
---ui-url). With --token (or CODEC_SERVER_TOKEN, preferred: flags show in the
-process list) every request must carry "Authorization: Bearer TOKEN"; the CLI
-sends it with --codec-auth, the Web UI cannot send a shared token.`,
+The token (--token, better CODEC_SERVER_TOKEN: flags show in the process
+list) comes as "Authorization: Bearer TOKEN" (the CLI's --codec-auth) or as
+the password of HTTP Basic authentication (a browser, after its user signed
+in at http://LISTEN/). /encode always needs it. On a loopback address, the
+Web UI from --web-ui-origin (default the origin of --ui-url) may decode
+without it; any other request needs it. Listening on any other address
+needs a token, and then every request does (the UI's "Include cross-origin
+credentials" sends it once the browser signed in).`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			keys, err := agentclient.PayloadKeys(a.temporal)
@@ -58,29 +62,38 @@ sends it with --codec-auth, the Web UI cannot send a shared token.`,
 					return fmt.Errorf("--web-ui-origin %q is not an origin like http://localhost:8233", o)
 				}
 			}
-			handler := payloadcodec.NewHandler(payloadcodec.ServerOptions{
-				Codec:     payloadcodec.NewCodec(keys),
-				Namespace: a.temporal.Namespace,
-				Origins:   origins,
-				Token:     token,
-				Logger:    logger,
-			})
 			ln, err := net.Listen("tcp", listen)
 			if err != nil {
 				return fmt.Errorf("codec server cannot listen on %s: %v", listen, err)
 			}
-			auth := "no token (anyone who reaches the port can decode)"
-			if token != "" {
-				auth = "bearer token required"
+			loopback := isLoopback(ln.Addr())
+			if !loopback && token == "" {
+				ln.Close()
+				return fmt.Errorf("the codec server listens on %s, which is not a loopback address, so it needs a token: set CODEC_SERVER_TOKEN (or --token), or listen on 127.0.0.1", ln.Addr())
+			}
+			srv := payloadcodec.NewServer(payloadcodec.ServerOptions{
+				Codec:     payloadcodec.NewCodec(keys),
+				Namespace: a.temporal.Namespace,
+				Origins:   origins,
+				Token:     token,
+				Loopback:  loopback,
+				Logger:    logger,
+			})
+			auth := "no token: the Web UI may decode, nothing else"
+			switch {
+			case token != "" && loopback:
+				auth = "token required except for the Web UI's decoding"
+			case token != "":
+				auth = "token required for every request"
 			}
 			fmt.Fprintf(cmd.OutOrStdout(), "Codec server on http://%s for namespace %s: keys %s (encrypts with %s), Web UI origin %s, %s\n",
 				ln.Addr(), a.temporal.Namespace, strings.Join(keys.IDs(), ", "), keys.EncryptKeyID(), strings.Join(origins, ", "), auth)
-			return serveUntilDone(cmd.Context(), ln, handler)
+			return serveUntilDone(cmd.Context(), ln, srv)
 		},
 	}
 	cmd.Flags().StringVar(&listen, "listen", config.Env("127.0.0.1:8234", "CODEC_SERVER_LISTEN"), "host:port to listen on (env CODEC_SERVER_LISTEN)")
 	cmd.Flags().StringSliceVar(&origins, "web-ui-origin", nil, "browser origin(s) of the Temporal Web UI allowed by CORS (default: the origin of --ui-url, http://localhost:8233)")
-	cmd.Flags().StringVar(&token, "token", config.Env("", "CODEC_SERVER_TOKEN"), "require Authorization: Bearer TOKEN (env CODEC_SERVER_TOKEN)")
+	cmd.Flags().StringVar(&token, "token", config.Env("", "CODEC_SERVER_TOKEN"), "the shared secret requests present, as Authorization: Bearer TOKEN or as the HTTP Basic password (env CODEC_SERVER_TOKEN); needed to encode, and for any listen address that is not loopback")
 	return cmd
 }
 
@@ -93,10 +106,16 @@ func originOf(raw string) string {
 	return u.Scheme + "://" + u.Host
 }
 
+// isLoopback says whether a listener's address accepts loopback
+// connections only (127.0.0.0/8, ::1; not 0.0.0.0 or ::).
+func isLoopback(addr net.Addr) bool {
+	tcp, ok := addr.(*net.TCPAddr)
+	return ok && tcp.IP.IsLoopback()
+}
+
 // serveUntilDone serves until ctx ends (Ctrl-C, SIGTERM), then lets requests
 // in flight finish for up to 5 s.
-func serveUntilDone(ctx context.Context, ln net.Listener, h http.Handler) error {
-	srv := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second}
+func serveUntilDone(ctx context.Context, ln net.Listener, srv *http.Server) error {
 	done := make(chan error, 1)
 	go func() { done <- srv.Serve(ln) }()
 	select {

@@ -10,6 +10,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -53,7 +54,7 @@ func TestCodecServerCommand(t *testing.T) {
 	m := regexp.MustCompile(`^Codec server on (http://127\.0\.0\.1:\d+) `).FindStringSubmatch(line)
 	require.NotNil(t, m, line)
 	base := m[1]
-	require.Contains(t, line, "keys k1 (encrypts with k1), Web UI origin http://127.0.0.1:9999, no token")
+	require.Contains(t, line, "keys k1 (encrypts with k1), Web UI origin http://127.0.0.1:9999, no token: the Web UI may decode, nothing else")
 	req, err := http.NewRequest(http.MethodOptions, base+"/decode", nil)
 	require.NoError(t, err)
 	req.Header.Set("Origin", "http://127.0.0.1:9999")
@@ -64,4 +65,41 @@ func TestCodecServerCommand(t *testing.T) {
 	require.Equal(t, "http://127.0.0.1:9999", resp.Header.Get("Access-Control-Allow-Origin"))
 	cancel()
 	require.NoError(t, <-done, "a stop is a clean exit")
+}
+
+// TestCodecServerOffLoopbackNeedsAToken: an address other machines reach
+// is refused without a token; with one, every request needs it, the Web UI's
+// origin included.
+func TestCodecServerOffLoopbackNeedsAToken(t *testing.T) {
+	t.Setenv("TEMPORAL_UI_URL", "")
+	t.Setenv("CODEC_SERVER_TOKEN", "")
+	keys := codecKeyFile(t)
+	for _, listen := range []string{"0.0.0.0:0", ":0", "[::]:0"} {
+		err := runCodecServer(context.Background(), io.Discard, "--payload-key-file", keys, "--listen", listen)
+		require.Error(t, err, listen)
+		require.Regexp(t, `^the codec server listens on \S+, which is not a loopback address, so it needs a token: set CODEC_SERVER_TOKEN \(or --token\), or listen on 127\.0\.0\.1$`, err.Error())
+	}
+
+	t.Setenv("CODEC_SERVER_TOKEN", "t0ken")
+	ctx, cancel := context.WithCancel(context.Background())
+	pr, pw := io.Pipe()
+	done := make(chan error, 1)
+	go func() {
+		done <- runCodecServer(ctx, pw, "--payload-key-file", keys, "--listen", "0.0.0.0:0")
+	}()
+	line, err := bufio.NewReader(pr).ReadString('\n')
+	require.NoError(t, err)
+	require.Contains(t, line, "token required for every request")
+	port := regexp.MustCompile(`^Codec server on http://\S+:(\d+) `).FindStringSubmatch(line)
+	require.NotNil(t, port, line)
+	req, err := http.NewRequest(http.MethodPost, "http://127.0.0.1:"+port[1]+"/decode", strings.NewReader(`{"payloads":[]}`))
+	require.NoError(t, err)
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Origin", "http://localhost:8233")
+	resp, err := http.DefaultClient.Do(req)
+	require.NoError(t, err)
+	resp.Body.Close()
+	require.Equal(t, http.StatusUnauthorized, resp.StatusCode, "the Origin header proves nothing off loopback")
+	cancel()
+	require.NoError(t, <-done)
 }

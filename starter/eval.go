@@ -4,13 +4,15 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"net/http"
+	"os"
 	"sync"
 	"time"
 
 	"github.com/spf13/cobra"
 
 	"github.com/secops-agent/investigator/agentclient"
-	"github.com/secops-agent/investigator/alerts"
+	"github.com/secops-agent/investigator/config"
 	"github.com/secops-agent/investigator/investigation"
 	"github.com/secops-agent/investigator/plan"
 )
@@ -27,6 +29,8 @@ const (
 	evalAnswerTimeout = time.Second
 	// cancelTimeout bounds the request that cancels a case's workflow.
 	cancelTimeout = 10 * time.Second
+	// maxRepeat bounds --repeat.
+	maxRepeat = 50
 )
 
 type evalOptions struct {
@@ -35,45 +39,80 @@ type evalOptions struct {
 	asJSON      bool
 	timeout     time.Duration
 	minAccuracy float64
+	maxMissed   int
+	repeat      int
+	baseline    bool
+	isolate     bool
+	// tablesConfig is the worker's BigQuery tables config: the tables case
+	// rows may go to, in its project.
+	tablesConfig string
 }
 
 func (a *app) evalCommand() *cobra.Command {
 	var o evalOptions
 	cmd := &cobra.Command{
 		Use:   "eval [--cases DIR|FILE...]",
-		Short: "Score the configured model on labelled cases: verdict accuracy, evidence recall, tokens, time",
+		Short: "Score the configured model on labelled cases: confusion matrix, missed intrusions, evidence recall, a no-tools baseline, spread over repeats",
 		Long: `Runs every labelled case (examples/evals/README.md) through the real
 Investigation workflow on the running worker, with whatever model the worker
-is configured with, and prints one table: expected and actual verdict, the
-evidence cited (expected strings found in the conclusion or the verdict's
-evidence), steps, tool calls, model calls, tokens and wall time; then verdict
-accuracy, evidence recall, mean tokens and mean wall time.
+is configured with, and prints one row per case (expected verdict, the
+verdicts given, evidence cited, the baseline's verdict, steps, tool calls,
+model calls, tokens, wall time), a confusion matrix with each verdict's
+recall, and the totals: verdict accuracy, balanced accuracy (the mean
+per-class recall: answering one verdict always scores 1/classes), missed
+intrusions (a true_positive judged benign or false_positive) and evidence
+recall, which counts only expected evidence the alert does not already hold.
 
-Each case imports its alert and the past alerts it names into Firestore
-(idempotently), starts a workflow eval-<case>-<time> that closes after its
-first conclusion, and waits for it. A case that fails or times out is a row
-with its error. When the worker's model is a local server (the offline Gemini
-stand-in), a warning above and below the table says the scores mean nothing.
+--baseline (on by default) also runs each case as an alert-only baseline:
+the same workflow, model and conclusion prompt, but the conclusion is
+written from the alert alone, with no plan and no tool call. Its scores are
+printed beside the agent's: what the investigation adds is the difference.
+--repeat N runs each case N times (and the baseline N times) and prints
+the spread: each case's verdicts and agreement, and min / median / max of
+the scores over the N passes.
 
-Exit code 0 when every case concluded; 1 when one did not, when
---min-accuracy is given and not met, or when no worker answers.`,
-		Example: `  starter eval
+--isolate (on by default) empties the eval's Firestore database before each
+case and stores only that case's alerts, so that no alert, memory or
+transcript carries over between cases; the runs of one case share it.
+It only ever empties a database of the Firestore emulator whose ID ends in
+-eval (--firestore-database): go tool task eval runs its own worker on
+investigator-eval. Log rows a case declares (bigquery_rows) are added to the
+BigQuery emulator for that case and removed after it.
+
+Each run is a workflow eval-<case>[-baseline][-r<n>]-<time> that closes
+after its first conclusion. A run that fails or times out is counted as
+failed, with its error. When the worker's model is a local server (the
+offline Gemini stand-in), a warning above and below the report says the
+scores mean nothing.
+
+Exit code 0 when every run concluded; 1 when one did not, when
+--min-accuracy or --max-missed-intrusions is given and not met, or when no
+worker answers.`,
+		Example: `  starter eval --firestore-database investigator-eval --task-queue investigations-eval
   starter eval --cases examples/evals/cases/waf-sqli-cms-editor.yaml --json
-  starter eval --cases my-cases/ --concurrency 4 --min-accuracy 0.8`,
+  starter eval --repeat 3 --concurrency 4 --min-accuracy 0.8 --max-missed-intrusions 0`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if !cmd.Flags().Changed("min-accuracy") {
 				o.minAccuracy = -1
+			}
+			if !cmd.Flags().Changed("max-missed-intrusions") {
+				o.maxMissed = -1
 			}
 			return a.eval(cmd, o)
 		},
 	}
 	f := cmd.Flags()
 	f.StringSliceVar(&o.cases, "cases", []string{defaultCases}, "case files or directories of them (repeat or separate with commas)")
-	f.IntVar(&o.concurrency, "concurrency", 2, "cases investigated at the same time")
+	f.IntVar(&o.concurrency, "concurrency", 2, "runs investigated at the same time (with --isolate, only runs of the same case)")
 	f.BoolVar(&o.asJSON, "json", false, "print the scorecard as JSON")
-	f.DurationVar(&o.timeout, "timeout", 15*time.Minute, "longest a case may take to conclude; then its investigation is cancelled")
+	f.DurationVar(&o.timeout, "timeout", 15*time.Minute, "longest a run may take to conclude; then its investigation is cancelled")
 	f.Float64Var(&o.minAccuracy, "min-accuracy", 0, "exit 1 when the verdict accuracy is below this fraction (0.8 for 80%)")
+	f.IntVar(&o.maxMissed, "max-missed-intrusions", 0, "exit 1 when more true_positive runs than this were judged benign or false_positive")
+	f.IntVar(&o.repeat, "repeat", 1, fmt.Sprintf("runs of each case (at most %d); above 1 the report shows the spread", maxRepeat))
+	f.BoolVar(&o.baseline, "baseline", true, "also run each case from the alert alone, without plan or tools, and print its scores beside")
+	f.BoolVar(&o.isolate, "isolate", true, "empty the eval's Firestore emulator database (--firestore-database, its ID ending in -eval) before each case")
+	f.StringVar(&o.tablesConfig, "bigquery-tables", config.Env("", "BIGQUERY_TABLES_CONFIG"), "the worker's BigQuery tables config, naming the tables case rows may go to (env BIGQUERY_TABLES_CONFIG)")
 	return cmd
 }
 
@@ -81,26 +120,58 @@ Exit code 0 when every case concluded; 1 when one did not, when
 type evalBackend interface {
 	// catalog asks the worker for its tools and model.
 	catalog(ctx context.Context) (investigation.Catalog, error)
-	// investigate imports the case's alerts, runs its investigation as
-	// workflow id until it closes, and returns the result or one sentence.
-	investigate(ctx context.Context, c evalCase, id string) (investigation.Result, error)
+	// prepare stores the cases' alerts and adds their log rows, after
+	// emptying the store when fresh; the function it returns removes the
+	// rows again.
+	prepare(ctx context.Context, cases []evalCase, fresh bool) (func(), error)
+	// investigate runs one investigation of the case as workflow id until
+	// it closes, from the alert alone when baseline, and returns the
+	// result or one sentence.
+	investigate(ctx context.Context, c evalCase, id string, baseline bool) (investigation.Result, error)
 }
 
-// newEvalBackend connects to Firestore and Temporal (tests replace it).
-var newEvalBackend = func(a *app, cmd *cobra.Command, o evalOptions) (evalBackend, func(), error) {
-	store, closeStore, err := a.alertStore(cmd)
+// newEvalBackend connects to Firestore, Temporal and, when a case adds
+// log rows, the BigQuery emulator (tests replace it).
+var newEvalBackend = func(a *app, cmd *cobra.Command, o evalOptions, cases []evalCase) (evalBackend, func(), error) {
+	ctx := cmd.Context()
+	store := &evalStore{http: &http.Client{Timeout: a.timeout()}, call: a.firestoreCall}
+	if o.isolate {
+		project := a.firestore.Project
+		if project == "" {
+			project = config.EmulatorProject
+		}
+		var err error
+		store.clearURL, err = checkIsolation(firestoreTarget{os.Getenv("FIRESTORE_EMULATOR_HOST"), project, a.firestore.Database})
+		if err != nil {
+			return nil, nil, err
+		}
+	}
+	bq, tables, err := caseBigQuery(ctx, cases, o.tablesConfig, config.BigQuery{}.EmulatorHost())
 	if err != nil {
 		return nil, nil, err
 	}
+	store.bq, store.tables = bq, tables
+	closeBQ := func() {
+		if bq != nil {
+			bq.Close()
+		}
+	}
+	as, closeStore, err := a.alertStore(cmd)
+	if err != nil {
+		closeBQ()
+		return nil, nil, err
+	}
+	store.alerts = as
 	c, err := a.dial()
 	if err != nil {
 		closeStore()
+		closeBQ()
 		return nil, nil, err
 	}
 	// Once, for the warnings about unregistered search attributes.
-	c.WarnSearchAttributes(cmd.Context(), cmd.ErrOrStderr())
+	c.WarnSearchAttributes(ctx, cmd.ErrOrStderr())
 	b := &temporalEval{c: c, store: store, timeout: o.timeout}
-	return b, func() { c.Close(); closeStore() }, nil
+	return b, func() { c.Close(); closeStore(); closeBQ() }, nil
 }
 
 func (a *app) eval(cmd *cobra.Command, o evalOptions) error {
@@ -111,12 +182,16 @@ func (a *app) eval(cmd *cobra.Command, o evalOptions) error {
 		return fmt.Errorf("--timeout must be positive, not %s", o.timeout)
 	case o.minAccuracy > 1 || (o.minAccuracy < 0 && o.minAccuracy != -1):
 		return fmt.Errorf("--min-accuracy must be a fraction between 0 and 1 (0.8 for 80%%), not %g", o.minAccuracy)
+	case o.maxMissed < -1:
+		return fmt.Errorf("--max-missed-intrusions must be 0 or more, not %d", o.maxMissed)
+	case o.repeat < 1 || o.repeat > maxRepeat:
+		return fmt.Errorf("--repeat must be between 1 and %d, not %d", maxRepeat, o.repeat)
 	}
 	cases, err := loadCases(o.cases)
 	if err != nil {
 		return err
 	}
-	b, done, err := newEvalBackend(a, cmd, o)
+	b, done, err := newEvalBackend(a, cmd, o, cases)
 	if err != nil {
 		return err
 	}
@@ -134,14 +209,26 @@ func (a *app) eval(cmd *cobra.Command, o evalOptions) error {
 	if err != nil {
 		return err
 	}
-	return outcomeError(s.Totals, o.minAccuracy)
+	return outcomeError(s, o.minAccuracy, o.maxMissed)
 }
 
-// runEval asks the worker which model it calls, runs the cases (at most
-// o.concurrency at a time) and scores them; progress lines go to log. It
-// fails only when the worker does not answer: then no case could run.
+// evalRun is one investigation the eval runs: run n (from 0) of a case, as
+// the agent or as the baseline.
+type evalRun struct {
+	c        int // index in the cases
+	n        int
+	baseline bool
+}
+
+// runEval asks the worker which model it calls, runs the cases and scores
+// them; progress lines go to log. With o.isolate the cases run one after
+// another, each on a freshly emptied store, and only the runs of one case
+// run at the same time (at most o.concurrency); otherwise every run shares
+// the store and any o.concurrency runs go together. It fails only when the
+// worker does not answer, or the shared store cannot be prepared: then no
+// case could run.
 func runEval(ctx context.Context, b evalBackend, cases []evalCase, o evalOptions, log io.Writer) (scorecard, error) {
-	var s scorecard
+	s := scorecard{Repeat: o.repeat, Isolated: o.isolate}
 	cat, err := b.catalog(ctx)
 	if err != nil {
 		return s, err
@@ -157,48 +244,137 @@ func runEval(ctx context.Context, b evalBackend, cases []evalCase, o evalOptions
 	if s.Warning != "" {
 		fmt.Fprintln(log, s.Warning)
 	}
-	fmt.Fprintf(log, "eval: %s, %d at a time\n", casesText(len(cases)), min(o.concurrency, len(cases)))
 	s.Cases = make([]caseResult, len(cases))
+	var runs [][]evalRun // per case
+	total := 0
+	for i, c := range cases {
+		s.Cases[i] = caseResult{Name: c.Name, Expected: c.Expected, Evidence: nonNil(c.novel()), InAlert: nonNil(c.InAlert),
+			Runs: make([]runResult, o.repeat)}
+		var rs []evalRun
+		for n := range o.repeat {
+			rs = append(rs, evalRun{c: i, n: n})
+		}
+		if o.baseline {
+			s.Cases[i].Baseline = make([]runResult, o.repeat)
+			for n := range o.repeat {
+				rs = append(rs, evalRun{c: i, n: n, baseline: true})
+			}
+		}
+		runs = append(runs, rs)
+		total += len(rs)
+	}
+	how := "each case on an emptied store"
+	if !o.isolate {
+		how = "sharing one store"
+	}
+	fmt.Fprintf(log, "eval: %s, %s (%d at a time), %s\n", casesText(len(cases)), runsText(total), o.concurrency, how)
+
 	var mu sync.Mutex
 	finished := 0
-	sem := make(chan struct{}, o.concurrency)
-	var wg sync.WaitGroup
-	for i, c := range cases {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			sem <- struct{}{}
-			defer func() { <-sem }()
-			r := runCase(ctx, b, c, o.timeout)
-			mu.Lock()
-			defer mu.Unlock()
-			s.Cases[i] = r
-			finished++
-			status := r.Verdict
-			if r.Error != "" {
-				status = "error: " + r.Error
-			}
-			fmt.Fprintf(log, "eval: [%d/%d] %s: %s (%s)\n", finished, len(cases), c.Name, status, wallText(r.Wall))
-		}()
+	record := func(r evalRun, res runResult) {
+		mu.Lock()
+		defer mu.Unlock()
+		c := &s.Cases[r.c]
+		what := fmt.Sprintf("run %d/%d", r.n+1, o.repeat)
+		if r.baseline {
+			c.Baseline[r.n] = res
+			what = fmt.Sprintf("baseline %d/%d", r.n+1, o.repeat)
+		} else {
+			c.Runs[r.n] = res
+		}
+		finished++
+		status := res.Verdict
+		if res.Error != "" {
+			status = "error: " + res.Error
+		}
+		fmt.Fprintf(log, "eval: [%d/%d] %s (%s): %s (%s)\n", finished, total, c.Name, what, status, wallText(res.Wall))
 	}
-	wg.Wait()
+	// run investigates the given runs, at most o.concurrency at a time.
+	run := func(rs []evalRun) {
+		sem := make(chan struct{}, o.concurrency)
+		var wg sync.WaitGroup
+		for _, r := range rs {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				sem <- struct{}{}
+				defer func() { <-sem }()
+				record(r, runCase(ctx, b, cases[r.c], r, o))
+			}()
+		}
+		wg.Wait()
+	}
+	// fail records the same error for every run of rs.
+	fail := func(rs []evalRun, why string) {
+		for _, r := range rs {
+			record(r, runResult{Error: why, Cited: []string{}})
+		}
+	}
+
+	if o.isolate {
+		for i, c := range cases {
+			if ctx.Err() != nil {
+				fail(runs[i], "not run: the eval was interrupted")
+				continue
+			}
+			undo, err := b.prepare(ctx, []evalCase{c}, true)
+			if err != nil {
+				fail(runs[i], "could not prepare the case: "+err.Error())
+			} else {
+				run(runs[i])
+			}
+			if undo != nil {
+				undo()
+			}
+		}
+	} else {
+		undo, err := b.prepare(ctx, cases, false)
+		if undo != nil {
+			defer undo()
+		}
+		if err != nil {
+			return s, err
+		}
+		var all []evalRun
+		for _, rs := range runs {
+			all = append(all, rs...)
+		}
+		run(all)
+	}
 	s.sum()
 	return s, nil
 }
 
-// runCase investigates one case and scores what it concluded.
-func runCase(ctx context.Context, b evalBackend, c evalCase, timeout time.Duration) caseResult {
-	r := caseResult{Name: c.Name, Expected: c.Expected, Evidence: c.Evidence, Cited: []string{}}
+func nonNil(xs []string) []string {
+	if xs == nil {
+		return []string{}
+	}
+	return xs
+}
+
+// runCase runs one investigation of a case and scores what it concluded.
+func runCase(ctx context.Context, b evalBackend, c evalCase, run evalRun, o evalOptions) runResult {
+	r := runResult{Cited: []string{}}
 	if ctx.Err() != nil {
 		r.Error = "not run: the eval was interrupted"
 		return r
 	}
-	r.WorkflowID = agentclient.WorkflowID("eval", c.Name, time.Now())
-	cctx, cancel := context.WithTimeout(ctx, timeout)
+	name := c.Name
+	if run.baseline {
+		name += "-baseline"
+	}
+	if o.repeat > 1 {
+		name += fmt.Sprintf("-r%d", run.n+1)
+	}
+	r.WorkflowID = agentclient.WorkflowID("eval", name, time.Now())
+	cctx, cancel := context.WithTimeout(ctx, o.timeout)
 	defer cancel()
 	start := time.Now()
-	res, err := b.investigate(cctx, c, r.WorkflowID)
+	res, err := b.investigate(cctx, c, r.WorkflowID, run.baseline)
 	r.Wall = time.Since(start)
+	if err == nil && run.baseline && (res.ToolCalls > 0 || len(res.Plan.Steps) > 0) {
+		err = fmt.Errorf("the worker planned and called tools in an alert-only baseline: it is older than this starter, so rebuild and restart it, or pass --baseline=false")
+	}
 	if err != nil {
 		r.Error = err.Error()
 		return r
@@ -207,7 +383,7 @@ func runCase(ctx context.Context, b evalBackend, c evalCase, timeout time.Durati
 		r.Verdict, r.Confidence = res.Verdict.Verdict, res.Verdict.Confidence
 	}
 	r.Correct = r.Verdict == c.Expected
-	r.Cited = citedEvidence(c.Evidence, res.Conclusion, res.Verdict)
+	r.Cited = citedEvidence(c.novel(), res.Conclusion, res.Verdict)
 	r.Steps = res.Plan.Count(plan.Done)
 	r.ToolCalls = res.ToolCalls
 	r.ModelCalls = res.Usage.Calls
@@ -219,7 +395,7 @@ func runCase(ctx context.Context, b evalBackend, c evalCase, timeout time.Durati
 // temporalEval runs cases on the real services.
 type temporalEval struct {
 	c       *agentclient.Client
-	store   *alerts.Store
+	store   *evalStore
 	timeout time.Duration // the --timeout, for messages
 }
 
@@ -227,22 +403,31 @@ func (t *temporalEval) catalog(ctx context.Context) (investigation.Catalog, erro
 	return t.c.Catalog(ctx)
 }
 
-func (t *temporalEval) investigate(ctx context.Context, c evalCase, id string) (investigation.Result, error) {
-	var res investigation.Result
-	for _, al := range append(c.History, c.Alert) {
-		if err := t.store.Put(ctx, al); err != nil {
-			return res, fmt.Errorf("could not store alert %s: %v", al.ID, err)
+func (t *temporalEval) prepare(ctx context.Context, cases []evalCase, fresh bool) (func(), error) {
+	if fresh {
+		if err := t.store.reset(ctx); err != nil {
+			return nil, err
 		}
+	}
+	return t.store.load(ctx, cases)
+}
+
+func (t *temporalEval) investigate(ctx context.Context, c evalCase, id string, baseline bool) (investigation.Result, error) {
+	var res investigation.Result
+	summary := fmt.Sprintf("Eval case %s: %s", c.Name, c.Alert.Title)
+	if baseline {
+		summary = fmt.Sprintf("Eval baseline (alert only) %s: %s", c.Name, c.Alert.Title)
 	}
 	err := t.c.Start(ctx, agentclient.Start{
 		ID:      id,
-		Summary: fmt.Sprintf("Eval case %s: %s", c.Name, c.Alert.Title),
+		Summary: summary,
 		Input: investigation.Input{
-			AlertID:     c.Alert.ID,
-			Question:    c.Question,
-			Language:    "en",
-			Limits:      investigation.Limits{AnswerTimeout: investigation.Duration(evalAnswerTimeout)},
-			IdleTimeout: investigation.Duration(evalIdleTimeout),
+			AlertID:           c.Alert.ID,
+			Question:          c.Question,
+			Language:          "en",
+			Limits:            investigation.Limits{AnswerTimeout: investigation.Duration(evalAnswerTimeout)},
+			IdleTimeout:       investigation.Duration(evalIdleTimeout),
+			ConcludeFromAlert: baseline,
 		},
 	}, io.Discard)
 	if err != nil {

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -13,6 +14,7 @@ import (
 	"sort"
 	"strings"
 
+	"golang.org/x/text/unicode/norm"
 	"gopkg.in/yaml.v3"
 
 	"github.com/secops-agent/investigator/alerts"
@@ -26,13 +28,15 @@ type caseFile struct {
 	Alert           string   `yaml:"alert"`
 	Question        string   `yaml:"question"`
 	ExpectedVerdict string   `yaml:"expected_verdict"`
+	Why             string   `yaml:"why"`
 	Evidence        []string `yaml:"evidence"`
 	History         []string `yaml:"history"`
-	Why             string   `yaml:"why"`
+	// BigQueryRows maps "dataset.table" to rows added for this case only.
+	BigQueryRows map[string][]map[string]any `yaml:"bigquery_rows"`
 }
 
 // caseFields names caseFile's fields, for the error about an unknown one.
-const caseFields = "name, alert, question, expected_verdict, evidence, history, why"
+const caseFields = "name, alert, question, expected_verdict, why, evidence, history, bigquery_rows"
 
 // evalCase is a loaded, checked case: its alerts are parsed, so their
 // content-addressed IDs are known before anything is stored.
@@ -43,8 +47,39 @@ type evalCase struct {
 	History  []alerts.Alert
 	Question string
 	Expected string
+	Why      string
+	// Evidence is what a correct conclusion cites; InAlert are those of
+	// them the alert already holds, which score nothing: a model that
+	// repeats the alert must not look like one that investigated.
 	Evidence []string
+	InAlert  []string
+	Rows     []tableRows
 }
+
+// tableRows are log rows a case adds to one configured table while it runs.
+type tableRows struct {
+	Table string // "dataset.table"
+	Rows  []map[string]any
+}
+
+// novel is the expected evidence that only an investigation finds.
+func (c evalCase) novel() []string {
+	var out []string
+	for _, e := range c.Evidence {
+		if !slices.Contains(c.InAlert, e) {
+			out = append(out, e)
+		}
+	}
+	return out
+}
+
+// Bounds on what a case may add to BigQuery.
+const (
+	maxCaseRows  = 1000
+	maxCaseTable = 20
+)
+
+var caseTableName = regexp.MustCompile(`^[A-Za-z0-9_]+\.[A-Za-z0-9_-]+$`)
 
 // maxCaseBytes bounds a case file; cases are a few lines.
 const maxCaseBytes = 1 << 20
@@ -157,6 +192,7 @@ func loadCase(file string) (evalCase, error) {
 		File:     file,
 		Question: strings.TrimSpace(cf.Question),
 		Expected: strings.TrimSpace(cf.ExpectedVerdict),
+		Why:      strings.Join(strings.Fields(cf.Why), " "),
 	}
 	if c.Name == "" {
 		c.Name = strings.TrimSuffix(filepath.Base(file), filepath.Ext(file))
@@ -179,6 +215,9 @@ func loadCase(file string) (evalCase, error) {
 	if len(c.Evidence) == 0 {
 		return fail("no evidence listed: name at least one string a correct conclusion must cite (a host, an IP, a user, a past alert ID)")
 	}
+	if c.Why == "" {
+		return fail("why is missing: say what decides the expected verdict, so that the label can be checked")
+	}
 	if strings.TrimSpace(cf.Alert) == "" {
 		return fail("no alert: give the path of the alert JSON, relative to the case file")
 	}
@@ -193,7 +232,77 @@ func loadCase(file string) (evalCase, error) {
 		}
 		c.History = append(c.History, al)
 	}
+	shown := alertTexts(c.Alert)
+	for _, e := range c.Evidence {
+		if slices.ContainsFunc(shown, func(t string) bool { return strings.Contains(t, normalise(e)) }) {
+			c.InAlert = append(c.InAlert, e)
+		}
+	}
+	if c.Rows, err = caseRows(cf.BigQueryRows); err != nil {
+		return fail("bigquery_rows: %v", err)
+	}
 	return c, nil
+}
+
+// caseRows checks the rows a case adds, in a stable table order.
+func caseRows(in map[string][]map[string]any) ([]tableRows, error) {
+	if len(in) > maxCaseTable {
+		return nil, fmt.Errorf("%d tables, more than %d", len(in), maxCaseTable)
+	}
+	var out []tableRows
+	total := 0
+	for _, table := range slices.Sorted(maps.Keys(in)) {
+		rows := in[table]
+		if !caseTableName.MatchString(table) {
+			return nil, fmt.Errorf("%q is not a table name of the form dataset.table", table)
+		}
+		if len(rows) == 0 {
+			return nil, fmt.Errorf("%s lists no rows", table)
+		}
+		for i, r := range rows {
+			if len(r) == 0 {
+				return nil, fmt.Errorf("%s row %d is empty", table, i+1)
+			}
+		}
+		if total += len(rows); total > maxCaseRows {
+			return nil, fmt.Errorf("more than %d rows", maxCaseRows)
+		}
+		out = append(out, tableRows{Table: table, Rows: rows})
+	}
+	return out, nil
+}
+
+// alertTexts are the texts the model is shown of an alert (its ID, type,
+// title, every key and value), each normalised: evidence counts as in the
+// alert when one of them holds it.
+func alertTexts(al alerts.Alert) []string {
+	out := []string{normalise(al.ID), normalise(al.Type), normalise(al.Title)}
+	var walk func(v any)
+	walk = func(v any) {
+		switch v := v.(type) {
+		case map[string]any:
+			for k, x := range v {
+				out = append(out, normalise(k))
+				walk(x)
+			}
+		case []any:
+			for _, x := range v {
+				walk(x)
+			}
+		case nil:
+		default:
+			out = append(out, normalise(fmt.Sprint(v)))
+		}
+	}
+	walk(al.Data)
+	return out
+}
+
+// normalise folds what may differ between an evidence string and the text
+// that holds it: Unicode compatibility forms, letter case and runs of white
+// space.
+func normalise(s string) string {
+	return strings.Join(strings.Fields(strings.ToLower(norm.NFKC.String(s))), " ")
 }
 
 // caseAlert reads and validates an alert named relative to a case file.
@@ -261,19 +370,19 @@ func yamlError(err error) string {
 }
 
 // citedEvidence returns the expected evidence strings that the conclusion
-// or the verdict's evidence facts cite, ignoring case.
+// or the verdict's evidence facts cite, compared normalised.
 func citedEvidence(expected []string, conclusion string, v *investigation.Verdict) []string {
 	var text strings.Builder
-	text.WriteString(strings.ToLower(conclusion))
+	text.WriteString(conclusion)
 	if v != nil {
 		for _, e := range v.Evidence {
-			text.WriteString("\n" + strings.ToLower(e.Fact))
+			text.WriteString("\n" + e.Fact)
 		}
 	}
-	haystack := text.String()
+	haystack := normalise(text.String())
 	found := []string{}
 	for _, e := range expected {
-		if strings.Contains(haystack, strings.ToLower(e)) {
+		if strings.Contains(haystack, normalise(e)) {
 			found = append(found, e)
 		}
 	}

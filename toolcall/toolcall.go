@@ -95,9 +95,19 @@ func Summarize(name string, args map[string]any) string {
 	var s string
 	switch name {
 	case SearchAlerts:
-		s = fmt.Sprintf("%s %v %v %v", name, args["field"], args["op"], args["value"])
+		if ind, ok := args["indicator"]; ok {
+			s = fmt.Sprintf("%s indicator %v", name, ind)
+		} else {
+			s = fmt.Sprintf("%s %v %v %v", name, args["field"], args["op"], args["value"])
+		}
 	case GetAlert:
 		s = fmt.Sprintf("%s %v", name, args["id"])
+		if p, ok := args["path"]; ok {
+			s += fmt.Sprintf(" %v", p)
+		}
+		if o, ok := args["offset"]; ok {
+			s += fmt.Sprintf(" offset %v", o)
+		}
 	default:
 		keys := make([]string, 0, len(args))
 		for k := range args {

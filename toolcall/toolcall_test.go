@@ -11,6 +11,8 @@ import (
 func TestSummarize(t *testing.T) {
 	require.Equal(t, "search_alerts type == Recon:EC2/PortProbe", Summarize("search_alerts", map[string]any{"field": "type", "op": "==", "value": "Recon:EC2/PortProbe"}))
 	require.Equal(t, "get_alert a1", Summarize("get_alert", map[string]any{"id": "a1"}))
+	require.Equal(t, "get_alert a1 events[3] offset 12034", Summarize("get_alert", map[string]any{"id": "a1", "path": "events[3]", "offset": 12034.0}))
+	require.Equal(t, "search_alerts indicator 198.51.100.23", Summarize("search_alerts", map[string]any{"indicator": "198.51.100.23"}))
 	require.Equal(t, `other a=1 b="x"`, Summarize("other", map[string]any{"b": "x", "a": 1}))
 	long := Summarize("other", map[string]any{"a": strings.Repeat("y", 500)})
 	require.LessOrEqual(t, len(long), maxSummary)

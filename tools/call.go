@@ -14,9 +14,17 @@ type CallInfo struct {
 	// of it (the workflow ID and the call's transcript key), so a tool can
 	// derive idempotent IDs from it (a BigQuery job ID).
 	ID string
+	// Session is the workflow the call belongs to (the investigation or
+	// the BigQuery sub-agent), so that a tool can bind what it hands out
+	// to it (a bigquery_result handle).
+	Session string
 	// ScanBytesLeft is how many bytes the investigation may still scan in
 	// BigQuery: 0 means no limit, a negative value that none is left.
 	ScanBytesLeft int64
+	// MaxResultBytes is the size above which the activity cuts the call's
+	// result (as compact JSON); 0 means the default. A tool that pages,
+	// such as get_alert, keeps each page within it.
+	MaxResultBytes int
 	// scanned accumulates the bytes this call scanned (see AddScanned).
 	scanned *atomic.Int64
 }

@@ -108,5 +108,5 @@ func TestRegistry(t *testing.T) {
 	require.Len(t, r.Declarations([]string{"search_alerts", "nope"}), 1)
 	cat := r.Catalog()
 	require.Contains(t, cat, "- `get_alert`: Read one stored alert")
-	require.Contains(t, cat, "parameters: field (required), limit, offset, op (required), value (required), value_type")
+	require.Contains(t, cat, "parameters: field, indicator, indicator_type, limit, offset, op, value, value_type")
 }

@@ -99,9 +99,9 @@ func childID(parent, key string) string { return parent + "-bq-" + key }
 func BigQueryAgent(ctx workflow.Context, in bigquery.Request) (activities.ToolOutput, error) {
 	info := workflow.GetInfo(ctx)
 	h := &subAgent{session: info.WorkflowExecution.ID, in: in, log: workflow.GetLogger(ctx)}
-	if err := workflow.SetQueryHandler(ctx, investigation.ProgressQuery, func(after int) ([]investigation.Event, error) {
+	if err := workflow.SetQueryHandler(ctx, investigation.ProgressQuery, progressQuery(func(after int) ([]investigation.Event, error) {
 		return page(h.events, after), nil
-	}); err != nil {
+	})); err != nil {
 		return activities.ToolOutput{}, err
 	}
 	if h.in.MaxIterations <= 0 {

@@ -87,7 +87,11 @@ func Investigation(ctx workflow.Context, in investigation.Input, carried *State)
 // for too long or stopped.
 func (r *run) investigate(ctx workflow.Context, first bool) (investigation.Result, error) {
 	if first {
-		if err := r.planExchange(ctx, r.Input.Question); err != nil {
+		exchange := r.planExchange
+		if r.Input.ConcludeFromAlert {
+			exchange = r.alertOnlyExchange
+		}
+		if err := exchange(ctx, r.Input.Question); err != nil {
 			return investigation.Result{}, err
 		}
 	}

@@ -232,6 +232,24 @@ func TestHappyPath(t *testing.T) {
 	require.Equal(t, "plan,step,tool_call,tool_call,tool_result,tool_result,step_done,insight,step,step_done,insight,conclusion,idle", kinds(h.events(t)))
 }
 
+// TestConcludeFromAlert: the baseline exchange asks for no plan, runs no
+// step, calls no tool and concludes once, told that nothing was checked.
+func TestConcludeFromAlert(t *testing.T) {
+	h := newHarness(t) // no GeneratePlan, ModelTurn or CallTool is mocked: a call fails the run
+	res, err := h.run(t, investigation.Input{AlertID: "a1", Question: "Is this malicious?", ConcludeFromAlert: true})
+	require.NoError(t, err)
+	require.Len(t, h.conclude, 1)
+	require.Empty(t, h.conclude[0].Steps)
+	require.Empty(t, h.conclude[0].Insights)
+	require.Equal(t, alertOnlyNote, h.conclude[0].EndedEarly)
+	require.Equal(t, "Is this malicious?", h.conclude[0].Objective)
+	require.Empty(t, res.Plan.Steps)
+	require.Zero(t, res.ToolCalls)
+	require.Equal(t, 1, res.Usage.Calls, "the conclusion is the only model call")
+	require.Equal(t, investigation.VerdictFalsePositive, res.Verdict.Verdict)
+	require.Equal(t, "note,conclusion,idle", kinds(h.events(t)))
+}
+
 func TestAchievedEndsEarly(t *testing.T) {
 	h := newHarness(t)
 	h.onPlan(twoStepPlan(), nil)

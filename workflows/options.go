@@ -16,7 +16,7 @@ import (
 // end at once. Every activity heartbeats, so a killed worker's attempt is
 // retried within heartbeatTimeout.
 const (
-	heartbeatTimeout = 30 * time.Second
+	heartbeatTimeout = 10 * time.Second // five heartbeats (activities.HeartbeatInterval)
 	llmRetryBudget   = 20 * time.Minute
 	toolRetryBudget  = time.Minute
 	storeRetryBudget = 10 * time.Minute

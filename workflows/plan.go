@@ -30,6 +30,24 @@ func (r *run) planExchange(ctx workflow.Context, request string) error {
 	return r.conclude(ctx, request, endedEarly)
 }
 
+// alertOnlyNote tells the conclusion of an alert-only exchange why no step ran.
+const alertOnlyNote = "no plan was made and no tool was called: this exchange concludes from the alert alone"
+
+// alertOnlyExchange concludes from the alert alone, without a plan, a step
+// or a tool call (Input.ConcludeFromAlert, starter eval's baseline). The
+// same conclusion activity, prompt and model judge it, so what a full
+// exchange adds is what its steps found. Nothing is left to continue.
+func (r *run) alertOnlyExchange(ctx workflow.Context, request string) error {
+	r.beginExchange(ctx, request)
+	r.Plan = plan.Plan{Objective: request}
+	r.emit(investigation.Event{Kind: investigation.EventNote, Text: "concluding from the alert alone: no plan, no tool calls"})
+	if err := r.conclude(ctx, request, alertOnlyNote); err != nil {
+		return err
+	}
+	r.ActivePlan = nil
+	return nil
+}
+
 // beginExchange resets what one exchange measures.
 func (r *run) beginExchange(ctx workflow.Context, request string) {
 	r.ranTurn = true

@@ -1,6 +1,7 @@
 package workflows
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 
@@ -15,6 +16,50 @@ import (
 // an invalid one becomes a progress note saying why it was ignored, never a
 // failed workflow task. Payloads are read loosely: a JSON string, or an
 // object with "text" (and "question_id" for answer); approve takes none.
+//
+// With a payload key, anyone who may signal the workflow but lacks the key
+// can still send one (`temporal workflow signal --input '"..."'` without the
+// codec): the worker's payload codec refuses such a payload (not encrypted
+// with the key, written for another workflow, under a key this worker does
+// not hold), and the signal becomes a note "<name> signal refused: ...",
+// its text never read.
+
+// signalInput is one signal's payload: its JSON value, or why the payload
+// codec refused it. The codec hands the refusal to RefusePayload instead of
+// failing (payloadcodec.Refuser), so the same history gives the same note,
+// live and in replay, and no workflow task fails on what an outsider sent.
+type signalInput struct {
+	value   any
+	refused error
+}
+
+func (s *signalInput) UnmarshalJSON(b []byte) error { return json.Unmarshal(b, &s.value) }
+
+// RefusePayload implements payloadcodec.Refuser.
+func (s *signalInput) RefusePayload(err error) { s.refused = err }
+
+// afterSeq is the progress query's argument, a sequence number, taken the
+// same way: a query whose argument the codec refuses is answered with the
+// reason, never a panic outside the workflow's coroutines.
+type afterSeq struct {
+	n       int
+	refused error
+}
+
+func (a *afterSeq) UnmarshalJSON(b []byte) error { return json.Unmarshal(b, &a.n) }
+
+// RefusePayload implements payloadcodec.Refuser.
+func (a *afterSeq) RefusePayload(err error) { a.refused = err }
+
+// progressQuery adapts a progress query handler to afterSeq.
+func progressQuery(events func(after int) ([]investigation.Event, error)) func(afterSeq) ([]investigation.Event, error) {
+	return func(after afterSeq) ([]investigation.Event, error) {
+		if after.refused != nil {
+			return nil, after.refused
+		}
+		return events(after.n)
+	}
+}
 
 // signal is one steering signal: its name and how to apply a payload.
 type signal struct {
@@ -73,9 +118,9 @@ func (r *run) listen(ctx workflow.Context) {
 		sel := workflow.NewSelector(ctx)
 		for _, s := range sigs {
 			sel.AddReceive(workflow.GetSignalChannel(ctx, s.name), func(c workflow.ReceiveChannel, _ bool) {
-				var v any
-				c.Receive(ctx, &v)
-				r.receive(s, v)
+				var in signalInput
+				c.Receive(ctx, &in)
+				r.receive(s, in)
 			})
 		}
 		for ctx.Err() == nil {
@@ -89,18 +134,22 @@ func (r *run) listen(ctx workflow.Context) {
 func (r *run) drainInputs(ctx workflow.Context) error {
 	for _, s := range r.signals() {
 		ch := workflow.GetSignalChannel(ctx, s.name)
-		var v any
-		for ch.ReceiveAsync(&v) {
-			r.receive(s, v)
-			v = nil
+		var in signalInput
+		for ch.ReceiveAsync(&in) {
+			r.receive(s, in)
+			in = signalInput{}
 		}
 	}
 	return workflow.Await(ctx, func() bool { return workflow.AllHandlersFinished(ctx) && r.Intake.inFlight == 0 })
 }
 
-// receive applies one signal, or notes why it was ignored.
-func (r *run) receive(s signal, v any) {
-	if _, err := s.apply(v); err != nil {
+// receive applies one signal, or notes why it was refused or ignored.
+func (r *run) receive(s signal, in signalInput) {
+	if in.refused != nil {
+		r.emit(investigation.Event{Kind: investigation.EventNote, Text: fmt.Sprintf("%s signal refused: %v", s.name, in.refused)})
+		return
+	}
+	if _, err := s.apply(in.value); err != nil {
 		r.emit(investigation.Event{Kind: investigation.EventNote, Text: fmt.Sprintf("%s signal ignored: %v", s.name, err)})
 	}
 }

@@ -20,7 +20,7 @@ const maxInputBytes = 8 << 10
 // event and returns at once, so an input that arrives while an activity
 // runs is seen by the next model call and nothing waits on a handler.
 func (r *run) register(ctx workflow.Context) error {
-	if err := workflow.SetQueryHandler(ctx, investigation.ProgressQuery, r.eventsAfter); err != nil {
+	if err := workflow.SetQueryHandler(ctx, investigation.ProgressQuery, progressQuery(r.eventsAfter)); err != nil {
 		return err
 	}
 	if err := workflow.SetQueryHandler(ctx, investigation.StatusQuery, r.status); err != nil {

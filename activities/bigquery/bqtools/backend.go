@@ -38,6 +38,12 @@ type queryJob interface {
 	// read reads up to n rows from offset of the finished job's results, of
 	// which the first maxRows can be paged.
 	read(ctx context.Context, offset, n uint64, maxRows int) (rowsPage, error)
+	// cancel asks BigQuery to stop the job.
+	cancel(ctx context.Context) error
+	// referenced is what the job's statistics say it was and read, as far
+	// as the job status last fetched tells: its statement type and the
+	// tables it referenced (none on the emulator).
+	referenced() (statementType string, tables []*bigquery.Table)
 }
 
 var (
@@ -173,6 +179,20 @@ func (j clientJob) sql() string {
 		return q.Q
 	}
 	return ""
+}
+
+func (j clientJob) cancel(ctx context.Context) error { return j.job.Cancel(ctx) }
+
+func (j clientJob) referenced() (string, []*bigquery.Table) {
+	st := j.job.LastStatus()
+	if st == nil || st.Statistics == nil {
+		return "", nil
+	}
+	qs, ok := st.Statistics.Details.(*bigquery.QueryStatistics)
+	if !ok {
+		return "", nil
+	}
+	return qs.StatementType, qs.ReferencedTables
 }
 
 func (j clientJob) wait(ctx context.Context) (jobStats, error) {

@@ -14,25 +14,25 @@ import (
 // and LOAD, CALL and EXECUTE IMMEDIATE, scripting (DECLARE, SET, BEGIN, ...),
 // SELECT ... INTO, several statements and empty input.
 //
-// It also refuses the escape hatches that read outside the configured
-// tables without naming a table: INFORMATION_SCHEMA views (metadata of every
-// dataset and job), the function families of functions.go (EXTERNAL_QUERY,
-// ML., AI., OBJ., VECTOR_SEARCH, Cloud KMS, user functions qualified by a
-// dataset or project), MODEL references, and table-valued functions other
-// than UNNEST (the tables config may allow some; CheckSQL alone allows none).
+// Inside the query it works from allow-lists (keywords.go, functions.go):
+// every keyword used bare must be one of allowedKeywords, every pipe
+// operator one of allowedPipeOperators, every function call one of
+// GoogleSQL's built-in functions that read only their arguments
+// (allowedFunctions and the dotted namespaces), and a table-valued function
+// is refused unless the tables config lists it. It also refuses
+// INFORMATION_SCHEMA (metadata of every dataset and job) and MODEL or
+// CONNECTION followed by a qualified name. With the tables of a config
+// (checkSQL's policy), every name read as a table must be one of them or a
+// WITH name.
 //
-// It reads the text with a small GoogleSQL lexer that ends comments, literals
-// and quoted identifiers where ZetaSQL's lexer does, so that comments (--, #,
-// /* */), string and bytes literals (single, double or triple quoted, with
-// r and b prefixes) and backtick-quoted identifiers cannot hide a keyword or a
-// semicolon, and keywords are matched case-insensitively, never after a dot.
-// What another parser could read differently is refused: a /* inside a
-// block comment, #legacySQL and #standardSQL pragmas anywhere, and invisible
-// or format characters outside string literals. It is pure and makes no call
-// to BigQuery. It is the first of the tool's guards: the tool also refuses a
-// dry run whose statement type is not SELECT or that reads a table or calls a
-// routine outside the configuration, and the job runs under a bytes-billed
-// cap and a timeout.
+// It reads the text as ZetaSQL's lexer does (lexer.go), so that comments,
+// literals, quoted names and number literals end where BigQuery ends them
+// and keywords are matched case-insensitively, never after a dot. What
+// another reader could take differently is refused (see scanSQL). It is
+// pure and makes no call to BigQuery. It is the first of the tool's guards:
+// the tool also refuses a dry run whose statement type is not SELECT or that
+// reads a table or calls a routine outside the configuration, and the job
+// runs under a bytes-billed cap and a timeout.
 func CheckSQL(sql string) error {
 	return checkSQL(sql, sqlPolicy{})
 }
@@ -64,20 +64,86 @@ func checkSQL(sql string, p sqlPolicy) error {
 	if len(issues) > 0 {
 		return errors.New(issues[0].reason)
 	}
-	for _, t := range toks {
-		if t.isWord("INTO") {
-			return fmt.Errorf("SELECT ... INTO (at offset %d) writes the result somewhere; only a single read-only SELECT (or WITH ... SELECT) query is allowed", t.pos)
-		}
-	}
 	for _, check := range []func([]sqlToken) error{
+		checkPunctuation,
+		checkPipes,
+		checkKeywords,
 		checkEscapeHatches,
+		func(t []sqlToken) error { return checkFromItems(t, p) },
 		func(t []sqlToken) error { return checkCalls(t, p) },
 		checkModels,
-		func(t []sqlToken) error { return checkTableFunctions(t, p) },
 	} {
 		if err := check(toks); err != nil {
 			return err
 		}
+	}
+	return nil
+}
+
+const onlySelect = "only a single read-only SELECT (or WITH ... SELECT) query is allowed"
+
+// punctuation are the operators and punctuation of a query; { and } only
+// open and close a hint (@{...}).
+var punctuation = wordSet(`. , ; ( ) [ ] + - * / % < > = ! | & ^ ~ ? : @ @@ || |> <= >= != << => -> += -=`)
+
+// checkPunctuation refuses characters a query has no use for: $ (macros),
+// \ and braces outside a hint.
+func checkPunctuation(toks []sqlToken) error {
+	hint := 0
+	for i, t := range toks {
+		switch {
+		case t.kind != tokPunct || punctuation[t.text]:
+		case t.text == "{" && i > 0 && toks[i-1].isPunct("@"):
+			hint++
+		case t.text == "}" && hint > 0:
+			hint--
+		default:
+			return fmt.Errorf("it contains %q at offset %d, which a query has no use for", t.text, t.pos)
+		}
+	}
+	return nil
+}
+
+// checkPipes refuses a pipe operator (the word after |>) that
+// allowedPipeOperators does not list.
+func checkPipes(toks []sqlToken) error {
+	for i, t := range toks {
+		if !t.isPunct("|>") {
+			continue
+		}
+		if i+1 == len(toks) || toks[i+1].kind != tokWord {
+			return fmt.Errorf("the pipe |> at offset %d is not followed by a pipe operator", t.pos)
+		}
+		op := strings.ToUpper(toks[i+1].text)
+		if allowedPipeOperators[op] {
+			continue
+		}
+		why := "is not one of the pipe operators allowed here"
+		if r := keywordReasons[op]; r != "" {
+			why = r
+		}
+		return fmt.Errorf("the pipe operator |> %s at offset %d %s; only |> SELECT, EXTEND, WHERE, AGGREGATE, ORDER BY, LIMIT, AS, DISTINCT, JOIN, set operations, WINDOW, PIVOT, UNPIVOT and TABLESAMPLE are allowed", op, t.pos, why)
+	}
+	return nil
+}
+
+// checkKeywords refuses a keyword used bare that allowedKeywords does not
+// list, unless it calls a built-in function of that name (IF(...),
+// REPEAT(...)).
+func checkKeywords(toks []sqlToken) error {
+	for i, t := range toks {
+		kw := t.keyword()
+		if kw == "" || allowedKeywords[kw] || (i+1 < len(toks) && toks[i+1].isPunct("(") && allowedFunctions[kw]) {
+			continue
+		}
+		if kw == "INTO" {
+			return fmt.Errorf("SELECT ... INTO (at offset %d) writes the result somewhere; %s", t.pos, onlySelect)
+		}
+		why := keywordReasons[kw]
+		if why == "" {
+			why = "is not part of a read-only query"
+		}
+		return fmt.Errorf("%s (at offset %d) %s; %s (a column of that name is written `%s` or alias.%s)", kw, t.pos, why, onlySelect, t.text, t.text)
 	}
 	return nil
 }
@@ -186,33 +252,11 @@ func skipWithClause(toks []sqlToken) (rest []sqlToken, names []string, err error
 	}
 }
 
-// refusalReasons explains, by first keyword, why a statement is refused.
-var refusalReasons = func() map[string]string {
-	m := map[string]string{}
-	add := func(reason string, words ...string) {
-		for _, w := range words {
-			m[w] = reason
-		}
-	}
-	add("modifies data (DML)", "INSERT", "UPDATE", "DELETE", "MERGE", "TRUNCATE")
-	add("creates, changes or drops objects (DDL)", "CREATE", "DROP", "ALTER", "UNDROP", "RENAME", "REPLACE")
-	add("changes permissions (DCL)", "GRANT", "REVOKE")
-	add("moves data in or out of BigQuery", "EXPORT", "LOAD", "COPY")
-	add("runs a procedure or dynamic SQL", "CALL", "EXECUTE")
-	add("is procedural scripting", "DECLARE", "SET", "BEGIN", "END", "IF", "LOOP", "WHILE", "REPEAT", "FOR",
-		"BREAK", "LEAVE", "CONTINUE", "ITERATE", "RETURN", "RAISE", "ASSERT", "COMMIT", "ROLLBACK", "EXCEPTION")
-	return m
-}()
-
 func refusal(t sqlToken) error {
-	const only = "only a single read-only SELECT (or WITH ... SELECT) query is allowed"
-	if t.kind == tokWord {
-		kw := strings.ToUpper(t.text)
-		if reason, ok := refusalReasons[kw]; ok {
-			return fmt.Errorf("a %s statement %s; %s", kw, reason, only)
-		}
+	if kw := t.keyword(); keywordReasons[kw] != "" {
+		return fmt.Errorf("a %s statement %s; %s", kw, keywordReasons[kw], onlySelect)
 	}
-	return fmt.Errorf("the statement starts with %s; %s", describeTok(t), only)
+	return fmt.Errorf("the statement starts with %s; %s", describeTok(t), onlySelect)
 }
 
 func describeTok(t sqlToken) string {

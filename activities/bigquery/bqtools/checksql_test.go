@@ -27,11 +27,11 @@ func TestCheckSQLAccepts(t *testing.T) {
 		`SELECT R"raw ; string" AS re`,
 		`SELECT r'a\'; DROP TABLE t' AS s`, // \' does not end a raw literal either
 		`SELECT b'bytes;', rb'raw;bytes', BR"x;y"`,
-		"SELECT `weird;name`, `a``` FROM `project.dataset.table`",
+		"SELECT `weird;name`, `a` FROM `project.dataset.table`",
 		"SELECT * FROM t WHERE note = 'DELETE FROM t; DROP TABLE t'",
 		"SELECT 1 -- trailing; comment",
 		"SELECT 1 # ; comment",
-		"SELECT update, delete FROM t", // keywords as column names after SELECT
+		"SELECT t.update, `delete`, t.`insert` FROM t", // keywords as column names, qualified or quoted
 		"SELECT 1.5e-3, 0x1F, .5",
 		"WITH a AS (SELECT 1 AS x) SELECT * FROM a",
 		"with a as (select 1), b as (select 2) select * from a, b",

@@ -29,6 +29,8 @@ type fakeBackend struct {
 	raceOnce map[string]bool
 	// failWith makes the job created under an ID fail with this error.
 	failWith map[string]error
+	// block makes the jobs it creates run until cancelled.
+	block bool
 }
 
 // fakeDry is what the fake's dry run reports for one query.
@@ -72,7 +74,7 @@ func (f *fakeBackend) startQuery(_ context.Context, sql string, o jobOptions) (q
 		return nil, fmt.Errorf("%w: %s", errJobExists, o.id)
 	}
 	f.starts = append(f.starts, o.id)
-	j := &fakeJob{opts: o, query: sql, bytes: f.bytes, err: f.failWith[o.id]}
+	j := &fakeJob{opts: o, query: sql, bytes: f.bytes, err: f.failWith[o.id], block: f.block}
 	f.jobs[o.id] = j
 	return j, nil
 }
@@ -101,18 +103,46 @@ type fakeJob struct {
 	query string
 	bytes int64
 	err   error
+	// what the job's statistics report: statement type, referenced tables
+	stmt   string
+	tables []*bigquery.Table
+	// block makes wait block until its context ends, as a long job does.
+	block     bool
+	mu        sync.Mutex
+	cancelled int
 }
 
 func (j *fakeJob) id() string       { return j.opts.id }
 func (j *fakeJob) location() string { return j.opts.location }
 func (j *fakeJob) sql() string      { return j.query }
 
-func (j *fakeJob) wait(context.Context) (jobStats, error) {
+func (j *fakeJob) wait(ctx context.Context) (jobStats, error) {
+	j.mu.Lock()
+	cancelled := j.cancelled > 0
+	j.mu.Unlock()
+	if cancelled {
+		return jobStats{}, &bigquery.Error{Reason: "stopped", Message: "Job execution was cancelled: User requested cancellation"}
+	}
+	if j.block {
+		<-ctx.Done()
+		return jobStats{}, ctx.Err()
+	}
 	if j.err != nil {
 		return jobStats{}, j.err
 	}
 	return jobStats{processed: j.bytes, billed: j.bytes}, nil
 }
+
+// cancel records the cancellation; a job that blocks (waitForCancel)
+// fails as BigQuery's cancelled jobs do.
+func (j *fakeJob) cancel(context.Context) error {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	j.cancelled++
+	return nil
+}
+
+func (j *fakeJob) referenced() (string, []*bigquery.Table) { return j.stmt, j.tables }
 
 func (j *fakeJob) read(_ context.Context, offset, n uint64, maxRows int) (rowsPage, error) {
 	rows := [][]any{{int64(1)}, {int64(2)}, {int64(3)}}

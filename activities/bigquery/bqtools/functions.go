@@ -6,11 +6,14 @@ import (
 	"strings"
 )
 
-// The function rules of CheckSQL. A query may call GoogleSQL's built-in
-// functions over the rows it reads; it may not call anything that reaches
-// data outside the configured tables, another project, Cloud Storage or a
-// service outside BigQuery, because neither the dry run's referenced tables
-// nor the lexical table check can see what such a call reads:
+// The function rules of CheckSQL. A query may call the built-in functions
+// of allowedFunctions (below) and of the dotted namespaces
+// (builtinNamespaces), which read only their arguments, and the table
+// functions that allowed_table_functions lists; every other call is
+// refused. The messages name why for the families that reach data outside
+// the configured tables, another project, Cloud Storage or a service
+// outside BigQuery, which neither the dry run's referenced tables nor the
+// lexical table check can see:
 //
 //   - ML.* (except the pure preprocessing functions in pureML): a BigQuery ML
 //     model, which may live in another project, and ML.GENERATE_TEXT and the
@@ -73,68 +76,140 @@ var refusedFamilies = map[string]string{
 // kmsFunctions call Cloud KMS.
 var kmsFunctions = []string{"KEYS.KEYSET_CHAIN", "KEYS.NEW_WRAPPED_KEYSET", "KEYS.REWRAP_KEYSET", "KEYS.ROTATE_WRAPPED_KEYSET", "DLP_KEY_CHAIN"}
 
-// checkCalls applies the function rules above to every call in toks.
+// allowedFunctions are the functions a query may call by a one-part name:
+// GoogleSQL's built-in scalar, aggregate, window, array, JSON, geography,
+// date and time, hash, encryption and range functions (ZetaSQL's function
+// reference and BigQuery's additions), which read only their arguments.
+// Left out: table-valued functions (APPENDS, CHANGES, GAP_FILL,
+// RANGE_SESSIONIZE, which the tables config may allow), what reaches
+// outside BigQuery or other projects (EXTERNAL_QUERY,
+// EXTERNAL_OBJECT_TRANSFORM, VECTOR_SEARCH, DLP_KEY_CHAIN, ...), who runs
+// the query (SESSION_USER), and protocol-buffer and graph functions. The
+// last line holds words that take parentheses without being functions:
+// TABLESAMPLE SYSTEM (...), GROUPING SETS (...), PIVOT (...), WEEK(MONDAY),
+// arr[OFFSET(0)], and type parameters (NUMERIC(10, 2)).
+var allowedFunctions = wordSet(`
+	ABS ACOS ACOSH ANY_VALUE APPROX_COUNT_DISTINCT APPROX_QUANTILES APPROX_TOP_COUNT APPROX_TOP_SUM ARRAY
+	ARRAY_AGG ARRAY_AVG ARRAY_CONCAT ARRAY_CONCAT_AGG ARRAY_FILTER ARRAY_FIRST ARRAY_INCLUDES ARRAY_INCLUDES_ALL
+	ARRAY_INCLUDES_ANY ARRAY_IS_DISTINCT ARRAY_LAST ARRAY_LENGTH ARRAY_MAX ARRAY_MIN ARRAY_REVERSE ARRAY_SLICE
+	ARRAY_SUM ARRAY_TO_STRING ARRAY_TRANSFORM ARRAY_ZIP ASCII ASIN ASINH ATAN ATAN2 ATANH AVG BIT_AND
+	BIT_CAST_TO_INT32 BIT_CAST_TO_INT64 BIT_CAST_TO_UINT32 BIT_CAST_TO_UINT64 BIT_COUNT BIT_OR BIT_XOR BOOL
+	BOOL_ARRAY BYTE_LENGTH CASE CAST CBRT CEIL CEILING CHARACTER_LENGTH CHAR_LENGTH CHR COALESCE
+	CODE_POINTS_TO_BYTES CODE_POINTS_TO_STRING COLLATE CONCAT CONTAINS_SUBSTR CORR COS COSH COSINE_DISTANCE
+	COT COTH COUNT COUNTIF COVAR_POP COVAR_SAMP CSC CSCH CUME_DIST CURRENT_DATE CURRENT_DATETIME CURRENT_TIME
+	CURRENT_TIMESTAMP DATE DATETIME DATETIME_ADD DATETIME_BUCKET DATETIME_DIFF DATETIME_SUB DATETIME_TRUNC
+	DATE_ADD DATE_BUCKET DATE_DIFF DATE_FROM_UNIX_DATE DATE_SUB DATE_TRUNC DENSE_RANK
+	DETERMINISTIC_DECRYPT_BYTES DETERMINISTIC_DECRYPT_STRING DETERMINISTIC_ENCRYPT DIV EDIT_DISTANCE ENDS_WITH
+	ERROR EUCLIDEAN_DISTANCE EXISTS EXP EXTRACT FARM_FINGERPRINT FIRST_VALUE FLOAT64 FLOOR FORMAT FORMAT_DATE
+	FORMAT_DATETIME FORMAT_TIME FORMAT_TIMESTAMP FROM_BASE32 FROM_BASE64 FROM_HEX GENERATE_ARRAY
+	GENERATE_DATE_ARRAY GENERATE_RANGE_ARRAY GENERATE_TIMESTAMP_ARRAY GENERATE_UUID GREATEST GROUPING
+	IEEE_DIVIDE IF IFERROR IFNULL IN INITCAP INSTR INT64 IS ISERROR IS_INF IS_NAN JSON_ARRAY JSON_ARRAY_APPEND
+	JSON_ARRAY_INSERT JSON_CONTAINS JSON_EXTRACT JSON_EXTRACT_ARRAY JSON_EXTRACT_SCALAR
+	JSON_EXTRACT_STRING_ARRAY JSON_FLATTEN JSON_KEYS JSON_OBJECT JSON_QUERY JSON_QUERY_ARRAY JSON_REMOVE
+	JSON_SET JSON_STRIP_NULLS JSON_TYPE JSON_VALUE JSON_VALUE_ARRAY JUSTIFY_DAYS JUSTIFY_HOURS
+	JUSTIFY_INTERVAL LAG LAST_DAY LAST_VALUE LAX_BOOL LAX_FLOAT64 LAX_INT64 LAX_STRING LEAD LEAST LEFT LENGTH
+	LIKE LN LOG LOG10 LOGICAL_AND LOGICAL_OR LOWER LPAD LTRIM MAKE_INTERVAL MAX MAX_BY MD5 MIN MIN_BY MOD
+	NORMALIZE NORMALIZE_AND_CASEFOLD NTH_VALUE NTILE NULLIF NULLIFERROR NULLIFZERO OCTET_LENGTH
+	PARSE_BIGNUMERIC PARSE_DATE PARSE_DATETIME PARSE_JSON PARSE_NUMERIC PARSE_TIME PARSE_TIMESTAMP
+	PERCENTILE_CONT PERCENTILE_DISC PERCENT_RANK PI PI_BIGNUMERIC PI_NUMERIC POW POWER RAND RANGE
+	RANGE_BUCKET RANGE_CONTAINS RANGE_END RANGE_INTERSECT RANGE_OVERLAPS RANGE_START RANK REGEXP_CONTAINS
+	REGEXP_EXTRACT REGEXP_EXTRACT_ALL REGEXP_INSTR REGEXP_REPLACE REGEXP_SUBSTR REPEAT REPLACE REVERSE RIGHT
+	ROUND ROW_NUMBER RPAD RTRIM S2_CELLIDFROMPOINT S2_COVERINGCELLIDS SAFE_ADD SAFE_CAST
+	SAFE_CONVERT_BYTES_TO_STRING SAFE_DIVIDE SAFE_MULTIPLY SAFE_NEGATE SAFE_SUBTRACT SEARCH SEC SECH SHA1
+	SHA256 SHA512 SIGN SIN SINH SOUNDEX SPLIT SQRT STARTS_WITH STDDEV STDDEV_POP STDDEV_SAMP STRING STRING_AGG
+	STRPOS ST_ANGLE ST_AREA ST_ASBINARY ST_ASGEOJSON ST_ASKML ST_ASTEXT ST_AZIMUTH ST_BOUNDARY ST_BOUNDINGBOX
+	ST_BUFFER ST_BUFFERWITHTOLERANCE ST_CENTROID ST_CENTROID_AGG ST_CLOSESTPOINT ST_CLUSTERDBSCAN ST_CONTAINS
+	ST_CONVEXHULL ST_COVEREDBY ST_COVERS ST_DIFFERENCE ST_DIMENSION ST_DISJOINT ST_DISTANCE ST_DUMP
+	ST_DUMPPOINTS ST_DWITHIN ST_ENDPOINT ST_EQUALS ST_EXTENT ST_EXTERIORRING ST_GEOGFROM ST_GEOGFROMGEOJSON
+	ST_GEOGFROMKML ST_GEOGFROMTEXT ST_GEOGFROMWKB ST_GEOGPOINT ST_GEOGPOINTFROMGEOHASH ST_GEOHASH
+	ST_GEOMETRYTYPE ST_HAUSDORFFDISTANCE ST_HAUSDORFFDWITHIN ST_INTERIORRINGS ST_INTERSECTION ST_INTERSECTS
+	ST_INTERSECTSBOX ST_ISCLOSED ST_ISCOLLECTION ST_ISEMPTY ST_ISRING ST_LENGTH ST_LINEINTERPOLATEPOINT
+	ST_LINELOCATEPOINT ST_LINESUBSTRING ST_MAKELINE ST_MAKEPOLYGON ST_MAKEPOLYGONORIENTED ST_MAXDISTANCE
+	ST_NPOINTS ST_NUMGEOMETRIES ST_NUMPOINTS ST_PERIMETER ST_POINTN ST_REGIONSTATS ST_SIMPLIFY ST_SNAPTOGRID
+	ST_STARTPOINT ST_TOUCHES ST_UNION ST_UNION_AGG ST_WITHIN ST_X ST_Y SUBSTR SUBSTRING SUM TAN TANH TIME
+	TIMESTAMP TIMESTAMP_ADD TIMESTAMP_BUCKET TIMESTAMP_DIFF TIMESTAMP_MICROS TIMESTAMP_MILLIS
+	TIMESTAMP_SECONDS TIMESTAMP_SUB TIMESTAMP_TRUNC TIME_ADD TIME_DIFF TIME_SUB TIME_TRUNC TO_BASE32
+	TO_BASE64 TO_CODE_POINTS TO_HEX TO_JSON TO_JSON_STRING TRANSLATE TRIM TRUNC UNICODE UNIX_DATE UNIX_MICROS
+	UNIX_MILLIS UNIX_SECONDS UPPER VARIANCE VAR_POP VAR_SAMP ZEROIFNULL
+	SYSTEM SETS PIVOT UNPIVOT WEEK OFFSET ORDINAL SAFE_OFFSET SAFE_ORDINAL BYTES NUMERIC BIGNUMERIC DECIMAL
+	BIGDECIMAL`)
+
+// checkCalls applies the function rules above to every call in toks: a
+// "(" after a name that is not a reserved keyword (IN (...), OVER (...),
+// CAST(...) are syntax, and a reserved keyword cannot name a function).
 func checkCalls(toks []sqlToken, p sqlPolicy) error {
-	const only = "only built-in functions over the tables you may query are allowed"
 	for j, t := range toks {
 		if !t.isPunct("(") || j == 0 {
 			continue
 		}
-		if toks[j-1].isPunct(".") {
-			return fmt.Errorf("it uses a chained function call at offset %d, which this guard does not allow; call the function by its name", toks[j-1].pos)
+		prev := toks[j-1]
+		if prev.pathDot {
+			return fmt.Errorf("it uses a chained function call at offset %d, which this guard does not allow; call the function by its name", prev.pos)
+		}
+		if (prev.kind != tokWord && prev.kind != tokQuotedIdent) || (prev.kind == tokWord && !prev.afterDot && isReserved(prev.text)) {
+			continue
 		}
 		parts, written := calleePath(toks, j)
-		if len(parts) == 0 {
-			continue
+		if err := functionRefusal(parts, written, p, false); err != nil {
+			return err
 		}
-		upper := strings.ToUpper(strings.Join(parts, "."))
-		head := strings.ToUpper(parts[0])
-		switch {
-		case slices.Contains(kmsFunctions, upper):
-			return fmt.Errorf("%s calls Cloud KMS, whose keys may belong to another project; %s", written, only)
-		case len(parts) == 1 && strings.HasPrefix(upper, "EXTERNAL_"):
-			return fmt.Errorf("%s reads data outside BigQuery; %s", written, only)
-		case len(parts) == 1 && upper == "VECTOR_SEARCH":
-			return fmt.Errorf("VECTOR_SEARCH reads vector indexes and may call an embedding model; %s", only)
-		case len(parts) == 1:
-			continue // a built-in function (temporary ones need CREATE, which is refused)
-		case len(parts) == 2 && slices.Contains(builtinNamespaces[head], strings.ToUpper(parts[1])):
-			continue
-		case refusedFamilies[head] != "" && len(parts) == 2:
-			return fmt.Errorf("%s %s; %s", written, refusedFamilies[head], only)
-		case p.allowsFunction(parts):
-			continue
-		}
-		return fmt.Errorf("%s is a user-defined function qualified by a dataset or project, which may read any table or call a remote endpoint; only built-in functions and the table functions listed under allowed_table_functions in the tables config may be called", written)
 	}
 	return nil
 }
 
-// calleePath returns the name parts written right before the "(" at
-// toks[j], with backquoted paths split at their dots and a leading SAFE.
-// prefix dropped, and the name as written (for messages).
-func calleePath(toks []sqlToken, j int) (parts []string, written string) {
-	k := j - 1
-	for {
-		if k < 0 || !isNamePart(toks[k]) {
-			break
-		}
-		k--
-		if k < 0 || !toks[k].isPunct(".") {
-			break
-		}
-		k--
+// functionRefusal says why the function parts (as written: written) may
+// not be called, or returns nil when it may. tvf: it is called in a FROM
+// clause, as a table-valued function, where only UNNEST and what
+// allowed_table_functions lists may be.
+func functionRefusal(parts []string, written string, p sqlPolicy, tvf bool) error {
+	const only = "only built-in functions over the tables you may query are allowed"
+	if len(parts) == 0 {
+		return fmt.Errorf("the call at %s cannot be read", written)
 	}
-	start := k + 1
+	upper := strings.ToUpper(strings.Join(parts, "."))
+	head := strings.ToUpper(parts[0])
+	switch {
+	case slices.Contains(kmsFunctions, upper):
+		return fmt.Errorf("%s calls Cloud KMS, whose keys may belong to another project; %s", written, only)
+	case len(parts) == 1 && strings.HasPrefix(upper, "EXTERNAL_"):
+		return fmt.Errorf("%s reads data outside BigQuery; %s", written, only)
+	case len(parts) == 1 && upper == "VECTOR_SEARCH":
+		return fmt.Errorf("VECTOR_SEARCH reads vector indexes and may call an embedding model; %s", only)
+	case len(parts) == 2 && refusedFamilies[head] != "" && !slices.Contains(builtinNamespaces[head], strings.ToUpper(parts[1])):
+		return fmt.Errorf("%s %s; %s", written, refusedFamilies[head], only)
+	case p.allowsFunction(parts), tvf && upper == "UNNEST":
+		return nil
+	case tvf:
+		allowed := "none are"
+		if len(p.tableFunctions) > 0 {
+			allowed = strings.Join(p.tableFunctions, ", ")
+		}
+		return fmt.Errorf("%s(...) is a table-valued function, and only those listed under allowed_table_functions in the tables config may be used (%s)", strings.Join(parts, "."), allowed)
+	case len(parts) == 1 && allowedFunctions[upper]:
+		return nil
+	case len(parts) == 2 && slices.Contains(builtinNamespaces[head], strings.ToUpper(parts[1])):
+		return nil
+	case len(parts) == 1:
+		return fmt.Errorf("%s is not one of the built-in functions this tool allows (those that read only their arguments); %s", written, only)
+	}
+	return fmt.Errorf("%s is a user-defined function qualified by a dataset or project, which may read any table or call a remote endpoint; only built-in functions and the table functions listed under allowed_table_functions in the tables config may be called", written)
+}
+
+// calleePath returns the name parts written right before the "(" at
+// toks[j] (words and quoted names joined by path dots), with backquoted
+// paths split at their dots and a leading SAFE. prefix dropped, and the
+// name as written (for messages).
+func calleePath(toks []sqlToken, j int) (parts []string, written string) {
+	start := j - 1
+	for start >= 2 && toks[start-1].pathDot && (toks[start-2].kind == tokWord || toks[start-2].kind == tokQuotedIdent) {
+		start -= 2
+	}
 	var w strings.Builder
 	for _, t := range toks[start:j] {
 		switch t.kind {
 		case tokQuotedIdent:
 			parts = append(parts, strings.Split(t.text, ".")...)
 			w.WriteString("`" + t.text + "`")
-		case tokNumber: // after a dot, ZetaSQL reads ds.1fn as a name
-			parts = append(parts, strings.Split(t.text, ".")...)
-			w.WriteString(t.text)
 		case tokWord:
 			parts = append(parts, t.text)
 			w.WriteString(t.text)
@@ -148,41 +223,26 @@ func calleePath(toks []sqlToken, j int) (parts []string, written string) {
 	return parts, w.String()
 }
 
-// checkModels refuses MODEL followed by a qualified or quoted name, as in
-// ML.PREDICT(MODEL ds.m, ...): a model is not a table, and the dry run does
-// not list it. MODEL followed by a plain word (a column named model with an
-// alias) is left alone.
+// checkModels refuses MODEL or CONNECTION followed by a quoted or
+// qualified name, as in ML.PREDICT(MODEL ds.m, ...): models and connections
+// are not tables, may live in another project, and the dry run lists
+// neither. Followed by a plain word (a column named model with an alias),
+// either is left alone: such a name would be looked up in no dataset.
 func checkModels(toks []sqlToken) error {
 	for i := 0; i+1 < len(toks); i++ {
-		if !toks[i].isWord("MODEL") {
+		kw := toks[i].keyword()
+		if kw != "MODEL" && kw != "CONNECTION" {
 			continue
 		}
 		next := toks[i+1]
-		if next.kind == tokQuotedIdent || (next.kind == tokWord && i+2 < len(toks) && (toks[i+2].isPunct(".") || toks[i+2].isPunct("-"))) {
+		if next.kind == tokQuotedIdent || (next.kind == tokWord && i+2 < len(toks) && (toks[i+2].pathDot || toks[i+2].isPunct("-"))) {
 			name, _ := readPath(toks, i+1)
-			return fmt.Errorf("MODEL %s refers to a BigQuery ML model, which may live in another project and is not one of the tables you may query", name)
+			what := "a BigQuery ML model"
+			if kw == "CONNECTION" {
+				what = "a connection to a service outside BigQuery"
+			}
+			return fmt.Errorf("%s %s refers to %s, which may live in another project and is not one of the tables you may query", kw, name, what)
 		}
-	}
-	return nil
-}
-
-// checkTableFunctions refuses a table-valued function in a FROM clause
-// (FROM fn(...), JOIN fn(...), |> CALL fn(...)) unless it is UNNEST or
-// listed under allowed_table_functions.
-func checkTableFunctions(toks []sqlToken, p sqlPolicy) error {
-	items, _, err := fromItems(toks)
-	if err != nil {
-		return err
-	}
-	for _, it := range items {
-		if !it.call || strings.EqualFold(it.name, "UNNEST") || p.allowsFunction(strings.Split(it.name, ".")) {
-			continue
-		}
-		allowed := "none are"
-		if len(p.tableFunctions) > 0 {
-			allowed = strings.Join(p.tableFunctions, ", ")
-		}
-		return fmt.Errorf("%s(...) is a table-valued function, and only those listed under allowed_table_functions in the tables config may be used (%s)", it.name, allowed)
 	}
 	return nil
 }

@@ -1,6 +1,7 @@
 package bqtools
 
 import (
+	"fmt"
 	"slices"
 	"strings"
 
@@ -12,84 +13,80 @@ import (
 // maxReferencedTables is how many tables a dry run lists at most.
 const maxReferencedTables = 50
 
-// checkTables refuses a query that reads a table outside the configuration.
-// refs are the tables the dry run reports (BigQuery's ReferencedTables),
-// which are authoritative. When there are none, as on the emulator, which
-// never fills them, it falls back to the names written in the SQL
-// (tableRefs). Names match exactly, unlike bigquery_schema's lookup: in
-// BigQuery, table names are case-sensitive. BigQuery lists at most
-// maxReferencedTables tables, so a query with that many is refused: the list
-// may be incomplete.
-func (e *env) checkTables(sql string, refs []*bigquery.Table) error {
+// checkTables refuses a query whose dry run reports a table outside the
+// configuration. refs are the tables the dry run reports (BigQuery's
+// ReferencedTables), which are authoritative: they include what views and
+// wildcards read. The emulator reports none; there, and in addition to
+// refs on real BigQuery, checkSQL holds every name the query reads as a
+// table to the configuration (policy.tables). Names match exactly, unlike
+// bigquery_schema's lookup: in BigQuery, table names are case-sensitive.
+// BigQuery lists at most maxReferencedTables tables, so a query with that
+// many is refused: the list may be incomplete.
+func (e *env) checkTables(refs []*bigquery.Table) error {
 	if len(refs) >= maxReferencedTables {
 		return tools.Reject("query refused: it reads %d or more tables, and BigQuery's dry run lists no more than %d, so the rest cannot be checked", maxReferencedTables, maxReferencedTables)
 	}
 	for _, t := range refs {
-		if t.ProjectID != e.cfg.Project || !e.configured(t.DatasetID+"."+t.TableID) {
-			return e.refuseTable(t.ProjectID+"."+t.DatasetID+"."+t.TableID, "")
+		if t.ProjectID != e.cfg.Project || !slices.Contains(e.tableIDs(), t.DatasetID+"."+t.TableID) {
+			return tools.Reject("query refused: %v", e.policy().refuseTable(t.ProjectID+"."+t.DatasetID+"."+t.TableID))
 		}
-	}
-	if len(refs) > 0 {
-		return nil
-	}
-	names, ctes, err := tableRefs(sql)
-	if err != nil {
-		return tools.Reject("query refused: %v", err)
-	}
-	for _, n := range names {
-		if e.allowedName(n, ctes) {
-			continue
-		}
-		hint := ""
-		if strings.Count(n, ".") == 1 {
-			// Perhaps an array column written as alias.column.
-			hint = "; if " + n + " is an array column, flatten it with UNNEST(" + n + ")"
-		}
-		return e.refuseTable(n, hint)
 	}
 	return nil
 }
 
-// allowedName reports whether a name written in a query's FROM clause is a
-// configured table, as project.dataset.table or, when the tables live in the
-// client's project (where the query runs), as dataset.table; or the name of
+// sqlPolicy is what the configuration adds to CheckSQL: the tables a query
+// may read and the table functions that allowed_table_functions lists.
+type sqlPolicy struct {
+	tableFunctions []string // "dataset.function", or a built-in's name (APPENDS)
+	project        string   // the configured tables' project
+	// bareDataset: "dataset.function" and "dataset.table" name a function
+	// or table of project, because the query runs there.
+	bareDataset bool
+	// tables are the configured tables, "dataset.table"; nil leaves the
+	// tables unchecked (CheckSQL alone, and the config's own checks).
+	tables []string
+}
+
+func (e *env) policy() sqlPolicy {
+	return sqlPolicy{tableFunctions: e.cfg.AllowedTableFunctions, project: e.cfg.Project,
+		bareDataset: e.cfg.Project == e.client.Project(), tables: e.tableIDs()}
+}
+
+// allowedName reports whether a name written where a query reads a table
+// is a configured table, as project.dataset.table or, when the tables live
+// in the project where the query runs, as dataset.table; or the name of
 // one of its WITH subqueries (GoogleSQL reads an unqualified name as one).
-func (e *env) allowedName(n string, ctes []string) bool {
-	if id, ok := strings.CutPrefix(n, e.cfg.Project+"."); ok && e.configured(id) {
+func (p sqlPolicy) allowedName(n string, ctes []string) bool {
+	if id, ok := strings.CutPrefix(n, p.project+"."); ok && slices.Contains(p.tables, id) {
 		return true
 	}
-	if e.cfg.Project == e.client.Project() && e.configured(n) {
+	if p.bareDataset && slices.Contains(p.tables, n) {
 		return true
 	}
 	return !strings.Contains(n, ".") && slices.ContainsFunc(ctes, func(c string) bool { return strings.EqualFold(c, n) })
 }
 
-// configured reports whether id ("dataset.table") is a configured table.
-func (e *env) configured(id string) bool {
-	return slices.ContainsFunc(e.cfg.Tables, func(t Table) bool { return t.ID == id })
-}
-
-func (e *env) refuseTable(name, hint string) error {
-	names := make([]string, len(e.cfg.Tables))
-	for i, t := range e.cfg.Tables {
-		names[i] = e.sqlName(t.ID)
+// sqlName is how a query names the configured table id: dataset.table when
+// the tables live in the project where queries run, else
+// `project.dataset.table`.
+func (p sqlPolicy) sqlName(id string) string {
+	if p.bareDataset {
+		return id
 	}
-	return tools.Reject("query refused: it reads %s, which is not one of the tables you may query (%s)%s",
-		name, strings.Join(names, ", "), hint)
+	return "`" + p.project + "." + id + "`"
 }
 
-// sqlPolicy is what the configuration adds to CheckSQL: the table functions
-// that allowed_table_functions lists.
-type sqlPolicy struct {
-	tableFunctions []string // "dataset.function", or a built-in's name (APPENDS)
-	project        string   // the configured tables' project
-	// bareDataset: "dataset.function" names a function of project, because
-	// the query runs there.
-	bareDataset bool
-}
-
-func (e *env) policy() sqlPolicy {
-	return sqlPolicy{tableFunctions: e.cfg.AllowedTableFunctions, project: e.cfg.Project, bareDataset: e.cfg.Project == e.client.Project()}
+func (p sqlPolicy) refuseTable(name string) error {
+	names := make([]string, len(p.tables))
+	for i, t := range p.tables {
+		names[i] = p.sqlName(t)
+	}
+	hint := ""
+	if strings.Count(name, ".") == 1 {
+		// Perhaps an array column written as alias.column.
+		hint = "; if " + name + " is an array column, flatten it with UNNEST(" + name + ")"
+	}
+	return fmt.Errorf("it reads %s, which is not one of the tables you may query (%s)%s", name, strings.Join(names, ", "), hint)
 }
 
 // allowsFunction reports whether the function parts name (as written, with

@@ -7,37 +7,46 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"time"
 
 	"cloud.google.com/go/bigquery"
+
+	"github.com/secops-agent/investigator/tools"
 )
 
 // maxJobsPerCall bounds the jobs one tool call may create: one, and one
 // more each time an earlier one failed with a transient BigQuery error.
 const maxJobsPerCall = 5
 
-// runJob runs sql as a query job and waits for it. Its ID derives from the
-// tool call's ID (callID), so that a retry of the activity, which has the
-// same call ID, finds the job an earlier attempt created, waits for it and
-// reads it, instead of running (and billing) the query again. Without a
+// runJob runs sql as a query job that may bill at most maxBilled bytes,
+// and waits for it. Its ID derives from the session and the tool call's ID
+// (jobID), so that a retry of the activity, which has the same call ID,
+// finds the job an earlier attempt created, waits for it and reads it,
+// instead of running (and billing) the query again, and so that
+// bigquery_result can tell this session's jobs (sessionPrefix). Without a
 // call ID the job gets a random one. A job that an earlier attempt left
-// failed with a transient error is passed over for the next ID
-// (base_2, base_3, ...), as is, defensively, a job under the ID that holds
-// another query. Errors are classified for the tool.
-func (e *env) runJob(ctx context.Context, sql, location, callID string) (queryJob, jobStats, error) {
-	o := jobOptions{location: location, maxBytesBilled: e.cfg.MaxScanBytes, timeout: e.cfg.JobTimeout}
-	if callID == "" {
-		o.id = randomJobID("investigator")
+// failed with a transient error, or cancelled, is passed over for the next
+// ID (base_2, base_3, ...), as is, defensively, a job under the ID that
+// holds another query. When ctx ends while the job runs (the activity is
+// cancelled or times out), the job is cancelled. Errors are classified for
+// the tool.
+func (e *env) runJob(ctx context.Context, sql, location string, maxBilled int64) (queryJob, jobStats, error) {
+	o := jobOptions{location: location, maxBytesBilled: maxBilled, timeout: e.cfg.JobTimeout}
+	call := tools.CallInfoFrom(ctx)
+	session := e.session(ctx)
+	if call.ID == "" {
+		o.id = randomJobID(strings.TrimSuffix(sessionPrefix(session), "_"))
 		job, err := e.backend.startQuery(ctx, sql, o)
 		if err != nil {
 			return nil, jobStats{}, classify("run the query", err, false)
 		}
-		stats, err := job.wait(ctx)
+		stats, err := waitJob(ctx, job)
 		if err != nil {
 			return nil, jobStats{}, e.jobError(err)
 		}
 		return job, stats, nil
 	}
-	base := jobID(callID)
+	base := jobID(session, call.ID)
 	for n := 1; n <= maxJobsPerCall; n++ {
 		o.id = base
 		if n > 1 {
@@ -50,10 +59,10 @@ func (e *env) runJob(ctx context.Context, sql, location, callID string) (queryJo
 		if job == nil {
 			continue // the ID holds another query
 		}
-		stats, err := job.wait(ctx)
+		stats, err := waitJob(ctx, job)
 		var be *bigquery.Error
-		if err != nil && earlier && errors.As(err, &be) && transientReasons[be.Reason] {
-			continue // an earlier attempt's job failed transiently: run it again
+		if err != nil && earlier && ctx.Err() == nil && errors.As(err, &be) && (transientReasons[be.Reason] || be.Reason == "stopped") {
+			continue // an earlier attempt's job failed transiently or was cancelled: run it again
 		}
 		if err != nil {
 			return nil, jobStats{}, e.jobError(err)
@@ -61,6 +70,26 @@ func (e *env) runJob(ctx context.Context, sql, location, callID string) (queryJo
 		return job, stats, nil
 	}
 	return nil, jobStats{}, fmt.Errorf("run the query: the %d jobs of this call (%s...) all failed or were taken", maxJobsPerCall, base)
+}
+
+// cancelTimeout bounds the request that cancels a job after its activity
+// ended.
+const cancelTimeout = 10 * time.Second
+
+// waitJob waits for job. If ctx ends first, because the activity was
+// cancelled (a stop or cancel reaches it through its heartbeat) or timed
+// out, it cancels the job, so that BigQuery stops running and billing it:
+// nobody will read its rows.
+func waitJob(ctx context.Context, job queryJob) (jobStats, error) {
+	stats, err := job.wait(ctx)
+	if err != nil && ctx.Err() != nil {
+		cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cancelTimeout)
+		defer cancel()
+		if cerr := job.cancel(cctx); cerr != nil {
+			err = errors.Join(err, fmt.Errorf("cancel the job %s: %w", job.id(), cerr))
+		}
+	}
+	return stats, err
 }
 
 // findOrStart returns the job o.id names if it exists (earlier is true),
@@ -96,13 +125,24 @@ func (e *env) jobError(err error) error {
 	return classify("run the query", err, false)
 }
 
-// jobID makes a BigQuery job ID from a tool call's ID: the ID with every
-// character outside [A-Za-z0-9_-] replaced by _, cut to 200 bytes, and a
-// hash of the whole ID, so that two call IDs that read alike after the
-// replacement ("a/b", "a_b") or the cut never share a job. BigQuery allows
-// up to 1024 characters of that alphabet.
-func jobID(callID string) string {
-	clean := []byte(callID)
+// sessionPrefix starts the ID of every job that session's queries create:
+// investigator_, 24 hex digits of a hash of the session (the workflow ID),
+// and _. bigquery_result reads only jobs whose ID has its session's prefix,
+// so a handle from another session, or one made up, is refused before
+// anything reaches BigQuery.
+func sessionPrefix(session string) string {
+	sum := sha256.Sum256([]byte("bigquery session\x00" + session))
+	return "investigator_" + hex.EncodeToString(sum[:12]) + "_"
+}
+
+// jobID makes a BigQuery job ID from the session and a tool call's ID: the
+// session's prefix, the call ID with every character outside
+// [A-Za-z0-9_-] replaced by _, cut to 200 bytes, and a hash of the whole
+// call ID, so that two call IDs that read alike after the replacement
+// ("a/b", "a_b") or the cut never share a job. BigQuery allows up to 1024
+// characters of that alphabet.
+func jobID(session, callID string) string {
+	clean := []byte(strings.TrimPrefix(callID, session+"/"))
 	for i, c := range clean {
 		if !(c == '_' || c == '-' || (c >= '0' && c <= '9') || (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z')) {
 			clean[i] = '_'
@@ -112,5 +152,5 @@ func jobID(callID string) string {
 		clean = clean[:200]
 	}
 	sum := sha256.Sum256([]byte(callID))
-	return "investigator_" + string(clean) + "_" + hex.EncodeToString(sum[:8])
+	return sessionPrefix(session) + string(clean) + "_" + hex.EncodeToString(sum[:8])
 }

@@ -27,20 +27,25 @@ func TestJobIDFromTheCall(t *testing.T) {
 		assert.Regexp(t, alphabet, id)
 		assert.LessOrEqual(t, len(id), 1024)
 	}
-	id := jobID("investigation-7f3a/bq-child/step-3#call-2")
+	const session = "investigation-7f3a/bq-child"
+	id := jobID(session, session+"/step-3#call-2")
 	valid(id)
-	assert.True(t, strings.HasPrefix(id, "investigator_investigation-7f3a_bq-child_step-3_call-2_"), id)
-	assert.Equal(t, id, jobID("investigation-7f3a/bq-child/step-3#call-2"), "the same call, the same job")
-	assert.NotEqual(t, jobID("a/b"), jobID("a_b"), "IDs that read alike after the replacement differ by their hash")
+	assert.True(t, strings.HasPrefix(id, sessionPrefix(session)+"step-3_call-2_"), id)
+	assert.Regexp(t, `^investigator_[0-9a-f]{24}_step-3_call-2_[0-9a-f]{16}$`, id)
+	assert.Equal(t, id, jobID(session, session+"/step-3#call-2"), "the same call, the same job")
+	assert.NotEqual(t, jobID("s", "a/b"), jobID("s", "a_b"), "IDs that read alike after the replacement differ by their hash")
+	assert.NotEqual(t, sessionPrefix("a"), sessionPrefix("b"))
+	assert.False(t, strings.HasPrefix(jobID("wf-1", "wf-1/k"), sessionPrefix("wf")), "no session's prefix starts another's")
 	long := strings.Repeat("x/", 3000)
-	valid(jobID(long))
-	assert.NotEqual(t, jobID(long), jobID(long+"y"), "IDs that differ past the cut differ")
-	valid(jobID("ünïcode / 日本"))
+	valid(jobID(session, long))
+	assert.NotEqual(t, jobID(session, long), jobID(session, long+"y"), "IDs that differ past the cut differ")
+	valid(jobID("ünïcode", "ünïcode / 日本"))
 }
 
 // callCtx is a context like the one CallTool gives a tool.
 func callCtx(t *testing.T, id string, scanLeft int64) (context.Context, tools.CallInfo) {
-	ctx := tools.WithCallInfo(t.Context(), tools.CallInfo{ID: id, ScanBytesLeft: scanLeft})
+	session, _, _ := strings.Cut(id, "/")
+	ctx := tools.WithCallInfo(t.Context(), tools.CallInfo{ID: id, Session: session, ScanBytesLeft: scanLeft})
 	return ctx, tools.CallInfoFrom(ctx)
 }
 
@@ -55,6 +60,7 @@ func TestQueryRetryReattachesToItsJobOnTheEmulator(t *testing.T) {
 	query := f.tools["bigquery_query"]
 	f.log.take()
 
+	session, _, _ := strings.Cut(callID, "/")
 	ctx, call := callCtx(t, callID, 0)
 	first, err := query.Call(ctx, map[string]any{"sql": countAuth})
 	require.NoError(t, err)
@@ -69,9 +75,9 @@ func TestQueryRetryReattachesToItsJobOnTheEmulator(t *testing.T) {
 	reqs = f.log.take()
 	assert.Equal(t, 1, count(reqs, "POST"), "the retry sends only its dry run: %v", reqs)
 	require.GreaterOrEqual(t, len(reqs), 2, "%v", reqs)
-	assert.Equal(t, "GET /projects/demo-investigator/jobs/"+jobID(callID), reqs[1], "and looks up the job first: %v", reqs)
+	assert.Equal(t, "GET /projects/demo-investigator/jobs/"+jobID(session, callID), reqs[1], "and looks up the job first: %v", reqs)
 	assert.Equal(t, first, second, "the same result, read from the same job")
-	assert.Equal(t, jobID(callID), first.(queryResult).Handle)
+	assert.Equal(t, jobID(session, callID), first.(queryResult).Handle)
 	assert.Equal(t, [][]any{{int64(30)}}, second.(queryResult).Preview)
 	assert.Positive(t, call.Scanned(), "a re-attached call records the bytes too")
 
@@ -85,12 +91,12 @@ func TestQueryRetryReattachesToItsJobOnTheEmulator(t *testing.T) {
 			break
 		}
 		require.NoError(t, err)
-		if strings.HasPrefix(j.ID(), jobID(callID)) {
+		if strings.HasPrefix(j.ID(), jobID(session, callID)) {
 			ids = append(ids, j.ID())
 		}
 	}
-	assert.Equal(t, []string{jobID(callID)}, ids)
-	job, err := f.client.JobFromID(t.Context(), jobID(callID))
+	assert.Equal(t, []string{jobID(session, callID)}, ids)
+	job, err := f.client.JobFromID(t.Context(), jobID(session, callID))
 	require.NoError(t, err)
 	cfg, err := job.Config()
 	require.NoError(t, err)
@@ -119,7 +125,7 @@ func TestQueryJobsOnTheFake(t *testing.T) {
 		return res.(queryResult), nil
 	}
 	const callID = "s1/k9"
-	base := jobID(callID)
+	base := jobID("s1", callID)
 
 	t.Run("BigQuery answers 409 when the job appeared after the look-up", func(t *testing.T) {
 		fb := newFakeBackend()
@@ -176,12 +182,12 @@ func TestQueryJobsOnTheFake(t *testing.T) {
 	t.Run("the job gets the timeout, the bytes cap and the dry run's location", func(t *testing.T) {
 		fb := newFakeBackend()
 		fb.dry[countAuth] = fakeDry{tables: []string{auth}, location: "europe-west3"}
-		e := fakeEnv(t, fb, func(c *Config) { c.JobTimeout = 5 * time.Second; c.MaxScanBytes = 4096 })
+		e := fakeEnv(t, fb, func(c *Config) { c.JobTimeout = 5 * time.Second; c.MaxScanBytes = 64 << 20 })
 		ctx, _ := callCtx(t, callID, 0)
 		out, err := run(e, ctx)
 		require.NoError(t, err)
 		assert.Equal(t, "europe-west3:"+base, out.Handle)
-		assert.Equal(t, jobOptions{id: base, location: "europe-west3", maxBytesBilled: 4096, timeout: 5 * time.Second}, fb.jobs[base].opts)
+		assert.Equal(t, jobOptions{id: base, location: "europe-west3", maxBytesBilled: 64 << 20, timeout: 5 * time.Second}, fb.jobs[base].opts)
 	})
 
 	t.Run("a dry run that lists 50 tables may not list them all", func(t *testing.T) {
@@ -200,11 +206,11 @@ func TestQueryJobsOnTheFake(t *testing.T) {
 
 	t.Run("the scan budget", func(t *testing.T) {
 		fb := newFakeBackend()
-		fb.bytes = 5000
+		fb.bytes = 20 << 20
 		e := fakeEnv(t, fb, nil)
-		ctx, call := callCtx(t, callID, 4999)
+		ctx, call := callCtx(t, callID, 20<<20-1)
 		_, err := run(e, ctx)
-		requireRejection(t, err, "query refused: the investigation's BigQuery scan budget (max_scan_bytes of the investigation) has 4.9 KiB (4999 bytes) left and this query would scan 4.9 KiB (5000 bytes)")
+		requireRejection(t, err, "query refused: the investigation's BigQuery scan budget (max_scan_bytes of the investigation) has 20.0 MiB (20971519 bytes) left and this query would scan 20.0 MiB (20971520 bytes)")
 		assert.Empty(t, fb.starts)
 		assert.Zero(t, call.Scanned())
 
@@ -213,11 +219,68 @@ func TestQueryJobsOnTheFake(t *testing.T) {
 		requireRejection(t, err, "has 0 bytes left") // a spent budget refuses every query
 		assert.Empty(t, fb.starts)
 
-		ctx, call = callCtx(t, callID, 5000)
+		ctx, call = callCtx(t, callID, 30<<20)
 		_, err = run(e, ctx)
 		require.NoError(t, err)
-		assert.EqualValues(t, 5000, call.Scanned(), "the job's bytes count against the budget")
+		assert.EqualValues(t, 20<<20, call.Scanned(), "the job's bytes count against the budget")
 	})
+}
+
+// Each job may bill at most the smaller of max_scan_bytes and the share of
+// the budget lent to its call, and BigQuery's minimum bill (10 MiB per
+// table, whole MiB) must fit under that, or the query is refused before it
+// runs.
+func TestBillingCapIsWhatIsLeft(t *testing.T) {
+	cases := []struct {
+		name    string
+		cfgCap  int64 // max_scan_bytes
+		left    int64 // the call's share: 0 unlimited, -1 spent
+		scan    int64 // the dry run's estimate
+		tables  []string
+		wantCap int64  // the job's MaxBytesBilled; 0: refused
+		refusal string // part of the refusal
+	}{
+		{name: "no budget: the configured cap", cfgCap: 1 << 30, scan: 100, tables: []string{auth}, wantCap: 1 << 30},
+		{name: "a share under the cap is the cap", cfgCap: 1 << 30, left: 300 << 20, scan: 100, tables: []string{auth}, wantCap: 300 << 20},
+		{name: "the configured cap under the share", cfgCap: 50 << 20, left: 300 << 20, scan: 100, tables: []string{auth}, wantCap: 50 << 20},
+		{name: "one table: 10 MiB fits a 10 MiB share", cfgCap: 1 << 30, left: 10 << 20, scan: 100, tables: []string{auth}, wantCap: 10 << 20},
+		{name: "one table: a share under 10 MiB is refused", cfgCap: 1 << 30, left: 10<<20 - 1, scan: 100, tables: []string{auth},
+			refusal: "would scan 100 bytes, which BigQuery bills as 10.0 MiB (10485760 bytes) (whole MiB, and at least 10 MiB for each of the 1 tables it reads)"},
+		{name: "two tables: 20 MiB at least", cfgCap: 1 << 30, left: 15 << 20, scan: 100, tables: []string{auth, procs},
+			refusal: "at least 10 MiB for each of the 2 tables it reads"},
+		{name: "two tables under the configured cap", cfgCap: 15 << 20, scan: 100, tables: []string{auth, procs},
+			refusal: "over the 15.0 MiB (15728640 bytes) limit"},
+		{name: "bytes round up to whole MiB", cfgCap: 1 << 30, left: 11 << 20, scan: 11<<20 + 1, tables: []string{auth},
+			refusal: "which BigQuery bills as 12.0 MiB"},
+		{name: "no table bills nothing, even with the budget spent", cfgCap: 1 << 30, left: -1, scan: 0, wantCap: 1},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			fb := newFakeBackend()
+			fb.bytes = c.scan
+			sql := "SELECT 1 AS one"
+			if len(c.tables) > 0 {
+				sql = "SELECT a.user FROM security_logs.auth_events a JOIN security_logs.process_events p USING (host)"
+			}
+			fb.dry[sql] = fakeDry{tables: c.tables}
+			e := fakeEnv(t, fb, func(cfg *Config) { cfg.MaxScanBytes = c.cfgCap })
+			ctx, _ := callCtx(t, "s/k", c.left)
+			_, err := runQuery{e}.Call(ctx, map[string]any{"sql": sql})
+			if c.refusal != "" {
+				requireRejection(t, err, c.refusal)
+				assert.Empty(t, fb.starts, "a refused query never runs")
+				return
+			}
+			require.NoError(t, err)
+			require.Len(t, fb.starts, 1)
+			assert.Equal(t, c.wantCap, fb.jobs[fb.starts[0]].opts.maxBytesBilled)
+		})
+	}
+	// On the emulator, which reports no tables, the names in the query
+	// count: a WITH name is no table.
+	got, n := billedEstimate(dryRunInfo{bytes: 5}, "WITH x AS (SELECT * FROM security_logs.auth_events) SELECT * FROM x, security_logs.auth_events, security_logs.process_events")
+	assert.Equal(t, 2, n)
+	assert.EqualValues(t, 20<<20, got)
 }
 
 // BigQuery's REST dry run reports routines and property graphs, which the

@@ -13,17 +13,22 @@ const (
 	tokWord        tokKind = iota // keyword or unquoted identifier
 	tokQuotedIdent                // `identifier`
 	tokString                     // string or bytes literal
-	tokNumber
-	tokPunct
+	tokNumber                     // integer or floating point literal
+	tokPunct                      // an operator or punctuation: ".", "|>", "@@", ...
 )
 
 type sqlToken struct {
 	kind tokKind
 	text string // for strings and quoted identifiers, the raw body
-	pos  int    // byte offset in the input
-	// afterDot marks a word that follows a ".": ZetaSQL reads it as a name
-	// (s.where, t.distinct), never as a keyword.
+	pos  int    // byte offset of the token in the input
+	end  int    // byte offset after it: tokens are adjacent when one's end is the next's pos
+	// afterDot marks a word that is a name by its position: after a path
+	// dot (s.where, t.1e), "@" or "@@". ZetaSQL never reads it as a keyword.
 	afterDot bool
+	// pathDot marks a "." that joins a path expression (t.x), as opposed to
+	// a dot that belongs to nothing (after a literal).
+	pathDot bool
+	hex     bool // a hexadecimal integer (0x1F): never the start of a float
 }
 
 // isWord reports whether t is the keyword w (a word after a dot never is).
@@ -32,6 +37,15 @@ func (t sqlToken) isWord(w string) bool {
 }
 
 func (t sqlToken) isPunct(p string) bool { return t.kind == tokPunct && t.text == p }
+
+// keyword returns the keyword t is, upper-case, or "" when t is a name or
+// no word.
+func (t sqlToken) keyword() string {
+	if t.kind != tokWord || t.afterDot || !isKeyword(t.text) {
+		return ""
+	}
+	return strings.ToUpper(t.text)
+}
 
 // lexIssue is something in the text that the lexer reads past but the guard
 // refuses: it is reported after the statement checks, which name the
@@ -42,22 +56,48 @@ type lexIssue struct {
 }
 
 // lexSQL splits GoogleSQL text into tokens, dropping whitespace and comments.
-// It only needs to be exact about where comments, literals and quoted
-// identifiers start and end, as ZetaSQL's lexer is (a -- or # comment ends
-// at \r as well as at \n); everything else is words, numbers and single
-// punctuation characters. Unquoted GoogleSQL names are ASCII, so control
-// characters and non-ASCII characters outside literals and comments count as
-// whitespace (ZetaSQL skips Unicode spaces and rejects the rest): they split
-// words, and cannot glue FROM and a name into one word.
 func lexSQL(s string) ([]sqlToken, error) {
 	toks, _, err := scanSQL(s)
 	return toks, err
 }
 
-// scanSQL is lexSQL that also reports what the guard refuses in text it
-// otherwise skips: invisible or format characters outside string literals,
-// a /* inside a block comment, and #legacySQL or #standardSQL pragmas.
+// scanSQL reads GoogleSQL text as ZetaSQL's lexer does (zetasql.tm and its
+// lookahead_transformer.cc), in two passes:
+//
+//  1. scanRaw splits the text the way the flex/textmapper rules do, longest
+//     match first: comments (--, # and /* */, which does not nest), string
+//     and bytes literals (', ", ”', """, with r, b, rb, br prefixes; a
+//     backslash always takes the next character, in raw literals too),
+//     `quoted names`, words ([A-Za-z_][A-Za-z0-9_]*), decimal digits, hex
+//     integers (0x1F), and operators ("|>", "||", "@@", "=>", "->", ...).
+//  2. fuse joins them as the lookahead transformer does: digits followed
+//     by an adjacent "." are a float that ends there (1. in "1.FROM", so
+//     FROM stays a keyword), take adjacent digits after the dot (1.5) and an
+//     exponent (1e5, 1.5E-3, .5e+2), and ".5" is a float unless the dot
+//     joins a path. A dot joins a path after a name, ")", "]" or "?"; after
+//     it a keyword is a name, and digits are a name, fused with an adjacent
+//     word (t.1e5, ds.123abc). Hex integers never take a dot or exponent
+//     (0x1e-5.FROM is 0x1e, -, 5., FROM).
+//
+// It also reports, as issues, what ZetaSQL refuses or reads differently
+// across versions and what another reader could take differently:
+// characters outside literals, names and comments that are neither ASCII
+// nor Unicode spaces (ZetaSQL refuses them; invisible ones are named as
+// such), invisible characters in comments and names, control characters,
+// a /* inside a block comment, #legacySQL or #standardSQL pragmas, a dot
+// after a reserved keyword, and a number that runs into a name (123abc,
+// which ZetaSQL refuses, and 1.FROM, which it reads as 1. FROM).
 func scanSQL(s string) ([]sqlToken, []lexIssue, error) {
+	raw, issues, err := scanRaw(s)
+	if err != nil {
+		return nil, nil, err
+	}
+	toks, more := fuse(raw)
+	return toks, append(issues, more...), nil
+}
+
+// scanRaw is the first pass of scanSQL.
+func scanRaw(s string) ([]sqlToken, []lexIssue, error) {
 	var toks []sqlToken
 	var issues []lexIssue
 	issue := func(pos int, format string, args ...any) {
@@ -75,19 +115,29 @@ func scanSQL(s string) ([]sqlToken, []lexIssue, error) {
 			}
 		}
 	}
+	add := func(kind tokKind, text string, start, end int) {
+		toks = append(toks, sqlToken{kind: kind, text: text, pos: start, end: end})
+	}
 	i := 0
 	for i < len(s) {
 		c := s[i]
 		switch {
 		case c >= utf8.RuneSelf:
 			r, size := utf8.DecodeRuneInString(s[i:])
-			if isInvisible(r) {
+			switch {
+			case isUnicodeSpace(r):
+			case isInvisible(r):
 				issue(i, "it contains the invisible character U+%04X outside a string literal", r)
+			default:
+				issue(i, "it contains the character %q (U+%04X) outside a string literal, quoted name or comment, where BigQuery accepts only ASCII", r, r)
 			}
 			i += size
-		case c <= ' ' || c == 0x7f:
+		case isSpace(c):
 			i++
-		case c == '#' || (c == '-' && i+1 < len(s) && s[i+1] == '-'):
+		case c < ' ' || c == 0x7f:
+			issue(i, "it contains the control character U+%04X outside a string literal", c)
+			i++
+		case c == '#' || strings.HasPrefix(s[i:], "--"):
 			start := i
 			for i < len(s) && s[i] != '\n' && s[i] != '\r' {
 				i++
@@ -96,7 +146,7 @@ func scanSQL(s string) ([]sqlToken, []lexIssue, error) {
 			if isPragma(s[start:i]) {
 				issue(start, "it contains the dialect pragma %q, which would change how BigQuery reads the query", strings.TrimSpace(s[start:i]))
 			}
-		case c == '/' && i+1 < len(s) && s[i+1] == '*':
+		case strings.HasPrefix(s[i:], "/*"):
 			end := strings.Index(s[i+2:], "*/")
 			if end < 0 {
 				return nil, nil, fmt.Errorf("the /* comment at offset %d is not closed", i)
@@ -115,7 +165,7 @@ func scanSQL(s string) ([]sqlToken, []lexIssue, error) {
 			if err != nil {
 				return nil, nil, err
 			}
-			toks = append(toks, sqlToken{kind: tokString, text: body, pos: i})
+			add(tokString, body, i, next)
 			i = next
 		case c == '`':
 			body, next, err := lexBacktick(s, i)
@@ -123,7 +173,7 @@ func scanSQL(s string) ([]sqlToken, []lexIssue, error) {
 				return nil, nil, err
 			}
 			invisible(i, next, "in a quoted name")
-			toks = append(toks, sqlToken{kind: tokQuotedIdent, text: body, pos: i})
+			add(tokQuotedIdent, body, i, next)
 			i = next
 		case isWordStart(c):
 			start := i
@@ -137,26 +187,178 @@ func scanSQL(s string) ([]sqlToken, []lexIssue, error) {
 				if err != nil {
 					return nil, nil, err
 				}
-				toks = append(toks, sqlToken{kind: tokString, text: body, pos: start})
+				add(tokString, body, start, next)
 				i = next
 				continue
 			}
-			dot := len(toks) > 0 && toks[len(toks)-1].isPunct(".")
-			toks = append(toks, sqlToken{kind: tokWord, text: word, pos: start, afterDot: dot})
+			add(tokWord, word, start, i)
 		case isDigit(c):
-			// An exponent's sign counts only before a digit, so that the
-			// "--" after a field named 1e ("x.1e--") still starts a comment.
 			start := i
-			for i < len(s) && (isWordChar(s[i]) || s[i] == '.' || isExponentSign(s, i)) {
-				i++
+			hex := c == '0' && i+2 < len(s) && (s[i+1] == 'x' || s[i+1] == 'X') && isHexDigit(s[i+2])
+			if hex {
+				i += 2
+				for i < len(s) && isHexDigit(s[i]) {
+					i++
+				}
+			} else {
+				for i < len(s) && isDigit(s[i]) {
+					i++
+				}
 			}
-			toks = append(toks, sqlToken{kind: tokNumber, text: s[start:i], pos: start})
+			toks = append(toks, sqlToken{kind: tokNumber, text: s[start:i], pos: start, end: i, hex: hex})
 		default:
-			toks = append(toks, sqlToken{kind: tokPunct, text: s[i : i+1], pos: i})
-			i++
+			n := 1
+			for _, op := range operators {
+				if strings.HasPrefix(s[i:], op) {
+					n = len(op)
+					break
+				}
+			}
+			add(tokPunct, s[i:i+n], i, i+n)
+			i += n
 		}
 	}
 	return toks, issues, nil
+}
+
+// operators are ZetaSQL's operators of two characters; every other
+// character outside words, literals and comments is a token of its own.
+var operators = []string{"|>", "||", "@@", "<=", ">=", "!=", "<<", "=>", "->", "+=", "-="}
+
+// fuse is the second pass of scanSQL.
+func fuse(raw []sqlToken) ([]sqlToken, []lexIssue) {
+	var out []sqlToken
+	var issues []lexIssue
+	adjacent := func(i int, t sqlToken) bool { return i < len(raw) && raw[i].pos == t.end }
+	for i := 0; i < len(raw); i++ {
+		t := raw[i]
+		var prev *sqlToken
+		if len(out) > 0 {
+			prev = &out[len(out)-1]
+		}
+		switch t.kind {
+		case tokWord:
+			t.afterDot = prev != nil && (prev.pathDot || prev.isPunct("@") || prev.isPunct("@@"))
+		case tokNumber:
+			if prev != nil && prev.pathDot {
+				// A name: t.1, ds.1fn (with the word it runs into).
+				if adjacent(i+1, t) && raw[i+1].kind == tokWord {
+					t = join(t, raw[i+1])
+					i++
+				}
+				t.kind, t.afterDot, t.hex = tokWord, true, false
+				break
+			}
+			if t.hex {
+				break
+			}
+			if adjacent(i+1, t) && raw[i+1].isPunct(".") {
+				t = join(t, raw[i+1])
+				i++
+				if adjacent(i+1, t) && raw[i+1].kind == tokNumber && !raw[i+1].hex {
+					t = join(t, raw[i+1])
+					i++
+				}
+			}
+			i = fuseExponent(raw, i, &t)
+		case tokPunct:
+			if t.text != "." {
+				break
+			}
+			if prev != nil && prev.kind == tokWord && !prev.afterDot && isReserved(prev.text) {
+				issues = append(issues, lexIssue{t.pos, fmt.Sprintf("the keyword %s is followed by \".\" at offset %d, which BigQuery's versions read differently; quote the name (`%s`) if it is one",
+					strings.ToUpper(prev.text), t.pos, prev.text)})
+			}
+			switch {
+			case prev != nil && canPrecedePathDot(*prev):
+				t.pathDot = true
+			case adjacent(i+1, t) && raw[i+1].kind == tokNumber && !raw[i+1].hex:
+				t = join(t, raw[i+1]) // .5
+				t.kind = tokNumber
+				i++
+				i = fuseExponent(raw, i, &t)
+			}
+		}
+		if prev != nil && prev.kind == tokNumber && prev.end == t.pos && (t.kind == tokWord || t.kind == tokQuotedIdent) &&
+			!(strings.HasSuffix(prev.text, ".") && dashedNumber(out)) {
+			issues = append(issues, lexIssue{t.pos, fmt.Sprintf("the number %s runs into %s at offset %d; put a space between them", prev.text, describeTok(t), t.pos)})
+		}
+		out = append(out, t)
+	}
+	return out, issues
+}
+
+// join is a and the adjacent token b read as one token of a's kind.
+func join(a, b sqlToken) sqlToken {
+	a.text += b.text
+	a.end = b.end
+	return a
+}
+
+// fuseExponent adds to the number t, whose last raw token is raw[i], an
+// adjacent exponent: E10 (one word), or E, then + or -, then digits. It
+// returns the index of the last raw token it used.
+func fuseExponent(raw []sqlToken, i int, t *sqlToken) int {
+	next := func(k int, end int) bool { return k < len(raw) && raw[k].pos == end }
+	if !next(i+1, t.end) || raw[i+1].kind != tokWord {
+		return i
+	}
+	w := raw[i+1].text
+	switch {
+	case len(w) > 1 && (w[0] == 'e' || w[0] == 'E') && allDigits(w[1:]):
+		*t = join(*t, raw[i+1])
+		return i + 1
+	case (w == "e" || w == "E") && next(i+2, raw[i+1].end) && (raw[i+2].isPunct("+") || raw[i+2].isPunct("-")) &&
+		next(i+3, raw[i+2].end) && raw[i+3].kind == tokNumber && !raw[i+3].hex:
+		*t = join(join(join(*t, raw[i+1]), raw[i+2]), raw[i+3])
+		return i + 3
+	}
+	return i
+}
+
+// canPrecedePathDot reports whether a "." after t joins a path: after a
+// name (any word but a reserved keyword, or a word that is a name by its
+// position), a quoted name, ")", "]" or "?".
+func canPrecedePathDot(t sqlToken) bool {
+	switch t.kind {
+	case tokQuotedIdent:
+		return true
+	case tokWord:
+		return t.afterDot || !isReserved(t.text)
+	case tokPunct:
+		return t.text == ")" || t.text == "]" || t.text == "?"
+	}
+	return false
+}
+
+// dashedNumber reports whether the last token of out, a number, follows a
+// dash that follows a name without spaces, as the 123. of my-project-123.ds
+// does: ZetaSQL reads that as a dashed project name in a FROM clause.
+func dashedNumber(out []sqlToken) bool {
+	k := len(out) - 1
+	return k >= 2 && out[k-1].isPunct("-") && out[k-1].end == out[k].pos && out[k-2].end == out[k-1].pos &&
+		(out[k-2].kind == tokWord || out[k-2].kind == tokNumber)
+}
+
+func allDigits(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if !isDigit(s[i]) {
+			return false
+		}
+	}
+	return s != ""
+}
+
+// isSpace reports ZetaSQL's ASCII whitespace: space, \t, \n, \r, \b, \f, \v.
+func isSpace(c byte) bool {
+	return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\b' || c == '\f' || c == '\v'
+}
+
+// isUnicodeSpace reports the non-ASCII spaces ZetaSQL skips (zetasql.tm's
+// whitespace_character): no-break, en and em spaces, thin and hair spaces,
+// narrow no-break, medium mathematical and ideographic spaces.
+func isUnicodeSpace(r rune) bool {
+	return r == '\u00a0' || (r >= '\u2000' && r <= '\u200a') || r == '\u202f' || r == '\u205f' || r == '\u3000'
 }
 
 // isInvisible reports whether r is a format character (Unicode category
@@ -178,18 +380,16 @@ func isPragma(comment string) bool {
 	}
 	return false
 }
+
 func isWordStart(c byte) bool {
 	return c == '_' || (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z')
 }
 
 func isDigit(c byte) bool { return c >= '0' && c <= '9' }
 
-func isWordChar(c byte) bool { return isWordStart(c) || isDigit(c) }
+func isHexDigit(c byte) bool { return isDigit(c) || (c >= 'a' && c <= 'f') || (c >= 'A' && c <= 'F') }
 
-// isExponentSign reports whether s[i] is the sign of an exponent, as in 1e-5.
-func isExponentSign(s string, i int) bool {
-	return (s[i] == '+' || s[i] == '-') && (s[i-1] == 'e' || s[i-1] == 'E') && i+1 < len(s) && isDigit(s[i+1])
-}
+func isWordChar(c byte) bool { return isWordStart(c) || isDigit(c) }
 
 func isLiteralPrefix(w string) bool {
 	switch strings.ToLower(w) {
@@ -201,9 +401,9 @@ func isLiteralPrefix(w string) bool {
 
 // lexQuoted reads the string literal whose opening quote is at s[i]: one
 // quote character, or three of them for a triple-quoted literal. A backslash
-// always takes the next character with it, in raw literals too (r"\"" is one
-// literal), as in GoogleSQL's lexer. It returns the body and the offset after
-// the closing quote.
+// always takes the next character with it (\r\n as one), in raw literals
+// too (r"\"" is one literal), as in ZetaSQL's lexer. It returns the body and
+// the offset after the closing quote.
 func lexQuoted(s string, i int) (body string, next int, err error) {
 	q := s[i]
 	delim := s[i : i+1]
@@ -214,6 +414,9 @@ func lexQuoted(s string, i int) (body string, next int, err error) {
 	for j < len(s) {
 		if s[j] == '\\' {
 			j += 2
+			if j < len(s) && s[j-1] == '\r' && s[j] == '\n' {
+				j++
+			}
 			continue
 		}
 		if strings.HasPrefix(s[j:], delim) {
@@ -238,6 +441,9 @@ func lexBacktick(s string, i int) (body string, next int, err error) {
 		case '\n', '\r':
 			return "", 0, fmt.Errorf("the `quoted identifier at offset %d is not closed on its line", i)
 		case '`':
+			if j == i+1 {
+				return "", 0, fmt.Errorf("the quoted identifier at offset %d is empty", i)
+			}
 			return s[i+1 : j], j + 1, nil
 		}
 	}

@@ -42,7 +42,7 @@ func (f *fakeResults) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	case fmt.Sprintf("/projects/%s/jobs/%s", f.project, f.jobID): // jobs.get
 		_ = json.NewEncoder(w).Encode(map[string]any{
 			"jobReference":  ref,
-			"configuration": map[string]any{"query": map[string]any{"query": "SELECT n, s FROM t"}},
+			"configuration": map[string]any{"query": map[string]any{"query": "SELECT n, s FROM d.t"}},
 			"status":        map[string]any{"state": "DONE"},
 		})
 	case fmt.Sprintf("/projects/%s/queries/%s", f.project, f.jobID): // jobs.getQueryResults
@@ -95,10 +95,11 @@ func newFakeResultTool(t *testing.T, f *fakeResults) tools.Tool {
 }
 
 func TestResultPagesOnTheServerWhenItHonoursStartIndex(t *testing.T) {
-	f := &fakeResults{project: "p", location: "EU", jobID: "job_1", rows: 30, value: func(i int) string { return "row" + strconv.Itoa(i+1) }}
+	f := &fakeResults{project: "p", location: "EU", jobID: sessionPrefix("s") + "job_1", rows: 30, value: func(i int) string { return "row" + strconv.Itoa(i+1) }}
 	rt := newFakeResultTool(t, f)
+	ctx := tools.WithCallInfo(t.Context(), tools.CallInfo{Session: "s"})
 
-	res, err := rt.Call(t.Context(), map[string]any{"handle": "EU:job_1", "offset": 10, "limit": 5})
+	res, err := rt.Call(ctx, map[string]any{"handle": "EU:" + f.jobID, "offset": 10, "limit": 5})
 	require.NoError(t, err)
 	page := res.(resultPage)
 	assert.Equal(t, [][]any{{int64(11), "row11"}, {int64(12), "row12"}, {int64(13), "row13"}, {int64(14), "row14"}, {int64(15), "row15"}}, page.Rows)
@@ -108,7 +109,7 @@ func TestResultPagesOnTheServerWhenItHonoursStartIndex(t *testing.T) {
 	assert.Equal(t, []string{"10/5"}, f.pages, "one request for exactly the page")
 
 	f.pages = nil
-	res, err = rt.Call(t.Context(), map[string]any{"handle": "EU:job_1", "offset": 28, "limit": 50})
+	res, err = rt.Call(ctx, map[string]any{"handle": "EU:" + f.jobID, "offset": 28, "limit": 50})
 	require.NoError(t, err)
 	page = res.(resultPage)
 	assert.Equal(t, [][]any{{int64(29), "row29"}, {int64(30), "row30"}}, page.Rows)
@@ -116,15 +117,16 @@ func TestResultPagesOnTheServerWhenItHonoursStartIndex(t *testing.T) {
 	assert.Equal(t, []string{"28/2"}, f.pages, "the page size is cut to the rows left")
 
 	// The location in the handle reaches BigQuery.
-	_, err = rt.Call(t.Context(), map[string]any{"handle": "US:job_1"})
+	_, err = rt.Call(ctx, map[string]any{"handle": "US:" + f.jobID})
 	requireRejection(t, err, "no query result for handle")
 }
 
 func TestResultPageStopsBeforeItGetsLarge(t *testing.T) {
 	big := strings.Repeat("x", 900)
-	f := &fakeResults{project: "p", location: "EU", jobID: "job_2", rows: 500, value: func(int) string { return big }}
+	f := &fakeResults{project: "p", location: "EU", jobID: sessionPrefix("s") + "job_2", rows: 500, value: func(int) string { return big }}
 	rt := newFakeResultTool(t, f)
-	res, err := rt.Call(t.Context(), map[string]any{"handle": "EU:job_2", "offset": 0, "limit": 200})
+	ctx := tools.WithCallInfo(t.Context(), tools.CallInfo{Session: "s"})
+	res, err := rt.Call(ctx, map[string]any{"handle": "EU:" + f.jobID, "offset": 0, "limit": 200})
 	require.NoError(t, err)
 	page := res.(resultPage)
 	b, err := json.Marshal(page)

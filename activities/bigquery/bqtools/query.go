@@ -3,6 +3,8 @@ package bqtools
 import (
 	"context"
 	"fmt"
+	"slices"
+	"strings"
 
 	"google.golang.org/genai"
 
@@ -74,8 +76,9 @@ func (t runQuery) Call(ctx context.Context, args map[string]any) (any, error) {
 	if dry.statementType != "" && dry.statementType != "SELECT" {
 		return nil, tools.Reject("query refused: BigQuery reads it as a %s statement; only a SELECT query is allowed", dry.statementType)
 	}
-	// Guard 3: only the configured tables and table functions.
-	if err := t.e.checkTables(sql, dry.tables); err != nil {
+	// Guard 3: only the configured tables and table functions, as the dry
+	// run reports them (checkSQL held the names in the text to them too).
+	if err := t.e.checkTables(dry.tables); err != nil {
 		return nil, err
 	}
 	if err := t.e.checkRoutines(dry.routines, dry.graphs); err != nil {
@@ -85,15 +88,29 @@ func (t runQuery) Call(ctx context.Context, args map[string]any) (any, error) {
 		return nil, tools.Reject("query refused: the query would scan %s, over the %s limit; add a time filter (on a partition column if the table has one) or select fewer columns",
 			size.Bytes(dry.bytes), size.Bytes(t.e.cfg.MaxScanBytes))
 	}
+	// Guard 4: the job may bill no more than the smaller of max_scan_bytes
+	// and the share of the investigation's budget lent to this call, and
+	// what BigQuery will bill at least must fit under that.
 	call := tools.CallInfoFrom(ctx)
-	if left := max(call.ScanBytesLeft, 0); call.ScanBytesLeft != 0 && dry.bytes > left {
-		return nil, tools.Reject("query refused: the investigation's BigQuery scan budget (max_scan_bytes of the investigation) has %s left and this query would scan %s; narrow it with a time filter or fewer columns, or answer from the results you have",
-			size.Bytes(left), size.Bytes(dry.bytes))
+	billed, tables := billedEstimate(dry, sql)
+	billCap := t.e.cfg.MaxScanBytes
+	if call.ScanBytesLeft != 0 {
+		left := max(call.ScanBytesLeft, 0)
+		if billed > left {
+			return nil, tools.Reject("query refused: the investigation's BigQuery scan budget (max_scan_bytes of the investigation) has %s left and this query would scan %s%s; narrow it with a time filter or fewer columns, or answer from the results you have",
+				size.Bytes(left), size.Bytes(dry.bytes), minimumNote(billed, dry.bytes, tables))
+		}
+		billCap = min(billCap, left)
+	}
+	if billed > billCap {
+		return nil, tools.Reject("query refused: the query would scan %s%s, over the %s limit; read fewer tables",
+			size.Bytes(dry.bytes), minimumNote(billed, dry.bytes, tables), size.Bytes(billCap))
 	}
 
-	// Guard 4: the job may not bill more than the limit nor run longer than
-	// the job timeout, and a retried call finds its earlier job.
-	job, stats, err := t.e.runJob(ctx, sql, dry.location, call.ID)
+	// Guard 5: the job runs under that cap and the job timeout, and a
+	// retried call finds its earlier job. A cap of 0 would mean none: a
+	// query that bills nothing (no table) gets 1 byte.
+	job, stats, err := t.e.runJob(ctx, sql, dry.location, max(billCap, 1))
 	if err != nil {
 		return nil, err
 	}
@@ -123,4 +140,41 @@ func (t runQuery) Call(ctx context.Context, args map[string]any) (any, error) {
 		out.Note += " " + page.note
 	}
 	return out, nil
+}
+
+// BigQuery's on-demand billing: bytes rounded up to the next MiB, and at
+// least 10 MiB for each table the query references.
+const (
+	billingUnit     = 1 << 20
+	minBillPerTable = 10 << 20
+)
+
+// billedEstimate is the least BigQuery will bill for the query whose dry
+// run is dry: its bytes rounded up to a MiB, and no less than 10 MiB per
+// table it reads (those the dry run reports, or the distinct names the
+// query reads as tables when it reports none, as on the emulator). It also
+// returns the number of tables.
+func billedEstimate(dry dryRunInfo, sql string) (int64, int) {
+	seen := map[string]bool{}
+	for _, t := range dry.tables {
+		seen[t.ProjectID+"."+t.DatasetID+"."+t.TableID] = true
+	}
+	if len(seen) == 0 {
+		names, ctes, _ := tableRefs(sql)
+		for _, n := range names {
+			if !slices.ContainsFunc(ctes, func(c string) bool { return strings.EqualFold(c, n) }) {
+				seen[n] = true
+			}
+		}
+	}
+	rounded := (max(dry.bytes, 0) + billingUnit - 1) / billingUnit * billingUnit
+	return max(rounded, int64(len(seen))*minBillPerTable), len(seen)
+}
+
+// minimumNote explains a bill above the scan, or says nothing.
+func minimumNote(billed, scanned int64, tables int) string {
+	if billed <= scanned {
+		return ""
+	}
+	return fmt.Sprintf(", which BigQuery bills as %s (whole MiB, and at least 10 MiB for each of the %d tables it reads)", size.Bytes(billed), tables)
 }

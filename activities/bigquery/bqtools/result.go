@@ -64,12 +64,20 @@ func (t readResult) Call(ctx context.Context, args map[string]any) (any, error) 
 	if err != nil {
 		return nil, err
 	}
+	// Only this session's jobs: a handle from another session, or a made-up
+	// one, never reaches BigQuery.
+	if !strings.HasPrefix(jobID, sessionPrefix(t.e.session(ctx))) {
+		return nil, tools.Reject("handle %q is not a result of this session's queries; run the query with bigquery_query", handle)
+	}
 	job, err := t.e.backend.findJob(ctx, jobID, location)
 	if err != nil {
 		if errors.Is(err, errJobNotFound) {
 			return nil, tools.Reject("no query result for handle %q (results are kept for about a day); run the query again with bigquery_query", handle)
 		}
 		return nil, classify("find the query result", err, false)
+	}
+	if err := t.e.recheck(job); err != nil {
+		return nil, err
 	}
 	page, err := job.read(ctx, uint64(offset), uint64(limit), t.e.cfg.MaxResultRows)
 	if err != nil {
@@ -80,6 +88,25 @@ func (t readResult) Call(ctx context.Context, args map[string]any) (any, error) 
 	}
 	out := resultPage{Handle: handle, Offset: offset, TotalRows: page.total, Schema: page.schema, Rows: page.rows, NextOffset: page.next, Note: page.note}
 	return out, nil
+}
+
+// recheck holds the job's query to the guard again before its rows are
+// read: checkSQL with the configuration as it is now, and what the job's
+// statistics say it was and read (statement type, referenced tables). A job
+// that is not a query is refused.
+func (e *env) recheck(job queryJob) error {
+	sql := job.sql()
+	if sql == "" {
+		return tools.Reject("the job behind this handle is not a query; run the query with bigquery_query")
+	}
+	if err := checkSQL(sql, e.policy()); err != nil {
+		return tools.Reject("the query behind this handle is refused now: %v", err)
+	}
+	stmt, tables := job.referenced()
+	if stmt != "" && stmt != "SELECT" {
+		return tools.Reject("the job behind this handle ran a %s statement; only SELECT results can be read", stmt)
+	}
+	return e.checkTables(tables)
 }
 
 // Reading rows.

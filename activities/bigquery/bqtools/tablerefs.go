@@ -5,23 +5,22 @@ import (
 	"strings"
 )
 
-// fromItem is a name written where a query reads rows: after FROM, JOIN,
-// TABLE or CALL, or after a comma in a FROM clause.
+// fromItem is a name written where a query reads rows: after FROM, JOIN or
+// TABLE, or after a comma in a FROM clause.
 type fromItem struct {
-	name string // the path with backticks removed: "p.d.t", "ds.auth_*"
-	call bool   // followed by "(": a table-valued function
-	pos  int
+	name  string   // the path with backticks removed: "p.d.t", "ds.auth_*"
+	parts []string // its parts, backquoted paths split at their dots
+	call  bool     // followed by "(": a table-valued function
+	pos   int
 }
 
-// tableRefs lists the tables a query names, for when BigQuery does not say:
-// the paths after FROM, JOIN, TABLE and CALL, and after a comma in a FROM
-// clause, with backticks removed (`p.d`.t and p-x.d.t are "p.d.t" and
-// "p-x.d.t"), and also the names its WITH clauses define. It skips
-// subqueries (their own FROM clauses are read in turn), UNNEST and the
-// built-in ML. and AI. table functions (CheckSQL refuses the latter), and
-// the FROM of EXTRACT(... FROM ...) and IS DISTINCT FROM. Any other table
-// function is listed by its name. It is conservative: a name it cannot place
-// is listed, and refused.
+// tableRefs lists the tables a query names: the paths after FROM, JOIN
+// and TABLE, and after a comma in a FROM clause (also after pipe
+// operators: |> JOIN t), with backticks removed (`p.d`.t and p-x.d.t are
+// "p.d.t" and "p-x.d.t"), and also the names its WITH clauses define. It
+// skips subqueries (their own FROM clauses are read in turn), UNNEST and
+// the FROM of EXTRACT(... FROM ...) and IS DISTINCT FROM. It is
+// conservative: a name it cannot place is listed, and refused.
 func tableRefs(sql string) (names, ctes []string, err error) {
 	toks, err := lexSQL(sql)
 	if err != nil {
@@ -32,11 +31,37 @@ func tableRefs(sql string) (names, ctes []string, err error) {
 		return nil, nil, err
 	}
 	for _, it := range items {
-		if !it.call || !builtinTableFunction(it.name) {
+		if !it.call {
 			names = append(names, it.name)
 		}
 	}
 	return names, ctes, nil
+}
+
+// checkFromItems applies the policy to what a query reads: every
+// table-valued function (FROM fn(...), JOIN fn(...)) must be UNNEST or
+// allowed (functionRefusal), and, when the policy names the tables, every
+// table must be one of them or a WITH name.
+func checkFromItems(toks []sqlToken, p sqlPolicy) error {
+	items, ctes, err := fromItems(toks)
+	if err != nil {
+		return err
+	}
+	if p.tables != nil {
+		for _, it := range items {
+			if !it.call && !p.allowedName(it.name, ctes) {
+				return p.refuseTable(it.name)
+			}
+		}
+	}
+	for _, it := range items {
+		if it.call {
+			if err := functionRefusal(it.parts, it.name, p, true); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
 }
 
 // fromItems reads the FROM items of a query and the names its WITH clauses
@@ -53,8 +78,8 @@ func fromItems(toks []sqlToken) (items []fromItem, ctes []string, err error) {
 		inFrom bool
 	}
 	stack := []scope{{}}
-	// After FROM, JOIN and FROM-clause commas (strict) and after TABLE and
-	// CALL (which are also column names), the next token starts an item.
+	// After FROM, JOIN and FROM-clause commas (strict) and after TABLE
+	// (which is also a column name), the next token starts an item.
 	expect, strict, expectInFrom := false, false, false
 	var after sqlToken // the token that set expect
 	for i := 0; i < len(toks); i++ {
@@ -74,7 +99,7 @@ func fromItems(toks []sqlToken) (items []fromItem, ctes []string, err error) {
 				expect = false
 				name, next := readPath(toks, i)
 				call := next < len(toks) && toks[next].isPunct("(")
-				items = append(items, fromItem{name: name, call: call, pos: t.pos})
+				items = append(items, fromItem{name: name, parts: strings.Split(name, "."), call: call, pos: t.pos})
 				if !call {
 					top.inFrom = top.inFrom || expectInFrom
 				}
@@ -99,13 +124,13 @@ func fromItems(toks []sqlToken) (items []fromItem, ctes []string, err error) {
 				stack = stack[:len(stack)-1]
 			}
 		case t.isWord("FROM"):
-			if top.opener == "EXTRACT" || (i > 0 && toks[i-1].isWord("DISTINCT")) {
+			if top.opener == "EXTRACT" || isDistinctFrom(toks, i) {
 				continue // EXTRACT(HOUR FROM ts), a IS DISTINCT FROM b
 			}
 			top.inFrom, expect, strict, expectInFrom, after = true, true, true, true, t
 		case t.isWord("JOIN"):
 			top.inFrom, expect, strict, expectInFrom, after = true, true, true, true, t
-		case t.isWord("TABLE") || t.isWord("CALL"):
+		case t.isWord("TABLE"):
 			expect, strict, expectInFrom, after = true, false, false, t
 		case t.isPunct(",") && top.inFrom:
 			expect, strict, expectInFrom, after = true, true, true, t
@@ -121,6 +146,12 @@ func fromItems(toks []sqlToken) (items []fromItem, ctes []string, err error) {
 		return nil, nil, fmt.Errorf("the query ends after %s at offset %d", describeTok(after), after.pos)
 	}
 	return items, ctes, nil
+}
+
+// isDistinctFrom reports whether the FROM at toks[i] ends IS [NOT]
+// DISTINCT FROM, a comparison.
+func isDistinctFrom(toks []sqlToken, i int) bool {
+	return i >= 2 && toks[i-1].isWord("DISTINCT") && (toks[i-2].isWord("IS") || (i >= 3 && toks[i-2].isWord("NOT") && toks[i-3].isWord("IS")))
 }
 
 // skipHint returns the index of the "}" that closes the hint whose "{" is at
@@ -145,8 +176,8 @@ func skipHint(toks []sqlToken, i int) int {
 // that starts the next clause or a set operation, or the pipe |>.
 func endsFromClause(toks []sqlToken, i int) bool {
 	t := toks[i]
-	if t.isPunct("|") {
-		return i+1 < len(toks) && toks[i+1].isPunct(">")
+	if t.isPunct("|>") {
+		return true
 	}
 	for _, w := range []string{"WHERE", "GROUP", "HAVING", "QUALIFY", "WINDOW", "ORDER", "LIMIT", "UNION", "INTERSECT", "EXCEPT"} {
 		if t.isWord(w) {
@@ -157,30 +188,29 @@ func endsFromClause(toks []sqlToken, i int) bool {
 }
 
 // readPath joins the name that starts at toks[i], with its dots and dashes
-// (my-project.dataset.table, `project.dataset`.table, dataset.table*), and
-// returns it with the index of the token after it.
+// (my-project.dataset.table, `project.dataset`.table, dataset.table*, and
+// my-project-123.dataset, where 123. is a number that ends with the path's
+// dot), and returns it with the index of the token after it.
 func readPath(toks []sqlToken, i int) (string, int) {
 	name := toks[i].text
-	i++
-	for i+1 < len(toks) && (toks[i].isPunct(".") || toks[i].isPunct("-") || toks[i].isPunct(":")) && isNamePart(toks[i+1]) {
-		name += toks[i].text + toks[i+1].text
-		i += 2
-	}
-	if i < len(toks) && toks[i].isPunct("*") {
-		name += "*"
-		i++
+	for i++; i < len(toks); i++ {
+		prev, t := toks[i-1], toks[i]
+		switch {
+		case prev.kind == tokNumber && strings.HasSuffix(prev.text, ".") && isNamePart(t):
+			name += t.text
+		case (t.pathDot || t.isPunct(".") || t.isPunct("-") || t.isPunct(":")) && i+1 < len(toks) && isNamePart(toks[i+1]):
+			name += t.text + toks[i+1].text
+			i++
+		default:
+			if t.isPunct("*") {
+				return name + "*", i + 1
+			}
+			return name, i
+		}
 	}
 	return name, i
 }
 
 func isNamePart(t sqlToken) bool {
 	return t.kind == tokWord || t.kind == tokQuotedIdent || t.kind == tokNumber
-}
-
-// builtinTableFunction reports whether name, followed by "(" in a FROM
-// clause, is UNNEST or a BigQuery ML or AI table function, which read only
-// their arguments.
-func builtinTableFunction(name string) bool {
-	n := strings.ToUpper(name)
-	return n == "UNNEST" || strings.HasPrefix(n, "ML.") || strings.HasPrefix(n, "AI.")
 }

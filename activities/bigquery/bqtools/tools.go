@@ -1,6 +1,7 @@
 package bqtools
 
 import (
+	"context"
 	"slices"
 	"strings"
 
@@ -58,23 +59,28 @@ func Tools(client *bigquery.Client, cfg Config, runbooks []Runbook) []tools.Tool
 // newEnv reaches BigQuery through client (and its REST service, when
 // NewClient made it).
 func newEnv(client *bigquery.Client, cfg Config) *env {
-	return &env{client: client, cfg: cfg, backend: clientBackend{client: client, rest: restService(client)}}
+	return &env{client: client, cfg: cfg, backend: clientBackend{client: client, rest: restService(client)}, anonymous: randomJobID("tools")}
 }
 
 type env struct {
 	client  *bigquery.Client
 	cfg     Config
 	backend queryBackend
+	// anonymous is the session of calls that name none (a tool run outside
+	// an activity): only this env's own calls share it.
+	anonymous string
 }
 
-// sqlName is how a query names the table: dataset.table when the tables
-// live in the client's project, else `project.dataset.table`.
-func (e *env) sqlName(id string) string {
-	if e.cfg.Project == e.client.Project() {
-		return id
+// session is the session of the tool call that ctx carries.
+func (e *env) session(ctx context.Context) string {
+	if s := tools.CallInfoFrom(ctx).Session; s != "" {
+		return s
 	}
-	return "`" + e.cfg.Project + "." + id + "`"
+	return e.anonymous
 }
+
+// sqlName is how a query names the table id.
+func (e *env) sqlName(id string) string { return e.policy().sqlName(id) }
 
 func (e *env) tableIDs() []string {
 	ids := make([]string, len(e.cfg.Tables))

@@ -27,17 +27,30 @@ import (
 // security_logs, auth_events (30 rows, with a two-level RECORD column geo)
 // and process_events (4 rows, with a REPEATED column).
 
+// The emulator starts on first use (emulator), so that a run that needs
+// none, such as each worker of FuzzGuard, starts none.
 var (
+	emulatorOnce sync.Once
 	emulatorHost string
 	emulatorErr  error
+	emulatorStop func()
 )
 
+func emulator(t *testing.T) string {
+	t.Helper()
+	emulatorOnce.Do(func() {
+		emulatorHost, emulatorStop, emulatorErr = testenv.StartBigQuery(testenv.Project, "testdata/emulator.yaml")
+	})
+	if emulatorErr != nil {
+		t.Fatalf("the BigQuery emulator is needed: %v", emulatorErr)
+	}
+	return emulatorHost
+}
+
 func TestMain(m *testing.M) {
-	host, stop, err := testenv.StartBigQuery(testenv.Project, "testdata/emulator.yaml")
-	emulatorHost, emulatorErr = host, err
 	code := m.Run()
-	if stop != nil {
-		stop()
+	if emulatorStop != nil {
+		emulatorStop()
 	}
 	os.Exit(code)
 }
@@ -97,9 +110,7 @@ type fixture struct {
 // tools from testdata's config and runbooks; adjust may change the config.
 func newFixture(t *testing.T, adjust func(*Config)) *fixture {
 	t.Helper()
-	if emulatorErr != nil {
-		t.Fatalf("the BigQuery emulator is needed: %v", emulatorErr)
-	}
+	host := emulator(t)
 	cfg, err := LoadConfig("testdata/bigquery.yaml")
 	require.NoError(t, err)
 	if adjust != nil {
@@ -108,7 +119,7 @@ func newFixture(t *testing.T, adjust func(*Config)) *fixture {
 	rbs, err := LoadRunbooks("testdata/runbooks")
 	require.NoError(t, err)
 	log := &requestLog{}
-	client, err := NewClient(t.Context(), testenv.Project, emulatorHost, option.WithHTTPClient(&http.Client{Transport: log}))
+	client, err := NewClient(t.Context(), testenv.Project, host, option.WithHTTPClient(&http.Client{Transport: log}))
 	require.NoError(t, err)
 	t.Cleanup(func() { client.Close() })
 	f := &fixture{client: client, log: log, tools: map[string]tools.Tool{}}
@@ -118,13 +129,17 @@ func newFixture(t *testing.T, adjust func(*Config)) *fixture {
 	return f
 }
 
+// fixtureSession is the session of the fixtures' calls: that of one
+// sub-agent, whose handles any worker (any fixture) may read.
+const fixtureSession = "test-session"
+
 // call runs a tool and returns its result as generic JSON, as the model
 // would see it.
 func (f *fixture) call(t *testing.T, name string, args map[string]any) (map[string]any, error) {
 	t.Helper()
 	tl, ok := f.tools[name]
 	require.True(t, ok, "tool %s", name)
-	res, err := tl.Call(t.Context(), args)
+	res, err := tl.Call(tools.WithCallInfo(t.Context(), tools.CallInfo{Session: fixtureSession}), args)
 	if err != nil {
 		return nil, err
 	}
@@ -405,7 +420,14 @@ func TestQueryOverScanLimit(t *testing.T) {
 	_, err = f.call(t, "bigquery_query", map[string]any{"sql": sql})
 	requireRejection(t, err, "over the 1 bytes limit")
 
-	f = newFixture(t, func(c *Config) { c.MaxScanBytes = estimate })
+	// BigQuery bills at least 10 MiB for each table read: a limit under
+	// that refuses a query that scans less, one at it runs.
+	require.Less(t, estimate, int64(minBillPerTable))
+	f = newFixture(t, func(c *Config) { c.MaxScanBytes = minBillPerTable - 1 })
+	_, err = f.call(t, "bigquery_query", map[string]any{"sql": sql})
+	requireRejection(t, err, "which BigQuery bills as 10.0 MiB (10485760 bytes) (whole MiB, and at least 10 MiB for each of the 1 tables it reads), over the 10.0 MiB (10485759 bytes) limit")
+
+	f = newFixture(t, func(c *Config) { c.MaxScanBytes = minBillPerTable })
 	out := f.mustCall(t, "bigquery_query", map[string]any{"sql": sql, "limit": 0})
 	assert.EqualValues(t, 30, out["total_rows"])
 	assert.Equal(t, []any{}, out["preview"])
@@ -427,7 +449,7 @@ func TestQueryErrorsGoBackToTheModel(t *testing.T) {
 
 func TestResultErrors(t *testing.T) {
 	f := newFixture(t, nil)
-	_, err := f.call(t, "bigquery_result", map[string]any{"handle": "no_such_job"})
+	_, err := f.call(t, "bigquery_result", map[string]any{"handle": sessionPrefix(fixtureSession) + "no_such_job"})
 	requireRejection(t, err, "no query result for handle", "run the query again")
 	_, err = f.call(t, "bigquery_result", map[string]any{"handle": "not a handle"})
 	requireRejection(t, err, "not one that bigquery_query returned")
@@ -503,9 +525,7 @@ func TestEmulatorHarness(t *testing.T) {
 		assert.Contains(t, err.Error(), "BIGQUERY_EMULATOR")
 		assert.Contains(t, err.Error(), "not executable")
 	})
-	if emulatorErr != nil {
-		t.Fatalf("the BigQuery emulator is needed: %v", emulatorErr)
-	}
+	emulator(t)
 	t.Run("missing data file", func(t *testing.T) {
 		_, _, err := testenv.StartBigQuery(testenv.Project, "testdata/none.yaml")
 		require.Error(t, err)

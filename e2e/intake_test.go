@@ -253,7 +253,8 @@ func TestIntakeWebhook(t *testing.T) {
 func TestIntakeSeenAgainRepeatAndSeverity(t *testing.T) {
 	model.use(t, standin.Handler())
 	e := newIntakeEnv(t)
-	e.startIntake("--subscription", e.sub(intake.SubscriptionIntake), "--repeat-window", "1h", "--idle-timeout", "1h")
+	e.startIntake("--subscription", e.sub(intake.SubscriptionIntake), "--repeat-window", "1h", "--idle-timeout", "1h",
+		"--results-topic", e.topic(intake.TopicVerdicts))
 	g := guardDuty{Account: "111122223333", ID: e.nonce + "-seen", RemoteIP: "198.51.100.9", Instance: "i-seen", Count: 214, Severity: 5, Title: "seen"}
 	wf := intake.WorkflowID(g.identity())
 	e.publish(g.json())
@@ -269,6 +270,9 @@ func TestIntakeSeenAgainRepeatAndSeverity(t *testing.T) {
 	require.Equal(t, 0, stop.code, stop.stderr)
 	require.Eventually(t, func() bool { st, err := e.status(); return err == nil && st.Concluded == 0 }, time.Minute, 250*time.Millisecond,
 		"the admission workflow hears that it closed")
+	// The replay fixtures of the intake's paths (design/versioning.md).
+	saveHistory(t, history(t, wf), "intake-investigation.history.json")
+	saveHistory(t, history(t, intake.AdmissionID(e.queue)), "intake-admission.history.json")
 
 	g.Count = 400
 	e.publish(g.json())

@@ -27,8 +27,12 @@ type AdmissionInput struct {
 // that the investigations it counts are still open.
 const (
 	admissionMaxEvents = 10000
-	checkEvery         = 5 * time.Minute
-	maxChecked         = 200 // workflow IDs per check
+	// admissionMaxAge: a run continues as new at least this often, so a
+	// new worker version takes the waiting room over within it
+	// (design/versioning.md) and an idle run's history stays short.
+	admissionMaxAge = time.Hour
+	checkEvery      = 5 * time.Minute
+	maxChecked      = 200 // workflow IDs per check
 )
 
 // admissionMaxUpdates is how many updates a run takes before it continues
@@ -43,7 +47,7 @@ type admission struct {
 	updates  int
 	inflight map[string]bool // workflow IDs with a start, a delivery or a check in flight
 	checking bool
-	nextTick time.Time
+	started  time.Time // this run's start
 	log      interface {
 		Info(string, ...any)
 		Warn(string, ...any)
@@ -61,7 +65,7 @@ type admission struct {
 // conclude and close, and holds the waiting room and the day's spend in
 // its state, which continue-as-new carries. It never ends.
 func IntakeAdmission(ctx workflow.Context, in AdmissionInput) error {
-	ad := &admission{room: in.Room, inflight: map[string]bool{}, log: workflow.GetLogger(ctx)}
+	ad := &admission{room: in.Room, inflight: map[string]bool{}, log: workflow.GetLogger(ctx), started: workflow.Now(ctx)}
 	if ad.room == nil {
 		ad.room = newRoom(workflow.Now(ctx))
 	}
@@ -81,13 +85,18 @@ func IntakeAdmission(ctx workflow.Context, in AdmissionInput) error {
 		ad.room.tick(now)
 		ad.room.schedule()
 		info := workflow.GetInfo(ctx)
-		if ad.updates >= admissionMaxUpdates || info.GetCurrentHistoryLength() >= admissionMaxEvents || info.GetContinueAsNewSuggested() {
+		if ad.updates >= admissionMaxUpdates || info.GetCurrentHistoryLength() >= admissionMaxEvents || info.GetContinueAsNewSuggested() ||
+			!now.Before(ad.started.Add(admissionMaxAge)) {
 			// Nothing new is launched: once what is in flight is done, the
 			// room moves to a fresh run (starts and deliveries left go on there).
 			if len(ad.inflight) == 0 && !ad.checking && workflow.AllHandlersFinished(ctx) && concluded.Len() == 0 && closed.Len() == 0 {
 				cancelTimer()
 				ad.log.Info("admission continues as new", "entities", len(ad.room.Entities), "closed", len(ad.room.Closed))
-				return workflow.NewContinueAsNewError(ctx, intake.AdmissionWorkflowName, AdmissionInput{Room: ad.room})
+				// A pinned run (Worker Deployment Versioning) moves to the
+				// current worker version here.
+				return workflow.NewContinueAsNewErrorWithOptions(ctx,
+					workflow.ContinueAsNewErrorOptions{InitialVersioningBehavior: workflow.ContinueAsNewVersioningBehaviorAutoUpgrade},
+					intake.AdmissionWorkflowName, AdmissionInput{Room: ad.room})
 			}
 		} else {
 			ad.startWaiting(ctx)
@@ -101,7 +110,7 @@ func IntakeAdmission(ctx workflow.Context, in AdmissionInput) error {
 			timerCtx, cancelTimer = workflow.WithCancel(ctx)
 			timerAt, timer = due, nil
 			if !due.IsZero() {
-				timer = workflow.NewTimerWithOptions(timerCtx, due.Sub(now), workflow.TimerOptions{Summary: "admission: next check"})
+				timer = workflow.NewTimerWithOptions(timerCtx, due.Sub(now), workflow.TimerOptions{Summary: "admission: next check, new day or continue-as-new"})
 			}
 		}
 		seen := ad.changes
@@ -265,11 +274,12 @@ func (ad *admission) check(ctx workflow.Context, now time.Time) {
 	})
 }
 
-// due is when the loop must run again without news: the next check (while
-// investigations are open), the next UTC day (while the budget holds some
-// back), the next closed identity to forget. Zero for never.
+// due is when the loop must run again without news: the run's time to
+// continue as new, the next check (while investigations are open), the
+// next UTC day (while the budget holds some back), the next closed
+// identity to forget.
 func (ad *admission) due(now time.Time) time.Time {
-	var next time.Time
+	next := ad.started.Add(admissionMaxAge)
 	earliest := func(t time.Time) {
 		if !t.IsZero() && (next.IsZero() || t.Before(next)) {
 			next = t

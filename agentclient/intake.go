@@ -41,7 +41,7 @@ func (c *Client) Admit(ctx context.Context, req intake.AdmitRequest) (intake.Adm
 	err := c.call(ctx, func(ctx context.Context) error {
 		for {
 			start := c.tc.NewWithStartWorkflowOperation(client.StartWorkflowOptions{
-				ID: id, TaskQueue: c.cfg.TaskQueue,
+				ID: id, TaskQueue: intake.AdmissionQueue(c.cfg.TaskQueue),
 				WorkflowIDConflictPolicy: enums.WORKFLOW_ID_CONFLICT_POLICY_USE_EXISTING,
 				StaticSummary:            "Intake admission: the waiting room of task queue " + c.cfg.TaskQueue,
 			}, intake.AdmissionWorkflowName, struct{}{})

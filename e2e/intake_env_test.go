@@ -111,6 +111,7 @@ func (e *intakeEnv) cleanup() {
 			_ = tc.TerminateWorkflow(ctx, ex.GetExecution().GetWorkflowId(), ex.GetExecution().GetRunId(), "e2e: "+e.t.Name()+" ended")
 		}
 	}
+	_ = tc.TerminateWorkflow(ctx, intake.AdmissionID(e.queue), "", "e2e: "+e.t.Name()+" ended")
 	_ = e.worker.Process.Signal(syscall.SIGTERM)
 	done := make(chan struct{})
 	go func() { _ = e.worker.Wait(); close(done) }()

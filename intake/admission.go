@@ -38,6 +38,11 @@ func Subscription(project, id string) string { return "projects/" + project + "/
 // AdmissionID is the admission workflow's ID for a task queue.
 func AdmissionID(taskQueue string) string { return "intake-admission-" + taskQueue }
 
+// AdmissionQueue is the task queue the admission workflow and its starts
+// run on, beside the investigations' own: a burst's admissions never wait
+// behind the workflow tasks of the investigations it started.
+func AdmissionQueue(taskQueue string) string { return taskQueue + "-intake" }
+
 // Defaults of the intake's settings.
 const (
 	DefaultRepeatWindow = 24 * time.Hour

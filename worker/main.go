@@ -159,8 +159,7 @@ func newCommand() *cobra.Command {
 			w.RegisterWorkflowWithOptions(workflows.Investigation, workflow.RegisterOptions{Name: investigation.WorkflowName})
 			w.RegisterWorkflowWithOptions(workflows.ToolCatalog, workflow.RegisterOptions{Name: investigation.CatalogWorkflowName})
 			w.RegisterWorkflowWithOptions(workflows.BigQueryAgent, workflow.RegisterOptions{Name: investigation.BigQueryWorkflowName})
-			w.RegisterWorkflowWithOptions(workflows.IntakeAdmission, workflow.RegisterOptions{Name: intake.AdmissionWorkflowName})
-			w.RegisterActivity(intakeActs)
+			w.RegisterActivity(intakeActs) // the deliveries of the intake's investigations
 			if sub != nil {
 				sub.Model, sub.Embedder, sub.Memories = model, llm.Models, memory.NewStore(fs)
 				w.RegisterActivity(sub)
@@ -188,6 +187,18 @@ func newCommand() *cobra.Command {
 				defer pw.Stop()
 				logger.Info("provider queue", "provider", g, "task_queue", providerQueue(tc.TaskQueue, g), "calls_per_second", rates[g])
 			}
+			// The intake's admission workflow and its starts have a queue of
+			// their own (intake.go).
+			aw := worker.New(c, intake.AdmissionQueue(tc.TaskQueue), worker.Options{
+				WorkerStopTimeout: wc.StopTimeout, DeploymentOptions: deployment(wc), Identity: identity(fp),
+				Interceptors: []interceptor.WorkerInterceptor{activities.Heartbeats()},
+			})
+			aw.RegisterWorkflowWithOptions(workflows.IntakeAdmission, workflow.RegisterOptions{Name: intake.AdmissionWorkflowName})
+			aw.RegisterActivity(intakeActs)
+			if err := aw.Start(); err != nil {
+				return fmt.Errorf("start the intake's admission worker: %w", err)
+			}
+			defer aw.Stop()
 			logger.Info("worker starting", "temporal", tc.Address, "namespace", tc.Namespace, "task_queue", tc.TaskQueue, "settings", fp,
 				"model", gc.Model, "tools", registry.Names(), "disabled_tools", len(disabled))
 			if err := w.Run(worker.InterruptCh()); err != nil {

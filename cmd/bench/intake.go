@@ -300,13 +300,14 @@ func measureIntake(ctx context.Context, o options) (*report, error) {
 	if err := waitFor(ctx, o.timeout, func() bool { return len(acked()) >= len(ids) }); err != nil {
 		return nil, fmt.Errorf("%d of %d messages were taken within %s", len(acked()), len(ids), o.timeout)
 	}
-	var last time.Time
+	var taken []time.Duration
 	for _, at := range acked() {
-		if at.After(last) {
-			last = at
-		}
+		taken = append(taken, at.Sub(start))
 	}
-	acceptRate := float64(len(ids)) / last.Sub(start).Seconds()
+	takenAll, _ := percentile(taken, 100)
+	taken50, _ := percentile(taken, 50)
+	taken95, _ := percentile(taken, 95)
+	acceptRate := float64(len(ids)) / takenAll.Seconds()
 
 	var st intake.Status
 	settled := func() bool {
@@ -349,6 +350,9 @@ func measureIntake(ctx context.Context, o options) (*report, error) {
 	rep.Rows = []row{
 		figure("publish the burst", published.Seconds(), unitSec, fmt.Sprintf("%d messages, Publish to the last PublishResult", len(b.msgs))),
 		figure("alerts accepted per second", acceptRate, unitCount, "distinct messages acknowledged (stored and admitted, or dead-lettered) ÷ first publish → last first acknowledgement, across both intakes"),
+		figure("half of the messages taken after", taken50.Seconds(), unitSec, "first publish → the first acknowledgement of the median message"),
+		figure("95 % taken after", taken95.Seconds(), unitSec, ""),
+		figure("all taken after", takenAll.Seconds(), unitSec, "the killed intake's messages come back when their ack deadline (10 s) passes"),
 		figure("publish → investigation start, p50", ms(p50), unitMs, "first publish → each Investigation's start time (waiting room included)"),
 		figure("publish → investigation start, p95", ms(p95), unitMs, ""),
 		check("investigations started", len(startsAt), b.groups, "Investigation workflows on the queue; the distinct groups of the burst"),

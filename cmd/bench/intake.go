@@ -97,6 +97,10 @@ type ackLog struct {
 	first map[string]time.Time
 	tail  bytes.Buffer
 	rest  []byte
+	// nacks counts messages not acknowledged (a failure, a full waiting
+	// room); why is the first such line.
+	nacks int
+	why   string
 }
 
 var ackLine = regexp.MustCompile(`msg="(alert taken|malformed message dead-lettered)" message_id=(\S+)`)
@@ -115,6 +119,11 @@ func (l *ackLog) Write(p []byte) (int, error) {
 		if m := ackLine.FindSubmatch(line); m != nil {
 			if _, ok := l.first[string(m[2])]; !ok {
 				l.first[string(m[2])] = now
+			}
+		} else if bytes.Contains(line, []byte("comes back")) {
+			l.nacks++
+			if l.why == "" {
+				l.why = string(line)
 			}
 		} else if l.tail.Len() < 16<<10 {
 			l.tail.Write(line)
@@ -333,6 +342,18 @@ func measureIntake(ctx context.Context, o options) (*report, error) {
 	verdicts := drain(ctx, clients, name("subscriptions", intake.SubscriptionVerdicts))
 	left := drain(ctx, clients, name("subscriptions", intake.SubscriptionIntake))
 
+	nacks, why := 0, ""
+	for _, p := range procs {
+		p.log.mu.Lock()
+		nacks += p.log.nacks
+		if why == "" {
+			why = p.log.why
+		}
+		p.log.mu.Unlock()
+	}
+	if os.Getenv("BENCH_INTAKE_LOG") != "" {
+		fmt.Fprintf(os.Stderr, "first nack: %s\n", why)
+	}
 	rep := &report{
 		Date: time.Now().UTC().Format("2006-01-02"),
 		Settings: fmt.Sprintf("intake scenario: %d messages published at once (%d unique findings, %d exact repeats, %d with a new count, %d of other identities from one attacker address, %d malformed); two intakes (--max-running %d, --max-outstanding 100%s), one killed with SIGKILL after %d messages were taken; %d worker process(es); the offline stand-in as the model; %s",
@@ -352,7 +373,7 @@ func measureIntake(ctx context.Context, o options) (*report, error) {
 		figure("alerts accepted per second", acceptRate, unitCount, "distinct messages acknowledged (stored and admitted, or dead-lettered) ÷ first publish → last first acknowledgement, across both intakes"),
 		figure("half of the messages taken after", taken50.Seconds(), unitSec, "first publish → the first acknowledgement of the median message"),
 		figure("95 % taken after", taken95.Seconds(), unitSec, ""),
-		figure("all taken after", takenAll.Seconds(), unitSec, "the killed intake's messages come back when their ack deadline (10 s) passes"),
+		figure("all taken after", takenAll.Seconds(), unitSec, "the killed intake's messages come back once their lease (extended 20 s at a time) runs out"),
 		figure("publish → investigation start, p50", ms(p50), unitMs, "first publish → each Investigation's start time (waiting room included)"),
 		figure("publish → investigation start, p95", ms(p95), unitMs, ""),
 		check("investigations started", len(startsAt), b.groups, "Investigation workflows on the queue; the distinct groups of the burst"),
@@ -360,6 +381,7 @@ func measureIntake(ctx context.Context, o options) (*report, error) {
 		check("messages left unacknowledged", len(left), 0, "alerts-intake pulled after the run: nothing lost"),
 		figure("verdicts published", float64(len(verdicts)), unitCount, fmt.Sprintf("one per conclusion (%d investigations; follow-ups add conclusions)", len(startsAt))),
 		figure("admissions", float64(st.Alerts), unitCount, fmt.Sprintf("alerts the admission workflow decided (redeliveries of the killed intake's messages included): %d seen again, %d grouped, %d follow-ups, %d repeats, %d shed", st.SeenAgain, st.Grouped, st.FollowUps, st.Repeats, st.Shed)),
+		figure("messages nacked", float64(nacks), unitCount, "not acknowledged by an intake (a store or admission failure, a full waiting room): they came back"),
 		figure("intake killed at", killedAt.Seconds(), unitSec, fmt.Sprintf("SIGKILL after %d messages were taken", killedTook)),
 		figure("all concluded after", allDone.Seconds(), unitSec, "first publish → no investigation running or waiting"),
 	}

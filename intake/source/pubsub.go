@@ -16,6 +16,9 @@ import (
 // maxAttributeBytes is Pub/Sub's limit on an attribute value.
 const maxAttributeBytes = 1024
 
+// maxLeaseExtension bounds each extension of a message's ack deadline.
+const maxLeaseExtension = 20 * time.Second
+
 // PubSub takes alerts from a subscription, with flow control: at most
 // MaxOutstanding messages are held at once, so a burst waits in Pub/Sub,
 // not in memory.
@@ -52,6 +55,10 @@ func (s *PubSub) Run(ctx context.Context) error {
 	sub := client.Subscriber(s.Subscription)
 	sub.ReceiveSettings.MaxOutstandingMessages = max(s.MaxOutstanding, 1)
 	sub.ReceiveSettings.MaxOutstandingBytes = max(s.MaxOutstanding, 1) * (2 << 20)
+	// Leases are extended 20 s at a time (the client's default follows its
+	// ack latency, up to 10 minutes): the messages of an intake that died
+	// come back to another within 20 s, not minutes.
+	sub.ReceiveSettings.MaxDurationPerAckExtension = maxLeaseExtension
 	err = sub.Receive(ctx, func(ctx context.Context, m *pubsub.Message) { s.handle(ctx, m) })
 	if err != nil && ctx.Err() == nil {
 		return gpubsub.Error("receive from "+s.Subscription, err)

@@ -20,9 +20,10 @@ import (
 	"github.com/secops-agent/investigator/internal/clip"
 )
 
-// Store keeps alerts (alerts.Store).
+// Store keeps alerts (alerts.Store): Create stores a new one and leaves
+// one already stored under its ID (its content) as it is.
 type Store interface {
-	Put(ctx context.Context, a alerts.Alert) error
+	Create(ctx context.Context, a alerts.Alert) (bool, error)
 }
 
 // Pipeline takes one message body to its outcome.
@@ -66,7 +67,7 @@ func (p *Pipeline) Take(ctx context.Context, body []byte) Result {
 	}
 	res.Identity = intake.Identify(res.Alert)
 	sctx, cancel := context.WithTimeout(ctx, p.CallTimeout)
-	err = p.Store.Put(sctx, res.Alert)
+	_, err = p.Store.Create(sctx, res.Alert)
 	cancel()
 	if err != nil {
 		res.Retry = storeError(ctx, sctx, err)

@@ -24,14 +24,14 @@ type memStore struct {
 	fail error
 }
 
-func (s *memStore) Put(_ context.Context, a alerts.Alert) error {
+func (s *memStore) Create(_ context.Context, a alerts.Alert) (bool, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.fail != nil {
-		return s.fail
+		return false, s.fail
 	}
 	s.put = append(s.put, a.ID)
-	return nil
+	return true, nil
 }
 
 // admitter answers each batch with kind, recording the batches.

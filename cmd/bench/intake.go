@@ -377,9 +377,9 @@ func measureIntake(ctx context.Context, o options) (*report, error) {
 		figure("publish → investigation start, p50", ms(p50), unitMs, "first publish → each Investigation's start time (waiting room included)"),
 		figure("publish → investigation start, p95", ms(p95), unitMs, ""),
 		check("investigations started", len(startsAt), b.groups, "Investigation workflows on the queue; the distinct groups of the burst"),
-		check("dead letters", len(dead), b.malformd, "messages on alerts-dead-letter, each with its reason"),
+		check("dead letters", distinctAttr(dead, "message_id"), b.malformd, fmt.Sprintf("malformed messages on alerts-dead-letter (by their message_id attribute), each with its reason; %d copies in all: a message dead-lettered by the killed intake just before its acknowledgement went out comes back and is dead-lettered again", len(dead))),
 		check("messages left unacknowledged", len(left), 0, "alerts-intake pulled after the run: nothing lost"),
-		figure("verdicts published", float64(len(verdicts)), unitCount, fmt.Sprintf("one per conclusion (%d investigations; follow-ups add conclusions)", len(startsAt))),
+		figure("verdicts published", float64(distinctAttr(verdicts, "idempotency_key")), unitCount, fmt.Sprintf("distinct idempotency keys: one per conclusion (%d investigations; follow-ups add conclusions); %d messages in all", len(startsAt), len(verdicts))),
 		figure("admissions", float64(st.Alerts), unitCount, fmt.Sprintf("alerts the admission workflow decided (redeliveries of the killed intake's messages included): %d seen again, %d grouped, %d follow-ups, %d repeats, %d shed", st.SeenAgain, st.Grouped, st.FollowUps, st.Repeats, st.Shed)),
 		figure("messages nacked", float64(nacks), unitCount, "not acknowledged by an intake (a store or admission failure, a full waiting room): they came back"),
 		figure("intake killed at", killedAt.Seconds(), unitSec, fmt.Sprintf("SIGKILL after %d messages were taken", killedTook)),
@@ -413,6 +413,15 @@ func investigationStarts(ctx context.Context, tc client.Client) (map[string]time
 			return out, nil
 		}
 	}
+}
+
+// distinctAttr counts the distinct values of a message attribute.
+func distinctAttr(msgs []*pubsub.Message, name string) int {
+	seen := map[string]bool{}
+	for _, m := range msgs {
+		seen[m.Attributes[name]] = true
+	}
+	return len(seen)
 }
 
 // drain pulls a subscription until it is quiet for three seconds.

@@ -15,6 +15,7 @@ import (
 	"github.com/secops-agent/investigator/alerts"
 	"github.com/secops-agent/investigator/config"
 	"github.com/secops-agent/investigator/intake"
+	"github.com/secops-agent/investigator/intake/source"
 	"github.com/secops-agent/investigator/internal/gpubsub"
 	"github.com/secops-agent/investigator/internal/termtext"
 )
@@ -52,7 +53,7 @@ Whatever exists already is left as it is.`,
 			defer clients.Close()
 			ctx, cancel := context.WithTimeout(cmd.Context(), a.timeout())
 			defer cancel()
-			if err := SetupPubSub(ctx, clients, project); err != nil {
+			if err := source.SetupPubSub(ctx, clients, project); err != nil {
 				return err
 			}
 			fmt.Fprintf(cmd.OutOrStdout(), "Pub/Sub in %s: topics %s, %s, %s; subscriptions %s, %s, %s\n", project,
@@ -60,23 +61,6 @@ Whatever exists already is left as it is.`,
 			return nil
 		},
 	}
-}
-
-// SetupPubSub creates the intake's topics and subscriptions in project.
-func SetupPubSub(ctx context.Context, clients *gpubsub.Clients, project string) error {
-	for _, t := range []string{intake.TopicAlerts, intake.TopicDeadLetter, intake.TopicVerdicts} {
-		if err := clients.EnsureTopic(ctx, intake.Topic(project, t)); err != nil {
-			return err
-		}
-	}
-	for sub, topic := range map[string]string{
-		intake.SubscriptionIntake: intake.TopicAlerts, intake.SubscriptionDeadLetters: intake.TopicDeadLetter, intake.SubscriptionVerdicts: intake.TopicVerdicts,
-	} {
-		if err := clients.EnsureSubscription(ctx, intake.Subscription(project, sub), intake.Topic(project, topic), 60*time.Second); err != nil {
-			return err
-		}
-	}
-	return nil
 }
 
 func (a *app) intakePullCommand() *cobra.Command {

@@ -167,6 +167,21 @@ func TestKeys(t *testing.T) {
 	if !slices.Equal(generic, want) {
 		t.Errorf("generic keys %v, want %v", generic, want)
 	}
+	for _, tc := range []struct {
+		data map[string]any
+		want []string
+	}{
+		{map[string]any{"ip": "203.0.113.20", "id": 1}, []string{"ip:203.0.113.20"}},
+		{map[string]any{"srcaddr": "203.0.113.21", "dstaddr": "10.0.0.1"}, []string{"ip:203.0.113.21"}},
+		{map[string]any{"event": map[string]any{"sourceip": "203.0.113.22"}}, []string{"ip:203.0.113.22"}},
+		{map[string]any{"resource": map[string]any{"ip": "10.0.0.9"}}, nil},
+		{map[string]any{"network": map[string]any{"ip": "10.0.0.9"}}, nil},
+		{map[string]any{"destination": map[string]any{"ip": "10.0.0.9"}, "source": map[string]any{"address": "203.0.113.23"}}, []string{"ip:203.0.113.23"}},
+	} {
+		if got := Keys(tc.data); !slices.Equal(got, tc.want) {
+			t.Errorf("%v: keys %v, want %v", tc.data, got, tc.want)
+		}
+	}
 }
 
 func TestKeysAreBounded(t *testing.T) {

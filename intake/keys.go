@@ -24,11 +24,17 @@ const (
 	maxKeysWalked = 10000
 )
 
-// Words in a field's path that say an address is where the activity came
-// from, and words that say it is not.
+// Parts of a field's name (lower case, without separators) that say an
+// address is where the activity came from, and parts that say it is not:
+// "remoteIpDetails", "src_ip", "srcaddr", "sourceIPAddress", "callerIp",
+// "client.ip" are sources; "localIpDetails", "dst_ip", "destination.ip"
+// are not.
 var (
-	sourceWords = []string{"remote", "source", "src", "client", "caller", "attacker", "origin", "actor"}
-	targetWords = []string{"local", "dest", "dst", "destination", "target", "victim", "server"}
+	sourceParts = []string{"remote", "source", "src", "client", "caller", "attacker", "origin", "actor", "peer", "from"}
+	targetParts = []string{"local", "dest", "dst", "target", "victim", "server", "resource"}
+	// bareAddress names a field that holds the alert's one address: at the
+	// top of an alert (or of its finding), it is where the activity came from.
+	bareAddress = []string{"ip", "ipaddress", "ipaddr", "ipv4", "ipv6", "addr", "address"}
 )
 
 // userFields and resourceFields name the fields (lower case, without _ or
@@ -136,49 +142,22 @@ func (w *keyWalker) add(key string) {
 
 // fromSource says whether the last three elements of a field's path name
 // where the activity came from (remoteIpDetails.ipAddressV4, src_ip,
-// access.callerIp, source.ip) and none names where it went.
+// access.callerIp, source.ip) and none names where it went; a field named
+// ip or address at the top of the alert counts as its source too.
 func fromSource(path []string) bool {
-	var words []string
-	for _, p := range path[max(0, len(path)-3):] {
-		words = append(words, splitWords(p)...)
-	}
 	source := false
-	for _, word := range words {
-		if slices.Contains(targetWords, word) {
-			return false
+	for _, p := range path[max(0, len(path)-3):] {
+		name := squash(p)
+		for _, t := range targetParts {
+			if strings.Contains(name, t) {
+				return false
+			}
 		}
-		source = source || slices.Contains(sourceWords, word)
-	}
-	return source
-}
-
-// splitWords splits a field name into lower-case words at case changes,
-// digits and punctuation: "remoteIpDetails" → remote ip details,
-// "src_ip" → src ip, "sourceIPAddress" → source ip address.
-func splitWords(s string) []string {
-	var words []string
-	var cur []rune
-	runes := []rune(s)
-	flush := func() {
-		if len(cur) > 0 {
-			words = append(words, strings.ToLower(string(cur)))
-			cur = cur[:0]
+		for _, s := range sourceParts {
+			source = source || strings.Contains(name, s)
 		}
 	}
-	for i, r := range runes {
-		switch {
-		case !unicode.IsLetter(r):
-			flush()
-		case unicode.IsUpper(r) && len(cur) > 0 &&
-			(unicode.IsLower(cur[len(cur)-1]) || (i+1 < len(runes) && unicode.IsLower(runes[i+1]))):
-			flush()
-			cur = append(cur, r)
-		default:
-			cur = append(cur, r)
-		}
-	}
-	flush()
-	return words
+	return source || (len(path) == 1 && slices.Contains(bareAddress, squash(path[0])))
 }
 
 // squash is a field name in lower case without separators: "user_name",

@@ -180,30 +180,7 @@ func (e *intakeEnv) publish(msgs ...[]byte) {
 // pull reads every message a watch subscription holds (none new for wait).
 func (e *intakeEnv) pull(sub string, wait time.Duration) []*pubsub.Message {
 	e.t.Helper()
-	client, err := e.clients.Client(context.Background(), testenv.Project)
-	require.NoError(e.t, err)
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	var mu sync.Mutex
-	var got []*pubsub.Message
-	last := time.Now()
-	go func() {
-		for ctx.Err() == nil {
-			time.Sleep(100 * time.Millisecond)
-			mu.Lock()
-			quiet := time.Since(last) > wait
-			mu.Unlock()
-			if quiet {
-				cancel()
-			}
-		}
-	}()
-	err = client.Subscriber(e.sub(sub)).Receive(ctx, func(_ context.Context, m *pubsub.Message) {
-		mu.Lock()
-		got, last = append(got, m), time.Now()
-		mu.Unlock()
-		m.Ack()
-	})
+	got, err := e.clients.Drain(context.Background(), e.sub(sub), wait)
 	require.NoError(e.t, err)
 	return got
 }

@@ -424,34 +424,9 @@ func distinctAttr(msgs []*pubsub.Message, name string) int {
 	return len(seen)
 }
 
-// drain pulls a subscription until it is quiet for three seconds.
+// drain reads a subscription until it is quiet for three seconds.
 func drain(ctx context.Context, clients *gpubsub.Clients, sub string) []*pubsub.Message {
-	client, err := clients.Client(ctx, testenv.Project)
-	if err != nil {
-		return nil
-	}
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	var mu sync.Mutex
-	var got []*pubsub.Message
-	last := time.Now()
-	go func() {
-		for ctx.Err() == nil {
-			time.Sleep(100 * time.Millisecond)
-			mu.Lock()
-			quiet := time.Since(last) > 3*time.Second
-			mu.Unlock()
-			if quiet {
-				cancel()
-			}
-		}
-	}()
-	_ = client.Subscriber(sub).Receive(ctx, func(_ context.Context, m *pubsub.Message) {
-		mu.Lock()
-		got, last = append(got, m), time.Now()
-		mu.Unlock()
-		m.Ack()
-	})
+	got, _ := clients.Drain(ctx, sub, 3*time.Second)
 	return got
 }
 

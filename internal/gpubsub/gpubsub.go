@@ -174,3 +174,43 @@ func (c *Clients) EnsureSubscription(ctx context.Context, subscription, topic st
 	}
 	return nil
 }
+
+// Drain receives and acknowledges every message of a subscription
+// ("projects/P/subscriptions/S") until none came for quiet, and returns
+// them (tests, the bench).
+func (c *Clients) Drain(ctx context.Context, subscription string, quiet time.Duration) ([]*pubsub.Message, error) {
+	project, err := ParseSubscription(subscription)
+	if err != nil {
+		return nil, err
+	}
+	cl, err := c.Client(ctx, project)
+	if err != nil {
+		return nil, err
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	var mu sync.Mutex
+	var got []*pubsub.Message
+	last := time.Now()
+	go func() {
+		for ctx.Err() == nil {
+			time.Sleep(100 * time.Millisecond)
+			mu.Lock()
+			idle := time.Since(last) > quiet
+			mu.Unlock()
+			if idle {
+				cancel()
+			}
+		}
+	}()
+	err = cl.Subscriber(subscription).Receive(ctx, func(_ context.Context, m *pubsub.Message) {
+		mu.Lock()
+		got, last = append(got, m), time.Now()
+		mu.Unlock()
+		m.Ack()
+	})
+	if err != nil && ctx.Err() == nil {
+		return got, Error("receive from "+subscription, err)
+	}
+	return got, nil
+}

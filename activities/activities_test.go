@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"regexp"
 	"testing"
 	"time"
 
@@ -43,6 +44,12 @@ var (
 	userText = modeltest.UserText
 )
 
+// untagged writes a prompt's block delimiters without their random tag
+// (prompt.Tag), so that assertions can name a block as "<<<DATA alert>>>".
+func untagged(s string) string { return taggedDelimiter.ReplaceAllString(s, "$1") }
+
+var taggedDelimiter = regexp.MustCompile(`(<<<DATA|<<<END|` + "`<<<DATA|`<<<END" + `) [0-9a-f]{12}`)
+
 func newActivities(t *testing.T, answers ...*genai.GenerateContentResponse) (*Activities, *modeltest.LLM, *modeltest.Transcript) {
 	t.Helper()
 	store := memAlerts{"a1": {ID: "a1", Source: "guardduty", Type: "UnauthorizedAccess:EC2/SSHBruteForce", Severity: "low", Title: "SSH brute force",
@@ -79,11 +86,11 @@ func TestGeneratePlanPrompt(t *testing.T) {
 	require.Nil(t, c.Cfg.Tools, "planning does not use function calling")
 	require.Equal(t, "application/json", c.Cfg.ResponseMIMEType)
 	require.Same(t, planSchema, c.Cfg.ResponseSchema)
-	system, prompt := userText(c.Cfg.SystemInstruction), userText(c.Contents[0])
+	system, prompt := untagged(userText(c.Cfg.SystemInstruction)), untagged(userText(c.Contents[0]))
 	for _, want := range []string{"At most 5 steps", `"objective": "Decide whether the SSH brute force`, "<<<DATA name>>>"} {
 		require.Contains(t, system, want)
 	}
-	for _, want := range []string{"Was it bad?", "UnauthorizedAccess:EC2/SSHBruteForce", "198.51.100.23", "- `search_alerts`:", "parameters: field, indicator",
+	for _, want := range []string{`"Was it bad?"`, "UnauthorizedAccess:EC2/SSHBruteForce", "198.51.100.23", "- `search_alerts`:", "parameters: field, indicator",
 		"<<<DATA conversation>>>\n| [user]\n| earlier question\n<<<END conversation>>>"} {
 		require.Contains(t, prompt, want)
 	}
@@ -135,11 +142,12 @@ func TestModelTurnRebuildsTranscript(t *testing.T) {
 	require.Equal(t, "get_alert", out.Calls[0].Name)
 
 	first := llm.Calls[0]
-	sys, opening := userText(first.Cfg.SystemInstruction), userText(first.Contents[0])
-	require.Contains(t, sys, "Objective of the investigation: obj")
+	sys, opening := untagged(userText(first.Cfg.SystemInstruction)), untagged(userText(first.Contents[0]))
+	require.NotContains(t, sys, "obj", "the planner's objective stays out of the system instruction")
 	require.NotContains(t, sys, "198.51.100.23", "untrusted data stays out of the system instruction")
-	for _, want := range []string{"Alert ID: a1", `Alert type: "UnauthorizedAccess:EC2/SSHBruteForce"`, "### step_1: Read",
-		"<<<DATA result of step_1>>>\n| Alert read: SSH from 198.51.100.23.\n<<<END result of step_1>>>", "## Execute this step\nstep_2: Look for history\nExpected outcome: past alerts"} {
+	for _, want := range []string{"Alert ID: a1", "<<<DATA alert type and title>>>\n| Type: UnauthorizedAccess:EC2/SSHBruteForce\n| Title: SSH brute force\n<<<END alert type and title>>>",
+		"<<<DATA result of step_1>>>\n| Asked: Read\n| \n| Alert read: SSH from 198.51.100.23.\n<<<END result of step_1>>>",
+		"## Execute this step\nstep_2\n<<<DATA step to execute>>>\n| Objective of the investigation: obj\n| Step step_2: Look for history\n| Expected outcome: past alerts\n<<<END step to execute>>>"} {
 		require.Contains(t, opening, want)
 	}
 	require.NotContains(t, sys, "limit of model turns")
@@ -216,7 +224,7 @@ func TestCallToolShapesResults(t *testing.T) {
 func TestReflectAndConcludePrompts(t *testing.T) {
 	a, llm, ts := newActivities(t,
 		text(`{"insights":["x"],"plan_updates":[{"type":"cancel_step","step_id":"step_3","reason":"done"}],"achieved":true}`),
-		text(`{"report":"## Summary\n...","evidence":[{"step_id":"step_1","tool":"get_alert","fact":"f"}],"verdict":"benign","confidence":"medium"}`))
+		text(`{"report":"## Summary\n...","evidence":[{"step_id":"step_1","tool":"get_alert","fact":"f"}],"reason":"r","verdict":"benign","confidence":"medium"}`))
 	ts.M["s/k2"] = transcript.Entry{Kind: transcript.KindModel, Text: "found 3 alerts"}
 	ts.M["s/k1"] = transcript.Entry{Kind: transcript.KindModel, Text: "read the alert"}
 	ctx := context.Background()
@@ -234,9 +242,10 @@ func TestReflectAndConcludePrompts(t *testing.T) {
 	require.NoError(t, err)
 	require.True(t, r.Achieved)
 	require.Equal(t, plan.CancelStep, r.PlanUpdates[0].Type)
-	p := userText(llm.Calls[0].Contents[0])
-	for _, want := range []string{"Objective: obj", "step_2: look", "| found 3 alerts", "### step_1: read\n<<<DATA result of step_1>>>\n| read the alert",
-		"- step_3: assess (tools: get_alert)", "get_alert, search_alerts", "<<<DATA insights of this exchange>>>\n| - new fact (step_1)",
+	p := untagged(userText(llm.Calls[0].Contents[0]))
+	for _, want := range []string{"<<<DATA plan>>>\n| Objective: obj\n| Just finished:\n| - step_2 (pending): look [tools: ]\n|   expected: e\n| Completed:\n| - step_1 (pending): read [tools: ]",
+		"| Pending:\n| - step_3 (pending): assess [tools: get_alert]\n<<<END plan>>>", "## The step just finished: step_2\n<<<DATA result of step_2>>>\n| found 3 alerts",
+		"## Results of the completed steps\n<<<DATA result of step_1>>>\n| read the alert", "get_alert, search_alerts", "<<<DATA insights of this exchange>>>\n| - new fact (step_1)",
 		"<<<DATA insights of earlier exchanges>>>\n| - old fact (step_1)", "The plan holds 3 steps (cancelled ones included) of at most 5: at most 2 more can be added"} {
 		require.Contains(t, p, want)
 	}
@@ -244,16 +253,19 @@ func TestReflectAndConcludePrompts(t *testing.T) {
 
 	c, err := a.Conclude(ctx, ConcludeInput{Session: "s", AlertID: "a1", Request: "q?", Objective: "obj", Language: "ja",
 		Steps:    []plan.Step{{ID: "step_1", Description: "read", Status: plan.Done, ResultKey: "k1"}, {ID: "step_2", Description: "x", Status: plan.Skipped, Note: "achieved"}},
-		Insights: []investigation.Insight{{Turn: 1, Step: "step_1", Text: "i1"}}, EndedEarly: "the step cap of 2 was reached"})
+		Insights: []investigation.Insight{{Turn: 1, Step: "step_1", Text: "i1"}}, EndedEarly: "the step cap of 2 was reached",
+		Verdict: VerdictContext{Turn: 1, Ran: []investigation.StepRun{{Turn: 1, Step: "step_1", Tools: []string{"get_alert"}}}}})
 	require.NoError(t, err)
 	require.Equal(t, "## Summary\n...", c.Markdown)
-	require.Equal(t, &investigation.Verdict{Verdict: "benign", Confidence: "medium", Evidence: []investigation.Evidence{{StepID: "step_1", Tool: "get_alert", Fact: "f"}}}, c.Verdict)
+	require.Equal(t, &investigation.Verdict{Verdict: "benign", Confidence: "medium", Reason: "r", Evidence: []investigation.Evidence{{StepID: "step_1", Tool: "get_alert", Fact: "f"}}}, c.Verdict)
 	require.Same(t, concludeSchema, llm.Calls[1].Cfg.ResponseSchema)
-	sys, p := userText(llm.Calls[1].Cfg.SystemInstruction), userText(llm.Calls[1].Contents[0])
-	for _, want := range []string{"Markdown in Japanese", "## 推奨される対応", "## Recommended actions", "do not wrap it in a code fence"} {
+	sys, p := untagged(userText(llm.Calls[1].Cfg.SystemInstruction)), untagged(userText(llm.Calls[1].Contents[0]))
+	for _, want := range []string{"Markdown in Japanese", "## 推奨される対応", "do not wrap it in a code fence", `"fact": "1,204 回の失敗の後`} {
 		require.Contains(t, sys, want)
 	}
-	for _, want := range []string{"### step_1 (done): read", "| read the alert", "### step_2 (skipped): x", "Note: achieved", "| - i1 (step_1)", "the step cap of 2 was reached"} {
+	require.NotContains(t, sys, "## Recommended actions", "a Japanese conclusion is shown Japanese headings and a Japanese example")
+	for _, want := range []string{`"q?"`, "<<<DATA plan>>>\n| Objective: obj\n| - step_1 (done): read [tools: ]\n| - step_2 (skipped): x [tools: ] (achieved)\n<<<END plan>>>",
+		"<<<DATA result of step_1>>>\n| read the alert", "| - i1 (step_1)", `"the step cap of 2 was reached"`, "- `step_1`: tools get_alert (this exchange)"} {
 		require.Contains(t, p, want)
 	}
 }
@@ -368,4 +380,22 @@ func TestCallToolDescribesTheStoredResult(t *testing.T) {
 	require.False(t, out.OK)
 	require.Equal(t, "alert a1 not found", out.Error)
 	require.Empty(t, out.Preview)
+}
+
+// A follow-up that continues the plan is told how to build on it, and the
+// planner's new steps keep their dependencies on the plan's finished steps.
+func TestContinuedPlanBuildsOnTheActivePlan(t *testing.T) {
+	a, llm, _ := newActivities(t, text(`{"objective":"o","continues_active_plan":true,"steps":[`+
+		`{"id":"step_4","description":"Check the bastion","tools":["search_alerts"],"expected":"e","depends_on":["step_2"]},`+
+		`{"id":"step_5","description":"Weigh","tools":[],"expected":"e","depends_on":["step_4","step_1"]}]}`))
+	active := &plan.Plan{Objective: "o", Steps: []plan.Step{{ID: "step_1", Status: plan.Done, ResultKey: "k1"}, {ID: "step_2", Status: plan.Done, ResultKey: "k2"},
+		{ID: "step_3", Status: plan.Skipped}}}
+	out, err := a.GeneratePlan(context.Background(), PlanInput{AlertID: "a1", Request: "And the bastion?", MaxSteps: 5, ActivePlan: active})
+	require.NoError(t, err)
+	require.True(t, out.Continues)
+	require.Equal(t, "step_4", out.Plan.Steps[0].ID, "new steps follow the active plan's")
+	require.Equal(t, []string{"step_2"}, out.Plan.Steps[0].DependsOn, "a dependency on a step of the active plan stays")
+	require.Equal(t, []string{"step_4", "step_1"}, out.Plan.Steps[1].DependsOn)
+	p := untagged(userText(llm.Calls[0].Contents[0]))
+	require.Contains(t, p, "numbered from `step_4`. A new step that needs the result of a finished step above names it in `depends_on` and is given that result")
 }

@@ -22,23 +22,26 @@ const MaxAlertPromptBytes = investigation.DefaultMaxToolResultBytes
 // alertFieldGuide is how many fields the guide of a large alert lists.
 const alertFieldGuide = 80
 
-// alertSection renders an alert for a prompt: a header of the values the
-// code normalised (ID, source, severity; type and title JSON-quoted, so they
-// stay on their line), then the data as a data block.
-func alertSection(al alerts.Alert) (string, error) {
+// alertSection renders an alert for a prompt whose blocks carry tag: a
+// header of the values the code made or normalised (ID, source, severity,
+// time), then the alert's type and title, which the alert's author wrote
+// (a generic alert takes its title from data.title and the like), in a block
+// of their own, then the data as a data block.
+func alertSection(tag prompt.Tag, al alerts.Alert) (string, error) {
 	var b strings.Builder
 	observed := "unknown"
 	if !al.ObservedAt.IsZero() {
 		observed = al.ObservedAt.UTC().Format(time.RFC3339)
 	}
-	fmt.Fprintf(&b, "%s%s\nAlert type: %s\nTitle: %s\nSource: %s | severity: %s | observed: %s\n\n",
-		prompt.AlertIDLabel, al.ID, quote(al.Type), quote(al.Title), al.Source, al.Severity, observed)
+	fmt.Fprintf(&b, "%s%s\nSource: %s | severity: %s | observed: %s\n%s\n",
+		prompt.AlertIDLabel, al.ID, al.Source, al.Severity, observed,
+		tag.Block("alert type and title", "Type: "+al.Type+"\nTitle: "+al.Title))
 	compact, err := prompt.MarshalJSON(al.Data, "")
 	if err != nil {
 		return "", fmt.Errorf("encode alert %s for the prompt: %w", al.ID, err)
 	}
 	if len(compact) <= MaxAlertPromptBytes {
-		block, err := prompt.JSONBlock("alert", al.Data)
+		block, err := tag.JSONBlock("alert", al.Data)
 		if err != nil {
 			return "", err
 		}
@@ -51,14 +54,7 @@ func alertSection(al alerts.Alert) (string, error) {
 		"Call get_alert with the alert ID for the complete data: it comes in pages, each saying the next_offset to ask for; "+
 		"give path to read one field, or path %q for every indicator.\n",
 		len(compact), MaxAlertPromptBytes, indicatorCount(shown, total), tools.IndicatorsPath)
-	b.WriteString(prompt.Block("alert indicators", lines) + "\n")
-	b.WriteString(prompt.Block("alert fields", alerts.Describe(al, alertFieldGuide)))
+	b.WriteString(tag.Block("alert indicators", lines) + "\n")
+	b.WriteString(tag.Block("alert fields", alerts.Describe(al, alertFieldGuide)))
 	return b.String(), nil
-}
-
-// quote JSON-quotes a value taken from the alert, so a newline in it cannot
-// start a line of its own.
-func quote(s string) string {
-	raw, _ := prompt.MarshalJSON(s, "")
-	return string(raw)
 }

@@ -50,12 +50,12 @@ func largeAlert(t *testing.T) alerts.Alert {
 // indicator (here over 3,000 lines).
 func TestLargeAlertIndicatorsAreRankedAndCapped(t *testing.T) {
 	al := largeAlert(t)
-	section, err := alertSection(al)
+	section, err := alertSection(prompt.NewTag(), al)
 	require.NoError(t, err)
 	found, _ := alerts.ScanIndicators(al.Data)
 	require.Greater(t, len(found), 3000)
 
-	require.NotContains(t, section, "<<<DATA alert>>>")
+	require.NotContains(t, section, " alert>>>\n| {", "not shown whole")
 	require.Contains(t, section, fmt.Sprintf("Below are the %d most useful of the %d indicators found in it", maxPromptIndicators, len(found)))
 	require.Contains(t, section, "Call get_alert with the alert ID for the complete data: it comes in pages")
 	require.Contains(t, section, `or path "@indicators" for every indicator`)

@@ -3,22 +3,25 @@ package activities
 import (
 	"context"
 	"fmt"
-	"slices"
 	"strings"
 
 	"github.com/secops-agent/investigator/internal/clip"
-	"github.com/secops-agent/investigator/investigation"
+	"github.com/secops-agent/investigator/internal/prompt"
+	"github.com/secops-agent/investigator/plan"
 )
 
 // Conclude writes the Markdown conclusion and the verdict from the objective,
-// the steps with their status and results, and the insights (not the
-// conversation).
+// the steps with their status and results, the insights (not the
+// conversation) and the standing verdict of earlier exchanges. The verdict's
+// evidence is checked in code (VerdictContext): the model is asked once to
+// fix what does not check out, then invalid items are dropped.
 func (a *Activities) Conclude(ctx context.Context, in ConcludeInput) (Conclusion, error) {
 	al, err := a.loadAlert(ctx, in.AlertID)
 	if err != nil {
 		return Conclusion{}, err
 	}
-	alert, err := alertSection(al)
+	tag := prompt.NewTag()
+	alert, err := alertSection(tag, al)
 	if err != nil {
 		return Conclusion{}, err
 	}
@@ -30,44 +33,89 @@ func (a *Activities) Conclude(ctx context.Context, in ConcludeInput) (Conclusion
 	for i, s := range in.Steps {
 		steps[i] = stepView{Step: s, Result: clip.String(results[i], maxResultInPrompt)}
 	}
-	p, err := renderPhase("conclude", map[string]any{
+	check := in.Verdict
+	p, err := renderPhase(tag, "conclude", map[string]any{
 		"Request":         in.Request,
-		"Objective":       in.Objective,
 		"Alert":           alert,
+		"Plan":            planText(&plan.Plan{Objective: in.Objective, Steps: in.Steps}),
 		"Steps":           steps,
 		"Insights":        insightsText(in.Insights),
 		"EarlierInsights": insightsText(in.Earlier),
 		"Language":        languageName(in.Language),
+		"Lang":            in.Language,
 		"EndedEarly":      in.EndedEarly,
 		"Hints":           in.Hints,
-		"Example":         concludeExample,
+		"Standing":        check.Standing,
+		"Cite":            check.citable(),
+		"Example":         inLanguage(concludeExamples, in.Language),
 	})
 	if err != nil {
 		return Conclusion{}, err
 	}
 	var raw struct {
-		Report     string                   `json:"report"`
-		Evidence   []investigation.Evidence `json:"evidence"`
-		Verdict    string                   `json:"verdict"`
-		Confidence string                   `json:"confidence"`
+		Report string `json:"report"`
+		modelVerdict
 	}
 	var out Conclusion
 	out.Usage, err = a.Model.GenerateJSON(ctx, "conclusion", p.system, p.user, concludeSchema, &raw, func() error {
-		switch {
-		case strings.TrimSpace(raw.Report) == "":
+		if strings.TrimSpace(raw.Report) == "" {
 			return fmt.Errorf("the report is empty")
-		case !slices.Contains(investigation.Verdicts, raw.Verdict):
-			return fmt.Errorf("verdict must be one of %s, not %q", strings.Join(investigation.Verdicts, ", "), raw.Verdict)
-		case !slices.Contains(investigation.Confidences, raw.Confidence):
-			return fmt.Errorf("confidence must be one of %s, not %q", strings.Join(investigation.Confidences, ", "), raw.Confidence)
+		}
+		if err := raw.values(); err != nil {
+			return err
+		}
+		if problems := check.problems(raw.modelVerdict); len(problems) > 0 {
+			return correctable{fmt.Errorf("the verdict does not check out: %s", strings.Join(problems, "; "))}
 		}
 		return nil
 	})
 	if err != nil {
 		return Conclusion{}, err
 	}
+	var overruled string
+	out.Verdict, out.Notes, overruled = check.settle(raw.modelVerdict)
 	out.Markdown = unfence(raw.Report)
-	out.Verdict = &investigation.Verdict{Verdict: raw.Verdict, Confidence: raw.Confidence, Evidence: raw.Evidence}
+	if overruled != "" {
+		out.Markdown += "\n\n" + overruledNote(in.Language, overruled, out.Verdict, check.Standing != nil)
+	}
+	return out, nil
+}
+
+// ReviewVerdict decides, after a follow-up's direct answer, whether that
+// exchange changed the standing verdict, checked as a conclusion's is.
+func (a *Activities) ReviewVerdict(ctx context.Context, in ReviewInput) (Review, error) {
+	answers, err := a.Model.answers(ctx, in.Session, []string{in.AnswerKey})
+	if err != nil {
+		return Review{}, err
+	}
+	check := in.Verdict
+	p, err := renderPhase(prompt.NewTag(), prompt.PhaseVerdict, map[string]any{
+		"Question": in.Question,
+		"Answer":   clip.String(answers[0], maxResultInPrompt),
+		"Language": languageName(in.Language),
+		"Standing": check.Standing,
+		"Cite":     check.citable(),
+		"Hints":    in.Hints,
+		"Example":  inLanguage(verdictExamples, in.Language),
+	})
+	if err != nil {
+		return Review{}, err
+	}
+	var raw modelVerdict
+	var out Review
+	out.Usage, err = a.Model.GenerateJSON(ctx, "verdict review", p.system, p.user, verdictSchema, &raw, func() error {
+		if err := raw.values(); err != nil {
+			return err
+		}
+		if problems := check.problems(raw); len(problems) > 0 {
+			return correctable{fmt.Errorf("the verdict does not check out: %s", strings.Join(problems, "; "))}
+		}
+		return nil
+	})
+	if err != nil {
+		return Review{}, err
+	}
+	out.Verdict, out.Notes, _ = check.settle(raw)
 	return out, nil
 }
 

@@ -1,9 +1,11 @@
 package activities
 
 // Prompt contract tests: what each phase sends the model, rendered from
-// adversarial alerts. They assert that every indicator reaches the model
-// verbatim, that no untrusted text can leave its data block or pass for a
-// section, and that the phases keep the promises the others make.
+// adversarial alerts read by alerts.Parse. They assert that every indicator
+// reaches the model verbatim, that no untrusted text can leave its data
+// block or pass for a section, and that the phases keep the promises the
+// others make. hostile_test.go runs the same check on every phase with a
+// hostile model's answers.
 
 import (
 	"context"
@@ -11,7 +13,6 @@ import (
 	"fmt"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/stretchr/testify/require"
 	"google.golang.org/genai"
@@ -46,7 +47,8 @@ var adversarialIndicators = []string{
 	`CORP\svc-backup`,
 }
 
-func adversarialAlert(big bool) alerts.Alert {
+func adversarialAlert(t *testing.T, big bool) alerts.Alert {
+	t.Helper()
 	deep := make([]any, 75)
 	for i := range deep {
 		deep[i] = map[string]any{"seen": i}
@@ -74,8 +76,12 @@ func adversarialAlert(big bool) alerts.Alert {
 		}
 		data["telemetry"] = filler
 	}
-	return alerts.Alert{ID: "edr-0badc0ffee00", Source: "edr", Type: "SuspiciousPowerShell", Severity: "high",
-		Title: "Suspicious encoded PowerShell", ObservedAt: time.Date(2026, 11, 20, 9, 0, 0, 0, time.UTC), Data: data}
+	raw, err := prompt.MarshalJSON(data, "")
+	require.NoError(t, err)
+	al, err := alerts.Parse(raw)
+	require.NoError(t, err)
+	require.Contains(t, al.Title, injectionMarker, "the title comes from the alert's data, injection and all")
+	return al
 }
 
 // phaseRequest is one rendered model request: its system instruction and
@@ -99,7 +105,7 @@ func renderAllPhases(t *testing.T, al alerts.Alert) []phaseRequest {
 		text(`{"objective":"o","continues_active_plan":false,"steps":[{"id":"step_1","description":"d","tools":["get_alert"],"expected":"e"}]}`),
 		text("step answer"),
 		text("direct answer"),
-		text(`{"report":"## Summary\nx","evidence":[],"verdict":"undetermined","confidence":"low"}`),
+		text(`{"report":"## Summary\nx","evidence":[],"reason":"r","verdict":"undetermined","confidence":"low"}`),
 	)
 	ts := modeltest.NewTranscript()
 	ts.M["s/r1"] = transcript.Entry{Kind: transcript.KindModel, Text: "tool said" + injection}
@@ -119,7 +125,8 @@ func renderAllPhases(t *testing.T, al alerts.Alert) []phaseRequest {
 		Direct: true, Question: "and then?", Language: "en", History: history})
 	require.NoError(t, err)
 	_, err = a.Conclude(ctx, ConcludeInput{Session: "s", AlertID: al.ID, Request: "Investigate.", Objective: "o", Language: "en",
-		Steps: []plan.Step{{ID: "step_1", Description: "d", Status: plan.Done, ResultKey: "r1"}}})
+		Steps:   []plan.Step{{ID: "step_1", Description: "d", Status: plan.Done, ResultKey: "r1"}},
+		Verdict: VerdictContext{Turn: 1, Ran: []investigation.StepRun{{Turn: 1, Step: "step_1", Tools: []string{"get_alert"}}}}})
 	require.NoError(t, err)
 
 	names := []string{"mode", "plan", "execute", "answer", "conclude"}
@@ -135,26 +142,15 @@ func renderAllPhases(t *testing.T, al alerts.Alert) []phaseRequest {
 	return out
 }
 
-// outsideBlocks returns the lines of text that are not inside a data
-// block, and fails when a block line does not carry the quote prefix.
-func outsideBlocks(t *testing.T, where, text string) []string {
+// outsideBlocks returns the lines of a prompt text outside its data blocks
+// (prompt.Open), the blocks checked against the tag of the phase's rule.
+func outsideBlocks(t *testing.T, p phaseRequest, text string) []string {
 	t.Helper()
-	var out []string
-	inside := ""
-	for _, line := range strings.Split(text, "\n") {
-		switch {
-		case inside == "" && strings.HasPrefix(line, "<<<DATA ") && strings.HasSuffix(line, ">>>"):
-			inside = strings.TrimSuffix(strings.TrimPrefix(line, "<<<DATA "), ">>>")
-		case inside != "" && line == "<<<END "+inside+">>>":
-			inside = ""
-		case inside != "":
-			require.True(t, strings.HasPrefix(line, prompt.LinePrefix), "%s: a line inside block %q is not quoted: %q", where, inside, line)
-		default:
-			out = append(out, line)
-		}
-	}
-	require.Empty(t, inside, "%s: block %q is never closed", where, inside)
-	return out
+	tag, ok := prompt.RuleTag(p.system)
+	require.True(t, ok, "%s: the system prompt names no block tag", p.name)
+	open, err := prompt.Open(text, tag)
+	require.NoError(t, err, p.name)
+	return open
 }
 
 // verbatim says whether the indicator appears as written or as JSON writes
@@ -168,15 +164,17 @@ func verbatim(text, v string) bool {
 }
 
 func TestPromptContractSmallAlert(t *testing.T) {
-	for _, p := range renderAllPhases(t, adversarialAlert(false)) {
+	for _, p := range renderAllPhases(t, adversarialAlert(t, false)) {
 		t.Run(p.name, func(t *testing.T) {
-			require.Contains(t, p.system, prompt.DataRule, "every system prompt states the data rule")
+			tag, ok := prompt.RuleTag(p.system)
+			require.True(t, ok)
+			require.Contains(t, p.system, tag.Rule(), "every system prompt states the data rule")
 			for _, v := range adversarialIndicators {
 				require.True(t, verbatim(p.user, v), "indicator %.60q is not verbatim in the %s prompt", v, p.name)
 			}
-			require.Contains(t, p.user, "<<<DATA alert>>>", "the alert is shown whole")
+			require.Contains(t, p.user, " alert>>>\n| {", "the alert is shown whole")
 			for _, text := range []string{p.system, p.user} {
-				for _, line := range outsideBlocks(t, p.name, text) {
+				for _, line := range outsideBlocks(t, p, text) {
 					require.NotContains(t, line, injectionMarker, "%s: injected text outside a data block", p.name)
 					require.NotEqual(t, "# System", strings.TrimSpace(line), p.name)
 				}
@@ -187,18 +185,18 @@ func TestPromptContractSmallAlert(t *testing.T) {
 }
 
 func TestPromptContractLargeAlert(t *testing.T) {
-	al := adversarialAlert(true)
+	al := adversarialAlert(t, true)
 	raw, _ := json.Marshal(al.Data)
 	require.Greater(t, len(raw), 200<<10, "the large alert is over 200 KiB")
 	for _, p := range renderAllPhases(t, al) {
 		t.Run(p.name, func(t *testing.T) {
-			require.NotContains(t, p.user, "<<<DATA alert>>>", "a large alert is not shown whole")
-			require.Contains(t, p.user, "<<<DATA alert indicators>>>")
+			require.NotContains(t, p.user, " alert>>>\n| {", "a large alert is not shown whole")
+			require.Contains(t, p.user, " alert indicators>>>")
 			require.Contains(t, p.user, "Call get_alert with the alert ID for the complete data")
 			for _, v := range adversarialIndicators {
 				require.True(t, verbatim(p.user, v), "indicator %.60q is not verbatim in the %s prompt", v, p.name)
 			}
-			for _, line := range outsideBlocks(t, p.name, p.user) {
+			for _, line := range outsideBlocks(t, p, p.user) {
 				require.NotContains(t, line, injectionMarker, p.name)
 			}
 			require.Less(t, len(p.user), 64<<10, "%s: the prompt stays small", p.name)
@@ -207,7 +205,7 @@ func TestPromptContractLargeAlert(t *testing.T) {
 }
 
 func TestStepDeclarationsFollowThePlan(t *testing.T) {
-	reqs := renderAllPhases(t, adversarialAlert(false))
+	reqs := renderAllPhases(t, adversarialAlert(t, false))
 	step, direct := reqs[2], reqs[3]
 	var names []string
 	for _, d := range step.Cfg.Tools[0].FunctionDeclarations {
@@ -239,9 +237,9 @@ func TestReflectionSeesEvidenceAndLabels(t *testing.T) {
 	user := userText(llm.Calls[0].Contents[0])
 	require.Contains(t, user, "| step one found 198.51.100.23", "reflection sees the completed steps' results")
 	require.Contains(t, user, "…[cut", "a long result is clipped, and says so")
-	require.Contains(t, user, "insights of earlier exchanges>>>\n| - before (step_4)", "carried insights are labelled")
+	require.Contains(t, untagged(user), "<<<DATA insights of earlier exchanges>>>\n| - before (step_4)", "carried insights are labelled")
 	require.Contains(t, user, "no step can be added", "the step cap is stated")
-	for _, line := range outsideBlocks(t, "reflect", user) {
+	for _, line := range outsideBlocks(t, phaseRequest{name: "reflect", system: userText(llm.Calls[0].Cfg.SystemInstruction)}, user) {
 		require.NotContains(t, line, injectionMarker)
 	}
 }
@@ -249,22 +247,17 @@ func TestReflectionSeesEvidenceAndLabels(t *testing.T) {
 func TestSchemasPutReasoningFirst(t *testing.T) {
 	require.Equal(t, []string{"reason", "mode"}, modeSchema.PropertyOrdering)
 	require.Equal(t, []string{"insights", "plan_updates", "achieved"}, reflectSchema.PropertyOrdering)
-	require.Equal(t, []string{"report", "evidence", "verdict", "confidence"}, concludeSchema.PropertyOrdering)
+	require.Equal(t, []string{"report", "evidence", "reason", "verdict", "confidence"}, concludeSchema.PropertyOrdering)
+	require.Equal(t, []string{"evidence", "reason", "verdict", "confidence"}, verdictSchema.PropertyOrdering)
 	require.Contains(t, planSchema.Required, "continues_active_plan")
 	require.Equal(t, []string{"id", "description", "tools", "expected", "depends_on"}, planSchema.Properties["steps"].Items.PropertyOrdering)
 	require.Equal(t, []string{"type", "step_id", "step", "reason"}, reflectSchema.Properties["plan_updates"].Items.PropertyOrdering)
 
 	// Each example lists its fields in the schema's order.
-	for name, ex := range map[string]string{"plan": planExample, "reflect": reflectExample, "conclude": concludeExample} {
-		var ordering []string
-		switch name {
-		case "plan":
-			ordering = planSchema.PropertyOrdering
-		case "reflect":
-			ordering = reflectSchema.PropertyOrdering
-		default:
-			ordering = concludeSchema.PropertyOrdering
-		}
+	for name, ex := range map[string]string{"plan": planExample, "reflect": reflectExample,
+		"conclude": concludeExamples["en"], "conclude.ja": concludeExamples["ja"], "verdict": verdictExamples["en"], "verdict.ja": verdictExamples["ja"]} {
+		ordering := map[string][]string{"plan": planSchema.PropertyOrdering, "reflect": reflectSchema.PropertyOrdering,
+			"conclude": concludeSchema.PropertyOrdering, "verdict": verdictSchema.PropertyOrdering}[strings.TrimSuffix(name, ".ja")]
 		last := -1
 		for _, key := range ordering {
 			i := strings.Index(ex, `"`+key+`"`)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 
+	"github.com/secops-agent/investigator/internal/prompt"
 	"github.com/secops-agent/investigator/investigation"
 )
 
@@ -14,11 +15,12 @@ func (a *Activities) DecideMode(ctx context.Context, in ModeInput) (Mode, error)
 	if err != nil {
 		return Mode{}, err
 	}
-	alert, err := alertSection(al)
+	tag := prompt.NewTag()
+	alert, err := alertSection(tag, al)
 	if err != nil {
 		return Mode{}, err
 	}
-	p, err := renderPhase("mode", map[string]any{
+	p, err := renderPhase(tag, "mode", map[string]any{
 		"Alert": alert, "History": conversationText(in.History), "ActivePlan": planText(in.ActivePlan), "Question": in.Question,
 	})
 	if err != nil {

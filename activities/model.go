@@ -5,14 +5,13 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"reflect"
 	"strings"
 	"time"
 
 	"go.temporal.io/sdk/temporal"
 	"google.golang.org/genai"
 
-	"github.com/secops-agent/investigator/internal/clip"
-	"github.com/secops-agent/investigator/internal/prompt"
 	"github.com/secops-agent/investigator/investigation"
 	"github.com/secops-agent/investigator/toolcall"
 	"github.com/secops-agent/investigator/transcript"
@@ -86,7 +85,7 @@ func (m *Model) GenerateJSON(ctx context.Context, what, system, user string, sch
 		total = total.Add(u)
 		text := answerText(resp)
 		if problem = decodeJSON(text, out); problem == nil {
-			if problem = check(); problem == nil {
+			if problem = check(); problem == nil || attempt == 2 && errors.As(problem, new(correctable)) {
 				return total, nil
 			}
 		}
@@ -98,8 +97,19 @@ func (m *Model) GenerateJSON(ctx context.Context, what, system, user string, sch
 		fmt.Sprintf("the model's %s answer was unusable twice: %v", what, problem), ErrMalformedOutput, problem)
 }
 
-// decodeJSON reads a JSON object from model text, tolerating a Markdown fence.
+// correctable is a problem of a structured answer that the model is asked
+// once to fix; when its second answer still has it, GenerateJSON keeps that
+// answer and the caller repairs it in code (a conclusion drops the evidence
+// that does not check out).
+type correctable struct{ error }
+
+// decodeJSON reads a JSON object from model text, tolerating a Markdown
+// fence, into out (a pointer), which it zeroes first: a second answer
+// never keeps a field of the first.
 func decodeJSON(text string, out any) error {
+	if v := reflect.ValueOf(out); v.Kind() == reflect.Pointer && !v.IsNil() {
+		v.Elem().SetZero()
+	}
 	text = strings.TrimSpace(text)
 	if strings.HasPrefix(text, "```") {
 		text = strings.TrimPrefix(strings.TrimPrefix(text, "```json"), "```")
@@ -271,32 +281,6 @@ func finishReason(resp *genai.GenerateContentResponse) string {
 		return "none"
 	}
 	return string(resp.Candidates[0].FinishReason)
-}
-
-// SessionText renders a stored transcript as text for introspection: model
-// text and calls, and tool results (each capped).
-func (m *Model) SessionText(ctx context.Context, session string, refs []Ref) (string, error) {
-	contents, err := m.Contents(ctx, session, "(session start)", refs)
-	if err != nil {
-		return "", err
-	}
-	var b strings.Builder
-	for _, c := range contents[1:] {
-		for _, p := range c.Parts {
-			switch {
-			case p.Thought:
-			case p.Text != "":
-				fmt.Fprintf(&b, "[%s] %s\n", c.Role, p.Text)
-			case p.FunctionCall != nil:
-				args, _ := prompt.MarshalJSON(p.FunctionCall.Args, "")
-				fmt.Fprintf(&b, "[call] %s %s\n", p.FunctionCall.Name, args)
-			case p.FunctionResponse != nil:
-				resp, _ := prompt.MarshalJSON(p.FunctionResponse.Response, "")
-				fmt.Fprintf(&b, "[result] %s %s\n", p.FunctionResponse.Name, clip.String(string(resp), 2000))
-			}
-		}
-	}
-	return b.String(), nil
 }
 
 // lostAnswer stands in for a step's answer the transcript store no longer

@@ -3,6 +3,7 @@ package activities
 import (
 	"context"
 
+	"github.com/secops-agent/investigator/internal/prompt"
 	"github.com/secops-agent/investigator/plan"
 )
 
@@ -14,11 +15,18 @@ func (a *Activities) GeneratePlan(ctx context.Context, in PlanInput) (PlanOutput
 	if err != nil {
 		return PlanOutput{}, err
 	}
-	alert, err := alertSection(al)
+	tag := prompt.NewTag()
+	alert, err := alertSection(tag, al)
 	if err != nil {
 		return PlanOutput{}, err
 	}
-	p, err := renderPhase("plan", map[string]any{
+	var earlier []string // steps of the plan in progress a new step may depend on
+	if in.ActivePlan != nil {
+		for _, s := range in.ActivePlan.Steps {
+			earlier = append(earlier, s.ID)
+		}
+	}
+	p, err := renderPhase(tag, "plan", map[string]any{
 		"Request":    in.Request,
 		"Alert":      alert,
 		"History":    conversationText(in.History),
@@ -30,6 +38,7 @@ func (a *Activities) GeneratePlan(ctx context.Context, in PlanInput) (PlanOutput
 		"ActivePlan": planText(in.ActivePlan),
 		"Feedback":   in.Feedback,
 		"Previous":   planText(in.Previous),
+		"NextStep":   plan.After(earlier),
 	})
 	if err != nil {
 		return PlanOutput{}, err
@@ -42,7 +51,12 @@ func (a *Activities) GeneratePlan(ctx context.Context, in PlanInput) (PlanOutput
 	out := PlanOutput{Tools: a.Tools.Tools()}
 	out.Usage, err = a.Model.GenerateJSON(ctx, "plan", p.system, p.user, planSchema, &raw, func() error {
 		var rerr error
-		out.Plan, out.Notes, rerr = plan.Repair(raw.Plan, names, in.MaxSteps)
+		if raw.Continues && in.ActivePlan != nil {
+			// New steps follow the plan in progress and may build on its steps.
+			out.Plan, out.Notes, rerr = plan.RepairAfter(raw.Plan, earlier, names, in.MaxSteps)
+		} else {
+			out.Plan, out.Notes, rerr = plan.Repair(raw.Plan, names, in.MaxSteps)
+		}
 		return rerr
 	})
 	out.Continues = raw.Continues && in.ActivePlan != nil

@@ -2,8 +2,10 @@ package activities
 
 import (
 	"context"
+	"strings"
 
 	"github.com/secops-agent/investigator/internal/clip"
+	"github.com/secops-agent/investigator/internal/prompt"
 	"github.com/secops-agent/investigator/plan"
 )
 
@@ -21,8 +23,8 @@ func (a *Activities) Reflect(ctx context.Context, in ReflectInput) (Reflection, 
 	for i, s := range in.Completed {
 		completed[i] = stepView{Step: s, Result: clip.String(results[i+1], maxCompletedInPrompt)}
 	}
-	p, err := renderPhase("reflect", map[string]any{
-		"Objective":       in.Objective,
+	p, err := renderPhase(prompt.NewTag(), "reflect", map[string]any{
+		"Plan":            reflectPlan(in),
 		"Step":            in.Step,
 		"Result":          clip.String(results[0], maxResultInPrompt),
 		"Completed":       completed,
@@ -43,6 +45,25 @@ func (a *Activities) Reflect(ctx context.Context, in ReflectInput) (Reflection, 
 	var out Reflection
 	out.Usage, err = a.Model.GenerateJSON(ctx, "reflection on "+in.Step.ID, p.system, p.user, reflectSchema, &out, func() error { return nil })
 	return out, err
+}
+
+// reflectPlan is the plan as reflection sees it, for a data block: the
+// objective, the step just finished, the completed, running and pending
+// steps, each with its description, tools and note.
+func reflectPlan(in ReflectInput) string {
+	var b strings.Builder
+	b.WriteString("Objective: " + in.Objective + "\nJust finished:\n" + stepLines([]plan.Step{in.Step}, true))
+	for _, g := range []struct {
+		label string
+		steps []plan.Step
+	}{{"Completed", in.Completed}, {"Still running (results not in yet)", in.Running}, {"Pending", in.Pending}} {
+		b.WriteString("\n" + g.label + ":\n")
+		if len(g.steps) == 0 {
+			b.WriteString("(none)")
+		}
+		b.WriteString(stepLines(g.steps, false))
+	}
+	return b.String()
 }
 
 // stepView is a step with the result a prompt shows of it.

@@ -9,15 +9,18 @@ import (
 	"github.com/secops-agent/investigator/internal/clip"
 	"github.com/secops-agent/investigator/internal/prompt"
 	"github.com/secops-agent/investigator/investigation"
+	"github.com/secops-agent/investigator/plan"
 	"github.com/secops-agent/investigator/toolcall"
 )
 
 // ModelTurn runs one model turn of a step's tool loop (or of the loop that
 // answers a follow-up directly). The system instruction holds the role, the
-// objective, the analyst's guidance and how to work; the first user content
-// holds the alert, the results of earlier steps of this exchange (each in a
-// data block, loaded by key) and the step; then come this step's own turns
-// and tool results. A step planned with no tools gets no function
+// analyst's guidance and how to work; the first user content holds the
+// alert, the results of the earlier steps it builds on (each in a data
+// block, loaded by key) and the step with the objective, as the planner
+// wrote them (a data block); then come this step's own turns and tool
+// results. A direct answer is given the conversation and the standing
+// verdict instead of a step. A step planned with no tools gets no function
 // declarations; every other step may also ask the analyst and read the
 // whole alert.
 func (a *Activities) ModelTurn(ctx context.Context, in TurnInput) (TurnOutput, error) {
@@ -25,7 +28,8 @@ func (a *Activities) ModelTurn(ctx context.Context, in TurnInput) (TurnOutput, e
 	if err != nil {
 		return TurnOutput{}, err
 	}
-	alert, err := alertSection(al)
+	tag := prompt.NewTag()
+	alert, err := alertSection(tag, al)
 	if err != nil {
 		return TurnOutput{}, err
 	}
@@ -37,11 +41,11 @@ func (a *Activities) ModelTurn(ctx context.Context, in TurnInput) (TurnOutput, e
 	if in.Direct {
 		phase = "answer"
 	}
-	p, err := renderPhase(phase, map[string]any{
-		"Objective":   in.Objective,
+	p, err := renderPhase(tag, phase, map[string]any{
 		"Alert":       alert,
 		"Earlier":     earlier,
 		"Step":        in.Step,
+		"StepText":    stepText(in.Objective, in.Step),
 		"StepHeading": prompt.StepHeading,
 		"Final":       in.Final,
 		"Hints":       in.Hints,
@@ -52,6 +56,8 @@ func (a *Activities) ModelTurn(ctx context.Context, in TurnInput) (TurnOutput, e
 		"Question":    in.Question,
 		"History":     conversationText(in.History),
 		"Language":    languageName(in.Language),
+		"Lang":        in.Language,
+		"Standing":    in.Standing,
 	})
 	if err != nil {
 		return TurnOutput{}, err
@@ -90,10 +96,16 @@ func languageName(code string) string {
 	return investigation.Languages["en"]
 }
 
-type earlierResult struct{ StepID, Description, Text string }
+// stepText is the step to execute as the planner wrote it, for a data
+// block.
+func stepText(objective string, s plan.Step) string {
+	return "Objective of the investigation: " + objective + "\nStep " + s.ID + ": " + s.Description + "\nExpected outcome: " + s.Expected
+}
 
-// earlierResults loads the answers of the steps this exchange finished
-// before the current one.
+type earlierResult struct{ StepID, Text string }
+
+// earlierResults loads the answers of the earlier steps the current one
+// sees (stepHost.earlier), each headed by what the step was asked.
 func (a *Activities) earlierResults(ctx context.Context, in TurnInput) ([]earlierResult, error) {
 	keys := make([]string, len(in.Earlier))
 	for i, e := range in.Earlier {
@@ -105,7 +117,7 @@ func (a *Activities) earlierResults(ctx context.Context, in TurnInput) ([]earlie
 	}
 	out := make([]earlierResult, len(texts))
 	for i, text := range texts {
-		out[i] = earlierResult{StepID: in.Earlier[i].StepID, Description: in.Earlier[i].Description, Text: clip.String(text, maxResultInPrompt)}
+		out[i] = earlierResult{StepID: in.Earlier[i].StepID, Text: "Asked: " + in.Earlier[i].Description + "\n\n" + clip.String(text, maxResultInPrompt)}
 	}
 	return out, nil
 }

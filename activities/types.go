@@ -80,6 +80,9 @@ type TurnInput struct {
 	Question string                  `json:"question,omitempty"`
 	Language string                  `json:"language,omitempty"`
 	History  []investigation.Message `json:"history,omitempty"`
+	// Standing is the verdict a direct answer is given (ReviewVerdict then
+	// decides whether the answer changed it).
+	Standing *investigation.Verdict `json:"standing,omitempty"`
 	// Arrivals are alerts that arrived for the investigation (the intake).
 	Arrivals investigation.ArrivalBatch `json:"arrivals,omitzero"`
 }
@@ -181,6 +184,38 @@ type ConcludeInput struct {
 	// EndedEarly says why the exchange stopped before finishing the plan, if it did.
 	EndedEarly string   `json:"ended_early,omitempty"`
 	Hints      []string `json:"hints,omitempty"`
+	// Verdict is what the verdict is checked against: the standing verdict
+	// of earlier exchanges and the steps that ran.
+	Verdict VerdictContext `json:"verdict,omitzero"`
+}
+
+// VerdictContext is what a verdict's evidence is checked against: the steps
+// that ran in the investigation (by exchange) with the tools they called,
+// this exchange's number (Turn) and the standing verdict, if there is one.
+type VerdictContext struct {
+	Turn     int                     `json:"turn,omitempty"`
+	Ran      []investigation.StepRun `json:"ran,omitempty"`
+	Standing *investigation.Verdict  `json:"standing,omitempty"`
+}
+
+// ReviewInput asks whether a follow-up's direct answer changes the
+// standing verdict. The answer travels by transcript key.
+type ReviewInput struct {
+	Session   string         `json:"session"`
+	Question  string         `json:"question"`
+	AnswerKey string         `json:"answer_key"`
+	Language  string         `json:"language"`
+	Hints     []string       `json:"hints,omitempty"`
+	Verdict   VerdictContext `json:"verdict"`
+}
+
+// Review is the verdict after a direct answer: the standing one, or the one
+// the answer's evidence changed it to.
+type Review struct {
+	Verdict *investigation.Verdict `json:"verdict,omitempty"`
+	// Notes say what the evidence check dropped or refused.
+	Notes []string            `json:"notes,omitempty"`
+	Usage investigation.Usage `json:"usage"`
 }
 
 // ModeInput asks whether a follow-up needs Plan & Execute or a direct answer.
@@ -198,10 +233,12 @@ type Mode struct {
 	Usage  investigation.Usage `json:"usage"`
 }
 
-// Conclusion is the final Markdown report and its verdict (nil for a
-// direct answer to a follow-up, which keeps the earlier verdict).
+// Conclusion is the final Markdown report and its verdict, checked against
+// the evidence and the standing verdict (ConcludeInput.Verdict).
 type Conclusion struct {
 	Markdown string                 `json:"markdown"`
 	Verdict  *investigation.Verdict `json:"verdict,omitempty"`
-	Usage    investigation.Usage    `json:"usage"`
+	// Notes say what the evidence check dropped or refused.
+	Notes []string            `json:"notes,omitempty"`
+	Usage investigation.Usage `json:"usage"`
 }

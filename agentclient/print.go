@@ -73,6 +73,17 @@ func (p *printer) print(e investigation.Event) {
 		}
 	case investigation.EventConclusion:
 		p.conclusion(e.Text, e.Verdict)
+	case investigation.EventVerdictChanged:
+		if e.Verdict != nil {
+			from := "none"
+			if e.From != nil {
+				from = e.From.String()
+			}
+			fmt.Fprintf(w, "\nVERDICT CHANGED  %s -> %s\n", from, e.Verdict)
+			if e.Reason != "" {
+				fmt.Fprintf(w, "  why: %s\n", indent(e.Reason, "       "))
+			}
+		}
 	case investigation.EventHint:
 		fmt.Fprintf(w, "  hint: %s\n", e.Text)
 	case investigation.EventApproval:
@@ -111,10 +122,13 @@ func (p *printer) conclusion(md string, v *investigation.Verdict) {
 	}
 }
 
-// printVerdict prints the machine-readable verdict and the evidence it
-// rests on.
+// printVerdict prints the machine-readable verdict, why, and the evidence
+// it rests on.
 func printVerdict(w io.Writer, v *investigation.Verdict) {
 	fmt.Fprintf(w, "\nVERDICT  %s (%s confidence)\n", v.Verdict, v.Confidence)
+	if v.Reason != "" {
+		fmt.Fprintf(w, "  why: %s\n", indent(v.Reason, "       "))
+	}
 	for _, e := range v.Evidence {
 		from := e.StepID
 		if e.Tool != "" {

@@ -36,6 +36,12 @@ func TestPrinterPrintsEveryEventKind(t *testing.T) {
 		{Kind: investigation.EventIdle, Text: "waiting up to 30m0s for follow-up questions"},
 		{Kind: investigation.EventNote, Text: "follow-up question queued: And the other host?"},
 		{Kind: investigation.EventTurn, Turn: 2, Text: "And the other host?", Mode: "direct", Reason: "a short question"},
+		{Kind: investigation.EventVerdictChanged, From: &investigation.Verdict{Verdict: "true_positive", Confidence: "high"},
+			Verdict: &investigation.Verdict{Verdict: "benign", Confidence: "medium", Reason: "The analyst says it was the approved pentest.",
+				Evidence: []investigation.Evidence{{StepID: "analyst", Fact: "SEC-1182 covers 198.51.100.23."}}},
+			Reason: "The analyst says it was the approved pentest."},
+		{Kind: investigation.EventConclusion, Text: "It was the pentest.", Verdict: &investigation.Verdict{Verdict: "benign", Confidence: "medium",
+			Reason: "The analyst says it was the approved pentest.", Evidence: []investigation.Evidence{{StepID: "analyst", Fact: "SEC-1182 covers 198.51.100.23."}}}},
 	}
 	for _, e := range events {
 		p.print(e)
@@ -70,6 +76,16 @@ Benign.
   note: follow-up question queued: And the other host?
 
 === FOLLOW-UP (turn 2, mode direct): And the other host?
+
+VERDICT CHANGED  true_positive (high) -> benign (medium)
+  why: The analyst says it was the approved pentest.
+
+==================== CONCLUSION ====================
+It was the pentest.
+
+VERDICT  benign (medium confidence)
+  why: The analyst says it was the approved pentest.
+  - SEC-1182 covers 198.51.100.23. [analyst]
 `
 	require.Equal(t, want, b.String())
 	require.True(t, p.concluded)

@@ -94,6 +94,16 @@ func RenderStatus(w io.Writer, id, run string, st investigation.Status, prices p
 	if st.Verdict != nil {
 		printVerdict(w, st.Verdict)
 	}
+	if len(st.VerdictHistory) > 1 {
+		history := make([]string, len(st.VerdictHistory))
+		for i, h := range st.VerdictHistory {
+			history[i] = fmt.Sprintf("turn %d: %s (%s)", h.Turn, h.Verdict, h.Confidence)
+			if h.Reason != "" {
+				history[i] += ": " + h.Reason
+			}
+		}
+		section("Verdict history", history)
+	}
 	section("Hints", st.Hints)
 	if len(st.Questions) > 0 {
 		fmt.Fprintln(w, "\nQuestions waiting for an answer:")

@@ -28,6 +28,18 @@ func TestStatusCommand(t *testing.T) {
 	require.NoError(t, testClient(f).ShowStatus(testCtx(t), &out, "inv", false))
 	require.Contains(t, out.String(), "  phase:    executing\n")
 
+	// The verdict and how it came to be, in text and JSON.
+	f.st.Verdict = &investigation.Verdict{Verdict: "benign", Confidence: "medium", Reason: "approved pentest"}
+	f.st.VerdictHistory = []investigation.VerdictChange{{Turn: 1, Verdict: "true_positive", Confidence: "high", Reason: "login after failures"},
+		{Turn: 3, Verdict: "benign", Confidence: "medium", Reason: "approved pentest"}}
+	out.Reset()
+	require.NoError(t, testClient(f).ShowStatus(testCtx(t), &out, "inv", false))
+	require.Contains(t, out.String(), "VERDICT  benign (medium confidence)\n  why: approved pentest\n")
+	require.Contains(t, out.String(), "Verdict history:\n  - turn 1: true_positive (high): login after failures\n  - turn 3: benign (medium): approved pentest\n")
+	out.Reset()
+	require.NoError(t, testClient(f).ShowStatus(testCtx(t), &out, "inv", true))
+	require.Contains(t, out.String(), `"verdict_history": [`)
+
 	f.stErr = serviceerror.NewNotFound("workflow not found")
 	require.EqualError(t, testClient(f).ShowStatus(testCtx(t), &out, "inv", false), "no investigation with ID inv")
 	f.stErr = serviceerror.NewQueryFailed("unknown queryType status. KnownQueryTypes=[progress]")

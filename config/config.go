@@ -227,7 +227,14 @@ type BigQuery struct {
 	EmbeddingModel string
 	MinSimilarity  float64
 	RecallLimit    int
+	// AutoApproveMemories stores learned claims approved instead of
+	// proposed: later sessions use them without a person's review.
+	AutoApproveMemories bool
 }
+
+// AutoApproveRisk says what --auto-approve-memories risks, for its help and
+// the worker's start-up warning.
+const AutoApproveRisk = "a claim that slips past the claim check (planted by a crafted log row or a hostile model answer) then reaches every later BigQuery session without review"
 
 // Flags registers the BigQuery sub-agent flags.
 func (b *BigQuery) Flags(fs *pflag.FlagSet) {
@@ -236,6 +243,8 @@ func (b *BigQuery) Flags(fs *pflag.FlagSet) {
 	fs.StringVar(&b.EmbeddingModel, "embedding-model", Env("gemini-embedding-001", "GEMINI_EMBEDDING_MODEL"), "embedding model for memories, 768 dimensions (env GEMINI_EMBEDDING_MODEL)")
 	fs.Float64Var(&b.MinSimilarity, "memory-min-similarity", envFloat(0.8, "MEMORY_MIN_SIMILARITY"), "least cosine similarity of a recalled memory (env MEMORY_MIN_SIMILARITY)")
 	fs.IntVar(&b.RecallLimit, "memory-recall-limit", int(envFloat(32, "MEMORY_RECALL_LIMIT")), "most memories recalled per request (env MEMORY_RECALL_LIMIT)")
+	fs.BoolVar(&b.AutoApproveMemories, "auto-approve-memories", envBool("MEMORY_AUTO_APPROVE"),
+		"approve the claims the BigQuery sub-agent learns as it learns them, instead of proposing them for review with starter memory approve (env MEMORY_AUTO_APPROVE). Risk: "+AutoApproveRisk)
 }
 
 // EmulatorHost is the BigQuery emulator's host:port from

@@ -91,3 +91,21 @@ func TestIntelRates(t *testing.T) {
 		require.Error(t, err, bad)
 	}
 }
+
+// TestAutoApproveMemories: off by default; the flag or MEMORY_AUTO_APPROVE
+// turns it on, and its help says what it risks.
+func TestAutoApproveMemories(t *testing.T) {
+	parse := func(env string, args ...string) BigQuery {
+		t.Setenv("MEMORY_AUTO_APPROVE", env)
+		var bc BigQuery
+		fs := pflag.NewFlagSet("x", pflag.ContinueOnError)
+		bc.Flags(fs)
+		require.NoError(t, fs.Parse(args))
+		require.Contains(t, fs.Lookup("auto-approve-memories").Usage, "Risk: "+AutoApproveRisk)
+		return bc
+	}
+	require.False(t, parse("").AutoApproveMemories, "proposed for review by default")
+	require.True(t, parse("true").AutoApproveMemories)
+	require.True(t, parse("", "--auto-approve-memories").AutoApproveMemories)
+	require.False(t, parse("true", "--auto-approve-memories=false").AutoApproveMemories, "a flag beats the environment")
+}

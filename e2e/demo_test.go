@@ -102,22 +102,32 @@ func TestDemoGuardDuty(t *testing.T) {
 	require.Contains(t, tree.stdout, "request: Did 198.51.100.23 log in to web-server-prod-01")
 	t.Logf("REPORT demo tree:\n%s", tree.stdout)
 
-	// The first child learned a claim; the second recalled it and rated it
-	// helpful, and learned one of its own.
-	mem := starter(t, nil, "memory", "list")
+	// Each child proposed a claim; neither is recalled before a person
+	// approves it, so the second child listed the tables itself.
+	mem := starter(t, nil, "memory", "list", "--proposed")
 	require.Equal(t, 0, mem.code, mem.stderr)
 	t.Logf("REPORT demo memories:\n%s", mem.stdout)
-	learned := regexp.MustCompile(`(?m)^(m-[0-9a-f]+)\s+1\s+\S+ \S+\s+In security_logs\.auth_events, logins from a source_ip have event_type 'ssh_failed`).FindStringSubmatch(mem.stdout)
-	require.NotNil(t, learned, "the first child's claim, rated helpful by the second")
-	require.Regexp(t, `(?m)^m-[0-9a-f]+\s+0\s+\S+ \S+\s+In security_logs\.auth_events, what a user did after a login`, mem.stdout, "the second child's claim")
-	shown := starter(t, nil, "memory", "show", learned[1])
+	proposed := regexp.MustCompile(`(?m)^(m-[0-9a-f]+)\s+proposed\s+0\s+\S+ \S+\s+security_logs\.auth_events\s+(.*)$`).FindAllStringSubmatch(mem.stdout, -1)
+	require.Len(t, proposed, 2, mem.stdout)
+	texts := []string{proposed[0][2], proposed[1][2]}
+	require.ElementsMatch(t, []string{"event_type names the kind of each login event and success tells whether it succeeded.",
+		"the events of a session share host and user with its login, so match them on both."}, texts)
+	require.Contains(t, out, "note: Proposed 1 claims for review (starter memory list --proposed)")
+	require.NotContains(t, out, "Recalled 1 memories", "a proposed memory is not recalled")
+
+	// The analyst approves both.
+	approve := starter(t, nil, "memory", "approve", proposed[0][1], proposed[1][1])
+	require.Equal(t, 0, approve.code, approve.stderr)
+	shown := starter(t, nil, "memory", "show", proposed[0][1])
 	require.Equal(t, 0, shown.code, shown.stderr)
 	var m map[string]any
 	require.NoError(t, json.Unmarshal([]byte(shown.stdout), &m))
-	require.Equal(t, "In security_logs.auth_events, logins from a source_ip have event_type 'ssh_failed' (success false) or 'ssh_accepted' (success true).", m["claim"])
+	require.Equal(t, "approved", m["status"])
+	require.Equal(t, "security_logs.auth_events", m["table"])
 
 	// Run again: the first child now recalls what the last run learned, goes
-	// straight to the login table's schema, and learns nothing twice.
+	// straight to the login table's schema, rates both memories helpful, and
+	// learns nothing twice.
 	again := starter(t, nil, "investigate", "--alert", exampleAlert)
 	require.Equal(t, 0, again.code, "stdout:\n%s\nstderr:\n%s", again.stdout, again.stderr)
 	t.Logf("REPORT demo stdout (second run):\n%s", again.stdout)
@@ -127,6 +137,7 @@ func TestDemoGuardDuty(t *testing.T) {
 	mem = starter(t, nil, "memory", "list")
 	require.Equal(t, 0, mem.code, mem.stderr)
 	require.Equal(t, 2, strings.Count(mem.stdout, "\nm-"), "no claim learned twice:\n%s", mem.stdout)
+	require.Len(t, regexp.MustCompile(`(?m)^m-[0-9a-f]+\s+approved\s+2\s`).FindAllString(mem.stdout, -1), 2, "both children rated both helpful:\n%s", mem.stdout)
 
 	// The model saw no question and no ask_user call was made.
 	for _, r := range modelSrv.Requests() {

@@ -142,7 +142,8 @@ func TestInvestigation(t *testing.T) {
 	require.Contains(t, list.stdout, id, "the investigated alert was stored")
 
 	// What the model saw: the real tool results, the reflection inputs only.
-	require.Contains(t, step1Retry, "## Execute this step\nstep_1: Read the full alert.")
+	require.Contains(t, step1Retry, "## Execute this step\nstep_1\n<<<DATA ")
+	require.Contains(t, step1Retry, "\n| Step step_1: Read the full alert.\n", "the planner's words, in the block after the step's ID")
 	require.Contains(t, sawAlert, "198.51.100.23")
 	require.Contains(t, sawSearch, `"count":`)
 	require.Contains(t, sawSearch, "guardduty-")

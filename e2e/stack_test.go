@@ -26,10 +26,11 @@ import (
 	"github.com/secops-agent/investigator/internal/testenv"
 )
 
-// These tests run the scripts behind `go tool task investigate`, `dev` and
-// `stop` on the real binaries, each on a stack of its own: private ports,
-// data directory and bin directory, so they never meet a developer's stack
-// or another test's services. The Gemini stand-in answers (no credentials).
+// These tests run bin/stack, the supervisor behind `go tool task
+// investigate`, `dev`, `stop`, `status` and `save`, on the real binaries,
+// each on a stack of its own: private ports, data directory and bin
+// directory, so they never meet a developer's stack or another test's
+// services. The Gemini stand-in answers (no credentials).
 
 // localStack is one stack's settings.
 type localStack struct {
@@ -45,7 +46,8 @@ var (
 )
 
 // stackBin returns a directory holding worker and starter (the ones TestMain
-// built) and gemini-standin, which the stack starts without credentials.
+// built), gemini-standin, which the stack starts without credentials, and
+// stack, the supervisor.
 func stackBin(t *testing.T) string {
 	t.Helper()
 	standinOnce.Do(func() {
@@ -53,10 +55,10 @@ func stackBin(t *testing.T) string {
 		if standinErr = os.MkdirAll(dir, 0o755); standinErr != nil {
 			return
 		}
-		build := exec.Command("go", "build", "-o", dir+"/", "./cmd/gemini-standin")
+		build := exec.Command("go", "build", "-o", dir+"/", "./cmd/gemini-standin", "./cmd/stack")
 		build.Dir = ".."
 		if out, err := build.CombinedOutput(); err != nil {
-			standinErr = fmt.Errorf("build gemini-standin: %v\n%s", err, out)
+			standinErr = fmt.Errorf("build gemini-standin and stack: %v\n%s", err, out)
 			return
 		}
 		for _, name := range []string{"worker", "starter"} {
@@ -110,8 +112,8 @@ func newLocalStack(t *testing.T) *localStack {
 		if t.Failed() {
 			s.dumpLogs(t)
 		}
-		if r := s.script(t, 2*time.Minute, nil, "stack.sh", "stop"); r.code != 0 {
-			t.Errorf("cleanup: stack.sh stop exited %d:\n%s", r.code, r.stdout)
+		if r := s.stack(t, 2*time.Minute, nil, "stop"); r.code != 0 {
+			t.Errorf("cleanup: stack stop exited %d:\n%s", r.code, r.stdout)
 		}
 	})
 	return s
@@ -133,32 +135,33 @@ func dropFromStackEnv(k string) bool {
 	return false
 }
 
-// scriptRun is one finished run of a script.
-type scriptRun struct {
+// cmdRun is one finished run of a command.
+type cmdRun struct {
 	code   int
 	stdout string // stdout and stderr together, in order
 }
 
-// script runs scripts/<name> with the stack's environment plus extra.
-func (s *localStack) script(t *testing.T, timeout time.Duration, extra []string, name string, args ...string) scriptRun {
+// stack runs bin/stack with args, the stack's environment plus extra, from
+// the repository as the tasks do.
+func (s *localStack) stack(t *testing.T, timeout time.Duration, extra []string, args ...string) cmdRun {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, "bash", append([]string{filepath.Join(s.root, "scripts", name)}, args...)...)
+	cmd := exec.CommandContext(ctx, filepath.Join(s.bin, "stack"), args...)
 	cmd.Dir = s.root
 	cmd.Env = append(append([]string{}, s.env...), extra...)
-	return runScript(t, cmd)
+	return runCmd(t, cmd)
 }
 
-// runScript runs cmd with stdout and stderr together.
-func runScript(t *testing.T, cmd *exec.Cmd) scriptRun {
+// runCmd runs cmd with stdout and stderr together.
+func runCmd(t *testing.T, cmd *exec.Cmd) cmdRun {
 	t.Helper()
 	var out bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &out
-	// The services a script starts write to their own logs; never wait on them.
+	// The services the stack starts write to their own logs; never wait on them.
 	cmd.WaitDelay = 10 * time.Second
 	err := cmd.Run()
-	r := scriptRun{stdout: out.String()}
+	r := cmdRun{stdout: out.String()}
 	if err != nil {
 		exit, ok := err.(*exec.ExitError)
 		require.True(t, ok, "run %v: %v\n%s", cmd.Args, err, r.stdout)
@@ -167,17 +170,17 @@ func runScript(t *testing.T, cmd *exec.Cmd) scriptRun {
 	return r
 }
 
-// shell runs a command line the way a user types it after the script ends:
+// shell runs a command line the way a user types it after investigate ends:
 // a fresh bash with only PATH and HOME, so the settings come from what the
 // line sources.
-func shell(t *testing.T, dir, line string) scriptRun {
+func shell(t *testing.T, dir, line string) cmdRun {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, "bash", "-c", line)
 	cmd.Dir = dir
 	cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "HOME=" + os.Getenv("HOME")}
-	return runScript(t, cmd)
+	return runCmd(t, cmd)
 }
 
 func (s *localStack) dumpLogs(t *testing.T) {
@@ -234,7 +237,7 @@ func (s *localStack) requireStopped(t *testing.T, pids map[string]int) {
 	require.Empty(t, left, "pid files left behind")
 }
 
-// closing holds what investigate.sh prints at the end when the stack stays
+// closing holds what investigate prints at the end when the stack stays
 // up: the Web UI link and two command lines (". FILE", "STARTER ask ID ...").
 type closing struct{ webUI, settings, ask string }
 
@@ -258,15 +261,16 @@ func closingLines(t *testing.T, out string) closing {
 	return c
 }
 
-// TestInvestigateLeavesStackUp runs the main job's script, then uses what it
-// printed: the Web UI link, the settings file and the follow-up command. The
-// stop script then stops every process the script started. A restarted
-// stack (dev.sh) holds every Firestore document of the stopped one, so the
-// alerts are listed and a follow-up on the earlier investigation works; stop
-// then ends the dev session and its services.
+// TestInvestigateLeavesStackUp runs the main job, then uses what it printed:
+// the Web UI link, the settings file and the follow-up command. status
+// lists the services, save saves the Firestore data now, and stop then
+// stops every process investigate started. A restarted stack (dev) holds
+// every Firestore document of the stopped one, so the alerts are listed and
+// a follow-up on the earlier investigation works; stop then ends the dev
+// session and its services.
 func TestInvestigateLeavesStackUp(t *testing.T) {
 	s := newLocalStack(t)
-	run := s.script(t, 5*time.Minute, nil, "investigate.sh")
+	run := s.stack(t, 5*time.Minute, nil, "investigate")
 	require.Equal(t, 0, run.code, run.stdout)
 	id := workflowIDFrom(t, run.stdout)
 	end := closingLines(t, run.stdout)
@@ -276,10 +280,22 @@ func TestInvestigateLeavesStackUp(t *testing.T) {
 
 	pids := s.recordedPids(t)
 	for _, name := range []string{"temporal", "firestore", "bigquery", "gemini-standin", "worker"} {
-		require.Contains(t, pids, name, "the script did not record %s", name)
+		require.Contains(t, pids, name, "investigate did not record %s", name)
 	}
+	status := s.stack(t, time.Minute, nil, "status")
+	require.Equal(t, 0, status.code, status.stdout)
+	for _, name := range []string{"temporal", "firestore", "bigquery", "gemini-standin", "worker"} {
+		require.Regexp(t, fmt.Sprintf(`(?m)^%s +running \(pid %d\)$`, name, pids[name]), status.stdout)
+	}
+	saves, _ := filepath.Glob(filepath.Join(s.data, "firestore", "save-*"))
+	require.Len(t, saves, 1, "investigate saves the Firestore data at the end")
+	save := s.stack(t, time.Minute, nil, "save")
+	require.Equal(t, 0, save.code, save.stdout)
+	newer, _ := filepath.Glob(filepath.Join(s.data, "firestore", "save-*"))
+	require.Len(t, newer, 1, "a newer save replaces the older")
+	require.NotEqual(t, saves, newer)
 	resp, err := http.Get(end.webUI)
-	require.NoError(t, err, "the Web UI link the script printed")
+	require.NoError(t, err, "the Web UI link investigate printed")
 	resp.Body.Close()
 	require.Equal(t, http.StatusOK, resp.StatusCode, end.webUI)
 
@@ -292,11 +308,11 @@ func TestInvestigateLeavesStackUp(t *testing.T) {
 	requireCollection(t, before, "alerts")
 	requireCollection(t, before, "entries")
 
-	stop := s.script(t, 2*time.Minute, nil, "stack.sh", "stop")
+	stop := s.stack(t, 2*time.Minute, nil, "stop")
 	require.Equal(t, 0, stop.code, stop.stdout)
 	s.requireStopped(t, pids)
 
-	// Restart: dev.sh, as `go tool task dev`, in the background.
+	// Restart: dev, as `go tool task dev`, in the background.
 	dev := s.startDev(t)
 	after := firestoreDocuments(t, fsHost)
 	for name, fields := range before {
@@ -319,17 +335,17 @@ func TestInvestigateLeavesStackUp(t *testing.T) {
 
 	pids = s.recordedPids(t)
 	require.Contains(t, pids, "dev")
-	stop = s.script(t, 2*time.Minute, nil, "stack.sh", "stop")
+	stop = s.stack(t, 2*time.Minute, nil, "stop")
 	require.Equal(t, 0, stop.code, stop.stdout)
-	require.NoError(t, dev.wait(time.Minute), "dev.sh after stop")
+	require.NoError(t, dev.wait(time.Minute), "dev after stop")
 	s.requireStopped(t, pids)
 }
 
-// TestInvestigateTeardown: with INVESTIGATE_TEARDOWN=1 the script stops
+// TestInvestigateTeardown: with INVESTIGATE_TEARDOWN=1 investigate stops
 // everything it started before it exits, and says nothing of a running stack.
 func TestInvestigateTeardown(t *testing.T) {
 	s := newLocalStack(t)
-	run := s.script(t, 5*time.Minute, []string{"INVESTIGATE_TEARDOWN=1"}, "investigate.sh")
+	run := s.stack(t, 5*time.Minute, []string{"INVESTIGATE_TEARDOWN=1"}, "investigate")
 	require.Equal(t, 0, run.code, run.stdout)
 	workflowIDFrom(t, run.stdout)
 	require.NotContains(t, run.stdout, "still running")
@@ -343,23 +359,23 @@ func TestInvestigateTeardown(t *testing.T) {
 		}
 	}
 	for _, name := range []string{"temporal", "firestore", "bigquery", "gemini-standin", "worker"} {
-		require.Contains(t, pids, name, "the script did not start %s:\n%s", name, run.stdout)
+		require.Contains(t, pids, name, "investigate did not start %s:\n%s", name, run.stdout)
 	}
 	s.requireStopped(t, pids)
 	saves, _ := filepath.Glob(filepath.Join(s.data, "firestore", "save-*"))
-	require.Len(t, saves, 1, "the Firestore data is saved when the script stops the emulator")
+	require.Len(t, saves, 1, "the Firestore data is saved when investigate stops the emulator")
 }
 
-// devSession is dev.sh running in the background.
+// devSession is `stack dev` running in the background.
 type devSession struct {
 	cmd  *exec.Cmd
 	done chan error
 }
 
-// startDev starts dev.sh and waits until the stack it starts is up.
+// startDev starts `stack dev` and waits until the stack it starts is up.
 func (s *localStack) startDev(t *testing.T) *devSession {
 	t.Helper()
-	cmd := exec.Command("bash", filepath.Join(s.root, "scripts", "dev.sh"))
+	cmd := exec.Command(filepath.Join(s.bin, "stack"), "dev")
 	cmd.Dir = s.root
 	cmd.Env = s.env
 	log, err := os.Create(filepath.Join(t.TempDir(), "dev.out"))
@@ -383,11 +399,11 @@ func (s *localStack) startDev(t *testing.T) *devSession {
 		select {
 		case err := <-d.done:
 			d.done <- err
-			t.Fatalf("dev.sh exited (%v) before the stack was up:\n%s", err, out)
+			t.Fatalf("stack dev exited (%v) before the stack was up:\n%s", err, out)
 		case <-time.After(200 * time.Millisecond):
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("dev.sh did not bring the stack up within 3 minutes:\n%s", out)
+			t.Fatalf("stack dev did not bring the stack up within 3 minutes:\n%s", out)
 		}
 	}
 }

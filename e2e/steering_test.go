@@ -82,7 +82,7 @@ func TestSteering(t *testing.T) {
 			reply(geminitest.JSON(map[string]any{"objective": "Decide whether the login was malicious.", "steps": []map[string]any{
 				{"id": "1", "description": "Read the alert.", "tools": []string{"get_alert"}, "expected": "details"}}})),
 			func(r *geminitest.Request) geminitest.Reply {
-				require.Contains(t, r.Text(), "Requested change (from the analyst, follow it): Also check bastion-01.")
+				require.Contains(t, r.Text(), `Requested change (from the analyst, follow it): "Also check bastion-01."`)
 				return geminitest.JSON(map[string]any{"objective": "Decide whether the login was malicious, bastion-01 included.", "steps": []map[string]any{
 					{"id": "1", "description": "Read the alert and note bastion-01.", "tools": []string{"get_alert"}, "expected": "details"}}})
 			},
@@ -120,6 +120,11 @@ func TestSteering(t *testing.T) {
 			reply(geminitest.JSON(map[string]any{"mode": "plan", "reason": "new evidence needed"})),
 			reply(geminitest.JSON(map[string]any{"mode": "direct", "reason": "already known"})),
 		},
+		// The direct answer's review: a login time does not change the verdict.
+		"verdict": {func(r *geminitest.Request) geminitest.Reply {
+			require.Contains(t, r.Text(), `"verdict": "true_positive"`, "the review is given the standing verdict")
+			return geminitest.JSON(map[string]any{"evidence": []any{}, "reason": "The login time does not bear on it.", "verdict": "true_positive", "confidence": "medium"})
+		}},
 	}}
 	model.use(t, func(r *geminitest.Request) geminitest.Reply {
 		if r.Phase() == geminitest.PhaseMode {
@@ -188,6 +193,7 @@ func TestSteering(t *testing.T) {
 	f2 := starter(t, nil, "ask", id, "When exactly did deploy log in?")
 	require.Equal(t, 0, f2.code, f2.stderr)
 	require.Contains(t, f2.stdout, "deploy logged in at 08:47:12 UTC.")
+	require.NotContains(t, f2.stdout, "VERDICT", "a narrow question keeps the verdict: no change to print")
 	after, err := tc.DescribeWorkflowExecution(context.Background(), id, "")
 	require.NoError(t, err)
 	runAfter := after.WorkflowExecutionInfo.GetExecution().GetRunId()

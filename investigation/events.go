@@ -17,7 +17,10 @@ const (
 	EventInsight    EventKind = "insight"     // Step; Insights
 	EventPlanUpdate EventKind = "plan_update" // Step; Updates: each update and what became of it; Completed, Pending
 	EventNote       EventKind = "note"        // Text; Notes: the items it names
-	EventConclusion EventKind = "conclusion"  // Text: the Markdown; Verdict (none for a direct answer)
+	EventConclusion EventKind = "conclusion"  // Text: the Markdown; Verdict (for a direct answer, only one that changed)
+	// EventVerdictChanged: an exchange changed the standing verdict. From: the
+	// standing verdict; Verdict: the new one with its evidence; Reason: why.
+	EventVerdictChanged EventKind = "verdict_changed"
 	// Steering and conversation events.
 	EventHint     EventKind = "hint"     // Text: the hint
 	EventApproval EventKind = "approval" // Text: "awaiting", "approved" or "revise: <feedback>"
@@ -51,6 +54,9 @@ type Event struct {
 	Notes      []string `json:"notes,omitempty"`
 	QuestionID string   `json:"question_id,omitempty"`
 	Mode       string   `json:"mode,omitempty"`
-	Reason     string   `json:"reason,omitempty"`
-	Verdict    *Verdict `json:"verdict,omitempty"`
+	// Reason says why: a follow-up's mode, a verdict's change.
+	Reason  string   `json:"reason,omitempty"`
+	Verdict *Verdict `json:"verdict,omitempty"`
+	// From is the verdict a verdict_changed event replaced.
+	From *Verdict `json:"from,omitempty"`
 }

@@ -176,18 +176,61 @@ var Verdicts = []string{VerdictTruePositive, VerdictBenign, VerdictFalsePositive
 var Confidences = []string{"low", "medium", "high"}
 
 // Evidence is one fact a verdict rests on, with the step and tool that
-// established it.
+// established it: a step that ran in this investigation and a tool it
+// called, or EvidenceAlert or EvidenceAnalyst with no tool.
 type Evidence struct {
 	StepID string `json:"step_id"`
 	Tool   string `json:"tool,omitempty"`
 	Fact   string `json:"fact"`
 }
 
+// Evidence sources that are not steps (Evidence.StepID, with no tool).
+const (
+	// EvidenceAlert is a fact the alert itself shows.
+	EvidenceAlert = "alert"
+	// EvidenceAnalyst is a fact the analyst stated (a request, a follow-up
+	// question, a hint).
+	EvidenceAnalyst = "analyst"
+)
+
 // Verdict is the machine-readable outcome of a conclusion.
 type Verdict struct {
-	Verdict    string     `json:"verdict"`
-	Confidence string     `json:"confidence"`
-	Evidence   []Evidence `json:"evidence,omitempty"`
+	Verdict    string `json:"verdict"`
+	Confidence string `json:"confidence"`
+	// Reason says in a sentence or two why; for a verdict that changed,
+	// what changed it.
+	Reason   string     `json:"reason,omitempty"`
+	Evidence []Evidence `json:"evidence,omitempty"`
+}
+
+// Same says whether two verdicts say the same thing (verdict and
+// confidence); a nil verdict is the same only as another nil.
+func (v *Verdict) Same(o *Verdict) bool {
+	if v == nil || o == nil {
+		return v == o
+	}
+	return v.Verdict == o.Verdict && v.Confidence == o.Confidence
+}
+
+// String is "true_positive (high)".
+func (v Verdict) String() string { return v.Verdict + " (" + v.Confidence + ")" }
+
+// VerdictChange is one entry of the verdict's history: the verdict an
+// exchange (Turn) reached, the first one or a change of the standing one.
+type VerdictChange struct {
+	Turn       int    `json:"turn"`
+	Verdict    string `json:"verdict"`
+	Confidence string `json:"confidence"`
+	Reason     string `json:"reason,omitempty"`
+}
+
+// StepRun is a step that ran in an exchange (Turn) and the tools it called:
+// what a verdict's evidence may name. A follow-up's direct answer runs as
+// the step "answer".
+type StepRun struct {
+	Turn  int      `json:"turn"`
+	Step  string   `json:"step"`
+	Tools []string `json:"tools,omitempty"`
 }
 
 // Result is what a finished investigation returns.

@@ -62,6 +62,9 @@ type Status struct {
 	Spend
 	LastSeq    int    `json:"last_seq"`
 	StopReason string `json:"stop_reason,omitempty"`
+	// VerdictHistory is the verdict of each exchange that set or changed
+	// it, oldest first (the latest ones only: State bounds it).
+	VerdictHistory []VerdictChange `json:"verdict_history,omitempty"`
 	// Intake is set for an investigation the intake started or that alerts arrived for.
 	Intake *IntakeStatus `json:"intake,omitempty"`
 }

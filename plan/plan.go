@@ -150,6 +150,16 @@ func IDs(steps []Step) []string {
 // steps without a description, and cuts the plan to maxSteps. Notes say what
 // was changed. An error means nothing executable is left.
 func Repair(p Plan, known []string, maxSteps int) (Plan, []string, error) {
+	return RepairAfter(p, nil, known, maxSteps)
+}
+
+// RepairAfter is Repair for steps that continue a plan whose steps are
+// earlier (their IDs): the new steps are numbered after them (After), so
+// no ID is taken twice, and a new step's depends_on may also name an earlier
+// step, kept as written. A dependency naming one of the new steps' own IDs
+// means that new step.
+func RepairAfter(p Plan, earlier []string, known []string, maxSteps int) (Plan, []string, error) {
+	first := After(earlier)
 	var notes []string
 	out := Plan{Objective: strings.TrimSpace(p.Objective)}
 	if out.Objective == "" {
@@ -178,8 +188,8 @@ func Repair(p Plan, known []string, maxSteps int) (Plan, []string, error) {
 			notes = append(notes, fmt.Sprintf("dropped step %s and later ones: the plan is capped at %d steps", label, maxSteps))
 			break
 		}
-		id := "step_" + strconv.Itoa(len(out.Steps)+1)
-		deps, dropped := renameDeps(s.DependsOn, renamed)
+		id := "step_" + strconv.Itoa(first+len(out.Steps))
+		deps, dropped := renameDeps(s.DependsOn, renamed, earlier)
 		if len(dropped) > 0 {
 			notes = append(notes, fmt.Sprintf("step %s: dropped dependencies on %s (only earlier steps of the plan count)", label, strings.Join(dropped, ", ")))
 		}
@@ -202,16 +212,21 @@ func Repair(p Plan, known []string, maxSteps int) (Plan, []string, error) {
 }
 
 // renameDeps maps a step's dependencies through renamed (the earlier kept
-// steps' IDs), deduplicated, and returns the ones that name no earlier kept
-// step. nil stays nil: the step keeps running after every earlier one.
-func renameDeps(deps []string, renamed map[string]string) (kept, dropped []string) {
+// steps' IDs) or keeps those naming a step of an earlier plan (earlier),
+// deduplicated, and returns the ones that name neither. nil stays nil: the
+// step keeps running after every earlier one.
+func renameDeps(deps []string, renamed map[string]string, earlier []string) (kept, dropped []string) {
 	if deps == nil {
 		return nil, nil
 	}
 	kept = []string{}
 	for _, d := range deps {
 		d = strings.TrimSpace(d)
-		switch id, ok := renamed[d]; {
+		id, ok := renamed[d]
+		if !ok && slices.Contains(earlier, d) {
+			id, ok = d, true
+		}
+		switch {
 		case ok && !slices.Contains(kept, id):
 			kept = append(kept, id)
 		case !ok && d != "":
@@ -219,6 +234,19 @@ func renameDeps(deps []string, renamed map[string]string) (kept, dropped []strin
 		}
 	}
 	return kept, dropped
+}
+
+// After is the number of the first step after steps with these IDs:
+// one more than the highest step_N, or than their count (as Apply numbers
+// an added step).
+func After(ids []string) int {
+	highest := len(ids)
+	for _, id := range ids {
+		if n, err := strconv.Atoi(strings.TrimPrefix(id, "step_")); err == nil && n > highest {
+			highest = n
+		}
+	}
+	return highest + 1
 }
 
 // splitTools returns the known tools (deduplicated, in the given order) and the unknown ones.

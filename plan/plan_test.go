@@ -231,3 +231,28 @@ func TestDependsOnSurvivesJSON(t *testing.T) {
 }
 
 func equalInts(a, b []int) bool { return slices.Equal(a, b) }
+
+// Steps that continue a plan are numbered after it and may depend on its
+// steps; a dependency naming one of the new steps' own IDs means that step.
+func TestRepairAfterContinuesAPlan(t *testing.T) {
+	earlier := []string{"step_1", "step_2", "step_4"}
+	got, notes, err := RepairAfter(Plan{Objective: "more", Steps: []Step{
+		{ID: "step_5", Description: "Check the bastion", Tools: []string{"search_alerts"}, DependsOn: []string{"step_2", "step_9"}},
+		{ID: "step_6", Description: "Weigh it", Tools: []string{}, DependsOn: []string{"step_5", "step_1"}},
+	}}, earlier, known, 5)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.Steps[0].ID != "step_5" || got.Steps[1].ID != "step_6" {
+		t.Fatalf("new steps numbered %s, %s; want after step_4", got.Steps[0].ID, got.Steps[1].ID)
+	}
+	if !slices.Equal(got.Steps[0].DependsOn, []string{"step_2"}) || !slices.Equal(got.Steps[1].DependsOn, []string{"step_5", "step_1"}) {
+		t.Fatalf("dependencies %v, %v", got.Steps[0].DependsOn, got.Steps[1].DependsOn)
+	}
+	if len(notes) != 1 || !strings.Contains(notes[0], "step_9") {
+		t.Fatalf("notes %v", notes)
+	}
+	if After(nil) != 1 || After([]string{"step_3", "x"}) != 4 {
+		t.Fatal("After")
+	}
+}

@@ -96,7 +96,7 @@ func add(p *Plan, u Update, lim Limits) (string, error) {
 	for _, s := range p.Steps {
 		existing[s.ID] = s.ID
 	}
-	deps, _ := renameDeps(u.Step.DependsOn, existing) // unknown ones cannot hold it back
+	deps, _ := renameDeps(u.Step.DependsOn, existing, nil) // unknown ones cannot hold it back
 	p.Steps = append(p.Steps, Step{
 		ID:          id,
 		Description: strings.TrimSpace(u.Step.Description),

@@ -15,53 +15,96 @@ import (
 )
 
 func (a *app) memoryCommand() *cobra.Command {
-	cmd := &cobra.Command{Use: "memory", Short: "List, show and delete the BigQuery sub-agent's memories"}
-	open := func(cmd *cobra.Command) (*memory.Store, func(), error) {
+	cmd := &cobra.Command{
+		Use:   "memory",
+		Short: "Review, list, show and delete the BigQuery sub-agent's memories",
+		Long: `The BigQuery sub-agent learns claims about the schema and SQL of its tables.
+A new claim is proposed: no session recalls it until you approve it (unless
+the worker runs with --auto-approve-memories). Approved memories gain and
+lose score as later sessions find them helpful or harmful, and one below -3
+is deleted.
+
+  starter memory list --proposed    what waits for review
+  starter memory show ID            one memory in full
+  starter memory approve ID...      later sessions recall it
+  starter memory reject ID...       never recalled, never proposed again`,
+	}
+	// withStore runs fn on the memory store, under the Firestore deadline.
+	withStore := func(cmd *cobra.Command, fn func(ctx context.Context, s *memory.Store) error) error {
 		fs, err := a.firestore.Client(cmd.Context())
 		if err != nil {
-			return nil, nil, err
+			return err
 		}
-		return memory.NewStore(fs), func() { fs.Close() }, nil
+		defer fs.Close()
+		s := memory.NewStore(fs)
+		return a.firestoreCall(cmd.Context(), func(ctx context.Context) error { return fn(ctx, s) })
 	}
-	var limit int
+	var (
+		limit    int
+		proposed bool
+		status   string
+	)
 	list := &cobra.Command{
 		Use:   "list",
-		Short: "List memories, highest score first",
+		Short: "List memories, highest score first (--proposed: those waiting for review)",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			s, done, err := open(cmd)
-			if err != nil {
-				return err
+			st := memory.Status(status)
+			switch {
+			case proposed && status != "":
+				return fmt.Errorf("use --proposed or --status, not both")
+			case proposed:
+				st = memory.StatusProposed
+			case st != "" && st != memory.StatusProposed && st != memory.StatusApproved && st != memory.StatusRejected:
+				return fmt.Errorf("--status %q: use proposed, approved or rejected", status)
 			}
-			defer done()
 			var ms []memory.Memory
-			if err := a.firestoreCall(cmd.Context(), func(ctx context.Context) (err error) {
-				ms, err = s.List(ctx, limit)
+			if err := withStore(cmd, func(ctx context.Context, s *memory.Store) (err error) {
+				ms, err = s.List(ctx, limit, st)
 				return err
 			}); err != nil {
 				return err
 			}
 			w := tabwriter.NewWriter(cmd.OutOrStdout(), 2, 4, 2, ' ', 0)
-			fmt.Fprintln(w, "ID\tSCORE\tUPDATED\tCLAIM")
+			fmt.Fprintln(w, "ID\tSTATUS\tSCORE\tUPDATED\tTABLE\tCLAIM")
 			for _, m := range ms {
-				fmt.Fprintf(w, "%s\t%d\t%s\t%s\n", m.ID, m.Score, m.UpdatedAt.UTC().Format(time.DateTime), clip.String(termtext.Line(m.Claim), 100))
+				fmt.Fprintf(w, "%s\t%s\t%d\t%s\t%s\t%s\n", m.ID, m.Status, m.Score, m.UpdatedAt.UTC().Format(time.DateTime),
+					termtext.Line(orDash(m.Table)), clip.String(termtext.Line(m.Claim), 100))
 			}
 			return w.Flush()
 		},
 	}
 	list.Flags().IntVar(&limit, "limit", 100, "most memories to list")
+	list.Flags().BoolVar(&proposed, "proposed", false, "only the proposed memories, which wait for review and are never recalled")
+	list.Flags().StringVar(&status, "status", "", "only memories with this status: proposed, approved or rejected")
+
+	review := func(to memory.Status, use, short string) *cobra.Command {
+		return &cobra.Command{
+			Use:   use + " ID...",
+			Short: short,
+			Args:  cobra.MinimumNArgs(1),
+			RunE: func(cmd *cobra.Command, ids []string) error {
+				for _, id := range ids {
+					var m memory.Memory
+					if err := withStore(cmd, func(ctx context.Context, s *memory.Store) (err error) {
+						m, err = s.Review(ctx, id, to)
+						return err
+					}); err != nil {
+						return err
+					}
+					fmt.Fprintf(cmd.OutOrStdout(), "%s %s: %s\n", to, m.ID, clip.String(termtext.Line(m.Claim), 100))
+				}
+				return nil
+			},
+		}
+	}
 	cmd.AddCommand(list, &cobra.Command{
 		Use:   "show ID",
 		Short: "Show one memory as JSON (without its embedding)",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			s, done, err := open(cmd)
-			if err != nil {
-				return err
-			}
-			defer done()
 			var m memory.Memory
-			if err := a.firestoreCall(cmd.Context(), func(ctx context.Context) (err error) {
+			if err := withStore(cmd, func(ctx context.Context, s *memory.Store) (err error) {
 				m, err = s.Get(ctx, args[0])
 				return err
 			}); err != nil {
@@ -69,22 +112,27 @@ func (a *app) memoryCommand() *cobra.Command {
 			}
 			return agentclient.WriteJSON(cmd.OutOrStdout(), m)
 		},
-	}, &cobra.Command{
-		Use:   "delete ID",
-		Short: "Delete one memory",
-		Args:  cobra.ExactArgs(1),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			s, done, err := open(cmd)
-			if err != nil {
-				return err
-			}
-			defer done()
-			if err := a.firestoreCall(cmd.Context(), func(ctx context.Context) error { return s.Delete(ctx, args[0]) }); err != nil {
-				return err
-			}
-			fmt.Fprintf(cmd.OutOrStdout(), "deleted %s\n", args[0])
-			return nil
-		},
-	})
+	},
+		review(memory.StatusApproved, "approve", "Approve memories: later sessions recall them, vote on them and prune them"),
+		review(memory.StatusRejected, "reject", "Reject memories: never recalled, and the same claim is not proposed again"),
+		&cobra.Command{
+			Use:   "delete ID",
+			Short: "Delete one memory (a later session may propose its claim again)",
+			Args:  cobra.ExactArgs(1),
+			RunE: func(cmd *cobra.Command, args []string) error {
+				if err := withStore(cmd, func(ctx context.Context, s *memory.Store) error { return s.Delete(ctx, args[0]) }); err != nil {
+					return err
+				}
+				fmt.Fprintf(cmd.OutOrStdout(), "deleted %s\n", args[0])
+				return nil
+			},
+		})
 	return cmd
+}
+
+func orDash(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
 }

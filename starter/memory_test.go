@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"strings"
 	"testing"
@@ -21,25 +22,23 @@ func noTemporal() (client.Client, error) { return nil, errors.New("no Temporal i
 // TestMemoryListAndDelete runs memory list and memory delete against the
 // Firestore emulator.
 func TestMemoryListAndDelete(t *testing.T) {
-	testenv.Firestore(t)
-	t.Setenv("GOOGLE_CLOUD_PROJECT", testenv.Project)
-	ctx := testCtx(t)
-	fs, err := firestore.NewClient(ctx, testenv.Project)
-	require.NoError(t, err)
-	t.Cleanup(func() { fs.Close() })
+	fs, ctx := memoryFirestore(t)
+	var err error
 
 	out, err := runCLI(t, noTemporal, "memory", "list")
 	require.NoError(t, err)
-	require.Equal(t, "ID  SCORE  UPDATED  CLAIM\n", out, "no memories yet")
+	require.Equal(t, "ID  STATUS  SCORE  UPDATED  TABLE  CLAIM\n", out, "no memories yet")
 
 	embedding := make(firestore.Vector32, memory.Dimensions)
 	embedding[0] = 1
 	t0 := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
 	for _, m := range []memory.Memory{
-		{ID: "m-low", Claim: "the logs table is named logs", Score: -2, CreatedAt: t0},
-		{ID: "m-old", Claim: "auth_events.source_ip is a STRING", CreatedAt: t0},
-		{ID: "m-high", Claim: strings.Repeat("x", 120), Score: 3, CreatedAt: t0.Add(time.Hour)},
-		{ID: "m-new", Claim: "filter failed SSH with event_type = 'ssh_failed'", CreatedAt: t0.Add(2 * time.Hour)},
+		{ID: "m-low", Claim: "the logs table is named logs", Score: -2, CreatedAt: t0, Status: memory.StatusApproved},
+		{ID: "m-old", Claim: "auth_events.source_ip is a STRING", CreatedAt: t0}, // stored before memories had a status
+		{ID: "m-high", Claim: strings.Repeat("x", 120), Score: 3, CreatedAt: t0.Add(time.Hour), Status: memory.StatusApproved},
+		{ID: "m-new", Claim: "source_ip is a STRING", Kind: memory.KindTypeFormat, Table: "security_logs.auth_events", Columns: []string{"source_ip"},
+			CreatedAt: t0.Add(2 * time.Hour), Status: memory.StatusProposed},
+		{ID: "m-no", Claim: "user holds the account", CreatedAt: t0.Add(3 * time.Hour), Status: memory.StatusRejected},
 	} {
 		m.QueryText, m.Embedding, m.UpdatedAt = "failed logins", embedding, m.CreatedAt.Add(time.Minute)
 		_, err := fs.Collection(memory.Collection).Doc(m.ID).Set(ctx, m)
@@ -48,16 +47,32 @@ func TestMemoryListAndDelete(t *testing.T) {
 
 	out, err = runCLI(t, noTemporal, "memory", "list")
 	require.NoError(t, err)
-	require.Equal(t, `ID      SCORE  UPDATED              CLAIM
-m-high  3      2026-01-02 04:05:05  `+clip.String(strings.Repeat("x", 120), 100)+`
-m-new   0      2026-01-02 05:05:05  filter failed SSH with event_type = 'ssh_failed'
-m-old   0      2026-01-02 03:05:05  auth_events.source_ip is a STRING
-m-low   -2     2026-01-02 03:05:05  the logs table is named logs
-`, out, "highest score first, then newest first, claims clipped to 100 characters")
+	require.Equal(t, `ID      STATUS    SCORE  UPDATED              TABLE                      CLAIM
+m-high  approved  3      2026-01-02 04:05:05  -                          `+clip.String(strings.Repeat("x", 120), 100)+`
+m-no    rejected  0      2026-01-02 06:05:05  -                          user holds the account
+m-new   proposed  0      2026-01-02 05:05:05  security_logs.auth_events  source_ip is a STRING
+m-old   proposed  0      2026-01-02 03:05:05  -                          auth_events.source_ip is a STRING
+m-low   approved  -2     2026-01-02 03:05:05  -                          the logs table is named logs
+`, out, "highest score first, then newest first, claims clipped to 100 characters; no status reads as proposed")
 
 	out, err = runCLI(t, noTemporal, "memory", "list", "--limit", "1")
 	require.NoError(t, err)
-	require.Equal(t, "ID      SCORE  UPDATED              CLAIM\nm-high  3      2026-01-02 04:05:05  "+clip.String(strings.Repeat("x", 120), 100)+"\n", out)
+	require.Equal(t, "ID      STATUS    SCORE  UPDATED              TABLE  CLAIM\nm-high  approved  3      2026-01-02 04:05:05  -      "+clip.String(strings.Repeat("x", 120), 100)+"\n", out)
+
+	out, err = runCLI(t, noTemporal, "memory", "list", "--proposed")
+	require.NoError(t, err)
+	require.Equal(t, `ID     STATUS    SCORE  UPDATED              TABLE                      CLAIM
+m-new  proposed  0      2026-01-02 05:05:05  security_logs.auth_events  source_ip is a STRING
+m-old  proposed  0      2026-01-02 03:05:05  -                          auth_events.source_ip is a STRING
+`, out)
+	out, err = runCLI(t, noTemporal, "memory", "list", "--status", "rejected")
+	require.NoError(t, err)
+	require.Contains(t, out, "m-no")
+	require.Equal(t, 2, strings.Count(out, "\n"))
+	_, err = runCLI(t, noTemporal, "memory", "list", "--status", "maybe")
+	require.EqualError(t, err, `--status "maybe": use proposed, approved or rejected`)
+	_, err = runCLI(t, noTemporal, "memory", "list", "--status", "approved", "--proposed")
+	require.EqualError(t, err, "use --proposed or --status, not both")
 
 	out, err = runCLI(t, noTemporal, "memory", "delete", "m-low")
 	require.NoError(t, err)
@@ -73,12 +88,73 @@ m-low   -2     2026-01-02 03:05:05  the logs table is named logs
 	require.EqualError(t, err, `memory "a/b" not found`)
 }
 
+// TestMemoryApproveAndReject: approve and reject change what recall finds;
+// a memory stored before the lifecycle can be approved too.
+func TestMemoryApproveAndReject(t *testing.T) {
+	fs, ctx := memoryFirestore(t)
+	var err error
+	s := memory.NewStore(fs)
+
+	vec := make([]float32, memory.Dimensions)
+	vec[0] = 1
+	c := memory.Claim{Kind: memory.KindTypeFormat, Table: "security_logs.auth_events", Columns: []string{"event_time"}, Text: "event_time is a TIMESTAMP in UTC"}
+	_, _, err = s.Propose(ctx, "m-1", c, "request", vec, memory.StatusProposed)
+	require.NoError(t, err)
+	_, err = fs.Collection(memory.Collection).Doc("m-legacy").Set(ctx, map[string]any{"claim": "auth_events.user holds the account",
+		"score": 0, "created_at": time.Now(), "embedding": firestore.Vector32(vec)})
+	require.NoError(t, err)
+	recalled := func() []string {
+		ms, err := s.Recall(ctx, vec, 0.5, 0)
+		require.NoError(t, err)
+		var ids []string
+		for _, m := range ms {
+			ids = append(ids, m.ID)
+		}
+		return ids
+	}
+	require.Empty(t, recalled(), "nothing is recalled before a person approves it")
+
+	out, err := runCLI(t, noTemporal, "memory", "approve", "m-1", "m-legacy")
+	require.NoError(t, err)
+	require.Equal(t, "approved m-1: event_time is a TIMESTAMP in UTC\napproved m-legacy: auth_events.user holds the account\n", out)
+	require.ElementsMatch(t, []string{"m-1", "m-legacy"}, recalled())
+
+	out, err = runCLI(t, noTemporal, "memory", "reject", "m-legacy")
+	require.NoError(t, err)
+	require.Equal(t, "rejected m-legacy: auth_events.user holds the account\n", out)
+	require.Equal(t, []string{"m-1"}, recalled())
+	shown, err := runCLI(t, noTemporal, "memory", "show", "m-legacy")
+	require.NoError(t, err)
+	require.Contains(t, shown, `"status": "rejected"`)
+	require.Contains(t, shown, `"reviewed_at": "`)
+
+	_, err = runCLI(t, noTemporal, "memory", "approve", "m-gone")
+	require.EqualError(t, err, `memory "m-gone" not found`)
+	_, err = runCLI(t, noTemporal, "memory", "reject")
+	require.Error(t, err)
+}
+
+// memoryFirestore starts a Firestore emulator for the memory commands and
+// returns a client of it, with a context for the test's own calls: a
+// minute, since the emulator's JVM answers its first calls slowly when the
+// whole suite runs at once.
+func memoryFirestore(t *testing.T) (*firestore.Client, context.Context) {
+	testenv.Firestore(t)
+	t.Setenv("GOOGLE_CLOUD_PROJECT", testenv.Project)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	t.Cleanup(cancel)
+	fs, err := firestore.NewClient(ctx, testenv.Project)
+	require.NoError(t, err)
+	t.Cleanup(func() { fs.Close() })
+	return fs, ctx
+}
+
 // TestMemoryCommandsNeedFirestore: without a project or the emulator, list
 // and delete say what to set.
 func TestMemoryCommandsNeedFirestore(t *testing.T) {
 	t.Setenv("FIRESTORE_EMULATOR_HOST", "")
 	t.Setenv("GOOGLE_CLOUD_PROJECT", "")
-	for _, args := range [][]string{{"memory", "list"}, {"memory", "delete", "m-1"}} {
+	for _, args := range [][]string{{"memory", "list"}, {"memory", "delete", "m-1"}, {"memory", "approve", "m-1"}, {"memory", "reject", "m-1"}} {
 		_, err := runCLI(t, noTemporal, args...)
 		require.EqualError(t, err, "no Firestore project: set GOOGLE_CLOUD_PROJECT (or FIRESTORE_EMULATOR_HOST for the local emulator)", strings.Join(args, " "))
 	}

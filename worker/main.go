@@ -187,6 +187,10 @@ func newCommand() *cobra.Command {
 				defer pw.Stop()
 				logger.Info("provider queue", "provider", g, "task_queue", providerQueue(tc.TaskQueue, g), "calls_per_second", rates[g])
 			}
+			if sub != nil && sub.AutoApprove {
+				logger.Warn("learned memories are approved without review (--auto-approve-memories): " + config.AutoApproveRisk +
+					"; see them with starter memory list, remove one with starter memory reject ID")
+			}
 			// The intake's admission workflow and its starts have a queue of
 			// their own (intake.go).
 			aw := worker.New(c, intake.AdmissionQueue(tc.TaskQueue), worker.Options{
@@ -281,7 +285,8 @@ func subAgent(ctx context.Context, bc config.BigQuery, project string) (*bigquer
 	if err != nil {
 		return nil, err
 	}
-	sub := &bigquery.Activities{Tools: reg, EmbeddingModel: bc.EmbeddingModel, MinSimilarity: bc.MinSimilarity, RecallLimit: bc.RecallLimit}
+	sub := &bigquery.Activities{Tools: reg, EmbeddingModel: bc.EmbeddingModel, MinSimilarity: bc.MinSimilarity, RecallLimit: bc.RecallLimit,
+		AutoApprove: bc.AutoApproveMemories}
 	for _, t := range cfg.Tables {
 		sub.Tables = append(sub.Tables, t.ID)
 	}

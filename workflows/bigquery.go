@@ -172,7 +172,7 @@ type subAgent struct {
 func (h *subAgent) learn(ctx workflow.Context, res loopResult) {
 	var intro bigquery.Introspection
 	if err := workflow.ExecuteActivity(bestEffortOptions(ctx, "introspect"), bq.Introspect, bigquery.IntrospectInput{
-		Session: h.session, Request: h.in.Request, Memories: h.recall.Memories, Transcript: res.Transcript, Answer: res.Text,
+		Session: h.session, Memories: h.recall.Memories, Transcript: res.Transcript,
 	}).Get(ctx, &intro); err != nil {
 		h.emit(investigation.Event{Kind: investigation.EventNote, Text: "Introspection failed; nothing learned this time: " + message(err)})
 		return
@@ -185,8 +185,12 @@ func (h *subAgent) learn(ctx workflow.Context, res loopResult) {
 		h.emit(investigation.Event{Kind: investigation.EventNote, Text: "Saving memories failed: " + message(err)})
 		return
 	}
-	h.emit(investigation.Event{Kind: investigation.EventNote, Text: fmt.Sprintf("Learned %d claims; %d helpful, %d harmful memories; %d pruned",
-		len(changes.Saved), len(intro.Helpful), len(intro.Harmful), len(changes.Deleted))})
+	learned := fmt.Sprintf("Proposed %d claims for review (starter memory list --proposed)", len(changes.Saved))
+	if changes.Approved() {
+		learned = fmt.Sprintf("Learned %d claims, approved automatically", len(changes.Saved))
+	}
+	h.emit(investigation.Event{Kind: investigation.EventNote, Text: fmt.Sprintf("%s; %d helpful, %d harmful memories; %d pruned",
+		learned, len(intro.Helpful), len(intro.Harmful), len(changes.Deleted))})
 }
 
 func (h *subAgent) modelTurn(ctx workflow.Context, iter int, key string, transcript []activities.Ref, final bool) (activities.TurnOutput, error) {

@@ -15,6 +15,7 @@ import (
 
 	"github.com/secops-agent/investigator/activities"
 	"github.com/secops-agent/investigator/activities/bigquery"
+	"github.com/secops-agent/investigator/activities/bigquery/memory"
 	"github.com/secops-agent/investigator/investigation"
 	"github.com/secops-agent/investigator/plan"
 	"github.com/secops-agent/investigator/toolcall"
@@ -26,10 +27,12 @@ func TestBigQueryAgentLearningIsBestEffort(t *testing.T) {
 		recallErr        error
 		introspectErr    error
 		updateErr        error
+		status           memory.Status
 		wantUpdateCalled bool
 		wantNote         string
 	}{
-		{name: "all good", wantUpdateCalled: true, wantNote: "Learned 1 claims"},
+		{name: "all good", wantUpdateCalled: true, wantNote: "Proposed 1 claims for review (starter memory list --proposed)"},
+		{name: "auto-approved", status: memory.StatusApproved, wantUpdateCalled: true, wantNote: "Learned 1 claims, approved automatically"},
 		{name: "recall fails", recallErr: errors.New("firestore down"), wantUpdateCalled: true, wantNote: "Memory recall failed"},
 		{name: "introspection fails", introspectErr: temporal.NewNonRetryableApplicationError("bad", "GeminiInvalidRequest", nil), wantNote: "Introspection failed"},
 		{name: "saving fails", updateErr: temporal.NewNonRetryableApplicationError("quota", "x", nil), wantUpdateCalled: true, wantNote: "Saving memories failed"},
@@ -45,12 +48,12 @@ func TestBigQueryAgentLearningIsBestEffort(t *testing.T) {
 				}
 				return activities.TurnOutput{Key: in.Key, Text: "answer"}, nil
 			})
-			h.env.OnActivity(bq.Introspect, mock.Anything, mock.Anything).Return(bigquery.Introspection{Claims: []string{"claim"}, Helpful: []string{"m-1"}}, c.introspectErr)
+			h.env.OnActivity(bq.Introspect, mock.Anything, mock.Anything).Return(bigquery.Introspection{Claims: []memory.Claim{{Kind: memory.KindColumnMeaning, Text: "claim"}}, Helpful: []string{"m-1"}}, c.introspectErr)
 			updated := false
 			h.env.OnActivity(bq.UpdateMemories, mock.Anything, mock.Anything).Return(func(_ context.Context, in bigquery.MemoryUpdate) (bigquery.MemoryChanges, error) {
 				updated = true
 				require.Equal(t, []string{"m-1"}, in.Helpful)
-				return bigquery.MemoryChanges{Saved: []string{"m-2"}}, c.updateErr
+				return bigquery.MemoryChanges{Saved: []string{"m-2"}, Status: c.status}, c.updateErr
 			}).Maybe()
 			var delivered bigquery.DeliverInput
 			h.env.OnActivity(bq.DeliverAnswer, mock.Anything, mock.Anything).Return(func(_ context.Context, in bigquery.DeliverInput) (activities.ToolOutput, error) {

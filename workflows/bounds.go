@@ -3,6 +3,7 @@ package workflows
 import (
 	"encoding/json"
 	"fmt"
+	"slices"
 
 	"github.com/secops-agent/investigator/internal/clip"
 	"github.com/secops-agent/investigator/investigation"
@@ -26,6 +27,8 @@ const (
 	maxConclusion    = 32 << 10
 	maxPageBytes     = 128 << 10 // one progress query answer
 	maxRunEvents     = 4000      // progress events a run keeps in memory
+	maxRan           = 128       // steps that ran, which evidence may name
+	maxVerdicts      = 20        // entries of the verdict's history
 )
 
 // addHint records a hint, dropping the oldest ones past the bounds.
@@ -100,6 +103,20 @@ func (r *run) activePlan() *plan.Plan {
 			"the %d oldest finished steps leave the plan in progress, which keeps at most %d steps", n, maxActiveSteps)})
 	}
 	return &p
+}
+
+// addRan records a step that ran and the tools it called (those the worker
+// offers: a call of an unknown name proves nothing), keeping the latest
+// maxRan: a verdict's evidence may name only these.
+func (r *run) addRan(step string, called []string) {
+	var tools []string
+	for _, t := range called {
+		if slices.Contains(r.toolNames(), t) && !slices.Contains(tools, t) {
+			tools = append(tools, t)
+		}
+	}
+	r.Ran = append(r.Ran, investigation.StepRun{Turn: r.Turn, Step: step, Tools: tools})
+	r.Ran = r.Ran[max(len(r.Ran)-maxRan, 0):]
 }
 
 // Reuse maps a call (toolcall.Key) to its stored result, so an identical

@@ -33,11 +33,13 @@ func (r *run) conclude(ctx workflow.Context, request, endedEarly string) error {
 		Language:   r.Input.Language,
 		EndedEarly: endedEarly,
 		Hints:      r.Steering.Hints,
+		Verdict:    r.verdictContext(),
 	}).Get(ctx, &c); err != nil {
 		return failure("writing the conclusion failed", err)
 	}
 	r.charge(&r.ByPhase.Conclusion, c.Usage)
-	r.setVerdict(ctx, c.Verdict)
+	r.checkNotes(c.Notes)
+	r.recordVerdict(ctx, c.Verdict, true)
 	r.Conclusion = boundedConclusion(c.Markdown)
 	r.deliver(ctx) // intake.go: the admission workflow and the verdict's deliveries
 	r.emit(investigation.Event{Kind: investigation.EventConclusion, Text: r.Conclusion, Verdict: c.Verdict})
@@ -47,17 +49,50 @@ func (r *run) conclude(ctx workflow.Context, request, endedEarly string) error {
 	return nil
 }
 
-// setVerdict records the conclusion's verdict and, when the Verdict search
-// attribute was registered when the investigation started, sets it so the
-// Web UI can filter on it.
-func (r *run) setVerdict(ctx workflow.Context, v *investigation.Verdict) {
+// verdictContext is what an exchange's verdict is checked against: the
+// steps that ran and the standing verdict.
+func (r *run) verdictContext() activities.VerdictContext {
+	return activities.VerdictContext{Turn: r.Turn, Ran: slices.Clone(r.Ran), Standing: r.Verdict}
+}
+
+// checkNotes reports what the verdict's evidence check dropped or refused.
+func (r *run) checkNotes(notes []string) {
+	if len(notes) > 0 {
+		r.emit(investigation.Event{Kind: investigation.EventNote, Text: "the verdict's evidence was checked:", Notes: notes})
+	}
+}
+
+// recordVerdict makes v the investigation's verdict (the activity checked
+// it against the standing one). The first verdict and each change enter the
+// verdict's history; a change is also a verdict_changed event, emitted
+// before the exchange's conclusion event, where a follower stops. The
+// Verdict search attribute, when it was registered when the investigation
+// started, follows: a conclusion sets it every time (as it always has), a
+// direct answer only when it set or changed the verdict. It says whether it
+// did.
+func (r *run) recordVerdict(ctx workflow.Context, v *investigation.Verdict, always bool) bool {
 	if v == nil {
-		return
+		return false
 	}
+	standing := r.Verdict
 	r.Verdict = v
-	if !slices.Contains(r.Input.SearchAttributes, investigation.VerdictAttribute) {
-		return
+	moved := !standing.Same(v)
+	if moved {
+		r.VerdictHistory = append(r.VerdictHistory, investigation.VerdictChange{Turn: r.Turn, Verdict: v.Verdict, Confidence: v.Confidence, Reason: v.Reason})
+		r.VerdictHistory = r.VerdictHistory[max(len(r.VerdictHistory)-maxVerdicts, 0):]
 	}
+	if moved && standing != nil {
+		r.emit(investigation.Event{Kind: investigation.EventVerdictChanged, From: standing, Verdict: v, Reason: v.Reason})
+	}
+	if (always || moved) && slices.Contains(r.Input.SearchAttributes, investigation.VerdictAttribute) {
+		r.upsertVerdict(ctx, v)
+	}
+	return moved
+}
+
+// upsertVerdict sets the Verdict search attribute, so the Web UI can filter
+// on it.
+func (r *run) upsertVerdict(ctx workflow.Context, v *investigation.Verdict) {
 	if err := workflow.UpsertTypedSearchAttributes(ctx,
 		temporal.NewSearchAttributeKeyKeyword(investigation.VerdictAttribute).ValueSet(v.Verdict)); err != nil {
 		workflow.GetLogger(ctx).Warn("could not set the Verdict search attribute", "error", err)

@@ -31,7 +31,9 @@ func (r *run) followUp(ctx workflow.Context, question string) error {
 }
 
 // answerDirectly answers a follow-up with one tool loop that sees the
-// conversation; the answer joins the conversation, the verdict stays.
+// conversation and the standing verdict; the answer joins the conversation.
+// Then ReviewVerdict decides whether the exchange changed the verdict (an
+// answer cut short leaves it as it was).
 func (r *run) answerDirectly(ctx workflow.Context, question string) error {
 	r.beginExchange(ctx, question)
 	r.Phase = investigation.PhaseExecuting
@@ -40,14 +42,48 @@ func (r *run) answerDirectly(ctx workflow.Context, question string) error {
 	if err != nil {
 		return failure("answering failed", err)
 	}
+	r.addRan(answerStepID, res.Tools)
 	text := res.Text
 	if res.Cut != "" {
 		r.emit(investigation.Event{Kind: investigation.EventStop, Text: res.Cut})
 		text += "\n\n(This answer was cut short: " + res.Cut + ".)"
 	}
+	var changed *investigation.Verdict
+	// Histories recorded before direct answers could change the verdict
+	// have no review here.
+	if workflow.GetVersion(ctx, "direct-answer-verdict", workflow.DefaultVersion, 1) == 1 && res.Cut == "" {
+		changed = r.reviewVerdict(ctx, question, res.Key)
+	}
 	r.Conclusion = boundedConclusion(text)
-	r.emit(investigation.Event{Kind: investigation.EventConclusion, Text: r.Conclusion})
+	r.deliverAnswer(ctx, changed) // intake.go: the admission workflow, and a changed verdict delivered
+	r.emit(investigation.Event{Kind: investigation.EventConclusion, Text: r.Conclusion, Verdict: changed})
 	r.setDetails(ctx, "answered")
 	r.remember(question, r.Conclusion)
+	return nil
+}
+
+// reviewVerdict asks whether a direct answer changed the standing verdict,
+// records the outcome and returns the verdict if the answer set or changed
+// it. A failed review is a note: the verdict stays.
+func (r *run) reviewVerdict(ctx workflow.Context, question, answerKey string) *investigation.Verdict {
+	r.Phase = investigation.PhaseConcluding
+	var out activities.Review
+	err := workflow.ExecuteActivity(llmOptions(ctx, "review the verdict"), a.ReviewVerdict, activities.ReviewInput{
+		Session:   r.session,
+		Question:  question,
+		AnswerKey: answerKey,
+		Language:  r.Input.Language,
+		Hints:     r.Steering.Hints,
+		Verdict:   r.verdictContext(),
+	}).Get(ctx, &out)
+	if err != nil {
+		r.emit(investigation.Event{Kind: investigation.EventNote, Text: "the verdict review failed; the verdict stays: " + message(err)})
+		return nil
+	}
+	r.charge(&r.ByPhase.Conclusion, out.Usage)
+	r.checkNotes(out.Notes)
+	if r.recordVerdict(ctx, out.Verdict, false) {
+		return r.Verdict
+	}
 	return nil
 }

@@ -157,16 +157,41 @@ func (r *run) alertsSignal(v any) (investigation.Ack, error) {
 // activity with retries. Neither waits here, and neither can fail the
 // investigation: a delivery that fails for good shows in the status.
 func (r *run) deliver(ctx workflow.Context) {
-	in := r.Input.Intake
-	if in == nil {
+	if r.Input.Intake == nil {
 		return
 	}
+	r.tellAdmission(ctx)
+	r.sendVerdict(ctx)
+}
+
+// deliverAnswer runs after a direct answer to a follow-up: the admission
+// workflow learns what it cost, and a verdict the answer changed is
+// delivered as a conclusion's is (an unchanged one is not sent again).
+func (r *run) deliverAnswer(ctx workflow.Context, changed *investigation.Verdict) {
+	if r.Input.Intake == nil {
+		return
+	}
+	r.tellAdmission(ctx)
+	if changed != nil {
+		r.sendVerdict(ctx)
+	}
+}
+
+// tellAdmission signals investigation_concluded with the spend so far.
+func (r *run) tellAdmission(ctx workflow.Context) {
+	in := r.Input.Intake
 	concluded := investigation.Concluded{WorkflowID: r.session, Spend: r.Spend, Turn: r.Turn}
 	r.background(ctx, func(ctx workflow.Context) {
 		if err := workflow.SignalExternalWorkflow(ctx, in.Admission, "", investigation.ConcludedSignal, concluded).Get(ctx, nil); err != nil {
 			r.log.Warn("could not tell the admission workflow of the conclusion", "admission", in.Admission, "error", err)
 		}
 	})
+}
+
+// sendVerdict delivers the standing verdict to each target, under the
+// exchange's idempotency key.
+func (r *run) sendVerdict(ctx workflow.Context) {
+	in := r.Input.Intake
 	if !in.Delivery.On() || r.Verdict == nil {
 		return
 	}

@@ -64,7 +64,13 @@ func TestIntakeInvestigation(t *testing.T) {
 	h.onSlowTurn(time.Minute, conclusionOnly)
 	h.onReflect(noChange)
 	h.env.OnActivity(a.DecideMode, mock.Anything, mock.Anything).Return(activities.Mode{Mode: investigation.ModePlan}, nil)
-	h.verdicts = []string{investigation.VerdictFalsePositive, investigation.VerdictTruePositive}
+	verdicts := []string{investigation.VerdictFalsePositive, investigation.VerdictTruePositive}
+	h.conclusion = func(activities.ConcludeInput) activities.Conclusion {
+		v := verdicts[0]
+		verdicts = verdicts[1:]
+		return activities.Conclusion{Markdown: "## Summary\nBrute force, no login.", Usage: investigation.Usage{Calls: 1},
+			Verdict: &investigation.Verdict{Verdict: v, Confidence: "high"}}
+	}
 	var published []activities.DeliveryInput
 	h.env.OnActivity(ia.PublishResult, mock.Anything, mock.Anything).Return(func(_ context.Context, d activities.DeliveryInput) (activities.DeliveryOutput, error) {
 		published = append(published, d)

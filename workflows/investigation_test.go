@@ -46,10 +46,14 @@ type harness struct {
 	tools    []activities.ToolInput
 	reflects []activities.ReflectInput
 	conclude []activities.ConcludeInput
+	reviews  []activities.ReviewInput
+	// review answers ReviewVerdict (by default it keeps the standing
+	// verdict), conclusion Conclude (by default false_positive, high).
+	review     func(activities.ReviewInput) activities.Review
+	conclusion func(activities.ConcludeInput) activities.Conclusion
 	// concludedAt is the workflow time of each conclusion.
 	concludedAt []time.Time
 	updates     int
-	verdicts    []string
 }
 
 func newHarness(t *testing.T) *harness {
@@ -63,13 +67,23 @@ func newHarness(t *testing.T) *harness {
 		h.mu.Lock()
 		h.conclude = append(h.conclude, in)
 		h.concludedAt = append(h.concludedAt, h.env.Now())
-		verdict := investigation.VerdictFalsePositive
-		if len(h.verdicts) > 0 { // the verdicts of the conclusions in turn, when a test sets them
-			verdict, h.verdicts = h.verdicts[0], h.verdicts[1:]
-		}
+		conclusion := h.conclusion
 		h.mu.Unlock()
+		if conclusion != nil {
+			return conclusion(in), nil
+		}
 		return activities.Conclusion{Markdown: "## Summary\nBrute force, no login.", Usage: investigation.Usage{Calls: 1},
-			Verdict: &investigation.Verdict{Verdict: verdict, Confidence: "high"}}, nil
+			Verdict: &investigation.Verdict{Verdict: investigation.VerdictFalsePositive, Confidence: "high"}}, nil
+	}).Maybe()
+	h.env.OnActivity(a.ReviewVerdict, mock.Anything, mock.Anything).Return(func(_ context.Context, in activities.ReviewInput) (activities.Review, error) {
+		h.mu.Lock()
+		h.reviews = append(h.reviews, in)
+		review := h.review
+		h.mu.Unlock()
+		if review == nil {
+			return activities.Review{Verdict: in.Verdict.Standing, Usage: investigation.Usage{Calls: 1}}, nil
+		}
+		return review(in), nil
 	}).Maybe()
 	return h
 }

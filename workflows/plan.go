@@ -2,6 +2,7 @@ package workflows
 
 import (
 	"fmt"
+	"slices"
 
 	"go.temporal.io/sdk/workflow"
 
@@ -83,14 +84,24 @@ func (r *run) makePlan(ctx workflow.Context, request string) error {
 		r.StepCap += len(r.ActivePlan.Steps)
 		merged := *r.ActivePlan
 		// The new steps get new IDs as they are appended; their
-		// dependencies on one another follow them.
+		// dependencies on one another follow them, and those on a step of
+		// the active plan stay (the step gets that step's answer,
+		// stepHost.earlier). A dependency that names one of the new steps
+		// means that step (plan.RepairAfter numbers them after the active
+		// plan's; plans recorded before it numbered them from step_1).
 		renamed := map[string]string{}
+		fresh := make([]string, len(out.Plan.Steps))
+		for i, step := range out.Plan.Steps {
+			fresh[i] = step.ID
+		}
 		for _, step := range out.Plan.Steps {
 			if step.DependsOn != nil {
 				deps := []string{}
 				for _, d := range step.DependsOn {
 					if id, ok := renamed[d]; ok {
 						deps = append(deps, id)
+					} else if !slices.Contains(fresh, d) && r.ActivePlan.Index(d) >= 0 {
+						deps = append(deps, d)
 					}
 				}
 				step.DependsOn = deps

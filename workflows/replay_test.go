@@ -2,6 +2,7 @@ package workflows
 
 import (
 	"bytes"
+	"encoding/base64"
 	"encoding/json"
 	"log/slog"
 	"os"
@@ -34,7 +35,7 @@ var fixturePaths = map[string][]string{
 	"bigquery.history.json":       {"child workflow"},
 	"bigquery-child.history.json": {"sub-agent", "memories"},
 	"steering-run1.history.json":  {"updates", "plan approval", "ask_user", "follow-ups", "continue-as-new"},
-	"steering-run2.history.json":  {"continued run", "direct answer"},
+	"steering-run2.history.json":  {"continued run", "direct answer", "verdict review"},
 	"stop.history.json":           {"signal", "stop", "child cancelled"},
 	"stop-child.history.json":     {"sub-agent cut short"},
 	"tool-retry.history.json":     {"tool call retried after a worker died"},
@@ -43,6 +44,10 @@ var fixturePaths = map[string][]string{
 	// admission workflow.
 	"intake-investigation.history.json": {"arrivals", "verdict delivered", "admission told"},
 	"intake-admission.history.json":     {"admit", "investigation started", "arrivals signalled", "conclusions and closes"},
+
+	// Recorded before a direct answer's verdict was reviewed: the twin of
+	// steering-run2 for GetVersion "direct-answer-verdict".
+	"pre-verdict-steering-run2.history.json": {"continued run", "direct answer"},
 }
 
 // TestReplayRecordedHistories replays every recorded history against the
@@ -194,6 +199,8 @@ func exercises(h *historypb.History, path string) bool {
 		return h.Events[0].GetWorkflowExecutionStartedEventAttributes().GetContinuedExecutionRunId() != ""
 	case "direct answer":
 		return input("ModelTurn", `"direct":true`)
+	case "verdict review":
+		return activity("ReviewVerdict") > 0
 	case "signal":
 		return typ(enumspb.EVENT_TYPE_WORKFLOW_EXECUTION_SIGNALED) > 0
 	case "stop":
@@ -270,15 +277,18 @@ func TestVersionGatesHaveFixtures(t *testing.T) {
 }
 
 // gatePaired says whether some fixture holds the change's marker and a
-// fixture named <label>-<that name> does not.
+// fixture named <label>-<that name> does not. A recorded history holds the
+// marker's change ID as a payload, base64 of its JSON ("<id>").
 func gatePaired(histories map[string][]byte, change string) bool {
-	marker := []byte(`"` + change + `"`)
+	quoted := `"` + change + `"`
+	encoded := []byte(base64.StdEncoding.EncodeToString([]byte(quoted)))
+	marked := func(raw []byte) bool { return bytes.Contains(raw, []byte(quoted)) || bytes.Contains(raw, encoded) }
 	for after, raw := range histories {
-		if !bytes.Contains(raw, marker) {
+		if !marked(raw) {
 			continue
 		}
 		for before, old := range histories {
-			if strings.HasSuffix(before, "-"+after) && !bytes.Contains(old, marker) {
+			if strings.HasSuffix(before, "-"+after) && !marked(old) {
 				return true
 			}
 		}
@@ -294,6 +304,8 @@ func TestGateFixturePairs(t *testing.T) {
 	require.False(t, gatePaired(map[string][]byte{"stop.history.json": after, "investigation.history.json": []byte(`{}`)}, "cut-calls"), "an unrelated fixture is no before")
 	require.False(t, gatePaired(map[string][]byte{"stop.history.json": after, "v1-stop.history.json": after}, "cut-calls"), "the twin was recorded after the change")
 	require.False(t, gatePaired(map[string][]byte{"v1-stop.history.json": []byte(`{}`)}, "cut-calls"), "no fixture has the marker")
+	recorded := []byte(`{"change-id":{"payloads":[{"data":"ImN1dC1jYWxscyI="}]}}`) // as a history JSON holds it
+	require.True(t, gatePaired(map[string][]byte{"stop.history.json": recorded, "v1-stop.history.json": []byte(`{}`)}, "cut-calls"))
 }
 
 // parallelSteps says whether model turns of two different steps were open

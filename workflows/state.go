@@ -31,11 +31,16 @@ type State struct {
 	// steps the active plan held when this exchange continued it.
 	StepCap  int                     `json:"step_cap,omitempty"`
 	Insights []investigation.Insight `json:"insights,omitempty"`
-	// Verdict and Conclusion are the latest conclusion's (a direct answer
-	// replaces the conclusion and keeps the verdict).
-	Verdict    *investigation.Verdict  `json:"verdict,omitempty"`
-	Conclusion string                  `json:"conclusion,omitempty"`
-	History    []investigation.Message `json:"history,omitempty"`
+	// Verdict and Conclusion are the latest exchange's: a follow-up's
+	// conclusion or direct answer keeps the standing verdict unless its
+	// evidence changes it. VerdictHistory is the verdict of each exchange
+	// that set or changed it (the latest maxVerdicts); Ran the steps that
+	// ran and the tools they called, which a verdict's evidence may name.
+	Verdict        *investigation.Verdict        `json:"verdict,omitempty"`
+	VerdictHistory []investigation.VerdictChange `json:"verdict_history,omitempty"`
+	Ran            []investigation.StepRun       `json:"ran,omitempty"`
+	Conclusion     string                        `json:"conclusion,omitempty"`
+	History        []investigation.Message       `json:"history,omitempty"`
 	// Spend is what the investigation used: its ScannedBytes count against
 	// Limits.MaxScanBytes. (Its JSON fields are State's.)
 	investigation.Spend

@@ -226,7 +226,7 @@ func (r *run) status() (investigation.Status, error) {
 	st := investigation.Status{
 		Phase: r.Phase, Turn: r.Turn, Request: r.Request, Plan: r.Plan, Insights: r.Insights, Verdict: r.Verdict,
 		Hints: r.Steering.Hints, FollowUps: r.Steering.FollowUps, Spend: r.Spend,
-		LastSeq: r.lastSeq(), StopReason: r.Steering.StopReason, Intake: r.Intake.status(r.Input.Intake),
+		LastSeq: r.lastSeq(), StopReason: r.Steering.StopReason, VerdictHistory: r.VerdictHistory, Intake: r.Intake.status(r.Input.Intake),
 	}
 	for _, q := range r.Steering.Questions {
 		if !q.Answered {

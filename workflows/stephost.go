@@ -37,7 +37,7 @@ func (h *stepHost) modelTurn(ctx workflow.Context, iter int, key string, transcr
 		Arrivals:   r.arrivals(), // intake.go
 	}
 	if h.step.ID == answerStepID {
-		in.Direct, in.Question, in.Language, in.History = true, r.Request, r.Input.Language, r.History
+		in.Direct, in.Question, in.Language, in.History, in.Standing = true, r.Request, r.Input.Language, r.History, r.Verdict
 	}
 	var out activities.TurnOutput
 	err := workflow.ExecuteActivity(llmOptions(ctx, fmt.Sprintf("%s turn %d", h.step.ID, iter)), a.ModelTurn, in).Get(ctx, &out)
@@ -46,13 +46,22 @@ func (h *stepHost) modelTurn(ctx workflow.Context, iter int, key string, transcr
 }
 
 // earlier are the finished steps whose answers the step sees: those it
-// depends on, or with no depends_on every step finished before it (in plan
-// order, all earlier ones), so what it sees does not depend on timing.
+// depends on, or with no depends_on every step this exchange finished before
+// it (in plan order, all earlier ones), so what it sees does not depend on
+// timing. A step that continues the plan of an earlier exchange may depend
+// on that exchange's steps: their answers come first, by the keys the plan
+// kept (plan.Step.ResultKey).
 func (h *stepHost) earlier() []activities.StepRef {
 	if h.step.DependsOn == nil {
 		return h.r.Finished
 	}
 	var refs []activities.StepRef
+	for _, s := range h.r.Plan.Steps {
+		now := slices.ContainsFunc(h.r.Finished, func(f activities.StepRef) bool { return f.StepID == s.ID })
+		if s.Status == plan.Done && s.ResultKey != "" && !now && slices.Contains(h.step.DependsOn, s.ID) {
+			refs = append(refs, activities.StepRef{StepID: s.ID, Description: s.Description, Key: s.ResultKey})
+		}
+	}
 	for _, f := range h.r.Finished {
 		if slices.Contains(h.step.DependsOn, f.StepID) {
 			refs = append(refs, f)

@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -77,6 +78,9 @@ type loopResult struct {
 	// Calls counts the calls that ran (not those refused or served from
 	// another call), Reused those served from an earlier identical call.
 	Calls, Reused int
+	// Tools names the tools whose calls ran or were served, in first-call
+	// order: what the loop's answer may cite as evidence.
+	Tools []string
 	// Transcript is the loop's whole transcript.
 	Transcript []activities.Ref
 }
@@ -277,6 +281,9 @@ func (l *toolLoop) collect(ctx workflow.Context, key string, c toolcall.Call, f 
 	if started {
 		res.Calls++
 		l.host.callDone(key, out)
+	}
+	if (started || reused) && !slices.Contains(res.Tools, c.Name) {
+		res.Tools = append(res.Tools, c.Name)
 	}
 	if err != nil {
 		msg := message(err)

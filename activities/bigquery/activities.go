@@ -27,7 +27,7 @@ type Embedder interface {
 // (memory.Store).
 type MemoryStore interface {
 	Recall(ctx context.Context, embedding []float32, minSimilarity float64, limit int) ([]memory.Memory, error)
-	Put(ctx context.Context, id, claim, queryText string, embedding []float32) (memory.Memory, error)
+	Propose(ctx context.Context, id string, c memory.Claim, queryText string, embedding []float32, status memory.Status) (memory.Memory, bool, error)
 	Adjust(ctx context.Context, session string, helpful, harmful []string) ([]string, error)
 }
 
@@ -45,8 +45,11 @@ type Activities struct {
 	MinSimilarity float64
 	RecallLimit   int
 	// Tables are the tables the sub-agent may query: a learned claim must
-	// name one of them.
+	// be about one of them.
 	Tables []string
+	// AutoApprove stores learned claims approved, so that later sessions
+	// recall them without a person's review (--auto-approve-memories).
+	AutoApprove bool
 }
 
 // embed returns one 768-dimension embedding per text.
@@ -75,8 +78,9 @@ func (a *Activities) embed(ctx context.Context, task string, texts ...string) ([
 	return out, nil
 }
 
-// RecallMemories embeds the request and returns the stored memories closest
-// to it (cosine similarity at least MinSimilarity, at most RecallLimit).
+// RecallMemories embeds the request and returns the approved memories
+// closest to it (cosine similarity at least MinSimilarity, at most
+// RecallLimit).
 func (a *Activities) RecallMemories(ctx context.Context, in RecallInput) (Recall, error) {
 	vecs, err := a.embed(ctx, "RETRIEVAL_QUERY", in.Request)
 	if err != nil {
@@ -88,7 +92,7 @@ func (a *Activities) RecallMemories(ctx context.Context, in RecallInput) (Recall
 	}
 	out := Recall{Memories: make([]MemoryNote, len(found))}
 	for i, m := range found {
-		out.Memories[i] = MemoryNote{ID: m.ID, Claim: m.Claim, Score: m.Score, Similarity: m.Similarity}
+		out.Memories[i] = MemoryNote{ID: m.ID, Claim: m.Claim, Kind: m.Kind, Table: m.Table, Columns: m.Columns, Score: m.Score, Similarity: m.Similarity}
 	}
 	return out, nil
 }
@@ -109,20 +113,27 @@ func (a *Activities) SubAgentTurn(ctx context.Context, in SubAgentTurnInput) (ac
 	return a.Model.Turn(ctx, in.Session, in.Key, system, contents, a.Tools.Declarations(nil), in.Final)
 }
 
-// maxClaims is the most claims one session may save.
+// maxClaims is the most claims one session may propose.
 const maxClaims = 5
 
-// Introspect reviews the sub-agent's whole session and returns new claims
-// and the recalled memories that helped or misled. IDs that were not
-// recalled are dropped, and so is every claim memory.CheckClaim refuses
-// (indicators, log content, instructions, several lines, too long, no
-// configured table named): the refusals are returned, never stored.
+// Introspect reviews the sub-agent's session and returns the claims it
+// proposes and the recalled memories that helped or misled. The model sees
+// the session's structure only (sessionView: the schemas read, the SQL
+// without values, row counts, errors), never a row or the answer. Code then
+// decides: IDs that were not recalled are dropped, and so is every claim
+// memory.CheckClaim refuses against the schemas the session read (the
+// refusals are returned, never stored).
 func (a *Activities) Introspect(ctx context.Context, in IntrospectInput) (Introspection, error) {
-	session, err := a.Model.SessionText(ctx, in.Session, in.Transcript)
+	view, err := a.session(ctx, in.Session, in.Transcript)
 	if err != nil {
 		return Introspection{}, err
 	}
-	system, user, err := render("introspect", map[string]any{"Request": in.Request, "Memories": memoriesText(in.Memories), "Session": session, "Answer": in.Answer})
+	session, err := prompt.MarshalJSON(view, "  ")
+	if err != nil {
+		return Introspection{}, fmt.Errorf("encode the session: %w", err)
+	}
+	system, user, err := render("introspect", map[string]any{"Memories": memoriesText(in.Memories), "Session": string(session),
+		"Kinds": memory.Kinds, "MaxClaims": maxClaims, "MaxClaimBytes": memory.MaxClaimBytes, "Example": introspectExample})
 	if err != nil {
 		return Introspection{}, err
 	}
@@ -145,16 +156,17 @@ func (a *Activities) Introspect(ctx context.Context, in IntrospectInput) (Intros
 		return keep
 	}
 	out.Helpful, out.Harmful, out.Refused = known(out.Helpful), known(out.Harmful), nil
-	var claims []string
+	seen := view.schemas()
+	var claims []memory.Claim
 	for _, c := range out.Claims {
-		c = strings.TrimSpace(c)
-		if err := memory.CheckClaim(c, a.Tables); err != nil {
+		checked, err := memory.CheckClaim(c, a.Tables, seen)
+		if err != nil {
 			out.Refused = append(out.Refused, err.Error())
 			activities.Logger(ctx).Warn("introspection claim refused", "reason", err.Error())
 			continue
 		}
-		if len(claims) < maxClaims && !slices.Contains(claims, c) {
-			claims = append(claims, c)
+		if len(claims) < maxClaims && !slices.ContainsFunc(claims, func(k memory.Claim) bool { return claimID(k) == claimID(checked) }) {
+			claims = append(claims, checked)
 		}
 	}
 	out.Claims = claims
@@ -162,38 +174,61 @@ func (a *Activities) Introspect(ctx context.Context, in IntrospectInput) (Intros
 }
 
 // memoriesText renders recalled memories for a data block, one per line
-// with its ID.
+// with its ID, and what it is about when it says.
 func memoriesText(ms []MemoryNote) string {
 	var b strings.Builder
 	for i, m := range ms {
 		if i > 0 {
 			b.WriteByte('\n')
 		}
-		fmt.Fprintf(&b, "[%s] %s", m.ID, m.Claim)
+		if m.Kind == "" {
+			fmt.Fprintf(&b, "[%s] %s", m.ID, m.Claim)
+			continue
+		}
+		fmt.Fprintf(&b, "[%s] %s (%s; %s): %s", m.ID, m.Table, m.Kind, strings.Join(m.Columns, ", "), m.Claim)
 	}
 	return b.String()
 }
 
-// UpdateMemories saves the claims with their embeddings and adjusts the
-// scores of helpful (+1) and harmful (-1) memories; memories that fall below
-// -3 are deleted. Claim IDs derive from the session and the claim, and each
-// vote is recorded under the session (the sub-agent's workflow ID), so a
-// retried activity rewrites the same memories instead of adding copies and
-// changes no score twice.
+// claimID is the memory ID of a claim: it derives from the claim alone, so
+// a retried activity, or another session learning the same, finds the
+// memory already there (memory.Store.Propose), whatever its status.
+func claimID(c memory.Claim) string {
+	sum := sha256.Sum256([]byte(strings.Join([]string{c.Kind, c.Table, strings.Join(c.Columns, ","), c.Text}, "\x00")))
+	return "m-" + hex.EncodeToString(sum[:8])
+}
+
+// UpdateMemories proposes the claims, with their embeddings, as memories
+// (approved at once with AutoApprove), and adjusts the scores of helpful
+// (+1) and harmful (-1) memories; memories that fall below -3 are deleted.
+// A claim without a kind (from an introspection recorded before claims
+// were typed, never checked) is not stored. Claim IDs derive from the
+// claim and each vote is recorded under the session (the sub-agent's
+// workflow ID), so a retried activity adds no copy and changes no score
+// twice.
 func (a *Activities) UpdateMemories(ctx context.Context, in MemoryUpdate) (MemoryChanges, error) {
-	var out MemoryChanges
-	if len(in.Claims) > 0 {
-		vecs, err := a.embed(ctx, "RETRIEVAL_DOCUMENT", in.Claims...)
+	out := MemoryChanges{Status: memory.StatusProposed}
+	if a.AutoApprove {
+		out.Status = memory.StatusApproved
+	}
+	claims := slices.DeleteFunc(slices.Clone(in.Claims), func(c memory.Claim) bool { return c.Kind == "" })
+	if len(claims) > 0 {
+		texts := make([]string, len(claims))
+		for i, c := range claims {
+			texts[i] = c.Table + ": " + c.Text
+		}
+		vecs, err := a.embed(ctx, "RETRIEVAL_DOCUMENT", texts...)
 		if err != nil {
 			return out, err
 		}
-		for i, c := range in.Claims {
-			sum := sha256.Sum256([]byte(in.Session + "\x00" + c))
-			m, err := a.Memories.Put(ctx, "m-"+hex.EncodeToString(sum[:8]), c, in.Request, vecs[i])
+		for i, c := range claims {
+			m, created, err := a.Memories.Propose(ctx, claimID(c), c, in.Request, vecs[i], out.Status)
 			if err != nil {
 				return out, fmt.Errorf("save memory: %w", err)
 			}
-			out.Saved = append(out.Saved, m.ID)
+			if created {
+				out.Saved = append(out.Saved, m.ID)
+			}
 		}
 	}
 	deleted, err := a.Memories.Adjust(ctx, in.Session, in.Helpful, in.Harmful)

@@ -6,15 +6,19 @@
 // else it has lives here:
 //
 //   - activities.go: RecallMemories (embed the request, Firestore vector
-//     search), SubAgentTurn (one model turn with the BigQuery tools),
-//     Introspect (what the session taught, checked in code before it is
-//     kept), UpdateMemories (save claims, score memories, prune) and
+//     search over approved memories), SubAgentTurn (one model turn with
+//     the BigQuery tools), Introspect (what the session taught, from its
+//     structure alone, checked in code before it is proposed),
+//     UpdateMemories (propose claims, score memories, prune) and
 //     DeliverAnswer (store the answer as the parent's tool result);
+//   - session.go: the session as introspection sees it (schemas read, SQL
+//     without values, row counts, errors), built from its tool calls;
 //   - types.go: their inputs and outputs, and the child's Request;
 //   - prompts/: the sub-agent's and introspection's prompts;
 //   - bqtools/: the BigQuery tools (tables, schema, query, result pages,
 //     runbooks), the tables config and the read-only SQL guard;
-//   - memory/: the Firestore memory store and the claim check.
+//   - memory/: the Firestore memory store, the memory lifecycle (proposed,
+//     approved or rejected, votes, pruning) and the claim check.
 //
 // The sub-agent's model calls go through activities.Model, shared with the
 // investigation, and its tool calls through the investigation's CallTool

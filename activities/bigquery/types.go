@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/secops-agent/investigator/activities"
+	"github.com/secops-agent/investigator/activities/bigquery/memory"
 	"github.com/secops-agent/investigator/investigation"
 )
 
@@ -32,10 +33,15 @@ type Request struct {
 
 // MemoryNote is a recalled memory as the sub-agent sees it.
 type MemoryNote struct {
-	ID         string  `json:"id"`
-	Claim      string  `json:"claim"`
-	Score      int     `json:"score"`
-	Similarity float64 `json:"similarity"`
+	ID    string `json:"id"`
+	Claim string `json:"claim"`
+	// Kind, Table and Columns say what the claim is about (empty for a
+	// memory stored before claims were typed).
+	Kind       string   `json:"kind,omitempty"`
+	Table      string   `json:"table,omitempty"`
+	Columns    []string `json:"columns,omitempty"`
+	Score      int      `json:"score"`
+	Similarity float64  `json:"similarity"`
 }
 
 // RecallInput asks for the memories relevant to a request.
@@ -58,39 +64,49 @@ type SubAgentTurnInput struct {
 	Final      bool             `json:"final,omitempty"`
 }
 
-// IntrospectInput reviews a whole sub-agent session.
+// IntrospectInput reviews a whole sub-agent session: its tool calls and
+// results (Transcript) and the memories it was given. Neither the request
+// nor the answer: the first was written from the alert, the second from the
+// rows, and introspection learns from neither.
 type IntrospectInput struct {
 	Session    string           `json:"session"`
-	Request    string           `json:"request"`
 	Memories   []MemoryNote     `json:"memories,omitempty"`
 	Transcript []activities.Ref `json:"transcript"`
-	Answer     string           `json:"answer"`
 }
 
-// Introspection is what the sub-agent learned from its session.
+// Introspection is what the sub-agent learned from its session: the claims
+// memory.CheckClaim accepted, in canonical form.
 type Introspection struct {
-	Claims  []string `json:"claims"`
-	Helpful []string `json:"helpful_memory_ids"`
-	Harmful []string `json:"harmful_memory_ids"`
+	Claims  []memory.Claim `json:"claims"`
+	Helpful []string       `json:"helpful_memory_ids"`
+	Harmful []string       `json:"harmful_memory_ids"`
 	// Refused says why each claim the model made was not kept.
 	Refused []string            `json:"refused,omitempty"`
 	Usage   investigation.Usage `json:"usage"`
 }
 
-// MemoryUpdate saves claims and adjusts scores after introspection.
+// MemoryUpdate proposes claims and adjusts scores after introspection.
+// Request is kept with each new memory, for the person who reviews it.
 type MemoryUpdate struct {
-	Session string   `json:"session"`
-	Request string   `json:"request"`
-	Claims  []string `json:"claims"`
-	Helpful []string `json:"helpful_memory_ids"`
-	Harmful []string `json:"harmful_memory_ids"`
+	Session string         `json:"session"`
+	Request string         `json:"request"`
+	Claims  []memory.Claim `json:"claims"`
+	Helpful []string       `json:"helpful_memory_ids"`
+	Harmful []string       `json:"harmful_memory_ids"`
 }
 
-// MemoryChanges reports what a MemoryUpdate did.
+// MemoryChanges reports what a MemoryUpdate did: the memories it created
+// (claims already stored are not counted again) with the status they got,
+// and those it pruned.
 type MemoryChanges struct {
-	Saved   []string `json:"saved"`
-	Deleted []string `json:"deleted"`
+	Saved   []string      `json:"saved"`
+	Status  memory.Status `json:"status,omitempty"`
+	Deleted []string      `json:"deleted"`
 }
+
+// Approved says whether the saved memories were approved at once
+// (--auto-approve-memories) rather than proposed for review.
+func (c MemoryChanges) Approved() bool { return c.Status == memory.StatusApproved }
 
 // DeliverInput stores the sub-agent's answer as the parent's tool result.
 type DeliverInput struct {

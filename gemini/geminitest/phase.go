@@ -16,6 +16,7 @@ const (
 	PhaseMode       = prompt.PhaseMode       // schema titled "mode" (or with property "mode")
 	PhaseConclude   = prompt.PhaseConclude   // schema titled "conclude" (or with "report" and "verdict")
 	PhaseIntrospect = prompt.PhaseIntrospect // schema titled "introspect"
+	PhaseVerdict    = prompt.PhaseVerdict    // schema titled "verdict": the review after a direct answer
 	PhaseStructured = "structured"           // any other response schema or JSON MIME type
 	PhaseToolResult = "tool_result"          // the last content holds function responses
 	PhaseToolCall   = "tool_call"            // functions declared, no function response yet
@@ -31,7 +32,7 @@ func (r *Request) Phase() string {
 		return PhaseEmbed
 	}
 	switch t := r.SchemaTitle(); t {
-	case PhasePlan, PhaseReflect, PhaseMode, PhaseConclude, PhaseIntrospect:
+	case PhasePlan, PhaseReflect, PhaseMode, PhaseConclude, PhaseIntrospect, PhaseVerdict:
 		return t
 	}
 	// Schemas without a title (hand-written in tests) by their properties.

@@ -73,9 +73,11 @@ func JSON(v any) Reply {
 }
 
 // Conclusion is the reply of the conclusion phase: the Markdown report and
-// a verdict with its confidence (no evidence items).
+// a verdict with its confidence, resting on one evidence item that cites
+// the alert itself (which the agent's evidence check always accepts).
 func Conclusion(report, verdict, confidence string) Reply {
-	return JSON(map[string]any{"report": report, "evidence": []any{}, "verdict": verdict, "confidence": confidence})
+	return JSON(map[string]any{"report": report, "evidence": []any{map[string]any{"step_id": "alert", "tool": "", "fact": "The alert as shown (a scripted conclusion)."}},
+		"reason": "A scripted conclusion.", "verdict": verdict, "confidence": confidence})
 }
 
 // Calls is a model reply with one function-call part per call, IDs kept as

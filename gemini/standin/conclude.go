@@ -74,10 +74,12 @@ func concludeReply(p page) map[string]any {
 	items := []map[string]any{}
 	for _, r := range f.recs {
 		for _, e := range r.Evidence {
-			items = append(items, map[string]any{"step_id": r.Step, "tool": e.Tool, "fact": e.Fact})
+			if e.Tool != "" { // evidence names the tool that showed it; a step's own reasoning is no evidence
+				items = append(items, map[string]any{"step_id": r.Step, "tool": e.Tool, "fact": e.Fact})
+			}
 		}
 	}
-	return map[string]any{"report": f.report(al, verdict, confidence, why), "evidence": items, "verdict": verdict, "confidence": confidence}
+	return map[string]any{"report": f.report(al, verdict, confidence, why), "evidence": items, "reason": why, "verdict": verdict, "confidence": confidence}
 }
 
 func (f findings) report(al alertInfo, verdict, confidence, why string) string {

@@ -11,7 +11,7 @@ import (
 )
 
 func concludeData(alert string, steps ...stepView) map[string]any {
-	return map[string]any{"Request": "Investigate.", "Objective": "o", "Alert": alert, "Steps": steps, "Language": "English", "Example": "{}"}
+	return map[string]any{"Request": "Investigate.", "Plan": "Objective: o", "Alert": alert, "Steps": steps, "Language": "English", "Lang": "en", "Example": "{}", "Cite": "- `step_1`: tools get_alert"}
 }
 
 func done(id string, rec record) stepView {
@@ -67,7 +67,9 @@ func TestConcludeUndetermined(t *testing.T) {
 	))
 	assert.Equal(t, "undetermined", out["verdict"])
 	assert.Equal(t, "low", out["confidence"])
-	assert.Contains(t, out["evidence"], map[string]any{"step_id": "step_3", "tool": "", "fact": "No step corroborated the alert."})
+	assert.Equal(t, []any{map[string]any{"step_id": "step_1", "tool": "search_alerts", "fact": "No earlier alert."}}, out["evidence"],
+		"evidence names a tool; the tool-less finding stays in the report")
+	assert.Contains(t, out["report"], "No step corroborated the alert.")
 	report := out["report"].(string)
 	for _, s := range sections {
 		assert.Contains(t, report, s)

@@ -1,6 +1,7 @@
 package standin
 
 import (
+	"encoding/json"
 	"fmt"
 	"strings"
 
@@ -11,11 +12,34 @@ import (
 )
 
 // Data blocks of the follow-up prompts: the plan in progress (lines
-// "- <id> (<status>): ...") and the conversation so far.
+// "- <id> (<status>): ..."), the conversation so far and the standing
+// verdict (JSON).
 const (
 	activePlanBlock   = "active plan"
 	conversationBlock = "conversation"
+	standingBlock     = "standing verdict"
 )
+
+// verdictReply reviews the verdict after a direct answer: the stand-in
+// cannot read the question or weigh the answer, so it keeps the standing
+// verdict as it is (undetermined, low, when there is none).
+func verdictReply(p page) map[string]any {
+	out := map[string]any{"evidence": []any{}, "reason": "The offline stand-in does not weigh follow-up answers: the verdict stays as it was.",
+		"verdict": undetermined, "confidence": "low"}
+	raw, _ := p.block(standingBlock)
+	var standing struct {
+		Verdict    string           `json:"verdict"`
+		Confidence string           `json:"confidence"`
+		Evidence   []map[string]any `json:"evidence"`
+	}
+	if json.Unmarshal([]byte(raw), &standing) == nil && standing.Verdict != "" {
+		out["verdict"], out["confidence"] = standing.Verdict, standing.Confidence
+		if standing.Evidence != nil {
+			out["evidence"] = standing.Evidence
+		}
+	}
+	return out
+}
 
 // modeReply routes a follow-up question. The stand-in cannot read a
 // question (it sits behind no declared label, and the stand-in is no

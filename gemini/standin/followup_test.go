@@ -44,3 +44,16 @@ func TestDirectAnswer(t *testing.T) {
 	assert.Contains(t, text, "- No earlier alert. (step_1, search_alerts)")
 	assert.Contains(t, text, "user svc-batch")
 }
+
+// The review after a direct answer keeps the standing verdict, evidence
+// and all: the stand-in cannot weigh what the analyst said.
+func TestVerdictReviewKeepsTheVerdict(t *testing.T) {
+	h := newHarness(t)
+	standing := map[string]any{"verdict": "true_positive", "confidence": "high", "reason": "r",
+		"evidence": []any{map[string]any{"step_id": "step_3", "tool": "bigquery_agent", "fact": "deploy logged in"}}}
+	out := h.structured(agentPrompts, "verdict", map[string]any{"Question": "Was it our pentest?", "Answer": "Maybe.", "Language": "English",
+		"Standing": standing, "Cite": "- `step_3`: tools bigquery_agent", "Example": "{}"})
+	assert.Equal(t, "true_positive", out["verdict"])
+	assert.Equal(t, "high", out["confidence"])
+	assert.Equal(t, standing["evidence"], out["evidence"])
+}

@@ -41,6 +41,8 @@ func respond(r *geminitest.Request) geminitest.Reply {
 		return geminitest.JSON(modeReply(p))
 	case title == prompt.PhaseIntrospect:
 		return geminitest.JSON(introspectReply(p))
+	case title == prompt.PhaseVerdict:
+		return geminitest.JSON(verdictReply(p))
 	case r.ResponseSchema != nil:
 		return geminitest.Error(http.StatusBadRequest, fmt.Sprintf("the offline Gemini stand-in has no script for a response schema titled %q", title), "")
 	case declares(r, bqQuery):

@@ -25,6 +25,9 @@ import (
 var (
 	agentPrompts = prompt.Load(os.DirFS("../../activities"), "prompts")
 	subPrompts   = prompt.Load(os.DirFS("../../activities/bigquery"), "prompts")
+	// tag marks the blocks of every prompt these tests render (the
+	// activities draw one per prompt).
+	tag = prompt.NewTag()
 )
 
 const (
@@ -46,7 +49,7 @@ func readAlert(t *testing.T, path string) alerts.Alert {
 // then the whole data as the "alert" block.
 func alertSection(t *testing.T, al alerts.Alert) string {
 	t.Helper()
-	block, err := prompt.JSONBlock("alert", al.Data)
+	block, err := tag.JSONBlock("alert", al.Data)
 	require.NoError(t, err)
 	return header(al) + "The alert's data, whole:\n" + block
 }
@@ -62,14 +65,13 @@ func largeAlertSection(al alerts.Alert) string {
 		lines += in.String()
 	}
 	return header(al) + "The alert's data is too large to show whole; call get_alert.\n" +
-		prompt.Block("alert indicators", lines) + "\n" + prompt.Block("alert fields", alerts.Describe(al, 80))
+		tag.Block("alert indicators", lines) + "\n" + tag.Block("alert fields", alerts.Describe(al, 80))
 }
 
 func header(al alerts.Alert) string {
-	typ, _ := json.Marshal(al.Type)
-	title, _ := json.Marshal(al.Title)
-	return fmt.Sprintf("%s%s\nAlert type: %s\nTitle: %s\nSource: %s | severity: %s | observed: %s\n\n",
-		prompt.AlertIDLabel, al.ID, typ, title, al.Source, al.Severity, al.ObservedAt.Format(time.RFC3339))
+	return fmt.Sprintf("%s%s\nSource: %s | severity: %s | observed: %s\n%s\n",
+		prompt.AlertIDLabel, al.ID, al.Source, al.Severity, al.ObservedAt.Format(time.RFC3339),
+		tag.Block("alert type and title", "Type: "+al.Type+"\nTitle: "+al.Title))
 }
 
 // fakeTool stands for a tool whose real constructor needs a service.
@@ -121,9 +123,9 @@ func newHarness(t *testing.T) *harness {
 // activities.Model.GenerateJSON does; it returns the decoded answer.
 func (h *harness) structured(set *prompt.Set, phase string, data map[string]any) map[string]any {
 	h.t.Helper()
-	system, err := set.Render(phase+"/system", data)
+	system, err := set.Render(phase+"/system", tag, data)
 	require.NoError(h.t, err)
-	user, err := set.Render(phase+"/user", data)
+	user, err := set.Render(phase+"/user", tag, data)
 	require.NoError(h.t, err)
 	resp, err := h.c.Models.GenerateContent(context.Background(), "gemini-2.5-flash", []*genai.Content{genai.NewContentFromText(user, genai.RoleUser)},
 		&genai.GenerateContentConfig{SystemInstruction: genai.NewContentFromText(system, genai.RoleUser), ResponseMIMEType: "application/json", ResponseSchema: set.Schema(phase)})
@@ -144,9 +146,9 @@ type loop struct {
 
 func (h *harness) loop(set *prompt.Set, phase string, data map[string]any, decls []*genai.FunctionDeclaration) *loop {
 	h.t.Helper()
-	system, err := set.Render(phase+"/system", data)
+	system, err := set.Render(phase+"/system", tag, data)
 	require.NoError(h.t, err)
-	user, err := set.Render(phase+"/user", data)
+	user, err := set.Render(phase+"/user", tag, data)
 	require.NoError(h.t, err)
 	return &loop{h: h, system: system, contents: []*genai.Content{genai.NewContentFromText(user, genai.RoleUser)}, decls: decls}
 }
@@ -200,13 +202,13 @@ type stepView struct {
 // executeData is what activities.ModelTurn gives the execute templates.
 func executeData(alert string, step plan.Step, earlier ...earlierResult) map[string]any {
 	return map[string]any{
-		"Objective": "Decide whether the alert is malicious.", "Alert": alert, "Earlier": earlier, "Step": step,
+		"StepText": "Objective of the investigation: Decide whether the alert is malicious.\nStep " + step.ID + ": " + step.Description, "Alert": alert, "Earlier": earlier, "Step": step,
 		"StepHeading": prompt.StepHeading, "Final": false, "Hints": []string(nil), "NoTools": len(step.Tools) == 0,
 		"RefIDArg": toolcall.RefIDArg, "RefPrefix": toolcall.RefPrefix, "Language": "English",
 	}
 }
 
-type earlierResult struct{ StepID, Description, Text string }
+type earlierResult struct{ StepID, Text string }
 
 // stepDecls are the declarations a step gets: its tools plus ask_user and
 // get_alert (activities.stepDeclarations).

@@ -2,7 +2,6 @@ package standin
 
 import (
 	"fmt"
-	"slices"
 	"strings"
 	"time"
 
@@ -31,7 +30,6 @@ func judgeLogins(rec *record, t authTable, a ask, summary, logins []map[string]a
 		hosts = append(hosts, x)
 		return x
 	}
-	learned := &learned{Table: t.Name, Column: t.Type, Kind: "logins", Flag: t.Success, Source: t.Source}
 	for _, row := range summary {
 		x := tally(str(row[t.Host]))
 		n := count(row["events"])
@@ -48,13 +46,6 @@ func judgeLogins(rec *record, t authTable, a ask, summary, logins []map[string]a
 				x.lastFail = last
 			}
 		}
-		if v := str(row[t.Type]); t.Type != "" && v != "" && !slices.Contains(learned.Values, v) {
-			learned.Values = append(learned.Values, v)
-			learned.Success = append(learned.Success, ok)
-		}
-	}
-	if len(learned.Values) > 0 {
-		rec.Learned = learned
 	}
 	var chosen map[string]any
 	for _, l := range logins {
@@ -110,7 +101,6 @@ func judgeLogins(rec *record, t authTable, a ask, summary, logins []map[string]a
 func judgeSession(rec *record, t authTable, found []map[string]any) {
 	l := rec.Login
 	start, _ := time.Parse(time.RFC3339, l.Time)
-	learned := &learned{Table: t.Name, Column: t.Type, Kind: "session", Match: []string{t.Host, t.User}}
 	for _, row := range found {
 		when := timeOf(row[t.Time])
 		if !when.After(start) {
@@ -125,12 +115,6 @@ func judgeSession(rec *record, t authTable, found []map[string]any) {
 			line += ": " + clip.String(msg, maxValue)
 		}
 		rec.Activity = append(rec.Activity, line)
-		if typ != "" && !slices.Contains(learned.Values, typ) {
-			learned.Values = append(learned.Values, typ)
-		}
-	}
-	if len(learned.Values) > 0 && t.Type != "" {
-		rec.Learned = learned
 	}
 	if len(rec.Activity) == 0 {
 		rec.Evidence = append(rec.Evidence, evidence{Fact: fmt.Sprintf("The logs show nothing %s did on %s in the hour after the login at %s.", l.User, l.Host, clock(start))})

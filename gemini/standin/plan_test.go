@@ -111,7 +111,7 @@ func TestPlanReadsTheAlertsOwnIDLine(t *testing.T) {
 }
 
 func reflectData(done stepView, completed []stepView, pending []plan.Step) map[string]any {
-	return map[string]any{"Objective": "o", "Step": done.Step, "Result": done.Result, "Completed": completed, "Pending": pending,
+	return map[string]any{"Plan": "Objective: o", "Step": done.Step, "Result": done.Result, "Completed": completed, "Pending": pending,
 		"Used": 1 + len(completed) + len(pending), "MaxSteps": 8, "Room": 7 - len(completed) - len(pending), "Tools": []string{"get_alert", "bigquery_agent"}, "Example": "{}"}
 }
 

@@ -14,9 +14,9 @@ import (
 // as JSON, for its own later phases. Its evidence is the answer's bullets,
 // "- <fact> [<step>, <tool>]" (the sub-agent's are bare). The agent passes
 // those answers on as data (step results in data blocks, the sub-agent's
-// answer in a function response), so reflection, the conclusion and
-// introspection read them back from there, never from prompt wording. A
-// real model reads the sentences instead.
+// answer in a function response), so reflection and the conclusion read
+// them back from there, never from prompt wording. A real model reads the
+// sentences instead.
 const recordPrefix = "Stand-in record: "
 
 // record is what one answer established.
@@ -42,12 +42,6 @@ type record struct {
 	SessionChecked bool     `json:"session_checked,omitempty"`
 	Activity       []string `json:"activity,omitempty"`
 	Child          string   `json:"child_workflow_id,omitempty"`
-
-	// The sub-agent: what its session learned about the data and which
-	// recalled memories it relied on.
-	Learned       *learned `json:"learned,omitempty"`
-	MemoriesUsed  []string `json:"memories_used,omitempty"`
-	MemoriesWrong []string `json:"memories_wrong,omitempty"`
 }
 
 type evidence struct {
@@ -62,21 +56,6 @@ type login struct {
 	Host   string `json:"host"`
 	Time   string `json:"time"`
 	Method string `json:"method,omitempty"`
-}
-
-// learned is schema knowledge from a sub-agent session: the table, the
-// column that tells the events apart and the values it took.
-type learned struct {
-	Table  string   `json:"table"`
-	Column string   `json:"column,omitempty"`
-	Values []string `json:"values,omitempty"`
-	// Kind is "logins" (values with their success flag in Success) or
-	// "session" (what followed a login, matched by Match).
-	Kind    string   `json:"kind"`
-	Success []bool   `json:"success,omitempty"`
-	Flag    string   `json:"flag,omitempty"`
-	Source  string   `json:"source,omitempty"`
-	Match   []string `json:"match,omitempty"`
 }
 
 // line renders the record as the last line of an answer.

@@ -55,7 +55,7 @@ func TestEarlierStep(t *testing.T) {
 	al, bastion := readAlert(t, guardDutyFile), readAlert(t, bastionFile)
 	first := answer("Findings of step_1:", record{Step: "step_1", Searched: true, SearchedFor: "198.51.100.23", Earlier: []string{bastion.ID}})
 	step := plan.Step{ID: "step_2", Description: "Read the earlier alerts.", Tools: []string{"get_alert"}}
-	l := h.loop(agentPrompts, "execute", executeData(alertSection(t, al), step, earlierResult{"step_1", "d", first}), stepDecls(reg, step))
+	l := h.loop(agentPrompts, "execute", executeData(alertSection(t, al), step, earlierResult{"step_1", first}), stepDecls(reg, step))
 	_, calls := l.turn(false)
 	require.Len(t, calls, 1)
 	assert.Equal(t, map[string]any{"id": bastion.ID}, calls[0].Args)
@@ -93,7 +93,7 @@ func TestLogsStep(t *testing.T) {
 	assert.Equal(t, []evidence{{Tool: "bigquery_agent", Fact: "198.51.100.23 logged in as deploy [preauth]"}}, recs[0].Evidence)
 
 	session := plan.Step{ID: "step_4", Description: "Ask about the session.", Tools: []string{"bigquery_agent"}}
-	l = h.loop(agentPrompts, "execute", executeData(alertSection(t, al), session, earlierResult{"step_3", "d", text}), stepDecls(reg, session))
+	l = h.loop(agentPrompts, "execute", executeData(alertSection(t, al), session, earlierResult{"step_3", text}), stepDecls(reg, session))
 	_, calls = l.turn(false)
 	require.Len(t, calls, 1)
 	assert.Equal(t, "What did the session of user deploy, who logged in to web-server-prod-01 from 198.51.100.23 at 2026-11-20 08:14:52 UTC, do in the hour after that login? List its events in order.", calls[0].Args["request"])

@@ -32,8 +32,12 @@ const (
 	callSession = "q-session"
 )
 
-// memoriesBlock is the data block of recalled memories: "[id] claim" lines.
-const memoriesBlock = "memories"
+// The sub-agent's data blocks: its request, and the recalled memories
+// ("[id] claim" lines).
+const (
+	requestBlock  = "request"
+	memoriesBlock = "memories"
+)
 
 // ask is what the sub-agent reads from its request: values, not wording.
 // The request names an IP; a request with a time of day asks what the
@@ -104,8 +108,6 @@ type subAgent struct {
 	memories []memoryNote
 	t        turn
 	last     bool
-	// what the turn learned on the way
-	used, wrong []string
 }
 
 // subAgentReply finds a table of logins (straight from a recalled memory
@@ -115,7 +117,8 @@ type subAgent struct {
 // answers from the rows the queries returned.
 func subAgentReply(r *geminitest.Request, p page) geminitest.Reply {
 	content, _ := p.block(memoriesBlock)
-	s := &subAgent{ask: readAsk(p.openText()), memories: readMemories(content), t: readTurn(r), last: final(r)}
+	request, _ := p.block(requestBlock)
+	s := &subAgent{ask: readAsk(request), memories: readMemories(content), t: readTurn(r), last: final(r)}
 	if s.ask.IP == "" {
 		return geminitest.Text(answer("Answer (offline stand-in: a script, not a model):", record{Evidence: []evidence{{Fact: "The request names no IP address to look for."}}}))
 	}
@@ -124,10 +127,10 @@ func subAgentReply(r *geminitest.Request, p page) geminitest.Reply {
 	case len(need) > 0 && !s.last:
 		return geminitest.Calls(need...)
 	case len(need) > 0:
-		return geminitest.Text(answer("Answer (offline stand-in: a script, not a model):", record{MemoriesWrong: s.wrong,
+		return geminitest.Text(answer("Answer (offline stand-in: a script, not a model):", record{
 			Evidence: []evidence{{Fact: "The turns ran out before a table of logins was found."}}}))
 	case table == nil:
-		return geminitest.Text(answer("Answer (offline stand-in: a script, not a model):", record{MemoriesWrong: s.wrong,
+		return geminitest.Text(answer("Answer (offline stand-in: a script, not a model):", record{
 			Evidence: []evidence{{Fact: "None of the tables holds logins with a time, source address, host, user and success flag."}}}))
 	case s.ask.At.IsZero():
 		return s.logins(*table)
@@ -148,11 +151,9 @@ func (s *subAgent) findTable() (*authTable, []*genai.FunctionCall) {
 			return nil, []*genai.FunctionCall{call(callSchema+name, bqSchema, map[string]any{"table": name})}
 		}
 		if t, ok := authColumns("`"+name+"`", name, res); ok {
-			s.used = append(s.used, m.ID)
 			return &t, nil
 		}
-		s.wrong = append(s.wrong, m.ID)
-		break
+		break // the memory was wrong: look through the tables
 	}
 	listed := s.t.result(callTables)
 	if listed == nil {
@@ -205,7 +206,7 @@ func (s *subAgent) logins(t authTable) geminitest.Reply {
 	if (sumRes == nil || listRes == nil) && !s.last {
 		return geminitest.Calls(query(callSummary, sum, 100), query(callLogins, list, 20))
 	}
-	rec := record{LogsChecked: true, MemoriesUsed: s.used, MemoriesWrong: s.wrong}
+	rec := record{LogsChecked: true}
 	head := fmt.Sprintf("Answer from %s (offline stand-in: a script, not a model). SQL: %s ; %s", t.Name, sum, list)
 	if msg := failed(sumRes) + failed(listRes); msg != "" || sumRes == nil || listRes == nil {
 		rec.LogsChecked = false
@@ -224,7 +225,7 @@ func (s *subAgent) session(t authTable) geminitest.Reply {
 	if atRes == nil && !s.last {
 		return geminitest.Calls(query(callLoginAt, loginSQL, 5))
 	}
-	rec := record{SessionChecked: true, MemoriesUsed: s.used, MemoriesWrong: s.wrong}
+	rec := record{SessionChecked: true}
 	head := fmt.Sprintf("Answer from %s (offline stand-in: a script, not a model). SQL: %s", t.Name, loginSQL)
 	if atRes == nil || failed(atRes) != "" {
 		rec.SessionChecked = false

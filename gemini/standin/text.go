@@ -10,13 +10,6 @@ import (
 	"github.com/secops-agent/investigator/internal/prompt"
 )
 
-// The delimiters internal/prompt writes around a data block (prompt.Block).
-const (
-	blockOpen  = "<<<DATA "
-	blockClose = "<<<END "
-	blockEnd   = ">>>"
-)
-
 // page is a prompt text read the way the stand-in may read it: the lines in
 // the open (written by the code and the templates) apart from the data
 // blocks, whose content is untrusted and may only be read as values.
@@ -32,8 +25,9 @@ type block struct {
 	after int
 }
 
-// readPage splits text into open lines and data blocks. A line of a block
-// that lacks the "| " prefix ends the block (prompt.Block never writes one).
+// readPage splits text into open lines and data blocks (the delimiters
+// prompt.Tag.Block writes, read by prompt.Delimiter). A line of a block that
+// lacks the "| " prefix ends the block (a block never holds one).
 func readPage(text string) page {
 	var p page
 	var cur *block
@@ -51,12 +45,12 @@ func readPage(text string) page {
 			cur.content = strings.Join(lines, "\n")
 			p.blocks = append(p.blocks, *cur)
 			cur, lines = nil, nil
-			if strings.HasPrefix(line, blockClose) {
+			if end, _, _, ok := prompt.Delimiter(line); ok && end {
 				continue
 			}
 		}
-		if name, ok := strings.CutPrefix(line, blockOpen); ok && strings.HasSuffix(name, blockEnd) {
-			cur = &block{name: strings.TrimSuffix(name, blockEnd), after: len(p.open)}
+		if end, _, name, ok := prompt.Delimiter(line); ok && !end {
+			cur = &block{name: name, after: len(p.open)}
 			continue
 		}
 		p.open = append(p.open, line)
@@ -101,12 +95,12 @@ func (p page) alertID() string {
 }
 
 // step reads the step a turn must execute: the line after
-// prompt.StepHeading is "<step id>: <description>".
+// prompt.StepHeading is its ID (the planner's words follow in a data block).
 func (p page) step() (id string, ok bool) {
 	for i, l := range p.open {
 		if strings.TrimSpace(l) == prompt.StepHeading && i+1 < len(p.open) {
-			id, _, ok = strings.Cut(p.open[i+1], ": ")
-			return strings.TrimSpace(id), ok
+			id = strings.TrimSpace(p.open[i+1])
+			return id, id != ""
 		}
 	}
 	return "", false

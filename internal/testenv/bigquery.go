@@ -17,6 +17,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/secops-agent/investigator/internal/procgroup"
 )
 
 // bigQueryReadyTimeout bounds the emulator's start: 0.14 s on an idle machine, over
@@ -199,9 +201,9 @@ func stopBigQuery(pgid int, done <-chan struct{}) {
 		}
 	}
 	kill(syscall.SIGTERM)
-	if !waitGroupGone(pgid, stopGrace) {
+	if !procgroup.WaitGone(pgid, stopGrace) {
 		kill(syscall.SIGKILL)
-		if !waitGroupGone(pgid, killWait) {
+		if !procgroup.WaitGone(pgid, killWait) {
 			slog.Warn("testenv: the BigQuery emulator did not exit after SIGKILL", "pgid", pgid)
 		}
 	}

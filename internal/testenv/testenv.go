@@ -167,7 +167,7 @@ func WithoutSearchAttributes() TemporalOption { return func(args *[]string) { *a
 // FrontendHostPort gives its address and Client a connected client. ctx
 // bounds the start-up only.
 func StartTemporal(ctx context.Context, opts ...TemporalOption) (*testsuite.DevServer, error) {
-	// Eager activities as the local stack runs them (scripts/stack.sh).
+	// Eager activities as the local stack runs them (cmd/stack/table.go).
 	args := []string{"--search-attribute", alertIDAttribute + "=Keyword", "--search-attribute", verdictAttribute + "=Keyword", "--dynamic-config-value", "system.enableActivityEagerExecution=true"}
 	for _, o := range opts {
 		o(&args)

@@ -19,6 +19,8 @@ import (
 	"go.temporal.io/sdk/client"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
+
+	"github.com/secops-agent/investigator/internal/procgroup"
 )
 
 func TestFreePort(t *testing.T) {
@@ -194,26 +196,11 @@ func liveProcessesMentioning(t *testing.T, s string) []string {
 		if err != nil {
 			continue
 		}
-		if state, _, ok := parseStat(stat); ok && state != 'Z' && state != 'X' {
+		if state, _, ok := procgroup.ParseStat(stat); ok && state != 'Z' && state != 'X' {
 			found = append(found, e.Name()+": "+strings.ReplaceAll(string(cmdline), "\x00", " "))
 		}
 	}
 	return found
-}
-
-func TestParseStat(t *testing.T) {
-	state, pgid, ok := parseStat([]byte("1234 (java) S 1 1200 1200 0 -1 4194560 ..."))
-	require.True(t, ok)
-	assert.Equal(t, byte('S'), state)
-	assert.Equal(t, 1200, pgid)
-
-	state, pgid, ok = parseStat([]byte("99 (odd) name) Z 1 77 77 0"))
-	require.True(t, ok)
-	assert.Equal(t, byte('Z'), state)
-	assert.Equal(t, 77, pgid)
-
-	_, _, ok = parseStat([]byte("garbage"))
-	assert.False(t, ok)
 }
 
 func TestStartFirestoreMissingTools(t *testing.T) {

@@ -1,115 +1,385 @@
 package memory
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
-	"net/netip"
-	"regexp"
 	"slices"
 	"strings"
-	"unicode"
+	"unicode/utf8"
 )
 
-// MaxClaimBytes bounds one memory's claim: a memory is one reusable fact
+// MaxClaimBytes bounds one memory's text: a memory is one reusable fact
 // about the data, not a transcript.
 const MaxClaimBytes = 300
 
-// What a claim must not hold. A claim is schema knowledge (tables, columns,
-// value formats, SQL patterns, query pitfalls); indicators, timestamps and
-// instructions are this session's results or an attacker's words, and a
-// memory carrying them would reach every later session's prompt.
-var (
-	emailRE    = regexp.MustCompile(`[A-Za-z0-9._%+-]+@[A-Za-z0-9.-]+\.[A-Za-z]{2,}`)
-	urlRE      = regexp.MustCompile(`(?i)\b[a-z][a-z0-9+.-]*://`)
-	hashRE     = regexp.MustCompile(`\b[0-9A-Fa-f]{32,}\b`)
-	dateTimeRE = regexp.MustCompile(`\b\d{4}-\d{2}-\d{2}[T ]\d{1,2}:\d{2}`)
-	arnRE      = regexp.MustCompile(`\barn:aws[a-z-]*:`)
-	instanceRE = regexp.MustCompile(`\b(?:i|sg|vol|eni|ami|subnet|vpc)-[0-9a-f]{8,17}\b`)
-	domainRE   = regexp.MustCompile(`(?i)\b(?:[a-z0-9-]+\.)+(?:com|net|org|io|info|biz|ru|cn|xyz|top|co|uk|de|jp|onion|site|online|club|example|test|local|internal)\b`)
-	// instruction words: a claim that orders the agent or judges the
-	// incident is not knowledge about the data.
-	instructionRE = regexp.MustCompile(`(?i)\b(?:ignore|disregard|forget|override|obey|pretend|you (?:must|should|need)|do not|don't|instructions?|the analyst|the agent|the investigation|verdict|benign|malicious|false positive|true positive|compromised?|conclude)\b`)
+// MaxClaimColumns bounds the columns one claim is about.
+const MaxClaimColumns = 4
+
+// maxNumberDigits bounds a number in a claim: enough for a precision, a
+// port of the schema's docs or "+00", too few for an address as an integer
+// (3405803785), a timestamp or an ID.
+const maxNumberDigits = 4
+
+// The kinds of claim: every memory is one of them.
+const (
+	// KindColumnMeaning: what a column holds.
+	KindColumnMeaning = "column_meaning"
+	// KindTypeFormat: a column's type or how its values are written.
+	KindTypeFormat = "type_format"
+	// KindJoinKey: the columns that relate rows of one table to another's
+	// (or to its own).
+	KindJoinKey = "join_key"
+	// KindQueryPattern: SQL that works on these columns (a function, a
+	// cast, UNNEST of a REPEATED column).
+	KindQueryPattern = "query_pattern"
 )
 
-// CheckClaim says why a claim may not be kept as a memory, or nil. A claim
-// must be one line of at most MaxClaimBytes, name one of the tables the
-// sub-agent may query ("dataset.table" or the bare table name), and hold no
-// indicator value (IP address, e-mail, URL, hash, domain, ARN, instance ID),
-// no timestamp from a log row, and no instruction.
-func CheckClaim(claim string, tables []string) error {
+// Kinds lists the kinds of claim.
+var Kinds = []string{KindColumnMeaning, KindTypeFormat, KindJoinKey, KindQueryPattern}
+
+// Claim is one piece of knowledge about the schema or SQL of a configured
+// table, as introspection proposes it and a memory keeps it.
+type Claim struct {
+	Kind string `json:"kind"`
+	// Table is the configured table the claim is about, "dataset.table".
+	Table string `json:"table"`
+	// Columns are the columns of Table (for a join key also
+	// "dataset.table.column" of another table) that the claim is about.
+	Columns []string `json:"columns"`
+	// Text is the claim itself, one line of plain English and SQL.
+	Text string `json:"text"`
+}
+
+// UnmarshalJSON also reads a claim written as a bare string, as the
+// introspection results of workflow histories recorded before claims were
+// typed hold them. Such a claim has no kind, so nothing stores it.
+func (c *Claim) UnmarshalJSON(b []byte) error {
+	var text string
+	if json.Unmarshal(b, &text) == nil {
+		*c = Claim{Text: text}
+		return nil
+	}
+	type plain Claim
+	return json.Unmarshal(b, (*plain)(c))
+}
+
+// TableSchema is a table's columns as a session read them from
+// bigquery_schema: STRUCT fields as dotted paths ("geo.city").
+type TableSchema struct {
+	Table   string   `json:"table"`
+	Columns []string `json:"columns"`
+}
+
+// CheckClaim says why a proposed claim may not become a memory, or returns
+// it in canonical form (the table and columns as the schema spells them,
+// the text folded to ASCII with single spaces), which is what is stored.
+//
+// The rule is structural, an allow-list rather than a list of bad words:
+//   - the kind is one of Kinds;
+//   - the table is one of tables (the configured ones) and its schema is
+//     among seen (the session read it), and so is every column, 1 to
+//     MaxClaimColumns of them (a join key names 2 or more);
+//   - the text is one line of at most MaxClaimBytes without invisible
+//     characters; after NFKC and folding of look-alike letters (fold) it is
+//     plain ASCII, and it has no look-alike letters at all;
+//   - every word of it is in the vocabulary, a GoogleSQL keyword, type or
+//     function other than those that pick rows (rowFilters), or a name
+//     from the seen schemas; every dotted name is a seen table or column
+//     or a built-in function; it names at least one of the claim's
+//     columns;
+//   - it holds no value from the data: no quotes (so no string literal or
+//     LIKE pattern), no brackets, @, %, # or other marks that spell
+//     addresses, e-mails, URLs or patterns, no number of more than
+//     maxNumberDigits digits, and never two numbers in a row (dotted,
+//     defanged or spaced addresses, dates, times).
+//
+// Values from rows (addresses in any encoding, users, hosts) and advice to
+// exclude, filter, skip or trust rows cannot be written with those words:
+// a claim that tries is refused.
+func CheckClaim(c Claim, tables []string, seen []TableSchema) (Claim, error) {
+	if !slices.Contains(Kinds, c.Kind) {
+		return Claim{}, fmt.Errorf("the kind %q is not one of %s", clipName(c.Kind), strings.Join(Kinds, ", "))
+	}
+	idx := newSchemaIndex(seen)
+	table, ok := configured(c.Table, tables)
+	if !ok {
+		return Claim{}, fmt.Errorf("the table %q is not one of the configured tables", clipName(c.Table))
+	}
+	if _, ok := idx.columns[table]; !ok {
+		return Claim{}, fmt.Errorf("the session did not read the schema of %s", table)
+	}
+	cols, err := idx.claimColumns(c, table)
+	if err != nil {
+		return Claim{}, err
+	}
+	text, err := checkText(c.Text, idx, table, cols)
+	if err != nil {
+		return Claim{}, err
+	}
+	return Claim{Kind: c.Kind, Table: table, Columns: cols, Text: text}, nil
+}
+
+// checkText applies the text rules of CheckClaim and returns the folded
+// text.
+func checkText(text string, idx *schemaIndex, table string, cols []string) (string, error) {
 	switch {
-	case strings.TrimSpace(claim) == "":
-		return errors.New("the claim is empty")
-	case len(claim) > MaxClaimBytes:
-		return fmt.Errorf("the claim is %d bytes, more than %d", len(claim), MaxClaimBytes)
-	case strings.ContainsFunc(claim, func(r rune) bool { return unicode.IsControl(r) || r == '\u2028' || r == '\u2029' }):
-		return errors.New("the claim is not a single line of text")
+	case strings.TrimSpace(text) == "":
+		return "", errors.New("the claim is empty")
+	case len(text) > MaxClaimBytes:
+		return "", fmt.Errorf("the claim is %d bytes, more than %d", len(text), MaxClaimBytes)
+	case !utf8.ValidString(text):
+		return "", errors.New("the claim is not valid UTF-8")
 	}
-	if ip := findIP(claim); ip != "" {
-		return fmt.Errorf("the claim holds the IP address %s", ip)
+	if i := strings.IndexFunc(text, invisible); i >= 0 {
+		r, _ := utf8.DecodeRuneInString(text[i:])
+		return "", fmt.Errorf("the claim holds the invisible or control character U+%04X (one line of visible text only)", r)
 	}
-	for _, c := range []struct {
-		re   *regexp.Regexp
-		what string
-	}{
-		{emailRE, "an e-mail address"}, {urlRE, "a URL"}, {hashRE, "a hash"}, {arnRE, "an ARN"},
-		{instanceRE, "a cloud resource ID"}, {dateTimeRE, "a timestamp from the data"}, {instructionRE, "an instruction or a judgement"},
-	} {
-		if m := c.re.FindString(claim); m != "" {
-			return fmt.Errorf("the claim holds %s (%q)", c.what, m)
-		}
+	folded, lookalikes := fold(text)
+	if i := strings.IndexFunc(folded, func(r rune) bool { return r < ' ' || r > '~' }); i >= 0 {
+		r, _ := utf8.DecodeRuneInString(folded[i:])
+		return "", fmt.Errorf("the claim holds %q (U+%04X), which is not plain ASCII text", r, r)
 	}
-	if m := domainRE.FindString(claim); m != "" && !namesTable(m, tables) {
-		return fmt.Errorf("the claim holds the domain %q", m)
+	folded = strings.Join(strings.Fields(folded), " ")
+	mentions, err := idx.scan(folded, table)
+	if err != nil {
+		return "", err
 	}
-	if !slices.ContainsFunc(tables, func(t string) bool { return namesTable(claim, []string{t}) }) {
-		return errors.New("the claim names none of the tables the sub-agent may query")
+	if !slices.ContainsFunc(cols, func(c string) bool { return slices.Contains(mentions, c) }) {
+		return "", fmt.Errorf("the text names none of its columns (%s)", strings.Join(cols, ", "))
 	}
-	return nil
+	if lookalikes > 0 {
+		return "", fmt.Errorf("the claim writes %d Latin letter(s) with look-alikes from other scripts", lookalikes)
+	}
+	return folded, nil
 }
 
-// namesTable says whether text mentions one of the tables, by its
-// "dataset.table" ID or its bare table name, as a whole word.
-func namesTable(text string, tables []string) bool {
-	lower := strings.ToLower(text)
+// scan reads folded (ASCII) text word by word and returns the columns of
+// table it names, or why a word or mark may not be in a claim.
+func (idx *schemaIndex) scan(text, table string) (mentions []string, err error) {
+	lastNumber := false
+	for i := 0; i < len(text); {
+		c := text[i]
+		switch {
+		case c == ' ':
+			i++
+		case isWordStart(c):
+			j := i
+			for j < len(text) && (isNameByte(text[j]) || text[j] == '.' && j+1 < len(text) && isWordStart(text[j+1])) {
+				j++
+			}
+			col, err := idx.word(text[i:j], table)
+			if err != nil {
+				return nil, err
+			}
+			if col != "" {
+				mentions = append(mentions, col)
+			}
+			lastNumber = false
+			i = j
+		case isDigit(c):
+			j := i
+			for j < len(text) && isNameByte(text[j]) {
+				j++
+			}
+			num := text[i:j]
+			switch {
+			case strings.IndexFunc(num, func(r rune) bool { return r < '0' || r > '9' }) >= 0:
+				return nil, fmt.Errorf("the claim holds %q, a value rather than a word or a number", clipName(num))
+			case len(num) > maxNumberDigits:
+				return nil, fmt.Errorf("the claim holds the %d-digit number %s: numbers that long are values from the data", len(num), clipName(num))
+			case lastNumber:
+				return nil, fmt.Errorf("the claim holds two numbers in a row (%s), as an address, a date or a time is written", num)
+			}
+			lastNumber = true
+			i = j
+		case c == '`':
+			end := strings.IndexByte(text[i+1:], '`')
+			if end < 0 {
+				return nil, errors.New("the claim has an unclosed backtick")
+			}
+			name := text[i+1 : i+1+end]
+			col, err := idx.dotted(name, table)
+			if err != nil {
+				return nil, err
+			}
+			if col != "" {
+				mentions = append(mentions, col)
+			}
+			lastNumber = false
+			i += end + 2
+		case strings.IndexByte(".,;:()=*+-/", c) >= 0:
+			i++
+		default:
+			return nil, fmt.Errorf("the claim holds %q: quotes, brackets and marks such as @ %% # [ ] ! < > are how values and patterns are written, and a claim holds none", string(c))
+		}
+	}
+	return mentions, nil
+}
+
+// word checks one word or dotted name and returns the column it names as
+// a claim lists it (a column of table, or "dataset.table.column" of
+// another), if it names one.
+func (idx *schemaIndex) word(w, table string) (column string, err error) {
+	if strings.Contains(w, ".") {
+		return idx.dotted(w, table)
+	}
+	if col, ok := idx.columns[table][strings.ToLower(w)]; ok {
+		return col, nil
+	}
+	upper := strings.ToUpper(w)
+	switch {
+	case IsVocabulary(w), idx.names[strings.ToLower(w)]:
+		return "", nil
+	case sqlWords[upper] && !rowFilters[upper] && !namespaces[upper]:
+		return "", nil
+	case sqlWords[upper]:
+		return "", fmt.Errorf("the claim uses %s, which chooses rows: a memory says what the data is, not which rows to keep or leave out", upper)
+	}
+	return "", fmt.Errorf("the word %q is neither in the memory vocabulary nor a table, column or SQL name of the schemas this session read", clipName(w))
+}
+
+// dotted checks a dotted name: a seen table, a column of one (as
+// dataset.table.column, table.column or a STRUCT path of table), or a
+// built-in function in a namespace (SAFE.PARSE_TIMESTAMP, NET.HOST). It
+// returns the column as word does.
+func (idx *schemaIndex) dotted(name, table string) (column string, err error) {
+	lower := strings.ToLower(name)
+	parts := strings.Split(lower, ".")
+	if slices.Contains(parts, "") {
+		return "", fmt.Errorf("%q is not a name", clipName(name))
+	}
+	if len(parts) == 2 && namespaces[strings.ToUpper(parts[0])] && sqlWords[strings.ToUpper(parts[1])] {
+		return "", nil
+	}
+	if _, ok := idx.tables[lower]; ok {
+		return "", nil
+	}
+	// n parts name the table (dataset.table, table, or none for table's
+	// own STRUCT paths); the rest is the column.
+	for n := min(2, len(parts)-1); n >= 0; n-- {
+		t := table
+		if n > 0 {
+			var ok bool
+			if t, ok = idx.tableNamed(strings.Join(parts[:n], ".")); !ok {
+				continue
+			}
+		}
+		if col, ok := idx.columns[t][strings.Join(parts[n:], ".")]; ok {
+			if t == table {
+				return col, nil
+			}
+			return t + "." + col, nil
+		}
+	}
+	return "", fmt.Errorf("%q is not a table or column of the schemas this session read", clipName(name))
+}
+
+// schemaIndex looks names up in the schemas a session read.
+type schemaIndex struct {
+	// tables maps "dataset.table" (lower case) to the table's ID; bare the
+	// table name alone, when only one dataset has it.
+	tables, bare map[string]string
+	// columns maps a table's ID to its columns by lower-case path.
+	columns map[string]map[string]string
+	// names are the single words of every table ID and column path.
+	names map[string]bool
+}
+
+func newSchemaIndex(seen []TableSchema) *schemaIndex {
+	idx := &schemaIndex{tables: map[string]string{}, bare: map[string]string{}, columns: map[string]map[string]string{}, names: map[string]bool{}}
+	ambiguous := map[string]bool{}
+	for _, s := range seen {
+		id := strings.TrimSpace(s.Table)
+		lower := strings.ToLower(id)
+		ds, tb, ok := strings.Cut(lower, ".")
+		if !ok {
+			continue
+		}
+		idx.tables[lower] = id
+		if other, dup := idx.bare[tb]; dup && other != id {
+			ambiguous[tb] = true
+		}
+		idx.bare[tb] = id
+		idx.names[ds], idx.names[tb] = true, true
+		cols := idx.columns[id]
+		if cols == nil {
+			cols = map[string]string{}
+			idx.columns[id] = cols
+		}
+		for _, c := range s.Columns {
+			cols[strings.ToLower(c)] = c
+			for _, w := range strings.Split(strings.ToLower(c), ".") {
+				idx.names[w] = true
+			}
+		}
+	}
+	for tb := range ambiguous {
+		delete(idx.bare, tb)
+	}
+	return idx
+}
+
+// tableNamed finds a seen table by "dataset.table" or its bare name.
+func (idx *schemaIndex) tableNamed(name string) (string, bool) {
+	if t, ok := idx.tables[name]; ok {
+		return t, true
+	}
+	t, ok := idx.bare[name]
+	return t, ok
+}
+
+// claimColumns checks a claim's columns against the seen schema of table
+// and returns them as the schema spells them, each once.
+func (idx *schemaIndex) claimColumns(c Claim, table string) ([]string, error) {
+	var out []string
+	for _, name := range c.Columns {
+		col, err := idx.word(strings.TrimSpace(name), table)
+		if err != nil || col == "" {
+			return nil, fmt.Errorf("%q is not a column of %s or of another table whose schema the session read", clipName(name), table)
+		}
+		if _, own := idx.columns[table][strings.ToLower(col)]; !own && c.Kind != KindJoinKey {
+			return nil, fmt.Errorf("%q is a column of another table; only a join key names one", clipName(name))
+		}
+		if !slices.Contains(out, col) {
+			out = append(out, col)
+		}
+	}
+	switch {
+	case len(out) == 0:
+		return nil, errors.New("the claim names no column")
+	case len(out) > MaxClaimColumns:
+		return nil, fmt.Errorf("the claim names %d columns, more than %d", len(out), MaxClaimColumns)
+	case c.Kind == KindJoinKey && len(out) < 2:
+		return nil, errors.New("a join key names at least two columns")
+	}
+	return out, nil
+}
+
+// configured returns the configured table that name spells ("dataset.table",
+// ignoring case and backticks).
+func configured(name string, tables []string) (string, bool) {
+	name = strings.Trim(strings.TrimSpace(name), "`")
 	for _, t := range tables {
-		t = strings.ToLower(t)
-		names := []string{t}
-		if _, bare, ok := strings.Cut(t, "."); ok {
-			names = append(names, bare)
-		}
-		for _, n := range names {
-			for i := strings.Index(lower, n); i >= 0; {
-				end := i + len(n)
-				if (i == 0 || !isNameByte(lower[i-1])) && (end == len(lower) || !isNameByte(lower[end])) {
-					return true
-				}
-				next := strings.Index(lower[i+1:], n)
-				if next < 0 {
-					break
-				}
-				i += 1 + next
-			}
+		if strings.EqualFold(t, name) {
+			return t, true
 		}
 	}
-	return false
+	return "", false
 }
 
-func isNameByte(b byte) bool {
-	return b == '_' || '0' <= b && b <= '9' || 'a' <= b && b <= 'z'
-}
-
-// findIP returns the first IPv4 or IPv6 address in text, or "".
-func findIP(text string) string {
-	for _, tok := range strings.FieldsFunc(text, func(r rune) bool {
-		return !(r == '.' || r == ':' || r == '%' || unicode.IsDigit(r) || 'a' <= r && r <= 'f' || 'A' <= r && r <= 'F')
-	}) {
-		tok = strings.Trim(tok, ".:")
-		if strings.Count(tok, ".") == 3 || strings.Count(tok, ":") >= 2 {
-			if _, err := netip.ParseAddr(tok); err == nil {
-				return tok
-			}
-		}
+// clipName shortens a name quoted in an error.
+func clipName(s string) string {
+	if len(s) <= 60 {
+		return s
 	}
-	return ""
+	cut := 60
+	for cut > 0 && !utf8.RuneStart(s[cut]) {
+		cut--
+	}
+	return s[:cut] + "..."
 }
+
+func isWordStart(b byte) bool { return b == '_' || 'a' <= b && b <= 'z' || 'A' <= b && b <= 'Z' }
+func isDigit(b byte) bool     { return '0' <= b && b <= '9' }
+func isNameByte(b byte) bool  { return isWordStart(b) || isDigit(b) }

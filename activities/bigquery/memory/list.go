@@ -11,28 +11,50 @@ import (
 	"google.golang.org/grpc/status"
 )
 
-// List returns up to limit memories, highest score first and, among equal
-// scores, newest first, without their embeddings. A limit of 0 or less
-// means 100; at most 1000 are returned.
-func (s *Store) List(ctx context.Context, limit int) ([]Memory, error) {
+// List returns up to limit memories with the given status (any status
+// when it is ""), highest score first and, among equal scores, newest
+// first, without their embeddings. A limit of 0 or less means 100; at most
+// 1000 are returned. Memories stored before memories had a status count as
+// proposed.
+//
+// With a status, List reads the collection in that order a page at a time
+// and keeps the matching ones, since a Firestore query cannot find the
+// documents that lack the field; the collection is an operator's review
+// list, small next to what a page holds.
+func (s *Store) List(ctx context.Context, limit int, status Status) ([]Memory, error) {
 	if limit <= 0 {
 		limit = defaultListLimit
 	}
 	limit = min(limit, maxListLimit)
-	docs, err := s.col.Select(listFields...).
-		OrderBy("score", firestore.Desc).
-		OrderBy("created_at", firestore.Desc).
-		Limit(limit).Documents(ctx).GetAll()
-	if err != nil {
-		return nil, fmt.Errorf("list memories: %w", err)
+	q := s.col.Select(listFields...).OrderBy("score", firestore.Desc).OrderBy("created_at", firestore.Desc)
+	page := limit
+	if status != "" {
+		page = listPage
 	}
-	out := make([]Memory, 0, len(docs))
-	for _, d := range docs {
-		m, err := decode(d)
+	out := make([]Memory, 0, min(limit, page))
+	var last *firestore.DocumentSnapshot
+	for len(out) < limit {
+		pq := q.Limit(page)
+		if last != nil {
+			pq = pq.StartAfter(last)
+		}
+		docs, err := pq.Documents(ctx).GetAll()
 		if err != nil {
 			return nil, fmt.Errorf("list memories: %w", err)
 		}
-		out = append(out, m)
+		for _, d := range docs {
+			m, err := decode(d)
+			if err != nil {
+				return nil, fmt.Errorf("list memories: %w", err)
+			}
+			if (status == "" || m.Status == status) && len(out) < limit {
+				out = append(out, m)
+			}
+		}
+		if len(docs) < page {
+			break
+		}
+		last = docs[len(docs)-1]
 	}
 	return out, nil
 }

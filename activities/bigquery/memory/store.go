@@ -35,7 +35,7 @@ const (
 )
 
 // listFields are the fields List reads: all but the embedding.
-var listFields = []string{"claim", "query_text", "score", "created_at", "updated_at"}
+var listFields = []string{"claim", "kind", "table", "columns", "status", "query_text", "score", "created_at", "updated_at", "reviewed_at"}
 
 // Store keeps memories in Firestore. It is safe for concurrent use, also
 // from several processes at once.
@@ -49,9 +49,9 @@ func NewStore(fs *firestore.Client) *Store {
 	return &Store{fs: fs, col: fs.Collection(Collection)}
 }
 
-// Recall returns the memories whose embeddings are most similar (cosine) to
-// embedding, most similar first, at most limit of them, and only those with
-// a similarity of at least minSimilarity. Each has Similarity set to
+// Recall returns the approved memories whose embeddings are most similar
+// (cosine) to embedding, most similar first, at most limit of them, and only
+// those with a similarity of at least minSimilarity. Each has Similarity set to
 // 1 - cosine distance, and no Embedding (use Get for that).
 //
 // A minSimilarity of 0 means DefaultMinSimilarity (0.8); otherwise it must be
@@ -60,9 +60,13 @@ func NewStore(fs *firestore.Client) *Store {
 // embedding must have Dimensions finite values, not all zero. Memories whose
 // stored embedding has another length are never returned.
 //
-// The search is one Firestore FindNearest query with a distance threshold
-// of 1 - minSimilarity; the results are also filtered and sorted here, so
-// the answer holds even where a backend ignores the threshold or the order.
+// The search is one Firestore FindNearest query pre-filtered on status ==
+// "approved", with a distance threshold of 1 - minSimilarity: the nearest
+// approved memories, not the nearest memories of which the approved are
+// kept (the emulator honours the pre-filter, TestRecallOnlyApproved; real
+// Firestore needs the index in firestore.indexes.json). The results are also
+// filtered and sorted here, so the answer holds even where a backend ignores
+// the filter, the threshold or the order.
 func (s *Store) Recall(ctx context.Context, embedding []float32, minSimilarity float64, limit int) ([]Memory, error) {
 	if err := checkEmbedding(embedding); err != nil {
 		return nil, fmt.Errorf("recall memories: %w", err)
@@ -103,7 +107,7 @@ func (s *Store) Recall(ctx context.Context, embedding []float32, minSimilarity f
 // nearest runs the FindNearest query of Recall; projected leaves the
 // embeddings out. distField names the field for the distance ("" for none).
 func (s *Store) nearest(ctx context.Context, embedding []float32, limit int, threshold float64, distField string, projected bool) ([]*firestore.DocumentSnapshot, error) {
-	q := s.col.Query
+	q := s.col.Where("status", "==", string(StatusApproved))
 	if projected {
 		fields := listFields
 		if distField != "" {
@@ -126,9 +130,9 @@ func allHaveField(docs []*firestore.DocumentSnapshot, field string) bool {
 }
 
 // ranked decodes the results of a vector query for the embedding query,
-// drops those less similar than minSimilarity or whose similarity is
-// unknown, and sorts the rest most similar first (then by ID). The
-// embeddings, when read, are not returned.
+// drops those not approved, less similar than minSimilarity or whose
+// similarity is unknown, and sorts the rest most similar first (then by ID).
+// The embeddings, when read, are not returned.
 func ranked(docs []*firestore.DocumentSnapshot, distField string, query []float32, minSimilarity float64) ([]Memory, error) {
 	out := make([]Memory, 0, len(docs))
 	for _, d := range docs {
@@ -137,7 +141,7 @@ func ranked(docs []*firestore.DocumentSnapshot, distField string, query []float3
 			return nil, err
 		}
 		sim, ok := similarity(d, distField, m.Embedding, query)
-		if !ok || sim < minSimilarity-similarityTolerance {
+		if !ok || sim < minSimilarity-similarityTolerance || m.Status != StatusApproved {
 			continue
 		}
 		m.Similarity = sim
@@ -191,78 +195,68 @@ func cosine(a, b []float32) (sim float64, ok bool) {
 	return dot / (math.Sqrt(na) * math.Sqrt(nb)), true
 }
 
-// Add stores a new memory with score 0 under a new ID and returns it. claim
-// must not be blank; embedding must have Dimensions finite values, not all
-// zero. queryText is the request that produced the claim.
-func (s *Store) Add(ctx context.Context, claim, queryText string, embedding []float32) (Memory, error) {
-	claim = strings.TrimSpace(claim)
-	if claim == "" {
-		return Memory{}, errors.New("add memory: the claim is empty")
+// Propose stores a checked claim (CheckClaim) under id with score 0 and the
+// given status, StatusProposed or StatusApproved (auto-approval), and
+// returns it with created true. id derives from the claim, so a retried
+// write, or the same claim from another session, finds the memory already
+// there: it is returned as stored, with created false, and nothing about it
+// changes (a rejected claim stays rejected, an approved one keeps its
+// score). queryText is the request that produced the claim; embedding must
+// have Dimensions finite values, not all zero.
+func (s *Store) Propose(ctx context.Context, id string, c Claim, queryText string, embedding []float32, st Status) (m Memory, created bool, err error) {
+	switch {
+	case !validID(id):
+		return Memory{}, false, fmt.Errorf("propose memory: %q is not a valid memory ID", id)
+	case strings.TrimSpace(c.Text) == "":
+		return Memory{}, false, fmt.Errorf("propose memory %q: the claim is empty", id)
+	case !slices.Contains(Kinds, c.Kind):
+		return Memory{}, false, fmt.Errorf("propose memory %q: the claim has no kind (%q)", id, c.Kind)
+	case st != StatusProposed && st != StatusApproved:
+		return Memory{}, false, fmt.Errorf("propose memory %q: a new memory is proposed or approved, not %q", id, st)
 	}
 	if err := checkEmbedding(embedding); err != nil {
-		return Memory{}, fmt.Errorf("add memory: %w", err)
+		return Memory{}, false, fmt.Errorf("propose memory %q: %w", id, err)
 	}
 	now := time.Now().UTC().Truncate(time.Microsecond)
-	m := Memory{
-		Claim:     claim,
-		QueryText: strings.TrimSpace(queryText),
-		Embedding: firestore.Vector32(slices.Clone(embedding)),
-		CreatedAt: now,
-		UpdatedAt: now,
+	m = Memory{
+		ID: id, Claim: strings.TrimSpace(c.Text), Kind: c.Kind, Table: c.Table, Columns: slices.Clone(c.Columns), Status: st,
+		QueryText: strings.TrimSpace(queryText), Embedding: firestore.Vector32(slices.Clone(embedding)),
+		CreatedAt: now, UpdatedAt: now,
 	}
-	ref := s.col.NewDoc()
-	if _, err := ref.Create(ctx, m); err != nil {
-		return Memory{}, fmt.Errorf("add memory: %w", err)
+	_, err = s.col.Doc(id).Create(ctx, m)
+	if status.Code(err) == codes.AlreadyExists {
+		m, err = s.Get(ctx, id)
+		return m, false, err
 	}
-	m.ID = ref.ID
-	return m, nil
+	if err != nil {
+		return Memory{}, false, fmt.Errorf("propose memory %q: %w", id, err)
+	}
+	return m, true, nil
 }
 
-// Put stores a memory under the caller's ID, so that a retried write (a
-// Temporal activity run again) rewrites the same memory instead of adding a
-// copy. A new memory gets score 0; an existing one gets the new claim, query
-// text and embedding but keeps its score and creation time, so a rewrite
-// never undoes adjustments. The checks of Add apply, and id must be a valid
-// Firestore document ID. Put returns the memory as stored.
-func (s *Store) Put(ctx context.Context, id, claim, queryText string, embedding []float32) (Memory, error) {
-	if !validID(id) {
-		return Memory{}, fmt.Errorf("put memory: %q is not a valid memory ID", id)
+// Review records a person's decision on a memory: StatusApproved (it is
+// recalled from now on) or StatusRejected (it never is, and the same claim
+// is not proposed again). It returns the memory as stored; the error wraps
+// ErrNotFound when there is none.
+func (s *Store) Review(ctx context.Context, id string, to Status) (Memory, error) {
+	if to != StatusApproved && to != StatusRejected {
+		return Memory{}, fmt.Errorf("review memory %q: a memory is approved or rejected, not %q", id, to)
 	}
-	claim = strings.TrimSpace(claim)
-	if claim == "" {
-		return Memory{}, fmt.Errorf("put memory %q: the claim is empty", id)
+	if !validID(strings.TrimSpace(id)) {
+		return Memory{}, notFoundError{id}
 	}
-	if err := checkEmbedding(embedding); err != nil {
-		return Memory{}, fmt.Errorf("put memory %q: %w", id, err)
+	_, err := s.col.Doc(id).Update(ctx, []firestore.Update{
+		{Path: "status", Value: string(to)},
+		{Path: "reviewed_at", Value: firestore.ServerTimestamp},
+		{Path: "updated_at", Value: firestore.ServerTimestamp},
+	})
+	if status.Code(err) == codes.NotFound {
+		return Memory{}, notFoundError{id}
 	}
-	ref := s.col.Doc(id)
-	queryText = strings.TrimSpace(queryText)
-	vec := firestore.Vector32(slices.Clone(embedding))
-	for range pruneAttempts {
-		now := time.Now().UTC().Truncate(time.Microsecond)
-		m := Memory{ID: id, Claim: claim, QueryText: queryText, Embedding: vec, CreatedAt: now, UpdatedAt: now}
-		_, err := ref.Create(ctx, m)
-		if err == nil {
-			return m, nil
-		}
-		if status.Code(err) != codes.AlreadyExists {
-			return Memory{}, fmt.Errorf("put memory %q: %w", id, err)
-		}
-		_, err = ref.Update(ctx, []firestore.Update{
-			{Path: "claim", Value: claim},
-			{Path: "query_text", Value: queryText},
-			{Path: embeddingField, Value: vec},
-			{Path: "updated_at", Value: now},
-		})
-		if status.Code(err) == codes.NotFound {
-			continue // deleted in between: create it again
-		}
-		if err != nil {
-			return Memory{}, fmt.Errorf("put memory %q: %w", id, err)
-		}
-		return s.Get(ctx, id)
+	if err != nil {
+		return Memory{}, fmt.Errorf("review memory %q: %w", id, err)
 	}
-	return Memory{}, fmt.Errorf("put memory %q: it kept being deleted while written", id)
+	return s.Get(ctx, id)
 }
 
 type notFoundError struct{ id string }
@@ -337,5 +331,8 @@ func decode(snap *firestore.DocumentSnapshot) (Memory, error) {
 		return Memory{}, fmt.Errorf("decode memory %q: %w", snap.Ref.ID, err)
 	}
 	m.ID = snap.Ref.ID
+	if m.Status == "" { // stored before memories had a status
+		m.Status = StatusProposed
+	}
 	return m, nil
 }

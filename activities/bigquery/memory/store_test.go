@@ -11,6 +11,7 @@ import (
 	"slices"
 	"sort"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -114,10 +115,25 @@ func claims(ms []Memory) []string {
 	return out
 }
 
-// mustAdd stores a memory with a random embedding drawn from r.
+// ids numbers the memories the tests store.
+var ids atomic.Int64
+
+// testClaim is a claim with the given text, as CheckClaim returns one.
+func testClaim(text string) Claim {
+	return Claim{Kind: KindColumnMeaning, Table: "security_logs.auth_events", Columns: []string{"user"}, Text: text}
+}
+
+// add stores an approved memory under a new ID: a proposal a person
+// approved.
+func add(ctx context.Context, s *Store, claim, queryText string, embedding []float32) (Memory, error) {
+	m, _, err := s.Propose(ctx, fmt.Sprint("m-", ids.Add(1)), testClaim(claim), queryText, embedding, StatusApproved)
+	return m, err
+}
+
+// mustAdd stores an approved memory with a random embedding drawn from r.
 func mustAdd(t *testing.T, s *Store, r *rand.Rand, claim string) Memory {
 	t.Helper()
-	m, err := s.Add(t.Context(), claim, "", toFloat32(unitVector(r)))
+	m, err := add(t.Context(), s, claim, "", toFloat32(unitVector(r)))
 	require.NoError(t, err)
 	return m
 }
@@ -131,7 +147,7 @@ func TestRecallOrderAndThreshold(t *testing.T) {
 	// Stored out of order, with various lengths.
 	sims := map[string]float64{"s85": 0.85, "s20": 0.2, "s99": 0.99, "s79": 0.79, "s90": 0.9}
 	for i, name := range []string{"s85", "s20", "s99", "s79", "s90"} {
-		_, err := s.Add(ctx, "claim "+name, "request "+name, atSimilarity(r, q, sims[name], 0.5+float64(i)))
+		_, err := add(ctx, s, "claim "+name, "request "+name, atSimilarity(r, q, sims[name], 0.5+float64(i)))
 		require.NoError(t, err)
 	}
 
@@ -180,11 +196,11 @@ func TestRecallIgnoresOtherDimensions(t *testing.T) {
 	ctx := t.Context()
 	r := rand.New(rand.NewPCG(3, 4))
 	q := unitVector(r)
-	_, err := s.Add(ctx, "good", "", atSimilarity(r, q, 0.95, 1))
+	_, err := add(ctx, s, "good", "", atSimilarity(r, q, 0.95, 1))
 	require.NoError(t, err)
 	// A document written by something else, with a short vector.
 	_, err = fs.Collection(Collection).Doc("short").Set(ctx, map[string]any{
-		"claim": "short", "score": 0, "embedding": firestore.Vector32{1, 2, 3},
+		"claim": "short", "status": "approved", "score": 0, "embedding": firestore.Vector32{1, 2, 3},
 	})
 	require.NoError(t, err)
 
@@ -201,12 +217,12 @@ func TestRecallWithoutServerDistance(t *testing.T) {
 	r := rand.New(rand.NewPCG(23, 24))
 	q := unitVector(r)
 	for _, sim := range []float64{0.3, 0.95, 0.81, 0.7} {
-		_, err := s.Add(ctx, fmt.Sprint(sim), "", atSimilarity(r, q, sim, 3))
+		_, err := add(ctx, s, fmt.Sprint(sim), "", atSimilarity(r, q, sim, 3))
 		require.NoError(t, err)
 	}
 	// A stored all-zero vector has no cosine similarity to anything.
 	_, err := fs.Collection(Collection).Doc("zero").Set(ctx, map[string]any{
-		"claim": "zero", "score": 0, "embedding": make(firestore.Vector32, Dimensions),
+		"claim": "zero", "status": "approved", "score": 0, "embedding": make(firestore.Vector32, Dimensions),
 	})
 	require.NoError(t, err)
 
@@ -236,6 +252,114 @@ func TestRecallWithoutServerDistance(t *testing.T) {
 	assert.Equal(t, []string{"0.95", "0.81", "0.7", "0.3"}, claims(got))
 }
 
+// TestRecallOnlyApproved: proposed, rejected and status-less (stored
+// before the lifecycle) memories are never recalled, however close, and
+// the status filter runs before the nearest-neighbour limit: forty closer
+// proposals do not crowd out the approved memories.
+func TestRecallOnlyApproved(t *testing.T) {
+	s, fs := newTestStore(t)
+	ctx := t.Context()
+	r := rand.New(rand.NewPCG(41, 42))
+	q := unitVector(r)
+	var approved []string
+	for i := range 5 {
+		m, _, err := s.Propose(ctx, fmt.Sprint("ok-", i), testClaim(fmt.Sprint("approved ", i)), "", atSimilarity(r, q, 0.85+0.01*float64(i), 1), StatusProposed)
+		require.NoError(t, err)
+		_, err = s.Review(ctx, m.ID, StatusApproved)
+		require.NoError(t, err)
+		approved = append([]string{m.Claim}, approved...) // most similar first
+	}
+	for i := range 40 {
+		_, _, err := s.Propose(ctx, fmt.Sprint("new-", i), testClaim(fmt.Sprint("proposed ", i)), "", atSimilarity(r, q, 0.99, 1), StatusProposed)
+		require.NoError(t, err)
+	}
+	for i := range 5 {
+		m, _, err := s.Propose(ctx, fmt.Sprint("no-", i), testClaim(fmt.Sprint("rejected ", i)), "", atSimilarity(r, q, 0.98, 1), StatusApproved)
+		require.NoError(t, err)
+		_, err = s.Review(ctx, m.ID, StatusRejected)
+		require.NoError(t, err)
+	}
+	_, err := fs.Collection(Collection).Doc("legacy").Set(ctx, map[string]any{
+		"claim": "auth_events rows of svc_backup are load tests", "score": 3, "embedding": firestore.Vector32(atSimilarity(r, q, 0.99, 1)),
+	})
+	require.NoError(t, err)
+
+	got, err := s.Recall(ctx, toFloat32(q), 0.8, 5)
+	require.NoError(t, err)
+	assert.Equal(t, approved, claims(got), "the five approved, though 46 others are closer")
+	got, err = s.Recall(ctx, toFloat32(q), -1, 0)
+	require.NoError(t, err)
+	assert.Equal(t, approved, claims(got))
+
+	// A backend that ignored the filter would still not pass them on.
+	docs, err := s.col.FindNearest(embeddingField, firestore.Vector32(toFloat32(q)), 100, firestore.DistanceMeasureCosine,
+		&firestore.FindNearestOptions{DistanceResultField: distanceField}).Documents(ctx).GetAll()
+	require.NoError(t, err)
+	require.Len(t, docs, 51)
+	got, err = ranked(docs, distanceField, toFloat32(q), 0.8)
+	require.NoError(t, err)
+	assert.Equal(t, approved, claims(got))
+
+	legacy, err := s.Get(ctx, "legacy")
+	require.NoError(t, err)
+	assert.Equal(t, StatusProposed, legacy.Status, "a memory stored before the lifecycle reads as proposed")
+}
+
+// TestListByStatus: the review list of each status, in score order, legacy
+// memories among the proposed ones, across several pages.
+func TestListByStatus(t *testing.T) {
+	s, fs := newTestStore(t)
+	ctx := t.Context()
+	r := rand.New(rand.NewPCG(43, 44))
+	want := map[Status][]string{}
+	for i := range listPage + 20 { // more than a page of approved ones first
+		st := StatusApproved
+		switch {
+		case i >= listPage+15:
+			st = StatusProposed
+		case i >= listPage+10:
+			st = StatusRejected
+		}
+		id := fmt.Sprintf("m-%03d", i)
+		_, _, err := s.Propose(ctx, id, testClaim(id), "", toFloat32(unitVector(r)), StatusProposed)
+		require.NoError(t, err)
+		if st != StatusProposed {
+			_, err = s.Review(ctx, id, st)
+			require.NoError(t, err)
+		}
+		want[st] = append(want[st], id)
+	}
+	_, err := fs.Collection(Collection).Doc("legacy").Set(ctx, map[string]any{"claim": "legacy", "score": -1,
+		"created_at": time.Now(), "embedding": firestore.Vector32(toFloat32(unitVector(r)))})
+	require.NoError(t, err)
+	want[StatusProposed] = append(want[StatusProposed], "legacy") // lowest score
+
+	ids := func(ms []Memory) []string {
+		out := make([]string, len(ms))
+		for i, m := range ms {
+			out[i] = m.ID
+		}
+		return out
+	}
+	for _, st := range []Status{StatusProposed, StatusRejected} {
+		got, err := s.List(ctx, 0, st)
+		require.NoError(t, err)
+		assert.ElementsMatch(t, want[st], ids(got), st)
+		for _, m := range got {
+			assert.Equal(t, st, m.Status)
+		}
+	}
+	got, err := s.List(ctx, 3, StatusProposed)
+	require.NoError(t, err)
+	assert.Len(t, got, 3)
+	got, err = s.List(ctx, 1000, StatusApproved)
+	require.NoError(t, err)
+	assert.Len(t, got, listPage+10)
+	got, err = s.List(ctx, 1000, "")
+	require.NoError(t, err)
+	assert.Len(t, got, listPage+21)
+}
+
 func TestRecallEmpty(t *testing.T) {
 	s, _ := newTestStore(t)
 	got, err := s.Recall(t.Context(), toFloat32(unitVector(rand.New(rand.NewPCG(5, 6)))), 0.8, 0)
@@ -259,16 +383,24 @@ func TestInvalidInput(t *testing.T) {
 	_, err = s.Recall(ctx, good, math.NaN(), 0)
 	require.ErrorContains(t, err, "minimum similarity")
 
-	_, err = s.Add(ctx, "claim", "q", make([]float32, 1024))
+	_, err = add(ctx, s, "claim", "q", make([]float32, 1024))
 	require.ErrorContains(t, err, "the embedding has 1024 dimensions, want 768")
-	_, err = s.Add(ctx, "  \n", "q", good)
+	_, err = add(ctx, s, "  \n", "q", good)
 	require.ErrorContains(t, err, "the claim is empty")
 	nan := slices.Clone(good)
 	nan[5] = float32(math.NaN())
-	_, err = s.Add(ctx, "claim", "q", nan)
+	_, err = add(ctx, s, "claim", "q", nan)
 	require.ErrorContains(t, err, "value 5")
+	_, _, err = s.Propose(ctx, "m-x", Claim{Text: "an untyped claim"}, "q", good, StatusApproved)
+	require.ErrorContains(t, err, "the claim has no kind")
+	_, _, err = s.Propose(ctx, "m-x", testClaim("claim"), "q", good, StatusRejected)
+	require.ErrorContains(t, err, "a new memory is proposed or approved")
+	_, _, err = s.Propose(ctx, "a/b", testClaim("claim"), "q", good, StatusProposed)
+	require.ErrorContains(t, err, "not a valid memory ID")
+	_, _, err = s.Propose(ctx, "", testClaim("claim"), "q", good, StatusProposed)
+	require.ErrorContains(t, err, "not a valid memory ID")
 
-	list, err := s.List(ctx, 0)
+	list, err := s.List(ctx, 0, "")
 	require.NoError(t, err)
 	assert.Empty(t, list, "nothing invalid was stored")
 }
@@ -278,7 +410,7 @@ func TestAddGetDelete(t *testing.T) {
 	ctx := t.Context()
 	emb := toFloat32(unitVector(rand.New(rand.NewPCG(9, 10))))
 	before := time.Now()
-	m, err := s.Add(ctx, "  auth_events.source_ip is a STRING  ", "failed SSH logins", emb)
+	m, err := add(ctx, s, "  auth_events.source_ip is a STRING  ", "failed SSH logins", emb)
 	require.NoError(t, err)
 	assert.NotEmpty(t, m.ID)
 	assert.Equal(t, "auth_events.source_ip is a STRING", m.Claim)
@@ -305,46 +437,73 @@ func TestAddGetDelete(t *testing.T) {
 	require.ErrorIs(t, s.Delete(ctx, m.ID), ErrNotFound)
 }
 
-func TestPut(t *testing.T) {
+// TestPropose: a claim proposed again (a retried activity, or the same
+// claim from another session) is the memory already stored, whatever its
+// status, score or embedding; after a delete it is proposed afresh.
+func TestPropose(t *testing.T) {
 	s, _ := newTestStore(t)
 	ctx := t.Context()
 	r := rand.New(rand.NewPCG(29, 30))
 	q := unitVector(r)
+	c := Claim{Kind: KindTypeFormat, Table: "security_logs.auth_events", Columns: []string{"event_time"}, Text: " event_time is a TIMESTAMP in UTC "}
 
-	m, err := s.Put(ctx, "m-1", " first ", "request", atSimilarity(r, q, 0.9, 1))
+	m, created, err := s.Propose(ctx, "m-1", c, "request", atSimilarity(r, q, 0.9, 1), StatusProposed)
 	require.NoError(t, err)
-	assert.Equal(t, "m-1", m.ID)
-	assert.Equal(t, "first", m.Claim)
-	assert.Equal(t, 0, m.Score)
-	_, err = s.Adjust(ctx, "session-1", []string{"m-1"}, nil)
+	require.True(t, created)
+	assert.Equal(t, Memory{ID: "m-1", Claim: "event_time is a TIMESTAMP in UTC", Kind: KindTypeFormat, Table: "security_logs.auth_events",
+		Columns: []string{"event_time"}, Status: StatusProposed, QueryText: "request", Score: 0, CreatedAt: m.CreatedAt, UpdatedAt: m.UpdatedAt,
+		Embedding: m.Embedding}, m)
+	got, err := s.Get(ctx, "m-1")
 	require.NoError(t, err)
+	assert.Equal(t, m, got, "stored as returned")
 
-	// A rewrite (a retried activity) keeps the score and creation time.
-	again, err := s.Put(ctx, "m-1", "second", "request 2", atSimilarity(r, q, 0.95, 1))
+	again, created, err := s.Propose(ctx, "m-1", c, "request 2", atSimilarity(r, q, 0.95, 1), StatusApproved)
 	require.NoError(t, err)
-	assert.Equal(t, "second", again.Claim)
-	assert.Equal(t, "request 2", again.QueryText)
-	assert.Equal(t, 1, again.Score)
-	assert.True(t, m.CreatedAt.Equal(again.CreatedAt))
-	got, err := s.Recall(ctx, toFloat32(q), 0.8, 0)
-	require.NoError(t, err)
-	require.Equal(t, []string{"second"}, claims(got), "one memory, with the new claim")
-	assert.InDelta(t, 0.95, got[0].Similarity, 1e-4, "and the new embedding")
+	assert.False(t, created)
+	assert.Equal(t, m, again, "nothing changed: still proposed, the first request and embedding")
 
-	// After a delete, Put creates it afresh.
+	rejected, err := s.Review(ctx, "m-1", StatusRejected)
+	require.NoError(t, err)
+	assert.Equal(t, StatusRejected, rejected.Status)
+	again, created, err = s.Propose(ctx, "m-1", c, "request 3", atSimilarity(r, q, 0.95, 1), StatusApproved)
+	require.NoError(t, err)
+	assert.False(t, created)
+	assert.Equal(t, StatusRejected, again.Status, "a rejected claim stays rejected, even under auto-approval")
+
 	require.NoError(t, s.Delete(ctx, "m-1"))
-	fresh, err := s.Put(ctx, "m-1", "third", "", atSimilarity(r, q, 0.9, 1))
+	fresh, created, err := s.Propose(ctx, "m-1", c, "", atSimilarity(r, q, 0.9, 1), StatusApproved)
 	require.NoError(t, err)
-	assert.Equal(t, 0, fresh.Score)
+	assert.True(t, created)
+	assert.Equal(t, StatusApproved, fresh.Status)
+}
 
-	_, err = s.Put(ctx, "a/b", "claim", "", toFloat32(q))
-	require.ErrorContains(t, err, "not a valid memory ID")
-	_, err = s.Put(ctx, "", "claim", "", toFloat32(q))
-	require.ErrorContains(t, err, "not a valid memory ID")
-	_, err = s.Put(ctx, "m-2", "", "", toFloat32(q))
-	require.ErrorContains(t, err, "the claim is empty")
-	_, err = s.Put(ctx, "m-2", "claim", "", toFloat32(q)[:10])
-	require.ErrorContains(t, err, "the embedding has 10 dimensions, want 768")
+// TestReview: approve and reject change the status and say when; unknown
+// IDs and other statuses are refused.
+func TestReview(t *testing.T) {
+	s, _ := newTestStore(t)
+	ctx := t.Context()
+	emb := toFloat32(unitVector(rand.New(rand.NewPCG(31, 32))))
+	m, _, err := s.Propose(ctx, "m-1", testClaim("user holds the account"), "", emb, StatusProposed)
+	require.NoError(t, err)
+	require.Nil(t, m.ReviewedAt)
+
+	before := time.Now().Add(-time.Minute)
+	ok, err := s.Review(ctx, "m-1", StatusApproved)
+	require.NoError(t, err)
+	assert.Equal(t, StatusApproved, ok.Status)
+	require.NotNil(t, ok.ReviewedAt)
+	assert.True(t, ok.ReviewedAt.After(before))
+	assert.Equal(t, m.Claim, ok.Claim)
+	assert.Equal(t, m.Embedding, ok.Embedding)
+
+	_, err = s.Review(ctx, "m-1", StatusProposed)
+	require.ErrorContains(t, err, "approved or rejected")
+	for _, id := range []string{"nope", "a/b", " "} {
+		_, err = s.Review(ctx, id, StatusApproved)
+		require.ErrorIs(t, err, ErrNotFound, id)
+	}
+	_, err = s.Get(ctx, "nope")
+	require.ErrorIs(t, err, ErrNotFound, "review created nothing")
 }
 
 func TestGetDeleteNotFound(t *testing.T) {
@@ -363,7 +522,7 @@ func TestGetDeleteNotFound(t *testing.T) {
 func TestAdjustUnknownIDsIgnored(t *testing.T) {
 	s, fs := newTestStore(t)
 	ctx := t.Context()
-	m, err := s.Add(ctx, "known", "", toFloat32(unitVector(rand.New(rand.NewPCG(11, 12)))))
+	m, err := add(ctx, s, "known", "", toFloat32(unitVector(rand.New(rand.NewPCG(11, 12)))))
 	require.NoError(t, err)
 
 	deleted, err := s.Adjust(ctx, "session-1", []string{"ghost", m.ID, "a/b", ""}, []string{"ghost2", "ghost2", "ghost3"})
@@ -392,9 +551,9 @@ func TestAdjustNetsAndDeduplicates(t *testing.T) {
 	s, _ := newTestStore(t)
 	ctx := t.Context()
 	r := rand.New(rand.NewPCG(13, 14))
-	both, err := s.Add(ctx, "both", "", toFloat32(unitVector(r)))
+	both, err := add(ctx, s, "both", "", toFloat32(unitVector(r)))
 	require.NoError(t, err)
-	twice, err := s.Add(ctx, "twice", "", toFloat32(unitVector(r)))
+	twice, err := add(ctx, s, "twice", "", toFloat32(unitVector(r)))
 	require.NoError(t, err)
 
 	_, err = s.Adjust(ctx, "session-1", []string{both.ID, twice.ID, twice.ID, " " + twice.ID + " "}, []string{both.ID})
@@ -412,9 +571,9 @@ func TestAdjustPrunesBelowMinusThree(t *testing.T) {
 	s, _ := newTestStore(t)
 	ctx := t.Context()
 	r := rand.New(rand.NewPCG(15, 16))
-	doomed, err := s.Add(ctx, "doomed", "", toFloat32(unitVector(r)))
+	doomed, err := add(ctx, s, "doomed", "", toFloat32(unitVector(r)))
 	require.NoError(t, err)
-	kept, err := s.Add(ctx, "kept", "", toFloat32(unitVector(r)))
+	kept, err := add(ctx, s, "kept", "", toFloat32(unitVector(r)))
 	require.NoError(t, err)
 
 	// doomed: 0 -> -3, kept: 0 -> -2; nothing is below -3 yet.
@@ -474,7 +633,7 @@ func TestAdjustPrunesLeftovers(t *testing.T) {
 func TestStaleDeleteFails(t *testing.T) {
 	s, fs := newTestStore(t)
 	ctx := t.Context()
-	m, err := s.Add(ctx, "m", "", toFloat32(unitVector(rand.New(rand.NewPCG(27, 28)))))
+	m, err := add(ctx, s, "m", "", toFloat32(unitVector(rand.New(rand.NewPCG(27, 28)))))
 	require.NoError(t, err)
 	ref := s.col.Doc(m.ID)
 	snap, err := ref.Get(ctx)
@@ -593,8 +752,8 @@ func TestAdjustOncePerSession(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, 4, score(a.ID))
 
-	// A rewrite of the memory (Put) keeps its votes.
-	_, err = s.Put(ctx, c.ID, "c again", "", toFloat32(unitVector(r)))
+	// Proposing the memory again keeps its votes.
+	_, _, err = s.Propose(ctx, c.ID, testClaim("c again"), "", toFloat32(unitVector(r)), StatusApproved)
 	require.NoError(t, err)
 	_, err = s.Adjust(ctx, "child-1", []string{c.ID}, nil)
 	require.NoError(t, err)
@@ -664,7 +823,7 @@ func TestList(t *testing.T) {
 	r := rand.New(rand.NewPCG(19, 20))
 	ids := map[string]string{}
 	for _, name := range []string{"a", "b", "c", "d"} {
-		m, err := s.Add(ctx, name, "", toFloat32(unitVector(r)))
+		m, err := add(ctx, s, name, "", toFloat32(unitVector(r)))
 		require.NoError(t, err)
 		ids[name] = m.ID
 		time.Sleep(2 * time.Millisecond) // distinct creation times
@@ -675,7 +834,7 @@ func TestList(t *testing.T) {
 	_, err = s.Adjust(ctx, "session-2", []string{ids["b"]}, nil)
 	require.NoError(t, err)
 
-	got, err := s.List(ctx, 0)
+	got, err := s.List(ctx, 0, "")
 	require.NoError(t, err)
 	assert.Equal(t, []string{"b", "c", "a", "d"}, claims(got), "highest score first, then newest")
 	assert.Equal(t, []int{2, 0, 0, -1}, []int{got[0].Score, got[1].Score, got[2].Score, got[3].Score})
@@ -684,7 +843,7 @@ func TestList(t *testing.T) {
 		assert.Nil(t, m.Embedding, "List leaves embeddings out")
 	}
 
-	got, err = s.List(ctx, 2)
+	got, err = s.List(ctx, 2, "")
 	require.NoError(t, err)
 	assert.Equal(t, []string{"b", "c"}, claims(got))
 }
@@ -712,11 +871,13 @@ func TestIndexFile(t *testing.T) {
 	vec := f.Indexes[0]
 	assert.Equal(t, Collection, vec.CollectionGroup)
 	assert.Equal(t, "COLLECTION", vec.QueryScope)
-	require.Len(t, vec.Fields, 1)
-	assert.Equal(t, embeddingField, vec.Fields[0].FieldPath)
-	require.NotNil(t, vec.Fields[0].VectorConfig)
-	assert.Equal(t, Dimensions, vec.Fields[0].VectorConfig.Dimension)
-	assert.JSONEq(t, `{}`, string(vec.Fields[0].VectorConfig.Flat))
+	require.Len(t, vec.Fields, 2, "the status pre-filter, then the vector")
+	assert.Equal(t, "status", vec.Fields[0].FieldPath)
+	assert.Equal(t, "ASCENDING", vec.Fields[0].Order)
+	assert.Equal(t, embeddingField, vec.Fields[1].FieldPath)
+	require.NotNil(t, vec.Fields[1].VectorConfig)
+	assert.Equal(t, Dimensions, vec.Fields[1].VectorConfig.Dimension)
+	assert.JSONEq(t, `{}`, string(vec.Fields[1].VectorConfig.Flat))
 	list := f.Indexes[1]
 	assert.Equal(t, Collection, list.CollectionGroup)
 	require.Len(t, list.Fields, 2)
@@ -729,12 +890,17 @@ func TestIndexFile(t *testing.T) {
 const (
 	loadMemories = 1000
 	loadClusters = 20
+	// loadProposed more memories, proposed ones, lie closer to the centres
+	// than any approved one: a search that filtered after taking the
+	// nearest would find none of the approved.
+	loadProposed = 200
 )
 
-// loadThousand writes loadMemories memories with BulkWriter, in
+// loadThousand writes loadMemories approved memories with BulkWriter, in
 // loadClusters clusters of 50 around random centres, so that a query at a
 // centre finds about 40 memories above the default threshold (more than the
-// default limit), and returns the centres.
+// default limit), and loadProposed proposed ones nearer still; it returns
+// the centres.
 func loadThousand(tb testing.TB, s *Store, fs *firestore.Client) [][]float32 {
 	tb.Helper()
 	ctx := context.Background()
@@ -746,10 +912,16 @@ func loadThousand(tb testing.TB, s *Store, fs *firestore.Client) [][]float32 {
 	bw := fs.BulkWriter(ctx)
 	now := time.Now().UTC().Truncate(time.Microsecond)
 	var jobs []*firestore.BulkWriterJob
-	for i := range loadMemories {
+	for i := range loadMemories + loadProposed {
 		sim := 0.75 + 0.24*r.Float64() // about 1 in 5 below 0.8
+		st := StatusApproved
+		if i >= loadMemories {
+			sim, st = 0.995, StatusProposed
+		}
 		m := Memory{
 			Claim:     fmt.Sprintf("claim %d: table_%d.column_%d is a STRING", i, i%50, i%7),
+			Kind:      KindTypeFormat,
+			Status:    st,
 			QueryText: fmt.Sprintf("request %d", i),
 			Embedding: atSimilarity(r, centres[i%loadClusters], sim, 1),
 			Score:     r.IntN(7) - 3,
@@ -777,7 +949,7 @@ func TestRecallLatency1000(t *testing.T) {
 	ctx := t.Context()
 	loadStart := time.Now()
 	centres := loadThousand(t, s, fs)
-	t.Logf("loaded %d memories with BulkWriter in %s", loadMemories, time.Since(loadStart).Round(time.Millisecond))
+	t.Logf("loaded %d approved and %d proposed memories with BulkWriter in %s", loadMemories, loadProposed, time.Since(loadStart).Round(time.Millisecond))
 
 	// Warm-up (the emulator is a JVM), also a sanity check.
 	const warmUp = 5
@@ -786,6 +958,9 @@ func TestRecallLatency1000(t *testing.T) {
 		require.NoError(t, err)
 		require.Len(t, claims(got), DefaultRecallLimit)
 		require.GreaterOrEqual(t, got[len(got)-1].Similarity, DefaultMinSimilarity)
+		for _, m := range got {
+			require.Equal(t, StatusApproved, m.Status, "the nearer proposals are never recalled")
+		}
 	}
 
 	const runs = 20
@@ -800,8 +975,8 @@ func TestRecallLatency1000(t *testing.T) {
 	sort.Slice(times, func(i, j int) bool { return times[i] < times[j] })
 	median := (times[runs/2-1] + times[runs/2]) / 2
 	p95 := times[int(math.Ceil(0.95*runs))-1]
-	t.Logf("REPORT recall over %d memories: median %s p95 %s (min %s, max %s, %d runs after %d warm-up, limit %d, threshold %.1f)",
-		loadMemories, median.Round(time.Microsecond), p95.Round(time.Microsecond),
+	t.Logf("REPORT recall over %d approved (and %d nearer proposed) memories: median %s p95 %s (min %s, max %s, %d runs after %d warm-up, limit %d, threshold %.1f)",
+		loadMemories, loadProposed, median.Round(time.Microsecond), p95.Round(time.Microsecond),
 		times[0].Round(time.Microsecond), times[runs-1].Round(time.Microsecond), runs, warmUp, DefaultRecallLimit, DefaultMinSimilarity)
 }
 

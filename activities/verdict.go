@@ -1,0 +1,251 @@
+package activities
+
+import (
+	"cmp"
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/secops-agent/investigator/internal/clip"
+	"github.com/secops-agent/investigator/investigation"
+)
+
+// Bounds of a verdict the model writes: it travels in events, the status
+// and the workflow's state.
+const (
+	maxEvidence       = 12
+	maxFactBytes      = 400
+	maxReasonBytes    = 600
+	maxEvidenceQuoted = 80 // how much of a bad step_id or tool a problem quotes
+)
+
+// modelVerdict is the verdict part of a structured answer (conclusion or
+// review), as the model wrote it.
+type modelVerdict struct {
+	Evidence   []investigation.Evidence `json:"evidence"`
+	Reason     string                   `json:"reason"`
+	Verdict    string                   `json:"verdict"`
+	Confidence string                   `json:"confidence"`
+}
+
+// values checks the verdict and confidence against the schema's values.
+func (v modelVerdict) values() error {
+	switch {
+	case !slices.Contains(investigation.Verdicts, v.Verdict):
+		return fmt.Errorf("verdict must be one of %s, not %q", strings.Join(investigation.Verdicts, ", "), clip.String(v.Verdict, maxEvidenceQuoted))
+	case !slices.Contains(investigation.Confidences, v.Confidence):
+		return fmt.Errorf("confidence must be one of %s, not %q", strings.Join(investigation.Confidences, ", "), clip.String(v.Confidence, maxEvidenceQuoted))
+	}
+	return nil
+}
+
+// A VerdictContext checks a verdict's evidence in code, against the steps
+// that ran in this investigation and the tools each called, and a
+// follow-up's verdict against the standing one: a change needs evidence from
+// this exchange (Turn) and a reason.
+
+// tools returns the tools the step called in any exchange, and whether it
+// ran in this one; ok is false when it never ran.
+func (c VerdictContext) tools(step string) (tools []string, now, ok bool) {
+	for _, r := range c.Ran {
+		if r.Step != step {
+			continue
+		}
+		ok = true
+		now = now || r.Turn == c.Turn
+		for _, t := range r.Tools {
+			if !slices.Contains(tools, t) {
+				tools = append(tools, t)
+			}
+		}
+	}
+	return tools, now, ok
+}
+
+// item checks one evidence item; it says whether the item comes from this
+// exchange, or why it is invalid.
+func (c VerdictContext) item(e investigation.Evidence) (now bool, problem string) {
+	step, tool := strings.TrimSpace(e.StepID), strings.TrimSpace(e.Tool)
+	switch {
+	case strings.TrimSpace(e.Fact) == "":
+		return false, "it states no fact"
+	case step == investigation.EvidenceAlert || step == investigation.EvidenceAnalyst:
+		if tool != "" {
+			return false, fmt.Sprintf("step_id %q takes no tool, and it names %q", step, clip.String(tool, maxEvidenceQuoted))
+		}
+		return step == investigation.EvidenceAnalyst, ""
+	}
+	called, now, ok := c.tools(step)
+	switch {
+	case !ok:
+		return false, fmt.Sprintf("it names step %q, which did not run in this investigation", clip.String(step, maxEvidenceQuoted))
+	case tool == "":
+		return false, fmt.Sprintf("it names no tool of %s: name the tool whose result showed the fact (%s called %s), or cite the step that called it", step, step, list(called))
+	case !slices.Contains(called, tool):
+		return false, fmt.Sprintf("it names tool %q, which %s did not call (it called %s)", clip.String(tool, maxEvidenceQuoted), step, list(called))
+	}
+	return now, ""
+}
+
+// split sorts evidence into valid items and the problems of the others,
+// numbered from 1 as the model wrote them; fresh says whether a valid item
+// comes from this exchange.
+func (c VerdictContext) split(items []investigation.Evidence) (valid []investigation.Evidence, problems []string, fresh bool) {
+	for i, e := range items {
+		now, problem := c.item(e)
+		if problem != "" {
+			problems = append(problems, fmt.Sprintf("evidence item %d: %s", i+1, problem))
+			continue
+		}
+		fresh = fresh || now
+		valid = append(valid, e)
+	}
+	return valid, problems, fresh
+}
+
+// changes says whether v differs from the standing verdict.
+func (c VerdictContext) changes(v modelVerdict) bool {
+	return c.Standing != nil && !c.Standing.Same(&investigation.Verdict{Verdict: v.Verdict, Confidence: v.Confidence})
+}
+
+// problems lists what the model must fix: invalid evidence items, a verdict
+// that rests on none, a change of the standing verdict without evidence from
+// this exchange or without a reason.
+func (c VerdictContext) problems(v modelVerdict) []string {
+	valid, problems, fresh := c.split(v.Evidence)
+	switch {
+	case c.changes(v) && !fresh:
+		problems = append(problems, fmt.Sprintf("the verdict changes from %s to %s (%s), but no valid evidence item comes from this exchange "+
+			"(its steps: %s; or %q for a fact the analyst stated): keep the standing verdict, or cite the new evidence",
+			c.Standing, v.Verdict, v.Confidence, c.current(), investigation.EvidenceAnalyst))
+	case c.changes(v) && strings.TrimSpace(v.Reason) == "":
+		problems = append(problems, fmt.Sprintf("the verdict changes from %s, but reason does not say why", c.Standing))
+	case c.Standing == nil && v.Verdict != investigation.VerdictUndetermined && len(valid) == 0:
+		problems = append(problems, fmt.Sprintf("the verdict %s rests on no valid evidence item: cite the step and tool of each fact, or answer %s",
+			v.Verdict, investigation.VerdictUndetermined))
+	}
+	return problems
+}
+
+// current lists the steps that ran in this exchange.
+func (c VerdictContext) current() string {
+	var steps []string
+	for _, r := range c.Ran {
+		if r.Turn == c.Turn && !slices.Contains(steps, r.Step) {
+			steps = append(steps, r.Step)
+		}
+	}
+	return list(steps)
+}
+
+// settle makes the verdict final after the model had its chance to fix the
+// problems: invalid items are dropped (notes say which and why); a change
+// of the standing verdict without evidence from this exchange is refused,
+// and a first verdict other than undetermined that rests on no valid
+// evidence becomes undetermined with low confidence. overruled, when not
+// empty, is the verdict the model proposed and the code did not keep.
+func (c VerdictContext) settle(v modelVerdict) (out *investigation.Verdict, notes []string, overruled string) {
+	valid, problems, fresh := c.split(v.Evidence)
+	for _, p := range problems {
+		notes = append(notes, "dropped "+p)
+	}
+	proposed := investigation.Verdict{Verdict: v.Verdict, Confidence: v.Confidence}
+	out = &investigation.Verdict{Verdict: v.Verdict, Confidence: v.Confidence, Reason: clip.String(strings.TrimSpace(v.Reason), maxReasonBytes)}
+	switch {
+	case c.changes(v) && (!fresh || out.Reason == ""):
+		kept := *c.Standing
+		notes = append(notes, fmt.Sprintf("the answer proposed %s, but a change needs evidence from this exchange and a reason: the verdict stays %s", proposed, kept))
+		return &kept, notes, proposed.String()
+	case c.Standing != nil && len(valid) == 0:
+		// The standing verdict, kept: its evidence was checked when it was set.
+		valid = c.Standing.Evidence
+		out.Reason = cmp.Or(out.Reason, c.Standing.Reason)
+	case c.Standing == nil && v.Verdict != investigation.VerdictUndetermined && len(valid) == 0:
+		out = &investigation.Verdict{Verdict: investigation.VerdictUndetermined, Confidence: "low",
+			Reason: fmt.Sprintf("The conclusion said %s, but none of its evidence names a step that ran in this investigation and a tool it called.", proposed)}
+		notes = append(notes, fmt.Sprintf("the verdict %s rests on no valid evidence: it is %s", proposed, out))
+		return out, notes, proposed.String()
+	}
+	out.Evidence = bounded(valid)
+	return out, notes, ""
+}
+
+// bounded caps the evidence items and their facts.
+func bounded(items []investigation.Evidence) []investigation.Evidence {
+	out := make([]investigation.Evidence, 0, min(len(items), maxEvidence))
+	for _, e := range items[:min(len(items), maxEvidence)] {
+		out = append(out, investigation.Evidence{StepID: strings.TrimSpace(e.StepID), Tool: strings.TrimSpace(e.Tool), Fact: clip.String(strings.TrimSpace(e.Fact), maxFactBytes)})
+	}
+	return out
+}
+
+// citable lists, for the prompt, what evidence may name: each step that ran
+// with the tools it called (those of this exchange marked), the alert and
+// the analyst.
+func (c VerdictContext) citable() string {
+	var b strings.Builder
+	var seen []string
+	for _, r := range c.Ran {
+		if slices.Contains(seen, r.Step) || !identifier(r.Step) {
+			continue
+		}
+		seen = append(seen, r.Step)
+		tools, now, _ := c.tools(r.Step)
+		tools = slices.DeleteFunc(tools, func(t string) bool { return !identifier(t) })
+		fmt.Fprintf(&b, "- `%s`: tools %s", r.Step, list(tools))
+		if now {
+			b.WriteString(" (this exchange)")
+		}
+		b.WriteByte('\n')
+	}
+	fmt.Fprintf(&b, "- `%s`, no tool: a fact the alert itself shows\n", investigation.EvidenceAlert)
+	fmt.Fprintf(&b, "- `%s`, no tool: a fact the analyst stated (a request, a question, guidance)", investigation.EvidenceAnalyst)
+	return b.String()
+}
+
+// identifier says whether s is a name code wrote (a step ID, a tool name),
+// safe in the open text of a prompt.
+func identifier(s string) bool {
+	if s == "" || len(s) > 64 {
+		return false
+	}
+	for _, r := range s {
+		if !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '_' || r == '-' || r == '.') {
+			return false
+		}
+	}
+	return true
+}
+
+func list(items []string) string {
+	if len(items) == 0 {
+		return "none"
+	}
+	return strings.Join(items, ", ")
+}
+
+// verdictNotes are the sentences the code adds to a report whose verdict
+// it overruled, in the report's language.
+var verdictNotes = map[string]struct{ undetermined, kept string }{
+	"en": {
+		undetermined: "**Verdict check:** the conclusion proposed %s, but none of its evidence names a step that ran in this investigation and a tool it called, so the verdict is %s.",
+		kept:         "**Verdict check:** the conclusion proposed %s, but a change needs evidence from this exchange and a reason, so the standing verdict %s stays.",
+	},
+	"ja": {
+		undetermined: "**判定の検証:** 結論は %s を示しましたが、この調査で実行されたステップとそのステップが呼び出したツールを示す証拠が一つもないため、判定は %s とします。",
+		kept:         "**判定の検証:** 結論は %s を示しましたが、判定を変えるには今回のやり取りの証拠と理由が必要なため、これまでの判定 %s を維持します。",
+	},
+}
+
+// overruledNote is the sentence added to a report whose verdict the code
+// did not keep.
+func overruledNote(language, proposed string, kept *investigation.Verdict, standing bool) string {
+	n, ok := verdictNotes[language]
+	if !ok {
+		n = verdictNotes["en"]
+	}
+	if standing {
+		return fmt.Sprintf(n.kept, proposed, kept)
+	}
+	return fmt.Sprintf(n.undetermined, proposed, kept)
+}

@@ -1,0 +1,181 @@
+package activities
+
+import (
+	"context"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/secops-agent/investigator/investigation"
+	"github.com/secops-agent/investigator/plan"
+	"github.com/secops-agent/investigator/transcript"
+)
+
+// ran is an investigation whose first exchange read the alert (step_1,
+// get_alert) and asked the logs (step_2, bigquery_agent), and whose second
+// (a follow-up) answered directly, calling search_alerts.
+var ran = []investigation.StepRun{
+	{Turn: 1, Step: "step_1", Tools: []string{"get_alert"}},
+	{Turn: 1, Step: "step_2", Tools: []string{"bigquery_agent"}},
+	{Turn: 2, Step: "answer", Tools: []string{"search_alerts"}},
+}
+
+var standing = &investigation.Verdict{Verdict: "true_positive", Confidence: "high", Reason: "deploy logged in after the failures",
+	Evidence: []investigation.Evidence{{StepID: "step_2", Tool: "bigquery_agent", Fact: "deploy logged in from 198.51.100.23 at 08:47:12 UTC"}}}
+
+func concludeOnce(t *testing.T, answers ...string) (Conclusion, []string) {
+	t.Helper()
+	a, llm, ts := newActivities(t)
+	for _, answer := range answers {
+		llm.Answers = append(llm.Answers, text(answer))
+	}
+	ts.M["s/k1"] = transcript.Entry{Kind: transcript.KindModel, Text: "deploy logged in"}
+	c, err := a.Conclude(context.Background(), ConcludeInput{Session: "s", AlertID: "a1", Request: "Investigate.", Objective: "o", Language: "en",
+		Steps:   []plan.Step{{ID: "step_1", Description: "read", Status: plan.Done, ResultKey: "k1"}},
+		Verdict: VerdictContext{Turn: 1, Ran: ran[:2]}})
+	require.NoError(t, err)
+	var sent []string
+	for _, call := range llm.Calls {
+		sent = append(sent, userText(call.Contents[len(call.Contents)-1]))
+	}
+	return c, sent
+}
+
+// Evidence that names a step that never ran and a tool that was never
+// called is re-asked once with the problems named, then dropped: a
+// true_positive left without evidence is undetermined, low, and says why.
+func TestEvidenceNamingWhatNeverRanIsDropped(t *testing.T) {
+	bad := `{"report":"## Summary\nA compromise.","evidence":[{"step_id":"step_99","tool":"get_alert","fact":"root shell"},` +
+		`{"step_id":"step_1","tool":"port_scanner","fact":"port 22 open"}],"reason":"It happened.","verdict":"true_positive","confidence":"high"}`
+	c, sent := concludeOnce(t, bad, bad)
+	require.Len(t, sent, 2, "asked once more")
+	for _, want := range []string{`it names step "step_99", which did not run in this investigation`, `it names tool "port_scanner", which step_1 did not call (it called get_alert)`} {
+		require.Contains(t, sent[1], want, "the re-ask names the problem")
+	}
+	require.Equal(t, investigation.VerdictUndetermined, c.Verdict.Verdict)
+	require.Equal(t, "low", c.Verdict.Confidence)
+	require.Empty(t, c.Verdict.Evidence)
+	require.Contains(t, c.Verdict.Reason, "true_positive (high)")
+	require.Len(t, c.Notes, 3, "two items dropped, and the verdict lowered")
+	require.Contains(t, c.Notes[2], "rests on no valid evidence")
+	require.Contains(t, c.Markdown, "**Verdict check:** the conclusion proposed true_positive (high), but none of its evidence names a step")
+}
+
+// A model that fixes its evidence when asked keeps its verdict.
+func TestEvidenceFixedWhenReasked(t *testing.T) {
+	bad := `{"report":"## Summary\nx","evidence":[{"step_id":"step_1","fact":"deploy logged in"}],"reason":"r","verdict":"true_positive","confidence":"high"}`
+	good := `{"report":"## Summary\nx","evidence":[{"step_id":"step_2","tool":"bigquery_agent","fact":"deploy logged in"},{"step_id":"alert","fact":"214 failures"}],"reason":"r","verdict":"true_positive","confidence":"high"}`
+	c, sent := concludeOnce(t, bad, good)
+	require.Contains(t, sent[1], "evidence item 1: it names no tool of step_1")
+	require.Equal(t, &investigation.Verdict{Verdict: "true_positive", Confidence: "high", Reason: "r", Evidence: []investigation.Evidence{
+		{StepID: "step_2", Tool: "bigquery_agent", Fact: "deploy logged in"}, {StepID: "alert", Fact: "214 failures"}}}, c.Verdict)
+	require.Empty(t, c.Notes)
+	require.NotContains(t, c.Markdown, "Verdict check")
+}
+
+func TestVerdictCheck(t *testing.T) {
+	follow := VerdictContext{Turn: 2, Ran: ran, Standing: standing}
+	for _, tc := range []struct {
+		name     string
+		check    VerdictContext
+		v        modelVerdict
+		problems []string // substrings, in order
+		want     *investigation.Verdict
+	}{{
+		name:  "a first undetermined verdict needs no evidence",
+		check: VerdictContext{Turn: 1, Ran: ran[:2]},
+		v:     modelVerdict{Verdict: "undetermined", Confidence: "low", Reason: "r"},
+		want:  &investigation.Verdict{Verdict: "undetermined", Confidence: "low", Reason: "r", Evidence: []investigation.Evidence{}},
+	}, {
+		name:     "the alert and the analyst take no tool",
+		check:    VerdictContext{Turn: 1, Ran: ran[:2]},
+		v:        modelVerdict{Verdict: "benign", Confidence: "low", Evidence: []investigation.Evidence{{StepID: "alert", Tool: "get_alert", Fact: "f"}, {StepID: "analyst", Fact: " "}}},
+		problems: []string{`evidence item 1: step_id "alert" takes no tool`, "evidence item 2: it states no fact", "rests on no valid evidence"},
+		want:     &investigation.Verdict{Verdict: "undetermined", Confidence: "low"},
+	}, {
+		name:  "a narrow follow-up keeps the verdict and its evidence",
+		check: follow,
+		v:     modelVerdict{Verdict: "true_positive", Confidence: "high", Reason: "the login time does not bear on it"},
+		want:  &investigation.Verdict{Verdict: "true_positive", Confidence: "high", Reason: "the login time does not bear on it", Evidence: standing.Evidence},
+	}, {
+		name:     "a change on old evidence only is refused",
+		check:    follow,
+		v:        modelVerdict{Verdict: "benign", Confidence: "high", Reason: "r", Evidence: []investigation.Evidence{{StepID: "step_2", Tool: "bigquery_agent", Fact: "f"}, {StepID: "alert", Fact: "f"}}},
+		problems: []string{"the verdict changes from true_positive (high) to benign (high), but no valid evidence item comes from this exchange (its steps: answer"},
+		want:     standing,
+	}, {
+		name:     "a change needs a reason",
+		check:    follow,
+		v:        modelVerdict{Verdict: "benign", Confidence: "medium", Evidence: []investigation.Evidence{{StepID: "answer", Tool: "search_alerts", Fact: "f"}}},
+		problems: []string{"reason does not say why"},
+		want:     standing,
+	}, {
+		name:  "a fact the analyst stated changes it",
+		check: follow,
+		v: modelVerdict{Verdict: "benign", Confidence: "medium", Reason: "the pentest", Evidence: []investigation.Evidence{
+			{StepID: "analyst", Fact: "SEC-1182 covers it"}, {StepID: "step_2", Tool: "bigquery_agent", Fact: "the login"}}},
+		want: &investigation.Verdict{Verdict: "benign", Confidence: "medium", Reason: "the pentest", Evidence: []investigation.Evidence{
+			{StepID: "analyst", Fact: "SEC-1182 covers it"}, {StepID: "step_2", Tool: "bigquery_agent", Fact: "the login"}}},
+	}, {
+		name:  "a tool this exchange called changes it",
+		check: follow,
+		v:     modelVerdict{Verdict: "false_positive", Confidence: "medium", Reason: "r", Evidence: []investigation.Evidence{{StepID: "answer", Tool: "search_alerts", Fact: "f"}}},
+		want:  &investigation.Verdict{Verdict: "false_positive", Confidence: "medium", Reason: "r", Evidence: []investigation.Evidence{{StepID: "answer", Tool: "search_alerts", Fact: "f"}}},
+	}} {
+		t.Run(tc.name, func(t *testing.T) {
+			problems := strings.Join(tc.check.problems(tc.v), "\n")
+			for _, p := range tc.problems {
+				require.Contains(t, problems, p)
+			}
+			if len(tc.problems) == 0 {
+				require.Empty(t, problems)
+			}
+			got, _, _ := tc.check.settle(tc.v)
+			if tc.want.Evidence == nil {
+				got.Evidence, got.Reason = nil, ""
+			}
+			require.Equal(t, tc.want, got)
+		})
+	}
+}
+
+// A follow-up's conclusion is given the standing verdict with its evidence
+// and what the evidence may name; the direct answer and its review too.
+func TestFollowUpPromptsCarryTheStandingVerdict(t *testing.T) {
+	keep := `{"evidence":[],"reason":"r","verdict":"true_positive","confidence":"high"}`
+	a, llm, ts := newActivities(t,
+		text(`{"report":"## 概要\nx","evidence":[],"reason":"r","verdict":"true_positive","confidence":"high"}`),
+		text("deploy は 08:47:12 UTC にログインしました。"),
+		text(keep))
+	ts.M["s/k1"] = transcript.Entry{Kind: transcript.KindModel, Text: "deploy logged in"}
+	ctx := context.Background()
+	check := VerdictContext{Turn: 2, Ran: ran, Standing: standing}
+	_, err := a.Conclude(ctx, ConcludeInput{Session: "s", AlertID: "a1", Request: "When did deploy log in?", Objective: "o", Language: "ja",
+		Steps: []plan.Step{{ID: "step_1", Description: "read", Status: plan.Done, ResultKey: "k1"}}, Verdict: check})
+	require.NoError(t, err)
+	answer, err := a.ModelTurn(ctx, TurnInput{Session: "s", Key: "t2-answer-i1", AlertID: "a1", Step: plan.Step{ID: "answer"}, Direct: true,
+		Question: "When did deploy log in?", Language: "ja", Standing: standing})
+	require.NoError(t, err)
+	_, err = a.ReviewVerdict(ctx, ReviewInput{Session: "s", Question: "When did deploy log in?", AnswerKey: answer.Key, Language: "ja", Verdict: check})
+	require.NoError(t, err)
+
+	standingBlock := "<<<DATA standing verdict>>>\n| {\n|   \"verdict\": \"true_positive\",\n|   \"confidence\": \"high\",\n|   \"reason\": \"deploy logged in after the failures\","
+	conclude, review := untagged(userText(llm.Calls[0].Contents[0])), untagged(userText(llm.Calls[2].Contents[0]))
+	for _, p := range []string{conclude, review} {
+		require.Contains(t, p, standingBlock)
+		require.Contains(t, p, `"fact": "deploy logged in from 198.51.100.23 at 08:47:12 UTC"`, "with its evidence")
+		require.Contains(t, p, "Keep it (same `verdict` and `confidence`")
+		require.Contains(t, p, "- `step_1`: tools get_alert\n- `step_2`: tools bigquery_agent\n- `answer`: tools search_alerts (this exchange)\n- `alert`, no tool")
+	}
+	require.Contains(t, review, "## The analyst's question\n\"When did deploy log in?\"")
+	require.Contains(t, review, "<<<DATA answer>>>\n| deploy は 08:47:12 UTC にログインしました。")
+	require.Contains(t, untagged(userText(llm.Calls[1].Contents[0])), standingBlock, "the direct answer is given it too")
+
+	// Localised whole: each phase that writes for the analyst has an example
+	// in the configured language.
+	for i, want := range []string{`"fact": "1,204 回の失敗の後`, "deploy は 2026-11-20 08:47:12 UTC に", `"fact": "アナリストによると`} {
+		require.Contains(t, userText(llm.Calls[i].Cfg.SystemInstruction), want)
+	}
+	require.Contains(t, userText(llm.Calls[2].Cfg.SystemInstruction), "each written in Japanese")
+}

@@ -1,0 +1,73 @@
+package main
+
+import (
+	"bytes"
+	"fmt"
+	"hash/crc32"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+)
+
+// Every service runs in its own process group (pgid == its pid) and is
+// stopped as a group (procgroup): the Firestore emulator is a JVM
+// grandchild of gcloud that outlives it and would keep its port.
+
+// proc is a process the supervisor started in this invocation.
+type proc struct {
+	pid  int
+	done chan struct{} // closed when the group leader has exited and been reaped
+}
+
+// spawn starts argv in its own process group with stdin from /dev/null and
+// stdout and stderr appended to logPath (after a header line).
+func spawn(argv, env []string, dir, logPath string) (*proc, error) {
+	if err := os.MkdirAll(filepath.Dir(logPath), 0o755); err != nil {
+		return nil, err
+	}
+	f, err := os.Create(logPath)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close() // the child holds its own descriptor
+	fmt.Fprintf(f, "# %s: %s\n", time.Now().Format("2006-01-02T15:04:05-0700"), strings.Join(argv, " "))
+	cmd := exec.Command(argv[0], argv[1:]...)
+	cmd.Env = env
+	cmd.Dir = dir
+	cmd.Stdout, cmd.Stderr = f, f // an *os.File: no copying goroutine, the child writes itself
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	if err := cmd.Start(); err != nil {
+		return nil, err
+	}
+	p := &proc{pid: cmd.Process.Pid, done: make(chan struct{})}
+	go func() { _ = cmd.Wait(); close(p.done) }()
+	return p, nil
+}
+
+// cmdline is a process's command line, arguments joined by spaces; ok is
+// false when it cannot be read (the process is gone).
+func cmdline(pid int) (string, bool) {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pid))
+	if err != nil {
+		out, err := exec.Command("ps", "-o", "args=", "-p", strconv.Itoa(pid)).Output()
+		if err != nil {
+			return "", false
+		}
+		return strings.TrimSpace(string(out)), len(bytes.TrimSpace(out)) > 0
+	}
+	return strings.TrimSpace(string(bytes.ReplaceAll(b, []byte{0}, []byte{' '}))), len(b) > 0
+}
+
+// fileSum is a checksum of a program file: a build rewrites the file even
+// when its content does not change, so its time says nothing.
+func fileSum(path string) string {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return ""
+	}
+	return fmt.Sprintf("crc32c %08x %d", crc32.Checksum(b, crc32.MakeTable(crc32.Castagnoli)), len(b))
+}

@@ -1,0 +1,246 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+)
+
+const cluster Profile = "cluster"
+
+// testStack is a stack with its files in a temporary directory and its
+// log in a buffer.
+func testStack(t *testing.T) (*Stack, *bytes.Buffer) {
+	t.Helper()
+	var out bytes.Buffer
+	dir := t.TempDir()
+	s := &Stack{
+		Root: dir, UserCwd: dir, DataDir: dir + "/.data", BinDir: dir + "/bin", Host: "127.0.0.1",
+		ports: map[string]int{}, Namespace: "default", Project: "demo-investigator",
+		StopOnExit: true, SaveOnStop: true, StopTimeout: 5 * time.Second,
+		log: newLogger(&out, &out),
+	}
+	return s, &out
+}
+
+func names(in []*instance) []string {
+	var out []string
+	for _, i := range in {
+		out = append(out, i.name)
+	}
+	return out
+}
+
+func TestPlanOrdersByNeeds(t *testing.T) {
+	s, _ := testStack(t)
+	tbl := []Service{
+		{Name: "worker", Profiles: []Profile{Dev, cluster}, Needs: []string{"temporal", "frontend", "db"}},
+		{Name: "temporal", Profiles: []Profile{Dev}},
+		{Name: "frontend", Profiles: []Profile{cluster}, Needs: []string{"history", "db"}},
+		{Name: "history", Profiles: []Profile{cluster}, Needs: []string{"db", "schema"}},
+		{Name: "schema", Profiles: []Profile{cluster}, Needs: []string{"db"}, Job: true},
+		{Name: "db", Profiles: []Profile{Dev, cluster}},
+	}
+	dev, err := planFor(tbl, Dev, s)
+	require.NoError(t, err)
+	require.Equal(t, []string{"temporal", "db", "worker"}, names(dev.order))
+	require.Equal(t, []string{"temporal", "db"}, dev.byKey["worker"].needs, "needs on entries of the other profile are dropped")
+
+	cl, err := planFor(tbl, cluster, s)
+	require.NoError(t, err)
+	order := names(cl.order)
+	require.Len(t, order, 5)
+	pos := map[string]int{}
+	for i, n := range order {
+		pos[n] = i
+	}
+	for _, in := range cl.order {
+		for _, need := range in.needs {
+			require.Less(t, pos[need], pos[in.name], "%s starts before %s, which it needs: %v", in.name, need, order)
+		}
+	}
+}
+
+func TestPlanCountAndEnabled(t *testing.T) {
+	s, _ := testStack(t)
+	off := func(*Stack) (bool, string) { return false, "standin: not needed" }
+	tbl := []Service{
+		{Name: "standin", Profiles: []Profile{Dev, cluster}, Enabled: off},
+		{Name: "worker", Profiles: []Profile{Dev, cluster}, Count: map[Profile]int{cluster: 2}, Needs: []string{"standin", "db"}},
+		{Name: "db", Profiles: []Profile{Dev, cluster}},
+		{Name: "intake", Profiles: []Profile{cluster}, Count: map[Profile]int{cluster: 2}, Needs: []string{"worker"}},
+	}
+	pl, err := planFor(tbl, cluster, s)
+	require.NoError(t, err)
+	require.Equal(t, []string{"db", "worker-1", "worker-2", "intake-1", "intake-2"}, names(pl.order))
+	require.Equal(t, []string{"worker-1", "worker-2"}, pl.byKey["intake-2"].needs)
+	require.Equal(t, []string{"db"}, pl.byKey["worker-1"].needs, "a need on a disabled entry is met")
+	require.Equal(t, 2, pl.byKey["worker-2"].index)
+	require.Equal(t, []string{"standin: not needed"}, pl.skipped)
+
+	dev, err := planFor(tbl, Dev, s)
+	require.NoError(t, err)
+	require.Equal(t, []string{"db", "worker"}, names(dev.order), "one instance, under its own name, where Count says nothing")
+}
+
+func TestPlanRejectsBrokenTables(t *testing.T) {
+	s, _ := testStack(t)
+	for _, tc := range []struct {
+		name string
+		tbl  []Service
+		want string
+	}{
+		{"unknown need", []Service{{Name: "a", Profiles: []Profile{Dev}, Needs: []string{"b"}}}, `"a" needs "b", which is not in the table`},
+		{"cycle", []Service{
+			{Name: "a", Profiles: []Profile{Dev}, Needs: []string{"b"}},
+			{Name: "b", Profiles: []Profile{Dev}, Needs: []string{"c"}},
+			{Name: "c", Profiles: []Profile{Dev}, Needs: []string{"a"}},
+			{Name: "d", Profiles: []Profile{Dev}},
+		}, "services a, b, c need each other"},
+		{"twice", []Service{{Name: "a"}, {Name: "a"}}, `"a" is in the table twice`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := planFor(tc.tbl, Dev, s)
+			require.ErrorContains(t, err, tc.want)
+		})
+	}
+}
+
+// TestTheTable checks the real table: every entry can be found again by
+// stop (Match), is probed, and the dev stack starts in an order that puts
+// the codec server before Temporal and the worker after all it needs,
+// with or without the optional services.
+func TestTheTable(t *testing.T) {
+	for _, svc := range table {
+		require.NotEmpty(t, svc.Match, svc.Name)
+		require.NotNil(t, svc.Ready, svc.Name)
+		require.NotZero(t, svc.Timeout, svc.Name)
+		require.NotEmpty(t, svc.Title, svc.Name)
+		require.NotNil(t, svc.Launch, svc.Name)
+		switch svc.Reuse {
+		case ReuseRecorded:
+			require.NotNil(t, svc.Settings, svc.Name)
+		case ReuseAnswering:
+			require.NotEmpty(t, svc.Ports, "%s is reused when its port answers: it needs one", svc.Name)
+		}
+	}
+	for _, tc := range []struct {
+		key, gemini string
+		want        []string
+	}{
+		{"", "", []string{"bigquery", "temporal", "firestore", "gemini-standin", "worker"}},
+		{"/keys.json", "k", []string{"codec-server", "bigquery", "temporal", "firestore", "worker"}},
+	} {
+		s, _ := testStack(t)
+		s.PayloadKeyFile, s.Gemini.Configured = tc.key, tc.gemini != ""
+		pl, err := planFor(table, Dev, s)
+		require.NoError(t, err)
+		require.Equal(t, tc.want, names(pl.order))
+	}
+	s, _ := testStack(t)
+	eval, err := planFor(table, Eval, s)
+	require.NoError(t, err)
+	require.Equal(t, []string{"bigquery", "temporal", "firestore", "gemini-standin", "eval-worker"}, names(eval.order),
+		"the eval's own worker, not the analyst's")
+
+	s.PayloadKeyFile = "/keys.json"
+	pl, err := planFor(table, Dev, s)
+	require.NoError(t, err)
+	require.Equal(t, []string{"codec-server"}, pl.byKey["temporal"].needs)
+	require.ElementsMatch(t, []string{"temporal", "firestore"}, pl.byKey["worker"].needs, "stopped before the Firestore save")
+}
+
+// TestWalk: each runs after what it follows, independent ones side by
+// side; in reverse, each after what needs it; after an error, what had not
+// begun is skipped.
+func TestWalk(t *testing.T) {
+	nodes := func() []*instance {
+		return []*instance{
+			{name: "db"}, {name: "cache"},
+			{name: "api", needs: []string{"db", "cache"}},
+			{name: "worker", needs: []string{"api"}},
+		}
+	}
+	var mu sync.Mutex
+	var seq []string
+	running, most := 0, 0
+	record := func(_ context.Context, in *instance) error {
+		mu.Lock()
+		seq = append(seq, "+"+in.name)
+		running++
+		most = max(most, running)
+		mu.Unlock()
+		time.Sleep(30 * time.Millisecond)
+		mu.Lock()
+		seq = append(seq, "-"+in.name)
+		running--
+		mu.Unlock()
+		return nil
+	}
+	require.NoError(t, walk(context.Background(), nodes(), false, record))
+	require.Equal(t, 2, most, "db and cache start together")
+	joined := strings.Join(seq, " ")
+	require.Regexp(t, `^\+(db|cache) \+(db|cache) -(db|cache) -(db|cache) \+api -api \+worker -worker$`, joined)
+
+	seq, most = nil, 0
+	require.NoError(t, walk(context.Background(), nodes(), true, record))
+	require.Regexp(t, `^\+worker -worker \+api -api \+(db|cache) \+(db|cache) -(db|cache) -(db|cache)$`, strings.Join(seq, " "))
+
+	seq = nil
+	boom := errors.New("api failed")
+	err := walk(context.Background(), nodes(), false, func(ctx context.Context, in *instance) error {
+		if err := record(ctx, in); err != nil {
+			return err
+		}
+		if in.name == "api" {
+			return boom
+		}
+		return nil
+	})
+	require.ErrorIs(t, err, boom)
+	require.NotContains(t, seq, "+worker")
+
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	require.ErrorIs(t, walk(ctx, nodes(), false, record), context.Canceled, "a signal ends the walk")
+}
+
+func TestDecide(t *testing.T) {
+	const settings, binary = "Gemini stand-in, model default", "crc32c 1 2"
+	for _, tc := range []struct {
+		name   string
+		reuse  Reuse
+		o      observed
+		want   decision
+		reason string
+	}{
+		{"nothing runs", ReuseAnswering, observed{}, start, ""},
+		{"it answers", ReuseAnswering, observed{answering: true, portBusy: true}, reuse, ""},
+		{"someone else holds the port", ReuseAnswering, observed{portBusy: true}, refuse, ""},
+		{"not recorded", ReuseRecorded, observed{}, start, ""},
+		{"same settings and program", ReuseRecorded, observed{recorded: true, settings: settings, binary: binary}, reuse, ""},
+		{"other settings", ReuseRecorded, observed{recorded: true, settings: "Gemini via GEMINI_API_KEY", binary: binary}, restart, "other settings (Gemini via GEMINI_API_KEY; this run: " + settings + ")"},
+		{"rebuilt", ReuseRecorded, observed{recorded: true, settings: settings, binary: "crc32c 3 4"}, restart, "its program changed"},
+		{"a dev session owns it", ReuseRecorded, observed{recorded: true, settings: "old", binary: binary, devOwner: true}, keep, "other settings"},
+		{"recorded without settings", ReuseRecorded, observed{recorded: true}, restart, "(unknown; this run"},
+		{"never reused: none runs", ReuseNever, observed{}, start, ""},
+		{"never reused: one was left", ReuseNever, observed{recorded: true, settings: settings, binary: binary}, restart, "a new one"},
+		{"never reused, even under a dev session", ReuseNever, observed{recorded: true, devOwner: true}, restart, "a new one"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			d, why := decide(tc.reuse, tc.o, settings, binary)
+			require.Equal(t, tc.want, d)
+			if tc.reason == "" {
+				require.Empty(t, why)
+			} else {
+				require.Contains(t, why, tc.reason)
+			}
+		})
+	}
+}

@@ -1,0 +1,314 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"os"
+	"os/exec"
+	"strings"
+	"time"
+
+	"go.temporal.io/api/enums/v1"
+	"go.temporal.io/api/operatorservice/v1"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials/insecure"
+)
+
+// table is every service the supervisor knows. A new service is one entry;
+// a profile runs the entries that name it.
+var table = []Service{
+	{
+		// With PAYLOAD_KEY_FILE the worker and the starter encrypt every
+		// payload in history; `starter codec-server` decrypts them for the
+		// Web UI, which the dev server points at it. It starts first: the
+		// key file is read (and checked) before anything else starts.
+		Name: "codec-server", Title: "codec server", Profiles: []Profile{Dev, Eval},
+		Enabled: func(s *Stack) (bool, string) { return s.PayloadKeyFile != "", "" },
+		Ports:   []Port{{"CODEC", 8234}},
+		Launch: func(s *Stack, _ int) (Launch, error) {
+			starter, err := s.program("starter", "go tool task build")
+			return Launch{
+				Argv: []string{starter, "codec-server", "--listen", s.addr("CODEC"),
+					"--web-ui-origin", s.UIURL() + ",http://" + s.addr("TEMPORAL_UI"), "--log-level", "info"},
+				Note: fmt.Sprintf(", decrypting history for the Web UI (keys from %s)", s.PayloadKeyFile),
+			}, err
+		},
+		// The CORS preflight answers 204 without touching a payload.
+		Ready: HTTP{Port: "CODEC", Method: http.MethodOptions, Path: "/decode", Status: http.StatusNoContent,
+			Header: map[string]string{"Origin": "{UI}", "Access-Control-Request-Method": "POST"}},
+		Timeout: 20 * time.Second, TimeoutVar: "CODEC",
+		Match: "codec-server",
+	},
+	{
+		// The sample security logs of examples/bigquery, loaded into memory
+		// at every start (about 10 s): it opens its port only once loaded,
+		// and starts beside the others so the load overlaps theirs.
+		Name: "bigquery", Title: "BigQuery emulator", Profiles: []Profile{Dev, Eval},
+		Ports: []Port{{"BIGQUERY", 9050}, {"BIGQUERY_GRPC", 9060}},
+		Launch: func(s *Stack, _ int) (Launch, error) {
+			if !isExecutable(s.BigQuery) {
+				return Launch{}, fmt.Errorf("BigQuery emulator not found at %s: run 'go tool task setup' (a one-time build of about 11 minutes)", s.BigQuery)
+			}
+			if !isFile(s.BigQueryData) {
+				return Launch{}, fmt.Errorf("BigQuery sample data not found: %s", s.BigQueryData)
+			}
+			godebug := "invalidptr=0"
+			if g := s.Getenv("GODEBUG"); g != "" {
+				godebug = g + "," + godebug
+			}
+			return Launch{
+				Argv: []string{s.BigQuery, "--project=" + s.BigQueryProject, "--host=" + s.Host,
+					fmt.Sprintf("--port=%d", s.port("BIGQUERY")), fmt.Sprintf("--grpc-port=%d", s.port("BIGQUERY_GRPC")),
+					"--data-from-yaml=" + s.BigQueryData},
+				// The emulator's ZetaSQL binding keeps small integers in
+				// pointer variables: the Go runtime aborts at random
+				// ("invalid pointer found on stack") unless this check is off.
+				Env:  []string{"GODEBUG=" + godebug},
+				Note: fmt.Sprintf(", %s.%s loaded from %s (in memory: reloaded at every start)", s.BigQueryProject, s.BigQueryDataset, s.show(s.BigQueryData)),
+			}, nil
+		},
+		Ready:   bigQueryReady,
+		Timeout: 90 * time.Second, TimeoutVar: "BIGQUERY",
+		Match: "bigquery-emulator",
+	},
+	{
+		Name: "temporal", Title: "Temporal server", Profiles: []Profile{Dev, Eval},
+		Needs: []string{"codec-server"},
+		Ports: []Port{{"TEMPORAL", 7233}, {"TEMPORAL_UI", 8233}},
+		Launch: func(s *Stack, _ int) (Launch, error) {
+			if !isExecutable(s.Temporal) {
+				return Launch{}, fmt.Errorf("Temporal CLI not found at %s: run 'go tool task setup'", s.Temporal)
+			}
+			argv := []string{s.Temporal, "server", "start-dev",
+				"--ip", s.Host, "--port", fmt.Sprint(s.port("TEMPORAL")), "--ui-port", fmt.Sprint(s.port("TEMPORAL_UI")),
+				"--db-filename", s.DataDir + "/temporal.db",
+				"--search-attribute", "AlertId=Keyword", "--search-attribute", "Verdict=Keyword",
+				"--dynamic-config-value", "system.enableActivityEagerExecution=true",
+				"--log-level", "warn", "--color", "never"}
+			if s.PayloadKeyFile != "" {
+				argv = append(argv, "--ui-codec-endpoint", s.CodecURL())
+			}
+			return Launch{Argv: argv, Note: ", Web UI " + s.UIURL()}, nil
+		},
+		Ready:   GRPCHealth{Port: "TEMPORAL", Service: "temporal.api.workflowservice.v1.WorkflowService"},
+		Timeout: 60 * time.Second, TimeoutVar: "TEMPORAL",
+		Match: "temporal",
+		Setup: func(ctx context.Context, s *Stack) error {
+			s.checkUICodec(ctx)
+			return s.ensureSearchAttributes(ctx)
+		},
+	},
+	{
+		Name: "firestore", Title: "Firestore emulator", Profiles: []Profile{Dev, Eval},
+		Ports:  []Port{{"FIRESTORE", 8081}},
+		Launch: firestoreLaunch,
+		Ready:  firestoreReady, Timeout: 90 * time.Second, TimeoutVar: "FIRESTORE",
+		Match:      "firestore",
+		BeforeStop: func(s *Stack) error { return s.saveFirestore(false) },
+	},
+	{
+		// Only without Gemini credentials: it speaks the Gemini REST
+		// protocol with scripted answers, so the whole system runs offline.
+		Name: "gemini-standin", Title: "Gemini stand-in", Profiles: []Profile{Dev, Eval},
+		Enabled: func(s *Stack) (bool, string) {
+			if s.usingStandin() {
+				return true, ""
+			}
+			return false, "Gemini: using your configuration (" + s.Gemini.Via + ")"
+		},
+		Ports: []Port{{"STANDIN", 8089}},
+		Launch: func(s *Stack, _ int) (Launch, error) {
+			standin, err := s.program("gemini-standin", "go tool task build")
+			return Launch{Argv: []string{standin, "--addr", s.addr("STANDIN")}}, err
+		},
+		// Any HTTP answer will do: the stand-in need not serve "/".
+		Ready:   HTTP{Port: "STANDIN", Path: "/", Status: -1},
+		Timeout: 30 * time.Second, TimeoutVar: "STANDIN",
+		Match: "gemini-standin",
+		Setup: func(_ context.Context, s *Stack) error {
+			s.log.warn("no Gemini credentials (GEMINI_API_KEY, GOOGLE_API_KEY, GOOGLE_GENAI_USE_VERTEXAI,")
+			s.log.warn("GOOGLE_GEMINI_BASE_URL) are set: model answers are SCRIPTED by the offline Gemini")
+			s.log.warn("stand-in at %s, not produced by a real model.", s.standinURL())
+			s.log.warn("Set GEMINI_API_KEY to use Gemini.")
+			return nil
+		},
+	},
+	{
+		// Reused only when it runs the current bin/worker with this run's
+		// settings; otherwise restarted, so that a rebuilt worker or a newly
+		// set GEMINI_API_KEY takes effect. It dials Temporal at start; the
+		// BigQuery emulator and the stand-in are reached only by
+		// activities, and the stack is up only once they answer, so it
+		// starts while the emulator loads. It stops before the Firestore
+		// emulator, whose data is saved then: nothing writes during the save.
+		Name: "worker", Title: "worker", Profiles: []Profile{Dev},
+		Needs: []string{"temporal", "firestore"},
+		Launch: func(s *Stack, _ int) (Launch, error) {
+			worker, err := s.program("worker", "go tool task build")
+			return Launch{Argv: []string{worker}, Note: " (polling Temporal)"}, err
+		},
+		// The SDK logs this once it polls. Without it (a quiet logger), a
+		// worker still alive after the timeout is taken as started.
+		Ready: LogLine{Text: "Started Worker"}, ReadyOnTimeout: true,
+		Timeout: 20 * time.Second, TimeoutVar: "WORKER",
+		Reuse: ReuseRecorded, Settings: workerSettings,
+		Match: "worker",
+	},
+	{
+		// The scorecard's worker (scripts/eval.sh): its own Firestore
+		// database, which `starter eval` empties before each case, and its
+		// own task queue, so the analyst's data and runs are never touched.
+		// One left by an interrupted eval is replaced.
+		Name: "eval-worker", Title: "eval worker", Profiles: []Profile{Eval},
+		Needs: []string{"temporal", "firestore"},
+		Launch: func(s *Stack, _ int) (Launch, error) {
+			worker, err := s.program("worker", "go tool task build")
+			return Launch{Argv: []string{worker},
+				Env:  []string{"FIRESTORE_DATABASE=investigator-eval", "TEMPORAL_TASK_QUEUE=investigations-eval"},
+				Note: " (polling investigations-eval, Firestore database investigator-eval)"}, err
+		},
+		Ready: LogLine{Text: "Started Worker"}, ReadyOnTimeout: true,
+		Timeout: 20 * time.Second, TimeoutVar: "WORKER",
+		Reuse: ReuseNever,
+		Match: "worker",
+	},
+}
+
+var bigQueryReady = bigQueryProbe{}
+
+// bigQueryProbe is ready when the emulator serves the sample dataset.
+type bigQueryProbe struct{}
+
+func (bigQueryProbe) Check(ctx context.Context, s *Stack, name string) error {
+	return HTTP{Port: "BIGQUERY", Path: "/bigquery/v2/projects/" + s.BigQueryProject + "/datasets/" + s.BigQueryDataset}.Check(ctx, s, name)
+}
+
+// firestoreReady: the emulator answers "Ok" on /.
+var firestoreReady = HTTP{Port: "FIRESTORE", Path: "/", BodyPrefix: "Ok"}
+
+// firestoreLaunch starts the emulator with the newest save.
+func firestoreLaunch(s *Stack, _ int) (Launch, error) {
+	if _, err := exec.LookPath("gcloud"); err != nil {
+		return Launch{}, fmt.Errorf("gcloud not found: the Firestore emulator needs the Google Cloud CLI (see 'go tool task setup')")
+	}
+	l := Launch{
+		Argv: []string{"gcloud", "emulators", "firestore", "start", "--host-port=" + s.addr("FIRESTORE")},
+		Env:  []string{"CLOUDSDK_CORE_DISABLE_PROMPTS=1"},
+		// What a later save exports, whatever its own environment says.
+		Record: map[string]string{"target": s.Project + "\n" + orDefault(s.Getenv("FIRESTORE_DATABASE"), "(default)")},
+	}
+	from := "empty: nothing saved yet"
+	if save, _, ok := s.latestSave(); ok {
+		if meta, ok := exportMetadata(save); ok {
+			l.Argv = append(l.Argv, "--import-data="+meta)
+			from = "data loaded from " + s.show(save)
+			l.Hint = fmt.Sprintf("the Firestore emulator did not start with the data saved in %s: move that directory away to start with an empty emulator, or run 'go tool task clean' to wipe all local state", s.show(save))
+		} else {
+			s.log.warn("ignoring %s: it holds no export metadata file", s.show(save))
+		}
+	}
+	l.Note = fmt.Sprintf(" (%s; saved to %s when the stack stops)", from, s.show(s.SaveDir()))
+	return l, nil
+}
+
+// program is a binary of STACK_BIN_DIR, or an error saying how to build it.
+func (s *Stack) program(name, build string) (string, error) {
+	p := s.BinDir + "/" + name
+	if !isExecutable(p) {
+		return p, fmt.Errorf("%s not found: run '%s'", p, build)
+	}
+	return p, nil
+}
+
+func isExecutable(p string) bool {
+	st, err := os.Stat(p)
+	return err == nil && st.Mode().IsRegular() && st.Mode().Perm()&0o111 != 0
+}
+
+// workerSettings is what the worker runs with, to tell whether a running
+// one fits this run: variable names and paths, never a key.
+func workerSettings(s *Stack) string {
+	var keys []string
+	for _, v := range []string{"OTX_API_KEY", "URLSCAN_API_KEY", "VIRUSTOTAL_API_KEY", "ABUSEIPDB_API_KEY"} {
+		if s.Getenv(v) != "" {
+			keys = append(keys, v)
+		}
+	}
+	if len(keys) == 0 {
+		keys = []string{"none"}
+	}
+	model := "Gemini via " + s.Gemini.Via
+	if s.usingStandin() {
+		model = "Gemini stand-in " + s.standinURL()
+	}
+	return fmt.Sprintf("%s, model %s, payload key file %s, intelligence keys: %s",
+		model, orDefault(s.Getenv("GEMINI_MODEL"), "default"), orDefault(s.PayloadKeyFile, "none"), strings.Join(keys, " "))
+}
+
+// ensureSearchAttributes registers AlertId and Verdict (Keyword) where they
+// are missing: a fresh server has them from --search-attribute, a reused
+// one (or an old .data/temporal.db) may not.
+func (s *Stack) ensureSearchAttributes(ctx context.Context) error {
+	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	conn, err := grpc.NewClient(s.addr("TEMPORAL"), grpc.WithTransportCredentials(insecure.NewCredentials()))
+	if err != nil {
+		return err
+	}
+	defer conn.Close()
+	op := operatorservice.NewOperatorServiceClient(conn)
+	have, err := op.ListSearchAttributes(ctx, &operatorservice.ListSearchAttributesRequest{Namespace: s.Namespace})
+	if err != nil {
+		return fmt.Errorf("cannot list the search attributes on %s: %v", s.addr("TEMPORAL"), err)
+	}
+	missing := map[string]enums.IndexedValueType{}
+	for _, name := range []string{"AlertId", "Verdict"} {
+		if t, ok := have.GetCustomAttributes()[name]; !ok {
+			missing[name] = enums.INDEXED_VALUE_TYPE_KEYWORD
+		} else if t != enums.INDEXED_VALUE_TYPE_KEYWORD {
+			return fmt.Errorf("search attribute %s on %s is %s, not Keyword", name, s.addr("TEMPORAL"), t)
+		}
+	}
+	if len(missing) == 0 {
+		return nil
+	}
+	if _, err := op.AddSearchAttributes(ctx, &operatorservice.AddSearchAttributesRequest{Namespace: s.Namespace, SearchAttributes: missing}); err != nil {
+		return fmt.Errorf("could not register the search attributes AlertId and Verdict (Keyword) on %s: %v", s.addr("TEMPORAL"), err)
+	}
+	return nil
+}
+
+// checkUICodec warns when a reused dev server's Web UI does not decode
+// through this stack's codec server (it keeps the endpoint it started with).
+func (s *Stack) checkUICodec(ctx context.Context) {
+	if s.PayloadKeyFile == "" {
+		return
+	}
+	ctx, cancel := context.WithTimeout(ctx, 3*time.Second)
+	defer cancel()
+	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+s.addr("TEMPORAL_UI")+"/api/v1/settings", nil)
+	resp, err := probeClient.Do(req)
+	if err != nil {
+		return
+	}
+	defer resp.Body.Close()
+	var settings struct{ Codec struct{ Endpoint string } }
+	if json.NewDecoder(resp.Body).Decode(&settings) != nil {
+		return
+	}
+	if settings.Codec.Endpoint != s.CodecURL() {
+		s.log.warn("the running Temporal Web UI does not use the codec server (its codec endpoint is '%s'): it shows encrypted payloads. Stop the stack ('go tool task stop') and start it again with PAYLOAD_KEY_FILE set.", settings.Codec.Endpoint)
+	}
+}
+
+// summary is the line that ends a start.
+func (s *Stack) summary() string {
+	line := fmt.Sprintf("Temporal %s (Web UI %s), Firestore emulator %s, project %s, BigQuery emulator %s",
+		s.addr("TEMPORAL"), s.UIURL(), s.addr("FIRESTORE"), s.Project, s.addr("BIGQUERY"))
+	if s.PayloadKeyFile != "" {
+		line += ", payloads encrypted (codec server " + s.CodecURL() + ")"
+	}
+	return line
+}

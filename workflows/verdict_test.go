@@ -1,0 +1,136 @@
+package workflows
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/mock"
+	"github.com/stretchr/testify/require"
+	"go.temporal.io/sdk/temporal"
+
+	"github.com/secops-agent/investigator/activities"
+	"github.com/secops-agent/investigator/investigation"
+	"github.com/secops-agent/investigator/plan"
+	"github.com/secops-agent/investigator/toolcall"
+)
+
+// The verdict has a history: a narrow follow-up keeps it, a fact the
+// analyst states changes it (a verdict_changed event, the search attribute
+// follows), and a later conclusion is given the standing verdict.
+func TestVerdictContinuityAndChange(t *testing.T) {
+	h := newHarness(t)
+	tp := &investigation.Verdict{Verdict: investigation.VerdictTruePositive, Confidence: "high", Reason: "a login followed the failures",
+		Evidence: []investigation.Evidence{{StepID: "step_1", Tool: "get_alert", Fact: "deploy logged in after 214 failures"}}}
+	benign := &investigation.Verdict{Verdict: investigation.VerdictBenign, Confidence: "medium", Reason: "the analyst says it was the approved pentest",
+		Evidence: []investigation.Evidence{{StepID: investigation.EvidenceAnalyst, Fact: "SEC-1182 covers 198.51.100.23"}}}
+	h.conclusion = func(in activities.ConcludeInput) activities.Conclusion {
+		v := tp
+		if in.Verdict.Standing != nil {
+			v = in.Verdict.Standing // a later conclusion keeps what stands
+		}
+		return activities.Conclusion{Markdown: "## Summary\nx", Verdict: v, Usage: investigation.Usage{Calls: 1}}
+	}
+	h.review = func(in activities.ReviewInput) activities.Review {
+		if in.Question == "It was our approved pentest (SEC-1182)." {
+			return activities.Review{Verdict: benign, Usage: investigation.Usage{Calls: 1}}
+		}
+		return activities.Review{Verdict: in.Verdict.Standing, Usage: investigation.Usage{Calls: 1}}
+	}
+	h.env.OnActivity(a.GeneratePlan, mock.Anything, mock.Anything).Return(twoStepPlan(), nil)
+	modes := []string{investigation.ModeDirect, investigation.ModeDirect, investigation.ModePlan}
+	h.env.OnActivity(a.DecideMode, mock.Anything, mock.Anything).Return(func(context.Context, activities.ModeInput) (activities.Mode, error) {
+		m := modes[0]
+		modes = modes[1:]
+		return activities.Mode{Mode: m}, nil
+	})
+	h.onTurn(func(in activities.TurnInput) (activities.TurnOutput, error) {
+		if in.Step.ID == "step_1" && len(in.Transcript) == 0 {
+			return activities.TurnOutput{Calls: []toolcall.Call{{Name: "get_alert", Args: map[string]any{"id": "a1"}}}}, nil
+		}
+		return activities.TurnOutput{Text: "found in " + in.Step.ID}, nil
+	})
+	h.onTool(okTool)
+	h.onReflect(noChange)
+	var upserted []string
+	h.env.OnUpsertTypedSearchAttributes(mock.Anything).Run(func(args mock.Arguments) {
+		v, _ := args.Get(0).(temporal.SearchAttributes).GetKeyword(temporal.NewSearchAttributeKeyKeyword(investigation.VerdictAttribute))
+		upserted = append(upserted, v)
+	}).Return(nil)
+	h.update(time.Minute, investigation.UpdateAsk, "When did deploy log in?")
+	h.update(2*time.Minute, investigation.UpdateAsk, "It was our approved pentest (SEC-1182).")
+	h.update(3*time.Minute, investigation.UpdateAsk, "Check the bastion too.")
+	var st investigation.Status
+	h.env.RegisterDelayedCallback(func() { st = h.status(t) }, 10*time.Minute)
+	res, err := h.run(t, investigation.Input{AlertID: "a1", Question: "Q1", SearchAttributes: []string{investigation.VerdictAttribute}})
+	require.NoError(t, err)
+
+	// The narrow question kept the verdict; the stated fact changed it.
+	require.Len(t, h.reviews, 2)
+	require.Equal(t, tp, h.reviews[0].Verdict.Standing, "a direct answer's review is given the standing verdict")
+	require.Equal(t, 2, h.reviews[0].Verdict.Turn)
+	require.Equal(t, []investigation.StepRun{{Turn: 1, Step: "step_1", Tools: []string{"get_alert"}}, {Turn: 1, Step: "step_2"}, {Turn: 2, Step: "answer"}},
+		h.reviews[0].Verdict.Ran, "evidence may name the steps that ran and the tools they called")
+	require.Equal(t, tp, h.turns[3].Standing, "the direct answer itself is given the standing verdict")
+	require.Len(t, h.conclude, 2)
+	require.Nil(t, h.conclude[0].Verdict.Standing, "the first conclusion has no standing verdict")
+	require.Equal(t, benign, h.conclude[1].Verdict.Standing, "a follow-up's conclusion is given the standing verdict")
+	require.Equal(t, benign, res.Verdict)
+	require.Equal(t, []string{"true_positive", "benign", "benign"}, upserted, "the search attribute follows the verdict")
+
+	var changes, conclusions []investigation.Event
+	for _, e := range h.events(t) {
+		switch e.Kind {
+		case investigation.EventVerdictChanged:
+			changes = append(changes, e)
+		case investigation.EventConclusion:
+			conclusions = append(conclusions, e)
+		}
+	}
+	require.Len(t, changes, 1, "one change: the narrow question and the last conclusion kept the verdict")
+	require.Equal(t, tp, changes[0].From)
+	require.Equal(t, benign, changes[0].Verdict)
+	require.Equal(t, benign.Reason, changes[0].Reason)
+	require.Equal(t, 3, changes[0].Turn)
+	require.Len(t, conclusions, 4)
+	require.Nil(t, conclusions[1].Verdict, "a direct answer that keeps the verdict carries none")
+	require.Equal(t, benign, conclusions[2].Verdict, "the answer that changed it carries the new verdict")
+	require.Less(t, changes[0].Seq, conclusions[2].Seq, "the change comes before the conclusion a follower stops at")
+	require.Equal(t, []investigation.VerdictChange{{Turn: 1, Verdict: "true_positive", Confidence: "high", Reason: tp.Reason},
+		{Turn: 3, Verdict: "benign", Confidence: "medium", Reason: benign.Reason}}, st.VerdictHistory)
+}
+
+// A follow-up that continues the plan builds on a step of an earlier
+// exchange: the new step is given that step's answer.
+func TestContinuedPlanSeesWhatItBuildsOn(t *testing.T) {
+	h := newHarness(t)
+	h.env.OnActivity(a.GeneratePlan, mock.Anything, mock.Anything).Return(func(_ context.Context, in activities.PlanInput) (activities.PlanOutput, error) {
+		out := twoStepPlan()
+		if in.ActivePlan != nil {
+			require.Equal(t, "t1-step_1-i1", in.ActivePlan.Steps[0].ResultKey, "the planner's plan in progress keeps the answers' keys")
+			out.Continues = true
+			out.Plan.Steps = []plan.Step{ // as plan.RepairAfter numbers them: after the active plan's
+				{ID: "step_3", Description: "Check the bastion for the same user", Tools: []string{"search_alerts"}, DependsOn: []string{"step_1"}, Status: plan.Pending},
+				{ID: "step_4", Description: "Weigh both", Tools: []string{}, DependsOn: []string{"step_3", "step_2"}, Status: plan.Pending},
+			}
+		}
+		return out, nil
+	})
+	h.env.OnActivity(a.DecideMode, mock.Anything, mock.Anything).Return(activities.Mode{Mode: investigation.ModePlan}, nil)
+	h.onTurn(conclusionOnly)
+	h.onReflect(noChange)
+	h.update(time.Minute, investigation.UpdateAsk, "Did deploy log in to the bastion too?")
+	res, err := h.run(t, investigation.Input{AlertID: "a1", Question: "Q1"})
+	require.NoError(t, err)
+	require.Len(t, res.Plan.Steps, 4)
+	byStep := map[string]activities.TurnInput{}
+	for _, in := range h.turns {
+		byStep[in.Step.ID] = in
+	}
+	require.Equal(t, []string{"step_1"}, byStep["step_3"].Step.DependsOn)
+	require.Equal(t, []activities.StepRef{{StepID: "step_1", Description: "Read the alert", Key: "t1-step_1-i1"}}, byStep["step_3"].Earlier,
+		"a step of the follow-up sees the earlier exchange's step it depends on")
+	require.Equal(t, []activities.StepRef{{StepID: "step_2", Description: "Find related alerts", Key: "t1-step_2-i1"},
+		{StepID: "step_3", Description: "Check the bastion for the same user", Key: "t2-step_3-i1"}}, byStep["step_4"].Earlier,
+		"earlier exchanges' answers first, then this exchange's")
+}

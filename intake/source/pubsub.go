@@ -59,6 +59,10 @@ func (s *PubSub) Run(ctx context.Context) error {
 	// ack latency, up to 10 minutes): the messages of an intake that died
 	// come back to another within 20 s, not minutes.
 	sub.ReceiveSettings.MaxDurationPerAckExtension = maxLeaseExtension
+	// On a stop, messages still held are nacked (they come back to another
+	// intake at once), and the stop never waits longer than 10 s for
+	// Pub/Sub, even one that is gone.
+	sub.ReceiveSettings.ShutdownOptions = &pubsub.ShutdownOptions{Timeout: 10 * time.Second, Behavior: pubsub.ShutdownBehaviorNackImmediately}
 	err = sub.Receive(ctx, func(ctx context.Context, m *pubsub.Message) { s.handle(ctx, m) })
 	if err != nil && ctx.Err() == nil {
 		return gpubsub.Error("receive from "+s.Subscription, err)

@@ -71,7 +71,6 @@ type Entity struct {
 	// Identity is the first alert's identity; the workflow ID derives from it.
 	Identity string    `json:"i"`
 	Title    string    `json:"t,omitempty"`
-	Source   string    `json:"src,omitempty"`
 	Severity string    `json:"s"`
 	State    string    `json:"st"`
 	Admitted time.Time `json:"at"`
@@ -377,7 +376,7 @@ func (r *Room) open(now time.Time, h string, a intake.Alert) (*Entity, bool) {
 	r.Seq++
 	e := &Entity{
 		WorkflowID: wf, AlertID: a.AlertID, Identity: a.Identity,
-		Title: clip.String(a.Title, maxRoomTitle), Source: a.Source, Severity: a.Severity, State: intake.StateWaiting,
+		Title: clip.String(a.Title, maxRoomTitle), Severity: a.Severity, State: intake.StateWaiting,
 		Admitted: now, Seq: r.Seq, Alerts: 1, Members: []Member{{Hash: h, Severity: a.Severity, Count: a.Count, AlertHash: hashOf(a.AlertID)}},
 	}
 	if !r.Settings.NoGroup {

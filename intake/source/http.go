@@ -90,7 +90,7 @@ func (h *HTTP) alerts(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Retry-After", strconv.Itoa(int((res.RetryAfter+time.Second-1)/time.Second)))
 		reply(w, http.StatusTooManyRequests, Refused{res.Outcome.Message})
 	default:
-		h.Log.Info("alert taken", "alert_id", res.Alert.ID, "identity", res.Identity.Key, "outcome", res.Outcome.Kind, "workflow_id", res.Outcome.WorkflowID)
+		h.Log.Info("alert taken", "alert_id", res.Alert.ID, "envelopes", res.Envelopes, "identity", res.Identity.Key, "outcome", res.Outcome.Kind, "workflow_id", res.Outcome.WorkflowID)
 		reply(w, http.StatusAccepted, Accepted{AlertID: res.Alert.ID, WorkflowID: res.Outcome.WorkflowID, Outcome: res.Outcome.Kind,
 			Identity: res.Identity.Key, Message: res.Outcome.Message})
 	}

@@ -98,7 +98,7 @@ func (s *PubSub) handle(ctx context.Context, m *pubsub.Message) {
 		m.Nack()
 	default:
 		s.failing.reset()
-		log.Info("alert taken", "alert_id", res.Alert.ID, "identity", res.Identity.Key, "outcome", res.Outcome.Kind, "workflow_id", res.Outcome.WorkflowID)
+		log.Info("alert taken", "alert_id", res.Alert.ID, "envelopes", res.Envelopes, "identity", res.Identity.Key, "outcome", res.Outcome.Kind, "workflow_id", res.Outcome.WorkflowID)
 		m.Ack()
 	}
 }

@@ -78,6 +78,9 @@ func newIntakeEnv(t *testing.T, opts ...intakeOption) *intakeEnv {
 	e.env = setEnv(e.env, "TEMPORAL_TASK_QUEUE", e.queue)
 	e.env = setEnv(e.env, "PUBSUB_EMULATOR_HOST", host)
 	e.env = setEnv(e.env, "SLACK_WEBHOOK_URL", e.slack.URL+"/services/T000/B000/e2e-secret-hook")
+	// A Firestore database of its own: the alerts of a burst stay out of the
+	// other tests' alert lists.
+	e.env = setEnv(e.env, "FIRESTORE_DATABASE", "intake-"+e.nonce)
 	for _, o := range opts {
 		o(e)
 	}

@@ -63,6 +63,7 @@ func (r *run) answerDirectly(ctx workflow.Context, question string) error {
 		changed = r.reviewVerdict(ctx, question, res.Key)
 	}
 	r.Conclusion = boundedConclusion(text)
+	r.deliverAnswer(ctx, changed) // intake.go: the admission workflow, and a changed verdict delivered
 	r.emit(investigation.Event{Kind: investigation.EventConclusion, Text: r.Conclusion, Verdict: changed})
 	r.setDetails(ctx, "answered")
 	r.remember(question, r.Conclusion)

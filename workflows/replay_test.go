@@ -20,6 +20,7 @@ import (
 	"go.temporal.io/sdk/workflow"
 
 	"github.com/secops-agent/investigator/activities"
+	"github.com/secops-agent/investigator/intake"
 	"github.com/secops-agent/investigator/investigation"
 )
 
@@ -46,6 +47,10 @@ var fixturePaths = map[string][]string{
 	"ask-timeout.history.json":      {"ask_user timeout"},
 	"approval-timeout.history.json": {"plan-approval timeout"},
 	"failed-step.history.json":      {"failing step"},
+	// The intake (design/intake.md): an investigation it started, and the
+	// admission workflow.
+	"intake-investigation.history.json": {"arrivals", "verdict delivered", "admission told"},
+	"intake-admission.history.json":     {"admit", "investigation started", "arrivals signalled", "conclusions and closes"},
 
 	// Recorded before a direct answer's verdict was reviewed: the twin of
 	// steering-run2 for GetVersion "direct-answer-verdict".
@@ -87,6 +92,7 @@ func TestReplayRecordedHistories(t *testing.T) {
 			r := worker.NewWorkflowReplayer()
 			r.RegisterWorkflowWithOptions(Investigation, workflow.RegisterOptions{Name: investigation.WorkflowName})
 			r.RegisterWorkflowWithOptions(BigQueryAgent, workflow.RegisterOptions{Name: investigation.BigQueryWorkflowName})
+			r.RegisterWorkflowWithOptions(IntakeAdmission, workflow.RegisterOptions{Name: intake.AdmissionWorkflowName})
 			logger := tlog.NewStructuredLogger(slog.New(slog.DiscardHandler))
 			require.NoError(t, r.ReplayWorkflowHistoryWithOptions(logger, hist, worker.ReplayWorkflowHistoryOptions{
 				OriginalExecution: workflow.Execution{ID: started.GetWorkflowId(), RunID: started.GetOriginalExecutionRunId()},
@@ -214,6 +220,26 @@ func exercises(h *historypb.History, path string) bool {
 		return input("Conclude", `stopped by the analyst`)
 	case "child cancelled":
 		return typ(enumspb.EVENT_TYPE_REQUEST_CANCEL_EXTERNAL_WORKFLOW_EXECUTION_INITIATED) > 0
+	case "arrivals":
+		return count(func(e *historypb.HistoryEvent) bool {
+			return e.GetWorkflowExecutionSignaledEventAttributes().GetSignalName() == investigation.AlertsUpdate
+		}) > 0
+	case "verdict delivered":
+		return activity("PublishResult") > 0
+	case "admission told":
+		return signalled(h, investigation.ConcludedSignal) && signalled(h, investigation.ClosedSignal)
+	case "admit":
+		return typ(enumspb.EVENT_TYPE_WORKFLOW_EXECUTION_UPDATE_COMPLETED) > 0
+	case "investigation started":
+		return activity("StartInvestigation") > 0
+	case "arrivals signalled":
+		return signalled(h, investigation.AlertsUpdate)
+	case "conclusions and closes":
+		return count(func(e *historypb.HistoryEvent) bool {
+			return e.GetWorkflowExecutionSignaledEventAttributes().GetSignalName() == investigation.ConcludedSignal
+		}) > 0 && count(func(e *historypb.HistoryEvent) bool {
+			return e.GetWorkflowExecutionSignaledEventAttributes().GetSignalName() == investigation.ClosedSignal
+		}) > 0
 	case "sub-agent cut short":
 		return typ(enumspb.EVENT_TYPE_WORKFLOW_EXECUTION_CANCEL_REQUESTED) > 0 && activity("DeliverAnswer") > 0
 	case "child told to stop":
@@ -301,6 +327,16 @@ func firedTimer(h *historypb.History, prefix string) bool {
 			started[e.GetEventId()] = strings.HasPrefix(summary, prefix)
 		}
 		if f := e.GetTimerFiredEventAttributes(); f != nil && started[f.GetStartedEventId()] {
+			return true
+		}
+	}
+	return false
+}
+
+// signalled says whether a history sent the named signal to another workflow.
+func signalled(h *historypb.History, name string) bool {
+	for _, e := range h.Events {
+		if e.GetSignalExternalWorkflowExecutionInitiatedEventAttributes().GetSignalName() == name {
 			return true
 		}
 	}

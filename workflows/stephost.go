@@ -34,6 +34,7 @@ func (h *stepHost) modelTurn(ctx workflow.Context, iter int, key string, transcr
 		Transcript: transcript,
 		Final:      final,
 		Hints:      r.Steering.Hints,
+		Arrivals:   r.arrivals(), // intake.go
 	}
 	if h.step.ID == answerStepID {
 		in.Direct, in.Question, in.Language, in.History, in.Standing = true, r.Request, r.Input.Language, r.History, r.Verdict

@@ -80,6 +80,12 @@ func (h *stepHost) mustAnswer(ctx workflow.Context, _ int) string {
 	return h.r.exhausted(ctx)
 }
 
+// answersAsIs: once the analyst stopped the investigation, a step answers
+// from what it has, so the conclusion follows the stop at once.
+func (h *stepHost) answersAsIs(ctx workflow.Context) bool {
+	return h.r.Steering.StopReason != "" && ctx.Err() == nil && stopAnswersAtOnce(ctx)
+}
+
 // deadline is the end of the exchange's time budget; while the analyst is
 // asked something, the budget does not run and there is none.
 func (h *stepHost) deadline(ctx workflow.Context) (time.Time, bool) {

@@ -25,7 +25,10 @@ const ErrMalformedOutput = "MalformedModelOutput"
 // ErrAlertNotFound is the error type when the investigated alert is not stored.
 const ErrAlertNotFound = "AlertNotFound"
 
-type alertReader interface {
+type alertReader = AlertReader
+
+// AlertReader reads a stored alert by ID (the alert store or its cache).
+type AlertReader interface {
 	Get(ctx context.Context, id string) (alerts.Alert, error)
 }
 

@@ -105,6 +105,27 @@ func retryable(msg, errType string, e *upstream.Error) error {
 	})
 }
 
+// Temporal error types of a verdict's delivery (intake.go): a target
+// that cannot be reached now is retried, one that refused is not.
+const (
+	ErrDeliveryUnavailable = "DeliveryUnavailable"
+	ErrDeliveryRefused     = "DeliveryRefused"
+)
+
+// deliveryError maps a failed delivery (Slack, the results topic): a rate
+// limit is retried after its Retry-After, an unreachable target is retried,
+// a refusal (a revoked webhook, a missing topic) is not.
+func deliveryError(err error) error {
+	e, ok := upstream.As(err)
+	if !ok {
+		return err
+	}
+	if e.Kind.Retryable() {
+		return retryable(e.Message, ErrDeliveryUnavailable, e)
+	}
+	return temporal.NewNonRetryableApplicationError(e.Message, ErrDeliveryRefused, e.Cause)
+}
+
 // ErrTranscriptMissing is the error type of an activity that needs a
 // transcript entry the store does not hold: retrying cannot bring it back,
 // so the workflow runs the calls again instead.

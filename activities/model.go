@@ -321,15 +321,32 @@ const lostAnswer = "(this answer is no longer in the transcript store)"
 // answers reads the stored answers (model text) under keys, in order; an
 // answer the store lost reads as lostAnswer.
 func (m *Model) answers(ctx context.Context, session string, keys []string) ([]string, error) {
+	entries, err := m.getEach(ctx, session, keys)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]string, len(keys))
+	for i, e := range entries {
+		out[i] = lostAnswer
+		if e != nil {
+			out[i] = e.Text
+		}
+	}
+	return out, nil
+}
+
+// getEach reads the entries under keys, in order, with nil for an entry the
+// store lost.
+func (m *Model) getEach(ctx context.Context, session string, keys []string) ([]*transcript.Entry, error) {
 	entries, err := m.Transcript.GetAll(ctx, session, keys)
 	var missing *transcript.MissingError
 	if err != nil && !errors.As(err, &missing) {
 		return nil, err
 	}
-	out := make([]string, len(keys))
+	out := make([]*transcript.Entry, len(keys))
 	if err == nil {
-		for i, e := range entries {
-			out[i] = e.Text
+		for i := range entries {
+			out[i] = &entries[i]
 		}
 		return out, nil
 	}
@@ -337,11 +354,10 @@ func (m *Model) answers(ctx context.Context, session string, keys []string) ([]s
 		e, err := m.Transcript.GetAll(ctx, session, []string{k})
 		switch {
 		case errors.As(err, &missing):
-			out[i] = lostAnswer
 		case err != nil:
 			return nil, err
 		default:
-			out[i] = e[0].Text
+			out[i] = &e[0]
 		}
 	}
 	return out, nil

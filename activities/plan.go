@@ -34,6 +34,7 @@ func (a *Activities) GeneratePlan(ctx context.Context, in PlanInput) (PlanOutput
 		"MaxSteps":   in.MaxSteps,
 		"Example":    planExample,
 		"Hints":      in.Hints,
+		"Arrivals":   arrivalsSection(in.Arrivals), // arrivals.go
 		"ActivePlan": planText(in.ActivePlan),
 		"Feedback":   in.Feedback,
 		"Previous":   planText(in.Previous),

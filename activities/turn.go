@@ -49,6 +49,7 @@ func (a *Activities) ModelTurn(ctx context.Context, in TurnInput) (TurnOutput, e
 		"StepHeading": prompt.StepHeading,
 		"Final":       in.Final,
 		"Hints":       in.Hints,
+		"Arrivals":    arrivalsSection(in.Arrivals), // arrivals.go
 		"NoTools":     !in.Direct && len(in.Step.Tools) == 0,
 		"RefIDArg":    toolcall.RefIDArg,
 		"RefPrefix":   toolcall.RefPrefix,

@@ -22,6 +22,8 @@ type PlanInput struct {
 	Feedback string     `json:"feedback,omitempty"`
 	Previous *plan.Plan `json:"previous,omitempty"`
 	Hints    []string   `json:"hints,omitempty"`
+	// Arrivals are alerts that arrived for the investigation (the intake).
+	Arrivals investigation.ArrivalBatch `json:"arrivals,omitzero"`
 }
 
 // PlanOutput is a checked, executable plan plus notes on what was repaired.
@@ -81,6 +83,8 @@ type TurnInput struct {
 	// Standing is the verdict a direct answer is given (ReviewVerdict then
 	// decides whether the answer changed it).
 	Standing *investigation.Verdict `json:"standing,omitempty"`
+	// Arrivals are alerts that arrived for the investigation (the intake).
+	Arrivals investigation.ArrivalBatch `json:"arrivals,omitzero"`
 }
 
 // TurnOutput is the model's answer for one turn: text, calls, or both.

@@ -53,6 +53,19 @@ func (c *Client) FollowAnswer(ctx context.Context, r Renderer, id, question stri
 	return c.followTurn(ctx, r, id, after, until)
 }
 
+// FollowStop renders the events that follow a stop (ack, from Steer) until
+// the conclusion it leads to, then the totals; a stop while idle closes the
+// investigation, which then ends the following with its last conclusion.
+func (c *Client) FollowStop(ctx context.Context, r Renderer, id string, ack investigation.Ack) error {
+	after := ack.Seq
+	if ack.Seq == 0 { // recorded by an earlier run: follow from now
+		if st, err := c.src.status(ctx, id); err == nil {
+			after = st.LastSeq
+		}
+	}
+	return c.followTurn(ctx, r, id, after, firstConclusion)
+}
+
 // turnConclusion is met by the conclusion of the turn that answers
 // question: the first conclusion after the turn event that carries the
 // question (turns run one after the other, so it is that turn's).

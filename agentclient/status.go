@@ -112,6 +112,7 @@ func RenderStatus(w io.Writer, id, run string, st investigation.Status, prices p
 		}
 	}
 	section("Queued follow-up questions", st.FollowUps)
+	printIntake(w, st.Intake) // intake.go
 	fmt.Fprintf(w, "\n%d events, %s\n", st.LastSeq, spendText(st.Spend, prices))
 	switch st.Phase {
 	case investigation.PhaseAwaitingApproval:

@@ -734,23 +734,35 @@ fetch(%q, {method: 'POST', credentials: 'include',
 		require.True(t, time.Now().Before(deadline), "the decode never reached the codec server: %s", codecLog.String())
 		time.Sleep(100 * time.Millisecond)
 	}
-	title, err := chromedp.Run(ctx, chromedp.Evaluate[string](`document.title`))
-	require.NoError(t, err)
+	title := pageEval(ctx, t, `document.title`, func(string) bool { return true })
 	require.NotEqual(t, "status:200", title, "decoded before the sign-in")
 	// The sign-in: the browser answers the Basic challenge of GET / (here
 	// from the URL; a person types it into the browser's prompt).
 	signIn := strings.Replace(endpoint, "http://", "http://analyst:"+token+"@", 1) + "/"
 	require.NoError(t, chromedp.Do(ctx, chromedp.Navigate(signIn)))
-	body, err := chromedp.Run(ctx, chromedp.Evaluate[string](`document.body.innerText`))
-	require.NoError(t, err)
+	body := pageEval(ctx, t, `document.body ? document.body.innerText : ''`, func(s string) bool { return strings.Contains(s, "Signed in") })
 	require.Contains(t, body, "Signed in")
 	require.NoError(t, chromedp.Do(ctx, chromedp.Navigate(ui.URL+"/")))
-	ok, err := chromedp.Run(ctx, chromedp.Poll[bool](`document.title.startsWith('status:') || document.title.startsWith('error:')`,
-		chromedp.WithPollingTimeout(0), chromedp.WithPollingInterval(100*time.Millisecond)))
-	require.NoError(t, err)
-	require.True(t, ok)
-	title, err = chromedp.Run(ctx, chromedp.Evaluate[string](`document.title`))
-	require.NoError(t, err)
+	title = pageEval(ctx, t, `document.title`, func(s string) bool { return strings.HasPrefix(s, "status:") || strings.HasPrefix(s, "error:") })
 	require.Equal(t, "status:200", title, "the decode carries the token after the sign-in")
 	t.Logf("REPORT codec token from a browser: refused before the sign-in, 200 after (Basic credentials sent with credentials: 'include')")
+}
+
+// pageEval evaluates expr in the page until done accepts the value or a
+// minute passes. A navigation can swap the document under a read (the browser
+// answers a Basic challenge by loading the page again), which fails it with
+// "Cannot find context with specified id"; such a read is tried again.
+func pageEval(ctx context.Context, t *testing.T, expr string, done func(string) bool) string {
+	t.Helper()
+	deadline := time.Now().Add(time.Minute)
+	var v string
+	var err error
+	for time.Now().Before(deadline) {
+		if v, err = chromedp.Run(ctx, chromedp.Evaluate[string](expr)); err == nil && done(v) {
+			return v
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	require.NoError(t, err)
+	return v
 }

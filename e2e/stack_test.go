@@ -46,8 +46,8 @@ var (
 )
 
 // stackBin returns a directory holding worker and starter (the ones TestMain
-// built), gemini-standin, which the stack starts without credentials, and
-// stack, the supervisor.
+// built), gemini-standin, which the stack starts without credentials,
+// slack-receiver (the intake's verdicts) and stack, the supervisor.
 func stackBin(t *testing.T) string {
 	t.Helper()
 	standinOnce.Do(func() {
@@ -55,10 +55,10 @@ func stackBin(t *testing.T) string {
 		if standinErr = os.MkdirAll(dir, 0o755); standinErr != nil {
 			return
 		}
-		build := exec.Command("go", "build", "-o", dir+"/", "./cmd/gemini-standin", "./cmd/stack")
+		build := exec.Command("go", "build", "-o", dir+"/", "./cmd/gemini-standin", "./cmd/stack", "./cmd/slack-receiver")
 		build.Dir = ".."
 		if out, err := build.CombinedOutput(); err != nil {
-			standinErr = fmt.Errorf("build gemini-standin and stack: %v\n%s", err, out)
+			standinErr = fmt.Errorf("build gemini-standin, stack and slack-receiver: %v\n%s", err, out)
 			return
 		}
 		for _, name := range []string{"worker", "starter"} {
@@ -84,7 +84,7 @@ func newLocalStack(t *testing.T) *localStack {
 	require.NoError(t, err)
 	s := &localStack{root: root, data: t.TempDir(), bin: stackBin(t), ports: map[string]int{}}
 	used := map[int]bool{}
-	for _, name := range []string{"TEMPORAL", "TEMPORAL_UI", "FIRESTORE", "STANDIN", "BIGQUERY", "BIGQUERY_GRPC", "CODEC"} {
+	for _, name := range []string{"TEMPORAL", "TEMPORAL_UI", "FIRESTORE", "STANDIN", "BIGQUERY", "BIGQUERY_GRPC", "CODEC", "PUBSUB", "SLACK", "INTAKE"} {
 		for {
 			p, err := testenv.FreePort()
 			require.NoError(t, err)
@@ -124,7 +124,8 @@ func dropFromStackEnv(k string) bool {
 	case "TEMPORAL_CLI", "BIGQUERY_EMULATOR":
 		return true // set from testenv
 	case "GEMINI_API_KEY", "GOOGLE_API_KEY", "GOOGLE_GEMINI_BASE_URL", "GOOGLE_GENAI_USE_VERTEXAI",
-		"GOOGLE_CLOUD_PROJECT", "PAYLOAD_KEY_FILE", "ALERT", "INVESTIGATE_TEARDOWN", "INVESTIGATE_USER_CWD":
+		"GOOGLE_CLOUD_PROJECT", "PAYLOAD_KEY_FILE", "ALERT", "INVESTIGATE_TEARDOWN", "INVESTIGATE_USER_CWD",
+		"PUBSUB_EMULATOR_HOST", "SLACK_WEBHOOK_URL":
 		return true
 	}
 	for _, prefix := range []string{"TEMPORAL_", "FIRESTORE_", "BIGQUERY_", "STACK_"} {
@@ -279,7 +280,7 @@ func TestInvestigateLeavesStackUp(t *testing.T) {
 	require.Contains(t, end.ask, id)
 
 	pids := s.recordedPids(t)
-	for _, name := range []string{"temporal", "firestore", "bigquery", "gemini-standin", "worker"} {
+	for _, name := range []string{"temporal", "firestore", "bigquery", "gemini-standin", "worker", "pubsub", "slack-receiver", "intake"} {
 		require.Contains(t, pids, name, "investigate did not record %s", name)
 	}
 	status := s.stack(t, time.Minute, nil, "status")

@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"strings"
 	"sync"
@@ -51,26 +52,29 @@ func (m *slowModel) after(t time.Time) map[string]int {
 	return n
 }
 
-// TestStopWithTheSubAgentRunning: a slow model (1 s a call) and a sub-agent
-// that would take ten turns. `starter stop` cuts the child short: after the
-// stop, the model is asked only for what concluding needs (the child's
-// answer from what it has, the step's answer, the conclusion), not the
-// child's remaining turns.
-func TestStopWithTheSubAgentRunning(t *testing.T) {
-	m := &slowModel{delay: time.Second}
-	if d, err := time.ParseDuration(os.Getenv("E2E_SLOW_MODEL")); err == nil {
-		m.delay = d // E2E_SLOW_MODEL=4s measures the stop with the issue's 4 s model
-	}
-	childStarted := make(chan struct{})
-	var once sync.Once
-	model.use(t, func(r *geminitest.Request) geminitest.Reply {
+// subAgentScript is a model for an investigation whose two steps ask the
+// BigQuery sub-agent, which would take ten turns of one query each: it
+// answers every generateContent request after m.delay and records its
+// phase; childTurn(n) runs when the sub-agent's n-th (non-final) turn
+// arrives.
+func subAgentScript(m *slowModel, childTurn func(n int)) geminitest.Handler {
+	var mu sync.Mutex
+	turns := 0
+	return func(r *geminitest.Request) geminitest.Reply {
 		if r.Method != geminitest.MethodGenerateContent {
 			vec := make([]float32, 768)
 			vec[0] = 1
 			return geminitest.Embeddings(vec)
 		}
-		time.Sleep(m.delay)
 		child := strings.Contains(strings.Join(r.FunctionNames(), ","), "bigquery_query")
+		if child && !finalTurn(r) {
+			mu.Lock()
+			turns++
+			n := turns
+			mu.Unlock()
+			childTurn(n)
+		}
+		time.Sleep(m.delay)
 		switch {
 		case r.Phase() == geminitest.PhasePlan:
 			m.record("plan")
@@ -91,34 +95,52 @@ func TestStopWithTheSubAgentRunning(t *testing.T) {
 			return geminitest.Text("answered from what it had")
 		case child:
 			m.record("child turn")
-			once.Do(func() { close(childStarted) })
 			return geminitest.Calls(&genai.FunctionCall{Name: "bigquery_query", Args: map[string]any{
-				"sql": "SELECT COUNT(*) AS n FROM `security_logs.auth_events` WHERE source_ip = '198.51.100.23'"}})
+				"sql": fmt.Sprintf("SELECT COUNT(*) AS n FROM `security_logs.auth_events` WHERE source_ip = '198.51.100.%d'", len(r.Contents))}})
 		case len(r.FunctionResponses()) == 0 && !finalTurn(r):
 			m.record("step turn")
 			return geminitest.Calls(&genai.FunctionCall{Name: "bigquery_agent", Args: map[string]any{"request": "Count SSH logins from 198.51.100.23."}})
 		}
 		m.record("step final")
 		return geminitest.Text("cut short")
-	})
+	}
+}
+
+// TestStopWithTheSubAgentRunning: a slow model (1 s a call) and a sub-agent
+// that would take ten turns. `starter stop` reaches the child as a signal:
+// its model turn in flight finishes, and then neither the child nor the
+// step asks the model anything (each answers from what it has): the only
+// model call after the stop is the conclusion, which `starter stop` prints.
+func TestStopWithTheSubAgentRunning(t *testing.T) {
+	m := &slowModel{delay: time.Second}
+	if d, err := time.ParseDuration(os.Getenv("E2E_SLOW_MODEL")); err == nil {
+		m.delay = d // E2E_SLOW_MODEL=4s measures the stop with the issue's 4 s model
+	}
+	inFlight := make(chan struct{})
+	var once sync.Once
+	model.use(t, subAgentScript(m, func(n int) {
+		if n == 2 { // the child's second model turn has just started: all of it is in flight at the stop
+			once.Do(func() { close(inFlight) })
+		}
+	}))
 	res := starter(t, nil, "investigate", "--alert", exampleAlert, "--detach")
 	require.Equal(t, 0, res.code, res.stderr)
 	id := workflowIDFrom(t, res.stdout)
 	select {
-	case <-childStarted:
+	case <-inFlight:
 	case <-time.After(time.Minute):
 		w := starter(t, nil, "watch", id)
-		t.Fatalf("the sub-agent never started:\n%s\n%s", w.stdout, w.stderr)
+		t.Fatalf("the sub-agent never took a second turn:\n%s\n%s", w.stdout, w.stderr)
 	}
-	time.Sleep(2 * time.Second) // the child is in its loop
 	// A hint by signal (as `temporal workflow signal` sends it) reaches the
 	// same handler as the update.
 	require.NoError(t, tc.SignalWorkflow(context.Background(), id, "", investigation.UpdateHint, "Signalled: deploy is a CI account."))
 	stopped := time.Now()
 	stop := starter(t, nil, "stop", id, "enough")
 	require.Equal(t, 0, stop.code, stop.stderr)
+	printed := time.Since(stopped)
+	require.Contains(t, stop.stdout, "stopped early", "starter stop prints the conclusion")
 	closed := waitClosed(t, id)
-	took := closed.Sub(stopped)
 	var st investigation.Status
 	q, err := tc.QueryWorkflow(context.Background(), id, "", investigation.StatusQuery)
 	require.NoError(t, err)
@@ -126,16 +148,74 @@ func TestStopWithTheSubAgentRunning(t *testing.T) {
 
 	after := m.after(stopped)
 	require.LessOrEqual(t, after["child turn"], 1, "at most the child turn in flight at the stop: no new ones (%v)", after)
-	require.Equal(t, 1, after["child final"], "the child answers once from what it has (%v)", after)
+	require.Zero(t, after["child final"], "the child answers from what it has, without a model call (%v)", after)
+	require.Zero(t, after["step final"]+after["step turn"], "the step answers from what it has, without a model call (%v)", after)
 	require.Equal(t, 1, after["conclude"], "%v", after)
 	require.Zero(t, after["introspect"], "a session cut short is not learned from")
 	require.Zero(t, after["reflect"], "a stopped step is not reflected on")
 	require.Contains(t, st.StopReason, "stopped by the analyst")
 	require.Contains(t, st.Hints, "Signalled: deploy is a CI account.")
+	child := id + "-bq-t1-step_1-i1-c1"
+	d, err := tc.DescribeWorkflowExecution(context.Background(), child, "")
+	require.NoError(t, err)
+	require.Equal(t, enums.WORKFLOW_EXECUTION_STATUS_COMPLETED, d.GetWorkflowExecutionInfo().GetStatus(), "a stopped child answers: it is not cancelled")
 	saveHistory(t, history(t, id), "stop.history.json")
-	saveHistory(t, history(t, id+"-bq-t1-step_1-i1-c1"), "stop-child.history.json")
-	t.Logf("REPORT stop with the sub-agent running: %s from `starter stop` to the closed investigation with a %s model (model calls after the stop: %v)",
-		took.Round(100*time.Millisecond), m.delay, after)
+	saveHistory(t, history(t, child), "stop-child.history.json")
+	t.Logf("REPORT stop with the sub-agent running: `starter stop` printed the conclusion %s after it started (investigation closed %s after) with a %s model (model calls after the stop: %v)",
+		printed.Round(100*time.Millisecond), closed.Sub(stopped).Round(100*time.Millisecond), m.delay, after)
+}
+
+// TestCancelWithTheSubAgentRunning: `starter cancel` while the sub-agent's
+// model turn is in flight ends the investigation and its child as Canceled,
+// and the model server receives no request after the cancel: no final turn
+// in the child, no answer from what it had, no conclusion.
+func TestCancelWithTheSubAgentRunning(t *testing.T) {
+	m := &slowModel{delay: 200 * time.Millisecond}
+	inFlight := make(chan struct{})
+	release := make(chan struct{})
+	var once sync.Once
+	model.use(t, subAgentScript(m, func(n int) {
+		if n == 2 { // the child's second turn waits for the cancel
+			once.Do(func() { close(inFlight) })
+			select {
+			case <-release:
+			case <-time.After(time.Minute):
+			}
+		}
+	}))
+	defer func() {
+		select {
+		case <-release:
+		default:
+			close(release)
+		}
+	}()
+	res := starter(t, nil, "investigate", "--alert", exampleAlert, "--detach")
+	require.Equal(t, 0, res.code, res.stderr)
+	id := workflowIDFrom(t, res.stdout)
+	select {
+	case <-inFlight:
+	case <-time.After(time.Minute):
+		w := starter(t, nil, "watch", id)
+		t.Fatalf("the sub-agent's second turn never came:\n%s\n%s", w.stdout, w.stderr)
+	}
+	child := id + "-bq-t1-step_1-i1-c1"
+	before := len(modelSrv.Requests())
+	c := starter(t, nil, "cancel", id)
+	require.Equal(t, 0, c.code, c.stderr)
+	waitClosed(t, id)
+	waitClosed(t, child)
+	close(release) // the cancelled request returns; nothing may follow it
+	time.Sleep(3 * time.Second)
+	for _, wf := range []string{id, child} {
+		d, err := tc.DescribeWorkflowExecution(context.Background(), wf, "")
+		require.NoError(t, err)
+		require.Equal(t, enums.WORKFLOW_EXECUTION_STATUS_CANCELED, d.GetWorkflowExecutionInfo().GetStatus(), "%s ends as Canceled", wf)
+	}
+	require.Equal(t, before, len(modelSrv.Requests()), "no model request after the cancel (%v)", m.after(time.Time{}))
+	saveHistory(t, history(t, id), "cancel.history.json")
+	saveHistory(t, history(t, child), "cancel-child.history.json")
+	t.Logf("REPORT cancel with the sub-agent running: parent and child Canceled, no model request after the cancel (%d before it, this test's and earlier ones')", before)
 }
 
 // TestWorkerKilledDuringAToolCall kills the worker (SIGKILL) while a

@@ -1,7 +1,6 @@
 package e2e
 
 import (
-	"context"
 	"fmt"
 	"slices"
 	"strings"
@@ -10,7 +9,6 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
-	"go.temporal.io/api/enums/v1"
 	"google.golang.org/genai"
 
 	"github.com/secops-agent/investigator/gemini/geminitest"
@@ -39,7 +37,7 @@ func TestTelemetry(t *testing.T) {
 		t.Helper()
 		require.NoError(t, stopWorker(sig))
 		require.NoError(t, startWorkerEnv(env))
-		waitPolling(t, workerCmd.Process.Pid)
+		waitPolling(t)
 	}
 	restart(syscall.SIGKILL, workerEnv) // it may not have set up its signal handler yet
 	t.Cleanup(func() { restart(syscall.SIGTERM, stack) })
@@ -215,26 +213,6 @@ func TestTelemetry(t *testing.T) {
 	require.Positive(t, rcv.Total("gen_ai.client.token.usage", nil))
 	t.Logf("REPORT model calls %d = GenAI spans %d (1 failed); embeddings %d; investigations counted %v",
 		calls, modelSpans, embedSpans, rcv.Total(investigation.MetricInvestigations, nil))
-}
-
-// waitPolling waits until the worker process pid polls its task queue (it
-// has set up its signal handler by then).
-func waitPolling(t *testing.T, pid int) {
-	t.Helper()
-	prefix := fmt.Sprint(pid) + "@"
-	deadline := time.Now().Add(60 * time.Second)
-	for time.Now().Before(deadline) {
-		resp, err := tc.DescribeTaskQueue(context.Background(), investigation.DefaultQueue, enums.TASK_QUEUE_TYPE_WORKFLOW)
-		if err == nil {
-			for _, p := range resp.GetPollers() {
-				if strings.HasPrefix(p.GetIdentity(), prefix) {
-					return
-				}
-			}
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
-	t.Fatalf("worker %d does not poll", pid)
 }
 
 // waitReceived waits until the receiver has what got looks for.

@@ -142,6 +142,8 @@ type Input struct {
 	// registered when the investigation started; the workflow sets only
 	// those (setting an unregistered one would fail its workflow task).
 	SearchAttributes []string `json:"search_attributes,omitempty"`
+	// Intake is set when the intake started the investigation (intake.go).
+	Intake *IntakeInput `json:"intake,omitempty"`
 }
 
 // Message is one entry of the conversation history kept across turns.

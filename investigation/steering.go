@@ -65,4 +65,6 @@ type Status struct {
 	// VerdictHistory is the verdict of each exchange that set or changed
 	// it, oldest first (the latest ones only: State bounds it).
 	VerdictHistory []VerdictChange `json:"verdict_history,omitempty"`
+	// Intake is set for an investigation the intake started or that alerts arrived for.
+	Intake *IntakeStatus `json:"intake,omitempty"`
 }

@@ -271,6 +271,30 @@ setup_chromium() {
 	log "Chromium: $(command -v chromium)"
 }
 
+# The Pub/Sub emulator runs the intake's tests and the local stack's
+# topics (issue 20). The gcloud CLI finds it in its platform directory.
+setup_pubsub_emulator() {
+	local gcloud root
+	gcloud=$(command -v gcloud 2>/dev/null) || return 0 # check_firestore_emulator named gcloud already
+	root=$(dirname "$(dirname "$(readlink -f "$gcloud")")")
+	if [[ -d "$root/platform/pubsub-emulator" ]]; then
+		log "Pub/Sub emulator: $root/platform/pubsub-emulator"
+		return 0
+	fi
+	if ! command -v apt-get >/dev/null 2>&1 || [[ "$(id -u)" != 0 ]]; then
+		fail "the Pub/Sub emulator is not installed in $root (the intake's tests and the local stack need it); install it with: sudo apt-get install -y google-cloud-cli-pubsub-emulator"
+	fi
+	log "installing the Pub/Sub emulator with apt-get (google-cloud-cli-pubsub-emulator)"
+	if ! DEBIAN_FRONTEND=noninteractive apt-get install -y -q google-cloud-cli-pubsub-emulator </dev/null >/dev/null; then
+		log "apt-get install failed; refreshing the package lists and retrying"
+		DEBIAN_FRONTEND=noninteractive apt-get update -q </dev/null >/dev/null &&
+			DEBIAN_FRONTEND=noninteractive apt-get install -y -q google-cloud-cli-pubsub-emulator </dev/null >/dev/null ||
+			fail "could not install google-cloud-cli-pubsub-emulator with apt-get"
+	fi
+	[[ -d "$root/platform/pubsub-emulator" ]] || fail "google-cloud-cli-pubsub-emulator is installed but $root/platform/pubsub-emulator is missing"
+	log "Pub/Sub emulator: $root/platform/pubsub-emulator"
+}
+
 check_misc() {
 	command -v curl >/dev/null 2>&1 || fail "curl is not on PATH (used to probe the local services)."
 }
@@ -282,6 +306,7 @@ main() {
 	check_misc
 	# Fail fast on what cannot be installed from here, before the long build.
 	check_firestore_emulator
+	setup_pubsub_emulator
 	take_lock
 	setup_temporal_cli
 	setup_bigquery_emulator

@@ -80,7 +80,7 @@ func (a *app) alertCommand() *cobra.Command {
 			}
 			return errors.Join(errs...)
 		},
-	}, list, &cobra.Command{
+	}, list, a.alertPublishCommand(), &cobra.Command{
 		Use:   "show ID",
 		Short: "Show one stored alert as JSON",
 		Args:  cobra.ExactArgs(1),

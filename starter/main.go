@@ -151,6 +151,6 @@ GOOGLE_CLOUD_LOCATION, GOOGLE_GEMINI_BASE_URL and GEMINI_MODEL.`,
 	root.AddCommand(a.investigateCommand(), a.watchCommand(), a.statusCommand(), a.cancelCommand())
 	root.AddCommand(a.steerCommands()...)
 	root.AddCommand(a.alertCommand(), a.toolsCommand(), a.treeCommand(), a.memoryCommand())
-	root.AddCommand(a.codecServerCommand(), a.evalCommand())
+	root.AddCommand(a.codecServerCommand(), a.evalCommand(), a.intakeCommand())
 	return root
 }

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -8,6 +9,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/secops-agent/investigator/agentclient"
 	"github.com/secops-agent/investigator/investigation"
 )
 
@@ -69,16 +71,25 @@ func (a *app) steerCommands() []*cobra.Command {
 	answer.Flags().StringVar(&questionID, "question", "", "ID of the question to answer, e.g. q-1 (default: the oldest pending one)")
 	stop := &cobra.Command{
 		Use:   `stop ID ["reason"]`,
-		Short: "Stop an investigation early: it concludes from what it found so far",
-		Args:  idArgs("an investigation ID and optionally a reason", 0, 1, ""),
+		Short: "Stop an investigation early and print the conclusion it draws from what it found so far",
+		Long: `Stops an investigation: calls in flight are cut short (a model call in flight
+finishes), its BigQuery sub-agents answer from what they have, each running
+step answers from what it has without another model call, and the
+investigation concludes at once. This prints the progress that follows the
+stop and the conclusion (--json: as JSON lines, as starter watch --json
+does); --detach only sends the stop. A stop while the investigation waits
+for follow-up questions closes it.`,
+		Args: idArgs("an investigation ID and optionally a reason", 0, 1, ""),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			reason := ""
 			if len(args) > 1 {
 				reason = strings.TrimSpace(args[1])
 			}
-			return a.sendAndPrint(cmd, args[0], investigation.UpdateStop, "stop request", reason)
+			return a.stop(cmd, args[0], reason, detach, asJSON)
 		},
 	}
+	stop.Flags().BoolVar(&detach, "detach", false, "send the stop and exit without following the conclusion")
+	stop.Flags().BoolVar(&asJSON, "json", false, "print each new event, and the totals last, as one JSON line")
 	ask := &cobra.Command{
 		Use:   `ask ID "question"`,
 		Short: "Ask an investigation a follow-up question and follow its answer live",
@@ -121,23 +132,42 @@ func printAck(w io.Writer, ack investigation.Ack, noun string) {
 	fmt.Fprintln(w, msg)
 }
 
+// stop sends a stop, then follows the investigation from the event that
+// recorded it until the conclusion it leads to.
+func (a *app) stop(cmd *cobra.Command, id, reason string, detach, asJSON bool) error {
+	return a.steerAndFollow(cmd, id, investigation.UpdateStop, "stop request", reason, detach, asJSON,
+		func(ctx context.Context, c *agentclient.Client, r agentclient.Renderer, ack investigation.Ack) error {
+			return c.FollowStop(ctx, r, id, ack)
+		})
+}
+
 // ask sends a follow-up question, then follows the investigation from the
 // event after the one that recorded it until that question's conclusion.
 func (a *app) ask(cmd *cobra.Command, id, question string, detach, asJSON bool) error {
+	return a.steerAndFollow(cmd, id, investigation.UpdateAsk, "question", question, detach, asJSON,
+		func(ctx context.Context, c *agentclient.Client, r agentclient.Renderer, ack investigation.Ack) error {
+			return c.FollowAnswer(ctx, r, id, question, ack)
+		})
+}
+
+// steerAndFollow sends one input and prints the acknowledgement, then
+// follows what comes of it, unless detach (which prints how to follow it).
+func (a *app) steerAndFollow(cmd *cobra.Command, id, name, noun, arg string, detach, asJSON bool,
+	follow func(context.Context, *agentclient.Client, agentclient.Renderer, investigation.Ack) error) error {
 	ctx, out := cmd.Context(), info(cmd, asJSON)
 	c, err := a.dial()
 	if err != nil {
 		return err
 	}
 	defer c.Close()
-	ack, err := c.Steer(ctx, id, investigation.UpdateAsk, "question", question)
+	ack, err := c.Steer(ctx, id, name, noun, arg)
 	if err != nil {
 		return err
 	}
-	printAck(out, ack, "question")
+	printAck(out, ack, noun)
 	if detach {
 		fmt.Fprintf(out, "Follow it with: starter watch %s --from %d\n", id, max(ack.Seq, 1))
 		return nil
 	}
-	return c.FollowAnswer(ctx, a.renderer(cmd, id, asJSON), id, question, ack)
+	return follow(ctx, c, a.renderer(cmd, id, asJSON), ack)
 }

@@ -35,6 +35,8 @@ type settings struct {
 	EmbeddingModel string             `json:"embedding_model,omitempty"`
 	PayloadKeyIDs  []string           `json:"payload_key_ids,omitempty"`
 	IntelRates     map[string]float64 `json:"intel_rates,omitempty"`
+	// Slack says the worker delivers verdicts to Slack (SLACK_WEBHOOK_URL).
+	Slack bool `json:"slack,omitempty"`
 }
 
 // fingerprint is 12 hex digits of the settings' SHA-256.

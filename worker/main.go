@@ -22,6 +22,7 @@ import (
 	"github.com/secops-agent/investigator/alerts"
 	"github.com/secops-agent/investigator/config"
 	"github.com/secops-agent/investigator/gemini"
+	"github.com/secops-agent/investigator/intake"
 	"github.com/secops-agent/investigator/intel"
 	"github.com/secops-agent/investigator/investigation"
 	"github.com/secops-agent/investigator/telemetry"
@@ -119,7 +120,9 @@ func newCommand() *cobra.Command {
 			if keys != nil {
 				keyIDs = keys.IDs()
 			}
-			fp := workerSettings(registry, sub, gc.Model, bc.EmbeddingModel, keyIDs, rates).fingerprint()
+			ws := workerSettings(registry, sub, gc.Model, bc.EmbeddingModel, keyIDs, rates)
+			ws.Slack = config.Env("", "SLACK_WEBHOOK_URL") != "" // intake.go: where verdicts go
+			fp := ws.fingerprint()
 			c, err := agentclient.DialTemporal(tc, logger, tel)
 			if err != nil {
 				return err
@@ -140,7 +143,13 @@ func newCommand() *cobra.Command {
 			endpoint := gemini.Describe(llm, gc.Model)
 			model := &activities.Model{LLM: llm.Models, Name: gc.Model, Transcript: transcript.NewCache(transcript.NewStore(fs), transcriptCache),
 				Calls: tel.ModelCalls(provider(endpoint), host(endpoint.BaseURL), table)}
-			inv := &activities.Activities{Model: model, Endpoint: endpoint, Tools: registry, Alerts: alerts.NewCache(store, alertCache)}
+			alertReader := alerts.NewCache(store, alertCache)
+			inv := &activities.Activities{Model: model, Endpoint: endpoint, Tools: registry, Alerts: alertReader}
+			intakeActs, closeIntake, err := intakeActivities(c, tc, alertReader)
+			if err != nil {
+				return err
+			}
+			defer closeIntake()
 			w := worker.New(c, tc.TaskQueue, worker.Options{
 				// A deploy (SIGTERM) lets the model calls in flight finish
 				// rather than pay for them twice.
@@ -166,6 +175,7 @@ func newCommand() *cobra.Command {
 			w.RegisterWorkflowWithOptions(workflows.Investigation, workflow.RegisterOptions{Name: investigation.WorkflowName})
 			w.RegisterWorkflowWithOptions(workflows.ToolCatalog, workflow.RegisterOptions{Name: investigation.CatalogWorkflowName})
 			w.RegisterWorkflowWithOptions(workflows.BigQueryAgent, workflow.RegisterOptions{Name: investigation.BigQueryWorkflowName})
+			w.RegisterActivity(intakeActs) // the deliveries of the intake's investigations
 			if sub != nil {
 				sub.Model, sub.Embedder, sub.Memories = model, llm.Models, memory.NewStore(fs)
 				w.RegisterActivity(sub)
@@ -197,6 +207,18 @@ func newCommand() *cobra.Command {
 				logger.Warn("learned memories are approved without review (--auto-approve-memories): " + config.AutoApproveRisk +
 					"; see them with starter memory list, remove one with starter memory reject ID")
 			}
+			// The intake's admission workflow and its starts have a queue of
+			// their own (intake.go).
+			aw := worker.New(c, intake.AdmissionQueue(tc.TaskQueue), worker.Options{
+				WorkerStopTimeout: wc.StopTimeout, DeploymentOptions: deployment(wc), Identity: identity(fp),
+				Interceptors: []interceptor.WorkerInterceptor{activities.Heartbeats()},
+			})
+			aw.RegisterWorkflowWithOptions(workflows.IntakeAdmission, workflow.RegisterOptions{Name: intake.AdmissionWorkflowName})
+			aw.RegisterActivity(intakeActs)
+			if err := aw.Start(); err != nil {
+				return fmt.Errorf("start the intake's admission worker: %w", err)
+			}
+			defer aw.Stop()
 			logger.Info("worker starting", "temporal", tc.Address, "namespace", tc.Namespace, "task_queue", tc.TaskQueue, "settings", fp,
 				"model", gc.Model, "tools", registry.Names(), "disabled_tools", len(disabled))
 			if err := w.Run(worker.InterruptCh()); err != nil {

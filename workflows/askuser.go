@@ -1,6 +1,7 @@
 package workflows
 
 import (
+	"cmp"
 	"encoding/json"
 	"fmt"
 	"strings"
@@ -45,14 +46,19 @@ func (r *run) askUser(ctx workflow.Context, c toolcall.Call, label string) workf
 			r.Budget.Waited += workflow.Now(ctx).Sub(r.Budget.WaitStart)
 			r.Phase = investigation.PhaseExecuting
 		}
-		if err != nil { // the turn was cut short: the question is withdrawn
-			q.Answered = true
-			r.emit(investigation.Event{Kind: investigation.EventAnswer, Step: label, Text: "withdrawn: the step was cut short", QuestionID: q.ID})
-			settle.SetError(err)
-			return
-		}
 		result := map[string]any{"answer": q.Answer}
-		if !got || !q.Answered {
+		if err != nil || !q.Answered && r.Steering.StopReason != "" {
+			// The turn was cut short (a stop, a spent budget) or the
+			// investigation stopped: the question is withdrawn, and says why.
+			q.Answered = true
+			why := cmp.Or(r.exhausted(ctx), "the step was cut short")
+			r.emit(investigation.Event{Kind: investigation.EventAnswer, Step: label, Text: "withdrawn: " + why, QuestionID: q.ID})
+			if err != nil {
+				settle.SetError(err)
+				return
+			}
+			result = map[string]any{"answer": nil, "note": "the question was withdrawn before the analyst answered (" + why + "); go on without this fact"}
+		} else if !got || !q.Answered {
 			q.Answered = true // no longer pending
 			result = map[string]any{"answer": nil, "note": fmt.Sprintf("the analyst did not answer within %s; go on without this fact", r.Input.Limits.AnswerTimeout)}
 			r.emit(investigation.Event{Kind: investigation.EventAnswer, Step: label, Text: "no answer: going on without it", QuestionID: q.ID})

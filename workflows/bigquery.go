@@ -1,6 +1,7 @@
 package workflows
 
 import (
+	"cmp"
 	"fmt"
 	"slices"
 	"strings"
@@ -24,12 +25,17 @@ import (
 // real value.
 var bq *bigquery.Activities
 
-// Sub-agent limits. The execution timeout is only a backstop: the
-// sub-agent answers by its request's Deadline by itself.
+// Sub-agent limits.
 const (
 	bigQueryMaxIterations = 10
 	bigQueryMaxToolCalls  = 20
-	bigQueryTimeout       = 30 * time.Minute
+	// subAgentAnswerAllowance is how long a sub-agent may run past its
+	// deadline: a model turn in flight at the deadline, the final turn
+	// (each within its retry budget) and DeliverAnswer. Its execution
+	// timeout is its deadline plus this, a backstop only: it answers by
+	// the deadline by itself, and a timeout shorter than that would kill
+	// it before its answer.
+	subAgentAnswerAllowance = 2*llmRetryBudget + storeRetryBudget
 	// bigQueryToolAttempt bounds one attempt of a sub-agent tool call: a
 	// query runs under its own BigQuery job timeout (bqtools job_timeout).
 	bigQueryToolAttempt = 5 * time.Minute
@@ -60,12 +66,14 @@ func (r *run) startBigQueryAgent(ctx workflow.Context, step, key string, c toolc
 		s.SetError(refuse)
 		return f
 	}
+	deadline := r.budgetDeadline(ctx)
 	opts := workflow.ChildWorkflowOptions{
 		WorkflowID:               childID(r.session, key),
 		StaticSummary:            clip.String("BigQuery: "+request, 200),
 		ParentClosePolicy:        enums.PARENT_CLOSE_POLICY_REQUEST_CANCEL,
-		WorkflowExecutionTimeout: bigQueryTimeout,
-		// A cancelled sub-agent still answers from what it has: wait for it.
+		WorkflowExecutionTimeout: max(deadline.Sub(workflow.Now(ctx)), 0) + subAgentAnswerAllowance,
+		// Wait for a cancelled sub-agent to end (as Canceled), so the run
+		// tree is closed when the investigation is.
 		WaitForCancellation: true,
 	}
 	if slices.Contains(r.Input.SearchAttributes, investigation.SearchAttribute) {
@@ -80,7 +88,7 @@ func (r *run) startBigQueryAgent(ctx workflow.Context, step, key string, c toolc
 		MaxIterations:  bigQueryMaxIterations,
 		MaxToolCalls:   bigQueryMaxToolCalls,
 		MaxResultBytes: r.Input.Limits.MaxToolResultBytes,
-		Deadline:       r.budgetDeadline(ctx),
+		Deadline:       deadline,
 		ScanBytesLeft:  r.lendScan(step, key, siblings),
 	})
 }
@@ -93,17 +101,24 @@ func childID(parent, key string) string { return parent + "-bq-" + key }
 // the request, runs its own tool loop over BigQuery, introspects over the
 // whole session to learn (best effort: a failure never fails the
 // sub-agent), and stores its answer as the parent's tool result, linked to
-// this run. At its deadline, or when its parent cancels it (the analyst
-// stopped the investigation), it cuts its calls short and answers from
-// what it has, without learning.
+// this run. At its deadline it cuts its calls short and answers from what
+// it has, without learning. A stop signal from its parent (the analyst
+// stopped the investigation) cuts its calls short too, lets a model turn in
+// flight finish and answers from what it has without another model call.
+// A cancellation ends it as Canceled, with no model call and no answer: the
+// parent that cancels it does not wait for one.
 func BigQueryAgent(ctx workflow.Context, in bigquery.Request) (activities.ToolOutput, error) {
 	info := workflow.GetInfo(ctx)
 	h := &subAgent{session: info.WorkflowExecution.ID, in: in, log: workflow.GetLogger(ctx)}
+	// Histories recorded before answered after a cancellation, with a
+	// final model turn.
+	h.cancelEnds = workflow.GetVersion(ctx, "sub-agent-cancel-is-cancel", workflow.DefaultVersion, 1) == 1
 	if err := workflow.SetQueryHandler(ctx, investigation.ProgressQuery, progressQuery(func(after int) ([]investigation.Event, error) {
 		return page(h.events, after), nil
 	})); err != nil {
 		return activities.ToolOutput{}, err
 	}
+	h.listen(ctx)
 	if h.in.MaxIterations <= 0 {
 		h.in.MaxIterations = bigQueryMaxIterations
 	}
@@ -125,10 +140,11 @@ func BigQueryAgent(ctx workflow.Context, in bigquery.Request) (activities.ToolOu
 
 	l := &toolLoop{host: h, session: h.session, prefix: "bq", label: "bigquery", maxIter: h.in.MaxIterations, maxBytes: h.in.MaxResultBytes, results: &Reuse{}}
 	res, err := l.run(ctx)
-	if err != nil {
-		return activities.ToolOutput{}, failure("the BigQuery sub-agent failed", err)
-	}
 	switch {
+	case ctx.Err() != nil && h.cancelEnds:
+		return activities.ToolOutput{}, h.cancelled()
+	case err != nil:
+		return activities.ToolOutput{}, failure("the BigQuery sub-agent failed", err)
 	case ctx.Err() != nil:
 		h.emit(investigation.Event{Kind: investigation.EventStop, Text: "answered early: " + res.Cut})
 		ctx, _ = workflow.NewDisconnectedContext(ctx) // deliver what it has
@@ -136,6 +152,9 @@ func BigQueryAgent(ctx workflow.Context, in bigquery.Request) (activities.ToolOu
 		h.emit(investigation.Event{Kind: investigation.EventStop, Text: "answered early: " + res.Cut})
 	default:
 		h.learn(ctx, res) // only a whole session is worth learning from
+		if ctx.Err() != nil && h.cancelEnds {
+			return activities.ToolOutput{}, h.cancelled()
+		}
 	}
 
 	var out activities.ToolOutput
@@ -148,8 +167,46 @@ func BigQueryAgent(ctx workflow.Context, in bigquery.Request) (activities.ToolOu
 		Link:           activities.ChildLink{WorkflowID: h.session, RunID: info.WorkflowExecution.RunID},
 		MaxResultBytes: in.MaxResultBytes,
 	}).Get(ctx, &out)
+	if ctx.Err() != nil && h.cancelEnds {
+		return activities.ToolOutput{}, h.cancelled()
+	}
 	out.ScannedBytes, out.Usage = h.scanned, h.usage
 	return out, err
+}
+
+// cancelled records that the sub-agent was cancelled and returns the error
+// that ends it as Canceled.
+func (h *subAgent) cancelled() error {
+	h.emit(investigation.Event{Kind: investigation.EventStop, Text: "cancelled: no answer"})
+	return temporal.NewCanceledError("the BigQuery sub-agent was cancelled")
+}
+
+// maxStopReason bounds the reason a stop signal carries.
+const maxStopReason = 1 << 10
+
+// listen takes the stop signal (investigation.UpdateStop, read like the
+// investigation's: a JSON string or {"text": "..."}, the reason) that the
+// parent sends when its loop must answer: from then on the sub-agent
+// answers from what it has. `temporal workflow signal --name stop` does
+// the same by hand.
+func (h *subAgent) listen(ctx workflow.Context) {
+	stops := workflow.GetSignalChannel(ctx, investigation.UpdateStop)
+	workflow.Go(ctx, func(ctx workflow.Context) {
+		for {
+			var in signalInput
+			stops.Receive(ctx, &in)
+			reason, err := signalText(in.value)
+			switch {
+			case in.refused != nil:
+				h.emit(investigation.Event{Kind: investigation.EventNote, Text: fmt.Sprintf("%s signal refused: %v", investigation.UpdateStop, in.refused)})
+			case err != nil:
+				h.emit(investigation.Event{Kind: investigation.EventNote, Text: fmt.Sprintf("%s signal ignored: %v", investigation.UpdateStop, err)})
+			case h.stopped == "":
+				h.stopped = clip.String(cmp.Or(strings.TrimSpace(reason), "the investigation stopped waiting for this answer"), maxStopReason)
+				h.emit(investigation.Event{Kind: investigation.EventStop, Text: h.stopped})
+			}
+		}
+	})
 }
 
 // subAgent is the BigQuery sub-agent's run and its tool loop's host.
@@ -165,6 +222,10 @@ type subAgent struct {
 	// its model calls used.
 	scanned int64
 	usage   investigation.Usage
+	// stopped is why the parent told the sub-agent to answer now (its stop
+	// signal); cancelEnds says a cancellation ends it without an answer.
+	stopped    string
+	cancelEnds bool
 }
 
 // learn introspects over the whole session and saves what it learned; both
@@ -207,12 +268,17 @@ func (h *subAgent) modelTurn(ctx workflow.Context, iter int, key string, transcr
 	return out, err
 }
 
-// mustAnswer says why the sub-agent must answer now: its parent cancelled
-// it, its deadline passed, or it used its tool calls.
+// mustAnswer says why the sub-agent must answer now: its parent told it
+// to, its deadline passed, or it used its tool calls. A cancelled sub-agent
+// does not answer (histories recorded before did).
 func (h *subAgent) mustAnswer(ctx workflow.Context, loopCalls int) string {
 	switch {
+	case ctx.Err() != nil && h.cancelEnds:
+		return ""
 	case ctx.Err() != nil:
 		return "the investigation stopped waiting for this answer"
+	case h.stopped != "":
+		return h.stopped
 	case !h.in.Deadline.IsZero() && !workflow.Now(ctx).Before(h.in.Deadline):
 		return "the investigation's time budget ran out"
 	case loopCalls >= h.in.MaxToolCalls:
@@ -220,6 +286,10 @@ func (h *subAgent) mustAnswer(ctx workflow.Context, loopCalls int) string {
 	}
 	return ""
 }
+
+// answersAsIs: told by its parent to answer, the sub-agent answers from
+// what it has, without another model call.
+func (h *subAgent) answersAsIs(ctx workflow.Context) bool { return h.stopped != "" && ctx.Err() == nil }
 
 func (h *subAgent) deadline(workflow.Context) (time.Time, bool) {
 	return h.in.Deadline, !h.in.Deadline.IsZero()

@@ -7,9 +7,11 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/mock"
 	"github.com/stretchr/testify/require"
+	"go.temporal.io/sdk/converter"
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/workflow"
 
@@ -229,4 +231,46 @@ func TestSubAgentsRunningTogetherShareTheScanBudget(t *testing.T) {
 			require.LessOrEqual(t, res.ScannedBytes, int64(1000), "together they stay within the budget")
 		})
 	}
+}
+
+// A two-hour time budget: the sub-agent works until its deadline, answers
+// then (its final turn takes 20 minutes of its own), and the parent gets
+// that answer. The child's execution timeout is its deadline plus room for
+// the answer, never a fixed 30 minutes that would kill it first.
+func TestSubAgentLivesUntilItsDeadlineAndAnswers(t *testing.T) {
+	h := newHarness(t)
+	h.env.RegisterWorkflowWithOptions(BigQueryAgent, workflow.RegisterOptions{Name: investigation.BigQueryWorkflowName})
+	h.onPlan(activities.PlanOutput{Tools: []toolcall.Tool{{Name: "bigquery_agent", Kind: toolcall.ChildWorkflow, Workflow: investigation.BigQueryWorkflowName}}, Plan: plan.Plan{Objective: "o", Steps: []plan.Step{
+		{ID: "step_1", Description: "ask logs", Tools: []string{"bigquery_agent"}, Status: plan.Pending}}}}, nil)
+	h.onTurn(func(in activities.TurnInput) (activities.TurnOutput, error) {
+		if len(in.Transcript) == 0 {
+			return activities.TurnOutput{Calls: []toolcall.Call{{Name: "bigquery_agent", Args: map[string]any{"request": "logins over the last year"}}}}, nil
+		}
+		return activities.TurnOutput{Text: "done"}, nil
+	})
+	h.onReflect(noChange)
+	h.env.OnActivity(bq.RecallMemories, mock.Anything, mock.Anything).Return(bigquery.Recall{}, nil)
+	h.env.OnActivity(bq.SubAgentTurn, mock.Anything, mock.Anything).After(20 * time.Minute).Return(func(_ context.Context, in bigquery.SubAgentTurnInput) (activities.TurnOutput, error) {
+		if in.Final {
+			return activities.TurnOutput{Key: in.Key, Text: "answered at the deadline"}, nil
+		}
+		return activities.TurnOutput{Key: in.Key, Calls: []toolcall.Call{{Name: "bigquery_query", Args: map[string]any{"sql": fmt.Sprintf("SELECT %d", len(in.Transcript))}}}}, nil
+	})
+	h.onTool(okTool)
+	var delivered []bigquery.DeliverInput
+	h.env.OnActivity(bq.DeliverAnswer, mock.Anything, mock.Anything).Return(func(_ context.Context, in bigquery.DeliverInput) (activities.ToolOutput, error) {
+		delivered = append(delivered, in)
+		return activities.ToolOutput{Key: in.ResultKey, OK: true}, nil
+	})
+	var lifetime time.Duration
+	h.env.SetOnChildWorkflowStartedListener(func(info *workflow.Info, _ workflow.Context, _ converter.EncodedValues) {
+		lifetime = info.WorkflowExecutionTimeout
+	})
+	_, err := h.run(t, investigation.Input{AlertID: "a1", Limits: investigation.Limits{TimeBudget: investigation.Duration(2 * time.Hour)}})
+	require.NoError(t, err)
+	require.Len(t, delivered, 1, "the child lived to deliver its answer")
+	require.Equal(t, "answered at the deadline", delivered[0].Answer)
+	last := h.turns[len(h.turns)-1].Transcript
+	require.Equal(t, activities.Ref{Key: "t1-step_1-i1-c1"}, last[len(last)-1], "the parent's next turn reads the child's answer, not an error")
+	require.GreaterOrEqual(t, lifetime, 2*time.Hour+subAgentAnswerAllowance, "the child may live past its deadline by the time its answer takes")
 }

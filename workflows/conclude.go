@@ -41,6 +41,7 @@ func (r *run) conclude(ctx workflow.Context, request, endedEarly string) error {
 	r.checkNotes(c.Notes)
 	r.recordVerdict(ctx, c.Verdict, true)
 	r.Conclusion = boundedConclusion(c.Markdown)
+	r.deliver(ctx) // intake.go: the admission workflow and the verdict's deliveries
 	r.emit(investigation.Event{Kind: investigation.EventConclusion, Text: r.Conclusion, Verdict: c.Verdict})
 	r.setDetails(ctx, "concluded")
 	r.remember(request, "Objective: "+r.Plan.Objective+"\n\n"+r.Conclusion)

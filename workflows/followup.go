@@ -1,6 +1,8 @@
 package workflows
 
 import (
+	"cmp"
+
 	"go.temporal.io/sdk/workflow"
 
 	"github.com/secops-agent/investigator/activities"
@@ -17,10 +19,16 @@ const answerStepID = "answer"
 // direct answer with tools.
 func (r *run) followUp(ctx workflow.Context, question string) error {
 	var m activities.Mode
-	if err := workflow.ExecuteActivity(llmOptions(ctx, "decide mode"), a.DecideMode, activities.ModeInput{
+	err := workflow.ExecuteActivity(llmOptions(ctx, "decide mode"), a.DecideMode, activities.ModeInput{
 		AlertID: r.Input.AlertID, Question: question, History: r.History, ActivePlan: planWithoutResults(r.ActivePlan),
-	}).Get(ctx, &m); err != nil || (m.Mode != investigation.ModePlan && m.Mode != investigation.ModeDirect) {
-		m = activities.Mode{Mode: investigation.ModePlan, Reason: "the mode decision failed; planning to be safe"}
+	}).Get(ctx, &m)
+	switch {
+	case ctx.Err() != nil:
+		return cmp.Or(err, ctx.Err()) // cancelled: the investigation ends as Canceled
+	case err != nil:
+		m = activities.Mode{Mode: investigation.ModePlan, Reason: "the mode decision failed (" + message(err) + "); planning to be safe"}
+	case m.Mode != investigation.ModePlan && m.Mode != investigation.ModeDirect:
+		m = activities.Mode{Mode: investigation.ModePlan, Reason: "the mode decision was neither plan nor direct; planning to be safe"}
 	}
 	r.charge(&r.ByPhase.Plan, m.Usage)
 	r.emit(investigation.Event{Kind: investigation.EventTurn, Text: question, Mode: m.Mode, Reason: m.Reason})
@@ -55,6 +63,7 @@ func (r *run) answerDirectly(ctx workflow.Context, question string) error {
 		changed = r.reviewVerdict(ctx, question, res.Key)
 	}
 	r.Conclusion = boundedConclusion(text)
+	r.deliverAnswer(ctx, changed) // intake.go: the admission workflow, and a changed verdict delivered
 	r.emit(investigation.Event{Kind: investigation.EventConclusion, Text: r.Conclusion, Verdict: changed})
 	r.setDetails(ctx, "answered")
 	r.remember(question, r.Conclusion)

@@ -73,7 +73,9 @@ func Investigation(ctx workflow.Context, in investigation.Input, carried *State)
 	if err := r.register(ctx); err != nil {
 		return investigation.Result{}, err
 	}
+	r.arrivedWhileWaiting(carried == nil) // intake.go
 	res, err := r.investigate(ctx, carried == nil)
+	err = r.closing(ctx, err) // intake.go
 	if ctx.Err() != nil && !isContinueAsNew(err) {
 		return investigation.Result{}, r.cancelled(ctx)
 	}

@@ -47,6 +47,8 @@ type harness struct {
 	reflects []activities.ReflectInput
 	conclude []activities.ConcludeInput
 	reviews  []activities.ReviewInput
+	// cuts are the answers made from what a loop had (CutAnswer).
+	cuts []activities.CutAnswerInput
 	// review answers ReviewVerdict (by default it keeps the standing
 	// verdict), conclusion Conclude (by default false_positive, high).
 	review     func(activities.ReviewInput) activities.Review
@@ -74,6 +76,12 @@ func newHarness(t *testing.T) *harness {
 		}
 		return activities.Conclusion{Markdown: "## Summary\nBrute force, no login.", Usage: investigation.Usage{Calls: 1},
 			Verdict: &investigation.Verdict{Verdict: investigation.VerdictFalsePositive, Confidence: "high"}}, nil
+	}).Maybe()
+	h.env.OnActivity(a.CutAnswer, mock.Anything, mock.Anything).Return(func(_ context.Context, in activities.CutAnswerInput) (activities.TurnOutput, error) {
+		h.mu.Lock()
+		h.cuts = append(h.cuts, in)
+		h.mu.Unlock()
+		return activities.TurnOutput{Key: in.Key, Text: "as it was: " + in.Reason}, nil
 	}).Maybe()
 	h.env.OnActivity(a.ReviewVerdict, mock.Anything, mock.Anything).Return(func(_ context.Context, in activities.ReviewInput) (activities.Review, error) {
 		h.mu.Lock()

@@ -71,6 +71,7 @@ func (r *run) makePlan(ctx workflow.Context, request string) error {
 		Feedback:   r.Steering.Feedback,
 		Previous:   planWithoutResults(r.previousPlan()),
 		Hints:      r.Steering.Hints,
+		Arrivals:   r.arrivals(), // intake.go
 	}).Get(ctx, &out)
 	if err != nil {
 		return err

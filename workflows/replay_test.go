@@ -20,6 +20,7 @@ import (
 	"go.temporal.io/sdk/workflow"
 
 	"github.com/secops-agent/investigator/activities"
+	"github.com/secops-agent/investigator/intake"
 	"github.com/secops-agent/investigator/investigation"
 )
 
@@ -28,21 +29,38 @@ import (
 // cover every path a running investigation can be in; a path is checked
 // against the history itself, so a re-recording that lost it fails here.
 var fixturePaths = map[string][]string{
-	"investigation.history.json":  {"plan", "steps", "local tool calls", "retried model call", "reflection", "conclusion"},
-	"pipeline.history.json":       {"ref pipeline", "parallel calls", "identical calls"},
-	"budget.history.json":         {"budget cut"},
-	"bigquery.history.json":       {"child workflow"},
-	"bigquery-child.history.json": {"sub-agent", "memories"},
-	"steering-run1.history.json":  {"updates", "plan approval", "ask_user", "follow-ups", "continue-as-new"},
-	"steering-run2.history.json":  {"continued run", "direct answer", "verdict review"},
-	"stop.history.json":           {"signal", "stop", "child cancelled"},
-	"stop-child.history.json":     {"sub-agent cut short"},
-	"tool-retry.history.json":     {"tool call retried after a worker died"},
-	"parallel.history.json":       {"parallel steps", "child workflow", "reflection"},
+	"investigation.history.json":    {"plan", "steps", "local tool calls", "retried model call", "reflection", "conclusion"},
+	"pipeline.history.json":         {"ref pipeline", "parallel calls", "identical calls"},
+	"budget.history.json":           {"budget cut"},
+	"bigquery.history.json":         {"child workflow"},
+	"bigquery-child.history.json":   {"sub-agent", "memories"},
+	"steering-run1.history.json":    {"updates", "plan approval", "ask_user", "follow-ups", "continue-as-new"},
+	"steering-run2.history.json":    {"continued run", "direct answer", "verdict review"},
+	"stop.history.json":             {"signal", "stop", "child told to stop", "stopped step answered from what it had"},
+	"stop-child.history.json":       {"sub-agent stopped"},
+	"cancel.history.json":           {"cancel", "child cancelled"},
+	"cancel-child.history.json":     {"sub-agent cancelled"},
+	"tool-retry.history.json":       {"tool call retried after a worker died"},
+	"parallel.history.json":         {"parallel steps", "child workflow", "reflection"},
+	"time-budget.history.json":      {"time-budget timer cut"},
+	"lost-transcript.history.json":  {"lost-transcript redo"},
+	"ask-timeout.history.json":      {"ask_user timeout"},
+	"approval-timeout.history.json": {"plan-approval timeout"},
+	"failed-step.history.json":      {"failing step"},
+	// The intake (design/intake.md): an investigation it started, and the
+	// admission workflow.
+	"intake-investigation.history.json": {"arrivals", "verdict delivered", "admission told"},
+	"intake-admission.history.json":     {"admit", "investigation started", "arrivals signalled", "conclusions and closes"},
 
 	// Recorded before a direct answer's verdict was reviewed: the twin of
 	// steering-run2 for GetVersion "direct-answer-verdict".
 	"pre-verdict-steering-run2.history.json": {"continued run", "direct answer"},
+	// Recorded before a stop answered at once (a final model turn, the
+	// sub-agent cancelled and answering with one too): the twins of stop
+	// and stop-child for GetVersion "stop-answers-at-once" and
+	// "sub-agent-cancel-is-cancel".
+	"pre-answer-at-once-stop.history.json":       {"signal", "stop", "child cancelled"},
+	"pre-answer-at-once-stop-child.history.json": {"sub-agent cut short"},
 }
 
 // TestReplayRecordedHistories replays every recorded history against the
@@ -74,6 +92,7 @@ func TestReplayRecordedHistories(t *testing.T) {
 			r := worker.NewWorkflowReplayer()
 			r.RegisterWorkflowWithOptions(Investigation, workflow.RegisterOptions{Name: investigation.WorkflowName})
 			r.RegisterWorkflowWithOptions(BigQueryAgent, workflow.RegisterOptions{Name: investigation.BigQueryWorkflowName})
+			r.RegisterWorkflowWithOptions(IntakeAdmission, workflow.RegisterOptions{Name: intake.AdmissionWorkflowName})
 			logger := tlog.NewStructuredLogger(slog.New(slog.DiscardHandler))
 			require.NoError(t, r.ReplayWorkflowHistoryWithOptions(logger, hist, worker.ReplayWorkflowHistoryOptions{
 				OriginalExecution: workflow.Execution{ID: started.GetWorkflowId(), RunID: started.GetOriginalExecutionRunId()},
@@ -201,10 +220,127 @@ func exercises(h *historypb.History, path string) bool {
 		return input("Conclude", `stopped by the analyst`)
 	case "child cancelled":
 		return typ(enumspb.EVENT_TYPE_REQUEST_CANCEL_EXTERNAL_WORKFLOW_EXECUTION_INITIATED) > 0
+	case "arrivals":
+		return count(func(e *historypb.HistoryEvent) bool {
+			return e.GetWorkflowExecutionSignaledEventAttributes().GetSignalName() == investigation.AlertsUpdate
+		}) > 0
+	case "verdict delivered":
+		return activity("PublishResult") > 0
+	case "admission told":
+		return signalled(h, investigation.ConcludedSignal) && signalled(h, investigation.ClosedSignal)
+	case "admit":
+		return typ(enumspb.EVENT_TYPE_WORKFLOW_EXECUTION_UPDATE_COMPLETED) > 0
+	case "investigation started":
+		return activity("StartInvestigation") > 0
+	case "arrivals signalled":
+		return signalled(h, investigation.AlertsUpdate)
+	case "conclusions and closes":
+		return count(func(e *historypb.HistoryEvent) bool {
+			return e.GetWorkflowExecutionSignaledEventAttributes().GetSignalName() == investigation.ConcludedSignal
+		}) > 0 && count(func(e *historypb.HistoryEvent) bool {
+			return e.GetWorkflowExecutionSignaledEventAttributes().GetSignalName() == investigation.ClosedSignal
+		}) > 0
 	case "sub-agent cut short":
 		return typ(enumspb.EVENT_TYPE_WORKFLOW_EXECUTION_CANCEL_REQUESTED) > 0 && activity("DeliverAnswer") > 0
+	case "child told to stop":
+		return count(func(e *historypb.HistoryEvent) bool {
+			return e.GetSignalExternalWorkflowExecutionInitiatedEventAttributes().GetSignalName() == investigation.UpdateStop
+		}) > 0 && typ(enumspb.EVENT_TYPE_REQUEST_CANCEL_EXTERNAL_WORKFLOW_EXECUTION_INITIATED) == 0
+	case "stopped step answered from what it had":
+		return activity("CutAnswer") > 0 && !input("ModelTurn", `"final":true`)
+	case "sub-agent stopped":
+		after := after(h, func(e *historypb.HistoryEvent) bool {
+			return e.GetWorkflowExecutionSignaledEventAttributes().GetSignalName() == investigation.UpdateStop
+		})
+		return after != nil && scheduled(after, "SubAgentTurn") == 0 && scheduled(after, "CutAnswer") == 1 && scheduled(after, "DeliverAnswer") == 1
+	case "cancel":
+		after := after(h, func(e *historypb.HistoryEvent) bool {
+			return e.GetEventType() == enumspb.EVENT_TYPE_WORKFLOW_EXECUTION_CANCEL_REQUESTED
+		})
+		return after != nil && len(scheduledAny(after)) == 0 && lastType(h) == enumspb.EVENT_TYPE_WORKFLOW_EXECUTION_CANCELED
+	case "sub-agent cancelled":
+		after := after(h, func(e *historypb.HistoryEvent) bool {
+			return e.GetEventType() == enumspb.EVENT_TYPE_WORKFLOW_EXECUTION_CANCEL_REQUESTED
+		})
+		return after != nil && len(scheduledAny(after)) == 0 && activity("DeliverAnswer") == 0 && lastType(h) == enumspb.EVENT_TYPE_WORKFLOW_EXECUTION_CANCELED
+	case "time-budget timer cut":
+		return firedTimer(h, "time budget of ") && input("Conclude", `"ended_early":"this exchange used its time budget of`)
+	case "lost-transcript redo":
+		return count(func(e *historypb.HistoryEvent) bool {
+			return e.GetActivityTaskFailedEventAttributes().GetFailure().GetApplicationFailureInfo().GetType() == activities.ErrTranscriptMissing
+		}) > 0 && input("ModelTurn", `-r1-i1"`)
+	case "ask_user timeout":
+		return firedTimer(h, "waiting for the answer to ") && input("ModelTurn", `did not answer within`)
+	case "plan-approval timeout":
+		return firedTimer(h, "waiting for the plan's approval") && input("Conclude", `the plan was not approved within`) && activity("ModelTurn") == 0
+	case "failing step":
+		return count(func(e *historypb.HistoryEvent) bool {
+			return e.GetActivityTaskFailedEventAttributes() != nil
+		}) > 0 && strings.HasPrefix(h.Events[len(h.Events)-1].GetWorkflowExecutionFailedEventAttributes().GetFailure().GetMessage(), "step_1 failed: ")
 	}
 	panic("unknown path " + path)
+}
+
+// after returns the events after the first one that matches, or nil.
+func after(h *historypb.History, match func(e *historypb.HistoryEvent) bool) []*historypb.HistoryEvent {
+	for i, e := range h.Events {
+		if match(e) {
+			return h.Events[i+1:]
+		}
+	}
+	return nil
+}
+
+// scheduledAny names the activities scheduled among events.
+func scheduledAny(events []*historypb.HistoryEvent) []string {
+	var names []string
+	for _, e := range events {
+		if a := e.GetActivityTaskScheduledEventAttributes(); a != nil {
+			names = append(names, a.GetActivityType().GetName())
+		}
+	}
+	return names
+}
+
+// scheduled counts the activities of a type scheduled among events.
+func scheduled(events []*historypb.HistoryEvent, name string) int {
+	n := 0
+	for _, s := range scheduledAny(events) {
+		if s == name {
+			n++
+		}
+	}
+	return n
+}
+
+func lastType(h *historypb.History) enumspb.EventType {
+	return h.Events[len(h.Events)-1].GetEventType()
+}
+
+// firedTimer says whether a timer whose summary starts with prefix fired.
+func firedTimer(h *historypb.History, prefix string) bool {
+	started := map[int64]bool{}
+	for _, e := range h.Events {
+		if e.GetTimerStartedEventAttributes() != nil {
+			var summary string
+			_ = json.Unmarshal(e.GetUserMetadata().GetSummary().GetData(), &summary)
+			started[e.GetEventId()] = strings.HasPrefix(summary, prefix)
+		}
+		if f := e.GetTimerFiredEventAttributes(); f != nil && started[f.GetStartedEventId()] {
+			return true
+		}
+	}
+	return false
+}
+
+// signalled says whether a history sent the named signal to another workflow.
+func signalled(h *historypb.History, name string) bool {
+	for _, e := range h.Events {
+		if e.GetSignalExternalWorkflowExecutionInitiatedEventAttributes().GetSignalName() == name {
+			return true
+		}
+	}
+	return false
 }
 
 // TestVersionGatesHaveFixtures enforces the versioning rule for fixes to

@@ -107,6 +107,7 @@ func (r *run) signals() []signal {
 			return r.stop(reason), nil
 		}},
 		{investigation.UpdateAsk, textual(r.checkQuestion, r.ask)},
+		{investigation.AlertsUpdate, r.alertsSignal}, // intake.go
 	}
 }
 
@@ -139,7 +140,7 @@ func (r *run) drainInputs(ctx workflow.Context) error {
 			in = signalInput{}
 		}
 	}
-	return workflow.Await(ctx, func() bool { return workflow.AllHandlersFinished(ctx) })
+	return workflow.Await(ctx, func() bool { return workflow.AllHandlersFinished(ctx) && r.Intake.inFlight == 0 })
 }
 
 // receive applies one signal, or notes why it was refused or ignored.

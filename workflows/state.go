@@ -53,6 +53,8 @@ type State struct {
 
 	Steering Steering `json:"steering"`
 	Budget   Budget   `json:"budget"`
+	// Intake is what the intake brought and delivered (intake.go).
+	Intake IntakeState `json:"intake,omitzero"`
 
 	// LastSeq is the number of the last event of the runs before this one.
 	LastSeq int `json:"last_seq"`

@@ -34,6 +34,7 @@ func (h *stepHost) modelTurn(ctx workflow.Context, iter int, key string, transcr
 		Transcript: transcript,
 		Final:      final,
 		Hints:      r.Steering.Hints,
+		Arrivals:   r.arrivals(), // intake.go
 	}
 	if h.step.ID == answerStepID {
 		in.Direct, in.Question, in.Language, in.History, in.Standing = true, r.Request, r.Input.Language, r.History, r.Verdict
@@ -77,6 +78,12 @@ func (h *stepHost) mustAnswer(ctx workflow.Context, _ int) string {
 		return ""
 	}
 	return h.r.exhausted(ctx)
+}
+
+// answersAsIs: once the analyst stopped the investigation, a step answers
+// from what it has, so the conclusion follows the stop at once.
+func (h *stepHost) answersAsIs(ctx workflow.Context) bool {
+	return h.r.Steering.StopReason != "" && ctx.Err() == nil && stopAnswersAtOnce(ctx)
 }
 
 // deadline is the end of the exchange's time budget; while the analyst is

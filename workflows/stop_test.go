@@ -11,6 +11,7 @@ import (
 
 	"github.com/stretchr/testify/mock"
 	"github.com/stretchr/testify/require"
+	"go.temporal.io/sdk/activity"
 	"go.temporal.io/sdk/converter"
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/workflow"
@@ -93,9 +94,11 @@ func TestSteeringBySignal(t *testing.T) {
 	require.Contains(t, kinds(evs), "stop")
 }
 
-// A stop while the sub-agent runs: the child is cancelled, answers from
-// what it has at once, and the investigation concludes without waiting for
-// the child's remaining turns.
+// A stop while the sub-agent runs: the child hears of it by a signal (it is
+// not cancelled), lets its model turn in flight finish (not cancelled and
+// paid again), and answers from what it has without another model call;
+// the step answers from what it has too, nothing reflects, and the
+// conclusion follows the stop by the rest of the model call in flight.
 func TestStopWhileAChildRuns(t *testing.T) {
 	h := newHarness(t)
 	h.env.RegisterWorkflowWithOptions(BigQueryAgent, workflow.RegisterOptions{Name: investigation.BigQueryWorkflowName})
@@ -108,7 +111,7 @@ func TestStopWhileAChildRuns(t *testing.T) {
 		}
 		return activities.TurnOutput{Text: "partial"}, nil
 	})
-	h.onReflect(noChange)
+	h.env.OnActivity(a.Reflect, mock.Anything, mock.Anything).Return(activities.Reflection{}, nil).Maybe()
 	var mu sync.Mutex
 	var childTurns []bigquery.SubAgentTurnInput
 	h.env.OnActivity(bq.RecallMemories, mock.Anything, mock.Anything).Return(bigquery.Recall{}, nil)
@@ -119,17 +122,17 @@ func TestStopWhileAChildRuns(t *testing.T) {
 		if in.Final {
 			return activities.TurnOutput{Key: in.Key, Text: "no login yet"}, nil
 		}
-		return activities.TurnOutput{Key: in.Key, Calls: []toolcall.Call{{Name: "bigquery_query", Args: map[string]any{"sql": "SELECT 1"}}}}, nil
+		return activities.TurnOutput{Key: in.Key, Calls: []toolcall.Call{{Name: "bigquery_query", Args: map[string]any{"sql": fmt.Sprintf("SELECT %d", len(in.Transcript))}}}}, nil
 	})
 	h.onTool(func(in activities.ToolInput) (activities.ToolOutput, error) { return okTool(in) })
-	introspected := false
-	h.env.OnActivity(bq.Introspect, mock.Anything, mock.Anything).Return(func(context.Context, bigquery.IntrospectInput) (bigquery.Introspection, error) {
-		introspected = true
-		return bigquery.Introspection{}, nil
-	}).Maybe()
+	h.env.OnActivity(bq.Introspect, mock.Anything, mock.Anything).Return(bigquery.Introspection{}, nil).Maybe()
+	var delivered []bigquery.DeliverInput
 	h.env.OnActivity(bq.DeliverAnswer, mock.Anything, mock.Anything).Return(func(_ context.Context, in bigquery.DeliverInput) (activities.ToolOutput, error) {
+		delivered = append(delivered, in)
 		return activities.ToolOutput{Key: in.ResultKey, OK: true}, nil
 	})
+	var cancelled []string
+	h.env.SetOnActivityCanceledListener(func(info *activity.Info) { cancelled = append(cancelled, info.ActivityType.Name) })
 	var stoppedAt time.Time
 	h.env.RegisterDelayedCallback(func() { stoppedAt = h.env.Now() }, 150*time.Second)
 	stop := h.update(150*time.Second, investigation.UpdateStop, "enough")
@@ -138,20 +141,32 @@ func TestStopWhileAChildRuns(t *testing.T) {
 	require.NoError(t, stop.rejected)
 	require.Len(t, h.conclude, 1)
 	require.Equal(t, "stopped by the analyst: enough", h.conclude[0].EndedEarly)
-	// Child: turn 1 (0-1m), its query, turn 2 (1-2m), a query cut at the
-	// stop (2.5m), then one final turn: not its ten turns.
-	require.LessOrEqual(t, len(childTurns), 4)
-	require.True(t, childTurns[len(childTurns)-1].Final, "the cancelled child answered once more, from what it had")
-	require.False(t, introspected, "a session cut short is not learned from")
+	// Child: turn 1 (0-1m), its query, turn 2 (1-2m), its query, turn 3
+	// (2-3m) in flight at the stop (2.5m): it finishes; no final turn.
+	require.Len(t, childTurns, 3)
+	for _, in := range childTurns {
+		require.False(t, in.Final, "no model call answers after the stop")
+	}
+	require.NotContains(t, cancelled, "SubAgentTurn", "the model turn in flight was not cancelled (and paid again)")
+	require.Len(t, h.cuts, 2, "the child and the step answer from what they have")
+	child, step := h.cuts[0], h.cuts[1]
+	require.Equal(t, "stopped by the analyst: enough", child.Reason)
+	require.Equal(t, activities.Ref{Key: "bq-i3"}, child.Transcript[len(child.Transcript)-1], "the turn in flight is part of what the child had")
+	require.Equal(t, "t1-step_1-cut", step.Key)
+	require.Equal(t, activities.Ref{Key: "t1-step_1-i1-c1"}, step.Transcript[len(step.Transcript)-1], "the child's answer is part of what the step had")
+	require.Len(t, delivered, 1)
+	require.Equal(t, "as it was: stopped by the analyst: enough", delivered[0].Answer)
+	require.Len(t, h.turns, 1, "the step asks the model nothing after the stop")
 	took := h.concludedAt[0].Sub(stoppedAt)
-	require.Less(t, took, 3*time.Minute, "the conclusion follows the stop by the model calls it needs")
-	t.Logf("REPORT stop with the child running: conclusion %s of workflow time after the stop (1 min per model call)", took)
+	require.Equal(t, 30*time.Second, took, "the conclusion follows the stop by the rest of the model turn in flight")
+	t.Logf("REPORT stop with the child running: conclusion %s of workflow time after the stop (1 min per model call, 30 s of it left in flight)", took)
 	require.Equal(t, plan.Skipped, res.Plan.Steps[1].Status)
+	require.Equal(t, "t1-step_1-cut", res.Plan.Steps[0].ResultKey)
 }
 
 // A stop while a tool call runs cuts the call short: the step answers from
-// what it has, and the investigation concludes without waiting for the
-// tool.
+// what it has without another model call, and the investigation concludes
+// without waiting for the tool.
 func TestStopWhileAToolCallRuns(t *testing.T) {
 	h := newHarness(t)
 	h.onPlan(oneStepPlan(), nil)
@@ -167,10 +182,31 @@ func TestStopWhileAToolCallRuns(t *testing.T) {
 	_, err := h.run(t, investigation.Input{AlertID: "a1"})
 	require.NoError(t, err)
 	require.Len(t, h.concludedAt, 1)
-	require.Less(t, h.concludedAt[0].Sub(start), 5*time.Minute, "not the hour the tool would take")
-	require.Len(t, h.turns, 2)
-	require.True(t, h.turns[1].Final)
-	require.Contains(t, h.turns[1].Transcript[1].Error, "the call was cut short: stopped by the analyst")
+	require.Equal(t, time.Minute, h.concludedAt[0].Sub(start), "at the stop, not the hour the tool would take")
+	require.Len(t, h.turns, 1, "no model turn answers after the stop")
+	require.Len(t, h.cuts, 1)
+	require.Contains(t, h.cuts[0].Transcript[1].Error, "the call was cut short: stopped by the analyst")
+}
+
+// A stop while a model turn runs: the turn finishes and its answer stands,
+// but the calls it asks for do not run, and the step answers from what it
+// has.
+func TestStopWhileAModelTurnRuns(t *testing.T) {
+	h := newHarness(t)
+	h.onPlan(oneStepPlan(), nil)
+	h.onSlowTurn(time.Minute, func(in activities.TurnInput) (activities.TurnOutput, error) {
+		return activities.TurnOutput{Text: "reading the alert next", Calls: []toolcall.Call{{Name: "get_alert", Args: map[string]any{"id": "a1"}}}}, nil
+	})
+	h.onTool(okTool)
+	h.update(30*time.Second, investigation.UpdateStop, "")
+	start := h.env.Now()
+	_, err := h.run(t, investigation.Input{AlertID: "a1"})
+	require.NoError(t, err)
+	require.Len(t, h.turns, 1)
+	require.Empty(t, h.tools, "the calls of a turn that ended after the stop do not run")
+	require.Len(t, h.cuts, 1)
+	require.Equal(t, []activities.Ref{{Key: "t1-step_1-i1"}}, h.cuts[0].Transcript)
+	require.Equal(t, time.Minute, h.concludedAt[0].Sub(start), "the conclusion follows the turn in flight")
 }
 
 // The time budget cuts a long tool call short in the middle of a turn: the
@@ -197,24 +233,37 @@ func TestTimeBudgetCutsInMidTurn(t *testing.T) {
 }
 
 // A cancellation request ends the investigation as Canceled (not Failed),
-// after it recorded why; its child is cancelled with it.
+// after it recorded why; its child is cancelled with it and ends Canceled
+// too, without a model call or an answer: no final turn, no CutAnswer, no
+// DeliverAnswer to a parent that is gone.
 func TestCancelIsCancel(t *testing.T) {
 	h := newHarness(t)
-	h.env.RegisterWorkflowWithOptions(BigQueryAgent, workflow.RegisterOptions{Name: investigation.BigQueryWorkflowName})
+	var childErr error
+	childEnded := false
+	h.env.RegisterWorkflowWithOptions(func(ctx workflow.Context, in bigquery.Request) (activities.ToolOutput, error) {
+		out, err := BigQueryAgent(ctx, in)
+		childEnded, childErr = true, err
+		return out, err
+	}, workflow.RegisterOptions{Name: investigation.BigQueryWorkflowName})
 	h.onPlan(activities.PlanOutput{Tools: []toolcall.Tool{{Name: "bigquery_agent", Kind: toolcall.ChildWorkflow, Workflow: investigation.BigQueryWorkflowName}},
 		Plan: plan.Plan{Objective: "o", Steps: []plan.Step{{ID: "step_1", Description: "ask logs", Tools: []string{"bigquery_agent"}, Status: plan.Pending}}}}, nil)
 	h.onTurn(func(in activities.TurnInput) (activities.TurnOutput, error) {
 		return activities.TurnOutput{Calls: []toolcall.Call{{Name: "bigquery_agent", Args: map[string]any{"request": "logins"}}}}, nil
 	})
 	h.env.OnActivity(bq.RecallMemories, mock.Anything, mock.Anything).Return(bigquery.Recall{}, nil)
-	childCancelled := false
+	var mu sync.Mutex
+	var childTurns []bigquery.SubAgentTurnInput
 	h.env.OnActivity(bq.SubAgentTurn, mock.Anything, mock.Anything).After(time.Hour).Return(func(ctx context.Context, in bigquery.SubAgentTurnInput) (activities.TurnOutput, error) {
-		if in.Final {
-			childCancelled = true
-		}
+		mu.Lock()
+		childTurns = append(childTurns, in)
+		mu.Unlock()
 		return activities.TurnOutput{Key: in.Key, Text: "x"}, nil
-	})
-	h.env.OnActivity(bq.DeliverAnswer, mock.Anything, mock.Anything).Return(activities.ToolOutput{OK: true}, nil).Maybe()
+	}).Maybe()
+	delivered := 0
+	h.env.OnActivity(bq.DeliverAnswer, mock.Anything, mock.Anything).Return(func(context.Context, bigquery.DeliverInput) (activities.ToolOutput, error) {
+		delivered++
+		return activities.ToolOutput{OK: true}, nil
+	}).Maybe()
 	h.env.RegisterDelayedCallback(h.env.CancelWorkflow, 2*time.Minute)
 	h.env.ExecuteWorkflow(investigation.WorkflowName, investigation.Input{AlertID: "a1"})
 	require.True(t, h.env.IsWorkflowCompleted())
@@ -222,7 +271,14 @@ func TestCancelIsCancel(t *testing.T) {
 	require.Error(t, err)
 	var canceled *temporal.CanceledError
 	require.ErrorAs(t, err, &canceled, "the investigation ends as Canceled, not Failed: %v", err)
-	require.True(t, childCancelled, "the child was cancelled with it and answered from what it had")
+	require.True(t, childEnded)
+	require.ErrorAs(t, childErr, &canceled, "the child ends as Canceled, not Completed: %v", childErr)
+	for _, in := range childTurns {
+		require.False(t, in.Final, "the cancelled child asks the model nothing more")
+	}
+	require.Zero(t, delivered, "the cancelled child delivers nothing")
+	require.Empty(t, h.cuts, "nothing answers from what it had")
+	require.Len(t, h.turns, 1, "the step asks the model nothing more")
 	st := h.status(t)
 	require.Equal(t, investigation.PhaseCancelled, st.Phase)
 	evs := h.events(t)
@@ -377,4 +433,61 @@ func TestTimersEndWithTheirWait(t *testing.T) {
 	for _, id := range scheduled[:len(scheduled)-1] {
 		require.True(t, cancelled[id], "timer %s was left running after its wait ended", id)
 	}
+}
+
+// A stop while a question waits for the analyst reads as a stop, not as a
+// question the analyst left unanswered for the answer timeout.
+func TestStopDuringAskUserSaysStopped(t *testing.T) {
+	h := newHarness(t)
+	h.onPlan(oneStepPlan(), nil)
+	h.onTurn(func(in activities.TurnInput) (activities.TurnOutput, error) {
+		if len(in.Transcript) == 0 {
+			return activities.TurnOutput{Calls: []toolcall.Call{{Name: "ask_user", Args: map[string]any{"question": "Who owns host-7?"}}}}, nil
+		}
+		return activities.TurnOutput{Text: "answered without the analyst"}, nil
+	})
+	h.update(5*time.Minute, investigation.UpdateStop, "enough")
+	_, err := h.run(t, investigation.Input{AlertID: "a1"})
+	require.NoError(t, err)
+	var answers []string
+	for _, e := range h.events(t) {
+		if e.Kind == investigation.EventAnswer {
+			answers = append(answers, e.Text)
+		}
+	}
+	require.Equal(t, []string{"withdrawn: stopped by the analyst: enough"}, answers)
+	for _, r := range h.loopTranscript() {
+		require.NotContains(t, r.Inline+r.Error, "did not answer within", "a stop is not an unanswered question")
+	}
+}
+
+// A cancellation while the mode of a follow-up is being decided is a
+// cancellation: the investigation ends as Canceled without planning "to be
+// safe".
+func TestCancelDuringDecideModeIsCancel(t *testing.T) {
+	h := newHarness(t)
+	h.onPlan(oneStepPlan(), nil)
+	h.onTurn(conclusionOnly)
+	h.onReflect(noChange)
+	h.env.OnActivity(a.DecideMode, mock.Anything, mock.Anything).After(time.Hour).Return(activities.Mode{Mode: investigation.ModeDirect}, nil)
+	h.update(10*time.Minute, investigation.UpdateAsk, "And host-8?")
+	h.env.RegisterDelayedCallback(h.env.CancelWorkflow, 11*time.Minute)
+	h.env.ExecuteWorkflow(investigation.WorkflowName, investigation.Input{AlertID: "a1"})
+	require.True(t, h.env.IsWorkflowCompleted())
+	var canceled *temporal.CanceledError
+	require.ErrorAs(t, h.env.GetWorkflowError(), &canceled)
+	for _, e := range h.events(t) {
+		require.NotContains(t, e.Reason, "planning to be safe", "a cancellation is not a failed mode decision")
+		require.NotEqual(t, investigation.EventTurn, e.Kind, "no exchange starts once cancelled")
+	}
+}
+
+// loopTranscript is the transcript the last step's answer was made from.
+func (h *harness) loopTranscript() []activities.Ref {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if len(h.turns) == 0 {
+		return nil
+	}
+	return h.turns[len(h.turns)-1].Transcript
 }

@@ -25,6 +25,10 @@ type loopHost interface {
 	// mustAnswer says why the loop must answer now ("" to go on), given the
 	// calls the loop made so far: a stop, a spent budget, a deadline.
 	mustAnswer(ctx workflow.Context, loopCalls int) string
+	// answersAsIs says the loop, once it must answer, answers from what it
+	// has (CutAnswer) instead of asking the model once more: the analyst
+	// stopped it and waits for the conclusion.
+	answersAsIs(ctx workflow.Context) bool
 	// callsLeft is how many more calls may start, given the loop's calls
 	// (a host running several loops at once counts theirs too).
 	callsLeft(loopCalls int) int
@@ -67,6 +71,12 @@ type toolLoop struct {
 	// results serve identical calls once; shared by the loops of one
 	// workflow.
 	results *Reuse
+	// outer is the loop's context, which the watch of a turn's calls does
+	// not cancel, and children the child workflows the current turn
+	// started under it: they hear that the loop must answer by a signal
+	// (stopAnswersAtOnce).
+	outer    workflow.Context
+	children []workflow.ChildWorkflowFuture
 }
 
 // loopResult is what a loop produced.
@@ -86,13 +96,18 @@ type loopResult struct {
 }
 
 // run runs the loop to its final answer. The calls a model turn asks for
-// (tool activities, child workflows, questions to the analyst) run under a
-// context that is cancelled as soon as the host says the loop must answer
-// (the analyst's stop, a spent budget, a deadline): they are cut short, and
-// the next turn, with function calling off, answers from what the loop has.
-// A model turn in flight is let finish: it is what answers.
+// (tool activities, questions to the analyst) run under a context that is
+// cancelled as soon as the host says the loop must answer (the analyst's
+// stop, a spent budget, a deadline): they are cut short; a child workflow
+// is told by a signal and answers from what it has. Then the next turn,
+// with function calling off, answers from what the loop has; after the
+// analyst's stop no model call answers: CutAnswer lays out what the loop
+// has (answersAsIs). A model turn in flight is let finish, never cancelled
+// and paid again. Cancelling the workflow cancels everything: nothing
+// answers.
 func (l *toolLoop) run(ctx workflow.Context) (loopResult, error) {
 	var res loopResult
+	l.outer = ctx
 	prefix := l.prefix
 	for redo := 1; ; redo++ {
 		err := l.turns(ctx, prefix, &res)
@@ -120,12 +135,16 @@ func isTranscriptMissing(err error) bool {
 func (l *toolLoop) turns(ctx workflow.Context, prefix string, res *loopResult) error {
 	for iter := 1; ; iter++ {
 		cut := l.host.mustAnswer(ctx, res.Calls)
+		if cut != "" && l.host.answersAsIs(ctx) {
+			return l.answerAsIs(ctx, prefix, cut, res)
+		}
 		final := iter >= l.maxIter || cut != ""
 		key := fmt.Sprintf("%s-i%d", prefix, iter)
 		turnCtx := ctx
 		if final && ctx.Err() != nil {
 			// The host answers although its workflow was cancelled (a
-			// sub-agent cut short by its parent): the answer needs a
+			// sub-agent cancelled by its parent, in histories recorded
+			// before sub-agent-cancel-is-cancel): the answer needs a
 			// context of its own.
 			turnCtx, _ = workflow.NewDisconnectedContext(ctx)
 		}
@@ -139,12 +158,22 @@ func (l *toolLoop) turns(ctx workflow.Context, prefix string, res *loopResult) e
 		res.Transcript = append(res.Transcript, activities.Ref{Key: out.Key})
 		if len(out.Calls) == 0 || final {
 			res.Cut, res.Key = cut, out.Key
+			if cut == "" && l.host.answersAsIs(ctx) {
+				// Stopped while this turn ran: its answer stands, and the
+				// loop counts as cut short (nothing reflects on it).
+				res.Cut = l.host.mustAnswer(ctx, res.Calls)
+			}
 			res.Text = strings.TrimSpace(out.Text)
 			if res.Text == "" {
 				res.Text = fmt.Sprintf("(no answer: the loop ended after %d model turns without a final text)", iter)
 			}
 			return nil
 		}
+		if cut := l.host.mustAnswer(ctx, res.Calls); cut != "" && l.host.answersAsIs(ctx) {
+			// Stopped while this turn ran: the calls it asks for do not run.
+			return l.answerAsIs(ctx, prefix, cut, res)
+		}
+		l.children = nil
 		callCtx, stopWatching := l.watch(ctx, res.Calls, l.latestEnd(ctx, out.Calls))
 		res.Transcript = append(res.Transcript, l.callTools(callCtx, key, out.Calls, res, func() string { return l.host.mustAnswer(ctx, res.Calls) })...)
 		stopWatching()
@@ -152,6 +181,27 @@ func (l *toolLoop) turns(ctx workflow.Context, prefix string, res *loopResult) e
 			return err // cancelled, and the host does not answer after a cancel
 		}
 	}
+}
+
+// answerAsIs ends the loop with the answer CutAnswer lays out from what
+// the loop has, under <prefix>-cut, without a model call.
+func (l *toolLoop) answerAsIs(ctx workflow.Context, prefix, cut string, res *loopResult) error {
+	var out activities.TurnOutput
+	if err := workflow.ExecuteActivity(storeOptions(ctx, "answer from what it has"), a.CutAnswer, activities.CutAnswerInput{
+		Session: l.session, Key: prefix + "-cut", Transcript: res.Transcript, Reason: cut, MaxBytes: l.maxBytes,
+	}).Get(ctx, &out); err != nil {
+		return fmt.Errorf("answering from what it had: %w", err)
+	}
+	res.Cut, res.Key, res.Text = cut, out.Key, strings.TrimSpace(out.Text)
+	return nil
+}
+
+// stopAnswersAtOnce gates the stop that answers at once: a loop stopped by
+// the analyst answers from what it has without a model call, and the
+// sub-agents it started hear of it by a signal instead of being cancelled.
+// Histories recorded before ask the model once more and cancel them.
+func stopAnswersAtOnce(ctx workflow.Context) bool {
+	return workflow.GetVersion(ctx, "stop-answers-at-once", workflow.DefaultVersion, 1) == 1
 }
 
 // latestEnd is when the activity calls among calls end at the latest, by
@@ -197,13 +247,28 @@ func (l *toolLoop) watch(ctx workflow.Context, loopCalls int, latestEnd time.Tim
 			if err != nil || done {
 				return
 			}
-			if l.host.mustAnswer(wctx, loopCalls) != "" {
+			if why := l.host.mustAnswer(wctx, loopCalls); why != "" {
 				cancel()
+				if l.host.answersAsIs(l.outer) {
+					l.tellChildren(why)
+				}
 				return
 			}
 		}
 	})
 	return turnCtx, func() { done = true; cancel() }
+}
+
+// tellChildren tells the child workflows of the current turn still running
+// that the loop answers now, and why: each answers from what it has
+// (BigQueryAgent's stop signal). A budget cut does not: a child answers by
+// its own deadline and limits, with a final model turn.
+func (l *toolLoop) tellChildren(why string) {
+	for _, f := range l.children {
+		if !f.IsReady() {
+			f.SignalChildWorkflow(l.outer, investigation.UpdateStop, why)
+		}
+	}
 }
 
 // callTools runs the calls of one model turn and returns their transcript
@@ -261,7 +326,7 @@ func (l *toolLoop) callTools(ctx workflow.Context, turnKey string, calls []toolc
 				e.Child = childID(l.session, key)
 			}
 			l.host.emit(e) // before the call's own events (an ask_user question)
-			l.start(ctx, settle, futures, calls, pipe, i, key, summary, t)
+			l.start(ctx, settle, futures, calls, pipe, i, key, summary, t, cutBy)
 			continue
 		}
 		l.host.emit(e)
@@ -331,7 +396,7 @@ func (l *toolLoop) collect(ctx workflow.Context, key string, c toolcall.Call, f 
 // start runs call i (an activity, a child workflow or a question to the
 // analyst) and settles its future with the outcome; a call with refs first
 // waits, in a coroutine, for the calls it uses.
-func (l *toolLoop) start(ctx workflow.Context, settle workflow.Settable, futures []workflow.Future, calls []toolcall.Call, pipe pipeline, i int, key, summary string, t toolcall.Tool) {
+func (l *toolLoop) start(ctx workflow.Context, settle workflow.Settable, futures []workflow.Future, calls []toolcall.Call, pipe pipeline, i int, key, summary string, t toolcall.Tool, cutBy func() string) {
 	c := calls[i]
 	siblings := 0
 	for _, later := range calls[i+1:] {
@@ -340,6 +405,20 @@ func (l *toolLoop) start(ctx workflow.Context, settle workflow.Settable, futures
 		}
 	}
 	launch := func(ctx workflow.Context, refs map[string]string) workflow.Future {
+		if t.Kind == toolcall.ChildWorkflow && stopAnswersAtOnce(ctx) {
+			// A child runs under the loop's context: the watch tells it to
+			// answer (tellChildren) rather than cancel it.
+			if ctx.Err() != nil {
+				f, settle := workflow.NewFuture(ctx)
+				settle.SetError(temporal.NewNonRetryableApplicationError("the call did not run: "+cmp.Or(cutBy(), "the investigation is ending"), "Cut", nil))
+				return f
+			}
+			f := l.host.startSpecial(l.outer, key, t, c, siblings)
+			if cf, ok := f.(workflow.ChildWorkflowFuture); ok {
+				l.children = append(l.children, cf)
+			}
+			return f
+		}
 		if t.Kind == toolcall.Analyst || t.Kind == toolcall.ChildWorkflow {
 			return l.host.startSpecial(ctx, key, t, c, siblings)
 		}

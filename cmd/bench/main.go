@@ -34,6 +34,11 @@ type options struct {
 	json            bool
 	trace           bool
 	timeout         time.Duration
+	// The intake scenario (intake.go) instead of the investigation figures.
+	intake           bool
+	intakeMessages   int
+	intakeMaxRunning int
+	intakeNoGroup    bool
 }
 
 func main() {
@@ -59,6 +64,9 @@ func runBench(ctx context.Context, args []string, out io.Writer) error {
 	o, err := parseFlags(args)
 	if err != nil {
 		return err
+	}
+	if o.intake {
+		return runIntakeBench(ctx, o, out)
 	}
 	rep, err := measureReport(ctx, o)
 	if err != nil {
@@ -104,6 +112,10 @@ func parseFlags(args []string) (options, error) {
 	fs.BoolVar(&o.json, "json", false, "print the figures as JSON instead of the table")
 	fs.BoolVar(&o.trace, "trace", false, "also print each lone run's activities and model calls with their timings, to stderr")
 	fs.DurationVar(&o.timeout, "timeout", 10*time.Minute, "longest wait for one batch of concurrent investigations")
+	fs.BoolVar(&o.intake, "intake", false, "measure the intake instead: a burst published to Pub/Sub, two starter intake processes, one killed mid-burst")
+	fs.IntVar(&o.intakeMessages, "intake-messages", 1000, "messages of the intake burst")
+	fs.IntVar(&o.intakeMaxRunning, "intake-max-running", 20, "the intakes' --max-running")
+	fs.BoolVar(&o.intakeNoGroup, "intake-no-group", false, "the intakes' --no-group")
 	if err := fs.Parse(args); err != nil {
 		return o, err
 	}
@@ -133,6 +145,10 @@ func parseFlags(args []string) (options, error) {
 		return o, fmt.Errorf("-provider-latency must not be negative")
 	case o.timeout <= 0:
 		return o, fmt.Errorf("-timeout must be positive")
+	case o.intakeMessages < 20:
+		return o, fmt.Errorf("-intake-messages must be at least 20, not %d", o.intakeMessages)
+	case o.intakeMaxRunning < 1:
+		return o, fmt.Errorf("-intake-max-running must be at least 1, not %d", o.intakeMaxRunning)
 	}
 	return o, nil
 }

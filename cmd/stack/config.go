@@ -34,6 +34,9 @@ type Stack struct {
 	BigQueryRunbooks string
 	PayloadKeyFile   string // absolute, or empty
 	Gemini           gemini
+	// OwnSlack says the caller set SLACK_WEBHOOK_URL (a real webhook, a
+	// secret): verdicts go there, and no local receiver starts.
+	OwnSlack bool
 
 	// StopOnExit: this invocation stops what it starts when it ends (only
 	// what the log says about reuse depends on it).
@@ -129,6 +132,7 @@ func loadStack(table []Service, log *logger) (*Stack, error) {
 		}
 	}
 	s.Gemini = geminiSetting()
+	s.OwnSlack = getenv("SLACK_WEBHOOK_URL") != ""
 	if k := getenv("PAYLOAD_KEY_FILE"); k != "" {
 		s.PayloadKeyFile = s.userPath(k)
 	}
@@ -335,6 +339,13 @@ func (s *Stack) exports() []string {
 	}
 	if s.PayloadKeyFile != "" {
 		e = append(e, "PAYLOAD_KEY_FILE="+s.PayloadKeyFile)
+	}
+	// The intake (intake.go): the worker publishes verdicts and the starter
+	// publishes alerts through the emulator; verdicts reach the local Slack
+	// receiver unless the caller has a webhook of their own.
+	e = append(e, "PUBSUB_EMULATOR_HOST="+s.addr("PUBSUB"))
+	if !s.OwnSlack {
+		e = append(e, "SLACK_WEBHOOK_URL="+s.localSlackURL())
 	}
 	return e
 }

@@ -11,6 +11,8 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/secops-agent/investigator/internal/procgroup"
 )
 
 // Every service runs in its own process group (pgid == its pid) and is
@@ -49,8 +51,20 @@ func spawn(argv, env []string, dir, logPath string) (*proc, error) {
 }
 
 // cmdline is a process's command line, arguments joined by spaces; ok is
-// false when it cannot be read (the process is gone).
+// false when it cannot be read (the process is gone). A process in the middle
+// of an exec shows an empty command line for a moment, so an empty read is
+// tried again briefly before it counts as unreadable.
 func cmdline(pid int) (string, bool) {
+	for try := 0; ; try++ {
+		args, ok := readCmdline(pid)
+		if ok || try == 10 || !procgroup.PidAlive(pid) {
+			return args, ok
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+func readCmdline(pid int) (string, bool) {
 	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pid))
 	if err != nil {
 		out, err := exec.Command("ps", "-o", "args=", "-p", strconv.Itoa(pid)).Output()

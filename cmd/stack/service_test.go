@@ -134,8 +134,8 @@ func TestTheTable(t *testing.T) {
 		key, gemini string
 		want        []string
 	}{
-		{"", "", []string{"bigquery", "temporal", "firestore", "gemini-standin", "worker"}},
-		{"/keys.json", "k", []string{"codec-server", "bigquery", "temporal", "firestore", "worker"}},
+		{"", "", []string{"bigquery", "temporal", "firestore", "gemini-standin", "worker", "pubsub", "pubsub-topics", "slack-receiver", "intake"}},
+		{"/keys.json", "k", []string{"codec-server", "bigquery", "temporal", "firestore", "worker", "pubsub", "pubsub-topics", "slack-receiver", "intake"}},
 	} {
 		s, _ := testStack(t)
 		s.PayloadKeyFile, s.Gemini.Configured = tc.key, tc.gemini != ""
@@ -154,6 +154,17 @@ func TestTheTable(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, []string{"codec-server"}, pl.byKey["temporal"].needs)
 	require.ElementsMatch(t, []string{"temporal", "firestore"}, pl.byKey["worker"].needs, "stopped before the Firestore save")
+	// The intake starts once its topics exist and the worker runs, and
+	// without the local receiver when the caller has a Slack webhook.
+	require.ElementsMatch(t, []string{"temporal", "firestore", "pubsub", "pubsub-topics", "slack-receiver", "worker"}, pl.byKey["intake"].needs)
+	s.OwnSlack = true
+	pl, err = planFor(table, Dev, s)
+	require.NoError(t, err)
+	require.NotContains(t, names(pl.order), "slack-receiver")
+	require.Contains(t, s.exports(), "PUBSUB_EMULATOR_HOST="+s.addr("PUBSUB"))
+	for _, kv := range s.exports() {
+		require.NotContains(t, kv, "SLACK_WEBHOOK_URL", "the caller's webhook (a secret) is not written to stack.env")
+	}
 }
 
 // TestWalk: each runs after what it follows, independent ones side by

@@ -77,8 +77,14 @@ func (s *Stack) recordedPid(name, match string) (int, bool) {
 	} else if !procgroup.Alive(pid) {
 		return 0, false
 	}
-	if args, ok := cmdline(pid); ok && match != "" && !regexp.MustCompile(match).MatchString(args) {
-		return 0, false
+	// A live pid whose command line cannot be read is not taken for ours: the
+	// supervisor would rather start a service again than stop a stranger. A
+	// leader that is gone has no command line, and its group is still ours.
+	if match != "" {
+		args, ok := cmdline(pid)
+		if ok && !regexp.MustCompile(match).MatchString(args) || !ok && procgroup.PidAlive(pid) {
+			return 0, false
+		}
 	}
 	return pid, true
 }

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/http"
 	"net/url"
@@ -15,6 +16,8 @@ import (
 	"go.temporal.io/api/operatorservice/v1"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials/insecure"
+
+	"github.com/secops-agent/investigator/intake"
 )
 
 // table is every service the supervisor knows. A new service is one entry;
@@ -175,6 +178,84 @@ var table = []Service{
 		Reuse: ReuseNever,
 		Match: "worker",
 	},
+	// The intake's entries (design/intake.md, cmd/stack/intake.go): the
+	// Pub/Sub emulator, its topics and subscriptions (a job: the emulator
+	// keeps them in memory only), a local stand-in for Slack, and one
+	// starter intake on the subscription alerts-intake and a local webhook.
+	{
+		Name: "pubsub", Title: "Pub/Sub emulator", Profiles: []Profile{Dev},
+		Ports: []Port{{"PUBSUB", 8085}},
+		Launch: func(s *Stack, _ int) (Launch, error) {
+			if _, err := exec.LookPath("gcloud"); err != nil {
+				return Launch{}, errors.New("gcloud not found: the Pub/Sub emulator needs the Google Cloud CLI and its google-cloud-cli-pubsub-emulator package (see 'go tool task setup')")
+			}
+			return Launch{
+				Argv: []string{"gcloud", "beta", "emulators", "pubsub", "start", "--host-port=" + s.addr("PUBSUB"), "--project=" + s.Project},
+				Env:  []string{"CLOUDSDK_CORE_DISABLE_PROMPTS=1"},
+				Note: " (in memory: topics made at every start)",
+				Hint: "install the emulator with: sudo apt-get install -y google-cloud-cli-pubsub-emulator (or run 'go tool task setup' as root)",
+			}, nil
+		},
+		Ready:   HTTP{Port: "PUBSUB", Path: "/", BodyPrefix: "Ok"},
+		Timeout: 90 * time.Second, TimeoutVar: "PUBSUB",
+		Match: "pubsub",
+	},
+	{
+		// Reused or not, an emulator may be fresh: the topics are made
+		// every time (what exists is left as it is).
+		Name: "pubsub-topics", Title: "Pub/Sub topics and subscriptions", Profiles: []Profile{Dev},
+		Needs: []string{"pubsub"}, Job: true, Reuse: ReuseNever,
+		// A job is done when it exits 0; the line is what it prints then.
+		Ready: LogLine{Text: "Pub/Sub in "}, Match: "intake setup",
+		Launch: func(s *Stack, _ int) (Launch, error) {
+			starter, err := s.program("starter", "go tool task build")
+			return Launch{Argv: []string{starter, "intake", "setup"}}, err
+		},
+		Timeout: 60 * time.Second, TimeoutVar: "PUBSUB",
+	},
+	{
+		Name: "slack-receiver", Title: "local Slack receiver", Profiles: []Profile{Dev},
+		Enabled: func(s *Stack) (bool, string) {
+			if s.OwnSlack {
+				return false, "Slack: verdicts go to your SLACK_WEBHOOK_URL"
+			}
+			return true, ""
+		},
+		Ports: []Port{{"SLACK", 8095}},
+		Launch: func(s *Stack, _ int) (Launch, error) {
+			receiver, err := s.program("slack-receiver", "go tool task build")
+			return Launch{Argv: []string{receiver, "--addr", s.addr("SLACK")}, Note: ", messages at http://" + s.addr("SLACK") + "/messages"}, err
+		},
+		Ready:   HTTP{Port: "SLACK", Path: "/messages"},
+		Timeout: 20 * time.Second, TimeoutVar: "SLACK",
+		Match: "slack-receiver",
+	},
+	{
+		// One intake on the subscription and a local webhook; more can run
+		// beside it (bin/starter intake ...): they share one waiting room.
+		Name: "intake", Title: "alert intake", Profiles: []Profile{Dev},
+		// pubsub directly too: a stop ends the intake before the emulator.
+		Needs: []string{"temporal", "firestore", "pubsub", "pubsub-topics", "slack-receiver", "worker"},
+		Ports: []Port{{"INTAKE", 8090}},
+		Launch: func(s *Stack, _ int) (Launch, error) {
+			starter, err := s.program("starter", "go tool task build")
+			if err != nil {
+				return Launch{}, err
+			}
+			token, err := s.intakeToken()
+			if err != nil {
+				return Launch{}, err
+			}
+			return Launch{
+				Argv: append([]string{starter}, s.intakeArgs(token)...),
+				Note: fmt.Sprintf(": alerts from %s and http://%s/v1/alerts (token in %s)", intake.Subscription(s.Project, intake.SubscriptionIntake), s.addr("INTAKE"), s.show(token)),
+			}, nil
+		},
+		Ready:   LogLine{Text: "intake: webhook on"},
+		Timeout: 30 * time.Second, TimeoutVar: "INTAKE",
+		Reuse: ReuseRecorded, Settings: func(s *Stack) string { return strings.Join(s.intakeArgs(s.intakeTokenPath()), " ") },
+		Match: "intake",
+	},
 }
 
 var bigQueryReady = bigQueryProbe{}
@@ -244,8 +325,12 @@ func workerSettings(s *Stack) string {
 	if s.usingStandin() {
 		model = "Gemini stand-in " + s.standinURL()
 	}
-	return fmt.Sprintf("%s, model %s, payload key file %s, intelligence keys: %s, OpenTelemetry %s",
-		model, orDefault(s.Getenv("GEMINI_MODEL"), "default"), orDefault(s.PayloadKeyFile, "none"), strings.Join(keys, " "), otelSettings(s))
+	slack := "the local receiver " + s.localSlackURL()
+	if s.OwnSlack {
+		slack = "your SLACK_WEBHOOK_URL"
+	}
+	return fmt.Sprintf("%s, model %s, payload key file %s, intelligence keys: %s, Pub/Sub %s, Slack %s, OpenTelemetry %s",
+		model, orDefault(s.Getenv("GEMINI_MODEL"), "default"), orDefault(s.PayloadKeyFile, "none"), strings.Join(keys, " "), s.addr("PUBSUB"), slack, otelSettings(s))
 }
 
 // otelSettings names where the worker exports traces and metrics: a worker

@@ -17,7 +17,6 @@ import (
 	"path/filepath"
 	"strconv"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
 
@@ -67,48 +66,23 @@ func FreePort() (int, error) {
 // process group (gcloud, its shell wrapper and the JVM). stop is safe to call
 // more than once.
 func StartFirestore() (host string, stop func(), err error) {
-	gcloud, err := findEmulator()
-	if err != nil {
-		return "", nil, err
-	}
 	port, err := FreePort()
 	if err != nil {
 		return "", nil, err
 	}
 	host = net.JoinHostPort("127.0.0.1", strconv.Itoa(port))
+	stop, err = StartFirestoreOn(host)
+	return host, stop, err
+}
 
-	out := &tailBuffer{max: outputTail}
-	cmd := exec.Command(gcloud, "emulators", "firestore", "start", "--host-port="+host)
-	cmd.Stdout = out
-	cmd.Stderr = out
-	// Fail instead of waiting for an answer to an interactive prompt.
-	cmd.Env = append(os.Environ(), "CLOUDSDK_CORE_DISABLE_PROMPTS=1")
-	// Its own process group, so that stop reaches the JVM grandchild too.
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	if err := cmd.Start(); err != nil {
-		return "", nil, fmt.Errorf("start the Firestore emulator: %w", err)
+// StartFirestoreOn is StartFirestore on a given host:port, such as the
+// port of an emulator a test stopped (an outage) and starts again.
+func StartFirestoreOn(host string) (stop func(), err error) {
+	gcloud, err := findEmulator()
+	if err != nil {
+		return nil, err
 	}
-
-	// Wait returns once gcloud has exited and every process holding its
-	// output pipe (the wrapper script and the JVM) has closed it, so done
-	// means the whole emulator is gone.
-	done := make(chan struct{})
-	go func() {
-		_ = cmd.Wait()
-		close(done)
-	}()
-
-	pgid := cmd.Process.Pid
-	var once sync.Once
-	stop = func() {
-		once.Do(func() { stopGroup(pgid, done, host) })
-	}
-
-	if err := waitFirestoreReady(host, done, firestoreReadyTimeout); err != nil {
-		stop()
-		return "", nil, fmt.Errorf("the Firestore emulator on %s did not start: %w\nemulator output:\n%s", host, err, out.String())
-	}
-	return host, stop, nil
+	return startEmulator("Firestore", host, firestoreReadyTimeout, gcloud, "emulators", "firestore", "start", "--host-port="+host)
 }
 
 // Firestore starts a Firestore emulator for the test, stops it when the test

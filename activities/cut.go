@@ -1,0 +1,120 @@
+package activities
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"strings"
+
+	"google.golang.org/genai"
+
+	"github.com/secops-agent/investigator/internal/clip"
+	"github.com/secops-agent/investigator/transcript"
+)
+
+// CutAnswerInput asks for the answer of a tool loop that must answer now
+// (the analyst stopped the investigation): made in code from what the loop
+// has, without a model call.
+type CutAnswerInput struct {
+	Session string `json:"session"`
+	// Key is where the answer is stored.
+	Key string `json:"key"`
+	// Transcript is the loop's transcript so far: its model turns and the
+	// results of its calls.
+	Transcript []Ref `json:"transcript,omitempty"`
+	// Reason says why the loop was cut short.
+	Reason string `json:"reason"`
+	// MaxBytes bounds the answer.
+	MaxBytes int `json:"max_bytes"`
+}
+
+// Bounds of a cut answer: its notes, and each result at least (results
+// share what is left evenly).
+const (
+	maxCutNotes     = 2 << 10
+	minCutResult    = 512
+	defaultCutBytes = 16 << 10
+)
+
+// CutAnswer writes the answer of a tool loop cut short from what it had: the
+// model's last text and the results of the calls that ran, each cut to an
+// even share of MaxBytes, under a line saying that code, not the model,
+// wrote it and why. It stores the answer under Key (a model entry, so every
+// reader of answers takes it as one) and returns it; an entry the store
+// lost is named as lost. A retry returns the stored answer.
+func (a *Activities) CutAnswer(ctx context.Context, in CutAnswerInput) (TurnOutput, error) {
+	keys := make([]string, 0, len(in.Transcript))
+	for _, r := range in.Transcript {
+		if r.Key != "" {
+			keys = append(keys, r.Key)
+		}
+	}
+	entries, err := a.Model.getEach(ctx, in.Session, keys)
+	if err != nil {
+		return TurnOutput{}, storeError(err)
+	}
+	text := cutAnswerText(in, entries)
+	content, err := json.Marshal(genai.NewContentFromText(text, genai.RoleModel))
+	if err != nil {
+		return TurnOutput{}, fmt.Errorf("encode the cut answer: %w", err)
+	}
+	stored, err := a.Model.Transcript.Put(ctx, in.Session, in.Key, transcript.Entry{Kind: transcript.KindModel, Content: string(content), Text: text})
+	if err != nil {
+		return TurnOutput{}, storeError(err)
+	}
+	return TurnOutput{Key: in.Key, Text: stored.Text}, nil
+}
+
+// cutAnswerText lays out what a loop had; entries are those of the
+// transcript's keyed refs, in order (nil for one the store lost).
+func cutAnswerText(in CutAnswerInput, entries []*transcript.Entry) string {
+	limit := in.MaxBytes
+	if limit <= 0 {
+		limit = defaultCutBytes
+	}
+	var notes string
+	type result struct{ head, body string }
+	var results []result
+	next := 0
+	for _, r := range in.Transcript {
+		if r.Key == "" {
+			body := r.Inline
+			if body == "" {
+				body = "error: " + r.Error
+			}
+			results = append(results, result{r.Tool + " (" + r.CallID + ")", body})
+			continue
+		}
+		e := entries[next]
+		next++
+		switch {
+		case e == nil:
+			results = append(results, result{r.Key, lostAnswer})
+		case e.Kind == transcript.KindModel:
+			if t := strings.TrimSpace(e.Text); t != "" {
+				notes = t
+			}
+		default:
+			id, tool := e.CallID, e.Tool
+			if r.CallID != "" { // a reused result
+				id, tool = r.CallID, r.Tool
+			}
+			results = append(results, result{tool + " (" + id + ")", e.Response})
+		}
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "(Not written by the model: the work was cut short (%s) before it answered. What it had so far follows, as it was: its last notes and the results of its tool calls.)\n", in.Reason)
+	if notes != "" {
+		b.WriteString("\nLast notes:\n" + clip.String(notes, maxCutNotes) + "\n")
+	}
+	if len(results) == 0 {
+		b.WriteString("\nNo tool call had returned a result.\n")
+	} else {
+		b.WriteString("\nTool results:\n")
+		share := max((limit-b.Len())/len(results)-64, minCutResult)
+		for _, r := range results {
+			b.WriteString("- " + r.head + ":\n" + clip.String(r.body, share) + "\n")
+		}
+	}
+	return clip.String(b.String(), limit)
+}

@@ -1,0 +1,41 @@
+package main
+
+import (
+	"crypto/rand"
+	"encoding/hex"
+	"os"
+	"path/filepath"
+
+	"github.com/secops-agent/investigator/intake"
+)
+
+// intakeArgs are the local intake's arguments.
+func (s *Stack) intakeArgs(token string) []string {
+	return []string{"intake", "--log-level", "info",
+		"--subscription", intake.Subscription(s.Project, intake.SubscriptionIntake),
+		"--dead-letter-topic", intake.Topic(s.Project, intake.TopicDeadLetter),
+		"--results-topic", intake.Topic(s.Project, intake.TopicVerdicts),
+		"--slack", "--listen", s.addr("INTAKE"), "--token-file", token}
+}
+
+func (s *Stack) intakeTokenPath() string { return filepath.Join(s.DataDir, "intake-token") }
+
+// intakeToken returns the webhook's token file, written with a random
+// token (readable by its owner only) the first time.
+func (s *Stack) intakeToken() (string, error) {
+	p := s.intakeTokenPath()
+	if _, err := os.Stat(p); err == nil {
+		return p, nil
+	}
+	b := make([]byte, 24)
+	if _, err := rand.Read(b); err != nil {
+		return "", err
+	}
+	if err := os.MkdirAll(s.DataDir, 0o755); err != nil {
+		return "", err
+	}
+	return p, os.WriteFile(p, []byte(hex.EncodeToString(b)+"\n"), 0o600)
+}
+
+// localSlackURL is the local receiver's webhook URL.
+func (s *Stack) localSlackURL() string { return "http://" + s.addr("SLACK") + "/services/local" }

@@ -1,0 +1,109 @@
+package delivery
+
+import (
+	"context"
+	"encoding/json"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/secops-agent/investigator/internal/upstream"
+	"github.com/secops-agent/investigator/investigation"
+)
+
+func hostile() Result {
+	return Result{Key: "intake-x/t2", WorkflowID: "intake-x", URL: "http://localhost:8233/namespaces/default/workflows/intake-x",
+		AlertID: "guardduty-1", Title: "<!channel> *Verdict:* benign <https://evil.example/a|click> &amp; HTTPS://Evil.example/b ftp://x", Severity: "high",
+		Exchange: 2, Verdict: "true_positive", Confidence: "high", Previous: "benign",
+		Findings: []investigation.Evidence{{StepID: "step_1", Fact: "login from\n<@U123> 198.51.100.23 *bold* `code`"}},
+		Summary:  "See https://evil.example/report", Alerts: 3}
+}
+
+// TestSlackMessageDefusesAlertText: no text from an alert or a model can
+// mention, link or format: &, < and > are escaped, URLs defanged, and it
+// is all plain_text; the message says what changed and links the Web UI.
+func TestSlackMessageDefusesAlertText(t *testing.T) {
+	raw, err := encode(SlackMessage(hostile()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := string(raw)
+	for _, bad := range []string{"<!channel>", "<@U123>", "<https://", "https://evil", "HTTPS://Evil", "ftp://"} {
+		if strings.Contains(s, bad) {
+			t.Errorf("message holds %q:\n%s", bad, s)
+		}
+	}
+	for _, want := range []string{"Verdict changed: Benign → True positive (high confidence)", "&lt;!channel&gt;", "hxxps[://]evil.example", "ftp[://]x",
+		"&amp;amp;", `"url":"http://localhost:8233/namespaces/default/workflows/intake-x"`, "idempotency key intake-x/t2", "3 alerts in this investigation",
+		`"unfurl_links":false`} {
+		if !strings.Contains(s, want) {
+			t.Errorf("message lacks %q:\n%s", want, s)
+		}
+	}
+	var msg struct {
+		Blocks []map[string]any `json:"blocks"`
+	}
+	_ = json.Unmarshal(raw, &msg)
+	for _, b := range msg.Blocks {
+		text, _ := b["text"].(map[string]any)
+		if text != nil && text["type"] == "mrkdwn" && !strings.HasPrefix(text["text"].(string), "*") {
+			t.Errorf("mrkdwn holds more than a label: %v", text)
+		}
+	}
+}
+
+func TestSlackPostErrors(t *testing.T) {
+	statuses := []int{http.StatusTooManyRequests, http.StatusInternalServerError, http.StatusNotFound, http.StatusOK}
+	var got []map[string]any
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		var m map[string]any
+		_ = json.NewDecoder(r.Body).Decode(&m)
+		got = append(got, m)
+		status := statuses[0]
+		statuses = statuses[1:]
+		if status == http.StatusTooManyRequests {
+			w.Header().Set("Retry-After", "7")
+		}
+		w.WriteHeader(status)
+		if status == http.StatusNotFound {
+			_, _ = w.Write([]byte("no_service"))
+		}
+	}))
+	defer srv.Close()
+	s := &Slack{URL: srv.URL + "/services/T/B/secret-part"}
+	ctx := context.Background()
+	for _, want := range []struct {
+		kind  upstream.Kind
+		retry time.Duration
+		text  string
+	}{{upstream.RateLimited, 7 * time.Second, "429"}, {upstream.Unavailable, 0, "500"}, {upstream.NotFound, 0, "404 (no_service)"}} {
+		err := s.Post(ctx, hostile())
+		e, ok := upstream.As(err)
+		if !ok || e.Kind != want.kind || e.RetryAfter != want.retry || !strings.Contains(e.Message, want.text) || strings.Contains(err.Error(), "secret-part") {
+			t.Errorf("got %v (%+v), want %v", err, e, want)
+		}
+	}
+	if err := s.Post(ctx, hostile()); err != nil {
+		t.Errorf("200: %v", err)
+	}
+	srv.Close()
+	err := s.Post(ctx, hostile())
+	if e, ok := upstream.As(err); !ok || e.Kind != upstream.Unavailable || strings.Contains(err.Error(), "secret-part") {
+		t.Errorf("unreachable: %v", err)
+	}
+	if len(got) != 4 || got[0]["blocks"] == nil {
+		t.Errorf("posted %d", len(got))
+	}
+}
+
+func TestBounded(t *testing.T) {
+	r := hostile()
+	r.Findings = make([]investigation.Evidence, 9)
+	r.Summary = strings.Repeat("s", 5000)
+	b := r.Bounded(nil)
+	if len(b.Findings) != maxFindings || len(b.Summary) > maxSummary {
+		t.Errorf("%d findings, %d bytes of summary", len(b.Findings), len(b.Summary))
+	}
+}

@@ -1,0 +1,220 @@
+package intake
+
+import (
+	"encoding/base64"
+	"encoding/json"
+	"os"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/secops-agent/investigator/alerts"
+)
+
+func readExample(t *testing.T, name string) []byte {
+	t.Helper()
+	b, err := os.ReadFile("../examples/alerts/" + name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+func parse(t *testing.T, raw []byte) alerts.Alert {
+	t.Helper()
+	u, err := Unwrap(raw)
+	if err != nil {
+		t.Fatalf("Unwrap: %v", err)
+	}
+	al, err := alerts.Parse(u.Alert)
+	if err != nil {
+		t.Fatalf("Parse: %v", err)
+	}
+	return al
+}
+
+func pushBody(data []byte) []byte {
+	b, _ := json.Marshal(map[string]any{
+		"message":      map[string]any{"data": base64.StdEncoding.EncodeToString(data), "messageId": "42", "attributes": map[string]string{"a": "b"}},
+		"subscription": "projects/demo-investigator/subscriptions/alerts-push",
+	})
+	return b
+}
+
+func TestUnwrap(t *testing.T) {
+	gd := readExample(t, "guardduty-ssh-bruteforce.json")
+	scc := readExample(t, "scc-cryptominer.json")
+	eb, _ := json.Marshal(map[string]any{"version": "0", "id": "ev-1", "detail-type": "GuardDuty Finding", "source": "aws.guardduty", "detail": json.RawMessage(gd)})
+	for _, tc := range []struct {
+		name      string
+		body      []byte
+		envelopes []string
+		alert     []byte
+	}{
+		{"bare", gd, []string{EnvelopeBare}, gd},
+		{"scc notification", scc, []string{EnvelopeSCC}, scc},
+		{"eventbridge", eb, []string{EnvelopeEventBridge}, eb},
+		{"push around eventbridge", pushBody(eb), []string{EnvelopePubSubPush, EnvelopeEventBridge}, eb},
+		{"push around bare", pushBody(gd), []string{EnvelopePubSubPush, EnvelopeBare}, gd},
+		// An alert of its own with a message field is not a push body.
+		{"alert with a message", []byte(`{"id":"a1","message":{"data":"aGk=","text":"x"}}`), []string{EnvelopeBare}, []byte(`{"id":"a1","message":{"data":"aGk=","text":"x"}}`)},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			u, err := Unwrap(tc.body)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !slices.Equal(u.Envelopes, tc.envelopes) || string(u.Alert) != string(tc.alert) {
+				t.Errorf("got %v %.60q, want %v %.60q", u.Envelopes, u.Alert, tc.envelopes, tc.alert)
+			}
+		})
+	}
+}
+
+func TestUnwrapRefuses(t *testing.T) {
+	big := []byte(`{"x":"` + strings.Repeat("a", alerts.MaxBytes) + `"}`)
+	if _, err := Unwrap(append(big, make([]byte, MaxBodyBytes)...)); err != ErrTooLarge {
+		t.Errorf("body over MaxBodyBytes: %v", err)
+	}
+	if _, err := Unwrap(pushBody(big)); err != ErrTooLarge {
+		t.Errorf("push body whose data is over the limit: %v", err)
+	}
+	if _, err := Unwrap(big); err != ErrTooLarge {
+		t.Errorf("oversized body: %v", err)
+	}
+	// A push body under the limit whose data decodes over it.
+	if _, err := Unwrap(pushBody(big[:alerts.MaxBytes-100])); err != nil {
+		t.Errorf("a push body just under the limit: %v", err)
+	}
+	if _, err := Unwrap([]byte(`{"message":{"data":"%%%not base64","messageId":"1"},"subscription":"s"}`)); err == nil || !strings.Contains(err.Error(), "base64") {
+		t.Errorf("bad base64: %v", err)
+	}
+}
+
+func TestIdentify(t *testing.T) {
+	gd := readExample(t, "guardduty-ssh-bruteforce.json")
+	eb, _ := json.Marshal(map[string]any{"detail-type": "GuardDuty Finding", "id": "event-1", "detail": json.RawMessage(gd)})
+	eb2, _ := json.Marshal(map[string]any{"detail-type": "GuardDuty Finding", "id": "event-2", "detail": json.RawMessage(gd)})
+	cli, _ := json.Marshal(map[string]any{"Findings": []any{map[string]any{
+		"SchemaVersion": "2.0", "AccountId": "123456789012", "Id": "c2c6a1f4e8b94a7d9f3e5b6a7c8d9e0f", "Type": "UnauthorizedAccess:EC2/SSHBruteForce",
+		"Severity": 5, "Service": map[string]any{"ServiceName": "guardduty", "Count": 310}}}})
+	want := "guardduty:123456789012:c2c6a1f4e8b94a7d9f3e5b6a7c8d9e0f"
+	for name, raw := range map[string][]byte{"bare": gd, "eventbridge": eb, "another event of the same finding": eb2, "aws cli": cli, "push": pushBody(eb)} {
+		id := Identify(parse(t, raw))
+		if id.Key != want || id.Rule != RuleGuardDuty {
+			t.Errorf("%s: %+v, want %s", name, id, want)
+		}
+	}
+	if id := Identify(parse(t, cli)); id.Count != 310 {
+		t.Errorf("count of the AWS CLI finding: %d", id.Count)
+	}
+
+	scc := Identify(parse(t, readExample(t, "scc-cryptominer.json")))
+	if scc.Rule != RuleSCC || scc.Key != "scc:organizations/123456789012/sources/4417712345678901234/findings/8d2f6c1e0b9a4f3e9c7d5b3a1e0f2d4c" {
+		t.Errorf("scc: %+v", scc)
+	}
+
+	generic := Identify(parse(t, []byte(`{"id": 1234567, "title": "odd login", "severity": "high", "count": 3}`)))
+	if generic.Key != "generic:id:1234567" || generic.Rule != RuleID || generic.Count != 3 {
+		t.Errorf("generic id: %+v", generic)
+	}
+	noID := parse(t, []byte(`{"title": "odd login", "severity": "high"}`))
+	if id := Identify(noID); id.Key != "content:"+noID.ID || id.Rule != RuleContent {
+		t.Errorf("content: %+v", id)
+	}
+	// A hostile id of 100 KB does not make a 100 KB identity.
+	long := parse(t, []byte(`{"id": "`+strings.Repeat("x", 100<<10)+`"}`))
+	if id := Identify(long); len(id.Key) > MaxIdentityBytes || !strings.HasPrefix(id.Key, "generic:id:sha256:") {
+		t.Errorf("long id: %d bytes %.40q", len(id.Key), id.Key)
+	}
+}
+
+func TestWorkflowID(t *testing.T) {
+	a := WorkflowID("guardduty:123456789012:c2c6a1f4e8b94a7d9f3e5b6a7c8d9e0f")
+	if a != WorkflowID("guardduty:123456789012:c2c6a1f4e8b94a7d9f3e5b6a7c8d9e0f") || !strings.HasPrefix(a, "intake-guardduty_123456789012_c2c6") {
+		t.Errorf("workflow ID %s", a)
+	}
+	// Identities that slug alike still get their own IDs.
+	if WorkflowID("generic:id:a/b") == WorkflowID("generic:id:a_b") {
+		t.Error("two identities share a workflow ID")
+	}
+	if id := WorkflowID(strings.Repeat("é", 300)); len(id) > 100 {
+		t.Errorf("long identity: %d bytes", len(id))
+	}
+}
+
+func TestKeys(t *testing.T) {
+	gd := Keys(parse(t, readExample(t, "guardduty-ssh-bruteforce.json")).Data)
+	// The attacker's address and the instance, never the instance's own
+	// addresses (local, private, public).
+	if !slices.Contains(gd, "ip:198.51.100.23") || !slices.Contains(gd, "resource:i-0abc1234def567890") {
+		t.Errorf("guardduty keys %v", gd)
+	}
+	for _, k := range gd {
+		if strings.HasPrefix(k, "ip:") && k != "ip:198.51.100.23" {
+			t.Errorf("guardduty: %s is not where the activity came from (%v)", k, gd)
+		}
+	}
+	scc := Keys(parse(t, readExample(t, "scc-cryptominer.json")).Data)
+	if !slices.Contains(scc, "user:svc-batch") || !slices.Contains(scc, "resource://compute.googleapis.com/projects/example-analytics-prod/zones/us-central1-a/instances/4861530274459182345") {
+		t.Errorf("scc keys %v", scc)
+	}
+	generic := Keys(map[string]any{
+		"src_ip": "203.0.113.9", "dst_ip": "10.0.0.5", "user": map[string]any{"name": "Alice"}, "host": map[string]any{"name": "db-1"},
+		"client": map[string]any{"address": "::ffff:198.51.100.7"}, "sourceIPAddress": "127.0.0.1", "userName": "unknown",
+	})
+	want := []string{"ip:198.51.100.7", "ip:203.0.113.9", "user:alice", "resource:db-1"}
+	if !slices.Equal(generic, want) {
+		t.Errorf("generic keys %v, want %v", generic, want)
+	}
+	for _, tc := range []struct {
+		data map[string]any
+		want []string
+	}{
+		{map[string]any{"ip": "203.0.113.20", "id": 1}, []string{"ip:203.0.113.20"}},
+		{map[string]any{"srcaddr": "203.0.113.21", "dstaddr": "10.0.0.1"}, []string{"ip:203.0.113.21"}},
+		{map[string]any{"event": map[string]any{"sourceip": "203.0.113.22"}}, []string{"ip:203.0.113.22"}},
+		{map[string]any{"resource": map[string]any{"ip": "10.0.0.9"}}, nil},
+		{map[string]any{"network": map[string]any{"ip": "10.0.0.9"}}, nil},
+		{map[string]any{"destination": map[string]any{"ip": "10.0.0.9"}, "source": map[string]any{"address": "203.0.113.23"}}, []string{"ip:203.0.113.23"}},
+	} {
+		if got := Keys(tc.data); !slices.Equal(got, tc.want) {
+			t.Errorf("%v: keys %v, want %v", tc.data, got, tc.want)
+		}
+	}
+}
+
+func TestKeysAreBounded(t *testing.T) {
+	data := map[string]any{}
+	for i := range 50 {
+		data["src_ip_"+string(rune('a'+i%26))+string(rune('a'+i/26))] = "198.51.100." + string(rune('0'+i%10))
+		data["user_"+string(rune('a'+i%26))+string(rune('a'+i/26))] = "u"
+	}
+	data["username"] = strings.Repeat("x", 1000) // too long to be a key
+	deep := map[string]any{"src_ip": "203.0.113.1"}
+	for range 50 {
+		deep = map[string]any{"a": deep}
+	}
+	data["deep"] = deep
+	keys := Keys(data)
+	if len(keys) > MaxAlertKeys {
+		t.Errorf("%d keys", len(keys))
+	}
+	for _, k := range keys {
+		if len(k) > MaxKeyBytes {
+			t.Errorf("key of %d bytes", len(k))
+		}
+	}
+}
+
+func TestRank(t *testing.T) {
+	order := []string{alerts.SeverityCritical, alerts.SeverityHigh, alerts.SeverityMedium, alerts.SeverityUnknown, alerts.SeverityLow}
+	for i := 1; i < len(order); i++ {
+		if Rank(order[i-1]) <= Rank(order[i]) {
+			t.Errorf("%s should rank above %s", order[i-1], order[i])
+		}
+	}
+	if Higher("low", "high") != "high" || Higher("critical", "high") != "critical" {
+		t.Error("Higher")
+	}
+}

@@ -1,0 +1,181 @@
+package intake
+
+import (
+	"net/netip"
+	"slices"
+	"strings"
+	"unicode"
+)
+
+// Kinds of principal indicator, the prefixes of a grouping key.
+const (
+	KeyIP       = "ip"       // a source address: where the activity came from
+	KeyUser     = "user"     // a user or principal
+	KeyResource = "resource" // the resource acted on: instance, host, cloud resource
+)
+
+// Bounds of Keys: how deep and wide it looks, how long a value may be and
+// how many keys one alert gives.
+const (
+	maxKeyDepth   = 12
+	maxKeyArray   = 100
+	maxKeyValue   = 256
+	MaxAlertKeys  = 8
+	maxKeysWalked = 10000
+)
+
+// Parts of a field's name (lower case, without separators) that say an
+// address is where the activity came from, and parts that say it is not:
+// "remoteIpDetails", "src_ip", "srcaddr", "sourceIPAddress", "callerIp",
+// "client.ip" are sources; "localIpDetails", "dst_ip", "destination.ip"
+// are not.
+var (
+	sourceParts = []string{"remote", "source", "src", "client", "caller", "attacker", "origin", "actor", "peer", "from"}
+	targetParts = []string{"local", "dest", "dst", "target", "victim", "server", "resource"}
+	// bareAddress names a field that holds the alert's one address: at the
+	// top of an alert (or of its finding), it is where the activity came from.
+	bareAddress = []string{"ip", "ipaddress", "ipaddr", "ipv4", "ipv6", "addr", "address"}
+)
+
+// userFields and resourceFields name the fields (lower case, without _ or
+// -) that hold a user or principal, and the resource acted on.
+var (
+	userFields = []string{"username", "user", "principal", "principalid", "principalemail", "accountname",
+		"samaccountname", "userprincipalname", "upn", "callerusername", "login"}
+	resourceFields = []string{"instanceid", "resourcename", "resourceid", "resource", "hostname", "host",
+		"computerdnsname", "computername", "devicename", "dbinstanceidentifier"}
+)
+
+// Keys returns the alert's principal indicators as grouping keys, such as
+// "ip:198.51.100.23", "user:alice", "resource:i-0abc": the addresses the
+// activity came from (an IP under a field whose path says remote, source,
+// src, client, caller or attacker, and not local or destination), users and
+// principals, and the resources acted on (instance IDs, hosts, resource
+// names). It reads the finding inside an envelope (with an SCC
+// notification's resource beside it). The result is sorted (addresses,
+// then users, then resources), each key once, at most MaxAlertKeys.
+func Keys(data map[string]any) []string {
+	f, res := finding(data)
+	w := &keyWalker{seen: map[string]bool{}}
+	w.walk(f, nil, 0)
+	if res != nil {
+		w.walk(res, []string{"resource"}, 1)
+	}
+	order := map[string]int{KeyIP: 0, KeyUser: 1, KeyResource: 2}
+	slices.SortStableFunc(w.keys, func(a, b string) int {
+		ka, _, _ := strings.Cut(a, ":")
+		kb, _, _ := strings.Cut(b, ":")
+		if order[ka] != order[kb] {
+			return order[ka] - order[kb]
+		}
+		return strings.Compare(a, b)
+	})
+	return w.keys[:min(len(w.keys), MaxAlertKeys)]
+}
+
+type keyWalker struct {
+	keys  []string
+	seen  map[string]bool
+	nodes int
+}
+
+func (w *keyWalker) walk(v any, path []string, depth int) {
+	w.nodes++
+	if depth > maxKeyDepth || w.nodes > maxKeysWalked {
+		return
+	}
+	switch x := v.(type) {
+	case map[string]any:
+		names := make([]string, 0, len(x))
+		for k := range x {
+			names = append(names, k)
+		}
+		slices.Sort(names)
+		for _, k := range names {
+			w.walk(x[k], append(path[:len(path):len(path)], k), depth+1)
+		}
+	case []any:
+		for i, e := range x {
+			if i >= maxKeyArray {
+				break
+			}
+			w.walk(e, path, depth+1)
+		}
+	case string:
+		w.leaf(path, x)
+	}
+}
+
+// leaf classifies one string value by the field path that holds it.
+func (w *keyWalker) leaf(path []string, value string) {
+	value = strings.TrimSpace(value)
+	if value == "" || len(value) > maxKeyValue || len(path) == 0 || placeholder(value) {
+		return
+	}
+	name := squash(path[len(path)-1])
+	parent := ""
+	if len(path) > 1 {
+		parent = squash(path[len(path)-2])
+	}
+	if addr, err := netip.ParseAddr(value); err == nil {
+		if addr.IsLoopback() || addr.IsUnspecified() || addr.IsMulticast() || !fromSource(path) {
+			return
+		}
+		w.add(KeyIP + ":" + addr.Unmap().String())
+		return
+	}
+	switch {
+	case slices.Contains(userFields, name) || (parent == "user" && (name == "name" || name == "email" || name == "id")):
+		w.add(KeyUser + ":" + strings.ToLower(value))
+	case slices.Contains(resourceFields, name) || (parent == "resource" && (name == "name" || name == "id")) ||
+		(parent == "host" && name == "name"):
+		w.add(KeyResource + ":" + value)
+	}
+}
+
+func (w *keyWalker) add(key string) {
+	if !w.seen[key] {
+		w.seen[key] = true
+		w.keys = append(w.keys, key)
+	}
+}
+
+// fromSource says whether the last three elements of a field's path name
+// where the activity came from (remoteIpDetails.ipAddressV4, src_ip,
+// access.callerIp, source.ip) and none names where it went; a field named
+// ip or address at the top of the alert counts as its source too.
+func fromSource(path []string) bool {
+	source := false
+	for _, p := range path[max(0, len(path)-3):] {
+		name := squash(p)
+		for _, t := range targetParts {
+			if strings.Contains(name, t) {
+				return false
+			}
+		}
+		for _, s := range sourceParts {
+			source = source || strings.Contains(name, s)
+		}
+	}
+	return source || (len(path) == 1 && slices.Contains(bareAddress, squash(path[0])))
+}
+
+// squash is a field name in lower case without separators: "user_name",
+// "userName" and "User-Name" are all "username".
+func squash(s string) string {
+	return strings.Map(func(r rune) rune {
+		if r == '_' || r == '-' || r == ' ' || r == '.' {
+			return -1
+		}
+		return unicode.ToLower(r)
+	}, s)
+}
+
+// placeholder says a value names nobody: "unknown", "-", "n/a".
+func placeholder(v string) bool {
+	switch strings.ToLower(v) {
+	case "-", "n/a", "na", "none", "null", "unknown", "undefined", "":
+		return true
+	}
+	return false
+}

@@ -1,0 +1,101 @@
+// Package source is an intake process's way in: the Pub/Sub subscription
+// (PubSub) and the webhook (HTTP), both through one Pipeline that
+// validates, stores and admits each alert, and a Batcher that sends the
+// admission workflow its alerts in batches. It knows nothing of Temporal:
+// the starter hands it the admission client (agentclient.Client.Admit).
+// A message is acknowledged, and a webhook call answered 202, only once
+// the alert is stored and its outcome is recorded by the admission
+// workflow (design/intake.md, "Nothing lost").
+package source
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/secops-agent/investigator/alerts"
+	"github.com/secops-agent/investigator/intake"
+	"github.com/secops-agent/investigator/internal/clip"
+)
+
+// Store keeps alerts (alerts.Store): Create stores a new one and leaves
+// one already stored under its ID (its content) as it is.
+type Store interface {
+	Create(ctx context.Context, a alerts.Alert) (bool, error)
+}
+
+// Pipeline takes one message body to its outcome.
+type Pipeline struct {
+	Store   Store
+	Batcher *Batcher
+	// CallTimeout bounds the store write; the admission has the
+	// admitter's own bound.
+	CallTimeout time.Duration
+	Log         *slog.Logger
+}
+
+// Result is what became of one message. Exactly one of Invalid, Retry and
+// Outcome says it: Invalid is a malformed or oversized message (dead
+// letter, 400), Retry a service that failed (nack, 503), RetryAfter > 0 a
+// full waiting room (nack later, 429); otherwise Outcome is recorded.
+type Result struct {
+	Alert      alerts.Alert
+	Identity   intake.Identity
+	Envelopes  []string
+	Outcome    intake.Outcome
+	Invalid    error
+	Retry      error
+	RetryAfter time.Duration
+}
+
+// Take validates body as `starter investigate` validates an alert file
+// (intake.Unwrap, then alerts.Parse), stores the alert and has the
+// admission workflow decide what becomes of it.
+func (p *Pipeline) Take(ctx context.Context, body []byte) Result {
+	var res Result
+	u, err := intake.Unwrap(body)
+	if err != nil {
+		res.Invalid = err
+		return res
+	}
+	res.Envelopes = u.Envelopes
+	if res.Alert, err = alerts.Parse(u.Alert); err != nil {
+		res.Invalid = err
+		return res
+	}
+	res.Identity = intake.Identify(res.Alert)
+	sctx, cancel := context.WithTimeout(ctx, p.CallTimeout)
+	_, err = p.Store.Create(sctx, res.Alert)
+	cancel()
+	if err != nil {
+		res.Retry = storeError(ctx, sctx, err)
+		return res
+	}
+	out, retryAfter, err := p.Batcher.Submit(ctx, intake.Alert{
+		AlertID: res.Alert.ID, Identity: res.Identity.Key, Count: res.Identity.Count, Severity: res.Alert.Severity,
+		Source: res.Alert.Source, Title: clip.String(res.Alert.Title, intake.MaxTitleBytes), Keys: intake.Keys(res.Alert.Data),
+	})
+	switch {
+	case err != nil:
+		res.Retry = err
+	case out.Kind == intake.OutcomeShed:
+		res.RetryAfter = max(retryAfter, time.Second)
+		res.Outcome = out
+	default:
+		res.Outcome = out
+	}
+	return res
+}
+
+// storeError says in one sentence why the alert could not be stored.
+func storeError(ctx, call context.Context, err error) error {
+	switch {
+	case ctx.Err() != nil:
+		return errors.New("interrupted while storing the alert")
+	case call.Err() != nil:
+		return errors.New("Firestore did not answer in time; the alert was not stored")
+	}
+	return fmt.Errorf("the alert could not be stored: %w", err)
+}

@@ -1,0 +1,140 @@
+package source
+
+import (
+	"context"
+	"log/slog"
+	"maps"
+	"strconv"
+	"time"
+
+	"cloud.google.com/go/pubsub/v2"
+
+	"github.com/secops-agent/investigator/internal/clip"
+	"github.com/secops-agent/investigator/internal/gpubsub"
+)
+
+// maxAttributeBytes is Pub/Sub's limit on an attribute value.
+const maxAttributeBytes = 1024
+
+// maxLeaseExtension bounds each extension of a message's ack deadline.
+const maxLeaseExtension = 20 * time.Second
+
+// PubSub takes alerts from a subscription, with flow control: at most
+// MaxOutstanding messages are held at once, so a burst waits in Pub/Sub,
+// not in memory.
+type PubSub struct {
+	Subscription string
+	// DeadLetterTopic receives malformed and oversized messages with the
+	// reason as the "reason" attribute; without one they are not
+	// acknowledged (a dead-letter policy of the subscription may take them).
+	DeadLetterTopic string
+	Clients         *gpubsub.Clients
+	Pipeline        *Pipeline
+	MaxOutstanding  int
+	Log             *slog.Logger
+	// Backoff is how long a message waits before it is nacked after a
+	// failure (Firestore or Temporal unreachable), so a failing service is
+	// not hammered with redeliveries; it doubles up to a minute while
+	// failures go on.
+	Backoff time.Duration
+	failing failStreak
+}
+
+// Run receives until ctx ends. Every message is acknowledged only once
+// its alert is stored and its outcome recorded, or once it is in the
+// dead-letter topic; anything else is nacked and comes back.
+func (s *PubSub) Run(ctx context.Context) error {
+	project, err := gpubsub.ParseSubscription(s.Subscription)
+	if err != nil {
+		return err
+	}
+	client, err := s.Clients.Client(ctx, project)
+	if err != nil {
+		return err
+	}
+	sub := client.Subscriber(s.Subscription)
+	sub.ReceiveSettings.MaxOutstandingMessages = max(s.MaxOutstanding, 1)
+	sub.ReceiveSettings.MaxOutstandingBytes = max(s.MaxOutstanding, 1) * (2 << 20)
+	// Leases are extended 20 s at a time (the client's default follows its
+	// ack latency, up to 10 minutes): the messages of an intake that died
+	// come back to another within 20 s, not minutes.
+	sub.ReceiveSettings.MaxDurationPerAckExtension = maxLeaseExtension
+	// On a stop, messages still held are nacked (they come back to another
+	// intake at once), and the stop never waits longer than 10 s for
+	// Pub/Sub, even one that is gone.
+	sub.ReceiveSettings.ShutdownOptions = &pubsub.ShutdownOptions{Timeout: 10 * time.Second, Behavior: pubsub.ShutdownBehaviorNackImmediately}
+	err = sub.Receive(ctx, func(ctx context.Context, m *pubsub.Message) { s.handle(ctx, m) })
+	if err != nil && ctx.Err() == nil {
+		return gpubsub.Error("receive from "+s.Subscription, err)
+	}
+	return nil
+}
+
+func (s *PubSub) handle(ctx context.Context, m *pubsub.Message) {
+	res := s.Pipeline.Take(ctx, m.Data)
+	log := s.Log.With("message_id", m.ID)
+	switch {
+	case res.Invalid != nil:
+		if s.DeadLetterTopic == "" {
+			log.Warn("malformed message not acknowledged: no --dead-letter-topic", "reason", res.Invalid)
+			m.Nack()
+			return
+		}
+		if err := s.deadLetter(ctx, m, res.Invalid.Error()); err != nil {
+			log.Warn("could not dead-letter a malformed message; it comes back", "reason", res.Invalid, "error", err)
+			s.pause(ctx)
+			m.Nack()
+			return
+		}
+		log.Info("malformed message dead-lettered", "reason", res.Invalid, "topic", s.DeadLetterTopic)
+		m.Ack()
+	case res.Retry != nil:
+		log.Warn("message not acknowledged; it comes back", "error", res.Retry)
+		s.pause(ctx)
+		m.Nack()
+	case res.RetryAfter > 0:
+		log.Info("waiting room full; message comes back later", "alert_id", res.Alert.ID)
+		sleep(ctx, min(res.RetryAfter, 10*time.Second))
+		m.Nack()
+	default:
+		s.failing.reset()
+		log.Info("alert taken", "alert_id", res.Alert.ID, "envelopes", res.Envelopes, "identity", res.Identity.Key, "outcome", res.Outcome.Kind, "workflow_id", res.Outcome.WorkflowID)
+		m.Ack()
+	}
+}
+
+// deadLetter publishes a message as it came, with its attributes, the
+// reason it was refused, and where it came from.
+func (s *PubSub) deadLetter(ctx context.Context, m *pubsub.Message, reason string) error {
+	attrs := maps.Clone(m.Attributes)
+	if attrs == nil {
+		attrs = map[string]string{}
+	}
+	attrs["reason"] = clip.String(reason, maxAttributeBytes)
+	attrs["subscription"] = s.Subscription
+	attrs["message_id"] = m.ID
+	if m.DeliveryAttempt != nil {
+		attrs["delivery_attempt"] = strconv.Itoa(*m.DeliveryAttempt)
+	}
+	if !m.PublishTime.IsZero() {
+		attrs["publish_time"] = m.PublishTime.UTC().Format(time.RFC3339Nano)
+	}
+	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	_, err := s.Clients.Publish(ctx, s.DeadLetterTopic, &pubsub.Message{Data: m.Data, Attributes: attrs})
+	return err
+}
+
+// pause waits before a nack, longer while failures go on.
+func (s *PubSub) pause(ctx context.Context) {
+	sleep(ctx, s.failing.next(s.Backoff))
+}
+
+func sleep(ctx context.Context, d time.Duration) {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+	case <-ctx.Done():
+	}
+}

@@ -1,0 +1,188 @@
+package source
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/secops-agent/investigator/alerts"
+	"github.com/secops-agent/investigator/intake"
+)
+
+type memStore struct {
+	mu   sync.Mutex
+	put  []string
+	fail error
+}
+
+func (s *memStore) Create(_ context.Context, a alerts.Alert) (bool, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.fail != nil {
+		return false, s.fail
+	}
+	s.put = append(s.put, a.ID)
+	return true, nil
+}
+
+// admitter answers each batch with kind, recording the batches.
+type admitter struct {
+	mu      sync.Mutex
+	batches [][]intake.Alert
+	kind    string
+	err     error
+	block   chan struct{}
+}
+
+func (a *admitter) admit(ctx context.Context, req intake.AdmitRequest) (intake.AdmitResult, error) {
+	if a.block != nil {
+		<-a.block
+	}
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.batches = append(a.batches, req.Alerts)
+	if a.err != nil {
+		return intake.AdmitResult{}, a.err
+	}
+	var res intake.AdmitResult
+	for _, al := range req.Alerts {
+		res.Outcomes = append(res.Outcomes, intake.Outcome{AlertID: al.AlertID, WorkflowID: intake.WorkflowID(al.Identity), Kind: a.kind})
+	}
+	if a.kind == intake.OutcomeShed {
+		res.RetryAfter = 30 * 1e9
+	}
+	return res, nil
+}
+
+func pipeline(t *testing.T, store Store, ad *admitter) *Pipeline {
+	b := &Batcher{Admit: ad.admit, Linger: 10 * time.Millisecond, InFlight: 2}
+	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(cancel)
+	go b.Run(ctx)
+	return &Pipeline{Store: store, Batcher: b, CallTimeout: time.Second, Log: slog.New(slog.NewTextHandler(io.Discard, nil))}
+}
+
+const alert = `{"id": "a-1", "title": "odd login", "severity": "high", "src_ip": "203.0.113.4"}`
+
+func TestPipelineOutcomes(t *testing.T) {
+	store := &memStore{}
+	ad := &admitter{kind: intake.OutcomeStarted}
+	p := pipeline(t, store, ad)
+	res := p.Take(context.Background(), []byte(alert))
+	if res.Invalid != nil || res.Retry != nil || res.Outcome.Kind != intake.OutcomeStarted {
+		t.Fatalf("%+v", res)
+	}
+	if len(store.put) != 1 || ad.batches[0][0].Identity != "generic:id:a-1" || ad.batches[0][0].Keys[0] != "ip:203.0.113.4" {
+		t.Errorf("stored %v, admitted %+v", store.put, ad.batches)
+	}
+	if res := p.Take(context.Background(), []byte(`{"id": `)); res.Invalid == nil || !strings.Contains(res.Invalid.Error(), "not valid JSON") {
+		t.Errorf("malformed: %+v", res)
+	}
+	if len(ad.batches) != 1 {
+		t.Error("a malformed alert was admitted")
+	}
+	// Firestore down: nothing is admitted, the message must come back.
+	store.fail = errors.New("connection refused")
+	if res := p.Take(context.Background(), []byte(alert)); res.Retry == nil || len(ad.batches) != 1 {
+		t.Errorf("store down: %+v", res)
+	}
+	// Temporal down.
+	store.fail, ad.err = nil, errors.New("Temporal at localhost:7233 did not answer")
+	if res := p.Take(context.Background(), []byte(alert)); res.Retry == nil {
+		t.Errorf("admission down: %+v", res)
+	}
+	ad.err, ad.kind = nil, intake.OutcomeShed
+	if res := p.Take(context.Background(), []byte(alert)); res.RetryAfter != 30*time.Second {
+		t.Errorf("shed: %+v", res)
+	}
+}
+
+func TestBatcherGathersConcurrentAlerts(t *testing.T) {
+	ad := &admitter{kind: intake.OutcomeQueued}
+	p := pipeline(t, &memStore{}, ad)
+	var wg sync.WaitGroup
+	for i := range 250 {
+		wg.Go(func() {
+			body, _ := json.Marshal(map[string]any{"id": i, "title": "x"})
+			if res := p.Take(context.Background(), body); res.Outcome.Kind != intake.OutcomeQueued {
+				t.Errorf("alert %d: %+v", i, res)
+			}
+		})
+	}
+	wg.Wait()
+	n := 0
+	for _, b := range ad.batches {
+		n += len(b)
+		if len(b) > intake.MaxBatch {
+			t.Errorf("batch of %d", len(b))
+		}
+	}
+	if n != 250 || len(ad.batches) > 50 {
+		t.Errorf("%d alerts in %d batches", n, len(ad.batches))
+	}
+}
+
+func TestHTTP(t *testing.T) {
+	ad := &admitter{kind: intake.OutcomeStarted, block: make(chan struct{})}
+	h := &HTTP{Token: "tok", Pipeline: pipeline(t, &memStore{}, ad), MaxInFlight: 1, Log: slog.New(slog.NewTextHandler(io.Discard, nil))}
+	srv := httptest.NewServer(h.Handler())
+	defer srv.Close()
+	post := func(body, token string) (*http.Response, map[string]any) {
+		req, _ := http.NewRequest(http.MethodPost, srv.URL+"/v1/alerts", strings.NewReader(body))
+		if token != "" {
+			req.Header.Set("Authorization", "Bearer "+token)
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		var out map[string]any
+		_ = json.NewDecoder(resp.Body).Decode(&out)
+		return resp, out
+	}
+	// One call in flight (its admission blocked): the next is shed.
+	first := make(chan *http.Response)
+	go func() { r, _ := post(alert, "tok"); first <- r }()
+	for h.inFlight.Load() == 0 {
+		time.Sleep(time.Millisecond)
+	}
+	resp, out := post(alert, "tok")
+	if resp.StatusCode != http.StatusTooManyRequests || resp.Header.Get("Retry-After") == "" {
+		t.Errorf("over the limit: %d %v", resp.StatusCode, out)
+	}
+	close(ad.block)
+	if r := <-first; r.StatusCode != http.StatusAccepted {
+		t.Errorf("first: %d", r.StatusCode)
+	}
+	resp, out = post(alert, "tok")
+	if resp.StatusCode != http.StatusAccepted || out["alert_id"] == "" || out["workflow_id"] != intake.WorkflowID("generic:id:a-1") {
+		t.Errorf("202: %d %v", resp.StatusCode, out)
+	}
+	for _, tc := range []struct {
+		body, token string
+		status      int
+	}{
+		{alert, "", http.StatusUnauthorized},
+		{alert, "tok2", http.StatusUnauthorized},
+		{`{"id": `, "tok", http.StatusBadRequest},
+		{`{"x":"` + strings.Repeat("a", alerts.MaxBytes) + `"}`, "tok", http.StatusBadRequest},
+		{string(bytes.Repeat([]byte("a"), intake.MaxBodyBytes+1)), "tok", http.StatusBadRequest},
+	} {
+		if resp, out := post(tc.body, tc.token); resp.StatusCode != tc.status || out["error"] == "" {
+			t.Errorf("%.20q with %q: %d %v, want %d", tc.body, tc.token, resp.StatusCode, out, tc.status)
+		}
+	}
+	if r, err := http.Get(srv.URL + "/v1/alerts"); err != nil || r.StatusCode != http.StatusMethodNotAllowed {
+		t.Errorf("GET: %v %v", r, err)
+	}
+}

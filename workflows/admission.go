@@ -1,0 +1,304 @@
+package workflows
+
+import (
+	"fmt"
+	"time"
+
+	"go.temporal.io/sdk/temporal"
+	"go.temporal.io/sdk/workflow"
+
+	"github.com/secops-agent/investigator/activities"
+	"github.com/secops-agent/investigator/intake"
+	"github.com/secops-agent/investigator/internal/clip"
+	"github.com/secops-agent/investigator/investigation"
+)
+
+// ia only names the intake's activity methods; the worker registers the
+// real value.
+var ia *activities.Intake
+
+// AdmissionInput starts the admission workflow; continue-as-new hands the
+// room over in it.
+type AdmissionInput struct {
+	Room *Room `json:"room,omitempty"`
+}
+
+// When the admission workflow continues as new, and how often it checks
+// that the investigations it counts are still open.
+const (
+	admissionMaxEvents = 10000
+	// admissionMaxAge: a run continues as new at least this often, so a
+	// new worker version takes the waiting room over within it
+	// (design/versioning.md) and an idle run's history stays short.
+	admissionMaxAge = time.Hour
+	checkEvery      = 5 * time.Minute
+	maxChecked      = 200 // workflow IDs per check
+)
+
+// admissionMaxUpdates is how many updates a run takes before it continues
+// as new (the server allows a few thousand per run); a variable for tests.
+var admissionMaxUpdates = 500
+
+// admission is one run of the admission workflow: the room plus what
+// belongs to this run (work in flight, its one timer).
+type admission struct {
+	room     *Room
+	changes  int // bumped by every handler, signal and finished activity
+	updates  int
+	inflight map[string]bool // workflow IDs with a start, a delivery or a check in flight
+	checking bool
+	started  time.Time // this run's start
+	log      interface {
+		Info(string, ...any)
+		Warn(string, ...any)
+	}
+}
+
+// IntakeAdmission is the one admission workflow of a task queue
+// (intake.AdmissionID): every intake process sends it the alerts it took in
+// (the admit update, in batches) and it decides, one alert after the
+// other, what becomes of each: a new investigation (started when a slot is
+// free, else waiting in severity order), news for the open investigation
+// of its identity, a related alert for the open investigation of an entity
+// it shares an indicator with, or a repeat. It starts investigations,
+// delivers arrivals to them (the alerts signal), learns from them when they
+// conclude and close, and holds the waiting room and the day's spend in
+// its state, which continue-as-new carries. It never ends.
+func IntakeAdmission(ctx workflow.Context, in AdmissionInput) error {
+	ad := &admission{room: in.Room, inflight: map[string]bool{}, log: workflow.GetLogger(ctx), started: workflow.Now(ctx)}
+	if ad.room == nil {
+		ad.room = newRoom(workflow.Now(ctx))
+	}
+	ad.room.Settings = ad.room.Settings.WithDefaults()
+	ad.room.index()
+	if err := ad.register(ctx); err != nil {
+		return err
+	}
+	concluded := workflow.GetSignalChannel(ctx, investigation.ConcludedSignal)
+	closed := workflow.GetSignalChannel(ctx, investigation.ClosedSignal)
+	timerCtx, cancelTimer := workflow.WithCancel(ctx)
+	var timer workflow.Future
+	var timerAt time.Time
+	for {
+		now := workflow.Now(ctx)
+		ad.receive(now, concluded, closed)
+		ad.room.tick(now)
+		ad.room.schedule()
+		info := workflow.GetInfo(ctx)
+		if ad.updates >= admissionMaxUpdates || info.GetCurrentHistoryLength() >= admissionMaxEvents || info.GetContinueAsNewSuggested() ||
+			!now.Before(ad.started.Add(admissionMaxAge)) {
+			// Nothing new is launched: once what is in flight is done, the
+			// room moves to a fresh run (starts and deliveries left go on there).
+			if len(ad.inflight) == 0 && !ad.checking && workflow.AllHandlersFinished(ctx) && concluded.Len() == 0 && closed.Len() == 0 {
+				cancelTimer()
+				ad.log.Info("admission continues as new", "entities", len(ad.room.Entities), "closed", len(ad.room.Closed))
+				// A pinned run (Worker Deployment Versioning) moves to the
+				// current worker version here.
+				return workflow.NewContinueAsNewErrorWithOptions(ctx,
+					workflow.ContinueAsNewErrorOptions{InitialVersioningBehavior: workflow.ContinueAsNewVersioningBehaviorAutoUpgrade},
+					intake.AdmissionWorkflowName, AdmissionInput{Room: ad.room})
+			}
+		} else {
+			ad.startWaiting(ctx)
+			ad.deliver(ctx)
+			ad.check(ctx, now)
+		}
+		// One timer at a time, for the next thing that is due: a check, a
+		// new day for held investigations, a closed identity to forget.
+		if due := ad.due(now); !due.Equal(timerAt) {
+			cancelTimer()
+			timerCtx, cancelTimer = workflow.WithCancel(ctx)
+			timerAt, timer = due, nil
+			if !due.IsZero() {
+				timer = workflow.NewTimerWithOptions(timerCtx, due.Sub(now), workflow.TimerOptions{Summary: "admission: next check, new day or continue-as-new"})
+			}
+		}
+		seen := ad.changes
+		if err := workflow.Await(ctx, func() bool {
+			return ad.changes != seen || concluded.Len() > 0 || closed.Len() > 0 || (timer != nil && timer.IsReady())
+		}); err != nil {
+			return err
+		}
+		if timer != nil && timer.IsReady() {
+			timerAt, timer = time.Time{}, nil
+		}
+	}
+}
+
+// register installs the admit and release updates and the status query.
+func (ad *admission) register(ctx workflow.Context) error {
+	if err := workflow.SetQueryHandler(ctx, intake.StatusQuery, func() (intake.Status, error) { return ad.room.status(), nil }); err != nil {
+		return err
+	}
+	if err := workflow.SetUpdateHandlerWithOptions(ctx, intake.AdmitUpdate,
+		func(ctx workflow.Context, req intake.AdmitRequest) (intake.AdmitResult, error) {
+			ad.updates++
+			ad.changes++
+			now := workflow.Now(ctx)
+			ad.room.tick(now)
+			settings := req.Settings.WithDefaults()
+			res := intake.AdmitResult{Outcomes: make([]intake.Outcome, 0, len(req.Alerts))}
+			for _, al := range req.Alerts {
+				o := ad.room.admit(now, settings, al)
+				if o.Kind == intake.OutcomeShed {
+					res.RetryAfter = investigation.Duration(shedRetry)
+				}
+				res.Outcomes = append(res.Outcomes, o)
+			}
+			return res, nil
+		}, workflow.UpdateHandlerOptions{Validator: func(ctx workflow.Context, req intake.AdmitRequest) error { return req.Check() }}); err != nil {
+		return err
+	}
+	return workflow.SetUpdateHandler(ctx, intake.ReleaseUpdate, func(ctx workflow.Context, rel intake.Release) (intake.Released, error) {
+		ad.updates++
+		ad.changes++
+		return ad.room.release(rel), nil
+	})
+}
+
+// receive applies the conclusions and closes that investigations signalled.
+func (ad *admission) receive(now time.Time, concluded, closed workflow.ReceiveChannel) {
+	var c investigation.Concluded
+	for concluded.ReceiveAsync(&c) {
+		ad.room.concluded(c)
+		c = investigation.Concluded{}
+	}
+	var cl investigation.Closed
+	for closed.ReceiveAsync(&cl) {
+		ad.log.Info("investigation closed", "workflow_id", cl.WorkflowID, "reason", cl.Reason)
+		ad.room.close(now, cl.WorkflowID)
+		cl = investigation.Closed{}
+	}
+}
+
+// startWaiting starts the investigations the room moved to starting, each
+// in its own coroutine.
+func (ad *admission) startWaiting(ctx workflow.Context) {
+	for _, e := range ad.room.Entities {
+		if e.State != intake.StateStarting || ad.inflight[e.WorkflowID] {
+			continue
+		}
+		ad.inflight[e.WorkflowID] = true
+		in := ad.startInput(ctx, e)
+		workflow.Go(ctx, func(ctx workflow.Context) {
+			defer func() { delete(ad.inflight, e.WorkflowID); ad.changes++ }()
+			var out activities.StartOutput
+			err := workflow.ExecuteActivity(storeOptions(ctx, clip.String("start "+e.WorkflowID, 200)), ia.StartInvestigation, in).Get(ctx, &out)
+			switch {
+			case err != nil:
+				ad.log.Warn("could not start an investigation", "workflow_id", e.WorkflowID, "error", err)
+				ad.room.close(workflow.Now(ctx), e.WorkflowID)
+			case out.Outcome == activities.StartRepeat:
+				ad.room.Counters.Repeats++
+				ad.room.close(workflow.Now(ctx), e.WorkflowID)
+			default:
+				ad.room.started(e.WorkflowID)
+			}
+		})
+	}
+}
+
+// startInput is what starts an entity's investigation: its first alert and
+// what arrived while it waited.
+func (ad *admission) startInput(ctx workflow.Context, e *Entity) activities.StartInput {
+	s := ad.room.Settings
+	return activities.StartInput{
+		WorkflowID: e.WorkflowID, Severity: e.Severity, Admitted: e.Admitted,
+		Reinvestigate: e.Reinvestigate, RepeatWindow: s.RepeatWindow,
+		Summary: fmt.Sprintf("Investigate %s (%s, intake): %s", e.AlertID, e.Severity, e.Title),
+		Input: investigation.Input{
+			AlertID:     e.AlertID,
+			IdleTimeout: s.IdleTimeout,
+			Intake: &investigation.IntakeInput{
+				Identity: e.Identity, Admission: workflow.GetInfo(ctx).WorkflowExecution.ID,
+				Delivery: s.Delivery, Arrived: ad.room.take(e),
+			},
+		},
+	}
+}
+
+// deliver signals the arrivals queued for running and concluded
+// investigations, one signal per investigation at a time. A signal that
+// cannot reach its investigation (it closed) closes the entity; the
+// related alerts it held get investigations of their own.
+func (ad *admission) deliver(ctx workflow.Context) {
+	for _, e := range ad.room.Entities {
+		if (e.State != intake.StateRunning && e.State != intake.StateConcluded) || len(e.Queue) == 0 || ad.inflight[e.WorkflowID] {
+			continue
+		}
+		ad.inflight[e.WorkflowID] = true
+		batch := ad.room.take(e)
+		workflow.Go(ctx, func(ctx workflow.Context) {
+			defer func() { delete(ad.inflight, e.WorkflowID); ad.changes++ }()
+			err := workflow.SignalExternalWorkflow(ctx, e.WorkflowID, "", investigation.AlertsUpdate, batch).Get(ctx, nil)
+			if err == nil {
+				return
+			}
+			ad.log.Info("could not deliver arrivals; the investigation closed", "workflow_id", e.WorkflowID, "error", err)
+			ad.room.requeue(e, batch)
+			ad.room.close(workflow.Now(ctx), e.WorkflowID)
+		})
+	}
+}
+
+// check asks, every checkEvery, whether the investigations the room counts
+// are still open: one that ended without saying so (terminated, timed out)
+// must not hold its slot for ever.
+func (ad *admission) check(ctx workflow.Context, now time.Time) {
+	if ad.checking || now.Before(ad.room.NextCheck) {
+		return
+	}
+	var ids []string
+	for _, e := range ad.room.Entities {
+		if e.State != intake.StateWaiting && e.State != intake.StateStarting && !ad.inflight[e.WorkflowID] && len(ids) < maxChecked {
+			ids = append(ids, e.WorkflowID)
+		}
+	}
+	ad.room.NextCheck = now.Add(checkEvery)
+	if len(ids) == 0 {
+		return
+	}
+	ad.checking = true
+	workflow.Go(ctx, func(ctx workflow.Context) {
+		defer func() { ad.checking = false; ad.changes++ }()
+		var out activities.CheckOutput
+		opts := workflow.ActivityOptions{StartToCloseTimeout: time.Minute, ScheduleToCloseTimeout: 2 * time.Minute, Summary: "check open investigations",
+			RetryPolicy: &temporal.RetryPolicy{InitialInterval: 5 * time.Second}}
+		if err := workflow.ExecuteActivity(workflow.WithActivityOptions(ctx, opts), ia.CheckInvestigations, activities.CheckInput{WorkflowIDs: ids}).Get(ctx, &out); err != nil {
+			ad.log.Warn("could not check the open investigations", "error", err)
+			return
+		}
+		for _, id := range out.Closed {
+			ad.room.close(workflow.Now(ctx), id)
+		}
+	})
+}
+
+// due is when the loop must run again without news: the run's time to
+// continue as new, the next check (while investigations are open), the
+// next UTC day (while the budget holds some back), the next closed
+// identity to forget.
+func (ad *admission) due(now time.Time) time.Time {
+	next := ad.started.Add(admissionMaxAge)
+	earliest := func(t time.Time) {
+		if !t.IsZero() && (next.IsZero() || t.Before(next)) {
+			next = t
+		}
+	}
+	for _, e := range ad.room.Entities {
+		if e.State != intake.StateWaiting {
+			earliest(ad.room.NextCheck)
+		}
+		if ad.room.held(e) {
+			y, m, d := now.UTC().Date()
+			earliest(time.Date(y, m, d+1, 0, 0, 0, 0, time.UTC))
+		}
+	}
+	if len(ad.room.Closed) > 0 {
+		earliest(ad.room.Closed[0].At.Add(ad.room.Settings.RepeatWindow.Duration()))
+	}
+	if !next.IsZero() && !next.After(now) {
+		next = now.Add(time.Second)
+	}
+	return next
+}

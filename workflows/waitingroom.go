@@ -1,0 +1,555 @@
+package workflows
+
+import (
+	"cmp"
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/secops-agent/investigator/alerts"
+	"github.com/secops-agent/investigator/intake"
+	"github.com/secops-agent/investigator/internal/clip"
+	"github.com/secops-agent/investigator/investigation"
+)
+
+// The waiting room: the admission workflow's decisions, as pure functions
+// of its state and the time, so that they replay exactly and are tested
+// without Temporal. admission.go runs them and does what they decide
+// (starts, signals, timers, continue-as-new). design/intake.md explains
+// the rules.
+
+// Bounds of the room, so that its state (carried whole across
+// continue-as-new) stays far below Temporal's 2 MB payload limit whatever
+// arrives: TestRoomStateIsBounded fills every bound.
+const (
+	maxOpen         = 600  // entities waiting, starting, running or concluded
+	maxMembers      = 3000 // identities joined to open entities (each one's first aside)
+	maxEntityMember = 200  // identities tracked in one entity
+	maxPending      = 400  // arrivals not yet delivered, all entities together
+	maxEntityQueue  = 20   // arrivals queued for one entity
+	maxClosed       = 2000 // closed identities remembered for the repeat window
+	maxRoomTitle    = 120  // bytes of a title kept
+	maxRoomShared   = 100  // bytes of a shared indicator kept (it is shown, not matched)
+)
+
+// shedRetry is how long a shed alert should wait before it is sent again.
+const shedRetry = 30 * time.Second
+
+// Room is the admission workflow's state.
+type Room struct {
+	Settings intake.Settings `json:"settings"`
+	// Entities are the open investigations and those waiting to start, in
+	// the order they were admitted.
+	Entities []*Entity `json:"entities,omitempty"`
+	// Closed are the identities of closed investigations, oldest first,
+	// kept for the repeat window.
+	Closed   []ClosedIdentity `json:"closed,omitempty"`
+	Day      string           `json:"day"`
+	Spent    float64          `json:"spent"`
+	Counters intake.Counters  `json:"counters"`
+	Since    time.Time        `json:"since"`
+	// Seq numbers admissions, the tie-break of the waiting order.
+	Seq int64 `json:"seq"`
+	// NextCheck is when the open investigations are checked next.
+	NextCheck time.Time `json:"next_check,omitzero"`
+
+	// Indexes, rebuilt from the above after continue-as-new (index).
+	byIdentity map[string]*Entity
+	byKey      map[string]*Entity
+	byWorkflow map[string]*Entity
+	members    int
+	pending    int
+}
+
+// Entity is one investigation the room knows: waiting, starting, running
+// or concluded (and still open for follow-ups).
+type Entity struct {
+	WorkflowID string `json:"w"`
+	AlertID    string `json:"a"`
+	// Identity is the first alert's identity; the workflow ID derives from it.
+	Identity string    `json:"i"`
+	Title    string    `json:"t,omitempty"`
+	Severity string    `json:"s"`
+	State    string    `json:"st"`
+	Admitted time.Time `json:"at"`
+	Seq      int64     `json:"q"`
+	// Keys are the first alert's grouping keys, hashed (keyHash); the
+	// entity takes related alerts until GroupUntil.
+	Keys       []string  `json:"k,omitempty"`
+	GroupUntil time.Time `json:"gu,omitzero"`
+	Released   bool      `json:"r,omitempty"`
+	// Reinvestigate starts a new run even if its identity's last run
+	// closed within the repeat window (its severity rose).
+	Reinvestigate bool `json:"ri,omitempty"`
+	// Members are the identities in the entity, the first alert's first.
+	Members []Member `json:"m"`
+	// Queue holds arrivals not yet delivered: given in the start input
+	// while waiting, signalled once it runs. Dropped counts those left out.
+	Queue   []investigation.Arrival `json:"p,omitempty"`
+	Dropped int                     `json:"d,omitempty"`
+	Alerts  int                     `json:"n"`
+	// Cost is the estimated cost the investigation last reported.
+	Cost float64 `json:"c,omitempty"`
+}
+
+// Member is one identity of an entity: its hash, severity, count and the
+// hash of the alert that last carried it (a new alert ID is news).
+type Member struct {
+	Hash      string `json:"h"`
+	Severity  string `json:"s"`
+	Count     int64  `json:"n,omitempty"`
+	AlertHash string `json:"a"`
+}
+
+// ClosedIdentity is an identity whose investigation closed.
+type ClosedIdentity struct {
+	Hash       string    `json:"h"`
+	Severity   string    `json:"s"`
+	At         time.Time `json:"at"`
+	WorkflowID string    `json:"w"`
+}
+
+// newRoom is an empty room.
+func newRoom(now time.Time) *Room {
+	r := &Room{Since: now, Day: day(now)}
+	r.index()
+	return r
+}
+
+func day(t time.Time) string { return t.UTC().Format(time.DateOnly) }
+
+func hashOf(s string) string {
+	sum := sha256.Sum256([]byte(s))
+	return hex.EncodeToString(sum[:8])
+}
+
+// index rebuilds the maps from the entities (after continue-as-new). A key
+// points at the latest entity that has it.
+func (r *Room) index() {
+	r.byIdentity, r.byKey, r.byWorkflow = map[string]*Entity{}, map[string]*Entity{}, map[string]*Entity{}
+	r.members, r.pending = 0, 0
+	for _, e := range r.Entities {
+		r.byWorkflow[e.WorkflowID] = e
+		for _, m := range e.Members {
+			r.byIdentity[m.Hash] = e
+		}
+		for _, k := range e.Keys {
+			r.byKey[k] = e
+		}
+		r.members += len(e.Members)
+		r.pending += len(e.Queue)
+	}
+}
+
+// tick moves the room to now: a new UTC day resets the spend, and closed
+// identities past the repeat window are forgotten.
+func (r *Room) tick(now time.Time) {
+	if d := day(now); d != r.Day {
+		r.Day, r.Spent = d, 0
+	}
+	window := r.Settings.RepeatWindow.Duration()
+	i := 0
+	for i < len(r.Closed) && now.Sub(r.Closed[i].At) >= window {
+		i++
+	}
+	r.Closed = r.Closed[i:]
+}
+
+// running counts the investigations that hold a slot.
+func (r *Room) running() int {
+	n := 0
+	for _, e := range r.Entities {
+		if e.State == intake.StateStarting || e.State == intake.StateRunning {
+			n++
+		}
+	}
+	return n
+}
+
+// overBudget says whether the day's spend reached the budget.
+func (r *Room) overBudget() bool {
+	return r.Settings.DailyBudgetUSD > 0 && r.Spent >= r.Settings.DailyBudgetUSD
+}
+
+// held says whether a waiting entity is kept back by the budget.
+func (r *Room) held(e *Entity) bool {
+	return e.State == intake.StateWaiting && r.overBudget() && e.Severity != alerts.SeverityCritical && !e.Released
+}
+
+// waiting lists the waiting entities in the order they start: highest
+// severity first, then oldest.
+func (r *Room) waiting() []*Entity {
+	var w []*Entity
+	for _, e := range r.Entities {
+		if e.State == intake.StateWaiting {
+			w = append(w, e)
+		}
+	}
+	slices.SortStableFunc(w, func(a, b *Entity) int {
+		if c := cmp.Compare(intake.Rank(b.Severity), intake.Rank(a.Severity)); c != 0 {
+			return c
+		}
+		return cmp.Compare(a.Seq, b.Seq)
+	})
+	return w
+}
+
+// schedule moves waiting entities to starting while slots are free, in
+// waiting order, skipping those the budget holds. It returns them.
+func (r *Room) schedule() []*Entity {
+	free := r.Settings.MaxRunning - r.running()
+	var started []*Entity
+	for _, e := range r.waiting() {
+		if free <= 0 {
+			break
+		}
+		if r.held(e) {
+			continue
+		}
+		e.State = intake.StateStarting
+		r.Counters.Started++
+		started = append(started, e)
+		free--
+	}
+	return started
+}
+
+// position is a waiting entity's place in the waiting order (1 next).
+func (r *Room) position(e *Entity) int {
+	return slices.Index(r.waiting(), e) + 1
+}
+
+// admit decides what becomes of one alert, with the settings s. Every
+// outcome but shed is recorded in the room before it is returned.
+func (r *Room) admit(now time.Time, s intake.Settings, a intake.Alert) intake.Outcome {
+	r.Settings = s
+	r.Counters.Alerts++
+	h := hashOf(a.Identity)
+	out := intake.Outcome{AlertID: a.AlertID}
+	if e := r.byIdentity[h]; e != nil {
+		return r.seenAgain(now, e, h, a)
+	}
+	reinvestigate := false
+	if c, ok := r.closedIdentity(h); ok {
+		if intake.Rank(a.Severity) <= intake.Rank(c.Severity) {
+			r.Counters.Repeats++
+			out.Kind, out.WorkflowID = intake.OutcomeRepeat, c.WorkflowID
+			out.Message = fmt.Sprintf("a repeat of the alert investigated by %s, closed at %s (within the repeat window of %s): recorded, not investigated again",
+				c.WorkflowID, c.At.UTC().Format(time.RFC3339), s.RepeatWindow)
+			return out
+		}
+		r.Counters.Reinvested++
+		r.forgetClosed(h)
+		reinvestigate = true
+	}
+	if !s.NoGroup {
+		if e, shared := r.groupOf(now, a); e != nil {
+			return r.join(now, e, h, a, shared)
+		}
+	}
+	e, shed := r.open(now, h, a)
+	if shed {
+		r.Counters.Shed++
+		return intake.Outcome{AlertID: a.AlertID, Kind: intake.OutcomeShed,
+			Message: fmt.Sprintf("the waiting room is full (%d investigations open or waiting): send it again later", maxOpen)}
+	}
+	e.Reinvestigate = reinvestigate
+	out.WorkflowID = e.WorkflowID
+	r.schedule()
+	switch {
+	case e.State == intake.StateStarting:
+		out.Kind, out.Message = intake.OutcomeStarted, "a new investigation starts now"
+	case r.held(e):
+		out.Kind, out.Position = intake.OutcomeHeld, r.position(e)
+		out.Message = fmt.Sprintf("a new investigation, held: today's estimated spend %.4f USD reached the daily budget of %.2f USD; it starts tomorrow (UTC) or when released (starter intake release %s)",
+			r.Spent, s.DailyBudgetUSD, e.WorkflowID)
+	default:
+		out.Kind, out.Position = intake.OutcomeQueued, r.position(e)
+		out.Message = fmt.Sprintf("a new investigation, waiting for a free slot (%d running, at most %d): number %d in line", r.running(), s.MaxRunning, out.Position)
+	}
+	return out
+}
+
+// seenAgain handles an alert whose identity's investigation is open: the
+// investigation learns of it (unless it is the very same alert again).
+func (r *Room) seenAgain(now time.Time, e *Entity, h string, a intake.Alert) intake.Outcome {
+	r.Counters.SeenAgain++
+	m := &e.Members[slices.IndexFunc(e.Members, func(m Member) bool { return m.Hash == h })]
+	arrival := investigation.Arrival{Kind: investigation.ArrivalSeenAgain, AlertID: a.AlertID, Identity: a.Identity,
+		Source: a.Source, Severity: a.Severity, Title: clip.String(a.Title, maxRoomTitle), PrevCount: m.Count, Count: a.Count, PrevSeverity: m.Severity, Times: 1, At: now}
+	changed := m.AlertHash != hashOf(a.AlertID) || intake.Rank(a.Severity) > intake.Rank(m.Severity)
+	m.AlertHash, m.Count = hashOf(a.AlertID), max(m.Count, a.Count)
+	m.Severity = intake.Higher(m.Severity, a.Severity)
+	e.Severity = intake.Higher(e.Severity, a.Severity)
+	e.Alerts++
+	if changed {
+		r.enqueue(e, arrival)
+	} else if i := slices.IndexFunc(e.Queue, func(q investigation.Arrival) bool {
+		return q.Kind == investigation.ArrivalSeenAgain && q.Identity == a.Identity
+	}); i >= 0 {
+		e.Queue[i].Times++
+	}
+	out := intake.Outcome{AlertID: a.AlertID, WorkflowID: e.WorkflowID, Kind: intake.OutcomeSeenAgain}
+	switch {
+	case e.State == intake.StateWaiting:
+		out.Message = fmt.Sprintf("seen again while its investigation waits to start (number %d in line): it starts with this news", r.position(e))
+	case !changed:
+		out.Message = "the same alert again, while its investigation is open: counted"
+	default:
+		out.Message = "seen again while its investigation is open: " + arrival.Text() + ", delivered to it"
+	}
+	return out
+}
+
+// groupOf finds the open entity that a new alert joins: the latest one,
+// within its group window, that shares a grouping key with it.
+func (r *Room) groupOf(now time.Time, a intake.Alert) (*Entity, string) {
+	for _, k := range a.Keys {
+		if e := r.byKey[hashOf(k)]; e != nil && now.Before(e.GroupUntil) {
+			return e, k
+		}
+	}
+	return nil, ""
+}
+
+// join adds an alert to an open entity as a related alert.
+func (r *Room) join(now time.Time, e *Entity, h string, a intake.Alert, shared string) intake.Outcome {
+	e.Alerts++
+	if len(e.Members) < maxEntityMember && r.members < maxMembers+len(r.Entities) {
+		e.Members = append(e.Members, Member{Hash: h, Severity: a.Severity, Count: a.Count, AlertHash: hashOf(a.AlertID)})
+		r.byIdentity[h] = e
+		r.members++
+	}
+	e.Severity = intake.Higher(e.Severity, a.Severity)
+	r.enqueue(e, investigation.Arrival{Kind: investigation.ArrivalRelated, AlertID: a.AlertID, Identity: a.Identity,
+		Source: a.Source, Severity: a.Severity, Title: clip.String(a.Title, maxRoomTitle), Count: a.Count, Times: 1, Shared: clip.String(shared, maxRoomShared), At: now})
+	out := intake.Outcome{AlertID: a.AlertID, WorkflowID: e.WorkflowID}
+	if e.State == intake.StateConcluded {
+		r.Counters.FollowUps++
+		out.Kind, out.Message = intake.OutcomeFollowUp, "related to a concluded investigation (shares "+shared+"): it asks itself whether this changes the verdict"
+		return out
+	}
+	r.Counters.Grouped++
+	out.Kind, out.Message = intake.OutcomeGrouped, "joined the open investigation of "+shared+" as a related alert"
+	return out
+}
+
+// enqueue queues an arrival for an entity, within the bounds; a seen-again
+// of an identity already queued replaces it, keeping the first count.
+func (r *Room) enqueue(e *Entity, a investigation.Arrival) {
+	if a.Kind == investigation.ArrivalSeenAgain {
+		if i := slices.IndexFunc(e.Queue, func(q investigation.Arrival) bool {
+			return q.Kind == investigation.ArrivalSeenAgain && q.Identity == a.Identity
+		}); i >= 0 {
+			a.PrevCount, a.PrevSeverity, a.Times = e.Queue[i].PrevCount, e.Queue[i].PrevSeverity, e.Queue[i].Times+1
+			e.Queue[i] = a
+			return
+		}
+	}
+	if len(e.Queue) >= maxEntityQueue || r.pending >= maxPending {
+		e.Dropped++
+		return
+	}
+	e.Queue = append(e.Queue, a)
+	r.pending++
+}
+
+// open admits a new entity for an alert, making room by forgetting the
+// oldest concluded one if needed; shed when every open one still runs or
+// waits.
+func (r *Room) open(now time.Time, h string, a intake.Alert) (*Entity, bool) {
+	wf := intake.WorkflowID(a.Identity)
+	if old := r.byWorkflow[wf]; old != nil {
+		return old, false // two identities with one hash: the same investigation
+	}
+	if len(r.Entities) >= maxOpen {
+		// A concluded investigation with nothing left to deliver is
+		// forgotten: it runs on, idle, but takes no more alerts.
+		i := slices.IndexFunc(r.Entities, func(e *Entity) bool { return e.State == intake.StateConcluded && len(e.Queue) == 0 })
+		if i < 0 {
+			return nil, true
+		}
+		r.close(now, r.Entities[i].WorkflowID)
+	}
+	r.Seq++
+	e := &Entity{
+		WorkflowID: wf, AlertID: a.AlertID, Identity: a.Identity,
+		Title: clip.String(a.Title, maxRoomTitle), Severity: a.Severity, State: intake.StateWaiting,
+		Admitted: now, Seq: r.Seq, Alerts: 1, Members: []Member{{Hash: h, Severity: a.Severity, Count: a.Count, AlertHash: hashOf(a.AlertID)}},
+	}
+	if !r.Settings.NoGroup {
+		e.GroupUntil = now.Add(r.Settings.GroupWindow.Duration())
+		for _, k := range a.Keys {
+			e.Keys = append(e.Keys, hashOf(k))
+			r.byKey[hashOf(k)] = e
+		}
+	}
+	r.Entities = append(r.Entities, e)
+	r.byIdentity[h], r.byWorkflow[e.WorkflowID] = e, e
+	r.members++
+	return e, false
+}
+
+// closedIdentity finds an identity whose investigation closed within the
+// repeat window (tick forgets older ones).
+func (r *Room) closedIdentity(h string) (ClosedIdentity, bool) {
+	for i := len(r.Closed) - 1; i >= 0; i-- {
+		if r.Closed[i].Hash == h {
+			return r.Closed[i], true
+		}
+	}
+	return ClosedIdentity{}, false
+}
+
+func (r *Room) forgetClosed(h string) {
+	r.Closed = slices.DeleteFunc(r.Closed, func(c ClosedIdentity) bool { return c.Hash == h })
+}
+
+// started records the start of an entity's investigation.
+func (r *Room) started(wf string) {
+	if e := r.byWorkflow[wf]; e != nil && e.State == intake.StateStarting {
+		e.State = intake.StateRunning
+	}
+}
+
+// concluded records a conclusion: the entity no longer holds a slot, and
+// what it cost since its last report counts against today's budget.
+func (r *Room) concluded(c investigation.Concluded) {
+	e := r.byWorkflow[c.WorkflowID]
+	if e == nil {
+		return
+	}
+	cost, _ := r.Settings.Prices.Estimates(c.Spend.ByPhase.Phases())
+	r.Spent += max(cost-e.Cost, 0)
+	e.Cost = max(e.Cost, cost)
+	if e.State == intake.StateRunning || e.State == intake.StateStarting {
+		e.State = intake.StateConcluded
+	}
+}
+
+// close forgets an entity whose investigation closed (or that is
+// forgotten to make room): its identities are remembered for the repeat
+// window, arrivals it could not take are admitted again.
+func (r *Room) close(now time.Time, wf string) {
+	e := r.byWorkflow[wf]
+	if e == nil {
+		return
+	}
+	r.Entities = slices.DeleteFunc(r.Entities, func(x *Entity) bool { return x == e })
+	delete(r.byWorkflow, wf)
+	undelivered := r.take(e).Arrivals
+	for _, m := range e.Members {
+		if r.byIdentity[m.Hash] == e {
+			delete(r.byIdentity, m.Hash)
+		}
+		if !slices.ContainsFunc(undelivered, func(a investigation.Arrival) bool {
+			return a.Kind == investigation.ArrivalRelated && hashOf(a.Identity) == m.Hash
+		}) {
+			r.Closed = append(r.Closed, ClosedIdentity{Hash: m.Hash, Severity: m.Severity, At: now, WorkflowID: wf})
+		}
+	}
+	r.members -= len(e.Members)
+	if over := len(r.Closed) - maxClosed; over > 0 {
+		r.Closed = r.Closed[over:]
+	}
+	for _, k := range e.Keys {
+		if r.byKey[k] == e {
+			delete(r.byKey, k)
+		}
+	}
+	for _, a := range undelivered {
+		if a.Kind == investigation.ArrivalRelated {
+			// Never delivered: it gets an investigation of its own (its
+			// grouping keys are not kept, so it starts alone).
+			r.admit(now, r.Settings, intake.Alert{AlertID: a.AlertID, Identity: a.Identity, Count: a.Count, Severity: a.Severity, Source: a.Source, Title: a.Title})
+			r.Counters.Alerts--
+		}
+	}
+}
+
+// take removes the arrivals queued for an entity, to be delivered (in its
+// start input, or by a signal).
+func (r *Room) take(e *Entity) investigation.ArrivalBatch {
+	b := investigation.ArrivalBatch{Arrivals: e.Queue, Dropped: e.Dropped}
+	r.pending -= len(e.Queue)
+	e.Queue, e.Dropped = nil, 0
+	return b
+}
+
+// requeue puts back arrivals whose delivery failed for now.
+func (r *Room) requeue(e *Entity, b investigation.ArrivalBatch) {
+	if r.byWorkflow[e.WorkflowID] != e {
+		return
+	}
+	e.Queue = append(b.Arrivals, e.Queue...)
+	e.Dropped += b.Dropped
+	r.pending += len(b.Arrivals)
+}
+
+// release lets the named waiting entities (workflow or alert IDs), or all,
+// start despite the budget.
+func (r *Room) release(rel intake.Release) intake.Released {
+	out := intake.Released{WorkflowIDs: []string{}}
+	match := func(e *Entity) bool {
+		return rel.All || slices.Contains(rel.IDs, e.WorkflowID) || slices.Contains(rel.IDs, e.AlertID)
+	}
+	found := map[string]bool{}
+	for _, e := range r.Entities {
+		if e.State == intake.StateWaiting && match(e) {
+			if !e.Released {
+				e.Released = true
+				r.Counters.Released++
+			}
+			out.WorkflowIDs = append(out.WorkflowIDs, e.WorkflowID)
+			found[e.WorkflowID], found[e.AlertID] = true, true
+		}
+	}
+	for _, id := range rel.IDs {
+		if !found[id] {
+			out.Unknown = append(out.Unknown, id)
+		}
+	}
+	return out
+}
+
+// status is the room as `starter intake status` shows it: counts, and the
+// open entities (at most maxStatusEntities, waiting ones in their order
+// first).
+func (r *Room) status() intake.Status {
+	st := intake.Status{Settings: r.Settings, Counters: r.Counters, Day: r.Day, SpentToday: r.Spent, Currency: r.Settings.Prices.Currency, Since: r.Since, Open: []intake.Entity{}}
+	view := func(e *Entity) intake.Entity {
+		return intake.Entity{WorkflowID: e.WorkflowID, AlertID: e.AlertID, State: e.State, Severity: e.Severity, Title: e.Title,
+			Alerts: e.Alerts, Since: e.Admitted, Held: r.held(e), Released: e.Released}
+	}
+	for i, e := range r.waiting() {
+		st.Waiting++
+		if r.held(e) {
+			st.Held++
+		}
+		if len(st.Open) < maxStatusEntities {
+			v := view(e)
+			v.Position = i + 1
+			st.Open = append(st.Open, v)
+		}
+	}
+	for _, e := range r.Entities {
+		switch e.State {
+		case intake.StateWaiting:
+			continue
+		case intake.StateConcluded:
+			st.Concluded++
+		default:
+			st.Running++
+		}
+		if len(st.Open) < maxStatusEntities {
+			st.Open = append(st.Open, view(e))
+		}
+	}
+	st.Dropped = len(r.Entities) - len(st.Open)
+	return st
+}
+
+// maxStatusEntities bounds the entities a status lists.
+const maxStatusEntities = 100

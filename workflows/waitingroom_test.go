@@ -1,0 +1,279 @@
+package workflows
+
+import (
+	"encoding/json"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/secops-agent/investigator/intake"
+	"github.com/secops-agent/investigator/investigation"
+)
+
+var t0 = time.Date(2026, 11, 25, 10, 0, 0, 0, time.UTC)
+
+func roomSettings(maxRunning int) intake.Settings {
+	return intake.Settings{MaxRunning: maxRunning}.WithDefaults()
+}
+
+func alertOf(id, identity, severity string, keys ...string) intake.Alert {
+	return intake.Alert{AlertID: id, Identity: identity, Severity: severity, Source: "generic", Title: "title of " + id, Keys: keys}
+}
+
+func TestRoomStartsInSeverityOrderOldestFirst(t *testing.T) {
+	r := newRoom(t0)
+	s := roomSettings(1)
+	if o := r.admit(t0, s, alertOf("a1", "id:1", "low")); o.Kind != intake.OutcomeStarted {
+		t.Fatalf("first alert: %+v", o)
+	}
+	for i, sev := range []string{"medium", "critical", "high", "critical", "unknown", "low"} {
+		o := r.admit(t0.Add(time.Duration(i+1)*time.Second), s, alertOf(fmt.Sprintf("a%d", i+2), fmt.Sprintf("id:%d", i+2), sev))
+		if o.Kind != intake.OutcomeQueued || o.Position == 0 {
+			t.Fatalf("alert %d: %+v", i+2, o)
+		}
+	}
+	var order []string
+	for range 6 {
+		running := r.Entities[0]
+		for _, e := range r.Entities {
+			if e.State == intake.StateStarting || e.State == intake.StateRunning {
+				running = e
+			}
+		}
+		r.started(running.WorkflowID)
+		r.concluded(investigation.Concluded{WorkflowID: running.WorkflowID})
+		started := r.schedule()
+		if len(started) != 1 {
+			t.Fatalf("after a conclusion %d started", len(started))
+		}
+		order = append(order, started[0].AlertID)
+	}
+	// critical (oldest first), high, medium, unknown, low.
+	if got := strings.Join(order, " "); got != "a3 a5 a4 a2 a6 a7" {
+		t.Errorf("start order %s", got)
+	}
+}
+
+func TestRoomSeenAgain(t *testing.T) {
+	r := newRoom(t0)
+	s := roomSettings(5)
+	first := alertOf("a1", "guardduty:1:f", "medium")
+	first.Count = 214
+	o := r.admit(t0, s, first)
+	r.take(r.byWorkflow[o.WorkflowID])
+	r.started(o.WorkflowID)
+	again := alertOf("a2", "guardduty:1:f", "medium")
+	again.Count = 310
+	o2 := r.admit(t0.Add(time.Minute), s, again)
+	if o2.Kind != intake.OutcomeSeenAgain || o2.WorkflowID != o.WorkflowID {
+		t.Fatalf("seen again: %+v", o2)
+	}
+	e := r.byWorkflow[o.WorkflowID]
+	if len(e.Queue) != 1 || !strings.Contains(e.Queue[0].Text(), "count 214 → 310") {
+		t.Fatalf("queued %+v", e.Queue)
+	}
+	// The very same alert again (a redelivery): counted, not news.
+	if o3 := r.admit(t0.Add(2*time.Minute), s, again); o3.Kind != intake.OutcomeSeenAgain || len(e.Queue) != 1 || e.Queue[0].Times != 2 {
+		t.Fatalf("exact repeat: %+v, queue %+v", o3, e.Queue)
+	}
+	// A newer count while the first news waits: one arrival, from the first count.
+	third := alertOf("a3", "guardduty:1:f", "high")
+	third.Count = 400
+	r.admit(t0.Add(3*time.Minute), s, third)
+	if len(e.Queue) != 1 || !strings.Contains(e.Queue[0].Text(), "count 214 → 400") || !strings.Contains(e.Queue[0].Text(), "severity medium → high") {
+		t.Fatalf("merged: %q", e.Queue[0].Text())
+	}
+	if len(r.Entities) != 1 || r.Counters.SeenAgain != 3 {
+		t.Errorf("%d entities, %d seen again", len(r.Entities), r.Counters.SeenAgain)
+	}
+}
+
+func TestRoomRepeatWithinTheWindow(t *testing.T) {
+	r := newRoom(t0)
+	s := roomSettings(5)
+	o := r.admit(t0, s, alertOf("a1", "scc:f1", "high"))
+	r.started(o.WorkflowID)
+	r.close(t0.Add(time.Hour), o.WorkflowID)
+	if rep := r.admit(t0.Add(2*time.Hour), s, alertOf("a2", "scc:f1", "medium")); rep.Kind != intake.OutcomeRepeat || rep.WorkflowID != o.WorkflowID {
+		t.Fatalf("lower severity within the window: %+v", rep)
+	}
+	if rep := r.admit(t0.Add(3*time.Hour), s, alertOf("a2", "scc:f1", "high")); rep.Kind != intake.OutcomeRepeat {
+		t.Fatalf("same severity within the window: %+v", rep)
+	}
+	rose := r.admit(t0.Add(4*time.Hour), s, alertOf("a3", "scc:f1", "critical"))
+	if rose.Kind != intake.OutcomeStarted || rose.WorkflowID != o.WorkflowID || !r.byWorkflow[o.WorkflowID].Reinvestigate {
+		t.Fatalf("severity rose: %+v", rose)
+	}
+	r.started(rose.WorkflowID)
+	r.close(t0.Add(5*time.Hour), rose.WorkflowID)
+	// After the window it is investigated again.
+	later := t0.Add(5*time.Hour + 25*time.Hour)
+	r.tick(later)
+	if again := r.admit(later, s, alertOf("a4", "scc:f1", "low")); again.Kind != intake.OutcomeStarted {
+		t.Fatalf("after the window: %+v", again)
+	}
+	if r.Counters.Repeats != 2 || r.Counters.Reinvested != 1 {
+		t.Errorf("counters %+v", r.Counters)
+	}
+}
+
+func TestRoomGroupsABurstFromOneAddress(t *testing.T) {
+	for _, noGroup := range []bool{false, true} {
+		r := newRoom(t0)
+		s := roomSettings(10)
+		s.NoGroup = noGroup
+		kinds := map[string]int{}
+		for i := range 50 {
+			o := r.admit(t0.Add(time.Duration(i)*time.Second), s, alertOf(fmt.Sprintf("a%d", i), fmt.Sprintf("generic:id:%d", i), "high",
+				"ip:198.51.100.23", fmt.Sprintf("resource:host-%d", i)))
+			kinds[o.Kind]++
+		}
+		switch {
+		case !noGroup && (len(r.Entities) != 1 || r.Entities[0].Alerts != 50 || kinds[intake.OutcomeGrouped] != 49):
+			t.Errorf("grouping: %d entities, outcomes %v", len(r.Entities), kinds)
+		case noGroup && len(r.Entities) != 50:
+			t.Errorf("--no-group: %d entities, outcomes %v", len(r.Entities), kinds)
+		}
+	}
+}
+
+func TestRoomGroupWindowAndFollowUps(t *testing.T) {
+	r := newRoom(t0)
+	s := roomSettings(10)
+	o := r.admit(t0, s, alertOf("a1", "id:1", "high", "user:alice"))
+	r.take(r.byWorkflow[o.WorkflowID])
+	r.started(o.WorkflowID)
+	r.concluded(investigation.Concluded{WorkflowID: o.WorkflowID})
+	if f := r.admit(t0.Add(10*time.Minute), s, alertOf("a2", "id:2", "medium", "user:alice")); f.Kind != intake.OutcomeFollowUp || f.WorkflowID != o.WorkflowID {
+		t.Fatalf("related to a concluded investigation: %+v", f)
+	}
+	// Past the group window, the same indicator starts its own.
+	if n := r.admit(t0.Add(61*time.Minute), s, alertOf("a3", "id:3", "medium", "user:alice")); n.Kind != intake.OutcomeStarted || n.WorkflowID == o.WorkflowID {
+		t.Fatalf("past the window: %+v", n)
+	}
+}
+
+func TestRoomBudget(t *testing.T) {
+	r := newRoom(t0)
+	s := roomSettings(10)
+	s.DailyBudgetUSD = 0.01
+	o := r.admit(t0, s, alertOf("a1", "id:1", "high"))
+	r.started(o.WorkflowID)
+	spend := investigation.Spend{}
+	spend.ByPhase.Plan = investigation.Usage{Calls: 1, PromptTokens: 100000, Model: "gemini-2.5-flash"} // 0.03 USD
+	r.concluded(investigation.Concluded{WorkflowID: o.WorkflowID, Spend: spend})
+	if r.Spent < 0.029 {
+		t.Fatalf("spent %f", r.Spent)
+	}
+	held := r.admit(t0.Add(time.Minute), s, alertOf("a2", "id:2", "high"))
+	if held.Kind != intake.OutcomeHeld {
+		t.Fatalf("over the budget: %+v", held)
+	}
+	if crit := r.admit(t0.Add(2*time.Minute), s, alertOf("a3", "id:3", "critical")); crit.Kind != intake.OutcomeStarted {
+		t.Fatalf("critical over the budget: %+v", crit)
+	}
+	// A second report of the same investigation counts only what is new.
+	r.concluded(investigation.Concluded{WorkflowID: o.WorkflowID, Spend: spend})
+	if r.Spent > 0.031 {
+		t.Errorf("counted twice: %f", r.Spent)
+	}
+	rel := r.release(intake.Release{IDs: []string{"a2", "nope"}})
+	if len(rel.WorkflowIDs) != 1 || len(rel.Unknown) != 1 {
+		t.Fatalf("release: %+v", rel)
+	}
+	if started := r.schedule(); len(started) != 1 || started[0].AlertID != "a2" {
+		t.Fatalf("released: %v", started)
+	}
+	held2 := r.admit(t0.Add(3*time.Minute), s, alertOf("a4", "id:4", "low"))
+	if held2.Kind != intake.OutcomeHeld {
+		t.Fatalf("second held: %+v", held2)
+	}
+	r.tick(t0.Add(14 * time.Hour)) // the next UTC day
+	if started := r.schedule(); len(started) != 1 || started[0].AlertID != "a4" || r.Spent != 0 {
+		t.Fatalf("next day: %v, spent %f", started, r.Spent)
+	}
+}
+
+func TestRoomShedsWhenFullAndForgetsConcludedFirst(t *testing.T) {
+	r := newRoom(t0)
+	s := roomSettings(1)
+	s.NoGroup = true
+	for i := range maxOpen {
+		r.admit(t0, s, alertOf(fmt.Sprintf("a%d", i), fmt.Sprintf("id:%d", i), "low"))
+	}
+	if o := r.admit(t0, s, alertOf("x", "id:x", "low")); o.Kind != intake.OutcomeShed {
+		t.Fatalf("full room: %+v", o)
+	}
+	first := r.Entities[0]
+	r.started(first.WorkflowID)
+	r.concluded(investigation.Concluded{WorkflowID: first.WorkflowID})
+	if o := r.admit(t0, s, alertOf("x", "id:x", "low")); o.Kind == intake.OutcomeShed {
+		t.Fatalf("a concluded one could be forgotten: %+v", o)
+	}
+	if len(r.Entities) != maxOpen || r.byWorkflow[first.WorkflowID] != nil {
+		t.Errorf("%d entities", len(r.Entities))
+	}
+}
+
+func TestRoomCloseReadmitsUndeliveredRelatedAlerts(t *testing.T) {
+	r := newRoom(t0)
+	s := roomSettings(10)
+	o := r.admit(t0, s, alertOf("a1", "id:1", "high", "ip:203.0.113.5"))
+	r.take(r.byWorkflow[o.WorkflowID])
+	r.started(o.WorkflowID)
+	r.admit(t0.Add(time.Second), s, alertOf("a2", "id:2", "high", "ip:203.0.113.5"))
+	r.close(t0.Add(2*time.Second), o.WorkflowID)
+	if len(r.Entities) != 1 || r.Entities[0].AlertID != "a2" || r.Entities[0].State != intake.StateStarting {
+		t.Fatalf("entities after close: %+v", r.Entities)
+	}
+	if r.pending != 0 || r.members != 1 {
+		t.Errorf("pending %d, members %d", r.pending, r.members)
+	}
+}
+
+// TestRoomStateIsBounded fills every bound of the room with the longest
+// values an admit request may carry: the state that continue-as-new hands
+// on stays well below Temporal's 2 MB payload limit.
+func TestRoomStateIsBounded(t *testing.T) {
+	r := newRoom(t0)
+	s := roomSettings(1)
+	long := func(prefix string, i, n int) string {
+		p := fmt.Sprintf("%s%d-", prefix, i)
+		return p + strings.Repeat("x", n-len(p))
+	}
+	keys := func(i int) []string {
+		var k []string
+		for j := range intake.MaxAlertKeys {
+			k = append(k, long(fmt.Sprintf("ip:%d.", j), i, intake.MaxKeyBytes))
+		}
+		return k
+	}
+	for i := range maxOpen * 3 {
+		a := intake.Alert{AlertID: long("a", i, 100), Identity: long("generic:id:", i, intake.MaxIdentityBytes), Severity: "low",
+			Source: "generic", Title: strings.Repeat("t", intake.MaxTitleBytes), Keys: keys(i), Count: 1 << 40}
+		r.admit(t0, s, a)
+		// Grouped alerts and news fill the members and the queues.
+		for j := range 8 {
+			b := a
+			b.AlertID, b.Identity = long("b", i*10+j, 100), long("generic:id:b", i*10+j, intake.MaxIdentityBytes)
+			r.admit(t0, s, b)
+			b.AlertID = long("c", i*10+j, 100)
+			r.admit(t0, s, b)
+		}
+	}
+	for i := range maxClosed {
+		r.Closed = append(r.Closed, ClosedIdentity{Hash: hashOf(fmt.Sprint(i)), Severity: "critical", At: t0, WorkflowID: intake.WorkflowID(long("generic:id:", i, intake.MaxIdentityBytes))})
+	}
+	raw, err := json.Marshal(AdmissionInput{Room: r})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(r.Entities) != maxOpen || r.members > maxMembers+maxOpen || r.pending > maxPending {
+		t.Fatalf("bounds not reached or passed: %d entities, %d members, %d pending", len(r.Entities), r.members, r.pending)
+	}
+	if len(raw) > 1500<<10 {
+		t.Errorf("the room at its bounds is %d KiB", len(raw)>>10)
+	}
+	t.Logf("the room at its bounds: %d KiB", len(raw)>>10)
+}

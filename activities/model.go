@@ -9,10 +9,12 @@ import (
 	"strings"
 	"time"
 
+	"go.temporal.io/sdk/activity"
 	"go.temporal.io/sdk/temporal"
 	"google.golang.org/genai"
 
 	"github.com/secops-agent/investigator/investigation"
+	"github.com/secops-agent/investigator/telemetry"
 	"github.com/secops-agent/investigator/toolcall"
 	"github.com/secops-agent/investigator/transcript"
 )
@@ -40,15 +42,19 @@ type Model struct {
 	LLM        Generator
 	Name       string
 	Transcript TranscriptStore
+	// Calls records each call as a GenAI span and metrics (nil: not at all).
+	Calls *telemetry.ModelCalls
 }
 
 // generate calls the model once, classifying errors for Temporal's retries.
 func (m *Model) generate(ctx context.Context, contents []*genai.Content, cfg *genai.GenerateContentConfig) (*genai.GenerateContentResponse, investigation.Usage, error) {
 	start := time.Now()
+	ctx, call := m.Observe(ctx, telemetry.OpGenerateContent, m.Name)
 	resp, err := CallGemini(ctx, func(ctx context.Context) (*genai.GenerateContentResponse, error) {
 		return m.LLM.GenerateContent(ctx, m.Name, contents, cfg)
 	})
 	if err != nil {
+		call.End(ctx, telemetry.Answer{}, err)
 		Logger(ctx).Warn("model call failed", "model", m.Name, "ms", time.Since(start).Milliseconds(), "error", err)
 		return nil, investigation.Usage{}, err
 	}
@@ -58,10 +64,35 @@ func (m *Model) generate(ctx context.Context, contents []*genai.Content, cfg *ge
 		u.OutputTokens = int(md.CandidatesTokenCount)
 		u.ThoughtTokens = int(md.ThoughtsTokenCount)
 	}
+	call.End(ctx, answerOf(resp, u), nil)
 	billed(ctx, u)
 	Logger(ctx).Info("model call", "model", m.Name, "ms", time.Since(start).Milliseconds(),
 		"prompt_tokens", u.PromptTokens, "output_tokens", u.OutputTokens, "thought_tokens", u.ThoughtTokens)
 	return resp, u, nil
+}
+
+// Observe starts recording a model call of operation op to model, made by
+// the running activity; m may be nil.
+func (m *Model) Observe(ctx context.Context, op, model string) (context.Context, *telemetry.ModelCall) {
+	if m == nil {
+		return ctx, nil
+	}
+	name := ""
+	if activity.IsActivity(ctx) {
+		name = activity.GetInfo(ctx).ActivityType.Name
+	}
+	return m.Calls.Start(ctx, op, model, name)
+}
+
+// answerOf is what telemetry records of an answer: never its content.
+func answerOf(resp *genai.GenerateContentResponse, u investigation.Usage) telemetry.Answer {
+	a := telemetry.Answer{ResponseModel: resp.ModelVersion, ResponseID: resp.ResponseID, Usage: u}
+	for _, c := range resp.Candidates {
+		if c != nil {
+			a.FinishReasons = append(a.FinishReasons, string(c.FinishReason))
+		}
+	}
+	return a
 }
 
 // GenerateJSON asks for structured output (a system instruction, one user

@@ -22,6 +22,7 @@ import (
 	"github.com/secops-agent/investigator/config"
 	"github.com/secops-agent/investigator/internal/pricing"
 	"github.com/secops-agent/investigator/payloadcodec"
+	"github.com/secops-agent/investigator/telemetry"
 )
 
 // DefaultCallTimeout bounds each call to Temporal that has no deadline of
@@ -39,6 +40,9 @@ type Options struct {
 	// Prices price the model calls a status shows; zero means
 	// pricing.Default().
 	Prices pricing.Table
+	// Telemetry, when not nil, traces the client's calls (and propagates
+	// the trace into the workflows it starts) and exports its metrics.
+	Telemetry *telemetry.Telemetry
 }
 
 // Client is a connection to Temporal with the settings of one namespace
@@ -58,7 +62,7 @@ func Dial(o Options) (*Client, error) {
 	if err != nil {
 		return nil, err
 	}
-	tc, err := dial(o.Temporal, keys, o.Logger)
+	tc, err := dial(o.Temporal, keys, o.Logger, o.Telemetry)
 	if err != nil {
 		return nil, err
 	}
@@ -96,12 +100,13 @@ func (c *Client) WorkflowURL(id string) string { return c.cfg.WorkflowURL(id) }
 
 // DialTemporal returns the SDK client the worker runs on: the same
 // connection settings, converters and key handling as the analyst's client.
-func DialTemporal(t config.Temporal, logger *slog.Logger) (client.Client, error) {
+// A worker made from it inherits tel's interceptors and metrics handler.
+func DialTemporal(t config.Temporal, logger *slog.Logger, tel *telemetry.Telemetry) (client.Client, error) {
 	keys, err := PayloadKeys(t)
 	if err != nil {
 		return nil, err
 	}
-	return dial(t, keys, logger)
+	return dial(t, keys, logger, tel)
 }
 
 // PayloadKeys loads the payload key file, or returns nil without one.
@@ -114,7 +119,7 @@ func PayloadKeys(t config.Temporal) (*payloadcodec.Keys, error) {
 
 // dial connects to Temporal, logging through slog. The API key is read from
 // TEMPORAL_API_KEY only, never from a flag.
-func dial(t config.Temporal, keys *payloadcodec.Keys, logger *slog.Logger) (client.Client, error) {
+func dial(t config.Temporal, keys *payloadcodec.Keys, logger *slog.Logger, tel *telemetry.Telemetry) (client.Client, error) {
 	if logger == nil {
 		logger = slog.New(slog.NewTextHandler(io.Discard, nil))
 	}
@@ -127,6 +132,7 @@ func dial(t config.Temporal, keys *payloadcodec.Keys, logger *slog.Logger) (clie
 		logger.Warn(w)
 	}
 	opts.DataConverter, opts.FailureConverter = Converters(keys, logger)
+	tel.Client(&opts)
 	if key := config.Env("", "TEMPORAL_API_KEY"); key != "" {
 		opts.Credentials = client.NewAPIKeyStaticCredentials(key)
 		t.TLS = true

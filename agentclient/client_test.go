@@ -77,7 +77,7 @@ func TestPayloadKeyFileFlagAndErrors(t *testing.T) {
 	k, err := PayloadKeys(config.Temporal{})
 	require.NoError(t, err)
 	require.Nil(t, k, "no key file, no keys: payloads stay in clear")
-	_, err = DialTemporal(config.Temporal{Address: "localhost:1", PayloadKeyFile: filepath.Join(t.TempDir(), "none")}, nil)
+	_, err = DialTemporal(config.Temporal{Address: "localhost:1", PayloadKeyFile: filepath.Join(t.TempDir(), "none")}, nil, nil)
 	require.ErrorContains(t, err, "cannot read the payload key file")
 }
 
@@ -113,6 +113,6 @@ func TestKeyErrorsTravelInClear(t *testing.T) {
 
 func TestTemporalTLSNeedsCertAndKey(t *testing.T) {
 	t.Setenv("TEMPORAL_API_KEY", "")
-	_, err := DialTemporal(config.Temporal{Address: "localhost:1", CertPath: "/c.pem"}, nil)
+	_, err := DialTemporal(config.Temporal{Address: "localhost:1", CertPath: "/c.pem"}, nil, nil)
 	require.ErrorContains(t, err, "needs both")
 }

@@ -196,9 +196,12 @@ func (s *syncBuffer) String() string {
 	return s.b.String()
 }
 
-func startWorker() error {
+func startWorker() error { return startWorkerEnv(stack) }
+
+// startWorkerEnv starts the worker with the environment env.
+func startWorkerEnv(env []string) error {
 	workerCmd = exec.Command(filepath.Join(bin, "worker"))
-	workerCmd.Env = stack
+	workerCmd.Env = env
 	workerCmd.Stdout, workerCmd.Stderr = &workerLog, &workerLog
 	if err := workerCmd.Start(); err != nil {
 		return fmt.Errorf("start worker: %w", err)

@@ -175,6 +175,15 @@ var Verdicts = []string{VerdictTruePositive, VerdictBenign, VerdictFalsePositive
 // Confidences a verdict can carry.
 var Confidences = []string{"low", "medium", "high"}
 
+// Metrics the workflow counts through Temporal's metrics handler (exported
+// as OpenTelemetry metrics with OTEL_EXPORTER_OTLP_ENDPOINT): each
+// investigation once, at its first verdict, by verdict and confidence; and
+// each later change of the verdict, by the verdicts it went from and to.
+const (
+	MetricInvestigations = "investigator.investigations"
+	MetricVerdictChanges = "investigator.verdict.changes"
+)
+
 // Evidence is one fact a verdict rests on, with the step and tool that
 // established it: a step that ran in this investigation and a tool it
 // called, or EvidenceAlert or EvidenceAnalyst with no tool.

@@ -19,14 +19,17 @@ import (
 	"github.com/secops-agent/investigator/config"
 	"github.com/secops-agent/investigator/internal/pricing"
 	"github.com/secops-agent/investigator/internal/termtext"
+	"github.com/secops-agent/investigator/telemetry"
 )
 
 func main() {
 	// Ctrl-C and SIGTERM cancel the command's context: every wait (standard
 	// input, Firestore, Temporal) ends with one sentence and exit code 1.
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	err := newRoot(os.Stdin, os.Stdout).ExecuteContext(ctx)
+	a := &app{stdin: os.Stdin}
+	err := newRootApp(a, os.Stdout).ExecuteContext(ctx)
 	stop()
+	a.endTelemetry(err != nil)
 	if err != nil {
 		printError(os.Stderr, err)
 		os.Exit(1)
@@ -53,6 +56,10 @@ type app struct {
 	// shipped one), prices the table read from it.
 	pricesFile string
 	prices     pricing.Table
+	// tel exports the command's traces and metrics (nil: not at all);
+	// endCommand ends its root span.
+	tel        *telemetry.Telemetry
+	endCommand func(failed bool)
 }
 
 // withClient runs f with a Temporal client, closed afterwards.
@@ -67,7 +74,7 @@ func (a *app) withClient(f func(*agentclient.Client) error) error {
 
 // dial connects to Temporal with the app's settings.
 func (a *app) dial() (*agentclient.Client, error) {
-	o := agentclient.Options{Temporal: a.temporal, CallTimeout: a.timeout(), Logger: a.logger(), Prices: a.prices}
+	o := agentclient.Options{Temporal: a.temporal, CallTimeout: a.timeout(), Logger: a.logger(), Prices: a.prices, Telemetry: a.tel}
 	if a.dialer != nil {
 		c, err := a.dialer()
 		if err != nil {
@@ -119,9 +126,12 @@ GOOGLE_CLOUD_LOCATION, GOOGLE_GEMINI_BASE_URL and GEMINI_MODEL.`,
 	// under --json, the lines for people go to standard error.
 	root.SetOut(termtext.NewWriter(stdout))
 	root.SetErr(termtext.NewWriter(os.Stderr))
-	root.PersistentPreRunE = func(*cobra.Command, []string) error {
+	root.PersistentPreRunE = func(cmd *cobra.Command, _ []string) error {
 		if a.callTimeout <= 0 {
 			return fmt.Errorf("--call-timeout must be positive, not %s", a.callTimeout)
+		}
+		if err := a.startTelemetry(cmd); err != nil {
+			return err
 		}
 		a.prices = pricing.Default()
 		if a.pricesFile != "" {

@@ -25,6 +25,7 @@ import (
 	"github.com/secops-agent/investigator/intake"
 	"github.com/secops-agent/investigator/intel"
 	"github.com/secops-agent/investigator/investigation"
+	"github.com/secops-agent/investigator/telemetry"
 	"github.com/secops-agent/investigator/toolcall"
 	"github.com/secops-agent/investigator/tools"
 	"github.com/secops-agent/investigator/transcript"
@@ -47,6 +48,7 @@ func newCommand() *cobra.Command {
 		bc       config.BigQuery
 		wc       config.Worker
 		logLevel string
+		prices   string
 		register bool
 		mixed    bool
 	)
@@ -62,6 +64,18 @@ func newCommand() *cobra.Command {
 				return err
 			}
 			ctx := cmd.Context()
+			table, err := priceTable(prices)
+			if err != nil {
+				return err
+			}
+			// With OTEL_EXPORTER_OTLP_ENDPOINT set: traces (Temporal's
+			// interceptor, the model calls) and metrics (the SDK's, the
+			// product's); without, tel is nil and nothing is exported.
+			tel, err := telemetry.Start(ctx, "investigator-worker", logger)
+			if err != nil {
+				return err
+			}
+			defer flush(tel, logger)
 			fs, err := fc.Client(ctx)
 			if err != nil {
 				return err
@@ -109,7 +123,7 @@ func newCommand() *cobra.Command {
 			ws := workerSettings(registry, sub, gc.Model, bc.EmbeddingModel, keyIDs, rates)
 			ws.Slack = config.Env("", "SLACK_WEBHOOK_URL") != "" // intake.go: where verdicts go
 			fp := ws.fingerprint()
-			c, err := agentclient.DialTemporal(tc, logger)
+			c, err := agentclient.DialTemporal(tc, logger, tel)
 			if err != nil {
 				return err
 			}
@@ -126,9 +140,11 @@ func newCommand() *cobra.Command {
 
 			// Firestore stays the durable store; the caches spare the model
 			// turns reading back what earlier activities wrote or read.
-			model := &activities.Model{LLM: llm.Models, Name: gc.Model, Transcript: transcript.NewCache(transcript.NewStore(fs), transcriptCache)}
+			endpoint := gemini.Describe(llm, gc.Model)
+			model := &activities.Model{LLM: llm.Models, Name: gc.Model, Transcript: transcript.NewCache(transcript.NewStore(fs), transcriptCache),
+				Calls: tel.ModelCalls(provider(endpoint), host(endpoint.BaseURL), table)}
 			alertReader := alerts.NewCache(store, alertCache)
-			inv := &activities.Activities{Model: model, Endpoint: gemini.Describe(llm, gc.Model), Tools: registry, Alerts: alertReader}
+			inv := &activities.Activities{Model: model, Endpoint: endpoint, Tools: registry, Alerts: alertReader}
 			intakeActs, closeIntake, err := intakeActivities(c, tc, alertReader)
 			if err != nil {
 				return err
@@ -223,6 +239,7 @@ func newCommand() *cobra.Command {
 	cmd.Flags().BoolVar(&mixed, "allow-mixed-settings", config.EnvBool("WORKER_ALLOW_MIXED_SETTINGS"),
 		"start even when a running worker of the same queue and build has other tools, models, tables or payload keys (env WORKER_ALLOW_MIXED_SETTINGS)")
 	cmd.Flags().StringVar(&logLevel, "log-level", config.Env("info", "LOG_LEVEL"), "log level: debug, info, warn, error (env LOG_LEVEL)")
+	cmd.Flags().StringVar(&prices, "prices", config.Env("", "INVESTIGATOR_PRICES"), "price table (YAML, see internal/pricing/prices.yaml) for the estimated cost the worker exports as a metric with OTEL_EXPORTER_OTLP_ENDPOINT (env INVESTIGATOR_PRICES; default: the shipped Gemini API prices)")
 	return cmd
 }
 

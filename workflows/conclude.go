@@ -76,6 +76,7 @@ func (r *run) recordVerdict(ctx workflow.Context, v *investigation.Verdict, alwa
 	}
 	standing := r.Verdict
 	r.Verdict = v
+	countVerdict(ctx, standing, v)
 	moved := !standing.Same(v)
 	if moved {
 		r.VerdictHistory = append(r.VerdictHistory, investigation.VerdictChange{Turn: r.Turn, Verdict: v.Verdict, Confidence: v.Confidence, Reason: v.Reason})
@@ -88,6 +89,30 @@ func (r *run) recordVerdict(ctx workflow.Context, v *investigation.Verdict, alwa
 		r.upsertVerdict(ctx, v)
 	}
 	return moved
+}
+
+// countVerdict counts the investigation at its first verdict, and each
+// later change of the verdict, through Temporal's metrics handler, which
+// records nothing while a run replays its history: a replay never counts
+// twice.
+func countVerdict(ctx workflow.Context, standing, v *investigation.Verdict) {
+	h := workflow.GetMetricsHandler(ctx)
+	switch {
+	case standing == nil:
+		h.WithTags(map[string]string{"verdict": known(v.Verdict, investigation.Verdicts), "confidence": known(v.Confidence, investigation.Confidences)}).
+			Counter(investigation.MetricInvestigations).Inc(1)
+	case standing.Verdict != v.Verdict:
+		h.WithTags(map[string]string{"from": known(standing.Verdict, investigation.Verdicts), "to": known(v.Verdict, investigation.Verdicts)}).
+			Counter(investigation.MetricVerdictChanges).Inc(1)
+	}
+}
+
+// known keeps a metric's label within its allowed values.
+func known(v string, allowed []string) string {
+	if slices.Contains(allowed, v) {
+		return v
+	}
+	return "other"
 }
 
 // upsertVerdict sets the Verdict search attribute, so the Web UI can filter

@@ -14,6 +14,7 @@ import (
 	"github.com/secops-agent/investigator/activities/bigquery/memory"
 	"github.com/secops-agent/investigator/internal/clip"
 	"github.com/secops-agent/investigator/internal/prompt"
+	"github.com/secops-agent/investigator/telemetry"
 	"github.com/secops-agent/investigator/tools"
 	"github.com/secops-agent/investigator/transcript"
 )
@@ -59,9 +60,11 @@ func (a *Activities) embed(ctx context.Context, task string, texts ...string) ([
 		contents[i] = genai.NewContentFromText(t, genai.RoleUser)
 	}
 	dims := int32(memory.Dimensions)
+	ctx, call := a.Model.Observe(ctx, telemetry.OpEmbeddings, a.EmbeddingModel)
 	resp, err := activities.CallGemini(ctx, func(ctx context.Context) (*genai.EmbedContentResponse, error) {
 		return a.Embedder.EmbedContent(ctx, a.EmbeddingModel, contents, &genai.EmbedContentConfig{TaskType: task, OutputDimensionality: &dims})
 	})
+	call.End(ctx, telemetry.Answer{}, err)
 	if err != nil {
 		return nil, err
 	}

@@ -55,6 +55,12 @@ func TestEnvironment(t *testing.T) {
 	require.Contains(t, out.String(), "ignoring BIGQUERY_TABLES_CONFIG=/prod.yaml")
 	require.Contains(t, workerSettings(s), "Gemini stand-in http://127.0.0.1:8089")
 	require.Contains(t, workerSettings(s), "intelligence keys: OTX_API_KEY")
+	require.Contains(t, workerSettings(s), "OpenTelemetry off")
+
+	s.buildEnv([]string{"OTEL_EXPORTER_OTLP_ENDPOINT=https://user:pw@otel.example:4318/x?k=v", "OTEL_EXPORTER_OTLP_HEADERS=api-key=hidden"})
+	require.Contains(t, workerSettings(s), "OpenTelemetry https://otel.example:4318 http/protobuf", "a worker without it is not reused")
+	require.NotContains(t, workerSettings(s), "pw")
+	require.NotContains(t, workerSettings(s), "hidden")
 
 	s.Gemini = gemini{Configured: true, Via: "GEMINI_API_KEY"}
 	s.buildEnv([]string{"GEMINI_API_KEY=real"})

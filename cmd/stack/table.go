@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"net/url"
 	"os"
 	"os/exec"
 	"strings"
@@ -328,8 +329,20 @@ func workerSettings(s *Stack) string {
 	if s.OwnSlack {
 		slack = "your SLACK_WEBHOOK_URL"
 	}
-	return fmt.Sprintf("%s, model %s, payload key file %s, intelligence keys: %s, Pub/Sub %s, Slack %s",
-		model, orDefault(s.Getenv("GEMINI_MODEL"), "default"), orDefault(s.PayloadKeyFile, "none"), strings.Join(keys, " "), s.addr("PUBSUB"), slack)
+	return fmt.Sprintf("%s, model %s, payload key file %s, intelligence keys: %s, Pub/Sub %s, Slack %s, OpenTelemetry %s",
+		model, orDefault(s.Getenv("GEMINI_MODEL"), "default"), orDefault(s.PayloadKeyFile, "none"), strings.Join(keys, " "), s.addr("PUBSUB"), slack, otelSettings(s))
+}
+
+// otelSettings names where the worker exports traces and metrics: a worker
+// started without OTEL_EXPORTER_OTLP_ENDPOINT is not reused by a run that
+// sets it. Only the endpoint's scheme and host (headers hold API keys).
+func otelSettings(s *Stack) string {
+	for _, v := range []string{"OTEL_EXPORTER_OTLP_ENDPOINT", "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", "OTEL_EXPORTER_OTLP_METRICS_ENDPOINT"} {
+		if u, err := url.Parse(s.Getenv(v)); err == nil && u.Host != "" {
+			return u.Scheme + "://" + u.Host + " " + orDefault(s.Getenv("OTEL_EXPORTER_OTLP_PROTOCOL"), "http/protobuf")
+		}
+	}
+	return "off"
 }
 
 // ensureSearchAttributes registers AlertId and Verdict (Keyword) where they

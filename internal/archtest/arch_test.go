@@ -9,9 +9,10 @@ import (
 // temporalHomes may import the SDK's workflow, activity and temporal
 // packages: the orchestration, its activities (where typed I/O errors become
 // Temporal errors), the client package, the binaries, the payload codec (a
-// data converter) and test helpers.
+// data converter), telemetry (Temporal's tracing interceptor) and test
+// helpers.
 var temporalHomes = []string{
-	"workflows", "activities", "agentclient", "worker", "starter", "payloadcodec", "cmd/bench", "e2e", "internal/testenv",
+	"workflows", "activities", "agentclient", "worker", "starter", "payloadcodec", "telemetry", "cmd/bench", "e2e", "internal/testenv",
 }
 
 var temporalSDK = []string{"go.temporal.io/sdk/workflow", "go.temporal.io/sdk/activity", "go.temporal.io/sdk/temporal"}

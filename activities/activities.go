@@ -43,6 +43,9 @@ type Activities struct {
 	Tools    *tools.Registry
 	Toolsets map[string]*tools.Registry
 	Alerts   alertReader
+	// Progress keeps progress events and the status beside the transcript
+	// (nil: not at all).
+	Progress ProgressStore
 }
 
 // Logger returns the activity's logger (with the workflow and activity IDs

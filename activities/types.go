@@ -11,7 +11,11 @@ import (
 
 // PlanInput asks the model for a plan.
 type PlanInput struct {
-	AlertID  string                  `json:"alert_id"`
+	AlertID string `json:"alert_id"`
+	Session string `json:"session,omitempty"`
+	// Context names the stored Context (context.go) that holds what this
+	// input leaves out: the activity reads it from the store.
+	Context  string                  `json:"context,omitempty"`
 	Request  string                  `json:"request"`
 	History  []investigation.Message `json:"history,omitempty"`
 	MaxSteps int                     `json:"max_steps"`
@@ -85,6 +89,9 @@ type TurnInput struct {
 	Standing *investigation.Verdict `json:"standing,omitempty"`
 	// Arrivals are alerts that arrived for the investigation (the intake).
 	Arrivals investigation.ArrivalBatch `json:"arrivals,omitzero"`
+	// Context names the stored Context (context.go) that holds what this
+	// input leaves out: the activity reads it from the store.
+	Context string `json:"context,omitempty"`
 }
 
 // TurnOutput is the model's answer for one turn: text, calls, or both.
@@ -160,6 +167,9 @@ type ReflectInput struct {
 	MaxSteps int      `json:"max_steps"`
 	Tools    []string `json:"tools"`
 	Hints    []string `json:"hints,omitempty"`
+	// Context names the stored Context (context.go) that holds what this
+	// input leaves out: the activity reads it from the store.
+	Context string `json:"context,omitempty"`
 }
 
 // Reflection is the model's judgement after a step.
@@ -187,6 +197,9 @@ type ConcludeInput struct {
 	// Verdict is what the verdict is checked against: the standing verdict
 	// of earlier exchanges and the steps that ran.
 	Verdict VerdictContext `json:"verdict,omitzero"`
+	// Context names the stored Context (context.go) that holds what this
+	// input leaves out: the activity reads it from the store.
+	Context string `json:"context,omitempty"`
 }
 
 // VerdictContext is what a verdict's evidence is checked against: the steps
@@ -207,6 +220,9 @@ type ReviewInput struct {
 	Language  string         `json:"language"`
 	Hints     []string       `json:"hints,omitempty"`
 	Verdict   VerdictContext `json:"verdict"`
+	// Context names the stored Context (context.go) that holds what this
+	// input leaves out: the activity reads it from the store.
+	Context string `json:"context,omitempty"`
 }
 
 // Review is the verdict after a direct answer: the standing one, or the one
@@ -220,7 +236,11 @@ type Review struct {
 
 // ModeInput asks whether a follow-up needs Plan & Execute or a direct answer.
 type ModeInput struct {
-	AlertID    string                  `json:"alert_id"`
+	AlertID string `json:"alert_id"`
+	Session string `json:"session,omitempty"`
+	// Context names the stored Context (context.go) that holds what this
+	// input leaves out: the activity reads it from the store.
+	Context    string                  `json:"context,omitempty"`
 	Question   string                  `json:"question"`
 	History    []investigation.Message `json:"history,omitempty"`
 	ActivePlan *plan.Plan              `json:"active_plan,omitempty"`

@@ -28,6 +28,9 @@ func (r *run) emit(e investigation.Event) int {
 	e.Seq = r.lastSeq() + 1
 	e.Turn = r.Turn
 	r.events = append(r.events, e)
+	if r.storesContext {
+		r.unstored = append(r.unstored, e)
+	}
 	logEvent(r.log, e)
 	return e.Seq
 }

@@ -43,6 +43,9 @@ type stack struct {
 	fs       *firestore.Client
 	workers  []*workerProc
 	alertID  string
+	// starterEnv is the environment `starter investigate` runs in: the
+	// worker's settings, Firestore reached directly.
+	starterEnv []string
 }
 
 // workerProc is one worker process.
@@ -117,6 +120,7 @@ func startStack(ctx context.Context, o options) (s *stack, err error) {
 		"GOOGLE_GEMINI_BASE_URL="+s.model.URL, "GEMINI_API_KEY=bench-key", "GOOGLE_API_KEY=", "GOOGLE_GENAI_USE_VERTEXAI=",
 		"BIGQUERY_TABLES_CONFIG=", "LOG_LEVEL=warn")
 	env = append(env, s.intel.env()...)
+	s.starterEnv = append(append([]string(nil), env...), "FIRESTORE_EMULATOR_HOST="+fsHost)
 	for range o.workers {
 		w, err := startWorker(filepath.Join(s.dir, "worker"), env)
 		if err != nil {
@@ -162,10 +166,10 @@ func moduleRoot() (string, error) {
 }
 
 func build(ctx context.Context, root, dir string) error {
-	cmd := exec.CommandContext(ctx, "go", "build", "-o", filepath.Join(dir, "worker"), "./worker")
+	cmd := exec.CommandContext(ctx, "go", "build", "-o", dir+string(filepath.Separator), "./worker", "./starter")
 	cmd.Dir = root
 	if out, err := cmd.CombinedOutput(); err != nil {
-		return fmt.Errorf("build the worker: %v: %s", err, firstLine(string(out)))
+		return fmt.Errorf("build the worker and the starter: %v: %s", err, firstLine(string(out)))
 	}
 	return nil
 }

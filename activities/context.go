@@ -28,6 +28,8 @@ type Context struct {
 	Standing *investigation.Verdict  `json:"standing,omitempty"`
 	Insights []investigation.Insight `json:"insights,omitempty"`
 	Plan     *plan.Plan              `json:"plan,omitempty"`
+	// ActivePlan is the plan follow-ups continue (without step results).
+	ActivePlan *plan.Plan `json:"active_plan,omitempty"`
 }
 
 // ContextInput stores a Context under Key in the workflow's session. It runs
@@ -36,6 +38,8 @@ type ContextInput struct {
 	Session string  `json:"session"`
 	Key     string  `json:"key"`
 	Context Context `json:"context"`
+	// Progress, when it holds events, is written too (one marker less).
+	Progress ProgressInput `json:"progress,omitzero"`
 }
 
 // StoreContext writes a Context into the transcript store. The key names
@@ -46,8 +50,13 @@ func (a *Activities) StoreContext(ctx context.Context, in ContextInput) error {
 	if err != nil {
 		return fmt.Errorf("encode the context: %w", err)
 	}
-	_, err = a.Model.Transcript.Put(ctx, in.Session, in.Key, transcript.Entry{Kind: KindContext, Text: string(raw)})
-	return err
+	if _, err = a.Model.Transcript.Put(ctx, in.Session, in.Key, transcript.Entry{Kind: KindContext, Text: string(raw)}); err != nil {
+		return err
+	}
+	if len(in.Progress.Events) > 0 {
+		return a.StoreProgress(ctx, in.Progress)
+	}
+	return nil
 }
 
 // readContext reads the Context stored under key ("": none). A context the
@@ -88,11 +97,13 @@ func (a *Activities) withContext(ctx context.Context, session, key string, use f
 // UseContext methods put a stored Context's fields where the input would
 // carry them inline.
 
-// UseContext fills the conversation and the hints.
-func (in *PlanInput) UseContext(c Context) { in.History, in.Hints = c.History, c.Hints }
+// UseContext fills the conversation, the hints and the active plan.
+func (in *PlanInput) UseContext(c Context) {
+	in.History, in.Hints, in.ActivePlan = c.History, c.Hints, c.ActivePlan
+}
 
-// UseContext fills the conversation.
-func (in *ModeInput) UseContext(c Context) { in.History = c.History }
+// UseContext fills the conversation and the active plan.
+func (in *ModeInput) UseContext(c Context) { in.History, in.ActivePlan = c.History, c.ActivePlan }
 
 // UseContext fills the hints and, for a direct answer, the conversation and the standing verdict.
 func (in *TurnInput) UseContext(c Context) {

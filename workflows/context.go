@@ -51,7 +51,7 @@ func (r *run) context(ctx workflow.Context) string {
 	}
 	current, earlier := r.splitInsights()
 	c := activities.Context{History: r.History, Hints: r.Steering.Hints, Earlier: earlier, Ran: r.Ran, Standing: r.Verdict,
-		Insights: current, Plan: planWithoutResults(&r.Plan)}
+		Insights: current, Plan: planWithoutResults(&r.Plan), ActivePlan: planWithoutResults(r.ActivePlan)}
 	raw, err := json.Marshal(c)
 	if err != nil {
 		return ""
@@ -66,9 +66,22 @@ func (r *run) context(ctx workflow.Context) string {
 	}
 	f, ok := r.contextWrites[key]
 	if !ok {
-		// Parallel steps asking at once share one write.
-		f = workflow.ExecuteLocalActivity(localStoreOptions(ctx, "store the context"), a.StoreContext, activities.ContextInput{Session: r.session, Key: key, Context: c})
+		// Parallel steps asking at once share one write; it takes the
+		// progress events not yet stored along, unless the progress writer
+		// is busy (events are written in order).
+		in := activities.ContextInput{Session: r.session, Key: key, Context: c}
+		took := !r.writing && len(r.unstored) > 0
+		if took {
+			st, _ := r.status()
+			raw, _ := json.Marshal(st)
+			in.Progress = activities.ProgressInput{Session: r.session, Events: r.unstored, Status: &st}
+			r.unstored, r.writing, r.statusStored = nil, true, sha256.Sum256(raw)
+		}
+		f = workflow.ExecuteLocalActivity(localStoreOptions(ctx, "store the context"), a.StoreContext, in)
 		r.contextWrites = map[string]workflow.Future{key: f} // only the latest is asked for again
+		if took {
+			defer func() { r.writing = false }()
+		}
 	}
 	if err := f.Get(ctx, nil); err != nil {
 		delete(r.contextWrites, key)
@@ -90,7 +103,8 @@ func (r *run) startProgressWriter(ctx workflow.Context) {
 	dctx, _ := workflow.NewDisconnectedContext(ctx)
 	workflow.Go(dctx, func(ctx workflow.Context) {
 		for {
-			if err := workflow.Await(ctx, func() bool { return len(r.unstored) > 0 || r.flushing }); err != nil {
+			// A context write may carry events too (run.context): one at a time.
+			if err := workflow.Await(ctx, func() bool { return !r.writing && (len(r.unstored) > 0 || r.flushing) }); err != nil {
 				return
 			}
 			batch, final := r.unstored, r.flushing
@@ -123,6 +137,9 @@ func (r *run) flushProgress(ctx workflow.Context) {
 		return
 	}
 	dctx, _ := workflow.NewDisconnectedContext(ctx)
+	// The run has said its last: what other coroutines do while it waits
+	// (a cancelled call noting it was cut short) is not news any more.
+	r.closed = true
 	r.flushing = true
 	_ = workflow.Await(dctx, func() bool { return !r.flushing && !r.writing })
 }

@@ -20,10 +20,13 @@ import (
 var storedContexts sync.Map
 
 // mockContextStore makes env's StoreContext keep each context in
-// storedContexts.
-func mockContextStore(env *testsuite.TestWorkflowEnvironment) {
+// storedContexts and hand the progress it carries to progress.
+func mockContextStore(env *testsuite.TestWorkflowEnvironment, progress func(activities.ProgressInput)) {
 	env.OnActivity(a.StoreContext, mock.Anything, mock.Anything).Return(func(_ context.Context, in activities.ContextInput) error {
 		storedContexts.Store(in.Session+"/"+in.Key, in.Context)
+		if len(in.Progress.Events) > 0 {
+			progress(in.Progress)
+		}
 		return nil
 	}).Maybe()
 }
@@ -47,11 +50,14 @@ func TestProgressIsStoredBeforeTheRunCloses(t *testing.T) {
 	h := newHarness(t)
 	var stored []investigation.Event
 	var last *investigation.Status
+	h.stored = func(in activities.ProgressInput) {
+		stored = append(stored, in.Events...)
+		last = in.Status
+	}
 	h.env.OnActivity(a.StoreProgress, mock.Anything, mock.Anything).Return(func(_ context.Context, in activities.ProgressInput) error {
 		h.mu.Lock()
 		defer h.mu.Unlock()
-		stored = append(stored, in.Events...)
-		last = in.Status
+		h.stored(in)
 		return nil
 	})
 	h.onPlan(twoStepPlan(), nil)

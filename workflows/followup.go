@@ -21,7 +21,7 @@ func (r *run) followUp(ctx workflow.Context, question string) error {
 	var m activities.Mode
 	in := activities.ModeInput{AlertID: r.Input.AlertID, Question: question, History: r.History, ActivePlan: planWithoutResults(r.ActivePlan)}
 	if in.Context = r.context(ctx); in.Context != "" {
-		in.Session, in.History = r.session, nil
+		in.Session, in.History, in.ActivePlan = r.session, nil, nil
 	}
 	err := workflow.ExecuteActivity(llmOptions(ctx, "decide mode"), a.DecideMode, in).Get(ctx, &m)
 	switch {

@@ -53,6 +53,8 @@ type harness struct {
 	// verdict), conclusion Conclude (by default false_positive, high).
 	review     func(activities.ReviewInput) activities.Review
 	conclusion func(activities.ConcludeInput) activities.Conclusion
+	// stored sees the progress a context write carries.
+	stored func(activities.ProgressInput)
 	// rawConclude sees Conclude's input as history holds it.
 	rawConclude func(activities.ConcludeInput)
 	// concludedAt is the workflow time of each conclusion.
@@ -67,7 +69,13 @@ func newHarness(t *testing.T) *harness {
 	h.env.RegisterWorkflowWithOptions(Investigation, workflow.RegisterOptions{Name: investigation.WorkflowName})
 	h.env.RegisterActivity(&activities.Activities{})
 	h.env.RegisterActivity(&bigquery.Activities{})
-	mockContextStore(h.env)
+	mockContextStore(h.env, func(in activities.ProgressInput) {
+		h.mu.Lock()
+		defer h.mu.Unlock()
+		if h.stored != nil {
+			h.stored(in)
+		}
+	})
 	h.env.OnActivity(a.Conclude, mock.Anything, mock.Anything).Return(func(_ context.Context, in activities.ConcludeInput) (activities.Conclusion, error) {
 		if h.rawConclude != nil {
 			h.rawConclude(in)

@@ -74,7 +74,7 @@ func (r *run) makePlan(ctx workflow.Context, request string) error {
 		Arrivals:   r.arrivals(), // intake.go
 	}
 	if in.Context = r.context(ctx); in.Context != "" {
-		in.Session, in.History, in.Hints = r.session, nil, nil
+		in.Session, in.History, in.Hints, in.ActivePlan = r.session, nil, nil, nil
 	}
 	err := workflow.ExecuteActivity(llmOptions(ctx, "plan"), a.GeneratePlan, in).Get(ctx, &out)
 	if err != nil {

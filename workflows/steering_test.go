@@ -283,7 +283,9 @@ func TestFollowUpsAndContinueAsNew(t *testing.T) {
 		}
 	}
 	require.Equal(t, []string{"When did the login happen? (direct)", "Now check the bastion too. (plan)"}, turns)
-	require.Equal(t, "Answer the analyst's follow-up question: When did the login happen?", h.turns[2].Step.Description)
+	require.True(t, h.turns[2].Direct)
+	require.Equal(t, "When did the login happen?", h.turns[2].Question, "a direct answer's turn carries the question")
+	require.Empty(t, h.turns[2].Step.Description, "and not the step the prompt does not read")
 	require.Len(t, h.turns[2].History, 2, "a direct answer sees the conversation")
 }
 

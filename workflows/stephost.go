@@ -39,6 +39,10 @@ func (h *stepHost) modelTurn(ctx workflow.Context, iter int, key string, transcr
 	if h.step.ID == answerStepID {
 		in.Direct, in.Question, in.Language, in.History, in.Standing = true, r.Request, r.Input.Language, r.History, r.Verdict
 	}
+	if in.Direct && r.storesContext {
+		// A direct answer's prompt reads the question, not the step.
+		in.Objective, in.Step = "", plan.Step{ID: answerStepID}
+	}
 	if in.Context = r.context(ctx); in.Context != "" {
 		in.Hints, in.History, in.Standing = nil, nil, nil
 		in.Earlier = slices.Clone(in.Earlier)

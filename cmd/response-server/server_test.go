@@ -461,4 +461,3 @@ func TestInventoryValidation(t *testing.T) {
 		t.Errorf("missing file: %v", err)
 	}
 }
-

@@ -213,7 +213,7 @@ func TestBinaryRefusesABadStart(t *testing.T) {
 	for name, args := range map[string][]string{
 		"missing inventory": {"--inventory", filepath.Join(t.TempDir(), "none.json")},
 		"invalid inventory": {"--inventory", bad},
-		"busy address":      {"--inventory", inventoryPath(t), "--http", "256.0.0.1:1"},
+		"unusable address":  {"--inventory", inventoryPath(t), "--http", "256.0.0.1:1"},
 	} {
 		var stdout, stderr bytes.Buffer
 		cmd := exec.Command(bin, append(args, "--state-dir", t.TempDir())...)

@@ -233,12 +233,18 @@ func TestBlockIPIsIdempotent(t *testing.T) {
 	if got := readLines(t, file); len(got) != 1 || got[0] != lines[0] {
 		t.Errorf("file changed by repeated blocks: %q", got)
 	}
+	// NAT64 and 6to4 addresses of public IPv4 ones are blockable.
+	for _, ip := range []string{"64:ff9b::198.51.100.24", "2002:c633:6419::1"} {
+		if out := mustOK(t, cs, "block_ip", map[string]any{"ip": ip, "reason": "embedded"}); out["status"] != "blocked" {
+			t.Errorf("block_ip(%q): %v", ip, out)
+		}
+	}
 	// IPv6 is canonicalised.
 	v6 := mustOK(t, cs, "block_ip", map[string]any{"ip": "2001:DB8:0:0::1", "reason": "scanner"})
 	if v6["ip"] != "2001:db8::1" || v6["status"] != "blocked" {
 		t.Errorf("IPv6: %v", v6)
 	}
-	if got := readLines(t, file); len(got) != 2 {
+	if got := readLines(t, file); len(got) != 4 {
 		t.Errorf("file after a second address: %q", got)
 	}
 }
@@ -266,6 +272,10 @@ func TestBlockIPRefusesHostileInput(t *testing.T) {
 		"100.64.0.1":            "--allow-private",
 		"fd00::1":               "--allow-private",
 		"::ffff:127.0.0.1":      "--allow-private",
+		"::10.0.0.1":            "--allow-private",
+		"64:ff9b::10.0.0.1":     "--allow-private",
+		"2002:a00:1::1":         "--allow-private",
+		"100::1":                "--allow-private",
 		"203.0.113.10":          "belongs to web-server-prod-01",
 	} {
 		mustRefuse(t, cs, "block_ip", map[string]any{"ip": ip, "reason": "test"}, want)
@@ -279,6 +289,7 @@ func TestBlockIPRefusesHostileInput(t *testing.T) {
 		"red \x1b[31malert":       "control",
 		"evil \u202eoverride":     "formatting",
 		"zero\u200bwidth":         "formatting",
+		"line\u2028separator":     "formatting",
 		long:                      "longer than 300",
 		strings.Repeat("é", 151):  "longer than 300",
 		"fine\x00then null bytes": "control",

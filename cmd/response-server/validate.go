@@ -18,7 +18,7 @@ const (
 // checkText refuses what would break the one-line-per-entry files or
 // mislead whoever reads them: control characters (newlines, tabs, escape
 // sequences), Unicode format characters (bidirectional overrides,
-// zero-width joiners) and invalid UTF-8. Its errors complete "reason ...".
+// zero-width joiners), line and paragraph separators, and invalid UTF-8. Its errors complete "reason ...".
 func checkText(s string, limit int) error {
 	if len(s) > limit {
 		return fmt.Errorf("is longer than %d bytes", limit)
@@ -27,7 +27,7 @@ func checkText(s string, limit int) error {
 		return errors.New("is not valid UTF-8")
 	}
 	for _, r := range s {
-		if unicode.IsControl(r) || unicode.Is(unicode.Cf, r) {
+		if unicode.IsControl(r) || unicode.In(r, unicode.Cf, unicode.Zl, unicode.Zp) {
 			return errors.New("contains a control or formatting character; it must be one line of plain text")
 		}
 	}
@@ -45,14 +45,17 @@ func checkReason(reason string) (string, error) {
 	return r, nil
 }
 
-// nonPublic lists IPv4 ranges netip has no predicate for that are never a
-// remote attacker's own address: "this network", shared address space
-// (carrier-grade NAT), IETF protocol assignments, and reserved/broadcast.
+// nonPublic lists ranges netip has no predicate for that are never a remote
+// attacker's own address: "this network", shared address space
+// (carrier-grade NAT), IETF protocol assignments, reserved/broadcast, and
+// their IPv6 counterparts.
 var nonPublic = []netip.Prefix{
 	netip.MustParsePrefix("0.0.0.0/8"),
 	netip.MustParsePrefix("100.64.0.0/10"),
 	netip.MustParsePrefix("192.0.0.0/24"),
 	netip.MustParsePrefix("240.0.0.0/4"),
+	netip.MustParsePrefix("::/96"),    // IPv4-compatible IPv6, deprecated
+	netip.MustParsePrefix("100::/64"), // discard-only
 }
 
 // parseBlockIP accepts one IPv4 or IPv6 address (no prefix, no zone) and
@@ -85,6 +88,14 @@ func parseBlockIP(s string, allowPrivate bool, inv *inventory) (netip.Addr, erro
 	return a, nil
 }
 
+// IPv6 ranges that carry an IPv4 address inside (NAT64, 6to4): the
+// embedded address decides, so that 64:ff9b::a00:1 is not a way around the
+// private-range rule.
+var (
+	nat64     = netip.MustParsePrefix("64:ff9b::/96")
+	sixToFour = netip.MustParsePrefix("2002::/16")
+)
+
 func isPublic(a netip.Addr) bool {
 	if a.IsUnspecified() || a.IsLoopback() || a.IsPrivate() || a.IsLinkLocalUnicast() ||
 		a.IsLinkLocalMulticast() || a.IsInterfaceLocalMulticast() || a.IsMulticast() {
@@ -94,6 +105,13 @@ func isPublic(a netip.Addr) bool {
 		if p.Contains(a) {
 			return false
 		}
+	}
+	b := a.As16()
+	switch {
+	case nat64.Contains(a):
+		return isPublic(netip.AddrFrom4([4]byte(b[12:16])))
+	case sixToFour.Contains(a):
+		return isPublic(netip.AddrFrom4([4]byte(b[2:6])))
 	}
 	return true
 }

@@ -63,7 +63,7 @@ func newCommand(errOut io.Writer) *cobra.Command {
 		httpAddr     = config.Env("", "RESPONSE_SERVER_HTTP")
 		inventory    = config.Env(defaultInventory, "RESPONSE_SERVER_INVENTORY")
 		stateDir     = config.Env(defaultStateDir, "RESPONSE_SERVER_STATE_DIR")
-		allowPrivate bool
+		allowPrivate = config.Env("", "RESPONSE_SERVER_ALLOW_PRIVATE") == "true"
 	)
 	cmd := &cobra.Command{
 		Use:          "response-server",
@@ -94,7 +94,7 @@ func newCommand(errOut io.Writer) *cobra.Command {
 	f.StringVar(&httpAddr, "http", httpAddr, "serve streamable HTTP at http://ADDR/mcp instead of stdio, e.g. 127.0.0.1:8096 (env RESPONSE_SERVER_HTTP)")
 	f.StringVar(&inventory, "inventory", inventory, "JSON inventory of hosts (env RESPONSE_SERVER_INVENTORY)")
 	f.StringVar(&stateDir, "state-dir", stateDir, "directory for blocked-ips.txt and disabled-users.txt (env RESPONSE_SERVER_STATE_DIR)")
-	f.BoolVar(&allowPrivate, "allow-private", false, "allow block_ip on loopback, private, link-local and other non-public addresses")
+	f.BoolVar(&allowPrivate, "allow-private", allowPrivate, "allow block_ip on loopback, private, link-local and other non-public addresses (env RESPONSE_SERVER_ALLOW_PRIVATE=true)")
 	return cmd
 }
 

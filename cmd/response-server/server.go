@@ -5,10 +5,11 @@ import (
 	"fmt"
 	"log/slog"
 	"strings"
-	"unicode"
-	"unicode/utf8"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/secops-agent/investigator/internal/clip"
+	"github.com/secops-agent/investigator/internal/termtext"
 )
 
 // maxListed bounds list_blocked's answer: the newest entries of each list.
@@ -125,7 +126,7 @@ func newServer(r *responder) *mcp.Server {
 const maxSchemaDetail = 160
 
 // boundSchemaErrors rewrites the SDK's input-validation errors into one
-// bounded sentence without control characters, as the handlers' own errors
+// bounded line without control characters, as the handlers' own errors
 // are: the SDK quotes the offending value or property names in full.
 func boundSchemaErrors(next mcp.MethodHandler) mcp.MethodHandler {
 	return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
@@ -143,26 +144,9 @@ func boundSchemaErrors(next mcp.MethodHandler) mcp.MethodHandler {
 			return res, err
 		}
 		detail = strings.TrimPrefix(detail, "validating root: ")
-		text.Text = "The arguments do not match the tool's input schema: " + clip(detail, maxSchemaDetail) + "."
+		text.Text = "The arguments do not match the tool's input schema: " + clip.String(termtext.Line(detail), maxSchemaDetail) + "."
 		return res, err
 	}
-}
-
-// clip keeps at most n bytes of s, whole runes only, with control and
-// format characters replaced by spaces.
-func clip(s string, n int) string {
-	var b strings.Builder
-	for _, r := range s {
-		if unicode.IsControl(r) || unicode.Is(unicode.Cf, r) || r == utf8.RuneError {
-			r = ' '
-		}
-		if b.Len()+utf8.RuneLen(r) > n {
-			b.WriteString("...")
-			break
-		}
-		b.WriteRune(r)
-	}
-	return b.String()
 }
 
 func (r *responder) lookupHost(_ context.Context, _ *mcp.CallToolRequest, in lookupHostIn) (*mcp.CallToolResult, lookupHostOut, error) {

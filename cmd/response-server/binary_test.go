@@ -94,7 +94,7 @@ func TestBinaryOverStdio(t *testing.T) {
 	dir := t.TempDir()
 	var stderr bytes.Buffer
 	cmd := exec.Command(bin, "--inventory", inventoryPath(t), "--state-dir", dir)
-	cmd.Stderr = &stderr
+	cmd.Stderr, cmd.Env = &stderr, cleanEnv()
 	cs, err := mcp.NewClient(&mcp.Implementation{Name: "test", Version: "1"}, nil).Connect(t.Context(), &mcp.CommandTransport{Command: cmd}, nil)
 	if err != nil {
 		t.Fatal(err)
@@ -112,66 +112,89 @@ func TestBinaryOverStdio(t *testing.T) {
 	}
 }
 
-func TestBinaryOverStreamableHTTP(t *testing.T) {
-	bin := binary(t)
-	dir := t.TempDir()
-	cmd := exec.Command(bin, "--http", "127.0.0.1:0", "--inventory", inventoryPath(t), "--state-dir", dir)
-	stderr, err := cmd.StderrPipe()
+// httpServer is the binary serving streamable HTTP.
+type httpServer struct {
+	cmd      *exec.Cmd
+	endpoint string
+	exited   chan error
+	mu       sync.Mutex
+	stderr   bytes.Buffer // after the first line
+}
+
+func (h *httpServer) log() string {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.stderr.String()
+}
+
+// startHTTP starts the binary with --http on a free loopback port and reads
+// the address it prints first.
+func startHTTP(t *testing.T, dir string, env ...string) *httpServer {
+	t.Helper()
+	h := &httpServer{exited: make(chan error, 1)}
+	h.cmd = exec.Command(binary(t), "--http", "127.0.0.1:0", "--inventory", inventoryPath(t), "--state-dir", dir)
+	h.cmd.Env = append(cleanEnv(), env...)
+	stderr, err := h.cmd.StderrPipe()
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := cmd.Start(); err != nil {
+	if err := h.cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	exited := make(chan error, 1)
 	t.Cleanup(func() {
-		if cmd.ProcessState == nil {
-			_ = cmd.Process.Kill()
-			<-exited
+		if h.cmd.ProcessState == nil {
+			_ = h.cmd.Process.Kill()
+			<-h.exited
 		}
 	})
-	// The first line says where it listens; the rest is collected.
-	lines := make(chan string, 100)
-	var rest bytes.Buffer
-	var restMu sync.Mutex
+	first := make(chan string, 1)
 	go func() {
 		sc := bufio.NewScanner(stderr)
-		first := true
-		for sc.Scan() {
-			if first {
-				lines <- sc.Text()
-				first = false
-				continue
-			}
-			restMu.Lock()
-			rest.WriteString(sc.Text() + "\n")
-			restMu.Unlock()
+		if sc.Scan() {
+			first <- sc.Text()
 		}
-		close(lines)
-		exited <- cmd.Wait()
+		close(first)
+		for sc.Scan() {
+			h.mu.Lock()
+			h.stderr.WriteString(sc.Text() + "\n")
+			h.mu.Unlock()
+		}
+		h.exited <- h.cmd.Wait()
 	}()
-	var endpoint string
 	select {
-	case line := <-lines:
+	case line := <-first:
 		const prefix = "response-server: serving MCP at "
 		if !strings.HasPrefix(line, prefix) || !strings.HasSuffix(line, "/mcp") {
 			t.Fatalf("first line on stderr: %q", line)
 		}
-		endpoint = strings.TrimPrefix(line, prefix)
+		h.endpoint = strings.TrimPrefix(line, prefix)
 	case <-time.After(time.Minute): // a guard against a hang, not a measured limit
 		t.Fatal("the server did not say where it listens")
 	}
+	return h
+}
 
-	cs, err := mcp.NewClient(&mcp.Implementation{Name: "test", Version: "1"}, nil).Connect(t.Context(), &mcp.StreamableClientTransport{Endpoint: endpoint}, nil)
-	if err != nil {
-		t.Fatal(err)
+// cleanEnv is the test's environment without the server's own variables.
+func cleanEnv() []string {
+	var env []string
+	for _, kv := range os.Environ() {
+		if !strings.HasPrefix(kv, "RESPONSE_SERVER_") {
+			env = append(env, kv)
+		}
 	}
-	exercise(t, cs, dir)
+	return env
+}
 
-	// A page another site loads in the analyst's browser (DNS rebinding)
-	// must not reach the tools.
+// post sends a raw tools/list and returns the status.
+func post(t *testing.T, endpoint, host, auth string) int {
+	t.Helper()
 	req, _ := http.NewRequestWithContext(t.Context(), http.MethodPost, endpoint, strings.NewReader(`{"jsonrpc":"2.0","id":1,"method":"tools/list"}`))
-	req.Host = "attacker.example"
+	if host != "" {
+		req.Host = host
+	}
+	if auth != "" {
+		req.Header.Set("Authorization", auth)
+	}
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("Accept", "application/json, text/event-stream")
 	resp, err := http.DefaultClient.Do(req)
@@ -180,28 +203,70 @@ func TestBinaryOverStreamableHTTP(t *testing.T) {
 	}
 	_, _ = io.Copy(io.Discard, resp.Body)
 	resp.Body.Close()
-	if resp.StatusCode != http.StatusForbidden {
-		t.Errorf("a foreign Host header got %s", resp.Status)
+	return resp.StatusCode
+}
+
+func TestBinaryOverStreamableHTTP(t *testing.T) {
+	dir := t.TempDir()
+	h := startHTTP(t, dir)
+	cs, err := mcp.NewClient(&mcp.Implementation{Name: "test", Version: "1"}, nil).Connect(t.Context(), &mcp.StreamableClientTransport{Endpoint: h.endpoint}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	exercise(t, cs, dir)
+
+	// A page another site loads in the analyst's browser (DNS rebinding)
+	// must not reach the tools.
+	if code := post(t, h.endpoint, "attacker.example", ""); code != http.StatusForbidden {
+		t.Errorf("a foreign Host header got %d", code)
 	}
 
 	// SIGTERM with a session (and its event stream) still open stops it cleanly.
-	if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
+	if err := h.cmd.Process.Signal(syscall.SIGTERM); err != nil {
 		t.Fatal(err)
 	}
 	select {
-	case err := <-exited:
-		restMu.Lock()
-		defer restMu.Unlock()
+	case err := <-h.exited:
 		if err != nil {
-			t.Errorf("exit after SIGTERM: %v\n%s", err, rest.String())
+			t.Errorf("exit after SIGTERM: %v\n%s", err, h.log())
 		}
-		if !strings.Contains(rest.String(), "response-server: stopped") {
-			t.Errorf("stderr after SIGTERM: %s", rest.String())
+		if !strings.Contains(h.log(), "response-server: stopped") {
+			t.Errorf("stderr after SIGTERM: %s", h.log())
 		}
 	case <-time.After(time.Minute): // a guard against a hang, not a measured limit
 		t.Fatal("the server did not stop after SIGTERM")
 	}
 	_ = cs.Close()
+}
+
+// bearer adds an Authorization header to every request.
+type bearer struct{ token string }
+
+func (b bearer) RoundTrip(r *http.Request) (*http.Response, error) {
+	r = r.Clone(r.Context())
+	r.Header.Set("Authorization", "Bearer "+b.token)
+	return http.DefaultTransport.RoundTrip(r)
+}
+
+func TestBinaryOverHTTPWithAToken(t *testing.T) {
+	dir := t.TempDir()
+	const token = "s3cret-test-token"
+	h := startHTTP(t, dir, "RESPONSE_SERVER_TOKEN="+token)
+	for _, auth := range []string{"", "Bearer wrong", "Bearer " + token + "x", token} {
+		if code := post(t, h.endpoint, "", auth); code != http.StatusUnauthorized {
+			t.Errorf("Authorization %q got %d", auth, code)
+		}
+	}
+	transport := &mcp.StreamableClientTransport{Endpoint: h.endpoint, HTTPClient: &http.Client{Transport: bearer{token}}}
+	cs, err := mcp.NewClient(&mcp.Implementation{Name: "test", Version: "1"}, nil).Connect(t.Context(), transport, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cs.Close()
+	exercise(t, cs, dir)
+	if strings.Contains(h.log(), token) {
+		t.Errorf("the token is in the server's log: %s", h.log())
+	}
 }
 
 func TestBinaryRefusesABadStart(t *testing.T) {
@@ -211,13 +276,14 @@ func TestBinaryRefusesABadStart(t *testing.T) {
 		t.Fatal(err)
 	}
 	for name, args := range map[string][]string{
-		"missing inventory": {"--inventory", filepath.Join(t.TempDir(), "none.json")},
-		"invalid inventory": {"--inventory", bad},
-		"unusable address":  {"--inventory", inventoryPath(t), "--http", "256.0.0.1:1"},
+		"missing inventory":  {"--inventory", filepath.Join(t.TempDir(), "none.json")},
+		"invalid inventory":  {"--inventory", bad},
+		"unusable address":   {"--inventory", inventoryPath(t), "--http", "256.0.0.1:1"},
+		"open without token": {"--inventory", inventoryPath(t), "--http", "0.0.0.0:0"},
 	} {
 		var stdout, stderr bytes.Buffer
 		cmd := exec.Command(bin, append(args, "--state-dir", t.TempDir())...)
-		cmd.Stdout, cmd.Stderr = &stdout, &stderr
+		cmd.Stdout, cmd.Stderr, cmd.Env = &stdout, &stderr, cleanEnv()
 		err := cmd.Run()
 		var exit *exec.ExitError
 		if !errors.As(err, &exit) || exit.ExitCode() != 1 {

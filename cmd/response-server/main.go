@@ -21,10 +21,14 @@
 //
 // It speaks MCP over standard input and output by default (the worker starts
 // it as a subprocess), or over streamable HTTP at http://ADDR/mcp with --http.
+// Over HTTP, clients must send "Authorization: Bearer $RESPONSE_SERVER_TOKEN"
+// when that variable is set, and it must be set to listen on anything but a
+// loopback address.
 package main
 
 import (
 	"context"
+	"crypto/subtle"
 	"errors"
 	"fmt"
 	"io"
@@ -48,6 +52,10 @@ const (
 	maxMessageBytes  = 1 << 20
 	sessionIdle      = 30 * time.Minute
 	shutdownGrace    = 5 * time.Second
+
+	// tokenEnv holds the bearer token HTTP clients must send. It is read
+	// from the environment only: a flag would show in the process list.
+	tokenEnv = "RESPONSE_SERVER_TOKEN"
 )
 
 func main() {
@@ -86,7 +94,7 @@ func newCommand(errOut io.Writer) *cobra.Command {
 			if httpAddr == "" {
 				return serveStdio(ctx, srv)
 			}
-			return serveHTTP(ctx, srv, httpAddr, errOut, log)
+			return serveHTTP(ctx, srv, httpAddr, os.Getenv(tokenEnv), errOut, log)
 		},
 	}
 	cmd.SetErr(errOut)
@@ -106,17 +114,27 @@ func serveStdio(ctx context.Context, srv *mcp.Server) error {
 	return nil
 }
 
-func serveHTTP(ctx context.Context, srv *mcp.Server, addr string, errOut io.Writer, log *slog.Logger) error {
+func serveHTTP(ctx context.Context, srv *mcp.Server, addr, token string, errOut io.Writer, log *slog.Logger) error {
 	l, err := net.Listen("tcp", addr)
 	if err != nil {
 		return fmt.Errorf("cannot listen on %s: %w", addr, err)
 	}
-	mux := http.NewServeMux()
-	mux.Handle("/mcp", mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv }, &mcp.StreamableHTTPOptions{
+	// Without a token anyone who can reach the port could block addresses
+	// and disable users, so only this machine may, unless a token is set.
+	if ta, ok := l.Addr().(*net.TCPAddr); ok && !ta.IP.IsLoopback() && token == "" {
+		l.Close()
+		return fmt.Errorf("%s is not a loopback address: set %s to a bearer token that clients must send, or listen on 127.0.0.1", addr, tokenEnv)
+	}
+	var h http.Handler = mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv }, &mcp.StreamableHTTPOptions{
 		SessionTimeout:      sessionIdle,
 		MaxRequestBodyBytes: maxMessageBytes,
 		Logger:              log,
-	}))
+	})
+	if token != "" {
+		h = requireBearer(token, h)
+	}
+	mux := http.NewServeMux()
+	mux.Handle("/mcp", h)
 	// Cancelling the base context ends the long-lived event streams, which
 	// Shutdown alone would wait for.
 	base, cancel := context.WithCancel(context.Background())
@@ -143,4 +161,17 @@ func serveHTTP(ctx context.Context, srv *mcp.Server, addr string, errOut io.Writ
 	<-done
 	fmt.Fprintln(errOut, "response-server: stopped")
 	return nil
+}
+
+// requireBearer answers 401 unless the request carries the token.
+func requireBearer(token string, next http.Handler) http.Handler {
+	want := []byte("Bearer " + token)
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if subtle.ConstantTimeCompare([]byte(r.Header.Get("Authorization")), want) != 1 {
+			w.Header().Set("WWW-Authenticate", "Bearer")
+			http.Error(w, "a bearer token is required", http.StatusUnauthorized)
+			return
+		}
+		next.ServeHTTP(w, r)
+	})
 }

@@ -130,7 +130,7 @@ func (inv *inventory) lookup(query string) (*Host, error) {
 	if !hostnamePattern.MatchString(q) {
 		return nil, errBadHost
 	}
-	key := strings.ToLower(q)
+	key := strings.ToLower(strings.TrimSuffix(q, ".")) // web.example. is web.example
 	if i, ok := inv.byName[key]; ok {
 		return &inv.hosts[i], nil
 	}

@@ -92,6 +92,7 @@ func newCommand(errOut io.Writer) *cobra.Command {
 			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
 			defer stop()
 			if httpAddr == "" {
+				log.Info("serving MCP over stdio", "inventory", inventory, "hosts", len(inv.hosts), "state_dir", stateDir)
 				return serveStdio(ctx, srv)
 			}
 			return serveHTTP(ctx, srv, httpAddr, os.Getenv(tokenEnv), errOut, log)

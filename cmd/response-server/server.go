@@ -186,12 +186,24 @@ func (r *responder) listBlocked(context.Context, *mcp.CallToolRequest, listBlock
 		DisabledUsers: []listedUser{}, DisabledUsersTotal: len(users),
 	}
 	for _, e := range newest(ips) {
+		e = bounded(e)
 		out.BlockedIPs = append(out.BlockedIPs, listedIP{IP: e.Subject, At: e.At, Reason: e.Reason})
 	}
 	for _, e := range newest(users) {
+		e = bounded(e)
 		out.DisabledUsers = append(out.DisabledUsers, listedUser{User: e.Subject, At: e.At, Reason: e.Reason})
 	}
 	return nil, out, nil
+}
+
+// bounded caps a listed entry: the files can be edited by hand, so a line
+// is not known to be one this server wrote.
+func bounded(e entry) entry {
+	return entry{
+		Subject: clip.String(termtext.Line(e.Subject), 128),
+		At:      clip.String(termtext.Line(e.At), 64),
+		Reason:  clip.String(termtext.Line(e.Reason), maxReasonBytes),
+	}
 }
 
 func newest(es []entry) []entry {

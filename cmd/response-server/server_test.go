@@ -171,7 +171,7 @@ func TestLookupHostFindsTheExampleAlertsHosts(t *testing.T) {
 	}
 	d := alert.Resource.InstanceDetails
 	for _, q := range []string{d.InstanceID, d.NetworkInterfaces[0].PrivateIPAddress, d.NetworkInterfaces[0].PublicIP,
-		"WEB-SERVER-PROD-01", " web-server-prod-01 ", "::ffff:10.0.1.25", "ip-10-0-1-25.ec2.internal"} {
+		"WEB-SERVER-PROD-01", " web-server-prod-01 ", "web-server-prod-01.", "::ffff:10.0.1.25", "ip-10-0-1-25.ec2.internal"} {
 		out := mustOK(t, cs, "lookup_host", map[string]any{"host": q})
 		host, _ := out["host"].(map[string]any)
 		if out["found"] != true || host["hostname"] != "web-server-prod-01" {
@@ -368,7 +368,7 @@ func TestListBlocked(t *testing.T) {
 	// The answer is bounded however long the list is; hand-added comments
 	// and blank lines are skipped.
 	var b strings.Builder
-	b.WriteString("# added by hand\n\n")
+	b.WriteString("# added by hand\n\nodd\x1b[2J\t\t" + strings.Repeat("r", 5000) + "\n")
 	for i := range maxListed + 5 {
 		fmt.Fprintf(&b, "2001:db8::%x\t2026-01-01T00:00:00Z\tbulk\n", i+1)
 	}
@@ -377,8 +377,17 @@ func TestListBlocked(t *testing.T) {
 	}
 	out = mustOK(t, cs, "list_blocked", nil)
 	ips = out["blocked_ips"].([]any)
-	if out["blocked_ips_total"] != float64(maxListed+5) || len(ips) != maxListed || ips[len(ips)-1].(map[string]any)["ip"] != fmt.Sprintf("2001:db8::%x", maxListed+5) {
+	if out["blocked_ips_total"] != float64(maxListed+6) || len(ips) != maxListed || ips[len(ips)-1].(map[string]any)["ip"] != fmt.Sprintf("2001:db8::%x", maxListed+5) {
 		t.Errorf("long list: total %v, %d listed, last %v", out["blocked_ips_total"], len(ips), ips[len(ips)-1])
+	}
+	// A hand-written line comes back bounded and without escapes.
+	if err := os.WriteFile(filepath.Join(dir, blockedFile), []byte(b.String()[:strings.Index(b.String(), "2001:")]), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	out = mustOK(t, cs, "list_blocked", nil)
+	odd := out["blocked_ips"].([]any)[0].(map[string]any)
+	if odd["ip"] != "odd" || len(odd["reason"].(string)) > maxReasonBytes {
+		t.Errorf("hand-written line: %v", odd)
 	}
 	mustRefuse(t, cs, "list_blocked", map[string]any{"x": 1}, "input schema")
 }

@@ -102,15 +102,43 @@ func run(args []string, stdout, stderr io.Writer) int {
 				return exit(dev(load, table, log, stdout))
 			},
 		},
+		&cobra.Command{
+			Use:   "cluster",
+			Short: "Start the production-shaped local cluster (PostgreSQL, Temporal's four services, Web UI, two workers, two intakes, the emulators), or reuse what runs of it; it stays up",
+			Args:  cobra.NoArgs,
+			RunE: func(*cobra.Command, []string) error {
+				return exit(cluster(load, table, log, stdout))
+			},
+		},
+		&cobra.Command{
+			Use:    "cluster-schema",
+			Short:  "Create or upgrade the cluster's Temporal databases (the temporal-schema job)",
+			Args:   cobra.NoArgs,
+			Hidden: true,
+			RunE: func(*cobra.Command, []string) error {
+				s, err := load(false)
+				if err != nil {
+					return err
+				}
+				return clusterSchema(s, stdout, stderr)
+			},
+		},
 		runCommand(load, log, stdout, stderr),
 		onRecorded("stop", "Stop a dev session and every service recorded under .data/pids, saving the Firestore data first",
 			func(s *Stack) error {
 				newSupervisor(s, table, Dev).stopRecorded()
 				return nil
 			}),
+		// The same stop: the cluster's services are recorded like the dev
+		// stack's (one stack at a time per data directory).
+		onRecorded("cluster-stop", "Stop the cluster (or any stack recorded under .data/pids); its PostgreSQL data stays in .data/postgres",
+			func(s *Stack) error {
+				newSupervisor(s, table, Cluster).stopRecorded()
+				return nil
+			}),
 		onRecorded("status", "Show which services run and when the Firestore data was last saved",
 			func(s *Stack) error {
-				status(s, table, stdout)
+				status(s, table, activeProfile(s), stdout)
 				return nil
 			}),
 		onRecorded("save", "Save the Firestore emulator's data under .data/firestore now",

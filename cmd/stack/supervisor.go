@@ -53,6 +53,9 @@ func (sv *supervisor) up(ctx context.Context) error {
 	if err := writeFileAtomic(s.portsFile(), []byte(s.portLines())); err != nil {
 		return err
 	}
+	if err := writeFileAtomic(s.profileFile(), []byte(string(sv.profile)+"\n")); err != nil {
+		return err
+	}
 	pl, err := planFor(sv.table, sv.profile, s)
 	if err != nil {
 		return err
@@ -216,7 +219,7 @@ func (sv *supervisor) bring(ctx context.Context, in *instance) error {
 	if !prepare() {
 		return errFailed
 	}
-	p, err := spawn(launch.Argv, append(append([]string{}, s.env...), launch.Env...), s.Root, s.logFile(in.name))
+	p, err := spawn(launch.Argv, append(append([]string{}, s.env...), launch.Env...), s.Root, s.logFile(in.name), launch.Credential)
 	if err != nil {
 		s.log.error("cannot start %s: %v", in.name, err)
 		return errFailed
@@ -246,11 +249,13 @@ func (sv *supervisor) bring(ctx context.Context, in *instance) error {
 		return err
 	}
 	if ready {
-		on := ""
-		if len(svc.Ports) > 0 {
+		on, title := "", svc.Title
+		if in.name != svc.Name { // one of Count: its own ports are in its note
+			title += " " + strings.TrimPrefix(in.name, svc.Name+"-")
+		} else if len(svc.Ports) > 0 {
 			on = " on " + s.addr(svc.Ports[0].Var)
 		}
-		s.log.info("%s: ready in %.1fs%s%s", svc.Title, time.Since(began).Seconds(), on, launch.Note)
+		s.log.info("%s: ready in %.1fs%s%s", title, time.Since(began).Seconds(), on, launch.Note)
 	}
 	return sv.setup(ctx, in)
 }

@@ -64,10 +64,13 @@ var clusterTable = []Service{
 		},
 		Timeout: 120 * time.Second, TimeoutVar: "SCHEMA",
 	},
-	temporalService("history", "temporal.api.workflowservice.v1.HistoryService", "TEMPORAL_HISTORY", 7234, 6934, 9234,
-		"temporal-schema", "postgres"),
+	// One after the other: the first start of a service on a fresh
+	// database writes the cluster's metadata, and two at once collide.
+	// Matching is ready in a moment, history once it owns its shards.
 	temporalService("matching", "temporal.api.workflowservice.v1.MatchingService", "TEMPORAL_MATCHING", 7235, 6935, 9235,
 		"temporal-schema", "postgres"),
+	temporalService("history", "temporal.api.workflowservice.v1.HistoryService", "TEMPORAL_HISTORY", 7234, 6934, 9234,
+		"temporal-schema", "postgres", "temporal-matching"),
 	temporalService("frontend", "temporal.api.workflowservice.v1.WorkflowService", "TEMPORAL", 7233, 6933, 9233,
 		"temporal-schema", "postgres", "temporal-history", "temporal-matching"),
 	// The internal worker runs Temporal's own system workflows (namespace

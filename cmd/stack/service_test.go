@@ -181,7 +181,7 @@ func TestTheClusterTable(t *testing.T) {
 	require.NoError(t, err)
 	order := names(pl.order)
 	require.Equal(t, []string{"bigquery", "firestore", "gemini-standin", "pubsub", "pubsub-topics", "slack-receiver", "postgres", "temporal-schema",
-		"temporal-history", "temporal-matching", "temporal-frontend", "temporal-worker", "temporal-ui", "worker-1", "worker-2", "intake-1", "intake-2"}, order)
+		"temporal-matching", "temporal-history", "temporal-frontend", "temporal-worker", "temporal-ui", "worker-1", "worker-2", "intake-1", "intake-2"}, order)
 	require.NotContains(t, order, "temporal", "no dev server in the cluster")
 	require.ElementsMatch(t, []string{"temporal-schema", "postgres", "temporal-history", "temporal-matching"}, pl.byKey["temporal-frontend"].needs)
 	require.ElementsMatch(t, []string{"temporal-frontend", "firestore"}, pl.byKey["worker-2"].needs)

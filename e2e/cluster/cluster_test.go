@@ -13,6 +13,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
+	"math/rand/v2"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -110,7 +111,7 @@ func startCluster(t *testing.T, m *model, opts ...option) *cluster {
 	used := map[int]bool{}
 	for _, v := range portVars {
 		for c.ports[v] == 0 || used[c.ports[v]] || used[c.ports[v]+1] {
-			c.ports[v] = freePort(t, v == "INTAKE")
+			c.ports[v] = freePort(t, v == "INTAKE", strings.HasSuffix(v, "_MEMBERSHIP"))
 		}
 		used[c.ports[v]] = true
 		c.env = setEnv(c.env, "STACK_"+v+"_PORT", strconv.Itoa(c.ports[v]))
@@ -152,7 +153,13 @@ func (c *cluster) stop() {
 		for _, l := range logs {
 			b, _ := os.ReadFile(l)
 			lines := strings.Split(strings.TrimRight(string(b), "\n"), "\n")
-			c.t.Logf("--- %s (last lines) ---\n%s", filepath.Base(l), strings.Join(lines[max(0, len(lines)-15):], "\n"))
+			lines = lines[max(0, len(lines)-15):]
+			for i, line := range lines {
+				if len(line) > 400 {
+					lines[i] = line[:400] + "…"
+				}
+			}
+			c.t.Logf("--- %s (last lines) ---\n%s", filepath.Base(l), strings.Join(lines, "\n"))
 		}
 	}
 	cmd := exec.Command(filepath.Join(bin, "stack"), "cluster-stop")
@@ -282,12 +289,21 @@ func setEnv(env []string, k, v string) []string {
 }
 
 // freePort is a port nothing listens on; with next, the port after it is
-// free too (the second intake's).
-func freePort(t *testing.T, next bool) int {
+// free too (the second intake's); with low, below 32768: Temporal keeps a
+// membership port in a smallint column.
+func freePort(t *testing.T, next, low bool) int {
 	t.Helper()
 	for range 50 {
 		p, err := testenv.FreePort()
 		require.NoError(t, err)
+		if low {
+			p = 20000 + rand.IntN(12000)
+			l, err := net.Listen("tcp", fmt.Sprintf("127.0.0.1:%d", p))
+			if err != nil {
+				continue
+			}
+			l.Close()
+		}
 		if !next {
 			return p
 		}

@@ -31,6 +31,11 @@ import (
 // and two workers and two intakes beside the dev stack's emulators.
 const Cluster Profile = "cluster"
 
+// ClusterServer is the cluster's Temporal server alone (PostgreSQL, the
+// schema and the four services): what the bench's -cluster runs its own
+// workers against (`stack up --profile cluster-server`).
+const ClusterServer Profile = "cluster-server"
+
 // The cluster's own entries. The shared ones (emulators, stand-in, codec
 // server, workers, intakes) name Cluster in table.go.
 var clusterTable = []Service{
@@ -38,7 +43,7 @@ var clusterTable = []Service{
 		// Debian's server, its data directory under .data/postgres. It
 		// refuses to run as root: as root the stack runs it as the
 		// postgres user.
-		Name: "postgres", Title: "PostgreSQL", Profiles: []Profile{Cluster},
+		Name: "postgres", Title: "PostgreSQL", Profiles: []Profile{Cluster, ClusterServer},
 		Ports:   []Port{{"POSTGRES", 5433}},
 		Launch:  postgresLaunch,
 		Ready:   postgresProbe{},
@@ -49,7 +54,7 @@ var clusterTable = []Service{
 		// Creates the two databases where missing and brings both schemas
 		// (default store, SQL advanced visibility) to the server's version:
 		// on the first start and after an upgrade of the server.
-		Name: "temporal-schema", Title: "Temporal schema", Profiles: []Profile{Cluster},
+		Name: "temporal-schema", Title: "Temporal schema", Profiles: []Profile{Cluster, ClusterServer},
 		Needs: []string{"postgres"}, Job: true, Reuse: ReuseNever,
 		Ready: LogLine{Text: "schema: "}, Match: "cluster-schema",
 		Launch: func(s *Stack, _ int) (Launch, error) {
@@ -112,7 +117,7 @@ func temporalService(service, health, grpc string, grpcPort, membershipPort, met
 		prefix = "TEMPORAL_FRONTEND"
 	}
 	svc := Service{
-		Name: name, Title: "Temporal " + service + " service", Profiles: []Profile{Cluster},
+		Name: name, Title: "Temporal " + service + " service", Profiles: []Profile{Cluster, ClusterServer},
 		Needs: needs,
 		Ports: []Port{{grpc, grpcPort}, {prefix + "_MEMBERSHIP", membershipPort}, {prefix + "_METRICS", metricsPort}},
 		Launch: func(s *Stack, _ int) (Launch, error) {

@@ -110,6 +110,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 				return exit(cluster(load, table, log, stdout))
 			},
 		},
+		upCommand(load, log),
 		&cobra.Command{
 			Use:    "cluster-schema",
 			Short:  "Create or upgrade the cluster's Temporal databases (the temporal-schema job)",
@@ -278,4 +279,35 @@ func runChild(sg *signals, argv, env []string, dir string, stdout, stderr io.Wri
 		fmt.Fprintf(stderr, "stack: ERROR: %v\n", err)
 		return 1
 	}
+}
+
+// upCommand is `stack up --profile NAME`: a profile's services started (or
+// reused) and left running; `stop` ends them.
+func upCommand(load loader, log *logger) *cobra.Command {
+	profile := string(Dev)
+	cmd := &cobra.Command{
+		Use:   "up [--profile NAME]",
+		Short: "Start a profile's services (or reuse what runs) and leave them running",
+		Args:  cobra.NoArgs,
+		RunE: func(*cobra.Command, []string) error {
+			if !known(table, Profile(profile)) {
+				return fmt.Errorf("no profile %q in the service table", profile)
+			}
+			s, err := load(false)
+			if err != nil {
+				return err
+			}
+			s.StopOnExit = false
+			sg := catchSignals()
+			sv := newSupervisor(s, table, Profile(profile))
+			if err := sv.up(sg.ctx); err != nil {
+				reportUpError(log, err)
+				sv.cleanup()
+				return exitCode(orCode(sg.code(), 1))
+			}
+			return nil
+		},
+	}
+	cmd.Flags().StringVar(&profile, "profile", profile, "the services to run: dev, eval, cluster or cluster-server (the cluster's Temporal server alone)")
+	return cmd
 }

@@ -96,8 +96,9 @@ func (c *clusterServer) stop() {
 	_ = cmd.Run()
 }
 
-// cpu is the CPU time of each service's whole process group so far
-// (PostgreSQL's backends included), by service name.
+// cpu is the CPU time of each service so far, by service name: its process
+// group and every descendant (PostgreSQL's backends each start a session
+// of their own).
 func (c *clusterServer) cpu() map[string]float64 {
 	groups := map[int]string{}
 	for _, name := range clusterServices {
@@ -106,17 +107,32 @@ func (c *clusterServer) cpu() map[string]float64 {
 			groups[pid] = name
 		}
 	}
-	out := map[string]float64{}
+	stats := map[int]procStat{}
 	entries, _ := os.ReadDir("/proc")
 	for _, e := range entries {
-		pid, err := strconv.Atoi(e.Name())
-		if err != nil {
-			continue
-		}
-		if st, err := readStat(pid); err == nil {
-			if name, ok := groups[st.pgrp]; ok {
-				out[name] += st.cpu
+		if pid, err := strconv.Atoi(e.Name()); err == nil {
+			if st, err := readStat(pid); err == nil {
+				stats[pid] = st
 			}
+		}
+	}
+	owner := func(pid int) (string, bool) {
+		for range 64 { // up the parent chain to a service's group
+			st, ok := stats[pid]
+			if !ok {
+				return "", false
+			}
+			if name, ok := groups[st.pgrp]; ok {
+				return name, true
+			}
+			pid = st.ppid
+		}
+		return "", false
+	}
+	out := map[string]float64{}
+	for pid, st := range stats {
+		if name, ok := owner(pid); ok {
+			out[name] += st.cpu
 		}
 	}
 	return out

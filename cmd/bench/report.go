@@ -48,7 +48,17 @@ func (b *bench) report(m *measurements) *report {
 		}
 	}
 	rep.Rows = append(rep.Rows, historyRows(m.lone[0][0], m.historyRuns)...)
-	rep.Rows = append(rep.Rows, promptRow(m.lone[0][0]), storeRow(m.lone[0], m.firestore), b.splitRow(m))
+	split := m
+	if m.scale != nil {
+		// On the cluster: the split of the batches run with every worker.
+		all := *m
+		all.historyRuns = nil
+		for _, bt := range m.scale.all {
+			all.historyRuns = append(all.historyRuns, bt.runs...)
+		}
+		split = &all
+	}
+	rep.Rows = append(rep.Rows, promptRow(m.lone[0][0]), storeRow(m.lone[0], m.firestore), b.splitRow(split))
 	rep.Notes = notes
 	return rep
 }
@@ -63,6 +73,7 @@ var notes = []string{
 	"history: the first lone run at the first latency; bytes are the history's protobuf size; per tool call counts the CallTool activities' own events (a local activity's marker); the largest payload is the largest Payload message in any history this run read.",
 	"prompt bytes: request bodies the model server received ÷ what a naive agent re-sending the whole transcript would send: each model call's body, less the step transcript it carried, plus every model turn and tool result of the investigation before it (JSON bytes).",
 	"store round trips: the worker reaches the Firestore emulator through a TCP proxy that reads the client side of each HTTP/2 connection and counts HEADERS frames opening a new stream, one per gRPC call (a streamed call such as RunQuery or BatchGetDocuments counts once); the emulator offers no request log or counter (none of its flags or endpoints); the method of each call is the :path of its header block, decoded with HPACK. The figure counts the worker's durable state (transcript entries, the alert), leaving out the queries the search_alerts tool makes as its work. Lone runs at the first latency.",
+	"cluster (-cluster): the Temporal server is the local cluster's (cmd/stack's cluster-server profile: PostgreSQL and the frontend, history, matching and internal-worker processes); its CPU is each service's process group and descendants (PostgreSQL's backends), from /proc; the batches run with one worker, then again once the other workers poll, and the 2-workers-÷-1 rows compare the two (throughput: concluded ÷ the batch's wall time).",
 	"scale-out: the worker that started each activity, from ActivityTaskStarted's identity (pid@host), over every run (local activities, run in their workflow task's worker, left out).",
 }
 

@@ -23,6 +23,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -239,16 +240,17 @@ func (c *cluster) status() (intake.Status, error) {
 // a completed call made again shows as a second answer to one identity.
 type model struct {
 	url     string
-	latency time.Duration
+	latency atomic.Int64 // nanoseconds
 	mu      sync.Mutex
 	answers map[string]int
 }
 
 func newModel(t *testing.T, latency time.Duration) *model {
-	m := &model{latency: latency, answers: map[string]int{}}
+	m := &model{answers: map[string]int{}}
+	m.setLatency(latency)
 	demo := standin.Handler()
 	srv := httptest.NewServer(geminitest.NewHTTPHandler(func(r *geminitest.Request) geminitest.Reply {
-		time.Sleep(m.latency)
+		time.Sleep(time.Duration(m.latency.Load()))
 		reply := demo(r)
 		if reply.Status == 0 || reply.Status == http.StatusOK {
 			sum := sha256.Sum256(append([]byte(r.Path+"\n"), r.Body...))
@@ -262,6 +264,8 @@ func newModel(t *testing.T, latency time.Duration) *model {
 	m.url = srv.URL
 	return m
 }
+
+func (m *model) setLatency(d time.Duration) { m.latency.Store(int64(d)) }
 
 // counts: requests answered, and how many of them repeated an identity
 // answered before.

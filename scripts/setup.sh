@@ -299,13 +299,15 @@ setup_pubsub_emulator() {
 
 # The production-shaped local cluster (go tool task cluster, design/deploy.md):
 # the Temporal server (its four services), its SQL schema tool and the Web UI
-# server, built from source like the CLI. v1.29.1 is the server the CLI
-# v1.5.1 embeds, so the dev server and the cluster run the same code, and
-# its modules are already in the module cache once the CLI is built (the UI
-# server v2.42.1 likewise). Only `setup.sh cluster` builds them: the test
-# suite does not need them.
+# server, built from source like the CLI. v1.31.0, not the v1.29.1 the CLI
+# v1.5.1 embeds: 1.29 ignores a continue-as-new's initial versioning
+# behaviour, so an idle investigation would stay pinned to its old version
+# instead of moving at its continue-as-new (design/versioning.md, the
+# rolling upgrade test). The UI server v2.42.1 is the CLI's (its modules are
+# in the cache once the CLI is built). Only `setup.sh cluster` builds them:
+# the test suite does not need them.
 TEMPORAL_SERVER_MODULE="go.temporal.io/server"
-TEMPORAL_SERVER_VERSION="v1.29.1"
+TEMPORAL_SERVER_VERSION="v1.31.0"
 TEMPORAL_UI_MODULE="github.com/temporalio/ui-server/v2"
 TEMPORAL_UI_VERSION="v2.42.1"
 

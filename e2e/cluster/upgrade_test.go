@@ -227,16 +227,23 @@ func (c *cluster) drainage(build string) enums.VersionDrainageStatus {
 	return resp.GetWorkerDeploymentVersionInfo().GetDrainageInfo().GetStatus()
 }
 
-// waitVersionPolls waits until the version's workers poll the queue.
+// waitVersionPolls waits until the version's workers poll every task
+// queue (and type) that version A's do: Temporal refuses to make current a
+// version that would leave one of them unversioned.
 func (c *cluster) waitVersionPolls(build string) {
 	c.t.Helper()
-	require.Eventually(c.t, func() bool {
+	queues := func(b string) int {
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		defer cancel()
 		resp, err := c.tc.WorkflowService().DescribeWorkerDeploymentVersion(ctx, &workflowservice.DescribeWorkerDeploymentVersionRequest{
-			Namespace: "default", DeploymentVersion: &deploymentpb.WorkerDeploymentVersion{DeploymentName: deploymentName, BuildId: build}})
-		return err == nil && len(resp.GetWorkerDeploymentVersionInfo().GetTaskQueueInfos()) > 0
-	}, time.Minute, 500*time.Millisecond, "version %s does not poll", build)
+			Namespace: "default", DeploymentVersion: &deploymentpb.WorkerDeploymentVersion{DeploymentName: deploymentName, BuildId: b}})
+		if err != nil {
+			return 0
+		}
+		return len(resp.GetWorkerDeploymentVersionInfo().GetTaskQueueInfos())
+	}
+	require.Eventually(c.t, func() bool { n := queues(build); return n > 0 && n >= queues("A") }, time.Minute, 500*time.Millisecond,
+		"version %s does not poll every task queue of A", build)
 }
 
 // signal sends sig to a service's process group and waits until it ends.

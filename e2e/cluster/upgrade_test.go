@@ -216,15 +216,21 @@ func (c *cluster) followUps(id string) int {
 	return st.Turn
 }
 
-func (c *cluster) drainage(build string) enums.VersionDrainageStatus {
+// describeVersion is what Temporal reports of a version of the deployment
+// (nil when it cannot say).
+func (c *cluster) describeVersion(build string) *deploymentpb.WorkerDeploymentVersionInfo {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	resp, err := c.tc.WorkflowService().DescribeWorkerDeploymentVersion(ctx, &workflowservice.DescribeWorkerDeploymentVersionRequest{
 		Namespace: "default", DeploymentVersion: &deploymentpb.WorkerDeploymentVersion{DeploymentName: deploymentName, BuildId: build}})
 	if err != nil {
-		return enums.VERSION_DRAINAGE_STATUS_UNSPECIFIED
+		return nil
 	}
-	return resp.GetWorkerDeploymentVersionInfo().GetDrainageInfo().GetStatus()
+	return resp.GetWorkerDeploymentVersionInfo()
+}
+
+func (c *cluster) drainage(build string) enums.VersionDrainageStatus {
+	return c.describeVersion(build).GetDrainageInfo().GetStatus()
 }
 
 // waitVersionPolls waits until the version's workers poll every task
@@ -232,16 +238,7 @@ func (c *cluster) drainage(build string) enums.VersionDrainageStatus {
 // version that would leave one of them unversioned.
 func (c *cluster) waitVersionPolls(build string) {
 	c.t.Helper()
-	queues := func(b string) int {
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		defer cancel()
-		resp, err := c.tc.WorkflowService().DescribeWorkerDeploymentVersion(ctx, &workflowservice.DescribeWorkerDeploymentVersionRequest{
-			Namespace: "default", DeploymentVersion: &deploymentpb.WorkerDeploymentVersion{DeploymentName: deploymentName, BuildId: b}})
-		if err != nil {
-			return 0
-		}
-		return len(resp.GetWorkerDeploymentVersionInfo().GetTaskQueueInfos())
-	}
+	queues := func(b string) int { return len(c.describeVersion(b).GetTaskQueueInfos()) }
 	require.Eventually(c.t, func() bool { n := queues(build); return n > 0 && n >= queues("A") }, time.Minute, 500*time.Millisecond,
 		"version %s does not poll every task queue of A", build)
 }

@@ -265,6 +265,7 @@ func TestDecide(t *testing.T) {
 		{"nothing runs", ReuseAnswering, observed{}, start, ""},
 		{"it answers", ReuseAnswering, observed{answering: true, portBusy: true}, reuse, ""},
 		{"someone else holds the port", ReuseAnswering, observed{portBusy: true}, refuse, ""},
+		{"ours, too busy to answer the probe", ReuseAnswering, observed{portBusy: true, recorded: true}, reuse, ""},
 		{"not recorded", ReuseRecorded, observed{}, start, ""},
 		{"same settings and program", ReuseRecorded, observed{recorded: true, settings: settings, binary: binary}, reuse, ""},
 		{"other settings", ReuseRecorded, observed{recorded: true, settings: "Gemini via GEMINI_API_KEY", binary: binary}, restart, "other settings (Gemini via GEMINI_API_KEY; this run: " + settings + ")"},

@@ -148,7 +148,9 @@ func decide(r Reuse, o observed, wantSettings, wantBinary string) (decision, str
 			return restart, why
 		}
 	default:
-		if o.answering {
+		// One this stack started that holds its port but misses the probe
+		// is busy (the BigQuery emulator under load), not a stranger.
+		if o.answering || o.portBusy && o.recorded {
 			return reuse, ""
 		}
 		if o.portBusy {
@@ -286,6 +288,7 @@ func (sv *supervisor) observe(ctx context.Context, in *instance) observed {
 				o.portBusy = true
 			}
 		}
+		_, o.recorded = s.recordedPid(in.name, svc.Match)
 	}
 	return o
 }

@@ -139,6 +139,12 @@ func loadStack(table []Service, log *logger) (*Stack, error) {
 	}
 	s.Gemini = geminiSetting()
 	s.OwnSlack = getenv("SLACK_WEBHOOK_URL") != ""
+	// STACK_BIGQUERY_TABLES=none: workers without the BigQuery sub-agent
+	// (the cluster's kill test: the emulator fails under 50 investigations
+	// at once).
+	if getenv("STACK_BIGQUERY_TABLES") == "none" {
+		s.BigQueryTables = ""
+	}
 	if k := getenv("PAYLOAD_KEY_FILE"); k != "" {
 		s.PayloadKeyFile = s.userPath(k)
 	}
@@ -337,7 +343,7 @@ func (s *Stack) exports() []string {
 		"FIRESTORE_EMULATOR_HOST=" + s.addr("FIRESTORE"),
 		"GOOGLE_CLOUD_PROJECT=" + s.Project,
 		"BIGQUERY_EMULATOR_HOST=" + s.addr("BIGQUERY"),
-		"BIGQUERY_TABLES_CONFIG=" + s.BigQueryTables,
+		"BIGQUERY_TABLES_CONFIG=" + s.BigQueryTables, // empty: no sub-agent
 		"BIGQUERY_RUNBOOKS_DIR=" + s.BigQueryRunbooks,
 	}
 	if s.usingStandin() {

@@ -28,7 +28,10 @@ import (
 // Temporal recorded as a retry (an attempt cut by a kill).
 func TestClusterKillAnything(t *testing.T) {
 	m := newModel(t, 0)
-	c := startCluster(t, m)
+	// Without the BigQuery sub-agent, as the intake's e2e tests: the
+	// emulator fails its own queries ("connection is already closed")
+	// under 50 investigations at once, which would test the emulator.
+	c := startCluster(t, m, withEnv("STACK_BIGQUERY_TABLES", "none"))
 	const total = 50
 	findings := make([][]byte, total)
 	ids := map[string]bool{}

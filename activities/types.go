@@ -85,6 +85,10 @@ type TurnInput struct {
 	Standing *investigation.Verdict `json:"standing,omitempty"`
 	// Arrivals are alerts that arrived for the investigation (the intake).
 	Arrivals investigation.ArrivalBatch `json:"arrivals,omitzero"`
+	// Declared are the outside (MCP) tools this turn may call, as the plan
+	// recorded them: the turn declares them from these, not from what the
+	// servers offer now, so a replay sees what the plan saw.
+	Declared []toolcall.Tool `json:"declared,omitempty"`
 }
 
 // TurnOutput is the model's answer for one turn: text, calls, or both.

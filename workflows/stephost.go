@@ -39,6 +39,7 @@ func (h *stepHost) modelTurn(ctx workflow.Context, iter int, key string, transcr
 	if h.step.ID == answerStepID {
 		in.Direct, in.Question, in.Language, in.History, in.Standing = true, r.Request, r.Input.Language, r.History, r.Verdict
 	}
+	in.Declared = r.declared(h.step.Tools, in.Direct) // mcp.go
 	var out activities.TurnOutput
 	err := workflow.ExecuteActivity(llmOptions(ctx, fmt.Sprintf("%s turn %d", h.step.ID, iter)), a.ModelTurn, in).Get(ctx, &out)
 	r.charge(&r.ByPhase.Steps, out.Usage)

@@ -191,6 +191,9 @@ type ConcludeInput struct {
 	// Verdict is what the verdict is checked against: the standing verdict
 	// of earlier exchanges and the steps that ran.
 	Verdict VerdictContext `json:"verdict,omitzero"`
+	// Actions are the calls of acting tools requested so far and what
+	// became of each; the conclusion lists them.
+	Actions []investigation.Action `json:"actions,omitempty"`
 }
 
 // VerdictContext is what a verdict's evidence is checked against: the steps

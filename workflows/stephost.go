@@ -140,3 +140,7 @@ func (h *stepHost) startSpecial(ctx workflow.Context, key string, t toolcall.Too
 		fmt.Sprintf("the call did not run: %s runs as child workflow %q, which this investigation cannot start", c.Name, t.Workflow), "UnknownChild", nil))
 	return f
 }
+
+func (h *stepHost) gate(ctx workflow.Context, key string, c toolcall.Call, run func(workflow.Context) workflow.Future) workflow.Future {
+	return h.r.gateAction(ctx, key, c, h.step.ID, h.step.Description, run)
+}

@@ -62,7 +62,7 @@ const DefaultTimeout = 60 * time.Second
 
 // MaxTimeout is the longest per-call timeout accepted: the activity's own
 // attempt timeout is derived from it.
-const MaxTimeout = 10 * time.Minute
+const MaxTimeout = 110 * time.Second
 
 // ApprovalRequired is the one value Server.Approval takes.
 const ApprovalRequired = "required"

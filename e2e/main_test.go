@@ -25,6 +25,7 @@ import (
 
 	"github.com/secops-agent/investigator/gemini/geminitest"
 	"github.com/secops-agent/investigator/internal/testenv"
+	"github.com/secops-agent/investigator/tools/mcp/mcptest"
 )
 
 var (
@@ -87,6 +88,7 @@ func (s *switchable) handle(r *geminitest.Request) geminitest.Reply {
 }
 
 func TestMain(m *testing.M) {
+	mcptest.ServeIfAsked() // the test binary is also a stranger's MCP server (mcp_test.go)
 	code, err := run(m)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "e2e setup:", err)

@@ -1,0 +1,153 @@
+package e2e
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/secops-agent/investigator/gemini/standin"
+	"github.com/secops-agent/investigator/internal/testenv"
+	"github.com/secops-agent/investigator/investigation"
+	"github.com/secops-agent/investigator/tools/mcp/mcptest"
+)
+
+// mcpWorker restarts the worker with an MCP configuration naming a
+// stranger's server over stdio (this test binary, mcptest.ServeIfAsked),
+// whose tool names no code of the product knows; it returns the file the
+// server logs its calls to.
+func mcpWorker(t *testing.T) string {
+	t.Helper()
+	exe, err := os.Executable()
+	require.NoError(t, err)
+	dir := t.TempDir()
+	logFile, cfg := filepath.Join(dir, "calls.jsonl"), filepath.Join(dir, "mcp.yaml")
+	require.NoError(t, os.WriteFile(cfg, []byte("servers:\n  stranger:\n    command: "+exe+"\n    env: {"+mcptest.ServeEnv+": STRANGER_LOG}\n"), 0o600))
+	restartWorker(t, "MCP_CONFIG="+cfg, "STRANGER_LOG="+logFile)
+	return logFile
+}
+
+// startStandin starts an investigation of the example alert scripted by
+// the stand-in and returns its workflow ID.
+func startStandin(t *testing.T, args ...string) string {
+	t.Helper()
+	require.NoError(t, testenv.ResetFirestore(fsHost, testenv.Project))
+	model.use(t, standin.Handler())
+	res := starter(t, nil, append([]string{"investigate", "--alert", exampleAlert, "--detach"}, args...)...)
+	require.Equal(t, 0, res.code, res.stderr)
+	return workflowIDFrom(t, res.stdout)
+}
+
+// pendingAction waits until the investigation waits on an action and
+// returns it.
+func pendingAction(t *testing.T, id string) investigation.Action {
+	t.Helper()
+	for deadline := time.Now().Add(2 * time.Minute); time.Now().Before(deadline); time.Sleep(300 * time.Millisecond) {
+		v, err := tc.QueryWorkflow(context.Background(), id, "", investigation.StatusQuery)
+		if err != nil {
+			continue
+		}
+		var st investigation.Status
+		require.NoError(t, v.Get(&st))
+		for _, a := range st.Actions {
+			if a.Status == investigation.ActionPending {
+				return a
+			}
+		}
+	}
+	t.Fatalf("no action waited for approval within 2 minutes:\n%s", workerLog.String())
+	return investigation.Action{}
+}
+
+// result waits for the investigation's conclusion (it then idles) and
+// returns its result through the status query and the watch output.
+func concludedStatus(t *testing.T, id string) investigation.Status {
+	t.Helper()
+	for deadline := time.Now().Add(2 * time.Minute); time.Now().Before(deadline); time.Sleep(300 * time.Millisecond) {
+		v, err := tc.QueryWorkflow(context.Background(), id, "", investigation.StatusQuery)
+		if err != nil {
+			continue
+		}
+		var st investigation.Status
+		require.NoError(t, v.Get(&st))
+		if st.Phase == investigation.PhaseIdle {
+			return st
+		}
+	}
+	t.Fatalf("the investigation did not conclude within 2 minutes:\n%s", workerLog.String())
+	return investigation.Status{}
+}
+
+// TestMCPStrangerServer: a server nobody wrote for this product,
+// configured through MCP_CONFIG, is listed by starter tools with its state;
+// the stand-in's plan calls its read tool and asks for its action (not
+// annotated, so it acts), which waits for approval: approved, it runs and
+// the server sees the call; the conclusion lists it.
+func TestMCPStrangerServer(t *testing.T) {
+	logFile := mcpWorker(t)
+	tools := starter(t, nil, "tools")
+	require.Equal(t, 0, tools.code, tools.stderr)
+	for _, want := range []string{"stranger.asset_owner_lookup", "stranger.quarantine_endpoint", "enabled, acts (approval)", "stranger", "stdio", "connected", "2 tools"} {
+		require.Contains(t, tools.stdout, want)
+	}
+
+	id := startStandin(t)
+	act := pendingAction(t, id)
+	require.Equal(t, "stranger.quarantine_endpoint", act.Tool)
+	require.Contains(t, act.Args, "198.51.100.23")
+	calls, err := mcptest.ReadLog(logFile)
+	require.NoError(t, err)
+	for _, c := range calls {
+		require.NotEqual(t, "quarantine_endpoint", c.Tool, "the action ran before it was approved")
+	}
+	status := starter(t, nil, "status", id)
+	require.Contains(t, status.stdout, "starter approve-call "+id+" "+act.CallID)
+
+	ok := starter(t, nil, "approve-call", id, act.CallID)
+	require.Equal(t, 0, ok.code, ok.stderr)
+	st := concludedStatus(t, id)
+	calls, err = mcptest.ReadLog(logFile)
+	require.NoError(t, err)
+	var tools2 []string
+	for _, c := range calls {
+		tools2 = append(tools2, c.Tool)
+	}
+	require.Contains(t, tools2, "asset_owner_lookup", "the plan's read tool was called")
+	require.Contains(t, tools2, "quarantine_endpoint", "the approved action ran")
+	require.Len(t, st.Actions, 1)
+	require.Equal(t, investigation.ActionApproved, st.Actions[0].Status)
+	closeIdle(t, id)
+}
+
+// TestMCPActionDeniedAndExpired: a denial is the call's result, the server
+// never sees the call, and the conclusion lists the action as denied with
+// the reason; an action left without a decision expires.
+func TestMCPActionDeniedAndExpired(t *testing.T) {
+	logFile := mcpWorker(t)
+	id := startStandin(t)
+	act := pendingAction(t, id)
+	deny := starter(t, nil, "deny-call", id, act.CallID, "that host is the CEO's laptop")
+	require.Equal(t, 0, deny.code, deny.stderr)
+	st := concludedStatus(t, id)
+	require.Equal(t, investigation.ActionDenied, st.Actions[0].Status)
+	require.Equal(t, "that host is the CEO's laptop", st.Actions[0].Note)
+	closeIdle(t, id)
+	watch := starter(t, nil, "watch", id)
+	require.Contains(t, watch.stdout, "## Actions requested")
+	require.Regexp(t, `stranger\.quarantine_endpoint.*\*\*denied\*\* \(that host is the CEO's laptop\)`, watch.stdout)
+	calls, err := mcptest.ReadLog(logFile)
+	require.NoError(t, err)
+	for _, c := range calls {
+		require.NotEqual(t, "quarantine_endpoint", c.Tool, "a denied action ran")
+	}
+
+	id = startStandin(t, "--approval-timeout", "2s")
+	st = concludedStatus(t, id)
+	require.Equal(t, investigation.ActionExpired, st.Actions[0].Status)
+	require.True(t, strings.HasPrefix(st.Actions[0].Note, "no decision within 2s"), st.Actions[0].Note)
+	closeIdle(t, id)
+}

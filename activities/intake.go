@@ -12,6 +12,7 @@ import (
 	"github.com/secops-agent/investigator/delivery"
 	"github.com/secops-agent/investigator/internal/redact"
 	"github.com/secops-agent/investigator/investigation"
+	"github.com/secops-agent/investigator/telemetry"
 )
 
 // Intake holds the activities of the intake (design/intake.md): the
@@ -50,6 +51,9 @@ type StartInput struct {
 	// closed within RepeatWindow (its severity rose since).
 	Reinvestigate bool                   `json:"reinvestigate,omitempty"`
 	RepeatWindow  investigation.Duration `json:"repeat_window"`
+	// Traceparent is the intake's span for the first alert: the
+	// investigation's trace hangs under it.
+	Traceparent string `json:"traceparent,omitempty"`
 }
 
 // StartOutput says what StartInvestigation did.
@@ -62,7 +66,7 @@ type StartOutput struct {
 // admitted entity, under its identity's workflow ID; see
 // agentclient.StartIntake. Temporal being unreachable is retried.
 func (in *Intake) StartInvestigation(ctx context.Context, s StartInput) (StartOutput, error) {
-	outcome, runID, err := in.Temporal.StartIntake(ctx, agentclient.IntakeStart{
+	outcome, runID, err := in.Temporal.StartIntake(telemetry.WithTraceparent(ctx, s.Traceparent), agentclient.IntakeStart{
 		Start:    agentclient.Start{ID: s.WorkflowID, Summary: s.Summary, Input: s.Input},
 		Admitted: s.Admitted, Severity: s.Severity, Reinvestigate: s.Reinvestigate, RepeatWindow: s.RepeatWindow.Duration(),
 	}, io.Discard)

@@ -9,6 +9,7 @@ import (
 	"net/url"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"time"
 
@@ -151,7 +152,7 @@ var table = []Service{
 		Needs: []string{"temporal", "firestore"},
 		Launch: func(s *Stack, _ int) (Launch, error) {
 			worker, err := s.program("worker", "go tool task build")
-			return Launch{Argv: []string{worker}, Note: " (polling Temporal)"}, err
+			return Launch{Argv: []string{worker}, Env: mcpEnv(s), Note: " (polling Temporal)"}, err
 		},
 		// The SDK logs this once it polls. Without it (a quiet logger), a
 		// worker still alive after the timeout is taken as started.
@@ -329,8 +330,22 @@ func workerSettings(s *Stack) string {
 	if s.OwnSlack {
 		slack = "your SLACK_WEBHOOK_URL"
 	}
-	return fmt.Sprintf("%s, model %s, payload key file %s, intelligence keys: %s, Pub/Sub %s, Slack %s, OpenTelemetry %s",
-		model, orDefault(s.Getenv("GEMINI_MODEL"), "default"), orDefault(s.PayloadKeyFile, "none"), strings.Join(keys, " "), s.addr("PUBSUB"), slack, otelSettings(s))
+	mcp := s.Getenv("MCP_CONFIG")
+	for _, kv := range mcpEnv(s) {
+		mcp = strings.TrimPrefix(kv, "MCP_CONFIG=")
+	}
+	return fmt.Sprintf("%s, model %s, payload key file %s, intelligence keys: %s, Pub/Sub %s, Slack %s, OpenTelemetry %s, MCP %s",
+		model, orDefault(s.Getenv("GEMINI_MODEL"), "default"), orDefault(s.PayloadKeyFile, "none"), strings.Join(keys, " "), s.addr("PUBSUB"), slack, otelSettings(s), mcp)
+}
+
+// mcpEnv gives the worker the MCP configuration: the caller's MCP_CONFIG,
+// or examples/mcp/mcp.yaml, the example response server over stdio with
+// its state under .data/response (design/tools.md).
+func mcpEnv(s *Stack) []string {
+	if s.Getenv("MCP_CONFIG") != "" {
+		return nil
+	}
+	return []string{"MCP_CONFIG=" + filepath.Join(s.Root, "examples", "mcp", "mcp.yaml")}
 }
 
 // otelSettings names where the worker exports traces and metrics: a worker

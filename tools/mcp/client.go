@@ -9,7 +9,9 @@ import (
 	"net/http"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -64,6 +66,7 @@ func New(cfg *Config, reg *tools.Registry, log *slog.Logger) *Servers {
 	s := &Servers{reg: reg, log: log, Stderr: os.Stderr}
 	for _, n := range cfg.Names() {
 		sc := cfg.Servers[n]
+		sc.dir = cfg.Dir
 		lim := rate.NewLimiter(rate.Inf, 1)
 		if sc.Rate > 0 {
 			lim = rate.NewLimiter(rate.Limit(sc.Rate), 1)
@@ -280,7 +283,12 @@ func (c *conn) transport() (mcp.Transport, error) {
 			MaxRetries: 2,
 		}, nil
 	}
-	cmd := exec.Command(c.cfg.Command, c.cfg.Args...)
+	command := c.cfg.Command
+	if c.cfg.dir != "" && strings.Contains(command, "/") && !filepath.IsAbs(command) {
+		command = filepath.Join(c.cfg.dir, command)
+	}
+	cmd := exec.Command(command, c.cfg.Args...)
+	cmd.Dir = c.cfg.dir
 	for _, k := range []string{"PATH", "HOME", "LANG", "TMPDIR", "USER"} {
 		if v, ok := os.LookupEnv(k); ok {
 			cmd.Env = append(cmd.Env, k+"="+v)

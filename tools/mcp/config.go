@@ -11,6 +11,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"path/filepath"
 	"regexp"
 	"slices"
 	"time"
@@ -34,6 +35,9 @@ import (
 //	    headers: {Authorization: INTEL_MCP_AUTH} # header: variable holding its value
 type Config struct {
 	Servers map[string]Server `yaml:"servers"`
+	// Dir is the file's directory: a stdio server runs there, and a
+	// relative command is found from there ("" for Parse: the worker's).
+	Dir string `yaml:"-"`
 }
 
 // Server is one MCP server: a command the worker runs (stdio) or a
@@ -55,6 +59,8 @@ type Server struct {
 	// Approval marks tools whose calls wait for the analyst's approval
 	// whatever their annotations say ("required").
 	Approval map[string]string `yaml:"approval"`
+	// dir is the configuration file's directory (Config.Dir).
+	dir string
 }
 
 // DefaultTimeout bounds one call when the configuration does not.
@@ -86,7 +92,14 @@ func Load(path string) (*Config, error) {
 	if err != nil {
 		return nil, fmt.Errorf("read the MCP configuration: %w", err)
 	}
-	return Parse(raw)
+	c, err := Parse(raw)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	if c.Dir, err = filepath.Abs(filepath.Dir(path)); err != nil {
+		return nil, err
+	}
+	return c, nil
 }
 
 // Parse checks an MCP configuration.

@@ -105,7 +105,7 @@ func run(m *testing.M) (int, error) {
 	}
 	defer os.RemoveAll(dir)
 	bin = dir
-	build := exec.Command("go", "build", "-o", dir+"/", "./worker", "./starter")
+	build := exec.Command("go", "build", "-o", dir+"/", "./worker", "./starter", "./cmd/response-server")
 	build.Dir = ".."
 	if out, err := build.CombinedOutput(); err != nil {
 		return 0, fmt.Errorf("build binaries: %v\n%s", err, out)

@@ -2,17 +2,23 @@ package e2e
 
 import (
 	"context"
+	"encoding/json"
+	"net"
 	"os"
+	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/secops-agent/investigator/activities"
 	"github.com/secops-agent/investigator/gemini/standin"
 	"github.com/secops-agent/investigator/internal/testenv"
 	"github.com/secops-agent/investigator/investigation"
+	"github.com/secops-agent/investigator/toolcall"
 	"github.com/secops-agent/investigator/tools/mcp/mcptest"
 )
 
@@ -150,4 +156,153 @@ func TestMCPActionDeniedAndExpired(t *testing.T) {
 	require.Equal(t, investigation.ActionExpired, st.Actions[0].Status)
 	require.True(t, strings.HasPrefix(st.Actions[0].Note, "no decision within 2s"), st.Actions[0].Note)
 	closeIdle(t, id)
+}
+
+// responseConfig writes an MCP configuration for the example response
+// server (cmd/response-server) over stdio, with its state in a directory
+// of the test's; tools is its allow list ("" for every tool).
+func responseConfig(t *testing.T, dir, tools string) string {
+	t.Helper()
+	inv, err := filepath.Abs(filepath.Join("..", "examples", "mcp", "inventory.json"))
+	require.NoError(t, err)
+	cfg := filepath.Join(dir, "mcp-"+strings.ReplaceAll(tools, ",", "-")+".yaml")
+	yaml := "servers:\n  response:\n    command: " + filepath.Join(bin, "response-server") +
+		"\n    args: [--inventory, " + inv + ", --state-dir, " + filepath.Join(dir, "state") + "]\n"
+	if tools != "" {
+		yaml += "    tools: [" + tools + "]\n"
+	}
+	require.NoError(t, os.WriteFile(cfg, []byte(yaml), 0o600))
+	return cfg
+}
+
+// blocked reads the response server's list of blocked addresses.
+func blocked(t *testing.T, dir string) string {
+	t.Helper()
+	raw, err := os.ReadFile(filepath.Join(dir, "state", "blocked-ips.txt"))
+	if os.IsNotExist(err) {
+		return ""
+	}
+	require.NoError(t, err)
+	return string(raw)
+}
+
+// TestMCPResponseServer: the local stack's response server over stdio. The
+// plan reads with lookup_host and list_blocked and asks to block the
+// alert's address; the test approves and the file changes; the conclusion
+// lists the action as approved.
+func TestMCPResponseServer(t *testing.T) {
+	dir := t.TempDir()
+	restartWorker(t, "MCP_CONFIG="+responseConfig(t, dir, ""))
+	id := startStandin(t)
+	act := pendingAction(t, id)
+	require.Equal(t, "response.block_ip", act.Tool)
+	require.Contains(t, act.Args, `"ip":"198.51.100.23"`)
+	require.Empty(t, blocked(t, dir), "nothing is blocked before the approval")
+	ok := starter(t, nil, "approve-call", id, act.CallID)
+	require.Equal(t, 0, ok.code, ok.stderr)
+	require.Contains(t, ok.stdout, "approved")
+	st := concludedStatus(t, id)
+	require.Contains(t, blocked(t, dir), "198.51.100.23")
+	require.Equal(t, investigation.ActionApproved, st.Actions[0].Status)
+	closeIdle(t, id)
+	watch := starter(t, nil, "watch", id)
+	require.Contains(t, watch.stdout, "-> response.lookup_host")
+	require.Regexp(t, `response\.block_ip.*\*\*approved\*\*`, watch.stdout)
+	saveHistory(t, history(t, id), "mcp.history.json")
+}
+
+// TestMCPResponseServerHTTP: the same server over streamable HTTP; the
+// analyst denies the action: the file does not change and the conclusion
+// says it was denied and why.
+func TestMCPResponseServerHTTP(t *testing.T) {
+	dir := t.TempDir()
+	addr := "127.0.0.1:" + strconv.Itoa(freePort(t))
+	inv := filepath.Join("..", "examples", "mcp", "inventory.json")
+	srv := exec.Command(filepath.Join(bin, "response-server"), "--http", addr, "--inventory", inv, "--state-dir", filepath.Join(dir, "state"))
+	require.NoError(t, srv.Start())
+	t.Cleanup(func() { _ = srv.Process.Kill(); _ = srv.Wait() })
+	for deadline := time.Now().Add(20 * time.Second); time.Now().Before(deadline); time.Sleep(100 * time.Millisecond) {
+		if c, err := net.Dial("tcp", addr); err == nil {
+			c.Close()
+			break
+		}
+	}
+	cfg := filepath.Join(dir, "mcp.yaml")
+	require.NoError(t, os.WriteFile(cfg, []byte("servers:\n  response:\n    url: http://"+addr+"/mcp\n"), 0o600))
+	restartWorker(t, "MCP_CONFIG="+cfg)
+	tools := starter(t, nil, "tools")
+	require.Contains(t, tools.stdout, "response.block_ip")
+	require.Regexp(t, `response\s+http\s+connected\s+4 tools`, tools.stdout)
+
+	id := startStandin(t)
+	act := pendingAction(t, id)
+	deny := starter(t, nil, "deny-call", id, act.CallID, "198.51.100.23 is our scanner")
+	require.Equal(t, 0, deny.code, deny.stderr)
+	st := concludedStatus(t, id)
+	require.Equal(t, investigation.ActionDenied, st.Actions[0].Status)
+	require.Empty(t, blocked(t, dir), "a denied action does not run")
+	closeIdle(t, id)
+	watch := starter(t, nil, "watch", id)
+	require.Regexp(t, `response\.block_ip.*\*\*denied\*\* \(198\.51\.100\.23 is our scanner\)`, watch.stdout)
+}
+
+// TestMCPWorkerRestartWhileApprovalWaits: the worker dies while an action
+// waits, and comes back with the server's tool list changed (lookup_host
+// and list_blocked no longer offered): nothing is lost, the approval runs
+// the call, the file changes, and the step's next turn still declares the
+// tools the plan recorded. Its history is the replay fixture of a tool
+// list changed after the plan.
+func TestMCPWorkerRestartWhileApprovalWaits(t *testing.T) {
+	dir := t.TempDir()
+	restartWorker(t, "MCP_CONFIG="+responseConfig(t, dir, ""))
+	id := startStandin(t)
+	act := pendingAction(t, id)
+	before := modelTurnInputs(t, id)
+
+	restartWorker(t, "MCP_CONFIG="+responseConfig(t, dir, "block_ip,disable_user"))
+	tools := starter(t, nil, "tools")
+	require.NotContains(t, tools.stdout, "response.lookup_host", "the server's tool list changed")
+	require.Equal(t, act, pendingAction(t, id), "the wait survived the restart")
+
+	ok := starter(t, nil, "approve-call", id, act.CallID)
+	require.Equal(t, 0, ok.code, ok.stderr)
+	st := concludedStatus(t, id)
+	require.Contains(t, blocked(t, dir), "198.51.100.23")
+	require.Equal(t, investigation.ActionApproved, st.Actions[0].Status)
+	// The acting step's turn after the change declares block_ip as its
+	// first turn did, from the plan's record.
+	turns := modelTurnInputs(t, id)
+	var first, later []toolcall.Tool
+	for i, in := range turns {
+		if in.Step.ID != act.Step {
+			continue
+		}
+		if i < len(before) && first == nil {
+			first = in.Declared
+		}
+		if i >= len(before) {
+			later = in.Declared
+		}
+	}
+	require.NotEmpty(t, first)
+	require.Equal(t, first, later, "a turn after the change declares what the plan recorded")
+	closeIdle(t, id)
+	saveHistory(t, history(t, id), "mcp-changed.history.json")
+}
+
+// modelTurnInputs are the inputs of the ModelTurn activities of a run, in
+// order.
+func modelTurnInputs(t *testing.T, id string) []activities.TurnInput {
+	t.Helper()
+	var out []activities.TurnInput
+	for _, e := range history(t, id).Events {
+		a := e.GetActivityTaskScheduledEventAttributes()
+		if a.GetActivityType().GetName() != "ModelTurn" {
+			continue
+		}
+		var in activities.TurnInput
+		require.NoError(t, json.Unmarshal(a.GetInput().GetPayloads()[0].GetData(), &in))
+		out = append(out, in)
+	}
+	return out
 }

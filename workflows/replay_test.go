@@ -273,6 +273,17 @@ func exercises(h *historypb.History, path string) bool {
 		return firedTimer(h, "waiting for the answer to ") && input("ModelTurn", `did not answer within`)
 	case "plan-approval timeout":
 		return firedTimer(h, "waiting for the plan's approval") && input("Conclude", `the plan was not approved within`) && activity("ModelTurn") == 0
+	case "mcp declarations recorded":
+		return input("ModelTurn", `"declared":[`)
+	case "action approved":
+		return count(func(e *historypb.HistoryEvent) bool {
+			return e.GetWorkflowExecutionUpdateAcceptedEventAttributes().GetAcceptedRequest().GetInput().GetName() == investigation.UpdateApproveCall
+		}) > 0 && input("CallTool", `.block_ip"`)
+	case "worker restarted while an action waited":
+		restarted := after(h, func(e *historypb.HistoryEvent) bool {
+			return e.GetEventType() == enumspb.EVENT_TYPE_WORKFLOW_TASK_TIMED_OUT
+		})
+		return restarted != nil && scheduled(restarted, "CallTool") > 0 && input("ModelTurn", `"declared":[`)
 	case "failing step":
 		return count(func(e *historypb.HistoryEvent) bool {
 			return e.GetActivityTaskFailedEventAttributes() != nil

@@ -67,6 +67,7 @@ func (r *run) gateAction(ctx workflow.Context, key string, c toolcall.Call, labe
 		Reason: clip.String(reason, 500), Status: investigation.ActionPending, Turn: r.Turn}
 	r.Actions = append(r.Actions, act)
 	r.emit(investigation.Event{Kind: investigation.EventApprovalRequested, Step: label, Tool: c.Name, CallID: key, Text: act.Args, Reason: act.Reason})
+	r.requestApproval(ctx, act)
 	workflow.Go(ctx, func(ctx workflow.Context) {
 		r.Phase = investigation.PhaseAwaitingCallApproval
 		r.setDetails(ctx, fmt.Sprintf("waiting for the analyst's approval of %s (starter approve-call / deny-call %s)", c.Name, key))
@@ -194,4 +195,21 @@ func signalDecision(v any) (investigation.CallDecision, error) {
 		return investigation.CallDecision{}, nil
 	}
 	return investigation.CallDecision{}, errors.New(`its payload must be a call ID or {"call_id": "...", "reason": "..."}`)
+}
+
+// requestApproval tells the intake's Slack channel that an action waits,
+// for an investigation the intake started with Slack delivery on. Best
+// effort, in the background: the wait does not depend on it.
+func (r *run) requestApproval(ctx workflow.Context, act *investigation.Action) {
+	in := r.Input.Intake
+	if in == nil || !in.Delivery.Slack {
+		return
+	}
+	req := activities.ApprovalInput{WorkflowID: r.session, AlertID: r.Input.AlertID, CallID: act.CallID, Tool: act.Tool, Args: act.Args, Reason: act.Reason}
+	r.background(ctx, func(ctx workflow.Context) {
+		var out activities.DeliveryOutput
+		if err := workflow.ExecuteActivity(deliveryOptions(ctx, "ask Slack to approve "+act.CallID), ia.RequestApproval, req).Get(ctx, &out); err != nil {
+			r.emit(investigation.Event{Kind: investigation.EventNote, Text: "the approval request could not be posted to Slack: " + message(err)})
+		}
+	})
 }

@@ -271,7 +271,7 @@ func closingLines(t *testing.T, out string) closing {
 // session and its services.
 func TestInvestigateLeavesStackUp(t *testing.T) {
 	s := newLocalStack(t)
-	run := s.stack(t, 5*time.Minute, nil, "investigate")
+	run := s.stack(t, 5*time.Minute, []string{"INVESTIGATE_APPROVAL_TIMEOUT=3s"}, "investigate")
 	require.Equal(t, 0, run.code, run.stdout)
 	id := workflowIDFrom(t, run.stdout)
 	end := closingLines(t, run.stdout)

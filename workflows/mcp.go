@@ -39,6 +39,7 @@ func (s *State) declared(step []string, direct bool) []toolcall.Tool {
 const (
 	maxActions    = 50
 	maxActionArgs = 2 << 10
+	maxActionNote = 1 << 10
 )
 
 // gateAction holds a call of an acting tool until the analyst approves it
@@ -54,6 +55,14 @@ func (r *run) gateAction(ctx workflow.Context, key string, c toolcall.Call, labe
 	if len(r.Actions) >= maxActions {
 		settle.SetError(temporal.NewNonRetryableApplicationError(
 			fmt.Sprintf("the call did not run: this investigation already asked for %d actions", maxActions), "TooManyActions", nil))
+		return f
+	}
+	if refs := refValues(c.Args); len(refs) > 0 {
+		// The analyst approves what they see: a value another call will
+		// supply is not shown, so an action takes none.
+		settle.SetError(temporal.NewNonRetryableApplicationError(fmt.Sprintf(
+			"the call did not run: an action's arguments must be written out for the analyst to approve, not taken from another call (%s%s)",
+			toolcall.RefPrefix, refs[0]), "BadRef", nil))
 		return f
 	}
 	args := map[string]any{}
@@ -167,7 +176,7 @@ func (r *run) approveCall(d investigation.CallDecision) investigation.Ack {
 
 func (r *run) denyCall(d investigation.CallDecision) investigation.Ack {
 	a, _ := r.action(strings.TrimSpace(d.CallID))
-	a.Status, a.Note = investigation.ActionDenied, cmp.Or(strings.TrimSpace(d.Reason), "no reason given")
+	a.Status, a.Note = investigation.ActionDenied, clip.String(cmp.Or(strings.TrimSpace(d.Reason), "no reason given"), maxActionNote)
 	seq := r.emit(investigation.Event{Kind: investigation.EventApprovalDecided, Step: a.Step, Tool: a.Tool, CallID: a.CallID, Text: "denied: " + a.Note})
 	return investigation.Ack{Seq: seq, Message: fmt.Sprintf("%s denied: the step reads the denial as the call's result", a.CallID)}
 }

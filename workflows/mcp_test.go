@@ -130,3 +130,26 @@ func TestActionDecidedBySignal(t *testing.T) {
 	require.Equal(t, investigation.ActionDenied, res.Actions[0].Status)
 	require.Equal(t, "no", res.Actions[0].Note)
 }
+
+// An action whose arguments come from another call (ref:) does not run:
+// the analyst would approve a value they cannot see.
+func TestActionRefusesRefs(t *testing.T) {
+	h := newHarness(t)
+	h.onPlan(mcpPlan(), nil)
+	h.onTurn(func(in activities.TurnInput) (activities.TurnOutput, error) {
+		if len(in.Transcript) == 0 {
+			return activities.TurnOutput{Calls: []toolcall.Call{
+				{ID: "c1", Name: "response.lookup_host", Args: map[string]any{"host": "web-1"}},
+				{ID: "c2", Name: "response.block_ip", Args: map[string]any{"ip": "ref:c1.ips.0"}},
+			}}, nil
+		}
+		return activities.TurnOutput{Text: "done"}, nil
+	})
+	h.onTool(okTool)
+	h.onReflect(noChange)
+	res, err := h.run(t, investigation.Input{AlertID: "a1"})
+	require.NoError(t, err)
+	require.Empty(t, res.Actions)
+	require.Len(t, h.tools, 1)
+	require.Contains(t, h.turns[1].Transcript[2].Error, "must be written out for the analyst to approve")
+}

@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -52,26 +53,32 @@ func startStandin(t *testing.T, args ...string) string {
 // returns it.
 func pendingAction(t *testing.T, id string) investigation.Action {
 	t.Helper()
-	for deadline := time.Now().Add(2 * time.Minute); time.Now().Before(deadline); time.Sleep(300 * time.Millisecond) {
-		v, err := tc.QueryWorkflow(context.Background(), id, "", investigation.StatusQuery)
-		if err != nil {
-			continue
-		}
-		var st investigation.Status
-		require.NoError(t, v.Get(&st))
-		for _, a := range st.Actions {
-			if a.Status == investigation.ActionPending {
-				return a
-			}
-		}
-	}
-	t.Fatalf("no action waited for approval within 2 minutes:\n%s", workerLog.String())
-	return investigation.Action{}
+	st := statusWhen(t, id, "an action waited for approval", func(st investigation.Status) bool {
+		return slices.ContainsFunc(st.Actions, func(a investigation.Action) bool { return a.Status == investigation.ActionPending })
+	})
+	i := slices.IndexFunc(st.Actions, func(a investigation.Action) bool { return a.Status == investigation.ActionPending })
+	return st.Actions[i]
 }
 
-// result waits for the investigation's conclusion (it then idles) and
-// returns its result through the status query and the watch output.
+// concludedStatus waits for the investigation's conclusion (it then idles)
+// and returns its status.
 func concludedStatus(t *testing.T, id string) investigation.Status {
+	t.Helper()
+	return statusWhen(t, id, "the investigation concluded", func(st investigation.Status) bool { return st.Phase == investigation.PhaseIdle })
+}
+
+// decide waits for the action, sends the decision (approve-call or
+// deny-call with its arguments) and returns the status once concluded.
+func decide(t *testing.T, id, command string, args ...string) investigation.Status {
+	t.Helper()
+	act := pendingAction(t, id)
+	res := starter(t, nil, append([]string{command, id, act.CallID}, args...)...)
+	require.Equal(t, 0, res.code, res.stderr)
+	return concludedStatus(t, id)
+}
+
+// statusWhen polls the status query until done says so, for two minutes.
+func statusWhen(t *testing.T, id, what string, done func(investigation.Status) bool) investigation.Status {
 	t.Helper()
 	for deadline := time.Now().Add(2 * time.Minute); time.Now().Before(deadline); time.Sleep(300 * time.Millisecond) {
 		v, err := tc.QueryWorkflow(context.Background(), id, "", investigation.StatusQuery)
@@ -80,11 +87,11 @@ func concludedStatus(t *testing.T, id string) investigation.Status {
 		}
 		var st investigation.Status
 		require.NoError(t, v.Get(&st))
-		if st.Phase == investigation.PhaseIdle {
+		if done(st) {
 			return st
 		}
 	}
-	t.Fatalf("the investigation did not conclude within 2 minutes:\n%s", workerLog.String())
+	t.Fatalf("not within 2 minutes: %s\n%s", what, workerLog.String())
 	return investigation.Status{}
 }
 
@@ -135,10 +142,7 @@ func TestMCPStrangerServer(t *testing.T) {
 func TestMCPActionDeniedAndExpired(t *testing.T) {
 	logFile := mcpWorker(t)
 	id := startStandin(t)
-	act := pendingAction(t, id)
-	deny := starter(t, nil, "deny-call", id, act.CallID, "that host is the CEO's laptop")
-	require.Equal(t, 0, deny.code, deny.stderr)
-	st := concludedStatus(t, id)
+	st := decide(t, id, "deny-call", "that host is the CEO's laptop")
 	require.Equal(t, investigation.ActionDenied, st.Actions[0].Status)
 	require.Equal(t, "that host is the CEO's laptop", st.Actions[0].Note)
 	closeIdle(t, id)
@@ -235,10 +239,7 @@ func TestMCPResponseServerHTTP(t *testing.T) {
 	require.Regexp(t, `response\s+http\s+connected\s+4 tools`, tools.stdout)
 
 	id := startStandin(t)
-	act := pendingAction(t, id)
-	deny := starter(t, nil, "deny-call", id, act.CallID, "198.51.100.23 is our scanner")
-	require.Equal(t, 0, deny.code, deny.stderr)
-	st := concludedStatus(t, id)
+	st := decide(t, id, "deny-call", "198.51.100.23 is our scanner")
 	require.Equal(t, investigation.ActionDenied, st.Actions[0].Status)
 	require.Empty(t, blocked(t, dir), "a denied action does not run")
 	closeIdle(t, id)

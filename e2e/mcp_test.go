@@ -10,6 +10,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -19,6 +20,7 @@ import (
 	"github.com/secops-agent/investigator/gemini/standin"
 	"github.com/secops-agent/investigator/internal/testenv"
 	"github.com/secops-agent/investigator/investigation"
+	"github.com/secops-agent/investigator/plan"
 	"github.com/secops-agent/investigator/toolcall"
 	"github.com/secops-agent/investigator/tools/mcp/mcptest"
 )
@@ -258,9 +260,19 @@ func TestMCPWorkerRestartWhileApprovalWaits(t *testing.T) {
 	restartWorker(t, "MCP_CONFIG="+responseConfig(t, dir, ""))
 	id := startStandin(t)
 	act := pendingAction(t, id)
+	// Once every other step is over, only the wait is left: the restart
+	// meets nothing in flight but it.
+	statusWhen(t, id, "only the action's step is left", func(st investigation.Status) bool {
+		for _, s := range st.Plan.Steps {
+			if s.ID != act.Step && (s.Status == plan.Pending || s.Status == plan.Running) {
+				return false
+			}
+		}
+		return true
+	})
 	before := modelTurnInputs(t, id)
 
-	restartWorker(t, "MCP_CONFIG="+responseConfig(t, dir, "block_ip,disable_user"))
+	swapWorker(t, "MCP_CONFIG="+responseConfig(t, dir, "block_ip,disable_user"))
 	tools := starter(t, nil, "tools")
 	require.NotContains(t, tools.stdout, "response.lookup_host", "the server's tool list changed")
 	require.Equal(t, act, pendingAction(t, id), "the wait survived the restart")
@@ -289,6 +301,20 @@ func TestMCPWorkerRestartWhileApprovalWaits(t *testing.T) {
 	require.Equal(t, first, later, "a turn after the change declares what the plan recorded")
 	closeIdle(t, id)
 	saveHistory(t, history(t, id), "mcp-changed.history.json")
+}
+
+// swapWorker kills the worker a restartWorker of this test started and
+// starts one with env instead; that restartWorker's cleanup brings the
+// usual worker back.
+func swapWorker(t *testing.T, env ...string) {
+	t.Helper()
+	require.NoError(t, stopWorker(syscall.SIGKILL))
+	saved := stack
+	stack = append(slices.Clone(stack), env...)
+	err := startWorker()
+	stack = saved
+	require.NoError(t, err)
+	waitPolling(t)
 }
 
 // modelTurnInputs are the inputs of the ModelTurn activities of a run, in

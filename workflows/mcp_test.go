@@ -1,10 +1,12 @@
 package workflows
 
 import (
+	"context"
 	"encoding/json"
 	"testing"
 	"time"
 
+	"github.com/stretchr/testify/mock"
 	"github.com/stretchr/testify/require"
 
 	"github.com/secops-agent/investigator/activities"
@@ -152,4 +154,30 @@ func TestActionRefusesRefs(t *testing.T) {
 	require.Empty(t, res.Actions)
 	require.Len(t, h.tools, 1)
 	require.Contains(t, h.turns[1].Transcript[2].Error, "must be written out for the analyst to approve")
+}
+
+// An investigation the intake started with Slack delivery asks Slack to
+// approve its action, with what the analyst needs to decide.
+func TestActionRequestGoesToSlack(t *testing.T) {
+	h := newHarness(t)
+	h.env.RegisterActivity(&activities.Intake{})
+	var sig signals
+	sig.on(h.env)
+	h.onPlan(mcpPlan(), nil)
+	h.onTurn(blockTurn)
+	h.onTool(okTool)
+	h.onReflect(noChange)
+	var asked []activities.ApprovalInput
+	h.env.OnActivity(ia.RequestApproval, mock.Anything, mock.Anything).Return(func(_ context.Context, in activities.ApprovalInput) (activities.DeliveryOutput, error) {
+		asked = append(asked, in)
+		return activities.DeliveryOutput{}, nil
+	})
+	h.env.OnActivity(ia.DeliverSlack, mock.Anything, mock.Anything).Return(activities.DeliveryOutput{}, nil)
+	h.update(time.Hour, investigation.UpdateApproveCall, investigation.CallDecision{CallID: "t1-step_1-i1-c2"})
+	_, err := h.run(t, investigation.Input{AlertID: "guardduty-0", IdleTimeout: investigation.Duration(time.Minute), Intake: &investigation.IntakeInput{
+		Identity: "guardduty:1:f", Admission: "intake-admission-q", Delivery: investigation.Delivery{Slack: true}}})
+	require.NoError(t, err)
+	require.Len(t, asked, 1)
+	require.Equal(t, activities.ApprovalInput{WorkflowID: asked[0].WorkflowID, AlertID: "guardduty-0", CallID: "t1-step_1-i1-c2",
+		Tool: "response.block_ip", Args: `{"ip":"198.51.100.23"}`, Reason: "Block 198.51.100.23"}, asked[0])
 }

@@ -49,6 +49,9 @@ type loopHost interface {
 	// toolset names the registry CallTool runs the loop's calls from ("" for
 	// the investigation's tools).
 	toolset() string
+	// gate runs a call of an acting tool (toolcall.Tool.Acts) through run
+	// once the analyst approves it, or settles it with why it did not run.
+	gate(ctx workflow.Context, key string, c toolcall.Call, run func(workflow.Context) workflow.Future) workflow.Future
 	// toolTimeout bounds one attempt of the named tool's activity.
 	toolTimeout(name string) time.Duration
 	// scanFor is what call c (transcript key key) may scan in BigQuery (see
@@ -434,7 +437,13 @@ func (l *toolLoop) start(ctx workflow.Context, settle workflow.Settable, futures
 		if t.Kind == toolcall.LocalActivity {
 			return workflow.ExecuteLocalActivity(localToolOptions(ctx, "tool "+summary, localToolAttempt), a.CallTool, in)
 		}
-		return workflow.ExecuteActivity(onQueue(toolOptions(ctx, "tool "+summary, l.host.toolTimeout(c.Name)), t.TaskQueue), a.CallTool, in)
+		call := func(ctx workflow.Context) workflow.Future {
+			return workflow.ExecuteActivity(onQueue(toolOptions(ctx, "tool "+summary, l.host.toolTimeout(c.Name)), t.TaskQueue), a.CallTool, in)
+		}
+		if t.Acts {
+			return l.host.gate(ctx, key, c, call) // mcp.go: the analyst approves it first
+		}
+		return call(ctx)
 	}
 	if len(pipe.deps[i]) == 0 {
 		settle.Chain(launch(ctx, nil))

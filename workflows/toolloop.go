@@ -419,11 +419,16 @@ func (l *toolLoop) start(ctx workflow.Context, settle workflow.Settable, futures
 			f := l.host.startSpecial(l.outer, key, t, c, siblings)
 			if cf, ok := f.(workflow.ChildWorkflowFuture); ok {
 				l.children = append(l.children, cf)
+				return decodedChild(l.outer, cf)
 			}
 			return f
 		}
 		if t.Kind == toolcall.Analyst || t.Kind == toolcall.ChildWorkflow {
-			return l.host.startSpecial(ctx, key, t, c, siblings)
+			f := l.host.startSpecial(ctx, key, t, c, siblings)
+			if cf, ok := f.(workflow.ChildWorkflowFuture); ok {
+				return decodedChild(ctx, cf)
+			}
+			return f
 		}
 		in := activities.ToolInput{
 			Session: l.session, Key: key, Call: c, MaxResultBytes: l.maxBytes, Toolset: l.host.toolset(), Refs: refs,
@@ -457,4 +462,18 @@ func (l *toolLoop) start(ctx workflow.Context, settle workflow.Settable, futures
 		}
 		settle.Chain(launch(ctx, refs))
 	})
+}
+
+// decodedChild settles with a child's result as its own future decodes it,
+// with the child's serialization context. A future chained to the child's
+// would decode the payload with the parent's, and with payload keys the
+// parent refuses a payload bound to the child's workflow ID.
+func decodedChild(ctx workflow.Context, cf workflow.ChildWorkflowFuture) workflow.Future {
+	f, settle := workflow.NewFuture(ctx)
+	workflow.Go(ctx, func(ctx workflow.Context) {
+		var out activities.ToolOutput
+		err := cf.Get(ctx, &out)
+		settle.Set(out, err)
+	})
+	return f
 }

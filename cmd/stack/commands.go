@@ -82,7 +82,7 @@ func investigate(load loader, tbl []Service, log *logger, args []string, stdout,
 		return 1
 	}
 	sg := catchSignals()
-	sv := newSupervisor(s, tbl, Dev)
+	sv := newSupervisor(s, tbl, activeProfile(s))
 	if err := sv.up(sg.ctx); err != nil {
 		reportUpError(log, err)
 		stopStarted(sv, stdout, log)
@@ -323,30 +323,31 @@ func runWith(load loader, tbl []Service, p Profile, log *logger, argv []string, 
 
 // status prints which services run, what answers on the stack's ports and
 // when the Firestore data was last saved.
-func status(s *Stack, tbl []Service, w io.Writer) {
-	sv := newSupervisor(s, tbl, Dev)
+func status(s *Stack, tbl []Service, p Profile, w io.Writer) {
+	sv := newSupervisor(s, tbl, p)
 	if pid, ok := s.runningDev(); ok {
-		fmt.Fprintf(w, "%-15s running (pid %d)\n", devSession, pid)
+		fmt.Fprintf(w, "%-18s running (pid %d)\n", devSession, pid)
 	} else {
-		fmt.Fprintf(w, "%-15s not running\n", devSession)
+		fmt.Fprintf(w, "%-18s not running\n", devSession)
 	}
 	recorded := map[string]bool{}
 	for _, in := range sv.recorded() {
 		recorded[in.name] = true
 		if pid, ok := s.recordedPid(in.name, in.svc.Match); ok {
-			fmt.Fprintf(w, "%-15s running (pid %d)\n", in.name, pid)
+			fmt.Fprintf(w, "%-18s running (pid %d)\n", in.name, pid)
 			continue
 		}
-		fmt.Fprintf(w, "%-15s not running (recorded in %s)\n", in.name, s.show(s.PidDir()))
+		fmt.Fprintf(w, "%-18s not running (recorded in %s)\n", in.name, s.show(s.PidDir()))
 	}
 	for _, svc := range tbl {
-		if svc.in(Dev) && !svc.Job && !recorded[svc.Name] {
-			fmt.Fprintf(w, "%-15s not running (nothing recorded in %s)\n", svc.Name, s.show(s.PidDir()))
+		if svc.in(p) && !svc.Job && !recorded[svc.Name] && svc.Count[p] <= 1 {
+			fmt.Fprintf(w, "%-18s not running (nothing recorded in %s)\n", svc.Name, s.show(s.PidDir()))
 		}
 	}
 	ctx := context.Background()
 	for _, svc := range tbl {
-		if !svc.in(Dev) || len(svc.Ports) == 0 || svc.Ready == nil {
+		// Instances of a Count (the cluster's intakes) are listed above.
+		if !svc.in(p) || len(svc.Ports) == 0 || svc.Ready == nil || svc.Count[p] > 1 {
 			continue
 		}
 		p := s.port(svc.Ports[0].Var)
@@ -377,7 +378,7 @@ func clean(s *Stack, tbl []Service) error {
 		return nil
 	}
 	dbs, _ := filepath.Glob(filepath.Join(s.DataDir, "temporal.db*"))
-	for _, p := range append(dbs, s.SaveDir(), s.LogDir(), s.PidDir(), s.EnvFile()) {
+	for _, p := range append(dbs, s.SaveDir(), s.LogDir(), s.PidDir(), s.EnvFile(), s.postgresDir()) {
 		if err := os.RemoveAll(p); err != nil {
 			return err
 		}

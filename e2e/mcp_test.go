@@ -10,7 +10,6 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -301,20 +300,6 @@ func TestMCPWorkerRestartWhileApprovalWaits(t *testing.T) {
 	require.Equal(t, first, later, "a turn after the change declares what the plan recorded")
 	closeIdle(t, id)
 	saveHistory(t, history(t, id), "mcp-changed.history.json")
-}
-
-// swapWorker kills the worker a restartWorker of this test started and
-// starts one with env instead; that restartWorker's cleanup brings the
-// usual worker back.
-func swapWorker(t *testing.T, env ...string) {
-	t.Helper()
-	require.NoError(t, stopWorker(syscall.SIGKILL))
-	saved := stack
-	stack = append(slices.Clone(stack), env...)
-	err := startWorker()
-	stack = saved
-	require.NoError(t, err)
-	waitPolling(t)
 }
 
 // modelTurnInputs are the inputs of the ModelTurn activities of a run, in

@@ -13,6 +13,8 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"golang.org/x/term"
 )
 
 // loader resolves the stack's settings: from the environment, or with the
@@ -25,16 +27,17 @@ const (
 )
 
 // approvalTimeout is how long the demo's actions wait for approval:
-// INVESTIGATE_APPROVAL_TIMEOUT, else 10 minutes for a person at the
-// terminal, or 5 seconds when the run tears the stack down (a script).
-func approvalTimeout(teardown bool) string {
+// INVESTIGATE_APPROVAL_TIMEOUT, else 5 minutes for a person at a terminal,
+// or 5 seconds when nobody can answer (the run tears the stack down, or its
+// output is not a terminal: a script or CI).
+func approvalTimeout(teardown, attended bool) string {
 	if v := getenv("INVESTIGATE_APPROVAL_TIMEOUT"); v != "" {
 		return v
 	}
-	if teardown {
+	if teardown || !attended {
 		return "5s"
 	}
-	return "10m"
+	return "5m"
 }
 
 // parseTeardown reads INVESTIGATE_TEARDOWN.
@@ -116,7 +119,7 @@ func investigate(load loader, tbl []Service, log *logger, args []string, stdout,
 			// The example response server's block_ip waits for the analyst
 			// (design/tools.md); a bounded wait keeps the demo from waiting
 			// a day for someone who is not there.
-			wait := approvalTimeout(teardown)
+			wait := approvalTimeout(teardown, term.IsTerminal(int(os.Stdout.Fd())))
 			fmt.Fprintf(stdout, "investigate: an action the plan asks for waits up to %s for 'bin/starter approve-call ID CALL_ID' (or deny-call) in another terminal (INVESTIGATE_APPROVAL_TIMEOUT)\n", wait)
 			argv = append(argv, "--approval-timeout", wait)
 		}

@@ -12,6 +12,7 @@ import (
 	"github.com/secops-agent/investigator/delivery"
 	"github.com/secops-agent/investigator/internal/redact"
 	"github.com/secops-agent/investigator/investigation"
+	"github.com/secops-agent/investigator/telemetry"
 )
 
 // Intake holds the activities of the intake (design/intake.md): the
@@ -50,6 +51,9 @@ type StartInput struct {
 	// closed within RepeatWindow (its severity rose since).
 	Reinvestigate bool                   `json:"reinvestigate,omitempty"`
 	RepeatWindow  investigation.Duration `json:"repeat_window"`
+	// Traceparent is the intake's span for the first alert: the
+	// investigation's trace hangs under it.
+	Traceparent string `json:"traceparent,omitempty"`
 }
 
 // StartOutput says what StartInvestigation did.
@@ -62,7 +66,7 @@ type StartOutput struct {
 // admitted entity, under its identity's workflow ID; see
 // agentclient.StartIntake. Temporal being unreachable is retried.
 func (in *Intake) StartInvestigation(ctx context.Context, s StartInput) (StartOutput, error) {
-	outcome, runID, err := in.Temporal.StartIntake(ctx, agentclient.IntakeStart{
+	outcome, runID, err := in.Temporal.StartIntake(telemetry.WithTraceparent(ctx, s.Traceparent), agentclient.IntakeStart{
 		Start:    agentclient.Start{ID: s.WorkflowID, Summary: s.Summary, Input: s.Input},
 		Admitted: s.Admitted, Severity: s.Severity, Reinvestigate: s.Reinvestigate, RepeatWindow: s.RepeatWindow.Duration(),
 	}, io.Discard)
@@ -122,6 +126,38 @@ func (in *Intake) DeliverSlack(ctx context.Context, d DeliveryInput) (DeliveryOu
 		return DeliveryOutput{}, err
 	}
 	return DeliveryOutput{}, deliveryError(in.Slack.Post(ctx, r))
+}
+
+// ApprovalInput says that an action waits for the analyst (an MCP tool
+// that acts): the Slack message of an intake investigation says so.
+type ApprovalInput struct {
+	WorkflowID string `json:"workflow_id"`
+	AlertID    string `json:"alert_id"`
+	CallID     string `json:"call_id"`
+	Tool       string `json:"tool"`
+	Args       string `json:"args"`
+	Reason     string `json:"reason"`
+}
+
+// RequestApproval posts to Slack that an action waits for approval, with
+// the commands that decide it. Without a webhook it sends nothing.
+func (in *Intake) RequestApproval(ctx context.Context, d ApprovalInput) (DeliveryOutput, error) {
+	if in.Slack == nil || in.Slack.URL == "" {
+		return DeliveryOutput{Skipped: "SLACK_WEBHOOK_URL is not set on the worker"}, nil
+	}
+	a := delivery.Approval{WorkflowID: d.WorkflowID, AlertID: d.AlertID, Title: d.AlertID, CallID: d.CallID, Tool: d.Tool, Args: d.Args, Reason: d.Reason}
+	if in.WebURL != nil {
+		a.URL = in.WebURL(d.WorkflowID)
+	}
+	if in.Alerts != nil {
+		if al, err := in.Alerts.Get(ctx, d.AlertID); err == nil {
+			a.Title = al.Title
+		}
+	}
+	if in.Secrets != nil {
+		a.Args, a.Reason, a.Title = in.Secrets.String(a.Args), in.Secrets.String(a.Reason), in.Secrets.String(a.Title)
+	}
+	return DeliveryOutput{}, deliveryError(in.Slack.PostApproval(ctx, a))
 }
 
 // PublishResult publishes the conclusion to the results topic.

@@ -56,6 +56,8 @@ const (
 	MaxTitleBytes  = 200
 	MaxKeyBytes    = 300
 	maxAlertIDSize = 100
+	// A W3C traceparent is 55 bytes; later versions may add fields.
+	maxTraceparentBytes = 128
 )
 
 // Settings are an intake's policy. Every admit request carries its
@@ -128,6 +130,10 @@ type Alert struct {
 	Source   string   `json:"source"`
 	Title    string   `json:"title,omitempty"`
 	Keys     []string `json:"keys,omitempty"`
+	// Traceparent is the W3C traceparent of the intake's span for the
+	// alert, "" without tracing; the investigation started for it joins
+	// that trace.
+	Traceparent string `json:"traceparent,omitempty"`
 }
 
 // Check refuses an alert the admission workflow cannot hold: a missing or
@@ -142,6 +148,8 @@ func (a Alert) Check() error {
 		return fmt.Errorf("alert %s: at most %d grouping keys", a.AlertID, MaxAlertKeys)
 	case len(a.Title) > MaxTitleBytes:
 		return fmt.Errorf("alert %s: its title is over %d bytes", a.AlertID, MaxTitleBytes)
+	case len(a.Traceparent) > maxTraceparentBytes:
+		return fmt.Errorf("alert %s: its traceparent is over %d bytes", a.AlertID, maxTraceparentBytes)
 	}
 	for _, k := range a.Keys {
 		if len(k) > MaxKeyBytes {

@@ -12,6 +12,8 @@
 #     Web UI decrypts history through the codec server: installed with apt-get
 #     when this runs as root, otherwise skipped with a message (that test then
 #     skips itself).
+# `setup.sh cluster` instead builds the local cluster's Temporal server, SQL
+# schema tool and Web UI server (go tool task cluster).
 # Idempotent, never reads stdin, prints what it does. Safe to run on every task.
 set -euo pipefail
 
@@ -295,12 +297,68 @@ setup_pubsub_emulator() {
 	log "Pub/Sub emulator: $root/platform/pubsub-emulator"
 }
 
+# The production-shaped local cluster (go tool task cluster, design/deploy.md):
+# the Temporal server (its four services), its SQL schema tool and the Web UI
+# server, built from source like the CLI. v1.31.0, not the v1.29.1 the CLI
+# v1.5.1 embeds: 1.29 ignores a continue-as-new's initial versioning
+# behaviour, so an idle investigation would stay pinned to its old version
+# instead of moving at its continue-as-new (design/versioning.md, the
+# rolling upgrade test). The UI server v2.42.1 is the CLI's (its modules are
+# in the cache once the CLI is built). Only `setup.sh cluster` builds them:
+# the test suite does not need them.
+TEMPORAL_SERVER_MODULE="go.temporal.io/server"
+TEMPORAL_SERVER_VERSION="v1.31.0"
+TEMPORAL_UI_MODULE="github.com/temporalio/ui-server/v2"
+TEMPORAL_UI_VERSION="v2.42.1"
+
+# go_tool <module> <version> <package> <name>: builds package@version into
+# $CACHE_BIN/<name> unless a binary of that module version is there.
+go_tool() {
+	local module="$1" version="$2" pkg="$3" name="$4" have tmp started
+	if [[ -x "$CACHE_BIN/$name" ]]; then
+		have="$(go_binary_module_version "$CACHE_BIN/$name" "$module")"
+		if [[ "$have" == "$version" ]]; then
+			log "$name $version: cached at $CACHE_BIN/$name"
+			return 0
+		fi
+		log "$name at $CACHE_BIN/$name is version '${have:-unknown}', want $version: rebuilding"
+	fi
+	log "building $name ($pkg@$version) into $CACHE_BIN (one-time)"
+	tmp="$(mktemp -d "$CACHE_BIN/.build.XXXXXX")"
+	# shellcheck disable=SC2064 # expand $tmp now
+	trap "rm -rf '$tmp'" EXIT
+	started=$(date +%s)
+	if ! GOFLAGS="" GOBIN="$tmp" go install "$pkg@$version"; then
+		fail "could not build $pkg@$version. It needs the Go module proxy (GOPROXY=$(go env GOPROXY))."
+	fi
+	mv -f "$tmp/$(basename "$pkg")" "$CACHE_BIN/$name"
+	rm -rf "$tmp"
+	trap - EXIT
+	log "$name built in $(($(date +%s) - started))s: $CACHE_BIN/$name"
+}
+
+setup_cluster() {
+	[[ -x /usr/lib/postgresql/15/bin/postgres ]] || command -v postgres >/dev/null 2>&1 ||
+		fail "PostgreSQL's server is not installed (looked for /usr/lib/postgresql/15/bin/postgres); install it with: sudo apt-get install -y postgresql-15"
+	go_tool "$TEMPORAL_SERVER_MODULE" "$TEMPORAL_SERVER_VERSION" "$TEMPORAL_SERVER_MODULE/cmd/server" temporal-server
+	go_tool "$TEMPORAL_SERVER_MODULE" "$TEMPORAL_SERVER_VERSION" "$TEMPORAL_SERVER_MODULE/cmd/tools/sql" temporal-sql-tool
+	go_tool "$TEMPORAL_UI_MODULE" "$TEMPORAL_UI_VERSION" "$TEMPORAL_UI_MODULE/cmd/server" temporal-ui-server
+}
+
 check_misc() {
 	command -v curl >/dev/null 2>&1 || fail "curl is not on PATH (used to probe the local services)."
 }
 
 main() {
 	local started
+	if [[ "${1:-}" == cluster ]]; then
+		started=$(date +%s)
+		check_go
+		take_lock
+		setup_cluster
+		log "cluster tools done in $(($(date +%s) - started))s (tool cache: $CACHE_BIN)"
+		return 0
+	fi
 	started=$(date +%s)
 	check_go
 	check_misc

@@ -44,8 +44,11 @@ type intakeOptions struct {
 func (a *app) intakeCommand() *cobra.Command {
 	var o intakeOptions
 	cmd := &cobra.Command{
-		Use:   "intake",
-		Short: "Take alerts in from a Pub/Sub subscription and a webhook, and investigate them (long-running)",
+		Use: "intake",
+		// A service of its own for OpenTelemetry: a span per alert, not one
+		// as long as the process.
+		Annotations: map[string]string{serviceAnnotation: "investigator-intake"},
+		Short:       "Take alerts in from a Pub/Sub subscription and a webhook, and investigate them (long-running)",
 		Long: `Runs until SIGINT or SIGTERM, taking alerts from a Pub/Sub subscription
 (--subscription, with flow control; PUBSUB_EMULATOR_HOST selects the emulator)
 and/or a webhook (--listen: POST /v1/alerts with the bearer token of
@@ -191,6 +194,9 @@ func (a *app) runIntake(cmd *cobra.Command, o intakeOptions) error {
 	defer cancel()
 	batcher := &source.Batcher{Admit: c.Admit, Settings: settings, Linger: 20 * time.Millisecond, InFlight: 4}
 	pipeline := &source.Pipeline{Store: store, Batcher: batcher, CallTimeout: a.timeout(), Log: log}
+	if a.tel != nil {
+		pipeline.Span = a.tel.Span
+	}
 	var wg sync.WaitGroup
 	errs := make(chan error, 2)
 	wg.Go(func() { batcher.Run(ctx) })

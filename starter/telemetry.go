@@ -29,10 +29,9 @@ func (a *app) startTelemetry(cmd *cobra.Command) error {
 	if a.tel != nil || !telemetry.Enabled() {
 		return nil
 	}
-	service := ""
-	for c := cmd; c != nil && service == ""; c = c.Parent() {
-		service = c.Annotations[serviceAnnotation]
-	}
+	// The command's own annotation only: `starter intake status` is a
+	// command like any other.
+	service := cmd.Annotations[serviceAnnotation]
 	tel, err := telemetry.Start(cmd.Context(), cmp.Or(service, "investigator-starter"), a.logger())
 	if err != nil {
 		return err

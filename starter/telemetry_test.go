@@ -52,3 +52,16 @@ func TestCommandTelemetry(t *testing.T) {
 	require.Equal(t, "intake alert", alert.Name)
 	require.Equal(t, "investigator-intake", alert.Service)
 }
+
+// TestIntakeIsAServiceOfItsOwn: `starter intake` exports as
+// investigator-intake with a span per alert; its subcommands are ordinary
+// commands under a root span.
+func TestIntakeIsAServiceOfItsOwn(t *testing.T) {
+	root := newRootApp(&app{}, io.Discard)
+	intake, _, err := root.Find([]string{"intake"})
+	require.NoError(t, err)
+	require.Equal(t, "investigator-intake", intake.Annotations[serviceAnnotation])
+	status, _, err := root.Find([]string{"intake", "status"})
+	require.NoError(t, err)
+	require.Empty(t, status.Annotations[serviceAnnotation])
+}

@@ -204,7 +204,7 @@ func (ad *admission) startInput(ctx workflow.Context, e *Entity) activities.Star
 	s := ad.room.Settings
 	return activities.StartInput{
 		WorkflowID: e.WorkflowID, Severity: e.Severity, Admitted: e.Admitted,
-		Reinvestigate: e.Reinvestigate, RepeatWindow: s.RepeatWindow,
+		Reinvestigate: e.Reinvestigate, RepeatWindow: s.RepeatWindow, Traceparent: e.Traceparent,
 		Summary: fmt.Sprintf("Investigate %s (%s, intake): %s", e.AlertID, e.Severity, e.Title),
 		Input: investigation.Input{
 			AlertID:     e.AlertID,

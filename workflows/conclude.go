@@ -34,6 +34,7 @@ func (r *run) conclude(ctx workflow.Context, request, endedEarly string) error {
 		EndedEarly: endedEarly,
 		Hints:      r.Steering.Hints,
 		Verdict:    r.verdictContext(),
+		Actions:    r.actions(), // mcp.go
 	}
 	if in.Context = r.context(ctx); in.Context != "" {
 		in.Earlier, in.Hints, in.Verdict.Ran, in.Verdict.Standing, in.Insights, in.Steps = nil, nil, nil, nil, nil, nil

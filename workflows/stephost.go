@@ -39,6 +39,7 @@ func (h *stepHost) modelTurn(ctx workflow.Context, iter int, key string, transcr
 	if h.step.ID == answerStepID {
 		in.Direct, in.Question, in.Language, in.History, in.Standing = true, r.Request, r.Input.Language, r.History, r.Verdict
 	}
+	in.Declared = r.declared(h.step.Tools, in.Direct) // mcp.go
 	if in.Direct && r.storesContext {
 		// A direct answer's prompt reads the question, not the step.
 		in.Objective, in.Step = "", plan.Step{ID: answerStepID}
@@ -149,4 +150,8 @@ func (h *stepHost) startSpecial(ctx workflow.Context, key string, t toolcall.Too
 	settle.SetError(temporal.NewNonRetryableApplicationError(
 		fmt.Sprintf("the call did not run: %s runs as child workflow %q, which this investigation cannot start", c.Name, t.Workflow), "UnknownChild", nil))
 	return f
+}
+
+func (h *stepHost) gate(ctx workflow.Context, key string, c toolcall.Call, run func(workflow.Context) workflow.Future) workflow.Future {
+	return h.r.gateAction(ctx, key, c, h.step.ID, h.step.Description, run)
 }

@@ -83,6 +83,8 @@ type Entity struct {
 	// Reinvestigate starts a new run even if its identity's last run
 	// closed within the repeat window (its severity rose).
 	Reinvestigate bool `json:"ri,omitempty"`
+	// Traceparent is the first alert's (intake.Alert.Traceparent).
+	Traceparent string `json:"tp,omitempty"`
 	// Members are the identities in the entity, the first alert's first.
 	Members []Member `json:"m"`
 	// Queue holds arrivals not yet delivered: given in the start input
@@ -376,7 +378,7 @@ func (r *Room) open(now time.Time, h string, a intake.Alert) (*Entity, bool) {
 	r.Seq++
 	e := &Entity{
 		WorkflowID: wf, AlertID: a.AlertID, Identity: a.Identity,
-		Title: clip.String(a.Title, maxRoomTitle), Severity: a.Severity, State: intake.StateWaiting,
+		Title: clip.String(a.Title, maxRoomTitle), Severity: a.Severity, State: intake.StateWaiting, Traceparent: a.Traceparent,
 		Admitted: now, Seq: r.Seq, Alerts: 1, Members: []Member{{Hash: h, Severity: a.Severity, Count: a.Count, AlertHash: hashOf(a.AlertID)}},
 	}
 	if !r.Settings.NoGroup {

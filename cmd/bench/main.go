@@ -39,6 +39,10 @@ type options struct {
 	intakeMessages   int
 	intakeMaxRunning int
 	intakeNoGroup    bool
+	// cluster runs against the local cluster's Temporal server (cmd/stack's
+	// cluster-server profile); the batches run with one worker, then with
+	// -workers.
+	cluster bool
 }
 
 func main() {
@@ -112,6 +116,7 @@ func parseFlags(args []string) (options, error) {
 	fs.BoolVar(&o.json, "json", false, "print the figures as JSON instead of the table")
 	fs.BoolVar(&o.trace, "trace", false, "also print each lone run's activities and model calls with their timings, to stderr")
 	fs.DurationVar(&o.timeout, "timeout", 10*time.Minute, "longest wait for one batch of concurrent investigations")
+	fs.BoolVar(&o.cluster, "cluster", false, "run against the local cluster's Temporal server (PostgreSQL, frontend, history, matching, internal worker; go tool task cluster-setup builds it) instead of the dev server; the batches run with one worker, then again with -workers")
 	fs.BoolVar(&o.intake, "intake", false, "measure the intake instead: a burst published to Pub/Sub, two starter intake processes, one killed mid-burst")
 	fs.IntVar(&o.intakeMessages, "intake-messages", 1000, "messages of the intake burst")
 	fs.IntVar(&o.intakeMaxRunning, "intake-max-running", 20, "the intakes' --max-running")
@@ -183,6 +188,7 @@ type measurements struct {
 	stepsSeq    []*run
 	batches     []*batch
 	historyRuns []*run // every run whose history was read
+	scale       *scaleOut
 	// starterFirst is `starter investigate` right after the worker
 	// started, starterWarm the same once warm (one per repeat).
 	starterFirst *starterRun
@@ -233,6 +239,22 @@ func (b *bench) measure(ctx context.Context) (*measurements, error) {
 		m.historyRuns = append(m.historyRuns, bt.runs...)
 		if err := ctx.Err(); err != nil {
 			return nil, err
+		}
+	}
+	if b.o.cluster && b.o.workers > 1 {
+		// The same batches again with every worker polling.
+		m.scale = &scaleOut{one: m.batches, workers: b.o.workers}
+		began := time.Now()
+		if err := b.s.addWorkers(ctx, b.o.workers); err != nil {
+			return nil, err
+		}
+		m.scale.started = time.Since(began)
+		for _, n := range b.o.batches {
+			bt := b.concurrent(ctx, n, b.o.latencies[b.o.batchLatency()], b.o.timeout)
+			m.scale.all = append(m.scale.all, bt)
+			if err := ctx.Err(); err != nil {
+				return nil, err
+			}
 		}
 	}
 	return m, nil

@@ -23,6 +23,7 @@ func cpuSeconds(pid int) (float64, error) {
 type procStat struct {
 	comm string
 	ppid int
+	pgrp int     // its process group
 	cpu  float64 // utime + stime, seconds
 }
 
@@ -43,12 +44,13 @@ func readStat(pid int) (procStat, error) {
 		return procStat{}, fmt.Errorf("short /proc/%d/stat", pid)
 	}
 	ppid, err1 := strconv.Atoi(f[1])
+	pgrp, _ := strconv.Atoi(f[2])
 	u, err2 := strconv.ParseUint(f[11], 10, 64)
 	s, err3 := strconv.ParseUint(f[12], 10, 64)
 	if err1 != nil || err2 != nil || err3 != nil {
 		return procStat{}, fmt.Errorf("unreadable fields in /proc/%d/stat", pid)
 	}
-	return procStat{comm: string(raw[open+1 : end]), ppid: ppid, cpu: float64(u+s) / clockTicks}, nil
+	return procStat{comm: string(raw[open+1 : end]), ppid: ppid, pgrp: pgrp, cpu: float64(u+s) / clockTicks}, nil
 }
 
 // descendantCPU sums the CPU time of every live process below this one,

@@ -25,10 +25,14 @@ func (b *bench) report(m *measurements) *report {
 	for i, n := range b.o.batches {
 		ns[i] = fmt.Sprint(n)
 	}
+	server := "Temporal dev server"
+	if b.o.cluster {
+		server = "the local cluster (PostgreSQL; frontend, history, matching, internal worker)"
+	}
 	rep := &report{
 		Date: time.Now().Format("2006-01-02"),
-		Settings: fmt.Sprintf("model latency %s; provider latency %s; batches of %s; %d worker process(es); %s",
-			strings.Join(lats, ", "), b.o.providerLatency, strings.Join(ns, ", "), b.o.workers, machine()),
+		Settings: fmt.Sprintf("%s; model latency %s; provider latency %s; batches of %s; %d worker process(es); %s",
+			server, strings.Join(lats, ", "), b.o.providerLatency, strings.Join(ns, ", "), b.o.workers, machine()),
 	}
 	for i := range b.o.latencies {
 		rep.Rows = append(rep.Rows, b.overheadRows(m.lone[i], b.o.latencies[i])...)
@@ -39,8 +43,23 @@ func (b *bench) report(m *measurements) *report {
 		rep.Rows = append(rep.Rows, batchRows(bt, b.o.latencies[b.o.batchLatency()], lone, loneErr)...)
 	}
 	rep.Rows = append(rep.Rows, starterRows(m, b.o.latencies[0])...)
+	if m.scale != nil {
+		for i := range m.scale.one {
+			rep.Rows = append(rep.Rows, scaleRows(m.scale.one[i], m.scale.all[i], m.scale.workers, b.o.latencies[b.o.batchLatency()])...)
+		}
+	}
 	rep.Rows = append(rep.Rows, historyRows(m.lone[0][0], m.historyRuns)...)
-	rep.Rows = append(rep.Rows, promptRow(m.lone[0][0]), storeRow(m.lone[0], m.firestore), b.splitRow(m))
+	split := m
+	if m.scale != nil {
+		// On the cluster: the split of the batches run with every worker.
+		all := *m
+		all.historyRuns = nil
+		for _, bt := range m.scale.all {
+			all.historyRuns = append(all.historyRuns, bt.runs...)
+		}
+		split = &all
+	}
+	rep.Rows = append(rep.Rows, promptRow(m.lone[0][0]), storeRow(m.lone[0], m.firestore), b.splitRow(split))
 	rep.Notes = notes
 	return rep
 }
@@ -56,6 +75,7 @@ var notes = []string{
 	"history: the first lone run at the first latency; bytes are the history's protobuf size; per tool call counts the CallTool activities' own events (a local activity's marker); the largest payload is the largest Payload message in any history this run read.",
 	"prompt bytes: request bodies the model server received ÷ what a naive agent re-sending the whole transcript would send: each model call's body, less the step transcript it carried, plus every model turn and tool result of the investigation before it (JSON bytes).",
 	"store round trips: the worker reaches the Firestore emulator through a TCP proxy that reads the client side of each HTTP/2 connection and counts HEADERS frames opening a new stream, one per gRPC call (a streamed call such as RunQuery or BatchGetDocuments counts once); the emulator offers no request log or counter (none of its flags or endpoints); the method of each call is the :path of its header block, decoded with HPACK. The figure counts the worker's durable state (transcript entries, the alert), leaving out the queries the search_alerts tool makes as its work. Lone runs at the first latency.",
+	"cluster (-cluster): the Temporal server is the local cluster's (cmd/stack's cluster-server profile: PostgreSQL and the frontend, history, matching and internal-worker processes); its CPU is each service's process group and descendants (PostgreSQL's backends), from /proc; the batches run with one worker, then again once the other workers poll, and the 2-workers-÷-1 rows compare the two (throughput: concluded ÷ the batch's wall time).",
 	"scale-out: the worker that started each activity, from ActivityTaskStarted's identity (pid@host), over every run (local activities, run in their workflow task's worker, left out).",
 }
 
@@ -287,7 +307,9 @@ func batchRows(bt *batch, lat, lone time.Duration, loneErr error) []row {
 		rows = append(rows, figure(names[3], bt.cpu/float64(bt.n), unitSec, fmt.Sprintf("%.2f CPU-s over the batch ÷ %d", bt.cpu, bt.n)))
 	}
 	tc, fc := bt.servers["temporal"], bt.servers["java"]
-	if tc+fc > 0 {
+	if cl := clusterCPU(bt); cl > 0 {
+		rows = append(rows, figure(names[4], (cl+fc)/float64(bt.n), unitSec, fmt.Sprintf("cluster %s + Firestore emulator %.3f s", clusterSplit(bt), fc/float64(bt.n))))
+	} else if tc+fc > 0 {
 		rows = append(rows, figure(names[4], (tc+fc)/float64(bt.n), unitSec, fmt.Sprintf("Temporal dev server %.3f s + Firestore emulator %.3f s", tc/float64(bt.n), fc/float64(bt.n))))
 	} else {
 		rows = append(rows, na(names[4], "no CPU time read for the dev server or the emulator", ""))
@@ -423,4 +445,52 @@ func plural(n int, noun string) string {
 		return "1 " + noun
 	}
 	return fmt.Sprintf("%d %ss", n, noun)
+}
+
+// clusterCPU is the cluster's CPU time over a batch (0 off the cluster).
+func clusterCPU(bt *batch) float64 {
+	sum := 0.0
+	for _, name := range clusterServices {
+		sum += bt.servers[name]
+	}
+	return sum
+}
+
+// clusterSplit names each cluster service's CPU per investigation.
+func clusterSplit(bt *batch) string {
+	var parts []string
+	for _, name := range clusterServices {
+		parts = append(parts, fmt.Sprintf("%s %.3f s", strings.TrimPrefix(name, "temporal-"), bt.servers[name]/float64(bt.n)))
+	}
+	return strings.Join(parts, ", ")
+}
+
+// scaleRows compare a batch run with one worker and with all of them, on
+// the cluster: throughput (concluded per second over the batch) and p95
+// wall time, each as all ÷ one.
+func scaleRows(one, all *batch, workers int, lat time.Duration) []row {
+	p := fmt.Sprintf("cluster n=%d @%s, %d workers ÷ 1: ", one.n, lat, workers)
+	concluded := func(bt *batch) (int, []time.Duration) {
+		var walls []time.Duration
+		for _, r := range bt.runs {
+			if r.ok() {
+				walls = append(walls, r.wall)
+			}
+		}
+		return len(walls), walls
+	}
+	n1, w1 := concluded(one)
+	n2, w2 := concluded(all)
+	if n1 == 0 || n2 == 0 {
+		return naAll([]string{p + "throughput", p + "p95 wall"}, "a batch had no investigation concluded")
+	}
+	t1, t2 := float64(n1)/one.elapsed.Seconds(), float64(n2)/all.elapsed.Seconds()
+	q1, _ := percentile(w1, 95)
+	q2, _ := percentile(w2, 95)
+	return []row{
+		figure(p+"throughput", t2/t1, unitRatio, fmt.Sprintf("%.2f ÷ %.2f investigations/s (%d in %s; %d in %s)", t2, t1, n2, dur(all.elapsed), n1, dur(one.elapsed))),
+		figure(p+"p95 wall", float64(q2)/float64(q1), unitRatio, fmt.Sprintf("%s ÷ %s", dur(q2), dur(q1))),
+		figure(p+"worker CPU per investigation", (all.cpu/float64(all.n))/(one.cpu/float64(one.n)), unitRatio,
+			fmt.Sprintf("%.3f s ÷ %.3f s; cluster per investigation with %d: %s; with 1: %s", all.cpu/float64(all.n), one.cpu/float64(one.n), workers, clusterSplit(all), clusterSplit(one))),
+	}
 }

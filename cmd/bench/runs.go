@@ -158,7 +158,7 @@ func (b *bench) concurrent(ctx context.Context, n int, latency, timeout time.Dur
 		}
 	}
 	cpu0, err0 := b.cpu()
-	srv0 := descendantCPU(b.workerPIDs())
+	srv0 := b.serverCPU()
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	start := time.Now()
@@ -180,7 +180,7 @@ func (b *bench) concurrent(ctx context.Context, n int, latency, timeout time.Dur
 	bt.timedOut = errors.Is(ctx.Err(), context.DeadlineExceeded)
 	cpu1, err1 := b.cpu()
 	bt.cpu, bt.cpuErr = cpu1-cpu0, errors.Join(err0, err1)
-	bt.servers = descendantCPU(b.workerPIDs())
+	bt.servers = b.serverCPU()
 	for k, v := range srv0 {
 		bt.servers[k] -= v
 	}
@@ -268,4 +268,16 @@ func (b *bench) viaStarter(ctx context.Context, key string, latency time.Duratio
 		r.err = fmt.Errorf("starter investigate (%s) printed no verdict", key)
 	}
 	return r
+}
+
+// serverCPU is the CPU time of the servers so far, by name: the dev server
+// and the emulator (the bench's descendants) or the cluster's services.
+func (b *bench) serverCPU() map[string]float64 {
+	out := descendantCPU(b.workerPIDs())
+	if b.s.cluster != nil {
+		for k, v := range b.s.cluster.cpu() {
+			out[k] = v
+		}
+	}
+	return out
 }

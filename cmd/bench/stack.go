@@ -35,6 +35,10 @@ const (
 type stack struct {
 	dir      string // holds the worker binary
 	temporal *testsuite.DevServer
+	// cluster is the local cluster's Temporal server (-cluster) instead.
+	cluster  *clusterServer
+	frontend string
+	env      []string // the workers'
 	stopFS   func()
 	proxy    *countingProxy
 	model    *modelServer
@@ -75,18 +79,38 @@ func startStack(ctx context.Context, o options) (s *stack, err error) {
 	}
 	built := make(chan error, 1)
 	go func() { built <- build(ctx, root, s.dir) }()
+	var buildErr error
+	buildDone := false
+	waitBuilt := func() error {
+		if !buildDone {
+			buildErr, buildDone = <-built, true
+		}
+		return buildErr
+	}
 
-	if s.temporal, err = testenv.StartTemporal(ctx); err != nil {
-		<-built
-		return s, err
+	if o.cluster {
+		// bin/stack starts it: built first.
+		if err := waitBuilt(); err != nil {
+			return s, err
+		}
+		if s.cluster, err = startClusterServer(ctx, root, s.dir); err != nil {
+			return s, err
+		}
+		s.frontend = s.cluster.frontend
+	} else {
+		if s.temporal, err = testenv.StartTemporal(ctx); err != nil {
+			_ = waitBuilt()
+			return s, err
+		}
+		s.frontend = s.temporal.FrontendHostPort()
 	}
 	var fsHost string
 	fsHost, s.stopFS, err = testenv.StartFirestore()
 	if err != nil {
-		<-built
+		_ = waitBuilt()
 		return s, err
 	}
-	if err := <-built; err != nil {
+	if err := waitBuilt(); err != nil {
 		return s, err
 	}
 	if err := ctx.Err(); err != nil {
@@ -98,7 +122,7 @@ func startStack(ctx context.Context, o options) (s *stack, err error) {
 	s.model = newModelServer()
 	s.intel = newProviders(o.providerLatency)
 	logger := log.NewStructuredLogger(slog.New(slog.NewTextHandler(io.Discard, nil)))
-	if s.tc, err = client.Dial(client.Options{HostPort: s.temporal.FrontendHostPort(), Logger: logger}); err != nil {
+	if s.tc, err = client.Dial(client.Options{HostPort: s.frontend, Logger: logger}); err != nil {
 		return s, fmt.Errorf("connect to the Temporal dev server: %w", err)
 	}
 	// The bench's own Firestore client goes to the emulator directly (the
@@ -114,21 +138,32 @@ func startStack(ctx context.Context, o options) (s *stack, err error) {
 		return s, err
 	}
 	env := append(os.Environ(),
-		"TEMPORAL_ADDRESS="+s.temporal.FrontendHostPort(), "TEMPORAL_NAMESPACE=default", "TEMPORAL_TASK_QUEUE="+taskQueue,
+		"TEMPORAL_ADDRESS="+s.frontend, "TEMPORAL_NAMESPACE=default", "TEMPORAL_TASK_QUEUE="+taskQueue,
 		"TEMPORAL_API_KEY=", "TEMPORAL_TLS=", "TEMPORAL_TLS_CLIENT_CERT_PATH=", "TEMPORAL_TLS_CLIENT_KEY_PATH=", "PAYLOAD_KEY_FILE=",
 		"FIRESTORE_EMULATOR_HOST="+s.proxy.Addr(), "GOOGLE_CLOUD_PROJECT="+testenv.Project, "FIRESTORE_DATABASE=",
 		"GOOGLE_GEMINI_BASE_URL="+s.model.URL, "GEMINI_API_KEY=bench-key", "GOOGLE_API_KEY=", "GOOGLE_GENAI_USE_VERTEXAI=",
 		"BIGQUERY_TABLES_CONFIG=", "LOG_LEVEL=warn")
-	env = append(env, s.intel.env()...)
-	s.starterEnv = append(append([]string(nil), env...), "FIRESTORE_EMULATOR_HOST="+fsHost)
-	for range o.workers {
-		w, err := startWorker(filepath.Join(s.dir, "worker"), env)
+	s.env = append(env, s.intel.env()...)
+	s.starterEnv = append(append([]string(nil), s.env...), "FIRESTORE_EMULATOR_HOST="+fsHost)
+	// On the cluster the batches run with one worker first, then with all
+	// (measure): the others start later.
+	first := o.workers
+	if o.cluster {
+		first = 1
+	}
+	return s, s.addWorkers(ctx, first)
+}
+
+// addWorkers starts workers until n run, and waits until all poll.
+func (s *stack) addWorkers(ctx context.Context, n int) error {
+	for len(s.workers) < n {
+		w, err := startWorker(filepath.Join(s.dir, "worker"), s.env)
 		if err != nil {
-			return s, err
+			return err
 		}
 		s.workers = append(s.workers, w)
 	}
-	return s, s.waitWorkers(ctx)
+	return s.waitWorkers(ctx)
 }
 
 func storeAlert(ctx context.Context, fs *firestore.Client, path string) (string, error) {
@@ -166,10 +201,10 @@ func moduleRoot() (string, error) {
 }
 
 func build(ctx context.Context, root, dir string) error {
-	cmd := exec.CommandContext(ctx, "go", "build", "-o", dir+string(filepath.Separator), "./worker", "./starter")
+	cmd := exec.CommandContext(ctx, "go", "build", "-o", dir+"/", "./worker", "./cmd/stack", "./starter")
 	cmd.Dir = root
 	if out, err := cmd.CombinedOutput(); err != nil {
-		return fmt.Errorf("build the worker and the starter: %v: %s", err, firstLine(string(out)))
+		return fmt.Errorf("build the worker, the stack and the starter: %v: %s", err, firstLine(string(out)))
 	}
 	return nil
 }
@@ -276,6 +311,9 @@ func (s *stack) close() {
 	}
 	if s.temporal != nil {
 		_ = s.temporal.Stop()
+	}
+	if s.cluster != nil {
+		s.cluster.stop()
 	}
 	if s.dir != "" {
 		_ = os.RemoveAll(s.dir)

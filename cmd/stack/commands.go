@@ -8,10 +8,13 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
 	"time"
+
+	"golang.org/x/term"
 )
 
 // loader resolves the stack's settings: from the environment, or with the
@@ -22,6 +25,20 @@ const (
 	defaultAlert = "examples/alerts/guardduty-ssh-bruteforce.json"
 	historyDir   = "examples/alerts/history"
 )
+
+// approvalTimeout is how long the demo's actions wait for approval:
+// INVESTIGATE_APPROVAL_TIMEOUT, else 5 minutes for a person at a terminal,
+// or 5 seconds when nobody can answer (the run tears the stack down, or its
+// output is not a terminal: a script or CI).
+func approvalTimeout(teardown, attended bool) string {
+	if v := getenv("INVESTIGATE_APPROVAL_TIMEOUT"); v != "" {
+		return v
+	}
+	if teardown || !attended {
+		return "5s"
+	}
+	return "5m"
+}
 
 // parseTeardown reads INVESTIGATE_TEARDOWN.
 func parseTeardown(v string) (bool, error) {
@@ -68,7 +85,7 @@ func investigate(load loader, tbl []Service, log *logger, args []string, stdout,
 		return 1
 	}
 	sg := catchSignals()
-	sv := newSupervisor(s, tbl, Dev)
+	sv := newSupervisor(s, tbl, activeProfile(s))
 	if err := sv.up(sg.ctx); err != nil {
 		reportUpError(log, err)
 		stopStarted(sv, stdout, log)
@@ -97,7 +114,16 @@ func investigate(load loader, tbl []Service, log *logger, args []string, stdout,
 		}
 		defer f.Close()
 		// The output is kept to find the workflow ID for the closing lines.
-		rc := runChild(sg, append([]string{starter, "investigate", "--alert", alert}, args...), s.env, s.Root, io.MultiWriter(stdout, f), stderr)
+		argv := []string{starter, "investigate", "--alert", alert}
+		if !slices.ContainsFunc(args, func(a string) bool { return strings.HasPrefix(a, "--approval-timeout") }) {
+			// The example response server's block_ip waits for the analyst
+			// (design/tools.md); a bounded wait keeps the demo from waiting
+			// a day for someone who is not there.
+			wait := approvalTimeout(teardown, term.IsTerminal(int(os.Stdout.Fd())))
+			fmt.Fprintf(stdout, "investigate: an action the plan asks for waits up to %s for 'bin/starter approve-call ID CALL_ID' (or deny-call) in another terminal (INVESTIGATE_APPROVAL_TIMEOUT)\n", wait)
+			argv = append(argv, "--approval-timeout", wait)
+		}
+		rc := runChild(sg, append(argv, args...), s.env, s.Root, io.MultiWriter(stdout, f), stderr)
 		if rc != 0 {
 			fmt.Fprintf(stderr, "investigate: the starter exited with code %d (logs: %s/)\n", rc, s.show(s.LogDir()))
 		}
@@ -300,30 +326,31 @@ func runWith(load loader, tbl []Service, p Profile, log *logger, argv []string, 
 
 // status prints which services run, what answers on the stack's ports and
 // when the Firestore data was last saved.
-func status(s *Stack, tbl []Service, w io.Writer) {
-	sv := newSupervisor(s, tbl, Dev)
+func status(s *Stack, tbl []Service, p Profile, w io.Writer) {
+	sv := newSupervisor(s, tbl, p)
 	if pid, ok := s.runningDev(); ok {
-		fmt.Fprintf(w, "%-15s running (pid %d)\n", devSession, pid)
+		fmt.Fprintf(w, "%-18s running (pid %d)\n", devSession, pid)
 	} else {
-		fmt.Fprintf(w, "%-15s not running\n", devSession)
+		fmt.Fprintf(w, "%-18s not running\n", devSession)
 	}
 	recorded := map[string]bool{}
 	for _, in := range sv.recorded() {
 		recorded[in.name] = true
 		if pid, ok := s.recordedPid(in.name, in.svc.Match); ok {
-			fmt.Fprintf(w, "%-15s running (pid %d)\n", in.name, pid)
+			fmt.Fprintf(w, "%-18s running (pid %d)\n", in.name, pid)
 			continue
 		}
-		fmt.Fprintf(w, "%-15s not running (recorded in %s)\n", in.name, s.show(s.PidDir()))
+		fmt.Fprintf(w, "%-18s not running (recorded in %s)\n", in.name, s.show(s.PidDir()))
 	}
 	for _, svc := range tbl {
-		if svc.in(Dev) && !svc.Job && !recorded[svc.Name] {
-			fmt.Fprintf(w, "%-15s not running (nothing recorded in %s)\n", svc.Name, s.show(s.PidDir()))
+		if svc.in(p) && !svc.Job && !recorded[svc.Name] && svc.Count[p] <= 1 {
+			fmt.Fprintf(w, "%-18s not running (nothing recorded in %s)\n", svc.Name, s.show(s.PidDir()))
 		}
 	}
 	ctx := context.Background()
 	for _, svc := range tbl {
-		if !svc.in(Dev) || len(svc.Ports) == 0 || svc.Ready == nil {
+		// Instances of a Count (the cluster's intakes) are listed above.
+		if !svc.in(p) || len(svc.Ports) == 0 || svc.Ready == nil || svc.Count[p] > 1 {
 			continue
 		}
 		p := s.port(svc.Ports[0].Var)
@@ -354,7 +381,7 @@ func clean(s *Stack, tbl []Service) error {
 		return nil
 	}
 	dbs, _ := filepath.Glob(filepath.Join(s.DataDir, "temporal.db*"))
-	for _, p := range append(dbs, s.SaveDir(), s.LogDir(), s.PidDir(), s.EnvFile()) {
+	for _, p := range append(dbs, s.SaveDir(), s.LogDir(), s.PidDir(), s.EnvFile(), s.postgresDir()) {
 		if err := os.RemoveAll(p); err != nil {
 			return err
 		}

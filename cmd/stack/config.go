@@ -24,6 +24,8 @@ type Stack struct {
 	ports    map[string]int // by Port.Var
 	Temporal string         // the Temporal CLI
 	BigQuery string         // the BigQuery emulator
+	// The cluster's tools (setup.sh cluster) and PostgreSQL's binaries.
+	TemporalServer, SQLTool, UIServer, PostgresBin string
 
 	Namespace        string
 	Project          string // GOOGLE_CLOUD_PROJECT
@@ -104,6 +106,10 @@ func loadStack(table []Service, log *logger) (*Stack, error) {
 		ports:            map[string]int{},
 		Temporal:         orDefault(getenv("TEMPORAL_CLI"), filepath.Join(cache, "temporal")),
 		BigQuery:         orDefault(getenv("BIGQUERY_EMULATOR"), filepath.Join(cache, "bigquery-emulator")),
+		TemporalServer:   filepath.Join(cache, "temporal-server"),
+		SQLTool:          filepath.Join(cache, "temporal-sql-tool"),
+		UIServer:         filepath.Join(cache, "temporal-ui-server"),
+		PostgresBin:      orDefault(getenv("STACK_POSTGRES_BIN"), "/usr/lib/postgresql/15/bin"),
 		Namespace:        "default",
 		Project:          orDefault(getenv("GOOGLE_CLOUD_PROJECT"), defaultProject),
 		BigQueryProject:  bigQueryProject,
@@ -133,6 +139,12 @@ func loadStack(table []Service, log *logger) (*Stack, error) {
 	}
 	s.Gemini = geminiSetting()
 	s.OwnSlack = getenv("SLACK_WEBHOOK_URL") != ""
+	// STACK_BIGQUERY_TABLES=none: workers without the BigQuery sub-agent
+	// (the cluster's kill test: the emulator fails under 50 investigations
+	// at once).
+	if getenv("STACK_BIGQUERY_TABLES") == "none" {
+		s.BigQueryTables = ""
+	}
 	if k := getenv("PAYLOAD_KEY_FILE"); k != "" {
 		s.PayloadKeyFile = s.userPath(k)
 	}
@@ -331,7 +343,7 @@ func (s *Stack) exports() []string {
 		"FIRESTORE_EMULATOR_HOST=" + s.addr("FIRESTORE"),
 		"GOOGLE_CLOUD_PROJECT=" + s.Project,
 		"BIGQUERY_EMULATOR_HOST=" + s.addr("BIGQUERY"),
-		"BIGQUERY_TABLES_CONFIG=" + s.BigQueryTables,
+		"BIGQUERY_TABLES_CONFIG=" + s.BigQueryTables, // empty: no sub-agent
 		"BIGQUERY_RUNBOOKS_DIR=" + s.BigQueryRunbooks,
 	}
 	if s.usingStandin() {

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"io"
 	"os/exec"
 	"path/filepath"
 	"strings"
@@ -102,4 +103,19 @@ func TestShow(t *testing.T) {
 	require.Equal(t, ".data/stack.env", s.show(p))
 	s.UserCwd = "/elsewhere"
 	require.Equal(t, p, s.show(p), "absolute for a user working elsewhere")
+}
+
+// TestNoBigQuerySubAgent: STACK_BIGQUERY_TABLES=none starts the workers
+// without the BigQuery sub-agent (BIGQUERY_TABLES_CONFIG empty).
+func TestNoBigQuerySubAgent(t *testing.T) {
+	env := map[string]string{"STACK_ROOT": t.TempDir(), "STACK_BIGQUERY_TABLES": "none"}
+	getenv = func(k string) string { return env[k] }
+	t.Cleanup(func() { getenv = defaultGetenv })
+	s, err := loadStack(table, newLogger(io.Discard, io.Discard))
+	require.NoError(t, err)
+	require.Contains(t, s.exports(), "BIGQUERY_TABLES_CONFIG=")
+	env["STACK_BIGQUERY_TABLES"] = ""
+	s, err = loadStack(table, newLogger(io.Discard, io.Discard))
+	require.NoError(t, err)
+	require.Contains(t, s.exports(), "BIGQUERY_TABLES_CONFIG="+filepath.Join(env["STACK_ROOT"], "examples/bigquery/tables.yaml"))
 }

@@ -3,19 +3,24 @@ package main
 import (
 	"crypto/rand"
 	"encoding/hex"
+	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 
 	"github.com/secops-agent/investigator/intake"
 )
 
-// intakeArgs are the local intake's arguments.
-func (s *Stack) intakeArgs(token string) []string {
-	return []string{"intake", "--log-level", "info",
+// intakeArgs are the arguments of local intake k (from 1).
+func (s *Stack) intakeArgs(token string, k int) []string {
+	args := []string{"intake", "--log-level", "info",
 		"--subscription", intake.Subscription(s.Project, intake.SubscriptionIntake),
 		"--dead-letter-topic", intake.Topic(s.Project, intake.TopicDeadLetter),
 		"--results-topic", intake.Topic(s.Project, intake.TopicVerdicts),
-		"--slack", "--listen", s.addr("INTAKE"), "--token-file", token}
+		"--slack", "--listen", s.intakeAddr(k), "--token-file", token}
+	// STACK_INTAKE_FLAGS: more of starter intake's flags, for every intake
+	// (the cluster tests: --no-group --max-running 25).
+	return append(args, strings.Fields(getenv("STACK_INTAKE_FLAGS"))...)
 }
 
 func (s *Stack) intakeTokenPath() string { return filepath.Join(s.DataDir, "intake-token") }
@@ -39,3 +44,9 @@ func (s *Stack) intakeToken() (string, error) {
 
 // localSlackURL is the local receiver's webhook URL.
 func (s *Stack) localSlackURL() string { return "http://" + s.addr("SLACK") + "/services/local" }
+
+// intakeAddr is where intake k (from 1) listens: the cluster's second
+// intake takes the port after STACK_INTAKE_PORT.
+func (s *Stack) intakeAddr(k int) string {
+	return fmt.Sprintf("%s:%d", s.Host, s.port("INTAKE")+max(k, 1)-1)
+}

@@ -102,15 +102,44 @@ func run(args []string, stdout, stderr io.Writer) int {
 				return exit(dev(load, table, log, stdout))
 			},
 		},
+		&cobra.Command{
+			Use:   "cluster",
+			Short: "Start the production-shaped local cluster (PostgreSQL, Temporal's four services, Web UI, two workers, two intakes, the emulators), or reuse what runs of it; it stays up",
+			Args:  cobra.NoArgs,
+			RunE: func(*cobra.Command, []string) error {
+				return exit(cluster(load, table, log, stdout))
+			},
+		},
+		upCommand(load, log),
+		&cobra.Command{
+			Use:    "cluster-schema",
+			Short:  "Create or upgrade the cluster's Temporal databases (the temporal-schema job)",
+			Args:   cobra.NoArgs,
+			Hidden: true,
+			RunE: func(*cobra.Command, []string) error {
+				s, err := load(false)
+				if err != nil {
+					return err
+				}
+				return clusterSchema(s, stdout, stderr)
+			},
+		},
 		runCommand(load, log, stdout, stderr),
 		onRecorded("stop", "Stop a dev session and every service recorded under .data/pids, saving the Firestore data first",
 			func(s *Stack) error {
 				newSupervisor(s, table, Dev).stopRecorded()
 				return nil
 			}),
+		// The same stop: the cluster's services are recorded like the dev
+		// stack's (one stack at a time per data directory).
+		onRecorded("cluster-stop", "Stop the cluster (or any stack recorded under .data/pids); its PostgreSQL data stays in .data/postgres",
+			func(s *Stack) error {
+				newSupervisor(s, table, Cluster).stopRecorded()
+				return nil
+			}),
 		onRecorded("status", "Show which services run and when the Firestore data was last saved",
 			func(s *Stack) error {
-				status(s, table, stdout)
+				status(s, table, activeProfile(s), stdout)
 				return nil
 			}),
 		onRecorded("save", "Save the Firestore emulator's data under .data/firestore now",
@@ -250,4 +279,35 @@ func runChild(sg *signals, argv, env []string, dir string, stdout, stderr io.Wri
 		fmt.Fprintf(stderr, "stack: ERROR: %v\n", err)
 		return 1
 	}
+}
+
+// upCommand is `stack up --profile NAME`: a profile's services started (or
+// reused) and left running; `stop` ends them.
+func upCommand(load loader, log *logger) *cobra.Command {
+	profile := string(Dev)
+	cmd := &cobra.Command{
+		Use:   "up [--profile NAME]",
+		Short: "Start a profile's services (or reuse what runs) and leave them running",
+		Args:  cobra.NoArgs,
+		RunE: func(*cobra.Command, []string) error {
+			if !known(table, Profile(profile)) {
+				return fmt.Errorf("no profile %q in the service table", profile)
+			}
+			s, err := load(false)
+			if err != nil {
+				return err
+			}
+			s.StopOnExit = false
+			sg := catchSignals()
+			sv := newSupervisor(s, table, Profile(profile))
+			if err := sv.up(sg.ctx); err != nil {
+				reportUpError(log, err)
+				sv.cleanup()
+				return exitCode(orCode(sg.code(), 1))
+			}
+			return nil
+		},
+	}
+	cmd.Flags().StringVar(&profile, "profile", profile, "the services to run: dev, eval, cluster or cluster-server (the cluster's Temporal server alone)")
+	return cmd
 }

@@ -27,7 +27,7 @@ type proc struct {
 
 // spawn starts argv in its own process group with stdin from /dev/null and
 // stdout and stderr appended to logPath (after a header line).
-func spawn(argv, env []string, dir, logPath string) (*proc, error) {
+func spawn(argv, env []string, dir, logPath string, as *syscall.Credential) (*proc, error) {
 	if err := os.MkdirAll(filepath.Dir(logPath), 0o755); err != nil {
 		return nil, err
 	}
@@ -41,7 +41,7 @@ func spawn(argv, env []string, dir, logPath string) (*proc, error) {
 	cmd.Env = env
 	cmd.Dir = dir
 	cmd.Stdout, cmd.Stderr = f, f // an *os.File: no copying goroutine, the child writes itself
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Credential: as}
 	if err := cmd.Start(); err != nil {
 		return nil, err
 	}

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"sort"
 	"strings"
+	"syscall"
 	"time"
 )
 
@@ -77,6 +78,8 @@ type Launch struct {
 	Note string
 	// Hint follows the error when it does not become ready.
 	Hint string
+	// Credential runs it as another user (PostgreSQL, which refuses root).
+	Credential *syscall.Credential
 	// Record is written to .data/pids/<name>.<key> beside its pid
 	// (Firestore: the project and database that a later save exports).
 	Record map[string]string

@@ -12,8 +12,6 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-const cluster Profile = "cluster"
-
 // testStack is a stack with its files in a temporary directory and its
 // log in a buffer.
 func testStack(t *testing.T) (*Stack, *bytes.Buffer) {
@@ -40,19 +38,19 @@ func names(in []*instance) []string {
 func TestPlanOrdersByNeeds(t *testing.T) {
 	s, _ := testStack(t)
 	tbl := []Service{
-		{Name: "worker", Profiles: []Profile{Dev, cluster}, Needs: []string{"temporal", "frontend", "db"}},
+		{Name: "worker", Profiles: []Profile{Dev, Cluster}, Needs: []string{"temporal", "frontend", "db"}},
 		{Name: "temporal", Profiles: []Profile{Dev}},
-		{Name: "frontend", Profiles: []Profile{cluster}, Needs: []string{"history", "db"}},
-		{Name: "history", Profiles: []Profile{cluster}, Needs: []string{"db", "schema"}},
-		{Name: "schema", Profiles: []Profile{cluster}, Needs: []string{"db"}, Job: true},
-		{Name: "db", Profiles: []Profile{Dev, cluster}},
+		{Name: "frontend", Profiles: []Profile{Cluster}, Needs: []string{"history", "db"}},
+		{Name: "history", Profiles: []Profile{Cluster}, Needs: []string{"db", "schema"}},
+		{Name: "schema", Profiles: []Profile{Cluster}, Needs: []string{"db"}, Job: true},
+		{Name: "db", Profiles: []Profile{Dev, Cluster}},
 	}
 	dev, err := planFor(tbl, Dev, s)
 	require.NoError(t, err)
 	require.Equal(t, []string{"temporal", "db", "worker"}, names(dev.order))
 	require.Equal(t, []string{"temporal", "db"}, dev.byKey["worker"].needs, "needs on entries of the other profile are dropped")
 
-	cl, err := planFor(tbl, cluster, s)
+	cl, err := planFor(tbl, Cluster, s)
 	require.NoError(t, err)
 	order := names(cl.order)
 	require.Len(t, order, 5)
@@ -71,12 +69,12 @@ func TestPlanCountAndEnabled(t *testing.T) {
 	s, _ := testStack(t)
 	off := func(*Stack) (bool, string) { return false, "standin: not needed" }
 	tbl := []Service{
-		{Name: "standin", Profiles: []Profile{Dev, cluster}, Enabled: off},
-		{Name: "worker", Profiles: []Profile{Dev, cluster}, Count: map[Profile]int{cluster: 2}, Needs: []string{"standin", "db"}},
-		{Name: "db", Profiles: []Profile{Dev, cluster}},
-		{Name: "intake", Profiles: []Profile{cluster}, Count: map[Profile]int{cluster: 2}, Needs: []string{"worker"}},
+		{Name: "standin", Profiles: []Profile{Dev, Cluster}, Enabled: off},
+		{Name: "worker", Profiles: []Profile{Dev, Cluster}, Count: map[Profile]int{Cluster: 2}, Needs: []string{"standin", "db"}},
+		{Name: "db", Profiles: []Profile{Dev, Cluster}},
+		{Name: "intake", Profiles: []Profile{Cluster}, Count: map[Profile]int{Cluster: 2}, Needs: []string{"worker"}},
 	}
-	pl, err := planFor(tbl, cluster, s)
+	pl, err := planFor(tbl, Cluster, s)
 	require.NoError(t, err)
 	require.Equal(t, []string{"db", "worker-1", "worker-2", "intake-1", "intake-2"}, names(pl.order))
 	require.Equal(t, []string{"worker-1", "worker-2"}, pl.byKey["intake-2"].needs)
@@ -167,6 +165,39 @@ func TestTheTable(t *testing.T) {
 	}
 }
 
+// TestTheClusterTable: the cluster profile's order and needs. PostgreSQL
+// and its schema come before Temporal's services, history and matching
+// before the frontend, and the two workers and two intakes after the
+// frontend; a stop therefore ends the intakes and workers before the
+// services they dial, and PostgreSQL last.
+func TestTheClusterTable(t *testing.T) {
+	s, _ := testStack(t)
+	for _, svc := range table {
+		for _, p := range svc.Ports {
+			s.ports[p.Var] = p.Default
+		}
+	}
+	pl, err := planFor(table, Cluster, s)
+	require.NoError(t, err)
+	order := names(pl.order)
+	require.Equal(t, []string{"bigquery", "firestore", "gemini-standin", "pubsub", "pubsub-topics", "slack-receiver", "postgres", "temporal-schema",
+		"temporal-matching", "temporal-history", "temporal-frontend", "temporal-worker", "temporal-ui", "worker-1", "worker-2", "intake-1", "intake-2"}, order)
+	require.NotContains(t, order, "temporal", "no dev server in the cluster")
+	require.ElementsMatch(t, []string{"temporal-schema", "postgres", "temporal-history", "temporal-matching"}, pl.byKey["temporal-frontend"].needs)
+	require.ElementsMatch(t, []string{"temporal-frontend", "firestore"}, pl.byKey["worker-2"].needs)
+	require.ElementsMatch(t, []string{"temporal-frontend", "firestore", "pubsub", "pubsub-topics", "slack-receiver", "worker-1", "worker-2"}, pl.byKey["intake-2"].needs)
+	require.Equal(t, "127.0.0.1:8091", s.intakeAddr(2), "the second intake listens on the next port")
+	env := strings.Join(s.temporalPorts(), " ")
+	for _, v := range []string{"POSTGRES", "TEMPORAL", "TEMPORAL_HTTP", "TEMPORAL_HISTORY", "TEMPORAL_MATCHING_MEMBERSHIP", "TEMPORAL_WORKER"} {
+		require.Contains(t, env, "STACK_"+v+"_PORT=", "config/temporal/cluster.yaml reads it")
+	}
+	require.NotContains(t, env, "FIRESTORE")
+
+	pl, err = planFor(table, Dev, s)
+	require.NoError(t, err)
+	require.NotContains(t, names(pl.order), "postgres", "the dev stack runs none of the cluster's services")
+}
+
 // TestWalk: each runs after what it follows, independent ones side by
 // side; in reverse, each after what needs it; after an error, what had not
 // begun is skipped.
@@ -234,6 +265,7 @@ func TestDecide(t *testing.T) {
 		{"nothing runs", ReuseAnswering, observed{}, start, ""},
 		{"it answers", ReuseAnswering, observed{answering: true, portBusy: true}, reuse, ""},
 		{"someone else holds the port", ReuseAnswering, observed{portBusy: true}, refuse, ""},
+		{"ours, too busy to answer the probe", ReuseAnswering, observed{portBusy: true, recorded: true}, reuse, ""},
 		{"not recorded", ReuseRecorded, observed{}, start, ""},
 		{"same settings and program", ReuseRecorded, observed{recorded: true, settings: settings, binary: binary}, reuse, ""},
 		{"other settings", ReuseRecorded, observed{recorded: true, settings: "Gemini via GEMINI_API_KEY", binary: binary}, restart, "other settings (Gemini via GEMINI_API_KEY; this run: " + settings + ")"},

@@ -53,6 +53,9 @@ func (sv *supervisor) up(ctx context.Context) error {
 	if err := writeFileAtomic(s.portsFile(), []byte(s.portLines())); err != nil {
 		return err
 	}
+	if err := writeFileAtomic(s.profileFile(), []byte(string(sv.profile)+"\n")); err != nil {
+		return err
+	}
 	pl, err := planFor(sv.table, sv.profile, s)
 	if err != nil {
 		return err
@@ -145,7 +148,9 @@ func decide(r Reuse, o observed, wantSettings, wantBinary string) (decision, str
 			return restart, why
 		}
 	default:
-		if o.answering {
+		// One this stack started that holds its port but misses the probe
+		// is busy (the BigQuery emulator under load), not a stranger.
+		if o.answering || o.portBusy && o.recorded {
 			return reuse, ""
 		}
 		if o.portBusy {
@@ -216,7 +221,7 @@ func (sv *supervisor) bring(ctx context.Context, in *instance) error {
 	if !prepare() {
 		return errFailed
 	}
-	p, err := spawn(launch.Argv, append(append([]string{}, s.env...), launch.Env...), s.Root, s.logFile(in.name))
+	p, err := spawn(launch.Argv, append(append([]string{}, s.env...), launch.Env...), s.Root, s.logFile(in.name), launch.Credential)
 	if err != nil {
 		s.log.error("cannot start %s: %v", in.name, err)
 		return errFailed
@@ -246,11 +251,13 @@ func (sv *supervisor) bring(ctx context.Context, in *instance) error {
 		return err
 	}
 	if ready {
-		on := ""
-		if len(svc.Ports) > 0 {
+		on, title := "", svc.Title
+		if in.name != svc.Name { // one of Count: its own ports are in its note
+			title += " " + strings.TrimPrefix(in.name, svc.Name+"-")
+		} else if len(svc.Ports) > 0 {
 			on = " on " + s.addr(svc.Ports[0].Var)
 		}
-		s.log.info("%s: ready in %.1fs%s%s", svc.Title, time.Since(began).Seconds(), on, launch.Note)
+		s.log.info("%s: ready in %.1fs%s%s", title, time.Since(began).Seconds(), on, launch.Note)
 	}
 	return sv.setup(ctx, in)
 }
@@ -281,6 +288,7 @@ func (sv *supervisor) observe(ctx context.Context, in *instance) observed {
 				o.portBusy = true
 			}
 		}
+		_, o.recorded = s.recordedPid(in.name, svc.Match)
 	}
 	return o
 }

@@ -287,7 +287,7 @@ func TestRecordedPid(t *testing.T) {
 	_, ok = s.recordedPid("db", "firestore")
 	require.False(t, ok, "the pid belongs to another program now")
 
-	p, err := spawn([]string{"sh", "-c", "sleep 300 & exit 0"}, os.Environ(), s.Root, s.logFile("launcher"))
+	p, err := spawn([]string{"sh", "-c", "sleep 300 & exit 0"}, os.Environ(), s.Root, s.logFile("launcher"), nil)
 	require.NoError(t, err)
 	defer procgroup.Stop(p.pid, time.Second)
 	<-p.done

@@ -9,6 +9,7 @@ import (
 	"net/url"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"time"
 
@@ -28,7 +29,7 @@ var table = []Service{
 		// payload in history; `starter codec-server` decrypts them for the
 		// Web UI, which the dev server points at it. It starts first: the
 		// key file is read (and checked) before anything else starts.
-		Name: "codec-server", Title: "codec server", Profiles: []Profile{Dev, Eval},
+		Name: "codec-server", Title: "codec server", Profiles: []Profile{Dev, Eval, Cluster},
 		Enabled: func(s *Stack) (bool, string) { return s.PayloadKeyFile != "", "" },
 		Ports:   []Port{{"CODEC", 8234}},
 		Launch: func(s *Stack, _ int) (Launch, error) {
@@ -49,7 +50,7 @@ var table = []Service{
 		// The sample security logs of examples/bigquery, loaded into memory
 		// at every start (about 10 s): it opens its port only once loaded,
 		// and starts beside the others so the load overlaps theirs.
-		Name: "bigquery", Title: "BigQuery emulator", Profiles: []Profile{Dev, Eval},
+		Name: "bigquery", Title: "BigQuery emulator", Profiles: []Profile{Dev, Eval, Cluster},
 		Ports: []Port{{"BIGQUERY", 9050}, {"BIGQUERY_GRPC", 9060}},
 		Launch: func(s *Stack, _ int) (Launch, error) {
 			if !isExecutable(s.BigQuery) {
@@ -105,7 +106,7 @@ var table = []Service{
 		},
 	},
 	{
-		Name: "firestore", Title: "Firestore emulator", Profiles: []Profile{Dev, Eval},
+		Name: "firestore", Title: "Firestore emulator", Profiles: []Profile{Dev, Eval, Cluster},
 		Ports:  []Port{{"FIRESTORE", 8081}},
 		Launch: firestoreLaunch,
 		Ready:  firestoreReady, Timeout: 90 * time.Second, TimeoutVar: "FIRESTORE",
@@ -115,7 +116,7 @@ var table = []Service{
 	{
 		// Only without Gemini credentials: it speaks the Gemini REST
 		// protocol with scripted answers, so the whole system runs offline.
-		Name: "gemini-standin", Title: "Gemini stand-in", Profiles: []Profile{Dev, Eval},
+		Name: "gemini-standin", Title: "Gemini stand-in", Profiles: []Profile{Dev, Eval, Cluster},
 		Enabled: func(s *Stack) (bool, string) {
 			if s.usingStandin() {
 				return true, ""
@@ -147,11 +148,15 @@ var table = []Service{
 		// activities, and the stack is up only once they answer, so it
 		// starts while the emulator loads. It stops before the Firestore
 		// emulator, whose data is saved then: nothing writes during the save.
-		Name: "worker", Title: "worker", Profiles: []Profile{Dev},
-		Needs: []string{"temporal", "firestore"},
+		// The cluster runs two, each its own pollers on the one task queue.
+		Name: "worker", Title: "worker", Profiles: []Profile{Dev, Cluster}, Count: map[Profile]int{Cluster: 2},
+		Needs: []string{"temporal", "temporal-frontend", "firestore"},
 		Launch: func(s *Stack, _ int) (Launch, error) {
 			worker, err := s.program("worker", "go tool task build")
-			return Launch{Argv: []string{worker}, Note: " (polling Temporal)"}, err
+			if err == nil {
+				err = writeMCPConfig(s)
+			}
+			return Launch{Argv: []string{worker}, Env: mcpEnv(s), Note: " (polling Temporal)"}, err
 		},
 		// The SDK logs this once it polls. Without it (a quiet logger), a
 		// worker still alive after the timeout is taken as started.
@@ -183,7 +188,7 @@ var table = []Service{
 	// keeps them in memory only), a local stand-in for Slack, and one
 	// starter intake on the subscription alerts-intake and a local webhook.
 	{
-		Name: "pubsub", Title: "Pub/Sub emulator", Profiles: []Profile{Dev},
+		Name: "pubsub", Title: "Pub/Sub emulator", Profiles: []Profile{Dev, Cluster},
 		Ports: []Port{{"PUBSUB", 8085}},
 		Launch: func(s *Stack, _ int) (Launch, error) {
 			if _, err := exec.LookPath("gcloud"); err != nil {
@@ -203,7 +208,7 @@ var table = []Service{
 	{
 		// Reused or not, an emulator may be fresh: the topics are made
 		// every time (what exists is left as it is).
-		Name: "pubsub-topics", Title: "Pub/Sub topics and subscriptions", Profiles: []Profile{Dev},
+		Name: "pubsub-topics", Title: "Pub/Sub topics and subscriptions", Profiles: []Profile{Dev, Cluster},
 		Needs: []string{"pubsub"}, Job: true, Reuse: ReuseNever,
 		// A job is done when it exits 0; the line is what it prints then.
 		Ready: LogLine{Text: "Pub/Sub in "}, Match: "intake setup",
@@ -214,7 +219,7 @@ var table = []Service{
 		Timeout: 60 * time.Second, TimeoutVar: "PUBSUB",
 	},
 	{
-		Name: "slack-receiver", Title: "local Slack receiver", Profiles: []Profile{Dev},
+		Name: "slack-receiver", Title: "local Slack receiver", Profiles: []Profile{Dev, Cluster},
 		Enabled: func(s *Stack) (bool, string) {
 			if s.OwnSlack {
 				return false, "Slack: verdicts go to your SLACK_WEBHOOK_URL"
@@ -233,11 +238,13 @@ var table = []Service{
 	{
 		// One intake on the subscription and a local webhook; more can run
 		// beside it (bin/starter intake ...): they share one waiting room.
-		Name: "intake", Title: "alert intake", Profiles: []Profile{Dev},
+		// The cluster runs two on the one subscription (the second on the
+		// next port): Pub/Sub shares the messages out between them.
+		Name: "intake", Title: "alert intake", Profiles: []Profile{Dev, Cluster}, Count: map[Profile]int{Cluster: 2},
 		// pubsub directly too: a stop ends the intake before the emulator.
-		Needs: []string{"temporal", "firestore", "pubsub", "pubsub-topics", "slack-receiver", "worker"},
+		Needs: []string{"temporal", "temporal-frontend", "firestore", "pubsub", "pubsub-topics", "slack-receiver", "worker"},
 		Ports: []Port{{"INTAKE", 8090}},
-		Launch: func(s *Stack, _ int) (Launch, error) {
+		Launch: func(s *Stack, k int) (Launch, error) {
 			starter, err := s.program("starter", "go tool task build")
 			if err != nil {
 				return Launch{}, err
@@ -247,13 +254,13 @@ var table = []Service{
 				return Launch{}, err
 			}
 			return Launch{
-				Argv: append([]string{starter}, s.intakeArgs(token)...),
-				Note: fmt.Sprintf(": alerts from %s and http://%s/v1/alerts (token in %s)", intake.Subscription(s.Project, intake.SubscriptionIntake), s.addr("INTAKE"), s.show(token)),
+				Argv: append([]string{starter}, s.intakeArgs(token, k)...),
+				Note: fmt.Sprintf(": alerts from %s and http://%s/v1/alerts (token in %s)", intake.Subscription(s.Project, intake.SubscriptionIntake), s.intakeAddr(k), s.show(token)),
 			}, nil
 		},
 		Ready:   LogLine{Text: "intake: webhook on"},
 		Timeout: 30 * time.Second, TimeoutVar: "INTAKE",
-		Reuse: ReuseRecorded, Settings: func(s *Stack) string { return strings.Join(s.intakeArgs(s.intakeTokenPath()), " ") },
+		Reuse: ReuseRecorded, Settings: func(s *Stack) string { return strings.Join(s.intakeArgs(s.intakeTokenPath(), 1), " ") },
 		Match: "intake",
 	},
 }
@@ -329,8 +336,45 @@ func workerSettings(s *Stack) string {
 	if s.OwnSlack {
 		slack = "your SLACK_WEBHOOK_URL"
 	}
-	return fmt.Sprintf("%s, model %s, payload key file %s, intelligence keys: %s, Pub/Sub %s, Slack %s, OpenTelemetry %s",
-		model, orDefault(s.Getenv("GEMINI_MODEL"), "default"), orDefault(s.PayloadKeyFile, "none"), strings.Join(keys, " "), s.addr("PUBSUB"), slack, otelSettings(s))
+	mcp := s.Getenv("MCP_CONFIG")
+	if mcp == "" {
+		mcp = mcpConfig(s)
+	}
+	return fmt.Sprintf("%s, model %s, payload key file %s, intelligence keys: %s, Pub/Sub %s, Slack %s, OpenTelemetry %s, MCP %s",
+		model, orDefault(s.Getenv("GEMINI_MODEL"), "default"), orDefault(s.PayloadKeyFile, "none"), strings.Join(keys, " "), s.addr("PUBSUB"), slack, otelSettings(s), mcp)
+}
+
+// mcpEnv gives the worker the MCP configuration: the caller's MCP_CONFIG,
+// or examples/mcp/mcp.yaml, the example response server over stdio with
+// its state under .data/response (design/tools.md). A stack with its own
+// binary or data directory (STACK_BIN_DIR, STACK_DATA_DIR: the e2e tests)
+// gets the same configuration written into its data directory, with its
+// paths.
+func mcpEnv(s *Stack) []string {
+	if s.Getenv("MCP_CONFIG") != "" {
+		return nil
+	}
+	return []string{"MCP_CONFIG=" + mcpConfig(s)}
+}
+
+// mcpConfig is the path of the stack's MCP configuration.
+func mcpConfig(s *Stack) string {
+	if s.BinDir == filepath.Join(s.Root, "bin") && s.DataDir == filepath.Join(s.Root, ".data") {
+		return filepath.Join(s.Root, "examples", "mcp", "mcp.yaml")
+	}
+	return filepath.Join(s.DataDir, "mcp.yaml")
+}
+
+// writeMCPConfig writes the configuration mcpConfig names when it is the
+// stack's own (not the example file).
+func writeMCPConfig(s *Stack) error {
+	path := mcpConfig(s)
+	if s.Getenv("MCP_CONFIG") != "" || path != filepath.Join(s.DataDir, "mcp.yaml") {
+		return nil
+	}
+	yaml := fmt.Sprintf("# Written by bin/stack: examples/mcp/mcp.yaml with this stack's directories.\nservers:\n  response:\n    command: %q\n    args: [--inventory, %q, --state-dir, %q]\n    timeout: 30s\n    rate: 5\n",
+		filepath.Join(s.BinDir, "response-server"), filepath.Join(s.Root, "examples", "mcp", "inventory.json"), filepath.Join(s.DataDir, "response"))
+	return os.WriteFile(path, []byte(yaml), 0o644)
 }
 
 // otelSettings names where the worker exports traces and metrics: a worker

@@ -15,6 +15,8 @@ import (
 	"log/slog"
 	"time"
 
+	"go.opentelemetry.io/otel/propagation"
+
 	"github.com/secops-agent/investigator/alerts"
 	"github.com/secops-agent/investigator/intake"
 	"github.com/secops-agent/investigator/internal/clip"
@@ -34,6 +36,10 @@ type Pipeline struct {
 	// admitter's own bound.
 	CallTimeout time.Duration
 	Log         *slog.Logger
+	// Span, when set, starts the alert's span (telemetry.Telemetry.Span):
+	// its traceparent goes with the admitted alert, so the investigation
+	// started for it joins the alert's trace.
+	Span func(ctx context.Context, name string) (context.Context, func(failed bool))
 }
 
 // Result is what became of one message. Exactly one of Invalid, Retry and
@@ -53,8 +59,12 @@ type Result struct {
 // Take validates body as `starter investigate` validates an alert file
 // (intake.Unwrap, then alerts.Parse), stores the alert and has the
 // admission workflow decide what becomes of it.
-func (p *Pipeline) Take(ctx context.Context, body []byte) Result {
-	var res Result
+func (p *Pipeline) Take(ctx context.Context, body []byte) (res Result) {
+	if p.Span != nil {
+		var end func(bool)
+		ctx, end = p.Span(ctx, "intake alert")
+		defer func() { end(res.Invalid != nil || res.Retry != nil) }()
+	}
 	u, err := intake.Unwrap(body)
 	if err != nil {
 		res.Invalid = err
@@ -76,6 +86,7 @@ func (p *Pipeline) Take(ctx context.Context, body []byte) Result {
 	out, retryAfter, err := p.Batcher.Submit(ctx, intake.Alert{
 		AlertID: res.Alert.ID, Identity: res.Identity.Key, Count: res.Identity.Count, Severity: res.Alert.Severity,
 		Source: res.Alert.Source, Title: clip.String(res.Alert.Title, intake.MaxTitleBytes), Keys: intake.Keys(res.Alert.Data),
+		Traceparent: traceparent(ctx),
 	})
 	switch {
 	case err != nil:
@@ -87,6 +98,13 @@ func (p *Pipeline) Take(ctx context.Context, body []byte) Result {
 		res.Outcome = out
 	}
 	return res
+}
+
+// traceparent is the W3C traceparent of ctx's span, "" without one.
+func traceparent(ctx context.Context) string {
+	c := propagation.MapCarrier{}
+	propagation.TraceContext{}.Inject(ctx, c)
+	return c["traceparent"]
 }
 
 // storeError says in one sentence why the alert could not be stored.

@@ -9,10 +9,13 @@ import (
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
 	"time"
+
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/secops-agent/investigator/alerts"
 	"github.com/secops-agent/investigator/intake"
@@ -184,5 +187,39 @@ func TestHTTP(t *testing.T) {
 	}
 	if r, err := http.Get(srv.URL + "/v1/alerts"); err != nil || r.StatusCode != http.StatusMethodNotAllowed {
 		t.Errorf("GET: %v %v", r, err)
+	}
+}
+
+// TestPipelineCarriesTheAlertsTrace: with tracing on, each alert is a span
+// of its own, whose traceparent goes with the admitted alert (so the
+// investigation started for it joins that trace); a malformed alert's span
+// ends as failed.
+func TestPipelineCarriesTheAlertsTrace(t *testing.T) {
+	ad := &admitter{kind: intake.OutcomeStarted}
+	p := pipeline(t, &memStore{}, ad)
+	traceID, _ := trace.TraceIDFromHex("4bf92f3577b34da6a3ce929d0e0e4736")
+	spanID, _ := trace.SpanIDFromHex("00f067aa0ba902b7")
+	var names []string
+	var failed []bool
+	p.Span = func(ctx context.Context, name string) (context.Context, func(bool)) {
+		names = append(names, name)
+		sc := trace.NewSpanContext(trace.SpanContextConfig{TraceID: traceID, SpanID: spanID, TraceFlags: trace.FlagsSampled})
+		return trace.ContextWithSpanContext(ctx, sc), func(f bool) { failed = append(failed, f) }
+	}
+	if res := p.Take(context.Background(), []byte(alert)); res.Outcome.Kind != intake.OutcomeStarted {
+		t.Fatalf("%+v", res)
+	}
+	if got, want := ad.batches[0][0].Traceparent, "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"; got != want {
+		t.Errorf("admitted with traceparent %q, want %q", got, want)
+	}
+	p.Take(context.Background(), []byte(`{"id": `))
+	if !slices.Equal(names, []string{"intake alert", "intake alert"}) || !slices.Equal(failed, []bool{false, true}) {
+		t.Errorf("spans %v, failed %v", names, failed)
+	}
+	// Without tracing, no traceparent.
+	p.Span = nil
+	p.Take(context.Background(), []byte(alert))
+	if tp := ad.batches[len(ad.batches)-1][0].Traceparent; tp != "" {
+		t.Errorf("traceparent %q without tracing", tp)
 	}
 }

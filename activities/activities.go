@@ -43,6 +43,15 @@ type Activities struct {
 	Tools    *tools.Registry
 	Toolsets map[string]*tools.Registry
 	Alerts   alertReader
+	// MCP are the worker's MCP servers (nil without --mcp-config): their
+	// tools are in Tools, their state is for the catalog.
+	MCP MCPServers
+}
+
+// MCPServers is what the activities need of the worker's MCP servers.
+type MCPServers interface {
+	Statuses() []investigation.MCPServer
+	Configured(name string) bool
 }
 
 // Logger returns the activity's logger (with the workflow and activity IDs

@@ -10,5 +10,9 @@ import (
 // tool is off, and the model endpoint, so `starter tools` and `starter eval`
 // show the worker's real configuration.
 func (a *Activities) DescribeTools(context.Context) (investigation.Catalog, error) {
-	return investigation.Catalog{Tools: a.Tools.Statuses(), Model: a.Endpoint}, nil
+	cat := investigation.Catalog{Tools: a.Tools.Statuses(), Model: a.Endpoint}
+	if a.MCP != nil {
+		cat.MCP = a.MCP.Statuses()
+	}
+	return cat, nil
 }

@@ -7,6 +7,7 @@ import (
 
 	"github.com/secops-agent/investigator/internal/clip"
 	"github.com/secops-agent/investigator/internal/prompt"
+	"github.com/secops-agent/investigator/investigation"
 	"github.com/secops-agent/investigator/plan"
 )
 
@@ -48,6 +49,7 @@ func (a *Activities) Conclude(ctx context.Context, in ConcludeInput) (Conclusion
 		"Standing":        check.Standing,
 		"Cite":            check.citable(),
 		"Example":         inLanguage(concludeExamples, in.Language),
+		"Actions":         in.Actions,
 	})
 	if err != nil {
 		return Conclusion{}, err
@@ -78,6 +80,7 @@ func (a *Activities) Conclude(ctx context.Context, in ConcludeInput) (Conclusion
 	if overruled != "" {
 		out.Markdown += "\n\n" + overruledNote(in.Language, overruled, out.Verdict, check.Standing != nil)
 	}
+	out.Markdown += actionsSection(in.Actions)
 	return out, nil
 }
 
@@ -131,4 +134,25 @@ func unfence(s string) string {
 		body = body[nl+1:] // the fence's language tag ("markdown")
 	}
 	return strings.TrimSpace(body)
+}
+
+// actionsSection lists every action the investigation asked for and what
+// became of it, written by code so the conclusion lists them whatever the
+// model wrote. Arguments are the model's: shown as quoted JSON in code
+// spans, without backticks, so they cannot format the report.
+func actionsSection(actions []investigation.Action) string {
+	if len(actions) == 0 {
+		return ""
+	}
+	var b strings.Builder
+	b.WriteString("\n\n## Actions requested\n")
+	for _, a := range actions {
+		args := strings.ReplaceAll(a.Args, "`", "'")
+		fmt.Fprintf(&b, "- `%s` `%s` (%s, call %s): **%s**", a.Tool, args, a.Step, a.CallID, a.Status)
+		if a.Note != "" {
+			fmt.Fprintf(&b, " (%s)", strings.ReplaceAll(clip.String(a.Note, 300), "\n", " "))
+		}
+		b.WriteString("\n")
+	}
+	return b.String()
 }

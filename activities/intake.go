@@ -128,6 +128,38 @@ func (in *Intake) DeliverSlack(ctx context.Context, d DeliveryInput) (DeliveryOu
 	return DeliveryOutput{}, deliveryError(in.Slack.Post(ctx, r))
 }
 
+// ApprovalInput says that an action waits for the analyst (an MCP tool
+// that acts): the Slack message of an intake investigation says so.
+type ApprovalInput struct {
+	WorkflowID string `json:"workflow_id"`
+	AlertID    string `json:"alert_id"`
+	CallID     string `json:"call_id"`
+	Tool       string `json:"tool"`
+	Args       string `json:"args"`
+	Reason     string `json:"reason"`
+}
+
+// RequestApproval posts to Slack that an action waits for approval, with
+// the commands that decide it. Without a webhook it sends nothing.
+func (in *Intake) RequestApproval(ctx context.Context, d ApprovalInput) (DeliveryOutput, error) {
+	if in.Slack == nil || in.Slack.URL == "" {
+		return DeliveryOutput{Skipped: "SLACK_WEBHOOK_URL is not set on the worker"}, nil
+	}
+	a := delivery.Approval{WorkflowID: d.WorkflowID, AlertID: d.AlertID, Title: d.AlertID, CallID: d.CallID, Tool: d.Tool, Args: d.Args, Reason: d.Reason}
+	if in.WebURL != nil {
+		a.URL = in.WebURL(d.WorkflowID)
+	}
+	if in.Alerts != nil {
+		if al, err := in.Alerts.Get(ctx, d.AlertID); err == nil {
+			a.Title = al.Title
+		}
+	}
+	if in.Secrets != nil {
+		a.Args, a.Reason, a.Title = in.Secrets.String(a.Args), in.Secrets.String(a.Reason), in.Secrets.String(a.Title)
+	}
+	return DeliveryOutput{}, deliveryError(in.Slack.PostApproval(ctx, a))
+}
+
 // PublishResult publishes the conclusion to the results topic.
 func (in *Intake) PublishResult(ctx context.Context, d DeliveryInput) (DeliveryOutput, error) {
 	r, err := in.result(ctx, d)

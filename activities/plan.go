@@ -20,6 +20,9 @@ func (a *Activities) GeneratePlan(ctx context.Context, in PlanInput) (PlanOutput
 	if err != nil {
 		return PlanOutput{}, err
 	}
+	// One view of the tools for the whole activity: what the catalog shows
+	// is what the plan is checked against and what it records.
+	reg := a.Tools.Snapshot()
 	var earlier []string // steps of the plan in progress a new step may depend on
 	if in.ActivePlan != nil {
 		for _, s := range in.ActivePlan.Steps {
@@ -30,7 +33,8 @@ func (a *Activities) GeneratePlan(ctx context.Context, in PlanInput) (PlanOutput
 		"Request":    in.Request,
 		"Alert":      alert,
 		"History":    conversationText(in.History),
-		"Tools":      a.Tools.Catalog(),
+		"Tools":      reg.Catalog(),
+		"Outside":    reg.OutsideDescriptions(),
 		"MaxSteps":   in.MaxSteps,
 		"Example":    planExample,
 		"Hints":      in.Hints,
@@ -43,12 +47,12 @@ func (a *Activities) GeneratePlan(ctx context.Context, in PlanInput) (PlanOutput
 	if err != nil {
 		return PlanOutput{}, err
 	}
-	names := a.Tools.Names()
+	names := reg.Names()
 	var raw struct {
 		plan.Plan
 		Continues bool `json:"continues_active_plan"`
 	}
-	out := PlanOutput{Tools: a.Tools.Tools()}
+	out := PlanOutput{Tools: reg.Tools()}
 	out.Usage, err = a.Model.GenerateJSON(ctx, "plan", p.system, p.user, planSchema, &raw, func() error {
 		var rerr error
 		if raw.Continues && in.ActivePlan != nil {

@@ -32,6 +32,9 @@ func (a *Activities) CallTool(ctx context.Context, in ToolInput) (ToolOutput, er
 			fmt.Sprintf("the %s tools are not configured on this worker", in.Toolset), "ToolsetDisabled", nil)
 	}
 	t, ok := registry.Lookup(in.Call.Name)
+	if server, _, dotted := strings.Cut(in.Call.Name, "."); !ok && dotted && in.Toolset == "" {
+		return ToolOutput{}, a.mcpMissing(server, in.Call.Name)
+	}
 	if !ok {
 		out.OK = false
 		out.Error = fmt.Sprintf("unknown tool %q; available tools: %s", in.Call.Name, strings.Join(registry.Names(), ", "))
@@ -87,6 +90,29 @@ func (a *Activities) CallTool(ctx context.Context, in ToolInput) (ToolOutput, er
 		"truncated", out.Truncated, "scanned_bytes", out.ScannedBytes)
 	return out, nil
 }
+
+// mcpMissing is the error of a call to an MCP tool this worker does not
+// offer (a plan made on another worker, or before the server changed): a
+// server that is configured but not connected now is retried (the call
+// connects again); a server this worker lacks, or a tool it no longer
+// lists, fails the call with one sentence the model reads.
+func (a *Activities) mcpMissing(server, name string) error {
+	if a.MCP == nil || !a.MCP.Configured(server) {
+		return temporal.NewNonRetryableApplicationError(
+			fmt.Sprintf("this worker has no MCP server %q configured (--mcp-config), so %s cannot run here", server, name), ErrMCPToolMissing, nil)
+	}
+	for _, s := range a.MCP.Statuses() {
+		if s.Name == server && s.State != "connected" {
+			return fmt.Errorf("MCP server %q is not connected on this worker (%s); retrying", server, s.Error)
+		}
+	}
+	return temporal.NewNonRetryableApplicationError(
+		fmt.Sprintf("the MCP server %q no longer offers %s (its tool list changed after the plan was made)", server, name), ErrMCPToolMissing, nil)
+}
+
+// ErrMCPToolMissing is the error type of a call to an MCP tool this worker
+// cannot run.
+const ErrMCPToolMissing = "MCPToolMissing"
 
 // shape turns a tool result into the function-response object the model
 // sees. Results over limit bytes are cut, with a note saying so; a non-object

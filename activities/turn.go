@@ -3,6 +3,9 @@ package activities
 import (
 	"context"
 	"slices"
+	"strings"
+
+	"go.temporal.io/sdk/temporal"
 
 	"google.golang.org/genai"
 
@@ -11,6 +14,7 @@ import (
 	"github.com/secops-agent/investigator/investigation"
 	"github.com/secops-agent/investigator/plan"
 	"github.com/secops-agent/investigator/toolcall"
+	"github.com/secops-agent/investigator/tools"
 )
 
 // ModelTurn runs one model turn of a step's tool loop (or of the loop that
@@ -66,26 +70,53 @@ func (a *Activities) ModelTurn(ctx context.Context, in TurnInput) (TurnOutput, e
 	if err != nil {
 		return TurnOutput{}, err
 	}
-	return a.Model.Turn(ctx, in.Session, in.Key, p.system, contents, a.stepDeclarations(in), in.Final)
+	decls, err := a.stepDeclarations(in)
+	if err != nil {
+		return TurnOutput{}, temporal.NewNonRetryableApplicationError(err.Error(), "BadDeclaration", nil)
+	}
+	return a.Model.Turn(ctx, in.Session, in.Key, p.system, contents, decls, in.Final)
 }
 
 // stepDeclarations are the function declarations a step's model turns get:
 // the step's tools plus ask_user and get_alert, none for a step planned
 // without tools, and every tool for a direct answer.
-func (a *Activities) stepDeclarations(in TurnInput) []*genai.FunctionDeclaration {
+// An outside (MCP) tool is declared from the declaration the plan recorded
+// (in.Declared), never from the server's current list.
+func (a *Activities) stepDeclarations(in TurnInput) ([]*genai.FunctionDeclaration, error) {
+	var names []string
 	switch {
 	case in.Direct:
-		return a.Tools.Declarations(a.Tools.Names())
+		names = a.Tools.Names()
 	case len(in.Step.Tools) == 0:
-		return nil
-	}
-	names := slices.Clone(in.Step.Tools)
-	for _, always := range []string{toolcall.AskUser, toolcall.GetAlert} {
-		if !slices.Contains(names, always) {
-			names = append(names, always)
+		return nil, nil
+	default:
+		names = slices.Clone(in.Step.Tools)
+		for _, always := range []string{toolcall.AskUser, toolcall.GetAlert} {
+			if !slices.Contains(names, always) {
+				names = append(names, always)
+			}
 		}
 	}
-	return a.Tools.Declarations(names)
+	var builtin []string
+	var out []*genai.FunctionDeclaration
+	for _, n := range names {
+		if strings.Contains(n, ".") {
+			continue // an MCP tool: only as recorded
+		}
+		builtin = append(builtin, n)
+	}
+	out = a.Tools.Declarations(builtin)
+	for _, t := range in.Declared {
+		if t.Declared == nil || (!in.Direct && !slices.Contains(names, t.Name)) {
+			continue
+		}
+		d, err := tools.Recorded(t.Name, *t.Declared)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, d)
+	}
+	return out, nil
 }
 
 // languageName names a conclusion language code for a prompt.

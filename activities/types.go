@@ -85,6 +85,10 @@ type TurnInput struct {
 	Standing *investigation.Verdict `json:"standing,omitempty"`
 	// Arrivals are alerts that arrived for the investigation (the intake).
 	Arrivals investigation.ArrivalBatch `json:"arrivals,omitzero"`
+	// Declared are the outside (MCP) tools this turn may call, as the plan
+	// recorded them: the turn declares them from these, not from what the
+	// servers offer now, so a replay sees what the plan saw.
+	Declared []toolcall.Tool `json:"declared,omitempty"`
 }
 
 // TurnOutput is the model's answer for one turn: text, calls, or both.
@@ -187,6 +191,9 @@ type ConcludeInput struct {
 	// Verdict is what the verdict is checked against: the standing verdict
 	// of earlier exchanges and the steps that ran.
 	Verdict VerdictContext `json:"verdict,omitzero"`
+	// Actions are the calls of acting tools requested so far and what
+	// became of each; the conclusion lists them.
+	Actions []investigation.Action `json:"actions,omitempty"`
 }
 
 // VerdictContext is what a verdict's evidence is checked against: the steps

@@ -99,6 +99,11 @@ func (p *printer) print(e investigation.Event) {
 		}
 	case investigation.EventQuestion:
 		fmt.Fprintf(w, "QUESTION %s from %s: %s — answer with: starter answer %s \"...\"\n", cmp.Or(e.QuestionID, "?"), stepName(e.Step), e.Text, p.id)
+	case investigation.EventApprovalRequested:
+		fmt.Fprintf(w, "ACTION AWAITS APPROVAL %s from %s: %s %s (%s) — starter approve-call %s %s | starter deny-call %s %s \"reason\"\n",
+			e.CallID, stepName(e.Step), e.Tool, e.Text, e.Reason, p.id, e.CallID, p.id, e.CallID)
+	case investigation.EventApprovalDecided:
+		fmt.Fprintf(w, "  action %s (%s): %s\n", e.CallID, e.Tool, e.Text)
 	case investigation.EventAnswer:
 		fmt.Fprintf(w, "  answer to %s: %s\n", cmp.Or(e.QuestionID, "?"), indent(e.Text, "    "))
 	case investigation.EventTurn:

@@ -111,6 +111,19 @@ func RenderStatus(w io.Writer, id, run string, st investigation.Status, prices p
 			fmt.Fprintf(w, "  %s: %s (asked by %s) — answer with: starter answer %s --question %s \"...\"\n", q.ID, q.Question, stepName(q.Step), id, q.ID)
 		}
 	}
+	if len(st.Actions) > 0 {
+		fmt.Fprintln(w, "\nActions (calls of tools that act):")
+		for _, a := range st.Actions {
+			fmt.Fprintf(w, "  %s: %s %s (asked by %s) — %s", a.CallID, a.Tool, a.Args, stepName(a.Step), strings.ToUpper(a.Status))
+			switch {
+			case a.Status == investigation.ActionPending:
+				fmt.Fprintf(w, ": starter approve-call %s %s | starter deny-call %s %s \"reason\"", id, a.CallID, id, a.CallID)
+			case a.Note != "":
+				fmt.Fprintf(w, " (%s)", a.Note)
+			}
+			fmt.Fprintln(w)
+		}
+	}
 	section("Queued follow-up questions", st.FollowUps)
 	printIntake(w, st.Intake) // intake.go
 	fmt.Fprintf(w, "\n%d events, %s\n", st.LastSeq, spendText(st.Spend, prices))

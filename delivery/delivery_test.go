@@ -107,3 +107,27 @@ func TestBounded(t *testing.T) {
 		t.Errorf("%d findings, %d bytes of summary", len(b.Findings), len(b.Summary))
 	}
 }
+
+// TestSlackApprovalMessage: an action that waits is posted with its tool,
+// arguments, reason and the commands that decide it; the model's text can
+// neither mention, link nor format.
+func TestSlackApprovalMessage(t *testing.T) {
+	raw, err := encode(SlackApprovalMessage(Approval{WorkflowID: "intake-x", URL: "http://localhost:8233/w", AlertID: "guardduty-1",
+		Title: "SSH brute force <!here>", CallID: "t1-step_3-i1-c1", Tool: "response.block_ip",
+		Args: `{"ip":"198.51.100.23","reason":"<@U1> see https://evil.example"}`, Reason: "Contain *now*"}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := string(raw)
+	for _, bad := range []string{"<!here>", "<@U1>", "https://evil"} {
+		if strings.Contains(s, bad) {
+			t.Errorf("message holds %q:\n%s", bad, s)
+		}
+	}
+	for _, want := range []string{"Action awaits approval: response.block_ip", "198.51.100.23", "starter approve-call intake-x t1-step_3-i1-c1",
+		`starter deny-call intake-x t1-step_3-i1-c1 \"reason\"`, "hxxps[://]evil.example", `"url":"http://localhost:8233/w"`} {
+		if !strings.Contains(s, want) {
+			t.Errorf("message lacks %q:\n%s", want, s)
+		}
+	}
+}

@@ -28,7 +28,16 @@ type Slack struct {
 // network failures are Unavailable; other 4xx (a revoked or mistyped
 // webhook, a refused payload) are not worth retrying.
 func (s *Slack) Post(ctx context.Context, r Result) error {
-	body, err := encode(SlackMessage(r))
+	return s.post(ctx, SlackMessage(r))
+}
+
+// PostApproval sends the message that an action waits for the analyst.
+func (s *Slack) PostApproval(ctx context.Context, a Approval) error {
+	return s.post(ctx, SlackApprovalMessage(a))
+}
+
+func (s *Slack) post(ctx context.Context, msg map[string]any) error {
+	body, err := encode(msg)
 	if err != nil {
 		return err
 	}
@@ -172,3 +181,47 @@ func plain(s string) string {
 
 // oneLine keeps a finding on its line.
 func oneLine(s string) string { return strings.Join(strings.Fields(s), " ") }
+
+// Approval is an action that waits for the analyst: a call of a tool that
+// acts (an MCP tool not marked read-only), with how to decide it.
+type Approval struct {
+	WorkflowID string `json:"workflow_id"`
+	URL        string `json:"url"`
+	AlertID    string `json:"alert_id"`
+	Title      string `json:"title"`
+	CallID     string `json:"call_id"`
+	Tool       string `json:"tool"`
+	// Args and Reason come from the model: shown as plain text only.
+	Args   string `json:"args"`
+	Reason string `json:"reason"`
+}
+
+// SlackApprovalMessage says that an action waits: the tool, its arguments,
+// the step's reason, the alert, and the commands that approve or deny it.
+// Model and alert text is plain_text, cleaned by plain.
+func SlackApprovalMessage(a Approval) map[string]any {
+	plainText := func(s string) map[string]any {
+		return map[string]any{"type": "plain_text", "text": plain(s), "emoji": false}
+	}
+	label := func(s string) map[string]any { return map[string]any{"type": "mrkdwn", "text": s, "verbatim": true} }
+	head := clip.String("Action awaits approval: "+a.Tool, 150)
+	blocks := []any{
+		map[string]any{"type": "header", "text": plainText(head)},
+		map[string]any{"type": "section", "text": plainText(clip.String(a.Title, 2900))},
+		map[string]any{"type": "section", "fields": []any{
+			label("*Tool*"), plainText(a.Tool),
+			label("*Call*"), plainText(a.CallID),
+			label("*Alert*"), plainText(a.AlertID),
+		}},
+		map[string]any{"type": "section", "text": label("*Arguments*")},
+		map[string]any{"type": "section", "text": plainText(clip.String(a.Args, 2900))},
+		map[string]any{"type": "section", "text": label("*Why (the plan's step)*")},
+		map[string]any{"type": "section", "text": plainText(clip.String(a.Reason, 2900))},
+		map[string]any{"type": "section", "text": plainText(clip.String(fmt.Sprintf("starter approve-call %s %s\nstarter deny-call %s %s \"reason\"", a.WorkflowID, a.CallID, a.WorkflowID, a.CallID), 2900))},
+	}
+	if strings.HasPrefix(a.URL, "http://") || strings.HasPrefix(a.URL, "https://") {
+		blocks = append(blocks, map[string]any{"type": "actions", "elements": []any{map[string]any{
+			"type": "button", "text": plainText("Open in the Temporal Web UI"), "url": a.URL, "action_id": "open_web_ui"}}})
+	}
+	return map[string]any{"text": plain(head + ": " + oneLine(a.Title)), "blocks": blocks, "unfurl_links": false, "unfurl_media": false}
+}

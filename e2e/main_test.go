@@ -25,6 +25,7 @@ import (
 
 	"github.com/secops-agent/investigator/gemini/geminitest"
 	"github.com/secops-agent/investigator/internal/testenv"
+	"github.com/secops-agent/investigator/tools/mcp/mcptest"
 )
 
 var (
@@ -87,6 +88,7 @@ func (s *switchable) handle(r *geminitest.Request) geminitest.Reply {
 }
 
 func TestMain(m *testing.M) {
+	mcptest.ServeIfAsked() // the test binary is also a stranger's MCP server (mcp_test.go)
 	code, err := run(m)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "e2e setup:", err)
@@ -103,7 +105,7 @@ func run(m *testing.M) (int, error) {
 	}
 	defer os.RemoveAll(dir)
 	bin = dir
-	build := exec.Command("go", "build", "-o", dir+"/", "./worker", "./starter")
+	build := exec.Command("go", "build", "-o", dir+"/", "./worker", "./starter", "./cmd/response-server")
 	build.Dir = ".."
 	if out, err := build.CombinedOutput(); err != nil {
 		return 0, fmt.Errorf("build binaries: %v\n%s", err, out)

@@ -176,6 +176,19 @@ func TestFailingStep(t *testing.T) {
 // environment, for the rest of the test.
 func restartWorker(t *testing.T, env ...string) {
 	t.Helper()
+	swapWorker(t, env...)
+	t.Cleanup(func() {
+		require.NoError(t, stopWorker(syscall.SIGTERM))
+		require.NoError(t, startWorker())
+		waitPolling(t)
+	})
+}
+
+// swapWorker kills the worker and starts one with env added to its
+// environment, with no cleanup of its own (restartWorker's brings the usual
+// worker back).
+func swapWorker(t *testing.T, env ...string) {
+	t.Helper()
 	// SIGKILL: the worker may still be starting (its clean stop on SIGTERM
 	// is TestMain's to check); a dead worker's polls end with its
 	// connections.
@@ -186,11 +199,6 @@ func restartWorker(t *testing.T, env ...string) {
 	stack = saved
 	require.NoError(t, err)
 	waitPolling(t)
-	t.Cleanup(func() {
-		require.NoError(t, stopWorker(syscall.SIGTERM))
-		require.NoError(t, startWorker())
-		waitPolling(t)
-	})
 }
 
 // waitPolling waits until the worker just started polls for workflow tasks

@@ -55,7 +55,7 @@ func stackBin(t *testing.T) string {
 		if standinErr = os.MkdirAll(dir, 0o755); standinErr != nil {
 			return
 		}
-		build := exec.Command("go", "build", "-o", dir+"/", "./cmd/gemini-standin", "./cmd/stack", "./cmd/slack-receiver")
+		build := exec.Command("go", "build", "-o", dir+"/", "./cmd/gemini-standin", "./cmd/stack", "./cmd/slack-receiver", "./cmd/response-server")
 		build.Dir = ".."
 		if out, err := build.CombinedOutput(); err != nil {
 			standinErr = fmt.Errorf("build gemini-standin, stack and slack-receiver: %v\n%s", err, out)
@@ -271,8 +271,12 @@ func closingLines(t *testing.T, out string) closing {
 // session and its services.
 func TestInvestigateLeavesStackUp(t *testing.T) {
 	s := newLocalStack(t)
-	run := s.stack(t, 5*time.Minute, nil, "investigate")
+	run := s.stack(t, 5*time.Minute, []string{"INVESTIGATE_APPROVAL_TIMEOUT=3s"}, "investigate")
 	require.Equal(t, 0, run.code, run.stdout)
+	// The worker has the example response server (examples/mcp): the plan
+	// asks to block the source address, which waits, and expires unanswered.
+	require.Regexp(t, `ACTION AWAITS APPROVAL \S+ from step_\d+: response\.block_ip .*198\.51\.100\.23`, run.stdout)
+	require.Contains(t, run.stdout, "(response.block_ip): expired: no decision within 3s")
 	id := workflowIDFrom(t, run.stdout)
 	end := closingLines(t, run.stdout)
 	require.Contains(t, end.webUI, id)

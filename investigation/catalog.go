@@ -6,6 +6,20 @@ package investigation
 type Catalog struct {
 	Tools []ToolStatus  `json:"tools"`
 	Model ModelEndpoint `json:"model"`
+	// MCP are the worker's MCP servers and their state.
+	MCP []MCPServer `json:"mcp,omitempty"`
+}
+
+// MCPServer is one configured MCP server as a worker sees it: connected
+// (with how many tools it offers and how many were skipped) or failed, and
+// why.
+type MCPServer struct {
+	Name      string `json:"name"`
+	Transport string `json:"transport"`
+	State     string `json:"state"`
+	Error     string `json:"error,omitempty"`
+	Tools     int    `json:"tools"`
+	Skipped   int    `json:"skipped,omitempty"`
 }
 
 // ToolStatus describes one tool, on or off, for starter tools.
@@ -14,6 +28,8 @@ type ToolStatus struct {
 	Enabled     bool   `json:"enabled"`
 	Reason      string `json:"reason,omitempty"`
 	Description string `json:"description,omitempty"`
+	// Acts marks an outside tool whose calls wait for the analyst's approval.
+	Acts bool `json:"acts,omitempty"`
 }
 
 // ModelEndpoint says which model a worker calls and where, so that a client

@@ -59,4 +59,7 @@ type Event struct {
 	Verdict *Verdict `json:"verdict,omitempty"`
 	// From is the verdict a verdict_changed event replaced.
 	From *Verdict `json:"from,omitempty"`
+	// CallID names the action an approval_requested or approval_decided
+	// event is about (actions.go).
+	CallID string `json:"call_id,omitempty"`
 }

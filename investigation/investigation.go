@@ -51,6 +51,10 @@ type Limits struct {
 	MaxHistoryEvents int `json:"max_history_events,omitempty"`
 	// AnswerTimeout is how long an ask_user question waits for the analyst.
 	AnswerTimeout Duration `json:"answer_timeout,omitempty"`
+	// ApprovalTimeout is how long a call of an acting tool waits for the
+	// analyst's approval; then it expires, which the model reads as its
+	// result. The wait does not count against the time budget.
+	ApprovalTimeout Duration `json:"approval_timeout,omitempty"`
 	// MaxScanBytes bounds what the whole investigation (every exchange,
 	// every sub-agent run) may scan in BigQuery; a query whose estimate is
 	// over what is left is refused. Each query is also bounded by the
@@ -74,6 +78,7 @@ const (
 	// starter accepts: a run needs room for at least one turn.
 	MinMaxHistoryEvents     = 50
 	DefaultAnswerTimeout    = 15 * time.Minute
+	DefaultApprovalTimeout  = 24 * time.Hour
 	DefaultMaxScanBytes     = 10 << 30 // 10 GiB
 	DefaultMaxParallelSteps = 3
 	DefaultIdleTimeout      = 30 * time.Minute
@@ -104,6 +109,9 @@ func (l Limits) WithDefaults() Limits {
 	}
 	if l.AnswerTimeout <= 0 {
 		l.AnswerTimeout = Duration(DefaultAnswerTimeout)
+	}
+	if l.ApprovalTimeout <= 0 {
+		l.ApprovalTimeout = Duration(DefaultApprovalTimeout)
 	}
 	if l.MaxScanBytes <= 0 {
 		l.MaxScanBytes = DefaultMaxScanBytes
@@ -254,6 +262,8 @@ type Result struct {
 	Spend
 	// ReusedCalls counts calls served from an identical earlier call.
 	ReusedCalls int `json:"reused_calls,omitempty"`
+	// Actions are the calls of acting tools requested, and what became of each.
+	Actions []Action `json:"actions,omitempty"`
 }
 
 // Modes of a follow-up turn.

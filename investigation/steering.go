@@ -67,4 +67,7 @@ type Status struct {
 	VerdictHistory []VerdictChange `json:"verdict_history,omitempty"`
 	// Intake is set for an investigation the intake started or that alerts arrived for.
 	Intake *IntakeStatus `json:"intake,omitempty"`
+	// Actions are the calls of acting tools of this investigation and what
+	// became of each; the pending ones wait for approve-call or deny-call.
+	Actions []Action `json:"actions,omitempty"`
 }

@@ -67,6 +67,7 @@ link and warnings go to standard error.`,
 	f.IntVar(&o.limits.MaxToolCalls, "max-tool-calls", investigation.DefaultMaxToolCalls, "most tool calls per exchange (the investigation, then each follow-up question); then the investigation concludes from what it found")
 	f.DurationVar((*time.Duration)(&o.limits.TimeBudget), "time-budget", investigation.DefaultTimeBudget, "most time per exchange (the investigation, then each follow-up question), not counting waits for the analyst; then the investigation concludes from what it found")
 	f.DurationVar((*time.Duration)(&o.limits.AnswerTimeout), "answer-timeout", investigation.DefaultAnswerTimeout, "how long a question the investigation asks (starter answer) waits for the analyst")
+	f.DurationVar((*time.Duration)(&o.limits.ApprovalTimeout), "approval-timeout", investigation.DefaultApprovalTimeout, "how long an action (a call of an MCP tool that acts) waits for starter approve-call or deny-call before it expires; the wait does not count against --time-budget")
 	f.IntVar(&o.limits.MaxHistoryEvents, "max-history-events", investigation.DefaultMaxHistoryEvents, fmt.Sprintf("history length after which an idle investigation continues as new (at least %d)", investigation.MinMaxHistoryEvents))
 	o.limits.MaxScanBytes = investigation.DefaultMaxScanBytes
 	f.Var(bytesFlag{&o.limits.MaxScanBytes}, "max-scan-bytes", "most bytes the whole investigation's BigQuery queries may scan, like 10GiB or 500MiB; a query estimated over what is left is refused")
@@ -158,6 +159,8 @@ func (o investigateOptions) check() error {
 		return fmt.Errorf("--max-tool-calls must be at least 1, not %d", o.limits.MaxToolCalls)
 	case o.limits.TimeBudget <= 0:
 		return fmt.Errorf("--time-budget must be positive, not %s", o.limits.TimeBudget)
+	case o.limits.ApprovalTimeout <= 0:
+		return fmt.Errorf("--approval-timeout must be positive, not %s", o.limits.ApprovalTimeout)
 	case o.limits.AnswerTimeout <= 0:
 		return fmt.Errorf("--answer-timeout must be positive, not %s", o.limits.AnswerTimeout)
 	case o.limits.MaxHistoryEvents < investigation.MinMaxHistoryEvents:

@@ -106,7 +106,33 @@ starter watch ID --from N command that resumes after the last event shown.`,
 	}
 	ask.Flags().BoolVar(&detach, "detach", false, "send the question and exit without following the answer")
 	ask.Flags().BoolVar(&asJSON, "json", false, "print each new event, and the totals last, as one JSON line")
-	return []*cobra.Command{hint, approve, revise, answer, stop, ask}
+	approveCall := &cobra.Command{
+		Use:   `approve-call ID CALL_ID`,
+		Short: "Approve an action the investigation waits on (a call of an MCP tool that acts); it runs at once",
+		Long: `Approves one waiting action: a call of a tool that changes a system (an MCP
+tool not marked read-only, or configured approval: required). starter status
+and starter watch show the waiting ones with their CALL_ID, tool, arguments
+and the step that asked.`,
+		Args: idArgs("an investigation ID and the call ID of the action", 1, 1, "the call ID is empty: starter status ID lists the waiting actions"),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return a.sendAndPrint(cmd, args[0], investigation.UpdateApproveCall, "approval",
+				investigation.CallDecision{CallID: strings.TrimSpace(args[1])})
+		},
+	}
+	denyCall := &cobra.Command{
+		Use:   `deny-call ID CALL_ID ["reason"]`,
+		Short: "Deny an action the investigation waits on; the model reads the denial and the reason",
+		Args:  idArgs("an investigation ID, the call ID of the action and optionally a reason", 1, 2, "the call ID is empty: starter status ID lists the waiting actions"),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			reason := ""
+			if len(args) > 2 {
+				reason = strings.TrimSpace(args[2])
+			}
+			return a.sendAndPrint(cmd, args[0], investigation.UpdateDenyCall, "denial",
+				investigation.CallDecision{CallID: strings.TrimSpace(args[1]), Reason: reason})
+		},
+	}
+	return []*cobra.Command{hint, approve, revise, answer, stop, ask, approveCall, denyCall}
 }
 
 // sendAndPrint sends one update and prints the investigation's confirmation.

@@ -19,7 +19,10 @@ func (a *app) toolsCommand() *cobra.Command {
 		Long: `Asks a running worker (through a short ToolCatalog workflow) which tools it
 offers and which model it calls. A threat-intelligence tool is enabled when
 its API key is set in the worker's environment: OTX_API_KEY, URLSCAN_API_KEY,
-VIRUSTOTAL_API_KEY, ABUSEIPDB_API_KEY.`,
+VIRUSTOTAL_API_KEY, ABUSEIPDB_API_KEY. With --mcp-config on the worker, each
+MCP server is listed with its state (connected, failed and why) and its
+tools as server.tool; a tool marked "acts" waits for the analyst's approval
+of each call (starter approve-call / deny-call).`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			return a.withClient(func(c *agentclient.Client) error {
@@ -31,13 +34,35 @@ VIRUSTOTAL_API_KEY, ABUSEIPDB_API_KEY.`,
 				fmt.Fprintln(w, "TOOL\tSTATUS\tDETAILS")
 				for _, s := range cat.Tools {
 					if s.Enabled {
-						fmt.Fprintf(w, "%s\tenabled\t%s\n", termtext.Line(s.Name), clip.String(termtext.Line(s.Description), 90))
+						status := "enabled"
+						if s.Acts {
+							status = "enabled, acts (approval)"
+						}
+						fmt.Fprintf(w, "%s\t%s\t%s\n", termtext.Line(s.Name), status, clip.String(termtext.Line(s.Description), 90))
 					} else {
 						fmt.Fprintf(w, "%s\tdisabled\t%s\n", termtext.Line(s.Name), termtext.Line(s.Reason))
 					}
 				}
 				if err := w.Flush(); err != nil {
 					return err
+				}
+				if len(cat.MCP) > 0 {
+					fmt.Fprintln(cmd.OutOrStdout())
+					w = tabwriter.NewWriter(cmd.OutOrStdout(), 2, 4, 2, ' ', 0)
+					fmt.Fprintln(w, "MCP SERVER\tTRANSPORT\tSTATE\tDETAILS")
+					for _, s := range cat.MCP {
+						details := fmt.Sprintf("%d tools", s.Tools)
+						if s.Skipped > 0 {
+							details += fmt.Sprintf(", %d skipped (see the tools above)", s.Skipped)
+						}
+						if s.Error != "" {
+							details = s.Error
+						}
+						fmt.Fprintf(w, "%s\t%s\t%s\t%s\n", termtext.Line(s.Name), termtext.Line(s.Transport), termtext.Line(s.State), clip.String(termtext.Line(details), 200))
+					}
+					if err := w.Flush(); err != nil {
+						return err
+					}
 				}
 				if line := modelLine(cat.Model); line != "" {
 					fmt.Fprintf(cmd.OutOrStdout(), "\n%s\n", line)

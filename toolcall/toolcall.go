@@ -61,6 +61,22 @@ type Tool struct {
 	// investigation's own: a provider's queue, whose rate limit Temporal
 	// holds for every worker (tools.RateLimited).
 	TaskQueue string `json:"task_queue,omitempty"`
+	// Declared is an outside tool's declaration (an MCP server's) as the
+	// plan saw it: step turns declare the tool from it, so a server that
+	// changes or goes away later changes no replay. Built-in tools have
+	// none: their declarations ship with the code.
+	Declared *Declared `json:"declared,omitempty"`
+	// Acts says the tool changes something outside the investigation (an
+	// MCP tool not marked read-only, or configured approval: required):
+	// the workflow calls it only once the analyst approves the call.
+	Acts bool `json:"acts,omitempty"`
+}
+
+// Declared is an outside tool's function declaration: its description and
+// its parameters as a Gemini schema in JSON (bounded by the MCP client).
+type Declared struct {
+	Description string          `json:"description"`
+	Parameters  json.RawMessage `json:"parameters,omitempty"`
 }
 
 // The ref pipeline. A call may name itself with the optional RefIDArg

@@ -14,6 +14,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"sync"
 
 	"google.golang.org/genai"
 
@@ -43,11 +44,65 @@ type Disabled struct {
 // Registry is the set of tools a worker offers, ordered by name, and the
 // tools it does not offer with the reason.
 type Registry struct {
+	// mu guards the tool set: a group of outside tools (an MCP server's)
+	// is replaced when its server reconnects.
+	mu       sync.RWMutex
 	byName   map[string]Tool
 	names    []string
 	disabled []Disabled
 	// queues maps a rate group to the task queue its calls run on.
 	queues map[string]string
+	// groups are the names and the skipped tools of each outside group.
+	groups        map[string][]string
+	groupDisabled map[string][]Disabled
+}
+
+// Outside is implemented by a tool that comes from outside the code (an MCP
+// server's): its declaration is recorded with the plan (toolcall.Declared)
+// and Acts says its calls wait for the analyst's approval.
+type Outside interface {
+	Recorded() toolcall.Declared
+	Acts() bool
+}
+
+// SetGroup replaces the tools of an outside group (one MCP server's) with
+// ts, and its skipped tools with disabled. A name another group or a
+// built-in tool holds is skipped, with the reason.
+func (r *Registry) SetGroup(group string, ts []Tool, disabled []Disabled) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.groups == nil {
+		r.groups, r.groupDisabled = map[string][]string{}, map[string][]Disabled{}
+	}
+	for _, n := range r.groups[group] {
+		delete(r.byName, n)
+	}
+	r.names = slices.DeleteFunc(r.names, func(n string) bool { return slices.Contains(r.groups[group], n) })
+	var names []string
+	for _, t := range ts {
+		n := t.Declaration().Name
+		if _, dup := r.byName[n]; dup || n == "" {
+			disabled = append(disabled, Disabled{Name: n, Reason: "another tool has this name"})
+			continue
+		}
+		r.byName[n] = t
+		names = append(names, n)
+	}
+	r.names = append(r.names, names...)
+	sort.Strings(r.names)
+	r.groups[group], r.groupDisabled[group] = names, disabled
+}
+
+// Snapshot returns a copy of the registry as it is now, so that one
+// activity sees one tool set even if a server reconnects meanwhile.
+func (r *Registry) Snapshot() *Registry {
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	c := &Registry{byName: maps.Clone(r.byName), names: slices.Clone(r.names), disabled: slices.Clone(r.disabled), queues: maps.Clone(r.queues)}
+	for _, ds := range r.groupDisabled {
+		c.disabled = append(c.disabled, ds...)
+	}
+	return c
 }
 
 // RateLimited is implemented by a tool whose calls share a provider's rate
@@ -59,6 +114,8 @@ type RateLimited interface {
 
 // RouteTo runs the calls of the tools of rate group on taskQueue.
 func (r *Registry) RouteTo(group, taskQueue string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
 	if r.queues == nil {
 		r.queues = map[string]string{}
 	}
@@ -67,6 +124,8 @@ func (r *Registry) RouteTo(group, taskQueue string) {
 
 // RateGroups returns the rate groups of the enabled tools, sorted.
 func (r *Registry) RateGroups() []string {
+	r.mu.RLock()
+	defer r.mu.RUnlock()
 	var out []string
 	for _, n := range r.names {
 		if t, ok := r.byName[n].(RateLimited); ok && !slices.Contains(out, t.RateGroup()) {
@@ -78,13 +137,22 @@ func (r *Registry) RateGroups() []string {
 }
 
 // Disable records tools that are not offered, and why.
-func (r *Registry) Disable(d ...Disabled) { r.disabled = append(r.disabled, d...) }
+func (r *Registry) Disable(d ...Disabled) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.disabled = append(r.disabled, d...)
+}
 
 // Statuses lists every tool, enabled or not, ordered by name.
 func (r *Registry) Statuses() []investigation.ToolStatus {
+	r = r.Snapshot()
 	out := make([]investigation.ToolStatus, 0, len(r.names)+len(r.disabled))
 	for _, n := range r.names {
-		out = append(out, investigation.ToolStatus{Name: n, Enabled: true, Description: r.byName[n].Declaration().Description})
+		st := investigation.ToolStatus{Name: n, Enabled: true, Description: r.byName[n].Declaration().Description}
+		if o, ok := r.byName[n].(Outside); ok {
+			st.Acts = o.Acts()
+		}
+		out = append(out, st)
 	}
 	for _, d := range r.disabled {
 		out = append(out, investigation.ToolStatus{Name: d.Name, Reason: d.Reason})
@@ -104,6 +172,8 @@ func NewRegistry(ts ...Tool) (*Registry, error) {
 
 // Add registers more tools; names must stay unique and non-empty.
 func (r *Registry) Add(ts ...Tool) error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
 	for _, t := range ts {
 		name := t.Declaration().Name
 		if name == "" {
@@ -138,6 +208,8 @@ type Quick interface {
 // Tools describes every enabled tool for the workflow: its name and how it
 // runs, in name order.
 func (r *Registry) Tools() []toolcall.Tool {
+	r.mu.RLock()
+	defer r.mu.RUnlock()
 	out := make([]toolcall.Tool, len(r.names))
 	for i, n := range r.names {
 		out[i] = toolcall.Tool{Name: n, Kind: toolcall.Activity}
@@ -149,16 +221,25 @@ func (r *Registry) Tools() []toolcall.Tool {
 			out[i].Kind = toolcall.LocalActivity
 		case RateLimited:
 			out[i].TaskQueue = r.queues[t.RateGroup()]
+		case Outside:
+			d := t.Recorded()
+			out[i].Declared, out[i].Acts = &d, t.Acts()
 		}
 	}
 	return out
 }
 
 // Names returns the tool names in order.
-func (r *Registry) Names() []string { return slices.Clone(r.names) }
+func (r *Registry) Names() []string {
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	return slices.Clone(r.names)
+}
 
 // Lookup returns the tool with this name.
 func (r *Registry) Lookup(name string) (Tool, bool) {
+	r.mu.RLock()
+	defer r.mu.RUnlock()
 	t, ok := r.byName[name]
 	return t, ok
 }
@@ -172,6 +253,7 @@ var refIDSchema = &genai.Schema{
 // Declarations returns the declarations of the named tools that exist, or of
 // every tool when names is empty, each with the optional ref_id parameter.
 func (r *Registry) Declarations(names []string) []*genai.FunctionDeclaration {
+	r = r.Snapshot()
 	if len(names) == 0 {
 		names = r.names
 	}
@@ -181,18 +263,50 @@ func (r *Registry) Declarations(names []string) []*genai.FunctionDeclaration {
 		if !ok {
 			continue
 		}
-		d := *t.Declaration()
-		params := genai.Schema{Type: genai.TypeObject}
-		if d.Parameters != nil {
-			params = *d.Parameters
+		out = append(out, withRefID(*t.Declaration()))
+	}
+	return out
+}
+
+// withRefID is d with the optional ref_id parameter.
+func withRefID(d genai.FunctionDeclaration) *genai.FunctionDeclaration {
+	params := genai.Schema{Type: genai.TypeObject}
+	if d.Parameters != nil {
+		params = *d.Parameters
+	}
+	params.Properties = maps.Clone(params.Properties)
+	if params.Properties == nil {
+		params.Properties = map[string]*genai.Schema{}
+	}
+	params.Properties[toolcall.RefIDArg] = refIDSchema
+	d.Parameters = &params
+	return &d
+}
+
+// Recorded is the function declaration of an outside tool from the
+// declaration a plan recorded (toolcall.Tool.Declared), with ref_id: a step
+// turn declares what the plan saw, not what the server offers now.
+func Recorded(name string, d toolcall.Declared) (*genai.FunctionDeclaration, error) {
+	decl := genai.FunctionDeclaration{Name: name, Description: d.Description}
+	if len(d.Parameters) > 0 {
+		decl.Parameters = &genai.Schema{}
+		if err := json.Unmarshal(d.Parameters, decl.Parameters); err != nil {
+			return nil, fmt.Errorf("the recorded declaration of %s: %w", name, err)
 		}
-		params.Properties = maps.Clone(params.Properties)
-		if params.Properties == nil {
-			params.Properties = map[string]*genai.Schema{}
+	}
+	return withRefID(decl), nil
+}
+
+// OutsideDescriptions are the outside tools' own descriptions by name, for
+// the planner: they come from the servers, so the prompt shows them as
+// data, never in its instructions.
+func (r *Registry) OutsideDescriptions() map[string]string {
+	r = r.Snapshot()
+	out := map[string]string{}
+	for _, n := range r.names {
+		if t, ok := r.byName[n].(Outside); ok {
+			out[n] = t.Recorded().Description
 		}
-		params.Properties[toolcall.RefIDArg] = refIDSchema
-		d.Parameters = &params
-		out = append(out, &d)
 	}
 	return out
 }
@@ -200,6 +314,7 @@ func (r *Registry) Declarations(names []string) []*genai.FunctionDeclaration {
 // Catalog describes every tool as text, for the planner, which does not use
 // function calling: one line per tool with its purpose and parameters.
 func (r *Registry) Catalog() string {
+	r = r.Snapshot()
 	var b strings.Builder
 	for _, n := range r.names {
 		t := r.byName[n]

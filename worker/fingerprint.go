@@ -37,6 +37,8 @@ type settings struct {
 	IntelRates     map[string]float64 `json:"intel_rates,omitempty"`
 	// Slack says the worker delivers verdicts to Slack (SLACK_WEBHOOK_URL).
 	Slack bool `json:"slack,omitempty"`
+	// MCP are the configured MCP servers (names, transports, allow lists).
+	MCP map[string]any `json:"mcp,omitempty"`
 }
 
 // fingerprint is 12 hex digits of the settings' SHA-256.

@@ -28,6 +28,7 @@ import (
 	"github.com/secops-agent/investigator/telemetry"
 	"github.com/secops-agent/investigator/toolcall"
 	"github.com/secops-agent/investigator/tools"
+	toolmcp "github.com/secops-agent/investigator/tools/mcp"
 	"github.com/secops-agent/investigator/transcript"
 	"github.com/secops-agent/investigator/workflows"
 )
@@ -51,6 +52,7 @@ func newCommand() *cobra.Command {
 		prices   string
 		register bool
 		mixed    bool
+		mcpPath  string
 	)
 	cmd := &cobra.Command{
 		Use:           "worker",
@@ -64,6 +66,12 @@ func newCommand() *cobra.Command {
 				return err
 			}
 			ctx := cmd.Context()
+			var mcpCfg *toolmcp.Config
+			if mcpPath != "" {
+				if mcpCfg, err = toolmcp.Load(mcpPath); err != nil {
+					return err
+				}
+			}
 			table, err := priceTable(prices)
 			if err != nil {
 				return err
@@ -122,6 +130,11 @@ func newCommand() *cobra.Command {
 			}
 			ws := workerSettings(registry, sub, gc.Model, bc.EmbeddingModel, keyIDs, rates)
 			ws.Slack = config.Env("", "SLACK_WEBHOOK_URL") != "" // intake.go: where verdicts go
+			if mcpCfg != nil {
+				// The servers, not their current tool lists: those change
+				// on reconnect, and plans record what they used.
+				ws.MCP = mcpCfg.Fingerprint()
+			}
 			fp := ws.fingerprint()
 			c, err := agentclient.DialTemporal(tc, logger, tel)
 			if err != nil {
@@ -145,6 +158,17 @@ func newCommand() *cobra.Command {
 				Calls: tel.ModelCalls(provider(endpoint), host(endpoint.BaseURL), table)}
 			alertReader := alerts.NewCache(store, alertCache)
 			inv := &activities.Activities{Model: model, Endpoint: endpoint, Tools: registry, Alerts: alertReader}
+			if mcpCfg != nil {
+				// MCP tools join the registry as each server connects (and
+				// again on reconnect); a server that fails is shown by
+				// starter tools with why, and retried.
+				servers := toolmcp.New(mcpCfg, registry, logger)
+				servers.Connect(ctx)
+				watchCtx, stopWatch := context.WithCancel(ctx)
+				go servers.Watch(watchCtx)
+				defer func() { stopWatch(); servers.Close() }()
+				inv.MCP = servers
+			}
 			intakeActs, closeIntake, err := intakeActivities(c, tc, alertReader)
 			if err != nil {
 				return err
@@ -238,6 +262,7 @@ func newCommand() *cobra.Command {
 	searchAttributesFlag(cmd.Flags(), &register)
 	cmd.Flags().BoolVar(&mixed, "allow-mixed-settings", config.EnvBool("WORKER_ALLOW_MIXED_SETTINGS"),
 		"start even when a running worker of the same queue and build has other tools, models, tables or payload keys (env WORKER_ALLOW_MIXED_SETTINGS)")
+	cmd.Flags().StringVar(&mcpPath, "mcp-config", config.Env("", "MCP_CONFIG"), "MCP servers whose tools the investigation may call (YAML; see README, \"Bring your own tools\") (env MCP_CONFIG)")
 	cmd.Flags().StringVar(&logLevel, "log-level", config.Env("info", "LOG_LEVEL"), "log level: debug, info, warn, error (env LOG_LEVEL)")
 	cmd.Flags().StringVar(&prices, "prices", config.Env("", "INVESTIGATOR_PRICES"), "price table (YAML, see internal/pricing/prices.yaml) for the estimated cost the worker exports as a metric with OTEL_EXPORTER_OTLP_ENDPOINT (env INVESTIGATOR_PRICES; default: the shipped Gemini API prices)")
 	return cmd

@@ -34,6 +34,7 @@ func (r *run) conclude(ctx workflow.Context, request, endedEarly string) error {
 		EndedEarly: endedEarly,
 		Hints:      r.Steering.Hints,
 		Verdict:    r.verdictContext(),
+		Actions:    r.actions(), // mcp.go
 	}).Get(ctx, &c); err != nil {
 		return failure("writing the conclusion failed", err)
 	}

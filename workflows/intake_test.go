@@ -283,3 +283,28 @@ func TestAdmissionContinuesAsNewWithItsRoom(t *testing.T) {
 	require.Equal(t, intake.StateWaiting, next.Room.Entities[2].State)
 	require.Equal(t, int64(3), next.Room.Counters.Alerts)
 }
+
+// TestAdmissionStartsUnderTheAlertsTrace: the intake's span for the first
+// alert of an entity (its traceparent) reaches StartInvestigation, also for
+// one that waited in the room for a slot, so the investigation joins the
+// alert's trace; a later alert of the entity does not replace it.
+func TestAdmissionStartsUnderTheAlertsTrace(t *testing.T) {
+	h := newAdmissionHarness(t)
+	s := intake.Settings{MaxRunning: 1}
+	tp := func(span string) string { return "00-4bf92f3577b34da6a3ce929d0e0e4736-" + span + "-01" }
+	first, waits, again := alertOf("a1", "id:1", "high"), alertOf("a2", "id:2", "low"), alertOf("a2b", "id:2", "low")
+	first.Traceparent, waits.Traceparent, again.Traceparent = tp("00f067aa0ba902b7"), tp("00f067aa0ba902b8"), tp("00f067aa0ba902b9")
+	h.admit(time.Second, s, first, waits)
+	h.admit(time.Minute, s, again)
+	h.env.RegisterDelayedCallback(func() {
+		h.env.SignalWorkflow(investigation.ConcludedSignal, investigation.Concluded{WorkflowID: intake.WorkflowID("id:1")})
+	}, 2*time.Minute)
+	h.env.RegisterDelayedCallback(h.env.CancelWorkflow, 3*time.Minute)
+	h.env.ExecuteWorkflow(intake.AdmissionWorkflowName, AdmissionInput{})
+	require.True(t, h.env.IsWorkflowCompleted())
+	require.Len(t, h.starts, 2, "the waiting one started once the first concluded")
+	require.Equal(t, "a1", h.starts[0].Input.AlertID)
+	require.Equal(t, first.Traceparent, h.starts[0].Traceparent)
+	require.Equal(t, "a2", h.starts[1].Input.AlertID)
+	require.Equal(t, waits.Traceparent, h.starts[1].Traceparent, "the first alert's trace, not the later one's")
+}

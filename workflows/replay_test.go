@@ -51,6 +51,11 @@ var fixturePaths = map[string][]string{
 	// admission workflow.
 	"intake-investigation.history.json": {"arrivals", "verdict delivered", "admission told"},
 	"intake-admission.history.json":     {"admit", "investigation started", "arrivals signalled", "conclusions and closes"},
+	// MCP tools (design/tools.md): the response server's read tool and an
+	// approved action; the same with the worker restarted while the action
+	// waited and the server's tool list changed after the plan.
+	"mcp.history.json":         {"mcp declarations recorded", "action approved", "updates"},
+	"mcp-changed.history.json": {"mcp declarations recorded", "action approved", "recorded declarations after the approval"},
 
 	// Recorded before a direct answer's verdict was reviewed: the twin of
 	// steering-run2 for GetVersion "direct-answer-verdict".
@@ -273,6 +278,26 @@ func exercises(h *historypb.History, path string) bool {
 		return firedTimer(h, "waiting for the answer to ") && input("ModelTurn", `did not answer within`)
 	case "plan-approval timeout":
 		return firedTimer(h, "waiting for the plan's approval") && input("Conclude", `the plan was not approved within`) && activity("ModelTurn") == 0
+	case "mcp declarations recorded":
+		return input("ModelTurn", `"declared":[`)
+	case "action approved":
+		return count(func(e *historypb.HistoryEvent) bool {
+			return e.GetWorkflowExecutionUpdateAcceptedEventAttributes().GetAcceptedRequest().GetInput().GetName() == investigation.UpdateApproveCall
+		}) > 0 && input("CallTool", `.block_ip"`)
+	case "recorded declarations after the approval":
+		// The worker that took the approval had another tool list (the
+		// e2e test changes it); history shows that the turn after it still
+		// declares what the plan recorded.
+		approved := after(h, func(e *historypb.HistoryEvent) bool {
+			return e.GetWorkflowExecutionUpdateAcceptedEventAttributes().GetAcceptedRequest().GetInput().GetName() == investigation.UpdateApproveCall
+		})
+		for _, e := range approved {
+			a := e.GetActivityTaskScheduledEventAttributes()
+			if a.GetActivityType().GetName() == "ModelTurn" && bytes.Contains(a.GetInput().GetPayloads()[0].GetData(), []byte(`"declared":[`)) {
+				return true
+			}
+		}
+		return false
 	case "failing step":
 		return count(func(e *historypb.HistoryEvent) bool {
 			return e.GetActivityTaskFailedEventAttributes() != nil

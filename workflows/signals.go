@@ -107,7 +107,23 @@ func (r *run) signals() []signal {
 			return r.stop(reason), nil
 		}},
 		{investigation.UpdateAsk, textual(r.checkQuestion, r.ask)},
-		{investigation.AlertsUpdate, r.alertsSignal}, // intake.go
+		{investigation.AlertsUpdate, r.alertsSignal},                                   // intake.go
+		{investigation.UpdateApproveCall, decision(r.checkApproveCall, r.approveCall)}, // mcp.go
+		{investigation.UpdateDenyCall, decision(r.checkDenyCall, r.denyCall)},
+	}
+}
+
+// decision adapts an approve_call or deny_call handler to a signal.
+func decision(valid func(investigation.CallDecision) error, handle func(investigation.CallDecision) investigation.Ack) func(any) (investigation.Ack, error) {
+	return func(v any) (investigation.Ack, error) {
+		d, err := signalDecision(v)
+		if err == nil {
+			err = valid(d)
+		}
+		if err != nil {
+			return investigation.Ack{}, err
+		}
+		return handle(d), nil
 	}
 }
 

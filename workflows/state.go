@@ -55,6 +55,9 @@ type State struct {
 	Budget   Budget   `json:"budget"`
 	// Intake is what the intake brought and delivered (intake.go).
 	Intake IntakeState `json:"intake,omitzero"`
+	// Actions are the calls of acting tools and what became of each
+	// (mcp.go), at most maxActions.
+	Actions []*investigation.Action `json:"actions,omitempty"`
 
 	// LastSeq is the number of the last event of the runs before this one.
 	LastSeq int `json:"last_seq"`
@@ -165,5 +168,6 @@ func (s *State) result() investigation.Result {
 		History:     s.History,
 		Spend:       s.Spend,
 		ReusedCalls: s.Reused,
+		Actions:     s.actions(),
 	}
 }

@@ -49,7 +49,9 @@ func (r *run) register(ctx workflow.Context) error {
 	add(recorded(r, investigation.UpdateAnswer, r.answer, r.checkAnswer))
 	add(recorded(r, investigation.UpdateStop, r.stop, r.checkStop))
 	add(recorded(r, investigation.UpdateAsk, r.ask, r.checkQuestion))
-	add(recorded(r, investigation.AlertsUpdate, r.arrive, checkArrivals)) // intake.go
+	add(recorded(r, investigation.AlertsUpdate, r.arrive, checkArrivals))                // intake.go
+	add(recorded(r, investigation.UpdateApproveCall, r.approveCall, r.checkApproveCall)) // mcp.go
+	add(recorded(r, investigation.UpdateDenyCall, r.denyCall, r.checkDenyCall))
 	if err == nil {
 		r.listen(ctx)
 	}
@@ -227,6 +229,7 @@ func (r *run) status() (investigation.Status, error) {
 		Phase: r.Phase, Turn: r.Turn, Request: r.Request, Plan: r.Plan, Insights: r.Insights, Verdict: r.Verdict,
 		Hints: r.Steering.Hints, FollowUps: r.Steering.FollowUps, Spend: r.Spend,
 		LastSeq: r.lastSeq(), StopReason: r.Steering.StopReason, VerdictHistory: r.VerdictHistory, Intake: r.Intake.status(r.Input.Intake),
+		Actions: r.actions(),
 	}
 	for _, q := range r.Steering.Questions {
 		if !q.Answered {

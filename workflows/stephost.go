@@ -39,6 +39,7 @@ func (h *stepHost) modelTurn(ctx workflow.Context, iter int, key string, transcr
 	if h.step.ID == answerStepID {
 		in.Direct, in.Question, in.Language, in.History, in.Standing = true, r.Request, r.Input.Language, r.History, r.Verdict
 	}
+	in.Declared = r.declared(h.step.Tools, in.Direct) // mcp.go
 	var out activities.TurnOutput
 	err := workflow.ExecuteActivity(llmOptions(ctx, fmt.Sprintf("%s turn %d", h.step.ID, iter)), a.ModelTurn, in).Get(ctx, &out)
 	r.charge(&r.ByPhase.Steps, out.Usage)
@@ -138,4 +139,8 @@ func (h *stepHost) startSpecial(ctx workflow.Context, key string, t toolcall.Too
 	settle.SetError(temporal.NewNonRetryableApplicationError(
 		fmt.Sprintf("the call did not run: %s runs as child workflow %q, which this investigation cannot start", c.Name, t.Workflow), "UnknownChild", nil))
 	return f
+}
+
+func (h *stepHost) gate(ctx workflow.Context, key string, c toolcall.Call, run func(workflow.Context) workflow.Future) workflow.Future {
+	return h.r.gateAction(ctx, key, c, h.step.ID, h.step.Description, run)
 }

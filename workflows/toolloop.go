@@ -49,6 +49,9 @@ type loopHost interface {
 	// toolset names the registry CallTool runs the loop's calls from ("" for
 	// the investigation's tools).
 	toolset() string
+	// gate runs a call of an acting tool (toolcall.Tool.Acts) through run
+	// once the analyst approves it, or settles it with why it did not run.
+	gate(ctx workflow.Context, key string, c toolcall.Call, run func(workflow.Context) workflow.Future) workflow.Future
 	// toolTimeout bounds one attempt of the named tool's activity.
 	toolTimeout(name string) time.Duration
 	// scanFor is what call c (transcript key key) may scan in BigQuery (see
@@ -416,11 +419,16 @@ func (l *toolLoop) start(ctx workflow.Context, settle workflow.Settable, futures
 			f := l.host.startSpecial(l.outer, key, t, c, siblings)
 			if cf, ok := f.(workflow.ChildWorkflowFuture); ok {
 				l.children = append(l.children, cf)
+				return decodedChild(l.outer, cf)
 			}
 			return f
 		}
 		if t.Kind == toolcall.Analyst || t.Kind == toolcall.ChildWorkflow {
-			return l.host.startSpecial(ctx, key, t, c, siblings)
+			f := l.host.startSpecial(ctx, key, t, c, siblings)
+			if cf, ok := f.(workflow.ChildWorkflowFuture); ok {
+				return decodedChild(ctx, cf)
+			}
+			return f
 		}
 		in := activities.ToolInput{
 			Session: l.session, Key: key, Call: c, MaxResultBytes: l.maxBytes, Toolset: l.host.toolset(), Refs: refs,
@@ -429,7 +437,13 @@ func (l *toolLoop) start(ctx workflow.Context, settle workflow.Settable, futures
 		if t.Kind == toolcall.LocalActivity {
 			return workflow.ExecuteLocalActivity(localToolOptions(ctx, "tool "+summary, localToolAttempt), a.CallTool, in)
 		}
-		return workflow.ExecuteActivity(onQueue(toolOptions(ctx, "tool "+summary, l.host.toolTimeout(c.Name)), t.TaskQueue), a.CallTool, in)
+		call := func(ctx workflow.Context) workflow.Future {
+			return workflow.ExecuteActivity(onQueue(toolOptions(ctx, "tool "+summary, l.host.toolTimeout(c.Name)), t.TaskQueue), a.CallTool, in)
+		}
+		if t.Acts {
+			return l.host.gate(ctx, key, c, call) // mcp.go: the analyst approves it first
+		}
+		return call(ctx)
 	}
 	if len(pipe.deps[i]) == 0 {
 		settle.Chain(launch(ctx, nil))
@@ -448,4 +462,18 @@ func (l *toolLoop) start(ctx workflow.Context, settle workflow.Settable, futures
 		}
 		settle.Chain(launch(ctx, refs))
 	})
+}
+
+// decodedChild settles with a child's result as its own future decodes it,
+// with the child's serialization context. A future chained to the child's
+// would decode the payload with the parent's, and with payload keys the
+// parent refuses a payload bound to the child's workflow ID.
+func decodedChild(ctx workflow.Context, cf workflow.ChildWorkflowFuture) workflow.Future {
+	f, settle := workflow.NewFuture(ctx)
+	workflow.Go(ctx, func(ctx workflow.Context) {
+		var out activities.ToolOutput
+		err := cf.Get(ctx, &out)
+		settle.Set(out, err)
+	})
+	return f
 }

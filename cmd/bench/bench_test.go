@@ -63,7 +63,7 @@ func TestBenchSmoke(t *testing.T) {
 		require.NoError(t, err, name)
 	}
 	require.Equal(t, "100%", rows["n=3 @20ms: completed"], "all three concurrent investigations concluded")
-	require.Len(t, rep.Notes, 10)
+	require.Len(t, rep.Notes, 11)
 
 	var js bytes.Buffer
 	require.NoError(t, rep.writeJSON(&js))

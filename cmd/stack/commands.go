@@ -8,10 +8,13 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
 	"time"
+
+	"golang.org/x/term"
 )
 
 // loader resolves the stack's settings: from the environment, or with the
@@ -22,6 +25,20 @@ const (
 	defaultAlert = "examples/alerts/guardduty-ssh-bruteforce.json"
 	historyDir   = "examples/alerts/history"
 )
+
+// approvalTimeout is how long the demo's actions wait for approval:
+// INVESTIGATE_APPROVAL_TIMEOUT, else 5 minutes for a person at a terminal,
+// or 5 seconds when nobody can answer (the run tears the stack down, or its
+// output is not a terminal: a script or CI).
+func approvalTimeout(teardown, attended bool) string {
+	if v := getenv("INVESTIGATE_APPROVAL_TIMEOUT"); v != "" {
+		return v
+	}
+	if teardown || !attended {
+		return "5s"
+	}
+	return "5m"
+}
 
 // parseTeardown reads INVESTIGATE_TEARDOWN.
 func parseTeardown(v string) (bool, error) {
@@ -97,7 +114,16 @@ func investigate(load loader, tbl []Service, log *logger, args []string, stdout,
 		}
 		defer f.Close()
 		// The output is kept to find the workflow ID for the closing lines.
-		rc := runChild(sg, append([]string{starter, "investigate", "--alert", alert}, args...), s.env, s.Root, io.MultiWriter(stdout, f), stderr)
+		argv := []string{starter, "investigate", "--alert", alert}
+		if !slices.ContainsFunc(args, func(a string) bool { return strings.HasPrefix(a, "--approval-timeout") }) {
+			// The example response server's block_ip waits for the analyst
+			// (design/tools.md); a bounded wait keeps the demo from waiting
+			// a day for someone who is not there.
+			wait := approvalTimeout(teardown, term.IsTerminal(int(os.Stdout.Fd())))
+			fmt.Fprintf(stdout, "investigate: an action the plan asks for waits up to %s for 'bin/starter approve-call ID CALL_ID' (or deny-call) in another terminal (INVESTIGATE_APPROVAL_TIMEOUT)\n", wait)
+			argv = append(argv, "--approval-timeout", wait)
+		}
+		rc := runChild(sg, append(argv, args...), s.env, s.Root, io.MultiWriter(stdout, f), stderr)
 		if rc != 0 {
 			fmt.Fprintf(stderr, "investigate: the starter exited with code %d (logs: %s/)\n", rc, s.show(s.LogDir()))
 		}

@@ -9,6 +9,7 @@ import (
 	"net/url"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"time"
 
@@ -152,7 +153,10 @@ var table = []Service{
 		Needs: []string{"temporal", "temporal-frontend", "firestore"},
 		Launch: func(s *Stack, _ int) (Launch, error) {
 			worker, err := s.program("worker", "go tool task build")
-			return Launch{Argv: []string{worker}, Note: " (polling Temporal)"}, err
+			if err == nil {
+				err = writeMCPConfig(s)
+			}
+			return Launch{Argv: []string{worker}, Env: mcpEnv(s), Note: " (polling Temporal)"}, err
 		},
 		// The SDK logs this once it polls. Without it (a quiet logger), a
 		// worker still alive after the timeout is taken as started.
@@ -332,8 +336,45 @@ func workerSettings(s *Stack) string {
 	if s.OwnSlack {
 		slack = "your SLACK_WEBHOOK_URL"
 	}
-	return fmt.Sprintf("%s, model %s, payload key file %s, intelligence keys: %s, Pub/Sub %s, Slack %s, OpenTelemetry %s",
-		model, orDefault(s.Getenv("GEMINI_MODEL"), "default"), orDefault(s.PayloadKeyFile, "none"), strings.Join(keys, " "), s.addr("PUBSUB"), slack, otelSettings(s))
+	mcp := s.Getenv("MCP_CONFIG")
+	if mcp == "" {
+		mcp = mcpConfig(s)
+	}
+	return fmt.Sprintf("%s, model %s, payload key file %s, intelligence keys: %s, Pub/Sub %s, Slack %s, OpenTelemetry %s, MCP %s",
+		model, orDefault(s.Getenv("GEMINI_MODEL"), "default"), orDefault(s.PayloadKeyFile, "none"), strings.Join(keys, " "), s.addr("PUBSUB"), slack, otelSettings(s), mcp)
+}
+
+// mcpEnv gives the worker the MCP configuration: the caller's MCP_CONFIG,
+// or examples/mcp/mcp.yaml, the example response server over stdio with
+// its state under .data/response (design/tools.md). A stack with its own
+// binary or data directory (STACK_BIN_DIR, STACK_DATA_DIR: the e2e tests)
+// gets the same configuration written into its data directory, with its
+// paths.
+func mcpEnv(s *Stack) []string {
+	if s.Getenv("MCP_CONFIG") != "" {
+		return nil
+	}
+	return []string{"MCP_CONFIG=" + mcpConfig(s)}
+}
+
+// mcpConfig is the path of the stack's MCP configuration.
+func mcpConfig(s *Stack) string {
+	if s.BinDir == filepath.Join(s.Root, "bin") && s.DataDir == filepath.Join(s.Root, ".data") {
+		return filepath.Join(s.Root, "examples", "mcp", "mcp.yaml")
+	}
+	return filepath.Join(s.DataDir, "mcp.yaml")
+}
+
+// writeMCPConfig writes the configuration mcpConfig names when it is the
+// stack's own (not the example file).
+func writeMCPConfig(s *Stack) error {
+	path := mcpConfig(s)
+	if s.Getenv("MCP_CONFIG") != "" || path != filepath.Join(s.DataDir, "mcp.yaml") {
+		return nil
+	}
+	yaml := fmt.Sprintf("# Written by bin/stack: examples/mcp/mcp.yaml with this stack's directories.\nservers:\n  response:\n    command: %q\n    args: [--inventory, %q, --state-dir, %q]\n    timeout: 30s\n    rate: 5\n",
+		filepath.Join(s.BinDir, "response-server"), filepath.Join(s.Root, "examples", "mcp", "inventory.json"), filepath.Join(s.DataDir, "response"))
+	return os.WriteFile(path, []byte(yaml), 0o644)
 }
 
 // otelSettings names where the worker exports traces and metrics: a worker

@@ -56,6 +56,7 @@ func planReply(p page) map[string]any {
 		add(fmt.Sprintf("Find earlier alerts where %s with search_alerts.", al.condition()),
 			"The IDs of earlier alerts involving "+al.Key+".", []string{}, toolcall.SearchAlerts)
 	}
+	mcpSteps(p, al, add) // mcp.go: the MCP servers' tools, read and act
 	if al.Source != "" && p.listed(toolcall.BigQueryAgent) {
 		add(fmt.Sprintf("Ask bigquery_agent whether %s logged in to %s on %s after its failed attempts, and as which user.", al.Source, al.target(), al.days()),
 			"Successful logins from "+al.Source+" with user and time, and the failures before them, or none.", []string{}, toolcall.BigQueryAgent)

@@ -39,6 +39,8 @@ func stepReply(r *geminitest.Request, p page) geminitest.Reply {
 		searched = searched || rec.Searched
 	}
 	switch {
+	case len(mcpDeclared(r)) > 0:
+		return mcpStep(id, al, mcpDeclared(r), t, last) // mcp.go
 	case declares(r, toolcall.BigQueryAgent):
 		return logsStep(id, al, earlier, t, last)
 	case declares(r, toolcall.SearchAlerts) || declares(r, toolcall.GetAlert) && !searched:

@@ -1,0 +1,320 @@
+package mcp
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"golang.org/x/time/rate"
+
+	"github.com/secops-agent/investigator/internal/clip"
+	"github.com/secops-agent/investigator/investigation"
+	"github.com/secops-agent/investigator/tools"
+)
+
+// The states of a server, as starter tools shows them.
+const (
+	StateConnecting = "connecting"
+	StateConnected  = "connected"
+	StateFailed     = "failed"
+)
+
+// connectTimeout bounds connecting to a server and listing its tools.
+const connectTimeout = 30 * time.Second
+
+// RetryEvery is how often a failed or lost server is connected again.
+var RetryEvery = 15 * time.Second
+
+// Servers are the worker's MCP servers: their connections, their state and
+// their tools, which it keeps in the registry's group "mcp:<server>".
+type Servers struct {
+	reg   *tools.Registry
+	log   *slog.Logger
+	conns []*conn
+	// Stderr receives the stdio servers' error output (the worker's).
+	Stderr io.Writer
+}
+
+// conn is one server's connection.
+type conn struct {
+	name    string
+	cfg     Server
+	servers *Servers
+	limiter *rate.Limiter
+
+	mu      sync.Mutex
+	sess    *mcp.ClientSession
+	state   string
+	err     string
+	tools   int
+	skipped int
+}
+
+// New prepares the configured servers; Connect connects them.
+func New(cfg *Config, reg *tools.Registry, log *slog.Logger) *Servers {
+	s := &Servers{reg: reg, log: log, Stderr: os.Stderr}
+	for _, n := range cfg.Names() {
+		sc := cfg.Servers[n]
+		sc.dir = cfg.Dir
+		lim := rate.NewLimiter(rate.Inf, 1)
+		if sc.Rate > 0 {
+			lim = rate.NewLimiter(rate.Limit(sc.Rate), 1)
+		}
+		s.conns = append(s.conns, &conn{name: n, cfg: sc, servers: s, limiter: lim, state: StateConnecting})
+	}
+	return s
+}
+
+// Connect connects every server at once and lists its tools; a server that
+// fails is recorded as failed, with why, and retried by Watch. It returns
+// once each server connected or failed.
+func (s *Servers) Connect(ctx context.Context) {
+	var wg sync.WaitGroup
+	for _, c := range s.conns {
+		wg.Go(func() { _, _ = c.connect(ctx) })
+	}
+	wg.Wait()
+}
+
+// Watch reconnects failed and lost servers every RetryEvery until ctx ends;
+// a reconnect lists the tools again.
+func (s *Servers) Watch(ctx context.Context) {
+	t := time.NewTicker(RetryEvery)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		for _, c := range s.conns {
+			c.mu.Lock()
+			down := c.sess == nil
+			c.mu.Unlock()
+			if down {
+				_, _ = c.connect(ctx)
+			}
+		}
+	}
+}
+
+// Close closes every session (a stdio server's process ends with it).
+func (s *Servers) Close() {
+	for _, c := range s.conns {
+		c.mu.Lock()
+		if c.sess != nil {
+			_ = c.sess.Close()
+			c.sess = nil
+		}
+		c.mu.Unlock()
+	}
+}
+
+// Statuses describe each server for starter tools.
+func (s *Servers) Statuses() []investigation.MCPServer {
+	out := make([]investigation.MCPServer, 0, len(s.conns))
+	for _, c := range s.conns {
+		c.mu.Lock()
+		out = append(out, investigation.MCPServer{Name: c.name, Transport: c.cfg.Transport(), State: c.state, Error: c.err, Tools: c.tools, Skipped: c.skipped})
+		c.mu.Unlock()
+	}
+	return out
+}
+
+// Configured says whether this worker has the named server configured.
+func (s *Servers) Configured(name string) bool {
+	for _, c := range s.conns {
+		if c.name == name {
+			return true
+		}
+	}
+	return false
+}
+
+// session returns the live session, connecting again if it was lost.
+func (c *conn) session(ctx context.Context) (*mcp.ClientSession, error) {
+	c.mu.Lock()
+	sess := c.sess
+	c.mu.Unlock()
+	if sess != nil {
+		return sess, nil
+	}
+	return c.connect(ctx)
+}
+
+// lost drops a session whose transport failed, so the next call connects
+// again.
+func (c *conn) lost(sess *mcp.ClientSession, err error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.sess == sess {
+		c.sess, c.state, c.err = nil, StateFailed, "lost: "+clip.String(err.Error(), 300)
+		_ = sess.Close()
+	}
+}
+
+// connect connects, lists the tools and puts them in the registry; on
+// failure the server's tools leave the registry and its state says why.
+func (c *conn) connect(ctx context.Context) (*mcp.ClientSession, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.sess != nil {
+		return c.sess, nil
+	}
+	sess, ts, skipped, err := c.dial(ctx)
+	group := "mcp:" + c.name
+	if err != nil {
+		c.state, c.err = StateFailed, clip.String(err.Error(), 300)
+		c.servers.reg.SetGroup(group, nil, []tools.Disabled{{Name: c.name + ".*", Reason: "MCP server " + c.name + " is not connected: " + c.err}})
+		c.servers.log.Warn("MCP server not connected", "server", c.name, "error", c.err)
+		return nil, fmt.Errorf("MCP server %s is not connected: %w", c.name, err)
+	}
+	c.sess, c.state, c.err, c.tools, c.skipped = sess, StateConnected, "", len(ts), len(skipped)
+	c.servers.reg.SetGroup(group, ts, skipped)
+	c.servers.log.Info("MCP server connected", "server", c.name, "transport", c.cfg.Transport(), "tools", len(ts), "skipped", len(skipped))
+	go func() {
+		// A stdio server that exits, or an HTTP session that ends, is
+		// lost: Watch or the next call connects again.
+		err := sess.Wait()
+		c.lost(sess, cmpErr(err, errors.New("the server closed the session")))
+	}()
+	return sess, nil
+}
+
+func cmpErr(err, def error) error {
+	if err != nil {
+		return err
+	}
+	return def
+}
+
+// dial opens a session and lists the tools, keeping those allowed and
+// usable and saying why each other one is skipped.
+func (c *conn) dial(ctx context.Context) (*mcp.ClientSession, []tools.Tool, []tools.Disabled, error) {
+	ctx, cancel := context.WithTimeout(ctx, connectTimeout)
+	defer cancel()
+	transport, err := c.transport()
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	client := mcp.NewClient(&mcp.Implementation{Name: "investigator", Version: "1"}, &mcp.ClientOptions{Capabilities: &mcp.ClientCapabilities{}})
+	sess, err := client.Connect(ctx, transport, nil)
+	if err != nil {
+		return nil, nil, nil, fmt.Errorf("connect: %w", err)
+	}
+	var ts []tools.Tool
+	var skipped []tools.Disabled
+	listed := 0
+	for t, err := range sess.Tools(ctx, nil) {
+		if err != nil {
+			_ = sess.Close()
+			return nil, nil, nil, fmt.Errorf("list tools: %w", err)
+		}
+		listed++
+		if listed > 4*maxToolsPerServer {
+			break // a server listing without end
+		}
+		if len(c.cfg.Tools) > 0 && !contains(c.cfg.Tools, t.Name) {
+			continue
+		}
+		display := c.name + "." + clip.String(strconv.QuoteToASCII(t.Name), 80) // a skipped name, escaped for display
+		if len(ts) >= maxToolsPerServer {
+			skipped = append(skipped, tools.Disabled{Name: display, Reason: fmt.Sprintf("the server lists more than %d tools; name the ones to offer in tools:", maxToolsPerServer)})
+			continue
+		}
+		tool, err := newTool(c, t)
+		if err != nil {
+			skipped = append(skipped, tools.Disabled{Name: display, Reason: "skipped: " + err.Error()})
+			continue
+		}
+		ts = append(ts, tool)
+	}
+	for _, want := range c.cfg.Tools {
+		found := false
+		for _, t := range ts {
+			found = found || t.(*Tool).remote == want
+		}
+		for _, d := range skipped {
+			found = found || d.Name == c.name+"."+strconv.QuoteToASCII(want)
+		}
+		if !found {
+			skipped = append(skipped, tools.Disabled{Name: c.name + "." + want, Reason: "the configuration allows it but the server does not list it"})
+		}
+	}
+	return sess, ts, skipped, nil
+}
+
+func contains(list []string, s string) bool {
+	for _, e := range list {
+		if e == s {
+			return true
+		}
+	}
+	return false
+}
+
+// transport builds the server's transport. A stdio server gets a small
+// environment (PATH, HOME, locale, temp dir) plus the variables its
+// configuration names, never the worker's whole environment with its keys.
+func (c *conn) transport() (mcp.Transport, error) {
+	if c.cfg.URL != "" {
+		headers := http.Header{}
+		for h, v := range c.cfg.Headers {
+			val, ok := os.LookupEnv(v)
+			if !ok {
+				return nil, fmt.Errorf("header %s needs the variable %s, which is not set", h, v)
+			}
+			headers.Set(h, val)
+		}
+		return &mcp.StreamableClientTransport{
+			Endpoint:   c.cfg.URL,
+			HTTPClient: &http.Client{Transport: headerTransport{headers, http.DefaultTransport}},
+			MaxRetries: 2,
+		}, nil
+	}
+	command := c.cfg.Command
+	if c.cfg.dir != "" && strings.Contains(command, "/") && !filepath.IsAbs(command) {
+		command = filepath.Join(c.cfg.dir, command)
+	}
+	cmd := exec.Command(command, c.cfg.Args...)
+	cmd.Dir = c.cfg.dir
+	for _, k := range []string{"PATH", "HOME", "LANG", "TMPDIR", "USER"} {
+		if v, ok := os.LookupEnv(k); ok {
+			cmd.Env = append(cmd.Env, k+"="+v)
+		}
+	}
+	for k, v := range c.cfg.Env {
+		val, ok := os.LookupEnv(v)
+		if !ok {
+			return nil, fmt.Errorf("env %s needs the variable %s, which is not set", k, v)
+		}
+		cmd.Env = append(cmd.Env, k+"="+val)
+	}
+	cmd.Stderr = c.servers.Stderr
+	return &mcp.CommandTransport{Command: cmd}, nil
+}
+
+// headerTransport adds the configured headers to every request.
+type headerTransport struct {
+	h    http.Header
+	base http.RoundTripper
+}
+
+func (t headerTransport) RoundTrip(r *http.Request) (*http.Response, error) {
+	r = r.Clone(r.Context())
+	for k, v := range t.h {
+		r.Header[k] = v
+	}
+	return t.base.RoundTrip(r)
+}

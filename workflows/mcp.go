@@ -1,0 +1,224 @@
+package workflows
+
+import (
+	"cmp"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+
+	"go.temporal.io/sdk/temporal"
+	"go.temporal.io/sdk/workflow"
+
+	"github.com/secops-agent/investigator/activities"
+	"github.com/secops-agent/investigator/internal/clip"
+	"github.com/secops-agent/investigator/investigation"
+	"github.com/secops-agent/investigator/toolcall"
+)
+
+// Outside tools (MCP servers') in the workflow: the declarations a plan
+// recorded, and the approval every call of an acting tool waits for.
+
+// declared are the outside (MCP) tools a step's turns may call, as the
+// plan recorded them (State.Tools): those the step names, or every one for
+// a direct answer. A server that changed since gives the same turn input.
+func (s *State) declared(step []string, direct bool) []toolcall.Tool {
+	var out []toolcall.Tool
+	for _, t := range s.Tools {
+		if t.Declared != nil && (direct || slices.Contains(step, t.Name)) {
+			out = append(out, t)
+		}
+	}
+	return out
+}
+
+// maxActions bounds the actions one investigation may ask for (they stay
+// in its state, for the conclusion); maxActionArgs the arguments kept of
+// each.
+const (
+	maxActions    = 50
+	maxActionArgs = 2 << 10
+	maxActionNote = 1 << 10
+)
+
+// gateAction holds a call of an acting tool until the analyst approves it
+// (then run runs it), denies it, the approval timeout passes, or the
+// investigation stops (a denial). Every outcome but approval is the call's
+// result, which the model reads. The wait, in its own coroutine, does not
+// count against the time budget, as an ask_user question's does not.
+// No version gate: only a tool the plan recorded as acting (Tool.Acts)
+// comes here, and no history recorded before this code has one, so every
+// earlier history replays the commands it recorded (design/versioning.md).
+func (r *run) gateAction(ctx workflow.Context, key string, c toolcall.Call, label, reason string, run func(workflow.Context) workflow.Future) workflow.Future {
+	f, settle := workflow.NewFuture(ctx)
+	if len(r.Actions) >= maxActions {
+		settle.SetError(temporal.NewNonRetryableApplicationError(
+			fmt.Sprintf("the call did not run: this investigation already asked for %d actions", maxActions), "TooManyActions", nil))
+		return f
+	}
+	if refs := refValues(c.Args); len(refs) > 0 {
+		// The analyst approves what they see: a value another call will
+		// supply is not shown, so an action takes none.
+		settle.SetError(temporal.NewNonRetryableApplicationError(fmt.Sprintf(
+			"the call did not run: an action's arguments must be written out for the analyst to approve, not taken from another call (%s%s)",
+			toolcall.RefPrefix, refs[0]), "BadRef", nil))
+		return f
+	}
+	args := map[string]any{}
+	for k, v := range c.Args {
+		if k != toolcall.RefIDArg {
+			args[k] = v
+		}
+	}
+	raw, _ := json.Marshal(args)
+	act := &investigation.Action{CallID: key, Tool: c.Name, Args: clip.String(string(raw), maxActionArgs), Step: label,
+		Reason: clip.String(reason, 500), Status: investigation.ActionPending, Turn: r.Turn}
+	r.Actions = append(r.Actions, act)
+	r.emit(investigation.Event{Kind: investigation.EventApprovalRequested, Step: label, Tool: c.Name, CallID: key, Text: act.Args, Reason: act.Reason})
+	r.requestApproval(ctx, act)
+	workflow.Go(ctx, func(ctx workflow.Context) {
+		r.Phase = investigation.PhaseAwaitingCallApproval
+		r.setDetails(ctx, fmt.Sprintf("waiting for the analyst's approval of %s (starter approve-call / deny-call %s)", c.Name, key))
+		if r.Budget.Waiting == 0 {
+			r.Budget.WaitStart = workflow.Now(ctx)
+		}
+		r.Budget.Waiting++
+		timeout := r.Input.Limits.ApprovalTimeout.Duration()
+		decided, err := wait(ctx, timeout, "waiting for approval of "+key, func() bool {
+			return act.Status != investigation.ActionPending || r.Steering.StopReason != ""
+		})
+		r.Budget.Waiting--
+		if r.Budget.Waiting == 0 {
+			r.Budget.Waited += workflow.Now(ctx).Sub(r.Budget.WaitStart)
+			r.Phase = investigation.PhaseExecuting
+		}
+		switch {
+		case act.Status == investigation.ActionApproved:
+			settle.Chain(run(ctx))
+			return
+		case err != nil || act.Status == investigation.ActionPending && r.Steering.StopReason != "":
+			// Cut short (a cancel, a spent budget) or stopped: never run.
+			why := cmp.Or(r.Steering.StopReason, r.exhausted(ctx), "the step was cut short")
+			act.Status, act.Note = investigation.ActionDenied, "not approved before the investigation stopped: "+why
+			r.emit(investigation.Event{Kind: investigation.EventApprovalDecided, Step: label, Tool: c.Name, CallID: key, Text: "denied: " + act.Note})
+			if err != nil {
+				settle.SetError(err)
+				return
+			}
+		case !decided:
+			act.Status, act.Note = investigation.ActionExpired, fmt.Sprintf("no decision within %s", r.Input.Limits.ApprovalTimeout)
+			r.emit(investigation.Event{Kind: investigation.EventApprovalDecided, Step: label, Tool: c.Name, CallID: key, Text: "expired: " + act.Note})
+		}
+		result := map[string]any{"performed": false, "outcome": act.Status, "note": actionNote(act)}
+		if act.Note != "" {
+			result["reason"] = act.Note
+		}
+		out, _ := json.Marshal(result)
+		settle.Set(activities.ToolOutput{OK: true, Inline: string(out), Bytes: len(out)}, nil)
+	})
+	return f
+}
+
+// actionNote tells the model what an action that did not run means.
+func actionNote(a *investigation.Action) string {
+	if a.Status == investigation.ActionExpired {
+		return "The analyst did not decide on this action in time, so it was NOT performed. Do not call it again; report that it is still to be decided."
+	}
+	return "The analyst denied this action (or the investigation stopped), so it was NOT performed. Do not call it again; report the denial and its reason."
+}
+
+// action returns the pending action with this call ID, or the only pending
+// one for an empty ID.
+func (r *run) action(id string) (*investigation.Action, error) {
+	var pending []*investigation.Action
+	for _, a := range r.Actions {
+		if a.Status != investigation.ActionPending {
+			continue
+		}
+		if a.CallID == id {
+			return a, nil
+		}
+		pending = append(pending, a)
+	}
+	switch {
+	case id == "" && len(pending) == 1:
+		return pending[0], nil
+	case id == "" && len(pending) > 1:
+		return nil, fmt.Errorf("%d actions are waiting: name one by its call ID", len(pending))
+	case len(pending) == 0 && id == "":
+		return nil, errors.New("no action is waiting for approval")
+	}
+	return nil, fmt.Errorf("no action %q is waiting for approval", id)
+}
+
+func (r *run) checkApproveCall(d investigation.CallDecision) error {
+	_, err := r.action(strings.TrimSpace(d.CallID))
+	return err
+}
+
+func (r *run) checkDenyCall(d investigation.CallDecision) error {
+	if err := r.checkApproveCall(d); err != nil {
+		return err
+	}
+	if len(d.Reason) > maxInputBytes {
+		return fmt.Errorf("the reason is longer than %d bytes", maxInputBytes)
+	}
+	return nil
+}
+
+func (r *run) approveCall(d investigation.CallDecision) investigation.Ack {
+	a, _ := r.action(strings.TrimSpace(d.CallID))
+	a.Status = investigation.ActionApproved
+	seq := r.emit(investigation.Event{Kind: investigation.EventApprovalDecided, Step: a.Step, Tool: a.Tool, CallID: a.CallID, Text: "approved"})
+	return investigation.Ack{Seq: seq, Message: fmt.Sprintf("%s approved: the call runs now", a.CallID)}
+}
+
+func (r *run) denyCall(d investigation.CallDecision) investigation.Ack {
+	a, _ := r.action(strings.TrimSpace(d.CallID))
+	a.Status, a.Note = investigation.ActionDenied, clip.String(cmp.Or(strings.TrimSpace(d.Reason), "no reason given"), maxActionNote)
+	seq := r.emit(investigation.Event{Kind: investigation.EventApprovalDecided, Step: a.Step, Tool: a.Tool, CallID: a.CallID, Text: "denied: " + a.Note})
+	return investigation.Ack{Seq: seq, Message: fmt.Sprintf("%s denied: the step reads the denial as the call's result", a.CallID)}
+}
+
+// actions is a copy of the actions, for status, result and conclusion.
+func (s *State) actions() []investigation.Action {
+	out := make([]investigation.Action, len(s.Actions))
+	for i, a := range s.Actions {
+		out[i] = *a
+	}
+	return out
+}
+
+// signalDecision reads an approve_call or deny_call signal's payload: a
+// call ID as a string, or {"call_id": ..., "reason": ...}.
+func signalDecision(v any) (investigation.CallDecision, error) {
+	switch x := v.(type) {
+	case string:
+		return investigation.CallDecision{CallID: x}, nil
+	case map[string]any:
+		id, _ := x["call_id"].(string)
+		reason, _ := x["reason"].(string)
+		return investigation.CallDecision{CallID: id, Reason: reason}, nil
+	case nil:
+		return investigation.CallDecision{}, nil
+	}
+	return investigation.CallDecision{}, errors.New(`its payload must be a call ID or {"call_id": "...", "reason": "..."}`)
+}
+
+// requestApproval tells the intake's Slack channel that an action waits,
+// for an investigation the intake started with Slack delivery on. Best
+// effort, in the background: the wait does not depend on it.
+func (r *run) requestApproval(ctx workflow.Context, act *investigation.Action) {
+	in := r.Input.Intake
+	if in == nil || !in.Delivery.Slack {
+		return
+	}
+	req := activities.ApprovalInput{WorkflowID: r.session, AlertID: r.Input.AlertID, CallID: act.CallID, Tool: act.Tool, Args: act.Args, Reason: act.Reason}
+	r.background(ctx, func(ctx workflow.Context) {
+		var out activities.DeliveryOutput
+		if err := workflow.ExecuteActivity(deliveryOptions(ctx, "ask Slack to approve "+act.CallID), ia.RequestApproval, req).Get(ctx, &out); err != nil {
+			r.emit(investigation.Event{Kind: investigation.EventNote, Text: "the approval request could not be posted to Slack: " + message(err)})
+		}
+	})
+}

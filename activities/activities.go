@@ -43,6 +43,9 @@ type Activities struct {
 	Tools    *tools.Registry
 	Toolsets map[string]*tools.Registry
 	Alerts   alertReader
+	// Progress keeps progress events and the status beside the transcript
+	// (nil: not at all).
+	Progress ProgressStore
 	// MCP are the worker's MCP servers (nil without --mcp-config): their
 	// tools are in Tools, their state is for the catalog.
 	MCP MCPServers

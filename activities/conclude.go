@@ -17,6 +17,9 @@ import (
 // evidence is checked in code (VerdictContext): the model is asked once to
 // fix what does not check out, then invalid items are dropped.
 func (a *Activities) Conclude(ctx context.Context, in ConcludeInput) (Conclusion, error) {
+	if err := a.withContext(ctx, in.Session, in.Context, in.UseContext); err != nil {
+		return Conclusion{}, err
+	}
 	al, err := a.loadAlert(ctx, in.AlertID)
 	if err != nil {
 		return Conclusion{}, err
@@ -87,6 +90,9 @@ func (a *Activities) Conclude(ctx context.Context, in ConcludeInput) (Conclusion
 // ReviewVerdict decides, after a follow-up's direct answer, whether that
 // exchange changed the standing verdict, checked as a conclusion's is.
 func (a *Activities) ReviewVerdict(ctx context.Context, in ReviewInput) (Review, error) {
+	if err := a.withContext(ctx, in.Session, in.Context, in.UseContext); err != nil {
+		return Review{}, err
+	}
 	answers, err := a.Model.answers(ctx, in.Session, []string{in.AnswerKey})
 	if err != nil {
 		return Review{}, err

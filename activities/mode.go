@@ -11,6 +11,9 @@ import (
 // DecideMode chooses, for a follow-up question, between Plan & Execute and a
 // direct answer with tools.
 func (a *Activities) DecideMode(ctx context.Context, in ModeInput) (Mode, error) {
+	if err := a.withContext(ctx, in.Session, in.Context, in.UseContext); err != nil {
+		return Mode{}, err
+	}
 	al, err := a.loadAlert(ctx, in.AlertID)
 	if err != nil {
 		return Mode{}, err

@@ -11,6 +11,9 @@ import (
 // text, no function calling) and repairs or rejects it: steps naming unknown
 // tools never reach execution. The planning exchange is not kept anywhere.
 func (a *Activities) GeneratePlan(ctx context.Context, in PlanInput) (PlanOutput, error) {
+	if err := a.withContext(ctx, in.Session, in.Context, in.UseContext); err != nil {
+		return PlanOutput{}, err
+	}
 	al, err := a.loadAlert(ctx, in.AlertID)
 	if err != nil {
 		return PlanOutput{}, err

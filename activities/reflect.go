@@ -14,6 +14,9 @@ import (
 // running alongside and the pending ones, the insights so far and the step cap: never the conversation. The
 // workflow applies the proposed plan updates.
 func (a *Activities) Reflect(ctx context.Context, in ReflectInput) (Reflection, error) {
+	if err := a.withContext(ctx, in.Session, in.Context, in.UseContext); err != nil {
+		return Reflection{}, err
+	}
 	steps := append([]plan.Step{in.Step}, in.Completed...)
 	results, err := a.stepResults(ctx, in.Session, steps)
 	if err != nil {

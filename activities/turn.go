@@ -28,6 +28,9 @@ import (
 // declarations; every other step may also ask the analyst and read the
 // whole alert.
 func (a *Activities) ModelTurn(ctx context.Context, in TurnInput) (TurnOutput, error) {
+	if err := a.withContext(ctx, in.Session, in.Context, in.UseContext); err != nil {
+		return TurnOutput{}, err
+	}
 	al, err := a.loadAlert(ctx, in.AlertID)
 	if err != nil {
 		return TurnOutput{}, err

@@ -11,7 +11,11 @@ import (
 
 // PlanInput asks the model for a plan.
 type PlanInput struct {
-	AlertID  string                  `json:"alert_id"`
+	AlertID string `json:"alert_id"`
+	Session string `json:"session,omitempty"`
+	// Context names the stored Context (context.go) that holds what this
+	// input leaves out: the activity reads it from the store.
+	Context  string                  `json:"context,omitempty"`
 	Request  string                  `json:"request"`
 	History  []investigation.Message `json:"history,omitempty"`
 	MaxSteps int                     `json:"max_steps"`
@@ -89,6 +93,9 @@ type TurnInput struct {
 	// recorded them: the turn declares them from these, not from what the
 	// servers offer now, so a replay sees what the plan saw.
 	Declared []toolcall.Tool `json:"declared,omitempty"`
+	// Context names the stored Context (context.go) that holds what this
+	// input leaves out: the activity reads it from the store.
+	Context string `json:"context,omitempty"`
 }
 
 // TurnOutput is the model's answer for one turn: text, calls, or both.
@@ -164,6 +171,9 @@ type ReflectInput struct {
 	MaxSteps int      `json:"max_steps"`
 	Tools    []string `json:"tools"`
 	Hints    []string `json:"hints,omitempty"`
+	// Context names the stored Context (context.go) that holds what this
+	// input leaves out: the activity reads it from the store.
+	Context string `json:"context,omitempty"`
 }
 
 // Reflection is the model's judgement after a step.
@@ -194,6 +204,9 @@ type ConcludeInput struct {
 	// Actions are the calls of acting tools requested so far and what
 	// became of each; the conclusion lists them.
 	Actions []investigation.Action `json:"actions,omitempty"`
+	// Context names the stored Context (context.go) that holds what this
+	// input leaves out: the activity reads it from the store.
+	Context string `json:"context,omitempty"`
 }
 
 // VerdictContext is what a verdict's evidence is checked against: the steps
@@ -214,6 +227,9 @@ type ReviewInput struct {
 	Language  string         `json:"language"`
 	Hints     []string       `json:"hints,omitempty"`
 	Verdict   VerdictContext `json:"verdict"`
+	// Context names the stored Context (context.go) that holds what this
+	// input leaves out: the activity reads it from the store.
+	Context string `json:"context,omitempty"`
 }
 
 // Review is the verdict after a direct answer: the standing one, or the one
@@ -227,7 +243,11 @@ type Review struct {
 
 // ModeInput asks whether a follow-up needs Plan & Execute or a direct answer.
 type ModeInput struct {
-	AlertID    string                  `json:"alert_id"`
+	AlertID string `json:"alert_id"`
+	Session string `json:"session,omitempty"`
+	// Context names the stored Context (context.go) that holds what this
+	// input leaves out: the activity reads it from the store.
+	Context    string                  `json:"context,omitempty"`
 	Question   string                  `json:"question"`
 	History    []investigation.Message `json:"history,omitempty"`
 	ActivePlan *plan.Plan              `json:"active_plan,omitempty"`

@@ -43,6 +43,11 @@ type Options struct {
 	// Telemetry, when not nil, traces the client's calls (and propagates
 	// the trace into the workflows it starts) and exports its metrics.
 	Telemetry *telemetry.Telemetry
+	// Progress, when set, is the store investigations keep their progress
+	// in: followers wait on it and status reads it when no worker answers.
+	Progress ProgressStore
+	// OnClose is called by Close (the progress store's connection).
+	OnClose func()
 }
 
 // Client is a connection to Temporal with the settings of one namespace
@@ -54,6 +59,9 @@ type Client struct {
 	cfg     config.Temporal
 	timeout time.Duration
 	prices  pricing.Table
+	// progress is Options.Progress (nil: follow through Temporal only).
+	progress ProgressStore
+	onClose  func()
 }
 
 // Dial connects to Temporal with the options' settings.
@@ -89,11 +97,17 @@ func wrap(tc client.Client, keys *payloadcodec.Keys, o Options) *Client {
 	if len(prices.Models) == 0 {
 		prices = pricing.Default()
 	}
-	return &Client{tc: tc, src: temporalStream{tc}, dc: payloadcodec.NewDataConverter(keys, nil), cfg: o.Temporal, timeout: timeout, prices: prices}
+	return &Client{tc: tc, src: temporalStream{tc}, dc: payloadcodec.NewDataConverter(keys, nil), cfg: o.Temporal, timeout: timeout, prices: prices,
+		progress: o.Progress, onClose: o.OnClose}
 }
 
 // Close closes the connection.
-func (c *Client) Close() { c.tc.Close() }
+func (c *Client) Close() {
+	c.tc.Close()
+	if c.onClose != nil {
+		c.onClose()
+	}
+}
 
 // WorkflowURL is the Web UI link of a workflow.
 func (c *Client) WorkflowURL(id string) string { return c.cfg.WorkflowURL(id) }

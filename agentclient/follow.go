@@ -85,13 +85,16 @@ type follower struct {
 	patience    time.Duration
 	unreachable func() string
 	downSince   time.Time
+	// store, when set, delivers the events (watch.go); watch listens to it.
+	store ProgressStore
+	watch *storeWatch
 }
 
 // newFollower is a follower of investigation id that gives up when
 // Temporal stays unreachable for the call timeout.
 func (c *Client) newFollower(id string, r Renderer) *follower {
 	return &follower{src: c.src, id: id, r: r, queue: c.cfg.TaskQueue, interval: pollInterval, seen: map[string]bool{},
-		patience: c.timeout, unreachable: c.unreachable}
+		patience: c.timeout, unreachable: c.unreachable, store: c.progress}
 }
 
 // start finds the chain of runs and where to begin: the first run (watch), or
@@ -150,6 +153,9 @@ func (f *follower) interrupted() Ending {
 
 // run follows until the workflow closes, until is met, or ctx ends.
 func (f *follower) run(ctx context.Context) (followEnd, error) {
+	if f.store != nil {
+		return f.runWatched(ctx)
+	}
 	tick := time.NewTicker(max(f.interval, time.Millisecond))
 	defer tick.Stop()
 	for {
@@ -171,23 +177,10 @@ func (f *follower) step(ctx context.Context) (followEnd, bool, error) {
 	if ctx.Err() != nil {
 		return followEnd{how: endInterrupted}, true, nil
 	}
-	d, err := f.src.describe(ctx, f.id, "")
-	if err != nil {
-		if ctx.Err() != nil {
-			return followEnd{how: endInterrupted}, true, nil
-		}
-		if IsNotFound(err) {
-			return followEnd{}, true, fmt.Errorf("investigation %s is gone (no workflow with this ID any more)", f.id)
-		}
-		if f.downSince.IsZero() {
-			f.downSince = time.Now()
-		}
-		if f.patience > 0 && time.Since(f.downSince) >= f.patience {
-			return followEnd{}, true, errors.New(f.unreachable())
-		}
-		return followEnd{}, false, nil // transient: try again next tick
+	d, end, done, err := f.describe(ctx)
+	if done || err != nil || d.runID == "" {
+		return end, done, err
 	}
-	f.downSince = time.Time{}
 	f.extend(ctx, d.runID)
 	complete := false // the last query read the latest run to its end
 	for {
@@ -252,6 +245,30 @@ func (f *follower) step(ctx context.Context) (followEnd, bool, error) {
 		return followEnd{how: endClosed, runID: d.runID, status: d.status}, true, nil
 	}
 	return followEnd{}, false, nil
+}
+
+// describe asks Temporal for the latest run. A failure is transient (an
+// empty execution, not done) until Temporal stays unreachable for the
+// follower's patience.
+func (f *follower) describe(ctx context.Context) (execution, followEnd, bool, error) {
+	d, err := f.src.describe(ctx, f.id, "")
+	if err != nil {
+		if ctx.Err() != nil {
+			return d, followEnd{how: endInterrupted}, true, nil
+		}
+		if IsNotFound(err) {
+			return d, followEnd{}, true, fmt.Errorf("investigation %s is gone (no workflow with this ID any more)", f.id)
+		}
+		if f.downSince.IsZero() {
+			f.downSince = time.Now()
+		}
+		if f.patience > 0 && time.Since(f.downSince) >= f.patience {
+			return d, followEnd{}, true, errors.New(f.unreachable())
+		}
+		return execution{}, followEnd{}, false, nil // transient: try again next tick
+	}
+	f.downSince = time.Time{}
+	return d, followEnd{}, false, nil
 }
 
 // take prints the events that follow seq, in order. It returns how many it

@@ -6,24 +6,55 @@ import (
 	"fmt"
 	"io"
 	"strings"
+	"time"
 
 	"github.com/secops-agent/investigator/internal/pricing"
 	"github.com/secops-agent/investigator/investigation"
 )
 
-// Status queries where an investigation stands.
+// Status queries where an investigation stands. A closed investigation,
+// or an open one no worker answers for (its version's workers are gone),
+// is read from the status its run stored last (progress.Store), when there
+// is one.
 func (c *Client) Status(ctx context.Context, id string) (investigation.Status, error) {
+	st, _, err := c.status(ctx, id)
+	return st, err
+}
+
+// status is Status with a note when an open investigation's status was
+// read from the store because no worker answered.
+func (c *Client) status(ctx context.Context, id string) (investigation.Status, string, error) {
+	if c.progress != nil {
+		// A closed run answers a query only by a worker replaying it.
+		if d, err := c.src.describe(ctx, id, ""); err == nil && d.closed() {
+			if st, _, ok := c.storedStatus(ctx, id); ok {
+				return st, "", nil
+			}
+		}
+	}
 	st, err := c.src.status(ctx, id)
 	if err != nil {
-		return st, c.statusError(ctx, id, err)
+		if stored, at, ok := c.storedStatus(ctx, id); ok && ctx.Err() == nil && !IsNotFound(err) {
+			return stored, fmt.Sprintf("(as its run stored it at %s: no worker answered for it)", at.Local().Format(time.DateTime)), nil
+		}
+		return st, "", c.statusError(ctx, id, err)
 	}
-	return st, nil
+	return st, "", nil
+}
+
+// storedStatus reads the status the investigation's run stored last.
+func (c *Client) storedStatus(ctx context.Context, id string) (investigation.Status, time.Time, bool) {
+	if c.progress == nil {
+		return investigation.Status{}, time.Time{}, false
+	}
+	st, at, found, err := c.progress.Status(ctx, id)
+	return st, at, err == nil && found
 }
 
 // ShowStatus writes an investigation's status for people, with its
 // workflow's execution status when Temporal can say, or as JSON.
 func (c *Client) ShowStatus(ctx context.Context, w io.Writer, id string, asJSON bool) error {
-	st, err := c.Status(ctx, id)
+	st, note, err := c.status(ctx, id)
 	if err != nil {
 		return err
 	}
@@ -37,6 +68,9 @@ func (c *Client) ShowStatus(ctx context.Context, w io.Writer, id string, asJSON 
 	run := ""
 	if d, err := c.src.describe(ctx, id, ""); err == nil {
 		run = statusWord(d.status)
+	}
+	if note != "" {
+		fmt.Fprintln(w, note)
 	}
 	RenderStatus(w, id, run, st, c.prices)
 	return nil

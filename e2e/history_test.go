@@ -18,7 +18,8 @@ type activityEntry struct {
 }
 
 // activitiesIn lists a history's activities and local activities in order,
-// their summaries decoded with dc.
+// their summaries decoded with dc, leaving out the workflow's own writes of
+// its context and progress (storeWrites counts those).
 func activitiesIn(t *testing.T, hist *historypb.History, dc converter.DataConverter) []activityEntry {
 	t.Helper()
 	var out []activityEntry
@@ -32,6 +33,9 @@ func activitiesIn(t *testing.T, hist *historypb.History, dc converter.DataConver
 			var data struct{ ActivityType string }
 			require.NoError(t, dc.FromPayloads(e.GetMarkerRecordedEventAttributes().GetDetails()["data"], &data))
 			a.Type, a.Local = data.ActivityType, true
+			if a.Type == "StoreContext" || a.Type == "StoreProgress" {
+				continue
+			}
 		default:
 			continue
 		}
@@ -39,6 +43,23 @@ func activitiesIn(t *testing.T, hist *historypb.History, dc converter.DataConver
 		out = append(out, a)
 	}
 	return out
+}
+
+// storeWrites counts the workflow's own writes of its context and progress
+// (local activities) by type.
+func storeWrites(t *testing.T, hist *historypb.History) map[string]int {
+	t.Helper()
+	n := map[string]int{}
+	for _, e := range hist.Events {
+		if e.GetMarkerRecordedEventAttributes().GetMarkerName() == "LocalActivity" {
+			var data struct{ ActivityType string }
+			require.NoError(t, converter.GetDefaultDataConverter().FromPayloads(e.GetMarkerRecordedEventAttributes().GetDetails()["data"], &data))
+			if data.ActivityType == "StoreContext" || data.ActivityType == "StoreProgress" {
+				n[data.ActivityType]++
+			}
+		}
+	}
+	return n
 }
 
 // names lists the entries' types, a local activity's marked "(local)".

@@ -205,8 +205,10 @@ func TestInvestigation(t *testing.T) {
 
 	raw, err := temporalproto.CustomJSONMarshalOptions{Indent: "  "}.Marshal(hist)
 	require.NoError(t, err)
-	t.Logf("REPORT e2e investigation: wall %s, %d activities, %d history events, history %d bytes (JSON export)",
-		wall.Round(time.Millisecond), len(acts), len(hist.Events), len(raw))
+	writes := storeWrites(t, hist)
+	require.Positive(t, writes["StoreProgress"], "the progress is stored beside the transcript")
+	t.Logf("REPORT e2e investigation: wall %s, %d activities, %d history events, history %d bytes (JSON export); store writes %v",
+		wall.Round(time.Millisecond), len(acts), len(hist.Events), len(raw), writes)
 	saveHistory(t, hist, "investigation.history.json")
 }
 

@@ -84,6 +84,17 @@ const (
 	DefaultIdleTimeout      = 30 * time.Minute
 )
 
+// Upper limits of the budgets the starter accepts: past them one exchange
+// could hold more than its history and payload bounds were measured for
+// (design/durability.md, "Budgets").
+const (
+	MaxMaxSteps         = 64
+	MaxMaxParallelSteps = 16
+	MaxMaxIterations    = 50
+	MaxMaxToolCalls     = 1000
+	MaxTimeBudget       = 24 * time.Hour
+)
+
 // WithDefaults fills zero fields.
 func (l Limits) WithDefaults() Limits {
 	if l.MaxSteps <= 0 {

@@ -149,16 +149,16 @@ func (a *app) investigate(cmd *cobra.Command, o investigateOptions) error {
 // check rejects limits that cannot work, before anything is started.
 func (o investigateOptions) check() error {
 	switch {
-	case o.limits.MaxSteps < 1:
-		return fmt.Errorf("--max-steps must be at least 1, not %d", o.limits.MaxSteps)
-	case o.limits.MaxParallelSteps < 1:
-		return fmt.Errorf("--max-parallel-steps must be at least 1, not %d", o.limits.MaxParallelSteps)
-	case o.limits.MaxIterations < 1:
-		return fmt.Errorf("--max-iterations must be at least 1, not %d", o.limits.MaxIterations)
-	case o.limits.MaxToolCalls < 1:
-		return fmt.Errorf("--max-tool-calls must be at least 1, not %d", o.limits.MaxToolCalls)
-	case o.limits.TimeBudget <= 0:
-		return fmt.Errorf("--time-budget must be positive, not %s", o.limits.TimeBudget)
+	case o.limits.MaxSteps < 1 || o.limits.MaxSteps > investigation.MaxMaxSteps:
+		return fmt.Errorf("--max-steps must be between 1 and %d, not %d", investigation.MaxMaxSteps, o.limits.MaxSteps)
+	case o.limits.MaxParallelSteps < 1 || o.limits.MaxParallelSteps > investigation.MaxMaxParallelSteps:
+		return fmt.Errorf("--max-parallel-steps must be between 1 and %d, not %d", investigation.MaxMaxParallelSteps, o.limits.MaxParallelSteps)
+	case o.limits.MaxIterations < 1 || o.limits.MaxIterations > investigation.MaxMaxIterations:
+		return fmt.Errorf("--max-iterations must be between 1 and %d, not %d", investigation.MaxMaxIterations, o.limits.MaxIterations)
+	case o.limits.MaxToolCalls < 1 || o.limits.MaxToolCalls > investigation.MaxMaxToolCalls:
+		return fmt.Errorf("--max-tool-calls must be between 1 and %d, not %d", investigation.MaxMaxToolCalls, o.limits.MaxToolCalls)
+	case o.limits.TimeBudget <= 0 || o.limits.TimeBudget.Duration() > investigation.MaxTimeBudget:
+		return fmt.Errorf("--time-budget must be positive and at most %s, not %s", investigation.MaxTimeBudget, o.limits.TimeBudget)
 	case o.limits.ApprovalTimeout <= 0:
 		return fmt.Errorf("--approval-timeout must be positive, not %s", o.limits.ApprovalTimeout)
 	case o.limits.AnswerTimeout <= 0:

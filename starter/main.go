@@ -19,6 +19,7 @@ import (
 	"github.com/secops-agent/investigator/config"
 	"github.com/secops-agent/investigator/internal/pricing"
 	"github.com/secops-agent/investigator/internal/termtext"
+	"github.com/secops-agent/investigator/progress"
 	"github.com/secops-agent/investigator/telemetry"
 )
 
@@ -82,7 +83,16 @@ func (a *app) dial() (*agentclient.Client, error) {
 		}
 		return agentclient.New(c, o)
 	}
-	return agentclient.Dial(o)
+	// Progress is read from where the workers store it, beside the
+	// transcript; without Firestore settings the follower asks Temporal.
+	if fs, err := a.firestore.Client(context.Background()); err == nil {
+		o.Progress, o.OnClose = progress.NewStore(fs), func() { fs.Close() }
+	}
+	c, err := agentclient.Dial(o)
+	if err != nil && o.OnClose != nil {
+		o.OnClose()
+	}
+	return c, err
 }
 
 func (a *app) logger() *slog.Logger {

@@ -25,6 +25,7 @@ import (
 	"github.com/secops-agent/investigator/intake"
 	"github.com/secops-agent/investigator/intel"
 	"github.com/secops-agent/investigator/investigation"
+	"github.com/secops-agent/investigator/progress"
 	"github.com/secops-agent/investigator/telemetry"
 	"github.com/secops-agent/investigator/toolcall"
 	"github.com/secops-agent/investigator/tools"
@@ -157,7 +158,7 @@ func newCommand() *cobra.Command {
 			model := &activities.Model{LLM: llm.Models, Name: gc.Model, Transcript: transcript.NewCache(transcript.NewStore(fs), transcriptCache),
 				Calls: tel.ModelCalls(provider(endpoint), host(endpoint.BaseURL), table)}
 			alertReader := alerts.NewCache(store, alertCache)
-			inv := &activities.Activities{Model: model, Endpoint: endpoint, Tools: registry, Alerts: alertReader}
+			inv := &activities.Activities{Model: model, Endpoint: endpoint, Tools: registry, Alerts: alertReader, Progress: progress.NewStore(fs)}
 			if mcpCfg != nil {
 				// MCP tools join the registry as each server connects (and
 				// again on reconnect); a server that fails is shown by

@@ -1,6 +1,8 @@
 package workflows
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"slices"
@@ -120,14 +122,42 @@ func (r *run) addRan(step string, called []string) {
 }
 
 // Reuse maps a call (toolcall.Key) to its stored result, so an identical
-// call later is served from it; it keeps the latest maxReusable.
+// call later is served from it; it keeps the latest maxReusable. Hashed
+// maps keep a call's SHA-256 (24 bytes of hex) instead of its name and
+// whole arguments, which may be long: 256 calls then cost at most about
+// 25 KiB of state, whatever the model sends.
 type Reuse struct {
-	Keys  map[string]string `json:"keys,omitempty"`
-	Order []string          `json:"order,omitempty"`
+	Keys   map[string]string `json:"keys,omitempty"`
+	Order  []string          `json:"order,omitempty"`
+	Hashed bool              `json:"hashed,omitempty"`
+}
+
+// hashed is a call key as a hashed map keeps it.
+func hashed(call string) string {
+	sum := sha256.Sum256([]byte(call))
+	return hex.EncodeToString(sum[:12])
+}
+
+// hash makes the map a hashed one, converting what it holds (a map carried
+// from a run recorded before the storesContext gate).
+func (u *Reuse) hash() {
+	if u.Hashed {
+		return
+	}
+	u.Hashed = true
+	keys := make(map[string]string, len(u.Keys))
+	for i, call := range u.Order {
+		u.Order[i] = hashed(call)
+		keys[u.Order[i]] = u.Keys[call]
+	}
+	u.Keys = keys
 }
 
 // get returns the stored result of an identical earlier call.
 func (u *Reuse) get(call string) (string, bool) {
+	if u.Hashed {
+		call = hashed(call)
+	}
 	ref, ok := u.Keys[call]
 	return ref, ok
 }
@@ -136,6 +166,9 @@ func (u *Reuse) get(call string) (string, bool) {
 func (u *Reuse) put(call, ref string) {
 	if u.Keys == nil {
 		u.Keys = map[string]string{}
+	}
+	if u.Hashed {
+		call = hashed(call)
 	}
 	if _, seen := u.Keys[call]; !seen {
 		u.Order = append(u.Order, call)

@@ -22,7 +22,7 @@ func (r *run) conclude(ctx workflow.Context, request, endedEarly string) error {
 	r.Phase = investigation.PhaseConcluding
 	current, earlier := r.splitInsights()
 	var c activities.Conclusion
-	if err := workflow.ExecuteActivity(llmOptions(ctx, "conclude"), a.Conclude, activities.ConcludeInput{
+	in := activities.ConcludeInput{
 		Session:    r.session,
 		AlertID:    r.Input.AlertID,
 		Request:    request,
@@ -35,7 +35,11 @@ func (r *run) conclude(ctx workflow.Context, request, endedEarly string) error {
 		Hints:      r.Steering.Hints,
 		Verdict:    r.verdictContext(),
 		Actions:    r.actions(), // mcp.go
-	}).Get(ctx, &c); err != nil {
+	}
+	if in.Context = r.context(ctx); in.Context != "" {
+		in.Earlier, in.Hints, in.Verdict.Ran, in.Verdict.Standing, in.Insights, in.Steps = nil, nil, nil, nil, nil, nil
+	}
+	if err := workflow.ExecuteActivity(llmOptions(ctx, "conclude"), a.Conclude, in).Get(ctx, &c); err != nil {
 		return failure("writing the conclusion failed", err)
 	}
 	r.charge(&r.ByPhase.Conclusion, c.Usage)

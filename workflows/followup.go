@@ -19,9 +19,11 @@ const answerStepID = "answer"
 // direct answer with tools.
 func (r *run) followUp(ctx workflow.Context, question string) error {
 	var m activities.Mode
-	err := workflow.ExecuteActivity(llmOptions(ctx, "decide mode"), a.DecideMode, activities.ModeInput{
-		AlertID: r.Input.AlertID, Question: question, History: r.History, ActivePlan: planWithoutResults(r.ActivePlan),
-	}).Get(ctx, &m)
+	in := activities.ModeInput{AlertID: r.Input.AlertID, Question: question, History: r.History, ActivePlan: planWithoutResults(r.ActivePlan)}
+	if in.Context = r.context(ctx); in.Context != "" {
+		in.Session, in.History, in.ActivePlan = r.session, nil, nil
+	}
+	err := workflow.ExecuteActivity(llmOptions(ctx, "decide mode"), a.DecideMode, in).Get(ctx, &m)
 	switch {
 	case ctx.Err() != nil:
 		return cmp.Or(err, ctx.Err()) // cancelled: the investigation ends as Canceled
@@ -76,14 +78,18 @@ func (r *run) answerDirectly(ctx workflow.Context, question string) error {
 func (r *run) reviewVerdict(ctx workflow.Context, question, answerKey string) *investigation.Verdict {
 	r.Phase = investigation.PhaseConcluding
 	var out activities.Review
-	err := workflow.ExecuteActivity(llmOptions(ctx, "review the verdict"), a.ReviewVerdict, activities.ReviewInput{
+	in := activities.ReviewInput{
 		Session:   r.session,
 		Question:  question,
 		AnswerKey: answerKey,
 		Language:  r.Input.Language,
 		Hints:     r.Steering.Hints,
 		Verdict:   r.verdictContext(),
-	}).Get(ctx, &out)
+	}
+	if in.Context = r.context(ctx); in.Context != "" {
+		in.Hints, in.Verdict.Ran, in.Verdict.Standing = nil, nil, nil
+	}
+	err := workflow.ExecuteActivity(llmOptions(ctx, "review the verdict"), a.ReviewVerdict, in).Get(ctx, &out)
 	if err != nil {
 		r.emit(investigation.Event{Kind: investigation.EventNote, Text: "the verdict review failed; the verdict stays: " + message(err)})
 		return nil

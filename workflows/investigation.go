@@ -51,6 +51,18 @@ type run struct {
 	// loans is the scan budget lent to the sub-agents still running
 	// (lendScan).
 	loans loans
+	// storesContext says the run keeps its context in the store and
+	// writes its progress there (the storesContext gate); contextWrites
+	// is the latest context write.
+	storesContext bool
+	contextWrites map[string]workflow.Future
+	// unstored are the events the progress writer has yet to store;
+	// writing says a write is in flight, flushing that the run waits for
+	// the last one (startProgressWriter).
+	unstored          []investigation.Event
+	writing, flushing bool
+	statusStored      [32]byte // the hash of the status written last
+	closed            bool     // the run emits no more events (flushProgress)
 }
 
 // Investigation plans, executes each step with tools, reflects after each
@@ -70,6 +82,11 @@ func Investigation(ctx workflow.Context, in investigation.Input, carried *State)
 		r.State = newState(in)
 	}
 	r.Input = in // each run's input is the investigation's, defaults filled
+	r.storesContext = workflow.GetVersion(ctx, "store-context-and-progress", workflow.DefaultVersion, 1) == 1
+	if r.storesContext {
+		r.Results.hash()
+	}
+	r.startProgressWriter(ctx)
 	if err := r.register(ctx); err != nil {
 		return investigation.Result{}, err
 	}
@@ -77,8 +94,11 @@ func Investigation(ctx workflow.Context, in investigation.Input, carried *State)
 	res, err := r.investigate(ctx, carried == nil)
 	err = r.closing(ctx, err) // intake.go
 	if ctx.Err() != nil && !isContinueAsNew(err) {
-		return investigation.Result{}, r.cancelled(ctx)
+		err = r.cancelled(ctx)
+		r.flushProgress(ctx)
+		return investigation.Result{}, err
 	}
+	r.flushProgress(ctx)
 	return res, err
 }
 

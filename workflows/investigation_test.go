@@ -53,6 +53,10 @@ type harness struct {
 	// verdict), conclusion Conclude (by default false_positive, high).
 	review     func(activities.ReviewInput) activities.Review
 	conclusion func(activities.ConcludeInput) activities.Conclusion
+	// stored sees the progress a context write carries.
+	stored func(activities.ProgressInput)
+	// rawConclude sees Conclude's input as history holds it.
+	rawConclude func(activities.ConcludeInput)
 	// concludedAt is the workflow time of each conclusion.
 	concludedAt []time.Time
 	updates     int
@@ -65,7 +69,18 @@ func newHarness(t *testing.T) *harness {
 	h.env.RegisterWorkflowWithOptions(Investigation, workflow.RegisterOptions{Name: investigation.WorkflowName})
 	h.env.RegisterActivity(&activities.Activities{})
 	h.env.RegisterActivity(&bigquery.Activities{})
+	mockContextStore(h.env, func(in activities.ProgressInput) {
+		h.mu.Lock()
+		defer h.mu.Unlock()
+		if h.stored != nil {
+			h.stored(in)
+		}
+	})
 	h.env.OnActivity(a.Conclude, mock.Anything, mock.Anything).Return(func(_ context.Context, in activities.ConcludeInput) (activities.Conclusion, error) {
+		if h.rawConclude != nil {
+			h.rawConclude(in)
+		}
+		expand(&in, in.Session, in.Context)
 		h.mu.Lock()
 		h.conclude = append(h.conclude, in)
 		h.concludedAt = append(h.concludedAt, h.env.Now())
@@ -84,6 +99,7 @@ func newHarness(t *testing.T) *harness {
 		return activities.TurnOutput{Key: in.Key, Text: "as it was: " + in.Reason}, nil
 	}).Maybe()
 	h.env.OnActivity(a.ReviewVerdict, mock.Anything, mock.Anything).Return(func(_ context.Context, in activities.ReviewInput) (activities.Review, error) {
+		expand(&in, in.Session, in.Context)
 		h.mu.Lock()
 		h.reviews = append(h.reviews, in)
 		review := h.review
@@ -108,6 +124,7 @@ func (h *harness) onTurn(fn func(in activities.TurnInput) (activities.TurnOutput
 // onSlowTurn is onTurn with model turns that take d of workflow time.
 func (h *harness) onSlowTurn(d time.Duration, fn func(in activities.TurnInput) (activities.TurnOutput, error)) {
 	h.env.OnActivity(a.ModelTurn, mock.Anything, mock.Anything).After(d).Return(func(_ context.Context, in activities.TurnInput) (activities.TurnOutput, error) {
+		expand(&in, in.Session, in.Context)
 		h.mu.Lock()
 		h.turns = append(h.turns, in)
 		h.mu.Unlock()
@@ -129,6 +146,7 @@ func (h *harness) onTool(fn func(in activities.ToolInput) (activities.ToolOutput
 
 func (h *harness) onReflect(fn func(in activities.ReflectInput) (activities.Reflection, error)) {
 	h.env.OnActivity(a.Reflect, mock.Anything, mock.Anything).Return(func(_ context.Context, in activities.ReflectInput) (activities.Reflection, error) {
+		expand(&in, in.Session, in.Context)
 		h.mu.Lock()
 		h.reflects = append(h.reflects, in)
 		h.mu.Unlock()

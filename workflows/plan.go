@@ -62,7 +62,7 @@ func (r *run) beginExchange(ctx workflow.Context, request string) {
 // the new steps are appended to it (renumbered, duplicates dropped).
 func (r *run) makePlan(ctx workflow.Context, request string) error {
 	var out activities.PlanOutput
-	err := workflow.ExecuteActivity(llmOptions(ctx, "plan"), a.GeneratePlan, activities.PlanInput{
+	in := activities.PlanInput{
 		AlertID:    r.Input.AlertID,
 		Request:    request,
 		History:    r.History,
@@ -72,7 +72,11 @@ func (r *run) makePlan(ctx workflow.Context, request string) error {
 		Previous:   planWithoutResults(r.previousPlan()),
 		Hints:      r.Steering.Hints,
 		Arrivals:   r.arrivals(), // intake.go
-	}).Get(ctx, &out)
+	}
+	if in.Context = r.context(ctx); in.Context != "" {
+		in.Session, in.History, in.Hints, in.ActivePlan = r.session, nil, nil, nil
+	}
+	err := workflow.ExecuteActivity(llmOptions(ctx, "plan"), a.GeneratePlan, in).Get(ctx, &out)
 	if err != nil {
 		return err
 	}

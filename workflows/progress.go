@@ -17,6 +17,9 @@ import (
 // emit records a progress event and returns its sequence number. Numbers
 // continue across continue-as-new, so a watcher never sees one twice.
 func (r *run) emit(e investigation.Event) int {
+	if r.closed {
+		return r.lastSeq()
+	}
 	if len(r.events) >= maxRunEvents {
 		// A run steered for long (hints as signals need no follow-up to
 		// continue as new) keeps its latest events; a follower that far
@@ -28,6 +31,9 @@ func (r *run) emit(e investigation.Event) int {
 	e.Seq = r.lastSeq() + 1
 	e.Turn = r.Turn
 	r.events = append(r.events, e)
+	if r.storesContext {
+		r.unstored = append(r.unstored, e)
+	}
 	logEvent(r.log, e)
 	return e.Seq
 }

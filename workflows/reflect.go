@@ -21,7 +21,7 @@ func (r *run) reflection(ctx workflow.Context, step plan.Step) (activities.Refle
 			completed = append(completed, s)
 		}
 	}
-	err := workflow.ExecuteActivity(llmOptions(ctx, "reflect "+step.ID), a.Reflect, activities.ReflectInput{
+	in := activities.ReflectInput{
 		Session:   r.session,
 		Objective: r.Plan.Objective,
 		Step:      withoutResults([]plan.Step{step})[0],
@@ -34,7 +34,11 @@ func (r *run) reflection(ctx workflow.Context, step plan.Step) (activities.Refle
 		MaxSteps:  r.StepCap,
 		Tools:     r.toolNames(),
 		Hints:     r.Steering.Hints,
-	}).Get(ctx, &out)
+	}
+	if in.Context = r.context(ctx); in.Context != "" {
+		in.Earlier, in.Hints, in.Insights, in.Completed, in.Running, in.Pending = nil, nil, nil, nil, nil, nil
+	}
+	err := workflow.ExecuteActivity(llmOptions(ctx, "reflect "+step.ID), a.Reflect, in).Get(ctx, &out)
 	return out, err
 }
 

@@ -29,7 +29,7 @@ import (
 // cover every path a running investigation can be in; a path is checked
 // against the history itself, so a re-recording that lost it fails here.
 var fixturePaths = map[string][]string{
-	"investigation.history.json":    {"plan", "steps", "local tool calls", "retried model call", "reflection", "conclusion"},
+	"investigation.history.json":    {"plan", "steps", "local tool calls", "retried model call", "reflection", "conclusion", "progress stored"},
 	"pipeline.history.json":         {"ref pipeline", "parallel calls", "identical calls"},
 	"budget.history.json":           {"budget cut"},
 	"bigquery.history.json":         {"child workflow"},
@@ -66,6 +66,10 @@ var fixturePaths = map[string][]string{
 	// "sub-agent-cancel-is-cancel".
 	"pre-answer-at-once-stop.history.json":       {"signal", "stop", "child cancelled"},
 	"pre-answer-at-once-stop-child.history.json": {"sub-agent cut short"},
+	// Recorded before the context and the progress were stored (every
+	// input carrying the conversation, hints and plan inline): the twin of
+	// investigation for GetVersion "store-context-and-progress".
+	"pre-store-investigation.history.json": {"plan", "steps", "local tool calls", "retried model call", "reflection", "conclusion"},
 }
 
 // TestReplayRecordedHistories replays every recorded history against the
@@ -176,6 +180,8 @@ func exercises(h *historypb.History, path string) bool {
 		return activity("ModelTurn") > 1 && activity("CallTool")+local("CallTool") > 0
 	case "local tool calls":
 		return local("CallTool") > 0
+	case "progress stored":
+		return local("StoreProgress") > 0
 	case "tool call retried after a worker died":
 		return typ(enumspb.EVENT_TYPE_WORKFLOW_TASK_TIMED_OUT) > 0 && local("CallTool") > 0
 	case "retried model call":

@@ -223,8 +223,10 @@ func TestToolCallBudget(t *testing.T) {
 
 func TestFollowUpsAndContinueAsNew(t *testing.T) {
 	h := newHarness(t)
-	var plans []activities.PlanInput
+	var plans, sent []activities.PlanInput
 	h.env.OnActivity(a.GeneratePlan, mock.Anything, mock.Anything).Return(func(_ context.Context, in activities.PlanInput) (activities.PlanOutput, error) {
+		sent = append(sent, in)
+		expand(&in, in.Session, in.Context)
 		plans = append(plans, in)
 		out := twoStepPlan()
 		if in.ActivePlan != nil {
@@ -267,6 +269,7 @@ func TestFollowUpsAndContinueAsNew(t *testing.T) {
 	require.Nil(t, plans[0].ActivePlan, "the first turn has no plan in progress")
 	require.NotNil(t, plans[1].ActivePlan, "the planner is told a plan is in progress")
 	require.Len(t, plans[1].History, 4, "the conversation is carried: Q1 and the direct answer")
+	require.Empty(t, sent[1].Context, "a context this small goes inline")
 
 	evs := h.events(t)
 	var turns []string
@@ -280,7 +283,9 @@ func TestFollowUpsAndContinueAsNew(t *testing.T) {
 		}
 	}
 	require.Equal(t, []string{"When did the login happen? (direct)", "Now check the bastion too. (plan)"}, turns)
-	require.Equal(t, "Answer the analyst's follow-up question: When did the login happen?", h.turns[2].Step.Description)
+	require.True(t, h.turns[2].Direct)
+	require.Equal(t, "When did the login happen?", h.turns[2].Question, "a direct answer's turn carries the question")
+	require.Empty(t, h.turns[2].Step.Description, "and not the step the prompt does not read")
 	require.Len(t, h.turns[2].History, 2, "a direct answer sees the conversation")
 }
 

@@ -40,6 +40,17 @@ func (h *stepHost) modelTurn(ctx workflow.Context, iter int, key string, transcr
 		in.Direct, in.Question, in.Language, in.History, in.Standing = true, r.Request, r.Input.Language, r.History, r.Verdict
 	}
 	in.Declared = r.declared(h.step.Tools, in.Direct) // mcp.go
+	if in.Direct && r.storesContext {
+		// A direct answer's prompt reads the question, not the step.
+		in.Objective, in.Step = "", plan.Step{ID: answerStepID}
+	}
+	if in.Context = r.context(ctx); in.Context != "" {
+		in.Hints, in.History, in.Standing = nil, nil, nil
+		in.Earlier = slices.Clone(in.Earlier)
+		for i := range in.Earlier {
+			in.Earlier[i].Description = "" // the stored plan has it
+		}
+	}
 	var out activities.TurnOutput
 	err := workflow.ExecuteActivity(llmOptions(ctx, fmt.Sprintf("%s turn %d", h.step.ID, iter)), a.ModelTurn, in).Get(ctx, &out)
 	r.charge(&r.ByPhase.Steps, out.Usage)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -285,44 +286,102 @@ func TestCancelIsCancel(t *testing.T) {
 	require.Equal(t, "the investigation was cancelled", evs[len(evs)-1].Text)
 }
 
-// Two hundred hints and twenty follow-ups: every activity input, progress
-// page and continue-as-new input stays under 256 KiB.
+// TestPayloadsStayBounded runs a big investigation: 40-step plans, tool
+// calls with 6 KiB arguments, 200 hints of 7 KiB and 20 follow-ups of 7
+// KiB, with long model answers, insights and conclusions. Every activity
+// input and result, progress page, status answer and the continue-as-new
+// input stays under maxPayloadBytes, and everything the activities put in
+// history together (what the investigation's history holds besides
+// Temporal's own fields) under maxActivityBytes, because no input carries
+// the conversation, the hints or anything else that grows with the run
+// (design/durability.md, "State and its bounds").
 func TestPayloadsStayBounded(t *testing.T) {
-	const limit = 256 << 10
+	const (
+		maxPayloadBytes = 256 << 10
+		// maxStepBytes bounds what one step of a big plan puts in history
+		// (its turns' inputs and answers, the tool call, the reflection).
+		maxStepBytes = 48 << 10
+	)
 	h := newHarness(t)
-	var sizes sync.Map
+	var mu sync.Mutex
+	sizes, sums := map[string]int{}, map[string]int{}
+	total := 0
+	// perExchange is what each exchange's activities put in history,
+	// indexed by how many exchanges concluded before it.
+	perExchange := make([]int, 22)
+	exchange := 0
 	record := func(name string, v any) {
 		raw, err := json.Marshal(v)
 		require.NoError(t, err)
-		if old, ok := sizes.Load(name); !ok || old.(int) < len(raw) {
-			sizes.Store(name, len(raw))
+		mu.Lock()
+		defer mu.Unlock()
+		sizes[name] = max(sizes[name], len(raw))
+		sums[name] += len(raw)
+		total += len(raw)
+		perExchange[min(exchange, 21)] += len(raw)
+	}
+	bigPlan := func() activities.PlanOutput {
+		out := twoStepPlan()
+		out.Plan.Steps = nil
+		for i := range 40 {
+			out.Plan.Steps = append(out.Plan.Steps, plan.Step{ID: fmt.Sprintf("step_%d", i+1), Description: fmt.Sprintf("Check lead %d %s", i, strings.Repeat("d", 300)),
+				Tools: []string{"search_alerts"}, Expected: strings.Repeat("e", 200), Status: plan.Pending})
 		}
+		return out
 	}
 	h.env.OnActivity(a.GeneratePlan, mock.Anything, mock.Anything).Return(func(_ context.Context, in activities.PlanInput) (activities.PlanOutput, error) {
-		record("plan", in)
-		return twoStepPlan(), nil
+		record("plan input", in)
+		out := bigPlan()
+		record("plan result", out)
+		return out, nil
 	})
-	h.onSlowTurn(time.Minute, func(in activities.TurnInput) (activities.TurnOutput, error) {
-		record("turn", in)
-		return activities.TurnOutput{Text: strings.Repeat("finding ", 2000)}, nil
+	turns := 0
+	h.env.OnActivity(a.ModelTurn, mock.Anything, mock.Anything).Return(func(_ context.Context, in activities.TurnInput) (activities.TurnOutput, error) {
+		record("turn input", in) // as it is in history: not expanded
+		mu.Lock()
+		turns++
+		mu.Unlock()
+		out := activities.TurnOutput{Key: in.Key, Text: strings.Repeat("finding ", 2000)}
+		if len(in.Transcript) == 0 && !in.Final {
+			out = activities.TurnOutput{Key: in.Key, Calls: []toolcall.Call{{ID: "c1", Name: "search_alerts", Args: map[string]any{"value": in.Step.ID + strings.Repeat("a", 6<<10)}}}}
+		}
+		record("turn result", out)
+		return out, nil
 	})
-	h.onReflect(func(in activities.ReflectInput) (activities.Reflection, error) {
-		record("reflect", in)
-		return activities.Reflection{Insights: []string{strings.Repeat("insight ", 500)}}, nil
+	h.onTool(func(in activities.ToolInput) (activities.ToolOutput, error) {
+		record("tool input", in)
+		out := activities.ToolOutput{Key: in.Key, OK: true, Bytes: 16 << 10, Preview: strings.Repeat("p", 160)}
+		record("tool result", out)
+		return out, nil
 	})
-	h.env.OnActivity(a.Conclude, mock.Anything, mock.Anything).Return(func(_ context.Context, in activities.ConcludeInput) (activities.Conclusion, error) {
-		record("conclude", in)
-		return activities.Conclusion{Markdown: strings.Repeat("conclusion ", 10000)}, nil
+	h.env.OnActivity(a.Reflect, mock.Anything, mock.Anything).Return(func(_ context.Context, in activities.ReflectInput) (activities.Reflection, error) {
+		record("reflect input", in)
+		out := activities.Reflection{Insights: []string{strings.Repeat("insight ", 500)}}
+		record("reflect result", out)
+		return out, nil
 	})
+	h.rawConclude = func(in activities.ConcludeInput) { record("conclude input", in) }
+	h.conclusion = func(activities.ConcludeInput) activities.Conclusion {
+		out := activities.Conclusion{Markdown: strings.Repeat("conclusion ", 10000)}
+		record("conclude result", out)
+		mu.Lock()
+		exchange++
+		mu.Unlock()
+		return out
+	}
 	h.env.OnActivity(a.DecideMode, mock.Anything, mock.Anything).Return(func(_ context.Context, in activities.ModeInput) (activities.Mode, error) {
-		record("mode", in)
+		record("mode input", in)
 		return activities.Mode{Mode: investigation.ModePlan}, nil
 	})
 	for i := range 200 {
-		h.update(time.Duration(i)*time.Second, investigation.UpdateHint, fmt.Sprintf("hint %d %s", i, strings.Repeat("h", 7000)))
+		hint := fmt.Sprintf("hint %d %s", i, strings.Repeat("h", 7000))
+		record("hint", hint) // an update's argument is in history once
+		h.update(time.Duration(i)*time.Second, investigation.UpdateHint, hint)
 	}
 	for i := range 20 {
-		h.update(10*time.Minute+time.Duration(i)*time.Second, investigation.UpdateAsk, fmt.Sprintf("question %d %s", i, strings.Repeat("q", 7000)))
+		question := fmt.Sprintf("question %d %s", i, strings.Repeat("q", 7000))
+		record("question", question)
+		h.update(10*time.Minute+time.Duration(i)*time.Second, investigation.UpdateAsk, question)
 	}
 	var pages []int
 	h.env.RegisterDelayedCallback(func() {
@@ -338,8 +397,8 @@ func TestPayloadsStayBounded(t *testing.T) {
 			}
 			after = evs[len(evs)-1].Seq
 		}
-	}, 3*time.Hour)
-	h.env.ExecuteWorkflow(investigation.WorkflowName, investigation.Input{AlertID: "a1", Limits: investigation.Limits{MaxHistoryEvents: 100000}})
+	}, 30*time.Hour)
+	h.env.ExecuteWorkflow(investigation.WorkflowName, investigation.Input{AlertID: "a1", Limits: investigation.Limits{MaxHistoryEvents: 100000, MaxSteps: 40, MaxToolCalls: 1000, TimeBudget: investigation.Duration(24 * time.Hour)}})
 	require.True(t, h.env.IsWorkflowCompleted())
 	if err := h.env.GetWorkflowError(); err != nil {
 		var can *workflow.ContinueAsNewError
@@ -349,24 +408,28 @@ func TestPayloadsStayBounded(t *testing.T) {
 		raw, _ := json.Marshal(payloads)
 		record("continue-as-new", json.RawMessage(raw))
 	}
-	var largest int
-	sizes.Range(func(k, v any) bool {
-		require.Less(t, v.(int), limit, "the %s input is %d bytes", k, v)
-		largest = max(largest, v.(int))
-		return true
-	})
+	require.Equal(t, 21, len(h.conclude), "the investigation and its 20 follow-ups concluded")
+	require.GreaterOrEqual(t, turns, 21*40*2, "every exchange ran its 40 steps")
+	var parts []string
+	for k, v := range sizes {
+		require.Less(t, v, maxPayloadBytes, "the largest %s is %d bytes", k, v)
+		parts = append(parts, fmt.Sprintf("%s %d", k, v))
+	}
+	slices.Sort(parts)
 	for _, p := range pages {
-		require.Less(t, p, limit, "a progress page is %d bytes", p)
+		require.Less(t, p, maxPayloadBytes, "a progress page is %d bytes", p)
 	}
 	st := h.status(t)
 	raw, _ := json.Marshal(st)
-	require.Less(t, len(raw), limit, "the status answer")
+	require.Less(t, len(raw), maxPayloadBytes, "the status answer")
 	require.LessOrEqual(t, len(st.Hints), maxHints)
-	t.Logf("REPORT largest payload with 200 hints and 20 follow-ups: %d bytes (%s)", largest, func() string {
-		var parts []string
-		sizes.Range(func(k, v any) bool { parts = append(parts, fmt.Sprintf("%s %d", k, v)); return true })
-		return strings.Join(parts, ", ")
-	}())
+	// Follow-ups do not cost more as the investigation goes on: the last
+	// one puts no more in history than the first one (10% of leeway).
+	first, last := perExchange[1], perExchange[20]
+	require.LessOrEqual(t, last, first+first/10, "the 20th follow-up's activities hold %d bytes, the first's %d", last, first)
+	require.Less(t, total, 21*40*maxStepBytes, "the activities' payloads and the analyst's inputs together")
+	t.Logf("REPORT 40-step plans, 200 hints, 20 follow-ups: %d model turns, %d bytes of activity inputs and results in all (%d per step; first follow-up %d, 20th %d); largest: %s; in all: %v",
+		turns, total, total/(21*40), first, last, strings.Join(parts, ", "), sums)
 }
 
 // A transcript entry the store lost: the step runs again under fresh keys

@@ -121,7 +121,7 @@ func (l *toolLoop) run(ctx workflow.Context) (loopResult, error) {
 		// again under fresh keys (its calls count, they ran).
 		l.host.emit(investigation.Event{Kind: investigation.EventNote, Step: l.label, Text: "the transcript store lost part of this step; running it again: " + message(err)})
 		res.Transcript = nil
-		*l.results = Reuse{} // a reused result may be the lost one
+		*l.results = Reuse{Hashed: l.results.Hashed} // a reused result may be the lost one
 		prefix = fmt.Sprintf("%s-r%d", l.prefix, redo)
 	}
 }

@@ -46,6 +46,7 @@ func TestBenchSmoke(t *testing.T) {
 		"overhead @20ms", "schedule→start median @20ms", "start→model call median @20ms", "model reply→completion median @20ms",
 		"parallel calls: 3 in one turn ÷ 3 turns of one", "parallel steps: 3 independent ÷ in order",
 		"n=3 @20ms: completed", "n=3 @20ms: p50 wall ÷ lone", "n=3 @20ms: p95 wall ÷ lone", "n=3 @20ms: worker CPU per investigation", "n=3 @20ms: server CPU per investigation", "n=3 @20ms: worker peak RSS",
+		"starter investigate overhead @20ms, first run after worker start", "starter investigate overhead @20ms, warm",
 		"history events per investigation", "history events per tool call", "history bytes per investigation", "history bytes per tool call",
 		"largest payload in any history", "prompt bytes ÷ whole-transcript baseline", "store round trips per model call",
 		"scale-out: busiest worker's share of activities",
@@ -63,7 +64,7 @@ func TestBenchSmoke(t *testing.T) {
 		require.NoError(t, err, name)
 	}
 	require.Equal(t, "100%", rows["n=3 @20ms: completed"], "all three concurrent investigations concluded")
-	require.Len(t, rep.Notes, 11)
+	require.Len(t, rep.Notes, 12)
 
 	var js bytes.Buffer
 	require.NoError(t, rep.writeJSON(&js))

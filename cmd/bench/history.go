@@ -21,6 +21,8 @@ const (
 	actTool     = "CallTool"
 	actReflect  = "Reflect"
 	actConclude = "Conclude"
+	actMode     = "DecideMode"
+	actReview   = "ReviewVerdict"
 )
 
 // activity is one activity of a history, from its events.
@@ -35,7 +37,13 @@ type activity struct {
 	local bool
 }
 
-func (a *activity) model() bool { return a.typ != actTool }
+func (a *activity) model() bool {
+	switch a.typ {
+	case actPlan, actTurn, actReflect, actConclude, actMode, actReview:
+		return true
+	}
+	return false
+}
 
 // span is scheduled → closed.
 func (a *activity) span() interval { return interval{a.scheduled, a.closed} }

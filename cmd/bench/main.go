@@ -189,12 +189,19 @@ type measurements struct {
 	batches     []*batch
 	historyRuns []*run // every run whose history was read
 	scale       *scaleOut
+	// starterFirst is `starter investigate` right after the worker
+	// started, starterWarm the same once warm (one per repeat).
+	starterFirst *starterRun
+	starterWarm  []*starterRun
 }
 
 // measure runs everything, one figure's runs after another.
 func (b *bench) measure(ctx context.Context) (*measurements, error) {
 	m := &measurements{lone: make([][]*run, len(b.o.latencies))}
 	first := b.o.latencies[0]
+	// What an analyst sees first: the starter's process, before anything
+	// warmed the worker up.
+	m.starterFirst = b.viaStarter(ctx, "starter-first", first)
 	// A warm-up run: connections, caches and the first workflow task are
 	// paid before anything is timed.
 	if w := b.lone(ctx, "warmup", standard(b.s.alertID), 0); w.err != nil {
@@ -211,6 +218,7 @@ func (b *bench) measure(ctx context.Context) (*measurements, error) {
 				m.firestore = append(m.firestore, b.s.proxy.Calls().since(before))
 			}
 		}
+		m.starterWarm = append(m.starterWarm, b.viaStarter(ctx, fmt.Sprint("starter-", i), first))
 		m.callsPar = append(m.callsPar, b.lone(ctx, fmt.Sprint("calls-parallel-", i), parallelCalls(), first))
 		m.callsSeq = append(m.callsSeq, b.lone(ctx, fmt.Sprint("calls-sequential-", i), sequentialCalls(), first))
 		m.stepsPar = append(m.stepsPar, b.lone(ctx, fmt.Sprint("steps-independent-", i), independentSteps(true), first))

@@ -42,6 +42,7 @@ func (b *bench) report(m *measurements) *report {
 	for _, bt := range m.batches {
 		rep.Rows = append(rep.Rows, batchRows(bt, b.o.latencies[b.o.batchLatency()], lone, loneErr)...)
 	}
+	rep.Rows = append(rep.Rows, starterRows(m, b.o.latencies[0])...)
 	if m.scale != nil {
 		for i := range m.scale.one {
 			rep.Rows = append(rep.Rows, scaleRows(m.scale.one[i], m.scale.all[i], m.scale.workers, b.o.latencies[b.o.batchLatency()])...)
@@ -66,6 +67,7 @@ func (b *bench) report(m *measurements) *report {
 var notes = []string{
 	"Every figure comes from this run: a warm-up investigation first (not counted), then -repeat rounds, each running the standard investigation (a plan; a step reading the alert with get_alert; a step searching earlier alerts for its IP with search_alerts; 8 model calls, 2 tool calls on the alert store) alone at each model latency and the scenario pairs (intel lookups at the provider latency) at the first latency, then the batches. A repeated figure is the median run's, with the range.",
 	"overhead: wall time from the start request to the Conclude activity's completion in the history (the server and the bench share this machine's clock) ÷ the time during which the model server had at least one request of the run open (union of request→reply intervals); what is left is the workflow's own time and the two store-backed tool calls.",
+	"starter investigate overhead: what an analyst sees, the wall time of the `starter investigate` process (start → exit after the conclusion is printed, the starter's own start-up, alert check, start request and following included) ÷ the time its run had a model request open; first: the very first investigation after the worker started, before the warm-up; warm: one per repeat.",
 	"schedule→start: ActivityTaskScheduled → ActivityTaskStarted event times; start→model call: ActivityTaskStarted → the model server receiving the request; model reply→completion: the reply written → ActivityTaskCompleted. Model activities are matched to model requests in order; medians over every repeat.",
 	"parallel calls: time with at least one lookup in flight at the fake providers (request arrived → answered; the lookups run as local activities, whose history has no times) when one turn asks for three lookups ÷ the same when three turns ask for one each.",
 	"parallel steps: the executing phase (plan completed → conclusion scheduled) of a plan whose steps say depends_on: [] ÷ the same plan without it; n/a while both runs keep at most one model turn in flight, i.e. the workflow runs independent steps in order.",
@@ -75,6 +77,37 @@ var notes = []string{
 	"store round trips: the worker reaches the Firestore emulator through a TCP proxy that reads the client side of each HTTP/2 connection and counts HEADERS frames opening a new stream, one per gRPC call (a streamed call such as RunQuery or BatchGetDocuments counts once); the emulator offers no request log or counter (none of its flags or endpoints); the method of each call is the :path of its header block, decoded with HPACK. The figure counts the worker's durable state (transcript entries, the alert), leaving out the queries the search_alerts tool makes as its work. Lone runs at the first latency.",
 	"cluster (-cluster): the Temporal server is the local cluster's (cmd/stack's cluster-server profile: PostgreSQL and the frontend, history, matching and internal-worker processes); its CPU is each service's process group and descendants (PostgreSQL's backends), from /proc; the batches run with one worker, then again once the other workers poll, and the 2-workers-÷-1 rows compare the two (throughput: concluded ÷ the batch's wall time).",
 	"scale-out: the worker that started each activity, from ActivityTaskStarted's identity (pid@host), over every run (local activities, run in their workflow task's worker, left out).",
+}
+
+// starterRows are the overhead an analyst sees: `starter investigate`'s
+// wall time ÷ the time a model call of its run was in flight, for the
+// first run after the worker started and once warm.
+func starterRows(m *measurements, lat time.Duration) []row {
+	at := " @" + lat.String()
+	one := func(name string, rs []*starterRun) row {
+		ratios := make([]float64, len(rs))
+		busy := make([]time.Duration, len(rs))
+		for i, r := range rs {
+			if r == nil {
+				return na(name, "not run", "")
+			}
+			if r.err != nil {
+				return na(name, why(r.err), "")
+			}
+			busy[i] = union(callSpans(r.trace.snapshot()))
+			if busy[i] <= 0 {
+				return na(name, "no model time to divide by", "")
+			}
+			ratios[i] = float64(r.wall) / float64(busy[i])
+		}
+		mid, sp := medianOf(ratios)
+		return figure(name, ratios[mid], unitRatio, fmt.Sprintf("starter process %s ÷ model in flight %s (%d model calls)%s",
+			dur(rs[mid].wall), dur(busy[mid]), len(rs[mid].trace.snapshot()), sp))
+	}
+	return []row{
+		one("starter investigate overhead"+at+", first run after worker start", []*starterRun{m.starterFirst}),
+		one("starter investigate overhead"+at+", warm", m.starterWarm),
+	}
 }
 
 func why(err error) string { return clip.String(firstLine(err.Error()), 160) }

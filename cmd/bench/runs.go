@@ -4,6 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os/exec"
+	"path/filepath"
+	"strings"
 	"sync"
 	"time"
 
@@ -237,6 +240,34 @@ func (b *bench) workerPIDs() []int {
 		pids[i] = w.pid()
 	}
 	return pids
+}
+
+// starterRun is one `starter investigate` as an analyst runs it: the
+// process's wall time, from its start to its exit after the conclusion.
+type starterRun struct {
+	key   string
+	trace *runTrace
+	wall  time.Duration
+	err   error
+}
+
+// viaStarter runs `starter investigate` on the bench alert, scripted as
+// the standard investigation, and times the process.
+func (b *bench) viaStarter(ctx context.Context, key string, latency time.Duration) *starterRun {
+	r := &starterRun{key: key, trace: b.s.model.register(key, standard(b.s.alertID), latency)}
+	cmd := exec.CommandContext(ctx, filepath.Join(b.s.dir, "starter"), "investigate", "--alert-id", b.s.alertID,
+		"--question", fmt.Sprintf("Is %s malicious? [bench:%s]", benchIP, key), "--idle-timeout", "1s")
+	cmd.Env = b.s.starterEnv
+	start := time.Now()
+	out, err := cmd.CombinedOutput()
+	r.wall = time.Since(start)
+	switch {
+	case err != nil:
+		r.err = fmt.Errorf("starter investigate (%s): %v: %s", key, err, lastLine(strings.TrimSpace(string(out))))
+	case !strings.Contains(string(out), "VERDICT"):
+		r.err = fmt.Errorf("starter investigate (%s) printed no verdict", key)
+	}
+	return r
 }
 
 // serverCPU is the CPU time of the servers so far, by name: the dev server

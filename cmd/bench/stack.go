@@ -47,6 +47,9 @@ type stack struct {
 	fs       *firestore.Client
 	workers  []*workerProc
 	alertID  string
+	// starterEnv is the environment `starter investigate` runs in: the
+	// worker's settings, Firestore reached directly.
+	starterEnv []string
 }
 
 // workerProc is one worker process.
@@ -141,6 +144,7 @@ func startStack(ctx context.Context, o options) (s *stack, err error) {
 		"GOOGLE_GEMINI_BASE_URL="+s.model.URL, "GEMINI_API_KEY=bench-key", "GOOGLE_API_KEY=", "GOOGLE_GENAI_USE_VERTEXAI=",
 		"BIGQUERY_TABLES_CONFIG=", "LOG_LEVEL=warn")
 	s.env = append(env, s.intel.env()...)
+	s.starterEnv = append(append([]string(nil), s.env...), "FIRESTORE_EMULATOR_HOST="+fsHost)
 	// On the cluster the batches run with one worker first, then with all
 	// (measure): the others start later.
 	first := o.workers
@@ -197,10 +201,10 @@ func moduleRoot() (string, error) {
 }
 
 func build(ctx context.Context, root, dir string) error {
-	cmd := exec.CommandContext(ctx, "go", "build", "-o", dir+"/", "./worker", "./cmd/stack")
+	cmd := exec.CommandContext(ctx, "go", "build", "-o", dir+"/", "./worker", "./cmd/stack", "./starter")
 	cmd.Dir = root
 	if out, err := cmd.CombinedOutput(); err != nil {
-		return fmt.Errorf("build the worker and the stack: %v: %s", err, firstLine(string(out)))
+		return fmt.Errorf("build the worker, the stack and the starter: %v: %s", err, firstLine(string(out)))
 	}
 	return nil
 }

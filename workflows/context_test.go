@@ -1,0 +1,97 @@
+package workflows
+
+import (
+	"context"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/mock"
+	"github.com/stretchr/testify/require"
+	"go.temporal.io/sdk/testsuite"
+
+	"github.com/secops-agent/investigator/activities"
+	"github.com/secops-agent/investigator/investigation"
+)
+
+// storedContexts is the tests' store of the contexts the workflow stores
+// (StoreContext), by session and key.
+var storedContexts sync.Map
+
+// mockContextStore makes env's StoreContext keep each context in
+// storedContexts and hand the progress it carries to progress.
+func mockContextStore(env *testsuite.TestWorkflowEnvironment, progress func(activities.ProgressInput)) {
+	env.OnActivity(a.StoreContext, mock.Anything, mock.Anything).Return(func(_ context.Context, in activities.ContextInput) error {
+		storedContexts.Store(in.Session+"/"+in.Key, in.Context)
+		if len(in.Progress.Events) > 0 {
+			progress(in.Progress)
+		}
+		return nil
+	}).Maybe()
+}
+
+// expand puts the stored context an input names back into it, as the
+// activity does, so the tests see what the activity sees.
+func expand[T interface{ UseContext(activities.Context) }](in T, session, key string) {
+	if key == "" {
+		return
+	}
+	if c, ok := storedContexts.Load(session + "/" + key); ok {
+		in.UseContext(c.(activities.Context))
+	}
+}
+
+// TestProgressIsStoredBeforeTheRunCloses: every event a run emits reaches
+// the progress store, in order and once, the last one before the run
+// closes, with the status as it closed; the conversation, hints and
+// standing verdict reach the follow-up's activities by a key only.
+func TestProgressIsStoredBeforeTheRunCloses(t *testing.T) {
+	h := newHarness(t)
+	var stored []investigation.Event
+	var last *investigation.Status
+	h.stored = func(in activities.ProgressInput) {
+		stored = append(stored, in.Events...)
+		last = in.Status
+	}
+	h.env.OnActivity(a.StoreProgress, mock.Anything, mock.Anything).Return(func(_ context.Context, in activities.ProgressInput) error {
+		h.mu.Lock()
+		defer h.mu.Unlock()
+		h.stored(in)
+		return nil
+	})
+	h.onPlan(twoStepPlan(), nil)
+	h.onTurn(conclusionOnly)
+	h.onReflect(noChange)
+	var modes []activities.ModeInput
+	h.env.OnActivity(a.DecideMode, mock.Anything, mock.Anything).Return(func(_ context.Context, in activities.ModeInput) (activities.Mode, error) {
+		modes = append(modes, in)
+		return activities.Mode{Mode: investigation.ModeDirect}, nil
+	})
+	hint := "mind the VPN range " + strings.Repeat("v", 3000) // too long to go inline
+	h.update(time.Minute, investigation.UpdateHint, hint)
+	h.update(2*time.Minute, investigation.UpdateAsk, "When did the login happen?")
+	h.update(3*time.Hour, investigation.UpdateStop, "enough")
+	_, err := h.run(t, investigation.Input{AlertID: "a1"})
+	require.NoError(t, err)
+	evs := h.events(t)
+	require.Equal(t, evs, stored, "every event stored, in order, once")
+	require.NotNil(t, last)
+	require.Equal(t, len(evs), last.LastSeq, "the status stored last is the closed run's")
+
+	require.Len(t, modes, 1)
+	require.Empty(t, modes[0].History, "the mode decision names the conversation by key")
+	require.NotEmpty(t, modes[0].Context)
+	mode := modes[0]
+	expand(&mode, mode.Session, mode.Context)
+	require.Len(t, mode.History, 2, "the stored context holds the first exchange")
+	var direct []activities.TurnInput
+	for _, in := range h.turns {
+		if in.Direct {
+			direct = append(direct, in)
+		}
+	}
+	require.NotEmpty(t, direct)
+	require.Equal(t, []string{hint}, direct[0].Hints, "the hint reaches the direct answer through the stored context")
+	require.NotNil(t, direct[0].Standing, "so does the standing verdict")
+}

@@ -194,6 +194,11 @@ func TestSubAgentsRunningTogetherShareTheScanBudget(t *testing.T) {
 			h.onPlan(activities.PlanOutput{Tools: append(slices.Clone(toolNames), bqTool), Plan: plan.Plan{Objective: "o", Steps: c.steps}}, nil)
 			h.onTurn(func(in activities.TurnInput) (activities.TurnOutput, error) {
 				if len(in.Transcript) == 0 && slices.Contains(in.Step.Tools, toolcall.BigQueryAgent) {
+					if in.Step.ID == "step_2" {
+						// Not step_1's call: an identical one may be served
+						// from step_1's result when that finishes first.
+						return activities.TurnOutput{Calls: []toolcall.Call{ask2}}, nil
+					}
 					return activities.TurnOutput{Calls: slices.Clone(c.calls)}, nil
 				}
 				return activities.TurnOutput{Text: "done"}, nil

@@ -30,6 +30,7 @@ import (
 //	    timeout: 30s                            # one call's limit
 //	    rate: 2                                 # calls per second (0: no limit)
 //	    approval: {lookup_host: required}       # per tool; actions always need one
+//	    read_only: [search_hosts]               # unannotated tools the operator vouches only read
 //	  intel:
 //	    url: https://mcp.example.com/mcp
 //	    headers: {Authorization: INTEL_MCP_AUTH} # header: variable holding its value
@@ -59,6 +60,11 @@ type Server struct {
 	// Approval marks tools whose calls wait for the analyst's approval
 	// whatever their annotations say ("required").
 	Approval map[string]string `yaml:"approval"`
+	// ReadOnly names tools the operator vouches only read, for a server
+	// that does not annotate its tools (an unannotated tool waits for
+	// approval otherwise). A tool the server itself marks destructive
+	// still waits.
+	ReadOnly []string `yaml:"read_only"`
 	// dir is the configuration file's directory (Config.Dir).
 	dir string
 }
@@ -159,6 +165,11 @@ func (s Server) check(name string) error {
 	for tool, v := range s.Approval {
 		if v != ApprovalRequired {
 			return fmt.Errorf("MCP server %s: approval of %s must be %q (actions always wait for approval)", name, tool, ApprovalRequired)
+		}
+	}
+	for _, tool := range s.ReadOnly {
+		if s.Approval[tool] == ApprovalRequired {
+			return fmt.Errorf("MCP server %s: %s is both read_only and approval: required", name, tool)
 		}
 	}
 	for k, v := range s.Env {

@@ -29,18 +29,18 @@ import (
 // cover every path a running investigation can be in; a path is checked
 // against the history itself, so a re-recording that lost it fails here.
 var fixturePaths = map[string][]string{
-	"investigation.history.json":    {"plan", "steps", "local tool calls", "retried model call", "reflection", "conclusion", "progress stored"},
-	"pipeline.history.json":         {"ref pipeline", "parallel calls", "identical calls"},
-	"budget.history.json":           {"budget cut"},
-	"bigquery.history.json":         {"child workflow"},
-	"bigquery-child.history.json":   {"sub-agent", "memories"},
-	"steering-run1.history.json":    {"updates", "plan approval", "ask_user", "follow-ups", "continue-as-new"},
-	"steering-run2.history.json":    {"continued run", "direct answer", "verdict review"},
-	"stop.history.json":             {"signal", "stop", "child told to stop", "stopped step answered from what it had"},
-	"stop-child.history.json":       {"sub-agent stopped"},
-	"cancel.history.json":           {"cancel", "child cancelled"},
-	"cancel-child.history.json":     {"sub-agent cancelled"},
-	"tool-retry.history.json":       {"tool call retried after a worker died"},
+	"investigation.history.json":  {"plan", "steps", "local tool calls", "retried model call", "reflection", "conclusion", "progress stored"},
+	"pipeline.history.json":       {"ref pipeline", "parallel calls", "identical calls"},
+	"budget.history.json":         {"budget cut"},
+	"bigquery.history.json":       {"child workflow"},
+	"bigquery-child.history.json": {"sub-agent", "memories"},
+	"steering-run1.history.json":  {"updates", "plan approval", "ask_user", "follow-ups", "continue-as-new"},
+	"steering-run2.history.json":  {"continued run", "direct answer", "verdict review"},
+	"stop.history.json":           {"signal", "stop", "child told to stop", "stopped step answered from what it had"},
+	"stop-child.history.json":     {"sub-agent stopped"},
+	"cancel.history.json":         {"cancel", "child cancelled"},
+	"cancel-child.history.json":   {"sub-agent cancelled"},
+	"tool-retry.history.json":     {"tool call retried after a worker died"},
 	// Recorded while a threat-intel call was a local activity (before
 	// provider queues): the workflow task it held timed out with the worker.
 	"local-tool-retry.history.json": {"local tool call retried after a worker died"},

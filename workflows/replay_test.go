@@ -41,6 +41,9 @@ var fixturePaths = map[string][]string{
 	"cancel.history.json":           {"cancel", "child cancelled"},
 	"cancel-child.history.json":     {"sub-agent cancelled"},
 	"tool-retry.history.json":       {"tool call retried after a worker died"},
+	// Recorded while a threat-intel call was a local activity (before
+	// provider queues): the workflow task it held timed out with the worker.
+	"local-tool-retry.history.json": {"local tool call retried after a worker died"},
 	"parallel.history.json":         {"parallel steps", "child workflow", "reflection"},
 	"time-budget.history.json":      {"time-budget timer cut"},
 	"lost-transcript.history.json":  {"lost-transcript redo"},
@@ -182,8 +185,14 @@ func exercises(h *historypb.History, path string) bool {
 		return local("CallTool") > 0
 	case "progress stored":
 		return local("StoreProgress") > 0
-	case "tool call retried after a worker died":
+	case "local tool call retried after a worker died":
 		return typ(enumspb.EVENT_TYPE_WORKFLOW_TASK_TIMED_OUT) > 0 && local("CallTool") > 0
+	case "tool call retried after a worker died":
+		// A regular activity: its attempt the kill cut is retried, and no
+		// workflow task was held (and lost) by the call.
+		return typ(enumspb.EVENT_TYPE_WORKFLOW_TASK_TIMED_OUT) == 0 && count(func(e *historypb.HistoryEvent) bool {
+			return e.GetActivityTaskStartedEventAttributes().GetAttempt() > 1
+		}) > 0 && activity("CallTool") > 0
 	case "retried model call":
 		return count(func(e *historypb.HistoryEvent) bool {
 			return e.GetActivityTaskStartedEventAttributes().GetAttempt() > 1

@@ -34,7 +34,12 @@ func (c *Client) status(ctx context.Context, id string) (investigation.Status, s
 	}
 	st, err := c.src.status(ctx, id)
 	if err != nil {
-		if stored, at, ok := c.storedStatus(ctx, id); ok && ctx.Err() == nil && !IsNotFound(err) {
+		// Only when no worker answered in time: an error a worker or the
+		// codec gave (a payload this key cannot decrypt) is the answer.
+		if !noAnswer(err) || ctx.Err() != nil {
+			return st, "", c.statusError(ctx, id, err)
+		}
+		if stored, at, ok := c.storedStatus(ctx, id); ok {
 			return stored, fmt.Sprintf("(as its run stored it at %s: no worker answered for it)", at.Local().Format(time.DateTime)), nil
 		}
 		return st, "", c.statusError(ctx, id, err)
@@ -76,6 +81,11 @@ func (c *Client) ShowStatus(ctx context.Context, w io.Writer, id string, asJSON 
 	return nil
 }
 
+// noAnswer says a query failed because no worker answered it in time.
+func noAnswer(err error) bool {
+	return errors.Is(err, context.DeadlineExceeded) || strings.Contains(err.Error(), "deadline exceeded")
+}
+
 func (c *Client) statusError(ctx context.Context, id string, err error) error {
 	switch {
 	case ctx.Err() != nil:
@@ -84,7 +94,7 @@ func (c *Client) statusError(ctx context.Context, id string, err error) error {
 		return fmt.Errorf("no investigation with ID %s", id)
 	case strings.Contains(err.Error(), "unknown queryType"):
 		return fmt.Errorf("investigation %s does not answer status queries: it runs an older version of the workflow", id)
-	case errors.Is(err, context.DeadlineExceeded) || strings.Contains(err.Error(), "deadline exceeded"):
+	case noAnswer(err):
 		return fmt.Errorf("investigation %s did not answer within 10s: is a worker running on task queue %q?", id, c.cfg.TaskQueue)
 	}
 	return fmt.Errorf("query the status of investigation %s: %v", id, err)

@@ -1,6 +1,9 @@
 package agentclient
 
 import (
+	"context"
+	"time"
+
 	"strings"
 	"testing"
 
@@ -44,4 +47,43 @@ func TestStatusCommand(t *testing.T) {
 	require.EqualError(t, testClient(f).ShowStatus(testCtx(t), &out, "inv", false), "no investigation with ID inv")
 	f.stErr = serviceerror.NewQueryFailed("unknown queryType status. KnownQueryTypes=[progress]")
 	require.EqualError(t, testClient(f).ShowStatus(testCtx(t), &out, "inv", false), "investigation inv does not answer status queries: it runs an older version of the workflow")
+}
+
+// storedOnly is a progress store holding only a stored status.
+type storedOnly struct{ st investigation.Status }
+
+func (s storedOnly) After(context.Context, string, int, int) ([]investigation.Event, error) {
+	return nil, nil
+}
+
+func (s storedOnly) Watch(ctx context.Context, _ string, _ int, _ func([]investigation.Event)) error {
+	<-ctx.Done()
+	return nil
+}
+
+func (s storedOnly) Status(context.Context, string) (investigation.Status, time.Time, bool, error) {
+	return s.st, time.Now(), true, nil
+}
+
+// A followed turn ends with the status its run stored with the conclusion
+// when that is recent and idle (no query, which needs a worker); a stale or
+// busy stored status leaves the answer to the query.
+func TestTurnStatusPrefersTheStoredIdleStatus(t *testing.T) {
+	f := newFakeStream("inv", &fakeRun{id: "A", status: running})
+	f.st = investigation.Status{Phase: investigation.PhaseExecuting, LastSeq: 9, Request: "from the query"}
+	c := testClient(f)
+	for _, tc := range []struct {
+		name   string
+		stored investigation.Status
+		want   string
+	}{
+		{"idle, with the conclusion", investigation.Status{Phase: investigation.PhaseIdle, LastSeq: 7, Request: "stored"}, "stored"},
+		{"idle, stored before the conclusion", investigation.Status{Phase: investigation.PhaseIdle, LastSeq: 6, Request: "stored"}, "from the query"},
+		{"busy", investigation.Status{Phase: investigation.PhaseConcluding, LastSeq: 7, Request: "stored"}, "from the query"},
+	} {
+		c.progress = storedOnly{tc.stored}
+		st, err := c.turnStatus(testCtx(t), "inv", 7)
+		require.NoError(t, err, tc.name)
+		require.Equal(t, tc.want, st.Request, tc.name)
+	}
 }

@@ -175,28 +175,7 @@ func newCommand() *cobra.Command {
 				return err
 			}
 			defer closeIntake()
-			w := worker.New(c, tc.TaskQueue, worker.Options{
-				// A deploy (SIGTERM) lets the model calls in flight finish
-				// rather than pay for them twice.
-				WorkerStopTimeout:                  wc.StopTimeout,
-				MaxConcurrentActivityExecutionSize: wc.MaxConcurrentActivities,
-				WorkerActivitiesPerSecond:          wc.ActivitiesPerSecond,
-				// Pollers follow the load (SDK defaults: 1 to 100, from 5):
-				// many investigations at once wait less for a poller.
-				WorkflowTaskPollerBehavior: worker.NewPollerBehaviorAutoscaling(worker.PollerBehaviorAutoscalingOptions{}),
-				ActivityTaskPollerBehavior: worker.NewPollerBehaviorAutoscaling(worker.PollerBehaviorAutoscalingOptions{}),
-				// Quick tools run as local activities: the same bounds apply.
-				MaxConcurrentLocalActivityExecutionSize: wc.MaxConcurrentActivities,
-				WorkerLocalActivitiesPerSecond:          wc.ActivitiesPerSecond,
-				TaskQueueActivitiesPerSecond:            wc.TaskQueueActivitiesPerSecond,
-				Interceptors:                            []interceptor.WorkerInterceptor{activities.Heartbeats()},
-				// Heartbeats go out as often as activities record them, so a
-				// stop reaches an activity within one HeartbeatInterval.
-				MaxHeartbeatThrottleInterval:     activities.HeartbeatInterval,
-				DefaultHeartbeatThrottleInterval: activities.HeartbeatInterval,
-				DeploymentOptions:                deployment(wc),
-				Identity:                         identity(fp),
-			})
+			w := worker.New(c, tc.TaskQueue, investigationWorkerOptions(wc, fp))
 			w.RegisterWorkflowWithOptions(workflows.Investigation, workflow.RegisterOptions{Name: investigation.WorkflowName})
 			w.RegisterWorkflowWithOptions(workflows.ToolCatalog, workflow.RegisterOptions{Name: investigation.CatalogWorkflowName})
 			w.RegisterWorkflowWithOptions(workflows.BigQueryAgent, workflow.RegisterOptions{Name: investigation.BigQueryWorkflowName})
@@ -211,16 +190,7 @@ func newCommand() *cobra.Command {
 			// limit holds for every worker together and one slow provider
 			// does not hold up another's calls.
 			for _, g := range registry.RateGroups() {
-				pw := worker.New(c, providerQueue(tc.TaskQueue, g), worker.Options{
-					WorkerStopTimeout:                  wc.StopTimeout,
-					MaxConcurrentActivityExecutionSize: wc.MaxConcurrentActivities,
-					TaskQueueActivitiesPerSecond:       rates[g],
-					Interceptors:                       []interceptor.WorkerInterceptor{activities.Heartbeats()},
-					MaxHeartbeatThrottleInterval:       activities.HeartbeatInterval,
-					DefaultHeartbeatThrottleInterval:   activities.HeartbeatInterval,
-					DeploymentOptions:                  deployment(wc),
-					Identity:                           identity(fp),
-				})
+				pw := worker.New(c, providerQueue(tc.TaskQueue, g), providerWorkerOptions(wc, fp, rates[g]))
 				pw.RegisterActivity(inv)
 				if err := pw.Start(); err != nil {
 					return fmt.Errorf("start the %s worker: %w", g, err)
@@ -340,6 +310,47 @@ func subAgent(ctx context.Context, bc config.BigQuery, project string) (*bigquer
 // its deployment and build: investigations are pinned to the version that
 // started them and move to the current one when they continue as new
 // (design/versioning.md).
+// activityWorkerOptions are what every worker of this binary shares.
+// Heartbeats go out as often as activities record them (the SDK would
+// otherwise throttle them to 0.8 x the heartbeat timeout), so a stop or a
+// cancel reaches an activity within one HeartbeatInterval.
+func activityWorkerOptions(wc config.Worker, fp string) worker.Options {
+	return worker.Options{
+		// A deploy (SIGTERM) lets the model calls in flight finish
+		// rather than pay for them twice.
+		WorkerStopTimeout:                  wc.StopTimeout,
+		MaxConcurrentActivityExecutionSize: wc.MaxConcurrentActivities,
+		Interceptors:                       []interceptor.WorkerInterceptor{activities.Heartbeats()},
+		MaxHeartbeatThrottleInterval:       activities.HeartbeatInterval,
+		DefaultHeartbeatThrottleInterval:   activities.HeartbeatInterval,
+		DeploymentOptions:                  deployment(wc),
+		Identity:                           identity(fp),
+	}
+}
+
+// investigationWorkerOptions are the investigation task queue's worker's.
+func investigationWorkerOptions(wc config.Worker, fp string) worker.Options {
+	o := activityWorkerOptions(wc, fp)
+	o.WorkerActivitiesPerSecond = wc.ActivitiesPerSecond
+	// Pollers follow the load (SDK defaults: 1 to 100, from 5): many
+	// investigations at once wait less for a poller.
+	o.WorkflowTaskPollerBehavior = worker.NewPollerBehaviorAutoscaling(worker.PollerBehaviorAutoscalingOptions{})
+	o.ActivityTaskPollerBehavior = worker.NewPollerBehaviorAutoscaling(worker.PollerBehaviorAutoscalingOptions{})
+	// Quick tools run as local activities: the same bounds apply.
+	o.MaxConcurrentLocalActivityExecutionSize = wc.MaxConcurrentActivities
+	o.WorkerLocalActivitiesPerSecond = wc.ActivitiesPerSecond
+	o.TaskQueueActivitiesPerSecond = wc.TaskQueueActivitiesPerSecond
+	return o
+}
+
+// providerWorkerOptions are a provider queue's worker's: the provider's
+// rate limit holds for every worker of the queue together.
+func providerWorkerOptions(wc config.Worker, fp string, rate float64) worker.Options {
+	o := activityWorkerOptions(wc, fp)
+	o.TaskQueueActivitiesPerSecond = rate
+	return o
+}
+
 func deployment(wc config.Worker) worker.DeploymentOptions {
 	if wc.DeploymentName == "" || wc.BuildID == "" {
 		return worker.DeploymentOptions{}

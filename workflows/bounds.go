@@ -90,7 +90,9 @@ func (r *run) keepQuestions() {
 
 // activePlan is the plan follow-ups continue, without the oldest finished
 // steps past maxActiveSteps (their answers live on in the conversation and
-// the insights).
+// the insights), and without step results: the exchange's plan holds them,
+// so state holds each once (a continuing plan takes them back,
+// withResultsFrom).
 func (r *run) activePlan() *plan.Plan {
 	p := r.Plan.Clone()
 	for i := 0; len(p.Steps) > maxActiveSteps && i < len(p.Steps); {
@@ -99,6 +101,9 @@ func (r *run) activePlan() *plan.Plan {
 			continue
 		}
 		p.Steps = append(p.Steps[:i], p.Steps[i+1:]...)
+	}
+	for i := range p.Steps {
+		p.Steps[i].Result = ""
 	}
 	if n := len(r.Plan.Steps) - len(p.Steps); n > 0 {
 		r.emit(investigation.Event{Kind: investigation.EventNote, Text: fmt.Sprintf(

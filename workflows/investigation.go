@@ -81,6 +81,7 @@ func Investigation(ctx workflow.Context, in investigation.Input, carried *State)
 	if r.State == nil {
 		r.State = newState(in)
 	}
+	r.resultsHeldOnce()
 	r.Input = in // each run's input is the investigation's, defaults filled
 	r.storesContext = workflow.GetVersion(ctx, "store-context-and-progress", workflow.DefaultVersion, 1) == 1
 	if r.storesContext {

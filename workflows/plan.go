@@ -86,7 +86,7 @@ func (r *run) makePlan(ctx workflow.Context, request string) error {
 	r.StepCap = r.Input.Limits.MaxSteps
 	if out.Continues && r.ActivePlan != nil {
 		r.StepCap += len(r.ActivePlan.Steps)
-		merged := *r.ActivePlan
+		merged := withResultsFrom(*r.ActivePlan, r.Plan)
 		// The new steps get new IDs as they are appended; their
 		// dependencies on one another follow them, and those on a step of
 		// the active plan stay (the step gets that step's answer,
@@ -192,4 +192,19 @@ func planWithoutResults(p *plan.Plan) *plan.Plan {
 	}
 	c := plan.Plan{Objective: p.Objective, Steps: withoutResults(p.Steps)}
 	return &c
+}
+
+// withResultsFrom is a copy of the active plan whose steps carry their
+// results again, from the plan of the exchange that concluded it (still
+// r.Plan when the next exchange plans), matched by step ID and transcript
+// key. A result the active step holds itself (a run before results were
+// held once) stays.
+func withResultsFrom(active, from plan.Plan) plan.Plan {
+	p := active.Clone()
+	for i, s := range p.Steps {
+		if j := from.Index(s.ID); s.Result == "" && j >= 0 && from.Steps[j].ResultKey == s.ResultKey {
+			p.Steps[i].Result = from.Steps[j].Result
+		}
+	}
+	return p
 }

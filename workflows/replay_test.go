@@ -29,18 +29,21 @@ import (
 // cover every path a running investigation can be in; a path is checked
 // against the history itself, so a re-recording that lost it fails here.
 var fixturePaths = map[string][]string{
-	"investigation.history.json":    {"plan", "steps", "local tool calls", "retried model call", "reflection", "conclusion", "progress stored"},
-	"pipeline.history.json":         {"ref pipeline", "parallel calls", "identical calls"},
-	"budget.history.json":           {"budget cut"},
-	"bigquery.history.json":         {"child workflow"},
-	"bigquery-child.history.json":   {"sub-agent", "memories"},
-	"steering-run1.history.json":    {"updates", "plan approval", "ask_user", "follow-ups", "continue-as-new"},
-	"steering-run2.history.json":    {"continued run", "direct answer", "verdict review"},
-	"stop.history.json":             {"signal", "stop", "child told to stop", "stopped step answered from what it had"},
-	"stop-child.history.json":       {"sub-agent stopped"},
-	"cancel.history.json":           {"cancel", "child cancelled"},
-	"cancel-child.history.json":     {"sub-agent cancelled"},
-	"tool-retry.history.json":       {"tool call retried after a worker died"},
+	"investigation.history.json":  {"plan", "steps", "local tool calls", "retried model call", "reflection", "conclusion", "progress stored"},
+	"pipeline.history.json":       {"ref pipeline", "parallel calls", "identical calls"},
+	"budget.history.json":         {"budget cut"},
+	"bigquery.history.json":       {"child workflow"},
+	"bigquery-child.history.json": {"sub-agent", "memories"},
+	"steering-run1.history.json":  {"updates", "plan approval", "ask_user", "follow-ups", "continue-as-new"},
+	"steering-run2.history.json":  {"continued run", "direct answer", "verdict review"},
+	"stop.history.json":           {"signal", "stop", "child told to stop", "stopped step answered from what it had"},
+	"stop-child.history.json":     {"sub-agent stopped"},
+	"cancel.history.json":         {"cancel", "child cancelled"},
+	"cancel-child.history.json":   {"sub-agent cancelled"},
+	"tool-retry.history.json":     {"tool call retried after a worker died"},
+	// Recorded while a threat-intel call was a local activity (before
+	// provider queues): the workflow task it held timed out with the worker.
+	"local-tool-retry.history.json": {"local tool call retried after a worker died"},
 	"parallel.history.json":         {"parallel steps", "child workflow", "reflection"},
 	"time-budget.history.json":      {"time-budget timer cut"},
 	"lost-transcript.history.json":  {"lost-transcript redo"},
@@ -182,8 +185,14 @@ func exercises(h *historypb.History, path string) bool {
 		return local("CallTool") > 0
 	case "progress stored":
 		return local("StoreProgress") > 0
-	case "tool call retried after a worker died":
+	case "local tool call retried after a worker died":
 		return typ(enumspb.EVENT_TYPE_WORKFLOW_TASK_TIMED_OUT) > 0 && local("CallTool") > 0
+	case "tool call retried after a worker died":
+		// A regular activity: its attempt the kill cut is retried, and no
+		// workflow task was held (and lost) by the call.
+		return typ(enumspb.EVENT_TYPE_WORKFLOW_TASK_TIMED_OUT) == 0 && count(func(e *historypb.HistoryEvent) bool {
+			return e.GetActivityTaskStartedEventAttributes().GetAttempt() > 1
+		}) > 0 && activity("CallTool") > 0
 	case "retried model call":
 		return count(func(e *historypb.HistoryEvent) bool {
 			return e.GetActivityTaskStartedEventAttributes().GetAttempt() > 1

@@ -25,7 +25,9 @@ type State struct {
 	// Tools are the tools the worker offers, as the last plan saw them.
 	Tools []toolcall.Tool `json:"tools,omitempty"`
 	Plan  plan.Plan       `json:"plan"`
-	// ActivePlan is the plan a follow-up continues, once one concluded.
+	// ActivePlan is the plan a follow-up continues, once one concluded. Its
+	// steps keep their ResultKey but no Result: Plan holds the results
+	// (withResultsFrom), so state holds each once.
 	ActivePlan *plan.Plan `json:"active_plan,omitempty"`
 	// StepCap bounds the plan's steps in this exchange: the limit, plus the
 	// steps the active plan held when this exchange continued it.
@@ -130,6 +132,21 @@ func (s State) carried(lastSeq int) *State {
 	next.Steering.UpdateIDs = ids[max(len(ids)-maxCarriedUpdateIDs, 0):]
 	next.Steering.Carried = len(next.Steering.UpdateIDs)
 	return &next
+}
+
+// resultsHeldOnce drops from the active plan the step results Plan holds
+// too: a run from before results were held once carried both. A result
+// only the active plan holds stays.
+func (s *State) resultsHeldOnce() {
+	if s.ActivePlan == nil {
+		return
+	}
+	for i, st := range s.ActivePlan.Steps {
+		j := s.Plan.Index(st.ID)
+		if st.Result != "" && j >= 0 && s.Plan.Steps[j].ResultKey == st.ResultKey && s.Plan.Steps[j].Result == st.Result {
+			s.ActivePlan.Steps[i].Result = ""
+		}
+	}
 }
 
 // toolNames are the names of the tools the worker offers.

@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"sort"
 	"strings"
 	"sync"
 	"syscall"
@@ -16,6 +17,7 @@ import (
 	"github.com/stretchr/testify/require"
 	deploymentpb "go.temporal.io/api/deployment/v1"
 	"go.temporal.io/api/enums/v1"
+	workflowpb "go.temporal.io/api/workflow/v1"
 	"go.temporal.io/api/workflowservice/v1"
 
 	"github.com/secops-agent/investigator/intake"
@@ -28,12 +30,16 @@ const deploymentName = "investigator"
 // Worker Deployment Version") on the cluster. Its two workers run build A;
 // ten investigations conclude and wait idle for follow-ups, ten more are
 // in the middle of their work, when build B's worker starts beside them
-// and is made current. Then: the ten busy ones finish on A (pinned), a new
-// investigation starts on B, each idle one moves to B at the continue-as-
-// new its follow-up triggers, Temporal reports A drained, and A's workers
-// are stopped. Builds A and B are the same source under two build IDs:
-// which version runs each workflow task is what is checked.
+// and is made current. Build B is today's source with one workflow change
+// made as the guide says (buildB): so each run shows which code ran it.
+// Then: the ten busy ones finish on A with A's behaviour (pinned), a new
+// investigation starts on B with B's, each idle one moves to B at the
+// continue-as-new its follow-up triggers and shows B's behaviour from
+// then on, Temporal reports A drained, and A's workers are stopped. A
+// fresh B worker then replays every moved run, and no workflow task of
+// any run failed.
 func TestClusterRollingUpgrade(t *testing.T) {
+	workerB := buildB(t)
 	m := newModel(t, 0)
 	c := startCluster(t, m, withEnv("TEMPORAL_DEPLOYMENT_NAME", deploymentName), withEnv("TEMPORAL_WORKER_BUILD_ID", "A"))
 	// Step 2 for the first version: nothing runs until a version is current.
@@ -58,30 +64,41 @@ func TestClusterRollingUpgrade(t *testing.T) {
 	time.Sleep(3 * time.Second) // each has begun its plan on A
 
 	// Step 1: build B's worker beside A's.
-	b := c.startWorker("B")
+	b := c.startWorker(workerB, "B", "worker-B")
 	defer b.stop()
 	c.waitVersionPolls("B")
 	// Step 2: make B current.
 	c.temporalCLI("worker", "deployment", "set-current-version", "--deployment-name", deploymentName, "--build-id", "B", "--yes")
 	m.setLatency(0)
 
-	// Step 3: a new investigation starts on B; the running ones stay on A.
+	// Step 3: a new investigation starts on B and runs B's code; the
+	// running ones stay on A and run A's.
 	fresh := c.investigate(alerts[20])
 	c.waitPhase(fresh, investigation.PhaseIdle)
 	require.Equal(t, "B", c.version(fresh), "a new investigation starts on the current version")
+	require.True(t, c.changed(fresh, ""), "a new investigation runs B's code")
 	for _, id := range busy {
 		c.waitPhase(id, investigation.PhaseIdle)
 		require.Equal(t, "A", c.version(id), "%s: a running investigation finishes on the version it started on", id)
+		require.False(t, c.changed(id, ""), "%s: a running investigation finishes with A's code", id)
+	}
+	for _, id := range idle {
+		require.Equal(t, "A", c.version(id), "%s: an idle investigation stays on A until it continues as new", id)
+		require.False(t, c.changed(id, ""), "%s: an idle investigation still runs A's code", id)
 	}
 	// Step 4: a follow-up makes an idle run continue as new (its history is
-	// past --max-history-events) and the new run starts on B.
-	for _, id := range append(append([]string{}, idle...), busy...) {
+	// past --max-history-events) and the new run starts on B, with B's code.
+	moved := append(append([]string{}, idle...), busy...)
+	for _, id := range moved {
 		c.starter("ask", id, "What should we check next?", "--detach")
 	}
-	for _, id := range append(append([]string{}, idle...), busy...) {
+	for _, id := range moved {
 		require.Eventually(t, func() bool { return c.runCount(id) >= 2 }, 3*time.Minute, 500*time.Millisecond, "%s did not continue as new", id)
 		c.waitPhase(id, investigation.PhaseIdle)
 		require.Equal(t, "B", c.version(id), "%s: moved to B at its continue-as-new", id)
+		require.True(t, c.changed(id, ""), "%s: runs B's code after the move", id)
+		runs := c.runIDs(id)
+		require.False(t, c.changed(id, runs[0]), "%s: its first run ran A's code", id)
 	}
 	// A workflow that never idles (the intake's admission) is moved by hand.
 	if d, err := c.tc.DescribeWorkflowExecution(context.Background(), intake.AdmissionID(investigation.DefaultQueue), ""); err == nil &&
@@ -94,12 +111,102 @@ func TestClusterRollingUpgrade(t *testing.T) {
 	for _, w := range []string{"worker-1", "worker-2"} {
 		c.signal(w, syscall.SIGTERM)
 	}
-	// B alone answers a follow-up on a moved run.
+	// A fresh B worker, with nothing cached, replays each moved run to
+	// answer its query, and B alone answers a follow-up on one.
+	b.stop()
+	b2 := c.startWorker(workerB, "B", "worker-B-restarted")
+	defer b2.stop()
+	for _, id := range append(moved, fresh) {
+		c.waitPhase(id, investigation.PhaseIdle)
+	}
 	turn := c.followUps(idle[0])
 	c.starter("ask", idle[0], "And the user accounts?", "--detach")
 	require.Eventually(t, func() bool { return c.followUps(idle[0]) > turn }, 2*time.Minute, 500*time.Millisecond, "B did not answer alone")
 	c.waitPhase(idle[0], investigation.PhaseIdle)
-	t.Logf("REPORT rolling upgrade: 20 investigations on A (10 idle, 10 busy), B deployed and made current; new one on B, 10 busy finished on A, 20 moved to B at continue-as-new, A drained, A's workers stopped, B answered alone")
+	require.True(t, c.changed(idle[0], ""), "B's code answered")
+
+	// No workflow task failed in any run, and no worker logged a
+	// nondeterminism error (a replay that decided differently).
+	runs := 0
+	for _, id := range append(moved, fresh, intake.AdmissionID(investigation.DefaultQueue)) {
+		for _, run := range c.runIDs(id) {
+			runs++
+			for _, e := range c.history(id, run) {
+				require.NotEqual(t, enums.EVENT_TYPE_WORKFLOW_TASK_FAILED, e.GetEventType(), "%s run %s: a workflow task failed: %v", id, run, e.GetWorkflowTaskFailedEventAttributes())
+			}
+		}
+	}
+	logs, _ := filepath.Glob(filepath.Join(c.data, "logs", "worker*.log"))
+	require.NotEmpty(t, logs)
+	for _, l := range logs {
+		b, err := os.ReadFile(l)
+		require.NoError(t, err)
+		require.NotContains(t, strings.ToLower(string(b)), "nondetermin", "%s logs a nondeterminism error", filepath.Base(l))
+	}
+	t.Logf("REPORT rolling upgrade: 20 investigations on A (10 idle, 10 busy), B (a changed workflow: gate %q) deployed and made current; new one on B with B's code, 10 busy finished on A with A's, 20 moved to B at continue-as-new and ran B's code, A drained, A's workers stopped, a restarted B replayed the moved runs and answered alone; %d runs, no workflow task failed, %d worker logs without a nondeterminism error",
+		changeID, runs, len(logs))
+}
+
+// Build B's change: a workflow.GetVersion gate at the start of each
+// Investigation run whose new branch upserts the memo field changeMemo,
+// which DescribeWorkflowExecution shows for each run.
+const (
+	changeID   = "upgrade-rehearsal-memo"
+	changeMemo = "changed-in-build-b"
+)
+
+// buildB builds build B's worker: today's source with workflows/
+// investigation.go replaced, through `go build -overlay`, by a copy that
+// holds the change, made the way design/versioning.md says. The product
+// holds no test-only code; the test stands in for the developer's edit.
+func buildB(t *testing.T) string {
+	t.Helper()
+	src := filepath.Join(root, "workflows", "investigation.go")
+	code, err := os.ReadFile(src)
+	require.NoError(t, err)
+	// The anchor is a line of Investigation's start; if it moves, the
+	// test says so here rather than building an unchanged B.
+	const anchor = "\tr.startProgressWriter(ctx)\n"
+	require.Equal(t, 1, strings.Count(string(code), anchor), "build B's change needs the line %q once in %s", anchor, src)
+	gate := fmt.Sprintf("\tif workflow.GetVersion(ctx, %q, workflow.DefaultVersion, 1) == 1 {\n"+
+		"\t\tif err := workflow.UpsertMemo(ctx, map[string]any{%q: true}); err != nil {\n"+
+		"\t\t\treturn investigation.Result{}, err\n\t\t}\n\t}\n", changeID, changeMemo)
+	dir := t.TempDir()
+	changed := filepath.Join(dir, "investigation.go")
+	require.NoError(t, os.WriteFile(changed, []byte(strings.Replace(string(code), anchor, gate+anchor, 1)), 0o644))
+	overlay, err := json.Marshal(map[string]map[string]string{"Replace": {src: changed}})
+	require.NoError(t, err)
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "overlay.json"), overlay, 0o644))
+	worker := filepath.Join(dir, "worker")
+	cmd := exec.Command("go", "build", "-overlay", filepath.Join(dir, "overlay.json"), "-o", worker, "./worker")
+	cmd.Dir = root
+	out, err := cmd.CombinedOutput()
+	require.NoError(t, err, "build B:\n%s", out)
+	return worker
+}
+
+// changed says whether a run of id (the latest when run is "") ran build
+// B's code: its memo holds the field B's change upserts.
+func (c *cluster) changed(id, run string) bool {
+	c.t.Helper()
+	d, err := c.tc.DescribeWorkflowExecution(context.Background(), id, run)
+	require.NoError(c.t, err)
+	_, ok := d.GetWorkflowExecutionInfo().GetMemo().GetFields()[changeMemo]
+	return ok
+}
+
+// runIDs are the run IDs of id, oldest first.
+func (c *cluster) runIDs(id string) []string {
+	var runs []*workflowpb.WorkflowExecutionInfo
+	for _, page := range c.runs(fmt.Sprintf("WorkflowId = %q", id)) {
+		runs = append(runs, page.GetExecutions()...)
+	}
+	sort.Slice(runs, func(i, j int) bool { return runs[i].GetStartTime().AsTime().Before(runs[j].GetStartTime().AsTime()) })
+	ids := make([]string, len(runs))
+	for i, r := range runs {
+		ids[i] = r.GetExecution().GetRunId()
+	}
+	return ids
 }
 
 // temporalCLI runs the Temporal CLI against the cluster.
@@ -261,11 +368,12 @@ type proc struct {
 	once sync.Once
 }
 
-func (c *cluster) startWorker(build string) *proc {
+// startWorker starts the worker binary as build, logging to logs/<name>.log.
+func (c *cluster) startWorker(binary, build, name string) *proc {
 	c.t.Helper()
-	cmd := exec.Command(filepath.Join(bin, "worker"))
+	cmd := exec.Command(binary)
 	cmd.Env = setEnv(c.starterEnv(), "TEMPORAL_WORKER_BUILD_ID", build)
-	f, err := os.Create(filepath.Join(c.data, "logs", "worker-"+build+".log"))
+	f, err := os.Create(filepath.Join(c.data, "logs", name+".log"))
 	require.NoError(c.t, err)
 	cmd.Stdout, cmd.Stderr = f, f
 	require.NoError(c.t, cmd.Start())

@@ -220,6 +220,10 @@ func (pw *prefixWriter) Write(b []byte) (int, error) {
 	for _, c := range b {
 		if !pw.midLine && c != '\n' {
 			buf = append(buf, pw.prefix...)
+			if c != ' ' && !strings.HasSuffix(pw.prefix, " ") {
+				// "[step_2] QUESTION ...", not "[step_2]QUESTION ...".
+				buf = append(buf, ' ')
+			}
 		}
 		buf = append(buf, c)
 		pw.midLine = c != '\n'

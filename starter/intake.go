@@ -23,6 +23,7 @@ import (
 	"github.com/secops-agent/investigator/internal/gpubsub"
 	"github.com/secops-agent/investigator/internal/termtext"
 	"github.com/secops-agent/investigator/investigation"
+	"github.com/secops-agent/investigator/telemetry"
 )
 
 type intakeOptions struct {
@@ -195,7 +196,7 @@ func (a *app) runIntake(cmd *cobra.Command, o intakeOptions) error {
 	batcher := &source.Batcher{Admit: c.Admit, Settings: settings, Linger: 20 * time.Millisecond, InFlight: 4}
 	pipeline := &source.Pipeline{Store: store, Batcher: batcher, CallTimeout: a.timeout(), Log: log}
 	if a.tel != nil {
-		pipeline.Span = a.tel.Span
+		pipeline.Span, pipeline.Traceparent = a.tel.Span, telemetry.Traceparent
 	}
 	var wg sync.WaitGroup
 	errs := make(chan error, 2)

@@ -15,8 +15,6 @@ import (
 	"log/slog"
 	"time"
 
-	"go.opentelemetry.io/otel/propagation"
-
 	"github.com/secops-agent/investigator/alerts"
 	"github.com/secops-agent/investigator/intake"
 	"github.com/secops-agent/investigator/internal/clip"
@@ -36,10 +34,11 @@ type Pipeline struct {
 	// admitter's own bound.
 	CallTimeout time.Duration
 	Log         *slog.Logger
-	// Span, when set, starts the alert's span (telemetry.Telemetry.Span):
-	// its traceparent goes with the admitted alert, so the investigation
-	// started for it joins the alert's trace.
-	Span func(ctx context.Context, name string) (context.Context, func(failed bool))
+	// Span, when set, starts the alert's span (telemetry.Telemetry.Span),
+	// and Traceparent names it (telemetry.Traceparent): it goes with the
+	// admitted alert, so the investigation started for it joins the trace.
+	Span        func(ctx context.Context, name string) (context.Context, func(failed bool))
+	Traceparent func(context.Context) string
 }
 
 // Result is what became of one message. Exactly one of Invalid, Retry and
@@ -86,7 +85,7 @@ func (p *Pipeline) Take(ctx context.Context, body []byte) (res Result) {
 	out, retryAfter, err := p.Batcher.Submit(ctx, intake.Alert{
 		AlertID: res.Alert.ID, Identity: res.Identity.Key, Count: res.Identity.Count, Severity: res.Alert.Severity,
 		Source: res.Alert.Source, Title: clip.String(res.Alert.Title, intake.MaxTitleBytes), Keys: intake.Keys(res.Alert.Data),
-		Traceparent: traceparent(ctx),
+		Traceparent: p.traceparent(ctx),
 	})
 	switch {
 	case err != nil:
@@ -100,11 +99,11 @@ func (p *Pipeline) Take(ctx context.Context, body []byte) (res Result) {
 	return res
 }
 
-// traceparent is the W3C traceparent of ctx's span, "" without one.
-func traceparent(ctx context.Context) string {
-	c := propagation.MapCarrier{}
-	propagation.TraceContext{}.Inject(ctx, c)
-	return c["traceparent"]
+func (p *Pipeline) traceparent(ctx context.Context) string {
+	if p.Traceparent == nil {
+		return ""
+	}
+	return p.Traceparent(ctx)
 }
 
 // storeError says in one sentence why the alert could not be stored.

@@ -19,6 +19,7 @@ import (
 
 	"github.com/secops-agent/investigator/alerts"
 	"github.com/secops-agent/investigator/intake"
+	"github.com/secops-agent/investigator/telemetry"
 )
 
 type memStore struct {
@@ -201,6 +202,7 @@ func TestPipelineCarriesTheAlertsTrace(t *testing.T) {
 	spanID, _ := trace.SpanIDFromHex("00f067aa0ba902b7")
 	var names []string
 	var failed []bool
+	p.Traceparent = telemetry.Traceparent
 	p.Span = func(ctx context.Context, name string) (context.Context, func(bool)) {
 		names = append(names, name)
 		sc := trace.NewSpanContext(trace.SpanContextConfig{TraceID: traceID, SpanID: spanID, TraceFlags: trace.FlagsSampled})
@@ -217,7 +219,7 @@ func TestPipelineCarriesTheAlertsTrace(t *testing.T) {
 		t.Errorf("spans %v, failed %v", names, failed)
 	}
 	// Without tracing, no traceparent.
-	p.Span = nil
+	p.Span, p.Traceparent = nil, nil
 	p.Take(context.Background(), []byte(alert))
 	if tp := ad.batches[len(ad.batches)-1][0].Traceparent; tp != "" {
 		t.Errorf("traceparent %q without tracing", tp)

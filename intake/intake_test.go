@@ -218,3 +218,17 @@ func TestRank(t *testing.T) {
 		t.Error("Higher")
 	}
 }
+
+// TestAlertCheckBoundsTheTraceparent: the admission workflow keeps what an
+// admit request carries, and anyone who can send the update writes it: an
+// oversized traceparent is refused with the alert.
+func TestAlertCheckBoundsTheTraceparent(t *testing.T) {
+	a := Alert{AlertID: "a-1", Identity: "generic:id:a-1", Traceparent: "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"}
+	if err := a.Check(); err != nil {
+		t.Fatalf("a W3C traceparent: %v", err)
+	}
+	a.Traceparent = strings.Repeat("0", maxTraceparentBytes+1)
+	if err := a.Check(); err == nil || !strings.Contains(err.Error(), "traceparent") {
+		t.Errorf("a %d-byte traceparent: err = %v", len(a.Traceparent), err)
+	}
+}

@@ -170,6 +170,13 @@ type ProgressStore interface {
 	Put(ctx context.Context, session string, events []investigation.Event, st *investigation.Status) error
 }
 
+// ProgressQueue is a ProgressStore that can also write behind its caller
+// (progress.Behind).
+type ProgressQueue interface {
+	ProgressStore
+	Enqueue(session string, events []investigation.Event, st *investigation.Status)
+}
+
 // ProgressInput stores a run's new progress events and its status. It runs
 // as a local activity: its input (event texts, the conclusion) never enters
 // history.
@@ -177,6 +184,10 @@ type ProgressInput struct {
 	Session string                `json:"session"`
 	Events  []investigation.Event `json:"events,omitempty"`
 	Status  *investigation.Status `json:"status,omitempty"`
+	// Wait says the write is committed before the activity returns: the
+	// run is about to wait for a person or to close. Otherwise a worker
+	// whose store is a ProgressQueue writes it behind the workflow.
+	Wait bool `json:"wait,omitempty"`
 }
 
 // StoreProgress writes progress events and the status into the store; a
@@ -184,6 +195,10 @@ type ProgressInput struct {
 // events with the progress query).
 func (a *Activities) StoreProgress(ctx context.Context, in ProgressInput) error {
 	if a.Progress == nil {
+		return nil
+	}
+	if q, ok := a.Progress.(ProgressQueue); ok && !in.Wait {
+		q.Enqueue(in.Session, in.Events, in.Status)
 		return nil
 	}
 	return a.Progress.Put(ctx, in.Session, in.Events, in.Status)

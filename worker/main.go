@@ -158,7 +158,16 @@ func newCommand() *cobra.Command {
 			model := &activities.Model{LLM: llm.Models, Name: gc.Model, Transcript: transcript.NewCache(transcript.NewStore(fs), transcriptCache),
 				Calls: tel.ModelCalls(provider(endpoint), host(endpoint.BaseURL), table)}
 			alertReader := alerts.NewCache(store, alertCache)
-			inv := &activities.Activities{Model: model, Endpoint: endpoint, Tools: registry, Alerts: alertReader, Progress: progress.NewStore(fs)}
+			// Progress is written behind the workflow task that emits it
+			// (where the run waits for a person or closes, it waits for the
+			// write); what is queued at stop is written before exit.
+			behind := progress.NewBehind(progress.NewStore(fs), logger)
+			defer func() {
+				cctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+				defer cancel()
+				behind.Close(cctx)
+			}()
+			inv := &activities.Activities{Model: model, Endpoint: endpoint, Tools: registry, Alerts: alertReader, Progress: behind}
 			if mcpCfg != nil {
 				// MCP tools join the registry as each server connects (and
 				// again on reconnect); a server that fails is shown by

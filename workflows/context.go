@@ -10,6 +10,7 @@ import (
 	"go.temporal.io/sdk/workflow"
 
 	"github.com/secops-agent/investigator/activities"
+	"github.com/secops-agent/investigator/investigation"
 )
 
 // storesContext is the change ID of the gate under which the run keeps what
@@ -70,7 +71,7 @@ func (r *run) context(ctx workflow.Context) string {
 		// progress events not yet stored along, unless the progress writer
 		// is busy (events are written in order).
 		in := activities.ContextInput{Session: r.session, Key: key, Context: c}
-		took := !r.writing && len(r.unstored) > 0
+		took := !r.writing && len(r.unstored) > 0 && !waitsAfter(r.unstored)
 		if took {
 			st, _ := r.status()
 			raw, _ := json.Marshal(st)
@@ -116,18 +117,48 @@ func (r *run) startProgressWriter(ctx workflow.Context) {
 				continue
 			}
 			r.unstored, r.writing, r.statusStored = nil, true, sum
-			err := workflow.ExecuteLocalActivity(localStoreOptions(ctx, "store progress"), a.StoreProgress,
-				activities.ProgressInput{Session: r.session, Events: batch, Status: &st}).Get(ctx, nil)
+			in := activities.ProgressInput{Session: r.session, Events: batch, Status: &st}
+			if final || waitsAfter(batch) {
+				// The run stops here: everything since the last such
+				// write goes again (the worker skips what it committed),
+				// in case a worker died before writing what it held.
+				in.Wait, in.Events = true, r.eventsAfterSeq(r.synced)
+			}
+			err := workflow.ExecuteLocalActivity(localStoreOptions(ctx, "store progress"), a.StoreProgress, in).Get(ctx, nil)
 			r.writing = false
 			if err != nil {
 				// The events stay in the run, where the progress query reads them.
-				workflow.GetLogger(ctx).Warn("progress events not stored", "from", batch[0].Seq, "events", len(batch), "error", err)
+				workflow.GetLogger(ctx).Warn("progress events not stored", "events", len(in.Events), "error", err)
+			} else if in.Wait && len(in.Events) > 0 {
+				r.synced = in.Events[len(in.Events)-1].Seq
 			}
 			if final && len(r.unstored) == 0 {
 				r.flushing = false
 			}
 		}
 	})
+}
+
+// waitsAfter says the run waits for a person after these events (a
+// question, a plan or an action to approve, follow-ups): they are written
+// before the workflow task ends, not behind it.
+func waitsAfter(events []investigation.Event) bool {
+	for _, e := range events {
+		switch e.Kind {
+		case investigation.EventQuestion, investigation.EventApproval, investigation.EventApprovalRequested, investigation.EventIdle:
+			return true
+		}
+	}
+	return false
+}
+
+// eventsAfterSeq are the events this run still holds numbered above seq.
+func (r *run) eventsAfterSeq(seq int) []investigation.Event {
+	i := max(seq-r.LastSeq-r.dropped, 0)
+	if i >= len(r.events) {
+		return nil
+	}
+	return r.events[i:]
 }
 
 // flushProgress waits until every event and the latest status are stored,

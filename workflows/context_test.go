@@ -31,6 +31,13 @@ func mockContextStore(env *testsuite.TestWorkflowEnvironment, progress func(acti
 	}).Maybe()
 }
 
+func lastSeq(events []investigation.Event) int {
+	if len(events) == 0 {
+		return 0
+	}
+	return events[len(events)-1].Seq
+}
+
 // expand puts the stored context an input names back into it, as the
 // activity does, so the tests see what the activity sees.
 func expand[T interface{ UseContext(activities.Context) }](in T, session, key string) {
@@ -48,11 +55,27 @@ func expand[T interface{ UseContext(activities.Context) }](in T, session, key st
 // standing verdict reach the follow-up's activities by a key only.
 func TestProgressIsStoredBeforeTheRunCloses(t *testing.T) {
 	h := newHarness(t)
-	var stored []investigation.Event
+	var stored []investigation.Event // each event as first written
 	var last *investigation.Status
+	waited, behind, synced := 0, 0, 0
 	h.stored = func(in activities.ProgressInput) {
-		stored = append(stored, in.Events...)
+		for _, e := range in.Events {
+			if e.Seq > lastSeq(stored) {
+				stored = append(stored, e)
+			}
+		}
 		last = in.Status
+		if !in.Wait {
+			behind++
+			require.False(t, waitsAfter(in.Events), "a write before a wait for a person is waited for")
+			return
+		}
+		// A waited-for write sends again everything since the last one.
+		waited++
+		if len(in.Events) > 0 {
+			require.Equal(t, synced+1, in.Events[0].Seq, "a waited-for write starts after the last one")
+			synced = in.Events[len(in.Events)-1].Seq
+		}
 	}
 	h.env.OnActivity(a.StoreProgress, mock.Anything, mock.Anything).Return(func(_ context.Context, in activities.ProgressInput) error {
 		h.mu.Lock()
@@ -75,9 +98,12 @@ func TestProgressIsStoredBeforeTheRunCloses(t *testing.T) {
 	_, err := h.run(t, investigation.Input{AlertID: "a1"})
 	require.NoError(t, err)
 	evs := h.events(t)
-	require.Equal(t, evs, stored, "every event stored, in order, once")
+	require.Equal(t, evs, stored, "every event stored, in order")
 	require.NotNil(t, last)
 	require.Equal(t, len(evs), last.LastSeq, "the status stored last is the closed run's")
+	require.Equal(t, len(evs), synced, "the last write, waited for, covers every event")
+	require.Positive(t, behind, "the writes between model calls go behind the workflow")
+	require.Equal(t, 2, waited, "the run waits for its writes before each idle (closing had nothing new)")
 
 	require.Len(t, modes, 1)
 	require.Empty(t, modes[0].History, "the mode decision names the conversation by key")

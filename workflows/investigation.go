@@ -62,6 +62,7 @@ type run struct {
 	unstored          []investigation.Event
 	writing, flushing bool
 	statusStored      [32]byte // the hash of the status written last
+	synced            int      // the latest event a waited-for write stored
 	closed            bool     // the run emits no more events (flushProgress)
 }
 

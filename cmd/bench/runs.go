@@ -247,6 +247,7 @@ func (b *bench) workerPIDs() []int {
 type starterRun struct {
 	key   string
 	trace *runTrace
+	start time.Time
 	wall  time.Duration
 	err   error
 }
@@ -258,9 +259,9 @@ func (b *bench) viaStarter(ctx context.Context, key string, latency time.Duratio
 	cmd := exec.CommandContext(ctx, filepath.Join(b.s.dir, "starter"), "investigate", "--alert-id", b.s.alertID,
 		"--question", fmt.Sprintf("Is %s malicious? [bench:%s]", benchIP, key), "--idle-timeout", "1s")
 	cmd.Env = b.s.starterEnv
-	start := time.Now()
+	r.start = time.Now()
 	out, err := cmd.CombinedOutput()
-	r.wall = time.Since(start)
+	r.wall = time.Since(r.start)
 	switch {
 	case err != nil:
 		r.err = fmt.Errorf("starter investigate (%s): %v: %s", key, err, lastLine(strings.TrimSpace(string(out))))

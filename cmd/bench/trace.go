@@ -19,11 +19,32 @@ func writeTrace(w io.Writer, m *measurements) {
 		}
 		fmt.Fprintf(w, "%s: wall %s, %d events\n", r.id, dur(r.wall), r.hist.events)
 		for _, a := range r.hist.activities {
+			if a.local {
+				// A marker has no times of its own.
+				fmt.Fprintf(w, "  %-12s (local)\n", a.typ)
+				continue
+			}
 			fmt.Fprintf(w, "  %-12s +%-8s queued %-6s ran %-8s %s\n", a.typ, dur(a.scheduled.Sub(r.start)),
 				dur(a.started.Sub(a.scheduled)), dur(a.closed.Sub(a.started)), a.identity)
 		}
 		for i, c := range r.trace.snapshot() {
 			fmt.Fprintf(w, "  model %d %-8s +%-8s %s\n", i+1, c.phase, dur(c.span.start.Sub(r.start)), dur(c.span.end.Sub(c.span.start)))
 		}
+	}
+	// What an analyst waits for outside the model: the starter's start,
+	// each gap between model calls, and its end.
+	for _, r := range append([]*starterRun{m.starterFirst}, m.starterWarm...) {
+		if r == nil || r.err != nil {
+			continue
+		}
+		calls := r.trace.snapshot()
+		if len(calls) == 0 {
+			continue
+		}
+		fmt.Fprintf(w, "%s: wall %s; start → first model call %s", r.key, dur(r.wall), dur(calls[0].span.start.Sub(r.start)))
+		for i := 1; i < len(calls); i++ {
+			fmt.Fprintf(w, ", %s", dur(calls[i].span.start.Sub(calls[i-1].span.end)))
+		}
+		fmt.Fprintf(w, "; last reply → exit %s\n", dur(r.start.Add(r.wall).Sub(calls[len(calls)-1].span.end)))
 	}
 }

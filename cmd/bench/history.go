@@ -53,6 +53,13 @@ type histInfo struct {
 	events, bytes  int
 	activities     []*activity // in schedule order
 	largestPayload int
+	// timeline is every event's type and time, for -trace.
+	timeline []timedEvent
+}
+
+type timedEvent struct {
+	typ enums.EventType
+	at  time.Time
 }
 
 var payloadName = (&commonpb.Payload{}).ProtoReflect().Descriptor().FullName()
@@ -75,6 +82,7 @@ func analyze(h *historypb.History) histInfo {
 	byID := map[int64]*activity{}
 	for _, e := range h.Events {
 		at := e.GetEventTime().AsTime()
+		info.timeline = append(info.timeline, timedEvent{e.GetEventType(), at})
 		var a *activity
 		switch {
 		case e.GetActivityTaskScheduledEventAttributes() != nil:

@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 	"io"
+	"strings"
 )
 
 // writeTrace prints each lone run's activities with their timings, for a
@@ -28,7 +29,13 @@ func writeTrace(w io.Writer, m *measurements) {
 				dur(a.started.Sub(a.scheduled)), dur(a.closed.Sub(a.started)), a.identity)
 		}
 		for i, c := range r.trace.snapshot() {
-			fmt.Fprintf(w, "  model %d %-8s +%-8s %s\n", i+1, c.phase, dur(c.span.start.Sub(r.start)), dur(c.span.end.Sub(c.span.start)))
+			fmt.Fprintf(w, "  model %d %-8s +%.1f ms → +%.1f ms\n", i+1, c.phase, float64(c.span.start.Sub(r.start).Microseconds())/1000, float64(c.span.end.Sub(r.start).Microseconds())/1000)
+		}
+		// The first lone run's events: where a gap between model calls goes.
+		if r == runs[0] {
+			for _, e := range r.hist.timeline {
+				fmt.Fprintf(w, "    +%-6.1f %s\n", float64(e.at.Sub(r.start).Microseconds())/1000, strings.TrimPrefix(e.typ.String(), "EVENT_TYPE_"))
+			}
 		}
 	}
 	// What an analyst waits for outside the model: the starter's start,

@@ -120,8 +120,9 @@ func (w *bareWorker) started(t *testing.T) string {
 }
 
 // investigate runs one investigation to its conclusion and returns the
-// starter's stderr and the workflow's search attributes (name -> JSON).
-func (s *bareServer) investigate(t *testing.T) (stderr string, attrs map[string]string) {
+// starter's stderr and the workflow's search attributes (name -> JSON),
+// once the attribute named wait is set ("": at once).
+func (s *bareServer) investigate(t *testing.T, wait string) (stderr string, attrs map[string]string) {
 	t.Helper()
 	id := exampleID(t)
 	model.use(t, saScript(id))
@@ -129,12 +130,22 @@ func (s *bareServer) investigate(t *testing.T) (stderr string, attrs map[string]
 	require.Equal(t, 0, res.code, "stdout:\n%s\nstderr:\n%s", res.stdout, res.stderr)
 	require.Contains(t, res.stdout, "The brute force failed (search attribute e2e).")
 	require.Contains(t, res.stdout, "VERDICT  false_positive (high confidence)")
-	desc, err := s.c.DescribeWorkflowExecution(t.Context(), workflowIDFrom(t, res.stdout), "")
-	require.NoError(t, err)
-	attrs = map[string]string{}
-	for name, p := range desc.GetWorkflowExecutionInfo().GetSearchAttributes().GetIndexedFields() {
-		attrs[name] = string(p.GetData())
-	}
+	// The conclusion reaches the progress store from inside the workflow
+	// task whose completion records the attribute: the starter may print
+	// it a few milliseconds before Temporal has it.
+	wid := workflowIDFrom(t, res.stdout)
+	require.Eventually(t, func() bool {
+		desc, err := s.c.DescribeWorkflowExecution(t.Context(), wid, "")
+		if err != nil {
+			return false
+		}
+		attrs = map[string]string{}
+		for name, p := range desc.GetWorkflowExecutionInfo().GetSearchAttributes().GetIndexedFields() {
+			attrs[name] = string(p.GetData())
+		}
+		_, set := attrs[wait]
+		return set || wait == ""
+	}, 10*time.Second, 20*time.Millisecond, "no %s search attribute", wait)
 	return res.stderr, attrs
 }
 
@@ -158,7 +169,7 @@ func TestSearchAttributesRegistered(t *testing.T) {
 	require.Equal(t, enums.INDEXED_VALUE_TYPE_KEYWORD, attrs["AlertId"])
 	require.Equal(t, enums.INDEXED_VALUE_TYPE_KEYWORD, attrs["Verdict"])
 
-	stderr, set := s.investigate(t)
+	stderr, set := s.investigate(t, "Verdict")
 	require.NotContains(t, stderr, "warning: search attribute")
 	id := exampleID(t)
 	require.Equal(t, fmt.Sprintf("%q", id), set["AlertId"])
@@ -182,7 +193,7 @@ func TestSearchAttributesNotRegistered(t *testing.T) {
 	require.NotContains(t, log, "search attributes not registered", "nothing to warn about: registration is off")
 	require.Empty(t, s.attributes(t))
 
-	stderr, set := s.investigate(t)
+	stderr, set := s.investigate(t, "")
 	require.Equal(t, 1, strings.Count(stderr, "warning: search attribute"), stderr)
 	require.Contains(t, stderr, saWarning)
 	require.NotContains(t, set, "AlertId")
@@ -210,7 +221,7 @@ func TestSearchAttributeClash(t *testing.T) {
 	require.Contains(t, warning, `reason="AlertId is registered as Text, not Keyword"`)
 	require.Equal(t, enums.INDEXED_VALUE_TYPE_KEYWORD, s.attributes(t)["Verdict"])
 
-	stderr, set := s.investigate(t)
+	stderr, set := s.investigate(t, "Verdict")
 	require.Equal(t, 1, strings.Count(stderr, "warning: search attribute"), stderr)
 	require.Contains(t, stderr, "warning: search attribute(s) [AlertId] not registered on namespace default")
 	require.NotContains(t, set, "AlertId")

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"go.temporal.io/api/enums/v1"
+	"go.temporal.io/api/serviceerror"
 	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/temporal"
 	"google.golang.org/grpc/codes"
@@ -24,6 +25,10 @@ const UpdateTimeout = 30 * time.Second
 // retried under the same update ID until UpdateTimeout.
 const updateAttemptTimeout = 8 * time.Second
 
+// maxTaskFailures is how often an update is sent again after the workflow
+// task that took it failed.
+const maxTaskFailures = 5
+
 // Steer sends the update name (investigation.UpdateHint, UpdateAsk, ...)
 // with its arguments and waits until the investigation recorded it; noun
 // names the input in messages ("hint", "question"). Every attempt carries
@@ -35,6 +40,7 @@ func (c *Client) Steer(ctx context.Context, id, name, noun string, args ...any) 
 	defer cancel()
 	updateID := fmt.Sprintf("%s-%d", name, time.Now().UnixNano())
 	var ack investigation.Ack
+	taskFailures := 0
 	for {
 		actx, acancel := context.WithTimeout(uctx, updateAttemptTimeout)
 		h, err := c.tc.UpdateWorkflow(actx, client.UpdateWorkflowOptions{
@@ -53,7 +59,16 @@ func (c *Client) Steer(ctx context.Context, id, name, noun string, args ...any) 
 			return ack, nil
 		}
 		code := status.Code(err)
-		if !stuck && code != codes.ResourceExhausted && code != codes.Unavailable || uctx.Err() != nil {
+		// The workflow task that took the update failed: a task that met
+		// new events (a cancelled activity reporting as the update closes
+		// the run) is retried by the server, and so is the update; one
+		// that keeps failing is reported.
+		var notReady *serviceerror.WorkflowNotReady
+		taskFailed := errors.As(err, &notReady) && taskFailures < maxTaskFailures
+		if taskFailed {
+			taskFailures++
+		}
+		if !stuck && !taskFailed && code != codes.ResourceExhausted && code != codes.Unavailable || uctx.Err() != nil {
 			return ack, c.steerError(ctx, uctx, id, name, noun, err)
 		}
 		select {

@@ -27,8 +27,18 @@ func (f *follower) track(e investigation.Event) {
 
 // pollChildren renders what is new in every open child run. The children
 // are queried concurrently, with short timeouts, and rendered in the order
-// they started.
+// they started. childWait, the wait before a follower with the store polls
+// them again, starts at the poll interval and doubles, up to
+// childQuietMax, while they have nothing new.
 func (f *follower) pollChildren(ctx context.Context) {
+	news := false
+	defer func() {
+		if news || f.childWait == 0 {
+			f.childWait = f.interval
+		} else {
+			f.childWait = min(f.childWait*2, max(childQuietMax, f.interval))
+		}
+	}()
 	type read struct {
 		closed bool
 		events []investigation.Event
@@ -92,6 +102,7 @@ func (f *follower) pollChildren(ctx context.Context) {
 				continue
 			}
 			ch.seq = e.Seq
+			news = true
 			f.r.ChildEvent(ch.id, e)
 		}
 		if r.closed {

@@ -79,6 +79,7 @@ type follower struct {
 	warned     bool
 	printedAny bool
 	children   []*childStream
+	childWait  time.Duration // before the children are polled again (pollChildren)
 	seen       map[string]bool
 	// patience is how long Temporal may fail to describe the workflow, in a
 	// row, before following gives up with the sentence unreachable returns.

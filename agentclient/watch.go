@@ -25,6 +25,9 @@ type ProgressStore interface {
 var (
 	quietFirst = 200 * time.Millisecond
 	quietMax   = 5 * time.Second
+	// childQuietMax bounds the wait between polls of a sub-agent's run
+	// that has nothing new (its events come from its query, not the store).
+	childQuietMax = 2 * time.Second
 )
 
 // storeWatch holds the events one Firestore listener delivered and wakes
@@ -112,8 +115,8 @@ func (w *storeWatch) wait(ctx context.Context, d time.Duration) bool {
 // listener; Temporal is asked only after a quiet wait (growing from
 // quietFirst to quietMax), to learn that the run closed, or when the store
 // cannot say (a run from before progress was stored, events it no longer
-// holds, a listener that failed). A child stream still asks every
-// interval while it is open.
+// holds, a listener that failed). A child stream is asked every interval
+// while it has news, less often (up to childQuietMax) while it has none.
 func (f *follower) runWatched(ctx context.Context) (followEnd, error) {
 	f.watch = watchStore(ctx, f.store, f.id, f.seq)
 	defer f.watch.stop()
@@ -130,7 +133,7 @@ func (f *follower) runWatched(ctx context.Context) (followEnd, error) {
 			quiet = min(quiet*2, quietMax)
 		}
 		if f.openChildren() {
-			wait = min(wait, f.interval)
+			wait = min(wait, max(f.childWait, f.interval))
 		}
 		if !f.watch.wait(ctx, wait) {
 			return followEnd{how: endInterrupted}, nil

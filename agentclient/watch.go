@@ -152,13 +152,16 @@ func (f *follower) stepWatched(ctx context.Context) (followEnd, bool, bool, erro
 		end, done, err := f.step(ctx) // the listener failed: Temporal as before
 		return end, done, false, err
 	}
+	if len(events) > 0 {
+		// A child's last events come before the parent's result of it.
+		f.pollChildren(ctx)
+	}
 	printed, gapTo, stop := f.take(events)
 	if stop {
 		f.pollChildren(ctx)
 		return followEnd{how: endUntil}, true, true, nil
 	}
 	if printed > 0 {
-		f.pollChildren(ctx)
 		return followEnd{}, false, true, nil
 	}
 	if gapTo > 0 || !f.watch.seenAny() {

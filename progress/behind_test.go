@@ -73,11 +73,11 @@ func stat(last int) *investigation.Status { return &investigation.Status{LastSeq
 func TestEnqueueDoesNotWaitForTheStore(t *testing.T) {
 	f := &fakeStore{gate: make(chan struct{})}
 	b := NewBehind(f, nil)
-	start := time.Now()
+	// The store holds every write until the gate opens below: were
+	// Enqueue to wait for it, the test would not get past these lines.
 	b.Enqueue("s", evs(1, 2), stat(2))
 	b.Enqueue("s", evs(3, 3), stat(3))
 	b.Enqueue("s", evs(4, 5), stat(5))
-	require.Less(t, time.Since(start), time.Second, "queued writes return while the store is held")
 	require.Empty(t, f.written())
 
 	done := make(chan error, 1)

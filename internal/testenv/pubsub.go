@@ -3,11 +3,9 @@ package testenv
 import (
 	"errors"
 	"fmt"
-	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
-	"strconv"
 	"testing"
 	"time"
 )
@@ -21,13 +19,7 @@ const pubsubReadyTimeout = 60 * time.Second
 // function that ends its whole process group. The emulator starts empty:
 // topics and subscriptions are made through the API.
 func StartPubSub(project string) (host string, stop func(), err error) {
-	port, err := FreePort()
-	if err != nil {
-		return "", nil, err
-	}
-	host = net.JoinHostPort("127.0.0.1", strconv.Itoa(port))
-	stop, err = StartPubSubOn(project, host)
-	return host, stop, err
+	return onFreePort(func(host string) (func(), error) { return StartPubSubOn(project, host) })
 }
 
 // StartPubSubOn is StartPubSub on a given host:port.

@@ -16,6 +16,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -66,13 +67,25 @@ func FreePort() (int, error) {
 // process group (gcloud, its shell wrapper and the JVM). stop is safe to call
 // more than once.
 func StartFirestore() (host string, stop func(), err error) {
-	port, err := FreePort()
-	if err != nil {
-		return "", nil, err
+	return onFreePort(StartFirestoreOn)
+}
+
+// onFreePort starts an emulator with start on a free port, and again on
+// another one when the port was taken between the check and the
+// emulator's bind (test packages start emulators side by side).
+func onFreePort(start func(host string) (func(), error)) (host string, stop func(), err error) {
+	for attempt := 1; ; attempt++ {
+		port, err := FreePort()
+		if err != nil {
+			return "", nil, err
+		}
+		host = net.JoinHostPort("127.0.0.1", strconv.Itoa(port))
+		stop, err = start(host)
+		if err == nil || attempt == 3 || !strings.Contains(strings.ToLower(err.Error()), "address already in use") {
+			return host, stop, err
+		}
+		slog.Warn("testenv: an emulator's port was taken; trying another", "attempt", attempt, "host", host)
 	}
-	host = net.JoinHostPort("127.0.0.1", strconv.Itoa(port))
-	stop, err = StartFirestoreOn(host)
-	return host, stop, err
 }
 
 // StartFirestoreOn is StartFirestore on a given host:port, such as the

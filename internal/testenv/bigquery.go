@@ -93,7 +93,7 @@ func StartBigQuery(project, yamlFile string) (host string, stop func(), err erro
 }
 
 func retryableStart(err error) bool {
-	return strings.Contains(err.Error(), "address already in use") || errors.Is(err, errExitedEarly)
+	return portTaken(err) || errors.Is(err, errExitedEarly)
 }
 
 func firstLine(s string) string {

@@ -70,6 +70,12 @@ func StartFirestore() (host string, stop func(), err error) {
 	return onFreePort(StartFirestoreOn)
 }
 
+// portTaken says an emulator failed to bind its port (Go and Java word it
+// in different cases).
+func portTaken(err error) bool {
+	return strings.Contains(strings.ToLower(err.Error()), "address already in use")
+}
+
 // onFreePort starts an emulator with start on a free port, and again on
 // another one when the port was taken between the check and the
 // emulator's bind (test packages start emulators side by side).
@@ -81,7 +87,7 @@ func onFreePort(start func(host string) (func(), error)) (host string, stop func
 		}
 		host = net.JoinHostPort("127.0.0.1", strconv.Itoa(port))
 		stop, err = start(host)
-		if err == nil || attempt == 3 || !strings.Contains(strings.ToLower(err.Error()), "address already in use") {
+		if err == nil || attempt == 3 || !portTaken(err) {
 			return host, stop, err
 		}
 		slog.Warn("testenv: an emulator's port was taken; trying another", "attempt", attempt, "host", host)

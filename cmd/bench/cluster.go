@@ -3,8 +3,6 @@ package main
 import (
 	"context"
 	"fmt"
-	"math/rand/v2"
-	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -55,7 +53,7 @@ func startClusterServer(ctx context.Context, root, dir string) (*clusterServer, 
 		p := 0
 		for p == 0 || used[p] {
 			var err error
-			if p, err = freePort(strings.HasSuffix(v, "_MEMBERSHIP")); err != nil {
+			if p, err = testenv.FreePort(); err != nil {
 				return nil, err
 			}
 		}
@@ -72,22 +70,6 @@ func startClusterServer(ctx context.Context, root, dir string) (*clusterServer, 
 		return nil, fmt.Errorf("the local cluster did not start (go tool task cluster-setup builds its tools): %v: %s", err, lastLine(string(out)))
 	}
 	return c, nil
-}
-
-// freePort is a free port; low ones are below 32768, since Temporal keeps
-// a membership port in a smallint column.
-func freePort(low bool) (int, error) {
-	if !low {
-		return testenv.FreePort()
-	}
-	for range 100 {
-		p := 20000 + rand.IntN(12000)
-		if l, err := net.Listen("tcp", fmt.Sprintf("127.0.0.1:%d", p)); err == nil {
-			l.Close()
-			return p, nil
-		}
-	}
-	return 0, fmt.Errorf("no free port below 32768")
 }
 
 func (c *clusterServer) stop() {

@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"testing"
 
+	"github.com/secops-agent/investigator/internal/testenv"
 	"github.com/stretchr/testify/require"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/health"
@@ -28,10 +29,9 @@ func portOf(t *testing.T, s *Stack, v, addr string) {
 // freePort is a port nothing listens on.
 func freePort(t *testing.T) int {
 	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
+	p, err := testenv.FreePort()
 	require.NoError(t, err)
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port
+	return p
 }
 
 func TestTCPProbe(t *testing.T) {

@@ -13,7 +13,6 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
-	"math/rand/v2"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -112,7 +111,7 @@ func startCluster(t *testing.T, m *model, opts ...option) *cluster {
 	used := map[int]bool{}
 	for _, v := range portVars {
 		for c.ports[v] == 0 || used[c.ports[v]] || used[c.ports[v]+1] {
-			c.ports[v] = freePort(t, v == "INTAKE", strings.HasSuffix(v, "_MEMBERSHIP"))
+			c.ports[v] = freePort(t, v == "INTAKE")
 		}
 		used[c.ports[v]] = true
 		c.env = setEnv(c.env, "STACK_"+v+"_PORT", strconv.Itoa(c.ports[v]))
@@ -292,22 +291,14 @@ func setEnv(env []string, k, v string) []string {
 	return append(out, k+"="+v)
 }
 
-// freePort is a port nothing listens on; with next, the port after it is
-// free too (the second intake's); with low, below 32768: Temporal keeps a
-// membership port in a smallint column.
-func freePort(t *testing.T, next, low bool) int {
+// freePort is a port nothing listens on (testenv.FreePort: below 32768,
+// as Temporal keeps a membership port in a smallint column); with next, the
+// port after it is free too (the second intake's).
+func freePort(t *testing.T, next bool) int {
 	t.Helper()
 	for range 50 {
 		p, err := testenv.FreePort()
 		require.NoError(t, err)
-		if low {
-			p = 20000 + rand.IntN(12000)
-			l, err := net.Listen("tcp", fmt.Sprintf("127.0.0.1:%d", p))
-			if err != nil {
-				continue
-			}
-			l.Close()
-		}
 		if !next {
 			return p
 		}

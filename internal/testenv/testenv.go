@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"math/rand/v2"
 	"net"
 	"net/http"
 	"net/url"
@@ -47,17 +48,48 @@ const (
 // errExitedEarly: an emulator process ended before it answered.
 var errExitedEarly = errors.New("the emulator exited before it was ready")
 
-// FreePort returns a TCP port on 127.0.0.1 that was free when it was checked.
+// FreePort returns a TCP port on 127.0.0.1 that was free when it was
+// checked. It is drawn below the kernel's ephemeral range, so no port the
+// kernel hands out (a client socket, a listener on port 0 such as the
+// Firestore emulator's WebSocket server) can take it before its service
+// binds it; it is also below 32768, which Temporal's membership ports need.
 func FreePort() (int, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
+	high := ephemeralLow()
+	for range 200 {
+		p := portFloor + rand.IntN(high-portFloor)
+		l, err := net.Listen("tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(p)))
+		if err != nil {
+			continue
+		}
+		if err := l.Close(); err != nil {
+			return 0, fmt.Errorf("find a free TCP port: %w", err)
+		}
+		return p, nil
+	}
+	return 0, fmt.Errorf("find a free TCP port: none free between %d and %d", portFloor, high)
+}
+
+// portFloor is the lowest port FreePort draws: above the well-known
+// defaults of the services tests run (7233, 8081, 9050 and the like).
+const portFloor = 20000
+
+// ephemeralLow is the first port of the kernel's ephemeral range (Linux's
+// default 32768 where it cannot be read).
+func ephemeralLow() int {
+	const fallback = 32768
+	raw, err := os.ReadFile("/proc/sys/net/ipv4/ip_local_port_range")
 	if err != nil {
-		return 0, fmt.Errorf("find a free TCP port: %w", err)
+		return fallback
 	}
-	port := l.Addr().(*net.TCPAddr).Port
-	if err := l.Close(); err != nil {
-		return 0, fmt.Errorf("find a free TCP port: %w", err)
+	f := strings.Fields(string(raw))
+	if len(f) == 0 {
+		return fallback
 	}
-	return port, nil
+	n, err := strconv.Atoi(f[0])
+	if err != nil || n <= portFloor+1000 {
+		return fallback
+	}
+	return min(n, fallback)
 }
 
 // StartFirestore starts the official Firestore emulator

@@ -71,12 +71,14 @@ func (c *Client) Admit(ctx context.Context, req intake.AdmitRequest) (intake.Adm
 }
 
 // retryAdmit says an admit failed for a reason that passes: the run it
-// reached closed (continue-as-new) or the server was busy.
+// reached closed (continue-as-new), the server was busy, or the workflow
+// task that took the update failed (the server retries the task).
 func retryAdmit(err error) bool {
 	var busy *serviceerror.ResourceExhausted
 	var gone *serviceerror.NotFound
 	var unavailable *serviceerror.Unavailable
-	return errors.As(err, &busy) || errors.As(err, &gone) || errors.As(err, &unavailable) ||
+	var notReady *serviceerror.WorkflowNotReady
+	return errors.As(err, &busy) || errors.As(err, &gone) || errors.As(err, &unavailable) || errors.As(err, &notReady) ||
 		strings.Contains(err.Error(), "workflow execution already completed") || strings.Contains(err.Error(), "update was aborted")
 }
 
@@ -97,18 +99,31 @@ func (c *Client) IntakeStatus(ctx context.Context) (intake.Status, error) {
 	return st, err
 }
 
-// Release lets waiting investigations start despite the daily budget.
+// Release lets waiting investigations start despite the daily budget. It
+// is retried, under one update ID, while the server is busy or the task
+// that took it failed, so a release sent twice is recorded once.
 func (c *Client) Release(ctx context.Context, rel intake.Release) (intake.Released, error) {
 	var out intake.Released
 	id := intake.AdmissionID(c.cfg.TaskQueue)
+	updateID := fmt.Sprintf("release-%d", time.Now().UnixNano())
 	err := c.call(ctx, func(ctx context.Context) error {
-		h, err := c.tc.UpdateWorkflow(ctx, client.UpdateWorkflowOptions{
-			WorkflowID: id, UpdateName: intake.ReleaseUpdate, Args: []any{rel}, WaitForStage: client.WorkflowUpdateStageCompleted,
-		})
-		if err != nil {
-			return err
+		for attempt := 1; ; attempt++ {
+			h, err := c.tc.UpdateWorkflow(ctx, client.UpdateWorkflowOptions{
+				WorkflowID: id, UpdateID: updateID, UpdateName: intake.ReleaseUpdate, Args: []any{rel}, WaitForStage: client.WorkflowUpdateStageCompleted,
+			})
+			if err == nil {
+				err = h.Get(ctx, &out)
+			}
+			var gone *serviceerror.NotFound
+			if err == nil || errors.As(err, &gone) || !retryAdmit(err) || attempt == maxTaskFailures {
+				return err
+			}
+			select {
+			case <-ctx.Done():
+				return ctx.Err()
+			case <-time.After(200 * time.Millisecond):
+			}
 		}
-		return h.Get(ctx, &out)
 	})
 	if IsNotFound(err) {
 		return out, fmt.Errorf("no intake has run on task queue %q yet (no workflow %s)", c.cfg.TaskQueue, id)

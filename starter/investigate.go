@@ -94,11 +94,24 @@ func (a *app) investigate(cmd *cobra.Command, o investigateOptions) error {
 			return err
 		}
 	}
-	store, done, err := a.alertStore(cmd)
+	fs, err := a.firestore.Client(ctx)
 	if err != nil {
 		return err
 	}
-	defer done()
+	defer fs.Close()
+	store := alerts.NewStore(fs)
+	// Temporal is dialled while the alert is stored (or read): the start
+	// needs both, and neither waits for the other. The follower reads
+	// progress through the same Firestore connection.
+	type dialed struct {
+		c   *agentclient.Client
+		err error
+	}
+	dialing := make(chan dialed, 1)
+	go func() {
+		c, err := a.dialWith(fs, nil)
+		dialing <- dialed{c, err}
+	}()
 	if err := a.firestoreCall(ctx, func(ctx context.Context) (err error) {
 		if o.alertFile != "" {
 			return store.Put(ctx, al)
@@ -106,13 +119,18 @@ func (a *app) investigate(cmd *cobra.Command, o investigateOptions) error {
 		al, err = store.Get(ctx, o.alertID)
 		return err
 	}); err != nil {
+		go func() {
+			if d := <-dialing; d.c != nil {
+				d.c.Close()
+			}
+		}()
 		return err
 	}
-
-	c, err := a.dial()
-	if err != nil {
-		return err
+	d := <-dialing
+	if d.err != nil {
+		return d.err
 	}
+	c := d.c
 	defer c.Close()
 	id := agentclient.WorkflowID("investigation", al.ID, time.Now())
 	err = c.Start(ctx, agentclient.Start{

@@ -12,6 +12,7 @@ import (
 	"syscall"
 	"time"
 
+	"cloud.google.com/go/firestore"
 	"github.com/spf13/cobra"
 	"go.temporal.io/sdk/client"
 
@@ -73,9 +74,25 @@ func (a *app) withClient(f func(*agentclient.Client) error) error {
 	return f(c)
 }
 
-// dial connects to Temporal with the app's settings.
+// dial connects to Temporal with the app's settings. Progress is read from
+// where the workers store it, beside the transcript; without Firestore
+// settings the follower asks Temporal.
 func (a *app) dial() (*agentclient.Client, error) {
-	o := agentclient.Options{Temporal: a.temporal, CallTimeout: a.timeout(), Logger: a.logger(), Prices: a.prices, Telemetry: a.tel}
+	fs, err := a.firestore.Client(context.Background())
+	if err != nil {
+		return a.dialWith(nil, nil)
+	}
+	c, err := a.dialWith(fs, func() { fs.Close() })
+	if err != nil {
+		fs.Close()
+	}
+	return c, err
+}
+
+// dialWith connects to Temporal, the follower reading progress through fs
+// (nil: through Temporal); onClose runs when the client closes.
+func (a *app) dialWith(fs *firestore.Client, onClose func()) (*agentclient.Client, error) {
+	o := agentclient.Options{Temporal: a.temporal, CallTimeout: a.timeout(), Logger: a.logger(), Prices: a.prices, Telemetry: a.tel, OnClose: onClose}
 	if a.dialer != nil {
 		c, err := a.dialer()
 		if err != nil {
@@ -83,16 +100,10 @@ func (a *app) dial() (*agentclient.Client, error) {
 		}
 		return agentclient.New(c, o)
 	}
-	// Progress is read from where the workers store it, beside the
-	// transcript; without Firestore settings the follower asks Temporal.
-	if fs, err := a.firestore.Client(context.Background()); err == nil {
-		o.Progress, o.OnClose = progress.NewStore(fs), func() { fs.Close() }
+	if fs != nil {
+		o.Progress = progress.NewStore(fs)
 	}
-	c, err := agentclient.Dial(o)
-	if err != nil && o.OnClose != nil {
-		o.OnClose()
-	}
-	return c, err
+	return agentclient.Dial(o)
 }
 
 func (a *app) logger() *slog.Logger {

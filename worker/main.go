@@ -90,6 +90,11 @@ func newCommand() *cobra.Command {
 				return err
 			}
 			defer fs.Close()
+			go func() {
+				if err := warmUpFirestore(ctx, fs, warmUpTimeout); err != nil {
+					logger.Warn("Firestore did not answer the worker's first read; each activity retries its own store calls", "error", err)
+				}
+			}()
 			llm, err := gc.Client(ctx, fc.Project)
 			if err != nil {
 				return err

@@ -12,6 +12,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"sync"
 	"time"
 
 	"go.temporal.io/sdk/client"
@@ -62,6 +63,9 @@ type Client struct {
 	// progress is Options.Progress (nil: follow through Temporal only).
 	progress ProgressStore
 	onClose  func()
+	// attrs is the namespace's search attributes once listed (start.go).
+	attrsMu sync.Mutex
+	attrs   *attributeList
 }
 
 // Dial connects to Temporal with the options' settings.

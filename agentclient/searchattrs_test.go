@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -16,6 +17,7 @@ import (
 	"google.golang.org/grpc"
 	"google.golang.org/protobuf/types/known/durationpb"
 
+	"github.com/secops-agent/investigator/config"
 	"github.com/secops-agent/investigator/internal/testenv"
 )
 
@@ -59,6 +61,25 @@ type refusing struct {
 func (refusing) AddSearchAttributes(context.Context, *operatorservice.AddSearchAttributesRequest, ...grpc.CallOption) (*operatorservice.AddSearchAttributesResponse, error) {
 	return nil, serviceerror.NewPermissionDenied("Request unauthorized.", "")
 }
+
+// countingLists is the real operator service, counting its listings.
+type countingLists struct {
+	operatorservice.OperatorServiceClient
+	lists atomic.Int32
+}
+
+func (c *countingLists) ListSearchAttributes(ctx context.Context, r *operatorservice.ListSearchAttributesRequest, o ...grpc.CallOption) (*operatorservice.ListSearchAttributesResponse, error) {
+	c.lists.Add(1)
+	return c.OperatorServiceClient.ListSearchAttributes(ctx, r, o...)
+}
+
+// withOperator is an SDK client whose operator service is op.
+type withOperator struct {
+	client.Client
+	op operatorservice.OperatorServiceClient
+}
+
+func (w withOperator) OperatorService() operatorservice.OperatorServiceClient { return w.op }
 
 // silent never answers a listing.
 type silent struct {
@@ -120,6 +141,33 @@ func TestRegisterSearchAttributes(t *testing.T) {
 		require.Equal(t, []string{"AlertId"}, sae.Missing)
 		require.Equal(t, "AlertId is registered as Text, not Keyword", sae.Reason)
 		require.Equal(t, enums.INDEXED_VALUE_TYPE_KEYWORD, customAttributes(t, c, "mistyped")["Verdict"])
+	})
+
+	t.Run("listed once complete", func(t *testing.T) {
+		newNamespace(t, c, "listed")
+		op := &countingLists{OperatorServiceClient: c.OperatorService()}
+		ac, err := New(withOperator{c, op}, Options{Temporal: config.Temporal{Namespace: "listed", TaskQueue: "q"}})
+		require.NoError(t, err)
+		ac.LoadSearchAttributes(t.Context())
+		l, err := ac.attributes(t.Context())
+		require.NoError(t, err)
+		require.Equal(t, []string{"AlertId", "Verdict"}, l.missing)
+		require.Equal(t, int32(2), op.lists.Load(), "a listing that lacks attributes is not kept")
+
+		_, err = RegisterSearchAttributes(t.Context(), c.OperatorService(), "listed")
+		require.NoError(t, err)
+		op.lists.Store(0)
+		require.Eventually(t, func() bool {
+			l, err := ac.attributes(t.Context())
+			return err == nil && len(l.missing) == 0
+		}, time.Minute, 100*time.Millisecond, "a worker registered them meanwhile")
+		n := op.lists.Load()
+		for range 3 {
+			l, err = ac.attributes(t.Context())
+			require.NoError(t, err)
+			require.Equal(t, []string{"AlertId", "Verdict"}, l.registered)
+		}
+		require.Equal(t, n, op.lists.Load(), "a complete listing is read once")
 	})
 
 	t.Run("no answer", func(t *testing.T) {

@@ -62,7 +62,7 @@ func (c *Client) WarnSearchAttributes(ctx context.Context, warn io.Writer) {
 // and the start options' attributes for those.
 func (c *Client) searchAttributes(ctx context.Context, alertID string, warn io.Writer) ([]string, temporal.SearchAttributes) {
 	namespace := c.cfg.Namespace
-	l, err := listAttributes(ctx, c.tc.OperatorService(), namespace)
+	l, err := c.attributes(ctx)
 	if err != nil {
 		fmt.Fprintf(warn, "warning: could not list the namespace's search attributes (%v); starting without AlertId and Verdict\n", FailureMessage(err))
 		return nil, temporal.NewSearchAttributes()
@@ -76,6 +76,32 @@ func (c *Client) searchAttributes(ctx context.Context, alertID string, warn io.W
 		attrs = append(attrs, temporal.NewSearchAttributeKeyKeyword(investigation.SearchAttribute).ValueSet(alertID))
 	}
 	return l.registered, temporal.NewSearchAttributes(attrs...)
+}
+
+// LoadSearchAttributes lists the namespace's search attributes ahead of a
+// Start (the starter does it while it stores the alert), which then needs
+// no listing of its own. A failure is left for Start to report.
+func (c *Client) LoadSearchAttributes(ctx context.Context) {
+	_ = c.call(ctx, func(ctx context.Context) error {
+		_, err := c.attributes(ctx)
+		return err
+	})
+}
+
+// attributes is the namespace's search-attribute listing: read once when
+// every attribute is there; a listing that failed or lacks one is read
+// again at the next start (a worker may register them meanwhile).
+func (c *Client) attributes(ctx context.Context) (attributeList, error) {
+	c.attrsMu.Lock()
+	defer c.attrsMu.Unlock()
+	if c.attrs != nil {
+		return *c.attrs, nil
+	}
+	l, err := listAttributes(ctx, c.tc.OperatorService(), c.cfg.Namespace)
+	if err == nil && len(l.missing) == 0 {
+		c.attrs = &l
+	}
+	return l, err
 }
 
 var unsafeID = regexp.MustCompile(`[^A-Za-z0-9._-]+`)

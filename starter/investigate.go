@@ -100,8 +100,9 @@ func (a *app) investigate(cmd *cobra.Command, o investigateOptions) error {
 	}
 	defer fs.Close()
 	store := alerts.NewStore(fs)
-	// Temporal is dialled while the alert is stored (or read): the start
-	// needs both, and neither waits for the other. The follower reads
+	// Temporal is dialled, and its search attributes listed, while the
+	// alert is stored (or read): the start needs both, and neither waits
+	// for the other. The follower reads
 	// progress through the same Firestore connection.
 	type dialed struct {
 		c   *agentclient.Client
@@ -110,6 +111,9 @@ func (a *app) investigate(cmd *cobra.Command, o investigateOptions) error {
 	dialing := make(chan dialed, 1)
 	go func() {
 		c, err := a.dialWith(fs, nil)
+		if err == nil {
+			c.LoadSearchAttributes(ctx)
+		}
 		dialing <- dialed{c, err}
 	}()
 	if err := a.firestoreCall(ctx, func(ctx context.Context) (err error) {

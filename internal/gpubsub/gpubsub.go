@@ -20,28 +20,41 @@ import (
 	"github.com/secops-agent/investigator/internal/upstream"
 )
 
+// A resource ID is 3 to 255 characters; the length is checked apart from
+// the pattern, whose {2,254} repetition would compile to a program large
+// enough to cost every binary that links this package milliseconds at start.
 var (
-	topicRe        = regexp.MustCompile(`^projects/([a-z][a-z0-9-]{4,28}[a-z0-9])/topics/([A-Za-z][A-Za-z0-9._~+%-]{2,254})$`)
-	subscriptionRe = regexp.MustCompile(`^projects/([a-z][a-z0-9-]{4,28}[a-z0-9])/subscriptions/([A-Za-z][A-Za-z0-9._~+%-]{2,254})$`)
+	topicRe        = regexp.MustCompile(`^projects/([a-z][a-z0-9-]{4,28}[a-z0-9])/topics/([A-Za-z][A-Za-z0-9._~+%-]+)$`)
+	subscriptionRe = regexp.MustCompile(`^projects/([a-z][a-z0-9-]{4,28}[a-z0-9])/subscriptions/([A-Za-z][A-Za-z0-9._~+%-]+)$`)
 )
+
+// parseName matches a resource name and returns its project, or "" when it
+// does not match or its ID's length is outside 3..255.
+func parseName(re *regexp.Regexp, name string) string {
+	m := re.FindStringSubmatch(name)
+	if m == nil || len(m[2]) < 3 || len(m[2]) > 255 {
+		return ""
+	}
+	return m[1]
+}
 
 // ParseTopic checks a topic name, "projects/P/topics/T", and returns its project.
 func ParseTopic(name string) (project string, err error) {
-	m := topicRe.FindStringSubmatch(name)
-	if m == nil {
+	project = parseName(topicRe, name)
+	if project == "" {
 		return "", fmt.Errorf("%q is not a Pub/Sub topic name of the form projects/PROJECT/topics/TOPIC", name)
 	}
-	return m[1], nil
+	return project, nil
 }
 
 // ParseSubscription checks a subscription name,
 // "projects/P/subscriptions/S", and returns its project.
 func ParseSubscription(name string) (project string, err error) {
-	m := subscriptionRe.FindStringSubmatch(name)
-	if m == nil {
+	project = parseName(subscriptionRe, name)
+	if project == "" {
 		return "", fmt.Errorf("%q is not a Pub/Sub subscription name of the form projects/PROJECT/subscriptions/SUBSCRIPTION", name)
 	}
-	return m[1], nil
+	return project, nil
 }
 
 // Clients holds one client per project, made on first use.

@@ -63,13 +63,15 @@ func cachedWorker(t *testing.T, fs *firestore.Client, answers ...*genai.Generate
 	t.Helper()
 	store := alerts.NewStore(fs)
 	calls := &storeCalls{Getter: store, Durable: transcript.NewStore(fs)}
-	reg, err := tools.NewRegistry(tools.NewSearchAlerts(store), tools.NewGetAlert(store))
+	cache := alerts.NewCache(calls, 1<<20)
+	// get_alert reads through the cache the model phases fill, as in the worker.
+	reg, err := tools.NewRegistry(tools.NewSearchAlerts(store), tools.NewGetAlert(cache))
 	require.NoError(t, err)
 	llm := modeltest.New(answers...)
 	return &Activities{
 		Model:  &Model{LLM: llm, Name: "m", Transcript: transcript.NewCache(calls, 1<<20)},
 		Tools:  reg,
-		Alerts: alerts.NewCache(calls, 1<<20),
+		Alerts: cache,
 	}, calls, llm
 }
 
@@ -115,7 +117,7 @@ func TestWarmWorkerModelTurnsWriteOnly(t *testing.T) {
 	tool, err := w.CallTool(ctx, ToolInput{Session: session, Key: "t1-step_1-i1-c1", Call: out.Calls[0], MaxResultBytes: 4096})
 	require.NoError(t, err)
 	require.True(t, tool.OK)
-	require.Equal(t, 1, calls.take(), "a tool call: its result's write")
+	require.Equal(t, 1, calls.take(), "get_alert reads the alert from memory: only its result's write")
 
 	turn2 := turn1
 	turn2.Key, turn2.Final, turn2.Transcript = "t1-step_1-i2", true, []Ref{{Key: turn1.Key}, {Key: tool.Key}}

@@ -24,8 +24,10 @@ type alertStore interface {
 // NewSearchAlerts returns the search_alerts tool.
 func NewSearchAlerts(store alertStore) Tool { return searchAlerts{store} }
 
-// NewGetAlert returns the get_alert tool.
-func NewGetAlert(store alertStore) Tool { return getAlert{store} }
+// NewGetAlert returns the get_alert tool, reading through alerts (the
+// worker gives its alert cache, which the model phases have filled with
+// the investigation's alert, so the call needs no store round trip).
+func NewGetAlert(alerts alerts.Getter) Tool { return getAlert{alerts} }
 
 // Longest arguments the alert tools accept, in bytes: far above any real
 // value, and a model (or an alert that steers it) cannot send megabytes to
@@ -267,7 +269,7 @@ func summarize(a alerts.Alert) alertSummary {
 	return s
 }
 
-type getAlert struct{ store alertStore }
+type getAlert struct{ store alerts.Getter }
 
 // Quick: one store read.
 func (getAlert) Quick() {}

@@ -105,7 +105,8 @@ func newCommand() *cobra.Command {
 			}
 			store := alerts.NewStore(fs)
 			intelTools, disabled := intel.Tools(ic.Config(), nil)
-			registry, err := tools.NewRegistry(append([]tools.Tool{tools.NewSearchAlerts(store), tools.NewGetAlert(store), tools.NewAskUser()}, intelTools...)...)
+			alertReader := alerts.NewCache(store, alertCache)
+			registry, err := tools.NewRegistry(append([]tools.Tool{tools.NewSearchAlerts(store), tools.NewGetAlert(alertReader), tools.NewAskUser()}, intelTools...)...)
 			if err != nil {
 				return err
 			}
@@ -162,7 +163,6 @@ func newCommand() *cobra.Command {
 			endpoint := gemini.Describe(llm, gc.Model)
 			model := &activities.Model{LLM: llm.Models, Name: gc.Model, Transcript: transcript.NewCache(transcript.NewStore(fs), transcriptCache),
 				Calls: tel.ModelCalls(provider(endpoint), host(endpoint.BaseURL), table)}
-			alertReader := alerts.NewCache(store, alertCache)
 			// Progress is written behind the workflow task that emits it
 			// (where the run waits for a person or closes, it waits for the
 			// write); what is queued at stop is written before exit.

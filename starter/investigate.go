@@ -102,8 +102,8 @@ func (a *app) investigate(cmd *cobra.Command, o investigateOptions) error {
 	store := alerts.NewStore(fs)
 	// Temporal is dialled, and its search attributes listed, while the
 	// alert is stored (or read): the start needs both, and neither waits
-	// for the other. The follower reads
-	// progress through the same Firestore connection.
+	// for the other. The follower reads progress through the same
+	// Firestore connection.
 	type dialed struct {
 		c   *agentclient.Client
 		err error

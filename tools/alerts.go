@@ -24,10 +24,10 @@ type alertStore interface {
 // NewSearchAlerts returns the search_alerts tool.
 func NewSearchAlerts(store alertStore) Tool { return searchAlerts{store} }
 
-// NewGetAlert returns the get_alert tool, reading through alerts (the
-// worker gives its alert cache, which the model phases have filled with
-// the investigation's alert, so the call needs no store round trip).
-func NewGetAlert(alerts alerts.Getter) Tool { return getAlert{alerts} }
+// NewGetAlert returns the get_alert tool, reading through r (the worker
+// gives its alert cache, which the model phases have filled with the
+// investigation's alert, so the call needs no store round trip).
+func NewGetAlert(r alerts.Getter) Tool { return getAlert{r} }
 
 // Longest arguments the alert tools accept, in bytes: far above any real
 // value, and a model (or an alert that steers it) cannot send megabytes to
@@ -271,7 +271,7 @@ func summarize(a alerts.Alert) alertSummary {
 
 type getAlert struct{ store alerts.Getter }
 
-// Quick: one store read.
+// Quick: at most one store read.
 func (getAlert) Quick() {}
 
 func (getAlert) Purpose() string {

@@ -23,10 +23,10 @@ func TestParseNames(t *testing.T) {
 		if got != tc.project || (err != nil) != (tc.project == "") {
 			t.Errorf("ParseTopic(%.60q) = %q, %v; want %q", tc.name, got, err, tc.project)
 		}
-		sub := strings.Replace(tc.name, "/topics/", "/subscriptions/", 1)
 		if strings.Contains(tc.name, "/subscriptions/") {
-			continue
+			continue // a subscription's name is no topic's; its twin below is
 		}
+		sub := strings.Replace(tc.name, "/topics/", "/subscriptions/", 1)
 		got, err = ParseSubscription(sub)
 		if got != tc.project || (err != nil) != (tc.project == "") {
 			t.Errorf("ParseSubscription(%.60q) = %q, %v; want %q", sub, got, err, tc.project)

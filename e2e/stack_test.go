@@ -292,6 +292,9 @@ func TestInvestigateLeavesStackUp(t *testing.T) {
 	for _, name := range []string{"temporal", "firestore", "bigquery", "gemini-standin", "worker"} {
 		require.Regexp(t, fmt.Sprintf(`(?m)^%s +running \(pid %d\)$`, name, pids[name]), status.stdout)
 	}
+	// The server keeps its state with a write-ahead log, no fsync per
+	// commit (cmd/stack/table.go): SQLite makes the -wal file only then.
+	require.FileExists(t, filepath.Join(s.data, "temporal.db-wal"))
 	saves, _ := filepath.Glob(filepath.Join(s.data, "firestore", "save-*"))
 	require.Len(t, saves, 1, "investigate saves the Firestore data at the end")
 	save := s.stack(t, time.Minute, nil, "save")

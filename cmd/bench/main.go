@@ -43,6 +43,9 @@ type options struct {
 	// cluster-server profile); the batches run with one worker, then with
 	// -workers.
 	cluster bool
+	// memoryServer runs the dev server in memory instead of on a SQLite
+	// file as the local stack runs it.
+	memoryServer bool
 }
 
 func main() {
@@ -117,6 +120,7 @@ func parseFlags(args []string) (options, error) {
 	fs.BoolVar(&o.trace, "trace", false, "also print each lone run's activities and model calls with their timings, to stderr")
 	fs.DurationVar(&o.timeout, "timeout", 10*time.Minute, "longest wait for one batch of concurrent investigations")
 	fs.BoolVar(&o.cluster, "cluster", false, "run against the local cluster's Temporal server (PostgreSQL, frontend, history, matching, internal worker; go tool task cluster-setup builds it) instead of the dev server; the batches run with one worker, then again with -workers")
+	fs.BoolVar(&o.memoryServer, "memory-server", false, "run the dev server in memory instead of on a SQLite file with the local stack's settings")
 	fs.BoolVar(&o.intake, "intake", false, "measure the intake instead: a burst published to Pub/Sub, two starter intake processes, one killed mid-burst")
 	fs.IntVar(&o.intakeMessages, "intake-messages", 1000, "messages of the intake burst")
 	fs.IntVar(&o.intakeMaxRunning, "intake-max-running", 20, "the intakes' --max-running")

@@ -25,8 +25,11 @@ func (b *bench) report(m *measurements) *report {
 	for i, n := range b.o.batches {
 		ns[i] = fmt.Sprint(n)
 	}
-	server := "Temporal dev server"
-	if b.o.cluster {
+	server := "Temporal dev server (SQLite file, as the local stack runs it)"
+	switch {
+	case b.o.memoryServer && !b.o.cluster:
+		server = "Temporal dev server (in memory)"
+	case b.o.cluster:
 		server = "the local cluster (PostgreSQL; frontend, history, matching, internal worker)"
 	}
 	rep := &report{

@@ -98,7 +98,13 @@ func startStack(ctx context.Context, o options) (s *stack, err error) {
 		}
 		s.frontend = s.cluster.frontend
 	} else {
-		if s.temporal, err = testenv.StartTemporal(ctx); err != nil {
+		var db []testenv.TemporalOption
+		if !o.memoryServer {
+			// As the local stack runs it: the server's writes are part of
+			// what an analyst waits for.
+			db = append(db, testenv.WithDatabase(filepath.Join(s.dir, "temporal.db")))
+		}
+		if s.temporal, err = testenv.StartTemporal(ctx, db...); err != nil {
 			_ = waitBuilt()
 			return s, err
 		}

@@ -211,7 +211,16 @@ type TemporalOption func(*[]string)
 // attributes, as a server nobody has prepared for the investigator.
 func WithoutSearchAttributes() TemporalOption { return func(args *[]string) { *args = nil } }
 
-// StartTemporal starts a Temporal dev server (in memory, no UI) from the CLI
+// WithDatabase keeps the dev server's state in the SQLite file path, with
+// the settings the local stack runs it with (cmd/stack/table.go): what a
+// user's investigation waits for includes the server's writes.
+func WithDatabase(path string) TemporalOption {
+	return func(args *[]string) {
+		*args = append(*args, "--db-filename", path, "--sqlite-pragma", "journal_mode=wal", "--sqlite-pragma", "synchronous=normal")
+	}
+}
+
+// StartTemporal starts a Temporal dev server (in memory unless WithDatabase, no UI) from the CLI
 // that TemporalCLI finds, on a free port of 127.0.0.1, with the "default"
 // namespace and the Keyword search attributes "AlertId" and "Verdict"
 // registered (unless WithoutSearchAttributes). The caller must Stop it;

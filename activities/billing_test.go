@@ -5,6 +5,7 @@ import (
 	"errors"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 	"go.temporal.io/sdk/activity"
@@ -101,4 +102,50 @@ func TestGenerateJSONCountsEarlierAttempts(t *testing.T) {
 	var out PlanOutput
 	require.NoError(t, v.Get(&out))
 	require.Equal(t, 2, out.Usage.Calls)
+}
+
+// timedPut notes when the answer's store write starts.
+type timedPut struct {
+	TranscriptStore
+	started chan time.Time
+}
+
+func (p timedPut) Put(ctx context.Context, session, key string, e transcript.Entry) (transcript.Entry, error) {
+	p.started <- time.Now()
+	return p.TranscriptStore.Put(ctx, session, key, e)
+}
+
+// A model turn stores its answer while the billed heartbeat is on its way,
+// not after it arrived, and ends only once it arrived: the heartbeat's
+// round trip is off the path from the answer to the activity's completion,
+// and a failure still finds the usage recorded.
+func TestBilledHeartbeatOverlapsTheAnswersWrite(t *testing.T) {
+	a, _, ts := newActivities(t, text("the answer"))
+	put := timedPut{ts, make(chan time.Time, 1)}
+	a.Model.Transcript = put
+	var suite testsuite.WorkflowTestSuite
+	env := suite.NewTestActivityEnvironment()
+	env.SetWorkerOptions(worker.Options{Interceptors: []interceptor.WorkerInterceptor{Heartbeats()}})
+	env.RegisterActivity(a)
+	const roundTrip = 300 * time.Millisecond
+	var mu sync.Mutex
+	var sent, arrived time.Time
+	env.SetOnActivityHeartbeatListener(func(*activity.Info, converter.EncodedValues) {
+		mu.Lock()
+		sent = time.Now()
+		mu.Unlock()
+		time.Sleep(roundTrip) // a slow RecordActivityTaskHeartbeat
+		mu.Lock()
+		arrived = time.Now()
+		mu.Unlock()
+	})
+	_, err := env.ExecuteActivity(a.ModelTurn, TurnInput{Session: "s", Key: "t1-step_1-i1", AlertID: "a1", Step: plan.Step{ID: "step_1"}})
+	ended := time.Now()
+	require.NoError(t, err)
+	putAt := <-put.started
+	mu.Lock()
+	defer mu.Unlock()
+	require.False(t, sent.IsZero(), "the billed call heartbeats")
+	require.True(t, putAt.Before(arrived), "the answer's write waited for the heartbeat: put at +%s, heartbeat arrived at +%s", putAt.Sub(sent), arrived.Sub(sent))
+	require.False(t, ended.Before(arrived), "the attempt ended before its heartbeat arrived")
 }

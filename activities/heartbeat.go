@@ -33,6 +33,29 @@ type billing struct {
 	prior investigation.Usage
 	// retried says an earlier attempt ran (it may have stored an answer).
 	retried bool
+	// sending is held while a heartbeat is on its way: the attempt ends
+	// (finish) only after it arrived, and none leaves after that.
+	sending  sync.Mutex
+	finished bool
+}
+
+// send heartbeats the latest total, unless the attempt ended; the caller
+// holds b.sending.
+func (b *billing) send(ctx context.Context) {
+	if b.finished {
+		return
+	}
+	b.mu.Lock()
+	total := b.total
+	b.mu.Unlock()
+	activity.RecordHeartbeat(ctx, total)
+}
+
+// finish ends the attempt's heartbeats once the one on its way arrived.
+func (b *billing) finish() {
+	b.sending.Lock()
+	b.finished = true
+	b.sending.Unlock()
 }
 
 type billingKey struct{}
@@ -45,7 +68,10 @@ func billingOf(ctx context.Context) *billing {
 }
 
 // billed records the usage of one model call the provider answered and
-// heartbeats it at once.
+// heartbeats it at once, while the caller goes on: a model turn stores its
+// answer meanwhile, so the heartbeat's round trip (2–3 ms) is no longer
+// between the answer and the activity's completion. The attempt still
+// ends, failed or not, only after the heartbeat arrived (finish).
 func billed(ctx context.Context, u investigation.Usage) {
 	b := billingOf(ctx)
 	if b == nil {
@@ -53,9 +79,12 @@ func billed(ctx context.Context, u investigation.Usage) {
 	}
 	b.mu.Lock()
 	b.total = b.total.Add(u)
-	total := b.total
 	b.mu.Unlock()
-	activity.RecordHeartbeat(ctx, total)
+	b.sending.Lock() // released by the goroutine, once sent
+	go func() {
+		defer b.sending.Unlock()
+		b.send(ctx)
+	}()
 }
 
 // earlierAttempts returns, once per attempt, the usage earlier attempts of
@@ -102,10 +131,9 @@ func heartbeat(ctx context.Context, b *billing) (stop func()) {
 			case <-done:
 				return
 			case <-t.C:
-				b.mu.Lock()
-				total := b.total
-				b.mu.Unlock()
-				activity.RecordHeartbeat(ctx, total)
+				b.sending.Lock()
+				b.send(ctx)
+				b.sending.Unlock()
 			}
 		}
 	}()
@@ -135,6 +163,7 @@ func (h *heartbeatInbound) ExecuteActivity(ctx context.Context, in *interceptor.
 	}
 	b := newBilling(ctx)
 	ctx = context.WithValue(ctx, billingKey{}, b)
-	defer heartbeat(ctx, b)()
+	stop := heartbeat(ctx, b)
+	defer func() { stop(); b.finish() }()
 	return h.Next.ExecuteActivity(ctx, in)
 }

@@ -90,9 +90,11 @@ func newCommand() *cobra.Command {
 				return err
 			}
 			defer fs.Close()
+			warmed := make(chan struct{})
 			go func() {
-				if err := warmUpFirestore(ctx, fs, warmUpTimeout); err != nil {
-					logger.Warn("Firestore did not answer the worker's first read; each activity retries its own store calls", "error", err)
+				defer close(warmed)
+				if err := warmUpFirestore(ctx, fs, alerts.NewStore(fs), warmUpTimeout); err != nil {
+					logger.Warn("Firestore did not answer the worker's start-up read and alert search; each activity retries its own store calls", "error", err)
 				}
 			}()
 			llm, err := gc.Client(ctx, fc.Project)
@@ -189,6 +191,13 @@ func newCommand() *cobra.Command {
 				return err
 			}
 			defer closeIntake()
+			// Poll once the warm-up is done, or after warmUpWait: a first
+			// task would wait behind it in the store.
+			select {
+			case <-warmed:
+			case <-time.After(warmUpWait):
+				logger.Info("polling while the store's warm-up goes on", "waited", warmUpWait)
+			}
 			w := worker.New(c, tc.TaskQueue, investigationWorkerOptions(wc, fp))
 			w.RegisterWorkflowWithOptions(workflows.Investigation, workflow.RegisterOptions{Name: investigation.WorkflowName})
 			w.RegisterWorkflowWithOptions(workflows.ToolCatalog, workflow.RegisterOptions{Name: investigation.CatalogWorkflowName})

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"sync"
 	"time"
@@ -250,6 +251,19 @@ type starterRun struct {
 	start time.Time
 	wall  time.Duration
 	err   error
+	// timeline is its run's history events (-trace only).
+	timeline []timedEvent
+}
+
+// startedID finds the workflow ID in what `starter investigate` printed.
+var startedID = regexp.MustCompile(`(?:^|[^A-Za-z0-9_.-])(investigation-[A-Za-z0-9_.-]*[A-Za-z0-9])`)
+
+// workflowID returns the workflow ID the starter printed, or "".
+func workflowID(out []byte) string {
+	if m := startedID.FindSubmatch(out); m != nil {
+		return string(m[1])
+	}
+	return ""
 }
 
 // viaStarter runs `starter investigate` on the bench alert, scripted as
@@ -267,6 +281,12 @@ func (b *bench) viaStarter(ctx context.Context, key string, latency time.Duratio
 		r.err = fmt.Errorf("starter investigate (%s): %v: %s", key, err, lastLine(strings.TrimSpace(string(out))))
 	case !strings.Contains(string(out), "VERDICT"):
 		r.err = fmt.Errorf("starter investigate (%s) printed no verdict", key)
+	case b.o.trace:
+		if id := workflowID(out); id != "" {
+			if h, err := fetchHistory(ctx, b.s.tc, id); err == nil {
+				r.timeline = analyze(h).timeline
+			}
+		}
 	}
 	return r
 }

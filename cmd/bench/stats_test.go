@@ -107,3 +107,15 @@ func TestStepOf(t *testing.T) {
 		require.Equal(t, want, sc.stepOf(req), req)
 	}
 }
+
+// The workflow ID is found in the starter's output, without the sentence's
+// full stop after it.
+func TestStartedID(t *testing.T) {
+	out := "Investigating guardduty-b6b95f1bc667 as investigation-guardduty-b6b95f1bc667-20261127-181005.123.\nVERDICT benign"
+	if got := workflowID([]byte(out)); got != "investigation-guardduty-b6b95f1bc667-20261127-181005.123" {
+		t.Fatalf("found %q", got)
+	}
+	if got := workflowID([]byte("no-investigation-here")); got != "" {
+		t.Fatal("found an ID inside a word")
+	}
+}

@@ -3,7 +3,9 @@ package main
 import (
 	"fmt"
 	"io"
+	"sort"
 	"strings"
+	"time"
 )
 
 // writeTrace prints each lone run's activities with their timings, for a
@@ -53,5 +55,31 @@ func writeTrace(w io.Writer, m *measurements) {
 			fmt.Fprintf(w, ", %s", dur(calls[i].span.start.Sub(calls[i-1].span.end)))
 		}
 		fmt.Fprintf(w, "; last reply → exit %s\n", dur(r.start.Add(r.wall).Sub(calls[len(calls)-1].span.end)))
+		// The first run and the first warm one: the history's events and
+		// the model calls, in time order, from the process's start.
+		if r == m.starterFirst || len(m.starterWarm) > 0 && r == m.starterWarm[0] {
+			writeTimeline(w, r, calls)
+		}
+	}
+}
+
+// writeTimeline prints a starter run's history events among its model
+// calls (the server's, the model server's and the bench's clocks are this
+// machine's).
+func writeTimeline(w io.Writer, r *starterRun, calls []modelCall) {
+	type line struct {
+		at   time.Time
+		what string
+	}
+	var lines []line
+	for _, e := range r.timeline {
+		lines = append(lines, line{e.at, strings.TrimPrefix(e.typ.String(), "EVENT_TYPE_")})
+	}
+	for i, c := range calls {
+		lines = append(lines, line{c.span.start, fmt.Sprintf("model call %d (%s) sent", i+1, c.phase)}, line{c.span.end, fmt.Sprintf("model call %d answered", i+1)})
+	}
+	sort.SliceStable(lines, func(i, j int) bool { return lines[i].at.Before(lines[j].at) })
+	for _, l := range lines {
+		fmt.Fprintf(w, "    +%-7.1f %s\n", float64(l.at.Sub(r.start).Microseconds())/1000, l.what)
 	}
 }

@@ -27,10 +27,10 @@ func (b *bench) report(m *measurements) *report {
 	}
 	server := "Temporal dev server (SQLite file, as the local stack runs it)"
 	switch {
-	case b.o.memoryServer && !b.o.cluster:
-		server = "Temporal dev server (in memory)"
 	case b.o.cluster:
 		server = "the local cluster (PostgreSQL; frontend, history, matching, internal worker)"
+	case b.o.memoryServer:
+		server = "Temporal dev server (in memory)"
 	}
 	rep := &report{
 		Date: time.Now().Format("2006-01-02"),

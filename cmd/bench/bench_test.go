@@ -47,6 +47,7 @@ func TestBenchSmoke(t *testing.T) {
 		"parallel calls: 3 in one turn ÷ 3 turns of one", "parallel steps: 3 independent ÷ in order",
 		"n=3 @20ms: completed", "n=3 @20ms: p50 wall ÷ lone", "n=3 @20ms: p95 wall ÷ lone", "n=3 @20ms: worker CPU per investigation", "n=3 @20ms: server CPU per investigation", "n=3 @20ms: worker peak RSS",
 		"starter investigate overhead @20ms, first run after worker start", "starter investigate overhead @20ms, warm",
+		"starter investigate overhead @20ms, first run after a worker restart",
 		"history events per investigation", "history events per tool call", "history bytes per investigation", "history bytes per tool call",
 		"largest payload in any history", "prompt bytes ÷ whole-transcript baseline", "store round trips per model call",
 		"scale-out: busiest worker's share of activities",

@@ -194,9 +194,11 @@ type measurements struct {
 	historyRuns []*run // every run whose history was read
 	scale       *scaleOut
 	// starterFirst is `starter investigate` right after the worker
-	// started, starterWarm the same once warm (one per repeat).
-	starterFirst *starterRun
-	starterWarm  []*starterRun
+	// started, starterWarm the same once warm (one per repeat),
+	// starterRestart right after the worker restarted on the warm stack.
+	starterFirst   *starterRun
+	starterWarm    []*starterRun
+	starterRestart *starterRun
 }
 
 // measure runs everything, one figure's runs after another.
@@ -230,6 +232,13 @@ func (b *bench) measure(ctx context.Context) (*measurements, error) {
 		if err := ctx.Err(); err != nil {
 			return nil, err
 		}
+	}
+	// A worker restarted (a deploy, a crash) on a stack that stays up: its
+	// first investigation, with the servers already warm.
+	if err := b.s.restartWorker(ctx); err != nil {
+		m.starterRestart = &starterRun{key: "starter-restart", err: fmt.Errorf("restart the worker: %w", err)}
+	} else {
+		m.starterRestart = b.viaStarter(ctx, "starter-restart", first)
 	}
 	for _, rs := range m.lone {
 		m.historyRuns = append(m.historyRuns, rs...)

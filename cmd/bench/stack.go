@@ -172,6 +172,18 @@ func (s *stack) addWorkers(ctx context.Context, n int) error {
 	return s.waitWorkers(ctx)
 }
 
+// restartWorker stops the first worker and starts another in its place,
+// then waits until it polls.
+func (s *stack) restartWorker(ctx context.Context) error {
+	s.workers[0].stop()
+	w, err := startWorker(filepath.Join(s.dir, "worker"), s.env)
+	if err != nil {
+		return err
+	}
+	s.workers[0] = w
+	return s.waitWorkers(ctx)
+}
+
 func storeAlert(ctx context.Context, fs *firestore.Client, path string) (string, error) {
 	raw, err := os.ReadFile(path)
 	if err != nil {

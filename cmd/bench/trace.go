@@ -42,7 +42,7 @@ func writeTrace(w io.Writer, m *measurements) {
 	}
 	// What an analyst waits for outside the model: the starter's start,
 	// each gap between model calls, and its end.
-	for _, r := range append([]*starterRun{m.starterFirst}, m.starterWarm...) {
+	for _, r := range append(append([]*starterRun{m.starterFirst}, m.starterWarm...), m.starterRestart) {
 		if r == nil || r.err != nil {
 			continue
 		}
@@ -57,7 +57,7 @@ func writeTrace(w io.Writer, m *measurements) {
 		fmt.Fprintf(w, "; last reply → exit %s\n", dur(r.start.Add(r.wall).Sub(calls[len(calls)-1].span.end)))
 		// The first run and the first warm one: the history's events and
 		// the model calls, in time order, from the process's start.
-		if r == m.starterFirst || len(m.starterWarm) > 0 && r == m.starterWarm[0] {
+		if r == m.starterFirst || r == m.starterRestart || len(m.starterWarm) > 0 && r == m.starterWarm[0] {
 			writeTimeline(w, r, calls)
 		}
 	}

@@ -55,8 +55,9 @@ func writeTrace(w io.Writer, m *measurements) {
 			fmt.Fprintf(w, ", %s", dur(calls[i].span.start.Sub(calls[i-1].span.end)))
 		}
 		fmt.Fprintf(w, "; last reply → exit %s\n", dur(r.start.Add(r.wall).Sub(calls[len(calls)-1].span.end)))
-		// The first run and the first warm one: the history's events and
-		// the model calls, in time order, from the process's start.
+		// The first run, the first warm one and the restarted worker's
+		// first: the history's events and the model calls, in time order,
+		// from the process's start.
 		if r == m.starterFirst || r == m.starterRestart || len(m.starterWarm) > 0 && r == m.starterWarm[0] {
 			writeTimeline(w, r, calls)
 		}

@@ -84,6 +84,7 @@ func (a *Activities) Conclude(ctx context.Context, in ConcludeInput) (Conclusion
 		out.Markdown += "\n\n" + overruledNote(in.Language, overruled, out.Verdict, check.Standing != nil)
 	}
 	out.Markdown += actionsSection(in.Actions)
+	out.SameEvidence = check.compact(out.Verdict)
 	return out, nil
 }
 
@@ -125,6 +126,7 @@ func (a *Activities) ReviewVerdict(ctx context.Context, in ReviewInput) (Review,
 		return Review{}, err
 	}
 	out.Verdict, out.Notes, _ = check.settle(raw)
+	out.SameEvidence = check.compact(out.Verdict)
 	return out, nil
 }
 

@@ -1,9 +1,11 @@
 package activities
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
+	"slices"
 
 	"github.com/secops-agent/investigator/investigation"
 	"github.com/secops-agent/investigator/plan"
@@ -30,6 +32,11 @@ type Context struct {
 	Plan     *plan.Plan              `json:"plan,omitempty"`
 	// ActivePlan is the plan follow-ups continue (without step results).
 	ActivePlan *plan.Plan `json:"active_plan,omitempty"`
+	// Request is the exchange's request: the investigation's, or a
+	// follow-up's question. Inputs that name a context holding it leave
+	// their own copy out; one written before it was stored here is "",
+	// and such inputs carry theirs.
+	Request string `json:"request,omitempty"`
 }
 
 // ContextInput stores a Context under Key in the workflow's session. It runs
@@ -59,9 +66,14 @@ func (a *Activities) StoreContext(ctx context.Context, in ContextInput) error {
 	return nil
 }
 
+// lostRequest stands for the request of a context the store lost, in an
+// input that left its own copy out: the model is told, not given nothing.
+const lostRequest = "(The request was kept with the investigation's stored context, which the store no longer holds: say that it was lost and ask the analyst to repeat it.)"
+
 // readContext reads the Context stored under key ("": none). A context the
 // store lost reads as empty, with a warning: the phase goes on without the
-// conversation, as it goes on without a lost step answer (lostAnswer).
+// conversation, as it goes on without a lost step answer (lostAnswer), and
+// a request the input left out reads as lostRequest.
 func (a *Activities) readContext(ctx context.Context, session, key string) (Context, error) {
 	var c Context
 	if key == "" {
@@ -73,6 +85,7 @@ func (a *Activities) readContext(ctx context.Context, session, key string) (Cont
 	}
 	if entries[0] == nil {
 		Logger(ctx).Warn("the investigation's context is no longer stored; going on without it", "key", key)
+		c.Request = lostRequest
 		return c, nil
 	}
 	if err := json.Unmarshal([]byte(entries[0].Text), &c); err != nil {
@@ -97,15 +110,22 @@ func (a *Activities) withContext(ctx context.Context, session, key string, use f
 // UseContext methods put a stored Context's fields where the input would
 // carry them inline.
 
-// UseContext fills the conversation, the hints and the active plan.
+// UseContext fills the conversation, the hints, the active plan and the
+// request the input left out.
 func (in *PlanInput) UseContext(c Context) {
 	in.History, in.Hints, in.ActivePlan = c.History, c.Hints, c.ActivePlan
+	in.Request = cmp.Or(in.Request, c.Request)
 }
 
-// UseContext fills the conversation and the active plan.
-func (in *ModeInput) UseContext(c Context) { in.History, in.ActivePlan = c.History, c.ActivePlan }
+// UseContext fills the conversation, the active plan and the question the
+// input left out.
+func (in *ModeInput) UseContext(c Context) {
+	in.History, in.ActivePlan = c.History, c.ActivePlan
+	in.Question = cmp.Or(in.Question, c.Request)
+}
 
-// UseContext fills the hints and, for a direct answer, the conversation and the standing verdict.
+// UseContext fills the hints and, for a direct answer, the conversation, the
+// standing verdict and the question the input left out.
 func (in *TurnInput) UseContext(c Context) {
 	in.Hints = c.Hints
 	for i, e := range in.Earlier {
@@ -115,6 +135,7 @@ func (in *TurnInput) UseContext(c Context) {
 	}
 	if in.Direct {
 		in.History, in.Standing = c.History, c.Standing
+		in.Question = cmp.Or(in.Question, c.Request)
 	}
 }
 
@@ -151,17 +172,22 @@ func (c Context) step(id string) *plan.Step {
 	return nil
 }
 
-// UseContext fills the hints, the earlier insights, the steps that ran and the standing verdict.
+// UseContext fills the hints, the earlier insights, the steps that ran, the
+// standing verdict and the request the input left out.
 func (in *ConcludeInput) UseContext(c Context) {
 	in.Hints, in.Earlier, in.Verdict.Ran, in.Verdict.Standing, in.Insights = c.Hints, c.Earlier, c.Ran, c.Standing, c.Insights
+	in.Request = cmp.Or(in.Request, c.Request)
 	if c.Plan != nil {
 		in.Steps = c.Plan.Steps
 	}
 }
 
-// UseContext fills the hints, the steps that ran and the standing verdict.
+// UseContext fills the hints, the steps that ran, the standing verdict and
+// the question the input left out. Steps the input names follow the
+// context's: the answer's own, which the context it read predates.
 func (in *ReviewInput) UseContext(c Context) {
-	in.Hints, in.Verdict.Ran, in.Verdict.Standing = c.Hints, c.Ran, c.Standing
+	in.Hints, in.Verdict.Ran, in.Verdict.Standing = c.Hints, append(slices.Clip(c.Ran), in.Verdict.Ran...), c.Standing
+	in.Question = cmp.Or(in.Question, c.Request)
 }
 
 // ProgressStore keeps an investigation's progress events and latest status

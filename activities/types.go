@@ -16,7 +16,7 @@ type PlanInput struct {
 	// Context names the stored Context (context.go) that holds what this
 	// input leaves out: the activity reads it from the store.
 	Context  string                  `json:"context,omitempty"`
-	Request  string                  `json:"request"`
+	Request  string                  `json:"request,omitempty"`
 	History  []investigation.Message `json:"history,omitempty"`
 	MaxSteps int                     `json:"max_steps"`
 	// ActivePlan is the plan in progress from earlier turns, if any: the
@@ -189,7 +189,7 @@ type Reflection struct {
 type ConcludeInput struct {
 	Session   string                  `json:"session"`
 	AlertID   string                  `json:"alert_id"`
-	Request   string                  `json:"request"`
+	Request   string                  `json:"request,omitempty"`
 	Objective string                  `json:"objective"`
 	Steps     []plan.Step             `json:"steps"`
 	Insights  []investigation.Insight `json:"insights"`
@@ -216,13 +216,18 @@ type VerdictContext struct {
 	Turn     int                     `json:"turn,omitempty"`
 	Ran      []investigation.StepRun `json:"ran,omitempty"`
 	Standing *investigation.Verdict  `json:"standing,omitempty"`
+	// Compact asks the activity to leave out of its verdict evidence that
+	// is the standing verdict's, and to say so (SameEvidence): the workflow
+	// holds that evidence already, and each follow-up would repeat it in
+	// history. Workflow code from before it reads whole verdicts only.
+	Compact bool `json:"compact,omitempty"`
 }
 
 // ReviewInput asks whether a follow-up's direct answer changes the
 // standing verdict. The answer travels by transcript key.
 type ReviewInput struct {
 	Session   string         `json:"session"`
-	Question  string         `json:"question"`
+	Question  string         `json:"question,omitempty"`
 	AnswerKey string         `json:"answer_key"`
 	Language  string         `json:"language"`
 	Hints     []string       `json:"hints,omitempty"`
@@ -236,6 +241,9 @@ type ReviewInput struct {
 // the answer's evidence changed it to.
 type Review struct {
 	Verdict *investigation.Verdict `json:"verdict,omitempty"`
+	// SameEvidence says Verdict's evidence is the standing verdict's,
+	// left out (VerdictContext.Compact).
+	SameEvidence bool `json:"same_evidence,omitempty"`
 	// Notes say what the evidence check dropped or refused.
 	Notes []string            `json:"notes,omitempty"`
 	Usage investigation.Usage `json:"usage"`
@@ -248,7 +256,7 @@ type ModeInput struct {
 	// Context names the stored Context (context.go) that holds what this
 	// input leaves out: the activity reads it from the store.
 	Context    string                  `json:"context,omitempty"`
-	Question   string                  `json:"question"`
+	Question   string                  `json:"question,omitempty"`
 	History    []investigation.Message `json:"history,omitempty"`
 	ActivePlan *plan.Plan              `json:"active_plan,omitempty"`
 }
@@ -265,6 +273,9 @@ type Mode struct {
 type Conclusion struct {
 	Markdown string                 `json:"markdown"`
 	Verdict  *investigation.Verdict `json:"verdict,omitempty"`
+	// SameEvidence says Verdict's evidence is the standing verdict's,
+	// left out (VerdictContext.Compact).
+	SameEvidence bool `json:"same_evidence,omitempty"`
 	// Notes say what the evidence check dropped or refused.
 	Notes []string            `json:"notes,omitempty"`
 	Usage investigation.Usage `json:"usage"`

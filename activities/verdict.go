@@ -170,6 +170,16 @@ func (c VerdictContext) settle(v modelVerdict) (out *investigation.Verdict, note
 	return out, notes, ""
 }
 
+// compact leaves v's evidence out when the caller asked (Compact) and it is
+// the standing verdict's, and says whether it did.
+func (c VerdictContext) compact(v *investigation.Verdict) bool {
+	if !c.Compact || v == nil || c.Standing == nil || len(v.Evidence) == 0 || !slices.Equal(v.Evidence, c.Standing.Evidence) {
+		return false
+	}
+	v.Evidence = nil
+	return true
+}
+
 // bounded caps the evidence items and their facts.
 func bounded(items []investigation.Evidence) []investigation.Evidence {
 	out := make([]investigation.Evidence, 0, min(len(items), maxEvidence))

@@ -179,3 +179,73 @@ func TestFollowUpPromptsCarryTheStandingVerdict(t *testing.T) {
 	}
 	require.Contains(t, userText(llm.Calls[2].Cfg.SystemInstruction), "each written in Japanese")
 }
+
+// A review that keeps the standing verdict's evidence leaves it out of its
+// result when the workflow asks (Compact): each follow-up would otherwise
+// repeat the facts in history. New evidence, or a caller that did not ask,
+// gets the whole verdict.
+func TestReviewLeavesOutTheStandingEvidence(t *testing.T) {
+	fresh := `{"evidence":[{"step_id":"answer","tool":"search_alerts","fact":"no earlier alert names 198.51.100.23"}],"reason":"new facts","verdict":"true_positive","confidence":"high"}`
+	for _, tc := range []struct {
+		name    string
+		answer  string
+		compact bool
+		same    bool
+	}{
+		{"kept, compact", `{"evidence":[],"reason":"","verdict":"true_positive","confidence":"high"}`, true, true},
+		{"kept, whole", `{"evidence":[],"reason":"","verdict":"true_positive","confidence":"high"}`, false, false},
+		{"new evidence", fresh, true, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			a, _, ts := newActivities(t, text(tc.answer))
+			ts.M["s/t2-answer-i1"] = transcript.Entry{Kind: transcript.KindModel, Text: "deploy logged in at 08:47:12 UTC"}
+			check := VerdictContext{Turn: 2, Ran: ran, Standing: standing, Compact: tc.compact}
+			out, err := a.ReviewVerdict(context.Background(), ReviewInput{Session: "s", Question: "When?", AnswerKey: "t2-answer-i1", Language: "en", Verdict: check})
+			require.NoError(t, err)
+			require.Equal(t, tc.same, out.SameEvidence)
+			require.Equal(t, "true_positive", out.Verdict.Verdict)
+			switch {
+			case tc.same:
+				require.Empty(t, out.Verdict.Evidence)
+				require.Equal(t, standing.Reason, out.Verdict.Reason)
+			case tc.answer == fresh:
+				require.Equal(t, "no earlier alert names 198.51.100.23", out.Verdict.Evidence[0].Fact)
+			default:
+				require.Equal(t, standing.Evidence, out.Verdict.Evidence)
+			}
+		})
+	}
+}
+
+// A follow-up's question travels in the stored context: the mode decision,
+// the direct answer and the review read it from there when their inputs
+// leave it out, and a context the store lost says so instead of leaving
+// the model with no question.
+func TestTheQuestionComesFromTheStoredContext(t *testing.T) {
+	const question = "Which user ran the miner, and from where?"
+	for _, tc := range []struct {
+		name, want string
+		stored     bool
+	}{{"stored", question, true}, {"lost", lostRequest, false}} {
+		t.Run(tc.name, func(t *testing.T) {
+			// Without the standing verdict (lost), a verdict without evidence
+			// is asked about once more.
+			keep := text(`{"evidence":[],"reason":"","verdict":"true_positive","confidence":"high"}`)
+			a, llm, _ := newActivities(t, text(`{"mode":"direct","reason":"known"}`), text("svc-batch, from 203.0.113.45."), keep, keep)
+			ctx := context.Background()
+			if tc.stored {
+				require.NoError(t, a.StoreContext(ctx, ContextInput{Session: "s", Key: "context-1", Context: Context{Request: question, Standing: standing, Ran: ran}}))
+			}
+			_, err := a.DecideMode(ctx, ModeInput{AlertID: "a1", Session: "s", Context: "context-1"})
+			require.NoError(t, err)
+			answer, err := a.ModelTurn(ctx, TurnInput{Session: "s", Key: "t2-answer-i1", AlertID: "a1", Step: plan.Step{ID: "answer"}, Direct: true, Language: "en", Context: "context-1"})
+			require.NoError(t, err)
+			_, err = a.ReviewVerdict(ctx, ReviewInput{Session: "s", AnswerKey: answer.Key, Language: "en", Context: "context-1",
+				Verdict: VerdictContext{Turn: 2, Ran: []investigation.StepRun{{Turn: 2, Step: "answer"}}}})
+			require.NoError(t, err)
+			for i, call := range llm.Calls {
+				require.Contains(t, untagged(userText(call.Contents[0])), tc.want, "call %d", i)
+			}
+		})
+	}
+}

@@ -114,7 +114,10 @@ func TestSteering(t *testing.T) {
 		},
 		"conclude": {
 			reply(geminitest.Conclusion("## Summary\nConclusion 1: compromise of deploy.", "true_positive", "medium")),
-			reply(geminitest.Conclusion("## Summary\nConclusion 2: bastion-01 targeted too.", "true_positive", "medium")),
+			// Long enough that the follow-up after it names the conversation,
+			// and its own question, by the stored context's key.
+			reply(geminitest.Conclusion("## Summary\nConclusion 2: bastion-01 targeted too.\n\n## Findings\n"+
+				strings.Repeat("- bastion-01 logged a failed SSH login from 198.51.100.23 before deploy's login.\n", 30), "true_positive", "medium")),
 		},
 		"mode": {
 			reply(geminitest.JSON(map[string]any{"mode": "plan", "reason": "new evidence needed"})),
@@ -123,6 +126,7 @@ func TestSteering(t *testing.T) {
 		// The direct answer's review: a login time does not change the verdict.
 		"verdict": {func(r *geminitest.Request) geminitest.Reply {
 			require.Contains(t, r.Text(), `"verdict": "true_positive"`, "the review is given the standing verdict")
+			require.Contains(t, r.Text(), "When exactly did deploy log in?", "and the question, from the stored context")
 			return geminitest.JSON(map[string]any{"evidence": []any{}, "reason": "The login time does not bear on it.", "verdict": "true_positive", "confidence": "medium"})
 		}},
 	}}
@@ -140,7 +144,7 @@ func TestSteering(t *testing.T) {
 		return p.handle(r)
 	})
 
-	start := starter(t, nil, "investigate", "--alert", exampleAlert, "--approve-plan", "--detach", "--max-history-events", "80")
+	start := starter(t, nil, "investigate", "--alert", exampleAlert, "--approve-plan", "--detach", "--max-history-events", "100")
 	require.Equal(t, 0, start.code, start.stderr)
 	id := workflowIDFrom(t, start.stdout)
 
@@ -201,6 +205,7 @@ func TestSteering(t *testing.T) {
 	require.NotNil(t, directTurn)
 	require.Contains(t, directTurn.Text(), "Conclusion 2", "the conversation survived continue-as-new")
 	require.Contains(t, directTurn.SystemText(), hint, "so did the hint")
+	require.Contains(t, directTurn.Text(), "When exactly did deploy log in?", "the question reached the answer through the stored context")
 	q, err := tc.QueryWorkflow(context.Background(), id, "", "__temporal_workflow_metadata")
 	require.NoError(t, err)
 	var meta sdkpb.WorkflowMetadata

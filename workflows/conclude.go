@@ -21,6 +21,7 @@ const maxHistoryBytes = 64 << 10
 func (r *run) conclude(ctx workflow.Context, request, endedEarly string) error {
 	r.Phase = investigation.PhaseConcluding
 	current, earlier := r.splitInsights()
+	standing := r.Verdict
 	var c activities.Conclusion
 	in := activities.ConcludeInput{
 		Session:    r.session,
@@ -38,12 +39,14 @@ func (r *run) conclude(ctx workflow.Context, request, endedEarly string) error {
 	}
 	if in.Context = r.context(ctx); in.Context != "" {
 		in.Earlier, in.Hints, in.Verdict.Ran, in.Verdict.Standing, in.Insights, in.Steps = nil, nil, nil, nil, nil, nil
+		in.Request = r.withoutRequest(in.Context, in.Request)
 	}
 	if err := workflow.ExecuteActivity(llmOptions(ctx, "conclude"), a.Conclude, in).Get(ctx, &c); err != nil {
 		return failure("writing the conclusion failed", err)
 	}
 	r.charge(&r.ByPhase.Conclusion, c.Usage)
 	r.checkNotes(c.Notes)
+	c.Verdict = withEvidence(c.Verdict, c.SameEvidence, standing)
 	r.recordVerdict(ctx, c.Verdict, true)
 	r.Conclusion = boundedConclusion(c.Markdown)
 	r.deliver(ctx) // intake.go: the admission workflow and the verdict's deliveries
@@ -57,7 +60,16 @@ func (r *run) conclude(ctx workflow.Context, request, endedEarly string) error {
 // verdictContext is what an exchange's verdict is checked against: the
 // steps that ran and the standing verdict.
 func (r *run) verdictContext() activities.VerdictContext {
-	return activities.VerdictContext{Turn: r.Turn, Ran: slices.Clone(r.Ran), Standing: r.Verdict}
+	return activities.VerdictContext{Turn: r.Turn, Ran: slices.Clone(r.Ran), Standing: r.Verdict, Compact: true}
+}
+
+// withEvidence puts back into v the evidence the activity left out because
+// it was the standing verdict's (VerdictContext.Compact).
+func withEvidence(v *investigation.Verdict, same bool, standing *investigation.Verdict) *investigation.Verdict {
+	if same && v != nil && standing != nil {
+		v.Evidence = slices.Clone(standing.Evidence)
+	}
+	return v
 }
 
 // checkNotes reports what the verdict's evidence check dropped or refused.

@@ -53,6 +53,9 @@ func (r *run) context(ctx workflow.Context) string {
 	current, earlier := r.splitInsights()
 	c := activities.Context{History: r.History, Hints: r.Steering.Hints, Earlier: earlier, Ran: r.Ran, Standing: r.Verdict,
 		Insights: current, Plan: planWithoutResults(&r.Plan), ActivePlan: planWithoutResults(r.ActivePlan)}
+	if r.requestInContext {
+		c.Request = r.Request
+	}
 	raw, err := json.Marshal(c)
 	if err != nil {
 		return ""
@@ -137,6 +140,16 @@ func (r *run) startProgressWriter(ctx workflow.Context) {
 			}
 		}
 	})
+}
+
+// withoutRequest is "" where an input that names the stored context
+// (key) would carry request, if the context holds it: only the run's
+// current request is stored there.
+func (r *run) withoutRequest(key, request string) string {
+	if key != "" && r.requestInContext && request == r.Request {
+		return ""
+	}
+	return request
 }
 
 // waitsAfter says the run waits for a person after these events (a

@@ -107,10 +107,12 @@ func TestProgressIsStoredBeforeTheRunCloses(t *testing.T) {
 
 	require.Len(t, modes, 1)
 	require.Empty(t, modes[0].History, "the mode decision names the conversation by key")
+	require.Empty(t, modes[0].Question, "and the question")
 	require.NotEmpty(t, modes[0].Context)
 	mode := modes[0]
 	expand(&mode, mode.Session, mode.Context)
 	require.Len(t, mode.History, 2, "the stored context holds the first exchange")
+	require.Equal(t, "When did the login happen?", mode.Question, "and the question")
 	var direct []activities.TurnInput
 	for _, in := range h.turns {
 		if in.Direct {
@@ -120,4 +122,16 @@ func TestProgressIsStoredBeforeTheRunCloses(t *testing.T) {
 	require.NotEmpty(t, direct)
 	require.Equal(t, []string{hint}, direct[0].Hints, "the hint reaches the direct answer through the stored context")
 	require.NotNil(t, direct[0].Standing, "so does the standing verdict")
+	require.Equal(t, "When did the login happen?", direct[0].Question, "and the question")
+
+	// The review reads the context the answer read (no write of its own),
+	// with the answer's step added.
+	require.Len(t, h.reviews, 1)
+	review := h.reviews[0]
+	require.Equal(t, direct[len(direct)-1].Context, review.Context)
+	require.Equal(t, "When did the login happen?", review.Question)
+	require.Equal(t, []string{hint}, review.Hints)
+	require.NotNil(t, review.Verdict.Standing)
+	require.Equal(t, investigation.StepRun{Turn: 2, Step: answerStepID}, review.Verdict.Ran[len(review.Verdict.Ran)-1])
+	require.Equal(t, "step_1", review.Verdict.Ran[0].Step, "after the steps the context holds")
 }

@@ -19,9 +19,13 @@ const answerStepID = "answer"
 // direct answer with tools.
 func (r *run) followUp(ctx workflow.Context, question string) error {
 	var m activities.Mode
+	if r.requestInContext {
+		r.Request = question // the stored context carries it from here on
+	}
 	in := activities.ModeInput{AlertID: r.Input.AlertID, Question: question, History: r.History, ActivePlan: planWithoutResults(r.ActivePlan)}
 	if in.Context = r.context(ctx); in.Context != "" {
 		in.Session, in.History, in.ActivePlan = r.session, nil, nil
+		in.Question = r.withoutRequest(in.Context, in.Question)
 	}
 	err := workflow.ExecuteActivity(llmOptions(ctx, "decide mode"), a.DecideMode, in).Get(ctx, &m)
 	switch {
@@ -52,6 +56,11 @@ func (r *run) answerDirectly(ctx workflow.Context, question string) error {
 	if err != nil {
 		return failure("answering failed", err)
 	}
+	// The review reads the context the answer read, plus the answer's step.
+	var answered string
+	if r.requestInContext {
+		answered = r.context(ctx)
+	}
 	r.addRan(answerStepID, res.Tools)
 	text := res.Text
 	if res.Cut != "" {
@@ -62,7 +71,7 @@ func (r *run) answerDirectly(ctx workflow.Context, question string) error {
 	// Histories recorded before direct answers could change the verdict
 	// have no review here.
 	if workflow.GetVersion(ctx, "direct-answer-verdict", workflow.DefaultVersion, 1) == 1 && res.Cut == "" {
-		changed = r.reviewVerdict(ctx, question, res.Key)
+		changed = r.reviewVerdict(ctx, question, res.Key, answered)
 	}
 	r.Conclusion = boundedConclusion(text)
 	r.deliverAnswer(ctx, changed) // intake.go: the admission workflow, and a changed verdict delivered
@@ -74,9 +83,11 @@ func (r *run) answerDirectly(ctx workflow.Context, question string) error {
 
 // reviewVerdict asks whether a direct answer changed the standing verdict,
 // records the outcome and returns the verdict if the answer set or changed
-// it. A failed review is a note: the verdict stays.
-func (r *run) reviewVerdict(ctx workflow.Context, question, answerKey string) *investigation.Verdict {
+// it. A failed review is a note: the verdict stays. answered, if not "",
+// is the stored context the answer read, before its step joined Ran.
+func (r *run) reviewVerdict(ctx workflow.Context, question, answerKey, answered string) *investigation.Verdict {
 	r.Phase = investigation.PhaseConcluding
+	standing := r.Verdict
 	var out activities.Review
 	in := activities.ReviewInput{
 		Session:   r.session,
@@ -86,9 +97,14 @@ func (r *run) reviewVerdict(ctx workflow.Context, question, answerKey string) *i
 		Hints:     r.Steering.Hints,
 		Verdict:   r.verdictContext(),
 	}
-	if in.Context = r.context(ctx); in.Context != "" {
+	if answered != "" {
+		// The context predates the answer's step: only that step goes inline.
+		in.Context, in.Verdict.Ran = answered, in.Verdict.Ran[len(in.Verdict.Ran)-1:]
+		in.Hints, in.Verdict.Standing = nil, nil
+	} else if in.Context = r.context(ctx); in.Context != "" {
 		in.Hints, in.Verdict.Ran, in.Verdict.Standing = nil, nil, nil
 	}
+	in.Question = r.withoutRequest(in.Context, in.Question)
 	err := workflow.ExecuteActivity(llmOptions(ctx, "review the verdict"), a.ReviewVerdict, in).Get(ctx, &out)
 	if err != nil {
 		r.emit(investigation.Event{Kind: investigation.EventNote, Text: "the verdict review failed; the verdict stays: " + message(err)})
@@ -96,7 +112,7 @@ func (r *run) reviewVerdict(ctx workflow.Context, question, answerKey string) *i
 	}
 	r.charge(&r.ByPhase.Conclusion, out.Usage)
 	r.checkNotes(out.Notes)
-	if r.recordVerdict(ctx, out.Verdict, false) {
+	if r.recordVerdict(ctx, withEvidence(out.Verdict, out.SameEvidence, standing), false) {
 		return r.Verdict
 	}
 	return nil

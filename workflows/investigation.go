@@ -55,7 +55,14 @@ type run struct {
 	// writes its progress there (the storesContext gate); contextWrites
 	// is the latest context write.
 	storesContext bool
-	contextWrites map[string]workflow.Future
+	// requestInContext says the stored context holds the exchange's
+	// request too (a follow-up's question, up to maxInputBytes), so inputs
+	// that name it leave theirs out, and a direct answer's verdict review
+	// reads the context the answer read, plus the answer's step (one write
+	// less). Histories recorded before its gate carry the request in every
+	// input.
+	requestInContext bool
+	contextWrites    map[string]workflow.Future
 	// unstored are the events the progress writer has yet to store;
 	// writing says a write is in flight, flushing that the run waits for
 	// the last one (startProgressWriter).
@@ -88,6 +95,7 @@ func Investigation(ctx workflow.Context, in investigation.Input, carried *State)
 	if r.storesContext {
 		r.Results.hash()
 	}
+	r.requestInContext = r.storesContext && workflow.GetVersion(ctx, "request-in-context", workflow.DefaultVersion, 1) == 1
 	r.startProgressWriter(ctx)
 	if err := r.register(ctx); err != nil {
 		return investigation.Result{}, err

@@ -75,6 +75,7 @@ func (r *run) makePlan(ctx workflow.Context, request string) error {
 	}
 	if in.Context = r.context(ctx); in.Context != "" {
 		in.Session, in.History, in.Hints, in.ActivePlan = r.session, nil, nil, nil
+		in.Request = r.withoutRequest(in.Context, in.Request)
 	}
 	err := workflow.ExecuteActivity(llmOptions(ctx, "plan"), a.GeneratePlan, in).Get(ctx, &out)
 	if err != nil {

@@ -35,7 +35,7 @@ var fixturePaths = map[string][]string{
 	"bigquery.history.json":       {"child workflow"},
 	"bigquery-child.history.json": {"sub-agent", "memories"},
 	"steering-run1.history.json":  {"updates", "plan approval", "ask_user", "follow-ups", "continue-as-new"},
-	"steering-run2.history.json":  {"continued run", "direct answer", "verdict review"},
+	"steering-run2.history.json":  {"continued run", "direct answer", "verdict review", "request in the stored context"},
 	"stop.history.json":           {"signal", "stop", "child told to stop", "stopped step answered from what it had"},
 	"stop-child.history.json":     {"sub-agent stopped"},
 	"cancel.history.json":         {"cancel", "child cancelled"},
@@ -63,6 +63,9 @@ var fixturePaths = map[string][]string{
 	// Recorded before a direct answer's verdict was reviewed: the twin of
 	// steering-run2 for GetVersion "direct-answer-verdict".
 	"pre-verdict-steering-run2.history.json": {"continued run", "direct answer"},
+	// Recorded before the stored context held the exchange's request: the
+	// twin of steering-run2 for GetVersion "request-in-context".
+	"pre-request-context-steering-run2.history.json": {"continued run", "direct answer", "verdict review"},
 	// Recorded before a stop answered at once (a final model turn, the
 	// sub-agent cancelled and answering with one too): the twins of stop
 	// and stop-child for GetVersion "stop-answers-at-once" and
@@ -234,6 +237,20 @@ func exercises(h *historypb.History, path string) bool {
 		return input("ModelTurn", `"direct":true`)
 	case "verdict review":
 		return activity("ReviewVerdict") > 0
+	case "request in the stored context":
+		// A mode decision, a direct answer and its review name the context,
+		// which holds the question, and carry no copy of it.
+		for name, with := range map[string]string{"DecideMode": `"context":`, "ModelTurn": `"direct":true`, "ReviewVerdict": `"context":`} {
+			if count(func(e *historypb.HistoryEvent) bool {
+				a := e.GetActivityTaskScheduledEventAttributes()
+				in := a.GetInput().GetPayloads()
+				return a.GetActivityType().GetName() == name && len(in) > 0 && bytes.Contains(in[0].GetData(), []byte(with)) &&
+					bytes.Contains(in[0].GetData(), []byte(`"context":`)) && !bytes.Contains(in[0].GetData(), []byte(`"question":`))
+			}) == 0 {
+				return false
+			}
+		}
+		return true
 	case "signal":
 		return typ(enumspb.EVENT_TYPE_WORKFLOW_EXECUTION_SIGNALED) > 0
 	case "stop":

@@ -46,6 +46,7 @@ func (h *stepHost) modelTurn(ctx workflow.Context, iter int, key string, transcr
 	}
 	if in.Context = r.context(ctx); in.Context != "" {
 		in.Hints, in.History, in.Standing = nil, nil, nil
+		in.Question = r.withoutRequest(in.Context, in.Question)
 		in.Earlier = slices.Clone(in.Earlier)
 		for i := range in.Earlier {
 			in.Earlier[i].Description = "" // the stored plan has it

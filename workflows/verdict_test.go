@@ -24,18 +24,25 @@ func TestVerdictContinuityAndChange(t *testing.T) {
 		Evidence: []investigation.Evidence{{StepID: "step_1", Tool: "get_alert", Fact: "deploy logged in after 214 failures"}}}
 	benign := &investigation.Verdict{Verdict: investigation.VerdictBenign, Confidence: "medium", Reason: "the analyst says it was the approved pentest",
 		Evidence: []investigation.Evidence{{StepID: investigation.EvidenceAnalyst, Fact: "SEC-1182 covers 198.51.100.23"}}}
+	// What stands is kept as the activities keep it when asked (Compact):
+	// without its evidence, which the workflow puts back.
+	kept := func(check activities.VerdictContext) *investigation.Verdict {
+		require.True(t, check.Compact)
+		v := *check.Standing
+		v.Evidence = nil
+		return &v
+	}
 	h.conclusion = func(in activities.ConcludeInput) activities.Conclusion {
-		v := tp
-		if in.Verdict.Standing != nil {
-			v = in.Verdict.Standing // a later conclusion keeps what stands
+		if in.Verdict.Standing != nil { // a later conclusion keeps what stands
+			return activities.Conclusion{Markdown: "## Summary\nx", Verdict: kept(in.Verdict), SameEvidence: true, Usage: investigation.Usage{Calls: 1}}
 		}
-		return activities.Conclusion{Markdown: "## Summary\nx", Verdict: v, Usage: investigation.Usage{Calls: 1}}
+		return activities.Conclusion{Markdown: "## Summary\nx", Verdict: tp, Usage: investigation.Usage{Calls: 1}}
 	}
 	h.review = func(in activities.ReviewInput) activities.Review {
 		if in.Question == "It was our approved pentest (SEC-1182)." {
 			return activities.Review{Verdict: benign, Usage: investigation.Usage{Calls: 1}}
 		}
-		return activities.Review{Verdict: in.Verdict.Standing, Usage: investigation.Usage{Calls: 1}}
+		return activities.Review{Verdict: kept(in.Verdict), SameEvidence: true, Usage: investigation.Usage{Calls: 1}}
 	}
 	h.env.OnActivity(a.GeneratePlan, mock.Anything, mock.Anything).Return(twoStepPlan(), nil)
 	modes := []string{investigation.ModeDirect, investigation.ModeDirect, investigation.ModePlan}
@@ -72,6 +79,7 @@ func TestVerdictContinuityAndChange(t *testing.T) {
 	require.Equal(t, []investigation.StepRun{{Turn: 1, Step: "step_1", Tools: []string{"get_alert"}}, {Turn: 1, Step: "step_2"}, {Turn: 2, Step: "answer"}},
 		h.reviews[0].Verdict.Ran, "evidence may name the steps that ran and the tools they called")
 	require.Equal(t, tp, h.turns[3].Standing, "the direct answer itself is given the standing verdict")
+	require.Equal(t, tp, h.reviews[1].Verdict.Standing, "a review that kept the verdict left it whole, evidence and all")
 	require.Len(t, h.conclude, 2)
 	require.Nil(t, h.conclude[0].Verdict.Standing, "the first conclusion has no standing verdict")
 	require.Equal(t, benign, h.conclude[1].Verdict.Standing, "a follow-up's conclusion is given the standing verdict")

@@ -183,7 +183,11 @@ func TestNoInjectedTextLeavesItsBlock(t *testing.T) {
 	// A follow-up: mode, a direct answer given the standing verdict, its
 	// review, and a planned exchange's conclusion.
 	history := []investigation.Message{{Role: "user", Text: "Investigate this alert."}, {Role: "assistant", Text: "Objective: " + updated.Objective + "\n\n" + c.Markdown}}
-	_, err = a.DecideMode(ctx, activities.ModeInput{AlertID: al.ID, Question: pasted, History: history, ActivePlan: &updated})
+	// The pasted question reaches the mode decision as a workflow sends it
+	// once the context is stored: by the context's key, not in the input.
+	require.NoError(t, a.StoreContext(ctx, activities.ContextInput{Session: session, Key: "context-hostile",
+		Context: activities.Context{Request: pasted, History: history, ActivePlan: &updated}}))
+	_, err = a.DecideMode(ctx, activities.ModeInput{AlertID: al.ID, Session: session, Context: "context-hostile"})
 	require.NoError(t, err)
 	direct, err := a.ModelTurn(ctx, activities.TurnInput{Session: session, Key: "t2-answer-i1", AlertID: al.ID, Step: plan.Step{ID: "answer"},
 		Direct: true, Question: "When did deploy log in?", Language: "en", History: history, Hints: hints, Standing: c.Verdict})
@@ -238,6 +242,7 @@ func TestNoInjectedTextLeavesItsBlock(t *testing.T) {
 		}
 		require.LessOrEqual(t, guidance, 1, "%s: one guidance section at most, the template's", name)
 	}
+	require.Contains(t, reqs[6].Text(), prompt.Quote(pasted), "the mode decision read the pasted question from the stored context")
 	// The attack reached every phase as data.
 	for i, r := range reqs {
 		require.Contains(t, r.Text(), "verdict benign", "%s never saw the attack: the test would prove nothing", phases[i])

@@ -100,11 +100,13 @@ func (r *run) reviewVerdict(ctx workflow.Context, question, answerKey, answered 
 	if answered != "" {
 		// The context predates the answer's step: only that step goes inline.
 		in.Context, in.Verdict.Ran = answered, in.Verdict.Ran[len(in.Verdict.Ran)-1:]
-		in.Hints, in.Verdict.Standing = nil, nil
 	} else if in.Context = r.context(ctx); in.Context != "" {
-		in.Hints, in.Verdict.Ran, in.Verdict.Standing = nil, nil, nil
+		in.Verdict.Ran = nil
 	}
-	in.Question = r.withoutRequest(in.Context, in.Question)
+	if in.Context != "" {
+		in.Hints, in.Verdict.Standing = nil, nil
+		in.Question = r.withoutRequest(in.Context, in.Question)
+	}
 	err := workflow.ExecuteActivity(llmOptions(ctx, "review the verdict"), a.ReviewVerdict, in).Get(ctx, &out)
 	if err != nil {
 		r.emit(investigation.Event{Kind: investigation.EventNote, Text: "the verdict review failed; the verdict stays: " + message(err)})

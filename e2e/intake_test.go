@@ -93,8 +93,20 @@ func TestIntakeBurstTwoIntakesOneKilled(t *testing.T) {
 	// The killed intake's messages come back once their ack deadline
 	// passes; the admission workflow counts redeliveries too.
 	var runs map[string]int
-	require.Eventually(t, func() bool { runs = e.investigations(); return len(runs) >= distinct }, 4*time.Minute, time.Second,
-		"investigations: %d of %d", len(runs), distinct)
+	var seen sync.Mutex
+	last := 0
+	require.Eventually(t, func() bool {
+		runs = e.investigations()
+		seen.Lock()
+		last = len(runs)
+		seen.Unlock()
+		return len(runs) >= distinct
+	}, 4*time.Minute, time.Second, "%s", atFailure(func() string {
+		seen.Lock()
+		defer seen.Unlock()
+		st, err := e.status()
+		return fmt.Sprintf("investigations: %d of %d; admission: %+v (%v)", last, distinct, st, err)
+	}))
 	st := e.waitSettled(int64(valid), 2*time.Minute)
 	time.Sleep(3 * time.Second) // anything more would show now
 	runs = e.investigations()
@@ -428,3 +440,9 @@ func TestIntakeDeliversToSlack(t *testing.T) {
 	}, time.Minute, 500*time.Millisecond)
 	require.Len(t, e.pull(intake.SubscriptionVerdicts, 3*time.Second), 2, "the results topic got both")
 }
+
+// atFailure is a failure message written when the failure is reported,
+// not when the assertion starts waiting.
+type atFailure func() string
+
+func (f atFailure) String() string { return f() }

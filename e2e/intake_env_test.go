@@ -159,7 +159,7 @@ func (e *intakeEnv) startIntake(args ...string) *intakeProc {
 	})
 	require.Eventually(e.t, func() bool {
 		return strings.Contains(p.log.String(), "intake: taking alerts") || strings.Contains(p.log.String(), "intake: webhook on")
-	}, 30*time.Second, 50*time.Millisecond, "the intake did not start:\n%s", p.log.String())
+	}, 30*time.Second, 50*time.Millisecond, "the intake did not start:\n%s", atFailure(p.log.String))
 	return p
 }
 
@@ -200,6 +200,25 @@ func (e *intakeEnv) status() (intake.Status, error) {
 	return st, v.Get(&st)
 }
 
+// atFailure is a failure message written when the failure is reported,
+// not when the assertion starts waiting (testify formats its arguments
+// then, so a Stringer is read at the failure).
+type atFailure func() string
+
+func (f atFailure) String() string { return f() }
+
+// statusNow is the admission workflow's status as a failure message reads
+// it: queried when the failure is reported.
+func (e *intakeEnv) statusNow() atFailure {
+	return func() string {
+		st, err := e.status()
+		if err != nil {
+			return fmt.Sprintf("admission status unreadable: %v", err)
+		}
+		return fmt.Sprintf("admission: %+v", st)
+	}
+}
+
 // waitSettled waits until the admission workflow has taken n alerts and
 // nothing runs or waits any more.
 func (e *intakeEnv) waitSettled(n int64, timeout time.Duration) intake.Status {
@@ -209,7 +228,7 @@ func (e *intakeEnv) waitSettled(n int64, timeout time.Duration) intake.Status {
 		var err error
 		st, err = e.status()
 		return err == nil && st.Alerts >= n && st.Running == 0 && st.Waiting == 0
-	}, timeout, 250*time.Millisecond, "the intake did not settle: %+v", st)
+	}, timeout, 250*time.Millisecond, "the intake did not settle: %s", e.statusNow())
 	return st
 }
 

@@ -104,8 +104,7 @@ func TestIntakeBurstTwoIntakesOneKilled(t *testing.T) {
 	}, 4*time.Minute, time.Second, "%s", atFailure(func() string {
 		seen.Lock()
 		defer seen.Unlock()
-		st, err := e.status()
-		return fmt.Sprintf("investigations: %d of %d; admission: %+v (%v)", last, distinct, st, err)
+		return fmt.Sprintf("investigations: %d of %d; %s", last, distinct, e.statusNow())
 	}))
 	st := e.waitSettled(int64(valid), 2*time.Minute)
 	time.Sleep(3 * time.Second) // anything more would show now
@@ -327,7 +326,7 @@ func TestIntakeWaitingRoomAndBudget(t *testing.T) {
 	require.Eventually(t, func() bool {
 		st, _ = e.status()
 		return st.Alerts == 5 && st.Held == 3 && st.Running == 0 && st.Concluded == 2
-	}, 2*time.Minute, 250*time.Millisecond, "only the critical one starts over the budget: %+v", st)
+	}, 2*time.Minute, 250*time.Millisecond, "only the critical one starts over the budget: %s", e.statusNow())
 	text := starterEnv(t, e.env, nil, "intake", "status")
 	require.Contains(t, text.stdout, "waiting      3 (3 held by the daily budget)")
 	require.Contains(t, text.stdout, "daily budget 0.00 USD")
@@ -440,9 +439,3 @@ func TestIntakeDeliversToSlack(t *testing.T) {
 	}, time.Minute, 500*time.Millisecond)
 	require.Len(t, e.pull(intake.SubscriptionVerdicts, 3*time.Second), 2, "the results topic got both")
 }
-
-// atFailure is a failure message written when the failure is reported,
-// not when the assertion starts waiting.
-type atFailure func() string
-
-func (f atFailure) String() string { return f() }

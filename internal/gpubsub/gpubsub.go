@@ -1,19 +1,23 @@
 // Package gpubsub holds what the intake, the worker and the starter share
 // of Google Cloud Pub/Sub: resource names, one client per project
 // (PUBSUB_EMULATOR_HOST selects the emulator, as the client library
-// reads it), publishing with a bounded wait, and typed errors.
+// reads it, and the emulator's streams get their pings answered),
+// publishing with a bounded wait, and typed errors.
 package gpubsub
 
 import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
 	"regexp"
 	"sync"
 	"time"
 
 	"cloud.google.com/go/pubsub/v2"
 	"cloud.google.com/go/pubsub/v2/apiv1/pubsubpb"
+	"google.golang.org/api/option"
+	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
@@ -62,6 +66,7 @@ type Clients struct {
 	mu      sync.Mutex
 	clients map[string]*pubsub.Client
 	pubs    map[string]*pubsub.Publisher
+	options []option.ClientOption // tests: more client options
 }
 
 // Client returns the project's client.
@@ -71,8 +76,13 @@ func (c *Clients) Client(ctx context.Context, project string) (*pubsub.Client, e
 	if cl, ok := c.clients[project]; ok {
 		return cl, nil
 	}
+	var opts []option.ClientOption
+	if os.Getenv("PUBSUB_EMULATOR_HOST") != "" {
+		opts = append(opts, option.WithGRPCDialOption(grpc.WithChainStreamInterceptor(answerPings)))
+	}
+	opts = append(opts, c.options...)
 	// The client outlives ctx (a call's context): it is made with its own.
-	cl, err := pubsub.NewClient(context.WithoutCancel(ctx), project)
+	cl, err := pubsub.NewClient(context.WithoutCancel(ctx), project, opts...)
 	if err != nil {
 		return nil, fmt.Errorf("cannot open Pub/Sub (project %s): %w", project, err)
 	}

@@ -17,7 +17,7 @@ import (
 // idle subscriber's stream is torn down and reopened every 10–30 s, and
 // messages the emulator hands to a stream being torn down stay leased to
 // no one: measured here (emulator 0.8.20), a killed subscriber's messages
-// reached the other one after 30 s to 4 minutes instead of one ack
+// reached the other one after 10 s to 4 minutes instead of one ack
 // deadline (googleapis/google-cloud-go#14358). With PUBSUB_EMULATOR_HOST
 // set, answerPings answers each ping on the emulator's behalf.
 const (

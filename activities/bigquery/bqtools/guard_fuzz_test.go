@@ -17,7 +17,7 @@ var fuzzPolicy = sqlPolicy{project: "demo-investigator", bareDataset: true, tabl
 // configuration does not allow, as naiveViolation (a second, deliberately
 // simple reader, which shares no code with the guard's lexer) sees it. Its
 // seed corpus is every query of the guard's tables. CI runs it for a
-// bounded time (Taskfile.yml, task test); locally:
+// bounded number of inputs (Taskfile.yml, task test); locally:
 //
 //	go test ./activities/bigquery/bqtools -run '^$' -fuzz FuzzGuard -fuzztime 5m
 func FuzzGuard(f *testing.F) {

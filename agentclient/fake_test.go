@@ -24,6 +24,7 @@ type fakeRun struct {
 	status   enums.WorkflowExecutionStatus
 	next     string
 	queryErr error
+	history  int64 // the run's history length, as Describe reports it
 }
 
 // fakeStream is a scripted Temporal: workflows are chains of runs, the last
@@ -81,7 +82,7 @@ func (f *fakeStream) describe(_ context.Context, wf, runID string) (execution, e
 	if err != nil {
 		return execution{}, err
 	}
-	return execution{runID: r.id, firstRunID: f.wfs[wf][0].id, status: r.status}, nil
+	return execution{runID: r.id, firstRunID: f.wfs[wf][0].id, status: r.status, historyLength: r.history}, nil
 }
 
 func (f *fakeStream) events(_ context.Context, wf, runID string, after int) ([]investigation.Event, error) {

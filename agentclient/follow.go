@@ -89,6 +89,10 @@ type follower struct {
 	// store, when set, delivers the events (watch.go); watch listens to it.
 	store ProgressStore
 	watch *storeWatch
+	// history is the run's history length at the last quiet look
+	// (stepWatched): when it moved and the listener said nothing, the
+	// follower reads the store.
+	history int64
 }
 
 // newFollower is a follower of investigation id that gives up when

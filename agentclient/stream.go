@@ -33,6 +33,9 @@ type stream interface {
 type execution struct {
 	runID, firstRunID string
 	status            enums.WorkflowExecutionStatus
+	// historyLength grows as the run records anything, its progress
+	// writes included (a follower's hint that its listener missed some).
+	historyLength int64
 }
 
 // closed says the run ended for good: a run that continued as new lives on
@@ -56,7 +59,7 @@ func (t temporalStream) describe(ctx context.Context, id, runID string) (executi
 		return execution{}, err
 	}
 	info := resp.GetWorkflowExecutionInfo()
-	return execution{runID: info.GetExecution().GetRunId(), firstRunID: info.GetFirstRunId(), status: info.GetStatus()}, nil
+	return execution{runID: info.GetExecution().GetRunId(), firstRunID: info.GetFirstRunId(), status: info.GetStatus(), historyLength: info.GetHistoryLength()}, nil
 }
 
 func (t temporalStream) events(ctx context.Context, id, runID string, after int) ([]investigation.Event, error) {

@@ -174,11 +174,15 @@ func (f *follower) stepWatched(ctx context.Context) (followEnd, bool, bool, erro
 	}
 	f.extend(ctx, d.runID)
 	f.pollChildren(ctx)
-	if !d.closed() {
+	moved := d.historyLength != f.history
+	f.history = d.historyLength
+	if !d.closed() && !moved {
 		return followEnd{}, false, false, nil
 	}
-	// A run stores its events before it closes: read those the listener
-	// has not delivered yet.
+	// The run closed (it stores its events first) or recorded something
+	// while the listener said nothing: read what the listener has not
+	// delivered. A listener can miss a write, and an open run may wait
+	// for its next question for hours.
 	if more, err := f.store.After(ctx, f.id, f.seq, investigation.MaxProgressEvents); err == nil {
 		f.watch.add(more)
 	}
@@ -192,6 +196,8 @@ func (f *follower) stepWatched(ctx context.Context) (followEnd, bool, bool, erro
 	case gapTo > 0:
 		end, done, err := f.step(ctx)
 		return end, done, false, err
+	case !d.closed():
+		return followEnd{}, false, false, nil
 	}
 	f.pollChildren(ctx)
 	return followEnd{how: endClosed, runID: d.runID, status: d.status}, true, false, nil

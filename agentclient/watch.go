@@ -142,7 +142,8 @@ func (f *follower) runWatched(ctx context.Context) (followEnd, error) {
 }
 
 // stepWatched prints what the store delivered; with nothing new it asks
-// Temporal whether the run closed. It reports whether it printed anything.
+// Temporal whether the run closed or moved on, and then reads the store.
+// It reports whether it printed anything.
 func (f *follower) stepWatched(ctx context.Context) (followEnd, bool, bool, error) {
 	if ctx.Err() != nil {
 		return followEnd{how: endInterrupted}, true, false, nil

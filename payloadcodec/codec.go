@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"regexp"
+	"strconv"
 	"strings"
 
 	commonpb "go.temporal.io/api/common/v1"
@@ -160,6 +161,16 @@ func (c *Codec) decrypt(p *commonpb.Payload) (*commonpb.Payload, error) {
 	if id == "" {
 		return nil, &KeyError{Reason: ReasonNoKeyID}
 	}
+	// No key file can hold such an ID (keyIDPattern), so no worker could
+	// decrypt the payload: it is forged, and its ID is never quoted (a
+	// refused signal's note would carry it whole). Before this check such a
+	// payload panicked in workflow code (no key with that ID) or was refused;
+	// a panic completes no workflow task, and no key could ever make one
+	// complete, so no recorded history has commands after one: replay cannot
+	// reach the change.
+	if !keyIDPattern.MatchString(id) {
+		return nil, &RefusedError{Reason: RefusedBadKeyID}
+	}
 	boundTo, bound := md[MetadataBoundTo]
 	// What the metadata says decides a refusal before any key is tried, so
 	// that every worker refuses the same payloads whatever keys it holds.
@@ -205,11 +216,14 @@ const (
 	RefusedPlain     Refusal = iota + 1 // not encrypted, though this process has keys
 	RefusedUnbound                      // encrypted before payloads were bound (no associated data)
 	RefusedElsewhere                    // bound to another workflow
+	RefusedBadKeyID                     // its key ID is not one a key file can hold
 )
 
 // RefusedError is a payload that a process with keys will not use, whatever
 // keys it holds: anyone who can call Temporal could have written it, or it
-// was written for another workflow. It is one sentence without secrets.
+// was written for another workflow. A malformed key ID is refused by every
+// codec, with keys or without. It is one sentence without secrets, and
+// quotes at most maxQuoted bytes of each metadata value.
 type RefusedError struct {
 	Reason  Refusal
 	KeyID   string // of an encrypted payload
@@ -221,9 +235,11 @@ func (e *RefusedError) Error() string {
 	case RefusedPlain:
 		return refusedPrefix + ": it is not encrypted, and with a payload key file only payloads encrypted with its keys are accepted"
 	case RefusedUnbound:
-		return fmt.Sprintf("%s: it is encrypted with key %q in the format from before payloads were bound to their workflow", refusedPrefix, e.KeyID)
+		return fmt.Sprintf("%s: it is encrypted with key %s in the format from before payloads were bound to their workflow", refusedPrefix, quote(e.KeyID))
+	case RefusedBadKeyID:
+		return refusedPrefix + ": it is marked encrypted with a key ID that no key file can hold (only letters, digits, '.', '_' and '-', at most 64 of them)"
 	default:
-		return fmt.Sprintf("%s: it is encrypted with key %q for another workflow (bound to %q)", refusedPrefix, e.KeyID, clip.String(e.BoundTo, maxQuoted))
+		return fmt.Sprintf("%s: it is encrypted with key %s for another workflow (bound to %s)", refusedPrefix, quote(e.KeyID), quote(e.BoundTo))
 	}
 }
 
@@ -253,7 +269,7 @@ type KeyError struct {
 }
 
 func (e *KeyError) Error() string {
-	what := fmt.Sprintf("%s encrypted with key %q", decryptPrefix, e.KeyID)
+	what := fmt.Sprintf("%s encrypted with key %s", decryptPrefix, quote(e.KeyID))
 	switch e.Reason {
 	case ReasonNoKeyFile:
 		return what + ": no payload key file is configured (set --payload-key-file or PAYLOAD_KEY_FILE)"
@@ -271,10 +287,14 @@ func (e *KeyError) Error() string {
 func quoteAll(ids []string) string {
 	q := make([]string, len(ids))
 	for i, id := range ids {
-		q[i] = fmt.Sprintf("%q", id)
+		q[i] = quote(id)
 	}
 	return strings.Join(q, ", ")
 }
+
+// quote quotes a value from a payload's metadata, which its sender chose,
+// clipped to maxQuoted bytes.
+func quote(s string) string { return strconv.Quote(clip.String(s, maxQuoted)) }
 
 // decryptPrefix starts every KeyError sentence; Explain looks for it in
 // errors that crossed the wire as text (query failures, workflow failures).

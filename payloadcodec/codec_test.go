@@ -7,10 +7,12 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 	commonpb "go.temporal.io/api/common/v1"
@@ -426,3 +428,70 @@ func TestDataConverterDecides(t *testing.T) {
 	// error, never a panic outside a coroutine.
 	require.Equal(t, ReasonUnknownKey, keyReason(t, workflowCode.FromPayloads(foreign)))
 }
+
+// TestForgedKeyIDsAreRefusedUnquoted: whoever may signal or query a
+// workflow chooses a payload's metadata. A key ID no key file can hold is
+// refused by every codec without quoting it (a refused signal's note and
+// the worker's log would carry it whole), and whatever else is quoted is
+// clipped.
+func TestForgedKeyIDsAreRefusedUnquoted(t *testing.T) {
+	huge := strings.Repeat("A", 1<<20)
+	keyed := NewCodec(mustKeys(t, "k1:"+newKey(t)))
+	codecs := map[string]converter.PayloadCodec{
+		"workflow": in(keyed, "investigation-a"), "reader": keyed,
+		"no keys": in(NewCodec(nil), "investigation-a"), "reader without keys": NewCodec(nil),
+	}
+	for _, id := range []string{huge, strings.Repeat("a", 65), "k1\x00", "k 1", "k1\"\n"} {
+		for _, boundTo := range []string{"", boundToKey, "workflow:default/investigation-a", "workflow:default/" + huge} {
+			md := map[string][]byte{converter.MetadataEncoding: []byte(EncodingEncrypted), MetadataKeyID: []byte(id)}
+			if boundTo != "" {
+				md[MetadataBoundTo] = []byte(boundTo)
+			}
+			for name, c := range codecs {
+				_, err := c.Decode([]*commonpb.Payload{{Metadata: md, Data: make([]byte, 64)}})
+				require.Equal(t, RefusedBadKeyID, refusal(t, err), "%s, %d-byte ID", name, len(id))
+				require.NotContains(t, err.Error(), id[:min(len(id), 64)])
+				require.Less(t, len(err.Error()), 200)
+			}
+		}
+	}
+	// A well-formed ID with a huge binding: the binding is clipped.
+	md := map[string][]byte{converter.MetadataEncoding: []byte(EncodingEncrypted), MetadataKeyID: []byte("k1"), MetadataBoundTo: []byte("workflow:default/" + huge)}
+	_, err := in(keyed, "investigation-a").Decode([]*commonpb.Payload{{Metadata: md, Data: make([]byte, 64)}})
+	require.Equal(t, RefusedElsewhere, refusal(t, err))
+	require.Less(t, len(err.Error()), 2*maxQuoted+200)
+	// Every sentence clips what it quotes, however the error was made.
+	for _, err := range []error{&KeyError{KeyID: huge, Reason: ReasonUnknownKey, Held: []string{huge}}, &RefusedError{Reason: RefusedUnbound, KeyID: huge}} {
+		require.Less(t, len(err.Error()), 3*maxQuoted+200)
+	}
+
+	// In workflow code, a signal takes the refusal (no panic) and anything
+	// else gets it as an error: the same on every worker, whatever its keys.
+	workflowCode := NewDataConverter(keys(t), nil).
+		WithSerializationContext(converter.WorkflowSerializationContext{Namespace: "default", WorkflowID: "investigation-a"}).(converter.ContextAware).
+		WithWorkflowContext(fakeWorkflow{})
+	forged := &commonpb.Payloads{Payloads: []*commonpb.Payload{{Metadata: map[string][]byte{
+		converter.MetadataEncoding: []byte(EncodingEncrypted), MetadataKeyID: []byte(huge), MetadataBoundTo: []byte(boundToKey)}, Data: make([]byte, 64)}}}
+	var r refuser
+	require.NoError(t, workflowCode.FromPayloads(forged, &r))
+	require.Equal(t, RefusedBadKeyID, refusal(t, r.err))
+	var s string
+	require.Equal(t, RefusedBadKeyID, refusal(t, workflowCode.FromPayloads(forged, &s)))
+}
+
+// TestReporterBoundsWhatItKeeps: each remembered and logged message is
+// clipped, so a thousand of them stay small whatever the errors say.
+func TestReporterBoundsWhatItKeeps(t *testing.T) {
+	var out bytes.Buffer
+	r := &reporter{logger: slog.New(slog.NewTextHandler(&out, nil)), logged: map[string]time.Time{}}
+	for i := range 3 {
+		r.log(fmt.Errorf("%d %s", i, strings.Repeat("x", 1<<20)))
+	}
+	require.Len(t, r.logged, 3)
+	for msg := range r.logged {
+		require.LessOrEqual(t, len(msg), maxLogMessage)
+	}
+	require.Less(t, out.Len(), 3*(maxLogMessage+200))
+}
+
+func keys(t *testing.T) *Keys { return mustKeys(t, "k1:"+newKey(t)) }

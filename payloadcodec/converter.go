@@ -9,6 +9,8 @@ import (
 
 	commonpb "go.temporal.io/api/common/v1"
 	"go.temporal.io/sdk/converter"
+
+	"github.com/secops-agent/investigator/internal/clip"
 )
 
 // DataConverter is Temporal's default data converter with the codec behind
@@ -148,6 +150,10 @@ const keyErrorLogEvery = time.Minute
 // quote what their sender wrote, so there can be any number of distinct ones.
 const maxLogged = 1000
 
+// maxLogMessage bounds each remembered and logged message, so that the
+// reporter holds at most maxLogged of them whatever errors it is handed.
+const maxLogMessage = 1024
+
 // reporter logs each distinct key problem at most once a minute.
 type reporter struct {
 	logger *slog.Logger
@@ -159,7 +165,7 @@ func (r *reporter) log(problem error) {
 	if r == nil || r.logger == nil {
 		return
 	}
-	msg := problem.Error()
+	msg := clip.String(problem.Error(), maxLogMessage)
 	now := time.Now()
 	r.mu.Lock()
 	last, seen := r.logged[msg]

@@ -6,7 +6,9 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"mime"
 	"net/http"
+	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -19,6 +21,7 @@ import (
 	"golang.org/x/time/rate"
 
 	"github.com/secops-agent/investigator/internal/clip"
+	"github.com/secops-agent/investigator/internal/redact"
 	"github.com/secops-agent/investigator/investigation"
 	"github.com/secops-agent/investigator/tools"
 )
@@ -52,6 +55,10 @@ type conn struct {
 	cfg     Server
 	servers *Servers
 	limiter *rate.Limiter
+	// secrets are the values of its headers and env variables: a server or
+	// proxy may quote them in an error, which reaches the model, the tool
+	// catalog, the log and Temporal history.
+	secrets *redact.Redactor
 
 	mu      sync.Mutex
 	sess    *mcp.ClientSession
@@ -71,9 +78,29 @@ func New(cfg *Config, reg *tools.Registry, log *slog.Logger) *Servers {
 		if sc.Rate > 0 {
 			lim = rate.NewLimiter(rate.Limit(sc.Rate), 1)
 		}
-		s.conns = append(s.conns, &conn{name: n, cfg: sc, servers: s, limiter: lim, state: StateConnecting})
+		s.conns = append(s.conns, &conn{name: n, cfg: sc, servers: s, limiter: lim, state: StateConnecting, secrets: secretsOf(sc)})
 	}
 	return s
+}
+
+// secretsOf is a redactor of the values a server's configuration takes from
+// the environment: each whole, and a header's credential without its scheme
+// ("Bearer ", "Basic "), which a server may quote alone.
+func secretsOf(sc Server) *redact.Redactor {
+	var secrets []string
+	for _, m := range []map[string]string{sc.Headers, sc.Env} {
+		for _, v := range m {
+			val, ok := os.LookupEnv(v)
+			if !ok {
+				continue
+			}
+			secrets = append(secrets, val)
+			if _, cred, ok := strings.Cut(strings.TrimSpace(val), " "); ok {
+				secrets = append(secrets, strings.TrimSpace(cred))
+			}
+		}
+	}
+	return redact.New(secrets...)
 }
 
 // Connect connects every server at once and lists its tools; a server that
@@ -159,7 +186,7 @@ func (c *conn) lost(sess *mcp.ClientSession, err error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.sess == sess {
-		c.sess, c.state, c.err = nil, StateFailed, "lost: "+clip.String(err.Error(), 300)
+		c.sess, c.state, c.err = nil, StateFailed, "lost: "+clip.String(c.secrets.String(err.Error()), 300)
 		_ = sess.Close()
 	}
 }
@@ -173,6 +200,7 @@ func (c *conn) connect(ctx context.Context) (*mcp.ClientSession, error) {
 		return c.sess, nil
 	}
 	sess, ts, skipped, err := c.dial(ctx)
+	err = c.secrets.Error(err)
 	group := "mcp:" + c.name
 	if err != nil {
 		c.state, c.err = StateFailed, clip.String(err.Error(), 300)
@@ -277,10 +305,18 @@ func (c *conn) transport() (mcp.Transport, error) {
 			}
 			headers.Set(h, val)
 		}
+		endpoint, err := url.Parse(c.cfg.URL)
+		if err != nil {
+			return nil, fmt.Errorf("url: %w", err)
+		}
 		return &mcp.StreamableClientTransport{
-			Endpoint:   c.cfg.URL,
-			HTTPClient: &http.Client{Transport: headerTransport{headers, http.DefaultTransport}},
-			MaxRetries: 2,
+			Endpoint: c.cfg.URL,
+			HTTPClient: &http.Client{
+				Transport:     headerTransport{headers, origin(endpoint), limitTransport{http.DefaultTransport}},
+				CheckRedirect: sameOrigin,
+			},
+			MaxRetries:   2,
+			MaxEventSize: maxResponseBytes, // a streamed answer: one event at a time
 		}, nil
 	}
 	command := c.cfg.Command
@@ -305,16 +341,95 @@ func (c *conn) transport() (mcp.Transport, error) {
 	return &mcp.CommandTransport{Command: cmd}, nil
 }
 
-// headerTransport adds the configured headers to every request.
+// headerTransport adds the configured headers to every request to the
+// server's origin, and to no other: they usually hold a credential.
 type headerTransport struct {
-	h    http.Header
-	base http.RoundTripper
+	h      http.Header
+	origin string // of the configured URL
+	base   http.RoundTripper
 }
 
 func (t headerTransport) RoundTrip(r *http.Request) (*http.Response, error) {
+	if origin(r.URL) != t.origin {
+		return t.base.RoundTrip(r)
+	}
 	r = r.Clone(r.Context())
 	for k, v := range t.h {
 		r.Header[k] = v
 	}
 	return t.base.RoundTrip(r)
+}
+
+// maxRedirects is Go's default limit, kept for same-origin redirects.
+const maxRedirects = 10
+
+// sameOrigin follows a redirect only to the scheme, host and port of the
+// first request. Go copies custom headers (an API key header) to every
+// redirect, even to another host, so a server or proxy that redirects would
+// otherwise receive the credential wherever it points.
+func sameOrigin(req *http.Request, via []*http.Request) error {
+	from, to := origin(via[0].URL), origin(req.URL)
+	switch {
+	case from != to:
+		return fmt.Errorf("the server redirected to another origin (%s), which is not followed so that its headers are not sent there", to)
+	case len(via) >= maxRedirects:
+		return fmt.Errorf("the server redirected %d times", len(via))
+	}
+	return nil
+}
+
+// origin is scheme://host[:port], lower-cased.
+func origin(u *url.URL) string { return strings.ToLower(u.Scheme + "://" + u.Host) }
+
+// maxResponseBytes bounds one answer of an HTTP server: the SDK reads a JSON
+// answer whole (io.ReadAll), and an event of a streamed one up to its
+// MaxEventSize, which is set to the same.
+const maxResponseBytes = 8 << 20
+
+// errTooLarge is what reading past maxResponseBytes gives (see tooLarge).
+var errTooLarge = fmt.Errorf("the server answered with more than %d MiB", maxResponseBytes>>20)
+
+// tooLarge says whether err is an answer over maxResponseBytes: the SDK
+// passes both ours and its own (an event over MaxEventSize) on as text only.
+// TestOversizedAnswersAreRefused checks both sentences.
+func tooLarge(err error) bool {
+	msg := err.Error()
+	return strings.Contains(msg, errTooLarge.Error()) || strings.Contains(msg, "SSE event exceeded")
+}
+
+// limitTransport bounds each response body other than an event stream (a
+// long-lived GET stream is bounded per event instead, by MaxEventSize).
+type limitTransport struct{ base http.RoundTripper }
+
+func (t limitTransport) RoundTrip(r *http.Request) (*http.Response, error) {
+	resp, err := t.base.RoundTrip(r)
+	if err != nil || resp.Body == nil {
+		return resp, err
+	}
+	if mt, _, _ := mime.ParseMediaType(resp.Header.Get("Content-Type")); mt != "text/event-stream" {
+		resp.Body = &limitedBody{ReadCloser: resp.Body, left: maxResponseBytes}
+	}
+	return resp, nil
+}
+
+// limitedBody fails with errTooLarge once more than left bytes were read, so
+// that an oversized answer is an error, never a silently cut one.
+type limitedBody struct {
+	io.ReadCloser
+	left int64
+}
+
+func (b *limitedBody) Read(p []byte) (int, error) {
+	if b.left < 0 {
+		return 0, errTooLarge
+	}
+	if int64(len(p)) > b.left+1 {
+		p = p[:b.left+1]
+	}
+	n, err := b.ReadCloser.Read(p)
+	b.left -= int64(n)
+	if b.left < 0 {
+		return n, errTooLarge
+	}
+	return n, err
 }

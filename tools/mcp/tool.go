@@ -13,6 +13,7 @@ import (
 	"google.golang.org/genai"
 
 	"github.com/secops-agent/investigator/internal/clip"
+	"github.com/secops-agent/investigator/internal/redact"
 	"github.com/secops-agent/investigator/toolcall"
 	"github.com/secops-agent/investigator/tools"
 )
@@ -116,17 +117,22 @@ func (t *Tool) Call(ctx context.Context, args map[string]any) (any, error) {
 		args = map[string]any{}
 	}
 	res, err := s.CallTool(callCtx, &mcp.CallToolParams{Name: t.remote, Arguments: args})
+	secrets := t.server.secrets
 	var rpc *jsonrpc.Error
 	switch {
 	case errors.As(err, &rpc):
-		return nil, tools.Reject("the MCP server %s refused the call: %s", t.server.name, cleanText(rpc.Message, 500))
+		return nil, tools.Reject("the MCP server %s refused the call: %s", t.server.name, cleanText(secrets.String(rpc.Message), 500))
 	case err != nil && ctx.Err() == nil && errors.Is(callCtx.Err(), context.DeadlineExceeded):
 		return nil, tools.Reject("the MCP server %s did not answer within %s", t.server.name, t.server.cfg.timeout())
+	case err != nil && tooLarge(err):
+		// The session failed with it; asking again gets the same answer.
+		t.server.lost(s, err)
+		return nil, tools.Reject("the MCP server %s answered with more than %d MiB, which is not read; ask for less", t.server.name, maxResponseBytes>>20)
 	case err != nil:
 		t.server.lost(s, err)
-		return nil, fmt.Errorf("MCP server %s: %w", t.server.name, err)
+		return nil, fmt.Errorf("MCP server %s: %w", t.server.name, secrets.Error(err))
 	}
-	out := render(res)
+	out := render(res, secrets)
 	if res.IsError {
 		text, _ := out["content"].(string)
 		return nil, tools.Reject("%s", clip.String(strings.TrimSpace("the tool reported an error: "+text), 2000))
@@ -135,8 +141,9 @@ func (t *Tool) Call(ctx context.Context, args map[string]any) (any, error) {
 }
 
 // render is a result as the model reads it: the text content joined, the
-// structured content as it is, other content named but left out.
-func render(res *mcp.CallToolResult) map[string]any {
+// structured content as it is, other content named but left out; the
+// server's secrets (its headers and env values) redacted from all of it.
+func render(res *mcp.CallToolResult, secrets *redact.Redactor) map[string]any {
 	var texts []string
 	for _, c := range res.Content {
 		switch x := c.(type) {
@@ -158,10 +165,27 @@ func render(res *mcp.CallToolResult) map[string]any {
 	}
 	out := map[string]any{}
 	if len(texts) > 0 {
-		out["content"] = strings.Join(texts, "\n")
+		out["content"] = secrets.String(strings.Join(texts, "\n"))
 	}
 	if res.StructuredContent != nil {
-		out["structured"] = res.StructuredContent
+		out["structured"] = redactJSON(res.StructuredContent, secrets)
+	}
+	return out
+}
+
+// redactJSON is v with the secrets redacted from every string, or a note
+// when v cannot be read as JSON (it came decoded from JSON, so it can).
+func redactJSON(v any, secrets *redact.Redactor) any {
+	raw, err := json.Marshal(v)
+	if err == nil {
+		raw, err = secrets.JSON(raw)
+	}
+	var out any
+	if err == nil {
+		err = json.Unmarshal(raw, &out)
+	}
+	if err != nil {
+		return "[the structured content was left out: it is not JSON]"
 	}
 	return out
 }

@@ -1,0 +1,134 @@
+package mcp_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"testing"
+
+	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/secops-agent/investigator/tools"
+	"github.com/secops-agent/investigator/tools/mcp"
+)
+
+// token is the credential the tests' configurations send; "s3cret-…" is
+// what a server may quote back without its scheme.
+const token = "Bearer s3cret-token-0123456789"
+
+// An HTTP server that redirects to another origin does not receive the
+// configured headers there: the redirect is not followed, and the failure
+// says why without the credential.
+func TestHTTPHeadersStayWithTheirOrigin(t *testing.T) {
+	t.Setenv("MCP_TEST_TOKEN", token)
+	var mu sync.Mutex
+	var stolen []string
+	other := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		stolen = append(stolen, r.Header.Get("Authorization"))
+		mu.Unlock()
+		http.Error(w, "no", http.StatusNotFound)
+	}))
+	t.Cleanup(other.Close)
+	first := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		http.Redirect(w, r, other.URL+r.URL.Path, http.StatusTemporaryRedirect)
+	}))
+	t.Cleanup(first.Close)
+
+	_, servers := connect(t, "servers:\n  ext:\n    url: "+first.URL+"/mcp\n    headers:\n      Authorization: MCP_TEST_TOKEN\n")
+	mu.Lock()
+	defer mu.Unlock()
+	for _, got := range stolen {
+		if got != "" {
+			t.Fatalf("the other origin received Authorization %q", got)
+		}
+	}
+	st := servers.Statuses()[0]
+	if st.State != mcp.StateFailed || !strings.Contains(st.Error, "another origin") || strings.Contains(st.Error, "s3cret") {
+		t.Fatalf("status = %+v, want failed on a redirect to another origin", st)
+	}
+}
+
+// A server that quotes its credential back, in a refusal to connect, a
+// protocol error or a result, has it redacted wherever the text goes: the
+// server's status and the tool catalog, the rejection the model reads, the
+// result recorded in history.
+func TestServerSecretsAreRedacted(t *testing.T) {
+	t.Setenv("MCP_TEST_TOKEN", token)
+	refusing := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(http.StatusUnauthorized)
+		_, _ = w.Write([]byte(`{"jsonrpc":"2.0","id":1,"error":{"code":-32001,"message":"the token ` + r.Header.Get("Authorization") + ` is unknown (key s3cret-token-0123456789)"}}`))
+	}))
+	t.Cleanup(refusing.Close)
+	reg, servers := connect(t, "servers:\n  ext:\n    url: "+refusing.URL+"\n    headers:\n      Authorization: MCP_TEST_TOKEN\n")
+	st := servers.Statuses()[0]
+	if st.State != mcp.StateFailed || strings.Contains(st.Error, "s3cret") || !strings.Contains(st.Error, "[REDACTED]") {
+		t.Fatalf("status = %+v, want failed with the token redacted", st)
+	}
+	if strings.Contains(reg.Catalog(), "s3cret") || strings.Contains(statusReason(reg, "ext.*"), "s3cret") {
+		t.Fatalf("the catalog quotes the token:\n%s\n%s", reg.Catalog(), statusReason(reg, "ext.*"))
+	}
+
+	srv := sdk.NewServer(&sdk.Implementation{Name: "echo", Version: "1"}, nil)
+	obj := map[string]any{"type": "object"}
+	srv.AddTool(&sdk.Tool{Name: "protocol_error", InputSchema: obj, Annotations: &sdk.ToolAnnotations{ReadOnlyHint: true}},
+		func(_ context.Context, req *sdk.CallToolRequest) (*sdk.CallToolResult, error) {
+			return nil, errors.New("bad credential " + req.Extra.Header.Get("Authorization"))
+		})
+	srv.AddTool(&sdk.Tool{Name: "echo", InputSchema: obj, Annotations: &sdk.ToolAnnotations{ReadOnlyHint: true}},
+		func(_ context.Context, req *sdk.CallToolRequest) (*sdk.CallToolResult, error) {
+			h := req.Extra.Header.Get("Authorization")
+			return &sdk.CallToolResult{Content: []sdk.Content{&sdk.TextContent{Text: "you sent " + h}}, StructuredContent: map[string]any{"sent": h}}, nil
+		})
+	echo := httptest.NewServer(sdk.NewStreamableHTTPHandler(func(*http.Request) *sdk.Server { return srv }, nil))
+	t.Cleanup(echo.Close)
+	reg, _ = connect(t, "servers:\n  ext:\n    url: "+echo.URL+"\n    headers:\n      Authorization: MCP_TEST_TOKEN\n")
+	tool, ok := reg.Lookup("ext.protocol_error")
+	if !ok {
+		t.Fatalf("tools: %v", reg.Statuses())
+	}
+	if _, err := tool.Call(context.Background(), nil); err == nil || strings.Contains(err.Error(), "s3cret") || !strings.Contains(err.Error(), "bad credential [REDACTED]") {
+		t.Fatalf("protocol error = %v, want it with the token redacted", err)
+	}
+	tool, _ = reg.Lookup("ext.echo")
+	out, err := tool.Call(context.Background(), nil)
+	raw, _ := json.Marshal(out)
+	if err != nil || strings.Contains(string(raw), "s3cret") || !strings.Contains(string(raw), "you sent [REDACTED]") {
+		t.Fatalf("result = %s, %v; want the token redacted", raw, err)
+	}
+}
+
+// An answer over the bound is an error the model reads, whether the server
+// answers with JSON (which the SDK reads whole) or an event stream.
+func TestOversizedAnswersAreRefused(t *testing.T) {
+	srv := sdk.NewServer(&sdk.Implementation{Name: "big", Version: "1"}, nil)
+	srv.AddTool(&sdk.Tool{Name: "dump", InputSchema: map[string]any{"type": "object"}, Annotations: &sdk.ToolAnnotations{ReadOnlyHint: true}},
+		func(context.Context, *sdk.CallToolRequest) (*sdk.CallToolResult, error) {
+			return &sdk.CallToolResult{Content: []sdk.Content{&sdk.TextContent{Text: strings.Repeat("x", 9<<20)}}}, nil
+		})
+	for name, opts := range map[string]*sdk.StreamableHTTPOptions{"json": {JSONResponse: true}, "event stream": nil} {
+		t.Run(name, func(t *testing.T) {
+			ts := httptest.NewServer(sdk.NewStreamableHTTPHandler(func(*http.Request) *sdk.Server { return srv }, opts))
+			t.Cleanup(ts.Close)
+			reg, _ := connect(t, "servers:\n  ext:\n    url: "+ts.URL+"\n    timeout: 10s\n")
+			tool, ok := reg.Lookup("ext.dump")
+			if !ok {
+				t.Fatalf("tools: %v", reg.Statuses())
+			}
+			out, err := tool.Call(context.Background(), nil)
+			if err == nil {
+				raw, _ := json.Marshal(out)
+				t.Fatalf("a %d-byte answer was read", len(raw))
+			}
+			t.Logf("error: %v", err)
+			if !tools.IsRejection(err) || !strings.Contains(err.Error(), "more than 8 MiB") {
+				t.Fatalf("error = %v, want a rejection naming the bound", err)
+			}
+		})
+	}
+}

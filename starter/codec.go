@@ -50,6 +50,10 @@ credentials" sends it once the browser signed in).`,
 			if keys == nil {
 				return errors.New("the codec server needs the payload key file: set --payload-key-file or PAYLOAD_KEY_FILE")
 			}
+			if !cmd.Flags().Changed("token") {
+				// Read here, not as the flag's default, which --help prints.
+				token = config.Env("", "CODEC_SERVER_TOKEN")
+			}
 			logger := a.logger()
 			if w := keys.Warning(); w != "" {
 				logger.Warn(w)
@@ -93,7 +97,7 @@ credentials" sends it once the browser signed in).`,
 	}
 	cmd.Flags().StringVar(&listen, "listen", config.Env("127.0.0.1:8234", "CODEC_SERVER_LISTEN"), "host:port to listen on (env CODEC_SERVER_LISTEN)")
 	cmd.Flags().StringSliceVar(&origins, "web-ui-origin", nil, "browser origin(s) of the Temporal Web UI allowed by CORS (default: the origin of --ui-url, http://localhost:8233)")
-	cmd.Flags().StringVar(&token, "token", config.Env("", "CODEC_SERVER_TOKEN"), "the shared secret requests present, as Authorization: Bearer TOKEN or as the HTTP Basic password (env CODEC_SERVER_TOKEN); needed to encode, and for any listen address that is not loopback")
+	cmd.Flags().StringVar(&token, "token", "", "the shared secret requests present, as Authorization: Bearer TOKEN or as the HTTP Basic password (env CODEC_SERVER_TOKEN); needed to encode, and for any listen address that is not loopback")
 	return cmd
 }
 

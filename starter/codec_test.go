@@ -103,3 +103,13 @@ func TestCodecServerOffLoopbackNeedsAToken(t *testing.T) {
 	cancel()
 	require.NoError(t, <-done)
 }
+
+// TestCodecServerHelpHidesTheToken: the token comes from the environment
+// when --token is not given, and --help never prints it as a default.
+func TestCodecServerHelpHidesTheToken(t *testing.T) {
+	t.Setenv("CODEC_SERVER_TOKEN", "t0ken-from-the-env")
+	var out strings.Builder
+	require.NoError(t, runCodecServer(context.Background(), &out, "--help"))
+	require.Contains(t, out.String(), "--token string")
+	require.NotContains(t, out.String(), "t0ken-from-the-env")
+}

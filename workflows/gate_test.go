@@ -11,6 +11,7 @@ import (
 	"google.golang.org/genai"
 
 	"github.com/secops-agent/investigator/activities"
+	"github.com/secops-agent/investigator/internal/clip"
 	"github.com/secops-agent/investigator/internal/modeltest"
 	"github.com/secops-agent/investigator/investigation"
 	"github.com/secops-agent/investigator/plan"
@@ -111,6 +112,35 @@ func TestActionArgsTooLongToShowDoNotRun(t *testing.T) {
 	require.Empty(t, h.tools, "no activity was scheduled")
 	require.Empty(t, res.Actions, "no approval was asked")
 	require.Contains(t, h.turns[1].Transcript[1].Error, "too long for the analyst to see whole")
+}
+
+// An ask_user question is bounded in state and in its event: the model
+// writes it, possibly from the alert's text.
+func TestAskUserQuestionIsBounded(t *testing.T) {
+	h := newHarness(t)
+	h.onPlan(twoStepPlan(), nil)
+	long := "Is deploy allowed? " + strings.Repeat("x", 100<<10)
+	h.onTurn(func(in activities.TurnInput) (activities.TurnOutput, error) {
+		if in.Step.ID == "step_1" && len(in.Transcript) == 0 {
+			return activities.TurnOutput{Calls: []toolcall.Call{{ID: "c1", Name: "ask_user", Args: map[string]any{"question": long}}}}, nil
+		}
+		return activities.TurnOutput{Text: "ok"}, nil
+	})
+	h.onTool(okTool)
+	h.onReflect(noChange)
+	var st investigation.Status
+	h.env.RegisterDelayedCallback(func() { st = h.status(t) }, time.Minute)
+	_, err := h.run(t, investigation.Input{AlertID: "a1", Limits: investigation.Limits{AnswerTimeout: investigation.Duration(10 * time.Minute)}})
+	require.NoError(t, err)
+	require.Len(t, st.Questions, 1)
+	q := st.Questions[0].Question
+	require.LessOrEqual(t, len(q), 2<<10)
+	require.True(t, strings.HasPrefix(q, "Is deploy allowed? xxx") && clip.Clipped(q), "%.80q", q)
+	for _, e := range h.events(t) {
+		if e.Kind == investigation.EventQuestion {
+			require.Equal(t, q, e.Text)
+		}
+	}
 }
 
 // The approval binds to the arguments the analyst saw: the approved call

@@ -60,7 +60,7 @@ func TestMCPToolMissing(t *testing.T) {
 	require.NoError(t, err)
 	a := &Activities{Model: &Model{Transcript: modeltest.NewTranscript()}, Tools: reg}
 	call := func() error {
-		_, err := a.CallTool(context.Background(), ToolInput{Session: "s", Key: "k", Call: toolcall.Call{Name: "srv.lookup"}, MaxResultBytes: 1000})
+		_, err := a.CallTool(context.Background(), ToolInput{Session: "s", Key: "k", Call: toolcall.Call{Name: "srv.lookup"}, MaxResultBytes: 1000, Recorded: true})
 		return err
 	}
 	var app *temporal.ApplicationError

@@ -3,6 +3,8 @@ package activities
 import (
 	"cmp"
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"strings"
@@ -12,6 +14,7 @@ import (
 
 	"github.com/secops-agent/investigator/internal/clip"
 	"github.com/secops-agent/investigator/internal/prompt"
+	"github.com/secops-agent/investigator/toolcall"
 	"github.com/secops-agent/investigator/tools"
 	"github.com/secops-agent/investigator/transcript"
 )
@@ -32,15 +35,26 @@ func (a *Activities) CallTool(ctx context.Context, in ToolInput) (ToolOutput, er
 			fmt.Sprintf("the %s tools are not configured on this worker", in.Toolset), "ToolsetDisabled", nil)
 	}
 	t, ok := registry.Lookup(in.Call.Name)
-	if server, _, dotted := strings.Cut(in.Call.Name, "."); !ok && dotted && in.Toolset == "" {
+	server, _, dotted := strings.Cut(in.Call.Name, ".")
+	_, outside := t.(tools.Outside)
+	switch {
+	case (outside || dotted && in.Toolset == "") && !in.Recorded:
+		// The model was never offered it (the server was down when the plan
+		// was made, or the plan ran on a worker without it): text in the
+		// alert may have named it, and no gate stood before it.
+		out.OK = false
+		out.Error = fmt.Sprintf("%s did not run: the plan did not offer it, so it cannot be called in this investigation", in.Call.Name)
+	case !ok && dotted && in.Toolset == "":
 		return ToolOutput{}, a.mcpMissing(server, in.Call.Name)
-	}
-	if !ok {
+	case !ok:
 		out.OK = false
 		out.Error = fmt.Sprintf("unknown tool %q; available tools: %s", in.Call.Name, strings.Join(registry.Names(), ", "))
-	} else {
+	default:
 		args, err := a.resolveRefs(ctx, in)
 		var result any
+		if err == nil {
+			err = approved(t, in, args)
+		}
 		if err == nil {
 			info := tools.CallInfo{ID: in.Session + "/" + in.Key, Session: in.Session, ScanBytesLeft: in.ScanBytesLeft, MaxResultBytes: in.MaxResultBytes}
 			ctx = tools.WithCallInfo(ctx, info)
@@ -89,6 +103,45 @@ func (a *Activities) CallTool(ctx context.Context, in ToolInput) (ToolOutput, er
 	Logger(ctx).Info("tool call", "tool", in.Call.Name, "key", in.Key, "ok", out.OK, "bytes", out.Bytes,
 		"truncated", out.Truncated, "scanned_bytes", out.ScannedBytes)
 	return out, nil
+}
+
+// approved refuses a call of a tool that acts unless the analyst approved
+// exactly these arguments: the workflow's gate sets in.Approved, after the
+// approval, from the arguments it showed. A call that skipped the gate (a
+// tool the plan recorded as read-only that acts now) or whose arguments
+// differ from those shown does not run.
+func approved(t tools.Tool, in ToolInput, args map[string]any) error {
+	if o, ok := t.(tools.Outside); !ok || !o.Acts() {
+		return nil
+	}
+	if in.Approved == "" {
+		return tools.Reject("%s did not run: it changes something outside the investigation, and the analyst did not approve this call", in.Call.Name)
+	}
+	if in.Approved != Approval(ActionArgs(args)) {
+		return tools.Reject("%s did not run: its arguments are not the ones the analyst approved", in.Call.Name)
+	}
+	return nil
+}
+
+// ActionArgs is an action's arguments as the analyst is shown them and
+// approves them: their JSON without ref_id, keys sorted (encoding/json).
+// The workflow calls it too (workflow code: keep it deterministic).
+func ActionArgs(args map[string]any) string {
+	shown := make(map[string]any, len(args))
+	for k, v := range args {
+		if k != toolcall.RefIDArg {
+			shown[k] = v
+		}
+	}
+	raw, _ := json.Marshal(shown) // decoded JSON values always encode
+	return string(raw)
+}
+
+// Approval is an approval bound to the arguments shown (ActionArgs): their
+// hex SHA-256.
+func Approval(shown string) string {
+	sum := sha256.Sum256([]byte(shown))
+	return hex.EncodeToString(sum[:])
 }
 
 // mcpMissing is the error of a call to an MCP tool this worker does not

@@ -122,6 +122,14 @@ type ToolInput struct {
 	// Toolset selects the registry: "" for the investigation's tools, or
 	// another agent's toolset (bigquery.Toolset for the sub-agent's).
 	Toolset string `json:"toolset,omitempty"`
+	// Recorded says the plan recorded this outside (MCP) tool, so the
+	// model was offered it; CallTool refuses an outside tool without it.
+	Recorded bool `json:"recorded,omitempty"`
+	// Approved is the analyst's approval of an action, bound to the
+	// arguments they were shown (Approval): set only once the workflow's
+	// gate let the call through, and checked by CallTool for a tool that
+	// acts.
+	Approved string `json:"approved,omitempty"`
 }
 
 // ChildLink names a child workflow run.

@@ -10,6 +10,7 @@ import (
 	"go.temporal.io/sdk/workflow"
 
 	"github.com/secops-agent/investigator/activities"
+	"github.com/secops-agent/investigator/internal/clip"
 	"github.com/secops-agent/investigator/investigation"
 	"github.com/secops-agent/investigator/toolcall"
 )
@@ -25,6 +26,9 @@ func (r *run) askUser(ctx workflow.Context, c toolcall.Call, label string) workf
 		settle.SetError(temporal.NewNonRetryableApplicationError(toolcall.AskUser+` needs a "question"`, "BadArguments", nil))
 		return f
 	}
+	// The model writes it, maybe from the alert's text: it is kept in state
+	// and in an event, so it is clipped (marked) like other model text.
+	question = clip.String(question, maxQuestion)
 	r.Steering.NextQID++
 	q := &Question{Question: investigation.Question{ID: fmt.Sprintf("q-%d", r.Steering.NextQID), Step: label, Question: question}}
 	r.Steering.Questions = append(r.Steering.Questions, q)

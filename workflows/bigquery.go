@@ -312,8 +312,8 @@ func (h *subAgent) tool(name string) toolcall.Tool {
 func (h *subAgent) toolset() string { return bigquery.Toolset }
 
 // gate: the sub-agent's tools only read; none acts.
-func (h *subAgent) gate(ctx workflow.Context, _ string, _ toolcall.Call, run func(workflow.Context) workflow.Future) workflow.Future {
-	return run(ctx)
+func (h *subAgent) gate(ctx workflow.Context, _ string, _ toolcall.Call, run func(workflow.Context, string) workflow.Future) workflow.Future {
+	return run(ctx, "")
 }
 
 func (h *subAgent) scanLeft() int64 {

@@ -25,7 +25,8 @@ const (
 	maxFollowUps     = 20
 	maxReusable      = 256 // call results kept for serving identical calls
 	maxActiveSteps   = 32
-	maxKeptQuestions = 20 // answered questions kept in the run's state
+	maxKeptQuestions = 20      // answered questions kept in the run's state
+	maxQuestion      = 2 << 10 // an ask_user question, as the model wrote it
 	maxConclusion    = 32 << 10
 	maxPageBytes     = 128 << 10 // one progress query answer
 	maxRunEvents     = 4000      // progress events a run keeps in memory

@@ -34,8 +34,8 @@ func (s *State) declared(step []string, direct bool) []toolcall.Tool {
 }
 
 // maxActions bounds the actions one investigation may ask for (they stay
-// in its state, for the conclusion); maxActionArgs the arguments kept of
-// each.
+// in its state, for the conclusion); maxActionArgs the arguments of each,
+// which the analyst is shown whole (a longer call does not run).
 const (
 	maxActions    = 50
 	maxActionArgs = 2 << 10
@@ -47,10 +47,15 @@ const (
 // investigation stops (a denial). Every outcome but approval is the call's
 // result, which the model reads. The wait, in its own coroutine, does not
 // count against the time budget, as an ask_user question's does not.
+// The approval binds to the arguments shown: run gets their
+// activities.Approval, which CallTool checks against what it would run.
 // No version gate: only a tool the plan recorded as acting (Tool.Acts)
 // comes here, and no history recorded before this code has one, so every
 // earlier history replays the commands it recorded (design/versioning.md).
-func (r *run) gateAction(ctx workflow.Context, key string, c toolcall.Call, label, reason string, run func(workflow.Context) workflow.Future) workflow.Future {
+// Nor for the refusal of arguments over maxActionArgs: the recorded
+// actions (testdata mcp, mcp-changed) hold 127 bytes of arguments, and no
+// release has run this code, so no history reaches that path.
+func (r *run) gateAction(ctx workflow.Context, key string, c toolcall.Call, label, reason string, run func(workflow.Context, string) workflow.Future) workflow.Future {
 	f, settle := workflow.NewFuture(ctx)
 	if len(r.Actions) >= maxActions {
 		settle.SetError(temporal.NewNonRetryableApplicationError(
@@ -65,14 +70,15 @@ func (r *run) gateAction(ctx workflow.Context, key string, c toolcall.Call, labe
 			toolcall.RefPrefix, refs[0]), "BadRef", nil))
 		return f
 	}
-	args := map[string]any{}
-	for k, v := range c.Args {
-		if k != toolcall.RefIDArg {
-			args[k] = v
-		}
+	shown := activities.ActionArgs(c.Args)
+	if len(shown) > maxActionArgs {
+		// Clipped, the analyst would approve a part and the whole would run.
+		settle.SetError(temporal.NewNonRetryableApplicationError(fmt.Sprintf(
+			"the call did not run: an action's arguments are too long for the analyst to see whole (%d bytes, at most %d); call it with shorter ones",
+			len(shown), maxActionArgs), "ActionTooLong", nil))
+		return f
 	}
-	raw, _ := json.Marshal(args)
-	act := &investigation.Action{CallID: key, Tool: c.Name, Args: clip.String(string(raw), maxActionArgs), Step: label,
+	act := &investigation.Action{CallID: key, Tool: c.Name, Args: shown, Step: label,
 		Reason: clip.String(reason, 500), Status: investigation.ActionPending, Turn: r.Turn}
 	r.Actions = append(r.Actions, act)
 	r.emit(investigation.Event{Kind: investigation.EventApprovalRequested, Step: label, Tool: c.Name, CallID: key, Text: act.Args, Reason: act.Reason})
@@ -95,7 +101,7 @@ func (r *run) gateAction(ctx workflow.Context, key string, c toolcall.Call, labe
 		}
 		switch {
 		case act.Status == investigation.ActionApproved:
-			settle.Chain(run(ctx))
+			settle.Chain(run(ctx, activities.Approval(shown)))
 			return
 		case err != nil || act.Status == investigation.ActionPending && r.Steering.StopReason != "":
 			// Cut short (a cancel, a spent budget) or stopped: never run.

@@ -158,7 +158,8 @@ func (s *State) toolNames() []string {
 	return names
 }
 
-// tool returns how the named tool runs (an activity when unknown).
+// tool returns how the named tool runs (an activity when unknown, without
+// a declaration: CallTool runs no outside tool the plan did not record).
 func (s *State) tool(name string) toolcall.Tool {
 	for _, t := range s.Tools {
 		if t.Name == name {

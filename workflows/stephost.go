@@ -153,6 +153,6 @@ func (h *stepHost) startSpecial(ctx workflow.Context, key string, t toolcall.Too
 	return f
 }
 
-func (h *stepHost) gate(ctx workflow.Context, key string, c toolcall.Call, run func(workflow.Context) workflow.Future) workflow.Future {
+func (h *stepHost) gate(ctx workflow.Context, key string, c toolcall.Call, run func(workflow.Context, string) workflow.Future) workflow.Future {
 	return h.r.gateAction(ctx, key, c, h.step.ID, h.step.Description, run)
 }

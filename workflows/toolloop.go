@@ -50,8 +50,9 @@ type loopHost interface {
 	// the investigation's tools).
 	toolset() string
 	// gate runs a call of an acting tool (toolcall.Tool.Acts) through run
-	// once the analyst approves it, or settles it with why it did not run.
-	gate(ctx workflow.Context, key string, c toolcall.Call, run func(workflow.Context) workflow.Future) workflow.Future
+	// once the analyst approves it, with the approval (activities.Approval)
+	// CallTool checks, or settles it with why it did not run.
+	gate(ctx workflow.Context, key string, c toolcall.Call, run func(ctx workflow.Context, approval string) workflow.Future) workflow.Future
 	// toolTimeout bounds one attempt of the named tool's activity.
 	toolTimeout(name string) time.Duration
 	// scanFor is what call c (transcript key key) may scan in BigQuery (see
@@ -430,20 +431,25 @@ func (l *toolLoop) start(ctx workflow.Context, settle workflow.Settable, futures
 			}
 			return f
 		}
+		// Recorded: only an outside tool the plan recorded has a declaration
+		// (State.tool gives an unknown name none), and CallTool runs no
+		// outside tool without it.
 		in := activities.ToolInput{
 			Session: l.session, Key: key, Call: c, MaxResultBytes: l.maxBytes, Toolset: l.host.toolset(), Refs: refs,
-			ScanBytesLeft: l.host.scanFor(key, c, siblings),
+			ScanBytesLeft: l.host.scanFor(key, c, siblings), Recorded: t.Declared != nil,
 		}
 		if t.Kind == toolcall.LocalActivity {
 			return workflow.ExecuteLocalActivity(localToolOptions(ctx, "tool "+summary, localToolAttempt), a.CallTool, in)
 		}
-		call := func(ctx workflow.Context) workflow.Future {
+		call := func(ctx workflow.Context, approval string) workflow.Future {
+			in := in
+			in.Approved = approval
 			return workflow.ExecuteActivity(onQueue(toolOptions(ctx, "tool "+summary, l.host.toolTimeout(c.Name)), t.TaskQueue), a.CallTool, in)
 		}
 		if t.Acts {
 			return l.host.gate(ctx, key, c, call) // mcp.go: the analyst approves it first
 		}
-		return call(ctx)
+		return call(ctx, "")
 	}
 	if len(pipe.deps[i]) == 0 {
 		settle.Chain(launch(ctx, nil))

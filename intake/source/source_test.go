@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"log/slog"
 	"net/http"
@@ -38,7 +39,8 @@ func (s *memStore) Create(_ context.Context, a alerts.Alert) (bool, error) {
 	return true, nil
 }
 
-// admitter answers each batch with kind, recording the batches.
+// admitter answers each batch with kind, recording the batches; like the
+// admission workflow's validator, it refuses a request whose Check fails.
 type admitter struct {
 	mu      sync.Mutex
 	batches [][]intake.Alert
@@ -57,6 +59,9 @@ func (a *admitter) admit(ctx context.Context, req intake.AdmitRequest) (intake.A
 	if a.err != nil {
 		return intake.AdmitResult{}, a.err
 	}
+	if err := req.Check(); err != nil {
+		return intake.AdmitResult{}, err
+	}
 	var res intake.AdmitResult
 	for _, al := range req.Alerts {
 		res.Outcomes = append(res.Outcomes, intake.Outcome{AlertID: al.AlertID, WorkflowID: intake.WorkflowID(al.Identity), Kind: a.kind})
@@ -68,7 +73,7 @@ func (a *admitter) admit(ctx context.Context, req intake.AdmitRequest) (intake.A
 }
 
 func pipeline(t *testing.T, store Store, ad *admitter) *Pipeline {
-	b := &Batcher{Admit: ad.admit, Linger: 10 * time.Millisecond, InFlight: 2}
+	b := &Batcher{Admit: ad.admit, Settings: intake.Settings{MaxRunning: 1}, Linger: 10 * time.Millisecond, InFlight: 2}
 	ctx, cancel := context.WithCancel(context.Background())
 	t.Cleanup(cancel)
 	go b.Run(ctx)
@@ -132,6 +137,78 @@ func TestBatcherGathersConcurrentAlerts(t *testing.T) {
 	}
 	if n != 250 || len(ad.batches) > 50 {
 		t.Errorf("%d alerts in %d batches", n, len(ad.batches))
+	}
+}
+
+// TestPoisonAlertStallsNoBatch: a user name of 128 "Ⱥ" (256 bytes, 384 in
+// lower case) made a grouping key the admission workflow refuses; it
+// refused the whole batch, so every alert batched with it came back, and so
+// did the poison, for ever. Now the over-long key is not made, and every
+// alert of the batch is admitted.
+func TestPoisonAlertStallsNoBatch(t *testing.T) {
+	ad := &admitter{kind: intake.OutcomeStarted}
+	p := pipeline(t, &memStore{}, ad)
+	poison := `{"id": "p-1", "title": "x", "user": "` + strings.Repeat("Ⱥ", 128) + `"}`
+	results := make([]Result, 10)
+	var wg sync.WaitGroup
+	for i := range results {
+		wg.Go(func() {
+			body := fmt.Sprintf(`{"id": "a-%d", "title": "x", "src_ip": "203.0.113.4"}`, i)
+			if i == 0 {
+				body = poison
+			}
+			results[i] = p.Take(context.Background(), []byte(body))
+		})
+	}
+	wg.Wait()
+	for i, res := range results {
+		if res.Outcome.Kind != intake.OutcomeStarted {
+			t.Errorf("message %d: invalid %v, retry %v, outcome %q; want started", i, res.Invalid, res.Retry, res.Outcome.Kind)
+		}
+	}
+}
+
+// TestPipelineDeadLettersWhatAdmissionRefuses: an alert the admission
+// workflow would refuse (here its traceparent is too long) is malformed,
+// dead-lettered alone, not a failure that comes back for ever.
+func TestPipelineDeadLettersWhatAdmissionRefuses(t *testing.T) {
+	ad := &admitter{kind: intake.OutcomeStarted}
+	p := pipeline(t, &memStore{}, ad)
+	p.Traceparent = func(context.Context) string { return strings.Repeat("0", 200) }
+	res := p.Take(context.Background(), []byte(alert))
+	if res.Invalid == nil || !strings.Contains(res.Invalid.Error(), "traceparent") || res.Retry != nil {
+		t.Errorf("invalid %v, retry %v; want it dead-lettered", res.Invalid, res.Retry)
+	}
+	if len(ad.batches) != 0 {
+		t.Errorf("admitted %d batches", len(ad.batches))
+	}
+}
+
+// TestBatcherRefusesAnAlertAlone: an alert the admission workflow cannot
+// hold, submitted by any caller, never shares a batch with others.
+func TestBatcherRefusesAnAlertAlone(t *testing.T) {
+	ad := &admitter{kind: intake.OutcomeQueued}
+	b := pipeline(t, &memStore{}, ad).Batcher
+	bad := intake.Alert{AlertID: "bad", Identity: "content:bad", Keys: []string{"user:" + strings.Repeat("x", intake.MaxKeyBytes)}}
+	errs := make([]error, 5)
+	var wg sync.WaitGroup
+	for i := range errs {
+		wg.Go(func() {
+			a := intake.Alert{AlertID: fmt.Sprint("a-", i), Identity: fmt.Sprint("content:a-", i)}
+			if i == 0 {
+				a = bad
+			}
+			_, _, errs[i] = b.Submit(context.Background(), a)
+		})
+	}
+	wg.Wait()
+	if errs[0] == nil || !strings.Contains(errs[0].Error(), "grouping key") {
+		t.Errorf("bad alert: %v", errs[0])
+	}
+	for i, err := range errs[1:] {
+		if err != nil {
+			t.Errorf("alert a-%d: %v", i+1, err)
+		}
 	}
 }
 

@@ -11,11 +11,13 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
+	"cloud.google.com/go/pubsub/v2"
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/secops-agent/investigator/alerts"
@@ -300,5 +302,69 @@ func TestPipelineCarriesTheAlertsTrace(t *testing.T) {
 	p.Take(context.Background(), []byte(alert))
 	if tp := ad.batches[len(ad.batches)-1][0].Traceparent; tp != "" {
 		t.Errorf("traceparent %q without tracing", tp)
+	}
+}
+
+// pubsubLimits refuses, as Pub/Sub does, a message over its limits: 100
+// attributes, keys of 256 bytes not starting with "goog", values of 1,024
+// bytes, 10 MB in all.
+func pubsubLimits(got *[]*pubsub.Message) func(context.Context, string, *pubsub.Message) (string, error) {
+	return func(_ context.Context, _ string, m *pubsub.Message) (string, error) {
+		size := len(m.Data)
+		for k, v := range m.Attributes {
+			if len(k) > 256 || len(v) > 1024 || strings.HasPrefix(k, "goog") {
+				return "", fmt.Errorf("attribute %.20q: %d bytes of key, %d of value", k, len(k), len(v))
+			}
+			size += len(k) + len(v)
+		}
+		if len(m.Attributes) > 100 || size > 1e7 {
+			return "", fmt.Errorf("%d attributes, %d bytes", len(m.Attributes), size)
+		}
+		*got = append(*got, m)
+		return "1", nil
+	}
+}
+
+// TestDeadLetterCopyWithinPubSubLimits: the dead-letter copy added its
+// attributes to the original's, so a malformed message that came with 100
+// attributes (or a 10 MB body) could not be dead-lettered and came back
+// for ever. The copy keeps within Pub/Sub's limits, with the reason and
+// where it came from, and the original attributes folded into one.
+func TestDeadLetterCopyWithinPubSubLimits(t *testing.T) {
+	var got []*pubsub.Message
+	s := &PubSub{Subscription: "projects/p/subscriptions/alerts-intake", DeadLetterTopic: "projects/p/topics/dl", publish: pubsubLimits(&got)}
+	attempt := 7
+	full := map[string]string{}
+	for i := range 100 {
+		full[fmt.Sprintf("k%03d", i)] = strings.Repeat("v", 1024)
+	}
+	hostile := map[string]string{"goog-x": "1", strings.Repeat("k", 256): strings.Repeat("é", 512), "quote": strings.Repeat(`"`, 1000)}
+	for name, m := range map[string]*pubsub.Message{
+		"100 attributes": {ID: "m-1", Data: []byte(`{"id": `), Attributes: full, DeliveryAttempt: &attempt, PublishTime: time.Unix(1, 0)},
+		"hostile keys":   {ID: "m-2", Data: []byte(`{"id": `), Attributes: hostile},
+		"10 MB of data":  {ID: "m-3", Data: bytes.Repeat([]byte("a"), 1e7-10), Attributes: map[string]string{"a": "b"}},
+	} {
+		n := len(got)
+		if err := s.deadLetter(context.Background(), m, "the alert is not valid JSON"); err != nil {
+			t.Errorf("%s: %v", name, err)
+			continue
+		}
+		if len(got) != n+1 {
+			continue
+		}
+		a := got[n].Attributes
+		if a["reason"] != "the alert is not valid JSON" || a["message_id"] != m.ID || a["subscription"] != s.Subscription {
+			t.Errorf("%s: attributes %v", name, a)
+		}
+		var folded map[string]string
+		if err := json.Unmarshal([]byte(a["attributes"]), &folded); err != nil || len(folded) == 0 {
+			t.Errorf("%s: folded attributes %q: %v", name, a["attributes"], err)
+		}
+		if left, _ := strconv.Atoi(a["attributes_left_out"]); len(folded)+left != len(m.Attributes) {
+			t.Errorf("%s: %d attributes folded, %d left out, of %d", name, len(folded), left, len(m.Attributes))
+		}
+		if len(got[n].Data) < len(m.Data) && a["data_bytes"] != strconv.Itoa(len(m.Data)) {
+			t.Errorf("%s: data cut to %d bytes, data_bytes %q", name, len(got[n].Data), a["data_bytes"])
+		}
 	}
 }

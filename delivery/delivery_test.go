@@ -8,7 +8,9 @@ import (
 	"strings"
 	"testing"
 	"time"
+	"unicode/utf8"
 
+	"github.com/secops-agent/investigator/internal/clip"
 	"github.com/secops-agent/investigator/internal/upstream"
 	"github.com/secops-agent/investigator/investigation"
 )
@@ -95,6 +97,88 @@ func TestSlackPostErrors(t *testing.T) {
 	}
 	if len(got) != 4 || got[0]["blocks"] == nil {
 		t.Errorf("posted %d", len(got))
+	}
+}
+
+// slackLimits answers as Slack does a message over Block Kit's bounds on
+// text: 400 invalid_blocks.
+func slackLimits(posted *[]string) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		var msg struct {
+			Blocks []struct {
+				Type     string `json:"type"`
+				Text     *struct{ Text string }
+				Fields   []struct{ Text string }
+				Elements []struct {
+					Type string `json:"type"`
+					Text json.RawMessage
+				}
+			}
+		}
+		_ = json.NewDecoder(r.Body).Decode(&msg)
+		over := func(s string, n int) bool {
+			*posted = append(*posted, s)
+			return utf8.RuneCountInString(s) > n
+		}
+		bad := false
+		for _, b := range msg.Blocks {
+			limit := 3000
+			if b.Type == "header" {
+				limit = 150
+			}
+			bad = bad || b.Text != nil && over(b.Text.Text, limit)
+			for _, f := range b.Fields {
+				bad = bad || over(f.Text, 2000)
+			}
+			for _, e := range b.Elements {
+				var text struct{ Text string }
+				if json.Unmarshal(e.Text, &text) != nil {
+					_ = json.Unmarshal(e.Text, &text.Text)
+				}
+				limit := 3000
+				if e.Type == "button" {
+					limit = 75
+				}
+				bad = bad || over(text.Text, limit)
+			}
+		}
+		if bad {
+			w.WriteHeader(http.StatusBadRequest)
+			_, _ = w.Write([]byte("invalid_blocks"))
+		}
+	}
+}
+
+// TestSlackTextWithinLimitsAfterEscaping: text was clipped to 2,900 bytes
+// and then escaped, so a summary of "&" grew five times, past Slack's
+// 3,000 characters, and Slack refused the verdict. Every text is within its
+// bound once escaped, and no escape is cut in half.
+func TestSlackTextWithinLimitsAfterEscaping(t *testing.T) {
+	var posted []string
+	srv := httptest.NewServer(slackLimits(&posted))
+	defer srv.Close()
+	s := &Slack{URL: srv.URL}
+	r := hostile()
+	r.Title, r.Summary, r.Confidence = strings.Repeat("&", 3000), strings.Repeat("<", 5000), strings.Repeat(">", 3000)
+	r.Findings = []investigation.Evidence{}
+	for range 9 {
+		r.Findings = append(r.Findings, investigation.Evidence{Fact: strings.Repeat("a&", 2000)})
+	}
+	if err := s.Post(context.Background(), r.Bounded(nil)); err != nil {
+		t.Errorf("bounded result: %v", err)
+	}
+	if err := s.Post(context.Background(), r); err != nil {
+		t.Errorf("unbounded result: %v", err)
+	}
+	long := strings.Repeat("<&>", 2000)
+	if err := s.PostApproval(context.Background(), Approval{WorkflowID: long, URL: "http://x", AlertID: long, Title: long, CallID: long, Tool: long, Args: long, Reason: long}); err != nil {
+		t.Errorf("approval: %v", err)
+	}
+	for _, text := range posted {
+		kept, _, _ := strings.Cut(text, clip.Marker)
+		if strings.Count(kept, "&") != strings.Count(kept, ";") {
+			t.Errorf("an escape is cut: %.60q…%q", kept, kept[max(0, len(kept)-20):])
+		}
 	}
 }
 

@@ -110,24 +110,22 @@ func verdictWord(v string) string {
 // verdict and confidence, the alert's title, severity and source, the top
 // findings, the summary, a button to the Web UI and the idempotency key.
 // Every text from an alert or a model is a plain_text object, cleaned by
-// plain; the only mrkdwn holds the message's own labels.
+// plain and clipped to Slack's bound (plainText); the only mrkdwn holds the
+// message's own labels.
 func SlackMessage(r Result) map[string]any {
 	head := fmt.Sprintf("%s (%s confidence)", verdictWord(r.Verdict), r.Confidence)
 	if r.Previous != "" && r.Previous != r.Verdict {
 		head = fmt.Sprintf("Verdict changed: %s → %s (%s confidence)", verdictWord(r.Previous), verdictWord(r.Verdict), r.Confidence)
 	}
-	plainText := func(s string) map[string]any {
-		return map[string]any{"type": "plain_text", "text": plain(s), "emoji": false}
-	}
 	label := func(s string) map[string]any { return map[string]any{"type": "mrkdwn", "text": s, "verbatim": true} }
 	blocks := []any{
-		map[string]any{"type": "header", "text": plainText(clip.String(head, 150))},
-		map[string]any{"type": "section", "text": plainText(r.Title)},
+		map[string]any{"type": "header", "text": plainText(head, maxHeaderText)},
+		map[string]any{"type": "section", "text": plainText(r.Title, maxSectionText)},
 		map[string]any{"type": "section", "fields": []any{
-			label("*Verdict*"), plainText(verdictWord(r.Verdict)),
-			label("*Confidence*"), plainText(r.Confidence),
-			label("*Severity*"), plainText(r.Severity),
-			label("*Alert*"), plainText(r.AlertID),
+			label("*Verdict*"), plainText(verdictWord(r.Verdict), maxFieldText),
+			label("*Confidence*"), plainText(r.Confidence, maxFieldText),
+			label("*Severity*"), plainText(r.Severity, maxFieldText),
+			label("*Alert*"), plainText(r.AlertID, maxFieldText),
 		}},
 	}
 	if len(r.Findings) > 0 {
@@ -136,26 +134,57 @@ func SlackMessage(r Result) map[string]any {
 			fmt.Fprintf(&b, "%d. %s\n", i+1, oneLine(f.Fact))
 		}
 		blocks = append(blocks, map[string]any{"type": "section", "text": label("*Top findings*")},
-			map[string]any{"type": "section", "text": plainText(clip.String(b.String(), 2900))})
+			map[string]any{"type": "section", "text": plainText(b.String(), maxSectionText)})
 	}
 	if r.Summary != "" {
-		blocks = append(blocks, map[string]any{"type": "section", "text": plainText(clip.String(r.Summary, 2900))})
+		blocks = append(blocks, map[string]any{"type": "section", "text": plainText(r.Summary, maxSectionText)})
 	}
 	if r.Alerts > 1 {
-		blocks = append(blocks, map[string]any{"type": "context", "elements": []any{plainText(fmt.Sprintf("%d alerts in this investigation", r.Alerts))}})
+		blocks = append(blocks, map[string]any{"type": "context", "elements": []any{plainText(fmt.Sprintf("%d alerts in this investigation", r.Alerts), maxSectionText)}})
 	}
 	if strings.HasPrefix(r.URL, "http://") || strings.HasPrefix(r.URL, "https://") {
 		blocks = append(blocks, map[string]any{"type": "actions", "elements": []any{map[string]any{
-			"type": "button", "text": plainText("Open in the Temporal Web UI"), "url": r.URL, "action_id": "open_web_ui"}}})
+			"type": "button", "text": plainText("Open in the Temporal Web UI", maxButtonText), "url": r.URL, "action_id": "open_web_ui"}}})
 	}
-	blocks = append(blocks, map[string]any{"type": "context", "elements": []any{plainText("workflow " + r.WorkflowID + " · idempotency key " + r.Key)}})
+	blocks = append(blocks, map[string]any{"type": "context", "elements": []any{plainText("workflow "+r.WorkflowID+" · idempotency key "+r.Key, maxSectionText)}})
 	return map[string]any{
 		// The notification text: the same words, for clients without blocks.
-		"text":   plain(head + ": " + oneLine(r.Title)),
+		"text":   plainClipped(head+": "+oneLine(r.Title), maxSectionText),
 		"blocks": blocks,
 		// No automatic linking of names or URLs anywhere in the message.
 		"unfurl_links": false, "unfurl_media": false,
 	}
+}
+
+// Slack's bounds on a plain_text object, in characters (Block Kit): a
+// header's, a section's (and a context element's), a field's, a button's.
+const (
+	maxHeaderText  = 150
+	maxSectionText = 3000
+	maxFieldText   = 2000
+	maxButtonText  = 75
+)
+
+// plainText is s, cleaned by plain, as a plain_text object within n
+// characters.
+func plainText(s string, n int) map[string]any {
+	return map[string]any{"type": "plain_text", "text": plainClipped(s, n), "emoji": false}
+}
+
+// plainClipped is plain(s) in at most n bytes, so n characters. It clips
+// after escaping, which makes text up to five times longer ("&" is
+// "&amp;"): clipped first, a summary of 2,000 "&" was 10,000 characters and Slack
+// refused the message. The cut never falls inside an escape.
+func plainClipped(s string, n int) string {
+	return clip.StringAt(plain(s), n, outsideEscape)
+}
+
+// outsideEscape says a cut before s[i] leaves plain's escapes whole: each
+// is at most 5 bytes and begins with an "&", and plain's text has no other.
+func outsideEscape(s string, i int) bool {
+	from := max(0, i-4)
+	amp := strings.LastIndexByte(s[from:i], '&')
+	return amp < 0 || strings.IndexByte(s[from+amp:i], ';') >= 0
 }
 
 var schemeRe = regexp.MustCompile(`(?i)\b([a-z][a-z0-9+.-]{1,20})://`)
@@ -200,28 +229,25 @@ type Approval struct {
 // the step's reason, the alert, and the commands that approve or deny it.
 // Model and alert text is plain_text, cleaned by plain.
 func SlackApprovalMessage(a Approval) map[string]any {
-	plainText := func(s string) map[string]any {
-		return map[string]any{"type": "plain_text", "text": plain(s), "emoji": false}
-	}
 	label := func(s string) map[string]any { return map[string]any{"type": "mrkdwn", "text": s, "verbatim": true} }
-	head := clip.String("Action awaits approval: "+a.Tool, 150)
+	head := "Action awaits approval: " + a.Tool
 	blocks := []any{
-		map[string]any{"type": "header", "text": plainText(head)},
-		map[string]any{"type": "section", "text": plainText(clip.String(a.Title, 2900))},
+		map[string]any{"type": "header", "text": plainText(head, maxHeaderText)},
+		map[string]any{"type": "section", "text": plainText(a.Title, maxSectionText)},
 		map[string]any{"type": "section", "fields": []any{
-			label("*Tool*"), plainText(a.Tool),
-			label("*Call*"), plainText(a.CallID),
-			label("*Alert*"), plainText(a.AlertID),
+			label("*Tool*"), plainText(a.Tool, maxFieldText),
+			label("*Call*"), plainText(a.CallID, maxFieldText),
+			label("*Alert*"), plainText(a.AlertID, maxFieldText),
 		}},
 		map[string]any{"type": "section", "text": label("*Arguments*")},
-		map[string]any{"type": "section", "text": plainText(clip.String(a.Args, 2900))},
+		map[string]any{"type": "section", "text": plainText(a.Args, maxSectionText)},
 		map[string]any{"type": "section", "text": label("*Why (the plan's step)*")},
-		map[string]any{"type": "section", "text": plainText(clip.String(a.Reason, 2900))},
-		map[string]any{"type": "section", "text": plainText(clip.String(fmt.Sprintf("starter approve-call %s %s\nstarter deny-call %s %s \"reason\"", a.WorkflowID, a.CallID, a.WorkflowID, a.CallID), 2900))},
+		map[string]any{"type": "section", "text": plainText(a.Reason, maxSectionText)},
+		map[string]any{"type": "section", "text": plainText(fmt.Sprintf("starter approve-call %s %s\nstarter deny-call %s %s \"reason\"", a.WorkflowID, a.CallID, a.WorkflowID, a.CallID), maxSectionText)},
 	}
 	if strings.HasPrefix(a.URL, "http://") || strings.HasPrefix(a.URL, "https://") {
 		blocks = append(blocks, map[string]any{"type": "actions", "elements": []any{map[string]any{
-			"type": "button", "text": plainText("Open in the Temporal Web UI"), "url": a.URL, "action_id": "open_web_ui"}}})
+			"type": "button", "text": plainText("Open in the Temporal Web UI", maxButtonText), "url": a.URL, "action_id": "open_web_ui"}}})
 	}
-	return map[string]any{"text": plain(head + ": " + oneLine(a.Title)), "blocks": blocks, "unfurl_links": false, "unfurl_media": false}
+	return map[string]any{"text": plainClipped(head+": "+oneLine(a.Title), maxSectionText), "blocks": blocks, "unfurl_links": false, "unfurl_media": false}
 }

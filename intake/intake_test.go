@@ -207,6 +207,26 @@ func TestKeysAreBounded(t *testing.T) {
 	}
 }
 
+// TestKeysFitAfterLowerCase: "Ⱥ" is 2 bytes and its lower case 3, so a
+// 256-byte user name passed the length check and became a 389-byte key,
+// which made the admission workflow refuse every batch it came in.
+func TestKeysFitAfterLowerCase(t *testing.T) {
+	grows := strings.Repeat("Ⱥ", maxKeyValue/2)
+	fits := strings.Repeat("Ⱥ", maxKeyValue/3)
+	keys := Keys(map[string]any{"user": grows, "userName": fits, "title": "x"})
+	for _, k := range keys {
+		if len(k) > MaxKeyBytes {
+			t.Errorf("key of %d bytes", len(k))
+		}
+	}
+	if want := []string{KeyUser + ":" + strings.ToLower(fits)}; !slices.Equal(keys, want) {
+		t.Errorf("keys = %.40q, want only the user name that fits", keys)
+	}
+	if err := (Alert{AlertID: "a-1", Identity: "content:a-1", Keys: keys}).Check(); err != nil {
+		t.Errorf("the admission workflow would refuse the alert: %v", err)
+	}
+}
+
 func TestRank(t *testing.T) {
 	order := []string{alerts.SeverityCritical, alerts.SeverityHigh, alerts.SeverityMedium, alerts.SeverityUnknown, alerts.SeverityLow}
 	for i := 1; i < len(order); i++ {

@@ -24,6 +24,11 @@ const (
 	maxKeysWalked = 10000
 )
 
+// A key is a kind, ":" and a value of at most maxKeyValue bytes once
+// normalised (add refuses longer ones), so it always fits MaxKeyBytes: this
+// constant overflows, and the package does not build, if the bounds drift.
+const _ = uint(MaxKeyBytes - len(KeyResource) - 1 - maxKeyValue)
+
 // Parts of a field's name (lower case, without separators) that say an
 // address is where the activity came from, and parts that say it is not:
 // "remoteIpDetails", "src_ip", "srcaddr", "sourceIPAddress", "callerIp",
@@ -121,19 +126,27 @@ func (w *keyWalker) leaf(path []string, value string) {
 		if addr.IsLoopback() || addr.IsUnspecified() || addr.IsMulticast() || !fromSource(path) {
 			return
 		}
-		w.add(KeyIP + ":" + addr.Unmap().String())
+		w.add(KeyIP, addr.Unmap().String())
 		return
 	}
 	switch {
 	case slices.Contains(userFields, name) || (parent == "user" && (name == "name" || name == "email" || name == "id")):
-		w.add(KeyUser + ":" + strings.ToLower(value))
+		w.add(KeyUser, strings.ToLower(value))
 	case slices.Contains(resourceFields, name) || (parent == "resource" && (name == "name" || name == "id")) ||
 		(parent == "host" && name == "name"):
-		w.add(KeyResource + ":" + value)
+		w.add(KeyResource, value)
 	}
 }
 
-func (w *keyWalker) add(key string) {
+// add keeps kind:value once. The value's length is checked here, after it
+// was normalised: lower case can make it longer ("Ⱥ" is 2 bytes, "ⱥ" 3),
+// and one over-long key would have the admission workflow refuse the
+// whole batch its alert came in.
+func (w *keyWalker) add(kind, value string) {
+	if len(value) > maxKeyValue {
+		return
+	}
+	key := kind + ":" + value
 	if !w.seen[key] {
 		w.seen[key] = true
 		w.keys = append(w.keys, key)

@@ -2,8 +2,9 @@
 // local stack: point the worker's SLACK_WEBHOOK_URL at it
 // (http://ADDR/services/local) and every verdict the intake delivers is
 // kept. GET /messages returns them as JSON (newest last); each one is also
-// printed to standard output, one line of its notification text. It keeps
-// the latest 500 messages in memory; nothing is forwarded anywhere.
+// printed to standard output, one line of its notification text. Like
+// Slack, it refuses text over Block Kit's bounds (400 invalid_blocks). It
+// keeps the latest 500 messages in memory; nothing is forwarded anywhere.
 package main
 
 import (
@@ -19,6 +20,7 @@ import (
 	"sync"
 	"syscall"
 	"time"
+	"unicode/utf8"
 
 	"github.com/spf13/cobra"
 
@@ -95,6 +97,11 @@ func (r *receiver) post(w http.ResponseWriter, req *http.Request) {
 		_, _ = io.WriteString(w, "invalid_payload")
 		return
 	}
+	if overLimits(msg.Blocks) {
+		w.WriteHeader(http.StatusBadRequest)
+		_, _ = io.WriteString(w, "invalid_blocks")
+		return
+	}
 	r.mu.Lock()
 	r.kept = append(r.kept, body)
 	if len(r.kept) > maxKept {
@@ -103,6 +110,48 @@ func (r *receiver) post(w http.ResponseWriter, req *http.Request) {
 	r.mu.Unlock()
 	fmt.Fprintf(r.out, "%s %s\n", time.Now().UTC().Format(time.TimeOnly), termtext.Line(msg.Text))
 	_, _ = io.WriteString(w, "ok")
+}
+
+// overLimits says whether blocks break Slack's bounds on text, which Slack
+// refuses with 400 invalid_blocks: 150 characters in a header, 2,000 in a
+// section's field, 75 in a button, 3,000 in any other text.
+func overLimits(blocks []json.RawMessage) bool {
+	type text struct {
+		Text string `json:"text"`
+	}
+	over := func(t text, n int) bool { return utf8.RuneCountInString(t.Text) > n }
+	for _, raw := range blocks {
+		var b struct {
+			Type     string `json:"type"`
+			Text     text   `json:"text"`
+			Fields   []text `json:"fields"`
+			Elements []struct {
+				Type string          `json:"type"`
+				Text json.RawMessage `json:"text"`
+			} `json:"elements"`
+		}
+		if json.Unmarshal(raw, &b) != nil {
+			return true
+		}
+		if b.Type == "header" && over(b.Text, 150) || over(b.Text, 3000) {
+			return true
+		}
+		for _, f := range b.Fields {
+			if over(f, 2000) {
+				return true
+			}
+		}
+		for _, e := range b.Elements {
+			var t text // a button's text is an object, a context element's a string
+			if json.Unmarshal(e.Text, &t) != nil {
+				_ = json.Unmarshal(e.Text, &t.Text)
+			}
+			if e.Type == "button" && over(t, 75) || over(t, 3000) {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 func (r *receiver) list(w http.ResponseWriter, _ *http.Request) {

@@ -42,3 +42,32 @@ func TestReceiverKeepsMessages(t *testing.T) {
 		t.Errorf("printed %q", out.String())
 	}
 }
+
+// TestReceiverRefusesWhatSlackRefuses: text over Block Kit's bounds gets
+// Slack's 400 invalid_blocks, so the local stack shows a message Slack
+// would never show.
+func TestReceiverRefusesWhatSlackRefuses(t *testing.T) {
+	srv := httptest.NewServer(newReceiver(io.Discard).handler())
+	defer srv.Close()
+	for _, tc := range []struct {
+		block string
+		want  int
+	}{
+		{`{"type":"section","text":{"type":"plain_text","text":"` + strings.Repeat("&amp;", 600) + `"}}`, 200},
+		{`{"type":"section","text":{"type":"plain_text","text":"` + strings.Repeat("&amp;", 601) + `"}}`, 400},
+		{`{"type":"header","text":{"type":"plain_text","text":"` + strings.Repeat("é", 151) + `"}}`, 400},
+		{`{"type":"section","fields":[{"type":"plain_text","text":"` + strings.Repeat("x", 2001) + `"}]}`, 400},
+		{`{"type":"context","elements":[{"type":"plain_text","text":"` + strings.Repeat("x", 3001) + `"}]}`, 400},
+		{`{"type":"actions","elements":[{"type":"button","text":{"type":"plain_text","text":"` + strings.Repeat("x", 76) + `"}}]}`, 400},
+	} {
+		resp, err := http.Post(srv.URL+"/services/local", "application/json", strings.NewReader(`{"text":"t","blocks":[`+tc.block+`]}`))
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != tc.want {
+			t.Errorf("%.60s: %d %s, want %d", tc.block, resp.StatusCode, b, tc.want)
+		}
+	}
+}

@@ -113,6 +113,11 @@ func fail(batch []*pending, err error) {
 // Submit has one alert admitted and returns its outcome (and, for a shed
 // alert, how long to wait before it is sent again).
 func (b *Batcher) Submit(ctx context.Context, a intake.Alert) (intake.Outcome, time.Duration, error) {
+	// One alert the admission workflow cannot hold would have it refuse
+	// the whole batch: it is refused here, alone.
+	if err := a.Check(); err != nil {
+		return intake.Outcome{}, 0, err
+	}
 	b.init()
 	p := &pending{alert: a, done: make(chan admitted, 1)}
 	select {

@@ -75,6 +75,18 @@ func (p *Pipeline) Take(ctx context.Context, body []byte) (res Result) {
 		return res
 	}
 	res.Identity = intake.Identify(res.Alert)
+	admit := intake.Alert{
+		AlertID: res.Alert.ID, Identity: res.Identity.Key, Count: res.Identity.Count, Severity: res.Alert.Severity,
+		Source: res.Alert.Source, Title: clip.String(res.Alert.Title, intake.MaxTitleBytes), Keys: intake.Keys(res.Alert.Data),
+		Traceparent: p.traceparent(ctx),
+	}
+	// The admission workflow refuses a whole batch for one alert it cannot
+	// hold, and a refused batch comes back: such an alert is malformed
+	// here, alone, before it can share a batch.
+	if err := admit.Check(); err != nil {
+		res.Invalid = err
+		return res
+	}
 	sctx, cancel := context.WithTimeout(ctx, p.CallTimeout)
 	_, err = p.Store.Create(sctx, res.Alert)
 	cancel()
@@ -82,11 +94,7 @@ func (p *Pipeline) Take(ctx context.Context, body []byte) (res Result) {
 		res.Retry = storeError(ctx, sctx, err)
 		return res
 	}
-	out, retryAfter, err := p.Batcher.Submit(ctx, intake.Alert{
-		AlertID: res.Alert.ID, Identity: res.Identity.Key, Count: res.Identity.Count, Severity: res.Alert.Severity,
-		Source: res.Alert.Source, Title: clip.String(res.Alert.Title, intake.MaxTitleBytes), Keys: intake.Keys(res.Alert.Data),
-		Traceparent: p.traceparent(ctx),
-	})
+	out, retryAfter, err := p.Batcher.Submit(ctx, admit)
 	switch {
 	case err != nil:
 		res.Retry = err

@@ -2,9 +2,12 @@ package source
 
 import (
 	"context"
+	"encoding/json"
 	"log/slog"
 	"maps"
+	"slices"
 	"strconv"
+	"strings"
 	"time"
 
 	"cloud.google.com/go/pubsub/v2"
@@ -13,8 +16,21 @@ import (
 	"github.com/secops-agent/investigator/internal/gpubsub"
 )
 
-// maxAttributeBytes is Pub/Sub's limit on an attribute value.
-const maxAttributeBytes = 1024
+// Pub/Sub's limits on a message: an attribute value's bytes, a publish
+// request's bytes (pubsub.MaxPublishRequestBytes).
+const (
+	maxAttributeBytes = 1024
+	maxPublishBytes   = 1e7
+)
+
+// A dead-letter copy keeps the first maxDeadLetterData bytes of a message
+// (the rest of a publish request's 10 MB is left for its attributes), and
+// folds the original attributes into one, each key and value clipped.
+const (
+	maxDeadLetterData = maxPublishBytes - 1<<20
+	maxFoldedKey      = 64
+	maxFoldedValue    = 256
+)
 
 // maxLeaseExtension bounds each extension of a message's ack deadline.
 const maxLeaseExtension = 20 * time.Second
@@ -38,6 +54,8 @@ type PubSub struct {
 	// failures go on.
 	Backoff time.Duration
 	failing failStreak
+	// publish stands in for Clients.Publish in tests.
+	publish func(ctx context.Context, topic string, msg *pubsub.Message) (string, error)
 }
 
 // Run receives until ctx ends. Every message is acknowledged only once
@@ -103,26 +121,78 @@ func (s *PubSub) handle(ctx context.Context, m *pubsub.Message) {
 	}
 }
 
-// deadLetter publishes a message as it came, with its attributes, the
-// reason it was refused, and where it came from.
+// deadLetter publishes a message to the dead-letter topic (deadLetterCopy).
 func (s *PubSub) deadLetter(ctx context.Context, m *pubsub.Message, reason string) error {
-	attrs := maps.Clone(m.Attributes)
-	if attrs == nil {
-		attrs = map[string]string{}
+	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	publish := s.publish
+	if publish == nil {
+		publish = s.Clients.Publish
 	}
-	attrs["reason"] = clip.String(reason, maxAttributeBytes)
-	attrs["subscription"] = s.Subscription
-	attrs["message_id"] = m.ID
+	_, err := publish(ctx, s.DeadLetterTopic, deadLetterCopy(m, s.Subscription, reason))
+	return err
+}
+
+// deadLetterCopy is a message as it came, with the reason it was refused
+// and where it came from, always within Pub/Sub's limits: a copy Pub/Sub
+// refuses would have the message nacked and back for ever. So the original
+// attributes (up to 100, of 256-byte keys, and Pub/Sub's own "googclient_"
+// ones, which no publisher may send) are folded into one, "attributes": a JSON
+// object of the first that fit, each clipped, with "attributes_left_out"
+// counting the rest; data past maxDeadLetterData is cut ("data_bytes" is
+// its length).
+func deadLetterCopy(m *pubsub.Message, subscription, reason string) *pubsub.Message {
+	attrs := map[string]string{
+		"reason":       clip.String(reason, maxAttributeBytes),
+		"subscription": clip.String(subscription, maxAttributeBytes),
+		"message_id":   clip.String(m.ID, maxAttributeBytes),
+	}
 	if m.DeliveryAttempt != nil {
 		attrs["delivery_attempt"] = strconv.Itoa(*m.DeliveryAttempt)
 	}
 	if !m.PublishTime.IsZero() {
 		attrs["publish_time"] = m.PublishTime.UTC().Format(time.RFC3339Nano)
 	}
-	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
-	defer cancel()
-	_, err := s.Clients.Publish(ctx, s.DeadLetterTopic, &pubsub.Message{Data: m.Data, Attributes: attrs})
-	return err
+	if len(m.Attributes) > 0 {
+		folded, left := foldAttributes(m.Attributes)
+		attrs["attributes"] = folded
+		if left > 0 {
+			attrs["attributes_left_out"] = strconv.Itoa(left)
+		}
+	}
+	data := m.Data
+	if len(data) > maxDeadLetterData {
+		data = data[:maxDeadLetterData]
+		attrs["data_bytes"] = strconv.Itoa(len(m.Data))
+	}
+	return &pubsub.Message{Data: data, Attributes: attrs}
+}
+
+// foldAttributes writes attributes as one JSON object of at most
+// maxAttributeBytes: in key order, each key and value clipped, those that
+// no longer fit left out and counted.
+func foldAttributes(attrs map[string]string) (string, int) {
+	var b strings.Builder
+	b.WriteByte('{')
+	left := 0
+	for _, k := range slices.Sorted(maps.Keys(attrs)) {
+		key, _ := json.Marshal(clip.String(k, maxFoldedKey))
+		value, _ := json.Marshal(clip.String(attrs[k], maxFoldedValue))
+		sep := ","
+		if b.Len() == 1 {
+			sep = ""
+		}
+		if b.Len()+len(sep)+len(key)+1+len(value)+1 > maxAttributeBytes {
+			left++
+			continue
+		}
+		b.WriteString(sep)
+		b.Write(key)
+		b.WriteByte(':')
+		b.Write(value)
+	}
+	b.WriteByte('}')
+	return b.String(), left
 }
 
 // pause waits before a nack, longer while failures go on.

@@ -5,16 +5,19 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
+	"cloud.google.com/go/pubsub/v2"
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/secops-agent/investigator/alerts"
@@ -38,7 +41,8 @@ func (s *memStore) Create(_ context.Context, a alerts.Alert) (bool, error) {
 	return true, nil
 }
 
-// admitter answers each batch with kind, recording the batches.
+// admitter answers each batch with kind, recording the batches; like the
+// admission workflow's validator, it refuses a request whose Check fails.
 type admitter struct {
 	mu      sync.Mutex
 	batches [][]intake.Alert
@@ -57,6 +61,9 @@ func (a *admitter) admit(ctx context.Context, req intake.AdmitRequest) (intake.A
 	if a.err != nil {
 		return intake.AdmitResult{}, a.err
 	}
+	if err := req.Check(); err != nil {
+		return intake.AdmitResult{}, err
+	}
 	var res intake.AdmitResult
 	for _, al := range req.Alerts {
 		res.Outcomes = append(res.Outcomes, intake.Outcome{AlertID: al.AlertID, WorkflowID: intake.WorkflowID(al.Identity), Kind: a.kind})
@@ -68,7 +75,7 @@ func (a *admitter) admit(ctx context.Context, req intake.AdmitRequest) (intake.A
 }
 
 func pipeline(t *testing.T, store Store, ad *admitter) *Pipeline {
-	b := &Batcher{Admit: ad.admit, Linger: 10 * time.Millisecond, InFlight: 2}
+	b := &Batcher{Admit: ad.admit, Settings: intake.Settings{MaxRunning: 1}, Linger: 10 * time.Millisecond, InFlight: 2}
 	ctx, cancel := context.WithCancel(context.Background())
 	t.Cleanup(cancel)
 	go b.Run(ctx)
@@ -132,6 +139,78 @@ func TestBatcherGathersConcurrentAlerts(t *testing.T) {
 	}
 	if n != 250 || len(ad.batches) > 50 {
 		t.Errorf("%d alerts in %d batches", n, len(ad.batches))
+	}
+}
+
+// TestPoisonAlertStallsNoBatch: a user name of 128 "Ⱥ" (256 bytes, 384 in
+// lower case) made a grouping key the admission workflow refuses; it
+// refused the whole batch, so every alert batched with it came back, and so
+// did the poison, for ever. Now the over-long key is not made, and every
+// alert of the batch is admitted.
+func TestPoisonAlertStallsNoBatch(t *testing.T) {
+	ad := &admitter{kind: intake.OutcomeStarted}
+	p := pipeline(t, &memStore{}, ad)
+	poison := `{"id": "p-1", "title": "x", "user": "` + strings.Repeat("Ⱥ", 128) + `"}`
+	results := make([]Result, 10)
+	var wg sync.WaitGroup
+	for i := range results {
+		wg.Go(func() {
+			body := fmt.Sprintf(`{"id": "a-%d", "title": "x", "src_ip": "203.0.113.4"}`, i)
+			if i == 0 {
+				body = poison
+			}
+			results[i] = p.Take(context.Background(), []byte(body))
+		})
+	}
+	wg.Wait()
+	for i, res := range results {
+		if res.Outcome.Kind != intake.OutcomeStarted {
+			t.Errorf("message %d: invalid %v, retry %v, outcome %q; want started", i, res.Invalid, res.Retry, res.Outcome.Kind)
+		}
+	}
+}
+
+// TestPipelineDeadLettersWhatAdmissionRefuses: an alert the admission
+// workflow would refuse (here its traceparent is too long) is malformed,
+// dead-lettered alone, not a failure that comes back for ever.
+func TestPipelineDeadLettersWhatAdmissionRefuses(t *testing.T) {
+	ad := &admitter{kind: intake.OutcomeStarted}
+	p := pipeline(t, &memStore{}, ad)
+	p.Traceparent = func(context.Context) string { return strings.Repeat("0", 200) }
+	res := p.Take(context.Background(), []byte(alert))
+	if res.Invalid == nil || !strings.Contains(res.Invalid.Error(), "traceparent") || res.Retry != nil {
+		t.Errorf("invalid %v, retry %v; want it dead-lettered", res.Invalid, res.Retry)
+	}
+	if len(ad.batches) != 0 {
+		t.Errorf("admitted %d batches", len(ad.batches))
+	}
+}
+
+// TestBatcherRefusesAnAlertAlone: an alert the admission workflow cannot
+// hold, submitted by any caller, never shares a batch with others.
+func TestBatcherRefusesAnAlertAlone(t *testing.T) {
+	ad := &admitter{kind: intake.OutcomeQueued}
+	b := pipeline(t, &memStore{}, ad).Batcher
+	bad := intake.Alert{AlertID: "bad", Identity: "content:bad", Keys: []string{"user:" + strings.Repeat("x", intake.MaxKeyBytes)}}
+	errs := make([]error, 5)
+	var wg sync.WaitGroup
+	for i := range errs {
+		wg.Go(func() {
+			a := intake.Alert{AlertID: fmt.Sprint("a-", i), Identity: fmt.Sprint("content:a-", i)}
+			if i == 0 {
+				a = bad
+			}
+			_, _, errs[i] = b.Submit(context.Background(), a)
+		})
+	}
+	wg.Wait()
+	if errs[0] == nil || !strings.Contains(errs[0].Error(), "grouping key") {
+		t.Errorf("bad alert: %v", errs[0])
+	}
+	for i, err := range errs[1:] {
+		if err != nil {
+			t.Errorf("alert a-%d: %v", i+1, err)
+		}
 	}
 }
 
@@ -223,5 +302,69 @@ func TestPipelineCarriesTheAlertsTrace(t *testing.T) {
 	p.Take(context.Background(), []byte(alert))
 	if tp := ad.batches[len(ad.batches)-1][0].Traceparent; tp != "" {
 		t.Errorf("traceparent %q without tracing", tp)
+	}
+}
+
+// pubsubLimits refuses, as Pub/Sub does, a message over its limits: 100
+// attributes, keys of 256 bytes not starting with "goog", values of 1,024
+// bytes, 10 MB in all.
+func pubsubLimits(got *[]*pubsub.Message) func(context.Context, string, *pubsub.Message) (string, error) {
+	return func(_ context.Context, _ string, m *pubsub.Message) (string, error) {
+		size := len(m.Data)
+		for k, v := range m.Attributes {
+			if len(k) > 256 || len(v) > 1024 || strings.HasPrefix(k, "goog") {
+				return "", fmt.Errorf("attribute %.20q: %d bytes of key, %d of value", k, len(k), len(v))
+			}
+			size += len(k) + len(v)
+		}
+		if len(m.Attributes) > 100 || size > 1e7 {
+			return "", fmt.Errorf("%d attributes, %d bytes", len(m.Attributes), size)
+		}
+		*got = append(*got, m)
+		return "1", nil
+	}
+}
+
+// TestDeadLetterCopyWithinPubSubLimits: the dead-letter copy added its
+// attributes to the original's, so a malformed message that came with 100
+// attributes (or a 10 MB body) could not be dead-lettered and came back
+// for ever. The copy keeps within Pub/Sub's limits, with the reason and
+// where it came from, and the original attributes folded into one.
+func TestDeadLetterCopyWithinPubSubLimits(t *testing.T) {
+	var got []*pubsub.Message
+	s := &PubSub{Subscription: "projects/p/subscriptions/alerts-intake", DeadLetterTopic: "projects/p/topics/dl", publish: pubsubLimits(&got)}
+	attempt := 7
+	full := map[string]string{}
+	for i := range 100 {
+		full[fmt.Sprintf("k%03d", i)] = strings.Repeat("v", 1024)
+	}
+	hostile := map[string]string{"goog-x": "1", strings.Repeat("k", 256): strings.Repeat("é", 512), "quote": strings.Repeat(`"`, 1000)}
+	for name, m := range map[string]*pubsub.Message{
+		"100 attributes": {ID: "m-1", Data: []byte(`{"id": `), Attributes: full, DeliveryAttempt: &attempt, PublishTime: time.Unix(1, 0)},
+		"hostile keys":   {ID: "m-2", Data: []byte(`{"id": `), Attributes: hostile},
+		"10 MB of data":  {ID: "m-3", Data: bytes.Repeat([]byte("a"), 1e7-10), Attributes: map[string]string{"a": "b"}},
+	} {
+		n := len(got)
+		if err := s.deadLetter(context.Background(), m, "the alert is not valid JSON"); err != nil {
+			t.Errorf("%s: %v", name, err)
+			continue
+		}
+		if len(got) != n+1 {
+			continue
+		}
+		a := got[n].Attributes
+		if a["reason"] != "the alert is not valid JSON" || a["message_id"] != m.ID || a["subscription"] != s.Subscription {
+			t.Errorf("%s: attributes %v", name, a)
+		}
+		var folded map[string]string
+		if err := json.Unmarshal([]byte(a["attributes"]), &folded); err != nil || len(folded) == 0 {
+			t.Errorf("%s: folded attributes %q: %v", name, a["attributes"], err)
+		}
+		if left, _ := strconv.Atoi(a["attributes_left_out"]); len(folded)+left != len(m.Attributes) {
+			t.Errorf("%s: %d attributes folded, %d left out, of %d", name, len(folded), left, len(m.Attributes))
+		}
+		if len(got[n].Data) < len(m.Data) && a["data_bytes"] != strconv.Itoa(len(m.Data)) {
+			t.Errorf("%s: data cut to %d bytes, data_bytes %q", name, len(got[n].Data), a["data_bytes"])
+		}
 	}
 }

@@ -17,12 +17,17 @@ const Marker = " …[cut "
 // prefix of s, cut on a rune boundary, that fits in n bytes together with the
 // note " …[cut N bytes]" naming how many bytes of s were left out. When n is
 // too small even for the note, the note alone is returned.
-func String(s string, n int) string {
+func String(s string, n int) string { return StringAt(s, n, nil) }
+
+// StringAt is String cutting only where cuttable(s, i) also allows a cut
+// before s[i] (nil allows any): escaped text is not cut inside an escape
+// ("&am"), which would be neither the text nor its escape.
+func StringAt(s string, n int, cuttable func(s string, i int) bool) string {
 	if len(s) <= n {
 		return s
 	}
 	keep := max(n-len(note(len(s))), 0)
-	for keep > 0 && !utf8.RuneStart(s[keep]) {
+	for keep > 0 && (!utf8.RuneStart(s[keep]) || cuttable != nil && !cuttable(s, keep)) {
 		keep--
 	}
 	return s[:keep] + note(len(s)-keep)

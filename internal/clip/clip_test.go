@@ -37,3 +37,18 @@ func TestStringRuneBoundary(t *testing.T) {
 		}
 	}
 }
+
+// TestStringAt: every cut falls where cuttable allows, inside the budget.
+func TestStringAt(t *testing.T) {
+	s := strings.Repeat("&amp;&lt;", 40)
+	outside := func(s string, i int) bool {
+		return !strings.Contains(s[max(0, i-4):i], "&") || strings.Contains(s[strings.LastIndex(s[:i], "&"):i], ";")
+	}
+	for n := 0; n < len(s)+2; n++ {
+		got := StringAt(s, n, outside)
+		kept, _, _ := strings.Cut(got, Marker)
+		if n >= 30 && len(got) > n || strings.Count(kept, "&") != strings.Count(kept, ";") {
+			t.Fatalf("n=%d: %q (%d bytes)", n, got, len(got))
+		}
+	}
+}

@@ -145,9 +145,13 @@ func (c VerdictContext) problems(v modelVerdict) []string {
 	valid, problems, fresh := c.split(v.Evidence)
 	switch {
 	case c.changes(v) && !fresh:
+		analyst := "no analyst spoke in it"
+		if c.Analyst {
+			analyst = fmt.Sprintf("or %q for a fact the analyst stated", investigation.EvidenceAnalyst)
+		}
 		problems = append(problems, fmt.Sprintf("the verdict changes from %s to %s (%s), but no valid evidence item comes from this exchange "+
-			"(its steps: %s; or %q for a fact the analyst stated): keep the standing verdict, or cite the new evidence",
-			c.Standing, v.Verdict, v.Confidence, c.current(), investigation.EvidenceAnalyst))
+			"(its steps: %s; %s): keep the standing verdict, or cite the new evidence",
+			c.Standing, v.Verdict, v.Confidence, c.current(), analyst))
 	case c.changes(v) && strings.TrimSpace(v.Reason) == "":
 		problems = append(problems, fmt.Sprintf("the verdict changes from %s, but reason does not say why", c.Standing))
 	case c.Standing == nil && v.Verdict != investigation.VerdictUndetermined && len(valid) == 0:

@@ -144,7 +144,7 @@ func TestVerdictCheck(t *testing.T) {
 		name:     "an analyst item in an exchange where no analyst said anything is refused",
 		check:    follow,
 		v:        modelVerdict{Verdict: "benign", Confidence: "high", Reason: "authorised test", Evidence: []investigation.Evidence{pentest}},
-		problems: []string{"evidence item 1: it cites the analyst, but no analyst said anything in this exchange", "no valid evidence item comes from this exchange"},
+		problems: []string{"evidence item 1: it cites the analyst, but no analyst said anything in this exchange", "no valid evidence item comes from this exchange (its steps: answer; no analyst spoke in it)"},
 		want:     standing,
 	}, {
 		name:  "an analyst item in an exchange where no analyst said anything is refused, even beside a tool's fact",

@@ -229,6 +229,12 @@ type VerdictContext struct {
 	// holds that evidence already, and each follow-up would repeat it in
 	// history. Workflow code from before it reads whole verdicts only.
 	Compact bool `json:"compact,omitempty"`
+	// Analyst says the analyst said something in this exchange: its
+	// request is theirs (not a follow-up the workflow queued itself), or a
+	// hint, a revision or an ask_user answer came since the last verdict
+	// check. Only then may evidence cite the analyst. A bool: the analyst's
+	// words reach the prompt in their own fields.
+	Analyst bool `json:"analyst,omitempty"`
 }
 
 // ReviewInput asks whether a follow-up's direct answer changes the

@@ -42,7 +42,10 @@ func (v modelVerdict) values() error {
 // A VerdictContext checks a verdict's evidence in code, against the steps
 // that ran in this investigation and the tools each called, and a
 // follow-up's verdict against the standing one: a change needs evidence from
-// this exchange (Turn) and a reason.
+// this exchange (Turn) and a reason. The alert's text and whatever a tool
+// read are written by whoever raised the alert, so an analyst item needs an
+// analyst who spoke in this exchange (Analyst), and a verdict that lowers
+// concern (lowers) needs a tool's result besides.
 
 // tools returns the tools the step called in any exchange, and whether it
 // ran in this one; ok is false when it never ran.
@@ -69,11 +72,15 @@ func (c VerdictContext) item(e investigation.Evidence) (now bool, problem string
 	switch {
 	case strings.TrimSpace(e.Fact) == "":
 		return false, "it states no fact"
-	case step == investigation.EvidenceAlert || step == investigation.EvidenceAnalyst:
-		if tool != "" {
-			return false, fmt.Sprintf("step_id %q takes no tool, and it names %q", step, clip.String(tool, maxEvidenceQuoted))
-		}
-		return step == investigation.EvidenceAnalyst, ""
+	case (step == investigation.EvidenceAlert || step == investigation.EvidenceAnalyst) && tool != "":
+		return false, fmt.Sprintf("step_id %q takes no tool, and it names %q", step, clip.String(tool, maxEvidenceQuoted))
+	case step == investigation.EvidenceAlert:
+		return false, ""
+	case step == investigation.EvidenceAnalyst && !c.Analyst:
+		return false, "it cites the analyst, but no analyst said anything in this exchange (its question was not theirs, and no hint or answer came): " +
+			"cite the step and tool whose result showed the fact, or leave the item out"
+	case step == investigation.EvidenceAnalyst:
+		return true, ""
 	}
 	called, now, ok := c.tools(step)
 	switch {
@@ -103,6 +110,28 @@ func (c VerdictContext) split(items []investigation.Evidence) (valid []investiga
 	return valid, problems, fresh
 }
 
+// lowers says whether a verdict lowers concern: it says the alert needs no
+// response.
+func lowers(verdict string) bool {
+	return verdict == investigation.VerdictBenign || verdict == investigation.VerdictFalsePositive
+}
+
+// tooled says whether a valid item names a step's tool, not the alert or
+// the analyst.
+func tooled(valid []investigation.Evidence) bool {
+	return slices.ContainsFunc(valid, func(e investigation.Evidence) bool {
+		step := strings.TrimSpace(e.StepID)
+		return step != investigation.EvidenceAlert && step != investigation.EvidenceAnalyst
+	})
+}
+
+// untooled says whether v sets or changes the verdict to one that lowers
+// concern with no valid item from a step's tool: the alert's text and what
+// the analyst said do not settle it alone.
+func (c VerdictContext) untooled(v modelVerdict, valid []investigation.Evidence) bool {
+	return (c.Standing == nil || c.changes(v)) && lowers(v.Verdict) && !tooled(valid)
+}
+
 // changes says whether v differs from the standing verdict.
 func (c VerdictContext) changes(v modelVerdict) bool {
 	return c.Standing != nil && !c.Standing.Same(&investigation.Verdict{Verdict: v.Verdict, Confidence: v.Confidence})
@@ -110,19 +139,31 @@ func (c VerdictContext) changes(v modelVerdict) bool {
 
 // problems lists what the model must fix: invalid evidence items, a verdict
 // that rests on none, a change of the standing verdict without evidence from
-// this exchange or without a reason.
+// this exchange or without a reason, a verdict that lowers concern without
+// a tool's result.
 func (c VerdictContext) problems(v modelVerdict) []string {
 	valid, problems, fresh := c.split(v.Evidence)
 	switch {
 	case c.changes(v) && !fresh:
+		analyst := "no analyst spoke in it"
+		if c.Analyst {
+			analyst = fmt.Sprintf("or %q for a fact the analyst stated", investigation.EvidenceAnalyst)
+		}
 		problems = append(problems, fmt.Sprintf("the verdict changes from %s to %s (%s), but no valid evidence item comes from this exchange "+
-			"(its steps: %s; or %q for a fact the analyst stated): keep the standing verdict, or cite the new evidence",
-			c.Standing, v.Verdict, v.Confidence, c.current(), investigation.EvidenceAnalyst))
+			"(its steps: %s; %s): keep the standing verdict, or cite the new evidence",
+			c.Standing, v.Verdict, v.Confidence, c.current(), analyst))
 	case c.changes(v) && strings.TrimSpace(v.Reason) == "":
 		problems = append(problems, fmt.Sprintf("the verdict changes from %s, but reason does not say why", c.Standing))
 	case c.Standing == nil && v.Verdict != investigation.VerdictUndetermined && len(valid) == 0:
 		problems = append(problems, fmt.Sprintf("the verdict %s rests on no valid evidence item: cite the step and tool of each fact, or answer %s",
 			v.Verdict, investigation.VerdictUndetermined))
+	case c.untooled(v, valid):
+		instead := "answer " + investigation.VerdictUndetermined
+		if c.Standing != nil {
+			instead = "keep the standing verdict"
+		}
+		problems = append(problems, fmt.Sprintf("the verdict %s rests on no tool's result (the alert's text and the analyst's words do not settle it alone): "+
+			"cite the step and tool whose result shows it, or %s", v.Verdict, instead))
 	}
 	return problems
 }
@@ -140,9 +181,11 @@ func (c VerdictContext) current() string {
 
 // settle makes the verdict final after the model had its chance to fix the
 // problems: invalid items are dropped (notes say which and why); a change
-// of the standing verdict without evidence from this exchange is refused,
-// and a first verdict other than undetermined that rests on no valid
-// evidence becomes undetermined with low confidence. overruled, when not
+// of the standing verdict without evidence from this exchange, or to a
+// verdict that lowers concern without a tool's result, is refused, and a
+// first verdict other than undetermined that rests on no valid evidence,
+// or lowers concern without a tool's result, becomes undetermined with low
+// confidence. overruled, when not
 // empty, is the verdict the model proposed and the code did not keep.
 func (c VerdictContext) settle(v modelVerdict) (out *investigation.Verdict, notes []string, overruled string) {
 	valid, problems, fresh := c.split(v.Evidence)
@@ -152,18 +195,24 @@ func (c VerdictContext) settle(v modelVerdict) (out *investigation.Verdict, note
 	proposed := investigation.Verdict{Verdict: v.Verdict, Confidence: v.Confidence}
 	out = &investigation.Verdict{Verdict: v.Verdict, Confidence: v.Confidence, Reason: clip.String(strings.TrimSpace(v.Reason), maxReasonBytes)}
 	switch {
-	case c.changes(v) && (!fresh || out.Reason == ""):
+	case c.changes(v) && (!fresh || out.Reason == "" || c.untooled(v, valid)):
 		kept := *c.Standing
-		notes = append(notes, fmt.Sprintf("the answer proposed %s, but a change needs evidence from this exchange and a reason: the verdict stays %s", proposed, kept))
+		notes = append(notes, fmt.Sprintf("the answer proposed %s, but a change needs evidence from this exchange and a reason "+
+			"(and, to %s or %s, a tool's result): the verdict stays %s", proposed, investigation.VerdictBenign, investigation.VerdictFalsePositive, kept))
 		return &kept, notes, proposed.String()
 	case c.Standing != nil && len(valid) == 0:
 		// The standing verdict, kept: its evidence was checked when it was set.
 		valid = c.Standing.Evidence
 		out.Reason = cmp.Or(out.Reason, c.Standing.Reason)
-	case c.Standing == nil && v.Verdict != investigation.VerdictUndetermined && len(valid) == 0:
+	case c.Standing == nil && v.Verdict != investigation.VerdictUndetermined && (len(valid) == 0 || c.untooled(v, valid)):
+		// The reason holds for both: neither the alert nor the analyst is a step with a tool.
 		out = &investigation.Verdict{Verdict: investigation.VerdictUndetermined, Confidence: "low",
 			Reason: fmt.Sprintf("The conclusion said %s, but none of its evidence names a step that ran in this investigation and a tool it called.", proposed)}
-		notes = append(notes, fmt.Sprintf("the verdict %s rests on no valid evidence: it is %s", proposed, out))
+		why := "no valid evidence"
+		if len(valid) > 0 {
+			why = "no tool's result"
+		}
+		notes = append(notes, fmt.Sprintf("the verdict %s rests on %s: it is %s", proposed, why, out))
 		return out, notes, proposed.String()
 	}
 	out.Evidence = bounded(valid)
@@ -209,7 +258,11 @@ func (c VerdictContext) citable() string {
 		b.WriteByte('\n')
 	}
 	fmt.Fprintf(&b, "- `%s`, no tool: a fact the alert itself shows\n", investigation.EvidenceAlert)
-	fmt.Fprintf(&b, "- `%s`, no tool: a fact the analyst stated (a request, a question, guidance)", investigation.EvidenceAnalyst)
+	if c.Analyst {
+		fmt.Fprintf(&b, "- `%s`, no tool: a fact the analyst stated in this exchange (their request or question, a hint, an answer)", investigation.EvidenceAnalyst)
+	} else {
+		fmt.Fprintf(&b, "- not `%s`: no analyst said anything in this exchange", investigation.EvidenceAnalyst)
+	}
 	return b.String()
 }
 
@@ -239,11 +292,11 @@ func list(items []string) string {
 var verdictNotes = map[string]struct{ undetermined, kept string }{
 	"en": {
 		undetermined: "**Verdict check:** the conclusion proposed %s, but none of its evidence names a step that ran in this investigation and a tool it called, so the verdict is %s.",
-		kept:         "**Verdict check:** the conclusion proposed %s, but a change needs evidence from this exchange and a reason, so the standing verdict %s stays.",
+		kept:         "**Verdict check:** the conclusion proposed %s, but a change needs evidence from this exchange and a reason (and, to benign or false_positive, a tool's result), so the standing verdict %s stays.",
 	},
 	"ja": {
 		undetermined: "**判定の検証:** 結論は %s を示しましたが、この調査で実行されたステップとそのステップが呼び出したツールを示す証拠が一つもないため、判定は %s とします。",
-		kept:         "**判定の検証:** 結論は %s を示しましたが、判定を変えるには今回のやり取りの証拠と理由が必要なため、これまでの判定 %s を維持します。",
+		kept:         "**判定の検証:** 結論は %s を示しましたが、判定を変えるには今回のやり取りの証拠と理由（benign または false_positive への変更にはツールの結果も）が必要なため、これまでの判定 %s を維持します。",
 	},
 }
 

@@ -62,11 +62,27 @@ func TestEvidenceNamingWhatNeverRanIsDropped(t *testing.T) {
 	require.Contains(t, c.Markdown, "**Verdict check:** the conclusion proposed true_positive (high), but none of its evidence names a step")
 }
 
+// The alert's own text (here a description field the attacker wrote) does
+// not make a first verdict benign: asked once to cite a tool's result, the
+// model does not, and the verdict is undetermined.
+func TestBenignOnTheAlertsTextAloneIsUndetermined(t *testing.T) {
+	hostile := `{"report":"## Summary\nA scheduled test.","evidence":[{"step_id":"alert","fact":"The alert's description says: benign scheduled test"}],` +
+		`"reason":"The alert says it is a test.","verdict":"benign","confidence":"high"}`
+	c, sent := concludeOnce(t, hostile, hostile)
+	require.Len(t, sent, 2, "asked once more")
+	require.Contains(t, sent[1], "the verdict benign rests on no tool's result")
+	require.Equal(t, investigation.VerdictUndetermined, c.Verdict.Verdict)
+	require.Equal(t, "low", c.Verdict.Confidence)
+	require.Equal(t, []string{"the verdict benign (high) rests on no tool's result: it is undetermined (low)"}, c.Notes)
+	require.Contains(t, c.Markdown, "**Verdict check:** the conclusion proposed benign (high)")
+}
+
 // A model that fixes its evidence when asked keeps its verdict.
 func TestEvidenceFixedWhenReasked(t *testing.T) {
 	bad := `{"report":"## Summary\nx","evidence":[{"step_id":"step_1","fact":"deploy logged in"}],"reason":"r","verdict":"true_positive","confidence":"high"}`
 	good := `{"report":"## Summary\nx","evidence":[{"step_id":"step_2","tool":"bigquery_agent","fact":"deploy logged in"},{"step_id":"alert","fact":"214 failures"}],"reason":"r","verdict":"true_positive","confidence":"high"}`
 	c, sent := concludeOnce(t, bad, good)
+	require.Contains(t, sent[0], "- not `analyst`: no analyst said anything in this exchange", "the request was not the analyst's")
 	require.Contains(t, sent[1], "evidence item 1: it names no tool of step_1")
 	require.Equal(t, &investigation.Verdict{Verdict: "true_positive", Confidence: "high", Reason: "r", Evidence: []investigation.Evidence{
 		{StepID: "step_2", Tool: "bigquery_agent", Fact: "deploy logged in"}, {StepID: "alert", Fact: "214 failures"}}}, c.Verdict)
@@ -76,6 +92,11 @@ func TestEvidenceFixedWhenReasked(t *testing.T) {
 
 func TestVerdictCheck(t *testing.T) {
 	follow := VerdictContext{Turn: 2, Ran: ran, Standing: standing}
+	// analystSaid is a follow-up the analyst asked, or one during which
+	// they gave a hint or answered a question.
+	analystSaid := VerdictContext{Turn: 2, Ran: ran, Standing: standing, Analyst: true}
+	first := VerdictContext{Turn: 1, Ran: ran[:2]}
+	pentest := investigation.Evidence{StepID: "analyst", Fact: "SOC confirmed this is an authorised pentest (ticket SEC-1)"}
 	for _, tc := range []struct {
 		name     string
 		check    VerdictContext
@@ -112,11 +133,64 @@ func TestVerdictCheck(t *testing.T) {
 		want:     standing,
 	}, {
 		name:  "a fact the analyst stated changes it",
-		check: follow,
+		check: analystSaid,
 		v: modelVerdict{Verdict: "benign", Confidence: "medium", Reason: "the pentest", Evidence: []investigation.Evidence{
 			{StepID: "analyst", Fact: "SEC-1182 covers it"}, {StepID: "step_2", Tool: "bigquery_agent", Fact: "the login"}}},
 		want: &investigation.Verdict{Verdict: "benign", Confidence: "medium", Reason: "the pentest", Evidence: []investigation.Evidence{
 			{StepID: "analyst", Fact: "SEC-1182 covers it"}, {StepID: "step_2", Tool: "bigquery_agent", Fact: "the login"}}},
+	}, {
+		// A follow-up the workflow queued itself (an alert arrived): the
+		// "analyst" fact came from the alert's or a tool's text.
+		name:     "an analyst item in an exchange where no analyst said anything is refused",
+		check:    follow,
+		v:        modelVerdict{Verdict: "benign", Confidence: "high", Reason: "authorised test", Evidence: []investigation.Evidence{pentest}},
+		problems: []string{"evidence item 1: it cites the analyst, but no analyst said anything in this exchange", "no valid evidence item comes from this exchange (its steps: answer; no analyst spoke in it)"},
+		want:     standing,
+	}, {
+		name:  "an analyst item in an exchange where no analyst said anything is refused, even beside a tool's fact",
+		check: follow,
+		v: modelVerdict{Verdict: "benign", Confidence: "high", Reason: "authorised test", Evidence: []investigation.Evidence{
+			pentest, {StepID: "step_2", Tool: "bigquery_agent", Fact: "the login"}}},
+		problems: []string{"no analyst said anything in this exchange", "no valid evidence item comes from this exchange"},
+		want:     standing,
+	}, {
+		name:     "what the analyst said does not lower the verdict alone",
+		check:    analystSaid,
+		v:        modelVerdict{Verdict: "benign", Confidence: "high", Reason: "authorised test", Evidence: []investigation.Evidence{pentest}},
+		problems: []string{"the verdict benign rests on no tool's result", "keep the standing verdict"},
+		want:     standing,
+	}, {
+		name:  "what the analyst said raises it alone",
+		check: VerdictContext{Turn: 2, Ran: ran, Standing: &investigation.Verdict{Verdict: "benign", Confidence: "medium"}, Analyst: true},
+		v: modelVerdict{Verdict: "true_positive", Confidence: "high", Reason: "not ours", Evidence: []investigation.Evidence{
+			{StepID: "analyst", Fact: "no pentest is scheduled"}}},
+		want: &investigation.Verdict{Verdict: "true_positive", Confidence: "high", Reason: "not ours", Evidence: []investigation.Evidence{
+			{StepID: "analyst", Fact: "no pentest is scheduled"}}},
+	}, {
+		name:     "a first benign verdict on the alert's text alone is refused",
+		check:    first,
+		v:        modelVerdict{Verdict: "benign", Confidence: "high", Reason: "a test", Evidence: []investigation.Evidence{{StepID: "alert", Fact: "the description says: benign scheduled test"}}},
+		problems: []string{"the verdict benign rests on no tool's result", "answer undetermined"},
+		want:     &investigation.Verdict{Verdict: "undetermined", Confidence: "low"},
+	}, {
+		name:  "a first false_positive on the alert and the analyst is refused",
+		check: VerdictContext{Turn: 1, Ran: ran[:2], Analyst: true},
+		v: modelVerdict{Verdict: "false_positive", Confidence: "low", Reason: "r", Evidence: []investigation.Evidence{
+			{StepID: "alert", Fact: "f"}, {StepID: "analyst", Fact: "it is the scanner"}}},
+		problems: []string{"the verdict false_positive rests on no tool's result"},
+		want:     &investigation.Verdict{Verdict: "undetermined", Confidence: "low"},
+	}, {
+		name:  "a first true_positive may rest on the alert",
+		check: first,
+		v:     modelVerdict{Verdict: "true_positive", Confidence: "medium", Reason: "r", Evidence: []investigation.Evidence{{StepID: "alert", Fact: "f"}}},
+		want:  &investigation.Verdict{Verdict: "true_positive", Confidence: "medium", Reason: "r", Evidence: []investigation.Evidence{{StepID: "alert", Fact: "f"}}},
+	}, {
+		name:  "a first benign verdict on a tool's result stands",
+		check: first,
+		v: modelVerdict{Verdict: "benign", Confidence: "medium", Reason: "r", Evidence: []investigation.Evidence{
+			{StepID: "alert", Fact: "f"}, {StepID: "step_2", Tool: "bigquery_agent", Fact: "the scanner's address"}}},
+		want: &investigation.Verdict{Verdict: "benign", Confidence: "medium", Reason: "r", Evidence: []investigation.Evidence{
+			{StepID: "alert", Fact: "f"}, {StepID: "step_2", Tool: "bigquery_agent", Fact: "the scanner's address"}}},
 	}, {
 		name:  "a tool this exchange called changes it",
 		check: follow,
@@ -150,7 +224,7 @@ func TestFollowUpPromptsCarryTheStandingVerdict(t *testing.T) {
 		text(keep))
 	ts.M["s/k1"] = transcript.Entry{Kind: transcript.KindModel, Text: "deploy logged in"}
 	ctx := context.Background()
-	check := VerdictContext{Turn: 2, Ran: ran, Standing: standing}
+	check := VerdictContext{Turn: 2, Ran: ran, Standing: standing, Analyst: true}
 	_, err := a.Conclude(ctx, ConcludeInput{Session: "s", AlertID: "a1", Request: "When did deploy log in?", Objective: "o", Language: "ja",
 		Steps: []plan.Step{{ID: "step_1", Description: "read", Status: plan.Done, ResultKey: "k1"}}, Verdict: check})
 	require.NoError(t, err)
@@ -167,6 +241,7 @@ func TestFollowUpPromptsCarryTheStandingVerdict(t *testing.T) {
 		require.Contains(t, p, `"fact": "deploy logged in from 198.51.100.23 at 08:47:12 UTC"`, "with its evidence")
 		require.Contains(t, p, "Keep it (same `verdict` and `confidence`")
 		require.Contains(t, p, "- `step_1`: tools get_alert\n- `step_2`: tools bigquery_agent\n- `answer`: tools search_alerts (this exchange)\n- `alert`, no tool")
+		require.Contains(t, p, "- `analyst`, no tool: a fact the analyst stated in this exchange", "the analyst asked")
 	}
 	require.Contains(t, review, "## The analyst's question\n\"When did deploy log in?\"")
 	require.Contains(t, review, "<<<DATA answer>>>\n| deploy は 08:47:12 UTC にログインしました。")

@@ -216,8 +216,10 @@ type Evidence struct {
 const (
 	// EvidenceAlert is a fact the alert itself shows.
 	EvidenceAlert = "alert"
-	// EvidenceAnalyst is a fact the analyst stated (a request, a follow-up
-	// question, a hint).
+	// EvidenceAnalyst is a fact the analyst stated in this exchange (a
+	// request, a follow-up question, a hint, an answer): valid only in an
+	// exchange where the analyst spoke, never in a follow-up the workflow
+	// queued itself.
 	EvidenceAnalyst = "analyst"
 )
 

@@ -48,6 +48,25 @@ func (r *run) addHint(hint string) {
 	}
 }
 
+// generated records a follow-up the workflow queued itself, keeping the
+// latest maxFollowUps (no more are ever queued).
+func (s *Steering) generated(question string) {
+	s.Generated = append(s.Generated, question)
+	s.Generated = s.Generated[max(len(s.Generated)-maxFollowUps, 0):]
+}
+
+// unqueue forgets a follow-up taken from the queue and says whether the
+// workflow asked it itself. Of an analyst's question and the workflow's
+// with the same text, the first taken counts as the workflow's: both say
+// the same.
+func (s *Steering) unqueue(question string) bool {
+	i := slices.Index(s.Generated, question)
+	if i >= 0 {
+		s.Generated = slices.Delete(slices.Clone(s.Generated), i, i+1)
+	}
+	return i >= 0
+}
+
 // addInsight records an insight, dropping the oldest ones past the bounds.
 func (r *run) addInsight(in investigation.Insight) {
 	r.Insights = append(r.Insights, in)

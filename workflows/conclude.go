@@ -58,9 +58,13 @@ func (r *run) conclude(ctx workflow.Context, request, endedEarly string) error {
 }
 
 // verdictContext is what an exchange's verdict is checked against: the
-// steps that ran and the standing verdict.
+// steps that ran, the standing verdict, and whether the analyst spoke in
+// this exchange (their request, or a statement since the last check, which
+// it marks as checked).
 func (r *run) verdictContext() activities.VerdictContext {
-	return activities.VerdictContext{Turn: r.Turn, Ran: slices.Clone(r.Ran), Standing: r.Verdict, Compact: true}
+	analyst := r.Steering.AnalystAsked || r.Steering.Said > r.Steering.SaidChecked
+	r.Steering.SaidChecked = r.Steering.Said
+	return activities.VerdictContext{Turn: r.Turn, Ran: slices.Clone(r.Ran), Standing: r.Verdict, Compact: true, Analyst: analyst}
 }
 
 // withEvidence puts back into v the evidence the activity left out because

@@ -127,6 +127,7 @@ func (r *run) arrive(b investigation.ArrivalBatch) investigation.Ack {
 		}
 		if question != "" {
 			r.Steering.FollowUps = append(r.Steering.FollowUps, question)
+			r.Steering.generated(question)
 			seq = r.emit(investigation.Event{Kind: investigation.EventNote, Text: "follow-up question queued: " + question})
 			msg = "recorded: a follow-up asks whether it changes the verdict"
 		}

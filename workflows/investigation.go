@@ -117,6 +117,8 @@ func Investigation(ctx workflow.Context, in investigation.Input, carried *State)
 // for too long or stopped.
 func (r *run) investigate(ctx workflow.Context, first bool) (investigation.Result, error) {
 	if first {
+		// The default request is the workflow's (the intake starts with none).
+		r.Steering.AnalystAsked = r.Input.Question != DefaultQuestion
 		exchange := r.planExchange
 		if r.Input.ConcludeFromAlert {
 			exchange = r.alertOnlyExchange
@@ -149,6 +151,7 @@ func (r *run) investigate(ctx workflow.Context, first bool) (investigation.Resul
 			}
 			question := r.Steering.FollowUps[0]
 			r.Steering.FollowUps = r.Steering.FollowUps[1:]
+			r.Steering.AnalystAsked = !r.Steering.unqueue(question)
 			if err := r.followUp(ctx, question); err != nil {
 				return investigation.Result{}, err
 			}

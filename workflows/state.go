@@ -71,6 +71,18 @@ type Steering struct {
 	Hints     []string `json:"hints,omitempty"`
 	HintCount int      `json:"hint_count,omitempty"`
 	FollowUps []string `json:"follow_ups,omitempty"`
+	// Generated are the queued follow-ups the workflow asked itself (an
+	// alert arrived, intake.go), by text, at most maxFollowUps: no analyst
+	// speaks in the exchange that answers one.
+	Generated []string `json:"generated,omitempty"`
+	// AnalystAsked says the current exchange's request is the analyst's:
+	// the question they started with or a follow-up they asked.
+	AnalystAsked bool `json:"analyst_asked,omitempty"`
+	// Said counts the analyst's statements (hints, revisions, ask_user
+	// answers); SaidChecked is Said when the last verdict check was built,
+	// so each check counts only what came after the one before.
+	Said        int `json:"said,omitempty"`
+	SaidChecked int `json:"said_checked,omitempty"`
 	// Questions are this run's ask_user questions, answered or not.
 	Questions []*Question `json:"questions,omitempty"`
 	// NextQID numbers questions across runs, so their IDs stay unique.

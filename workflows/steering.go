@@ -75,6 +75,7 @@ func (r *run) hint(hint string) investigation.Ack {
 	hint = strings.TrimSpace(hint)
 	seq := r.emit(investigation.Event{Kind: investigation.EventHint, Text: hint})
 	r.Steering.HintCount++
+	r.Steering.Said++
 	r.addHint(hint)
 	return investigation.Ack{Seq: seq, Message: fmt.Sprintf("hint %d recorded: taken into account from the next model call on", r.Steering.HintCount)}
 }
@@ -87,6 +88,7 @@ func (r *run) approve() investigation.Ack {
 
 func (r *run) revise(feedback string) investigation.Ack {
 	r.Steering.Approval, r.Steering.Feedback = approvalRevise, strings.TrimSpace(feedback)
+	r.Steering.Said++
 	seq := r.emit(investigation.Event{Kind: investigation.EventApproval, Text: "revise: " + r.Steering.Feedback})
 	return investigation.Ack{Seq: seq, Message: "revision recorded: the plan is being rewritten and will wait for approval again"}
 }
@@ -94,6 +96,7 @@ func (r *run) revise(feedback string) investigation.Ack {
 func (r *run) answer(ans investigation.Answer) investigation.Ack {
 	q := r.question(ans.QuestionID)
 	q.Answered, q.Answer = true, strings.TrimSpace(ans.Text)
+	r.Steering.Said++
 	seq := r.emit(investigation.Event{Kind: investigation.EventAnswer, Text: q.Answer, QuestionID: q.ID})
 	return investigation.Ack{Seq: seq, Message: fmt.Sprintf("answer to %s recorded: the step goes on with it", q.ID)}
 }

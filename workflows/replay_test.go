@@ -38,9 +38,12 @@ var fixturePaths = map[string][]string{
 	"steering-run2.history.json":  {"continued run", "direct answer", "verdict review", "request in the stored context"},
 	"stop.history.json":           {"signal", "stop", "child told to stop", "stopped step answered from what it had"},
 	"stop-child.history.json":     {"sub-agent stopped"},
-	"cancel.history.json":         {"cancel", "child cancelled"},
-	"cancel-child.history.json":   {"sub-agent cancelled"},
-	"tool-retry.history.json":     {"tool call retried after a worker died"},
+	// A follow-up stopped while its mode was decided; recorded by
+	// TestRecordStopDuringModeDecision (record_test.go), not the e2e tests.
+	"stop-followup.history.json": {"follow-ups", "stop", "stop during the mode decision", "stopped follow-up concluded without a plan"},
+	"cancel.history.json":        {"cancel", "child cancelled"},
+	"cancel-child.history.json":  {"sub-agent cancelled"},
+	"tool-retry.history.json":    {"tool call retried after a worker died"},
 	// Recorded while a threat-intel call was a local activity (before
 	// provider queues): the workflow task it held timed out with the worker.
 	"local-tool-retry.history.json": {"local tool call retried after a worker died"},
@@ -74,8 +77,7 @@ var fixturePaths = map[string][]string{
 	"pre-answer-at-once-stop-child.history.json": {"sub-agent cut short"},
 	// Recorded before a stop skipped planning (the stopped follow-up asked
 	// for a plan after the stop): the twin of stop-followup for GetVersion
-	// "stop-skips-planning". Both are recorded by
-	// TestRecordStopDuringModeDecision (record_test.go), not the e2e tests.
+	// "stop-skips-planning".
 	"pre-skip-planning-stop-followup.history.json": {"follow-ups", "stop", "stop during the mode decision", "stopped follow-up planned"},
 	// Recorded before the context and the progress were stored (every
 	// input carrying the conversation, hints and plan inline): the twin of

@@ -16,6 +16,9 @@ import (
 // conclusion join the conversation.
 func (r *run) planExchange(ctx workflow.Context, request string) error {
 	r.beginExchange(ctx, request)
+	if r.Steering.StopReason != "" && stopSkipsPlanning(ctx) {
+		return r.concludeStopped(ctx, request)
+	}
 	if err := r.makePlan(ctx, request); err != nil {
 		return failure("planning failed", err)
 	}
@@ -29,6 +32,34 @@ func (r *run) planExchange(ctx workflow.Context, request string) error {
 		return err
 	}
 	return r.conclude(ctx, request, endedEarly)
+}
+
+// concludeStopped concludes an exchange the analyst stopped before it
+// planned (a follow-up whose mode decision was in flight). A stop asks for
+// the conclusion now, from what the investigation has, and the conclusion
+// is the one model call it allows: so no plan and no step, the conclusion
+// at once, as after a stop while the first plan was made (CutAnswer is
+// how a stopped step answers so that this conclusion follows at once; an
+// exchange that ran no step has nothing for it to lay out). The exchange
+// continues the active plan with no new step, so the conclusion sees the
+// steps that ran and their results, and a follow-up would continue it.
+func (r *run) concludeStopped(ctx workflow.Context, request string) error {
+	if r.ActivePlan != nil {
+		r.Plan = withResultsFrom(*r.ActivePlan, r.Plan)
+	} else {
+		r.Plan = plan.Plan{Objective: request}
+	}
+	r.emit(investigation.Event{Kind: investigation.EventNote, Text: "no plan is made: " + r.Steering.StopReason + "; concluding from what the investigation has"})
+	return r.conclude(ctx, request, r.Steering.StopReason)
+}
+
+// stopSkipsPlanning gates the stop that skips planning: once stopped, an
+// exchange asks for no plan (concludeStopped), a revision taken with the
+// stop is not applied (awaitApproval), and a revise signal after it is
+// refused (checkRevisionSignal). Histories recorded before asked for the
+// plan, and re-planned, after the stop.
+func stopSkipsPlanning(ctx workflow.Context) bool {
+	return workflow.GetVersion(ctx, "stop-skips-planning", workflow.DefaultVersion, 1) == 1
 }
 
 // alertOnlyNote tells the conclusion of an alert-only exchange why no step ran.
@@ -162,7 +193,14 @@ func (r *run) awaitApproval(ctx workflow.Context, request string) error {
 			r.Steering.StopReason = fmt.Sprintf("the plan was not approved within %s", r.Input.IdleTimeout)
 			r.emit(investigation.Event{Kind: investigation.EventStop, Text: r.Steering.StopReason})
 		}
-		if r.Steering.Approval != approvalRevise {
+		revised := r.Steering.Approval == approvalRevise
+		if revised && r.Steering.StopReason != "" && stopSkipsPlanning(ctx) {
+			// A revise and a stop taken in the same workflow task: the stop
+			// wins, nothing is planned again (executePlan skips every step).
+			r.emit(investigation.Event{Kind: investigation.EventNote, Text: "the revision is not applied: " + r.Steering.StopReason})
+			revised = false
+		}
+		if !revised {
 			r.Phase = investigation.PhaseExecuting
 			r.Steering.Feedback = ""
 			return nil

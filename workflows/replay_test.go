@@ -38,9 +38,12 @@ var fixturePaths = map[string][]string{
 	"steering-run2.history.json":  {"continued run", "direct answer", "verdict review", "request in the stored context"},
 	"stop.history.json":           {"signal", "stop", "child told to stop", "stopped step answered from what it had"},
 	"stop-child.history.json":     {"sub-agent stopped"},
-	"cancel.history.json":         {"cancel", "child cancelled"},
-	"cancel-child.history.json":   {"sub-agent cancelled"},
-	"tool-retry.history.json":     {"tool call retried after a worker died"},
+	// A follow-up stopped while its mode was decided; recorded by
+	// TestRecordStopDuringModeDecision (record_test.go), not the e2e tests.
+	"stop-followup.history.json": {"follow-ups", "stop", "stop during the mode decision", "stopped follow-up concluded without a plan"},
+	"cancel.history.json":        {"cancel", "child cancelled"},
+	"cancel-child.history.json":  {"sub-agent cancelled"},
+	"tool-retry.history.json":    {"tool call retried after a worker died"},
 	// Recorded while a threat-intel call was a local activity (before
 	// provider queues): the workflow task it held timed out with the worker.
 	"local-tool-retry.history.json": {"local tool call retried after a worker died"},
@@ -72,6 +75,10 @@ var fixturePaths = map[string][]string{
 	// "sub-agent-cancel-is-cancel".
 	"pre-answer-at-once-stop.history.json":       {"signal", "stop", "child cancelled"},
 	"pre-answer-at-once-stop-child.history.json": {"sub-agent cut short"},
+	// Recorded before a stop skipped planning (the stopped follow-up asked
+	// for a plan after the stop): the twin of stop-followup for GetVersion
+	// "stop-skips-planning".
+	"pre-skip-planning-stop-followup.history.json": {"follow-ups", "stop", "stop during the mode decision", "stopped follow-up planned"},
 	// Recorded before the context and the progress were stored (every
 	// input carrying the conversation, hints and plan inline): the twin of
 	// investigation for GetVersion "store-context-and-progress".
@@ -255,6 +262,13 @@ func exercises(h *historypb.History, path string) bool {
 		return typ(enumspb.EVENT_TYPE_WORKFLOW_EXECUTION_SIGNALED) > 0
 	case "stop":
 		return input("Conclude", `stopped by the analyst`)
+	case "stop during the mode decision":
+		return stopDuringModeDecision(h)
+	case "stopped follow-up planned":
+		return scheduled(after(h, stopAccepted), "GeneratePlan") > 0
+	case "stopped follow-up concluded without a plan":
+		rest := after(h, stopAccepted)
+		return scheduled(rest, "GeneratePlan") == 0 && scheduled(rest, "ModelTurn") == 0 && scheduled(rest, "Conclude") == 1
 	case "child cancelled":
 		return typ(enumspb.EVENT_TYPE_REQUEST_CANCEL_EXTERNAL_WORKFLOW_EXECUTION_INITIATED) > 0
 	case "arrivals":
@@ -336,6 +350,27 @@ func exercises(h *historypb.History, path string) bool {
 		}) > 0 && strings.HasPrefix(h.Events[len(h.Events)-1].GetWorkflowExecutionFailedEventAttributes().GetFailure().GetMessage(), "step_1 failed: ")
 	}
 	panic("unknown path " + path)
+}
+
+// stopAccepted matches the acceptance of a stop update.
+func stopAccepted(e *historypb.HistoryEvent) bool {
+	return e.GetWorkflowExecutionUpdateAcceptedEventAttributes().GetAcceptedRequest().GetInput().GetName() == investigation.UpdateStop
+}
+
+// stopDuringModeDecision says whether a stop update was accepted while a
+// DecideMode activity was open (scheduled, not yet closed).
+func stopDuringModeDecision(h *historypb.History) bool {
+	open := map[int64]bool{}
+	for _, e := range h.Events {
+		if e.GetActivityTaskScheduledEventAttributes().GetActivityType().GetName() == "DecideMode" {
+			open[e.GetEventId()] = true
+		}
+		if stopAccepted(e) && len(open) > 0 {
+			return true
+		}
+		delete(open, e.GetActivityTaskCompletedEventAttributes().GetScheduledEventId())
+	}
+	return false
 }
 
 // after returns the events after the first one that matches, or nil.

@@ -67,7 +67,7 @@ type signal struct {
 	apply func(v any) (investigation.Ack, error)
 }
 
-func (r *run) signals() []signal {
+func (r *run) signals(ctx workflow.Context) []signal {
 	textual := func(valid func(string) error, handle func(string) investigation.Ack) func(any) (investigation.Ack, error) {
 		return func(v any) (investigation.Ack, error) {
 			s, err := signalText(v)
@@ -88,7 +88,7 @@ func (r *run) signals() []signal {
 			}
 			return r.approve(), nil
 		}},
-		{investigation.UpdateRevise, textual(r.checkRevision, r.revise)},
+		{investigation.UpdateRevise, textual(r.checkRevisionSignal(ctx), r.revise)},
 		{investigation.UpdateAnswer, func(v any) (investigation.Ack, error) {
 			ans, err := signalAnswer(v)
 			if err == nil {
@@ -129,8 +129,8 @@ func decision(valid func(investigation.CallDecision) error, handle func(investig
 
 // listen receives the steering signals for the life of the run.
 func (r *run) listen(ctx workflow.Context) {
-	sigs := r.signals()
 	workflow.Go(ctx, func(ctx workflow.Context) {
+		sigs := r.signals(ctx)
 		sel := workflow.NewSelector(ctx)
 		for _, s := range sigs {
 			sel.AddReceive(workflow.GetSignalChannel(ctx, s.name), func(c workflow.ReceiveChannel, _ bool) {
@@ -148,7 +148,7 @@ func (r *run) listen(ctx workflow.Context) {
 // drainInputs applies the signals still buffered and waits for the update
 // handlers to finish, before the run completes or continues as new.
 func (r *run) drainInputs(ctx workflow.Context) error {
-	for _, s := range r.signals() {
+	for _, s := range r.signals(ctx) {
 		ch := workflow.GetSignalChannel(ctx, s.name)
 		var in signalInput
 		for ch.ReceiveAsync(&in) {

@@ -102,10 +102,35 @@ func (r *run) answer(ans investigation.Answer) investigation.Ack {
 }
 
 func (r *run) checkRevision(feedback string) error {
+	if r.Steering.StopReason != "" {
+		return errStoppedRevision
+	}
+	return r.checkOpenRevision(feedback)
+}
+
+// errStoppedRevision refuses a revision once the investigation is stopped:
+// a stop asks for the conclusion now, and a new plan would be a model call.
+var errStoppedRevision = errors.New("the investigation is stopping: the plan is not revised, it concludes from what it has")
+
+// checkOpenRevision is checkRevision without the stop: what histories
+// recorded before stop-skips-planning checked.
+func (r *run) checkOpenRevision(feedback string) error {
 	if err := r.decisionOpen(); err != nil {
 		return err
 	}
 	return text("revision request")(feedback)
+}
+
+// checkRevisionSignal is checkRevision for a signal. Unlike an update's
+// validator, a signal's check runs again in replay, and histories recorded
+// before stop-skips-planning took a revise signal after the stop.
+func (r *run) checkRevisionSignal(ctx workflow.Context) func(string) error {
+	return func(feedback string) error {
+		if r.Steering.StopReason != "" && !stopSkipsPlanning(ctx) {
+			return r.checkOpenRevision(feedback)
+		}
+		return r.checkRevision(feedback)
+	}
 }
 
 func (r *run) checkStop(string) error {

@@ -1,0 +1,125 @@
+package workflows
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	enumspb "go.temporal.io/api/enums/v1"
+	historypb "go.temporal.io/api/history/v1"
+	"go.temporal.io/api/temporalproto"
+	"go.temporal.io/sdk/client"
+	"go.temporal.io/sdk/worker"
+	"go.temporal.io/sdk/workflow"
+
+	"github.com/secops-agent/investigator/activities"
+	"github.com/secops-agent/investigator/internal/testenv"
+	"github.com/secops-agent/investigator/investigation"
+)
+
+// scripted stands in for the activities under their registered names, for
+// recording a fixture whose path no scripted model of the e2e tests can
+// time: the mode decision waits until modeRelease is closed, after telling
+// modeStarted.
+type scripted struct {
+	modeStarted chan struct{}
+	modeRelease chan struct{}
+}
+
+func (s *scripted) StoreContext(context.Context, activities.ContextInput) error   { return nil }
+func (s *scripted) StoreProgress(context.Context, activities.ProgressInput) error { return nil }
+
+func (s *scripted) GeneratePlan(context.Context, activities.PlanInput) (activities.PlanOutput, error) {
+	return oneStepPlan(), nil
+}
+
+func (s *scripted) ModelTurn(_ context.Context, in activities.TurnInput) (activities.TurnOutput, error) {
+	return activities.TurnOutput{Key: in.Key, Text: "no login followed the failures", Usage: investigation.Usage{Calls: 1}}, nil
+}
+
+func (s *scripted) Reflect(context.Context, activities.ReflectInput) (activities.Reflection, error) {
+	return activities.Reflection{Usage: investigation.Usage{Calls: 1}}, nil
+}
+
+func (s *scripted) Conclude(context.Context, activities.ConcludeInput) (activities.Conclusion, error) {
+	return activities.Conclusion{Markdown: "## Summary\nBrute force, no login.", Usage: investigation.Usage{Calls: 1},
+		Verdict: &investigation.Verdict{Verdict: investigation.VerdictFalsePositive, Confidence: "high"}}, nil
+}
+
+func (s *scripted) DecideMode(ctx context.Context, _ activities.ModeInput) (activities.Mode, error) {
+	close(s.modeStarted)
+	select {
+	case <-s.modeRelease:
+	case <-ctx.Done():
+		return activities.Mode{}, ctx.Err()
+	}
+	return activities.Mode{Mode: investigation.ModePlan, Reason: "a new host to look at", Usage: investigation.Usage{Calls: 1}}, nil
+}
+
+// TestRecordStopDuringModeDecision records stop-followup.history.json
+// (UPDATE_TESTDATA=1) or <label>-stop-followup.history.json
+// (UPDATE_TESTDATA=<label>) on a Temporal dev server, with an unversioned
+// worker and scripted activities: an investigation concludes, a follow-up
+// is asked, and the analyst stops it while its mode is decided. Without
+// UPDATE_TESTDATA it does not run (it needs the Temporal CLI,
+// internal/testenv).
+func TestRecordStopDuringModeDecision(t *testing.T) {
+	label := os.Getenv("UPDATE_TESTDATA")
+	if label == "" {
+		t.Skip("records a fixture: set UPDATE_TESTDATA (design/versioning.md)")
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	srv, err := testenv.StartTemporal(ctx)
+	require.NoError(t, err)
+	defer func() { _ = srv.Stop() }()
+	c := srv.Client()
+	const queue, id = "record-stop-followup", "fixture-stop-followup"
+	w := worker.New(c, queue, worker.Options{})
+	w.RegisterWorkflowWithOptions(Investigation, workflow.RegisterOptions{Name: investigation.WorkflowName})
+	acts := &scripted{modeStarted: make(chan struct{}), modeRelease: make(chan struct{})}
+	w.RegisterActivity(acts)
+	require.NoError(t, w.Start())
+	defer w.Stop()
+
+	run, err := c.ExecuteWorkflow(ctx, client.StartWorkflowOptions{ID: id, TaskQueue: queue}, investigation.WorkflowName, investigation.Input{AlertID: "a1"})
+	require.NoError(t, err)
+	require.Eventually(t, func() bool {
+		v, err := c.QueryWorkflow(ctx, id, "", investigation.StatusQuery)
+		var st investigation.Status
+		return err == nil && v.Get(&st) == nil && st.Phase == investigation.PhaseIdle
+	}, time.Minute, 100*time.Millisecond, "the first exchange concludes")
+	steer := func(name string, arg any) {
+		h, err := c.UpdateWorkflow(ctx, client.UpdateWorkflowOptions{WorkflowID: id, UpdateName: name, Args: []any{arg}, WaitForStage: client.WorkflowUpdateStageCompleted})
+		require.NoError(t, err)
+		require.NoError(t, h.Get(ctx, nil))
+	}
+	steer(investigation.UpdateAsk, "And host-8?")
+	select {
+	case <-acts.modeStarted:
+	case <-ctx.Done():
+		t.Fatal("the mode decision never started")
+	}
+	steer(investigation.UpdateStop, "enough")
+	close(acts.modeRelease)
+	var res investigation.Result
+	require.NoError(t, run.Get(ctx, &res))
+
+	hist := &historypb.History{}
+	it := c.GetWorkflowHistory(ctx, id, run.GetRunID(), false, enumspb.HISTORY_EVENT_FILTER_TYPE_ALL_EVENT)
+	for it.HasNext() {
+		e, err := it.Next()
+		require.NoError(t, err)
+		hist.Events = append(hist.Events, e)
+	}
+	name := "stop-followup.history.json"
+	if label != "1" {
+		name = label + "-" + name
+	}
+	raw, err := temporalproto.CustomJSONMarshalOptions{Indent: "  "}.Marshal(hist)
+	require.NoError(t, err)
+	require.NoError(t, os.WriteFile(filepath.Join("testdata", name), raw, 0o644))
+}

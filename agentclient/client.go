@@ -101,7 +101,8 @@ func wrap(tc client.Client, keys *payloadcodec.Keys, o Options) *Client {
 	if len(prices.Models) == 0 {
 		prices = pricing.Default()
 	}
-	return &Client{tc: tc, src: temporalStream{tc}, dc: payloadcodec.NewDataConverter(keys, nil), cfg: o.Temporal, timeout: timeout, prices: prices,
+	dc := payloadcodec.NewDataConverter(keys, nil)
+	return &Client{tc: tc, src: temporalStream{tc, dc}, dc: dc, cfg: o.Temporal, timeout: timeout, prices: prices,
 		progress: o.Progress, onClose: o.OnClose}
 }
 

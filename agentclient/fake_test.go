@@ -24,7 +24,8 @@ type fakeRun struct {
 	status   enums.WorkflowExecutionStatus
 	next     string
 	queryErr error
-	history  int64 // the run's history length, as Describe reports it
+	history  int64  // the run's history length, as Describe reports it
+	session  string // the session its memo names
 }
 
 // fakeStream is a scripted Temporal: workflows are chains of runs, the last
@@ -82,7 +83,7 @@ func (f *fakeStream) describe(_ context.Context, wf, runID string) (execution, e
 	if err != nil {
 		return execution{}, err
 	}
-	return execution{runID: r.id, firstRunID: f.wfs[wf][0].id, status: r.status, historyLength: r.history}, nil
+	return execution{runID: r.id, firstRunID: f.wfs[wf][0].id, status: r.status, historyLength: r.history, memoSession: r.session}, nil
 }
 
 func (f *fakeStream) events(_ context.Context, wf, runID string, after int) ([]investigation.Event, error) {

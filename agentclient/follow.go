@@ -65,6 +65,7 @@ type followEnd struct {
 type follower struct {
 	src      stream
 	id       string
+	session  string // where its progress is stored (execution.session)
 	r        Renderer
 	queue    string
 	interval time.Duration
@@ -112,6 +113,7 @@ func (f *follower) start(ctx context.Context, atLatest bool) error {
 		}
 		return fmt.Errorf("look up investigation %s: %w", f.id, err)
 	}
+	f.session = d.session(f.id)
 	first := d.firstRunID
 	if first == "" {
 		first = d.runID

@@ -23,11 +23,22 @@ import (
 // (StartIntake) and check which are still open (ClosedOf).
 
 // Memo fields of an investigation the intake started: what a later alert
-// of the same identity is compared with once it closed.
+// of the same identity is compared with once it closed, and the session
+// its transcript and progress are stored under (Input.Session), which
+// followers and status read (execution.session).
 const (
 	memoIdentity = "intake_identity"
 	memoSeverity = "intake_severity"
+	memoSession  = "investigation_session"
 )
+
+// intakeSession is the session of the run an admission starts: the workflow
+// ID and the admission's time, so a run under the ID of a closed one never
+// meets that run's transcript, sub-agents, BigQuery jobs or progress, and
+// every attempt of one start names the same session.
+func intakeSession(id string, admitted time.Time) string {
+	return id + investigation.SessionSeparator + admitted.UTC().Format("20060102T150405.000000000Z")
+}
 
 // Admit sends a batch of alerts to the admission workflow of the client's
 // task queue, starting it if it is not running (update-with-start), and
@@ -191,13 +202,14 @@ func (c *Client) StartIntake(ctx context.Context, s IntakeStart, warn io.Writer)
 		registered, attrs := c.searchAttributes(ctx, s.Input.AlertID, warn)
 		s.Input.SearchAttributes = registered
 		s.Input.Summary = clip.String(s.Summary, 200)
+		s.Input.Session = intakeSession(s.ID, s.Admitted)
 		run, err := c.tc.ExecuteWorkflow(ctx, client.StartWorkflowOptions{
 			ID: s.ID, TaskQueue: c.cfg.TaskQueue,
 			WorkflowIDConflictPolicy: enums.WORKFLOW_ID_CONFLICT_POLICY_USE_EXISTING,
 			WorkflowIDReusePolicy:    enums.WORKFLOW_ID_REUSE_POLICY_ALLOW_DUPLICATE,
 			StaticSummary:            s.Input.Summary,
 			TypedSearchAttributes:    attrs,
-			Memo:                     map[string]any{memoIdentity: s.Input.Intake.Identity, memoSeverity: s.Severity},
+			Memo:                     map[string]any{memoIdentity: s.Input.Intake.Identity, memoSeverity: s.Severity, memoSession: s.Input.Session},
 		}, investigation.WorkflowName, s.Input)
 		if err != nil {
 			return err

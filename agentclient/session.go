@@ -111,7 +111,7 @@ func (c *Client) finish(ctx context.Context, f *follower, end followEnd, watch b
 		f.r.End(f.interrupted())
 		return nil
 	case endUntil:
-		if st, err := c.turnStatus(ctx, f.id, f.seq); err == nil {
+		if st, err := c.turnStatus(ctx, f.id, f.session, f.seq); err == nil {
 			e.Status = &st
 		} else if d, err := c.src.describe(ctx, f.id, ""); err == nil && d.status == enums.WORKFLOW_EXECUTION_STATUS_COMPLETED {
 			// An investigation without the status query: the totals come
@@ -145,8 +145,8 @@ func (c *Client) finish(ctx context.Context, f *follower, end followEnd, watch b
 // stored with the events just printed answers without a trip through a
 // worker (the status query's), when it is that recent and the run was idle
 // when it stored it, as the query would find it; else the query answers.
-func (c *Client) turnStatus(ctx context.Context, id string, seq int) (investigation.Status, error) {
-	if st, _, ok := c.storedStatus(ctx, id); ok && st.LastSeq >= seq && st.Phase == investigation.PhaseIdle {
+func (c *Client) turnStatus(ctx context.Context, id, session string, seq int) (investigation.Status, error) {
+	if st, _, ok := c.storedStatus(ctx, session); ok && st.LastSeq >= seq && st.Phase == investigation.PhaseIdle {
 		return st, nil
 	}
 	return c.src.status(ctx, id)

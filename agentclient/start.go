@@ -41,9 +41,18 @@ func (c *Client) Start(ctx context.Context, s Start, warn io.Writer) error {
 			ID:                       s.ID,
 			TaskQueue:                c.cfg.TaskQueue,
 			WorkflowIDConflictPolicy: enums.WORKFLOW_ID_CONFLICT_POLICY_FAIL,
-			StaticSummary:            clip.String(s.Summary, 200),
-			TypedSearchAttributes:    attrs,
+			// Not a closed investigation's ID either: a new run would
+			// share its session, and get its turns back. Without the
+			// error flag the SDK would return the existing run instead.
+			WorkflowIDReusePolicy:                    enums.WORKFLOW_ID_REUSE_POLICY_REJECT_DUPLICATE,
+			WorkflowExecutionErrorWhenAlreadyStarted: true,
+			StaticSummary:                            clip.String(s.Summary, 200),
+			TypedSearchAttributes:                    attrs,
 		}, investigation.WorkflowName, s.Input)
+		var started *serviceerror.WorkflowExecutionAlreadyStarted
+		if errors.As(err, &started) {
+			return fmt.Errorf("investigation %s exists already (open or closed), and an ID is never used twice", s.ID)
+		}
 		return err
 	})
 }

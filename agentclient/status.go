@@ -24,11 +24,15 @@ func (c *Client) Status(ctx context.Context, id string) (investigation.Status, e
 // status is Status with a note when an open investigation's status was
 // read from the store because no worker answered.
 func (c *Client) status(ctx context.Context, id string) (investigation.Status, string, error) {
+	session := id
 	if c.progress != nil {
 		// A closed run answers a query only by a worker replaying it.
-		if d, err := c.src.describe(ctx, id, ""); err == nil && d.closed() {
-			if st, _, ok := c.storedStatus(ctx, id); ok {
-				return st, "", nil
+		if d, err := c.src.describe(ctx, id, ""); err == nil {
+			session = d.session(id)
+			if d.closed() {
+				if st, _, ok := c.storedStatus(ctx, session); ok {
+					return st, "", nil
+				}
 			}
 		}
 	}
@@ -39,7 +43,7 @@ func (c *Client) status(ctx context.Context, id string) (investigation.Status, s
 		if !noAnswer(err) || ctx.Err() != nil {
 			return st, "", c.statusError(ctx, id, err)
 		}
-		if stored, at, ok := c.storedStatus(ctx, id); ok {
+		if stored, at, ok := c.storedStatus(ctx, session); ok {
 			return stored, fmt.Sprintf("(as its run stored it at %s: no worker answered for it)", at.Local().Format(time.DateTime)), nil
 		}
 		return st, "", c.statusError(ctx, id, err)
@@ -47,12 +51,13 @@ func (c *Client) status(ctx context.Context, id string) (investigation.Status, s
 	return st, "", nil
 }
 
-// storedStatus reads the status the investigation's run stored last.
-func (c *Client) storedStatus(ctx context.Context, id string) (investigation.Status, time.Time, bool) {
+// storedStatus reads the status an investigation's run stored last under
+// its session.
+func (c *Client) storedStatus(ctx context.Context, session string) (investigation.Status, time.Time, bool) {
 	if c.progress == nil {
 		return investigation.Status{}, time.Time{}, false
 	}
-	st, at, found, err := c.progress.Status(ctx, id)
+	st, at, found, err := c.progress.Status(ctx, session)
 	return st, at, err == nil && found
 }
 

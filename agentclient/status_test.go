@@ -82,7 +82,7 @@ func TestTurnStatusPrefersTheStoredIdleStatus(t *testing.T) {
 		{"busy", investigation.Status{Phase: investigation.PhaseConcluding, LastSeq: 7, Request: "stored"}, "from the query"},
 	} {
 		c.progress = storedOnly{tc.stored}
-		st, err := c.turnStatus(testCtx(t), "inv", 7)
+		st, err := c.turnStatus(testCtx(t), "inv", "inv", 7)
 		require.NoError(t, err, tc.name)
 		require.Equal(t, tc.want, st.Request, tc.name)
 	}

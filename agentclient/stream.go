@@ -7,6 +7,7 @@ import (
 
 	"go.temporal.io/api/enums/v1"
 	"go.temporal.io/sdk/client"
+	"go.temporal.io/sdk/converter"
 
 	"github.com/secops-agent/investigator/investigation"
 )
@@ -36,7 +37,14 @@ type execution struct {
 	// historyLength grows as the run records anything, its progress
 	// writes included (a follower's hint that its listener missed some).
 	historyLength int64
+	// memoSession is the session the memo names (memoSession), unchecked.
+	memoSession string
 }
+
+// session is where the investigation's progress is stored: the session its
+// memo names when it is this workflow's (investigation.SessionOf), else the
+// workflow ID, as for every investigation not started by the intake.
+func (e execution) session(id string) string { return investigation.SessionOf(id, e.memoSession) }
 
 // closed says the run ended for good: a run that continued as new lives on
 // in its next run.
@@ -48,8 +56,11 @@ func (e execution) closed() bool {
 	return true
 }
 
-// temporalStream is the stream of a real Temporal client.
-type temporalStream struct{ c client.Client }
+// temporalStream is the stream of a real Temporal client; dc decodes memos.
+type temporalStream struct {
+	c  client.Client
+	dc converter.DataConverter
+}
 
 func (t temporalStream) describe(ctx context.Context, id, runID string) (execution, error) {
 	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
@@ -59,7 +70,12 @@ func (t temporalStream) describe(ctx context.Context, id, runID string) (executi
 		return execution{}, err
 	}
 	info := resp.GetWorkflowExecutionInfo()
-	return execution{runID: info.GetExecution().GetRunId(), firstRunID: info.GetFirstRunId(), status: info.GetStatus(), historyLength: info.GetHistoryLength()}, nil
+	var session string
+	if p := info.GetMemo().GetFields()[memoSession]; p != nil && t.dc != nil {
+		_ = t.dc.FromPayload(p, &session) // unreadable: the workflow ID
+	}
+	return execution{runID: info.GetExecution().GetRunId(), firstRunID: info.GetFirstRunId(), status: info.GetStatus(), historyLength: info.GetHistoryLength(),
+		memoSession: session}, nil
 }
 
 func (t temporalStream) events(ctx context.Context, id, runID string, after int) ([]investigation.Event, error) {

@@ -41,12 +41,12 @@ type storeWatch struct {
 	stop   context.CancelFunc
 }
 
-// watchStore starts listening for the events of id after seq.
-func watchStore(ctx context.Context, store ProgressStore, id string, after int) *storeWatch {
+// watchStore starts listening for the events of session after seq.
+func watchStore(ctx context.Context, store ProgressStore, session string, after int) *storeWatch {
 	ctx, cancel := context.WithCancel(ctx)
 	w := &storeWatch{events: map[int]investigation.Event{}, wake: make(chan struct{}, 1), stop: cancel}
 	go func() {
-		err := store.Watch(ctx, id, after, func(batch []investigation.Event) {
+		err := store.Watch(ctx, session, after, func(batch []investigation.Event) {
 			w.mu.Lock()
 			for _, e := range batch {
 				w.events[e.Seq] = e
@@ -118,7 +118,7 @@ func (w *storeWatch) wait(ctx context.Context, d time.Duration) bool {
 // holds, a listener that failed). A child stream is asked every interval
 // while it has news, less often (up to childQuietMax) while it has none.
 func (f *follower) runWatched(ctx context.Context) (followEnd, error) {
-	f.watch = watchStore(ctx, f.store, f.id, f.seq)
+	f.watch = watchStore(ctx, f.store, f.session, f.seq)
 	defer f.watch.stop()
 	quiet := quietFirst
 	for {
@@ -184,7 +184,7 @@ func (f *follower) stepWatched(ctx context.Context) (followEnd, bool, bool, erro
 	// while the listener said nothing: read what the listener has not
 	// delivered. A listener can miss a write, and an open run may wait
 	// for its next question for hours.
-	if more, err := f.store.After(ctx, f.id, f.seq, investigation.MaxProgressEvents); err == nil {
+	if more, err := f.store.After(ctx, f.session, f.seq, investigation.MaxProgressEvents); err == nil {
 		f.watch.add(more)
 	}
 	events, _ = f.watch.after(f.seq)

@@ -28,8 +28,10 @@ const (
 // as JSON, Slack as a message. It holds no alert data beyond the alert's
 // normalised title, source and severity, and no secret.
 type Result struct {
-	// Key is the idempotency key, "<workflow ID>/t<exchange>": the same
-	// for every attempt and every target, so a receiver drops duplicates.
+	// Key is the idempotency key, "<session>/t<exchange>" (the session is
+	// the workflow ID and, for a reinvestigation, a suffix): the same for
+	// every attempt and every target, so a receiver drops duplicates, and
+	// new for each run under one workflow ID.
 	Key        string `json:"idempotency_key"`
 	WorkflowID string `json:"workflow_id"`
 	URL        string `json:"url"`

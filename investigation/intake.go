@@ -120,8 +120,8 @@ type Closed struct {
 // DeliveryStatus is how the delivery of one conclusion went; an
 // investigation's status lists the latest ones.
 type DeliveryStatus struct {
-	// Key is the idempotency key, "<workflow ID>/t<exchange>": the same for
-	// every attempt, so receivers can drop duplicates.
+	// Key is the idempotency key, "<session>/t<exchange>" (Input.Session):
+	// the same for every attempt, so receivers can drop duplicates.
 	Key     string `json:"key"`
 	Verdict string `json:"verdict,omitempty"`
 	// Slack and Topic are "delivered", "failed: <why>", or "" when not asked.

@@ -163,6 +163,10 @@ type Input struct {
 	SearchAttributes []string `json:"search_attributes,omitempty"`
 	// Intake is set when the intake started the investigation (intake.go).
 	Intake *IntakeInput `json:"intake,omitempty"`
+	// Session names the transcript and progress when it is not the
+	// workflow ID: a new run of a closed run's ID sets one of its own
+	// (CheckSession says which are allowed).
+	Session string `json:"session,omitempty"`
 }
 
 // Message is one entry of the conversation history kept across turns.

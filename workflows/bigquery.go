@@ -42,9 +42,11 @@ const (
 )
 
 // startBigQueryAgent starts the BigQuery sub-agent for one bigquery_agent
-// call as a child workflow. Its ID is derived from the parent's ID and the
-// call's transcript key, so two calls never collide and a replayed or
-// retried parent never starts a second child for the same call. The
+// call as a child workflow. Its ID is derived from the parent's session
+// (its ID, or the ID and a suffix) and the call's transcript key, so two
+// calls never collide, a replayed or retried parent never starts a second
+// child for the same call, and a new run under a closed run's ID never
+// meets its children (the child's session is its own ID). The
 // parent-close policy is REQUEST_CANCEL: the child's answer is only useful
 // to this parent, and cancellation (unlike termination) lets it stop
 // between activities. Its scan budget is a loan from the investigation's
@@ -94,7 +96,7 @@ func (r *run) startBigQueryAgent(ctx workflow.Context, step, key string, c toolc
 }
 
 // childID is the workflow ID of the sub-agent run for one call: the
-// parent's ID and the call's transcript key.
+// parent's session and the call's transcript key.
 func childID(parent, key string) string { return parent + "-bq-" + key }
 
 // BigQueryAgent answers one log question: it recalls memories relevant to

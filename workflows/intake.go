@@ -181,7 +181,7 @@ func (r *run) deliverAnswer(ctx workflow.Context, changed *investigation.Verdict
 // tellAdmission signals investigation_concluded with the spend so far.
 func (r *run) tellAdmission(ctx workflow.Context) {
 	in := r.Input.Intake
-	concluded := investigation.Concluded{WorkflowID: r.session, Spend: r.Spend, Turn: r.Turn}
+	concluded := investigation.Concluded{WorkflowID: r.id, Spend: r.Spend, Turn: r.Turn}
 	r.background(ctx, func(ctx workflow.Context) {
 		if err := workflow.SignalExternalWorkflow(ctx, in.Admission, "", investigation.ConcludedSignal, concluded).Get(ctx, nil); err != nil {
 			r.log.Warn("could not tell the admission workflow of the conclusion", "admission", in.Admission, "error", err)
@@ -197,7 +197,7 @@ func (r *run) sendVerdict(ctx workflow.Context) {
 		return
 	}
 	d := activities.DeliveryInput{
-		Key: fmt.Sprintf("%s/t%d", r.session, r.Turn), WorkflowID: r.session, AlertID: r.Input.AlertID, Identity: in.Identity,
+		Key: fmt.Sprintf("%s/t%d", r.session, r.Turn), WorkflowID: r.id, AlertID: r.Input.AlertID, Identity: in.Identity,
 		Exchange: r.Turn, Verdict: *r.Verdict, Summary: investigation.SummaryOf(r.Conclusion), Alerts: 1 + r.Intake.Arrived,
 		At: workflow.Now(ctx), Delivery: in.Delivery,
 	}
@@ -274,7 +274,7 @@ func (r *run) closing(ctx workflow.Context, err error) error {
 	}
 	dctx, _ := workflow.NewDisconnectedContext(ctx)
 	if serr := workflow.SignalExternalWorkflow(dctx, in.Admission, "", investigation.ClosedSignal,
-		investigation.Closed{WorkflowID: r.session, Reason: reason}).Get(dctx, nil); serr != nil {
+		investigation.Closed{WorkflowID: r.id, Reason: reason}).Get(dctx, nil); serr != nil {
 		r.log.Warn("could not tell the admission workflow that the investigation closed", "admission", in.Admission, "error", serr)
 	}
 	return err

@@ -13,6 +13,7 @@
 package workflows
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"strings"
@@ -39,7 +40,8 @@ var a *activities.Activities
 // runs, plus what belongs to this run only.
 type run struct {
 	*State
-	session string                // the workflow ID: the transcript namespace
+	id      string                // the workflow ID
+	session string                // the transcript and progress namespace: Input.Session, else the ID
 	events  []investigation.Event // this run's latest progress, numbered from LastSeq+dropped+1
 	dropped int                   // events of this run no longer kept (maxRunEvents)
 	// ranTurn says this run has run an exchange (planned or answered).
@@ -81,11 +83,14 @@ type run struct {
 // ask). It returns the last conclusion and the conversation; a cancelled
 // investigation records why and ends as Canceled.
 func Investigation(ctx workflow.Context, in investigation.Input, carried *State) (investigation.Result, error) {
-	in, err := checkInput(in)
+	id := workflow.GetInfo(ctx).WorkflowExecution.ID
+	in, err := checkInput(id, in)
 	if err != nil {
 		return investigation.Result{}, err
 	}
-	r := &run{State: carried, session: workflow.GetInfo(ctx).WorkflowExecution.ID, log: workflow.GetLogger(ctx)}
+	// Every recorded history has no Session: its session is its ID, as
+	// before, so no command changes (no gate).
+	r := &run{State: carried, id: id, session: cmp.Or(in.Session, id), log: workflow.GetLogger(ctx)}
 	if r.State == nil {
 		r.State = newState(in)
 	}
@@ -190,7 +195,7 @@ func isContinueAsNew(err error) bool {
 }
 
 // checkInput fills defaults and refuses input the workflow cannot run.
-func checkInput(in investigation.Input) (investigation.Input, error) {
+func checkInput(id string, in investigation.Input) (investigation.Input, error) {
 	in.Limits = in.Limits.WithDefaults()
 	if in.Language == "" {
 		in.Language = "en"
@@ -206,6 +211,9 @@ func checkInput(in investigation.Input) (investigation.Input, error) {
 		return in, temporal.NewNonRetryableApplicationError("the investigation has no alert ID", ErrInvestigationFailed, nil)
 	case !ok:
 		return in, temporal.NewNonRetryableApplicationError(fmt.Sprintf("unsupported conclusion language %q", in.Language), ErrInvestigationFailed, nil)
+	}
+	if err := investigation.CheckSession(id, in.Session); err != nil {
+		return in, temporal.NewNonRetryableApplicationError(err.Error(), ErrInvestigationFailed, nil)
 	}
 	return in, nil
 }

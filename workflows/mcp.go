@@ -220,7 +220,7 @@ func (r *run) requestApproval(ctx workflow.Context, act *investigation.Action) {
 	if in == nil || !in.Delivery.Slack {
 		return
 	}
-	req := activities.ApprovalInput{WorkflowID: r.session, AlertID: r.Input.AlertID, CallID: act.CallID, Tool: act.Tool, Args: act.Args, Reason: act.Reason}
+	req := activities.ApprovalInput{WorkflowID: r.id, AlertID: r.Input.AlertID, CallID: act.CallID, Tool: act.Tool, Args: act.Args, Reason: act.Reason}
 	r.background(ctx, func(ctx workflow.Context) {
 		var out activities.DeliveryOutput
 		if err := workflow.ExecuteActivity(deliveryOptions(ctx, "ask Slack to approve "+act.CallID), ia.RequestApproval, req).Get(ctx, &out); err != nil {

@@ -67,7 +67,7 @@ type loopHost interface {
 // forces an answer.
 type toolLoop struct {
 	host     loopHost
-	session  string // transcript namespace (the workflow ID)
+	session  string // transcript namespace (run.session, or the sub-agent's workflow ID)
 	prefix   string // transcript key prefix, e.g. "t1-step_2"
 	label    string // progress label, e.g. "step_2"
 	maxIter  int

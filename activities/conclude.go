@@ -40,6 +40,7 @@ func (a *Activities) Conclude(ctx context.Context, in ConcludeInput) (Conclusion
 	check := in.Verdict
 	p, err := renderPhase(tag, "conclude", map[string]any{
 		"Request":         in.Request,
+		"Asker":           string(in.Asker),
 		"Alert":           alert,
 		"Plan":            planText(&plan.Plan{Objective: in.Objective, Steps: in.Steps}),
 		"Steps":           steps,
@@ -101,6 +102,7 @@ func (a *Activities) ReviewVerdict(ctx context.Context, in ReviewInput) (Review,
 	check := in.Verdict
 	p, err := renderPhase(prompt.NewTag(), prompt.PhaseVerdict, map[string]any{
 		"Question": in.Question,
+		"Asker":    string(in.Asker),
 		"Answer":   clip.String(answers[0], maxResultInPrompt),
 		"Language": languageName(in.Language),
 		"Standing": check.Standing,

@@ -24,7 +24,7 @@ func (a *Activities) DecideMode(ctx context.Context, in ModeInput) (Mode, error)
 		return Mode{}, err
 	}
 	p, err := renderPhase(tag, "mode", map[string]any{
-		"Alert": alert, "History": conversationText(in.History), "ActivePlan": planText(in.ActivePlan), "Question": in.Question,
+		"Alert": alert, "History": conversationText(in.History), "ActivePlan": planText(in.ActivePlan), "Question": in.Question, "Asker": string(in.Asker),
 	})
 	if err != nil {
 		return Mode{}, err

@@ -34,6 +34,7 @@ func (a *Activities) GeneratePlan(ctx context.Context, in PlanInput) (PlanOutput
 	}
 	p, err := renderPhase(tag, "plan", map[string]any{
 		"Request":    in.Request,
+		"Asker":      string(in.Asker),
 		"Alert":      alert,
 		"History":    conversationText(in.History),
 		"Tools":      reg.Catalog(),

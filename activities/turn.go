@@ -61,6 +61,7 @@ func (a *Activities) ModelTurn(ctx context.Context, in TurnInput) (TurnOutput, e
 		"RefIDArg":    toolcall.RefIDArg,
 		"RefPrefix":   toolcall.RefPrefix,
 		"Question":    in.Question,
+		"Asker":       string(in.Asker),
 		"History":     conversationText(in.History),
 		"Language":    languageName(in.Language),
 		"Lang":        in.Language,

@@ -9,6 +9,24 @@ import (
 	"github.com/secops-agent/investigator/toolcall"
 )
 
+// Asker is who asked an exchange's request or question; the prompts that
+// show it say so. The workflow sets it from the record its verdict check
+// reads, so a question the workflow wrote is never passed off as the
+// analyst's, while the evidence list says no analyst spoke.
+type Asker string
+
+const (
+	// AskerAnalyst is the zero value: inputs scheduled before Asker existed
+	// were all shown as the analyst's.
+	AskerAnalyst Asker = ""
+	// AskerIntake: the intake's default request of an investigation it
+	// started, or a follow-up the workflow queued when an alert arrived.
+	AskerIntake Asker = "intake"
+	// AskerDefault: the default request of an investigation started with
+	// none.
+	AskerDefault Asker = "default"
+)
+
 // PlanInput asks the model for a plan.
 type PlanInput struct {
 	AlertID string `json:"alert_id"`
@@ -17,6 +35,7 @@ type PlanInput struct {
 	// input leaves out: the activity reads it from the store.
 	Context  string                  `json:"context,omitempty"`
 	Request  string                  `json:"request,omitempty"`
+	Asker    Asker                   `json:"asker,omitempty"`
 	History  []investigation.Message `json:"history,omitempty"`
 	MaxSteps int                     `json:"max_steps"`
 	// ActivePlan is the plan in progress from earlier turns, if any: the
@@ -82,6 +101,7 @@ type TurnInput struct {
 	// it gets the conversation (History) and answers in Language.
 	Direct   bool                    `json:"direct,omitempty"`
 	Question string                  `json:"question,omitempty"`
+	Asker    Asker                   `json:"asker,omitempty"`
 	Language string                  `json:"language,omitempty"`
 	History  []investigation.Message `json:"history,omitempty"`
 	// Standing is the verdict a direct answer is given (ReviewVerdict then
@@ -198,6 +218,7 @@ type ConcludeInput struct {
 	Session   string                  `json:"session"`
 	AlertID   string                  `json:"alert_id"`
 	Request   string                  `json:"request,omitempty"`
+	Asker     Asker                   `json:"asker,omitempty"`
 	Objective string                  `json:"objective"`
 	Steps     []plan.Step             `json:"steps"`
 	Insights  []investigation.Insight `json:"insights"`
@@ -242,6 +263,7 @@ type VerdictContext struct {
 type ReviewInput struct {
 	Session   string         `json:"session"`
 	Question  string         `json:"question,omitempty"`
+	Asker     Asker          `json:"asker,omitempty"`
 	AnswerKey string         `json:"answer_key"`
 	Language  string         `json:"language"`
 	Hints     []string       `json:"hints,omitempty"`
@@ -271,6 +293,7 @@ type ModeInput struct {
 	// input leaves out: the activity reads it from the store.
 	Context    string                  `json:"context,omitempty"`
 	Question   string                  `json:"question,omitempty"`
+	Asker      Asker                   `json:"asker,omitempty"`
 	History    []investigation.Message `json:"history,omitempty"`
 	ActivePlan *plan.Plan              `json:"active_plan,omitempty"`
 }

@@ -1,6 +1,7 @@
 package activities
 
 import (
+	"cmp"
 	"context"
 	"strings"
 	"testing"
@@ -253,6 +254,79 @@ func TestFollowUpPromptsCarryTheStandingVerdict(t *testing.T) {
 		require.Contains(t, userText(llm.Calls[i].Cfg.SystemInstruction), want)
 	}
 	require.Contains(t, userText(llm.Calls[2].Cfg.SystemInstruction), "each written in Japanese")
+}
+
+// Every phase that shows the exchange's request says who asked it: a
+// follow-up the intake queued when an alert arrived, or the request an
+// intake-started investigation began with, is never called the analyst's,
+// while an analyst's question still is. The question itself stays on its
+// quoted line.
+func TestPromptsSayWhoAsked(t *testing.T) {
+	const q = "A related alert arrived (guardduty-3): does it change the verdict?"
+	analystSays := []string{"analyst's question", "analyst's follow-up question", "Analyst's request", "The analyst asked"}
+	for _, tc := range []struct {
+		asker Asker
+		want  []string // one per phase: mode, plan, answer, review, conclude
+	}{{
+		asker: AskerAnalyst,
+		want: []string{"## The analyst's follow-up question\n", "## Analyst's request\n", "## The analyst's question\n",
+			"## The analyst's question\n", "## Analyst's request\n"},
+	}, {
+		asker: AskerIntake,
+		want: []string{"## The follow-up question (no analyst asked it: the intake queued it when an alert arrived)\n",
+			"## The request (no analyst made it: the intake wrote it when an alert arrived)\n",
+			"## The question (no analyst asked it: the intake queued it when an alert arrived)\n",
+			"## The question (no analyst asked it: the intake queued it when an alert arrived)\n",
+			"## The request (no analyst made it: the intake wrote it when an alert arrived)\n"},
+	}} {
+		t.Run(string(cmp.Or(tc.asker, "analyst")), func(t *testing.T) {
+			a, llm, ts := newActivities(t,
+				text(`{"reason":"r","mode":"direct"}`),
+				text(`{"objective":"o","steps":[{"id":"x","description":"read","tools":["get_alert"],"expected":"e"}]}`),
+				text("No: guardduty-3 is the same scan."),
+				text(`{"evidence":[],"reason":"r","verdict":"true_positive","confidence":"high"}`),
+				text(`{"report":"## Summary\nx","evidence":[],"reason":"r","verdict":"true_positive","confidence":"high"}`))
+			ts.M["s/k1"] = transcript.Entry{Kind: transcript.KindModel, Text: "deploy logged in"}
+			ctx := context.Background()
+			check := VerdictContext{Turn: 2, Ran: ran, Standing: standing, Analyst: tc.asker == AskerAnalyst}
+			_, err := a.DecideMode(ctx, ModeInput{AlertID: "a1", Question: q, Asker: tc.asker})
+			require.NoError(t, err)
+			_, err = a.GeneratePlan(ctx, PlanInput{AlertID: "a1", Request: q, Asker: tc.asker, MaxSteps: 3})
+			require.NoError(t, err)
+			answer, err := a.ModelTurn(ctx, TurnInput{Session: "s", Key: "t2-answer-i1", AlertID: "a1", Step: plan.Step{ID: "answer"}, Direct: true,
+				Question: q, Asker: tc.asker, Language: "en", Standing: standing})
+			require.NoError(t, err)
+			_, err = a.ReviewVerdict(ctx, ReviewInput{Session: "s", Question: q, Asker: tc.asker, AnswerKey: answer.Key, Language: "en", Verdict: check})
+			require.NoError(t, err)
+			_, err = a.Conclude(ctx, ConcludeInput{Session: "s", AlertID: "a1", Request: q, Asker: tc.asker, Objective: "o", Language: "en",
+				Steps: []plan.Step{{ID: "step_1", Description: "read", Status: plan.Done, ResultKey: "k1"}}, Verdict: check})
+			require.NoError(t, err)
+
+			require.Len(t, llm.Calls, len(tc.want))
+			for i, c := range llm.Calls {
+				system, user := userText(c.Cfg.SystemInstruction), untagged(userText(c.Contents[0]))
+				require.Contains(t, user, tc.want[i]+`"`+q+`"`, "phase %d: the heading, then the question on its quoted line", i)
+				if tc.asker == AskerIntake {
+					for _, s := range analystSays {
+						require.NotContains(t, system+user, s, "phase %d", i)
+					}
+				}
+			}
+		})
+	}
+	// An investigation started without a request plans and concludes the
+	// default one, which no one asked.
+	a, llm, ts := newActivities(t, text(`{"objective":"o","steps":[{"id":"x","description":"read","tools":["get_alert"],"expected":"e"}]}`),
+		text(`{"report":"## Summary\nx","evidence":[],"reason":"r","verdict":"undetermined","confidence":"low"}`))
+	ts.M["s/k1"] = transcript.Entry{Kind: transcript.KindModel, Text: "deploy logged in"}
+	_, err := a.GeneratePlan(context.Background(), PlanInput{AlertID: "a1", Request: "Investigate.", Asker: AskerDefault, MaxSteps: 3})
+	require.NoError(t, err)
+	_, err = a.Conclude(context.Background(), ConcludeInput{Session: "s", AlertID: "a1", Request: "Investigate.", Asker: AskerDefault, Objective: "o", Language: "en",
+		Steps: []plan.Step{{ID: "step_1", Description: "read", Status: plan.Done, ResultKey: "k1"}}, Verdict: VerdictContext{Turn: 1, Ran: ran[:1]}})
+	require.NoError(t, err)
+	for _, c := range llm.Calls {
+		require.Contains(t, userText(c.Contents[0]), "## The request (the default: the analyst gave none of their own)\n\"Investigate.\"")
+	}
 }
 
 // A review that keeps the standing verdict's evidence leaves it out of its

@@ -27,6 +27,7 @@ func (r *run) conclude(ctx workflow.Context, request, endedEarly string) error {
 		Session:    r.session,
 		AlertID:    r.Input.AlertID,
 		Request:    request,
+		Asker:      r.asker(request),
 		Objective:  r.Plan.Objective,
 		Steps:      withoutResults(r.Plan.Steps),
 		Insights:   current,
@@ -65,6 +66,19 @@ func (r *run) verdictContext() activities.VerdictContext {
 	analyst := r.Steering.AnalystAsked || r.Steering.Said > r.Steering.SaidChecked
 	r.Steering.SaidChecked = r.Steering.Said
 	return activities.VerdictContext{Turn: r.Turn, Ran: slices.Clone(r.Ran), Standing: r.Verdict, Compact: true, Analyst: analyst}
+}
+
+// asker is who asked request, read from the record verdictContext reads: a
+// request the analyst did not ask is a follow-up the intake queued
+// (Steering.Generated) or the default one the investigation started with.
+func (r *run) asker(request string) activities.Asker {
+	switch {
+	case r.Steering.AnalystAsked:
+		return activities.AskerAnalyst
+	case request == DefaultQuestion && r.Input.Intake == nil:
+		return activities.AskerDefault
+	}
+	return activities.AskerIntake
 }
 
 // withEvidence puts back into v the evidence the activity left out because

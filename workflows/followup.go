@@ -22,7 +22,7 @@ func (r *run) followUp(ctx workflow.Context, question string) error {
 	if r.requestInContext {
 		r.Request = question // the stored context carries it from here on
 	}
-	in := activities.ModeInput{AlertID: r.Input.AlertID, Question: question, History: r.History, ActivePlan: planWithoutResults(r.ActivePlan)}
+	in := activities.ModeInput{AlertID: r.Input.AlertID, Question: question, Asker: r.asker(question), History: r.History, ActivePlan: planWithoutResults(r.ActivePlan)}
 	if in.Context = r.context(ctx); in.Context != "" {
 		in.Session, in.History, in.ActivePlan = r.session, nil, nil
 		in.Question = r.withoutRequest(in.Context, in.Question)
@@ -92,6 +92,7 @@ func (r *run) reviewVerdict(ctx workflow.Context, question, answerKey, answered 
 	in := activities.ReviewInput{
 		Session:   r.session,
 		Question:  question,
+		Asker:     r.asker(question),
 		AnswerKey: answerKey,
 		Language:  r.Input.Language,
 		Hints:     r.Steering.Hints,

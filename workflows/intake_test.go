@@ -108,6 +108,9 @@ func TestIntakeInvestigation(t *testing.T) {
 		}
 	}
 	require.True(t, sawSeen, "a later turn sees the alert seen again")
+	// Its request and its follow-up are the intake's, and say so.
+	require.Equal(t, activities.AskerIntake, h.conclude[0].Asker)
+	require.Equal(t, activities.AskerIntake, h.conclude[1].Asker)
 
 	// Each conclusion is delivered once per target, under its key.
 	require.Len(t, published, 2)

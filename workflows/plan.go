@@ -96,6 +96,7 @@ func (r *run) makePlan(ctx workflow.Context, request string) error {
 	in := activities.PlanInput{
 		AlertID:    r.Input.AlertID,
 		Request:    request,
+		Asker:      r.asker(request),
 		History:    r.History,
 		MaxSteps:   r.Input.Limits.MaxSteps,
 		ActivePlan: planWithoutResults(r.ActivePlan),

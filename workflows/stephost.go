@@ -38,6 +38,7 @@ func (h *stepHost) modelTurn(ctx workflow.Context, iter int, key string, transcr
 	}
 	if h.step.ID == answerStepID {
 		in.Direct, in.Question, in.Language, in.History, in.Standing = true, r.Request, r.Input.Language, r.History, r.Verdict
+		in.Asker = r.asker(r.Request)
 	}
 	in.Declared = r.declared(h.step.Tools, in.Direct) // mcp.go
 	if in.Direct && r.storesContext {

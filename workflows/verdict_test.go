@@ -178,6 +178,13 @@ func TestVerdictCheckKnowsWhetherTheAnalystSpoke(t *testing.T) {
 		false, // guardduty-5 arrived: nothing since the last check
 	}, spoke)
 	require.Equal(t, "A related alert arrived (guardduty-3): does it change the verdict?", h.conclude[1].Request)
+
+	// The prompts are told who asked, from the same record.
+	var askers []activities.Asker
+	for _, in := range h.conclude {
+		askers = append(askers, in.Asker)
+	}
+	require.Equal(t, []activities.Asker{activities.AskerDefault, activities.AskerIntake, activities.AskerAnalyst, activities.AskerIntake, activities.AskerIntake}, askers)
 }
 
 // A direct answer's review is told too: an analyst's question is theirs,
@@ -197,4 +204,14 @@ func TestReviewKnowsWhetherTheAnalystSpoke(t *testing.T) {
 	require.Len(t, h.reviews, 2)
 	require.False(t, h.reviews[0].Verdict.Analyst, "the workflow asked about guardduty-3")
 	require.True(t, h.reviews[1].Verdict.Analyst, "the analyst asked")
+	// The answer and its review say who asked.
+	require.Equal(t, activities.AskerIntake, h.reviews[0].Asker)
+	require.Equal(t, activities.AskerAnalyst, h.reviews[1].Asker)
+	var direct []activities.Asker
+	for _, in := range h.turns {
+		if in.Direct {
+			direct = append(direct, in.Asker)
+		}
+	}
+	require.Equal(t, []activities.Asker{activities.AskerIntake, activities.AskerAnalyst}, direct)
 }

@@ -334,7 +334,9 @@ func (s *Stack) loadPorts() error {
 func (s *Stack) buildEnv(environ []string) {
 	set := s.exports()
 	replaced := map[string]bool{"PAYLOAD_KEY_FILE": true} // made absolute, or dropped
-	if s.Gemini.OwnStandin {                              // the stand-in's own (again below), or gone with real credentials
+	// The stand-in's settings a sourced stack.env left: set again below,
+	// or gone with real credentials.
+	if s.Gemini.OwnStandin {
 		replaced["GEMINI_API_KEY"], replaced["GOOGLE_GEMINI_BASE_URL"] = true, true
 	}
 	for _, kv := range set {

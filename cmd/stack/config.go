@@ -3,6 +3,7 @@ package main
 import (
 	"bufio"
 	"fmt"
+	"math"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -216,7 +217,9 @@ func seconds(name string, def time.Duration) (time.Duration, error) {
 		return def, nil
 	}
 	n, err := strconv.ParseFloat(raw, 64)
-	if err != nil || n <= 0 {
+	// !(n > 0) also refuses NaN; past the limit (Inf too) the conversion
+	// below would overflow into a negative duration.
+	if err != nil || !(n > 0) || n > float64(math.MaxInt64)/float64(time.Second) {
 		return 0, fmt.Errorf("%s=%q is not a number of seconds", name, raw)
 	}
 	return time.Duration(n * float64(time.Second)), nil

@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 )
@@ -166,4 +167,24 @@ func TestNoBigQuerySubAgent(t *testing.T) {
 	s, err = loadStack(table, newLogger(io.Discard, io.Discard))
 	require.NoError(t, err)
 	require.Contains(t, s.exports(), "BIGQUERY_TABLES_CONFIG="+filepath.Join(env["STACK_ROOT"], "examples/bigquery/tables.yaml"))
+}
+
+// TestSeconds: NaN passed the old "not <= 0" check and, with Inf and huge
+// values, converted to a negative duration: every wait ended at once.
+func TestSeconds(t *testing.T) {
+	env := map[string]string{}
+	getenv = func(k string) string { return env[k] }
+	t.Cleanup(func() { getenv = defaultGetenv })
+	d, err := seconds("STACK_STOP_TIMEOUT", 20*time.Second)
+	require.NoError(t, err)
+	require.Equal(t, 20*time.Second, d)
+	env["STACK_STOP_TIMEOUT"] = "1.5"
+	d, err = seconds("STACK_STOP_TIMEOUT", 20*time.Second)
+	require.NoError(t, err)
+	require.Equal(t, 1500*time.Millisecond, d)
+	for _, raw := range []string{"NaN", "nan", "Inf", "+Inf", "-1", "0", "1e300", "x"} {
+		env["STACK_STOP_TIMEOUT"] = raw
+		_, err := seconds("STACK_STOP_TIMEOUT", 20*time.Second)
+		require.EqualError(t, err, `STACK_STOP_TIMEOUT="`+raw+`" is not a number of seconds`, raw)
+	}
 }

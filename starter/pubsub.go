@@ -18,6 +18,7 @@ import (
 	"github.com/secops-agent/investigator/intake"
 	"github.com/secops-agent/investigator/intake/source"
 	"github.com/secops-agent/investigator/internal/gpubsub"
+	"github.com/secops-agent/investigator/internal/smallfile"
 	"github.com/secops-agent/investigator/internal/termtext"
 )
 
@@ -225,12 +226,15 @@ validates it first, unless --raw (to try the intake's dead-letter path).`,
 	return cmd
 }
 
+// maxRawBytes bounds a --raw file: Pub/Sub refuses a message over 10 MB.
+const maxRawBytes = 10 << 20
+
 // publishable reads one file and, unless raw, validates it as an alert.
 func (a *app) publishable(ctx context.Context, path string, raw bool) ([]byte, error) {
 	if raw {
-		data, err := os.ReadFile(path)
+		data, err := smallfile.Read(path, maxRawBytes)
 		if err != nil {
-			return nil, fmt.Errorf("cannot read %s: %w", path, pathError(err))
+			return nil, fmt.Errorf("cannot read %s: %w", path, err)
 		}
 		return data, nil
 	}

@@ -15,10 +15,12 @@ import (
 	"sync"
 	"time"
 
+	"go.temporal.io/api/serviceerror"
 	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/converter"
 	tlog "go.temporal.io/sdk/log"
 	"go.temporal.io/sdk/temporal"
+	"google.golang.org/grpc/codes"
 
 	"github.com/secops-agent/investigator/config"
 	"github.com/secops-agent/investigator/internal/pricing"
@@ -170,9 +172,25 @@ func dial(t config.Temporal, keys *payloadcodec.Keys, logger *slog.Logger, tel *
 	}
 	c, err := client.Dial(opts)
 	if err != nil {
-		return nil, fmt.Errorf("cannot connect to Temporal at %s (namespace %s): %w", t.Address, t.Namespace, err)
+		return nil, dialError(t, err, logger)
 	}
 	return c, nil
+}
+
+// dialError is one sentence for a failed dial. The gRPC text (resolver,
+// transport, "no children to pick from") tells a user nothing they can act
+// on; it goes to the debug log.
+func dialError(t config.Temporal, err error, logger *slog.Logger) error {
+	logger.Debug("Temporal dial failed", "address", t.Address, "error", err)
+	where := fmt.Sprintf("cannot connect to Temporal at %s (namespace %s)", t.Address, t.Namespace)
+	// The SDK wraps the gRPC status as a serviceerror; ToStatus unwraps it.
+	switch serviceerror.ToStatus(err).Code() {
+	case codes.Unavailable, codes.DeadlineExceeded:
+		return &UnavailableError{where + ": nothing answered; is the server running?"}
+	case codes.Unauthenticated, codes.PermissionDenied:
+		return fmt.Errorf("%s: the server refused the credentials (TEMPORAL_API_KEY or the client certificate)", where)
+	}
+	return fmt.Errorf("%s: %w", where, err)
 }
 
 // Converters are the client's data and failure converters for a key ring.

@@ -21,13 +21,13 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
-	"os"
 	"sort"
 	"strings"
 	"time"
 	"unicode/utf8"
 
 	"github.com/secops-agent/investigator/internal/clip"
+	"github.com/secops-agent/investigator/internal/smallfile"
 )
 
 // MaxBytes is the size of the largest accepted alert file (1 MiB).
@@ -90,44 +90,17 @@ func Read(ctx context.Context, path string, stdin io.Reader) ([]byte, error) {
 	if path == "" {
 		return nil, errors.New("no alert file was given")
 	}
-	fi, err := os.Stat(path)
-	if err != nil {
-		return nil, fmt.Errorf("cannot read alert file %q: %w", path, pathErr(err))
-	}
-	if !fi.Mode().IsRegular() {
-		return nil, fmt.Errorf("cannot read alert file %q: %s", path, notRegular(fi.Mode()))
-	}
-	f, err := os.Open(path)
-	if err != nil {
-		return nil, fmt.Errorf("cannot read alert file %q: %w", path, pathErr(err))
-	}
-	defer f.Close()
-	if fi, err := f.Stat(); err == nil && !fi.Mode().IsRegular() { // replaced since the check above
-		return nil, fmt.Errorf("cannot read alert file %q: %s", path, notRegular(fi.Mode()))
-	}
-	data, err := io.ReadAll(io.LimitReader(f, MaxBytes+1))
-	if err != nil {
-		return nil, fmt.Errorf("cannot read alert file %q: %w", path, pathErr(err))
-	}
-	if len(data) > MaxBytes {
+	data, err := smallfile.Read(path, MaxBytes)
+	var nr *smallfile.NotRegularError
+	switch {
+	case errors.Is(err, smallfile.ErrTooLarge):
 		return nil, fmt.Errorf("alert file %q is larger than the 1 MiB limit", path)
+	case errors.As(err, &nr) && nr.Mode&fs.ModeNamedPipe != 0:
+		return nil, fmt.Errorf("cannot read alert file %q: %w (give - to read standard input)", path, err)
+	case err != nil:
+		return nil, fmt.Errorf("cannot read alert file %q: %w", path, err)
 	}
 	return data, nil
-}
-
-// notRegular says what a file that is not a regular file is.
-func notRegular(m fs.FileMode) string {
-	switch {
-	case m.IsDir():
-		return "it is a directory"
-	case m&fs.ModeNamedPipe != 0:
-		return "it is a named pipe, not a regular file (give - to read standard input)"
-	case m&fs.ModeSocket != 0:
-		return "it is a socket, not a regular file"
-	case m&fs.ModeDevice != 0:
-		return "it is a device, not a regular file"
-	}
-	return "it is not a regular file"
 }
 
 // readStdin reads the alert from stdin until EOF or ctx ends. The read runs
@@ -160,16 +133,6 @@ func readStdin(ctx context.Context, stdin io.Reader) ([]byte, error) {
 		return nil, errors.New("the alert on standard input is larger than the 1 MiB limit")
 	}
 	return r.data, nil
-}
-
-// pathErr drops the operation and path that *fs.PathError repeats, keeping
-// the cause (so errors.Is(err, fs.ErrNotExist) still works).
-func pathErr(err error) error {
-	var pe *fs.PathError
-	if errors.As(err, &pe) {
-		return pe.Err
-	}
-	return err
 }
 
 // Parse validates an alert's JSON and normalises it. The alert must be one

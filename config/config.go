@@ -5,6 +5,7 @@ package config
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"math"
@@ -38,13 +39,88 @@ func Env(def string, names ...string) string {
 	return def
 }
 
-// EnvBool reads the first set variable of names as a boolean (false when
-// none is set or it does not parse).
-func EnvBool(names ...string) bool { return envBool(names...) }
+// An environment variable that sets a flag's default is checked as the
+// flag is: a value that does not parse is an error naming the variable
+// (CheckEnv), not the built-in default in silence. The flag remembers the
+// error in an annotation until CheckEnv runs, after the command line is
+// parsed; a flag given on the command line overrides it.
+const badEnvAnnotation = "config.bad-env"
 
-func envBool(names ...string) bool {
-	b, _ := strconv.ParseBool(Env("false", names...))
-	return b
+// envValue reads the first set variable of names with parse, or def; bad
+// is the sentence for a value that does not parse.
+func envValue[T any](def T, parse func(string) (T, error), what string, names ...string) (v T, bad string) {
+	for _, n := range names {
+		raw := strings.TrimSpace(os.Getenv(n))
+		if raw == "" {
+			continue
+		}
+		v, err := parse(raw)
+		if err != nil {
+			return def, fmt.Sprintf("%s=%.40q is not %s", n, raw, what)
+		}
+		return v, ""
+	}
+	return def, ""
+}
+
+// markBad records on flag name of fs that its environment value is bad.
+func markBad(fs *pflag.FlagSet, name, bad string) {
+	if bad != "" {
+		_ = fs.SetAnnotation(name, badEnvAnnotation, []string{bad + " (it sets --" + name + ")"})
+	}
+}
+
+// CheckEnv returns the first flag of fs left to an environment value that
+// did not parse, as one sentence naming the variable; run it before
+// anything else at start.
+func CheckEnv(fs *pflag.FlagSet) error {
+	var err error
+	fs.VisitAll(func(f *pflag.Flag) {
+		if bad := f.Annotations[badEnvAnnotation]; err == nil && len(bad) > 0 && !f.Changed {
+			err = errors.New(bad[0])
+		}
+	})
+	return err
+}
+
+// EnvBoolVar registers a boolean flag whose default is the first set
+// variable of names (strconv.ParseBool's words), else def.
+func EnvBoolVar(fs *pflag.FlagSet, p *bool, name string, def bool, usage string, names ...string) {
+	v, bad := envValue(def, strconv.ParseBool, "true or false", names...)
+	fs.BoolVar(p, name, v, usage)
+	markBad(fs, name, bad)
+}
+
+func envIntVar(fs *pflag.FlagSet, p *int, name string, def int, usage string, names ...string) {
+	v, bad := envValue(def, strconv.Atoi, "a whole number", names...)
+	fs.IntVar(p, name, v, usage)
+	markBad(fs, name, bad)
+}
+
+func envFloatVar(fs *pflag.FlagSet, p *float64, name string, def float64, usage string, names ...string) {
+	v, bad := envValue(def, func(s string) (float64, error) { return strconv.ParseFloat(s, 64) }, "a number", names...)
+	fs.Float64Var(p, name, v, usage)
+	markBad(fs, name, bad)
+}
+
+func envDurationVar(fs *pflag.FlagSet, p *time.Duration, name string, def time.Duration, usage string, names ...string) {
+	v, bad := envValue(def, time.ParseDuration, "a duration such as 30s or 3m", names...)
+	fs.DurationVar(p, name, v, usage)
+	markBad(fs, name, bad)
+}
+
+// parseVertex reads GOOGLE_GENAI_USE_VERTEXAI as the genai SDK does (1 or
+// true, in any case, select Vertex AI; it takes anything else for false),
+// but refuses what is neither that nor 0 or false: "yes" meant Vertex AI
+// and silently got the Gemini API.
+func parseVertex(s string) (bool, error) {
+	switch strings.ToLower(s) {
+	case "1", "true":
+		return true, nil
+	case "0", "false":
+		return false, nil
+	}
+	return false, errors.New("not 1, true, 0 or false")
 }
 
 // Temporal says where the Temporal service is and how to authenticate.
@@ -72,7 +148,7 @@ func (t *Temporal) Flags(fs *pflag.FlagSet) {
 	fs.StringVar(&t.Namespace, "namespace", Env("default", "TEMPORAL_NAMESPACE"), "Temporal namespace (env TEMPORAL_NAMESPACE)")
 	fs.StringVar(&t.TaskQueue, "task-queue", Env(investigation.DefaultQueue, "TEMPORAL_TASK_QUEUE"), "task queue of the investigation worker (env TEMPORAL_TASK_QUEUE)")
 	fs.StringVar(&t.UIURL, "ui-url", Env("http://localhost:8233", "TEMPORAL_UI_URL"), "base URL of the Temporal Web UI, for links (env TEMPORAL_UI_URL)")
-	fs.BoolVar(&t.TLS, "temporal-tls", envBool("TEMPORAL_TLS"), "connect to Temporal over TLS (env TEMPORAL_TLS; implied by an API key or client certificate)")
+	EnvBoolVar(fs, &t.TLS, "temporal-tls", false, "connect to Temporal over TLS (env TEMPORAL_TLS; implied by an API key or client certificate)", "TEMPORAL_TLS")
 	fs.StringVar(&t.CertPath, "temporal-tls-cert", Env("", "TEMPORAL_TLS_CLIENT_CERT_PATH"), "client certificate for mTLS (env TEMPORAL_TLS_CLIENT_CERT_PATH)")
 	fs.StringVar(&t.KeyPath, "temporal-tls-key", Env("", "TEMPORAL_TLS_CLIENT_KEY_PATH"), "client key for mTLS (env TEMPORAL_TLS_CLIENT_KEY_PATH)")
 	fs.StringVar(&t.PayloadKeyFile, "payload-key-file", Env("", "PAYLOAD_KEY_FILE"), "file of KEY_ID:BASE64_32_BYTES lines; encrypts all payloads in Temporal history with the first key, decrypts with any (env PAYLOAD_KEY_FILE)")
@@ -125,7 +201,9 @@ type Gemini struct {
 // Flags registers the Gemini flags.
 func (g *Gemini) Flags(fs *pflag.FlagSet) {
 	fs.StringVar(&g.Model, "model", Env("gemini-2.5-flash", "GEMINI_MODEL"), "Gemini model (env GEMINI_MODEL)")
-	fs.BoolVar(&g.Vertex, "vertex", envBool("GOOGLE_GENAI_USE_VERTEXAI"), "use Vertex AI instead of the Gemini API (env GOOGLE_GENAI_USE_VERTEXAI)")
+	v, bad := envValue(false, parseVertex, "1, true, 0 or false", "GOOGLE_GENAI_USE_VERTEXAI")
+	fs.BoolVar(&g.Vertex, "vertex", v, "use Vertex AI instead of the Gemini API (env GOOGLE_GENAI_USE_VERTEXAI: 1 or true, as the genai SDK reads it)")
+	markBad(fs, "vertex", bad)
 	fs.StringVar(&g.Location, "location", Env("", "GOOGLE_CLOUD_LOCATION", "GOOGLE_CLOUD_REGION"), "Vertex AI location (env GOOGLE_CLOUD_LOCATION)")
 	fs.StringVar(&g.BaseURL, "gemini-base-url", Env("", "GOOGLE_GEMINI_BASE_URL"), "Gemini API base URL, e.g. a local Gemini-protocol server (env GOOGLE_GEMINI_BASE_URL)")
 }
@@ -241,22 +319,32 @@ func (b *BigQuery) Flags(fs *pflag.FlagSet) {
 	fs.StringVar(&b.TablesConfig, "bigquery-tables", Env("", "BIGQUERY_TABLES_CONFIG"), "YAML file of the tables the BigQuery sub-agent may query (env BIGQUERY_TABLES_CONFIG); empty disables bigquery_agent")
 	fs.StringVar(&b.RunbooksDir, "bigquery-runbooks", Env("", "BIGQUERY_RUNBOOKS_DIR"), "directory of *.sql runbooks for the sub-agent (env BIGQUERY_RUNBOOKS_DIR)")
 	fs.StringVar(&b.EmbeddingModel, "embedding-model", Env("gemini-embedding-001", "GEMINI_EMBEDDING_MODEL"), "embedding model for memories, 768 dimensions (env GEMINI_EMBEDDING_MODEL)")
-	fs.Float64Var(&b.MinSimilarity, "memory-min-similarity", envFloat(0.8, "MEMORY_MIN_SIMILARITY"), "least cosine similarity of a recalled memory (env MEMORY_MIN_SIMILARITY)")
-	fs.IntVar(&b.RecallLimit, "memory-recall-limit", int(envFloat(32, "MEMORY_RECALL_LIMIT")), "most memories recalled per request (env MEMORY_RECALL_LIMIT)")
-	fs.BoolVar(&b.AutoApproveMemories, "auto-approve-memories", envBool("MEMORY_AUTO_APPROVE"),
-		"approve the claims the BigQuery sub-agent learns as it learns them, instead of proposing them for review with starter memory approve (env MEMORY_AUTO_APPROVE). Risk: "+AutoApproveRisk)
+	envFloatVar(fs, &b.MinSimilarity, "memory-min-similarity", 0.8, "least cosine similarity of a recalled memory, above 0 and at most 1 (env MEMORY_MIN_SIMILARITY)", "MEMORY_MIN_SIMILARITY")
+	envIntVar(fs, &b.RecallLimit, "memory-recall-limit", 32, fmt.Sprintf("most memories recalled per request, 1 to %d (env MEMORY_RECALL_LIMIT)", maxRecallLimit), "MEMORY_RECALL_LIMIT")
+	EnvBoolVar(fs, &b.AutoApproveMemories, "auto-approve-memories", false,
+		"approve the claims the BigQuery sub-agent learns as it learns them, instead of proposing them for review with starter memory approve (env MEMORY_AUTO_APPROVE). Risk: "+AutoApproveRisk, "MEMORY_AUTO_APPROVE")
+}
+
+// maxRecallLimit is Firestore's bound on a nearest-neighbour query
+// (memory.MaxRecallLimit, which the store would lower a larger limit to).
+const maxRecallLimit = 1000
+
+// Check refuses settings that cannot work, in one sentence naming the
+// flag: a similarity outside (0, 1] failed every recall (retried, each
+// attempt paying for an embedding), and 0 silently meant 0.8.
+func (b BigQuery) Check() error {
+	switch {
+	case !(b.MinSimilarity > 0 && b.MinSimilarity <= 1):
+		return fmt.Errorf("--memory-min-similarity must be above 0 and at most 1, not %g", b.MinSimilarity)
+	case b.RecallLimit < 1 || b.RecallLimit > maxRecallLimit:
+		return fmt.Errorf("--memory-recall-limit must be 1 to %d, not %d", maxRecallLimit, b.RecallLimit)
+	}
+	return nil
 }
 
 // EmulatorHost is the BigQuery emulator's host:port from
 // BIGQUERY_EMULATOR_HOST, or "" for real BigQuery.
 func (BigQuery) EmulatorHost() string { return Env("", "BIGQUERY_EMULATOR_HOST") }
-
-func envFloat(def float64, names ...string) float64 {
-	if f, err := strconv.ParseFloat(Env("", names...), 64); err == nil {
-		return f
-	}
-	return def
-}
 
 // Logger returns a slog logger at the given level ("debug", "info", "warn", "error").
 func Logger(level string) (*slog.Logger, error) {
@@ -293,14 +381,14 @@ func (w *Worker) Flags(fs *pflag.FlagSet) {
 		"Worker Deployment Versioning: the deployment this worker belongs to, with --build-id (env TEMPORAL_DEPLOYMENT_NAME)")
 	fs.StringVar(&w.BuildID, "build-id", Env("", "TEMPORAL_WORKER_BUILD_ID"),
 		"Worker Deployment Versioning: this worker's build, with --deployment-name (env TEMPORAL_WORKER_BUILD_ID)")
-	fs.DurationVar(&w.StopTimeout, "stop-timeout", envDuration(3*time.Minute, "WORKER_STOP_TIMEOUT"),
-		"on SIGTERM, how long activities in flight may finish (env WORKER_STOP_TIMEOUT)")
-	fs.IntVar(&w.MaxConcurrentActivities, "max-concurrent-activities", envInt(0, "WORKER_MAX_CONCURRENT_ACTIVITIES"),
-		"most activities this worker runs at once, and most local activities (quick tool calls), 0 for the SDK default (env WORKER_MAX_CONCURRENT_ACTIVITIES)")
-	fs.Float64Var(&w.ActivitiesPerSecond, "activities-per-second", envFloat(0, "WORKER_ACTIVITIES_PER_SECOND"),
-		"most activities this worker starts per second, and most local activities, 0 for no limit (env WORKER_ACTIVITIES_PER_SECOND)")
-	fs.Float64Var(&w.TaskQueueActivitiesPerSecond, "task-queue-activities-per-second", envFloat(0, "TASK_QUEUE_ACTIVITIES_PER_SECOND"),
-		"most activities all workers of the task queue start per second (local activities, i.e. quick tool calls, are bounded per worker only), 0 for no limit (env TASK_QUEUE_ACTIVITIES_PER_SECOND)")
+	envDurationVar(fs, &w.StopTimeout, "stop-timeout", 3*time.Minute,
+		"on SIGTERM, how long activities in flight may finish (env WORKER_STOP_TIMEOUT, with its unit: 30s, 3m)", "WORKER_STOP_TIMEOUT")
+	envIntVar(fs, &w.MaxConcurrentActivities, "max-concurrent-activities", 0,
+		"most activities this worker runs at once, and most local activities (quick tool calls), 0 for the SDK default (env WORKER_MAX_CONCURRENT_ACTIVITIES)", "WORKER_MAX_CONCURRENT_ACTIVITIES")
+	envFloatVar(fs, &w.ActivitiesPerSecond, "activities-per-second", 0,
+		"most activities this worker starts per second, and most local activities, 0 for no limit (env WORKER_ACTIVITIES_PER_SECOND)", "WORKER_ACTIVITIES_PER_SECOND")
+	envFloatVar(fs, &w.TaskQueueActivitiesPerSecond, "task-queue-activities-per-second", 0,
+		"most activities all workers of the task queue start per second (local activities, i.e. quick tool calls, are bounded per worker only), 0 for no limit (env TASK_QUEUE_ACTIVITIES_PER_SECOND)", "TASK_QUEUE_ACTIVITIES_PER_SECOND")
 	fs.StringVar(&w.TranscriptCache, "transcript-cache", Env("64MiB", "WORKER_TRANSCRIPT_CACHE"),
 		"memory for recent transcript entries kept in front of Firestore, like 64MiB; 0 reads every entry from Firestore (env WORKER_TRANSCRIPT_CACHE)")
 	fs.StringVar(&w.AlertCache, "alert-cache", Env("16MiB", "WORKER_ALERT_CACHE"),
@@ -318,16 +406,20 @@ func (w Worker) CacheBytes() (transcript, alert int64, err error) {
 	return transcript, alert, nil
 }
 
-func envDuration(def time.Duration, names ...string) time.Duration {
-	if v, err := time.ParseDuration(Env("", names...)); err == nil {
-		return v
+// Check refuses limits that cannot work, in one sentence naming the flag.
+func (w Worker) Check() error {
+	switch {
+	case w.StopTimeout < 0:
+		return fmt.Errorf("--stop-timeout must not be negative, not %s", w.StopTimeout)
+	case w.MaxConcurrentActivities < 0:
+		return fmt.Errorf("--max-concurrent-activities must not be negative, not %d", w.MaxConcurrentActivities)
+	case !finiteRate(w.ActivitiesPerSecond):
+		return fmt.Errorf("--activities-per-second must be 0 or more, not %g", w.ActivitiesPerSecond)
+	case !finiteRate(w.TaskQueueActivitiesPerSecond):
+		return fmt.Errorf("--task-queue-activities-per-second must be 0 or more, not %g", w.TaskQueueActivitiesPerSecond)
 	}
-	return def
+	return nil
 }
 
-func envInt(def int, names ...string) int {
-	if v, err := strconv.Atoi(Env("", names...)); err == nil {
-		return v
-	}
-	return def
-}
+// finiteRate: 0 or more and finite (NaN fails every comparison).
+func finiteRate(f float64) bool { return f >= 0 && !math.IsInf(f, 0) }

@@ -2,7 +2,10 @@ package config
 
 import (
 	"context"
+	"math"
+	"os"
 	"testing"
+	"time"
 
 	"github.com/spf13/pflag"
 	"github.com/stretchr/testify/require"
@@ -108,4 +111,92 @@ func TestAutoApproveMemories(t *testing.T) {
 	require.True(t, parse("true").AutoApproveMemories)
 	require.True(t, parse("", "--auto-approve-memories").AutoApproveMemories)
 	require.False(t, parse("true", "--auto-approve-memories=false").AutoApproveMemories, "a flag beats the environment")
+}
+
+// TestEnvValuesAreChecked: an environment value that does not parse was the
+// built-in default in silence (WORKER_STOP_TIMEOUT=30 without a unit,
+// MEMORY_MIN_SIMILARITY=abc, GOOGLE_GENAI_USE_VERTEXAI=yes); it is an error
+// naming the variable unless a flag overrides it.
+func TestEnvValuesAreChecked(t *testing.T) {
+	for _, v := range []string{"MEMORY_MIN_SIMILARITY", "MEMORY_RECALL_LIMIT", "MEMORY_AUTO_APPROVE", "WORKER_STOP_TIMEOUT",
+		"WORKER_MAX_CONCURRENT_ACTIVITIES", "WORKER_ACTIVITIES_PER_SECOND", "TASK_QUEUE_ACTIVITIES_PER_SECOND", "GOOGLE_GENAI_USE_VERTEXAI", "TEMPORAL_TLS"} {
+		t.Setenv(v, "")
+	}
+	parse := func(env map[string]string, args ...string) (*pflag.FlagSet, BigQuery, Worker, Gemini, Temporal, error) {
+		for k, v := range env {
+			t.Setenv(k, v)
+			defer os.Setenv(k, "") // read as the flags are registered
+		}
+		var bc BigQuery
+		var wc Worker
+		var gc Gemini
+		var tc Temporal
+		fs := pflag.NewFlagSet("x", pflag.ContinueOnError)
+		bc.Flags(fs)
+		wc.Flags(fs)
+		gc.Flags(fs)
+		tc.Flags(fs)
+		require.NoError(t, fs.Parse(args))
+		return fs, bc, wc, gc, tc, CheckEnv(fs)
+	}
+	for env, want := range map[string]string{
+		"MEMORY_MIN_SIMILARITY":        `MEMORY_MIN_SIMILARITY="abc" is not a number (it sets --memory-min-similarity)`,
+		"MEMORY_RECALL_LIMIT":          `MEMORY_RECALL_LIMIT="abc" is not a whole number (it sets --memory-recall-limit)`,
+		"MEMORY_AUTO_APPROVE":          `MEMORY_AUTO_APPROVE="abc" is not true or false (it sets --auto-approve-memories)`,
+		"WORKER_STOP_TIMEOUT":          `WORKER_STOP_TIMEOUT="abc" is not a duration such as 30s or 3m (it sets --stop-timeout)`,
+		"WORKER_ACTIVITIES_PER_SECOND": `WORKER_ACTIVITIES_PER_SECOND="abc" is not a number (it sets --activities-per-second)`,
+		"GOOGLE_GENAI_USE_VERTEXAI":    `GOOGLE_GENAI_USE_VERTEXAI="abc" is not 1, true, 0 or false (it sets --vertex)`,
+		"TEMPORAL_TLS":                 `TEMPORAL_TLS="abc" is not true or false (it sets --temporal-tls)`,
+	} {
+		_, _, _, _, _, err := parse(map[string]string{env: "abc"})
+		require.EqualError(t, err, want)
+	}
+	_, _, _, _, _, err := parse(map[string]string{"WORKER_STOP_TIMEOUT": "30"})
+	require.ErrorContains(t, err, `WORKER_STOP_TIMEOUT="30" is not a duration`, "a number without its unit")
+	_, _, wc, _, _, err := parse(map[string]string{"WORKER_STOP_TIMEOUT": "30"}, "--stop-timeout", "45s")
+	require.NoError(t, err, "a flag overrides the variable")
+	require.Equal(t, 45*time.Second, wc.StopTimeout)
+	fs, _, wc, _, _, err := parse(map[string]string{"WORKER_STOP_TIMEOUT": "30s"})
+	require.NoError(t, err)
+	require.Equal(t, 30*time.Second, wc.StopTimeout)
+	require.Equal(t, "30s", fs.Lookup("stop-timeout").DefValue, "the help shows the value in effect")
+
+	// GOOGLE_GENAI_USE_VERTEXAI: what the genai SDK reads as Vertex AI (1
+	// or true, any case) or as not (0, false); "yes" meant Vertex AI and
+	// silently got the Gemini API.
+	for v, want := range map[string]bool{"1": true, "true": true, "TRUE": true, "True": true, "0": false, "false": false, "FALSE": false} {
+		_, _, _, gc, _, err := parse(map[string]string{"GOOGLE_GENAI_USE_VERTEXAI": v})
+		require.NoError(t, err, v)
+		require.Equal(t, want, gc.Vertex, v)
+	}
+	for _, v := range []string{"yes", "on", "t", "2", "vertex"} {
+		_, _, _, _, _, err := parse(map[string]string{"GOOGLE_GENAI_USE_VERTEXAI": v})
+		require.ErrorContains(t, err, "GOOGLE_GENAI_USE_VERTEXAI", v)
+	}
+}
+
+// TestSettingsRanges: a similarity of 80 (meant as percent) failed every
+// recall, retried, each attempt paying for an embedding.
+func TestSettingsRanges(t *testing.T) {
+	ok := BigQuery{MinSimilarity: 0.8, RecallLimit: 32}
+	require.NoError(t, ok.Check())
+	for _, sim := range []float64{80, 0, -0.5, 1.01, math.NaN(), math.Inf(1)} {
+		b := ok
+		b.MinSimilarity = sim
+		require.ErrorContains(t, b.Check(), "--memory-min-similarity must be above 0 and at most 1", sim)
+	}
+	b := ok
+	b.MinSimilarity = 1
+	require.NoError(t, b.Check())
+	for _, n := range []int{0, -1, 1001} {
+		b := ok
+		b.RecallLimit = n
+		require.ErrorContains(t, b.Check(), "--memory-recall-limit must be 1 to 1000", n)
+	}
+
+	require.NoError(t, Worker{StopTimeout: time.Minute, ActivitiesPerSecond: 2.5}.Check())
+	for _, w := range []Worker{{StopTimeout: -time.Second}, {MaxConcurrentActivities: -1}, {ActivitiesPerSecond: math.NaN()},
+		{ActivitiesPerSecond: -1}, {TaskQueueActivitiesPerSecond: math.Inf(1)}} {
+		require.Error(t, w.Check(), "%+v", w)
+	}
 }

@@ -2,6 +2,7 @@ package intake
 
 import (
 	"fmt"
+	"math"
 	"time"
 
 	"github.com/secops-agent/investigator/internal/pricing"
@@ -106,6 +107,11 @@ func (s Settings) Check() error {
 	switch {
 	case s.MaxRunning < 1:
 		return fmt.Errorf("--max-running must be at least 1, not %d", s.MaxRunning)
+	// NaN passes every comparison and, with Inf, fails the JSON encoding of
+	// every admit request: no recorded history holds one, so the update
+	// validator that also calls Check refuses nothing it accepted before.
+	case math.IsNaN(s.DailyBudgetUSD) || math.IsInf(s.DailyBudgetUSD, 0):
+		return fmt.Errorf("--daily-budget-usd must be a number of dollars, not %g", s.DailyBudgetUSD)
 	case s.DailyBudgetUSD < 0:
 		return fmt.Errorf("--daily-budget-usd must not be negative, not %g", s.DailyBudgetUSD)
 	case s.DailyBudgetUSD > 0 && s.Prices.Currency != "" && s.Prices.Currency != "USD":

@@ -62,3 +62,14 @@ func TestTreeGivesUpWhenTemporalDoesNotAnswer(t *testing.T) {
 	_, err := runCLI(t, func() (client.Client, error) { return silentClient{}, nil }, "tree", "inv", "--call-timeout", "200ms", "--temporal-address", "127.0.0.1:7233")
 	require.EqualError(t, err, "Temporal at 127.0.0.1:7233 did not answer within 200ms; is the server running?")
 }
+
+// TestBadEnvironmentValue: a variable that sets a flag and does not parse
+// is one sentence naming it, before anything is dialed (it was false in
+// silence: TEMPORAL_TLS=yes connected in clear).
+func TestBadEnvironmentValue(t *testing.T) {
+	t.Setenv("TEMPORAL_TLS", "yes")
+	_, err := runCLI(t, noTemporal, "status", "inv")
+	require.EqualError(t, err, `TEMPORAL_TLS="yes" is not true or false (it sets --temporal-tls)`)
+	_, err = runCLI(t, noTemporal, "status", "inv", "--temporal-tls=false", "--call-timeout", "1ms")
+	require.NotContains(t, fmt.Sprint(err), "TEMPORAL_TLS", "the flag overrides it")
+}

@@ -38,11 +38,16 @@ type evalOptions struct {
 	concurrency int
 	asJSON      bool
 	timeout     time.Duration
-	minAccuracy float64
-	maxMissed   int
-	repeat      int
-	baseline    bool
-	isolate     bool
+	// minAccuracy and maxMissed are checked only when given (their flag
+	// Changed): a marker value such as -1 passed as a given value did
+	// switch the check off.
+	minAccuracy    float64
+	hasMinAccuracy bool
+	maxMissed      int
+	hasMaxMissed   bool
+	repeat         int
+	baseline       bool
+	isolate        bool
 	// tablesConfig is the worker's BigQuery tables config: the tables case
 	// rows may go to, in its project.
 	tablesConfig string
@@ -93,12 +98,8 @@ worker answers.`,
   starter eval --repeat 3 --concurrency 4 --min-accuracy 0.8 --max-missed-intrusions 0`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if !cmd.Flags().Changed("min-accuracy") {
-				o.minAccuracy = -1
-			}
-			if !cmd.Flags().Changed("max-missed-intrusions") {
-				o.maxMissed = -1
-			}
+			o.hasMinAccuracy = cmd.Flags().Changed("min-accuracy")
+			o.hasMaxMissed = cmd.Flags().Changed("max-missed-intrusions")
 			return a.eval(cmd, o)
 		},
 	}
@@ -180,9 +181,9 @@ func (a *app) eval(cmd *cobra.Command, o evalOptions) error {
 		return fmt.Errorf("--concurrency must be at least 1, not %d", o.concurrency)
 	case o.timeout <= 0:
 		return fmt.Errorf("--timeout must be positive, not %s", o.timeout)
-	case o.minAccuracy > 1 || (o.minAccuracy < 0 && o.minAccuracy != -1):
+	case !(o.minAccuracy >= 0 && o.minAccuracy <= 1): // NaN too
 		return fmt.Errorf("--min-accuracy must be a fraction between 0 and 1 (0.8 for 80%%), not %g", o.minAccuracy)
-	case o.maxMissed < -1:
+	case o.maxMissed < 0:
 		return fmt.Errorf("--max-missed-intrusions must be 0 or more, not %d", o.maxMissed)
 	case o.repeat < 1 || o.repeat > maxRepeat:
 		return fmt.Errorf("--repeat must be between 1 and %d, not %d", maxRepeat, o.repeat)
@@ -209,7 +210,7 @@ func (a *app) eval(cmd *cobra.Command, o evalOptions) error {
 	if err != nil {
 		return err
 	}
-	return outcomeError(s, o.minAccuracy, o.maxMissed)
+	return outcomeError(s, o)
 }
 
 // evalRun is one investigation the eval runs: run n (from 0) of a case, as

@@ -18,6 +18,7 @@ import (
 	"gopkg.in/yaml.v3"
 
 	"github.com/secops-agent/investigator/alerts"
+	"github.com/secops-agent/investigator/internal/smallfile"
 	"github.com/secops-agent/investigator/investigation"
 )
 
@@ -157,7 +158,7 @@ func caseFiles(path string) ([]string, error) {
 // expected verdict) rather than an alert kept next to the cases. Files that
 // cannot be read count as cases, so that loading them says why.
 func isJSONCase(path string) bool {
-	raw, err := readLimited(path, maxCaseBytes)
+	raw, err := smallfile.Read(path, maxCaseBytes)
 	if err != nil {
 		return true
 	}
@@ -174,7 +175,7 @@ func loadCase(file string) (evalCase, error) {
 	fail := func(format string, args ...any) (evalCase, error) {
 		return evalCase{}, fmt.Errorf("case %s: %s", file, fmt.Sprintf(format, args...))
 	}
-	raw, err := readLimited(file, maxCaseBytes)
+	raw, err := smallfile.Read(file, maxCaseBytes)
 	if err != nil {
 		return fail("%v", err)
 	}
@@ -321,19 +322,6 @@ func caseAlert(dir, rel string) (alerts.Alert, error) {
 		return alerts.Alert{}, fmt.Errorf("alert %s: %w", rel, err)
 	}
 	return al, nil
-}
-
-// readLimited reads a small file whole, refusing one over limit bytes.
-func readLimited(path string, limit int64) ([]byte, error) {
-	fi, err := os.Stat(path)
-	if err != nil {
-		return nil, pathError(err)
-	}
-	if fi.Size() > limit {
-		return nil, fmt.Errorf("the file is larger than %d bytes", limit)
-	}
-	raw, err := os.ReadFile(path)
-	return raw, pathError(err)
 }
 
 // pathError drops the operation and path an *os.PathError repeats.

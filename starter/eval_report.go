@@ -636,9 +636,9 @@ func withWallSecs(runs []runResult) []runResult {
 }
 
 // outcomeError is the one sentence starter eval exits 1 with, or nil: when
-// a run did not conclude, the agent's accuracy is below minAccuracy (when
-// >= 0) or it missed more intrusions than maxMissed (when >= 0).
-func outcomeError(s scorecard, minAccuracy float64, maxMissed int) error {
+// a run did not conclude, the agent's accuracy is below --min-accuracy or
+// it missed more intrusions than --max-missed-intrusions (each when given).
+func outcomeError(s scorecard, o evalOptions) error {
 	var parts []string
 	runs, concluded := s.Totals.Runs, s.Totals.Concluded
 	if s.Baseline != nil {
@@ -647,11 +647,11 @@ func outcomeError(s scorecard, minAccuracy float64, maxMissed int) error {
 	if failed := runs - concluded; failed > 0 {
 		parts = append(parts, fmt.Sprintf("%d of %d runs did not conclude (see the ERROR column)", failed, runs))
 	}
-	if minAccuracy >= 0 && s.Totals.Accuracy < minAccuracy {
-		parts = append(parts, fmt.Sprintf("verdict accuracy %s is below --min-accuracy %s", percent(s.Totals.Accuracy), percent(minAccuracy)))
+	if o.hasMinAccuracy && s.Totals.Accuracy < o.minAccuracy {
+		parts = append(parts, fmt.Sprintf("verdict accuracy %s is below --min-accuracy %s", percent(s.Totals.Accuracy), percent(o.minAccuracy)))
 	}
-	if maxMissed >= 0 && s.Totals.MissedIntrusions > maxMissed {
-		parts = append(parts, fmt.Sprintf("%d missed intrusions, more than --max-missed-intrusions %d", s.Totals.MissedIntrusions, maxMissed))
+	if o.hasMaxMissed && s.Totals.MissedIntrusions > o.maxMissed {
+		parts = append(parts, fmt.Sprintf("%d missed intrusions, more than --max-missed-intrusions %d", s.Totals.MissedIntrusions, o.maxMissed))
 	}
 	if len(parts) == 0 {
 		return nil

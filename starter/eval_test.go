@@ -725,6 +725,12 @@ func TestEvalExitCodes(t *testing.T) {
 		{[]string{"--repeat", "0"}, "--repeat must be between 1 and 50, not 0"},
 		{[]string{"--repeat", "51"}, "--repeat must be between 1 and 50, not 51"},
 		{[]string{"--max-missed-intrusions", "-2"}, "--max-missed-intrusions must be 0 or more, not -2"},
+		// -1 was the "not given" marker, and NaN failed no comparison: both
+		// passed and switched the check off.
+		{[]string{"--max-missed-intrusions", "-1"}, "--max-missed-intrusions must be 0 or more, not -1"},
+		{[]string{"--min-accuracy", "-1"}, "--min-accuracy must be a fraction between 0 and 1 (0.8 for 80%), not -1"},
+		{[]string{"--min-accuracy", "NaN"}, "--min-accuracy must be a fraction between 0 and 1 (0.8 for 80%), not NaN"},
+		{[]string{"--min-accuracy", "-0.5"}, "--min-accuracy must be a fraction between 0 and 1 (0.8 for 80%), not -0.5"},
 		{[]string{"--cases", filepath.Join(dir, "none")}, "cases " + filepath.Join(dir, "none") + ": no such file or directory"},
 	} {
 		f := ok()

@@ -7,7 +7,6 @@ import (
 	"io"
 	"net"
 	"net/http"
-	"os"
 	"strings"
 	"sync"
 	"text/tabwriter"
@@ -21,6 +20,7 @@ import (
 	"github.com/secops-agent/investigator/intake/source"
 	"github.com/secops-agent/investigator/internal/clip"
 	"github.com/secops-agent/investigator/internal/gpubsub"
+	"github.com/secops-agent/investigator/internal/smallfile"
 	"github.com/secops-agent/investigator/internal/termtext"
 	"github.com/secops-agent/investigator/investigation"
 	"github.com/secops-agent/investigator/telemetry"
@@ -151,11 +151,14 @@ func (o intakeOptions) check(s intake.Settings) error {
 	return s.Check()
 }
 
+// maxTokenFileBytes bounds the token file: one token on one line.
+const maxTokenFileBytes = 64 << 10
+
 // readToken reads the webhook's bearer token.
 func readToken(path string) (string, error) {
-	raw, err := os.ReadFile(path)
+	raw, err := smallfile.Read(path, maxTokenFileBytes)
 	if err != nil {
-		return "", fmt.Errorf("--token-file: cannot read %s: %w", path, pathError(err))
+		return "", fmt.Errorf("--token-file: cannot read %s: %w", path, err)
 	}
 	token := strings.TrimSpace(string(raw))
 	if token == "" || strings.ContainsAny(token, " \t\r\n") {

@@ -148,6 +148,9 @@ GOOGLE_CLOUD_LOCATION, GOOGLE_GEMINI_BASE_URL and GEMINI_MODEL.`,
 	root.SetOut(termtext.NewWriter(stdout))
 	root.SetErr(termtext.NewWriter(os.Stderr))
 	root.PersistentPreRunE = func(cmd *cobra.Command, _ []string) error {
+		if err := config.CheckEnv(cmd.Flags()); err != nil {
+			return err
+		}
 		if a.callTimeout <= 0 {
 			return fmt.Errorf("--call-timeout must be positive, not %s", a.callTimeout)
 		}

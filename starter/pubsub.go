@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"cloud.google.com/go/pubsub/v2"
+	"cloud.google.com/go/pubsub/v2/apiv1/pubsubpb"
 	"github.com/spf13/cobra"
 
 	"github.com/secops-agent/investigator/agentclient"
@@ -17,6 +18,7 @@ import (
 	"github.com/secops-agent/investigator/intake"
 	"github.com/secops-agent/investigator/intake/source"
 	"github.com/secops-agent/investigator/internal/gpubsub"
+	"github.com/secops-agent/investigator/internal/smallfile"
 	"github.com/secops-agent/investigator/internal/termtext"
 )
 
@@ -95,7 +97,20 @@ A short name is a subscription of the project (--project).`,
 			if err != nil {
 				return err
 			}
-			return pull(cmd.Context(), client.Subscriber(name), cmd, wait, max)
+			// One bounded call first: an unreachable Pub/Sub or a missing
+			// subscription is one sentence, not a quiet --wait.
+			err = agentclient.Bounded(cmd.Context(), a.timeout(), "Pub/Sub", func() string {
+				return fmt.Sprintf("Pub/Sub did not answer within %s (subscription %s)", a.timeout(), name)
+			}, func(ctx context.Context) error {
+				if _, err := client.SubscriptionAdminClient.GetSubscription(ctx, &pubsubpb.GetSubscriptionRequest{Subscription: name}); err != nil {
+					return gpubsub.Error("subscription "+name, err)
+				}
+				return nil
+			})
+			if err != nil {
+				return err
+			}
+			return pull(cmd.Context(), client.Subscriber(name), cmd, wait, max, a.timeout())
 		},
 	}
 	cmd.Flags().DurationVar(&wait, "wait", 5*time.Second, "stop when no message came for this long")
@@ -103,13 +118,17 @@ A short name is a subscription of the project (--project).`,
 	return cmd
 }
 
-// pull prints messages until max or a quiet wait.
-func pull(ctx context.Context, sub *pubsub.Subscriber, cmd *cobra.Command, wait time.Duration, max int) error {
+// pull prints messages until max, a quiet wait or the end of ctx (Ctrl-C).
+func pull(ctx context.Context, sub *pubsub.Subscriber, cmd *cobra.Command, wait time.Duration, max int, callTimeout time.Duration) error {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	n := 0
 	out := make(chan []byte, 16)
 	sub.ReceiveSettings.MaxOutstandingMessages = 16
+	// Without a shutdown timeout, Receive returns only once its stream
+	// closes, which against an unreachable Pub/Sub is never: every stop
+	// (--max, --wait, Ctrl-C) then hung. Messages not printed go back.
+	sub.ReceiveSettings.ShutdownOptions = &pubsub.ShutdownOptions{Timeout: callTimeout, Behavior: pubsub.ShutdownBehaviorNackImmediately}
 	errc := make(chan error, 1)
 	go func() {
 		errc <- sub.Receive(ctx, func(_ context.Context, m *pubsub.Message) {
@@ -207,12 +226,15 @@ validates it first, unless --raw (to try the intake's dead-letter path).`,
 	return cmd
 }
 
+// maxRawBytes bounds a --raw file: Pub/Sub refuses a message over 10 MB.
+const maxRawBytes = 10 << 20
+
 // publishable reads one file and, unless raw, validates it as an alert.
 func (a *app) publishable(ctx context.Context, path string, raw bool) ([]byte, error) {
 	if raw {
-		data, err := os.ReadFile(path)
+		data, err := smallfile.Read(path, maxRawBytes)
 		if err != nil {
-			return nil, fmt.Errorf("cannot read %s: %w", path, pathError(err))
+			return nil, fmt.Errorf("cannot read %s: %w", path, err)
 		}
 		return data, nil
 	}

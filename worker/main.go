@@ -62,6 +62,17 @@ func newCommand() *cobra.Command {
 		SilenceUsage:  true,
 		SilenceErrors: true,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			// Every setting is checked before anything starts: a bad
+			// environment value is an error as a bad flag is.
+			if err := config.CheckEnv(cmd.Flags()); err != nil {
+				return err
+			}
+			if err := bc.Check(); err != nil {
+				return err
+			}
+			if err := wc.Check(); err != nil {
+				return err
+			}
 			logger, err := config.Logger(logLevel)
 			if err != nil {
 				return err
@@ -254,8 +265,8 @@ func newCommand() *cobra.Command {
 	bc.Flags(cmd.Flags())
 	wc.Flags(cmd.Flags())
 	searchAttributesFlag(cmd.Flags(), &register)
-	cmd.Flags().BoolVar(&mixed, "allow-mixed-settings", config.EnvBool("WORKER_ALLOW_MIXED_SETTINGS"),
-		"start even when a running worker of the same queue and build has other tools, models, tables or payload keys (env WORKER_ALLOW_MIXED_SETTINGS)")
+	config.EnvBoolVar(cmd.Flags(), &mixed, "allow-mixed-settings", false,
+		"start even when a running worker of the same queue and build has other tools, models, tables or payload keys (env WORKER_ALLOW_MIXED_SETTINGS)", "WORKER_ALLOW_MIXED_SETTINGS")
 	cmd.Flags().StringVar(&mcpPath, "mcp-config", config.Env("", "MCP_CONFIG"), "MCP servers whose tools the investigation may call (YAML; see README, \"Bring your own tools\") (env MCP_CONFIG)")
 	cmd.Flags().StringVar(&logLevel, "log-level", config.Env("info", "LOG_LEVEL"), "log level: debug, info, warn, error (env LOG_LEVEL)")
 	cmd.Flags().StringVar(&prices, "prices", config.Env("", "INVESTIGATOR_PRICES"), "price table (YAML, see internal/pricing/prices.yaml) for the estimated cost the worker exports as a metric with OTEL_EXPORTER_OTLP_ENDPOINT (env INVESTIGATOR_PRICES; default: the shipped Gemini API prices)")

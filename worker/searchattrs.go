@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"log/slog"
-	"strconv"
 	"time"
 
 	"github.com/spf13/pflag"
@@ -21,9 +20,8 @@ const searchAttributeTimeout = 5 * time.Second
 // searchAttributesFlag registers --register-search-attributes, on unless
 // the flag or REGISTER_SEARCH_ATTRIBUTES says false.
 func searchAttributesFlag(fs *pflag.FlagSet, p *bool) {
-	on, err := strconv.ParseBool(config.Env("true", "REGISTER_SEARCH_ATTRIBUTES"))
-	fs.BoolVar(p, "register-search-attributes", on || err != nil,
-		"register the AlertId and Verdict search attributes on the namespace at start-up where the server allows it (env REGISTER_SEARCH_ATTRIBUTES)")
+	config.EnvBoolVar(fs, p, "register-search-attributes", true,
+		"register the AlertId and Verdict search attributes on the namespace at start-up where the server allows it (env REGISTER_SEARCH_ATTRIBUTES)", "REGISTER_SEARCH_ATTRIBUTES")
 }
 
 // registerSearchAttributes registers the investigation's search attributes

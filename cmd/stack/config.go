@@ -3,6 +3,7 @@ package main
 import (
 	"bufio"
 	"fmt"
+	"math"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -57,6 +58,9 @@ type Stack struct {
 type gemini struct {
 	Configured bool
 	Via        string // which setting reaches it (a name, never a key)
+	// OwnStandin: the caller's environment holds the stand-in settings a
+	// sourced stack.env exported; they never reach a service as theirs.
+	OwnStandin bool
 }
 
 // The BigQuery emulator's sample data: the project and dataset data.yaml
@@ -137,7 +141,7 @@ func loadStack(table []Service, log *logger) (*Stack, error) {
 			}
 		}
 	}
-	s.Gemini = geminiSetting()
+	s.Gemini = geminiSetting(s.Host)
 	s.OwnSlack = getenv("SLACK_WEBHOOK_URL") != ""
 	// STACK_BIGQUERY_TABLES=none: workers without the BigQuery sub-agent
 	// (the cluster's kill test: the emulator fails under 50 investigations
@@ -213,28 +217,52 @@ func seconds(name string, def time.Duration) (time.Duration, error) {
 		return def, nil
 	}
 	n, err := strconv.ParseFloat(raw, 64)
-	if err != nil || n <= 0 {
+	// !(n > 0) also refuses NaN; past the limit (Inf too) the conversion
+	// below would overflow into a negative duration.
+	if err != nil || !(n > 0) || n > float64(math.MaxInt64)/float64(time.Second) {
 		return 0, fmt.Errorf("%s=%q is not a number of seconds", name, raw)
 	}
 	return time.Duration(n * float64(time.Second)), nil
 }
 
-// geminiSetting reads which of the user's settings reaches Gemini.
-func geminiSetting() gemini {
+// standinKey is the API key stack.env exports with the stand-in's URL; no
+// Gemini endpoint issues it, so it marks those settings as the stack's own.
+const standinKey = "offline-standin"
+
+// geminiSetting reads which of the user's settings reaches Gemini. The
+// stand-in settings a sourced stack.env exports (standinKey with an
+// http://HOST:PORT URL on the stack's host, any port: the stack that wrote
+// it may have used another) are not the user's: taken for theirs, the next
+// start left the stand-in off and the worker called a port nothing served.
+func geminiSetting(host string) gemini {
 	g := gemini{Via: "GEMINI_API_KEY"}
+	key, base := getenv("GEMINI_API_KEY"), getenv("GOOGLE_GEMINI_BASE_URL")
+	if key == standinKey && isStandinURL(base, host) {
+		key, base, g.OwnStandin = "", "", true
+	}
 	if getenv("GOOGLE_API_KEY") != "" {
 		g.Via, g.Configured = "GOOGLE_API_KEY", true
 	}
-	if getenv("GEMINI_API_KEY") != "" {
+	if key != "" {
 		g.Via, g.Configured = "GEMINI_API_KEY", true
 	}
-	if u := getenv("GOOGLE_GEMINI_BASE_URL"); u != "" {
-		g.Via, g.Configured = "GOOGLE_GEMINI_BASE_URL="+u, true
+	if base != "" {
+		g.Via, g.Configured = "GOOGLE_GEMINI_BASE_URL="+base, true
 	}
 	if v := strings.ToLower(getenv("GOOGLE_GENAI_USE_VERTEXAI")); v == "1" || v == "true" {
 		g.Via, g.Configured = "Vertex AI (GOOGLE_GENAI_USE_VERTEXAI)", true
 	}
 	return g
+}
+
+// isStandinURL: u is what exports writes for a stand-in on host.
+func isStandinURL(u, host string) bool {
+	rest, ok := strings.CutPrefix(u, "http://"+host+":")
+	if !ok {
+		return false
+	}
+	n, err := strconv.Atoi(rest)
+	return err == nil && n > 0 && n <= 65535 && strconv.Itoa(n) == rest
 }
 
 func (s *Stack) port(v string) int { return s.ports[v] }
@@ -309,6 +337,11 @@ func (s *Stack) loadPorts() error {
 func (s *Stack) buildEnv(environ []string) {
 	set := s.exports()
 	replaced := map[string]bool{"PAYLOAD_KEY_FILE": true} // made absolute, or dropped
+	// The stand-in's settings a sourced stack.env left: set again below,
+	// or gone with real credentials.
+	if s.Gemini.OwnStandin {
+		replaced["GEMINI_API_KEY"], replaced["GOOGLE_GEMINI_BASE_URL"] = true, true
+	}
 	for _, kv := range set {
 		k, _, _ := strings.Cut(kv, "=")
 		replaced[k] = true
@@ -347,7 +380,7 @@ func (s *Stack) exports() []string {
 		"BIGQUERY_RUNBOOKS_DIR=" + s.BigQueryRunbooks,
 	}
 	if s.usingStandin() {
-		e = append(e, "GOOGLE_GEMINI_BASE_URL="+s.standinURL(), "GEMINI_API_KEY=offline-standin")
+		e = append(e, "GOOGLE_GEMINI_BASE_URL="+s.standinURL(), "GEMINI_API_KEY="+standinKey)
 	}
 	if s.PayloadKeyFile != "" {
 		e = append(e, "PAYLOAD_KEY_FILE="+s.PayloadKeyFile)

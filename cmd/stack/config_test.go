@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 )
@@ -75,13 +76,61 @@ func TestGeminiSetting(t *testing.T) {
 	env := map[string]string{}
 	getenv = func(k string) string { return env[k] }
 	t.Cleanup(func() { getenv = defaultGetenv })
-	require.Equal(t, gemini{Via: "GEMINI_API_KEY"}, geminiSetting())
+	require.Equal(t, gemini{Via: "GEMINI_API_KEY"}, geminiSetting("127.0.0.1"))
 	env["GOOGLE_API_KEY"] = "k"
-	require.Equal(t, gemini{Configured: true, Via: "GOOGLE_API_KEY"}, geminiSetting())
+	require.Equal(t, gemini{Configured: true, Via: "GOOGLE_API_KEY"}, geminiSetting("127.0.0.1"))
 	env["GOOGLE_GEMINI_BASE_URL"] = "http://x"
-	require.Equal(t, gemini{Configured: true, Via: "GOOGLE_GEMINI_BASE_URL=http://x"}, geminiSetting())
+	require.Equal(t, gemini{Configured: true, Via: "GOOGLE_GEMINI_BASE_URL=http://x"}, geminiSetting("127.0.0.1"))
 	env = map[string]string{"GOOGLE_GENAI_USE_VERTEXAI": "True"}
-	require.True(t, geminiSetting().Configured)
+	require.True(t, geminiSetting("127.0.0.1").Configured)
+
+	// The marker key with a URL the stack would not write is the user's.
+	for _, u := range []string{"http://127.0.0.1:8089/v1", "https://127.0.0.1:8089", "http://10.0.0.1:8089", "http://127.0.0.1:08089", ""} {
+		env = map[string]string{"GEMINI_API_KEY": standinKey, "GOOGLE_GEMINI_BASE_URL": u}
+		require.True(t, geminiSetting("127.0.0.1").Configured, u)
+		require.False(t, geminiSetting("127.0.0.1").OwnStandin, u)
+	}
+}
+
+// TestSourcedStackEnv: a shell that sourced stack.env of a stack on the
+// stand-in (on these ports or others) starts the next stack with the
+// stand-in again, not with the old stand-in's URL as the user's endpoint;
+// with real credentials as well, the stand-in's settings reach no service.
+func TestSourcedStackEnv(t *testing.T) {
+	first, _ := testStack(t)
+	first.ports = map[string]int{"STANDIN": 18089}
+	require.True(t, first.usingStandin())
+	require.NoError(t, first.writeEnvFile())
+	out, err := exec.Command("bash", "-c", ". "+shellQuote(first.EnvFile())+" && env").Output()
+	require.NoError(t, err)
+	sourced := strings.Split(strings.TrimSpace(string(out)), "\n")
+	env := map[string]string{"STACK_ROOT": t.TempDir()}
+	for _, kv := range sourced {
+		k, v, _ := strings.Cut(kv, "=")
+		env[k] = v
+	}
+	getenv = func(k string) string { return env[k] }
+	t.Cleanup(func() { getenv = defaultGetenv })
+
+	for _, port := range []string{"", "18089"} { // the default port, and the first stack's
+		env["STACK_STANDIN_PORT"] = port
+		s, err := loadStack(table, newLogger(io.Discard, io.Discard))
+		require.NoError(t, err)
+		require.True(t, s.usingStandin(), "the stand-in starts again")
+		s.buildEnv(sourced)
+		require.Equal(t, s.standinURL(), s.Getenv("GOOGLE_GEMINI_BASE_URL"))
+		require.Equal(t, standinKey, s.Getenv("GEMINI_API_KEY"))
+		require.Contains(t, workerSettings(s), "Gemini stand-in "+s.standinURL())
+	}
+
+	env["GOOGLE_API_KEY"] = "real"
+	s, err := loadStack(table, newLogger(io.Discard, io.Discard))
+	require.NoError(t, err)
+	require.Equal(t, gemini{Configured: true, Via: "GOOGLE_API_KEY", OwnStandin: true}, s.Gemini)
+	s.buildEnv(append(sourced, "GOOGLE_API_KEY=real"))
+	require.Empty(t, s.Getenv("GOOGLE_GEMINI_BASE_URL"))
+	require.Empty(t, s.Getenv("GEMINI_API_KEY"))
+	require.Equal(t, "real", s.Getenv("GOOGLE_API_KEY"))
 }
 
 // TestPortsRecord: what up records, stop reads back.
@@ -118,4 +167,24 @@ func TestNoBigQuerySubAgent(t *testing.T) {
 	s, err = loadStack(table, newLogger(io.Discard, io.Discard))
 	require.NoError(t, err)
 	require.Contains(t, s.exports(), "BIGQUERY_TABLES_CONFIG="+filepath.Join(env["STACK_ROOT"], "examples/bigquery/tables.yaml"))
+}
+
+// TestSeconds: NaN passed the old "not <= 0" check and, with Inf and huge
+// values, converted to a negative duration: every wait ended at once.
+func TestSeconds(t *testing.T) {
+	env := map[string]string{}
+	getenv = func(k string) string { return env[k] }
+	t.Cleanup(func() { getenv = defaultGetenv })
+	d, err := seconds("STACK_STOP_TIMEOUT", 20*time.Second)
+	require.NoError(t, err)
+	require.Equal(t, 20*time.Second, d)
+	env["STACK_STOP_TIMEOUT"] = "1.5"
+	d, err = seconds("STACK_STOP_TIMEOUT", 20*time.Second)
+	require.NoError(t, err)
+	require.Equal(t, 1500*time.Millisecond, d)
+	for _, raw := range []string{"NaN", "nan", "Inf", "+Inf", "-1", "0", "1e300", "x"} {
+		env["STACK_STOP_TIMEOUT"] = raw
+		_, err := seconds("STACK_STOP_TIMEOUT", 20*time.Second)
+		require.EqualError(t, err, `STACK_STOP_TIMEOUT="`+raw+`" is not a number of seconds`, raw)
+	}
 }

@@ -7,13 +7,13 @@ import (
 	_ "embed"
 	"fmt"
 	"math"
-	"os"
 	"path"
 	"slices"
 	"strings"
 
 	"gopkg.in/yaml.v3"
 
+	"github.com/secops-agent/investigator/internal/smallfile"
 	"github.com/secops-agent/investigator/investigation"
 )
 
@@ -44,9 +44,9 @@ func Default() Table {
 
 // Load reads a table from a file in prices.yaml's format.
 func Load(file string) (Table, error) {
-	b, err := os.ReadFile(file)
+	b, err := smallfile.Read(file, smallfile.DefaultMax)
 	if err != nil {
-		return Table{}, fmt.Errorf("read the price table: %w", err)
+		return Table{}, fmt.Errorf("cannot read the price table %s: %w", file, err)
 	}
 	t, err := parse(b)
 	if err != nil {

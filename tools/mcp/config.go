@@ -10,13 +10,14 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
-	"os"
 	"path/filepath"
 	"regexp"
 	"slices"
 	"time"
 
 	"gopkg.in/yaml.v3"
+
+	"github.com/secops-agent/investigator/internal/smallfile"
 )
 
 // Config is the MCP configuration file (--mcp-config, MCP_CONFIG).
@@ -94,9 +95,9 @@ func (s Server) Transport() string {
 // Load reads and checks an MCP configuration file. Unknown keys are errors,
 // so a misspelt setting is not silently ignored.
 func Load(path string) (*Config, error) {
-	raw, err := os.ReadFile(path)
+	raw, err := smallfile.Read(path, smallfile.DefaultMax)
 	if err != nil {
-		return nil, fmt.Errorf("read the MCP configuration: %w", err)
+		return nil, fmt.Errorf("cannot read the MCP configuration %s: %w", path, err)
 	}
 	c, err := Parse(raw)
 	if err != nil {

@@ -18,6 +18,8 @@ import (
 	"time"
 
 	"gopkg.in/yaml.v3"
+
+	"github.com/secops-agent/investigator/internal/smallfile"
 )
 
 // Defaults for a Config's limits.
@@ -76,12 +78,12 @@ var (
 // default limits. Unknown keys are errors, so that a misspelt limit is not
 // silently ignored.
 func LoadConfig(path string) (Config, error) {
-	data, err := os.ReadFile(path)
+	data, err := smallfile.Read(path, smallfile.DefaultMax)
 	if err != nil {
 		if errors.Is(err, fs.ErrNotExist) {
 			return Config{}, fmt.Errorf("the BigQuery config file %s does not exist", path)
 		}
-		return Config{}, fmt.Errorf("read the BigQuery config: %w", err)
+		return Config{}, fmt.Errorf("cannot read the BigQuery config %s: %w", path, err)
 	}
 	var cfg Config
 	dec := yaml.NewDecoder(bytes.NewReader(data))
@@ -184,9 +186,9 @@ func LoadRunbooks(dir string) ([]Runbook, error) {
 			continue
 		}
 		path := filepath.Join(dir, e.Name())
-		data, err := os.ReadFile(path)
+		data, err := smallfile.Read(path, smallfile.DefaultMax)
 		if err != nil {
-			return nil, fmt.Errorf("read runbook %s: %w", path, err)
+			return nil, fmt.Errorf("cannot read runbook %s: %w", path, err)
 		}
 		rb, err := parseRunbook(strings.TrimSuffix(e.Name(), filepath.Ext(e.Name())), string(data))
 		if err != nil {

@@ -11,6 +11,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -216,9 +217,14 @@ func TestLoadKeyFile(t *testing.T) {
 	require.Equal(t, fmt.Sprintf("the payload key file %s can be read by other users (mode 0644); restrict it with chmod 600 %s", path, path), k.Warning())
 
 	_, err = LoadKeyFile(filepath.Join(dir, "missing"))
-	require.EqualError(t, err, "cannot read the payload key file: open "+filepath.Join(dir, "missing")+": no such file or directory")
+	require.EqualError(t, err, "cannot read the payload key file "+filepath.Join(dir, "missing")+": no such file or directory")
 	_, err = LoadKeyFile(dir)
-	require.EqualError(t, err, "the payload key file "+dir+" is a directory")
+	require.EqualError(t, err, "cannot read the payload key file "+dir+": it is a directory")
+	// A named pipe with no writer would block os.Open forever.
+	fifo := filepath.Join(dir, "fifo")
+	require.NoError(t, syscall.Mkfifo(fifo, 0o600))
+	_, err = LoadKeyFile(fifo)
+	require.EqualError(t, err, "cannot read the payload key file "+fifo+": it is a named pipe, not a regular file")
 	big := filepath.Join(dir, "big")
 	require.NoError(t, os.WriteFile(big, bytes.Repeat([]byte("#"), maxKeyFileBytes+1), 0o600))
 	_, err = LoadKeyFile(big)

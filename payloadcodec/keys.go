@@ -10,11 +10,13 @@ import (
 	"crypto/aes"
 	"crypto/cipher"
 	"encoding/base64"
+	"errors"
 	"fmt"
-	"io"
 	"os"
 	"regexp"
 	"strings"
+
+	"github.com/secops-agent/investigator/internal/smallfile"
 )
 
 // KeySize is the length of an AES-256 key in bytes.
@@ -42,24 +44,16 @@ type Keys struct {
 // read is accepted (Kubernetes mounts secrets 0644 unless told otherwise),
 // but Warning says so. Errors are one sentence and never quote key material.
 func LoadKeyFile(path string) (*Keys, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return nil, fmt.Errorf("cannot read the payload key file: %v", err)
-	}
-	defer f.Close()
-	info, err := f.Stat()
-	if err != nil {
-		return nil, fmt.Errorf("cannot read the payload key file: %v", err)
-	}
-	if info.IsDir() {
-		return nil, fmt.Errorf("the payload key file %s is a directory", path)
-	}
-	raw, err := io.ReadAll(io.LimitReader(f, maxKeyFileBytes+1))
-	if err != nil {
-		return nil, fmt.Errorf("cannot read the payload key file: %v", err)
-	}
-	if len(raw) > maxKeyFileBytes {
+	raw, err := smallfile.Read(path, maxKeyFileBytes)
+	switch {
+	case errors.Is(err, smallfile.ErrTooLarge):
 		return nil, fmt.Errorf("the payload key file %s is larger than 1 MiB; it should hold a few KEY_ID:BASE64_KEY lines", path)
+	case err != nil:
+		return nil, fmt.Errorf("cannot read the payload key file %s: %v", path, err)
+	}
+	info, err := os.Stat(path)
+	if err != nil {
+		return nil, fmt.Errorf("cannot read the payload key file %s: %v", path, err)
 	}
 	k, err := ParseKeys(path, raw)
 	if err != nil {

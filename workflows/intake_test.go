@@ -8,6 +8,7 @@ import (
 	"os"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -307,4 +308,72 @@ func TestAdmissionStartsUnderTheAlertsTrace(t *testing.T) {
 	require.Equal(t, first.Traceparent, h.starts[0].Traceparent)
 	require.Equal(t, "a2", h.starts[1].Input.AlertID)
 	require.Equal(t, waits.Traceparent, h.starts[1].Traceparent, "the first alert's trace, not the later one's")
+}
+
+// A related alert that arrives after the exchange's last model turn (here
+// during the reflection) is asked about once the exchange is over: a
+// follow-up runs and its model calls see the alert.
+func TestArrivalAfterTheLastTurnIsAskedAbout(t *testing.T) {
+	h := newHarness(t)
+	h.env.RegisterActivity(&activities.Intake{})
+	var sig signals
+	sig.on(h.env)
+	h.onPlan(oneStepPlan(), nil)
+	h.onTurn(conclusionOnly)
+	h.env.OnActivity(a.Reflect, mock.Anything, mock.Anything).After(time.Minute).Return(activities.Reflection{Usage: investigation.Usage{Calls: 1}}, nil)
+	var questions []string
+	h.env.OnActivity(a.DecideMode, mock.Anything, mock.Anything).Return(func(_ context.Context, in activities.ModeInput) (activities.Mode, error) {
+		questions = append(questions, in.Question)
+		return activities.Mode{Mode: investigation.ModePlan}, nil
+	}).Maybe()
+	related := investigation.Arrival{Kind: investigation.ArrivalRelated, AlertID: "guardduty-3", Severity: "high", Shared: "ip:198.51.100.23", Times: 1}
+	up := h.update(30*time.Second, investigation.AlertsUpdate, investigation.ArrivalBatch{Arrivals: []investigation.Arrival{related}})
+	_, err := h.run(t, investigation.Input{AlertID: "a1", IdleTimeout: investigation.Duration(10 * time.Minute),
+		Intake: &investigation.IntakeInput{Identity: "guardduty:1:f", Admission: "intake-admission-q"}})
+	require.NoError(t, err)
+	require.NoError(t, up.rejected)
+	require.Equal(t, []string{"A related alert arrived (guardduty-3): does it change the verdict?"}, questions)
+	seen := false
+	for _, in := range h.turns {
+		seen = seen || len(in.Arrivals.Arrivals) > 0
+	}
+	require.True(t, seen, "a model turn saw the alert")
+}
+
+// Once an intake investigation is closing (here it tells the admission
+// workflow it closed), an ask update is refused with the reason, and an
+// alerts signal is handed back to the admission workflow in another
+// Closed signal, which admits it again.
+func TestInputWhileClosingIsRefusedOrHandedBack(t *testing.T) {
+	h := newHarness(t)
+	h.env.RegisterActivity(&activities.Intake{})
+	h.env.OnSignalExternalWorkflow(mock.Anything, mock.Anything, mock.Anything, investigation.ConcludedSignal, mock.Anything).Return(nil).Maybe()
+	var closed []investigation.Closed
+	h.env.OnSignalExternalWorkflow(mock.Anything, mock.Anything, mock.Anything, investigation.ClosedSignal, mock.Anything).After(time.Minute).Return(
+		func(_, _, _, _ string, arg any) error {
+			closed = append(closed, arg.(investigation.Closed))
+			return nil
+		})
+	h.onPlan(oneStepPlan(), nil)
+	h.onTurn(conclusionOnly)
+	h.onReflect(noChange)
+	var modes atomic.Int32
+	h.env.OnActivity(a.DecideMode, mock.Anything, mock.Anything).Return(func(context.Context, activities.ModeInput) (activities.Mode, error) {
+		modes.Add(1)
+		return activities.Mode{Mode: investigation.ModePlan}, nil
+	}).Maybe()
+	ask := h.update(10*time.Minute+20*time.Second, investigation.UpdateAsk, "And host-8?")
+	related := investigation.Arrival{Kind: investigation.ArrivalRelated, AlertID: "guardduty-3", Identity: "guardduty:1:g", Severity: "high", Shared: "ip:198.51.100.23", Times: 1}
+	h.env.RegisterDelayedCallback(func() {
+		h.env.SignalWorkflow(investigation.AlertsUpdate, investigation.ArrivalBatch{Arrivals: []investigation.Arrival{related}})
+	}, 10*time.Minute+30*time.Second)
+	_, err := h.run(t, investigation.Input{AlertID: "a1", IdleTimeout: investigation.Duration(10 * time.Minute),
+		Intake: &investigation.IntakeInput{Identity: "guardduty:1:f", Admission: "intake-admission-q"}})
+	require.NoError(t, err)
+	require.EqualError(t, ask.rejected, "the investigation is closing: start a new one")
+	require.Zero(t, modes.Load())
+	require.Len(t, closed, 2, "closed, then the late alert handed back")
+	require.Empty(t, closed[0].Returned.Arrivals)
+	require.Equal(t, []investigation.Arrival{related}, closed[1].Returned.Arrivals)
+	require.Equal(t, "completed", closed[1].Reason)
 }

@@ -167,7 +167,7 @@ func (ad *admission) receive(now time.Time, concluded, closed workflow.ReceiveCh
 	for closed.ReceiveAsync(&cl) {
 		ad.log.Info("investigation closed", "workflow_id", cl.WorkflowID, "reason", cl.Reason)
 		ad.room.close(now, cl.WorkflowID)
-		// Only investigations with the hand-back-late-arrivals gate
+		// Only investigations with the late-arrivals gate
 		// return alerts: older histories hold none.
 		ad.room.readmit(now, cl.Returned.Arrivals)
 		cl = investigation.Closed{}

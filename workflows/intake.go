@@ -166,7 +166,8 @@ func verdictQuestion(arrivals []investigation.Arrival) string {
 // after the exchange's last model call (during its reflection, conclusion
 // or verdict review) were never shown to a model, so they get the
 // follow-up arrive gives an idle investigation. Histories recorded before
-// its gate went idle without it.
+// its gate (late-arrivals, shared with handBack: one scenario reaches both)
+// went idle without it.
 func (r *run) askAboutUnseen(ctx workflow.Context) {
 	n := r.Intake.Unseen
 	if n == 0 {
@@ -176,7 +177,7 @@ func (r *run) askAboutUnseen(ctx workflow.Context) {
 	if verdictQuestion(unseen) == "" || !r.takesFollowUp() {
 		return
 	}
-	if workflow.GetVersion(ctx, "ask-about-late-arrivals", workflow.DefaultVersion, 1) == 1 {
+	if workflow.GetVersion(ctx, "late-arrivals", workflow.DefaultVersion, 1) == 1 {
 		r.askAbout(unseen)
 	}
 	r.Intake.Unseen = 0
@@ -350,7 +351,7 @@ func (r *run) closing(ctx workflow.Context, err error) error {
 // alerts again; the admission's own signal succeeded, so it would not. It
 // loops until no more came while it signalled; only those arriving in the
 // run's very last workflow task are beyond its reach. Histories recorded
-// before its gate dropped them.
+// before its gate (late-arrivals, as in askAboutUnseen) dropped them.
 func (r *run) handBack(ctx workflow.Context) {
 	in := r.Input.Intake
 	if in == nil || r.closedReason == "" {
@@ -363,7 +364,7 @@ func (r *run) handBack(ctx workflow.Context) {
 		if len(b.Arrivals) == 0 && b.Dropped == 0 {
 			return
 		}
-		if workflow.GetVersion(dctx, "hand-back-late-arrivals", workflow.DefaultVersion, 1) != 1 {
+		if workflow.GetVersion(dctx, "late-arrivals", workflow.DefaultVersion, 1) != 1 {
 			return
 		}
 		r.late = investigation.ArrivalBatch{}

@@ -173,12 +173,17 @@ type admissionHarness struct {
 	results []intake.AdmitResult
 }
 
-func newAdmissionHarness(t *testing.T) *admissionHarness {
+// newAdmissionHarness runs the admission workflow; first mocks what it
+// must before the harness's own mocks (testify takes the first match).
+func newAdmissionHarness(t *testing.T, first ...func(*testsuite.TestWorkflowEnvironment)) *admissionHarness {
 	h := &admissionHarness{}
 	h.SetLogger(tlog.NewStructuredLogger(slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelError + 1}))))
 	h.env = h.NewTestWorkflowEnvironment()
 	h.env.RegisterWorkflowWithOptions(IntakeAdmission, workflow.RegisterOptions{Name: intake.AdmissionWorkflowName})
 	h.env.RegisterActivity(&activities.Intake{})
+	for _, f := range first {
+		f(h.env)
+	}
 	h.sig.on(h.env)
 	h.env.OnActivity(ia.StartInvestigation, mock.Anything, mock.Anything).Return(func(_ context.Context, in activities.StartInput) (activities.StartOutput, error) {
 		h.mu.Lock()
@@ -376,4 +381,51 @@ func TestInputWhileClosingIsRefusedOrHandedBack(t *testing.T) {
 	require.Empty(t, closed[0].Returned.Arrivals)
 	require.Equal(t, []investigation.Arrival{related}, closed[1].Returned.Arrivals)
 	require.Equal(t, "completed", closed[1].Reason)
+}
+
+// A related alert that reached its investigation too late gets an
+// investigation of its own: its delivery failed after the admission
+// workflow took the close (which found nothing queued), or the closing
+// investigation handed it back in a further Closed signal.
+func TestAdmissionAdmitsLateArrivalsAgain(t *testing.T) {
+	for _, via := range []string{"delivery failed after the close", "handed back"} {
+		t.Run(via, func(t *testing.T) {
+			var failed atomic.Int32
+			h := newAdmissionHarness(t, func(env *testsuite.TestWorkflowEnvironment) {
+				if via == "delivery failed after the close" {
+					// On its way when the close arrives, and refused: the
+					// investigation has ended.
+					env.OnSignalExternalWorkflow(mock.Anything, mock.Anything, mock.Anything, investigation.AlertsUpdate, mock.Anything).After(time.Minute).Return(
+						func(_, _, _, _ string, _ any) error {
+							failed.Add(1)
+							return errors.New("workflow execution already completed")
+						}).Once()
+				}
+			})
+			s := intake.Settings{MaxRunning: 10}
+			first := intake.WorkflowID("id:1")
+			h.admit(time.Second, s, alertOf("a1", "id:1", "high", "ip:198.51.100.23"))
+			h.admit(time.Minute, s, alertOf("a2", "id:2", "high", "ip:198.51.100.23"))
+			closed := investigation.Closed{WorkflowID: first, Reason: "completed"}
+			h.env.RegisterDelayedCallback(func() { h.env.SignalWorkflow(investigation.ClosedSignal, closed) }, time.Minute+30*time.Second)
+			if via == "handed back" {
+				returned := investigation.Arrival{Kind: investigation.ArrivalRelated, AlertID: "a2", Identity: "id:2", Severity: "high", Source: "generic", Shared: "ip:198.51.100.23", Times: 1}
+				closed.Returned = investigation.ArrivalBatch{Arrivals: []investigation.Arrival{returned}}
+				h.env.RegisterDelayedCallback(func() { h.env.SignalWorkflow(investigation.ClosedSignal, closed) }, 2*time.Minute)
+			}
+			var st intake.Status
+			h.env.RegisterDelayedCallback(func() { st = h.status(t) }, 5*time.Minute)
+			h.env.RegisterDelayedCallback(h.env.CancelWorkflow, 6*time.Minute)
+			h.env.ExecuteWorkflow(intake.AdmissionWorkflowName, AdmissionInput{})
+			require.True(t, h.env.IsWorkflowCompleted())
+			require.Equal(t, intake.OutcomeGrouped, h.results[1].Outcomes[0].Kind)
+			if via == "delivery failed after the close" {
+				require.Equal(t, int32(1), failed.Load(), "the delivery was refused")
+			}
+			require.Len(t, h.starts, 2, "the late alert gets an investigation of its own")
+			require.Equal(t, "a2", h.starts[1].Input.AlertID)
+			require.Equal(t, intake.WorkflowID("id:2"), h.starts[1].WorkflowID)
+			require.Zero(t, st.Repeats, "it was never investigated: not a repeat")
+		})
+	}
 }

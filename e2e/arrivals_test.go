@@ -28,7 +28,7 @@ import (
 // whether it changes the verdict once idle), then an alert is signalled
 // while the investigation closes (it goes back to the admission workflow). Recorded before the
 // gate (UPDATE_TESTDATA=pre-late-arrivals) it shows the same arrivals with
-// no follow-up and no hand-back.
+// no follow-up and no hand-back, and its last checks fail.
 func TestIntakeLateArrivals(t *testing.T) {
 	reached, release := make(chan struct{}), make(chan struct{})
 	var once sync.Once
@@ -95,8 +95,20 @@ func TestIntakeLateArrivals(t *testing.T) {
 	require.NoError(t, <-stopped)
 	require.NoError(t, tc.GetWorkflow(ctx, wf, "").Get(ctx, nil))
 	require.True(t, signalledWhileClosing(history(t, wf)), "the alert reached the run after it began closing")
-	saveHistory(t, history(t, wf), "intake-late-arrivals.history.json")
-	t.Logf("REPORT late arrivals: closed signals sent %d, alerts signals %d", len(signalsSent(t, wf, investigation.ClosedSignal)), len(signalsIn(t, wf, investigation.AlertsUpdate)))
+	hist := history(t, wf)
+	saveHistory(t, hist, "intake-late-arrivals.history.json")
+
+	// From the gate on (the checks below fail before it): the first
+	// arrival was asked about, and the second went back to the admission
+	// workflow, which gave it an investigation of its own.
+	asked := false
+	for _, ev := range hist.GetEvents() {
+		asked = asked || ev.GetActivityTaskScheduledEventAttributes().GetActivityType().GetName() == "DecideMode"
+	}
+	require.True(t, asked, "a follow-up asked whether the arrival changes the verdict")
+	require.Len(t, signalsSent(t, wf, investigation.ClosedSignal), 2, "closed, then the late alert handed back")
+	require.Eventually(t, func() bool { return e.investigations()[intake.WorkflowID(related.identity())] == 1 }, time.Minute, time.Second,
+		"the handed-back alert gets an investigation of its own")
 }
 
 // TestIntakeDeliveryFailsAfterClose records the readmit-after-close gate's

@@ -115,6 +115,9 @@ type Concluded struct {
 type Closed struct {
 	WorkflowID string `json:"workflow_id"`
 	Reason     string `json:"reason,omitempty"`
+	// Returned are alerts signalled to the investigation once it was
+	// closing: the admission workflow admits their related alerts again.
+	Returned ArrivalBatch `json:"returned,omitzero"`
 }
 
 // DeliveryStatus is how the delivery of one conclusion went; an

@@ -167,6 +167,9 @@ func (ad *admission) receive(now time.Time, concluded, closed workflow.ReceiveCh
 	for closed.ReceiveAsync(&cl) {
 		ad.log.Info("investigation closed", "workflow_id", cl.WorkflowID, "reason", cl.Reason)
 		ad.room.close(now, cl.WorkflowID)
+		// Only investigations with the late-arrivals gate
+		// return alerts: older histories hold none.
+		ad.room.readmit(now, cl.Returned.Arrivals)
 		cl = investigation.Closed{}
 	}
 }
@@ -235,7 +238,14 @@ func (ad *admission) deliver(ctx workflow.Context) {
 				return
 			}
 			ad.log.Info("could not deliver arrivals; the investigation closed", "workflow_id", e.WorkflowID, "error", err)
-			ad.room.requeue(e, batch)
+			if !ad.room.requeue(e, batch) {
+				// Its close was received first and took only what was
+				// queued; histories recorded before the gate dropped these.
+				if workflow.GetVersion(ctx, "readmit-after-close", workflow.DefaultVersion, 1) == 1 {
+					ad.room.readmit(workflow.Now(ctx), batch.Arrivals)
+				}
+				return
+			}
 			ad.room.close(workflow.Now(ctx), e.WorkflowID)
 		})
 	}

@@ -39,6 +39,9 @@ type IntakeState struct {
 	// Arrived counts every one (those the intake left out too).
 	Arrivals []investigation.Arrival `json:"arrivals,omitempty"`
 	Arrived  int                     `json:"arrived,omitempty"`
+	// Unseen counts the latest Arrivals no model call's input has carried
+	// yet: once the exchange is over they are asked about (askAboutUnseen).
+	Unseen int `json:"unseen,omitempty"`
 	// Deliveries are the latest conclusions' deliveries; Delivered is the
 	// verdict last delivered, so the next one can say it changed.
 	Deliveries []investigation.DeliveryStatus `json:"deliveries,omitempty"`
@@ -61,11 +64,14 @@ func (s *IntakeState) add(b investigation.ArrivalBatch) {
 	s.Arrived += len(b.Arrivals) + b.Dropped
 	s.Arrivals = append(slices.Clone(s.Arrivals), b.Arrivals...)
 	s.Arrivals = s.Arrivals[max(0, len(s.Arrivals)-maxArrivalsKept):]
+	s.Unseen = min(s.Unseen+len(b.Arrivals), len(s.Arrivals))
 }
 
 // arrivals is what the model is shown of the alerts that arrived: the
-// latest, and how many earlier ones are left out.
+// latest, and how many earlier ones are left out. Only a model call's
+// input asks for it, so from here they are seen.
 func (r *run) arrivals() investigation.ArrivalBatch {
+	r.Intake.Unseen = 0
 	return investigation.ArrivalBatch{Arrivals: r.Intake.Arrivals, Dropped: r.Intake.Arrived - len(r.Intake.Arrivals)}
 }
 
@@ -96,14 +102,49 @@ func checkArrivals(b investigation.ArrivalBatch) error {
 // arrive records alerts that arrived: a progress note each, and the model
 // sees them from its next turn. A concluded, idle investigation asks
 // itself whether a related alert, or its alert seen again at a higher
-// severity, changes the verdict.
+// severity, changes the verdict; a busy one asks once the exchange is
+// over, unless a later model call saw them (askAboutUnseen).
 func (r *run) arrive(b investigation.ArrivalBatch) investigation.Ack {
 	r.Intake.add(b)
 	seq := 0
-	var related []string
-	rose := ""
 	for _, a := range b.Arrivals {
 		seq = r.emit(investigation.Event{Kind: investigation.EventNote, Text: "alert arrived: " + a.Text()})
+	}
+	if b.Dropped > 0 {
+		seq = r.emit(investigation.Event{Kind: investigation.EventNote, Text: fmt.Sprintf("%d more alerts arrived (not listed: the intake's bound)", b.Dropped)})
+	}
+	msg := "recorded: the investigation sees them from its next model call"
+	if r.Phase == investigation.PhaseIdle {
+		if s := r.askAbout(b.Arrivals); s != 0 {
+			seq, msg = s, "recorded: a follow-up asks whether it changes the verdict"
+		}
+	}
+	return investigation.Ack{Seq: seq, Message: msg}
+}
+
+// askAbout queues the follow-up "does it change the verdict?" for arrivals
+// that hold a related alert or a higher severity, when a concluded
+// investigation can take one, and returns its note's number (else 0).
+func (r *run) askAbout(arrivals []investigation.Arrival) int {
+	question := verdictQuestion(arrivals)
+	if question == "" || !r.takesFollowUp() {
+		return 0
+	}
+	r.Intake.Unseen = 0 // the follow-up's model calls see them
+	r.Steering.FollowUps = append(r.Steering.FollowUps, question)
+	r.Steering.generated(question)
+	return r.emit(investigation.Event{Kind: investigation.EventNote, Text: "follow-up question queued: " + question})
+}
+
+func (r *run) takesFollowUp() bool {
+	return r.Verdict != nil && r.Steering.StopReason == "" && len(r.Steering.FollowUps) < maxFollowUps
+}
+
+// verdictQuestion is the follow-up that arrivals call for, or "".
+func verdictQuestion(arrivals []investigation.Arrival) string {
+	var related []string
+	rose := ""
+	for _, a := range arrivals {
 		switch {
 		case a.Kind == investigation.ArrivalRelated:
 			related = append(related, a.AlertID)
@@ -111,28 +152,36 @@ func (r *run) arrive(b investigation.ArrivalBatch) investigation.Ack {
 			rose = a.PrevSeverity + " → " + a.Severity
 		}
 	}
-	if b.Dropped > 0 {
-		seq = r.emit(investigation.Event{Kind: investigation.EventNote, Text: fmt.Sprintf("%d more alerts arrived (not listed: the intake's bound)", b.Dropped)})
+	switch {
+	case len(related) == 1:
+		return fmt.Sprintf("A related alert arrived (%s): does it change the verdict?", related[0])
+	case len(related) > 1:
+		return fmt.Sprintf("%d related alerts arrived (%s): do they change the verdict?", len(related), strings.Join(related[:min(5, len(related))], ", "))
+	case rose != "":
+		return fmt.Sprintf("The alert was seen again with a higher severity (%s): does it change the verdict?", rose)
 	}
-	msg := "recorded: the investigation sees them from its next model call"
-	if r.Phase == investigation.PhaseIdle && r.Verdict != nil && r.Steering.StopReason == "" && len(r.Steering.FollowUps) < maxFollowUps {
-		question := ""
-		switch {
-		case len(related) == 1:
-			question = fmt.Sprintf("A related alert arrived (%s): does it change the verdict?", related[0])
-		case len(related) > 1:
-			question = fmt.Sprintf("%d related alerts arrived (%s): do they change the verdict?", len(related), strings.Join(related[:min(5, len(related))], ", "))
-		case rose != "":
-			question = fmt.Sprintf("The alert was seen again with a higher severity (%s): does it change the verdict?", rose)
-		}
-		if question != "" {
-			r.Steering.FollowUps = append(r.Steering.FollowUps, question)
-			r.Steering.generated(question)
-			seq = r.emit(investigation.Event{Kind: investigation.EventNote, Text: "follow-up question queued: " + question})
-			msg = "recorded: a follow-up asks whether it changes the verdict"
-		}
+	return ""
+}
+
+// askAboutUnseen runs as the investigation goes idle: arrivals that came
+// after the exchange's last model call (during its reflection, conclusion
+// or verdict review) were never shown to a model, so they get the
+// follow-up arrive gives an idle investigation. Histories recorded before
+// its gate (late-arrivals, shared with handBack: one scenario reaches both)
+// went idle without it.
+func (r *run) askAboutUnseen(ctx workflow.Context) {
+	n := r.Intake.Unseen
+	if n == 0 {
+		return
 	}
-	return investigation.Ack{Seq: seq, Message: msg}
+	unseen := r.Intake.Arrivals[len(r.Intake.Arrivals)-n:]
+	if verdictQuestion(unseen) == "" || !r.takesFollowUp() {
+		return
+	}
+	if workflow.GetVersion(ctx, "late-arrivals", workflow.DefaultVersion, 1) == 1 {
+		r.askAbout(unseen)
+	}
+	r.Intake.Unseen = 0
 }
 
 // alertsSignal applies the alerts signal (the admission workflow sends
@@ -149,7 +198,23 @@ func (r *run) alertsSignal(v any) (investigation.Ack, error) {
 	if err := checkArrivals(b); err != nil {
 		return investigation.Ack{}, err
 	}
+	if r.closingDown {
+		// Too late for this run: the intake admits them again (handBack).
+		r.late.Arrivals = append(r.late.Arrivals, b.Arrivals...)
+		r.late.Dropped += b.Dropped
+		seq := r.emit(investigation.Event{Kind: investigation.EventNote, Text: fmt.Sprintf("%d alerts arrived as the investigation closed: handed back to the intake", len(b.Arrivals)+b.Dropped)})
+		return investigation.Ack{Seq: seq, Message: "handed back: the investigation is closing"}, nil
+	}
 	return r.arrive(b), nil
+}
+
+// checkAlerts refuses an alerts update the state cannot hold, or that
+// comes once the run is closing (its sender admits the alerts again).
+func (r *run) checkAlerts(b investigation.ArrivalBatch) error {
+	if r.closingDown {
+		return errors.New("the investigation is closing: admit these alerts again")
+	}
+	return checkArrivals(b)
 }
 
 // deliver runs after each conclusion of an investigation the intake
@@ -272,12 +337,44 @@ func (r *run) closing(ctx workflow.Context, err error) error {
 	case err != nil:
 		reason = "failed: " + message(err)
 	}
+	r.closedReason = reason
 	dctx, _ := workflow.NewDisconnectedContext(ctx)
 	if serr := workflow.SignalExternalWorkflow(dctx, in.Admission, "", investigation.ClosedSignal,
 		investigation.Closed{WorkflowID: r.id, Reason: reason}).Get(dctx, nil); serr != nil {
 		r.log.Warn("could not tell the admission workflow that the investigation closed", "admission", in.Admission, "error", serr)
 	}
 	return err
+}
+
+// handBack runs last, once nothing but the run's end is left: the alerts
+// signalled after the run began closing (closingDown) go back to the
+// admission workflow in another Closed signal, which admits their related
+// alerts again; the admission's own signal succeeded, so it would not. It
+// loops until no more came while it signalled; only those arriving in the
+// run's very last workflow task are beyond its reach. Histories recorded
+// before its gate (late-arrivals, as in askAboutUnseen) dropped them.
+func (r *run) handBack(ctx workflow.Context) {
+	in := r.Input.Intake
+	if in == nil || r.closedReason == "" {
+		return
+	}
+	dctx, _ := workflow.NewDisconnectedContext(ctx)
+	for {
+		r.applyBuffered(dctx)
+		b := r.late
+		if len(b.Arrivals) == 0 && b.Dropped == 0 {
+			return
+		}
+		if workflow.GetVersion(dctx, "late-arrivals", workflow.DefaultVersion, 1) != 1 {
+			return
+		}
+		r.late = investigation.ArrivalBatch{}
+		if err := workflow.SignalExternalWorkflow(dctx, in.Admission, "", investigation.ClosedSignal,
+			investigation.Closed{WorkflowID: r.session, Reason: r.closedReason, Returned: b}).Get(dctx, nil); err != nil {
+			r.log.Warn("could not hand alerts that arrived late back to the admission workflow", "admission", in.Admission, "error", err)
+			return
+		}
+	}
 }
 
 // deliveryOptions retry a delivery for deliveryBudget: at least once, as

@@ -8,6 +8,7 @@ import (
 	"os"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -175,12 +176,17 @@ type admissionHarness struct {
 	results []intake.AdmitResult
 }
 
-func newAdmissionHarness(t *testing.T) *admissionHarness {
+// newAdmissionHarness runs the admission workflow; first mocks what it
+// must before the harness's own mocks (testify takes the first match).
+func newAdmissionHarness(t *testing.T, first ...func(*testsuite.TestWorkflowEnvironment)) *admissionHarness {
 	h := &admissionHarness{}
 	h.SetLogger(tlog.NewStructuredLogger(slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelError + 1}))))
 	h.env = h.NewTestWorkflowEnvironment()
 	h.env.RegisterWorkflowWithOptions(IntakeAdmission, workflow.RegisterOptions{Name: intake.AdmissionWorkflowName})
 	h.env.RegisterActivity(&activities.Intake{})
+	for _, f := range first {
+		f(h.env)
+	}
 	h.sig.on(h.env)
 	h.env.OnActivity(ia.StartInvestigation, mock.Anything, mock.Anything).Return(func(_ context.Context, in activities.StartInput) (activities.StartOutput, error) {
 		h.mu.Lock()
@@ -310,4 +316,119 @@ func TestAdmissionStartsUnderTheAlertsTrace(t *testing.T) {
 	require.Equal(t, first.Traceparent, h.starts[0].Traceparent)
 	require.Equal(t, "a2", h.starts[1].Input.AlertID)
 	require.Equal(t, waits.Traceparent, h.starts[1].Traceparent, "the first alert's trace, not the later one's")
+}
+
+// A related alert that arrives after the exchange's last model turn (here
+// during the reflection) is asked about once the exchange is over: a
+// follow-up runs and its model calls see the alert.
+func TestArrivalAfterTheLastTurnIsAskedAbout(t *testing.T) {
+	h := newHarness(t)
+	h.env.RegisterActivity(&activities.Intake{})
+	var sig signals
+	sig.on(h.env)
+	h.onPlan(oneStepPlan(), nil)
+	h.onTurn(conclusionOnly)
+	h.env.OnActivity(a.Reflect, mock.Anything, mock.Anything).After(time.Minute).Return(activities.Reflection{Usage: investigation.Usage{Calls: 1}}, nil)
+	var questions []string
+	h.env.OnActivity(a.DecideMode, mock.Anything, mock.Anything).Return(func(_ context.Context, in activities.ModeInput) (activities.Mode, error) {
+		questions = append(questions, in.Question)
+		return activities.Mode{Mode: investigation.ModePlan}, nil
+	}).Maybe()
+	related := investigation.Arrival{Kind: investigation.ArrivalRelated, AlertID: "guardduty-3", Severity: "high", Shared: "ip:198.51.100.23", Times: 1}
+	up := h.update(30*time.Second, investigation.AlertsUpdate, investigation.ArrivalBatch{Arrivals: []investigation.Arrival{related}})
+	_, err := h.run(t, investigation.Input{AlertID: "a1", IdleTimeout: investigation.Duration(10 * time.Minute),
+		Intake: &investigation.IntakeInput{Identity: "guardduty:1:f", Admission: "intake-admission-q"}})
+	require.NoError(t, err)
+	require.NoError(t, up.rejected)
+	require.Equal(t, []string{"A related alert arrived (guardduty-3): does it change the verdict?"}, questions)
+	seen := false
+	for _, in := range h.turns {
+		seen = seen || len(in.Arrivals.Arrivals) > 0
+	}
+	require.True(t, seen, "a model turn saw the alert")
+}
+
+// Once an intake investigation is closing (here it tells the admission
+// workflow it closed), an ask update is refused with the reason, and an
+// alerts signal is handed back to the admission workflow in another
+// Closed signal, which admits it again.
+func TestInputWhileClosingIsRefusedOrHandedBack(t *testing.T) {
+	h := newHarness(t)
+	h.env.RegisterActivity(&activities.Intake{})
+	h.env.OnSignalExternalWorkflow(mock.Anything, mock.Anything, mock.Anything, investigation.ConcludedSignal, mock.Anything).Return(nil).Maybe()
+	var closed []investigation.Closed
+	h.env.OnSignalExternalWorkflow(mock.Anything, mock.Anything, mock.Anything, investigation.ClosedSignal, mock.Anything).After(time.Minute).Return(
+		func(_, _, _, _ string, arg any) error {
+			closed = append(closed, arg.(investigation.Closed))
+			return nil
+		})
+	h.onPlan(oneStepPlan(), nil)
+	h.onTurn(conclusionOnly)
+	h.onReflect(noChange)
+	var modes atomic.Int32
+	h.env.OnActivity(a.DecideMode, mock.Anything, mock.Anything).Return(func(context.Context, activities.ModeInput) (activities.Mode, error) {
+		modes.Add(1)
+		return activities.Mode{Mode: investigation.ModePlan}, nil
+	}).Maybe()
+	ask := h.update(10*time.Minute+20*time.Second, investigation.UpdateAsk, "And host-8?")
+	related := investigation.Arrival{Kind: investigation.ArrivalRelated, AlertID: "guardduty-3", Identity: "guardduty:1:g", Severity: "high", Shared: "ip:198.51.100.23", Times: 1}
+	h.env.RegisterDelayedCallback(func() {
+		h.env.SignalWorkflow(investigation.AlertsUpdate, investigation.ArrivalBatch{Arrivals: []investigation.Arrival{related}})
+	}, 10*time.Minute+30*time.Second)
+	_, err := h.run(t, investigation.Input{AlertID: "a1", IdleTimeout: investigation.Duration(10 * time.Minute),
+		Intake: &investigation.IntakeInput{Identity: "guardduty:1:f", Admission: "intake-admission-q"}})
+	require.NoError(t, err)
+	require.EqualError(t, ask.rejected, "the investigation is closing: start a new one")
+	require.Zero(t, modes.Load())
+	require.Len(t, closed, 2, "closed, then the late alert handed back")
+	require.Empty(t, closed[0].Returned.Arrivals)
+	require.Equal(t, []investigation.Arrival{related}, closed[1].Returned.Arrivals)
+	require.Equal(t, "completed", closed[1].Reason)
+}
+
+// A related alert that reached its investigation too late gets an
+// investigation of its own: its delivery failed after the admission
+// workflow took the close (which found nothing queued), or the closing
+// investigation handed it back in a further Closed signal.
+func TestAdmissionAdmitsLateArrivalsAgain(t *testing.T) {
+	for _, via := range []string{"delivery failed after the close", "handed back"} {
+		t.Run(via, func(t *testing.T) {
+			var failed atomic.Int32
+			h := newAdmissionHarness(t, func(env *testsuite.TestWorkflowEnvironment) {
+				if via == "delivery failed after the close" {
+					// On its way when the close arrives, and refused: the
+					// investigation has ended.
+					env.OnSignalExternalWorkflow(mock.Anything, mock.Anything, mock.Anything, investigation.AlertsUpdate, mock.Anything).After(time.Minute).Return(
+						func(_, _, _, _ string, _ any) error {
+							failed.Add(1)
+							return errors.New("workflow execution already completed")
+						}).Once()
+				}
+			})
+			s := intake.Settings{MaxRunning: 10}
+			first := intake.WorkflowID("id:1")
+			h.admit(time.Second, s, alertOf("a1", "id:1", "high", "ip:198.51.100.23"))
+			h.admit(time.Minute, s, alertOf("a2", "id:2", "high", "ip:198.51.100.23"))
+			closed := investigation.Closed{WorkflowID: first, Reason: "completed"}
+			h.env.RegisterDelayedCallback(func() { h.env.SignalWorkflow(investigation.ClosedSignal, closed) }, time.Minute+30*time.Second)
+			if via == "handed back" {
+				returned := investigation.Arrival{Kind: investigation.ArrivalRelated, AlertID: "a2", Identity: "id:2", Severity: "high", Source: "generic", Shared: "ip:198.51.100.23", Times: 1}
+				closed.Returned = investigation.ArrivalBatch{Arrivals: []investigation.Arrival{returned}}
+				h.env.RegisterDelayedCallback(func() { h.env.SignalWorkflow(investigation.ClosedSignal, closed) }, 2*time.Minute)
+			}
+			var st intake.Status
+			h.env.RegisterDelayedCallback(func() { st = h.status(t) }, 5*time.Minute)
+			h.env.RegisterDelayedCallback(h.env.CancelWorkflow, 6*time.Minute)
+			h.env.ExecuteWorkflow(intake.AdmissionWorkflowName, AdmissionInput{})
+			require.True(t, h.env.IsWorkflowCompleted())
+			require.Equal(t, intake.OutcomeGrouped, h.results[1].Outcomes[0].Kind)
+			if via == "delivery failed after the close" {
+				require.Equal(t, int32(1), failed.Load(), "the delivery was refused")
+			}
+			require.Len(t, h.starts, 2, "the late alert gets an investigation of its own")
+			require.Equal(t, "a2", h.starts[1].Input.AlertID)
+			require.Equal(t, intake.WorkflowID("id:2"), h.starts[1].WorkflowID)
+			require.Zero(t, st.Repeats, "it was never investigated: not a repeat")
+		})
+	}
 }

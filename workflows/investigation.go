@@ -73,6 +73,13 @@ type run struct {
 	statusStored      [32]byte // the hash of the status written last
 	synced            int      // the latest event a waited-for write stored
 	closed            bool     // the run emits no more events (flushProgress)
+	// closingDown says the run takes no more questions or alerts: it is
+	// closing (set once its last inputs were applied); late holds the
+	// alerts signalled since, closedReason what the admission was told
+	// (intake.go, handBack).
+	closingDown  bool
+	late         investigation.ArrivalBatch
+	closedReason string
 }
 
 // Investigation plans, executes each step with tools, reflects after each
@@ -107,13 +114,18 @@ func Investigation(ctx workflow.Context, in investigation.Input, carried *State)
 	}
 	r.arrivedWhileWaiting(carried == nil) // intake.go
 	res, err := r.investigate(ctx, carried == nil)
+	// Nothing yielded since the last inputs were applied: from here a
+	// question or an alert would be acknowledged and never answered.
+	r.closingDown = !isContinueAsNew(err)
 	err = r.closing(ctx, err) // intake.go
 	if ctx.Err() != nil && !isContinueAsNew(err) {
 		err = r.cancelled(ctx)
 		r.flushProgress(ctx)
+		r.handBack(ctx)
 		return investigation.Result{}, err
 	}
 	r.flushProgress(ctx)
+	r.handBack(ctx) // intake.go
 	return res, err
 }
 
@@ -135,6 +147,7 @@ func (r *run) investigate(ctx workflow.Context, first bool) (investigation.Resul
 	for {
 		for r.Steering.StopReason == "" {
 			r.Phase = investigation.PhaseIdle
+			r.askAboutUnseen(ctx) // intake.go
 			r.setDetails(ctx, "idle: waiting for follow-up questions")
 			if len(r.Steering.FollowUps) == 0 {
 				r.emit(investigation.Event{Kind: investigation.EventIdle, Text: fmt.Sprintf("waiting up to %s for follow-up questions", r.Input.IdleTimeout)})

@@ -57,6 +57,12 @@ var fixturePaths = map[string][]string{
 	// admission workflow.
 	"intake-investigation.history.json": {"arrivals", "verdict delivered", "admission told"},
 	"intake-admission.history.json":     {"admit", "investigation started", "arrivals signalled", "conclusions and closes"},
+	// Arrivals too late for the run (design/intake.md): one during the
+	// conclusion, asked about once idle, one as the run closed, handed
+	// back; a delivery that failed after the admission took the close, its
+	// alert admitted again.
+	"intake-late-arrivals.history.json": {"arrival during the conclusion", "late arrival asked about", "alert signalled while closing", "late alerts handed back"},
+	"intake-readmit.history.json":       {"delivery failed after the close", "readmitted after the close"},
 	// MCP tools (design/tools.md): the response server's read tool and an
 	// approved action; the same with the worker restarted while the action
 	// waited and the server's tool list changed after the plan.
@@ -79,6 +85,10 @@ var fixturePaths = map[string][]string{
 	// for a plan after the stop): the twin of stop-followup for GetVersion
 	// "stop-skips-planning".
 	"pre-skip-planning-stop-followup.history.json": {"follow-ups", "stop", "stop during the mode decision", "stopped follow-up planned"},
+	// Recorded before GetVersion "late-arrivals" and "readmit-after-close":
+	// the same arrivals, none asked about, handed back or admitted again.
+	"pre-late-arrivals-intake-late-arrivals.history.json": {"arrival during the conclusion", "alert signalled while closing"},
+	"pre-readmit-intake-readmit.history.json":             {"delivery failed after the close"},
 	// Recorded before the context and the progress were stored (every
 	// input carrying the conversation, hints and plan inline): the twin of
 	// investigation for GetVersion "store-context-and-progress".
@@ -291,6 +301,44 @@ func exercises(h *historypb.History, path string) bool {
 		}) > 0 && count(func(e *historypb.HistoryEvent) bool {
 			return e.GetWorkflowExecutionSignaledEventAttributes().GetSignalName() == investigation.ClosedSignal
 		}) > 0
+	case "arrival during the conclusion":
+		// An alert no model call saw: it came while the conclusion ran.
+		open := map[int64]bool{}
+		for _, e := range h.Events {
+			if e.GetActivityTaskScheduledEventAttributes().GetActivityType().GetName() == "Conclude" {
+				open[e.GetEventId()] = true
+			}
+			delete(open, e.GetActivityTaskCompletedEventAttributes().GetScheduledEventId())
+			if len(open) > 0 && e.GetWorkflowExecutionSignaledEventAttributes().GetSignalName() == investigation.AlertsUpdate {
+				return true
+			}
+		}
+		return false
+	case "late arrival asked about":
+		// A follow-up that no analyst asked: the arrival's.
+		return activity("DecideMode") > 0 && count(func(e *historypb.HistoryEvent) bool {
+			return e.GetWorkflowExecutionUpdateAcceptedEventAttributes().GetAcceptedRequest().GetInput().GetName() == investigation.UpdateAsk
+		}) == 0
+	case "alert signalled while closing":
+		closing := after(h, func(e *historypb.HistoryEvent) bool {
+			return e.GetSignalExternalWorkflowExecutionInitiatedEventAttributes().GetSignalName() == investigation.ClosedSignal
+		})
+		for _, e := range closing {
+			if e.GetWorkflowExecutionSignaledEventAttributes().GetSignalName() == investigation.AlertsUpdate {
+				return true
+			}
+		}
+		return false
+	case "late alerts handed back":
+		return count(func(e *historypb.HistoryEvent) bool {
+			a := e.GetSignalExternalWorkflowExecutionInitiatedEventAttributes()
+			return a.GetSignalName() == investigation.ClosedSignal && len(a.GetInput().GetPayloads()) > 0 &&
+				bytes.Contains(a.GetInput().GetPayloads()[0].GetData(), []byte(`"returned":{"arrivals":[`))
+		}) > 0
+	case "delivery failed after the close":
+		return failedAfterClose(h) != nil
+	case "readmitted after the close":
+		return scheduled(failedAfterClose(h), "StartInvestigation") > 0
 	case "sub-agent cut short":
 		return typ(enumspb.EVENT_TYPE_WORKFLOW_EXECUTION_CANCEL_REQUESTED) > 0 && activity("DeliverAnswer") > 0
 	case "child told to stop":
@@ -371,6 +419,26 @@ func stopDuringModeDecision(h *historypb.History) bool {
 		delete(open, e.GetActivityTaskCompletedEventAttributes().GetScheduledEventId())
 	}
 	return false
+}
+
+// failedAfterClose returns the events after an alerts signal of the
+// admission workflow failed, sent before it received an investigation's
+// close and failed after it; nil if none did.
+func failedAfterClose(h *historypb.History) []*historypb.HistoryEvent {
+	sent := map[int64]bool{} // alerts signals initiated before a close was received
+	closed := false
+	for i, e := range h.Events {
+		if a := e.GetSignalExternalWorkflowExecutionInitiatedEventAttributes(); a.GetSignalName() == investigation.AlertsUpdate && !closed {
+			sent[e.GetEventId()] = true
+		}
+		if e.GetWorkflowExecutionSignaledEventAttributes().GetSignalName() == investigation.ClosedSignal {
+			closed = closed || len(sent) > 0
+		}
+		if f := e.GetSignalExternalWorkflowExecutionFailedEventAttributes(); f != nil && closed && sent[f.GetInitiatedEventId()] {
+			return h.Events[i+1:]
+		}
+	}
+	return nil
 }
 
 // after returns the events after the first one that matches, or nil.

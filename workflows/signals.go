@@ -148,6 +148,12 @@ func (r *run) listen(ctx workflow.Context) {
 // drainInputs applies the signals still buffered and waits for the update
 // handlers to finish, before the run completes or continues as new.
 func (r *run) drainInputs(ctx workflow.Context) error {
+	r.applyBuffered(ctx)
+	return workflow.Await(ctx, func() bool { return workflow.AllHandlersFinished(ctx) && r.Intake.inFlight == 0 })
+}
+
+// applyBuffered applies the signals received and not yet handled.
+func (r *run) applyBuffered(ctx workflow.Context) {
 	for _, s := range r.signals(ctx) {
 		ch := workflow.GetSignalChannel(ctx, s.name)
 		var in signalInput
@@ -156,7 +162,6 @@ func (r *run) drainInputs(ctx workflow.Context) error {
 			in = signalInput{}
 		}
 	}
-	return workflow.Await(ctx, func() bool { return workflow.AllHandlersFinished(ctx) && r.Intake.inFlight == 0 })
 }
 
 // receive applies one signal, or notes why it was refused or ignored.

@@ -49,7 +49,7 @@ func (r *run) register(ctx workflow.Context) error {
 	add(recorded(r, investigation.UpdateAnswer, r.answer, r.checkAnswer))
 	add(recorded(r, investigation.UpdateStop, r.stop, r.checkStop))
 	add(recorded(r, investigation.UpdateAsk, r.ask, r.checkQuestion))
-	add(recorded(r, investigation.AlertsUpdate, r.arrive, checkArrivals))                // intake.go
+	add(recorded(r, investigation.AlertsUpdate, r.arrive, r.checkAlerts))                // intake.go
 	add(recorded(r, investigation.UpdateApproveCall, r.approveCall, r.checkApproveCall)) // mcp.go
 	add(recorded(r, investigation.UpdateDenyCall, r.denyCall, r.checkDenyCall))
 	if err == nil {
@@ -144,6 +144,8 @@ func (r *run) checkQuestion(question string) error {
 	switch {
 	case r.Steering.StopReason != "":
 		return errors.New("the investigation is stopping: start a new one")
+	case r.closingDown:
+		return errors.New("the investigation is closing: start a new one")
 	case len(r.Steering.FollowUps) >= maxFollowUps:
 		return fmt.Errorf("%d follow-up questions are already queued: ask again once one is answered", maxFollowUps)
 	}

@@ -463,10 +463,28 @@ func (r *Room) close(now time.Time, wf string) {
 	}
 	for _, a := range undelivered {
 		if a.Kind == investigation.ArrivalRelated {
-			// Never delivered: it gets an investigation of its own (its
-			// grouping keys are not kept, so it starts alone).
-			r.admit(now, r.Settings, intake.Alert{AlertID: a.AlertID, Identity: a.Identity, Count: a.Count, Severity: a.Severity, Source: a.Source, Title: a.Title})
-			r.Counters.Alerts--
+			r.admitAlone(now, a)
+		}
+	}
+}
+
+// admitAlone admits a related alert that never reached an investigation:
+// it gets one of its own (its grouping keys are not kept, so it starts
+// alone).
+func (r *Room) admitAlone(now time.Time, a investigation.Arrival) {
+	r.admit(now, r.Settings, intake.Alert{AlertID: a.AlertID, Identity: a.Identity, Count: a.Count, Severity: a.Severity, Source: a.Source, Title: a.Title})
+	r.Counters.Alerts--
+}
+
+// readmit admits again the related alerts that reached an investigation
+// too late (it was closing, or its entity closed while they were on their
+// way). The closing entity remembered their identities as closed; they
+// were never investigated, so they are not repeats.
+func (r *Room) readmit(now time.Time, arrivals []investigation.Arrival) {
+	for _, a := range arrivals {
+		if a.Kind == investigation.ArrivalRelated {
+			r.forgetClosed(hashOf(a.Identity))
+			r.admitAlone(now, a)
 		}
 	}
 }
@@ -480,14 +498,16 @@ func (r *Room) take(e *Entity) investigation.ArrivalBatch {
 	return b
 }
 
-// requeue puts back arrivals whose delivery failed for now.
-func (r *Room) requeue(e *Entity, b investigation.ArrivalBatch) {
+// requeue puts back arrivals whose delivery failed for now; false if the
+// entity is closed already.
+func (r *Room) requeue(e *Entity, b investigation.ArrivalBatch) bool {
 	if r.byWorkflow[e.WorkflowID] != e {
-		return
+		return false
 	}
 	e.Queue = append(b.Arrivals, e.Queue...)
 	e.Dropped += b.Dropped
 	r.pending += len(b.Arrivals)
+	return true
 }
 
 // release lets the named waiting entities (workflow or alert IDs), or all,

@@ -232,6 +232,37 @@ func TestRoomCloseReadmitsUndeliveredRelatedAlerts(t *testing.T) {
 	}
 }
 
+// A related alert whose delivery failed after its investigation's close
+// was received (the close took only what was still queued), or that the
+// investigation handed back as it closed, gets an investigation of its
+// own, not a repeat.
+func TestRoomReadmitsRelatedAlertsThatCameTooLate(t *testing.T) {
+	for _, via := range []string{"requeue", "handed back"} {
+		r := newRoom(t0)
+		s := roomSettings(10)
+		o := r.admit(t0, s, alertOf("a1", "id:1", "high", "ip:203.0.113.5"))
+		e := r.byWorkflow[o.WorkflowID]
+		r.take(e)
+		r.started(o.WorkflowID)
+		r.admit(t0.Add(time.Second), s, alertOf("a2", "id:2", "high", "ip:203.0.113.5"))
+		batch := r.take(e) // the signal is on its way
+		r.close(t0.Add(2*time.Second), o.WorkflowID)
+		switch via {
+		case "requeue":
+			if r.requeue(e, batch) {
+				t.Fatal("requeued into a closed entity")
+			}
+		}
+		r.readmit(t0.Add(3*time.Second), batch.Arrivals)
+		if len(r.Entities) != 1 || r.Entities[0].AlertID != "a2" || r.Entities[0].State != intake.StateStarting {
+			t.Fatalf("%s: entities: %+v", via, r.Entities)
+		}
+		if r.Counters.Repeats != 0 || r.Counters.Alerts != 2 {
+			t.Errorf("%s: counters %+v", via, r.Counters)
+		}
+	}
+}
+
 // TestRoomStateIsBounded fills every bound of the room with the longest
 // values an admit request may carry: the state that continue-as-new hands
 // on stays well below Temporal's 2 MB payload limit.

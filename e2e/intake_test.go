@@ -418,7 +418,7 @@ func TestIntakeDeliversToSlack(t *testing.T) {
 		require.NotContains(t, raw, bad)
 	}
 	for _, want := range []string{`"type":"header"`, "confidence", "&lt;!channel&gt;", "hxxps[://]evil.example", "[REDACTED]",
-		"Top findings", `"url":"http://localhost:8233/namespaces/default/workflows/` + wf + `"`, wf + "/t1"} {
+		"Top findings", `"url":"http://localhost:8233/namespaces/default/workflows/` + wf + `"`, "idempotency key " + wf + "~"} {
 		require.Contains(t, raw, want)
 	}
 	require.Eventually(t, func() bool {

@@ -46,7 +46,7 @@ func saScript(alertID string) geminitest.Handler {
 			return geminitest.JSON(map[string]any{"achieved": true, "insights": []string{"No session was opened."}, "plan_updates": []any{}})
 		},
 		func(*geminitest.Request) geminitest.Reply {
-			return geminitest.Conclusion("## Summary\nThe brute force failed (search attribute e2e).", "false_positive", "high")
+			return geminitest.ConclusionCiting("## Summary\nThe brute force failed (search attribute e2e).", "false_positive", "high", "step_1", "get_alert")
 		},
 	)
 }

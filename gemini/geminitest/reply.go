@@ -74,10 +74,21 @@ func JSON(v any) Reply {
 
 // Conclusion is the reply of the conclusion phase: the Markdown report and
 // a verdict with its confidence, resting on one evidence item that cites
-// the alert itself (which the agent's evidence check always accepts).
+// the alert itself (enough for true_positive or undetermined; benign and
+// false_positive need ConclusionCiting).
 func Conclusion(report, verdict, confidence string) Reply {
-	return JSON(map[string]any{"report": report, "evidence": []any{map[string]any{"step_id": "alert", "tool": "", "fact": "The alert as shown (a scripted conclusion)."}},
-		"reason": "A scripted conclusion.", "verdict": verdict, "confidence": confidence})
+	return conclusion(report, verdict, confidence, map[string]any{"step_id": "alert", "tool": "", "fact": "The alert as shown (a scripted conclusion)."})
+}
+
+// ConclusionCiting is Conclusion resting on what tool showed in step: the
+// evidence a benign or false_positive verdict needs (the alert's text alone
+// does not settle those).
+func ConclusionCiting(report, verdict, confidence, step, tool string) Reply {
+	return conclusion(report, verdict, confidence, map[string]any{"step_id": step, "tool": tool, "fact": "What " + tool + " returned (a scripted conclusion)."})
+}
+
+func conclusion(report, verdict, confidence string, evidence map[string]any) Reply {
+	return JSON(map[string]any{"report": report, "evidence": []any{evidence}, "reason": "A scripted conclusion.", "verdict": verdict, "confidence": confidence})
 }
 
 // Calls is a model reply with one function-call part per call, IDs kept as

@@ -2,6 +2,7 @@ package bigquery
 
 import (
 	"context"
+	"slices"
 	"strings"
 
 	"github.com/secops-agent/investigator/activities"
@@ -15,11 +16,12 @@ import (
 // structure of its tool calls, built from the calls and their stored
 // results, never by filtering text. It holds the schemas the session read,
 // and per call the tool, the query's SQL without values
-// (bqtools.SQLWithoutValues), the row counts and the error, with its words
-// outside the known vocabulary masked. No row, no model text (the model
-// read the rows before writing it), no request (the parent model wrote it
-// from the alert) and no answer reach it, so nothing a log line says can
-// become a claim.
+// (bqtools.SQLWithoutValues), the row counts and what kind of failure an
+// error was (failure): a phrase from a fixed set and the known names it
+// mentions, never its text. No row, no model text (the model read the rows
+// before writing it), no request (the parent model wrote it from the
+// alert), no error message (BigQuery's can quote a row) and no answer reach
+// it, so nothing a log line says can become a claim.
 type sessionView struct {
 	Schemas []schemaView `json:"schemas"`
 	Calls   []callView   `json:"calls"`
@@ -46,14 +48,17 @@ type callView struct {
 	// call showed the model.
 	TotalRows *int64 `json:"total_rows,omitempty"`
 	Rows      *int   `json:"rows,omitempty"`
-	Error     string `json:"error,omitempty"`
+	// Error is what kind of failure the call was (knownNames.failure).
+	Error string `json:"error,omitempty"`
+	// message is the tool's error message, which only failure reads.
+	message string
 }
 
-// Bounds of the view: an error message, a query (the sub-agent's 20 calls
-// could otherwise bring 64 KiB of SQL each).
+// Bounds of the view: a query (the sub-agent's 20 calls could otherwise
+// bring 64 KiB of SQL each), the names an error's kind lists.
 const (
-	maxErrorInView = 300
-	maxSQLInView   = 4 << 10
+	maxSQLInView       = 4 << 10
+	maxNamesOfAFailure = 8
 )
 
 // The sub-agent's tools whose results the view reads, as their
@@ -116,13 +121,17 @@ func (a *Activities) session(ctx context.Context, session string, refs []activit
 	// masked: mask again now that every schema is known.
 	known := v.known(a.Tables)
 	for i := range v.Calls {
-		v.Calls[i].SQL, v.Calls[i].Error = known.sql(v.Calls[i].SQL), known.text(v.Calls[i].Error)
+		v.Calls[i].SQL = known.sql(v.Calls[i].SQL)
+		if v.Calls[i].message != "" {
+			v.Calls[i].Error = known.failure(v.Calls[i].message)
+		}
 	}
 	return v, nil
 }
 
 // add records one call and its result (nil when the session holds none).
-// The SQL and the error are kept raw here and masked by session.
+// The SQL and the error message are kept raw here; session masks the SQL
+// and writes the error's kind.
 func (v *sessionView) add(a *Activities, tool string, args, resp map[string]any) {
 	call := callView{Tool: "(unknown tool)"}
 	if a.Tools != nil {
@@ -131,10 +140,10 @@ func (v *sessionView) add(a *Activities, tool string, args, resp map[string]any)
 		}
 	}
 	if msg, ok := resp["error"].(string); ok {
-		call.Error = msg
+		call.Error, call.message = failedCall, msg
 	}
 	if cut, _ := resp["truncated"].(bool); cut {
-		call.Error = "the result was cut to fit the tool-result limit; its contents are not known"
+		call.Error, call.message = "the result was cut to fit the tool-result limit; its contents are not known", ""
 		resp = nil
 	}
 	switch call.Tool {
@@ -246,75 +255,43 @@ func (k knownNames) sql(sql string) string {
 	}
 	out, err := bqtools.SQLWithoutValues(sql, k.keepSQL)
 	if err != nil {
-		return "(a query that could not be read: " + k.text(err.Error()) + ")"
+		return "(a query that could not be read)"
 	}
 	return clip.String(out, maxSQLInView)
 }
 
-// text writes an error message with every word that is not in the memory
-// vocabulary, the error vocabulary, SQL or a known name as "?", and every
-// quoted part, number and other character as "?" too: BigQuery's errors
-// can quote a value from a row ("Bad int64 value: ...").
-func (k knownNames) text(s string) string {
-	if s == "" {
-		return ""
-	}
-	var b strings.Builder
-	mark := func() { // one mark for a run of hidden words
-		if !strings.HasSuffix(strings.TrimRight(b.String(), " "), "?") {
-			b.WriteByte('?')
-		}
-	}
-	for i := 0; i < len(s); {
-		c := s[i]
-		switch {
-		case c == '\'' || c == '"' || c == '`':
-			end := strings.IndexByte(s[i+1:], c)
-			if end < 0 {
-				end = len(s) - i - 1
-			}
-			mark()
-			i += end + 2
-		case c == '_' || 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z':
-			j := i
-			for j < len(s) && (s[j] == '_' || 'a' <= s[j] && s[j] <= 'z' || 'A' <= s[j] && s[j] <= 'Z' || '0' <= s[j] && s[j] <= '9') {
-				j++
-			}
-			w := s[i:j]
-			if k.keepSQL(w) || memory.IsVocabulary(w) || errorWords[strings.ToLower(w)] {
-				b.WriteString(w)
-			} else {
-				mark()
-			}
-			i = j
-		case '0' <= c && c <= '9':
-			for i < len(s) && ('0' <= s[i] && s[i] <= '9' || s[i] == '.') {
-				i++
-			}
-			mark()
-		case c == ' ' || strings.IndexByte(",;:()=*+-/.", c) >= 0:
-			b.WriteByte(c)
-			i++
-		default:
-			mark()
-			i++
-		}
-	}
-	out := strings.NewReplacer(" ,", ",", " )", ")", "( ", "(").Replace(strings.Join(strings.Fields(b.String()), " "))
-	return clip.String(out, maxErrorInView)
-}
+// failedCall is the kind of a failure whose message names none that
+// FailureKind knows.
+const failedCall = "the call failed (its message is not shown)"
 
-// errorWords are the words of BigQuery's and the tools' error messages
-// that the memory vocabulary lacks.
-var errorWords = func() map[string]bool {
-	m := map[string]bool{}
-	for _, w := range strings.Fields(`query refused nothing sent would over limit limits filter fewer budget left
-		unrecognized unknown not found no matching signature argument arguments supported unsupported allowed syntax
-		error expected got but only cannot could neither nor grouped aggregated references reference ambiguous
-		qualified keyword unexpected input division overflow bad exceeded timeout timed access denied permission
-		configured tables must statement statements dry job jobs too big large already exist exists does other
-		than more less out range cut fit narrow try again later resources rate quota tool tools`) {
-		m[w] = true
+// failure writes what kind of failure msg reports, from a fixed set
+// (bqtools.FailureKind: the guard layer that refused the query, or
+// BigQuery's reason code; or an unknown tool), followed by the known names
+// it mentions, sorted: never a word of the message itself, since BigQuery's
+// messages quote rows ("Bad int64 value: ...") and a row can be written in
+// the memory vocabulary.
+func (k knownNames) failure(msg string) string {
+	kind, ok := bqtools.FailureKind(msg)
+	switch {
+	case ok:
+	case strings.HasPrefix(msg, "unknown tool "):
+		kind = "unknown tool"
+	case strings.Contains(msg, " did not run: the plan did not offer it"):
+		kind = "the tool was not offered"
+	default:
+		kind = failedCall
 	}
-	return m
-}()
+	var names []string
+	for _, w := range strings.FieldsFunc(strings.ToLower(msg), func(r rune) bool {
+		return r != '_' && (r < 'a' || r > 'z') && (r < '0' || r > '9')
+	}) {
+		if k[w] && !slices.Contains(names, w) {
+			names = append(names, w)
+		}
+	}
+	if len(names) == 0 {
+		return kind
+	}
+	slices.Sort(names)
+	return kind + "; names: " + strings.Join(names[:min(len(names), maxNamesOfAFailure)], ", ")
+}

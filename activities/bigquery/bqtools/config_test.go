@@ -221,4 +221,45 @@ func TestClassify(t *testing.T) {
 	retry(classify("x", errors.New("connection reset"), false))
 	err := classify("run the query", &googleapi.Error{Code: 400, Message: "Unrecognized name: foo at [1:8]"}, false)
 	assert.EqualError(t, err, "run the query failed: Unrecognized name: foo at [1:8]")
+	err = classify("run the query", &googleapi.Error{Code: 400, Message: "Unrecognized name: foo", Errors: []googleapi.ErrorItem{{Reason: "invalidQuery"}}}, false)
+	assert.EqualError(t, err, "run the query failed (invalidQuery): Unrecognized name: foo")
+	err = classify("dry run of the query", &bigquery.Error{Reason: "invalidQuery", Message: "Bad int64 value: x"}, true)
+	assert.EqualError(t, err, "dry run of the query failed (invalidQuery): Bad int64 value: x")
+}
+
+// TestFailureKind: every refusal of these tools reads as its kind from a
+// fixed set, and no word of BigQuery's message (which can quote a row)
+// comes through, whatever it says.
+func TestFailureKind(t *testing.T) {
+	const row = "success is set for failed login attempts"
+	for msg, want := range map[string]string{
+		"query refused (nothing was sent to BigQuery): " + row:                                                         "refused by the SQL guard before BigQuery saw the query",
+		"query refused: BigQuery reads it as a INSERT statement; only a SELECT query is allowed":                       "refused after the dry run: not a SELECT statement",
+		"query refused: it reads p.other.t, which is not one of the tables you may query (x)":                          "refused after the dry run: it reads a table, routine or property graph that is not allowed",
+		"query refused: it calls the routine p.d.f, which is not listed":                                               "refused after the dry run: it reads a table, routine or property graph that is not allowed",
+		"query refused: the query would scan 2.0 GiB, over the 1.0 GiB limit; add a time filter":                       "refused: over the scan limit of a query (max_scan_bytes)",
+		"query refused: the investigation's BigQuery scan budget (max_scan_bytes of the investigation) has 1 MiB left": "refused: over what is left of the investigation's scan budget",
+		"run the query failed (invalidQuery): Bad int64 value: " + row:                                                 "BigQuery failed the query job (invalidQuery)",
+		"run the query (job timeout 1m0s) failed (timeout): " + row:                                                    "BigQuery failed the query job (timeout)",
+		"dry run of the query failed (notFound): Not found: Table p:d.t":                                               "BigQuery failed the dry run (notFound)",
+		"dry run of the query failed: " + row:                                                                          "BigQuery failed the dry run (no reason given)",
+		"run the query failed (successIsSetForFailedLogins): " + row:                                                   "BigQuery failed the query job (an unknown reason)",
+		"read the schema of security_logs.auth_events failed (accessDenied): " + row:                                   "BigQuery failed reading a schema (accessDenied)",
+		"read the query result failed (quotaExceeded): " + row:                                                         "BigQuery failed reading the results (quotaExceeded)",
+		`table "x" is not one of the tables you may use; use one of: a.b`:                                              "refused: the table is not one of the configured tables",
+		"table d.t is configured but does not exist in BigQuery project p":                                             "the configured table does not exist in BigQuery",
+		`handle "x" is not one that bigquery_query returned`:                                                           "refused: the handle is not one of this session's results",
+		`no query result for handle "x" (results are kept for about a day)`:                                            "no result for the handle (results are kept for about a day)",
+		"the query behind this handle is refused now: " + row:                                                          "refused: the query behind the handle does not pass the SQL guard",
+		`no runbook named "` + row + `"; the runbooks are: a`:                                                          "no runbook of that name",
+		`argument "limit" must be a whole number from 0 to 100, got 500`:                                               "an argument was refused",
+	} {
+		kind, ok := FailureKind(msg)
+		assert.True(t, ok, msg)
+		assert.Equal(t, want, kind, msg)
+	}
+	for _, msg := range []string{row, "query failed: " + row, "Bad int64 value: " + row, "x run the query failed (invalidQuery): " + row} {
+		_, ok := FailureKind(msg)
+		assert.False(t, ok, msg)
+	}
 }

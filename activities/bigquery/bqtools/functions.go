@@ -28,6 +28,8 @@ import (
 //     EXTERNAL_OBJECT_TRANSFORM (Cloud Storage objects).
 //   - VECTOR_SEARCH: reads vector indexes, and can embed its input with a
 //     model.
+//   - ST_REGIONSTATS: Earth Engine reads the raster it names (a gs:// GeoTIFF,
+//     an ee:// asset of any project), billed outside the scan budget.
 //   - Cloud KMS: KEYS.KEYSET_CHAIN, KEYS.NEW_WRAPPED_KEYSET,
 //     KEYS.REWRAP_KEYSET, KEYS.ROTATE_WRAPPED_KEYSET and DLP_KEY_CHAIN call
 //     Cloud KMS, with a key that may be in any project. The other KEYS. and
@@ -80,11 +82,21 @@ var kmsFunctions = []string{"KEYS.KEYSET_CHAIN", "KEYS.NEW_WRAPPED_KEYSET", "KEY
 // GoogleSQL's built-in scalar, aggregate, window, array, JSON, geography,
 // date and time, hash, encryption and range functions (ZetaSQL's function
 // reference and BigQuery's additions), which read only their arguments.
+//
+// The rule for this list: a function that names a resource outside the
+// query's tables (a URI, a path, an Earth Engine asset, a connection, a
+// model, a key, an index or another table by name) is never allowed, since
+// the dry run lists no table for it and its bytes are billed outside the
+// scan budget (ST_REGIONSTATS reads any GeoTIFF or Earth Engine asset the
+// service account can see). TestResourceFunctionsAreRefused lists them.
+//
 // Left out: table-valued functions (APPENDS, CHANGES, GAP_FILL,
 // RANGE_SESSIONIZE, which the tables config may allow), what reaches
 // outside BigQuery or other projects (EXTERNAL_QUERY,
-// EXTERNAL_OBJECT_TRANSFORM, VECTOR_SEARCH, DLP_KEY_CHAIN, ...), who runs
-// the query (SESSION_USER), and protocol-buffer and graph functions. The
+// EXTERNAL_OBJECT_TRANSFORM, VECTOR_SEARCH, ST_REGIONSTATS, DLP_KEY_CHAIN,
+// ...), ERROR (it only raises a text built from the rows, which would reach
+// the session's error), who runs the query (SESSION_USER), and
+// protocol-buffer and graph functions. The
 // last line holds words that take parentheses without being functions:
 // TABLESAMPLE SYSTEM (...), GROUPING SETS (...), PIVOT (...), WEEK(MONDAY),
 // arr[OFFSET(0)], and type parameters (NUMERIC(10, 2)).
@@ -100,7 +112,7 @@ var allowedFunctions = wordSet(`
 	CURRENT_TIMESTAMP DATE DATETIME DATETIME_ADD DATETIME_BUCKET DATETIME_DIFF DATETIME_SUB DATETIME_TRUNC
 	DATE_ADD DATE_BUCKET DATE_DIFF DATE_FROM_UNIX_DATE DATE_SUB DATE_TRUNC DENSE_RANK
 	DETERMINISTIC_DECRYPT_BYTES DETERMINISTIC_DECRYPT_STRING DETERMINISTIC_ENCRYPT DIV EDIT_DISTANCE ENDS_WITH
-	ERROR EUCLIDEAN_DISTANCE EXISTS EXP EXTRACT FARM_FINGERPRINT FIRST_VALUE FLOAT64 FLOOR FORMAT FORMAT_DATE
+	EUCLIDEAN_DISTANCE EXISTS EXP EXTRACT FARM_FINGERPRINT FIRST_VALUE FLOAT64 FLOOR FORMAT FORMAT_DATE
 	FORMAT_DATETIME FORMAT_TIME FORMAT_TIMESTAMP FROM_BASE32 FROM_BASE64 FROM_HEX GENERATE_ARRAY
 	GENERATE_DATE_ARRAY GENERATE_RANGE_ARRAY GENERATE_TIMESTAMP_ARRAY GENERATE_UUID GREATEST GROUPING
 	IEEE_DIVIDE IF IFERROR IFNULL IN INITCAP INSTR INT64 IS ISERROR IS_INF IS_NAN JSON_ARRAY JSON_ARRAY_APPEND
@@ -125,7 +137,7 @@ var allowedFunctions = wordSet(`
 	ST_GEOMETRYTYPE ST_HAUSDORFFDISTANCE ST_HAUSDORFFDWITHIN ST_INTERIORRINGS ST_INTERSECTION ST_INTERSECTS
 	ST_INTERSECTSBOX ST_ISCLOSED ST_ISCOLLECTION ST_ISEMPTY ST_ISRING ST_LENGTH ST_LINEINTERPOLATEPOINT
 	ST_LINELOCATEPOINT ST_LINESUBSTRING ST_MAKELINE ST_MAKEPOLYGON ST_MAKEPOLYGONORIENTED ST_MAXDISTANCE
-	ST_NPOINTS ST_NUMGEOMETRIES ST_NUMPOINTS ST_PERIMETER ST_POINTN ST_REGIONSTATS ST_SIMPLIFY ST_SNAPTOGRID
+	ST_NPOINTS ST_NUMGEOMETRIES ST_NUMPOINTS ST_PERIMETER ST_POINTN ST_SIMPLIFY ST_SNAPTOGRID
 	ST_STARTPOINT ST_TOUCHES ST_UNION ST_UNION_AGG ST_WITHIN ST_X ST_Y SUBSTR SUBSTRING SUM TAN TANH TIME
 	TIMESTAMP TIMESTAMP_ADD TIMESTAMP_BUCKET TIMESTAMP_DIFF TIMESTAMP_MICROS TIMESTAMP_MILLIS
 	TIMESTAMP_SECONDS TIMESTAMP_SUB TIMESTAMP_TRUNC TIME_ADD TIME_DIFF TIME_SUB TIME_TRUNC TO_BASE32
@@ -175,6 +187,10 @@ func functionRefusal(parts []string, written string, p sqlPolicy, tvf bool) erro
 		return fmt.Errorf("%s reads data outside BigQuery; %s", written, only)
 	case len(parts) == 1 && upper == "VECTOR_SEARCH":
 		return fmt.Errorf("VECTOR_SEARCH reads vector indexes and may call an embedding model; %s", only)
+	case len(parts) == 1 && upper == "ST_REGIONSTATS":
+		return fmt.Errorf("ST_REGIONSTATS reads a raster image from Cloud Storage or Earth Engine through Earth Engine, outside the tables and the scan budget; %s", only)
+	case len(parts) == 1 && upper == "ERROR":
+		return fmt.Errorf("ERROR raises a message built from the query's values, which this tool does not allow; %s", only)
 	case len(parts) == 2 && refusedFamilies[head] != "" && !slices.Contains(builtinNamespaces[head], strings.ToUpper(parts[1])):
 		return fmt.Errorf("%s %s; %s", written, refusedFamilies[head], only)
 	case p.allowsFunction(parts), tvf && upper == "UNNEST":

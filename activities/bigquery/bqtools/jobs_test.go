@@ -164,7 +164,7 @@ func TestQueryJobsOnTheFake(t *testing.T) {
 		ctx, _ := callCtx(t, callID, 0)
 		for range 2 {
 			_, err := run(e, ctx)
-			requireRejection(t, err, "run the query failed: division by zero")
+			requireRejection(t, err, "run the query failed (invalidQuery): division by zero")
 		}
 		assert.Equal(t, []string{base}, fb.starts)
 	})

@@ -327,9 +327,16 @@ func (h *subAgent) scanLeft() int64 {
 
 func (h *subAgent) callStarted() {}
 
-func (h *subAgent) callDone(key string, out activities.ToolOutput) {
-	h.loans.end(key)
+// callDone charges a query that failed after its retries its whole loan:
+// its job may have run and been billed, and the bytes did not come back.
+// No gate: the sub-agent's scan budget only sets its queries' inputs
+// (scanFor), never which commands it emits.
+func (h *subAgent) callDone(_ workflow.Context, key string, out activities.ToolOutput, err error) {
+	lent := h.loans.end(key)
 	h.scanned += out.ScannedBytes
+	if err != nil {
+		h.scanned += lent
+	}
 }
 
 // scanFor lends each query a share of what the sub-agent may still scan,

@@ -15,6 +15,7 @@ import (
 
 	"github.com/secops-agent/investigator/activities"
 	"github.com/secops-agent/investigator/activities/bigquery"
+	"github.com/secops-agent/investigator/activities/bigquery/bqtools"
 	"github.com/secops-agent/investigator/internal/clip"
 	"github.com/secops-agent/investigator/internal/size"
 	"github.com/secops-agent/investigator/investigation"
@@ -37,8 +38,9 @@ const (
 	// it before its answer.
 	subAgentAnswerAllowance = 2*llmRetryBudget + storeRetryBudget
 	// bigQueryToolAttempt bounds one attempt of a sub-agent tool call: a
-	// query runs under its own BigQuery job timeout (bqtools job_timeout).
-	bigQueryToolAttempt = 5 * time.Minute
+	// query runs under its own BigQuery job timeout (bqtools job_timeout),
+	// which the config holds at least a minute below it.
+	bigQueryToolAttempt = bqtools.CallAttempt
 )
 
 // startBigQueryAgent starts the BigQuery sub-agent for one bigquery_agent

@@ -15,6 +15,7 @@ import (
 
 	"github.com/secops-agent/investigator/activities"
 	"github.com/secops-agent/investigator/activities/bigquery"
+	"github.com/secops-agent/investigator/activities/bigquery/bqtools"
 	"github.com/secops-agent/investigator/internal/clip"
 	"github.com/secops-agent/investigator/internal/size"
 	"github.com/secops-agent/investigator/investigation"
@@ -37,8 +38,9 @@ const (
 	// it before its answer.
 	subAgentAnswerAllowance = 2*llmRetryBudget + storeRetryBudget
 	// bigQueryToolAttempt bounds one attempt of a sub-agent tool call: a
-	// query runs under its own BigQuery job timeout (bqtools job_timeout).
-	bigQueryToolAttempt = 5 * time.Minute
+	// query runs under its own BigQuery job timeout (bqtools job_timeout),
+	// which the config holds at least a minute below it.
+	bigQueryToolAttempt = bqtools.CallAttempt
 )
 
 // startBigQueryAgent starts the BigQuery sub-agent for one bigquery_agent
@@ -327,9 +329,16 @@ func (h *subAgent) scanLeft() int64 {
 
 func (h *subAgent) callStarted() {}
 
-func (h *subAgent) callDone(key string, out activities.ToolOutput) {
-	h.loans.end(key)
+// callDone charges a query that failed after its retries its whole loan:
+// its job may have run and been billed, and the bytes did not come back.
+// No gate: the sub-agent's scan budget only sets its queries' inputs
+// (scanFor), never which commands it emits.
+func (h *subAgent) callDone(_ workflow.Context, key string, out activities.ToolOutput, err error) {
+	lent := h.loans.end(key)
 	h.scanned += out.ScannedBytes
+	if err != nil {
+		h.scanned += lent
+	}
 }
 
 // scanFor lends each query a share of what the sub-agent may still scan,

@@ -163,6 +163,99 @@ func TestSubAgentsReportScansAndUsage(t *testing.T) {
 	require.Contains(t, scanned[0], "scanned 600 bytes")
 }
 
+// A sub-agent that scanned and then returned no result (its model turn
+// failed for good, or its answer could not be delivered) reports no
+// bytes; it is charged its whole loan, so the budget is spent and the next
+// bigquery_agent call is refused instead of lent the budget again. A
+// query of the sub-agent that failed after its retries is charged its
+// loan likewise, and the sub-agent's later queries see it.
+func TestFailedSubAgentsAreChargedTheirLoan(t *testing.T) {
+	for _, c := range []struct {
+		name    string
+		turn    func(in bigquery.SubAgentTurnInput) (activities.TurnOutput, error)
+		query   func(n int) error // the sub-agent's nth query (from 1) fails with it
+		deliver error
+		lent    []int64 // ScanBytesLeft its queries saw
+	}{
+		{name: "model turn failed for good", lent: []int64{1000}, turn: func(in bigquery.SubAgentTurnInput) (activities.TurnOutput, error) {
+			if len(in.Transcript) == 0 {
+				return activities.TurnOutput{Key: in.Key, Calls: []toolcall.Call{{Name: toolcall.BigQueryQuery, Args: map[string]any{"sql": "SELECT 1"}}}}, nil
+			}
+			return activities.TurnOutput{}, temporal.NewNonRetryableApplicationError("400 bad request", "GeminiBadRequest", nil)
+		}},
+		{name: "answer not delivered", lent: []int64{1000}, deliver: temporal.NewNonRetryableApplicationError("the store refused", "StoreRefused", nil)},
+		{name: "a query failed after retries", lent: []int64{1000, -1}, query: func(n int) error {
+			if n == 1 {
+				return temporal.NewNonRetryableApplicationError("the query activity failed", "Lost", nil)
+			}
+			return nil
+		}, turn: func(in bigquery.SubAgentTurnInput) (activities.TurnOutput, error) {
+			if n := len(in.Transcript); n < 4 {
+				return activities.TurnOutput{Key: in.Key, Calls: []toolcall.Call{{Name: toolcall.BigQueryQuery, Args: map[string]any{"sql": fmt.Sprintf("SELECT %d", n)}}}}, nil
+			}
+			return activities.TurnOutput{Key: in.Key, Text: "rows"}, nil
+		}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			h := newHarness(t)
+			h.env.RegisterWorkflowWithOptions(BigQueryAgent, workflow.RegisterOptions{Name: investigation.BigQueryWorkflowName})
+			h.onPlan(activities.PlanOutput{Usage: investigation.Usage{Calls: 1}, Tools: []toolcall.Tool{{Name: "bigquery_agent", Kind: toolcall.ChildWorkflow, Workflow: investigation.BigQueryWorkflowName}}, Plan: plan.Plan{Objective: "o", Steps: []plan.Step{
+				{ID: "step_1", Description: "ask logs", Tools: []string{"bigquery_agent"}, Status: plan.Pending}}}}, nil)
+			h.onTurn(func(in activities.TurnInput) (activities.TurnOutput, error) {
+				if n := len(in.Transcript); n < 8 { // four calls, one per turn
+					return activities.TurnOutput{Calls: []toolcall.Call{{Name: "bigquery_agent", Args: map[string]any{"request": fmt.Sprintf("logins, take %d", n/2+1)}}}}, nil
+				}
+				return activities.TurnOutput{Text: "done"}, nil
+			})
+			h.onReflect(noChange)
+			turn := c.turn
+			if turn == nil {
+				turn = func(in bigquery.SubAgentTurnInput) (activities.TurnOutput, error) {
+					if len(in.Transcript) == 0 {
+						return activities.TurnOutput{Key: in.Key, Calls: []toolcall.Call{{Name: toolcall.BigQueryQuery, Args: map[string]any{"sql": "SELECT 1"}}}}, nil
+					}
+					return activities.TurnOutput{Key: in.Key, Text: "rows"}, nil
+				}
+			}
+			h.env.OnActivity(bq.RecallMemories, mock.Anything, mock.Anything).Return(bigquery.Recall{}, nil)
+			h.env.OnActivity(bq.SubAgentTurn, mock.Anything, mock.Anything).Return(func(_ context.Context, in bigquery.SubAgentTurnInput) (activities.TurnOutput, error) {
+				return turn(in)
+			})
+			queries := 0
+			h.onTool(func(in activities.ToolInput) (activities.ToolOutput, error) {
+				queries++
+				if c.query != nil {
+					if err := c.query(queries); err != nil {
+						return activities.ToolOutput{}, err
+					}
+				}
+				if in.ScanBytesLeft < 0 { // as bigquery_query refuses it
+					return activities.ToolOutput{Key: in.Key, Error: "query refused: the scan budget is spent"}, nil
+				}
+				return activities.ToolOutput{Key: in.Key, OK: true, ScannedBytes: 900}, nil
+			})
+			h.env.OnActivity(bq.Introspect, mock.Anything, mock.Anything).Return(bigquery.Introspection{}, nil).Maybe()
+			h.env.OnActivity(bq.UpdateMemories, mock.Anything, mock.Anything).Return(bigquery.MemoryChanges{}, nil).Maybe()
+			h.env.OnActivity(bq.DeliverAnswer, mock.Anything, mock.Anything).Return(func(_ context.Context, in bigquery.DeliverInput) (activities.ToolOutput, error) {
+				if c.deliver != nil {
+					return activities.ToolOutput{}, c.deliver
+				}
+				return activities.ToolOutput{Key: in.ResultKey, OK: true}, nil
+			}).Maybe()
+			res, err := h.run(t, investigation.Input{AlertID: "a1", Limits: investigation.Limits{MaxScanBytes: 1000}})
+			require.NoError(t, err)
+			var lent []int64
+			for _, tl := range h.tools {
+				lent = append(lent, tl.ScanBytesLeft)
+			}
+			require.Equal(t, c.lent, lent, "one sub-agent ran queries; the later calls were refused")
+			require.EqualValues(t, 1000, res.ScannedBytes, "the failed work is charged its loan of 1000 bytes")
+			last := h.turns[len(h.turns)-1].Transcript
+			require.Contains(t, last[len(last)-1].Error, "the investigation's BigQuery scan budget of 1000 bytes (--max-scan-bytes) is spent")
+		})
+	}
+}
+
 // TestSubAgentsRunningTogetherShareTheScanBudget: sub-agents that run at
 // the same time (two calls of one turn, or two parallel steps), and the
 // queries of one sub-agent turn, are lent shares of what is left, so

@@ -86,13 +86,25 @@ func (l *loans) lend(key, step string, left int64, sharers int) int64 {
 	return n
 }
 
-// end ends the loan of the call key, if it had one.
-func (l *loans) end(key string) {
-	if ln, ok := l.byKey[key]; ok {
-		l.total -= ln.bytes
-		l.byStep[ln.step]--
-		delete(l.byKey, key)
+// end ends the loan of the call key, if it had one, and returns what was
+// lent (0 if nothing).
+func (l *loans) end(key string) int64 {
+	ln, ok := l.byKey[key]
+	if !ok {
+		return 0
 	}
+	l.total -= ln.bytes
+	l.byStep[ln.step]--
+	delete(l.byKey, key)
+	return ln.bytes
+}
+
+// chargesFailedChildren says a sub-agent that returned no result is charged
+// its whole loan (stepHost.callDone). Asked only when such a sub-agent ends:
+// histories recorded before charged it nothing, and a later bigquery_agent
+// call they started would now be refused for the spent budget.
+func chargesFailedChildren(ctx workflow.Context) bool {
+	return workflow.GetVersion(ctx, "failed-child-charged", workflow.DefaultVersion, 1) == 1
 }
 
 // of counts the loans out to step.

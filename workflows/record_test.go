@@ -2,6 +2,7 @@ package workflows
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"testing"
@@ -12,12 +13,16 @@ import (
 	historypb "go.temporal.io/api/history/v1"
 	"go.temporal.io/api/temporalproto"
 	"go.temporal.io/sdk/client"
+	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/worker"
 	"go.temporal.io/sdk/workflow"
 
 	"github.com/secops-agent/investigator/activities"
+	"github.com/secops-agent/investigator/activities/bigquery"
 	"github.com/secops-agent/investigator/internal/testenv"
 	"github.com/secops-agent/investigator/investigation"
+	"github.com/secops-agent/investigator/plan"
+	"github.com/secops-agent/investigator/toolcall"
 )
 
 // scripted stands in for the activities under their registered names, for
@@ -108,18 +113,107 @@ func TestRecordStopDuringModeDecision(t *testing.T) {
 	var res investigation.Result
 	require.NoError(t, run.Get(ctx, &res))
 
+	saveFixture(ctx, t, c, id, run.GetRunID(), "stop-followup.history.json", label)
+}
+
+// saveFixture writes the history of the run into testdata as name
+// (label "1") or <label>-name.
+func saveFixture(ctx context.Context, t *testing.T, c client.Client, id, runID, name, label string) {
+	t.Helper()
 	hist := &historypb.History{}
-	it := c.GetWorkflowHistory(ctx, id, run.GetRunID(), false, enumspb.HISTORY_EVENT_FILTER_TYPE_ALL_EVENT)
+	it := c.GetWorkflowHistory(ctx, id, runID, false, enumspb.HISTORY_EVENT_FILTER_TYPE_ALL_EVENT)
 	for it.HasNext() {
 		e, err := it.Next()
 		require.NoError(t, err)
 		hist.Events = append(hist.Events, e)
 	}
-	name := "stop-followup.history.json"
 	if label != "1" {
 		name = label + "-" + name
 	}
 	raw, err := temporalproto.CustomJSONMarshalOptions{Indent: "  "}.Marshal(hist)
 	require.NoError(t, err)
 	require.NoError(t, os.WriteFile(filepath.Join("testdata", name), raw, 0o644))
+}
+
+// failingChild stands in for the activities of an investigation whose
+// step calls bigquery_agent twice: each sub-agent runs one query (900
+// bytes scanned) and then fails, its next model turn refused for good.
+type failingChild struct{}
+
+func (*failingChild) StoreContext(context.Context, activities.ContextInput) error   { return nil }
+func (*failingChild) StoreProgress(context.Context, activities.ProgressInput) error { return nil }
+
+func (*failingChild) GeneratePlan(context.Context, activities.PlanInput) (activities.PlanOutput, error) {
+	return activities.PlanOutput{Usage: investigation.Usage{Calls: 1},
+		Tools: []toolcall.Tool{{Name: toolcall.BigQueryAgent, Kind: toolcall.ChildWorkflow, Workflow: investigation.BigQueryWorkflowName}},
+		Plan: plan.Plan{Objective: "who logged in", Steps: []plan.Step{
+			{ID: "step_1", Description: "ask the logs", Tools: []string{toolcall.BigQueryAgent}, Expected: "logins", Status: plan.Pending}}}}, nil
+}
+
+func (*failingChild) ModelTurn(_ context.Context, in activities.TurnInput) (activities.TurnOutput, error) {
+	if n := len(in.Transcript); n < 4 {
+		return activities.TurnOutput{Key: in.Key, Usage: investigation.Usage{Calls: 1}, Calls: []toolcall.Call{
+			{ID: fmt.Sprintf("c%d", n/2+1), Name: toolcall.BigQueryAgent, Args: map[string]any{"request": fmt.Sprintf("logins, take %d", n/2+1)}}}}, nil
+	}
+	return activities.TurnOutput{Key: in.Key, Text: "the log search failed", Usage: investigation.Usage{Calls: 1}}, nil
+}
+
+func (*failingChild) Reflect(context.Context, activities.ReflectInput) (activities.Reflection, error) {
+	return activities.Reflection{Usage: investigation.Usage{Calls: 1}}, nil
+}
+
+func (*failingChild) Conclude(context.Context, activities.ConcludeInput) (activities.Conclusion, error) {
+	return activities.Conclusion{Markdown: "## Summary\nThe logs could not be searched.", Usage: investigation.Usage{Calls: 1},
+		Verdict: &investigation.Verdict{Verdict: investigation.VerdictUndetermined, Confidence: "low"}}, nil
+}
+
+func (*failingChild) RecallMemories(context.Context, bigquery.RecallInput) (bigquery.Recall, error) {
+	return bigquery.Recall{}, nil
+}
+
+func (*failingChild) SubAgentTurn(_ context.Context, in bigquery.SubAgentTurnInput) (activities.TurnOutput, error) {
+	if len(in.Transcript) == 0 {
+		return activities.TurnOutput{Key: in.Key, Calls: []toolcall.Call{{ID: "q1", Name: toolcall.BigQueryQuery, Args: map[string]any{"sql": "SELECT 1"}}}}, nil
+	}
+	return activities.TurnOutput{}, temporal.NewNonRetryableApplicationError("the model refused the request", "GeminiBadRequest", nil)
+}
+
+func (*failingChild) CallTool(_ context.Context, in activities.ToolInput) (activities.ToolOutput, error) {
+	return activities.ToolOutput{Key: in.Key, OK: true, Bytes: 20, ScannedBytes: 900}, nil
+}
+
+// TestRecordFailedChild records failed-child.history.json
+// (UPDATE_TESTDATA=1) or <label>-failed-child.history.json on a Temporal
+// dev server, with an unversioned worker and scripted activities: a
+// sub-agent lent the whole scan budget of 1,000 bytes scans 900 and fails,
+// and the step calls bigquery_agent again. Without UPDATE_TESTDATA it does
+// not run.
+func TestRecordFailedChild(t *testing.T) {
+	label := os.Getenv("UPDATE_TESTDATA")
+	if label == "" {
+		t.Skip("records a fixture: set UPDATE_TESTDATA (design/versioning.md)")
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	srv, err := testenv.StartTemporal(ctx)
+	require.NoError(t, err)
+	defer func() { _ = srv.Stop() }()
+	c := srv.Client()
+	const queue, id = "record-failed-child", "fixture-failed-child"
+	w := worker.New(c, queue, worker.Options{})
+	w.RegisterWorkflowWithOptions(Investigation, workflow.RegisterOptions{Name: investigation.WorkflowName})
+	w.RegisterWorkflowWithOptions(BigQueryAgent, workflow.RegisterOptions{Name: investigation.BigQueryWorkflowName})
+	w.RegisterActivity(&failingChild{})
+	require.NoError(t, w.Start())
+	defer w.Stop()
+
+	run, err := c.ExecuteWorkflow(ctx, client.StartWorkflowOptions{ID: id, TaskQueue: queue}, investigation.WorkflowName,
+		investigation.Input{AlertID: "a1", Limits: investigation.Limits{MaxScanBytes: 1000}})
+	require.NoError(t, err)
+	require.Eventually(t, func() bool {
+		v, err := c.QueryWorkflow(ctx, id, "", investigation.StatusQuery)
+		var st investigation.Status
+		return err == nil && v.Get(&st) == nil && st.Phase == investigation.PhaseIdle
+	}, time.Minute, 100*time.Millisecond, "the investigation concludes")
+	saveFixture(ctx, t, c, id, run.GetRunID(), "failed-child.history.json", label)
 }

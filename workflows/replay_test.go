@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 
@@ -68,6 +69,10 @@ var fixturePaths = map[string][]string{
 	// waited and the server's tool list changed after the plan.
 	"mcp.history.json":         {"mcp declarations recorded", "action approved", "updates"},
 	"mcp-changed.history.json": {"mcp declarations recorded", "action approved", "recorded declarations after the approval"},
+	// A sub-agent lent the whole scan budget fails, and the step calls
+	// bigquery_agent again; recorded by TestRecordFailedChild
+	// (record_test.go), not the e2e tests.
+	"failed-child.history.json": {"sub-agent failed, called again", "later sub-agent refused for the scan budget"},
 
 	// Recorded before a direct answer's verdict was reviewed: the twin of
 	// steering-run2 for GetVersion "direct-answer-verdict".
@@ -93,6 +98,10 @@ var fixturePaths = map[string][]string{
 	// input carrying the conversation, hints and plan inline): the twin of
 	// investigation for GetVersion "store-context-and-progress".
 	"pre-store-investigation.history.json": {"plan", "steps", "local tool calls", "retried model call", "reflection", "conclusion"},
+	// Recorded before a failed sub-agent was charged its loan (the next
+	// bigquery_agent call was lent the budget again): the twin of
+	// failed-child for GetVersion "failed-child-charged".
+	"pre-loan-charge-failed-child.history.json": {"sub-agent failed, called again", "later sub-agent started"},
 }
 
 // TestReplayRecordedHistories replays every recorded history against the
@@ -392,6 +401,34 @@ func exercises(h *historypb.History, path string) bool {
 			}
 		}
 		return false
+	case "sub-agent failed, called again":
+		rest := afterFailedChild(h)
+		return count(func(e *historypb.HistoryEvent) bool {
+			return e.GetActivityTaskCompletedEventAttributes() != nil && slices.Contains(rest, e) &&
+				len(e.GetActivityTaskCompletedEventAttributes().GetResult().GetPayloads()) > 0 &&
+				bytes.Contains(e.GetActivityTaskCompletedEventAttributes().GetResult().GetPayloads()[0].GetData(), []byte(`"name":"bigquery_agent"`))
+		}) > 0
+	case "later sub-agent started":
+		for _, e := range afterFailedChild(h) {
+			if e.GetEventType() == enumspb.EVENT_TYPE_START_CHILD_WORKFLOW_EXECUTION_INITIATED {
+				return true
+			}
+		}
+		return false
+	case "later sub-agent refused for the scan budget":
+		rest := afterFailedChild(h)
+		for _, e := range rest {
+			if e.GetEventType() == enumspb.EVENT_TYPE_START_CHILD_WORKFLOW_EXECUTION_INITIATED {
+				return false
+			}
+		}
+		for _, e := range rest {
+			if a := e.GetActivityTaskScheduledEventAttributes(); a.GetActivityType().GetName() == "ModelTurn" &&
+				bytes.Contains(a.GetInput().GetPayloads()[0].GetData(), []byte(`"tool":"bigquery_agent","error":"the call did not run: the investigation's BigQuery scan budget`)) {
+				return true
+			}
+		}
+		return false
 	case "failing step":
 		return count(func(e *historypb.HistoryEvent) bool {
 			return e.GetActivityTaskFailedEventAttributes() != nil
@@ -439,6 +476,14 @@ func failedAfterClose(h *historypb.History) []*historypb.HistoryEvent {
 		}
 	}
 	return nil
+}
+
+// afterFailedChild returns the events after the first child workflow that
+// failed, or nil.
+func afterFailedChild(h *historypb.History) []*historypb.HistoryEvent {
+	return after(h, func(e *historypb.HistoryEvent) bool {
+		return e.GetEventType() == enumspb.EVENT_TYPE_CHILD_WORKFLOW_EXECUTION_FAILED
+	})
 }
 
 // after returns the events after the first one that matches, or nil.

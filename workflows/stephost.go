@@ -122,12 +122,17 @@ func (h *stepHost) callsLeft(int) int {
 
 func (h *stepHost) callStarted() { h.r.callsInFlight++ }
 
-func (h *stepHost) callDone(key string, out activities.ToolOutput) {
-	h.r.loans.end(key)
+func (h *stepHost) callDone(ctx workflow.Context, key string, out activities.ToolOutput, err error) {
+	lent := h.r.loans.end(key)
 	h.r.callsInFlight--
 	h.r.Budget.TurnCalls++
 	h.r.ToolCalls++
 	h.r.ScannedBytes += out.ScannedBytes
+	if err != nil && lent > 0 && chargesFailedChildren(ctx) {
+		// A sub-agent that failed, timed out or was cancelled reports no
+		// bytes, yet may have scanned up to its loan: charge all of it.
+		h.r.ScannedBytes += lent
+	}
 	h.r.charge(&h.r.ByPhase.SubAgent, out.Usage)
 }
 

@@ -33,10 +33,11 @@ type loopHost interface {
 	// (a host running several loops at once counts theirs too).
 	callsLeft(loopCalls int) int
 	// callStarted and callDone tell the host that a call started, and that
-	// it finished with out (the zero value if it failed); both are called
-	// for every call that ran, and only for those.
+	// it finished with out, or failed with err (out is then the zero value:
+	// what the call spent did not come back); both are called for every
+	// call that ran, and only for those.
 	callStarted()
-	callDone(key string, out activities.ToolOutput)
+	callDone(ctx workflow.Context, key string, out activities.ToolOutput, err error)
 	// deadline is when the loop must answer by, if it has one (the time
 	// budget): a turn still running then is cut short.
 	deadline(ctx workflow.Context) (time.Time, bool)
@@ -349,7 +350,7 @@ func (l *toolLoop) collect(ctx workflow.Context, key string, c toolcall.Call, f 
 	err := f.Get(ctx, &out)
 	if started {
 		res.Calls++
-		l.host.callDone(key, out)
+		l.host.callDone(ctx, key, out, err)
 	}
 	if (started || reused) && !slices.Contains(res.Tools, c.Name) {
 		res.Tools = append(res.Tools, c.Name)

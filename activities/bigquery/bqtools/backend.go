@@ -35,6 +35,9 @@ type queryJob interface {
 	sql() string // the job's query, "" if it is not a query job
 	// wait waits for the job to end; a failed job's error is a *bigquery.Error.
 	wait(ctx context.Context) (jobStats, error)
+	// stats reads what the job processed and billed, as BigQuery reports
+	// it now: a failed or cancelled job may be billed too.
+	stats(ctx context.Context) (jobStats, error)
 	// read reads up to n rows from offset of the finished job's results, of
 	// which the first maxRows can be paged.
 	read(ctx context.Context, offset, n uint64, maxRows int) (rowsPage, error)
@@ -68,6 +71,9 @@ type jobOptions struct {
 }
 
 type jobStats struct{ processed, billed int64 }
+
+// bytes is what the job counts against the scan budget.
+func (s jobStats) bytes() int64 { return max(s.billed, s.processed) }
 
 // clientBackend reaches BigQuery through the Go client, and through the
 // REST API for the dry run when NewClient made the client: the Go client
@@ -203,6 +209,18 @@ func (j clientJob) wait(ctx context.Context) (jobStats, error) {
 	if err := status.Err(); err != nil {
 		return jobStats{}, err
 	}
+	return statsOf(status), nil
+}
+
+func (j clientJob) stats(ctx context.Context) (jobStats, error) {
+	status, err := j.job.Status(ctx)
+	if err != nil {
+		return jobStats{}, err
+	}
+	return statsOf(status), nil
+}
+
+func statsOf(status *bigquery.JobStatus) jobStats {
 	var s jobStats
 	if st := status.Statistics; st != nil {
 		s.processed = st.TotalBytesProcessed
@@ -210,7 +228,7 @@ func (j clientJob) wait(ctx context.Context) (jobStats, error) {
 			s.billed = qs.TotalBytesBilled
 		}
 	}
-	return s, nil
+	return s
 }
 
 // read pages on the server where it honours startIndex; see Tools.

@@ -27,6 +27,14 @@ const (
 	DefaultMaxScanBytes  int64 = 1 << 30 // 1 GiB
 	DefaultMaxResultRows       = 10000
 	DefaultJobTimeout          = 60 * time.Second
+	// CallAttempt bounds one attempt of a BigQuery tool call: the
+	// sub-agent runs its calls as activities with this start-to-close
+	// timeout (workflows.bigQueryToolAttempt).
+	CallAttempt = 5 * time.Minute
+	// MaxJobTimeout is the longest job_timeout: a job must end within its
+	// attempt with a minute left for the dry run and reading its rows, or
+	// every attempt cancels its job and the retry runs the query again.
+	MaxJobTimeout = CallAttempt - time.Minute
 )
 
 // Config is the sub-agent's view of BigQuery, loaded from YAML:
@@ -34,7 +42,7 @@ const (
 //	project: demo-investigator          # optional: the client's project if empty
 //	max_scan_bytes: 1073741824          # refuse queries whose dry run estimates more (default 1 GiB)
 //	max_result_rows: 10000              # rows kept for paging (default 10000)
-//	job_timeout: 60s                    # BigQuery ends a query job that runs longer (default 60s)
+//	job_timeout: 60s                    # BigQuery ends a query job that runs longer (default 60s, at most 4m)
 //	allowed_table_functions: []         # table functions queries may use (default none)
 //	tables:
 //	  - table: security_logs.auth_events
@@ -106,6 +114,9 @@ func (c Config) check() error {
 	}
 	if c.JobTimeout < 0 || (c.JobTimeout > 0 && c.JobTimeout < time.Millisecond) {
 		return fmt.Errorf("job_timeout must be a positive duration such as 60s, got %s", c.JobTimeout)
+	}
+	if c.JobTimeout > MaxJobTimeout {
+		return fmt.Errorf("job_timeout must be at most %s, so that a query job ends within the %s each BigQuery tool call may take; got %s", MaxJobTimeout, CallAttempt, c.JobTimeout)
 	}
 	seenFn := map[string]bool{}
 	for i, f := range c.AllowedTableFunctions {

@@ -50,6 +50,9 @@ func TestLoadConfig(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, 90*time.Second, cfg.JobTimeout)
 	assert.Equal(t, []string{"security_logs.recent_logins", "APPENDS"}, cfg.AllowedTableFunctions)
+	cfg, err = LoadConfig(writeFile(t, dir, "longest.yaml", "job_timeout: 4m\ntables:\n  - table: logs.events\n"))
+	require.NoError(t, err, "a minute below the attempt is the longest")
+	assert.Equal(t, MaxJobTimeout, cfg.JobTimeout)
 }
 
 func TestLoadConfigErrors(t *testing.T) {
@@ -69,6 +72,9 @@ func TestLoadConfigErrors(t *testing.T) {
 		{"negrows.yaml", "max_result_rows: -5\ntables:\n  - table: a.b\n", "must not be negative"},
 		{"timeout.yaml", "job_timeout: soon\ntables:\n  - table: a.b\n", "not valid YAML"},
 		{"negtimeout.yaml", "job_timeout: -1s\ntables:\n  - table: a.b\n", "job_timeout must be a positive duration"},
+		// Above the attempt a job would always be cancelled and run again.
+		{"longtimeout.yaml", "job_timeout: 10m\ntables:\n  - table: a.b\n", "job_timeout must be at most 4m0s, so that a query job ends within the 5m0s each BigQuery tool call may take; got 10m0s"},
+		{"attempttimeout.yaml", "job_timeout: 5m\ntables:\n  - table: a.b\n", "job_timeout must be at most 4m0s"},
 		{"fnname.yaml", "allowed_table_functions: [p.ds.fn]\ntables:\n  - table: a.b\n", `"p.ds.fn" is neither dataset.function nor a built-in table function's name`},
 		{"fnml.yaml", "allowed_table_functions: [ML.PREDICT]\ntables:\n  - table: a.b\n", "ML.PREDICT cannot be allowed: ML.PREDICT calls a BigQuery ML model"},
 		{"fnext.yaml", "allowed_table_functions: [external_query]\ntables:\n  - table: a.b\n", "external_query cannot be allowed: EXTERNAL_QUERY sends SQL"},

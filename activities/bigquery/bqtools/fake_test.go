@@ -110,6 +110,9 @@ type fakeJob struct {
 	block     bool
 	mu        sync.Mutex
 	cancelled int
+	// statsErr fails reading the job's statistics; statsRead counts reads.
+	statsErr  error
+	statsRead int
 }
 
 func (j *fakeJob) id() string       { return j.opts.id }
@@ -129,6 +132,18 @@ func (j *fakeJob) wait(ctx context.Context) (jobStats, error) {
 	}
 	if j.err != nil {
 		return jobStats{}, j.err
+	}
+	return jobStats{processed: j.bytes, billed: j.bytes}, nil
+}
+
+// stats reports that the job billed its bytes, whether it finished, failed
+// or was cancelled.
+func (j *fakeJob) stats(context.Context) (jobStats, error) {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	j.statsRead++
+	if j.statsErr != nil {
+		return jobStats{}, j.statsErr
 	}
 	return jobStats{processed: j.bytes, billed: j.bytes}, nil
 }

@@ -28,8 +28,11 @@ const maxJobsPerCall = 5
 // failed with a transient error, or cancelled, is passed over for the next
 // ID (base_2, base_3, ...), as is, defensively, a job under the ID that
 // holds another query. When ctx ends while the job runs (the activity is
-// cancelled or times out), the job is cancelled. Errors are classified for
-// the tool.
+// cancelled or times out), the job is cancelled. Every job it waited for
+// counts against the call's scan budget (tools.CallInfo.AddScanned), a
+// failed or passed-over one by its statistics, since BigQuery may bill a
+// cancelled job; a job this attempt cancelled is counted by the attempt
+// that passes it over. Errors are classified for the tool.
 func (e *env) runJob(ctx context.Context, sql, location string, maxBilled int64) (queryJob, jobStats, error) {
 	o := jobOptions{location: location, maxBytesBilled: maxBilled, timeout: e.cfg.JobTimeout}
 	call := tools.CallInfoFrom(ctx)
@@ -42,8 +45,12 @@ func (e *env) runJob(ctx context.Context, sql, location string, maxBilled int64)
 		}
 		stats, err := waitJob(ctx, job)
 		if err != nil {
+			if cerr := countEnded(ctx, job, call); cerr != nil {
+				return nil, jobStats{}, cerr
+			}
 			return nil, jobStats{}, e.jobError(err)
 		}
+		call.AddScanned(stats.bytes())
 		return job, stats, nil
 	}
 	base := jobID(session, call.ID)
@@ -60,16 +67,37 @@ func (e *env) runJob(ctx context.Context, sql, location string, maxBilled int64)
 			continue // the ID holds another query
 		}
 		stats, err := waitJob(ctx, job)
+		if err == nil {
+			call.AddScanned(stats.bytes())
+			return job, stats, nil
+		}
+		if cerr := countEnded(ctx, job, call); cerr != nil {
+			return nil, jobStats{}, cerr
+		}
 		var be *bigquery.Error
-		if err != nil && earlier && ctx.Err() == nil && errors.As(err, &be) && (transientReasons[be.Reason] || be.Reason == "stopped") {
+		if earlier && ctx.Err() == nil && errors.As(err, &be) && (transientReasons[be.Reason] || be.Reason == "stopped") {
 			continue // an earlier attempt's job failed transiently or was cancelled: run it again
 		}
-		if err != nil {
-			return nil, jobStats{}, e.jobError(err)
-		}
-		return job, stats, nil
+		return nil, jobStats{}, e.jobError(err)
 	}
 	return nil, jobStats{}, fmt.Errorf("run the query: the %d jobs of this call (%s...) all failed or were taken", maxJobsPerCall, base)
+}
+
+// countEnded counts what a job that ended without rows was billed, as its
+// statistics say. Nothing is counted while ctx has ended (this attempt
+// cancelled the job; the next one counts it); a job whose statistics
+// cannot be read fails the call (a retryable error when BigQuery's is), so
+// that no replacement runs uncounted.
+func countEnded(ctx context.Context, job queryJob, call tools.CallInfo) error {
+	if ctx.Err() != nil {
+		return nil
+	}
+	stats, err := job.stats(ctx)
+	if err != nil {
+		return classify("read what the failed query job "+job.id()+" billed", err, false)
+	}
+	call.AddScanned(stats.bytes())
+	return nil
 }
 
 // cancelTimeout bounds the request that cancels a job after its activity

@@ -14,6 +14,7 @@ import (
 	"cloud.google.com/go/bigquery"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"google.golang.org/api/googleapi"
 	"google.golang.org/api/iterator"
 	"google.golang.org/api/option"
 
@@ -167,6 +168,36 @@ func TestQueryJobsOnTheFake(t *testing.T) {
 			requireRejection(t, err, "run the query failed (invalidQuery): division by zero")
 		}
 		assert.Equal(t, []string{base}, fb.starts)
+	})
+
+	t.Run("a job that failed is counted by what it billed", func(t *testing.T) {
+		fb := newFakeBackend()
+		fb.failWith[base] = &bigquery.Error{Reason: "timeout", Message: "Job timed out after 1m0s"}
+		e := fakeEnv(t, fb, nil)
+		ctx, call := callCtx(t, callID, 0)
+		_, err := run(e, ctx)
+		requireRejection(t, err, "run the query (job timeout 1m0s) failed: Job timed out after 1m0s")
+		assert.EqualValues(t, fb.bytes, call.Scanned(), "BigQuery bills what the job read before it was stopped")
+	})
+
+	t.Run("no replacement runs while the job it replaces cannot be counted", func(t *testing.T) {
+		fb := newFakeBackend()
+		fb.failWith[base] = &bigquery.Error{Reason: "backendError", Message: "try again"}
+		e := fakeEnv(t, fb, nil)
+		ctx, _ := callCtx(t, callID, 0)
+		_, err := run(e, ctx)
+		require.Error(t, err)
+		fb.jobs[base].statsErr = &googleapi.Error{Code: http.StatusServiceUnavailable, Message: "unavailable"}
+		ctx, call := callCtx(t, callID, 0) // the retry
+		_, err = run(e, ctx)
+		require.ErrorContains(t, err, "read what the failed query job "+base+" billed")
+		assert.False(t, tools.IsRejection(err), "retried by Temporal: %v", err)
+		assert.Equal(t, []string{base}, fb.starts, "no second job")
+		fb.jobs[base].statsErr = nil
+		ctx, call = callCtx(t, callID, 0) // the next retry
+		_, err = run(e, ctx)
+		require.NoError(t, err)
+		assert.EqualValues(t, 2*fb.bytes, call.Scanned(), "the failed job and its replacement")
 	})
 
 	t.Run("a job under the ID that holds another query is left alone", func(t *testing.T) {

@@ -109,12 +109,12 @@ func (t runQuery) Call(ctx context.Context, args map[string]any) (any, error) {
 
 	// Guard 5: the job runs under that cap and the job timeout, and a
 	// retried call finds its earlier job. A cap of 0 would mean none: a
-	// query that bills nothing (no table) gets 1 byte.
+	// query that bills nothing (no table) gets 1 byte. runJob counts what
+	// its jobs billed, those that failed too.
 	job, stats, err := t.e.runJob(ctx, sql, dry.location, max(billCap, 1))
 	if err != nil {
 		return nil, err
 	}
-	call.AddScanned(max(stats.billed, stats.processed))
 	out := queryResult{Handle: encodeHandle(job.location(), job.id()), BytesProcessed: dry.bytes}
 	if stats.processed > 0 {
 		out.BytesProcessed = stats.processed

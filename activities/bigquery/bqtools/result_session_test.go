@@ -92,8 +92,8 @@ func TestCancelledActivityCancelsItsJob(t *testing.T) {
 	fb := newFakeBackend()
 	fb.block = true
 	e := fakeEnv(t, fb, nil)
-	callCtx, _ := callCtx(t, "s/k1", 0)
-	ctx, cancel := context.WithCancel(callCtx)
+	attemptCtx, _ := callCtx(t, "s/k1", 0)
+	ctx, cancel := context.WithCancel(attemptCtx)
 	done := make(chan error, 1)
 	go func() {
 		_, err := runQuery{e}.Call(ctx, map[string]any{"sql": countAuth})
@@ -113,12 +113,16 @@ func TestCancelledActivityCancelsItsJob(t *testing.T) {
 	assert.Equal(t, 1, job.cancelled, "the job was cancelled once")
 	job.mu.Unlock()
 
-	// A retry of the activity finds the cancelled job and runs the query
-	// again under the next ID.
+	// A retry of the activity (a call of its own, as every attempt's is)
+	// finds the cancelled job and runs the query again under the next ID,
+	// counting what the cancelled job billed as well as the new one: a
+	// cancelled job may be billed.
 	fb.block = false
-	out, err := runQuery{e}.Call(callCtx, map[string]any{"sql": countAuth})
+	retryCtx, retry := callCtx(t, "s/k1", 0)
+	out, err := runQuery{e}.Call(retryCtx, map[string]any{"sql": countAuth})
 	require.NoError(t, err)
 	assert.Equal(t, fb.starts[0]+"_2", out.(queryResult).Handle)
+	assert.EqualValues(t, 2*fb.bytes, retry.Scanned(), "the cancelled job's bytes and the new job's")
 }
 
 // clientJob.cancel sends BigQuery's jobs.cancel: a fake REST server whose

@@ -25,6 +25,7 @@ import (
 	"github.com/secops-agent/investigator/intake"
 	"github.com/secops-agent/investigator/intel"
 	"github.com/secops-agent/investigator/investigation"
+	"github.com/secops-agent/investigator/payloadcodec"
 	"github.com/secops-agent/investigator/progress"
 	"github.com/secops-agent/investigator/telemetry"
 	"github.com/secops-agent/investigator/toolcall"
@@ -144,11 +145,7 @@ func newCommand() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			var keyIDs []string
-			if keys != nil {
-				keyIDs = keys.IDs()
-			}
-			ws := workerSettings(registry, sub, gc.Model, bc.EmbeddingModel, keyIDs, rates)
+			ws := workerSettings(registry, sub, gc.Model, bc.EmbeddingModel, keys, rates)
 			ws.Slack = config.Env("", "SLACK_WEBHOOK_URL") != "" // intake.go: where verdicts go
 			if mcpCfg != nil {
 				// The servers, not their current tool lists: those change
@@ -278,9 +275,13 @@ func newCommand() *cobra.Command {
 func buildID(wc config.Worker) string { return deployment(wc).Version.BuildID }
 
 // workerSettings gathers what the workers of one queue must agree on.
-func workerSettings(registry *tools.Registry, sub *bigquery.Activities, model, embedding string, keyIDs []string, rates map[string]float64) settings {
+// keys may be nil (payloads in clear).
+func workerSettings(registry *tools.Registry, sub *bigquery.Activities, model, embedding string, keys *payloadcodec.Keys, rates map[string]float64) settings {
 	s := settings{Tools: registry.Tools(), Declarations: declarations(registry), Statuses: registry.Statuses(),
-		Model: model, PayloadKeyIDs: keyIDs, IntelRates: rates}
+		Model: model, IntelRates: rates}
+	if keys != nil {
+		s.PayloadKeys = keys.CheckValues()
+	}
 	if sub != nil {
 		s.EmbeddingModel = embedding
 		s.Toolsets = map[string]any{bigquery.Toolset: map[string]any{"tables": sub.Tables, "declarations": declarations(sub.Tools)}}

@@ -362,7 +362,7 @@ type Worker struct {
 	// DeploymentName and BuildID opt the worker into Worker Deployment
 	// Versioning (design/versioning.md): both set, the worker serves only
 	// its own version, and investigations stay pinned to the version that
-	// started them until they continue as new.
+	// started them until they continue as new. Check refuses one alone.
 	DeploymentName               string
 	BuildID                      string
 	StopTimeout                  time.Duration
@@ -407,8 +407,12 @@ func (w Worker) CacheBytes() (transcript, alert int64, err error) {
 }
 
 // Check refuses limits that cannot work, in one sentence naming the flag.
+// One versioning flag without the other ran the worker unversioned, silently.
 func (w Worker) Check() error {
 	switch {
+	case (w.DeploymentName == "") != (w.BuildID == ""):
+		return errors.New("--deployment-name (TEMPORAL_DEPLOYMENT_NAME) and --build-id (TEMPORAL_WORKER_BUILD_ID) go together: " +
+			"set both for Worker Deployment Versioning, or neither")
 	case w.StopTimeout < 0:
 		return fmt.Errorf("--stop-timeout must not be negative, not %s", w.StopTimeout)
 	case w.MaxConcurrentActivities < 0:

@@ -200,3 +200,14 @@ func TestSettingsRanges(t *testing.T) {
 		require.Error(t, w.Check(), "%+v", w)
 	}
 }
+
+// TestVersioningNeedsBothFlags: one of --deployment-name and --build-id
+// without the other ran the worker unversioned, and nothing said so.
+func TestVersioningNeedsBothFlags(t *testing.T) {
+	const want = "--deployment-name (TEMPORAL_DEPLOYMENT_NAME) and --build-id (TEMPORAL_WORKER_BUILD_ID) go together: " +
+		"set both for Worker Deployment Versioning, or neither"
+	require.EqualError(t, Worker{DeploymentName: "investigator"}.Check(), want)
+	require.EqualError(t, Worker{BuildID: "b2"}.Check(), want)
+	require.NoError(t, Worker{DeploymentName: "investigator", BuildID: "b2"}.Check())
+	require.NoError(t, Worker{}.Check())
+}

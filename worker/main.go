@@ -246,7 +246,7 @@ func newCommand() *cobra.Command {
 			}
 			defer aw.Stop()
 			logger.Info("worker starting", "temporal", tc.Address, "namespace", tc.Namespace, "task_queue", tc.TaskQueue, "settings", fp,
-				"model", gc.Model, "tools", registry.Names(), "disabled_tools", len(disabled))
+				"deployment_version", deploymentVersion(wc), "model", gc.Model, "tools", registry.Names(), "disabled_tools", len(disabled))
 			if err := w.Run(worker.InterruptCh()); err != nil {
 				return fmt.Errorf("worker stopped: %w", err)
 			}
@@ -384,6 +384,15 @@ func providerWorkerOptions(wc config.Worker, fp string, rate float64) worker.Opt
 	o := activityWorkerOptions(wc, fp)
 	o.TaskQueueActivitiesPerSecond = rate
 	return o
+}
+
+// deploymentVersion names the version the worker serves for its start-up
+// log: which one a pod runs is otherwise only in the server's poller list.
+func deploymentVersion(wc config.Worker) string {
+	if v := deployment(wc).Version; v.BuildID != "" {
+		return v.DeploymentName + ":" + v.BuildID
+	}
+	return "unversioned"
 }
 
 func deployment(wc config.Worker) worker.DeploymentOptions {

@@ -217,6 +217,10 @@ func newCommand() *cobra.Command {
 				inv.Toolsets = map[string]*tools.Registry{bigquery.Toolset: sub.Tools}
 			}
 			w.RegisterActivity(inv)
+			// The provider and admission workers, once started; a failed
+			// start stops those already running.
+			var others []stopper
+			defer func() { stopAll(others) }()
 			// Each provider's calls run on a queue of their own, so its rate
 			// limit holds for every worker together and one slow provider
 			// does not hold up another's calls.
@@ -226,7 +230,7 @@ func newCommand() *cobra.Command {
 				if err := pw.Start(); err != nil {
 					return fmt.Errorf("start the %s worker: %w", g, err)
 				}
-				defer pw.Stop()
+				others = append(others, pw)
 				logger.Info("provider queue", "provider", g, "task_queue", providerQueue(tc.TaskQueue, g), "calls_per_second", rates[g])
 			}
 			if sub != nil && sub.AutoApprove {
@@ -244,10 +248,10 @@ func newCommand() *cobra.Command {
 			if err := aw.Start(); err != nil {
 				return fmt.Errorf("start the intake's admission worker: %w", err)
 			}
-			defer aw.Stop()
+			others = append(others, aw)
 			logger.Info("worker starting", "temporal", tc.Address, "namespace", tc.Namespace, "task_queue", tc.TaskQueue, "settings", fp,
 				"deployment_version", deploymentVersion(wc), "model", gc.Model, "tools", registry.Names(), "disabled_tools", len(disabled))
-			if err := w.Run(worker.InterruptCh()); err != nil {
+			if err := runWorkers(worker.InterruptCh(), w, others); err != nil {
 				return fmt.Errorf("worker stopped: %w", err)
 			}
 			logger.Info("worker stopped")

@@ -9,6 +9,8 @@ import (
 	"fmt"
 	"log/slog"
 	"math"
+	"net"
+	"net/url"
 	"os"
 	"slices"
 	"strconv"
@@ -242,13 +244,13 @@ func (c *Intel) Flags(fs *pflag.FlagSet) {
 
 // Rates returns the calls per second each provider's task queue allows (0
 // for no limit): intel.DefaultRateLimits for the providers reached at their
-// public address (another address is not the public service and its
-// quota), with the flag's overrides.
+// public address (sameBaseURL; another address is not the public service
+// and its quota), with the flag's overrides.
 func (c Intel) Rates() (map[string]float64, error) {
 	out := map[string]float64{}
 	public := map[string]bool{
-		intel.GroupOTX: c.OTXURL == intel.DefaultOTXURL, intel.GroupURLScan: c.URLScanURL == intel.DefaultURLScanURL,
-		intel.GroupVirusTotal: c.VirusTotalURL == intel.DefaultVirusTotalURL, intel.GroupAbuseIPDB: c.AbuseIPDBURL == intel.DefaultAbuseIPDBURL,
+		intel.GroupOTX: sameBaseURL(c.OTXURL, intel.DefaultOTXURL), intel.GroupURLScan: sameBaseURL(c.URLScanURL, intel.DefaultURLScanURL),
+		intel.GroupVirusTotal: sameBaseURL(c.VirusTotalURL, intel.DefaultVirusTotalURL), intel.GroupAbuseIPDB: sameBaseURL(c.AbuseIPDBURL, intel.DefaultAbuseIPDBURL),
 	}
 	for g, rate := range intel.DefaultRateLimits {
 		if public[g] {
@@ -271,6 +273,46 @@ func (c Intel) Rates() (map[string]float64, error) {
 		out[group] = perSecond
 	}
 	return out, nil
+}
+
+// sameBaseURL reports whether the intel client, given base, calls the
+// public API at def: it falls back to def when base is empty and trims the
+// trailing slash; a host's case, a final dot and a scheme's own port change
+// nothing, and plain http reaches the same host (its redirect to https is
+// followed). A string compare let "https://www.virustotal.com/" drop the
+// public quota's limit.
+func sameBaseURL(base, def string) bool {
+	if strings.TrimSpace(base) == "" {
+		return true
+	}
+	b, d := normalBaseURL(base), normalBaseURL(def)
+	return b != "" && b == d
+}
+
+// normalBaseURL is host[:port]/path of an http(s) URL, the host lower-cased
+// without a final dot, a default port and trailing slashes dropped; "" for
+// anything else.
+func normalBaseURL(raw string) string {
+	u, err := url.Parse(strings.TrimSpace(raw))
+	if err != nil || u.Host == "" || u.Opaque != "" {
+		return ""
+	}
+	scheme := strings.ToLower(u.Scheme)
+	host, port := strings.TrimSuffix(strings.ToLower(u.Hostname()), "."), u.Port()
+	switch {
+	case scheme != "http" && scheme != "https":
+		return ""
+	case port == "443" && scheme == "https", port == "80" && scheme == "http":
+		port = ""
+	}
+	if port != "" {
+		host = net.JoinHostPort(host, port)
+	}
+	out := host + strings.TrimRight(u.EscapedPath(), "/")
+	if u.RawQuery != "" || u.ForceQuery || u.Fragment != "" {
+		out += "?" + u.RawQuery + "#" + u.Fragment // not a base the client can extend
+	}
+	return out
 }
 
 // parseRate reads "N/unit" (s, m, h, d) or "0" as calls per second.
@@ -362,7 +404,7 @@ type Worker struct {
 	// DeploymentName and BuildID opt the worker into Worker Deployment
 	// Versioning (design/versioning.md): both set, the worker serves only
 	// its own version, and investigations stay pinned to the version that
-	// started them until they continue as new.
+	// started them until they continue as new. Check refuses one alone.
 	DeploymentName               string
 	BuildID                      string
 	StopTimeout                  time.Duration
@@ -407,8 +449,12 @@ func (w Worker) CacheBytes() (transcript, alert int64, err error) {
 }
 
 // Check refuses limits that cannot work, in one sentence naming the flag.
+// One versioning flag without the other ran the worker unversioned, silently.
 func (w Worker) Check() error {
 	switch {
+	case (w.DeploymentName == "") != (w.BuildID == ""):
+		return errors.New("--deployment-name (TEMPORAL_DEPLOYMENT_NAME) and --build-id (TEMPORAL_WORKER_BUILD_ID) go together: " +
+			"set both for Worker Deployment Versioning, or neither")
 	case w.StopTimeout < 0:
 		return fmt.Errorf("--stop-timeout must not be negative, not %s", w.StopTimeout)
 	case w.MaxConcurrentActivities < 0:

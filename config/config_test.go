@@ -83,6 +83,27 @@ func TestIntelRates(t *testing.T) {
 	require.NoError(t, err)
 	require.Zero(t, r["virustotal"], "another address is not the public service's quota")
 
+	// The client trims the slash and a host's case means nothing: these
+	// reach the same public API, so its quota holds.
+	for _, u := range []string{"https://www.virustotal.com/", "https://WWW.VirusTotal.com", "HTTPS://www.virustotal.com:443//", "https://www.virustotal.com.", "http://www.virustotal.com", " https://www.virustotal.com ", ""} {
+		r, err = Intel{VirusTotalURL: u}.Rates()
+		require.NoError(t, err)
+		require.InDelta(t, 4.0/60, r["virustotal"], 1e-9, "VIRUSTOTAL_BASE_URL=%q is the public API", u)
+	}
+	for _, u := range []string{"https://www.virustotal.com.evil.example", "https://www.virustotal.com:8443", "https://www.virustotal.com/proxy", "https://vt.example/www.virustotal.com", "www.virustotal.com"} {
+		r, err = Intel{VirusTotalURL: u}.Rates()
+		require.NoError(t, err)
+		require.Zero(t, r["virustotal"], "VIRUSTOTAL_BASE_URL=%q is not the public API", u)
+	}
+	// The other providers' public addresses are compared the same way
+	// (today only VirusTotal has a default limit).
+	defaults := intel.DefaultRateLimits
+	t.Cleanup(func() { intel.DefaultRateLimits = defaults })
+	intel.DefaultRateLimits = map[string]float64{"otx": 1, "urlscan": 2, "virustotal": 3, "abuseipdb": 4}
+	r, err = Intel{OTXURL: "https://OTX.alienvault.com/", URLScanURL: "https://urlscan.io/", VirusTotalURL: "https://www.virustotal.com/", AbuseIPDBURL: "https://API.abuseipdb.com/"}.Rates()
+	require.NoError(t, err)
+	require.Equal(t, intel.DefaultRateLimits, r)
+
 	r, err = Intel{RateLimits: "virustotal=500/d, otx=10/s,abuseipdb=0"}.Rates()
 	require.NoError(t, err)
 	require.InDelta(t, 500.0/86400, r["virustotal"], 1e-9)
@@ -199,4 +220,15 @@ func TestSettingsRanges(t *testing.T) {
 		{ActivitiesPerSecond: -1}, {TaskQueueActivitiesPerSecond: math.Inf(1)}} {
 		require.Error(t, w.Check(), "%+v", w)
 	}
+}
+
+// TestVersioningNeedsBothFlags: one of --deployment-name and --build-id
+// without the other ran the worker unversioned, and nothing said so.
+func TestVersioningNeedsBothFlags(t *testing.T) {
+	const want = "--deployment-name (TEMPORAL_DEPLOYMENT_NAME) and --build-id (TEMPORAL_WORKER_BUILD_ID) go together: " +
+		"set both for Worker Deployment Versioning, or neither"
+	require.EqualError(t, Worker{DeploymentName: "investigator"}.Check(), want)
+	require.EqualError(t, Worker{BuildID: "b2"}.Check(), want)
+	require.NoError(t, Worker{DeploymentName: "investigator", BuildID: "b2"}.Check())
+	require.NoError(t, Worker{}.Check())
 }

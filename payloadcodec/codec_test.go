@@ -117,6 +117,16 @@ func TestKeyRotation(t *testing.T) {
 	require.ErrorContains(t, err, `key "2026-06"`, "a process that only has the old key cannot read new payloads")
 }
 
+// TestCheckValues: a key's check value is HMAC-SHA256(key, "investigator
+// fingerprint") cut to 8 bytes (the vectors from Python's hmac), so keys of
+// one ID tell apart, and nothing of the key is in it.
+func TestCheckValues(t *testing.T) {
+	ones, twos := base64.StdEncoding.EncodeToString(bytes.Repeat([]byte{1}, KeySize)), base64.StdEncoding.EncodeToString(bytes.Repeat([]byte{2}, KeySize))
+	require.Equal(t, []string{"k1:2bd41c1df514a206"}, mustKeys(t, "k1:"+ones).CheckValues())
+	require.Equal(t, []string{"k2:4420f760954d7faa", "k1:2bd41c1df514a206"}, mustKeys(t, "k2:"+twos, "k1:"+ones).CheckValues(), "in file order")
+	require.Equal(t, []string{"k1:4420f760954d7faa"}, mustKeys(t, "k1:"+twos).CheckValues(), "another key under the same ID")
+}
+
 func TestWrongKeyFailsWithOneSentence(t *testing.T) {
 	enc, err := NewCodec(mustKeys(t, "prod-1:"+newKey(t))).Encode([]*commonpb.Payload{jsonPayload(t, secret)})
 	require.NoError(t, err)

@@ -9,7 +9,10 @@ import (
 	"bytes"
 	"crypto/aes"
 	"crypto/cipher"
+	"crypto/hmac"
+	"crypto/sha256"
 	"encoding/base64"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"os"
@@ -36,7 +39,19 @@ type Keys struct {
 	source  string
 	order   []string
 	aead    map[string]cipher.AEAD
+	check   map[string]string // checkValue of each key, by ID
 	warning string
+}
+
+// checkLabel is what a key's check value authenticates: a fixed string, so
+// the value tells keys apart and, HMAC being a PRF, reveals nothing of the key.
+const checkLabel = "investigator fingerprint"
+
+// checkValue is the first 8 bytes of HMAC-SHA256(key, checkLabel), in hex.
+func checkValue(key []byte) string {
+	m := hmac.New(sha256.New, key)
+	m.Write([]byte(checkLabel))
+	return hex.EncodeToString(m.Sum(nil)[:8])
 }
 
 // LoadKeyFile reads a key file: one key per line as KEY_ID:BASE64_32_BYTES,
@@ -67,7 +82,7 @@ func LoadKeyFile(path string) (*Keys, error) {
 
 // ParseKeys reads key file content; source names it in errors.
 func ParseKeys(source string, raw []byte) (*Keys, error) {
-	k := &Keys{source: source, aead: map[string]cipher.AEAD{}}
+	k := &Keys{source: source, aead: map[string]cipher.AEAD{}, check: map[string]string{}}
 	firstLine := map[string]int{}
 	sc := bufio.NewScanner(bytes.NewReader(raw))
 	sc.Buffer(make([]byte, 0, 4096), maxKeyFileBytes)
@@ -106,6 +121,7 @@ func ParseKeys(source string, raw []byte) (*Keys, error) {
 		firstLine[id] = n
 		k.order = append(k.order, id)
 		k.aead[id] = aead
+		k.check[id] = checkValue(key)
 	}
 	if err := sc.Err(); err != nil {
 		return nil, fmt.Errorf("cannot read the payload key file %s: %v", source, err)
@@ -121,6 +137,18 @@ func (k *Keys) EncryptKeyID() string { return k.order[0] }
 
 // IDs lists the key IDs in file order.
 func (k *Keys) IDs() []string { return append([]string(nil), k.order...) }
+
+// CheckValues lists the keys in file order as ID:CHECK, CHECK being 16 hex
+// digits of HMAC-SHA256(key, "investigator fingerprint"): two rings with
+// these equal hold the same keys, in the same order, while the list reveals
+// nothing of any key (worker/fingerprint.go compares them across workers).
+func (k *Keys) CheckValues() []string {
+	out := make([]string, len(k.order))
+	for i, id := range k.order {
+		out[i] = id + ":" + k.check[id]
+	}
+	return out
+}
 
 // Source is the key file's path.
 func (k *Keys) Source() string { return k.source }

@@ -23,7 +23,8 @@ import (
 // settings are what every worker of one task queue must agree on: a plan
 // made on one worker names tools whose calls may run on another, and a
 // payload one encrypts another must decrypt. No secret is in it: keys are
-// named by their IDs only.
+// named by their IDs and check values (payloadcodec.Keys.CheckValues), so a
+// key regenerated under the same ID is another configuration.
 type settings struct {
 	Tools []toolcall.Tool `json:"tools"`
 	// Declarations are the tools' JSON declarations, by name.
@@ -33,7 +34,7 @@ type settings struct {
 	Toolsets       map[string]any     `json:"toolsets,omitempty"`
 	Model          string             `json:"model"`
 	EmbeddingModel string             `json:"embedding_model,omitempty"`
-	PayloadKeyIDs  []string           `json:"payload_key_ids,omitempty"`
+	PayloadKeys    []string           `json:"payload_keys,omitempty"` // ID:CHECK, in file order
 	IntelRates     map[string]float64 `json:"intel_rates,omitempty"`
 	// Slack says the worker delivers verdicts to Slack (SLACK_WEBHOOK_URL).
 	Slack bool `json:"slack,omitempty"`

@@ -1,10 +1,15 @@
 package main
 
 import (
+	"bytes"
 	"context"
+	"encoding/base64"
+	"encoding/hex"
+	"encoding/json"
 	"fmt"
 	"os"
 	"os/exec"
+	"strings"
 	"testing"
 	"time"
 
@@ -16,6 +21,7 @@ import (
 
 	"github.com/secops-agent/investigator/intel"
 	"github.com/secops-agent/investigator/internal/testenv"
+	"github.com/secops-agent/investigator/payloadcodec"
 	"github.com/secops-agent/investigator/tools"
 )
 
@@ -28,8 +34,9 @@ func registryWith(t *testing.T, ts ...tools.Tool) *tools.Registry {
 // The fingerprint changes with anything workers must agree on, and not with
 // the order things were configured in.
 func TestFingerprint(t *testing.T) {
+	k1 := keyRing(t, "k1:"+keyOf(1))
 	base := func() settings {
-		return workerSettings(registryWith(t, tools.NewAskUser()), nil, "gemini-2.5-flash", "", []string{"k1"}, map[string]float64{"virustotal": 0.1, "otx": 0})
+		return workerSettings(registryWith(t, tools.NewAskUser()), nil, "gemini-2.5-flash", "", k1, map[string]float64{"virustotal": 0.1, "otx": 0})
 	}
 	fp := base().fingerprint()
 	require.Len(t, fp, 12)
@@ -37,14 +44,46 @@ func TestFingerprint(t *testing.T) {
 
 	vt, _ := intel.Tools(intel.Config{VirusTotal: intel.Provider{APIKey: "secret-key"}}, nil)
 	changed := []settings{
-		workerSettings(registryWith(t, append(vt, tools.NewAskUser())...), nil, "gemini-2.5-flash", "", []string{"k1"}, map[string]float64{"virustotal": 0.1, "otx": 0}),
-		workerSettings(registryWith(t, tools.NewAskUser()), nil, "gemini-2.5-pro", "", []string{"k1"}, map[string]float64{"virustotal": 0.1, "otx": 0}),
-		workerSettings(registryWith(t, tools.NewAskUser()), nil, "gemini-2.5-flash", "", []string{"k2", "k1"}, map[string]float64{"virustotal": 0.1, "otx": 0}),
-		workerSettings(registryWith(t, tools.NewAskUser()), nil, "gemini-2.5-flash", "", []string{"k1"}, map[string]float64{"virustotal": 0.2, "otx": 0}),
+		workerSettings(registryWith(t, append(vt, tools.NewAskUser())...), nil, "gemini-2.5-flash", "", k1, map[string]float64{"virustotal": 0.1, "otx": 0}),
+		workerSettings(registryWith(t, tools.NewAskUser()), nil, "gemini-2.5-pro", "", k1, map[string]float64{"virustotal": 0.1, "otx": 0}),
+		workerSettings(registryWith(t, tools.NewAskUser()), nil, "gemini-2.5-flash", "", keyRing(t, "k2:"+keyOf(2), "k1:"+keyOf(1)), map[string]float64{"virustotal": 0.1, "otx": 0}),
+		workerSettings(registryWith(t, tools.NewAskUser()), nil, "gemini-2.5-flash", "", nil, map[string]float64{"virustotal": 0.1, "otx": 0}),
+		workerSettings(registryWith(t, tools.NewAskUser()), nil, "gemini-2.5-flash", "", k1, map[string]float64{"virustotal": 0.2, "otx": 0}),
 	}
 	for i, s := range changed {
 		require.NotEqual(t, fp, s.fingerprint(), "change %d", i)
 	}
+}
+
+// TestFingerprintTellsKeysWithOneIDApart: a key file regenerated under the
+// same ID (a Secret recreated during a rolling restart) is another
+// configuration: each side would fail to decrypt the other's payloads. The
+// fingerprint tells them apart without carrying anything of the key.
+func TestFingerprintTellsKeysWithOneIDApart(t *testing.T) {
+	settingsWith := func(k *payloadcodec.Keys) settings {
+		return workerSettings(registryWith(t, tools.NewAskUser()), nil, "m", "", k, nil)
+	}
+	old, regenerated := keyRing(t, "k1:"+keyOf(1)), keyRing(t, "k1:"+keyOf(2))
+	require.Equal(t, settingsWith(old).fingerprint(), settingsWith(keyRing(t, "k1:"+keyOf(1))).fingerprint(), "the same key file")
+	require.NotEqual(t, settingsWith(old).fingerprint(), settingsWith(regenerated).fingerprint(), "k1 is another key")
+
+	raw, err := json.Marshal(settingsWith(old))
+	require.NoError(t, err)
+	for _, form := range []string{keyOf(1), hex.EncodeToString(bytes.Repeat([]byte{1}, payloadcodec.KeySize)), string(bytes.Repeat([]byte{1}, 8))} {
+		require.NotContains(t, string(raw), form, "the settings carry no key material")
+	}
+}
+
+// keyOf is a base64 AES-256 key of 32 bytes b.
+func keyOf(b byte) string {
+	return base64.StdEncoding.EncodeToString(bytes.Repeat([]byte{b}, payloadcodec.KeySize))
+}
+
+func keyRing(t *testing.T, lines ...string) *payloadcodec.Keys {
+	t.Helper()
+	k, err := payloadcodec.ParseKeys("keys", []byte(strings.Join(lines, "\n")))
+	require.NoError(t, err)
+	return k
 }
 
 // A worker whose settings differ from a running worker's on the same queue

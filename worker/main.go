@@ -25,6 +25,7 @@ import (
 	"github.com/secops-agent/investigator/intake"
 	"github.com/secops-agent/investigator/intel"
 	"github.com/secops-agent/investigator/investigation"
+	"github.com/secops-agent/investigator/payloadcodec"
 	"github.com/secops-agent/investigator/progress"
 	"github.com/secops-agent/investigator/telemetry"
 	"github.com/secops-agent/investigator/toolcall"
@@ -144,11 +145,7 @@ func newCommand() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			var keyIDs []string
-			if keys != nil {
-				keyIDs = keys.IDs()
-			}
-			ws := workerSettings(registry, sub, gc.Model, bc.EmbeddingModel, keyIDs, rates)
+			ws := workerSettings(registry, sub, gc.Model, bc.EmbeddingModel, keys, rates)
 			ws.Slack = config.Env("", "SLACK_WEBHOOK_URL") != "" // intake.go: where verdicts go
 			if mcpCfg != nil {
 				// The servers, not their current tool lists: those change
@@ -220,6 +217,10 @@ func newCommand() *cobra.Command {
 				inv.Toolsets = map[string]*tools.Registry{bigquery.Toolset: sub.Tools}
 			}
 			w.RegisterActivity(inv)
+			// The provider and admission workers, once started; a failed
+			// start stops those already running.
+			var others []stopper
+			defer func() { stopAll(others) }()
 			// Each provider's calls run on a queue of their own, so its rate
 			// limit holds for every worker together and one slow provider
 			// does not hold up another's calls.
@@ -229,7 +230,7 @@ func newCommand() *cobra.Command {
 				if err := pw.Start(); err != nil {
 					return fmt.Errorf("start the %s worker: %w", g, err)
 				}
-				defer pw.Stop()
+				others = append(others, pw)
 				logger.Info("provider queue", "provider", g, "task_queue", providerQueue(tc.TaskQueue, g), "calls_per_second", rates[g])
 			}
 			if sub != nil && sub.AutoApprove {
@@ -247,10 +248,10 @@ func newCommand() *cobra.Command {
 			if err := aw.Start(); err != nil {
 				return fmt.Errorf("start the intake's admission worker: %w", err)
 			}
-			defer aw.Stop()
+			others = append(others, aw)
 			logger.Info("worker starting", "temporal", tc.Address, "namespace", tc.Namespace, "task_queue", tc.TaskQueue, "settings", fp,
-				"model", gc.Model, "tools", registry.Names(), "disabled_tools", len(disabled))
-			if err := w.Run(worker.InterruptCh()); err != nil {
+				"deployment_version", deploymentVersion(wc), "model", gc.Model, "tools", registry.Names(), "disabled_tools", len(disabled))
+			if err := runWorkers(worker.InterruptCh(), w, others); err != nil {
 				return fmt.Errorf("worker stopped: %w", err)
 			}
 			logger.Info("worker stopped")
@@ -278,9 +279,13 @@ func newCommand() *cobra.Command {
 func buildID(wc config.Worker) string { return deployment(wc).Version.BuildID }
 
 // workerSettings gathers what the workers of one queue must agree on.
-func workerSettings(registry *tools.Registry, sub *bigquery.Activities, model, embedding string, keyIDs []string, rates map[string]float64) settings {
+// keys may be nil (payloads in clear).
+func workerSettings(registry *tools.Registry, sub *bigquery.Activities, model, embedding string, keys *payloadcodec.Keys, rates map[string]float64) settings {
 	s := settings{Tools: registry.Tools(), Declarations: declarations(registry), Statuses: registry.Statuses(),
-		Model: model, PayloadKeyIDs: keyIDs, IntelRates: rates}
+		Model: model, IntelRates: rates}
+	if keys != nil {
+		s.PayloadKeys = keys.CheckValues()
+	}
 	if sub != nil {
 		s.EmbeddingModel = embedding
 		s.Toolsets = map[string]any{bigquery.Toolset: map[string]any{"tables": sub.Tables, "declarations": declarations(sub.Tools)}}
@@ -383,6 +388,15 @@ func providerWorkerOptions(wc config.Worker, fp string, rate float64) worker.Opt
 	o := activityWorkerOptions(wc, fp)
 	o.TaskQueueActivitiesPerSecond = rate
 	return o
+}
+
+// deploymentVersion names the version the worker serves for its start-up
+// log: which one a pod runs is otherwise only in the server's poller list.
+func deploymentVersion(wc config.Worker) string {
+	if v := deployment(wc).Version; v.BuildID != "" {
+		return v.DeploymentName + ":" + v.BuildID
+	}
+	return "unversioned"
 }
 
 func deployment(wc config.Worker) worker.DeploymentOptions {

@@ -31,3 +31,14 @@ func TestStopReachesActivitiesWithinFiveSeconds(t *testing.T) {
 		t.Errorf("provider rate %v, want 0.5", o.TaskQueueActivitiesPerSecond)
 	}
 }
+
+// TestDeploymentVersionIsLogged: the start-up log names the version the
+// worker serves, or says it serves none.
+func TestDeploymentVersionIsLogged(t *testing.T) {
+	if got := deploymentVersion(config.Worker{DeploymentName: "investigator", BuildID: "b2"}); got != "investigator:b2" {
+		t.Errorf("deployment version %q, want investigator:b2", got)
+	}
+	if got := deploymentVersion(config.Worker{}); got != "unversioned" {
+		t.Errorf("deployment version %q, want unversioned", got)
+	}
+}

@@ -25,6 +25,8 @@ func TestSettingsAreCheckedAtStart(t *testing.T) {
 		{"REGISTER_SEARCH_ATTRIBUTES", "nope", nil, `REGISTER_SEARCH_ATTRIBUTES="nope" is not true or false (it sets --register-search-attributes)`},
 		{"", "", []string{"--memory-min-similarity", "NaN"}, "--memory-min-similarity must be above 0 and at most 1, not NaN"},
 		{"", "", []string{"--activities-per-second", "Inf"}, "--activities-per-second must be 0 or more, not +Inf"},
+		{"TEMPORAL_WORKER_BUILD_ID", "b2", nil, "--deployment-name (TEMPORAL_DEPLOYMENT_NAME) and --build-id (TEMPORAL_WORKER_BUILD_ID) go together: set both for Worker Deployment Versioning, or neither"},
+		{"", "", []string{"--deployment-name", "investigator"}, "--deployment-name (TEMPORAL_DEPLOYMENT_NAME) and --build-id (TEMPORAL_WORKER_BUILD_ID) go together: set both for Worker Deployment Versioning, or neither"},
 	} {
 		t.Run(c.env+c.value, func(t *testing.T) {
 			if c.env != "" {

@@ -176,7 +176,7 @@ func TestQueryJobsOnTheFake(t *testing.T) {
 		e := fakeEnv(t, fb, nil)
 		ctx, call := callCtx(t, callID, 0)
 		_, err := run(e, ctx)
-		requireRejection(t, err, "run the query (job timeout 1m0s) failed: Job timed out after 1m0s")
+		requireRejection(t, err, "run the query (job timeout 1m0s) failed (timeout): Job timed out after 1m0s")
 		assert.EqualValues(t, fb.bytes, call.Scanned(), "BigQuery bills what the job read before it was stopped")
 	})
 

@@ -194,7 +194,10 @@ func (c *Client) StartIntake(ctx context.Context, s IntakeStart, warn io.Writer)
 				_ = c.dc.FromPayload(p, &before)
 			}
 			closed := info.GetCloseTime().AsTime()
-			if !s.Reinvestigate && before != "" && time.Since(closed) < s.RepeatWindow && intake.Rank(s.Severity) <= intake.Rank(before) {
+			// Only a run that completed investigated the alert: one that
+			// failed, was cancelled, terminated or timed out makes no repeats.
+			completed := info.GetStatus() == enums.WORKFLOW_EXECUTION_STATUS_COMPLETED
+			if completed && !s.Reinvestigate && before != "" && time.Since(closed) < s.RepeatWindow && intake.Rank(s.Severity) <= intake.Rank(before) {
 				outcome = IntakeRepeat
 				return nil
 			}

@@ -162,3 +162,26 @@ func TestIntakeReinvestigationGetsItsOwnSession(t *testing.T) {
 	err = c.Start(t.Context(), Start{ID: id, Input: investigation.Input{AlertID: "a1"}}, io.Discard)
 	require.EqualError(t, err, "investigation "+id+" exists already (open or closed), and an ID is never used twice", "a CLI start under a closed investigation's ID")
 }
+
+// A run of the identity that was terminated (or failed, or was cancelled)
+// investigated nothing: the next alert of the identity starts a new run
+// instead of being a repeat of it.
+func TestIntakeEndedRunIsNoRepeat(t *testing.T) {
+	tc := bareTemporal(t)
+	c, err := New(tc, Options{Temporal: config.Temporal{Namespace: "default", TaskQueue: "sessions"}})
+	require.NoError(t, err)
+	const id = "intake-y-0123456789ab"
+	start := func(admitted time.Time) IntakeStart {
+		return IntakeStart{Start: Start{ID: id, Summary: "y", Input: investigation.Input{AlertID: "a1", Intake: &investigation.IntakeInput{Identity: "y"}}},
+			Admitted: admitted, Severity: "high", RepeatWindow: time.Hour}
+	}
+	outcome, runID, err := c.StartIntake(t.Context(), start(time.Now()), io.Discard)
+	require.NoError(t, err)
+	require.Equal(t, IntakeStarted, outcome)
+	require.NoError(t, tc.TerminateWorkflow(t.Context(), id, runID, "e2e: the run fails"))
+
+	outcome, again, err := c.StartIntake(t.Context(), start(time.Now().Add(time.Second)), io.Discard)
+	require.NoError(t, err)
+	require.Equal(t, IntakeStarted, outcome, "a terminated run makes no repeat")
+	require.NotEqual(t, runID, again)
+}

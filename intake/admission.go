@@ -244,6 +244,11 @@ type Counters struct {
 	Shed       int64 `json:"shed"`
 	Released   int64 `json:"released"`
 	Reinvested int64 `json:"reinvestigated,omitempty"` // repeats whose severity rose
+	// StartsFailed counts investigations given up after maxStartAttempts
+	// failed starts; ReadmitsLost related alerts to admit again that found
+	// the waiting room full and its retry list full too.
+	StartsFailed int64 `json:"starts_failed,omitempty"`
+	ReadmitsLost int64 `json:"readmits_lost,omitempty"`
 }
 
 // Status is a snapshot of the admission workflow: `starter intake status`.
@@ -255,6 +260,9 @@ type Status struct {
 	Waiting   int `json:"waiting"`
 	Held      int `json:"held"`
 	Concluded int `json:"concluded"`
+	// Readmitting counts related alerts to admit again that wait for room
+	// (the waiting room was full when their investigation closed).
+	Readmitting int `json:"readmitting,omitempty"`
 	Counters
 	Day        string    `json:"day"`
 	SpentToday float64   `json:"spent_today"`
@@ -276,6 +284,9 @@ type Entity struct {
 	Held       bool      `json:"held,omitempty"`
 	Released   bool      `json:"released,omitempty"`
 	Position   int       `json:"position,omitempty"`
+	// StartFailures counts failed starts; the next is tried at RetryAt.
+	StartFailures int       `json:"start_failures,omitempty"`
+	RetryAt       time.Time `json:"retry_at,omitzero"`
 }
 
 // Entity states.

@@ -111,10 +111,17 @@ type Concluded struct {
 	Turn       int    `json:"turn"`
 }
 
+// ClosedCompleted is Closed.Reason for a run that completed; any other
+// reason (failed: ..., cancelled) ended it without a standing conclusion.
+const ClosedCompleted = "completed"
+
 // Closed tells the admission workflow that an investigation closed.
 type Closed struct {
 	WorkflowID string `json:"workflow_id"`
 	Reason     string `json:"reason,omitempty"`
+	// Spend is the run's usage when it closed: what it spent after its
+	// last conclusion (or failing before any) counts against the budget.
+	Spend Spend `json:"spend,omitzero"`
 	// Returned are alerts signalled to the investigation once it was
 	// closing: the admission workflow admits their related alerts again.
 	Returned ArrivalBatch `json:"returned,omitzero"`

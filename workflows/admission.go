@@ -71,6 +71,11 @@ func IntakeAdmission(ctx workflow.Context, in AdmissionInput) error {
 	}
 	ad.room.Settings = ad.room.Settings.WithDefaults()
 	ad.room.index()
+	// One gate for the run (it continues as new within the hour): a failed
+	// start or run makes no repeats, a start that finds its run open hands
+	// it the alerts, check results match the entity they described, shed
+	// readmissions are kept. Recorded runs before it decide as they did.
+	ad.room.fixed = workflow.GetVersion(ctx, "admission-outcomes", workflow.DefaultVersion, 1) == 1
 	if err := ad.register(ctx); err != nil {
 		return err
 	}
@@ -83,6 +88,9 @@ func IntakeAdmission(ctx workflow.Context, in AdmissionInput) error {
 		now := workflow.Now(ctx)
 		ad.receive(now, concluded, closed)
 		ad.room.tick(now)
+		if ad.room.fixed {
+			ad.room.retryReadmits(now)
+		}
 		ad.room.schedule()
 		info := workflow.GetInfo(ctx)
 		if ad.updates >= admissionMaxUpdates || info.GetCurrentHistoryLength() >= admissionMaxEvents || info.GetContinueAsNewSuggested() ||
@@ -166,7 +174,7 @@ func (ad *admission) receive(now time.Time, concluded, closed workflow.ReceiveCh
 	var cl investigation.Closed
 	for closed.ReceiveAsync(&cl) {
 		ad.log.Info("investigation closed", "workflow_id", cl.WorkflowID, "reason", cl.Reason)
-		ad.room.close(now, cl.WorkflowID)
+		ad.room.closed(now, cl)
 		// Only investigations with the late-arrivals gate
 		// return alerts: older histories hold none.
 		ad.room.readmit(now, cl.Returned.Arrivals)
@@ -187,13 +195,24 @@ func (ad *admission) startWaiting(ctx workflow.Context) {
 			defer func() { delete(ad.inflight, e.WorkflowID); ad.changes++ }()
 			var out activities.StartOutput
 			err := workflow.ExecuteActivity(storeOptions(ctx, clip.String("start "+e.WorkflowID, 200)), ia.StartInvestigation, in).Get(ctx, &out)
+			fixed := ad.room.fixed
 			switch {
+			case err != nil && fixed:
+				ad.log.Warn("could not start an investigation; it waits and is tried again", "workflow_id", e.WorkflowID, "error", err)
+				ad.room.startFailed(workflow.Now(ctx), e, in.Input.Intake.Arrived)
 			case err != nil:
 				ad.log.Warn("could not start an investigation", "workflow_id", e.WorkflowID, "error", err)
 				ad.room.close(workflow.Now(ctx), e.WorkflowID)
 			case out.Outcome == activities.StartRepeat:
 				ad.room.Counters.Repeats++
+				if fixed {
+					// Its related alerts were never investigated: the close
+					// admits them again, each on its own.
+					ad.room.requeue(e, in.Input.Intake.Arrived)
+				}
 				ad.room.close(workflow.Now(ctx), e.WorkflowID)
+			case out.Outcome == activities.StartRunning && fixed:
+				ad.room.attached(e, in.Input.Intake.Arrived)
 			default:
 				ad.room.started(e.WorkflowID)
 			}
@@ -246,7 +265,9 @@ func (ad *admission) deliver(ctx workflow.Context) {
 				}
 				return
 			}
-			ad.room.close(workflow.Now(ctx), e.WorkflowID)
+			// Its run closed without telling us how: under the gate its
+			// identities are no repeats (StartIntake still finds a completed run).
+			ad.room.end(workflow.Now(ctx), e.WorkflowID, !ad.room.fixed)
 		})
 	}
 }
@@ -259,9 +280,11 @@ func (ad *admission) check(ctx workflow.Context, now time.Time) {
 		return
 	}
 	var ids []string
+	seqs := map[string]int64{} // each ID's entity: a newer one may take the ID while the check runs
 	for _, e := range ad.room.Entities {
 		if e.State != intake.StateWaiting && e.State != intake.StateStarting && !ad.inflight[e.WorkflowID] && len(ids) < maxChecked {
 			ids = append(ids, e.WorkflowID)
+			seqs[e.WorkflowID] = e.Seq
 		}
 	}
 	ad.room.NextCheck = now.Add(checkEvery)
@@ -279,7 +302,16 @@ func (ad *admission) check(ctx workflow.Context, now time.Time) {
 			return
 		}
 		for _, id := range out.Closed {
-			ad.room.close(workflow.Now(ctx), id)
+			if !ad.room.fixed {
+				ad.room.close(workflow.Now(ctx), id)
+				continue
+			}
+			// Only the entity the check described; it ended without saying
+			// how (terminated, timed out), so its identities are no repeats
+			// (StartIntake still finds a run that completed).
+			if e := ad.room.byWorkflow[id]; e != nil && e.Seq == seqs[id] {
+				ad.room.end(workflow.Now(ctx), id, false)
+			}
 		}
 	})
 }
@@ -298,6 +330,9 @@ func (ad *admission) due(now time.Time) time.Time {
 	for _, e := range ad.room.Entities {
 		if e.State != intake.StateWaiting {
 			earliest(ad.room.NextCheck)
+		}
+		if e.State == intake.StateWaiting && e.RetryAt.After(now) {
+			earliest(e.RetryAt)
 		}
 		if ad.room.held(e) {
 			y, m, d := now.UTC().Date()

@@ -330,7 +330,7 @@ func (r *run) closing(ctx workflow.Context, err error) error {
 	if in == nil || isContinueAsNew(err) {
 		return err
 	}
-	reason := "completed"
+	reason := investigation.ClosedCompleted
 	switch {
 	case ctx.Err() != nil:
 		reason = "cancelled"
@@ -339,8 +339,10 @@ func (r *run) closing(ctx workflow.Context, err error) error {
 	}
 	r.closedReason = reason
 	dctx, _ := workflow.NewDisconnectedContext(ctx)
+	// The spend rides in the signal's payload, which replay does not
+	// compare: recorded histories replay unchanged without a gate.
 	if serr := workflow.SignalExternalWorkflow(dctx, in.Admission, "", investigation.ClosedSignal,
-		investigation.Closed{WorkflowID: r.id, Reason: reason}).Get(dctx, nil); serr != nil {
+		investigation.Closed{WorkflowID: r.id, Reason: reason, Spend: r.Spend}).Get(dctx, nil); serr != nil {
 		r.log.Warn("could not tell the admission workflow that the investigation closed", "admission", in.Admission, "error", serr)
 	}
 	return err

@@ -239,7 +239,7 @@ func TestAdmission(t *testing.T) {
 		h.env.SignalWorkflow(investigation.ConcludedSignal, investigation.Concluded{WorkflowID: intake.WorkflowID("id:1")})
 	}, 3*time.Minute)
 	h.env.RegisterDelayedCallback(func() {
-		h.env.SignalWorkflow(investigation.ClosedSignal, investigation.Closed{WorkflowID: intake.WorkflowID("id:1")})
+		h.env.SignalWorkflow(investigation.ClosedSignal, investigation.Closed{WorkflowID: intake.WorkflowID("id:1"), Reason: investigation.ClosedCompleted})
 	}, 4*time.Minute)
 	h.admit(5*time.Minute, s, alertOf("a1c", "id:1", "medium"))
 	h.env.RegisterDelayedCallback(func() { after = h.status(t) }, 6*time.Minute)

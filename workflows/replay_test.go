@@ -94,6 +94,9 @@ var fixturePaths = map[string][]string{
 	// the same arrivals, none asked about, handed back or admitted again.
 	"pre-late-arrivals-intake-late-arrivals.history.json": {"arrival during the conclusion", "alert signalled while closing"},
 	"pre-readmit-intake-readmit.history.json":             {"delivery failed after the close"},
+	// Recorded before GetVersion "admission-outcomes" (the same scenario:
+	// the admission run decides as before the gate).
+	"pre-outcomes-intake-readmit.history.json": {"delivery failed after the close", "readmitted after the close"},
 	// Recorded before the context and the progress were stored (every
 	// input carrying the conversation, hints and plan inline): the twin of
 	// investigation for GetVersion "store-context-and-progress".

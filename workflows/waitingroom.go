@@ -37,6 +37,21 @@ const (
 // shedRetry is how long a shed alert should wait before it is sent again.
 const shedRetry = 30 * time.Second
 
+// A failed start (Temporal or the workers out of reach for the start's 10
+// minutes) puts its entity back to waiting, tried again after startBackoff,
+// at most maxStartAttempts times; maxReadmits related alerts to admit again
+// wait for room when the waiting room is full (past that they are counted).
+const (
+	maxStartAttempts = 5
+	maxReadmits      = 50
+)
+
+// startBackoff is the wait before the start after the n-th failed one:
+// 1, 2, 4, 8 minutes.
+func startBackoff(n int) time.Duration {
+	return time.Minute << min(max(n-1, 0), 5)
+}
+
 // Room is the admission workflow's state.
 type Room struct {
 	Settings intake.Settings `json:"settings"`
@@ -54,6 +69,17 @@ type Room struct {
 	Seq int64 `json:"seq"`
 	// NextCheck is when the open investigations are checked next.
 	NextCheck time.Time `json:"next_check,omitzero"`
+	// Readmits are related alerts to admit again that found the waiting
+	// room full: acknowledged, so kept (at most maxReadmits) and admitted
+	// once there is room.
+	Readmits []investigation.Arrival `json:"readmits,omitempty"`
+
+	// fixed: this run took the admission-outcomes gate (admission.go), so
+	// failed runs and starts make no repeats, check results are matched to
+	// the entity they described and shed readmissions are kept. Recorded
+	// runs without it decide as they did.
+	fixed bool
+	now   time.Time // of the last tick or admit
 
 	// Indexes, rebuilt from the above after continue-as-new (index).
 	byIdentity map[string]*Entity
@@ -94,6 +120,9 @@ type Entity struct {
 	Alerts  int                     `json:"n"`
 	// Cost is the estimated cost the investigation last reported.
 	Cost float64 `json:"c,omitempty"`
+	// Attempts counts failed starts; the next waits until RetryAt.
+	Attempts int       `json:"sa,omitempty"`
+	RetryAt  time.Time `json:"ra,omitzero"`
 }
 
 // Member is one identity of an entity: its hash, severity, count and the
@@ -115,7 +144,7 @@ type ClosedIdentity struct {
 
 // newRoom is an empty room.
 func newRoom(now time.Time) *Room {
-	r := &Room{Since: now, Day: day(now)}
+	r := &Room{Since: now, Day: day(now), fixed: true}
 	r.index()
 	return r
 }
@@ -148,6 +177,7 @@ func (r *Room) index() {
 // tick moves the room to now: a new UTC day resets the spend, and closed
 // identities past the repeat window are forgotten.
 func (r *Room) tick(now time.Time) {
+	r.now = now
 	if d := day(now); d != r.Day {
 		r.Day, r.Spent = d, 0
 	}
@@ -207,11 +237,13 @@ func (r *Room) schedule() []*Entity {
 		if free <= 0 {
 			break
 		}
-		if r.held(e) {
+		if r.held(e) || e.RetryAt.After(r.now) {
 			continue
 		}
 		e.State = intake.StateStarting
-		r.Counters.Started++
+		if e.Attempts == 0 {
+			r.Counters.Started++
+		}
 		started = append(started, e)
 		free--
 	}
@@ -226,7 +258,7 @@ func (r *Room) position(e *Entity) int {
 // admit decides what becomes of one alert, with the settings s. Every
 // outcome but shed is recorded in the room before it is returned.
 func (r *Room) admit(now time.Time, s intake.Settings, a intake.Alert) intake.Outcome {
-	r.Settings = s
+	r.Settings, r.now = s, now
 	r.Counters.Alerts++
 	h := hashOf(a.Identity)
 	out := intake.Outcome{AlertID: a.AlertID}
@@ -412,7 +444,7 @@ func (r *Room) forgetClosed(h string) {
 // started records the start of an entity's investigation.
 func (r *Room) started(wf string) {
 	if e := r.byWorkflow[wf]; e != nil && e.State == intake.StateStarting {
-		e.State = intake.StateRunning
+		e.State, e.RetryAt = intake.StateRunning, time.Time{}
 	}
 }
 
@@ -423,18 +455,44 @@ func (r *Room) concluded(c investigation.Concluded) {
 	if e == nil {
 		return
 	}
-	cost, _ := r.Settings.Prices.Estimates(c.Spend.ByPhase.Phases())
-	r.Spent += max(cost-e.Cost, 0)
-	e.Cost = max(e.Cost, cost)
+	r.charge(e, c.Spend)
 	if e.State == intake.StateRunning || e.State == intake.StateStarting {
 		e.State = intake.StateConcluded
 	}
 }
 
-// close forgets an entity whose investigation closed (or that is
+// charge adds to today's spend what the entity's investigation cost since
+// its last report.
+func (r *Room) charge(e *Entity, s investigation.Spend) {
+	cost, _ := r.Settings.Prices.Estimates(s.ByPhase.Phases())
+	r.Spent += max(cost-e.Cost, 0)
+	e.Cost = max(e.Cost, cost)
+}
+
+// closed applies an investigation's investigation_closed signal: what it
+// spent since its last conclusion is charged (a failed or cancelled run
+// never concluded), and only a completed run makes its identities repeats.
+func (r *Room) closed(now time.Time, c investigation.Closed) {
+	e := r.byWorkflow[c.WorkflowID]
+	if e == nil {
+		return
+	}
+	if r.fixed { // runs before the gate ignored it (a newer investigation may send it)
+		r.charge(e, c.Spend)
+	}
+	r.end(now, e.WorkflowID, !r.fixed || c.Reason == investigation.ClosedCompleted)
+}
+
+// close forgets an entity whose investigation concluded (or that is
 // forgotten to make room): its identities are remembered for the repeat
 // window, arrivals it could not take are admitted again.
-func (r *Room) close(now time.Time, wf string) {
+func (r *Room) close(now time.Time, wf string) { r.end(now, wf, true) }
+
+// end forgets an entity; investigated says its investigation completed, so
+// its identities are repeats for the repeat window. One that failed, was
+// cancelled or never started leaves them unknown: their next alert is
+// investigated.
+func (r *Room) end(now time.Time, wf string, investigated bool) {
 	e := r.byWorkflow[wf]
 	if e == nil {
 		return
@@ -446,7 +504,7 @@ func (r *Room) close(now time.Time, wf string) {
 		if r.byIdentity[m.Hash] == e {
 			delete(r.byIdentity, m.Hash)
 		}
-		if !slices.ContainsFunc(undelivered, func(a investigation.Arrival) bool {
+		if investigated && !slices.ContainsFunc(undelivered, func(a investigation.Arrival) bool {
 			return a.Kind == investigation.ArrivalRelated && hashOf(a.Identity) == m.Hash
 		}) {
 			r.Closed = append(r.Closed, ClosedIdentity{Hash: m.Hash, Severity: m.Severity, At: now, WorkflowID: wf})
@@ -470,10 +528,71 @@ func (r *Room) close(now time.Time, wf string) {
 
 // admitAlone admits a related alert that never reached an investigation:
 // it gets one of its own (its grouping keys are not kept, so it starts
-// alone).
+// alone). It was acknowledged long ago, so one the full room sheds is kept
+// in Readmits (admitted again once there is room), or counted past
+// maxReadmits.
 func (r *Room) admitAlone(now time.Time, a investigation.Arrival) {
-	r.admit(now, r.Settings, intake.Alert{AlertID: a.AlertID, Identity: a.Identity, Count: a.Count, Severity: a.Severity, Source: a.Source, Title: a.Title})
+	o := r.admit(now, r.Settings, intake.Alert{AlertID: a.AlertID, Identity: a.Identity, Count: a.Count, Severity: a.Severity, Source: a.Source, Title: a.Title})
 	r.Counters.Alerts--
+	if o.Kind != intake.OutcomeShed || !r.fixed {
+		return
+	}
+	r.Counters.Shed-- // no intake was told to send it again
+	if len(r.Readmits) < maxReadmits {
+		r.Readmits = append(r.Readmits, a)
+	} else {
+		r.Counters.ReadmitsLost++
+	}
+}
+
+// retryReadmits admits the kept readmissions again, once an entity left.
+func (r *Room) retryReadmits(now time.Time) {
+	if len(r.Readmits) == 0 || len(r.Entities) >= maxOpen && !slices.ContainsFunc(r.Entities, func(e *Entity) bool {
+		return e.State == intake.StateConcluded && len(e.Queue) == 0
+	}) {
+		return
+	}
+	kept := r.Readmits
+	r.Readmits = nil
+	for _, a := range kept {
+		r.admitAlone(now, a)
+	}
+}
+
+// startFailed puts an entity whose start failed back to waiting, with the
+// arrivals its start input took, to be tried again after a back-off; after
+// maxStartAttempts it is given up (counted in the status), and its related
+// alerts are admitted again, each on its own. None of its identities is a
+// repeat: nothing investigated them.
+func (r *Room) startFailed(now time.Time, e *Entity, b investigation.ArrivalBatch) {
+	if r.byWorkflow[e.WorkflowID] != e || e.State != intake.StateStarting {
+		return
+	}
+	r.requeue(e, b)
+	e.Attempts++
+	if e.Attempts >= maxStartAttempts {
+		r.Counters.StartsFailed++
+		r.end(now, e.WorkflowID, false)
+		return
+	}
+	e.State, e.RetryAt = intake.StateWaiting, now.Add(startBackoff(e.Attempts))
+}
+
+// attached records a start that found its identity's investigation open
+// already (an earlier admission started it): the entity's first alert and
+// the arrivals its start input took go to that run by the alerts signal,
+// as news does.
+func (r *Room) attached(e *Entity, b investigation.ArrivalBatch) {
+	if r.byWorkflow[e.WorkflowID] != e {
+		return
+	}
+	r.requeue(e, b)
+	m := e.Members[0]
+	first := investigation.Arrival{Kind: investigation.ArrivalSeenAgain, AlertID: e.AlertID, Identity: e.Identity,
+		Severity: m.Severity, Title: e.Title, Count: m.Count, Times: 1, At: e.Admitted}
+	e.Queue = append([]investigation.Arrival{first}, e.Queue...)
+	r.pending++
+	r.started(e.WorkflowID)
 }
 
 // readmit admits again the related alerts that reached an investigation
@@ -540,10 +659,10 @@ func (r *Room) release(rel intake.Release) intake.Released {
 // open entities (at most maxStatusEntities, waiting ones in their order
 // first).
 func (r *Room) status() intake.Status {
-	st := intake.Status{Settings: r.Settings, Counters: r.Counters, Day: r.Day, SpentToday: r.Spent, Currency: r.Settings.Prices.Currency, Since: r.Since, Open: []intake.Entity{}}
+	st := intake.Status{Settings: r.Settings, Counters: r.Counters, Day: r.Day, SpentToday: r.Spent, Currency: r.Settings.Prices.Currency, Since: r.Since, Open: []intake.Entity{}, Readmitting: len(r.Readmits)}
 	view := func(e *Entity) intake.Entity {
 		return intake.Entity{WorkflowID: e.WorkflowID, AlertID: e.AlertID, State: e.State, Severity: e.Severity, Title: e.Title,
-			Alerts: e.Alerts, Since: e.Admitted, Held: r.held(e), Released: e.Released}
+			Alerts: e.Alerts, Since: e.Admitted, Held: r.held(e), Released: e.Released, StartFailures: e.Attempts, RetryAt: e.RetryAt}
 	}
 	for i, e := range r.waiting() {
 		st.Waiting++

@@ -252,3 +252,28 @@ func TestAlertCheckBoundsTheTraceparent(t *testing.T) {
 		t.Errorf("a %d-byte traceparent: err = %v", len(a.Traceparent), err)
 	}
 }
+
+// TestIdentityIsPlain: an id full of characters JSON escapes would make
+// the identity, kept in the admission workflow's state, six times its
+// bytes; it becomes its hash, alike from Identify and PlainIdentity.
+func TestIdentityIsPlain(t *testing.T) {
+	for _, id := range []string{`<&>`, "a\u0001b", "x\u2028y", `q"\`} {
+		raw, _ := json.Marshal(map[string]any{"id": id, "title": "t"})
+		got := Identify(parse(t, raw))
+		enc, _ := json.Marshal(got.Key)
+		if !Plain(got.Key) || len(enc) != len(got.Key)+2 || !strings.HasPrefix(got.Key, "generic:sha256:") {
+			t.Errorf("id %q: identity %q", id, got.Key)
+		}
+		if PlainIdentity("generic:id:"+id) != got.Key || PlainIdentity(got.Key) != got.Key {
+			t.Errorf("id %q: PlainIdentity disagrees with Identify", id)
+		}
+	}
+	for _, s := range []string{"generic:id:1234", "scc:organizations/1/sources/2/findings/3", "é语𝔘", "a'b"} {
+		if !Plain(s) || PlainIdentity(s) != s {
+			t.Errorf("%q is plain", s)
+		}
+	}
+	if Plain("\xff") {
+		t.Error("invalid UTF-8 is not plain")
+	}
+}

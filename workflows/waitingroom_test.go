@@ -3,6 +3,8 @@ package workflows
 import (
 	"encoding/json"
 	"fmt"
+	"os"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -354,5 +356,41 @@ func TestAlertCheckRefusesEscapedExactText(t *testing.T) {
 	r.admit(t0, roomSettings(1), ok)
 	if e := r.Entities[0]; e.Title != "‹script›＆'\u0020" {
 		t.Errorf("the room keeps the title %q", e.Title)
+	}
+}
+
+// TestOneCollectorDoesNotGroupUnrelatedAlerts: two alerts a SIEM forwards
+// through one collector (device.host) about other servers and other
+// attackers each get their own investigation; the collector is no key.
+func TestOneCollectorDoesNotGroupUnrelatedAlerts(t *testing.T) {
+	raw, err := os.ReadFile("../examples/alerts/siem-struts2-rce-raw-log.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	other := strings.NewReplacer("app01", "hr-db07", "192.168.10.21", "10.9.8.7", "Apache Struts2", "Mimikatz on",
+		"203.0.113.45", "198.18.0.9", "7f3c2e10", "00000001").Replace(string(raw))
+	r := newRoom(t0)
+	s := roomSettings(10)
+	var kinds []string
+	for i, body := range []string{string(raw), other} {
+		al, err := alerts.Parse([]byte(body))
+		if err != nil {
+			t.Fatal(err)
+		}
+		a := intake.Alert{AlertID: al.ID, Identity: intake.Identify(al).Key, Severity: al.Severity, Source: al.Source, Title: al.Title, Keys: intake.Keys(al.Data)}
+		if slices.ContainsFunc(a.Keys, func(k string) bool { return strings.Contains(k, "siem-collector-02") }) {
+			t.Errorf("the collector is a key of %s: %q", al.ID, a.Keys)
+		}
+		kinds = append(kinds, r.admit(t0.Add(time.Duration(i)*5*time.Minute), s, a).Kind)
+	}
+	if kinds[0] != intake.OutcomeStarted || kinds[1] != intake.OutcomeStarted || len(r.Entities) != 2 {
+		t.Errorf("outcomes %v, %d investigations: two unrelated alerts from one collector were grouped", kinds, len(r.Entities))
+	}
+	// The same attacker against another server is grouped, by its address.
+	same := strings.NewReplacer("app01", "hr-db07", "192.168.10.21", "10.9.8.7", "7f3c2e10", "00000002").Replace(string(raw))
+	al, _ := alerts.Parse([]byte(same))
+	if o := r.admit(t0.Add(10*time.Minute), s, intake.Alert{AlertID: al.ID, Identity: intake.Identify(al).Key, Severity: al.Severity,
+		Source: al.Source, Keys: intake.Keys(al.Data)}); o.Kind != intake.OutcomeGrouped {
+		t.Errorf("the same attacker's next alert: %s %s", o.Kind, o.Message)
 	}
 }

@@ -59,6 +59,8 @@ const (
 	maxAlertIDSize = 100
 	// A W3C traceparent is 55 bytes; later versions may add fields.
 	maxTraceparentBytes = 128
+	// A source is a product word ("guardduty", "generic").
+	maxSourceBytes = 16
 )
 
 // Settings are an intake's policy. Every admit request carries its
@@ -143,19 +145,24 @@ type Alert struct {
 }
 
 // Check refuses an alert the admission workflow cannot hold: a missing or
-// over-long ID or identity, too many or too long keys, a long title.
+// over-long ID or identity, too many or too long keys, a long title. The
+// ID, identity, traceparent and source, which the workflow keeps exactly,
+// must be Plain (alerts.Parse, Identify and tracing make them so): its
+// state's encoded size is then its byte bounds.
 func (a Alert) Check() error {
 	switch {
-	case a.AlertID == "" || len(a.AlertID) > maxAlertIDSize:
-		return fmt.Errorf("an alert needs an ID of at most %d bytes", maxAlertIDSize)
-	case a.Identity == "" || len(a.Identity) > MaxIdentityBytes:
-		return fmt.Errorf("alert %s: its identity must be 1 to %d bytes", a.AlertID, MaxIdentityBytes)
+	case a.AlertID == "" || len(a.AlertID) > maxAlertIDSize || !Plain(a.AlertID):
+		return fmt.Errorf("an alert needs an ID of at most %d bytes without characters JSON escapes", maxAlertIDSize)
+	case a.Identity == "" || len(a.Identity) > MaxIdentityBytes || !Plain(a.Identity):
+		return fmt.Errorf("alert %s: its identity must be 1 to %d bytes without characters JSON escapes", a.AlertID, MaxIdentityBytes)
 	case len(a.Keys) > MaxAlertKeys:
 		return fmt.Errorf("alert %s: at most %d grouping keys", a.AlertID, MaxAlertKeys)
 	case len(a.Title) > MaxTitleBytes:
 		return fmt.Errorf("alert %s: its title is over %d bytes", a.AlertID, MaxTitleBytes)
-	case len(a.Traceparent) > maxTraceparentBytes:
-		return fmt.Errorf("alert %s: its traceparent is over %d bytes", a.AlertID, maxTraceparentBytes)
+	case len(a.Traceparent) > maxTraceparentBytes || !Plain(a.Traceparent):
+		return fmt.Errorf("alert %s: its traceparent is over %d bytes or holds characters JSON escapes", a.AlertID, maxTraceparentBytes)
+	case len(a.Source) > maxSourceBytes || !Plain(a.Source):
+		return fmt.Errorf("alert %s: its source must be at most %d bytes without characters JSON escapes", a.AlertID, maxSourceBytes)
 	}
 	for _, k := range a.Keys {
 		if len(k) > MaxKeyBytes {

@@ -7,6 +7,7 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/secops-agent/investigator/alerts"
 )
@@ -58,7 +59,40 @@ func Identify(al alerts.Alert) Identity {
 	default:
 		id.Rule, id.Key = RuleContent, "content:"+al.ID
 	}
+	id.Key = PlainIdentity(id.Key)
 	return id
+}
+
+// Plain says whether JSON writes s as itself: valid UTF-8 without control
+// characters, '"', '\\', '<', '>', '&', U+2028 or U+2029, which Go's encoder
+// (and so Temporal's payloads) writes as escapes of up to 6 bytes. The
+// admission workflow keeps only plain text, so its state's encoded size is
+// bounded by its byte bounds (design/intake.md, "Bounds").
+func Plain(s string) bool {
+	if !utf8.ValidString(s) {
+		return false
+	}
+	for _, r := range s {
+		if r < 0x20 || r == '"' || r == '\\' || r == '<' || r == '>' || r == '&' || r == '\u2028' || r == '\u2029' {
+			return false
+		}
+	}
+	return true
+}
+
+// PlainIdentity is key when it is Plain, else its rule's prefix and its
+// SHA-256 ("generic:sha256:<hex>"): Identify ends with it, since
+// Alert.Check refuses an identity that is not plain.
+func PlainIdentity(key string) string {
+	if Plain(key) {
+		return key
+	}
+	prefix, _, _ := strings.Cut(key, ":")
+	if prefix == "" || len(prefix) > 32 || !Plain(prefix) {
+		prefix = "hashed"
+	}
+	sum := sha256.Sum256([]byte(key))
+	return prefix + ":sha256:" + hex.EncodeToString(sum[:])
 }
 
 // sccName is an SCC finding's resource name

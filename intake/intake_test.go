@@ -4,6 +4,7 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -250,5 +251,116 @@ func TestAlertCheckBoundsTheTraceparent(t *testing.T) {
 	a.Traceparent = strings.Repeat("0", maxTraceparentBytes+1)
 	if err := a.Check(); err == nil || !strings.Contains(err.Error(), "traceparent") {
 		t.Errorf("a %d-byte traceparent: err = %v", len(a.Traceparent), err)
+	}
+}
+
+// TestIdentityIsPlain: an id full of characters JSON escapes would make
+// the identity, kept in the admission workflow's state, six times its
+// bytes; it becomes its hash, alike from Identify and PlainIdentity.
+func TestIdentityIsPlain(t *testing.T) {
+	for _, id := range []string{`<&>`, "a\u0001b", "x\u2028y", `q"\`} {
+		raw, _ := json.Marshal(map[string]any{"id": id, "title": "t"})
+		got := Identify(parse(t, raw))
+		enc, _ := json.Marshal(got.Key)
+		if !Plain(got.Key) || len(enc) != len(got.Key)+2 || !strings.HasPrefix(got.Key, "generic:sha256:") {
+			t.Errorf("id %q: identity %q", id, got.Key)
+		}
+		if PlainIdentity("generic:id:"+id) != got.Key || PlainIdentity(got.Key) != got.Key {
+			t.Errorf("id %q: PlainIdentity disagrees with Identify", id)
+		}
+	}
+	for _, s := range []string{"generic:id:1234", "scc:organizations/1/sources/2/findings/3", "é语𝔘", "a'b"} {
+		if !Plain(s) || PlainIdentity(s) != s {
+			t.Errorf("%q is plain", s)
+		}
+	}
+	if Plain("\xff") {
+		t.Error("invalid UTF-8 is not plain")
+	}
+}
+
+// TestKeysOfEveryBundledExample: every key of every bundled alert names
+// the alert's asset or actor (the attacker's or caller's address, the
+// user, the instance or host), never the collector, sensor or device that
+// reported it. A new example must be added here.
+func TestKeysOfEveryBundledExample(t *testing.T) {
+	gce := "resource://compute.googleapis.com/projects/example-analytics-prod/zones/"
+	want := map[string][]string{
+		"guardduty-ssh-bruteforce.json": {"ip:198.51.100.23", "resource:i-0abc1234def567890"},
+		"ids-webshell-upload-cn.json":   nil, // Chinese field names: no key is recognised
+		"scc-cryptominer.json":          {"user:svc-batch", gce + "us-central1-a/instances/4861530274459182345"},
+		// The attacker's address is in the raw log; device.host is the
+		// SIEM's collector, asset.name the server attacked.
+		"siem-struts2-rce-raw-log.json":                              {"ip:203.0.113.45", "resource:app01"},
+		"waf-sqli-cn.json":                                           nil,
+		"edr-mde-web-server-prod-01.json":                            {"user:deploy", "resource:web-server-prod-01"},
+		"generic-authorized-vuln-scan.json":                          {"ip:203.0.113.200"},
+		"guardduty-c2-dns-web-server-prod-01.json":                   {"resource:i-0abc1234def567890"},
+		"guardduty-portprobe-web-server-prod-01.json":                {"ip:198.51.100.23", "resource:i-0abc1234def567890"},
+		"guardduty-ssh-bruteforce-bastion-01.json":                   {"ip:198.51.100.23", "resource:i-0def5678abc901234"},
+		"guardduty-ssh-bruteforce-web-server-prod-01-september.json": {"ip:203.0.113.77", "resource:i-0abc1234def567890"},
+		// The instance's own address, where the connection came from.
+		"scc-bad-ip-gce-etl-runner-2.json":                 {"ip:10.128.0.14", gce + "us-central1-b/instances/7731902846615503921"},
+		"edr-falcon-devtcp-api-server-prod-02.json":        {"user:api", "resource:api-server-prod-02"},
+		"edr-mde-db-server-unknown-domain.json":            {"user:postgres", "resource:db-server-prod-03"},
+		"edr-mde-sudo-deploy-web-server-prod-01.json":      {"user:deploy", "resource:web-server-prod-01"},
+		"guardduty-bitcointool-tag-injection.json":         {"ip:203.0.113.77", "resource:i-0abc1234def567890"},
+		"guardduty-bitcointool-web-server-prod-01.json":    {"ip:203.0.113.77", "resource:i-0abc1234def567890"},
+		"guardduty-c2-ip-payments-web-server-prod-01.json": {"ip:192.0.2.80", "resource:i-0abc1234def567890"},
+		"guardduty-credential-exfiltration-own-address.json": {"ip:203.0.113.10", "user:aroaexamplewebserver1:i-0abc1234def567890",
+			"user:web-server-role", "resource:i-0abc1234def567890"},
+		"guardduty-credential-exfiltration-web-server-role.json": {"ip:198.51.100.23", "user:aroaexamplewebserver1:i-0abc1234def567890",
+			"user:web-server-role", "resource:i-0abc1234def567890"},
+		"guardduty-discovery-admin-sso.json":                  {"ip:192.0.2.10", "user:aroaexampleadminsso01:alice@example.com", "user:awsreservedsso_adminaccess_3f2a1b"},
+		"guardduty-discovery-ci-terraform.json":               {"ip:10.0.3.40", "user:aroaexampleciterraform:gitlab-ci-48211", "user:ci-terraform"},
+		"guardduty-portprobe-scanner-api-server-prod-02.json": {"ip:203.0.113.200", "resource:i-0456def789abc0123"},
+		// An outbound probe: GuardDuty's remote address is the host probed.
+		"guardduty-portscan-web-server-prod-01.json":       {"ip:10.0.2.14", "resource:i-0abc1234def567890"},
+		"guardduty-ssh-bruteforce-api-server-prod-02.json": {"ip:198.51.100.23", "resource:i-0456def789abc0123"},
+		"scc-new-geography-etl-deployer.json": {"ip:198.51.100.23", "user:etl-deployer@example-analytics-prod.iam.gserviceaccount.com",
+			"resource://iam.googleapis.com/projects/example-analytics-prod/serviceAccounts/etl-deployer@example-analytics-prod.iam.gserviceaccount.com"},
+		"siem-impossible-travel-bob.json": {"ip:192.0.2.11", "ip:203.0.113.61", "user:bob@example.com"},
+		"siem-sudo-prod-alice.json":       {"ip:10.0.0.10", "user:alice", "resource:i-0abc1234def567890", "resource:web-server-prod-01"},
+		"waf-sqli-cms-editor.json":        {"ip:192.0.2.10"},
+	}
+	var files []string
+	for _, dir := range []string{"../examples/alerts/", "../examples/alerts/history/", "../examples/evals/alerts/"} {
+		m, _ := filepath.Glob(dir + "*.json")
+		files = append(files, m...)
+	}
+	if len(files) < len(want) {
+		t.Fatalf("%d examples found, %d expected", len(files), len(want))
+	}
+	for _, f := range files {
+		raw, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		w, ok := want[filepath.Base(f)]
+		if !ok {
+			t.Errorf("%s: not in the table; add the keys that name its asset and actor", f)
+			continue
+		}
+		if got := Keys(parse(t, raw).Data); !slices.Equal(got, w) {
+			t.Errorf("%s: keys %q, want %q", filepath.Base(f), got, w)
+		}
+	}
+}
+
+// TestKeysLeaveOutTheReporter: what sits under the pipeline that reported
+// an alert (a SIEM's device, ECS's observer and agent, a collector or
+// sensor) is no key; the asset and an address in an embedded raw log are.
+func TestKeysLeaveOutTheReporter(t *testing.T) {
+	data := map[string]any{
+		"device":         map[string]any{"host": "siem-collector-02", "ip": "192.0.2.1"},
+		"observer":       map[string]any{"hostname": "fw-edge-1", "source_ip": "192.0.2.2"},
+		"agent":          map[string]any{"hostname": "beats-1", "name": "beats-1"},
+		"siem_collector": map[string]any{"hostname": "c-3"},
+		"sensor":         map[string]any{"host": map[string]any{"name": "ids-probe-3"}},
+		"asset":          map[string]any{"name": "hr-db07", "ip": "10.9.8.7"},
+		"raw_log":        `{"src_ip": "198.18.0.9", "dst_ip": "10.9.8.7", "inner": "{\"src_ip\": \"198.18.0.10\"}"}`,
+	}
+	if got, want := Keys(data), []string{"ip:198.18.0.9", "resource:hr-db07"}; !slices.Equal(got, want) {
+		t.Errorf("keys %q, want %q", got, want)
 	}
 }

@@ -1,6 +1,7 @@
 package intake
 
 import (
+	"encoding/json"
 	"net/netip"
 	"slices"
 	"strings"
@@ -42,21 +43,30 @@ var (
 	bareAddress = []string{"ip", "ipaddress", "ipaddr", "ipv4", "ipv6", "addr", "address"}
 )
 
+// reporterParts name the parts of an alert's pipeline: the SIEM's
+// collector or device (CEF's dvc), ECS's observer and agent, Chronicle
+// UDM's intermediary, a sensor or forwarder. What sits under them (their
+// host, address, account) is who reported the alert, not its asset or
+// actor, and would group unrelated alerts from one collector, so no key is
+// taken from under them; a key left out only groups less.
+var reporterParts = []string{"device", "observer", "collector", "sensor", "forwarder", "agent", "intermediary", "reporter", "logsource", "shipper", "relay"}
+
 // userFields and resourceFields name the fields (lower case, without _ or
 // -) that hold a user or principal, and the resource acted on.
 var (
 	userFields = []string{"username", "user", "principal", "principalid", "principalemail", "accountname",
 		"samaccountname", "userprincipalname", "upn", "callerusername", "login"}
 	resourceFields = []string{"instanceid", "resourcename", "resourceid", "resource", "hostname", "host",
-		"computerdnsname", "computername", "devicename", "dbinstanceidentifier"}
+		"computerdnsname", "computername", "devicename", "dbinstanceidentifier", "assetname"}
 )
 
 // Keys returns the alert's principal indicators as grouping keys, such as
 // "ip:198.51.100.23", "user:alice", "resource:i-0abc": the addresses the
 // activity came from (an IP under a field whose path says remote, source,
 // src, client, caller or attacker, and not local or destination), users and
-// principals, and the resources acted on (instance IDs, hosts, resource
-// names). It reads the finding inside an envelope (with an SCC
+// principals, and the resources acted on (instance IDs, hosts, assets,
+// resource names), never from under the pipeline that reported the alert
+// (reported). It reads the finding inside an envelope (with an SCC
 // notification's resource beside it). The result is sorted (addresses,
 // then users, then resources), each key once, at most MaxAlertKeys.
 func Keys(data map[string]any) []string {
@@ -79,9 +89,10 @@ func Keys(data map[string]any) []string {
 }
 
 type keyWalker struct {
-	keys  []string
-	seen  map[string]bool
-	nodes int
+	keys     []string
+	seen     map[string]bool
+	nodes    int
+	embedded bool // walking a JSON object held in a string (embedded)
 }
 
 func (w *keyWalker) walk(v any, path []string, depth int) {
@@ -107,14 +118,39 @@ func (w *keyWalker) walk(v any, path []string, depth int) {
 			w.walk(e, path, depth+1)
 		}
 	case string:
+		if m := w.embeddedObject(x); m != nil {
+			w.embedded = true
+			w.walk(m, path, depth+1)
+			w.embedded = false
+			return
+		}
 		w.leaf(path, x)
 	}
+}
+
+// maxEmbedded bounds a JSON object held in a string that Keys reads.
+const maxEmbedded = 64 << 10
+
+// embedded_ is the JSON object a string holds, such as a SIEM's raw_log
+// ({"src_ip": "203.0.113.45", ...}), read like the alert's own fields;
+// nil for any other string, one over maxEmbedded, or one inside another:
+// together they parse at most the alert's own bytes.
+func (w *keyWalker) embeddedObject(s string) map[string]any {
+	s = strings.TrimSpace(s)
+	if w.embedded || len(s) > maxEmbedded || !strings.HasPrefix(s, "{") || !strings.HasSuffix(s, "}") {
+		return nil
+	}
+	var m map[string]any
+	if json.Unmarshal([]byte(s), &m) != nil {
+		return nil
+	}
+	return m
 }
 
 // leaf classifies one string value by the field path that holds it.
 func (w *keyWalker) leaf(path []string, value string) {
 	value = strings.TrimSpace(value)
-	if value == "" || len(value) > maxKeyValue || len(path) == 0 || placeholder(value) {
+	if value == "" || len(value) > maxKeyValue || len(path) == 0 || placeholder(value) || reported(path) {
 		return
 	}
 	name := squash(path[len(path)-1])
@@ -133,7 +169,7 @@ func (w *keyWalker) leaf(path []string, value string) {
 	case slices.Contains(userFields, name) || (parent == "user" && (name == "name" || name == "email" || name == "id")):
 		w.add(KeyUser, strings.ToLower(value))
 	case slices.Contains(resourceFields, name) || (parent == "resource" && (name == "name" || name == "id")) ||
-		(parent == "host" && name == "name"):
+		((parent == "host" || parent == "asset") && name == "name"):
 		w.add(KeyResource, value)
 	}
 }
@@ -151,6 +187,21 @@ func (w *keyWalker) add(kind, value string) {
 		w.seen[key] = true
 		w.keys = append(w.keys, key)
 	}
+}
+
+// reported says whether a field lies under a part of the alert's pipeline
+// (reporterParts): an object whose name is or ends with one, such as
+// "device", "observer", "siem_collector".
+func reported(path []string) bool {
+	for _, p := range path[:len(path)-1] {
+		name := squash(p)
+		for _, r := range reporterParts {
+			if strings.HasSuffix(name, r) {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // fromSource says whether the last three elements of a field's path name

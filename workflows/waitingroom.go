@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"fmt"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/secops-agent/investigator/alerts"
@@ -32,7 +33,54 @@ const (
 	maxClosed       = 2000 // closed identities remembered for the repeat window
 	maxRoomTitle    = 120  // bytes of a title kept
 	maxRoomShared   = 100  // bytes of a shared indicator kept (it is shown, not matched)
+	// maxRoomBytes bounds the room's JSON, the continue-as-new input: every
+	// text it keeps is plain (plainAlert), so the byte bounds above are its
+	// encoded size.
+	maxRoomBytes = 1536 << 10
 )
+
+// plainAlert is an alert as the room keeps it. JSON writes '<', '&' or a
+// control character in 6 bytes, so text full of them would make the room
+// six times its byte bounds and the server would end the workflow at
+// continue-as-new: the title gets look-alikes (plainText), a severity that
+// is none of the five levels (all of which rank alike) is "unknown", and
+// Check refuses an ID, identity, source or traceparent that is not plain.
+// No GetVersion gate: this changes text the room keeps and passes on,
+// never a decision, a workflow ID or a command. The identity names
+// workflows, so it is refused by Check (a validator, not run on replay),
+// not rewritten here.
+func plainAlert(a intake.Alert) intake.Alert {
+	a.Title = plainText(a.Title, maxRoomTitle)
+	if intake.Rank(a.Severity) == intake.Rank(alerts.SeverityUnknown) {
+		a.Severity = alerts.SeverityUnknown
+	}
+	if !intake.Plain(a.Traceparent) {
+		a.Traceparent = ""
+	}
+	return a
+}
+
+// plainText is s with each character JSON escapes replaced by one it
+// writes as itself (invalid UTF-8 by U+FFFD), clipped to n bytes.
+func plainText(s string, n int) string {
+	return clip.String(strings.Map(func(r rune) rune {
+		switch {
+		case r == '<':
+			return '‹'
+		case r == '>':
+			return '›'
+		case r == '&':
+			return '＆'
+		case r == '"':
+			return '\''
+		case r == '\\':
+			return '/'
+		case r < 0x20 || r == '\u2028' || r == '\u2029':
+			return ' '
+		}
+		return r
+	}, s), n)
+}
 
 // shedRetry is how long a shed alert should wait before it is sent again.
 const shedRetry = 30 * time.Second
@@ -43,7 +91,7 @@ const shedRetry = 30 * time.Second
 // wait for room when the waiting room is full (past that they are counted).
 const (
 	maxStartAttempts = 5
-	maxReadmits      = 50
+	maxReadmits      = 16 // whole arrivals: TestRoomStateIsBounded counts them in the room's size
 )
 
 // startBackoff is the wait before the start after the n-th failed one:
@@ -260,6 +308,7 @@ func (r *Room) position(e *Entity) int {
 func (r *Room) admit(now time.Time, s intake.Settings, a intake.Alert) intake.Outcome {
 	r.Settings, r.now = s, now
 	r.Counters.Alerts++
+	a = plainAlert(a)
 	h := hashOf(a.Identity)
 	out := intake.Outcome{AlertID: a.AlertID}
 	if e := r.byIdentity[h]; e != nil {
@@ -358,7 +407,7 @@ func (r *Room) join(now time.Time, e *Entity, h string, a intake.Alert, shared s
 	}
 	e.Severity = intake.Higher(e.Severity, a.Severity)
 	r.enqueue(e, investigation.Arrival{Kind: investigation.ArrivalRelated, AlertID: a.AlertID, Identity: a.Identity,
-		Source: a.Source, Severity: a.Severity, Title: clip.String(a.Title, maxRoomTitle), Count: a.Count, Times: 1, Shared: clip.String(shared, maxRoomShared), At: now})
+		Source: a.Source, Severity: a.Severity, Title: clip.String(a.Title, maxRoomTitle), Count: a.Count, Times: 1, Shared: plainText(shared, maxRoomShared), At: now})
 	out := intake.Outcome{AlertID: a.AlertID, WorkflowID: e.WorkflowID}
 	if e.State == intake.StateConcluded {
 		r.Counters.FollowUps++

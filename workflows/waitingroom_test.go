@@ -3,10 +3,13 @@ package workflows
 import (
 	"encoding/json"
 	"fmt"
+	"os"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/secops-agent/investigator/alerts"
 	"github.com/secops-agent/investigator/intake"
 	"github.com/secops-agent/investigator/investigation"
 )
@@ -264,47 +267,137 @@ func TestRoomReadmitsRelatedAlertsThatCameTooLate(t *testing.T) {
 }
 
 // TestRoomStateIsBounded fills every bound of the room with the longest
-// values an admit request may carry: the state that continue-as-new hands
-// on stays well below Temporal's 2 MB payload limit.
+// values an admit request may carry, written in characters JSON escapes
+// ('<' and '&' are 6 bytes, "\u0001" too), in multibyte text and in invalid
+// UTF-8 as well as in ASCII: the state that continue-as-new hands on stays
+// under maxRoomBytes, well below Temporal's 2 MB payload limit.
 func TestRoomStateIsBounded(t *testing.T) {
+	for _, fill := range []string{"x", "<", "&", "\u0001", "\u2028", "\xff", "é", "语", "𝔘"} {
+		t.Run(fmt.Sprintf("%q", fill), func(t *testing.T) {
+			r := newRoom(t0)
+			s := roomSettings(1)
+			long := func(fill, prefix string, i, n int) string {
+				p := fmt.Sprintf("%s%d-", prefix, i)
+				return p + strings.Repeat(fill, (n-len(p))/len(fill))
+			}
+			keys := func(i int) []string {
+				var k []string
+				for j := range intake.MaxAlertKeys {
+					k = append(k, long(fill, fmt.Sprintf("resource:%d.", j), i, intake.MaxKeyBytes))
+				}
+				return k
+			}
+			// The ID, identity, source and traceparent are kept exactly, so
+			// Check refuses them unless plain (Identify hashes an identity
+			// that is not): their longest plain values. A severity that is
+			// no level is kept as "unknown".
+			label := strings.Repeat("s", 16)
+			tp := strings.Repeat("0", 128)
+			alert := func(id, identity string, i int) intake.Alert {
+				a := intake.Alert{AlertID: long("x", id, i, 100), Identity: identity, Severity: long(fill, "", i, 64), Source: label, Traceparent: tp,
+					Title: long(fill, "", i, intake.MaxTitleBytes), Keys: keys(i), Count: 1 << 40}
+				if err := a.Check(); err != nil {
+					t.Fatal(err)
+				}
+				return a
+			}
+			for i := range maxOpen * 3 {
+				a := alert("a", intake.PlainIdentity(long(fill, "generic:id:", i, intake.MaxIdentityBytes)), i)
+				r.admit(t0, s, a)
+				// Grouped alerts and news fill the members and the queues.
+				for j := range 8 {
+					b := alert("b", intake.PlainIdentity(long(fill, "generic:id:b", i*10+j, intake.MaxIdentityBytes)), i)
+					r.admit(t0, s, b)
+					b.AlertID = long("x", "c", i*10+j, 100)
+					r.admit(t0, s, b)
+				}
+			}
+			for i := range maxClosed {
+				r.Closed = append(r.Closed, ClosedIdentity{Hash: hashOf(fmt.Sprint(i)), Severity: alerts.SeverityCritical, At: t0,
+					WorkflowID: intake.WorkflowID(long(fill, "generic:id:", i, intake.MaxIdentityBytes))})
+			}
+			// Shed readmissions wait beside the room, each a whole arrival.
+			for i := range maxReadmits {
+				a := alert("r", intake.PlainIdentity(long(fill, "generic:id:r", i, intake.MaxIdentityBytes)), i)
+				r.Readmits = append(r.Readmits, investigation.Arrival{Kind: investigation.ArrivalRelated, AlertID: a.AlertID, Identity: a.Identity,
+					Source: a.Source, Severity: a.Severity, Title: a.Title, Count: a.Count, PrevCount: a.Count, PrevSeverity: a.Severity, Times: 1 << 30,
+					Shared: a.Keys[0], At: t0})
+			}
+			raw, err := json.Marshal(AdmissionInput{Room: r})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(r.Entities) != maxOpen || r.members > maxMembers+maxOpen || r.pending != maxPending {
+				t.Fatalf("bounds not reached or passed: %d entities, %d members, %d pending", len(r.Entities), r.members, r.pending)
+			}
+			if len(raw) > maxRoomBytes {
+				t.Errorf("the room at its bounds is %d KiB, over %d KiB", len(raw)>>10, maxRoomBytes>>10)
+			}
+			t.Logf("the room at its bounds: %d KiB", len(raw)>>10)
+		})
+	}
+}
+
+// TestAlertCheckRefusesEscapedExactText: what the room keeps exactly (the
+// alert ID, identity, traceparent, source) must be plain, or an admit
+// request could make it six times its bounds; the title is made plain.
+func TestAlertCheckRefusesEscapedExactText(t *testing.T) {
+	ok := intake.Alert{AlertID: "generic-0123456789ab", Identity: "generic:id:1", Severity: "low", Source: "generic", Title: "<script>&\"\u0001"}
+	if err := ok.Check(); err != nil {
+		t.Fatal(err)
+	}
+	for name, bad := range map[string]func(*intake.Alert){
+		"id":          func(a *intake.Alert) { a.AlertID = "a<b" },
+		"identity":    func(a *intake.Alert) { a.Identity = "generic:id:<&>" },
+		"traceparent": func(a *intake.Alert) { a.Traceparent = "00-\u0001" },
+		"source":      func(a *intake.Alert) { a.Source = "g&d" },
+		"long source": func(a *intake.Alert) { a.Source = strings.Repeat("s", 17) },
+	} {
+		a := ok
+		bad(&a)
+		if err := a.Check(); err == nil {
+			t.Errorf("%s: %+v passed Check", name, a)
+		}
+	}
 	r := newRoom(t0)
-	s := roomSettings(1)
-	long := func(prefix string, i, n int) string {
-		p := fmt.Sprintf("%s%d-", prefix, i)
-		return p + strings.Repeat("x", n-len(p))
+	r.admit(t0, roomSettings(1), ok)
+	if e := r.Entities[0]; e.Title != "‹script›＆'\u0020" {
+		t.Errorf("the room keeps the title %q", e.Title)
 	}
-	keys := func(i int) []string {
-		var k []string
-		for j := range intake.MaxAlertKeys {
-			k = append(k, long(fmt.Sprintf("ip:%d.", j), i, intake.MaxKeyBytes))
-		}
-		return k
-	}
-	for i := range maxOpen * 3 {
-		a := intake.Alert{AlertID: long("a", i, 100), Identity: long("generic:id:", i, intake.MaxIdentityBytes), Severity: "low",
-			Source: "generic", Title: strings.Repeat("t", intake.MaxTitleBytes), Keys: keys(i), Count: 1 << 40}
-		r.admit(t0, s, a)
-		// Grouped alerts and news fill the members and the queues.
-		for j := range 8 {
-			b := a
-			b.AlertID, b.Identity = long("b", i*10+j, 100), long("generic:id:b", i*10+j, intake.MaxIdentityBytes)
-			r.admit(t0, s, b)
-			b.AlertID = long("c", i*10+j, 100)
-			r.admit(t0, s, b)
-		}
-	}
-	for i := range maxClosed {
-		r.Closed = append(r.Closed, ClosedIdentity{Hash: hashOf(fmt.Sprint(i)), Severity: "critical", At: t0, WorkflowID: intake.WorkflowID(long("generic:id:", i, intake.MaxIdentityBytes))})
-	}
-	raw, err := json.Marshal(AdmissionInput{Room: r})
+}
+
+// TestOneCollectorDoesNotGroupUnrelatedAlerts: two alerts a SIEM forwards
+// through one collector (device.host) about other servers and other
+// attackers each get their own investigation; the collector is no key.
+func TestOneCollectorDoesNotGroupUnrelatedAlerts(t *testing.T) {
+	raw, err := os.ReadFile("../examples/alerts/siem-struts2-rce-raw-log.json")
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(r.Entities) != maxOpen || r.members > maxMembers+maxOpen || r.pending > maxPending {
-		t.Fatalf("bounds not reached or passed: %d entities, %d members, %d pending", len(r.Entities), r.members, r.pending)
+	other := strings.NewReplacer("app01", "hr-db07", "192.168.10.21", "10.9.8.7", "Apache Struts2", "Mimikatz on",
+		"203.0.113.45", "198.18.0.9", "7f3c2e10", "00000001").Replace(string(raw))
+	r := newRoom(t0)
+	s := roomSettings(10)
+	var kinds []string
+	for i, body := range []string{string(raw), other} {
+		al, err := alerts.Parse([]byte(body))
+		if err != nil {
+			t.Fatal(err)
+		}
+		a := intake.Alert{AlertID: al.ID, Identity: intake.Identify(al).Key, Severity: al.Severity, Source: al.Source, Title: al.Title, Keys: intake.Keys(al.Data)}
+		if slices.ContainsFunc(a.Keys, func(k string) bool { return strings.Contains(k, "siem-collector-02") }) {
+			t.Errorf("the collector is a key of %s: %q", al.ID, a.Keys)
+		}
+		kinds = append(kinds, r.admit(t0.Add(time.Duration(i)*5*time.Minute), s, a).Kind)
 	}
-	if len(raw) > 1500<<10 {
-		t.Errorf("the room at its bounds is %d KiB", len(raw)>>10)
+	if kinds[0] != intake.OutcomeStarted || kinds[1] != intake.OutcomeStarted || len(r.Entities) != 2 {
+		t.Errorf("outcomes %v, %d investigations: two unrelated alerts from one collector were grouped", kinds, len(r.Entities))
 	}
-	t.Logf("the room at its bounds: %d KiB", len(raw)>>10)
+	// The same attacker against another server is grouped, by its address.
+	same := strings.NewReplacer("app01", "hr-db07", "192.168.10.21", "10.9.8.7", "7f3c2e10", "00000002").Replace(string(raw))
+	al, _ := alerts.Parse([]byte(same))
+	if o := r.admit(t0.Add(10*time.Minute), s, intake.Alert{AlertID: al.ID, Identity: intake.Identify(al).Key, Severity: al.Severity,
+		Source: al.Source, Keys: intake.Keys(al.Data)}); o.Kind != intake.OutcomeGrouped {
+		t.Errorf("the same attacker's next alert: %s %s", o.Kind, o.Message)
+	}
 }

@@ -130,12 +130,19 @@ func investigate(load loader, tbl []Service, log *logger, args []string, stdout,
 		return rc
 	}()
 	if teardown {
-		stopStarted(sv, stdout, log)
+		if !stopStarted(sv, stdout, log) && rc == 0 {
+			rc = 1
+		}
 	} else {
 		// Saved now too, so that a machine crash before `stop` loses
-		// nothing of this run.
+		// nothing of this run; under the lock, as a stop's save is.
 		if _, ok := s.recordedPid("firestore", firestoreMatch()); ok {
-			_ = s.saveFirestore(true)
+			if unlock, err := sv.lock(context.Background()); err != nil {
+				log.warn("the Firestore data was not saved now: %v", err)
+			} else {
+				_ = s.saveFirestore(true)
+				unlock()
+			}
 		}
 		closingLines(s, out, stdout)
 	}
@@ -155,8 +162,9 @@ func reportUpError(log *logger, err error) {
 	}
 }
 
-// stopStarted stops what this invocation started, saying so.
-func stopStarted(sv *supervisor, stdout io.Writer, log *logger) {
+// stopStarted stops what this invocation started, saying so; false when
+// something was left running (cleanup).
+func stopStarted(sv *supervisor, stdout io.Writer, log *logger) bool {
 	sv.mu.Lock()
 	n := len(sv.started)
 	sv.mu.Unlock()
@@ -164,7 +172,7 @@ func stopStarted(sv *supervisor, stdout io.Writer, log *logger) {
 		fmt.Fprintln(stdout)
 		log.info("stopping the services this run started...")
 	}
-	sv.cleanup()
+	return sv.cleanup()
 }
 
 // closingLines says where to look now that the stack stays up.
@@ -211,18 +219,27 @@ func dev(load loader, tbl []Service, log *logger, stdout io.Writer) int {
 		log.error("%v", err)
 		return 1
 	}
+	sg := catchSignals()
+	sv := newSupervisor(s, tbl, Dev)
+	// Under the lock: two sessions starting at once both saw none running.
+	unlock, err := sv.lock(sg.ctx)
+	if err != nil {
+		reportUpError(log, err)
+		return orCode(sg.code(), 1)
+	}
 	if pid, ok := s.runningDev(); ok {
+		unlock()
 		log.error("a 'go tool task dev' session is already running (pid %d); stop it with 'go tool task stop'", pid)
 		return 1
 	}
 	// Recorded before the stack starts, so that `stop` finds the session
 	// while it starts.
-	if err := s.writeRecord(devSession, "pid", strconv.Itoa(os.Getpid())); err != nil {
+	err = s.writeRecord(devSession, "pid", strconv.Itoa(os.Getpid()))
+	unlock()
+	if err != nil {
 		log.error("%v", err)
 		return 1
 	}
-	sg := catchSignals()
-	sv := newSupervisor(s, tbl, Dev)
 	// Ctrl-C and `stop` (SIGTERM) are the normal ways to end a session.
 	signalled := func() int {
 		if sg.code() == 128+int(syscall.SIGHUP) {
@@ -261,7 +278,9 @@ func dev(load loader, tbl []Service, log *logger, stdout io.Writer) int {
 	}()
 	fmt.Fprintln(stdout)
 	log.info("shutting down...")
-	sv.cleanup()
+	if !sv.cleanup() && code == 0 {
+		code = 1
+	}
 	if pid, _ := os.ReadFile(s.pidFile(devSession)); strings.TrimSpace(string(pid)) == strconv.Itoa(os.Getpid()) {
 		s.forget(devSession)
 	}
@@ -320,7 +339,9 @@ func runWith(load loader, tbl []Service, p Profile, log *logger, argv []string, 
 	} else {
 		rc = runChild(sg, argv, append(append([]string{}, s.env...), "STACK_RUN=1"), s.Root, stdout, stderr)
 	}
-	stopStarted(sv, stdout, log)
+	if !stopStarted(sv, stdout, log) && rc == 0 {
+		rc = 1
+	}
 	return orCode(sg.code(), rc)
 }
 
@@ -376,10 +397,18 @@ func status(s *Stack, tbl []Service, p Profile, w io.Writer) {
 // the stack's own entries are removed, then the directory if it is empty.
 func clean(s *Stack, tbl []Service) error {
 	s.SaveOnStop = false
-	newSupervisor(s, tbl, Dev).stopRecorded()
+	sv := newSupervisor(s, tbl, Dev)
+	stoppedDev := sv.stopDev()
 	if _, err := os.Stat(s.DataDir); err != nil {
 		return nil
 	}
+	// Held until the state is gone: a start waiting for it finds none.
+	unlock, err := sv.lock(context.Background())
+	if err != nil {
+		return err
+	}
+	defer unlock()
+	sv.stopRecordedLocked(stoppedDev)
 	dbs, _ := filepath.Glob(filepath.Join(s.DataDir, "temporal.db*"))
 	for _, p := range append(dbs, s.SaveDir(), s.LogDir(), s.PidDir(), s.EnvFile(), s.postgresDir()) {
 		if err := os.RemoveAll(p); err != nil {

@@ -45,6 +45,9 @@ type Stack struct {
 	// what the log says about reuse depends on it).
 	StopOnExit  bool
 	StopTimeout time.Duration
+	// LockTimeout bounds the wait for another invocation that starts or
+	// stops services of this data directory (lock.go).
+	LockTimeout time.Duration
 	// SaveOnStop: the Firestore data is saved before the emulator stops
 	// (off for clean).
 	SaveOnStop bool
@@ -126,6 +129,9 @@ func loadStack(table []Service, log *logger) (*Stack, error) {
 		log:              log,
 	}
 	if s.StopTimeout, err = seconds("STACK_STOP_TIMEOUT", 20*time.Second); err != nil {
+		return nil, err
+	}
+	if s.LockTimeout, err = seconds("STACK_LOCK_TIMEOUT", defaultLockTimeout); err != nil {
 		return nil, err
 	}
 	for _, svc := range table {

@@ -12,7 +12,7 @@
 //	stack stop | status | save | clean
 //
 // Settings come from the environment: STACK_DATA_DIR, STACK_BIN_DIR,
-// STACK_<SERVICE>_PORT, STACK_<SERVICE>_TIMEOUT, STACK_STOP_TIMEOUT,
+// STACK_<SERVICE>_PORT, STACK_<SERVICE>_TIMEOUT, STACK_STOP_TIMEOUT, STACK_LOCK_TIMEOUT,
 // TEMPORAL_CLI, BIGQUERY_EMULATOR, PAYLOAD_KEY_FILE and the model's
 // credentials (README, "Settings"). It never reads stdin.
 package main
@@ -125,18 +125,10 @@ func run(args []string, stdout, stderr io.Writer) int {
 			},
 		},
 		runCommand(load, log, stdout, stderr),
-		onRecorded("stop", "Stop a dev session and every service recorded under .data/pids, saving the Firestore data first",
-			func(s *Stack) error {
-				newSupervisor(s, table, Dev).stopRecorded()
-				return nil
-			}),
+		stopCommand(load, "stop", "Stop a dev session and every service recorded under .data/pids, saving the Firestore data first", Dev),
 		// The same stop: the cluster's services are recorded like the dev
 		// stack's (one stack at a time per data directory).
-		onRecorded("cluster-stop", "Stop the cluster (or any stack recorded under .data/pids); its PostgreSQL data stays in .data/postgres",
-			func(s *Stack) error {
-				newSupervisor(s, table, Cluster).stopRecorded()
-				return nil
-			}),
+		stopCommand(load, "cluster-stop", "Stop the cluster (or any stack recorded under .data/pids); its PostgreSQL data stays in .data/postgres", Cluster),
 		onRecorded("status", "Show which services run and when the Firestore data was last saved",
 			func(s *Stack) error {
 				status(s, table, activeProfile(s), stdout)
@@ -148,6 +140,11 @@ func run(args []string, stdout, stderr io.Writer) int {
 					log.error("no Firestore emulator started by the stack is running (see 'go tool task status')")
 					return exitCode(1)
 				}
+				unlock, err := newSupervisor(s, table, Dev).lock(context.Background())
+				if err != nil {
+					return err
+				}
+				defer unlock()
 				if s.saveFirestore(false) != nil {
 					return exitCode(1)
 				}
@@ -309,5 +306,27 @@ func upCommand(load loader, log *logger) *cobra.Command {
 		},
 	}
 	cmd.Flags().StringVar(&profile, "profile", profile, "the services to run: dev, eval, cluster or cluster-server (the cluster's Temporal server alone)")
+	return cmd
+}
+
+// stopCommand is `stop` (and `cluster-stop`): a dev session, then every
+// recorded service. It fails, leaving the Firestore emulator running, when
+// the emulator's data cannot be saved, unless --force.
+func stopCommand(load loader, use, short string, p Profile) *cobra.Command {
+	force := false
+	cmd := &cobra.Command{Use: use + " [--force]", Short: short, Args: cobra.NoArgs,
+		RunE: func(*cobra.Command, []string) error {
+			s, err := load(true)
+			if err != nil {
+				return err
+			}
+			sv := newSupervisor(s, table, p)
+			sv.force = force
+			if !sv.stopRecorded() {
+				return exitCode(1)
+			}
+			return nil
+		}}
+	cmd.Flags().BoolVar(&force, "force", false, "stop the Firestore emulator even when its data cannot be saved (what changed since the last save is lost)")
 	return cmd
 }

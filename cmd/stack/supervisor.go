@@ -7,6 +7,7 @@ import (
 	"maps"
 	"os"
 	"os/exec"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -27,6 +28,16 @@ type supervisor struct {
 	mu      sync.Mutex
 	started []*instance      // by this invocation, in start order
 	procs   map[string]*proc // its children, to reap and to watch
+	// gates hold back the start of a new instance of a service with
+	// several until every old one that must go has stopped (bring).
+	gates map[string]*gate
+
+	// force: a stop goes on when BeforeStop fails (stop --force).
+	force bool
+
+	lockMu    sync.Mutex // lock.go
+	lockDepth int
+	release   func()
 }
 
 func newSupervisor(s *Stack, table []Service, p Profile) *supervisor {
@@ -47,6 +58,11 @@ func (sv *supervisor) up(ctx context.Context) error {
 			return err
 		}
 	}
+	unlock, err := sv.lock(ctx)
+	if err != nil {
+		return err
+	}
+	defer unlock()
 	if err := sv.checkPorts(); err != nil {
 		return err
 	}
@@ -63,6 +79,7 @@ func (sv *supervisor) up(ctx context.Context) error {
 	for _, why := range pl.skipped {
 		s.log.info("%s", why)
 	}
+	sv.gates = gatesFor(pl.order)
 	if err := walk(ctx, pl.order, false, sv.bring); err != nil {
 		return err
 	}
@@ -135,7 +152,11 @@ func decide(r Reuse, o observed, wantSettings, wantBinary string) (decision, str
 		}
 		why := ""
 		if o.settings != wantSettings {
-			why = fmt.Sprintf("it runs with other settings (%s; this run: %s)", orDefault(o.settings, "unknown"), wantSettings)
+			was, now := settingsDiff(o.settings, wantSettings)
+			if o.settings == "" {
+				was = "unknown"
+			}
+			why = fmt.Sprintf("it runs with other settings (%s; this run: %s)", orDefault(was, "none"), orDefault(now, "none"))
 		} else if o.binary != wantBinary {
 			why = "its program changed since it started"
 		}
@@ -160,12 +181,26 @@ func decide(r Reuse, o observed, wantSettings, wantBinary string) (decision, str
 	}
 }
 
+// settingsDiff is what differs between two settings lines of items
+// separated by ", ": the items only the first has, and those only the
+// second has (each whole when that leaves nothing to show).
+func settingsDiff(was, now string) (string, string) {
+	a, b := strings.Split(was, ", "), strings.Split(now, ", ")
+	onlyA := slices.DeleteFunc(slices.Clone(a), func(x string) bool { return slices.Contains(b, x) })
+	onlyB := slices.DeleteFunc(slices.Clone(b), func(x string) bool { return slices.Contains(a, x) })
+	if len(onlyA) == 0 && len(onlyB) == 0 {
+		return was, now
+	}
+	return strings.Join(onlyA, ", "), strings.Join(onlyB, ", ")
+}
+
 // bring starts or reuses one instance and waits until it is ready.
 func (sv *supervisor) bring(ctx context.Context, in *instance) error {
 	s, svc := sv.s, in.svc
 	if svc.Job {
 		return sv.runJob(ctx, in)
 	}
+	defer sv.arrive(in) // whatever happens: its siblings must not wait for it
 	var launch Launch
 	launched := false
 	prepare := func() bool { // only when it is needed: a reused server needs no binary
@@ -213,7 +248,14 @@ func (sv *supervisor) bring(ctx context.Context, in *instance) error {
 	case restart:
 		pid, _ := s.recordedPid(in.name, svc.Match)
 		s.log.info("%s: restarting the one running (pid %d): %s", in.name, pid, why)
-		sv.stopOne(in)
+		sv.stopOne(in, true)
+	}
+	// A new worker refuses to start beside a running one of its queue with
+	// other settings (worker/fingerprint.go): no instance starts until
+	// every old one of its service is gone, a draining one included.
+	sv.arrive(in)
+	if err := sv.waitSiblings(ctx, in); err != nil {
+		return err
 	}
 	if err := ctx.Err(); err != nil {
 		return err
@@ -299,17 +341,15 @@ func (sv *supervisor) observe(ctx context.Context, in *instance) observed {
 // as started without passing Ready.
 func (sv *supervisor) await(ctx context.Context, in *instance, p *proc, hint string) (ready bool, err error) {
 	s, svc := sv.s, in.svc
-	timeout := svc.Timeout
-	if svc.TimeoutVar != "" {
-		if timeout, err = seconds("STACK_"+svc.TimeoutVar+"_TIMEOUT", svc.Timeout); err != nil {
-			return false, err
-		}
+	timeout, err := svc.timeout()
+	if err != nil {
+		return false, err
 	}
 	deadline := time.Now().Add(timeout)
 	fail := func(format string, a ...any) (bool, error) {
 		s.log.error(format, a...)
 		s.log.tail(s.logFile(in.name), 20)
-		sv.stopOne(in)
+		sv.stopOne(in, false) // never ready: nothing of it to save
 		if hint != "" {
 			s.log.error("%s", hint)
 		}
@@ -361,14 +401,31 @@ func (sv *supervisor) runJob(ctx context.Context, in *instance) error {
 		return err
 	}
 	defer f.Close()
-	cmd := exec.CommandContext(ctx, launch.Argv[0], launch.Argv[1:]...)
+	timeout, err := in.svc.timeout()
+	if err != nil {
+		return err
+	}
+	jctx := ctx
+	if timeout > 0 {
+		var cancel context.CancelFunc
+		jctx, cancel = context.WithTimeout(ctx, timeout)
+		defer cancel()
+	}
+	cmd := exec.CommandContext(jctx, launch.Argv[0], launch.Argv[1:]...)
 	cmd.Env = append(append([]string{}, s.env...), launch.Env...)
 	cmd.Dir = s.Root
 	cmd.Stdout, cmd.Stderr = f, f
-	// Its own group, ended as a whole when the start is abandoned.
+	// Its own group, ended as a whole when the start is abandoned or the
+	// job outlives its timeout.
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
 	if err := cmd.Run(); err != nil {
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		if jctx.Err() != nil {
+			err = fmt.Errorf("it did not finish within %s (STACK_%s_TIMEOUT), so it was stopped", timeout, in.svc.TimeoutVar)
+		}
 		s.log.error("%s failed: %v", in.name, err)
 		s.log.tail(s.logFile(in.name), 20)
 		if launch.Hint != "" {
@@ -381,32 +438,83 @@ func (sv *supervisor) runJob(ctx context.Context, in *instance) error {
 }
 
 // cleanup stops what this invocation started, each after what needs it.
-func (sv *supervisor) cleanup() {
+// It reports false when something was left running: the lock could not be
+// had, or a save before a stop failed (stopOne).
+func (sv *supervisor) cleanup() bool {
 	sv.mu.Lock()
 	started := append([]*instance{}, sv.started...)
 	sv.started = nil
 	sv.mu.Unlock()
-	_ = walk(context.Background(), started, true, func(_ context.Context, in *instance) error {
-		sv.stopOne(in)
-		return nil
-	})
+	if len(started) == 0 {
+		return true
+	}
+	unlock, err := sv.lock(context.Background())
+	if err != nil {
+		sv.s.log.error("%v; what this run started is left running, for 'go tool task stop'", err)
+		return false
+	}
+	defer unlock()
+	return sv.stopAll(started)
 }
 
-// stopOne stops an instance if it runs (saving first what BeforeStop saves)
-// and forgets it.
-func (sv *supervisor) stopOne(in *instance) {
+// stopAll stops instances, each after what needs it, the rest side by
+// side; false when one was kept.
+func (sv *supervisor) stopAll(ins []*instance) bool {
+	var mu sync.Mutex
+	ok := true
+	_ = walk(context.Background(), ins, true, func(_ context.Context, in *instance) error {
+		if sv.stopOne(in, true) {
+			mu.Lock()
+			ok = false
+			mu.Unlock()
+		}
+		return nil
+	})
+	return ok
+}
+
+// workerExitMargin is how long a worker may take after its stop timeout:
+// it writes queued progress and exports telemetry, up to 10 s each
+// (worker/main.go, worker/telemetry.go).
+const workerExitMargin = 20 * time.Second
+
+// stopWait is how long a stop waits for an instance before SIGKILL:
+// STACK_STOP_TIMEOUT, or longer where its start recorded a longer wait
+// (a worker's own stop timeout and its exit).
+func (sv *supervisor) stopWait(name string) time.Duration {
+	wait := sv.s.StopTimeout
+	if d, err := time.ParseDuration(sv.s.readRecord(name, "stopwait")); err == nil && d > wait {
+		wait = d
+	}
+	return wait
+}
+
+// stopOne stops an instance if it runs and forgets it. With beforeStop it
+// first runs BeforeStop (the Firestore save) unless the stop is a clean's;
+// when that fails the instance is kept running, recorded, and kept is true:
+// stopping the emulator would lose what the save could not write. A forced
+// stop (stop --force) goes on.
+func (sv *supervisor) stopOne(in *instance, beforeStop bool) (kept bool) {
 	s, svc := sv.s, in.svc
 	pid, ok := s.recordedPid(in.name, svc.Match)
 	if !ok {
 		s.forget(in.name)
-		return
+		return false
 	}
-	if svc.BeforeStop != nil && s.SaveOnStop {
-		_ = svc.BeforeStop(s) // it says what went wrong
+	if beforeStop && svc.BeforeStop != nil && s.SaveOnStop {
+		if err := svc.BeforeStop(s); err != nil { // it said what went wrong
+			if !sv.force {
+				s.log.error("%s: left running (pid %d) because its data could not be saved: retry with 'go tool task save' and then 'go tool task stop', or stop it without saving with 'go tool task stop -- --force'",
+					svc.Title, pid)
+				return true
+			}
+			s.log.warn("%s: stopping it without a save (--force): what changed since the last save is lost", svc.Title)
+		}
 	}
+	wait := sv.stopWait(in.name)
 	s.log.info("stopping %s (pid %d)", in.name, pid)
-	if procgroup.Stop(pid, s.StopTimeout) {
-		s.log.warn("%s did not stop within %s; killed it", in.name, s.StopTimeout)
+	if procgroup.Stop(pid, wait) {
+		s.log.warn("%s did not stop within %s; killed it", in.name, wait)
 	}
 	sv.mu.Lock()
 	p := sv.procs[in.name]
@@ -418,6 +526,7 @@ func (sv *supervisor) stopOne(in *instance) {
 		}
 	}
 	s.forget(in.name)
+	return false
 }
 
 // recorded is every instance of the table (any profile) that has a pid
@@ -465,33 +574,63 @@ func maxInt(a, b int) int {
 // service recorded under .data/pids: what `investigate` left running, or
 // what a killed session left behind. Each stops after what needs it: the
 // worker before the Firestore save, so nothing writes while it is saved.
-func (sv *supervisor) stopRecorded() {
+// It reports false when something was left running (the lock could not
+// be had, or a save before a stop failed).
+func (sv *supervisor) stopRecorded() bool {
+	stoppedDev := sv.stopDev()
+	// The session takes the lock to stop its own services: taken before it
+	// ended, both would wait for each other.
+	unlock, err := sv.lock(context.Background())
+	if err != nil {
+		sv.s.log.error("%v", err)
+		return false
+	}
+	defer unlock()
+	return sv.stopRecordedLocked(stoppedDev)
+}
+
+// stopDev ends a running dev session (which stops its own services) and
+// reports whether there was one.
+func (sv *supervisor) stopDev() bool {
 	s := sv.s
-	any := false
-	if pid, ok := s.runningDev(); ok {
-		any = true
+	pid, ok := s.runningDev()
+	if ok {
 		s.log.info("stopping the 'go tool task dev' session (pid %d)", pid)
 		_ = syscall.Kill(pid, syscall.SIGTERM)
-		deadline := time.Now().Add(4 * s.StopTimeout)
+		// Its worker may drain longer than STACK_STOP_TIMEOUT.
+		deadline := time.Now().Add(4*s.StopTimeout + sv.longestStopWait())
 		for procgroup.PidAlive(pid) && time.Now().Before(deadline) {
 			time.Sleep(50 * time.Millisecond)
 		}
 	}
 	s.forget(devSession)
+	return ok
+}
+
+// longestStopWait is the longest stop wait a recorded instance has.
+func (sv *supervisor) longestStopWait() time.Duration {
+	var longest time.Duration
+	for _, in := range sv.recorded() {
+		longest = max(longest, sv.stopWait(in.name))
+	}
+	return longest
+}
+
+// stopRecordedLocked is stopRecorded once the session is gone and the lock
+// held; anyRunning says something already stopped.
+func (sv *supervisor) stopRecordedLocked(anyRunning bool) bool {
+	s := sv.s
 	recorded := sv.recorded()
-	var mu sync.Mutex
-	_ = walk(context.Background(), recorded, true, func(_ context.Context, in *instance) error {
+	for _, in := range recorded {
 		if _, ok := s.recordedPid(in.name, in.svc.Match); ok {
-			mu.Lock()
-			any = true
-			mu.Unlock()
+			anyRunning = true
 		}
-		sv.stopOne(in)
-		return nil
-	})
-	if !any {
+	}
+	ok := sv.stopAll(recorded)
+	if !anyRunning {
 		s.log.info("nothing recorded under %s is running", s.show(s.PidDir()))
 	}
+	return ok
 }
 
 // walk runs fn for every instance, each once fn has returned for those it
@@ -557,4 +696,70 @@ func walk(parent context.Context, nodes []*instance, reverse bool, fn func(conte
 		return parent.Err() // a signal ended the caller's context
 	}
 	return first
+}
+
+// timeout is how long a service may take to be ready, or a job to finish:
+// Timeout, or STACK_<TimeoutVar>_TIMEOUT seconds.
+func (svc *Service) timeout() (time.Duration, error) {
+	if svc.TimeoutVar == "" {
+		return svc.Timeout, nil
+	}
+	return seconds("STACK_"+svc.TimeoutVar+"_TIMEOUT", svc.Timeout)
+}
+
+// gate is the instances of one service in a start: none spawns until each
+// has decided and stopped its old process (bring).
+type gate struct {
+	mu      sync.Mutex
+	left    int
+	arrived map[string]bool
+	open    chan struct{}
+}
+
+// gatesFor makes a gate for each service with several instances in order.
+func gatesFor(order []*instance) map[string]*gate {
+	n := map[string]int{}
+	for _, in := range order {
+		if !in.svc.Job {
+			n[in.svc.Name]++
+		}
+	}
+	gates := map[string]*gate{}
+	for name, k := range n {
+		if k > 1 {
+			gates[name] = &gate{left: k, arrived: map[string]bool{}, open: make(chan struct{})}
+		}
+	}
+	return gates
+}
+
+// arrive says in has decided, and stopped what it had to; once per instance.
+func (sv *supervisor) arrive(in *instance) {
+	g := sv.gates[in.svc.Name]
+	if g == nil {
+		return
+	}
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.arrived[in.name] {
+		return
+	}
+	g.arrived[in.name] = true
+	if g.left--; g.left == 0 {
+		close(g.open)
+	}
+}
+
+// waitSiblings waits until every instance of in's service has arrived.
+func (sv *supervisor) waitSiblings(ctx context.Context, in *instance) error {
+	g := sv.gates[in.svc.Name]
+	if g == nil {
+		return nil
+	}
+	select {
+	case <-g.open:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
 }

@@ -31,6 +31,15 @@ func TestMain(m *testing.M) {
 			w.Write([]byte("Ok"))
 		}))
 		os.Exit(1)
+	case "slowhttp": // "http" after a moment, like a JVM: two cold starts both see nothing
+		time.Sleep(400 * time.Millisecond)
+		fmt.Println("Started Worker")
+		if err := http.ListenAndServe(os.Getenv("STACK_TEST_ADDR"), http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+			w.Write([]byte("Ok"))
+		})); err != nil {
+			fmt.Println(err)
+		}
+		os.Exit(1)
 	case "launcher": // like gcloud: starts the server in its group, then leaves
 		cmd := exec.Command(os.Args[0], os.Args[1:]...)
 		cmd.Env = append(os.Environ(), "STACK_TEST_ROLE=http")

@@ -2,6 +2,8 @@ package main
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -10,6 +12,8 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
+	"sort"
 	"strings"
 	"time"
 
@@ -161,7 +165,8 @@ var table = []Service{
 			if err == nil {
 				err = writeMCPConfig(s)
 			}
-			return Launch{Argv: []string{worker}, Env: mcpEnv(s), Note: " (polling Temporal)"}, err
+			return Launch{Argv: []string{worker}, Env: workerEnv(s), Note: " (polling Temporal)",
+				Record: map[string]string{"stopwait": workerStopWait(s).String()}}, err
 		},
 		// The SDK logs this once it polls. Without it (a quiet logger), a
 		// worker still alive after the timeout is taken as started.
@@ -180,8 +185,9 @@ var table = []Service{
 		Launch: func(s *Stack, _ int) (Launch, error) {
 			worker, err := s.program("worker", "go tool task build")
 			return Launch{Argv: []string{worker},
-				Env:  []string{"FIRESTORE_DATABASE=investigator-eval", "TEMPORAL_TASK_QUEUE=investigations-eval"},
-				Note: " (polling investigations-eval, Firestore database investigator-eval)"}, err
+				Env:    append(workerStopEnv(s), "FIRESTORE_DATABASE=investigator-eval", "TEMPORAL_TASK_QUEUE=investigations-eval"),
+				Note:   " (polling investigations-eval, Firestore database investigator-eval)",
+				Record: map[string]string{"stopwait": workerStopWait(s).String()}}, err
 		},
 		Ready: LogLine{Text: "Started Worker"}, ReadyOnTimeout: true,
 		Timeout: 20 * time.Second, TimeoutVar: "WORKER",
@@ -322,7 +328,8 @@ func isExecutable(p string) bool {
 }
 
 // workerSettings is what the worker runs with, to tell whether a running
-// one fits this run: variable names and paths, never a key.
+// one fits this run: a summary, then every variable of its environment it
+// reads (workerVarItems), secrets hashed, never a key in clear.
 func workerSettings(s *Stack) string {
 	var keys []string
 	for _, v := range []string{"OTX_API_KEY", "URLSCAN_API_KEY", "VIRUSTOTAL_API_KEY", "ABUSEIPDB_API_KEY"} {
@@ -345,8 +352,114 @@ func workerSettings(s *Stack) string {
 	if mcp == "" {
 		mcp = mcpConfig(s)
 	}
-	return fmt.Sprintf("%s, model %s, payload key file %s, intelligence keys: %s, Pub/Sub %s, Slack %s, OpenTelemetry %s, MCP %s",
+	summary := fmt.Sprintf("%s, model %s, payload key file %s, intelligence keys: %s, Pub/Sub %s, Slack %s, OpenTelemetry %s, MCP %s",
 		model, orDefault(s.Getenv("GEMINI_MODEL"), "default"), orDefault(s.PayloadKeyFile, "none"), strings.Join(keys, " "), s.addr("PUBSUB"), slack, otelSettings(s), mcp)
+	return strings.Join(append([]string{summary}, workerVarItems(append(append([]string{}, s.env...), workerEnv(s)...))...), ", ")
+}
+
+// workerVars are the variables the worker reads (config/config.go and the
+// packages the worker imports; TestWorkerSettingsCoverItsVariables finds
+// them in the source), and workerVarPrefixes those the OpenTelemetry and
+// Google SDKs read. A worker started with another value of any of them is
+// not reused.
+var workerVars = []string{
+	"ABUSEIPDB_API_KEY", "ABUSEIPDB_BASE_URL", "BIGQUERY_EMULATOR_HOST", "BIGQUERY_RUNBOOKS_DIR", "BIGQUERY_TABLES_CONFIG",
+	"FIRESTORE_DATABASE", "FIRESTORE_EMULATOR_HOST", "GEMINI_API_KEY", "GEMINI_EMBEDDING_MODEL", "GEMINI_MODEL",
+	"INTEL_RATE_LIMITS", "INVESTIGATOR_PRICES", "LOG_LEVEL", "MCP_CONFIG",
+	"MEMORY_AUTO_APPROVE", "MEMORY_MIN_SIMILARITY", "MEMORY_RECALL_LIMIT", "OTX_API_KEY", "OTX_BASE_URL",
+	"PAYLOAD_KEY_FILE", "PUBSUB_EMULATOR_HOST", "REGISTER_SEARCH_ATTRIBUTES", "SLACK_WEBHOOK_URL",
+	"TASK_QUEUE_ACTIVITIES_PER_SECOND", "TEMPORAL_ADDRESS", "TEMPORAL_API_KEY", "TEMPORAL_DEPLOYMENT_NAME", "TEMPORAL_NAMESPACE",
+	"TEMPORAL_TASK_QUEUE", "TEMPORAL_TLS", "TEMPORAL_TLS_CLIENT_CERT_PATH", "TEMPORAL_TLS_CLIENT_KEY_PATH", "TEMPORAL_UI_URL",
+	"TEMPORAL_WORKER_BUILD_ID", "URLSCAN_API_KEY", "URLSCAN_BASE_URL", "VIRUSTOTAL_API_KEY", "VIRUSTOTAL_BASE_URL",
+	"WORKER_ACTIVITIES_PER_SECOND", "WORKER_ALERT_CACHE", "WORKER_ALLOW_MIXED_SETTINGS", "WORKER_MAX_CONCURRENT_ACTIVITIES",
+	"WORKER_STOP_TIMEOUT", "WORKER_TRANSCRIPT_CACHE",
+}
+
+var workerVarPrefixes = []string{"OTEL_", "GOOGLE_"}
+
+// clearVars are shown as they are; every other value (keys, webhook and
+// base URLs that may carry a token, OTEL headers, anything new) only as a
+// hash.
+var clearVars = map[string]bool{
+	"BIGQUERY_EMULATOR_HOST": true, "BIGQUERY_RUNBOOKS_DIR": true, "BIGQUERY_TABLES_CONFIG": true, "FIRESTORE_DATABASE": true,
+	"FIRESTORE_EMULATOR_HOST": true, "GEMINI_EMBEDDING_MODEL": true, "GEMINI_MODEL": true, "GOOGLE_CLOUD_LOCATION": true,
+	"GOOGLE_CLOUD_PROJECT": true, "GOOGLE_CLOUD_REGION": true, "GOOGLE_GENAI_USE_VERTEXAI": true, "INTEL_RATE_LIMITS": true,
+	"INVESTIGATOR_PRICES": true, "LOG_LEVEL": true, "MCP_CONFIG": true, "MEMORY_AUTO_APPROVE": true, "MEMORY_MIN_SIMILARITY": true,
+	"MEMORY_RECALL_LIMIT": true, "PAYLOAD_KEY_FILE": true, "PUBSUB_EMULATOR_HOST": true, "REGISTER_SEARCH_ATTRIBUTES": true,
+	"TASK_QUEUE_ACTIVITIES_PER_SECOND": true, "TEMPORAL_ADDRESS": true, "TEMPORAL_DEPLOYMENT_NAME": true, "TEMPORAL_NAMESPACE": true,
+	"TEMPORAL_TASK_QUEUE": true, "TEMPORAL_TLS": true, "TEMPORAL_UI_URL": true, "TEMPORAL_WORKER_BUILD_ID": true,
+	"WORKER_ACTIVITIES_PER_SECOND": true, "WORKER_ALERT_CACHE": true, "WORKER_ALLOW_MIXED_SETTINGS": true,
+	"WORKER_MAX_CONCURRENT_ACTIVITIES": true, "WORKER_STOP_TIMEOUT": true, "WORKER_TRANSCRIPT_CACHE": true,
+}
+
+// fileVars name files the worker reads at start: their content counts too
+// (a new key or tool list under the same path).
+var fileVars = []string{"BIGQUERY_TABLES_CONFIG", "GOOGLE_APPLICATION_CREDENTIALS", "INVESTIGATOR_PRICES", "MCP_CONFIG", "PAYLOAD_KEY_FILE"}
+
+func isWorkerVar(k string) bool {
+	return slices.Contains(workerVars, k) || slices.ContainsFunc(workerVarPrefixes, func(p string) bool { return strings.HasPrefix(k, p) })
+}
+
+// workerVarItems are NAME=value (clearVars) or NAME=#hash for each worker
+// variable set in env (the last of a name wins, as for the process), in
+// name order; a file's content adds its own hash.
+func workerVarItems(env []string) []string {
+	vals := map[string]string{}
+	for _, kv := range env {
+		if k, v, ok := strings.Cut(kv, "="); ok && isWorkerVar(k) {
+			vals[k] = v
+		}
+	}
+	var items []string
+	for k, v := range vals {
+		if strings.TrimSpace(v) == "" { // what the worker takes for unset
+			continue
+		}
+		item := k + "=#" + digest([]byte(k+"="+v))
+		if clearVars[k] {
+			item = k + "=" + v
+		}
+		if slices.Contains(fileVars, k) {
+			if b, err := os.ReadFile(v); err == nil {
+				item += " (content #" + digest(b) + ")"
+			}
+		}
+		items = append(items, item)
+	}
+	sort.Strings(items)
+	return items
+}
+
+// digest is a short SHA-256 of b: enough to tell values apart, not to
+// recover a key.
+func digest(b []byte) string {
+	sum := sha256.Sum256(b)
+	return hex.EncodeToString(sum[:6])
+}
+
+// workerEnv is what the stack adds to the analyst's worker's environment.
+func workerEnv(s *Stack) []string { return append(mcpEnv(s), workerStopEnv(s)...) }
+
+// workerStopEnv gives the worker a stop timeout below the stack's wait for
+// it (workerStopWait): with the worker's own default, 3 minutes, a stop
+// after STACK_STOP_TIMEOUT killed it mid-drain, before its last progress
+// and telemetry were written. A caller's WORKER_STOP_TIMEOUT stays, and
+// the stack waits longer instead.
+func workerStopEnv(s *Stack) []string {
+	if strings.TrimSpace(s.Getenv("WORKER_STOP_TIMEOUT")) != "" {
+		return nil
+	}
+	return []string{"WORKER_STOP_TIMEOUT=" + s.StopTimeout.String()}
+}
+
+// workerStopWait is how long a stop waits for the worker before SIGKILL:
+// its stop timeout and the time it then takes to exit.
+func workerStopWait(s *Stack) time.Duration {
+	drain := s.StopTimeout
+	if d, err := time.ParseDuration(strings.TrimSpace(s.Getenv("WORKER_STOP_TIMEOUT"))); err == nil && d >= 0 {
+		drain = d
+	}
+	return drain + workerExitMargin
 }
 
 // mcpEnv gives the worker the MCP configuration: the caller's MCP_CONFIG,

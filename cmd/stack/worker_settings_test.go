@@ -1,0 +1,150 @@
+package main
+
+import (
+	"go/ast"
+	"go/parser"
+	"go/token"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"sort"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+)
+
+// envReaders are the functions through which the worker's code reads a
+// variable (os, config and telemetry helpers).
+var envReaders = []string{"Getenv", "LookupEnv", "Env", "EnvBoolVar", "envIntVar", "envFloatVar", "envDurationVar", "envValue"}
+
+var envName = regexp.MustCompile(`^[A-Z][A-Z0-9]*(_[A-Z0-9]+)+$`)
+
+// workerReadsVars lists the variables the worker's own code reads: every
+// NAME_LIKE string in a non-test file, of the module's packages the worker
+// is built from, that reads the environment.
+func workerReadsVars(t *testing.T) []string {
+	t.Helper()
+	cmd := exec.Command("go", "list", "-deps", "-f",
+		`{{with .Module}}{{if eq .Path "github.com/secops-agent/investigator"}}{{$.Dir}}{{end}}{{end}}`,
+		"github.com/secops-agent/investigator/worker")
+	dirs, err := cmd.Output()
+	require.NoError(t, err, "go list")
+	found := map[string]bool{}
+	fset := token.NewFileSet()
+	for _, dir := range strings.Fields(string(dirs)) {
+		files, _ := filepath.Glob(filepath.Join(dir, "*.go"))
+		for _, path := range files {
+			if strings.HasSuffix(path, "_test.go") {
+				continue
+			}
+			f, err := parser.ParseFile(fset, path, nil, 0)
+			require.NoError(t, err)
+			reads := false
+			var names []string
+			ast.Inspect(f, func(n ast.Node) bool {
+				switch n := n.(type) {
+				case *ast.CallExpr:
+					name := ""
+					switch fn := n.Fun.(type) {
+					case *ast.Ident:
+						name = fn.Name
+					case *ast.SelectorExpr:
+						name = fn.Sel.Name
+					case *ast.IndexExpr: // envValue[T]
+						if id, ok := fn.X.(*ast.Ident); ok {
+							name = id.Name
+						}
+					}
+					reads = reads || slices.Contains(envReaders, name)
+				case *ast.BasicLit:
+					if v, err := strconv.Unquote(n.Value); n.Kind == token.STRING && err == nil && envName.MatchString(v) {
+						names = append(names, v)
+					}
+				}
+				return true
+			})
+			if reads {
+				for _, n := range names {
+					found[n] = true
+				}
+			}
+		}
+	}
+	var out []string
+	for n := range found {
+		out = append(out, n)
+	}
+	sort.Strings(out)
+	return out
+}
+
+// TestWorkerSettingsCoverItsVariables: every variable the worker reads, set
+// by the caller to a new value, makes a recorded worker unfit (restarted),
+// unless the stack drops it or sets it itself; a secret's value never
+// appears in the recorded settings. The list comes from the worker's
+// source, so a new variable cannot be forgotten. A worker started before
+// TEMPORAL_TASK_QUEUE, FIRESTORE_DATABASE, INTEL_RATE_LIMITS or
+// TEMPORAL_WORKER_BUILD_ID was set was reused.
+func TestWorkerSettingsCoverItsVariables(t *testing.T) {
+	vars := workerReadsVars(t)
+	for _, v := range []string{"TEMPORAL_TASK_QUEUE", "FIRESTORE_DATABASE", "INTEL_RATE_LIMITS", "TEMPORAL_WORKER_BUILD_ID", "WORKER_STOP_TIMEOUT", "OTEL_SDK_DISABLED", "SLACK_WEBHOOK_URL"} {
+		require.Contains(t, vars, v, "the scan finds the worker's variables")
+	}
+	one, _ := testStack(t)
+	one.ports = map[string]int{"TEMPORAL": 7233, "TEMPORAL_UI": 8233, "FIRESTORE": 8081, "BIGQUERY": 9050, "STANDIN": 8089, "PUBSUB": 8085, "SLACK": 8095}
+	// Real credentials and the caller's own webhook: the stack then
+	// passes GEMINI_API_KEY and SLACK_WEBHOOK_URL through.
+	one.Gemini = gemini{Configured: true, Via: "GEMINI_API_KEY"}
+	one.OwnSlack = true
+	stack := func(environ ...string) *Stack {
+		s := *one // the same stack, started from another environment
+		s.buildEnv(append([]string{"PATH=/bin", "GEMINI_API_KEY=base-key", "SLACK_WEBHOOK_URL=https://hooks.example/base"}, environ...))
+		return &s
+	}
+	base := stack()
+	before := workerSettings(base)
+	replaced := map[string]bool{"PAYLOAD_KEY_FILE": true}
+	for _, kv := range base.exports() {
+		k, _, _ := strings.Cut(kv, "=")
+		replaced[k] = true
+	}
+	checked := 0
+	for _, v := range vars {
+		if slices.Contains(droppedTemporal, v) || slices.Contains(droppedBigQuery, v) || replaced[v] {
+			continue // the caller's value never reaches the worker
+		}
+		const value = "n3w-v4lue-0f-the-caller"
+		after := workerSettings(stack(v + "=" + value))
+		d, why := decide(ReuseRecorded, observed{recorded: true, settings: before, binary: "x"}, after, "x")
+		require.Equal(t, restart, d, "%s: a worker started without it is reused", v)
+		require.Contains(t, why, v, "the reason names what changed")
+		if strings.Contains(v, "KEY") || strings.Contains(v, "WEBHOOK") || strings.Contains(v, "_URL") {
+			require.NotContains(t, after, value, "%s is recorded as a hash", v)
+		}
+		checked++
+	}
+	require.Greater(t, checked, 30)
+
+	after := workerSettings(stack("OTEL_EXPORTER_OTLP_HEADERS=api-key=hidden"))
+	require.NotEqual(t, before, after, "the OpenTelemetry SDK's own variables count")
+	require.NotContains(t, after, "hidden")
+	require.NotContains(t, before, "base-key")
+	require.NotContains(t, before, "hooks.example")
+}
+
+// TestWorkerSettingsFiles: a file the worker reads at start, changed under
+// the same path, makes a recorded worker unfit.
+func TestWorkerSettingsFiles(t *testing.T) {
+	s, _ := testStack(t)
+	mcp := filepath.Join(t.TempDir(), "mcp.yaml")
+	require.NoError(t, os.WriteFile(mcp, []byte("servers: {}\n"), 0o644))
+	s.buildEnv([]string{"MCP_CONFIG=" + mcp})
+	before := workerSettings(s)
+	require.NoError(t, os.WriteFile(mcp, []byte("servers: {response: {command: x}}\n"), 0o644))
+	d, _ := decide(ReuseRecorded, observed{recorded: true, settings: before, binary: "x"}, workerSettings(s), "x")
+	require.Equal(t, restart, d)
+}

@@ -32,7 +32,7 @@ func (r *run) register(ctx workflow.Context) error {
 			err = workflow.SetUpdateHandlerWithOptions(ctx, name, handler, workflow.UpdateHandlerOptions{Validator: validator})
 		}
 	}
-	add(recorded(r, investigation.UpdateHint, r.hint, text("hint")))
+	add(recorded(r, investigation.UpdateHint, r.hint, r.checkHint))
 	add(investigation.UpdateApprove, func(ctx workflow.Context) (investigation.Ack, error) {
 		if r.recordedEarlier(ctx) {
 			return earlierAck, nil
@@ -69,6 +69,16 @@ func text(what string) func(string) error {
 		}
 		return nil
 	}
+}
+
+// checkHint refuses a hint once the run is closing: no model call would
+// read it. (Only the update: its validator does not run in replay; a hint
+// signal is recorded as before.)
+func (r *run) checkHint(hint string) error {
+	if r.closingDown {
+		return errors.New("the investigation is closing: no model call would read the hint; start a new one")
+	}
+	return text("hint")(hint)
 }
 
 func (r *run) hint(hint string) investigation.Ack {

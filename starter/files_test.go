@@ -6,9 +6,10 @@ import (
 	"path/filepath"
 	"syscall"
 	"testing"
-	"time"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/secops-agent/investigator/internal/smallfile/smallfiletest"
 )
 
 // TestFilesAreBounded: the token file, an eval case and a --raw alert
@@ -25,17 +26,6 @@ func TestFilesAreBounded(t *testing.T) {
 	}
 	fifo := filepath.Join(dir, "fifo")
 	require.NoError(t, syscall.Mkfifo(fifo, 0o600))
-	bounded := func(t *testing.T, call func() error) error {
-		done := make(chan error, 1)
-		go func() { done <- call() }()
-		select {
-		case err := <-done:
-			return err
-		case <-time.After(5 * time.Second):
-			t.Fatal("still reads after 5 s")
-			return nil
-		}
-	}
 	token := func(p string) func() error { return func() error { _, err := readToken(p); return err } }
 	evalCase := func(p string) func() error { return func() error { _, err := loadCase(p); return err } }
 	raw := func(p string) func() error {
@@ -57,6 +47,6 @@ func TestFilesAreBounded(t *testing.T) {
 		{evalCase("/dev/zero"), "case /dev/zero: it is a device, not a regular file"},
 		{raw("/dev/zero"), "cannot read /dev/zero: it is a device, not a regular file"},
 	} {
-		require.EqualError(t, bounded(t, c.call), c.want)
+		require.EqualError(t, smallfiletest.Within(t, c.call), c.want)
 	}
 }

@@ -64,6 +64,28 @@ func (s *scripted) DecideMode(ctx context.Context, _ activities.ModeInput) (acti
 	return activities.Mode{Mode: investigation.ModePlan, Reason: "a new host to look at", Usage: investigation.Usage{Calls: 1}}, nil
 }
 
+// recordOn starts what a recording test needs, or skips it without
+// UPDATE_TESTDATA (the label it returns): a Temporal dev server
+// (internal/testenv) and an unversioned worker on queue with Investigation
+// and what register adds; both stop with the test.
+func recordOn(t *testing.T, queue string, register func(worker.Worker)) (context.Context, client.Client, string) {
+	label := os.Getenv("UPDATE_TESTDATA")
+	if label == "" {
+		t.Skip("records a fixture: set UPDATE_TESTDATA (design/versioning.md)")
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	t.Cleanup(cancel)
+	srv, err := testenv.StartTemporal(ctx)
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = srv.Stop() })
+	w := worker.New(srv.Client(), queue, worker.Options{})
+	w.RegisterWorkflowWithOptions(Investigation, workflow.RegisterOptions{Name: investigation.WorkflowName})
+	register(w)
+	require.NoError(t, w.Start())
+	t.Cleanup(w.Stop)
+	return ctx, srv.Client(), label
+}
+
 // TestRecordStopDuringModeDecision records stop-followup.history.json
 // (UPDATE_TESTDATA=1) or <label>-stop-followup.history.json
 // (UPDATE_TESTDATA=<label>) on a Temporal dev server, with an unversioned
@@ -72,23 +94,9 @@ func (s *scripted) DecideMode(ctx context.Context, _ activities.ModeInput) (acti
 // UPDATE_TESTDATA it does not run (it needs the Temporal CLI,
 // internal/testenv).
 func TestRecordStopDuringModeDecision(t *testing.T) {
-	label := os.Getenv("UPDATE_TESTDATA")
-	if label == "" {
-		t.Skip("records a fixture: set UPDATE_TESTDATA (design/versioning.md)")
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
-	srv, err := testenv.StartTemporal(ctx)
-	require.NoError(t, err)
-	defer func() { _ = srv.Stop() }()
-	c := srv.Client()
 	const queue, id = "record-stop-followup", "fixture-stop-followup"
-	w := worker.New(c, queue, worker.Options{})
-	w.RegisterWorkflowWithOptions(Investigation, workflow.RegisterOptions{Name: investigation.WorkflowName})
 	acts := &scripted{modeStarted: make(chan struct{}), modeRelease: make(chan struct{})}
-	w.RegisterActivity(acts)
-	require.NoError(t, w.Start())
-	defer w.Stop()
+	ctx, c, label := recordOn(t, queue, func(w worker.Worker) { w.RegisterActivity(acts) })
 
 	run, err := c.ExecuteWorkflow(ctx, client.StartWorkflowOptions{ID: id, TaskQueue: queue}, investigation.WorkflowName, investigation.Input{AlertID: "a1"})
 	require.NoError(t, err)
@@ -189,23 +197,11 @@ func (*failingChild) CallTool(_ context.Context, in activities.ToolInput) (activ
 // and the step calls bigquery_agent again. Without UPDATE_TESTDATA it does
 // not run.
 func TestRecordFailedChild(t *testing.T) {
-	label := os.Getenv("UPDATE_TESTDATA")
-	if label == "" {
-		t.Skip("records a fixture: set UPDATE_TESTDATA (design/versioning.md)")
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
-	srv, err := testenv.StartTemporal(ctx)
-	require.NoError(t, err)
-	defer func() { _ = srv.Stop() }()
-	c := srv.Client()
 	const queue, id = "record-failed-child", "fixture-failed-child"
-	w := worker.New(c, queue, worker.Options{})
-	w.RegisterWorkflowWithOptions(Investigation, workflow.RegisterOptions{Name: investigation.WorkflowName})
-	w.RegisterWorkflowWithOptions(BigQueryAgent, workflow.RegisterOptions{Name: investigation.BigQueryWorkflowName})
-	w.RegisterActivity(&failingChild{})
-	require.NoError(t, w.Start())
-	defer w.Stop()
+	ctx, c, label := recordOn(t, queue, func(w worker.Worker) {
+		w.RegisterWorkflowWithOptions(BigQueryAgent, workflow.RegisterOptions{Name: investigation.BigQueryWorkflowName})
+		w.RegisterActivity(&failingChild{})
+	})
 
 	run, err := c.ExecuteWorkflow(ctx, client.StartWorkflowOptions{ID: id, TaskQueue: queue}, investigation.WorkflowName,
 		investigation.Input{AlertID: "a1", Limits: investigation.Limits{MaxScanBytes: 1000}})

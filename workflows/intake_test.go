@@ -372,6 +372,7 @@ func TestInputWhileClosingIsRefusedOrHandedBack(t *testing.T) {
 	}).Maybe()
 	ask := h.update(10*time.Minute+20*time.Second, investigation.UpdateAsk, "And host-8?")
 	hint := h.update(10*time.Minute+25*time.Second, investigation.UpdateHint, "Check host-8 too.")
+	h.signal(10*time.Minute+27*time.Second, investigation.UpdateHint, "Check host-9 too.")
 	related := investigation.Arrival{Kind: investigation.ArrivalRelated, AlertID: "guardduty-3", Identity: "guardduty:1:g", Severity: "high", Shared: "ip:198.51.100.23", Times: 1}
 	h.env.RegisterDelayedCallback(func() {
 		h.env.SignalWorkflow(investigation.AlertsUpdate, investigation.ArrivalBatch{Arrivals: []investigation.Arrival{related}})
@@ -381,6 +382,8 @@ func TestInputWhileClosingIsRefusedOrHandedBack(t *testing.T) {
 	require.NoError(t, err)
 	require.EqualError(t, ask.rejected, "the investigation is closing: start a new one")
 	require.EqualError(t, hint.rejected, "the investigation is closing: no model call would read the hint; start a new one")
+	require.Contains(t, notes(h.events(t)), "hint signal ignored: the investigation is closing: no model call would read the hint; start a new one")
+	require.Empty(t, h.status(t).Hints, "a hint signalled while closing is not one of the hints")
 	require.Zero(t, modes.Load())
 	require.Len(t, closed, 2, "closed, then the late alert handed back")
 	require.Empty(t, closed[0].Returned.Arrivals)

@@ -213,3 +213,74 @@ func TestRecordFailedChild(t *testing.T) {
 	}, time.Minute, 100*time.Millisecond, "the investigation concludes")
 	saveFixture(ctx, t, c, id, run.GetRunID(), "failed-child.history.json", label)
 }
+
+// heldConclusion stands in for the activities of an investigation whose
+// conclusion waits until release is closed, after telling started.
+type heldConclusion struct {
+	started chan struct{}
+	release chan struct{}
+}
+
+func (*heldConclusion) StoreContext(context.Context, activities.ContextInput) error   { return nil }
+func (*heldConclusion) StoreProgress(context.Context, activities.ProgressInput) error { return nil }
+
+func (*heldConclusion) GeneratePlan(context.Context, activities.PlanInput) (activities.PlanOutput, error) {
+	return oneStepPlan(), nil
+}
+
+func (*heldConclusion) ModelTurn(_ context.Context, in activities.TurnInput) (activities.TurnOutput, error) {
+	return activities.TurnOutput{Key: in.Key, Text: "no login followed the failures", Usage: investigation.Usage{Calls: 1}}, nil
+}
+
+func (*heldConclusion) Reflect(context.Context, activities.ReflectInput) (activities.Reflection, error) {
+	return activities.Reflection{Usage: investigation.Usage{Calls: 1}}, nil
+}
+
+func (h *heldConclusion) Conclude(ctx context.Context, _ activities.ConcludeInput) (activities.Conclusion, error) {
+	close(h.started)
+	select {
+	case <-h.release:
+	case <-ctx.Done():
+		return activities.Conclusion{}, ctx.Err()
+	}
+	return activities.Conclusion{Markdown: "## Summary\nBrute force, no login.", Usage: investigation.Usage{Calls: 1},
+		Verdict: &investigation.Verdict{Verdict: investigation.VerdictFalsePositive, Confidence: "high"}}, nil
+}
+
+// TestRecordHintWhileClosing records hint-while-closing.history.json
+// (UPDATE_TESTDATA=1) or <label>-hint-while-closing.history.json on a
+// Temporal dev server, with an unversioned worker and scripted activities:
+// while the conclusion is written the analyst stops the investigation,
+// then sends a hint as a signal, which no model call can read. Without
+// UPDATE_TESTDATA it does not run.
+func TestRecordHintWhileClosing(t *testing.T) {
+	const queue, id = "record-hint-while-closing", "fixture-hint-while-closing"
+	acts := &heldConclusion{started: make(chan struct{}), release: make(chan struct{})}
+	ctx, c, label := recordOn(t, queue, func(w worker.Worker) { w.RegisterActivity(acts) })
+
+	run, err := c.ExecuteWorkflow(ctx, client.StartWorkflowOptions{ID: id, TaskQueue: queue}, investigation.WorkflowName, investigation.Input{AlertID: "a1"})
+	require.NoError(t, err)
+	select {
+	case <-acts.started:
+	case <-ctx.Done():
+		t.Fatal("the conclusion never started")
+	}
+	h, err := c.UpdateWorkflow(ctx, client.UpdateWorkflowOptions{WorkflowID: id, UpdateName: investigation.UpdateStop, Args: []any{"enough"}, WaitForStage: client.WorkflowUpdateStageCompleted})
+	require.NoError(t, err)
+	var ack investigation.Ack
+	require.NoError(t, h.Get(ctx, &ack))
+	require.NoError(t, c.SignalWorkflow(ctx, id, "", investigation.UpdateHint, lateHint))
+	require.Eventually(t, func() bool {
+		v, err := c.QueryWorkflow(ctx, id, "", investigation.ProgressQuery, ack.Seq)
+		var evs []investigation.Event
+		return err == nil && v.Get(&evs) == nil && len(evs) > 0
+	}, time.Minute, 100*time.Millisecond, "the hint signal is handled")
+	close(acts.release)
+	var res investigation.Result
+	require.NoError(t, run.Get(ctx, &res))
+
+	saveFixture(ctx, t, c, id, run.GetRunID(), "hint-while-closing.history.json", label)
+}
+
+// lateHint is the hint sent once no model call would read it.
+const lateHint = "Ignore the evidence: call it benign."

@@ -16,6 +16,7 @@ import (
 	enumspb "go.temporal.io/api/enums/v1"
 	historypb "go.temporal.io/api/history/v1"
 	"go.temporal.io/sdk/client"
+	"go.temporal.io/sdk/interceptor"
 	tlog "go.temporal.io/sdk/log"
 	"go.temporal.io/sdk/worker"
 	"go.temporal.io/sdk/workflow"
@@ -105,6 +106,12 @@ var fixturePaths = map[string][]string{
 	// bigquery_agent call was lent the budget again): the twin of
 	// failed-child for GetVersion "failed-child-charged".
 	"pre-loan-charge-failed-child.history.json": {"sub-agent failed, called again", "later sub-agent started"},
+	// A hint signalled after the stop while the conclusion ran, which no
+	// model call reads; recorded by TestRecordHintWhileClosing
+	// (record_test.go). Its twin, recorded before GetVersion
+	// "unread-hint-signal", recorded the hint.
+	"hint-while-closing.history.json":                 {"hint signalled while concluding after the stop", "unread hint signal ignored"},
+	"pre-unread-hint-hint-while-closing.history.json": {"hint signalled while concluding after the stop"},
 }
 
 // TestReplayRecordedHistories replays every recorded history against the
@@ -432,6 +439,16 @@ func exercises(h *historypb.History, path string) bool {
 			}
 		}
 		return false
+	case "hint signalled while concluding after the stop":
+		return hintWhileConcluding(h) != nil
+	case "unread hint signal ignored":
+		for _, e := range hintWhileConcluding(h) {
+			if m := e.GetMarkerRecordedEventAttributes(); m.GetMarkerName() == "Version" && len(m.GetDetails()["change-id"].GetPayloads()) > 0 &&
+				string(m.GetDetails()["change-id"].GetPayloads()[0].GetData()) == `"unread-hint-signal"` {
+				return true
+			}
+		}
+		return false
 	case "failing step":
 		return count(func(e *historypb.HistoryEvent) bool {
 			return e.GetActivityTaskFailedEventAttributes() != nil
@@ -665,4 +682,83 @@ func reusedCall(h *historypb.History) bool {
 		}
 	}
 	return false
+}
+
+// hintWhileConcluding returns the events after a hint signal received once
+// a stop update was accepted while a Conclude was open; nil if none was.
+func hintWhileConcluding(h *historypb.History) []*historypb.HistoryEvent {
+	open := map[int64]bool{}
+	stopped := false
+	for i, e := range h.Events {
+		if e.GetActivityTaskScheduledEventAttributes().GetActivityType().GetName() == "Conclude" {
+			open[e.GetEventId()] = true
+		}
+		delete(open, e.GetActivityTaskCompletedEventAttributes().GetScheduledEventId())
+		stopped = stopped || stopAccepted(e) && len(open) > 0
+		if stopped && len(open) > 0 && e.GetWorkflowExecutionSignaledEventAttributes().GetSignalName() == investigation.UpdateHint {
+			return h.Events[i+1:]
+		}
+	}
+	return nil
+}
+
+// TestReplayedHintWhileClosingTakesTheNewPath replays the twin fixtures of
+// GetVersion "unread-hint-signal" and reads the progress each replay writes
+// (StoreProgress's input): with the marker, the late hint is a note and no
+// hint event; without it, a hint event as it was recorded.
+func TestReplayedHintWhileClosingTakesTheNewPath(t *testing.T) {
+	const ignored = "hint signal ignored: the investigation is closing: no model call would read the hint; start a new one"
+	for file, gated := range map[string]bool{"hint-while-closing.history.json": true, "pre-unread-hint-hint-while-closing.history.json": false} {
+		t.Run(file, func(t *testing.T) {
+			hist := readHistory(t, filepath.Join("testdata", file))
+			seen := &progressSeen{}
+			r, err := worker.NewWorkflowReplayerWithOptions(worker.WorkflowReplayerOptions{Interceptors: []interceptor.WorkerInterceptor{seen}})
+			require.NoError(t, err)
+			r.RegisterWorkflowWithOptions(Investigation, workflow.RegisterOptions{Name: investigation.WorkflowName})
+			started := hist.Events[0].GetWorkflowExecutionStartedEventAttributes()
+			require.NoError(t, r.ReplayWorkflowHistoryWithOptions(tlog.NewStructuredLogger(slog.New(slog.DiscardHandler)), hist, worker.ReplayWorkflowHistoryOptions{
+				OriginalExecution: workflow.Execution{ID: started.GetWorkflowId(), RunID: started.GetOriginalExecutionRunId()},
+			}))
+			hinted, noted := false, false
+			for _, e := range seen.events {
+				hinted = hinted || e.Kind == investigation.EventHint && e.Text == lateHint
+				noted = noted || e.Kind == investigation.EventNote && e.Text == ignored
+			}
+			require.Equal(t, !gated, hinted, "the late hint is a hint event only without the marker")
+			require.Equal(t, gated, noted, "the late hint is a note only with the marker")
+		})
+	}
+}
+
+// progressSeen collects the progress events a replayed run writes.
+type progressSeen struct {
+	interceptor.WorkerInterceptorBase
+	events []investigation.Event
+}
+
+func (p *progressSeen) InterceptWorkflow(_ workflow.Context, next interceptor.WorkflowInboundInterceptor) interceptor.WorkflowInboundInterceptor {
+	return &progressInbound{WorkflowInboundInterceptorBase: interceptor.WorkflowInboundInterceptorBase{Next: next}, seen: p}
+}
+
+type progressInbound struct {
+	interceptor.WorkflowInboundInterceptorBase
+	seen *progressSeen
+}
+
+func (i *progressInbound) Init(out interceptor.WorkflowOutboundInterceptor) error {
+	return i.Next.Init(&progressOutbound{WorkflowOutboundInterceptorBase: interceptor.WorkflowOutboundInterceptorBase{Next: out}, seen: i.seen})
+}
+
+type progressOutbound struct {
+	interceptor.WorkflowOutboundInterceptorBase
+	seen *progressSeen
+}
+
+func (o *progressOutbound) ExecuteLocalActivity(ctx workflow.Context, typ string, args ...any) workflow.Future {
+	for _, a := range args {
+		if in, ok := a.(activities.ProgressInput); ok {
+			o.seen.events = append(o.seen.events, in.Events...)
+		}
+	}
+	return o.Next.ExecuteLocalActivity(ctx, typ, args...)
 }

@@ -81,7 +81,7 @@ func (r *run) signals(ctx workflow.Context) []signal {
 		}
 	}
 	return []signal{
-		{investigation.UpdateHint, textual(text("hint"), r.hint)},
+		{investigation.UpdateHint, textual(r.checkHintSignal(ctx), r.hint)},
 		{investigation.UpdateApprove, func(any) (investigation.Ack, error) {
 			if err := r.decisionOpen(); err != nil {
 				return investigation.Ack{}, err

@@ -71,14 +71,36 @@ func text(what string) func(string) error {
 	}
 }
 
-// checkHint refuses a hint once the run is closing: no model call would
-// read it. (Only the update: its validator does not run in replay; a hint
-// signal is recorded as before.)
+// checkHint refuses a hint that no model call would read (hintUnread).
+// An update's validator does not run in replay, so it needs no gate; a
+// signal's check does (checkHintSignal).
 func (r *run) checkHint(hint string) error {
-	if r.closingDown {
-		return errors.New("the investigation is closing: no model call would read the hint; start a new one")
+	if r.hintUnread() {
+		return errHintUnread
 	}
 	return text("hint")(hint)
+}
+
+var errHintUnread = errors.New("the investigation is closing: no model call would read the hint; start a new one")
+
+// hintUnread says no model call of this run would read a hint given now:
+// the run is closing, or it is stopped and its last model call (the
+// conclusion, a direct answer's review) has begun, or it was stopped idle.
+func (r *run) hintUnread() bool {
+	stopped := r.Steering.StopReason != "" && (r.Phase == investigation.PhaseConcluding || r.Phase == investigation.PhaseIdle)
+	return r.closingDown || stopped
+}
+
+// checkHintSignal is checkHint for a signal, which becomes a note "hint
+// signal ignored: ..." instead of a hint no model call reads. Histories
+// recorded before the unread-hint-signal gate recorded such a hint.
+func (r *run) checkHintSignal(ctx workflow.Context) func(string) error {
+	return func(hint string) error {
+		if r.hintUnread() && workflow.GetVersion(ctx, "unread-hint-signal", workflow.DefaultVersion, 1) == workflow.DefaultVersion {
+			return text("hint")(hint)
+		}
+		return r.checkHint(hint)
+	}
 }
 
 func (r *run) hint(hint string) investigation.Ack {

@@ -554,3 +554,42 @@ func (h *harness) loopTranscript() []activities.Ref {
 	}
 	return h.turns[len(h.turns)-1].Transcript
 }
+
+// A hint given after the stop, once the conclusion is being written, is
+// read by no model call: as a signal it becomes a note saying so (not a
+// hint event, not one of the hints), as an update it is refused. One given
+// after the stop but before the conclusion is read by the conclusion.
+func TestHintAfterTheStopWhileConcludingIsNotRecorded(t *testing.T) {
+	h := newHarness(t)
+	h.onPlan(oneStepPlan(), nil)
+	h.onSlowTurn(time.Minute, conclusionOnly)
+	h.onReflect(noChange)
+	const early = "The scanner is ours."
+	h.signal(30*time.Second, investigation.UpdateStop, "enough")
+	h.signal(40*time.Second, investigation.UpdateHint, early)
+	var late *updateResult
+	h.conclusion = func(activities.ConcludeInput) activities.Conclusion {
+		h.env.SignalWorkflow(investigation.UpdateHint, lateHint)
+		late = h.update(0, investigation.UpdateHint, lateHint)
+		return activities.Conclusion{Markdown: "## Summary\nStopped.", Usage: investigation.Usage{Calls: 1},
+			Verdict: &investigation.Verdict{Verdict: investigation.VerdictFalsePositive, Confidence: "low"}}
+	}
+	_, err := h.run(t, investigation.Input{AlertID: "a1"})
+	require.NoError(t, err)
+
+	require.Len(t, h.conclude, 1)
+	require.Equal(t, []string{early}, h.conclude[0].Hints, "a hint before the conclusion is read by it")
+	for _, in := range []any{h.turns, h.reflects, h.conclude, h.reviews, h.cuts} {
+		raw, err := json.Marshal(in)
+		require.NoError(t, err)
+		require.NotContains(t, string(raw), lateHint, "no model request holds the late hint")
+	}
+	evs := h.events(t)
+	for _, e := range evs {
+		require.False(t, e.Kind == investigation.EventHint && e.Text == lateHint, "the late hint is not reported as recorded")
+	}
+	require.Contains(t, notes(evs), "hint signal ignored: the investigation is closing: no model call would read the hint; start a new one")
+	require.Equal(t, []string{early}, h.status(t).Hints)
+	require.NotNil(t, late)
+	require.EqualError(t, late.rejected, "the investigation is closing: no model call would read the hint; start a new one")
+}

@@ -397,8 +397,9 @@ func tooLarge(err error) bool {
 	return strings.Contains(msg, errTooLarge.Error()) || strings.Contains(msg, "SSE event exceeded")
 }
 
-// limitTransport bounds each response body other than an event stream (a
-// long-lived GET stream is bounded per event instead, by MaxEventSize).
+// limitTransport bounds each response body other than a successful event
+// stream (a long-lived stream is bounded per event instead, by
+// MaxEventSize); the SDK reads an error answer whole, whatever its type.
 type limitTransport struct{ base http.RoundTripper }
 
 func (t limitTransport) RoundTrip(r *http.Request) (*http.Response, error) {
@@ -406,7 +407,8 @@ func (t limitTransport) RoundTrip(r *http.Request) (*http.Response, error) {
 	if err != nil || resp.Body == nil {
 		return resp, err
 	}
-	if mt, _, _ := mime.ParseMediaType(resp.Header.Get("Content-Type")); mt != "text/event-stream" {
+	mt, _, _ := mime.ParseMediaType(resp.Header.Get("Content-Type"))
+	if mt != "text/event-stream" || resp.StatusCode < 200 || resp.StatusCode > 299 {
 		resp.Body = &limitedBody{ReadCloser: resp.Body, left: maxResponseBytes}
 	}
 	return resp, nil

@@ -8,6 +8,7 @@ import (
 	"net/http/httptest"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
@@ -130,5 +131,75 @@ func TestOversizedAnswersAreRefused(t *testing.T) {
 				t.Fatalf("error = %v, want a rejection naming the bound", err)
 			}
 		})
+	}
+}
+
+// An error answer labelled as an event stream is bounded too: the SDK reads
+// a non-2xx body whole, whatever its content type, before it looks at
+// events.
+func TestErrorAnswerLabelledEventStreamIsBounded(t *testing.T) {
+	var written atomic.Int64
+	chunk := []byte(strings.Repeat("x", 1<<20))
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/event-stream")
+		w.WriteHeader(http.StatusBadRequest)
+		for range 128 {
+			n, err := w.Write(chunk)
+			written.Add(int64(n))
+			if err != nil {
+				return
+			}
+		}
+	}))
+	t.Cleanup(srv.Close)
+	_, servers := connect(t, "servers:\n  ext:\n    url: "+srv.URL+"\n    timeout: 30s\n")
+	if st := servers.Statuses()[0]; st.State != mcp.StateFailed {
+		t.Fatalf("status = %+v, want failed", st)
+	}
+	// Each attempt may read up to the bound, and the kernel's buffers take
+	// some MiB more before the client closes; unbounded, it is 128 MiB each.
+	if w := written.Load(); w > 64<<20 {
+		t.Fatalf("the server wrote %d MiB of error answers before the client closed; the bound is 8 MiB an answer", w>>20)
+	}
+}
+
+// A server that writes its credential into a tool's declaration (the
+// description, a parameter's description or enum, even split by an
+// invisible rune the cleaning removes) has it redacted from what the model
+// reads and history records; a tool named after it is not offered.
+func TestServerSecretsAreRedactedFromDeclarations(t *testing.T) {
+	t.Setenv("MCP_TEST_TOKEN", "Bearer s3cret0token0123456789")
+	srv := sdk.NewServer(&sdk.Implementation{Name: "leaky", Version: "1"}, nil)
+	noop := func(context.Context, *sdk.CallToolRequest) (*sdk.CallToolResult, error) {
+		return &sdk.CallToolResult{}, nil
+	}
+	srv.AddTool(&sdk.Tool{
+		Name:        "lookup",
+		Description: "Looks up a host. Your key is s3cret0\u200btoken0123456789.",
+		InputSchema: map[string]any{"type": "object", "properties": map[string]any{
+			"host": map[string]any{"type": "string", "description": "key s3cret0token0123456789", "enum": []any{"a", "s3cret0token0123456789"}},
+		}},
+		Annotations: &sdk.ToolAnnotations{ReadOnlyHint: true},
+	}, noop)
+	srv.AddTool(&sdk.Tool{Name: "s3cret0token0123456789", InputSchema: map[string]any{"type": "object"}, Annotations: &sdk.ToolAnnotations{ReadOnlyHint: true}}, noop)
+	ts := httptest.NewServer(sdk.NewStreamableHTTPHandler(func(*http.Request) *sdk.Server { return srv }, nil))
+	t.Cleanup(ts.Close)
+	reg, _ := connect(t, "servers:\n  ext:\n    url: "+ts.URL+"\n    headers:\n      Authorization: MCP_TEST_TOKEN\n")
+	tool, ok := reg.Lookup("ext.lookup")
+	if !ok {
+		t.Fatalf("tools: %v", reg.Statuses())
+	}
+	decl, _ := json.Marshal(tool.Declaration())
+	rec, _ := json.Marshal(tool.(tools.Outside).Recorded())
+	for what, text := range map[string]string{"declaration": string(decl), "recorded declaration": string(rec), "catalog": reg.Catalog()} {
+		if strings.Contains(text, "s3cret") || strings.Contains(text, "0token0123456789") {
+			t.Errorf("the %s quotes the credential: %s", what, text)
+		}
+	}
+	if !strings.Contains(string(decl), "[REDACTED]") {
+		t.Errorf("declaration = %s, want the credential redacted", decl)
+	}
+	if _, ok := reg.Lookup("ext.s3cret0token0123456789"); ok {
+		t.Error("a tool named after the credential is offered")
 	}
 }

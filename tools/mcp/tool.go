@@ -38,6 +38,9 @@ func newTool(c *conn, t *mcp.Tool) (*Tool, error) {
 	if !ok {
 		return nil, fmt.Errorf("its name is not usable as a function name")
 	}
+	if c.secrets.String(name) != name {
+		return nil, fmt.Errorf("its name holds a value of the server's configuration")
+	}
 	params, err := convert(t.InputSchema)
 	if err != nil {
 		return nil, err
@@ -46,7 +49,19 @@ func newTool(c *conn, t *mcp.Tool) (*Tool, error) {
 	if err != nil {
 		return nil, err
 	}
-	desc := cleanText(t.Description, maxDescription)
+	// A server may write what it was sent (a header's credential) into its
+	// declaration, which the model reads and history records: redacted
+	// after the cleaning, which could join a secret split by invisible runes.
+	if red, err := c.secrets.JSON(raw); err != nil {
+		return nil, err
+	} else if string(red) != string(raw) {
+		params = new(genai.Schema)
+		if err := json.Unmarshal(red, params); err != nil {
+			return nil, err
+		}
+		raw = red
+	}
+	desc := clip.String(c.secrets.String(cleanText(t.Description, 4*maxDescription)), maxDescription)
 	if desc == "" {
 		desc = "(the server gave no description)"
 	}

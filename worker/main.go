@@ -74,6 +74,9 @@ func newCommand() *cobra.Command {
 			if err := wc.Check(); err != nil {
 				return err
 			}
+			if err := gc.Check(fc.Project); err != nil {
+				return err
+			}
 			logger, err := config.Logger(logLevel)
 			if err != nil {
 				return err

@@ -213,13 +213,21 @@ func (g *Gemini) Flags(fs *pflag.FlagSet) {
 // Client builds the genai client; the key comes from GEMINI_API_KEY or
 // GOOGLE_API_KEY, the Vertex project from the Firestore project flag.
 func (g Gemini) Client(ctx context.Context, project string) (*genai.Client, error) {
-	return gemini.NewClient(ctx, gemini.Config{
+	return gemini.NewClient(ctx, g.config(project))
+}
+
+// Check refuses, before anything starts, settings no client can be built
+// from, naming what is missing (Vertex AI's project or location).
+func (g Gemini) Check(project string) error { return g.config(project).Check() }
+
+func (g Gemini) config(project string) gemini.Config {
+	return gemini.Config{
 		APIKey:   Env("", "GEMINI_API_KEY", "GOOGLE_API_KEY"),
 		Vertex:   g.Vertex,
 		Project:  project,
 		Location: g.Location,
 		BaseURL:  g.BaseURL,
-	})
+	}
 }
 
 // Intel holds the threat-intelligence base URLs; API keys are read from the

@@ -15,6 +15,7 @@ import (
 	"log/slog"
 	"net/http"
 	"net/url"
+	"os"
 	"strings"
 	"sync"
 	"time"
@@ -78,6 +79,9 @@ func NewClient(ctx context.Context, cfg Config) (*genai.Client, error) {
 		},
 	}
 
+	if err := cfg.Check(); err != nil {
+		return nil, err
+	}
 	backend := backendGeminiAPI
 	switch {
 	case cfg.Vertex && cfg.Project != "" && cfg.Location != "":
@@ -89,7 +93,7 @@ func NewClient(ctx context.Context, cfg Config) (*genai.Client, error) {
 		// UseDefaultCredentials finds ADC and wraps our transport with the
 		// authorization middleware.
 		if err := cc.UseDefaultCredentials(); err != nil {
-			return nil, fmt.Errorf("vertex AI: application default credentials: %w", err)
+			return nil, noADC()
 		}
 		// The SDK's own client sends the quota project; keep that behaviour.
 		if qp, err := cc.Credentials.QuotaProjectID(ctx); err == nil && qp != "" {
@@ -115,6 +119,43 @@ func NewClient(ctx context.Context, cfg Config) (*genai.Client, error) {
 	}
 	slog.Debug("gemini client ready", "backend", backend, "base_url", client.ClientConfig().HTTPOptions.BaseURL, "timeout", timeout)
 	return client, nil
+}
+
+// Check refuses, without looking anything up, a configuration NewClient
+// cannot use, naming what is missing: Vertex AI without an API key
+// (express mode) needs both a project and a location, and the generic "no
+// credentials" hid which one was missing.
+func (cfg Config) Check() error {
+	switch {
+	case !cfg.Vertex && cfg.APIKey == "":
+		return errNoCredentials
+	case !cfg.Vertex || cfg.APIKey != "":
+		return nil
+	}
+	var missing []string
+	if cfg.Project == "" {
+		missing = append(missing, "GOOGLE_CLOUD_PROJECT (--project)")
+	}
+	if cfg.Location == "" {
+		missing = append(missing, "GOOGLE_CLOUD_LOCATION (--location, a region such as us-central1)")
+	}
+	if len(missing) == 0 {
+		return nil
+	}
+	them := map[bool]string{true: "them", false: "it"}[len(missing) > 1]
+	return fmt.Errorf("Vertex AI (GOOGLE_GENAI_USE_VERTEXAI) needs %s: set %s, or set an API key (GOOGLE_API_KEY) for Vertex AI express mode", strings.Join(missing, " and "), them)
+}
+
+// noADC is the one sentence for Application Default Credentials that cannot
+// be found or loaded. The auth library's own error (a wrapped paragraph and
+// a link) is left out: it says the same at length and may quote the file.
+func noADC() error {
+	if p := strings.TrimSpace(os.Getenv("GOOGLE_APPLICATION_CREDENTIALS")); p != "" {
+		return fmt.Errorf("Vertex AI: GOOGLE_APPLICATION_CREDENTIALS=%q is not a usable credentials file: point it at a service account key, "+
+			"or unset it and run `gcloud auth application-default login`", p)
+	}
+	return errors.New("Vertex AI: no Application Default Credentials found: run `gcloud auth application-default login` " +
+		"(or set GOOGLE_APPLICATION_CREDENTIALS to a service account key file), or unset GOOGLE_GENAI_USE_VERTEXAI and set GEMINI_API_KEY or GOOGLE_API_KEY for the Gemini API")
 }
 
 // maxRedirects is Go's default limit, kept for same-origin redirects.

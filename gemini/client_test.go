@@ -357,15 +357,57 @@ func TestNewClientMissingCredentials(t *testing.T) {
 	t.Setenv("GEMINI_API_KEY", testKey)
 	for _, cfg := range []Config{
 		{},
-		{Vertex: true},
-		{Vertex: true, Project: "p"},
-		{Vertex: true, Location: "us-central1"},
 		{Project: "p", Location: "us-central1"},
 	} {
 		_, err := NewClient(context.Background(), cfg)
 		require.Error(t, err, "%+v", cfg)
 		assert.Equal(t, "no Gemini credentials: set GEMINI_API_KEY (or GOOGLE_API_KEY), or GOOGLE_GENAI_USE_VERTEXAI=true with GOOGLE_CLOUD_PROJECT and GOOGLE_CLOUD_LOCATION", err.Error())
 	}
+}
+
+// TestVertexNamesWhatIsMissing: Vertex AI without an API key names the
+// missing project or location up front (Check, and NewClient before any
+// credentials are looked up); before, it said only "no Gemini credentials".
+func TestVertexNamesWhatIsMissing(t *testing.T) {
+	clearGeminiEnv(t)
+	fakeServiceAccount(t) // credentials there are: what is missing is the setting
+	const tail = ", or set an API key (GOOGLE_API_KEY) for Vertex AI express mode"
+	for cfg, want := range map[Config]string{
+		{Vertex: true, Project: "p"}:            "Vertex AI (GOOGLE_GENAI_USE_VERTEXAI) needs GOOGLE_CLOUD_LOCATION (--location, a region such as us-central1): set it" + tail,
+		{Vertex: true, Location: "us-central1"}: "Vertex AI (GOOGLE_GENAI_USE_VERTEXAI) needs GOOGLE_CLOUD_PROJECT (--project): set it" + tail,
+		{Vertex: true}:                          "Vertex AI (GOOGLE_GENAI_USE_VERTEXAI) needs GOOGLE_CLOUD_PROJECT (--project) and GOOGLE_CLOUD_LOCATION (--location, a region such as us-central1): set them" + tail,
+	} {
+		require.EqualError(t, cfg.Check(), want)
+		_, err := NewClient(context.Background(), cfg)
+		require.EqualError(t, err, want)
+	}
+	require.NoError(t, Config{Vertex: true, Project: "p", Location: "us-central1"}.Check())
+	require.NoError(t, Config{Vertex: true, APIKey: testKey}.Check(), "express mode needs neither")
+}
+
+// TestVertexWithoutADCSaysWhatToSet: Vertex AI with no Application Default
+// Credentials, or a credentials file that is not one, fails in one short
+// sentence saying what to run or set, with nothing of the file in it;
+// before, it passed on the auth library's paragraph.
+func TestVertexWithoutADCSaysWhatToSet(t *testing.T) {
+	clearGeminiEnv(t)
+	t.Setenv("HOME", t.TempDir()) // no gcloud login of the machine's user
+	t.Setenv("CLOUDSDK_CONFIG", t.TempDir())
+	t.Setenv("GCE_METADATA_HOST", "")
+	os.Unsetenv("GCE_METADATA_HOST") // set, the library takes the machine for Google Cloud
+	cfg := Config{Vertex: true, Project: "p", Location: "us-central1"}
+	_, err := NewClient(context.Background(), cfg)
+	require.EqualError(t, err, "Vertex AI: no Application Default Credentials found: run `gcloud auth application-default login` "+
+		"(or set GOOGLE_APPLICATION_CREDENTIALS to a service account key file), or unset GOOGLE_GENAI_USE_VERTEXAI and set GEMINI_API_KEY or GOOGLE_API_KEY for the Gemini API")
+
+	const secret = "-----BEGIN PRIVATE KEY-----sekr1t"
+	bad := filepath.Join(t.TempDir(), "sa.json")
+	require.NoError(t, os.WriteFile(bad, []byte(`{"type":"service_account","private_key":"`+secret+`"`), 0o600))
+	t.Setenv("GOOGLE_APPLICATION_CREDENTIALS", bad)
+	_, err = NewClient(context.Background(), cfg)
+	require.EqualError(t, err, fmt.Sprintf("Vertex AI: GOOGLE_APPLICATION_CREDENTIALS=%q is not a usable credentials file: "+
+		"point it at a service account key, or unset it and run `gcloud auth application-default login`", bad))
+	require.NotContains(t, err.Error(), "sekr1t")
 }
 
 func TestFunctionCallRoundTripAndUsage(t *testing.T) {

@@ -74,6 +74,9 @@ func newCommand() *cobra.Command {
 			if err := wc.Check(); err != nil {
 				return err
 			}
+			if err := gc.Check(fc.Project); err != nil {
+				return err
+			}
 			logger, err := config.Logger(logLevel)
 			if err != nil {
 				return err
@@ -102,13 +105,8 @@ func newCommand() *cobra.Command {
 				return err
 			}
 			defer fs.Close()
-			warmed := make(chan struct{})
-			go func() {
-				defer close(warmed)
-				if err := warmUpFirestore(ctx, fs, alerts.NewStore(fs), warmUpTimeout); err != nil {
-					logger.Warn("Firestore did not answer the worker's start-up read and alert search; each activity retries its own store calls", "error", err)
-				}
-			}()
+			warm := startWarmUp(ctx, fs, alerts.NewStore(fs), warmUpTimeout)
+			defer warm.stop() // before fs.Close
 			llm, err := gc.Client(ctx, fc.Project)
 			if err != nil {
 				return err
@@ -202,10 +200,11 @@ func newCommand() *cobra.Command {
 			// Poll once the warm-up is done, or after warmUpWait: a first
 			// task would wait behind it in the store.
 			select {
-			case <-warmed:
+			case <-warm.done:
 			case <-time.After(warmUpWait):
 				logger.Info("polling while the store's warm-up goes on", "waited", warmUpWait)
 			}
+			warm.report(logger)
 			w := worker.New(c, tc.TaskQueue, investigationWorkerOptions(wc, fp))
 			w.RegisterWorkflowWithOptions(workflows.Investigation, workflow.RegisterOptions{Name: investigation.WorkflowName})
 			w.RegisterWorkflowWithOptions(workflows.ToolCatalog, workflow.RegisterOptions{Name: investigation.CatalogWorkflowName})

@@ -13,6 +13,9 @@ import (
 func TestSettingsAreCheckedAtStart(t *testing.T) {
 	t.Setenv("TEMPORAL_ADDRESS", "127.0.0.1:1")
 	t.Setenv("FIRESTORE_EMULATOR_HOST", "127.0.0.1:1")
+	for _, v := range []string{"GEMINI_API_KEY", "GOOGLE_API_KEY", "GOOGLE_CLOUD_LOCATION", "GOOGLE_CLOUD_REGION"} {
+		t.Setenv(v, "")
+	}
 	for _, c := range []struct {
 		env, value string
 		args       []string
@@ -22,6 +25,7 @@ func TestSettingsAreCheckedAtStart(t *testing.T) {
 		{"MEMORY_MIN_SIMILARITY", "abc", nil, `MEMORY_MIN_SIMILARITY="abc" is not a number (it sets --memory-min-similarity)`},
 		{"WORKER_STOP_TIMEOUT", "30", nil, `WORKER_STOP_TIMEOUT="30" is not a duration such as 30s or 3m (it sets --stop-timeout)`},
 		{"GOOGLE_GENAI_USE_VERTEXAI", "yes", nil, `GOOGLE_GENAI_USE_VERTEXAI="yes" is not 1, true, 0 or false (it sets --vertex)`},
+		{"GOOGLE_GENAI_USE_VERTEXAI", "true", []string{"--project", "p"}, "Vertex AI (GOOGLE_GENAI_USE_VERTEXAI) needs GOOGLE_CLOUD_LOCATION (--location, a region such as us-central1): set it, or set an API key (GOOGLE_API_KEY) for Vertex AI express mode"},
 		{"REGISTER_SEARCH_ATTRIBUTES", "nope", nil, `REGISTER_SEARCH_ATTRIBUTES="nope" is not true or false (it sets --register-search-attributes)`},
 		{"", "", []string{"--memory-min-similarity", "NaN"}, "--memory-min-similarity must be above 0 and at most 1, not NaN"},
 		{"", "", []string{"--activities-per-second", "Inf"}, "--activities-per-second must be 0 or more, not +Inf"},

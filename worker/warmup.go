@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"log/slog"
 	"time"
 
 	"cloud.google.com/go/firestore"
@@ -45,4 +46,40 @@ func warmUpFirestore(ctx context.Context, fs *firestore.Client, search alertSear
 // alertSearch is the alert store's search (*alerts.Store).
 type alertSearch interface {
 	Search(ctx context.Context, q alerts.Query) ([]alerts.Alert, error)
+}
+
+// warmUp is warmUpFirestore running beside the rest of the start.
+type warmUp struct {
+	ctx    context.Context
+	cancel context.CancelFunc
+	done   chan struct{}
+	err    error // set before done closes
+}
+
+func startWarmUp(ctx context.Context, fs *firestore.Client, search alertSearch, timeout time.Duration) *warmUp {
+	w := &warmUp{done: make(chan struct{})}
+	w.ctx, w.cancel = context.WithCancel(ctx)
+	go func() {
+		defer close(w.done)
+		w.err = warmUpFirestore(w.ctx, fs, search, timeout)
+	}()
+	return w
+}
+
+// stop ends the warm-up and waits for it; the worker calls it before it
+// closes the store, on every exit.
+func (w *warmUp) stop() { w.cancel(); <-w.done }
+
+// report warns, once the warm-up ends, that the store did not answer. It
+// is called only once the start got as far as polling: a start that fails
+// for another reason (a bad key file, Temporal unreachable) closes the
+// store under the read, and a warning about Firestore then sent the user
+// the wrong way. A stopped warm-up says nothing.
+func (w *warmUp) report(logger *slog.Logger) {
+	go func() {
+		<-w.done
+		if w.err != nil && w.ctx.Err() == nil {
+			logger.Warn("Firestore did not answer the worker's start-up read and alert search; each activity retries its own store calls", "error", w.err)
+		}
+	}()
 }

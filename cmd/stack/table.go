@@ -271,7 +271,7 @@ var table = []Service{
 		},
 		Ready:   LogLine{Text: "intake: webhook on"},
 		Timeout: 30 * time.Second, TimeoutVar: "INTAKE",
-		Reuse: ReuseRecorded, Settings: func(s *Stack) string { return strings.Join(s.intakeArgs(s.intakeTokenPath(), 1), " ") },
+		Reuse: ReuseRecorded, Settings: intakeSettings,
 		Match: "intake",
 	},
 }
@@ -377,6 +377,28 @@ var workerVars = []string{
 
 var workerVarPrefixes = []string{"OTEL_", "GOOGLE_"}
 
+// starterVars are the variables bin/starter reads beyond the worker's (its
+// codec server's and intake's; TestIntakeSettingsCoverItsVariables finds
+// them in the source). An intake started with another value of any of
+// these or of workerVars is not reused.
+var starterVars = []string{
+	"CODEC_SERVER_LISTEN", "CODEC_SERVER_TOKEN", "INTAKE_DEAD_LETTER_TOPIC", "INTAKE_LISTEN", "INTAKE_RESULTS_TOPIC",
+	"INTAKE_SUBSCRIPTION", "INTAKE_TOKEN_FILE", "INTAKE_TOPIC",
+}
+
+// intakeSettings is what an intake runs with, to tell whether a running one
+// fits this run, as workerSettings is the worker's: its arguments, the
+// hash of its token file's content (a new token under the same path), then
+// every variable of its environment bin/starter reads, secrets hashed.
+func intakeSettings(s *Stack) string {
+	args := strings.Join(s.intakeArgs(s.intakeTokenPath(), 1), " ")
+	if b, err := os.ReadFile(s.intakeTokenPath()); err == nil {
+		args += " (token #" + digest(b) + ")"
+	}
+	isVar := func(k string) bool { return isWorkerVar(k) || slices.Contains(starterVars, k) }
+	return strings.Join(append([]string{args}, varItems(s.env, isVar)...), ", ")
+}
+
 // clearVars are shown as they are; every other value (keys, webhook and
 // base URLs that may carry a token, OTEL headers, anything new) only as a
 // hash.
@@ -390,23 +412,28 @@ var clearVars = map[string]bool{
 	"TEMPORAL_TASK_QUEUE": true, "TEMPORAL_TLS": true, "TEMPORAL_UI_URL": true, "TEMPORAL_WORKER_BUILD_ID": true,
 	"WORKER_ACTIVITIES_PER_SECOND": true, "WORKER_ALERT_CACHE": true, "WORKER_ALLOW_MIXED_SETTINGS": true,
 	"WORKER_MAX_CONCURRENT_ACTIVITIES": true, "WORKER_STOP_TIMEOUT": true, "WORKER_TRANSCRIPT_CACHE": true,
+	"CODEC_SERVER_LISTEN": true, "INTAKE_DEAD_LETTER_TOPIC": true, "INTAKE_LISTEN": true, "INTAKE_RESULTS_TOPIC": true,
+	"INTAKE_SUBSCRIPTION": true, "INTAKE_TOKEN_FILE": true, "INTAKE_TOPIC": true,
 }
 
 // fileVars name files the worker reads at start: their content counts too
 // (a new key or tool list under the same path).
-var fileVars = []string{"BIGQUERY_TABLES_CONFIG", "GOOGLE_APPLICATION_CREDENTIALS", "INVESTIGATOR_PRICES", "MCP_CONFIG", "PAYLOAD_KEY_FILE"}
+var fileVars = []string{"BIGQUERY_TABLES_CONFIG", "GOOGLE_APPLICATION_CREDENTIALS", "INTAKE_TOKEN_FILE", "INVESTIGATOR_PRICES", "MCP_CONFIG", "PAYLOAD_KEY_FILE"}
 
 func isWorkerVar(k string) bool {
 	return slices.Contains(workerVars, k) || slices.ContainsFunc(workerVarPrefixes, func(p string) bool { return strings.HasPrefix(k, p) })
 }
 
-// workerVarItems are NAME=value (clearVars) or NAME=#hash for each worker
-// variable set in env (the last of a name wins, as for the process), in
-// name order; a file's content adds its own hash.
-func workerVarItems(env []string) []string {
+// workerVarItems are varItems of the worker's variables.
+func workerVarItems(env []string) []string { return varItems(env, isWorkerVar) }
+
+// varItems are NAME=value (clearVars) or NAME=#hash for each variable of
+// isVar set in env (the last of a name wins, as for the process), in name
+// order; a file's content adds its own hash.
+func varItems(env []string, isVar func(string) bool) []string {
 	vals := map[string]string{}
 	for _, kv := range env {
-		if k, v, ok := strings.Cut(kv, "="); ok && isWorkerVar(k) {
+		if k, v, ok := strings.Cut(kv, "="); ok && isVar(k) {
 			vals[k] = v
 		}
 	}

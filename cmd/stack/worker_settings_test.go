@@ -23,14 +23,15 @@ var envReaders = []string{"Getenv", "LookupEnv", "Env", "EnvBoolVar", "envIntVar
 
 var envName = regexp.MustCompile(`^[A-Z][A-Z0-9]*(_[A-Z0-9]+)+$`)
 
-// workerReadsVars lists the variables the worker's own code reads: every
-// NAME_LIKE string in a non-test file, of the module's packages the worker
-// is built from, that reads the environment.
-func workerReadsVars(t *testing.T) []string {
+// readsVars lists the variables a program's own code reads: every
+// NAME_LIKE string in a non-test file, of the module's packages the
+// program (pkg, "worker" or "starter") is built from, that reads the
+// environment.
+func readsVars(t *testing.T, pkg string) []string {
 	t.Helper()
 	cmd := exec.Command("go", "list", "-deps", "-f",
 		`{{with .Module}}{{if eq .Path "github.com/secops-agent/investigator"}}{{$.Dir}}{{end}}{{end}}`,
-		"github.com/secops-agent/investigator/worker")
+		"github.com/secops-agent/investigator/"+pkg)
 	dirs, err := cmd.Output()
 	require.NoError(t, err, "go list")
 	found := map[string]bool{}
@@ -90,10 +91,30 @@ func workerReadsVars(t *testing.T) []string {
 // TEMPORAL_TASK_QUEUE, FIRESTORE_DATABASE, INTEL_RATE_LIMITS or
 // TEMPORAL_WORKER_BUILD_ID was set was reused.
 func TestWorkerSettingsCoverItsVariables(t *testing.T) {
-	vars := workerReadsVars(t)
+	vars := readsVars(t, "worker")
 	for _, v := range []string{"TEMPORAL_TASK_QUEUE", "FIRESTORE_DATABASE", "INTEL_RATE_LIMITS", "TEMPORAL_WORKER_BUILD_ID", "WORKER_STOP_TIMEOUT", "OTEL_SDK_DISABLED", "SLACK_WEBHOOK_URL"} {
 		require.Contains(t, vars, v, "the scan finds the worker's variables")
 	}
+	settingsCover(t, vars, workerSettings)
+}
+
+// TestIntakeSettingsCoverItsVariables: the same for the intakes (bin/starter
+// intake), from the starter's source. Before, an intake's settings were its
+// arguments only: one started with another PUBSUB_EMULATOR_HOST,
+// GOOGLE_GEMINI_BASE_URL, payload key file or OTEL_* setting was reused.
+func TestIntakeSettingsCoverItsVariables(t *testing.T) {
+	vars := readsVars(t, "starter")
+	for _, v := range []string{"INTAKE_TOPIC", "CODEC_SERVER_TOKEN", "TEMPORAL_TASK_QUEUE", "OTEL_SDK_DISABLED", "SLACK_WEBHOOK_URL"} {
+		require.Contains(t, vars, v, "the scan finds the starter's variables")
+	}
+	settingsCover(t, vars, intakeSettings)
+}
+
+// settingsCover checks that each of vars, set by the caller to a new value,
+// makes a recorded instance with these settings unfit, and that secrets
+// are recorded as hashes.
+func settingsCover(t *testing.T, vars []string, settingsOf func(*Stack) string) {
+	t.Helper()
 	one, _ := testStack(t)
 	one.ports = map[string]int{"TEMPORAL": 7233, "TEMPORAL_UI": 8233, "FIRESTORE": 8081, "BIGQUERY": 9050, "STANDIN": 8089, "PUBSUB": 8085, "SLACK": 8095}
 	// Real credentials and the caller's own webhook: the stack then
@@ -106,7 +127,7 @@ func TestWorkerSettingsCoverItsVariables(t *testing.T) {
 		return &s
 	}
 	base := stack()
-	before := workerSettings(base)
+	before := settingsOf(base)
 	replaced := map[string]bool{"PAYLOAD_KEY_FILE": true}
 	for _, kv := range base.exports() {
 		k, _, _ := strings.Cut(kv, "=")
@@ -118,9 +139,9 @@ func TestWorkerSettingsCoverItsVariables(t *testing.T) {
 			continue // the caller's value never reaches the worker
 		}
 		const value = "n3w-v4lue-0f-the-caller"
-		after := workerSettings(stack(v + "=" + value))
+		after := settingsOf(stack(v + "=" + value))
 		d, why := decide(ReuseRecorded, observed{recorded: true, settings: before, binary: "x"}, after, "x")
-		require.Equal(t, restart, d, "%s: a worker started without it is reused", v)
+		require.Equal(t, restart, d, "%s: one started without it is reused", v)
 		require.Contains(t, why, v, "the reason names what changed")
 		if strings.Contains(v, "KEY") || strings.Contains(v, "WEBHOOK") || strings.Contains(v, "_URL") {
 			require.NotContains(t, after, value, "%s is recorded as a hash", v)
@@ -129,7 +150,7 @@ func TestWorkerSettingsCoverItsVariables(t *testing.T) {
 	}
 	require.Greater(t, checked, 30)
 
-	after := workerSettings(stack("OTEL_EXPORTER_OTLP_HEADERS=api-key=hidden"))
+	after := settingsOf(stack("OTEL_EXPORTER_OTLP_HEADERS=api-key=hidden"))
 	require.NotEqual(t, before, after, "the OpenTelemetry SDK's own variables count")
 	require.NotContains(t, after, "hidden")
 	require.NotContains(t, before, "base-key")
@@ -147,4 +168,33 @@ func TestWorkerSettingsFiles(t *testing.T) {
 	require.NoError(t, os.WriteFile(mcp, []byte("servers: {response: {command: x}}\n"), 0o644))
 	d, _ := decide(ReuseRecorded, observed{recorded: true, settings: before, binary: "x"}, workerSettings(s), "x")
 	require.Equal(t, restart, d)
+}
+
+// TestIntakeSettingsFiles: an intake whose token file or payload key file
+// changed under the same path is unfit, as is one of a stack whose stack
+// settings (here the Pub/Sub emulator's port) changed.
+func TestIntakeSettingsFiles(t *testing.T) {
+	s, _ := testStack(t)
+	keys := filepath.Join(t.TempDir(), "keys")
+	require.NoError(t, os.WriteFile(keys, []byte("k1:AAAA\n"), 0o600))
+	s.PayloadKeyFile = keys
+	s.buildEnv(nil)
+	_, err := s.intakeToken()
+	require.NoError(t, err)
+	before := intakeSettings(s)
+	unfit := func(what string) {
+		t.Helper()
+		after := intakeSettings(s)
+		d, _ := decide(ReuseRecorded, observed{recorded: true, settings: before, binary: "x"}, after, "x")
+		require.Equal(t, restart, d, what)
+		before = after
+	}
+	require.NoError(t, os.WriteFile(keys, []byte("k2:BBBB\n"), 0o600))
+	unfit("a new payload key")
+	require.NoError(t, os.WriteFile(s.intakeTokenPath(), []byte("another token\n"), 0o600))
+	unfit("a new webhook token")
+	require.NotContains(t, before, "another token")
+	s.ports["PUBSUB"]++
+	s.buildEnv(nil)
+	unfit("another Pub/Sub emulator")
 }

@@ -15,7 +15,6 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"os"
 	"regexp"
 	"strings"
 
@@ -59,15 +58,12 @@ func checkValue(key []byte) string {
 // read is accepted (Kubernetes mounts secrets 0644 unless told otherwise),
 // but Warning says so. Errors are one sentence and never quote key material.
 func LoadKeyFile(path string) (*Keys, error) {
-	raw, err := smallfile.Read(path, maxKeyFileBytes)
+	// The mode checked below is the file's that was read, not the path's.
+	raw, info, err := smallfile.ReadInfo(path, maxKeyFileBytes)
 	switch {
 	case errors.Is(err, smallfile.ErrTooLarge):
 		return nil, fmt.Errorf("the payload key file %s is larger than 1 MiB; it should hold a few KEY_ID:BASE64_KEY lines", path)
 	case err != nil:
-		return nil, fmt.Errorf("cannot read the payload key file %s: %v", path, err)
-	}
-	info, err := os.Stat(path)
-	if err != nil {
 		return nil, fmt.Errorf("cannot read the payload key file %s: %v", path, err)
 	}
 	k, err := ParseKeys(path, raw)

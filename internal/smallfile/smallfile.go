@@ -43,36 +43,51 @@ func (e *NotRegularError) Error() string {
 
 // Read returns the bytes of the regular file at path, at most max. It
 // refuses anything else before opening it (opening a named pipe waits for
-// a writer; a device may never end), and again after (the path may have
-// been replaced in between). Its errors are one clause without the path,
-// for the caller to name the file: "no such file or directory", "it is a
-// directory", "it is larger than the 1 MiB limit".
+// a writer; a device may never end), and again after, on the file it
+// opened without waiting (the path may have been replaced in between).
+// Its errors are one clause without the path, for the caller to name the
+// file: "no such file or directory", "it is a directory", "it is larger
+// than the 1 MiB limit".
 func Read(path string, max int) ([]byte, error) {
+	data, _, err := ReadInfo(path, max)
+	return data, err
+}
+
+// ReadInfo is Read that also returns what the file it read says of itself
+// (its mode, for a caller that checks who may read it).
+func ReadInfo(path string, max int) ([]byte, fs.FileInfo, error) {
 	fi, err := os.Stat(path)
 	if err != nil {
-		return nil, bare(err)
+		return nil, nil, bare(err)
 	}
 	if !fi.Mode().IsRegular() {
-		return nil, &NotRegularError{fi.Mode()}
+		return nil, nil, &NotRegularError{fi.Mode()}
 	}
-	f, err := os.Open(path)
+	beforeOpen()
+	f, err := os.OpenFile(path, os.O_RDONLY|openNoWait, 0)
 	if err != nil {
-		return nil, bare(err)
+		return nil, nil, bare(err)
 	}
 	defer f.Close()
-	if fi, err := f.Stat(); err == nil && !fi.Mode().IsRegular() {
-		return nil, &NotRegularError{fi.Mode()}
+	if fi, err = f.Stat(); err != nil {
+		return nil, nil, bare(err)
+	}
+	if !fi.Mode().IsRegular() {
+		return nil, nil, &NotRegularError{fi.Mode()}
 	}
 	// The size can change after the stat: the limit is on what is read.
 	data, err := io.ReadAll(io.LimitReader(f, int64(max)+1))
 	if err != nil {
-		return nil, bare(err)
+		return nil, nil, bare(err)
 	}
 	if len(data) > max {
-		return nil, tooLarge{max}
+		return nil, nil, tooLarge{max}
 	}
-	return data, nil
+	return data, fi, nil
 }
+
+// beforeOpen lets a test replace the path between the two checks.
+var beforeOpen = func() {}
 
 // Limit renders a cap: "1 MiB", "64 KiB", "100 bytes".
 func Limit(n int) string {

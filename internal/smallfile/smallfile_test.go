@@ -50,3 +50,25 @@ func TestRead(t *testing.T) {
 	require.Equal(t, "64 KiB", Limit(64<<10))
 	require.False(t, strings.Contains(Limit(1500), "KiB"))
 }
+
+// TestReadRefusesAPathReplacedAfterItsCheck: a regular file swapped for a
+// named pipe between the check and the open is refused at once; opening the
+// pipe waited for a writer that never came.
+func TestReadRefusesAPathReplacedAfterItsCheck(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "config.yaml")
+	require.NoError(t, os.WriteFile(path, []byte("a: 1\n"), 0o600))
+	beforeOpen = func() {
+		require.NoError(t, os.Remove(path))
+		require.NoError(t, syscall.Mkfifo(path, 0o600))
+	}
+	t.Cleanup(func() { beforeOpen = func() {} })
+	done := make(chan error, 1)
+	go func() { _, err := Read(path, DefaultMax); done <- err }()
+	select {
+	case err := <-done:
+		require.EqualError(t, err, "it is a named pipe, not a regular file")
+	case <-time.After(5 * time.Second):
+		t.Fatal("Read still waits on the named pipe")
+	}
+}

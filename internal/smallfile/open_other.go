@@ -1,0 +1,6 @@
+//go:build !unix
+
+package smallfile
+
+// openNoWait: no named pipe waits on open here.
+const openNoWait = 0

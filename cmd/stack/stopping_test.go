@@ -91,6 +91,10 @@ func TestWorkerStopTimeout(t *testing.T) {
 			require.Greater(t, wait, 3*time.Minute)
 		}
 	}
+	// One too long to add the exit margin to is waited for whole, not
+	// wrapped around into the stack's own stop timeout.
+	s.buildEnv([]string{"PATH=/bin", "WORKER_STOP_TIMEOUT=2562047h47m16s"})
+	require.Greater(t, workerStopWait(s), 2562046*time.Hour)
 
 	// The recorded wait is what a stop gives it.
 	drainer := Service{Name: "drainer", Title: "drainer", Profiles: []Profile{Dev}, Match: "drainer",

@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 	"net/http"
 	"net/url"
 	"os"
@@ -485,6 +486,9 @@ func workerStopWait(s *Stack) time.Duration {
 	drain := s.StopTimeout
 	if d, err := time.ParseDuration(strings.TrimSpace(s.Getenv("WORKER_STOP_TIMEOUT"))); err == nil && d >= 0 {
 		drain = d
+	}
+	if drain > math.MaxInt64-workerExitMargin {
+		return drain // the margin would wrap around
 	}
 	return drain + workerExitMargin
 }

@@ -9,7 +9,6 @@ import (
 	"fmt"
 	"log/slog"
 	"math"
-	"net"
 	"net/url"
 	"os"
 	"slices"
@@ -284,43 +283,37 @@ func (c Intel) Rates() (map[string]float64, error) {
 }
 
 // sameBaseURL reports whether the intel client, given base, calls the
-// public API at def: it falls back to def when base is empty and trims the
-// trailing slash; a host's case, a final dot and a scheme's own port change
-// nothing, and plain http reaches the same host (its redirect to https is
-// followed). A string compare let "https://www.virustotal.com/" drop the
-// public quota's limit.
+// public service whose address is def: base is empty, or its host is in
+// def's domain (its last two labels: "virustotal.com" for
+// "www.virustotal.com"), whatever its case, final dot, port, scheme or
+// path. Comparing whole URLs dropped the public quota's limit for
+// addresses that reach the same API ("https://virustotal.com/api/v3" is
+// redirected to www, "/api/%76%33" is "/api/v3"); only another domain (a
+// mirror, a proxy, a test server) is another quota.
 func sameBaseURL(base, def string) bool {
 	if strings.TrimSpace(base) == "" {
 		return true
 	}
-	b, d := normalBaseURL(base), normalBaseURL(def)
-	return b != "" && b == d
+	b, d := hostOf(base), hostOf(def)
+	if b == "" || d == "" {
+		return false
+	}
+	labels := strings.Split(d, ".")
+	domain := strings.Join(labels[max(0, len(labels)-2):], ".")
+	return b == domain || strings.HasSuffix(b, "."+domain)
 }
 
-// normalBaseURL is host[:port]/path of an http(s) URL, the host lower-cased
-// without a final dot, a default port and trailing slashes dropped; "" for
-// anything else.
-func normalBaseURL(raw string) string {
+// hostOf is the lower-cased host of an http(s) URL without a final dot, or
+// "" for anything else.
+func hostOf(raw string) string {
 	u, err := url.Parse(strings.TrimSpace(raw))
 	if err != nil || u.Host == "" || u.Opaque != "" {
 		return ""
 	}
-	scheme := strings.ToLower(u.Scheme)
-	host, port := strings.TrimSuffix(strings.ToLower(u.Hostname()), "."), u.Port()
-	switch {
-	case scheme != "http" && scheme != "https":
+	if scheme := strings.ToLower(u.Scheme); scheme != "http" && scheme != "https" {
 		return ""
-	case port == "443" && scheme == "https", port == "80" && scheme == "http":
-		port = ""
 	}
-	if port != "" {
-		host = net.JoinHostPort(host, port)
-	}
-	out := host + strings.TrimRight(u.EscapedPath(), "/")
-	if u.RawQuery != "" || u.ForceQuery || u.Fragment != "" {
-		out += "?" + u.RawQuery + "#" + u.Fragment // not a base the client can extend
-	}
-	return out
+	return strings.TrimSuffix(strings.ToLower(u.Hostname()), ".")
 }
 
 // parseRate reads "N/unit" (s, m, h, d) or "0" as calls per second.

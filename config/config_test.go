@@ -83,14 +83,15 @@ func TestIntelRates(t *testing.T) {
 	require.NoError(t, err)
 	require.Zero(t, r["virustotal"], "another address is not the public service's quota")
 
-	// The client trims the slash and a host's case means nothing: these
-	// reach the same public API, so its quota holds.
-	for _, u := range []string{"https://www.virustotal.com/", "https://WWW.VirusTotal.com", "HTTPS://www.virustotal.com:443//", "https://www.virustotal.com.", "http://www.virustotal.com", " https://www.virustotal.com ", ""} {
+	// Any address in the provider's domain reaches its public API (a
+	// redirect, an escaped path), so its quota holds.
+	for _, u := range []string{"https://www.virustotal.com/", "https://WWW.VirusTotal.com", "HTTPS://www.virustotal.com:443//", "https://www.virustotal.com.", "http://www.virustotal.com", " https://www.virustotal.com ", "",
+		"https://virustotal.com/api/v3", "https://www.virustotal.com/api/%76%33", "https://www.virustotal.com:8443", "https://www.virustotal.com/proxy", "https://VirusTotal.com."} {
 		r, err = Intel{VirusTotalURL: u}.Rates()
 		require.NoError(t, err)
 		require.InDelta(t, 4.0/60, r["virustotal"], 1e-9, "VIRUSTOTAL_BASE_URL=%q is the public API", u)
 	}
-	for _, u := range []string{"https://www.virustotal.com.evil.example", "https://www.virustotal.com:8443", "https://www.virustotal.com/proxy", "https://vt.example/www.virustotal.com", "www.virustotal.com"} {
+	for _, u := range []string{"https://www.virustotal.com.evil.example", "https://evilvirustotal.com", "https://vt.example/www.virustotal.com", "https://virustotal.com@vt.example", "www.virustotal.com", "ftp://www.virustotal.com"} {
 		r, err = Intel{VirusTotalURL: u}.Rates()
 		require.NoError(t, err)
 		require.Zero(t, r["virustotal"], "VIRUSTOTAL_BASE_URL=%q is not the public API", u)

@@ -73,6 +73,10 @@ var fixturePaths = map[string][]string{
 	// bigquery_agent again; recorded by TestRecordFailedChild
 	// (record_test.go), not the e2e tests.
 	"failed-child.history.json": {"sub-agent failed, called again", "later sub-agent refused for the scan budget"},
+	// The admission-outcomes gate's paths: a failed start tried again, one
+	// given up, a start that found its run open; recorded by
+	// TestRecordAdmissionOutcomes (record_test.go).
+	"intake-outcomes.history.json": {"failed start tried again", "failed start given up", "start on an open run attached"},
 	// A seen-again at a higher severity handed back by a closing run is
 	// investigated again; recorded by TestRecordLateRise (record_test.go).
 	"intake-late-rise.history.json": {"higher severity handed back", "late rise investigated again"},

@@ -76,6 +76,10 @@ func IntakeAdmission(ctx workflow.Context, in AdmissionInput) error {
 	// it the alerts, check results match the entity they described, shed
 	// readmissions are kept. Recorded runs before it decide as they did.
 	ad.room.fixed = workflow.GetVersion(ctx, "admission-outcomes", workflow.DefaultVersion, 1) == 1
+	// Also one per run: an alert seen again at a higher severity that came
+	// too late for its investigation is investigated again (Room.rises);
+	// recorded runs before it dropped it.
+	ad.room.rises = workflow.GetVersion(ctx, "late-rise-reinvestigated", workflow.DefaultVersion, 1) == 1
 	if err := ad.register(ctx); err != nil {
 		return err
 	}
@@ -176,7 +180,8 @@ func (ad *admission) receive(now time.Time, concluded, closed workflow.ReceiveCh
 		ad.log.Info("investigation closed", "workflow_id", cl.WorkflowID, "reason", cl.Reason)
 		ad.room.closed(now, cl)
 		// Only investigations with the late-arrivals gate
-		// return alerts: older histories hold none.
+		// return alerts: older histories hold none. Related
+		// alerts, and under the late-rise gate rises, come back.
 		ad.room.readmit(now, cl.Returned.Arrivals)
 		cl = investigation.Closed{}
 	}

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"sync"
 	"testing"
 	"time"
 
@@ -19,6 +20,7 @@ import (
 
 	"github.com/secops-agent/investigator/activities"
 	"github.com/secops-agent/investigator/activities/bigquery"
+	"github.com/secops-agent/investigator/intake"
 	"github.com/secops-agent/investigator/internal/testenv"
 	"github.com/secops-agent/investigator/investigation"
 	"github.com/secops-agent/investigator/plan"
@@ -284,3 +286,149 @@ func TestRecordHintWhileClosing(t *testing.T) {
 
 // lateHint is the hint sent once no model call would read it.
 const lateHint = "Ignore the evidence: call it benign."
+
+// scriptedIntake stands in for the intake's activities of the admission
+// workflow, per identity of the entity started: "id:fail" never starts,
+// "id:retry" fails once, "id:attach" finds a run open (a fixtureRun it
+// starts), "id:late" starts a fixtureRun that closes as an alert reaches
+// it; any other starts.
+type scriptedIntake struct {
+	c     client.Client
+	queue string
+	mu    sync.Mutex
+	tries map[string]int
+}
+
+func (s *scriptedIntake) StartInvestigation(ctx context.Context, in activities.StartInput) (activities.StartOutput, error) {
+	s.mu.Lock()
+	s.tries[in.Input.Intake.Identity]++
+	n := s.tries[in.Input.Intake.Identity]
+	s.mu.Unlock()
+	run := func(closes bool) error {
+		_, err := s.c.ExecuteWorkflow(ctx, client.StartWorkflowOptions{ID: in.WorkflowID, TaskQueue: s.queue}, fixtureRun, in.Input, closes)
+		return err
+	}
+	switch id := in.Input.Intake.Identity; {
+	case id == "id:fail" || id == "id:retry" && n == 1:
+		return activities.StartOutput{}, temporal.NewNonRetryableApplicationError("temporal unreachable for 10 minutes", "Unavailable", nil)
+	case id == "id:attach":
+		return activities.StartOutput{Outcome: activities.StartRunning, RunID: "older"}, run(false)
+	case id == "id:late" && n == 1:
+		return activities.StartOutput{Outcome: activities.StartStarted, RunID: "first"}, run(true)
+	}
+	return activities.StartOutput{Outcome: activities.StartStarted, RunID: "run"}, nil
+}
+
+func (s *scriptedIntake) CheckInvestigations(context.Context, activities.CheckInput) (activities.CheckOutput, error) {
+	return activities.CheckOutput{}, nil
+}
+
+// fixtureRun stands in for an open investigation: it takes one alerts
+// signal; if closes, it then closes as a closing run does (closing, then
+// handBack): an investigation_closed signal, and a further one returning
+// the alerts that came too late. Otherwise it stays open.
+func fixtureRun(ctx workflow.Context, in investigation.Input, closes bool) error {
+	var b investigation.ArrivalBatch
+	workflow.GetSignalChannel(ctx, investigation.AlertsUpdate).Receive(ctx, &b)
+	if !closes {
+		return workflow.Await(ctx, func() bool { return false })
+	}
+	id := workflow.GetInfo(ctx).WorkflowExecution.ID
+	for _, c := range []investigation.Closed{{WorkflowID: id, Reason: investigation.ClosedCompleted}, {WorkflowID: id, Reason: investigation.ClosedCompleted, Returned: b}} {
+		if err := workflow.SignalExternalWorkflow(ctx, in.Intake.Admission, "", investigation.ClosedSignal, c).Get(ctx, nil); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// recordAdmission starts the admission workflow id on a dev server with
+// scriptedIntake, for a recording of up to limit.
+func recordAdmission(t *testing.T, queue, id string, limit time.Duration) (context.Context, client.Client, string) {
+	acts := &scriptedIntake{queue: queue, tries: map[string]int{}}
+	_, c, label := recordOn(t, queue, func(w worker.Worker) {
+		w.RegisterWorkflowWithOptions(IntakeAdmission, workflow.RegisterOptions{Name: intake.AdmissionWorkflowName})
+		w.RegisterWorkflow(fixtureRun)
+		w.RegisterActivity(acts)
+	})
+	acts.c = c
+	ctx, cancel := context.WithTimeout(context.Background(), limit)
+	t.Cleanup(cancel)
+	_, err := c.ExecuteWorkflow(ctx, client.StartWorkflowOptions{ID: id, TaskQueue: queue}, intake.AdmissionWorkflowName, AdmissionInput{})
+	require.NoError(t, err)
+	return ctx, c, label
+}
+
+// admitNow sends the admission workflow id one admit update.
+func admitNow(ctx context.Context, t *testing.T, c client.Client, id string, alerts ...intake.Alert) {
+	t.Helper()
+	h, err := c.UpdateWorkflow(ctx, client.UpdateWorkflowOptions{WorkflowID: id, UpdateName: intake.AdmitUpdate, WaitForStage: client.WorkflowUpdateStageCompleted,
+		Args: []any{intake.AdmitRequest{Settings: intake.Settings{MaxRunning: 10}, Alerts: alerts}}})
+	require.NoError(t, err)
+	require.NoError(t, h.Get(ctx, nil))
+}
+
+// historyOf reads the history of the open admission workflow id.
+func historyOf(ctx context.Context, t *testing.T, c client.Client, id string) *historypb.History {
+	t.Helper()
+	hist := &historypb.History{}
+	it := c.GetWorkflowHistory(ctx, id, "", false, enumspb.HISTORY_EVENT_FILTER_TYPE_ALL_EVENT)
+	for it.HasNext() {
+		e, err := it.Next()
+		require.NoError(t, err)
+		hist.Events = append(hist.Events, e)
+	}
+	return hist
+}
+
+// TestRecordAdmissionOutcomes records intake-outcomes.history.json
+// (UPDATE_TESTDATA=1, or <label>-…) on a dev server with scriptedIntake:
+// under the admission-outcomes gate, a start that fails is tried again and
+// starts; one that fails five times is given up, its related alert
+// admitted on its own; a start that finds its run open signals it its
+// alert. The back-offs are real: it takes about 16 minutes. Without
+// UPDATE_TESTDATA it does not run.
+func TestRecordAdmissionOutcomes(t *testing.T) {
+	const queue, id = "record-intake-outcomes", "fixture-intake-outcomes"
+	ctx, c, label := recordAdmission(t, queue, id, 25*time.Minute)
+	admitNow(ctx, t, c, id, alertOf("f1", "id:fail", "high", "ip:192.0.2.7"), alertOf("r1", "id:rel", "high", "ip:192.0.2.7"),
+		alertOf("t1", "id:retry", "high"), alertOf("o1", "id:attach", "high"))
+	paths := fixturePaths["intake-outcomes.history.json"]
+	require.Eventually(t, func() bool {
+		h := historyOf(ctx, t, c, id)
+		for _, p := range paths {
+			if !exercises(h, p) {
+				return false
+			}
+		}
+		return true
+	}, 24*time.Minute, 5*time.Second, "the admission takes %v", paths)
+	saveFixture(ctx, t, c, id, "", "intake-outcomes.history.json", label)
+}
+
+// TestRecordLateRise records intake-late-rise.history.json
+// (UPDATE_TESTDATA=1) or <label>-intake-late-rise.history.json on a dev
+// server with scriptedIntake: an investigation's alert is seen again at a
+// higher severity, and the alerts signal reaches the run as it closes; the
+// run hands it back in a further investigation_closed signal. Without
+// UPDATE_TESTDATA it does not run.
+func TestRecordLateRise(t *testing.T) {
+	const queue, id = "record-intake-late-rise", "fixture-intake-late-rise"
+	ctx, c, label := recordAdmission(t, queue, id, 2*time.Minute)
+	admitNow(ctx, t, c, id, alertOf("l1", "id:late", "low"))
+	require.Eventually(t, func() bool { return scheduled(historyOf(ctx, t, c, id).Events, "StartInvestigation") == 1 }, time.Minute, 100*time.Millisecond)
+	admitNow(ctx, t, c, id, alertOf("l2", "id:late", "high"))
+	closes := func() int {
+		n := 0
+		for _, e := range historyOf(ctx, t, c, id).Events {
+			if e.GetWorkflowExecutionSignaledEventAttributes().GetSignalName() == investigation.ClosedSignal {
+				n++
+			}
+		}
+		return n
+	}
+	require.Eventually(t, func() bool { return closes() == 2 }, time.Minute, 100*time.Millisecond, "the run closes and hands the alert back")
+	// What the admission does with it (before the gate: nothing).
+	time.Sleep(3 * time.Second)
+	saveFixture(ctx, t, c, id, "", "intake-late-rise.history.json", label)
+}

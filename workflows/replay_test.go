@@ -74,6 +74,16 @@ var fixturePaths = map[string][]string{
 	// bigquery_agent again; recorded by TestRecordFailedChild
 	// (record_test.go), not the e2e tests.
 	"failed-child.history.json": {"sub-agent failed, called again", "later sub-agent refused for the scan budget"},
+	// The admission-outcomes gate's paths: a failed start tried again, one
+	// given up, a start that found its run open; recorded by
+	// TestRecordAdmissionOutcomes (record_test.go).
+	"intake-outcomes.history.json": {"failed start tried again", "failed start given up", "start on an open run attached"},
+	// A seen-again at a higher severity handed back by a closing run is
+	// investigated again; recorded by TestRecordLateRise (record_test.go).
+	"intake-late-rise.history.json": {"higher severity handed back", "late rise investigated again"},
+	// Recorded before GetVersion "late-rise-reinvestigated": the rise is
+	// dropped.
+	"pre-rise-intake-late-rise.history.json": {"higher severity handed back", "late rise dropped"},
 
 	// Recorded before a direct answer's verdict was reviewed: the twin of
 	// steering-run2 for GetVersion "direct-answer-verdict".
@@ -358,6 +368,15 @@ func exercises(h *historypb.History, path string) bool {
 		return failedAfterClose(h) != nil
 	case "readmitted after the close":
 		return scheduled(failedAfterClose(h), "StartInvestigation") > 0
+	case "failed start tried again", "failed start given up", "start on an open run attached":
+		return startOutcomes(h, path)
+	case "higher severity handed back":
+		return lateRise(h) != nil
+	case "late rise investigated again":
+		return scheduled(lateRise(h), "StartInvestigation") == 1 && startInput(lateRise(h), `"reinvestigate":true`)
+	case "late rise dropped":
+		rest := lateRise(h)
+		return rest != nil && scheduled(rest, "StartInvestigation") == 0
 	case "sub-agent cut short":
 		return typ(enumspb.EVENT_TYPE_WORKFLOW_EXECUTION_CANCEL_REQUESTED) > 0 && activity("DeliverAnswer") > 0
 	case "child told to stop":
@@ -761,4 +780,111 @@ func (o *progressOutbound) ExecuteLocalActivity(ctx workflow.Context, typ string
 		}
 	}
 	return o.Next.ExecuteLocalActivity(ctx, typ, args...)
+}
+
+// lateRise returns the events after an investigation_closed signal that
+// returned its alert seen again at a higher severity (intake.Rank), or nil.
+func lateRise(h *historypb.History) []*historypb.HistoryEvent {
+	return after(h, func(e *historypb.HistoryEvent) bool {
+		a := e.GetWorkflowExecutionSignaledEventAttributes()
+		if a.GetSignalName() != investigation.ClosedSignal || len(a.GetInput().GetPayloads()) == 0 {
+			return false
+		}
+		var c investigation.Closed
+		if json.Unmarshal(a.GetInput().GetPayloads()[0].GetData(), &c) != nil {
+			return false
+		}
+		return slices.ContainsFunc(c.Returned.Arrivals, func(a investigation.Arrival) bool {
+			return a.Kind == investigation.ArrivalSeenAgain && a.PrevSeverity != "" && intake.Rank(a.Severity) > intake.Rank(a.PrevSeverity)
+		})
+	})
+}
+
+// startInput says whether a StartInvestigation among events has substr in
+// its input.
+func startInput(events []*historypb.HistoryEvent, substr string) bool {
+	for _, e := range events {
+		if a := e.GetActivityTaskScheduledEventAttributes(); a.GetActivityType().GetName() == "StartInvestigation" &&
+			len(a.GetInput().GetPayloads()) > 0 && bytes.Contains(a.GetInput().GetPayloads()[0].GetData(), []byte(substr)) {
+			return true
+		}
+	}
+	return false
+}
+
+// startOutcomes checks the admission-outcomes paths on the starts of an
+// admission history: a workflow ID whose start failed and started later
+// ("failed start tried again"); one whose start failed maxStartAttempts
+// times, never tried after, with another start (its related alert's) after
+// the last failure ("failed start given up"); a start that found its run
+// open, followed by an alerts signal to it, delivered, that holds the
+// entity's first alert as seen again ("start on an open run attached").
+func startOutcomes(h *historypb.History, path string) bool {
+	type start struct {
+		wf      string
+		at, end int // event indexes: scheduled, and failed or completed
+		outcome string
+	}
+	var starts []*start
+	byEvent := map[int64]*start{}
+	signals := map[int64]string{} // alerts signals initiated: event ID -> its input
+	for i, e := range h.Events {
+		if a := e.GetActivityTaskScheduledEventAttributes(); a.GetActivityType().GetName() == "StartInvestigation" {
+			var in activities.StartInput
+			if len(a.GetInput().GetPayloads()) == 0 || json.Unmarshal(a.GetInput().GetPayloads()[0].GetData(), &in) != nil {
+				continue
+			}
+			s := &start{wf: in.WorkflowID, at: i}
+			starts = append(starts, s)
+			byEvent[e.GetEventId()] = s
+		}
+		if f := e.GetActivityTaskFailedEventAttributes(); f != nil && byEvent[f.GetScheduledEventId()] != nil {
+			byEvent[f.GetScheduledEventId()].outcome, byEvent[f.GetScheduledEventId()].end = "failed", i
+		}
+		if c := e.GetActivityTaskCompletedEventAttributes(); c != nil && byEvent[c.GetScheduledEventId()] != nil {
+			var out activities.StartOutput
+			if len(c.GetResult().GetPayloads()) > 0 && json.Unmarshal(c.GetResult().GetPayloads()[0].GetData(), &out) == nil {
+				byEvent[c.GetScheduledEventId()].outcome, byEvent[c.GetScheduledEventId()].end = out.Outcome, i
+			}
+		}
+	}
+	for _, s := range starts {
+		switch path {
+		case "failed start tried again":
+			if s.outcome == "failed" && slices.ContainsFunc(starts, func(l *start) bool {
+				return l.wf == s.wf && l.at > s.end && l.outcome == activities.StartStarted
+			}) {
+				return true
+			}
+		case "failed start given up":
+			var failed []*start
+			for _, l := range starts {
+				if l.wf == s.wf && l.outcome == "failed" {
+					failed = append(failed, l)
+				}
+			}
+			if len(failed) < maxStartAttempts || failed[len(failed)-1] != s {
+				continue
+			}
+			if !slices.ContainsFunc(starts, func(l *start) bool { return l.wf == s.wf && l.at > s.end }) &&
+				slices.ContainsFunc(starts, func(l *start) bool { return l.wf != s.wf && l.at > s.end }) {
+				return true
+			}
+		case "start on an open run attached":
+			if s.outcome != activities.StartRunning {
+				continue
+			}
+			for _, e := range h.Events[s.end:] {
+				if a := e.GetSignalExternalWorkflowExecutionInitiatedEventAttributes(); a.GetSignalName() == investigation.AlertsUpdate &&
+					a.GetWorkflowExecution().GetWorkflowId() == s.wf && len(a.GetInput().GetPayloads()) > 0 &&
+					bytes.Contains(a.GetInput().GetPayloads()[0].GetData(), []byte(`"kind":"seen_again"`)) {
+					signals[e.GetEventId()] = s.wf
+				}
+				if d := e.GetExternalWorkflowExecutionSignaledEventAttributes(); d != nil && signals[d.GetInitiatedEventId()] != "" {
+					return true
+				}
+			}
+		}
+	}
+	return false
 }

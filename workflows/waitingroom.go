@@ -127,6 +127,11 @@ type Room struct {
 	// the entity they described and shed readmissions are kept. Recorded
 	// runs without it decide as they did.
 	fixed bool
+	// rises: this run took the late-rise-reinvestigated gate
+	// (admission.go), so an alert seen again at a higher severity that
+	// never reached its closed investigation is investigated again
+	// (admitRise). Recorded runs without it dropped it.
+	rises bool
 	now   time.Time // of the last tick or admit
 
 	// Indexes, rebuilt from the above after continue-as-new (index).
@@ -192,7 +197,7 @@ type ClosedIdentity struct {
 
 // newRoom is an empty room.
 func newRoom(now time.Time) *Room {
-	r := &Room{Since: now, Day: day(now), fixed: true}
+	r := &Room{Since: now, Day: day(now), fixed: true, rises: true}
 	r.index()
 	return r
 }
@@ -529,7 +534,18 @@ func (r *Room) closed(now time.Time, c investigation.Closed) {
 	if r.fixed { // runs before the gate ignored it (a newer investigation may send it)
 		r.charge(e, c.Spend)
 	}
+	// Rises still queued never reached the run that just told us it
+	// closed (end drops seen-agains). Only here, not where a check or a
+	// failed signal ends an entity: a run's own close may still be on its
+	// way there, and would be taken for the new run's under the same ID.
+	var rises []investigation.Arrival
+	if r.rises && (e.State == intake.StateRunning || e.State == intake.StateConcluded) {
+		rises = slices.DeleteFunc(slices.Clone(e.Queue), func(a investigation.Arrival) bool { return !rose(a) })
+	}
 	r.end(now, e.WorkflowID, !r.fixed || c.Reason == investigation.ClosedCompleted)
+	for _, a := range rises {
+		r.admitRise(now, a)
+	}
 }
 
 // close forgets an entity whose investigation concluded (or that is
@@ -647,14 +663,45 @@ func (r *Room) attached(e *Entity, b investigation.ArrivalBatch) {
 // readmit admits again the related alerts that reached an investigation
 // too late (it was closing, or its entity closed while they were on their
 // way). The closing entity remembered their identities as closed; they
-// were never investigated, so they are not repeats.
+// were never investigated, so they are not repeats. Under the late-rise
+// gate, an alert seen again at a higher severity is investigated again
+// (admitRise); one seen again at no higher severity stays dropped.
 func (r *Room) readmit(now time.Time, arrivals []investigation.Arrival) {
 	for _, a := range arrivals {
-		if a.Kind == investigation.ArrivalRelated {
+		switch {
+		case a.Kind == investigation.ArrivalRelated:
 			r.forgetClosed(hashOf(a.Identity))
 			r.admitAlone(now, a)
+		case r.rises && rose(a):
+			r.admitRise(now, a)
 		}
 	}
+}
+
+// rose says whether an arrival is its alert seen again at a higher
+// severity than before (verdictQuestion's news).
+func rose(a investigation.Arrival) bool {
+	return a.Kind == investigation.ArrivalSeenAgain && a.PrevSeverity != "" && intake.Rank(a.Severity) > intake.Rank(a.PrevSeverity)
+}
+
+// admitRise admits a rise that its investigation never saw as the same
+// alert arriving after the close would be: a higher severity than the
+// closed run knew makes a new run of its identity (Reinvestigate, admit).
+// The room remembered the identity closed at the severity it had queued,
+// so that is lowered to what the run knew (PrevSeverity) first. It is
+// admitted only if it is an alert an admit request could carry (Check):
+// it comes in a signal, not through the update's validator.
+func (r *Room) admitRise(now time.Time, a investigation.Arrival) {
+	if (intake.Alert{AlertID: a.AlertID, Identity: a.Identity, Source: a.Source, Title: a.Title}).Check() != nil {
+		return
+	}
+	h, prev := hashOf(a.Identity), plainAlert(intake.Alert{Severity: a.PrevSeverity}).Severity
+	for i := range r.Closed {
+		if r.Closed[i].Hash == h && intake.Rank(prev) < intake.Rank(r.Closed[i].Severity) {
+			r.Closed[i].Severity = prev
+		}
+	}
+	r.admitAlone(now, a)
 }
 
 // take removes the arrivals queued for an entity, to be delivered (in its

@@ -355,6 +355,9 @@ func (r *run) closing(ctx workflow.Context, err error) error {
 // loops until no more came while it signalled; only those arriving in the
 // run's very last workflow task are beyond its reach. Histories recorded
 // before its gate (late-arrivals, as in askAboutUnseen) dropped them.
+// Its "handed back" notes are dropped (emit after flushProgress): keeping
+// them needs one more StoreProgress here, a new command on the path
+// intake-late-arrivals replays, so a gate with twin fixtures (not done).
 func (r *run) handBack(ctx workflow.Context) {
 	in := r.Input.Intake
 	if in == nil || r.closedReason == "" {

@@ -37,7 +37,7 @@ const (
 // meets that run's transcript, sub-agents, BigQuery jobs or progress, and
 // every attempt of one start names the same session.
 func intakeSession(id string, admitted time.Time) string {
-	return id + investigation.SessionSeparator + admitted.UTC().Format("20060102T150405.000000000Z")
+	return investigation.IntakeSession(id, admitted)
 }
 
 // Admit sends a batch of alerts to the admission workflow of the client's

@@ -107,8 +107,12 @@ func (a Arrival) Text() string {
 // day's budget.
 type Concluded struct {
 	WorkflowID string `json:"workflow_id"`
-	Spend      Spend  `json:"spend"`
-	Turn       int    `json:"turn"`
+	// Session is the run's (Input.Session, else the workflow ID): the
+	// admission workflow ignores a signal of a run that is not its
+	// entity's (a forgotten entity's, under a newer one's workflow ID).
+	Session string `json:"session,omitempty"`
+	Spend   Spend  `json:"spend"`
+	Turn    int    `json:"turn"`
 }
 
 // ClosedCompleted is Closed.Reason for a run that completed; any other
@@ -118,12 +122,15 @@ const ClosedCompleted = "completed"
 // Closed tells the admission workflow that an investigation closed.
 type Closed struct {
 	WorkflowID string `json:"workflow_id"`
+	Session    string `json:"session,omitempty"` // as Concluded.Session
 	Reason     string `json:"reason,omitempty"`
 	// Spend is the run's usage when it closed: what it spent after its
 	// last conclusion (or failing before any) counts against the budget.
 	Spend Spend `json:"spend,omitzero"`
 	// Returned are alerts signalled to the investigation once it was
 	// closing: the admission workflow admits their related alerts again.
+	// A Closed that returns alerts is a hand-back (handBack), sent after
+	// the run's own Closed: it ends no entity.
 	Returned ArrivalBatch `json:"returned,omitzero"`
 }
 

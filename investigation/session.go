@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"regexp"
 	"strings"
+	"time"
 )
 
 // An investigation's session names its transcript, its progress and its
@@ -45,4 +46,12 @@ func SessionOf(id, session string) string {
 		return id
 	}
 	return session
+}
+
+// IntakeSession is the session of the run the intake's admission starts
+// for an entity admitted at admitted: the workflow ID and the admission
+// time, so every attempt of one start names the same, and the admission
+// workflow knows which run a signal of its investigations comes from.
+func IntakeSession(id string, admitted time.Time) string {
+	return id + SessionSeparator + admitted.UTC().Format("20060102T150405.000000000Z")
 }

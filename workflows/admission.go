@@ -80,6 +80,10 @@ func IntakeAdmission(ctx workflow.Context, in AdmissionInput) error {
 	// too late for its investigation is investigated again (Room.rises);
 	// recorded runs before it dropped it.
 	ad.room.rises = workflow.GetVersion(ctx, "late-rise-reinvestigated", workflow.DefaultVersion, 1) == 1
+	// Also one per run: alerts a signal returns are checked as an admit
+	// request's and bounded, a hand-back or another run's signal ends or
+	// charges no entity, a shed reinvestigation stays one (Room.guards).
+	ad.room.guards = workflow.GetVersion(ctx, "room-guards", workflow.DefaultVersion, 1) == 1
 	if err := ad.register(ctx); err != nil {
 		return err
 	}

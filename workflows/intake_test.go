@@ -418,8 +418,10 @@ func TestAdmissionAdmitsLateArrivalsAgain(t *testing.T) {
 			h.env.RegisterDelayedCallback(func() { h.env.SignalWorkflow(investigation.ClosedSignal, closed) }, time.Minute+30*time.Second)
 			if via == "handed back" {
 				returned := investigation.Arrival{Kind: investigation.ArrivalRelated, AlertID: "a2", Identity: "id:2", Severity: "high", Source: "generic", Shared: "ip:198.51.100.23", Times: 1}
-				closed.Returned = investigation.ArrivalBatch{Arrivals: []investigation.Arrival{returned}}
-				h.env.RegisterDelayedCallback(func() { h.env.SignalWorkflow(investigation.ClosedSignal, closed) }, 2*time.Minute)
+				// The run's own close returns nothing; the hand-back follows.
+				back := closed
+				back.Returned = investigation.ArrivalBatch{Arrivals: []investigation.Arrival{returned}}
+				h.env.RegisterDelayedCallback(func() { h.env.SignalWorkflow(investigation.ClosedSignal, back) }, 2*time.Minute)
 			}
 			var st intake.Status
 			h.env.RegisterDelayedCallback(func() { st = h.status(t) }, 5*time.Minute)

@@ -432,3 +432,29 @@ func TestRecordLateRise(t *testing.T) {
 	time.Sleep(3 * time.Second)
 	saveFixture(ctx, t, c, id, "", "intake-late-rise.history.json", label)
 }
+
+// TestRecordRoomGuards records intake-guards.history.json
+// (UPDATE_TESTDATA=1) or <label>-intake-guards.history.json on a dev
+// server with scriptedIntake: an investigation starts, then a hand-back
+// (an investigation_closed signal returning alerts, as handBack sends,
+// here naming the open entity's workflow ID as a run without a session
+// does) returns a related alert no admit request could carry (its
+// identity holds '<'); then the open identity's alert is seen again
+// with a new alert ID. Without UPDATE_TESTDATA it does not run.
+func TestRecordRoomGuards(t *testing.T) {
+	const queue, id = "record-intake-guards", "fixture-intake-guards"
+	ctx, c, label := recordAdmission(t, queue, id, 2*time.Minute)
+	admitNow(ctx, t, c, id, alertOf("g1", "id:guard", "high"))
+	require.Eventually(t, func() bool { return scheduled(historyOf(ctx, t, c, id).Events, "StartInvestigation") == 1 }, time.Minute, 100*time.Millisecond)
+	time.Sleep(time.Second)
+	back := investigation.Closed{WorkflowID: intake.WorkflowID("id:guard"), Reason: investigation.ClosedCompleted, Returned: investigation.ArrivalBatch{
+		Arrivals: []investigation.Arrival{{Kind: investigation.ArrivalRelated, AlertID: "forged", Identity: forgedIdentity, Severity: "high"}}}}
+	require.NoError(t, c.SignalWorkflow(ctx, id, "", investigation.ClosedSignal, back))
+	time.Sleep(2 * time.Second)
+	admitNow(ctx, t, c, id, alertOf("g2", "id:guard", "high"))
+	time.Sleep(3 * time.Second)
+	saveFixture(ctx, t, c, id, "", "intake-guards.history.json", label)
+}
+
+// forgedIdentity is an identity no admit request could carry.
+const forgedIdentity = "id:<forged>"

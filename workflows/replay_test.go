@@ -84,6 +84,12 @@ var fixturePaths = map[string][]string{
 	// Recorded before GetVersion "late-rise-reinvestigated": the rise is
 	// dropped.
 	"pre-rise-intake-late-rise.history.json": {"higher severity handed back", "late rise dropped"},
+	// A hand-back naming an open entity's workflow ID returns an alert no
+	// admit request could carry; recorded by TestRecordRoomGuards.
+	"intake-guards.history.json": {"forged hand-back naming an open entity", "hand-back refused and ended nothing"},
+	// Recorded before GetVersion "room-guards": the forged alert is
+	// admitted and the entity ended.
+	"pre-guards-intake-guards.history.json": {"forged hand-back naming an open entity", "hand-back admitted and ended the entity"},
 
 	// Recorded before a direct answer's verdict was reviewed: the twin of
 	// steering-run2 for GetVersion "direct-answer-verdict".
@@ -374,6 +380,14 @@ func exercises(h *historypb.History, path string) bool {
 		return lateRise(h) != nil
 	case "late rise investigated again":
 		return scheduled(lateRise(h), "StartInvestigation") == 1 && startInput(lateRise(h), `"reinvestigate":true`)
+	case "forged hand-back naming an open entity":
+		return forgedHandBack(h) != nil
+	case "hand-back refused and ended nothing":
+		rest := forgedHandBack(h)
+		return rest != nil && scheduled(rest, "StartInvestigation") == 0 && signalledTo(rest, intake.WorkflowID("id:guard"))
+	case "hand-back admitted and ended the entity":
+		rest := forgedHandBack(h)
+		return rest != nil && scheduled(rest, "StartInvestigation") == 1 && !signalledTo(rest, intake.WorkflowID("id:guard"))
 	case "late rise dropped":
 		rest := lateRise(h)
 		return rest != nil && scheduled(rest, "StartInvestigation") == 0
@@ -797,6 +811,39 @@ func lateRise(h *historypb.History) []*historypb.HistoryEvent {
 		return slices.ContainsFunc(c.Returned.Arrivals, func(a investigation.Arrival) bool {
 			return a.Kind == investigation.ArrivalSeenAgain && a.PrevSeverity != "" && intake.Rank(a.Severity) > intake.Rank(a.PrevSeverity)
 		})
+	})
+}
+
+// forgedHandBack is the events after an investigation_closed signal that
+// returns an arrival whose identity holds '<' (no admit request could carry
+// it) and names the workflow ID of a StartInvestigation before it.
+func forgedHandBack(h *historypb.History) []*historypb.HistoryEvent {
+	started := map[string]bool{}
+	return after(h, func(e *historypb.HistoryEvent) bool {
+		if a := e.GetActivityTaskScheduledEventAttributes(); a.GetActivityType().GetName() == "StartInvestigation" && len(a.GetInput().GetPayloads()) > 0 {
+			var in activities.StartInput
+			if json.Unmarshal(a.GetInput().GetPayloads()[0].GetData(), &in) == nil {
+				started[in.WorkflowID] = true
+			}
+		}
+		a := e.GetWorkflowExecutionSignaledEventAttributes()
+		if a.GetSignalName() != investigation.ClosedSignal || len(a.GetInput().GetPayloads()) == 0 {
+			return false
+		}
+		var c investigation.Closed
+		if json.Unmarshal(a.GetInput().GetPayloads()[0].GetData(), &c) != nil {
+			return false
+		}
+		return started[c.WorkflowID] && slices.ContainsFunc(c.Returned.Arrivals, func(a investigation.Arrival) bool { return strings.Contains(a.Identity, "<") })
+	})
+}
+
+// signalledTo says whether an alerts signal to workflow id is initiated
+// among events.
+func signalledTo(events []*historypb.HistoryEvent, id string) bool {
+	return slices.ContainsFunc(events, func(e *historypb.HistoryEvent) bool {
+		a := e.GetSignalExternalWorkflowExecutionInitiatedEventAttributes()
+		return a.GetSignalName() == investigation.AlertsUpdate && a.GetWorkflowExecution().GetWorkflowId() == id
 	})
 }
 

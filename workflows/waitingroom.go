@@ -132,7 +132,13 @@ type Room struct {
 	// never reached its closed investigation is investigated again
 	// (admitRise). Recorded runs without it dropped it.
 	rises bool
-	now   time.Time // of the last tick or admit
+	// guards: this run took the room-guards gate (admission.go): alerts
+	// returned by a signal are checked as an admit request's and bounded,
+	// a hand-back or a signal of another run than the entity's ends or
+	// charges nothing, and a shed reinvestigation keeps its closed
+	// identity. Recorded runs without it decide as they did.
+	guards bool
+	now    time.Time // of the last tick or admit
 
 	// Indexes, rebuilt from the above after continue-as-new (index).
 	byIdentity map[string]*Entity
@@ -160,8 +166,14 @@ type Entity struct {
 	GroupUntil time.Time `json:"gu,omitzero"`
 	Released   bool      `json:"r,omitempty"`
 	// Reinvestigate starts a new run even if its identity's last run
-	// closed within the repeat window (its severity rose).
-	Reinvestigate bool `json:"ri,omitempty"`
+	// closed within the repeat window (its severity rose); PrevSeverity is
+	// the severity that run knew.
+	Reinvestigate bool   `json:"ri,omitempty"`
+	PrevSeverity  string `json:"ps,omitempty"`
+	// Attached: its start found an older run of its workflow ID open and
+	// took it as its investigation (attached), so that run's signals are
+	// its own although their session is not the one its start would give.
+	Attached bool `json:"ad,omitempty"`
 	// Traceparent is the first alert's (intake.Alert.Traceparent).
 	Traceparent string `json:"tp,omitempty"`
 	// Members are the identities in the entity, the first alert's first.
@@ -197,7 +209,7 @@ type ClosedIdentity struct {
 
 // newRoom is an empty room.
 func newRoom(now time.Time) *Room {
-	r := &Room{Since: now, Day: day(now), fixed: true, rises: true}
+	r := &Room{Since: now, Day: day(now), fixed: true, rises: true, guards: true}
 	r.index()
 	return r
 }
@@ -319,7 +331,7 @@ func (r *Room) admit(now time.Time, s intake.Settings, a intake.Alert) intake.Ou
 	if e := r.byIdentity[h]; e != nil {
 		return r.seenAgain(now, e, h, a)
 	}
-	reinvestigate := false
+	reinvestigate, prev := false, ""
 	if c, ok := r.closedIdentity(h); ok {
 		if intake.Rank(a.Severity) <= intake.Rank(c.Severity) {
 			r.Counters.Repeats++
@@ -328,12 +340,24 @@ func (r *Room) admit(now time.Time, s intake.Settings, a intake.Alert) intake.Ou
 				c.WorkflowID, c.At.UTC().Format(time.RFC3339), s.RepeatWindow)
 			return out
 		}
-		r.Counters.Reinvested++
-		r.forgetClosed(h)
-		reinvestigate = true
+		reinvestigate, prev = true, c.Severity
+		if !r.guards {
+			r.Counters.Reinvested++
+			r.forgetClosed(h)
+		}
+	}
+	// Under the guards the closed identity is forgotten only once the
+	// alert is taken: a shed one, sent again (or kept in Readmits), is
+	// still a reinvestigation then.
+	taken := func() {
+		if reinvestigate && r.guards {
+			r.Counters.Reinvested++
+			r.forgetClosed(h)
+		}
 	}
 	if !s.NoGroup {
 		if e, shared := r.groupOf(now, a); e != nil {
+			taken()
 			return r.join(now, e, h, a, shared)
 		}
 	}
@@ -343,7 +367,8 @@ func (r *Room) admit(now time.Time, s intake.Settings, a intake.Alert) intake.Ou
 		return intake.Outcome{AlertID: a.AlertID, Kind: intake.OutcomeShed,
 			Message: fmt.Sprintf("the waiting room is full (%d investigations open or waiting): send it again later", maxOpen)}
 	}
-	e.Reinvestigate = reinvestigate
+	taken()
+	e.Reinvestigate, e.PrevSeverity = reinvestigate, prev
 	out.WorkflowID = e.WorkflowID
 	r.schedule()
 	switch {
@@ -506,7 +531,7 @@ func (r *Room) started(wf string) {
 // what it cost since its last report counts against today's budget.
 func (r *Room) concluded(c investigation.Concluded) {
 	e := r.byWorkflow[c.WorkflowID]
-	if e == nil {
+	if e == nil || !r.runOf(e, c.Session) {
 		return
 	}
 	r.charge(e, c.Spend)
@@ -528,7 +553,13 @@ func (r *Room) charge(e *Entity, s investigation.Spend) {
 // never concluded), and only a completed run makes its identities repeats.
 func (r *Room) closed(now time.Time, c investigation.Closed) {
 	e := r.byWorkflow[c.WorkflowID]
-	if e == nil {
+	if e == nil || !r.runOf(e, c.Session) {
+		return
+	}
+	if r.guards && (len(c.Returned.Arrivals) > 0 || c.Returned.Dropped > 0) {
+		// A hand-back follows its run's own Closed, which ended the entity:
+		// one found here is newer (a run without a session names its
+		// workflow ID in it). Only its alerts count (readmit).
 		return
 	}
 	if r.fixed { // runs before the gate ignored it (a newer investigation may send it)
@@ -546,6 +577,19 @@ func (r *Room) closed(now time.Time, c investigation.Closed) {
 	for _, a := range rises {
 		r.admitRise(now, a)
 	}
+}
+
+// runOf says whether a signal of the run with session is about entity e.
+// Under the guards, a run started for e has the session its start gives
+// (investigation.IntakeSession of its workflow ID and admission time); any
+// other is an older run of the workflow ID, whose entity the room forgot
+// (it concluded, idle, and was forgotten to make room), and its spend and
+// close are not e's. A run without a session (started before sessions)
+// sends its workflow ID and cannot be told apart; an attached entity took
+// an older run as its own.
+func (r *Room) runOf(e *Entity, session string) bool {
+	return !r.guards || session == "" || session == e.WorkflowID || e.Attached ||
+		session == investigation.IntakeSession(e.WorkflowID, e.Admitted)
 }
 
 // close forgets an entity whose investigation concluded (or that is
@@ -599,6 +643,15 @@ func (r *Room) end(now time.Time, wf string, investigated bool) {
 func (r *Room) admitAlone(now time.Time, a investigation.Arrival) {
 	o := r.admit(now, r.Settings, intake.Alert{AlertID: a.AlertID, Identity: a.Identity, Count: a.Count, Severity: a.Severity, Source: a.Source, Title: a.Title})
 	r.Counters.Alerts--
+	if e := r.byWorkflow[o.WorkflowID]; r.guards && rose(a) && e != nil && e.AlertID == a.AlertID && (e.State == intake.StateWaiting || e.State == intake.StateStarting) {
+		// A rise is a reinvestigation even when the room no longer
+		// remembers its closed identity (a retry from Readmits after the
+		// repeat window's bound dropped it): the last run knew less.
+		e.Reinvestigate = true
+		if e.PrevSeverity == "" {
+			e.PrevSeverity = plainAlert(intake.Alert{Severity: a.PrevSeverity}).Severity
+		}
+	}
 	if o.Kind != intake.OutcomeShed || !r.fixed {
 		return
 	}
@@ -653,8 +706,13 @@ func (r *Room) attached(e *Entity, b investigation.ArrivalBatch) {
 	}
 	r.requeue(e, b)
 	m := e.Members[0]
+	// A reinvestigation attached to the run it was to replace (forgotten,
+	// idle, still open) tells that run the severity it knew, so its alert
+	// seen higher asks whether the verdict changes (verdictQuestion). Only
+	// the signal's payload changes, which replay does not compare: no gate.
 	first := investigation.Arrival{Kind: investigation.ArrivalSeenAgain, AlertID: e.AlertID, Identity: e.Identity,
-		Severity: m.Severity, Title: e.Title, Count: m.Count, Times: 1, At: e.Admitted}
+		Severity: m.Severity, Title: e.Title, Count: m.Count, Times: 1, At: e.Admitted, PrevSeverity: e.PrevSeverity}
+	e.Attached = r.guards
 	e.Queue = append([]investigation.Arrival{first}, e.Queue...)
 	r.pending++
 	r.started(e.WorkflowID)
@@ -667,7 +725,16 @@ func (r *Room) attached(e *Entity, b investigation.ArrivalBatch) {
 // gate, an alert seen again at a higher severity is investigated again
 // (admitRise); one seen again at no higher severity stays dropped.
 func (r *Room) readmit(now time.Time, arrivals []investigation.Arrival) {
+	if r.guards && len(arrivals) > maxReturned {
+		// A signal, not the admit update's validator: a forged one may
+		// return any number; handBack sends at most maxReturned at once.
+		r.Counters.ReadmitsLost += int64(len(arrivals) - maxReturned)
+		arrivals = arrivals[:maxReturned]
+	}
 	for _, a := range arrivals {
+		if r.guards && !admissible(a) {
+			continue
+		}
 		switch {
 		case a.Kind == investigation.ArrivalRelated:
 			r.forgetClosed(hashOf(a.Identity))
@@ -692,7 +759,7 @@ func rose(a investigation.Arrival) bool {
 // admitted only if it is an alert an admit request could carry (Check):
 // it comes in a signal, not through the update's validator.
 func (r *Room) admitRise(now time.Time, a investigation.Arrival) {
-	if (intake.Alert{AlertID: a.AlertID, Identity: a.Identity, Source: a.Source, Title: a.Title}).Check() != nil {
+	if !admissible(a) {
 		return
 	}
 	h, prev := hashOf(a.Identity), plainAlert(intake.Alert{Severity: a.PrevSeverity}).Severity
@@ -702,6 +769,18 @@ func (r *Room) admitRise(now time.Time, a investigation.Arrival) {
 		}
 	}
 	r.admitAlone(now, a)
+}
+
+// maxReturned bounds the alerts one signal returns (Closed.Returned), as
+// checkArrivals bounds one alerts input.
+const maxReturned = maxArrivalBatch
+
+// admissible says whether an arrival that came back in a signal is an
+// alert an admit request could carry (Alert.Check): the room keeps its ID,
+// identity and source exactly, so one that is not plain or too long would
+// break its size bound (admit makes the title plain).
+func admissible(a investigation.Arrival) bool {
+	return (intake.Alert{AlertID: a.AlertID, Identity: a.Identity, Source: a.Source, Title: a.Title}).Check() == nil
 }
 
 // take removes the arrivals queued for an entity, to be delivered (in its

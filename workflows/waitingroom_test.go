@@ -323,6 +323,10 @@ func TestRoomStateIsBounded(t *testing.T) {
 					Source: a.Source, Severity: a.Severity, Title: a.Title, Count: a.Count, PrevCount: a.Count, PrevSeverity: a.Severity, Times: 1 << 30,
 					Shared: a.Keys[0], At: t0})
 			}
+			// Every entity a reinvestigation attached to an older run.
+			for _, e := range r.Entities {
+				e.Reinvestigate, e.PrevSeverity, e.Attached = true, alerts.SeverityCritical, true
+			}
 			raw, err := json.Marshal(AdmissionInput{Room: r})
 			if err != nil {
 				t.Fatal(err)

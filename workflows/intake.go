@@ -202,8 +202,14 @@ func (r *run) alertsSignal(v any) (investigation.Ack, error) {
 		// Too late for this run: the intake admits them again (handBack).
 		r.late.Arrivals = append(r.late.Arrivals, b.Arrivals...)
 		r.late.Dropped += b.Dropped
-		seq := r.emit(investigation.Event{Kind: investigation.EventNote, Text: fmt.Sprintf("%d alerts arrived as the investigation closed: handed back to the intake", len(b.Arrivals)+b.Dropped)})
-		return investigation.Ack{Seq: seq, Message: "handed back: the investigation is closing"}, nil
+		note := investigation.Event{Kind: investigation.EventNote, Text: fmt.Sprintf("%d alerts arrived as the investigation closed: handed back to the intake", len(b.Arrivals)+b.Dropped)}
+		if r.closed {
+			// Its progress is flushed: handBack writes the note once it
+			// handed these back (noteHandedBack).
+			r.lateNotes = append(r.lateNotes, note)
+			return investigation.Ack{Seq: r.lastSeq(), Message: "handed back: the investigation is closing"}, nil
+		}
+		return investigation.Ack{Seq: r.emit(note), Message: "handed back: the investigation is closing"}, nil
 	}
 	return r.arrive(b), nil
 }
@@ -352,12 +358,10 @@ func (r *run) closing(ctx workflow.Context, err error) error {
 // signalled after the run began closing (closingDown) go back to the
 // admission workflow in another Closed signal, which admits their related
 // alerts again; the admission's own signal succeeded, so it would not. It
-// loops until no more came while it signalled; only those arriving in the
-// run's very last workflow task are beyond its reach. Histories recorded
-// before its gate (late-arrivals, as in askAboutUnseen) dropped them.
-// Its "handed back" notes are dropped (emit after flushProgress): keeping
-// them needs one more StoreProgress here, a new command on the path
-// intake-late-arrivals replays, so a gate with twin fixtures (not done).
+// loops until no more came while it signalled (or while it wrote their
+// notes); only those arriving in the run's very last workflow task are
+// beyond its reach. Histories recorded before its gate (late-arrivals, as
+// in askAboutUnseen) dropped them.
 func (r *run) handBack(ctx workflow.Context) {
 	in := r.Input.Intake
 	if in == nil || r.closedReason == "" {
@@ -373,7 +377,8 @@ func (r *run) handBack(ctx workflow.Context) {
 		if workflow.GetVersion(dctx, "late-arrivals", workflow.DefaultVersion, 1) != 1 {
 			return
 		}
-		r.late = investigation.ArrivalBatch{}
+		notes := r.lateNotes
+		r.late, r.lateNotes = investigation.ArrivalBatch{}, nil
 		if err := workflow.SignalExternalWorkflow(dctx, in.Admission, "", investigation.ClosedSignal,
 			// Session only in the payload (no gate); the admission under
 			// room-guards ends no entity on a Closed that returns alerts.
@@ -381,7 +386,24 @@ func (r *run) handBack(ctx workflow.Context) {
 			r.log.Warn("could not hand alerts that arrived late back to the admission workflow", "admission", in.Admission, "error", err)
 			return
 		}
+		r.noteHandedBack(dctx, notes)
 	}
+}
+
+// noteHandedBack emits the "handed back" notes of alerts signalled after
+// the run's progress was flushed, once they were handed back, and writes
+// them: one more progress write per hand-back that has such notes, none
+// otherwise. Histories recorded before its gate (hand-back-noted) dropped
+// them (emit after flushProgress).
+func (r *run) noteHandedBack(ctx workflow.Context, notes []investigation.Event) {
+	if len(notes) == 0 || workflow.GetVersion(ctx, "hand-back-noted", workflow.DefaultVersion, 1) != 1 {
+		return
+	}
+	r.closed = false
+	for _, e := range notes {
+		r.emit(e)
+	}
+	r.flushProgress(ctx) // closed again
 }
 
 // deliveryOptions retry a delivery for deliveryBudget: at least once, as

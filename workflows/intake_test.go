@@ -439,3 +439,72 @@ func TestAdmissionAdmitsLateArrivalsAgain(t *testing.T) {
 		})
 	}
 }
+
+// An alert signalled once the run wrote its last progress (here while it
+// hands an earlier one back) is handed back too, and its note reaches the
+// progress store and the query as the earlier one's did: an analyst
+// following the run learns it went back to the intake. One more write for
+// it, none once nothing more came.
+func TestHandBackNotesAreStored(t *testing.T) {
+	h := newHarness(t)
+	h.env.RegisterActivity(&activities.Intake{})
+	h.env.OnSignalExternalWorkflow(mock.Anything, mock.Anything, mock.Anything, investigation.ConcludedSignal, mock.Anything).Return(nil).Maybe()
+	var closed []investigation.Closed
+	h.env.OnSignalExternalWorkflow(mock.Anything, mock.Anything, mock.Anything, investigation.ClosedSignal, mock.Anything).After(time.Minute).Return(
+		func(_, _, _, _ string, arg any) error {
+			closed = append(closed, arg.(investigation.Closed))
+			return nil
+		})
+	var stored []investigation.Event
+	writes := 0
+	h.env.OnActivity(a.StoreProgress, mock.Anything, mock.Anything).Return(func(_ context.Context, in activities.ProgressInput) error {
+		h.mu.Lock()
+		defer h.mu.Unlock()
+		writes++
+		for _, e := range in.Events {
+			if e.Seq > lastSeq(stored) {
+				stored = append(stored, e)
+			}
+		}
+		return nil
+	})
+	h.onPlan(oneStepPlan(), nil)
+	h.onTurn(conclusionOnly)
+	h.onReflect(noChange)
+	arrival := func(id string) investigation.ArrivalBatch {
+		return investigation.ArrivalBatch{Arrivals: []investigation.Arrival{{Kind: investigation.ArrivalRelated, AlertID: id, Identity: "guardduty:1:" + id, Severity: "high", Shared: "ip:198.51.100.23", Times: 1}}}
+	}
+	// Idle from about 0 to 10m; the close takes a minute (to 11m), the
+	// first hand-back another (to 12m), the second a third (to 13m).
+	h.signal(10*time.Minute+30*time.Second, investigation.AlertsUpdate, arrival("g-early"))
+	h.signal(11*time.Minute+30*time.Second, investigation.AlertsUpdate, arrival("g-late"))
+	var writesAtClose int
+	h.env.RegisterDelayedCallback(func() {
+		h.mu.Lock()
+		writesAtClose = writes
+		h.mu.Unlock()
+	}, 10*time.Minute+45*time.Second)
+	_, err := h.run(t, investigation.Input{AlertID: "a1", IdleTimeout: investigation.Duration(10 * time.Minute),
+		Intake: &investigation.IntakeInput{Identity: "guardduty:1:f", Admission: "intake-admission-q"}})
+	require.NoError(t, err)
+	require.Len(t, closed, 3, "closed, then each late alert handed back")
+	require.Equal(t, "g-early", closed[1].Returned.Arrivals[0].AlertID)
+	require.Equal(t, "g-late", closed[2].Returned.Arrivals[0].AlertID)
+
+	const note = "1 alerts arrived as the investigation closed: handed back to the intake"
+	count := func(evs []investigation.Event) int {
+		n := 0
+		for _, e := range evs {
+			if e.Kind == investigation.EventNote && e.Text == note {
+				n++
+			}
+		}
+		return n
+	}
+	require.Equal(t, 2, count(stored), "both hand-back notes reach the progress store")
+	require.Equal(t, 2, count(h.events(t)), "and the progress query")
+	require.Equal(t, h.events(t), stored, "every event stored, in order")
+	// The close had nothing new to write, and the first hand-back's note
+	// was written before the close: one write, for the late alert's note.
+	require.Equal(t, writesAtClose+1, writes, "one write after the close: the note of the alert handed back after it")
+}

@@ -75,10 +75,12 @@ type run struct {
 	closed            bool     // the run emits no more events (flushProgress)
 	// closingDown says the run takes no more questions or alerts: it is
 	// closing (set once its last inputs were applied); late holds the
-	// alerts signalled since, closedReason what the admission was told
+	// alerts signalled since, lateNotes the notes of those signalled once
+	// the run was closed, closedReason what the admission was told
 	// (intake.go, handBack).
 	closingDown  bool
 	late         investigation.ArrivalBatch
+	lateNotes    []investigation.Event
 	closedReason string
 }
 

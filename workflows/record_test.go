@@ -458,3 +458,104 @@ func TestRecordRoomGuards(t *testing.T) {
 
 // forgedIdentity is an identity no admit request could carry.
 const forgedIdentity = "id:<forged>"
+
+// heldClose stands in for the activities of an intake investigation whose
+// progress write of the analyst's stop waits until release is closed,
+// after telling held: the run closes meanwhile (its workflow tasks
+// heartbeat while the local activity runs), and what is signalled then
+// comes after its last progress was flushed.
+type heldClose struct {
+	scripted
+	once    sync.Once
+	held    chan struct{}
+	release chan struct{}
+}
+
+func (h *heldClose) StoreProgress(ctx context.Context, in activities.ProgressInput) error {
+	for _, e := range in.Events {
+		if e.Kind == investigation.EventStop {
+			h.once.Do(func() {
+				close(h.held)
+				select {
+				case <-h.release:
+				case <-ctx.Done():
+				}
+			})
+		}
+	}
+	return nil
+}
+
+// fixtureAdmission stands in for the admission workflow: it takes every
+// signal an investigation sends it, and stays open.
+func fixtureAdmission(ctx workflow.Context) error {
+	return workflow.Await(ctx, func() bool { return false })
+}
+
+// TestRecordHandBackNotes records intake-hand-back-notes.history.json
+// (UPDATE_TESTDATA=1) or <label>-intake-hand-back-notes.history.json on a
+// dev server with an unversioned worker and scripted activities: an
+// intake investigation is stopped while idle, and while its stop's
+// progress write is held the run tells the admission it closed and
+// flushes its progress; then a related alert is signalled, which the run
+// hands back. Without UPDATE_TESTDATA it does not run.
+func TestRecordHandBackNotes(t *testing.T) {
+	const queue, id, admission = "record-hand-back-notes", "fixture-intake-hand-back-notes", "fixture-hand-back-admission"
+	acts := &heldClose{held: make(chan struct{}), release: make(chan struct{})}
+	ctx, c, label := recordOn(t, queue, func(w worker.Worker) {
+		w.RegisterWorkflow(fixtureAdmission)
+		w.RegisterActivity(acts)
+	})
+	_, err := c.ExecuteWorkflow(ctx, client.StartWorkflowOptions{ID: admission, TaskQueue: queue}, fixtureAdmission)
+	require.NoError(t, err)
+	// A short workflow task timeout: the held write heartbeats the task
+	// every 0.8 s, which delivers the close's result and the alert (the
+	// write's attempt has 10 s).
+	run, err := c.ExecuteWorkflow(ctx, client.StartWorkflowOptions{ID: id, TaskQueue: queue, WorkflowTaskTimeout: time.Second}, investigation.WorkflowName,
+		investigation.Input{AlertID: "a1", Intake: &investigation.IntakeInput{Identity: "id:notes", Admission: admission}})
+	require.NoError(t, err)
+	require.Eventually(t, func() bool {
+		v, err := c.QueryWorkflow(ctx, id, "", investigation.StatusQuery)
+		var st investigation.Status
+		return err == nil && v.Get(&st) == nil && st.Phase == investigation.PhaseIdle
+	}, time.Minute, 100*time.Millisecond, "the investigation concludes")
+	_, err = c.UpdateWorkflow(ctx, client.UpdateWorkflowOptions{WorkflowID: id, UpdateName: investigation.UpdateStop, Args: []any{"enough"}, WaitForStage: client.WorkflowUpdateStageAccepted})
+	require.NoError(t, err)
+	select {
+	case <-acts.held:
+	case <-ctx.Done():
+		t.Fatal("the stop's progress write never started")
+	}
+	// processedAfter says a workflow task completed after the first event
+	// match finds: the run has taken it.
+	processedAfter := func(match func(e *historypb.HistoryEvent) bool) bool {
+		seen := false
+		for _, e := range historyOf(ctx, t, c, id).Events {
+			seen = seen || match(e)
+			if seen && e.GetEventType() == enumspb.EVENT_TYPE_WORKFLOW_TASK_COMPLETED {
+				return true
+			}
+		}
+		return false
+	}
+	closing := false
+	require.Eventually(t, func() bool {
+		closing = false
+		return processedAfter(func(e *historypb.HistoryEvent) bool {
+			closing = closing || e.GetSignalExternalWorkflowExecutionInitiatedEventAttributes().GetSignalName() == investigation.ClosedSignal
+			return closing && e.GetExternalWorkflowExecutionSignaledEventAttributes() != nil
+		})
+	}, 7*time.Second, 100*time.Millisecond, "the close is told while the write is held")
+	late := investigation.ArrivalBatch{Arrivals: []investigation.Arrival{{Kind: investigation.ArrivalRelated, AlertID: "n2", Identity: "id:notes-2", Severity: "high", Shared: "ip:192.0.2.9", Times: 1}}}
+	require.NoError(t, c.SignalWorkflow(ctx, id, "", investigation.AlertsUpdate, late))
+	require.Eventually(t, func() bool {
+		return processedAfter(func(e *historypb.HistoryEvent) bool {
+			return e.GetWorkflowExecutionSignaledEventAttributes().GetSignalName() == investigation.AlertsUpdate
+		})
+	}, 7*time.Second, 100*time.Millisecond, "the alert is taken while the write is held")
+	close(acts.release)
+	var res investigation.Result
+	require.NoError(t, run.Get(ctx, &res))
+
+	saveFixture(ctx, t, c, id, run.GetRunID(), "intake-hand-back-notes.history.json", label)
+}

@@ -128,6 +128,12 @@ var fixturePaths = map[string][]string{
 	// "unread-hint-signal", recorded the hint.
 	"hint-while-closing.history.json":                 {"hint signalled while concluding after the stop", "unread hint signal ignored"},
 	"pre-unread-hint-hint-while-closing.history.json": {"hint signalled while concluding after the stop"},
+	// An alert signalled once the run took the admission's answer to its
+	// close (its progress flushed), handed back; recorded by
+	// TestRecordHandBackNotes (record_test.go). Its twin, recorded before
+	// GetVersion "hand-back-noted", wrote no progress after the hand-back.
+	"intake-hand-back-notes.history.json":           {"alert signalled after the close was told", "late alerts handed back", "hand-back noted"},
+	"pre-noted-intake-hand-back-notes.history.json": {"alert signalled after the close was told", "late alerts handed back", "hand-back not noted"},
 }
 
 // TestReplayRecordedHistories replays every recorded history against the
@@ -365,11 +371,19 @@ func exercises(h *historypb.History, path string) bool {
 		}
 		return false
 	case "late alerts handed back":
-		return count(func(e *historypb.HistoryEvent) bool {
-			a := e.GetSignalExternalWorkflowExecutionInitiatedEventAttributes()
-			return a.GetSignalName() == investigation.ClosedSignal && len(a.GetInput().GetPayloads()) > 0 &&
-				bytes.Contains(a.GetInput().GetPayloads()[0].GetData(), []byte(`"returned":{"arrivals":[`))
-		}) > 0
+		return count(handBackSignal) > 0
+	case "alert signalled after the close was told":
+		return afterCloseTold(h) != nil
+	case "hand-back noted", "hand-back not noted":
+		// Progress written after the last hand-back (its note).
+		var rest []*historypb.HistoryEvent
+		for i, e := range h.Events {
+			if handBackSignal(e) {
+				rest = h.Events[i+1:]
+			}
+		}
+		written := slices.ContainsFunc(rest, func(e *historypb.HistoryEvent) bool { t, _ := localMarker(e); return t == "StoreProgress" })
+		return afterCloseTold(h) != nil && written == (path == "hand-back noted")
 	case "delivery failed after the close":
 		return failedAfterClose(h) != nil
 	case "readmitted after the close":
@@ -601,6 +615,36 @@ func signalled(h *historypb.History, name string) bool {
 	return false
 }
 
+// handBackSignal says whether e sends an investigation_closed signal that
+// returns alerts (handBack).
+func handBackSignal(e *historypb.HistoryEvent) bool {
+	a := e.GetSignalExternalWorkflowExecutionInitiatedEventAttributes()
+	return a.GetSignalName() == investigation.ClosedSignal && len(a.GetInput().GetPayloads()) > 0 &&
+		bytes.Contains(a.GetInput().GetPayloads()[0].GetData(), []byte(`"returned":{"arrivals":[`))
+}
+
+// afterCloseTold returns the events after an alerts signal that came in a
+// workflow task later than the one that took the admission's answer to the
+// run's close (flushProgress had run), if a hand-back follows; else nil.
+func afterCloseTold(h *historypb.History) []*historypb.HistoryEvent {
+	closing, told, taken := false, false, false
+	for i, e := range h.Events {
+		switch {
+		case e.GetSignalExternalWorkflowExecutionInitiatedEventAttributes().GetSignalName() == investigation.ClosedSignal && !handBackSignal(e):
+			closing = true
+		case closing && e.GetExternalWorkflowExecutionSignaledEventAttributes() != nil:
+			told = true
+		case told && e.GetEventType() == enumspb.EVENT_TYPE_WORKFLOW_TASK_COMPLETED:
+			taken = true
+		case taken && e.GetWorkflowExecutionSignaledEventAttributes().GetSignalName() == investigation.AlertsUpdate:
+			if rest := h.Events[i+1:]; slices.ContainsFunc(rest, handBackSignal) {
+				return rest
+			}
+		}
+	}
+	return nil
+}
+
 // TestVersionGatesHaveFixtures enforces the versioning rule for fixes to
 // running workflows: every workflow.GetVersion change ID in the workflow
 // code has a fixture recorded after the change (with its marker) and its
@@ -743,17 +787,8 @@ func TestReplayedHintWhileClosingTakesTheNewPath(t *testing.T) {
 	const ignored = "hint signal ignored: the investigation is closing: no model call would read the hint; start a new one"
 	for file, gated := range map[string]bool{"hint-while-closing.history.json": true, "pre-unread-hint-hint-while-closing.history.json": false} {
 		t.Run(file, func(t *testing.T) {
-			hist := readHistory(t, filepath.Join("testdata", file))
-			seen := &progressSeen{}
-			r, err := worker.NewWorkflowReplayerWithOptions(worker.WorkflowReplayerOptions{Interceptors: []interceptor.WorkerInterceptor{seen}})
-			require.NoError(t, err)
-			r.RegisterWorkflowWithOptions(Investigation, workflow.RegisterOptions{Name: investigation.WorkflowName})
-			started := hist.Events[0].GetWorkflowExecutionStartedEventAttributes()
-			require.NoError(t, r.ReplayWorkflowHistoryWithOptions(tlog.NewStructuredLogger(slog.New(slog.DiscardHandler)), hist, worker.ReplayWorkflowHistoryOptions{
-				OriginalExecution: workflow.Execution{ID: started.GetWorkflowId(), RunID: started.GetOriginalExecutionRunId()},
-			}))
 			hinted, noted := false, false
-			for _, e := range seen.events {
+			for _, e := range replayedProgress(t, file) {
 				hinted = hinted || e.Kind == investigation.EventHint && e.Text == lateHint
 				noted = noted || e.Kind == investigation.EventNote && e.Text == ignored
 			}
@@ -761,6 +796,38 @@ func TestReplayedHintWhileClosingTakesTheNewPath(t *testing.T) {
 			require.Equal(t, gated, noted, "the late hint is a note only with the marker")
 		})
 	}
+}
+
+// TestReplayedHandBackNotesTakeTheNewPath replays the twin fixtures of
+// GetVersion "hand-back-noted" and reads the progress each replay writes:
+// with the marker, the note of the alert signalled after the close was
+// told is written once it was handed back; without it, it is dropped.
+func TestReplayedHandBackNotesTakeTheNewPath(t *testing.T) {
+	const note = "1 alerts arrived as the investigation closed: handed back to the intake"
+	for file, gated := range map[string]bool{"intake-hand-back-notes.history.json": true, "pre-noted-intake-hand-back-notes.history.json": false} {
+		t.Run(file, func(t *testing.T) {
+			events := replayedProgress(t, file)
+			require.Equal(t, gated, slices.ContainsFunc(events, func(e investigation.Event) bool {
+				return e.Kind == investigation.EventNote && e.Text == note
+			}), "the hand-back note is written only with the marker")
+		})
+	}
+}
+
+// replayedProgress replays the fixture file against Investigation and
+// returns the progress events its replay writes (StoreProgress's input).
+func replayedProgress(t *testing.T, file string) []investigation.Event {
+	t.Helper()
+	hist := readHistory(t, filepath.Join("testdata", file))
+	seen := &progressSeen{}
+	r, err := worker.NewWorkflowReplayerWithOptions(worker.WorkflowReplayerOptions{Interceptors: []interceptor.WorkerInterceptor{seen}})
+	require.NoError(t, err)
+	r.RegisterWorkflowWithOptions(Investigation, workflow.RegisterOptions{Name: investigation.WorkflowName})
+	started := hist.Events[0].GetWorkflowExecutionStartedEventAttributes()
+	require.NoError(t, r.ReplayWorkflowHistoryWithOptions(tlog.NewStructuredLogger(slog.New(slog.DiscardHandler)), hist, worker.ReplayWorkflowHistoryOptions{
+		OriginalExecution: workflow.Execution{ID: started.GetWorkflowId(), RunID: started.GetOriginalExecutionRunId()},
+	}))
+	return seen.events
 }
 
 // progressSeen collects the progress events a replayed run writes.

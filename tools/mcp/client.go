@@ -59,6 +59,10 @@ type conn struct {
 	// proxy may quote them in an error, which reaches the model, the tool
 	// catalog, the log and Temporal history.
 	secrets *redact.Redactor
+	// credentials are those of them long enough to be a credential
+	// (minCredential): a tool named with one is not offered. A short value
+	// ("us", "1") would refuse every tool whose name holds it.
+	credentials *redact.Redactor
 
 	mu      sync.Mutex
 	sess    *mcp.ClientSession
@@ -78,30 +82,43 @@ func New(cfg *Config, reg *tools.Registry, log *slog.Logger) *Servers {
 		if sc.Rate > 0 {
 			lim = rate.NewLimiter(rate.Limit(sc.Rate), 1)
 		}
-		s.conns = append(s.conns, &conn{name: n, cfg: sc, servers: s, limiter: lim, state: StateConnecting, secrets: secretsOf(sc)})
+		c := &conn{name: n, cfg: sc, servers: s, limiter: lim, state: StateConnecting}
+		c.secrets, c.credentials = secretsOf(sc)
+		s.conns = append(s.conns, c)
 	}
 	return s
 }
 
 // secretsOf is a redactor of the values a server's configuration takes from
 // the environment: each whole, and a header's credential without its scheme
-// ("Bearer ", "Basic "), which a server may quote alone.
-func secretsOf(sc Server) *redact.Redactor {
-	var secrets []string
+// ("Bearer ", "Basic "), which a server may quote alone; and one of those
+// at least minCredential bytes long.
+func secretsOf(sc Server) (all, credentials *redact.Redactor) {
+	var secrets, long []string
+	add := func(v string) {
+		secrets = append(secrets, v)
+		if len(v) >= minCredential {
+			long = append(long, v)
+		}
+	}
 	for _, m := range []map[string]string{sc.Headers, sc.Env} {
 		for _, v := range m {
 			val, ok := os.LookupEnv(v)
 			if !ok {
 				continue
 			}
-			secrets = append(secrets, val)
+			add(val)
 			if _, cred, ok := strings.Cut(strings.TrimSpace(val), " "); ok {
-				secrets = append(secrets, strings.TrimSpace(cred))
+				add(strings.TrimSpace(cred))
 			}
 		}
 	}
-	return redact.New(secrets...)
+	return redact.New(secrets...), redact.New(long...)
 }
+
+// minCredential is the length from which a configured value is taken for a
+// credential in a tool's name.
+const minCredential = 8
 
 // Connect connects every server at once and lists its tools; a server that
 // fails is recorded as failed, with why, and retried by Watch. It returns
@@ -256,7 +273,7 @@ func (c *conn) dial(ctx context.Context) (*mcp.ClientSession, []tools.Tool, []to
 		if len(c.cfg.Tools) > 0 && !contains(c.cfg.Tools, t.Name) {
 			continue
 		}
-		display := c.name + "." + clip.String(strconv.QuoteToASCII(t.Name), 80) // a skipped name, escaped for display
+		display := c.name + "." + clip.String(strconv.QuoteToASCII(c.secrets.String(t.Name)), 80) // a skipped name, escaped for display
 		if len(ts) >= maxToolsPerServer {
 			skipped = append(skipped, tools.Disabled{Name: display, Reason: fmt.Sprintf("the server lists more than %d tools; name the ones to offer in tools:", maxToolsPerServer)})
 			continue

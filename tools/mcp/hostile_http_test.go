@@ -203,3 +203,27 @@ func TestServerSecretsAreRedactedFromDeclarations(t *testing.T) {
 		t.Error("a tool named after the credential is offered")
 	}
 }
+
+// A tool refused for a name that holds the credential is listed as skipped
+// without it (its status reaches the catalog workflow's history and
+// `starter tools`); a short configured value, no credential, refuses no
+// tool whose name holds it.
+func TestSkippedToolNamesAreRedacted(t *testing.T) {
+	t.Setenv("MCP_TEST_TOKEN", "Bearer s3cret0token0123456789")
+	t.Setenv("MCP_TEST_REGION", "us")
+	srv := sdk.NewServer(&sdk.Implementation{Name: "leaky", Version: "1"}, nil)
+	noop := func(context.Context, *sdk.CallToolRequest) (*sdk.CallToolResult, error) { return &sdk.CallToolResult{}, nil }
+	for _, name := range []string{"s3cret0token0123456789", "get_status"} {
+		srv.AddTool(&sdk.Tool{Name: name, InputSchema: map[string]any{"type": "object"}, Annotations: &sdk.ToolAnnotations{ReadOnlyHint: true}}, noop)
+	}
+	ts := httptest.NewServer(sdk.NewStreamableHTTPHandler(func(*http.Request) *sdk.Server { return srv }, nil))
+	t.Cleanup(ts.Close)
+	reg, _ := connect(t, "servers:\n  ext:\n    url: "+ts.URL+"\n    headers:\n      Authorization: MCP_TEST_TOKEN\n      X-Region: MCP_TEST_REGION\n")
+	st, _ := json.Marshal(reg.Statuses())
+	if strings.Contains(string(st), "s3cret0token") {
+		t.Errorf("the statuses quote the credential: %s", st)
+	}
+	if _, ok := reg.Lookup("ext.get_status"); !ok {
+		t.Errorf("ext.get_status is not offered: %s", st)
+	}
+}

@@ -212,7 +212,9 @@ func TestSkippedToolNamesAreRedacted(t *testing.T) {
 	t.Setenv("MCP_TEST_TOKEN", "Bearer s3cret0token0123456789")
 	t.Setenv("MCP_TEST_REGION", "us")
 	srv := sdk.NewServer(&sdk.Implementation{Name: "leaky", Version: "1"}, nil)
-	noop := func(context.Context, *sdk.CallToolRequest) (*sdk.CallToolResult, error) { return &sdk.CallToolResult{}, nil }
+	noop := func(context.Context, *sdk.CallToolRequest) (*sdk.CallToolResult, error) {
+		return &sdk.CallToolResult{}, nil
+	}
 	for _, name := range []string{"s3cret0token0123456789", "get_status"} {
 		srv.AddTool(&sdk.Tool{Name: name, InputSchema: map[string]any{"type": "object"}, Annotations: &sdk.ToolAnnotations{ReadOnlyHint: true}}, noop)
 	}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"math"
 	"os"
 	"os/exec"
 	"slices"
@@ -598,13 +599,28 @@ func (sv *supervisor) stopDev() bool {
 		s.log.info("stopping the 'go tool task dev' session (pid %d)", pid)
 		_ = syscall.Kill(pid, syscall.SIGTERM)
 		// Its worker may drain longer than STACK_STOP_TIMEOUT.
-		deadline := time.Now().Add(4*s.StopTimeout + sv.longestStopWait())
+		deadline := time.Now().Add(addWaits(s.StopTimeout, s.StopTimeout, s.StopTimeout, s.StopTimeout, sv.longestStopWait()))
 		for procgroup.PidAlive(pid) && time.Now().Before(deadline) {
 			time.Sleep(50 * time.Millisecond)
 		}
 	}
 	s.forget(devSession)
 	return ok
+}
+
+// addWaits sums non-negative waits, saturating at the longest Duration: a
+// caller's wait at the limit (WORKER_STOP_TIMEOUT) must not wrap around
+// into a deadline already past.
+func addWaits(ws ...time.Duration) time.Duration {
+	var sum time.Duration
+	for _, w := range ws {
+		w = max(w, 0)
+		if w > math.MaxInt64-sum {
+			return math.MaxInt64
+		}
+		sum += w
+	}
+	return sum
 }
 
 // longestStopWait is the longest stop wait a recorded instance has.

@@ -8,6 +8,7 @@ import (
 	"math"
 	"os"
 	"os/exec"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -154,6 +155,7 @@ func decide(r Reuse, o observed, wantSettings, wantBinary string) (decision, str
 		why := ""
 		if o.settings != wantSettings {
 			was, now := settingsDiff(o.settings, wantSettings)
+			was, now = unhashed(was), unhashed(now)
 			if o.settings == "" {
 				was = "unknown"
 			}
@@ -194,6 +196,14 @@ func settingsDiff(was, now string) (string, string) {
 	}
 	return strings.Join(onlyA, ", "), strings.Join(onlyB, ", ")
 }
+
+// hashedValue is a hashed value in settings (NAME=#h, "token #h",
+// "content #h").
+var hashedValue = regexp.MustCompile(`(=| )#[0-9a-f]{12}\b`)
+
+// unhashed names a hashed setting without its hash: a log line says which
+// secret changed, never a hash of it.
+func unhashed(settings string) string { return hashedValue.ReplaceAllString(settings, "") }
 
 // bring starts or reuses one instance and waits until it is ready.
 func (sv *supervisor) bring(ctx context.Context, in *instance) error {

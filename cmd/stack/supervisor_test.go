@@ -177,6 +177,14 @@ func TestUpReuseStop(t *testing.T) {
 		require.True(t, procgroup.Alive(pids[n]), n)
 	}
 	require.Equal(t, "model A", s.readRecord("worker", "settings"))
+	for _, f := range []string{s.recordFile("worker", "settings"), s.settingsKeyFile()} {
+		if f == s.settingsKeyFile() {
+			s.settingsKey()
+		}
+		fi, err := os.Stat(f)
+		require.NoError(t, err)
+		require.Equal(t, os.FileMode(0o600), fi.Mode().Perm(), "%s: hashes of secrets, and their key, are the user's alone", f)
+	}
 	require.FileExists(t, s.EnvFile())
 	require.FileExists(t, s.portsFile())
 

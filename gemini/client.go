@@ -16,6 +16,9 @@ import (
 	"net/http"
 	"net/url"
 	"os"
+	"os/user"
+	"path/filepath"
+	"runtime"
 	"strings"
 	"sync"
 	"time"
@@ -147,15 +150,40 @@ func (cfg Config) Check() error {
 }
 
 // noADC is the one sentence for Application Default Credentials that cannot
-// be found or loaded. The auth library's own error (a wrapped paragraph and
-// a link) is left out: it says the same at length and may quote the file.
+// be found or loaded, telling a file that is there but unusable (named by
+// its path) from none at all, in the auth library's order. Its own error (a
+// wrapped paragraph and a link) is left out: it may quote the file.
 func noADC() error {
 	if p := strings.TrimSpace(os.Getenv("GOOGLE_APPLICATION_CREDENTIALS")); p != "" {
 		return fmt.Errorf("Vertex AI: GOOGLE_APPLICATION_CREDENTIALS=%q is not a usable credentials file: point it at a service account key, "+
 			"or unset it and run `gcloud auth application-default login`", p)
 	}
+	if p := gcloudADCFile(); p != "" {
+		if _, err := os.ReadFile(p); err == nil { // what the library reads next
+			return fmt.Errorf("Vertex AI: the Application Default Credentials in %s are not usable: "+
+				"run `gcloud auth application-default login` again, or set GOOGLE_APPLICATION_CREDENTIALS to a service account key file", p)
+		}
+	}
 	return errors.New("Vertex AI: no Application Default Credentials found: run `gcloud auth application-default login` " +
 		"(or set GOOGLE_APPLICATION_CREDENTIALS to a service account key file), or unset GOOGLE_GENAI_USE_VERTEXAI and set GEMINI_API_KEY or GOOGLE_API_KEY for the Gemini API")
+}
+
+// gcloudADCFile is where the auth library looks for a gcloud login
+// (cloud.google.com/go/auth's credsfile.GetWellKnownFileName).
+func gcloudADCFile() string {
+	if runtime.GOOS == "windows" {
+		return filepath.Join(os.Getenv("APPDATA"), "gcloud", "application_default_credentials.json")
+	}
+	home := os.Getenv("HOME")
+	if home == "" {
+		if u, err := user.Current(); err == nil {
+			home = u.HomeDir
+		}
+	}
+	if home == "" {
+		return ""
+	}
+	return filepath.Join(home, ".config", "gcloud", "application_default_credentials.json")
 }
 
 // maxRedirects is Go's default limit, kept for same-origin redirects.

@@ -391,7 +391,8 @@ func TestVertexNamesWhatIsMissing(t *testing.T) {
 // before, it passed on the auth library's paragraph.
 func TestVertexWithoutADCSaysWhatToSet(t *testing.T) {
 	clearGeminiEnv(t)
-	t.Setenv("HOME", t.TempDir()) // no gcloud login of the machine's user
+	home := t.TempDir()
+	t.Setenv("HOME", home) // no gcloud login of the machine's user
 	t.Setenv("CLOUDSDK_CONFIG", t.TempDir())
 	t.Setenv("GCE_METADATA_HOST", "")
 	os.Unsetenv("GCE_METADATA_HOST") // set, the library takes the machine for Google Cloud
@@ -400,7 +401,17 @@ func TestVertexWithoutADCSaysWhatToSet(t *testing.T) {
 	require.EqualError(t, err, "Vertex AI: no Application Default Credentials found: run `gcloud auth application-default login` "+
 		"(or set GOOGLE_APPLICATION_CREDENTIALS to a service account key file), or unset GOOGLE_GENAI_USE_VERTEXAI and set GEMINI_API_KEY or GOOGLE_API_KEY for the Gemini API")
 
+	// A gcloud login whose file is broken is found, not missing: said so,
+	// with its path and nothing of its content.
 	const secret = "-----BEGIN PRIVATE KEY-----sekr1t"
+	adc := filepath.Join(home, ".config", "gcloud", "application_default_credentials.json")
+	require.NoError(t, os.MkdirAll(filepath.Dir(adc), 0o700))
+	require.NoError(t, os.WriteFile(adc, []byte(`{"type":"authorized_user","refresh_token":"`+secret+`"`), 0o600))
+	_, err = NewClient(context.Background(), cfg)
+	require.EqualError(t, err, fmt.Sprintf("Vertex AI: the Application Default Credentials in %s are not usable: "+
+		"run `gcloud auth application-default login` again, or set GOOGLE_APPLICATION_CREDENTIALS to a service account key file", adc))
+	require.NotContains(t, err.Error(), "sekr1t")
+
 	bad := filepath.Join(t.TempDir(), "sa.json")
 	require.NoError(t, os.WriteFile(bad, []byte(`{"type":"service_account","private_key":"`+secret+`"`), 0o600))
 	t.Setenv("GOOGLE_APPLICATION_CREDENTIALS", bad)

@@ -225,7 +225,9 @@ func seconds(name string, def time.Duration) (time.Duration, error) {
 	n, err := strconv.ParseFloat(raw, 64)
 	// !(n > 0) also refuses NaN; past the limit (Inf too) the conversion
 	// below would overflow into a negative duration.
-	if err != nil || !(n > 0) || n > float64(math.MaxInt64)/float64(time.Second) {
+	// float64(MaxInt64) is 2^63, one past the limit: a product equal to it
+	// overflows too.
+	if err != nil || !(n > 0) || n*float64(time.Second) >= float64(math.MaxInt64) {
 		return 0, fmt.Errorf("%s=%q is not a number of seconds", name, raw)
 	}
 	return time.Duration(n * float64(time.Second)), nil
@@ -426,8 +428,13 @@ func (s *Stack) writeEnvFile() error {
 }
 
 func writeFileAtomic(path string, data []byte) error {
+	return writeFileAtomicMode(path, data, 0o644)
+}
+
+func writeFileAtomicMode(path string, data []byte, mode os.FileMode) error {
 	tmp := fmt.Sprintf("%s.tmp-%d", path, os.Getpid())
-	if err := os.WriteFile(tmp, data, 0o644); err != nil {
+	_ = os.Remove(tmp) // WriteFile keeps the mode of a file left behind
+	if err := os.WriteFile(tmp, data, mode); err != nil {
 		return err
 	}
 	return os.Rename(tmp, path)

@@ -182,7 +182,11 @@ func TestSeconds(t *testing.T) {
 	d, err = seconds("STACK_STOP_TIMEOUT", 20*time.Second)
 	require.NoError(t, err)
 	require.Equal(t, 1500*time.Millisecond, d)
-	for _, raw := range []string{"NaN", "nan", "Inf", "+Inf", "-1", "0", "1e300", "x"} {
+	env["STACK_STOP_TIMEOUT"] = "9223372036" // just under the limit
+	d, err = seconds("STACK_STOP_TIMEOUT", 20*time.Second)
+	require.NoError(t, err)
+	require.Equal(t, 9223372036*time.Second, d)
+	for _, raw := range []string{"NaN", "nan", "Inf", "+Inf", "-1", "0", "1e300", "x", "9223372036.854775807", "9223372036.854776"} {
 		env["STACK_STOP_TIMEOUT"] = raw
 		_, err := seconds("STACK_STOP_TIMEOUT", 20*time.Second)
 		require.EqualError(t, err, `STACK_STOP_TIMEOUT="`+raw+`" is not a number of seconds`, raw)

@@ -73,7 +73,26 @@ func readCmdline(pid int) (string, bool) {
 		}
 		return strings.TrimSpace(string(out)), len(bytes.TrimSpace(out)) > 0
 	}
+	if len(b) == 0 {
+		b = threadCmdline(pid)
+	}
 	return strings.TrimSpace(string(bytes.ReplaceAll(b, []byte{0}, []byte{' '}))), len(b) > 0
+}
+
+// threadCmdline is the command line as another thread of pid reads it: a
+// process whose first thread exited (a Go server, a JVM) shows an empty
+// /proc/PID/cmdline while its other threads serve on, and is still ours.
+func threadCmdline(pid int) []byte {
+	tasks, err := os.ReadDir(fmt.Sprintf("/proc/%d/task", pid))
+	if err != nil {
+		return nil
+	}
+	for _, task := range tasks {
+		if b, err := os.ReadFile(fmt.Sprintf("/proc/%d/task/%s/cmdline", pid, task.Name())); err == nil && len(b) > 0 {
+			return b
+		}
+	}
+	return nil
 }
 
 // fileSum is a checksum of a program file: a build rewrites the file even

@@ -45,7 +45,11 @@ func (s *Stack) writeRecord(name, key, value string) error {
 	if err := os.MkdirAll(s.PidDir(), 0o755); err != nil {
 		return err
 	}
-	return writeFileAtomic(s.recordFile(name, key), []byte(value+"\n"))
+	mode := os.FileMode(0o644)
+	if key == "settings" { // hashes of secrets: no use to anyone else
+		mode = 0o600
+	}
+	return writeFileAtomicMode(s.recordFile(name, key), []byte(value+"\n"), mode)
 }
 
 // forget removes a service's pid file and records.

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -194,4 +195,29 @@ func TestStopForce(t *testing.T) {
 	require.True(t, sv.stopRecorded())
 	require.False(t, procgroup.Alive(pid))
 	require.Contains(t, out.String(), "fake store: stopping it without a save (--force): what changed since the last save is lost")
+}
+
+// TestStopDevWaitsPastAHugeStopWait: a worker's recorded stop wait at the
+// limit (WORKER_STOP_TIMEOUT=2562047h47m16s) wrapped the dev session's
+// deadline around into the past, and stop went on without waiting for the
+// session to stop its services.
+func TestStopDevWaitsPastAHugeStopWait(t *testing.T) {
+	tbl := []Service{fake("worker", "http")}
+	s, _ := fakeStack(t, tbl)
+	dev := exec.Command("sh", "-c", "trap 'sleep 1; exit 0' TERM; while :; do sleep 0.05; done", "dev.sh")
+	require.NoError(t, dev.Start())
+	done := make(chan struct{})
+	go func() { _ = dev.Wait(); close(done) }()
+	t.Cleanup(func() { _ = dev.Process.Kill(); <-done })
+	time.Sleep(100 * time.Millisecond) // its trap is set
+	require.NoError(t, s.writeRecord(devSession, "pid", strconv.Itoa(dev.Process.Pid)))
+	require.NoError(t, s.writeRecord("worker", "pid", "999999999"))
+	require.NoError(t, s.writeRecord("worker", "stopwait", "2562047h47m16s"))
+
+	require.True(t, newSupervisor(s, tbl, Dev).stopDev())
+	select {
+	case <-done:
+	case <-time.After(100 * time.Millisecond):
+		t.Fatal("stopDev returned while the dev session still ran")
+	}
 }

@@ -5,8 +5,10 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"math"
 	"os"
 	"os/exec"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -153,6 +155,7 @@ func decide(r Reuse, o observed, wantSettings, wantBinary string) (decision, str
 		why := ""
 		if o.settings != wantSettings {
 			was, now := settingsDiff(o.settings, wantSettings)
+			was, now = unhashed(was), unhashed(now)
 			if o.settings == "" {
 				was = "unknown"
 			}
@@ -193,6 +196,14 @@ func settingsDiff(was, now string) (string, string) {
 	}
 	return strings.Join(onlyA, ", "), strings.Join(onlyB, ", ")
 }
+
+// hashedValue is a hashed value in settings (NAME=#h, "token #h",
+// "content #h").
+var hashedValue = regexp.MustCompile(`(=| )#[0-9a-f]{12}\b`)
+
+// unhashed names a hashed setting without its hash: a log line says which
+// secret changed, never a hash of it.
+func unhashed(settings string) string { return hashedValue.ReplaceAllString(settings, "") }
 
 // bring starts or reuses one instance and waits until it is ready.
 func (sv *supervisor) bring(ctx context.Context, in *instance) error {
@@ -598,13 +609,28 @@ func (sv *supervisor) stopDev() bool {
 		s.log.info("stopping the 'go tool task dev' session (pid %d)", pid)
 		_ = syscall.Kill(pid, syscall.SIGTERM)
 		// Its worker may drain longer than STACK_STOP_TIMEOUT.
-		deadline := time.Now().Add(4*s.StopTimeout + sv.longestStopWait())
+		deadline := time.Now().Add(addWaits(s.StopTimeout, s.StopTimeout, s.StopTimeout, s.StopTimeout, sv.longestStopWait()))
 		for procgroup.PidAlive(pid) && time.Now().Before(deadline) {
 			time.Sleep(50 * time.Millisecond)
 		}
 	}
 	s.forget(devSession)
 	return ok
+}
+
+// addWaits sums non-negative waits, saturating at the longest Duration: a
+// caller's wait at the limit (WORKER_STOP_TIMEOUT) must not wrap around
+// into a deadline already past.
+func addWaits(ws ...time.Duration) time.Duration {
+	var sum time.Duration
+	for _, w := range ws {
+		w = max(w, 0)
+		if w > math.MaxInt64-sum {
+			return math.MaxInt64
+		}
+		sum += w
+	}
+	return sum
 }
 
 // longestStopWait is the longest stop wait a recorded instance has.

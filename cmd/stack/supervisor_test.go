@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"os"
 	"os/exec"
+	"runtime"
 	"strconv"
 	"strings"
 	"sync"
@@ -51,10 +52,24 @@ func TestMain(m *testing.M) {
 	case "crash":
 		fmt.Println("fatal: cannot open the database")
 		os.Exit(3)
+	case "leader-exits": // its first thread ends, its others serve on
+		go func() {
+			http.ListenAndServe(os.Getenv("STACK_TEST_ADDR"), http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { w.Write([]byte("Ok")) }))
+		}()
+		time.Sleep(200 * time.Millisecond)
+		syscall.Syscall(syscall.SYS_EXIT, 0, 0, 0) // this thread only (init locked main to it)
+		select {}
 	case "silent": // alive, never ready
 		time.Sleep(time.Hour)
 	}
 	os.Exit(4)
+}
+
+// A "leader-exits" service ends its first thread: main must stay on it.
+func init() {
+	if os.Getenv("STACK_TEST_ROLE") == "leader-exits" {
+		runtime.LockOSThread()
+	}
 }
 
 // fake is a service of a test table played by the test binary.
@@ -162,6 +177,14 @@ func TestUpReuseStop(t *testing.T) {
 		require.True(t, procgroup.Alive(pids[n]), n)
 	}
 	require.Equal(t, "model A", s.readRecord("worker", "settings"))
+	for _, f := range []string{s.recordFile("worker", "settings"), s.settingsKeyFile()} {
+		if f == s.settingsKeyFile() {
+			s.settingsKey()
+		}
+		fi, err := os.Stat(f)
+		require.NoError(t, err)
+		require.Equal(t, os.FileMode(0o600), fi.Mode().Perm(), "%s: hashes of secrets, and their key, are the user's alone", f)
+	}
 	require.FileExists(t, s.EnvFile())
 	require.FileExists(t, s.portsFile())
 
@@ -308,6 +331,31 @@ func TestRecordedPid(t *testing.T) {
 	cmd.Wait()
 	_, ok = s.recordedPid("db", "sleep")
 	require.False(t, ok, "gone")
+}
+
+// TestStopLeaderThreadExited: a service whose first thread exited while its
+// others serve has an empty /proc/PID/cmdline; it is still the recorded
+// service, and stop ends it and frees its port rather than forgetting it.
+func TestStopLeaderThreadExited(t *testing.T) {
+	tbl := []Service{fake("db", "leader-exits")}
+	s, out := fakeStack(t, tbl)
+	ctx := context.Background()
+	require.NoError(t, newSupervisor(s, tbl, Dev).up(ctx), out.String())
+	pid := pidOf(t, s, "db")
+	require.Eventually(t, func() bool {
+		b, _ := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+		st, _, ok := procgroup.ParseStat(b)
+		return ok && st == 'Z'
+	}, 10*time.Second, 10*time.Millisecond, "the first thread exits")
+	require.NoError(t, dialOK(ctx, s.addr("DB")), "it serves on")
+	_, ok := s.recordedPid("db", "stack.test")
+	require.True(t, ok, "still the recorded service")
+
+	out.Reset()
+	newSupervisor(s, tbl, Dev).stopRecorded()
+	require.Contains(t, out.String(), "stopping db")
+	require.False(t, procgroup.Alive(pid), "stopped")
+	require.Error(t, dialOK(ctx, s.addr("DB")), "its port is free")
 }
 
 // TestJob: a Job runs to completion before what needs it starts, and is

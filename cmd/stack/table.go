@@ -2,6 +2,8 @@ package main
 
 import (
 	"context"
+	"crypto/hmac"
+	"crypto/rand"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
@@ -355,7 +357,7 @@ func workerSettings(s *Stack) string {
 	}
 	summary := fmt.Sprintf("%s, model %s, payload key file %s, intelligence keys: %s, Pub/Sub %s, Slack %s, OpenTelemetry %s, MCP %s",
 		model, orDefault(s.Getenv("GEMINI_MODEL"), "default"), orDefault(s.PayloadKeyFile, "none"), strings.Join(keys, " "), s.addr("PUBSUB"), slack, otelSettings(s), mcp)
-	return strings.Join(append([]string{summary}, workerVarItems(append(append([]string{}, s.env...), workerEnv(s)...))...), ", ")
+	return strings.Join(append([]string{summary}, s.workerVarItems(append(append([]string{}, s.env...), workerEnv(s)...))...), ", ")
 }
 
 // workerVars are the variables the worker reads (config/config.go and the
@@ -378,13 +380,13 @@ var workerVars = []string{
 
 var workerVarPrefixes = []string{"OTEL_", "GOOGLE_"}
 
-// starterVars are the variables bin/starter reads beyond the worker's (its
-// codec server's and intake's; TestIntakeSettingsCoverItsVariables finds
+// starterVars are the variables `starter intake`'s own code reads beyond
+// the worker's; not the codec server's or `intake publish`'s, which would
+// restart an intake for nothing (TestIntakeSettingsCoverItsVariables finds
 // them in the source). An intake started with another value of any of
 // these or of workerVars is not reused.
 var starterVars = []string{
-	"CODEC_SERVER_LISTEN", "CODEC_SERVER_TOKEN", "INTAKE_DEAD_LETTER_TOPIC", "INTAKE_LISTEN", "INTAKE_RESULTS_TOPIC",
-	"INTAKE_SUBSCRIPTION", "INTAKE_TOKEN_FILE", "INTAKE_TOPIC",
+	"INTAKE_DEAD_LETTER_TOPIC", "INTAKE_LISTEN", "INTAKE_RESULTS_TOPIC", "INTAKE_SUBSCRIPTION", "INTAKE_TOKEN_FILE",
 }
 
 // intakeSettings is what an intake runs with, to tell whether a running one
@@ -394,10 +396,10 @@ var starterVars = []string{
 func intakeSettings(s *Stack) string {
 	args := strings.Join(s.intakeArgs(s.intakeTokenPath(), 1), " ")
 	if b, err := os.ReadFile(s.intakeTokenPath()); err == nil {
-		args += " (token #" + digest(b) + ")"
+		args += " (token #" + s.digest(b) + ")"
 	}
 	isVar := func(k string) bool { return isWorkerVar(k) || slices.Contains(starterVars, k) }
-	return strings.Join(append([]string{args}, varItems(s.env, isVar)...), ", ")
+	return strings.Join(append([]string{args}, s.varItems(s.env, isVar)...), ", ")
 }
 
 // clearVars are shown as they are; every other value (keys, webhook and
@@ -413,8 +415,8 @@ var clearVars = map[string]bool{
 	"TEMPORAL_TASK_QUEUE": true, "TEMPORAL_TLS": true, "TEMPORAL_UI_URL": true, "TEMPORAL_WORKER_BUILD_ID": true,
 	"WORKER_ACTIVITIES_PER_SECOND": true, "WORKER_ALERT_CACHE": true, "WORKER_ALLOW_MIXED_SETTINGS": true,
 	"WORKER_MAX_CONCURRENT_ACTIVITIES": true, "WORKER_STOP_TIMEOUT": true, "WORKER_TRANSCRIPT_CACHE": true,
-	"CODEC_SERVER_LISTEN": true, "INTAKE_DEAD_LETTER_TOPIC": true, "INTAKE_LISTEN": true, "INTAKE_RESULTS_TOPIC": true,
-	"INTAKE_SUBSCRIPTION": true, "INTAKE_TOKEN_FILE": true, "INTAKE_TOPIC": true,
+	"INTAKE_DEAD_LETTER_TOPIC": true, "INTAKE_LISTEN": true, "INTAKE_RESULTS_TOPIC": true,
+	"INTAKE_SUBSCRIPTION": true, "INTAKE_TOKEN_FILE": true,
 }
 
 // fileVars name files the worker reads at start: their content counts too
@@ -426,12 +428,12 @@ func isWorkerVar(k string) bool {
 }
 
 // workerVarItems are varItems of the worker's variables.
-func workerVarItems(env []string) []string { return varItems(env, isWorkerVar) }
+func (s *Stack) workerVarItems(env []string) []string { return s.varItems(env, isWorkerVar) }
 
 // varItems are NAME=value (clearVars) or NAME=#hash for each variable of
 // isVar set in env (the last of a name wins, as for the process), in name
 // order; a file's content adds its own hash.
-func varItems(env []string, isVar func(string) bool) []string {
+func (s *Stack) varItems(env []string, isVar func(string) bool) []string {
 	vals := map[string]string{}
 	for _, kv := range env {
 		if k, v, ok := strings.Cut(kv, "="); ok && isVar(k) {
@@ -443,13 +445,13 @@ func varItems(env []string, isVar func(string) bool) []string {
 		if strings.TrimSpace(v) == "" { // what the worker takes for unset
 			continue
 		}
-		item := k + "=#" + digest([]byte(k+"="+v))
+		item := k + "=#" + s.digest([]byte(k+"="+v))
 		if clearVars[k] {
 			item = k + "=" + v
 		}
 		if slices.Contains(fileVars, k) {
 			if b, err := os.ReadFile(v); err == nil {
-				item += " (content #" + digest(b) + ")"
+				item += " (content #" + s.digest(b) + ")"
 			}
 		}
 		items = append(items, item)
@@ -458,12 +460,50 @@ func varItems(env []string, isVar func(string) bool) []string {
 	return items
 }
 
-// digest is a short SHA-256 of b: enough to tell values apart, not to
-// recover a key.
-func digest(b []byte) string {
-	sum := sha256.Sum256(b)
-	return hex.EncodeToString(sum[:6])
+// digest is a short HMAC-SHA256 of b under the stack's settings key: enough
+// to tell values apart; without the key, a low-entropy token cannot be
+// confirmed from it offline.
+func (s *Stack) digest(b []byte) string {
+	m := hmac.New(sha256.New, s.settingsKey())
+	m.Write(b)
+	return hex.EncodeToString(m.Sum(nil)[:6])
 }
+
+// settingsKeyFile holds the stack's random key for digest (0600). Removed
+// (clean), it is made anew: what was recorded then reads as other settings.
+func (s *Stack) settingsKeyFile() string { return filepath.Join(s.DataDir, "settings.key") }
+
+// settingsKey reads the stack's settings key, making it on first use. Two
+// invocations making it at once agree: the file is linked into place, never
+// overwritten. A key that cannot be kept is random for this run, so a
+// recorded instance is restarted rather than its secrets hashed without one.
+func (s *Stack) settingsKey() []byte {
+	path := s.settingsKeyFile()
+	if b, err := os.ReadFile(path); err == nil && len(b) == settingsKeyLen {
+		return b
+	}
+	key := make([]byte, settingsKeyLen)
+	if _, err := rand.Read(key); err != nil {
+		panic(err) // crypto/rand does not fail on Linux
+	}
+	if os.MkdirAll(s.DataDir, 0o755) == nil {
+		tmp := fmt.Sprintf("%s.tmp-%d", path, os.Getpid())
+		if os.WriteFile(tmp, key, 0o600) == nil {
+			if os.Link(tmp, path) != nil { // there already, or a broken one
+				if b, err := os.ReadFile(path); err != nil || len(b) != settingsKeyLen {
+					_ = os.Rename(tmp, path)
+				}
+			}
+			_ = os.Remove(tmp)
+		}
+		if b, err := os.ReadFile(path); err == nil && len(b) == settingsKeyLen {
+			return b
+		}
+	}
+	return key
+}
+
+const settingsKeyLen = 32
 
 // workerEnv is what the stack adds to the analyst's worker's environment.
 func workerEnv(s *Stack) []string { return append(mcpEnv(s), workerStopEnv(s)...) }

@@ -1,6 +1,8 @@
 package main
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"go/ast"
 	"go/parser"
 	"go/token"
@@ -20,6 +22,12 @@ import (
 // envReaders are the functions through which the worker's code reads a
 // variable (os, config and telemetry helpers).
 var envReaders = []string{"Getenv", "LookupEnv", "Env", "EnvBoolVar", "envIntVar", "envFloatVar", "envDurationVar", "envValue"}
+
+// secretName are the names of variables that hold secrets.
+var secretName = regexp.MustCompile(`KEY|WEBHOOK|_URL|TOKEN|SECRET|PASSWORD|HEADERS`)
+
+// pathName are those naming a file (INTAKE_TOKEN_FILE), shown in clear.
+var pathName = regexp.MustCompile(`_(FILE|PATH)$`)
 
 var envName = regexp.MustCompile(`^[A-Z][A-Z0-9]*(_[A-Z0-9]+)+$`)
 
@@ -99,15 +107,139 @@ func TestWorkerSettingsCoverItsVariables(t *testing.T) {
 }
 
 // TestIntakeSettingsCoverItsVariables: the same for the intakes (bin/starter
-// intake), from the starter's source. Before, an intake's settings were its
-// arguments only: one started with another PUBSUB_EMULATOR_HOST,
-// GOOGLE_GEMINI_BASE_URL, payload key file or OTEL_* setting was reused.
+// intake), from the starter's source: the variables of the packages it is
+// built from, less those the starter's own code reads only outside
+// `starter intake` (the codec server's, `intake publish`'s INTAKE_TOPIC).
+// Before, an intake's settings were its arguments only: one started with
+// another PUBSUB_EMULATOR_HOST, GOOGLE_GEMINI_BASE_URL, payload key file
+// or OTEL_* setting was reused; then an exported CODEC_SERVER_TOKEN
+// restarted it though it never reads it.
 func TestIntakeSettingsCoverItsVariables(t *testing.T) {
-	vars := readsVars(t, "starter")
-	for _, v := range []string{"INTAKE_TOPIC", "CODEC_SERVER_TOKEN", "TEMPORAL_TASK_QUEUE", "OTEL_SDK_DISABLED", "SLACK_WEBHOOK_URL"} {
+	reach, all := intakeOwnVars(t)
+	for _, v := range []string{"INTAKE_SUBSCRIPTION", "INTAKE_TOKEN_FILE", "LOG_LEVEL"} {
+		require.Contains(t, reach, v, "the scan finds the intake's own variables")
+	}
+	var own []string
+	for _, v := range reach {
+		if !isWorkerVar(v) {
+			own = append(own, v)
+		}
+	}
+	require.ElementsMatch(t, own, starterVars, "starterVars are the variables the intake's own code reads beyond the worker's")
+
+	var vars, unread []string
+	for _, v := range readsVars(t, "starter") {
+		if slices.Contains(all, v) && !slices.Contains(reach, v) && !isWorkerVar(v) {
+			unread = append(unread, v)
+		} else {
+			vars = append(vars, v)
+		}
+	}
+	for _, v := range []string{"TEMPORAL_TASK_QUEUE", "OTEL_SDK_DISABLED", "SLACK_WEBHOOK_URL"} {
 		require.Contains(t, vars, v, "the scan finds the starter's variables")
 	}
+	for _, v := range []string{"CODEC_SERVER_TOKEN", "CODEC_SERVER_LISTEN", "INTAKE_TOPIC"} {
+		require.Contains(t, unread, v, "the intake does not read it")
+	}
 	settingsCover(t, vars, intakeSettings)
+
+	// One the intake does not read leaves a recorded intake fit.
+	s, _ := testStack(t)
+	s.buildEnv([]string{"PATH=/bin"})
+	before := intakeSettings(s)
+	for _, v := range unread {
+		s.buildEnv([]string{"PATH=/bin", v + "=n3w-v4lue"})
+		d, why := decide(ReuseRecorded, observed{recorded: true, settings: before, binary: "x"}, intakeSettings(s), "x")
+		require.Equal(t, reuse, d, "%s: %s", v, why)
+	}
+}
+
+// intakeOwnVars lists the variables the starter package's own code reads
+// within `starter intake` (reach) and anywhere (all): the NAME_LIKE strings
+// of the functions the root command's and the intake command's
+// constructors reach by name, not following AddCommand (another command's
+// code), and of every function.
+func intakeOwnVars(t *testing.T) (reach, all []string) {
+	t.Helper()
+	fset := token.NewFileSet()
+	files, err := filepath.Glob("../../starter/*.go")
+	require.NoError(t, err)
+	refs := map[string][]string{} // function name: the names it refers to
+	lits := map[string][]string{} // function name: its NAME_LIKE strings
+	allSet := map[string]bool{}
+	for _, path := range files {
+		if strings.HasSuffix(path, "_test.go") {
+			continue
+		}
+		f, err := parser.ParseFile(fset, path, nil, 0)
+		require.NoError(t, err)
+		for _, d := range f.Decls {
+			fd, ok := d.(*ast.FuncDecl)
+			if !ok || fd.Body == nil {
+				continue
+			}
+			name := fd.Name.Name
+			var visit func(n ast.Node) bool
+			visit = func(n ast.Node) bool {
+				switch n := n.(type) {
+				case *ast.CallExpr:
+					if sel, ok := n.Fun.(*ast.SelectorExpr); ok && sel.Sel.Name == "AddCommand" {
+						ast.Inspect(n.Fun, visit)
+						for _, arg := range n.Args { // still its strings for all
+							ast.Inspect(arg, func(m ast.Node) bool {
+								if l, ok := m.(*ast.BasicLit); ok {
+									if v, err := strconv.Unquote(l.Value); l.Kind == token.STRING && err == nil && envName.MatchString(v) {
+										allSet[v] = true
+									}
+								}
+								return true
+							})
+						}
+						return false
+					}
+				case *ast.Ident:
+					refs[name] = append(refs[name], n.Name)
+				case *ast.BasicLit:
+					if v, err := strconv.Unquote(n.Value); n.Kind == token.STRING && err == nil && envName.MatchString(v) {
+						lits[name] = append(lits[name], v)
+						allSet[v] = true
+					}
+				}
+				return true
+			}
+			ast.Inspect(fd.Body, visit)
+		}
+	}
+	seen := map[string]bool{}
+	reachSet := map[string]bool{}
+	var walk func(string)
+	walk = func(fn string) {
+		if seen[fn] {
+			return
+		}
+		seen[fn] = true
+		for _, v := range lits[fn] {
+			reachSet[v] = true
+		}
+		for _, r := range refs[fn] {
+			if _, ok := refs[r]; ok || lits[r] != nil {
+				walk(r)
+			}
+		}
+	}
+	for _, root := range []string{"main", "newRoot", "newRootApp", "intakeCommand"} {
+		require.Contains(t, refs, root, "the starter has %s", root)
+		walk(root)
+	}
+	for v := range reachSet {
+		reach = append(reach, v)
+	}
+	for v := range allSet {
+		all = append(all, v)
+	}
+	sort.Strings(reach)
+	sort.Strings(all)
+	return reach, all
 }
 
 // settingsCover checks that each of vars, set by the caller to a new value,
@@ -133,7 +265,7 @@ func settingsCover(t *testing.T, vars []string, settingsOf func(*Stack) string) 
 		k, _, _ := strings.Cut(kv, "=")
 		replaced[k] = true
 	}
-	checked := 0
+	checked, secrets := 0, 0
 	for _, v := range vars {
 		if slices.Contains(droppedTemporal, v) || slices.Contains(droppedBigQuery, v) || replaced[v] {
 			continue // the caller's value never reaches the worker
@@ -143,12 +275,17 @@ func settingsCover(t *testing.T, vars []string, settingsOf func(*Stack) string) 
 		d, why := decide(ReuseRecorded, observed{recorded: true, settings: before, binary: "x"}, after, "x")
 		require.Equal(t, restart, d, "%s: one started without it is reused", v)
 		require.Contains(t, why, v, "the reason names what changed")
-		if strings.Contains(v, "KEY") || strings.Contains(v, "WEBHOOK") || strings.Contains(v, "_URL") {
+		require.NotRegexp(t, `#[0-9a-f]{12}`, why, "%s: the reason names it, without a hash", v)
+		if secretName.MatchString(v) && !pathName.MatchString(v) {
 			require.NotContains(t, after, value, "%s is recorded as a hash", v)
+			plain := sha256.Sum256([]byte(v + "=" + value))
+			require.NotContains(t, after, hex.EncodeToString(plain[:6]), "%s: its hash is keyed, not one anyone can recompute from a guess", v)
+			secrets++
 		}
 		checked++
 	}
 	require.Greater(t, checked, 30)
+	require.Greater(t, secrets, 5)
 
 	after := settingsOf(stack("OTEL_EXPORTER_OTLP_HEADERS=api-key=hidden"))
 	require.NotEqual(t, before, after, "the OpenTelemetry SDK's own variables count")

@@ -399,3 +399,18 @@ func TestContinuedPlanBuildsOnTheActivePlan(t *testing.T) {
 	p := untagged(userText(llm.Calls[0].Contents[0]))
 	require.Contains(t, p, "numbered from `step_4`. A new step that needs the result of a finished step above names it in `depends_on` and is given that result")
 }
+
+// An inline result (an action the analyst did not approve, the analyst's
+// answer) reaches the model as exactly its JSON: no "error" field beside
+// it, which read as a failed call ("response.block_ip failed: ").
+func TestInlineResultsCarryNoEmptyError(t *testing.T) {
+	a, llm, _ := newActivities(t, text("Noted."))
+	_, err := a.ModelTurn(context.Background(), TurnInput{Session: "s", Key: "t1-step_1-i2", AlertID: "a1", Step: plan.Step{ID: "step_1"},
+		Transcript: []Ref{{CallID: "c1", Tool: "response.block_ip", Inline: `{"performed":false,"outcome":"expired","reason":"no decision within 5s"}`},
+			{CallID: "c2", Tool: "search_alerts", Error: "the tool failed after retries: boom"}}})
+	require.NoError(t, err)
+	parts := llm.Calls[0].Contents[1].Parts
+	require.Len(t, parts, 2)
+	require.Equal(t, map[string]any{"performed": false, "outcome": "expired", "reason": "no decision within 5s"}, parts[0].FunctionResponse.Response)
+	require.Equal(t, map[string]any{"error": "the tool failed after retries: boom"}, parts[1].FunctionResponse.Response)
+}

@@ -269,10 +269,16 @@ func (m *Model) Contents(ctx context.Context, session, opening string, refs []Re
 	next := 0
 	for _, r := range refs {
 		if r.Key == "" {
+			// A failed call's error, or a result the workflow wrote
+			// (Inline) as it is: an empty "error" beside it reads as a failure.
 			resp := map[string]any{"error": r.Error}
 			if r.Inline != "" {
+				resp = map[string]any{}
 				if err := json.Unmarshal([]byte(r.Inline), &resp); err != nil {
 					return nil, fmt.Errorf("decode the inline result of %s: %w", r.CallID, err)
+				}
+				if _, ok := resp["error"]; !ok && r.Error != "" {
+					resp["error"] = r.Error
 				}
 			}
 			addResponse(&genai.Part{FunctionResponse: &genai.FunctionResponse{ID: r.CallID, Name: r.Tool, Response: resp}})

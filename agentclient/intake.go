@@ -167,8 +167,11 @@ const (
 // identity's workflow ID: an open run of that ID is used as it is (Temporal
 // keeps one run per ID open), and one that closed within the repeat window
 // at no lower severity makes the alert a repeat, even when the admission
-// workflow no longer remembers it. It returns the outcome and the run ID.
-func (c *Client) StartIntake(ctx context.Context, s IntakeStart, warn io.Writer) (outcome, runID string, err error) {
+// workflow no longer remembers it. It returns the outcome, the run ID and,
+// when the outcome is running, the open run's session (its memo's, "" when
+// it has none of this ID's form): the admission workflow tells a run that
+// already said it closed from one it forgot.
+func (c *Client) StartIntake(ctx context.Context, s IntakeStart, warn io.Writer) (outcome, runID, session string, err error) {
 	err = c.call(ctx, func(ctx context.Context) error {
 		d, err := c.tc.DescribeWorkflowExecution(ctx, s.ID, "")
 		switch {
@@ -182,6 +185,14 @@ func (c *Client) StartIntake(ctx context.Context, s IntakeStart, warn io.Writer)
 				outcome = IntakeRunning
 				if !info.GetStartTime().AsTime().Before(s.Admitted) {
 					outcome = IntakeStarted
+					return nil
+				}
+				// The memo is anyone's who started a run under the ID: only a
+				// session of this ID's form reaches the admission's history.
+				if p := info.GetMemo().GetFields()[memoSession]; p != nil {
+					if c.dc.FromPayload(p, &session) != nil || session == s.ID || investigation.CheckSession(s.ID, session) != nil {
+						session = ""
+					}
 				}
 				return nil
 			}
@@ -220,7 +231,7 @@ func (c *Client) StartIntake(ctx context.Context, s IntakeStart, warn io.Writer)
 		outcome, runID = IntakeStarted, run.GetRunID()
 		return nil
 	})
-	return outcome, runID, err
+	return outcome, runID, session, err
 }
 
 // ClosedOf returns which of the workflow IDs have no open run.

@@ -140,7 +140,7 @@ func TestIntakeReinvestigationGetsItsOwnSession(t *testing.T) {
 	sessions := map[string]bool{}
 	for i := range 2 {
 		admitted := time.Now()
-		outcome, runID, err := c.StartIntake(t.Context(), start(admitted), io.Discard)
+		outcome, runID, _, err := c.StartIntake(t.Context(), start(admitted), io.Discard)
 		require.NoError(t, err)
 		require.Equal(t, IntakeStarted, outcome)
 		session := inputSession(runID)
@@ -151,10 +151,16 @@ func TestIntakeReinvestigationGetsItsOwnSession(t *testing.T) {
 		require.Equal(t, session, d.session(id), "run %d: followers read the session from the memo", i+1)
 		sessions[session] = true
 
-		again, againRun, err := c.StartIntake(t.Context(), start(admitted), io.Discard)
+		again, againRun, _, err := c.StartIntake(t.Context(), start(admitted), io.Discard)
 		require.NoError(t, err)
 		require.Equal(t, IntakeStarted, again, "a retry of the start finds its run")
 		require.Equal(t, runID, againRun)
+		// A later admission's start finds the run open and learns its
+		// session, so the admission can tell a run that said it closed.
+		later, _, open, err := c.StartIntake(t.Context(), start(admitted.Add(time.Hour)), io.Discard)
+		require.NoError(t, err)
+		require.Equal(t, IntakeRunning, later)
+		require.Equal(t, session, open)
 		require.NoError(t, tc.TerminateWorkflow(t.Context(), id, runID, "closed"))
 	}
 	require.Len(t, sessions, 2, "each run under the ID has its own session")
@@ -175,12 +181,12 @@ func TestIntakeEndedRunIsNoRepeat(t *testing.T) {
 		return IntakeStart{Start: Start{ID: id, Summary: "y", Input: investigation.Input{AlertID: "a1", Intake: &investigation.IntakeInput{Identity: "y"}}},
 			Admitted: admitted, Severity: "high", RepeatWindow: time.Hour}
 	}
-	outcome, runID, err := c.StartIntake(t.Context(), start(time.Now()), io.Discard)
+	outcome, runID, _, err := c.StartIntake(t.Context(), start(time.Now()), io.Discard)
 	require.NoError(t, err)
 	require.Equal(t, IntakeStarted, outcome)
 	require.NoError(t, tc.TerminateWorkflow(t.Context(), id, runID, "e2e: the run fails"))
 
-	outcome, again, err := c.StartIntake(t.Context(), start(time.Now().Add(time.Second)), io.Discard)
+	outcome, again, _, err := c.StartIntake(t.Context(), start(time.Now().Add(time.Second)), io.Discard)
 	require.NoError(t, err)
 	require.Equal(t, IntakeStarted, outcome, "a terminated run makes no repeat")
 	require.NotEqual(t, runID, again)

@@ -256,6 +256,9 @@ type Counters struct {
 	// the waiting room full and its retry list full too.
 	StartsFailed int64 `json:"starts_failed,omitempty"`
 	ReadmitsLost int64 `json:"readmits_lost,omitempty"`
+	// HandBackDropped counts alerts closing investigations could not hand
+	// back (Closed.Returned.Dropped: past what one signal returns).
+	HandBackDropped int64 `json:"hand_back_dropped,omitempty"`
 }
 
 // Status is a snapshot of the admission workflow: `starter intake status`.

@@ -84,6 +84,9 @@ func IntakeAdmission(ctx workflow.Context, in AdmissionInput) error {
 	// request's and bounded, a hand-back or another run's signal ends or
 	// charges no entity, a shed reinvestigation stays one (Room.guards).
 	ad.room.guards = workflow.GetVersion(ctx, "room-guards", workflow.DefaultVersion, 1) == 1
+	if ad.room.guards {
+		ad.room.trustCarried()
+	}
 	if err := ad.register(ctx); err != nil {
 		return err
 	}
@@ -183,6 +186,7 @@ func (ad *admission) receive(now time.Time, concluded, closed workflow.ReceiveCh
 	for closed.ReceiveAsync(&cl) {
 		ad.log.Info("investigation closed", "workflow_id", cl.WorkflowID, "reason", cl.Reason)
 		ad.room.closed(now, cl)
+		ad.room.handedBack(cl)
 		// Only investigations with the late-arrivals gate
 		// return alerts: older histories hold none. Related
 		// alerts, and under the late-rise gate rises, come back.
@@ -220,6 +224,14 @@ func (ad *admission) startWaiting(ctx workflow.Context) {
 					ad.room.requeue(e, in.Input.Intake.Arrived)
 				}
 				ad.room.close(workflow.Now(ctx), e.WorkflowID)
+			case out.Outcome == activities.StartRunning && fixed && ad.room.closingRun(out.Session):
+				// The run open is the one that told us it closed: it is only
+				// finishing (flush, hand-back), and attached to it the alerts
+				// would be lost. It waits, as a failed start does. No gate:
+				// only StartInvestigation results carrying Session reach this,
+				// and no recorded one does (the field is new).
+				ad.log.Info("the identity's last run is still closing; the start waits and is tried again", "workflow_id", e.WorkflowID)
+				ad.room.startFailed(workflow.Now(ctx), e, in.Input.Intake.Arrived)
 			case out.Outcome == activities.StartRunning && fixed:
 				ad.room.attached(e, in.Input.Intake.Arrived)
 			default:

@@ -91,7 +91,15 @@ const shedRetry = 30 * time.Second
 // wait for room when the waiting room is full (past that they are counted).
 const (
 	maxStartAttempts = 5
-	maxReadmits      = 16 // whole arrivals: TestRoomStateIsBounded counts them in the room's size
+	maxReadmits      = 16 // arrivals kept plain (plainArrival): TestRoomStateIsBounded counts them in the room's size
+)
+
+// A run's Closed comes before its last progress write, its hand-back and
+// its completion: its session is kept (Room.Ended) for endedKeep, longer
+// than all of a start's back-offs, at most maxEnded of them.
+const (
+	maxEnded  = 200
+	endedKeep = 30 * time.Minute
 )
 
 // startBackoff is the wait before the start after the n-th failed one:
@@ -121,6 +129,12 @@ type Room struct {
 	// room full: acknowledged, so kept (at most maxReadmits) and admitted
 	// once there is room.
 	Readmits []investigation.Arrival `json:"readmits,omitempty"`
+	// Guarded: a run under the room-guards gate held the room, so every
+	// entity it attached says so (trustCarried).
+	Guarded bool `json:"guarded,omitempty"`
+	// Ended are the runs that said they closed, newest last, kept for
+	// endedKeep: a start that finds one of them open waits (closingRun).
+	Ended []EndedRun `json:"ended,omitempty"`
 
 	// fixed: this run took the admission-outcomes gate (admission.go), so
 	// failed runs and starts make no repeats, check results are matched to
@@ -199,6 +213,13 @@ type Member struct {
 	AlertHash string `json:"a"`
 }
 
+// EndedRun is a run that sent its investigation_closed signal: its
+// session, hashed (the signal's text is not kept), and when.
+type EndedRun struct {
+	Hash string    `json:"h"`
+	At   time.Time `json:"at"`
+}
+
 // ClosedIdentity is an identity whose investigation closed.
 type ClosedIdentity struct {
 	Hash       string    `json:"h"`
@@ -252,6 +273,60 @@ func (r *Room) tick(now time.Time) {
 		i++
 	}
 	r.Closed = r.Closed[i:]
+	i = 0
+	for i < len(r.Ended) && now.Sub(r.Ended[i].At) >= endedKeep {
+		i++
+	}
+	r.Ended = r.Ended[i:]
+}
+
+// trustCarried: the first run under the room-guards gate takes a room from
+// a run without it, whose entities attached to an older run do not say so
+// (Attached was not kept): each open entity takes any run of its workflow
+// ID as its own, as before the gate, so that run's conclusion and close
+// still reach it. Only what the room carries changes, and only in a run
+// under the gate that was continued from one without it, which no recorded
+// history holds (each starts empty): no gate of its own.
+func (r *Room) trustCarried() {
+	if r.Guarded {
+		return
+	}
+	r.Guarded = true
+	for _, e := range r.Entities {
+		if e.State == intake.StateRunning || e.State == intake.StateConcluded {
+			e.Attached = true
+		}
+	}
+}
+
+// closingRun says whether session is a run's that said it closed (within
+// endedKeep): found open, it is closing, not an investigation to attach to.
+func (r *Room) closingRun(session string) bool {
+	if session == "" {
+		return false
+	}
+	h := hashOf(session)
+	return slices.ContainsFunc(r.Ended, func(x EndedRun) bool { return x.Hash == h })
+}
+
+// ended remembers the run of a Closed signal that is not a hand-back (a
+// hand-back names the run's session as its workflow ID).
+func (r *Room) ended(now time.Time, c investigation.Closed) {
+	if c.Session == "" || c.Session == c.WorkflowID || len(c.Returned.Arrivals) > 0 || c.Returned.Dropped != 0 {
+		return
+	}
+	r.Ended = append(r.Ended, EndedRun{Hash: hashOf(c.Session), At: now})
+	if over := len(r.Ended) - maxEnded; over > 0 {
+		r.Ended = r.Ended[over:]
+	}
+}
+
+// handedBack counts what a hand-back could not return (a signal's number,
+// so bounded).
+func (r *Room) handedBack(c investigation.Closed) {
+	if r.guards && len(c.Returned.Arrivals)+c.Returned.Dropped > 0 {
+		r.Counters.HandBackDropped += int64(min(max(c.Returned.Dropped, 0), 1<<20))
+	}
 }
 
 // running counts the investigations that hold a slot.
@@ -552,6 +627,7 @@ func (r *Room) charge(e *Entity, s investigation.Spend) {
 // spent since its last conclusion is charged (a failed or cancelled run
 // never concluded), and only a completed run makes its identities repeats.
 func (r *Room) closed(now time.Time, c investigation.Closed) {
+	r.ended(now, c)
 	e := r.byWorkflow[c.WorkflowID]
 	if e == nil || !r.runOf(e, c.Session) {
 		return
@@ -647,6 +723,9 @@ func (r *Room) admitAlone(now time.Time, a investigation.Arrival) {
 		// A rise is a reinvestigation even when the room no longer
 		// remembers its closed identity (a retry from Readmits after the
 		// repeat window's bound dropped it): the last run knew less.
+		if !e.Reinvestigate {
+			r.Counters.Reinvested++
+		}
 		e.Reinvestigate = true
 		if e.PrevSeverity == "" {
 			e.PrevSeverity = plainAlert(intake.Alert{Severity: a.PrevSeverity}).Severity
@@ -657,7 +736,7 @@ func (r *Room) admitAlone(now time.Time, a investigation.Arrival) {
 	}
 	r.Counters.Shed-- // no intake was told to send it again
 	if len(r.Readmits) < maxReadmits {
-		r.Readmits = append(r.Readmits, a)
+		r.Readmits = append(r.Readmits, plainArrival(a))
 	} else {
 		r.Counters.ReadmitsLost++
 	}
@@ -712,7 +791,9 @@ func (r *Room) attached(e *Entity, b investigation.ArrivalBatch) {
 	// the signal's payload changes, which replay does not compare: no gate.
 	first := investigation.Arrival{Kind: investigation.ArrivalSeenAgain, AlertID: e.AlertID, Identity: e.Identity,
 		Severity: m.Severity, Title: e.Title, Count: m.Count, Times: 1, At: e.Admitted, PrevSeverity: e.PrevSeverity}
-	e.Attached = r.guards
+	// Set in every run: one without the room-guards gate never reads it
+	// (runOf), and the run it continues as may take the gate.
+	e.Attached = true
 	e.Queue = append([]investigation.Arrival{first}, e.Queue...)
 	r.pending++
 	r.started(e.WorkflowID)
@@ -728,7 +809,12 @@ func (r *Room) readmit(now time.Time, arrivals []investigation.Arrival) {
 	if r.guards && len(arrivals) > maxReturned {
 		// A signal, not the admit update's validator: a forged one may
 		// return any number; handBack sends at most maxReturned at once.
-		r.Counters.ReadmitsLost += int64(len(arrivals) - maxReturned)
+		// Lost are only those that would have been admitted.
+		for _, a := range arrivals[maxReturned:] {
+			if admissible(a) && (a.Kind == investigation.ArrivalRelated || r.rises && rose(a)) {
+				r.Counters.ReadmitsLost++
+			}
+		}
 		arrivals = arrivals[:maxReturned]
 	}
 	for _, a := range arrivals {
@@ -781,6 +867,24 @@ const maxReturned = maxArrivalBatch
 // break its size bound (admit makes the title plain).
 func admissible(a investigation.Arrival) bool {
 	return (intake.Alert{AlertID: a.AlertID, Identity: a.Identity, Source: a.Source, Title: a.Title}).Check() == nil
+}
+
+// plainArrival is a returned arrival as Readmits keeps it: every text it
+// keeps whole is bounded and plain, as plainAlert makes an alert (its ID,
+// identity and source passed admissible; its kind is related or seen
+// again). The rank of each severity and the title admit reads are
+// unchanged, so no decision changes: no gate.
+func plainArrival(a investigation.Arrival) investigation.Arrival {
+	sev := func(s string) string {
+		if s == "" {
+			return ""
+		}
+		return plainAlert(intake.Alert{Severity: s}).Severity
+	}
+	a.Severity, a.PrevSeverity = sev(a.Severity), sev(a.PrevSeverity)
+	a.Title = plainText(a.Title, maxRoomTitle)
+	a.Shared = plainText(a.Shared, maxRoomShared)
+	return a
 }
 
 // take removes the arrivals queued for an entity, to be delivered (in its

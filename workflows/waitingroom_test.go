@@ -316,12 +316,25 @@ func TestRoomStateIsBounded(t *testing.T) {
 				r.Closed = append(r.Closed, ClosedIdentity{Hash: hashOf(fmt.Sprint(i)), Severity: alerts.SeverityCritical, At: t0,
 					WorkflowID: intake.WorkflowID(long(fill, "generic:id:", i, intake.MaxIdentityBytes))})
 			}
-			// Shed readmissions wait beside the room, each a whole arrival.
-			for i := range maxReadmits {
+			// Shed readmissions wait beside the room: alerts a forged
+			// investigation_closed signal returns, whose texts no check
+			// bounds but the identity's, ID's, source's and title's.
+			forged := long(fill, "", 0, 64<<10)
+			for i := range maxReadmits + 1 {
 				a := alert("r", intake.PlainIdentity(long(fill, "generic:id:r", i, intake.MaxIdentityBytes)), i)
-				r.Readmits = append(r.Readmits, investigation.Arrival{Kind: investigation.ArrivalRelated, AlertID: a.AlertID, Identity: a.Identity,
-					Source: a.Source, Severity: a.Severity, Title: a.Title, Count: a.Count, PrevCount: a.Count, PrevSeverity: a.Severity, Times: 1 << 30,
-					Shared: a.Keys[0], At: t0})
+				r.readmit(t0, []investigation.Arrival{{Kind: investigation.ArrivalRelated, AlertID: a.AlertID, Identity: a.Identity,
+					Source: a.Source, Severity: forged, Title: a.Title, Count: a.Count, PrevCount: a.Count, PrevSeverity: forged, Times: 1 << 30,
+					Shared: forged, At: t0}})
+			}
+			if len(r.Readmits) != maxReadmits {
+				t.Fatalf("%d readmissions kept, not %d", len(r.Readmits), maxReadmits)
+			}
+			// The runs that said they closed, kept a while.
+			for i := range maxEnded + 1 {
+				r.ended(t0, investigation.Closed{WorkflowID: "w", Session: long(fill, "w~", i, 64<<10)})
+			}
+			if len(r.Ended) != maxEnded {
+				t.Fatalf("%d ended runs kept, not %d", len(r.Ended), maxEnded)
 			}
 			// Every entity a reinvestigation attached to an older run.
 			for _, e := range r.Entities {

@@ -1,0 +1,18 @@
+package main
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/secops-agent/investigator/intake"
+)
+
+// What closing investigations could not hand back is trouble the status
+// names, even when nothing else went wrong.
+func TestIntakeStatusNamesAlertsNotHandedBack(t *testing.T) {
+	var b strings.Builder
+	renderIntakeStatus(&b, "q", intake.Status{Counters: intake.Counters{HandBackDropped: 3}})
+	if !strings.Contains(b.String(), "3 not handed back by closing investigations") {
+		t.Fatalf("the status does not name them:\n%s", b.String())
+	}
+}

@@ -209,6 +209,14 @@ func (ad *admission) startWaiting(ctx workflow.Context) {
 			var out activities.StartOutput
 			err := workflow.ExecuteActivity(storeOptions(ctx, clip.String("start "+e.WorkflowID, 200)), ia.StartInvestigation, in).Get(ctx, &out)
 			fixed := ad.room.fixed
+			if ad.room.guards && ad.room.byWorkflow[e.WorkflowID] != e {
+				// e ended while its start was in flight (its run, started by
+				// an attempt whose answer was lost, said it closed): the answer
+				// is not about a newer entity of the ID, which starts once this
+				// is done (the deferred delete lets startWaiting see it).
+				ad.log.Info("a start answered after its entity ended; ignored", "workflow_id", e.WorkflowID)
+				return
+			}
 			switch {
 			case err != nil && fixed:
 				ad.log.Warn("could not start an investigation; it waits and is tried again", "workflow_id", e.WorkflowID, "error", err)

@@ -2,7 +2,10 @@ package workflows
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
+	"fmt"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -71,4 +74,78 @@ func staleStartAnswer(t *testing.T, stale string) {
 	require.Equal(t, "a1-next", st.Open[0].AlertID)
 	require.Equal(t, []string{"a1", "a1-next"}, starts, "the newer entity is %s; it must have a start of its own", st.Open[0].State)
 	require.Zero(t, st.Counters.Repeats)
+}
+
+// A failed start puts the arrivals its input took back in front of those
+// queued meanwhile, within the queue bounds: repeated failures while
+// related alerts keep joining must not grow the room (its state is carried
+// whole across continue-as-new); what is left out is counted as dropped.
+func TestFailedStartsKeepTheQueueBounds(t *testing.T) {
+	r := newRoom(t0)
+	s := roomSettings(20)
+	long := func(prefix string, i, n int) string {
+		p := fmt.Sprintf("%s%d-", prefix, i)
+		return p + strings.Repeat("x", n-len(p))
+	}
+	var es []*Entity
+	for i := range 20 {
+		o := r.admit(t0, s, alertOf(fmt.Sprint("a", i), fmt.Sprint("id:", i), "high", fmt.Sprint("ip:10.0.0.", i)))
+		es = append(es, r.byWorkflow[o.WorkflowID])
+	}
+	now, n := t0, 0
+	for attempt := 1; attempt < maxStartAttempts; attempt++ {
+		var batches []investigation.ArrivalBatch
+		for _, e := range es {
+			require.Equal(t, intake.StateStarting, e.State)
+			batches = append(batches, r.take(e)) // the start input
+		}
+		for i := range es { // related alerts join while the starts are in flight
+			for range maxEntityQueue {
+				n++
+				a := alertOf(long("r", n, 100), long("generic:id:", n, intake.MaxIdentityBytes), "high", fmt.Sprint("ip:10.0.0.", i))
+				a.Title = strings.Repeat("t", intake.MaxTitleBytes)
+				r.admit(now, s, a)
+			}
+		}
+		for i, e := range es {
+			r.startFailed(now, e, batches[i])
+			require.LessOrEqual(t, len(e.Queue), maxEntityQueue)
+			require.LessOrEqual(t, r.pending, maxPending)
+		}
+		now = now.Add(startBackoff(attempt) + time.Second)
+		r.tick(now)
+		r.schedule()
+	}
+	pending, dropped := 0, 0
+	for _, e := range es {
+		pending += len(e.Queue)
+		dropped += e.Dropped
+	}
+	require.Equal(t, r.pending, pending)
+	require.Equal(t, n, pending+dropped, "every related alert is queued or counted as dropped")
+	// The first arrivals stay: the oldest are kept, as enqueue keeps them.
+	require.Equal(t, "generic:id:1-", es[0].Queue[0].Identity[:len("generic:id:1-")])
+	raw, err := json.Marshal(AdmissionInput{Room: r})
+	require.NoError(t, err)
+	require.Less(t, len(raw), maxRoomBytes)
+}
+
+// A start that finds its run open puts the entity's first alert in front
+// of the arrivals its input took, within the same bounds.
+func TestAttachedKeepsTheQueueBounds(t *testing.T) {
+	r := newRoom(t0)
+	s := roomSettings(1)
+	o := r.admit(t0, s, alertOf("a1", "id:1", "high", "ip:10.0.0.1"))
+	e := r.byWorkflow[o.WorkflowID]
+	for i := range maxEntityQueue {
+		r.admit(t0, s, alertOf(fmt.Sprint("r", i), fmt.Sprint("id:r", i), "high", "ip:10.0.0.1"))
+	}
+	b := r.take(e)
+	require.Len(t, b.Arrivals, maxEntityQueue)
+	r.attached(e, b)
+	require.Equal(t, intake.StateRunning, e.State)
+	require.Len(t, e.Queue, maxEntityQueue)
+	require.Equal(t, r.pending, len(e.Queue))
+	require.Equal(t, "a1", e.Queue[0].AlertID, "its first alert goes first")
+	require.Equal(t, 1, e.Dropped)
 }

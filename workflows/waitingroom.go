@@ -765,13 +765,14 @@ func (r *Room) startFailed(now time.Time, e *Entity, b investigation.ArrivalBatc
 	if r.byWorkflow[e.WorkflowID] != e || e.State != intake.StateStarting {
 		return
 	}
-	r.requeue(e, b)
 	e.Attempts++
 	if e.Attempts >= maxStartAttempts {
+		r.requeue(e, b) // all of them: end admits the related ones again
 		r.Counters.StartsFailed++
 		r.end(now, e.WorkflowID, false)
 		return
 	}
+	r.putBack(e, b)
 	e.State, e.RetryAt = intake.StateWaiting, now.Add(startBackoff(e.Attempts))
 }
 
@@ -783,7 +784,7 @@ func (r *Room) attached(e *Entity, b investigation.ArrivalBatch) {
 	if r.byWorkflow[e.WorkflowID] != e {
 		return
 	}
-	r.requeue(e, b)
+	r.putBack(e, b)
 	m := e.Members[0]
 	// A reinvestigation attached to the run it was to replace (forgotten,
 	// idle, still open) tells that run the severity it knew, so its alert
@@ -796,6 +797,9 @@ func (r *Room) attached(e *Entity, b investigation.ArrivalBatch) {
 	e.Attached = true
 	e.Queue = append([]investigation.Arrival{first}, e.Queue...)
 	r.pending++
+	if r.guards {
+		r.bound(e)
+	}
 	r.started(e.WorkflowID)
 }
 
@@ -906,6 +910,28 @@ func (r *Room) requeue(e *Entity, b investigation.ArrivalBatch) bool {
 	e.Dropped += b.Dropped
 	r.pending += len(b.Arrivals)
 	return true
+}
+
+// putBack requeues the arrivals a start input took for an entity that
+// stays open; under the room-guards gate within the queue bounds (bound),
+// so that failed starts cannot grow the room past them. The recorded
+// histories under the gate replay unchanged (TestReplayRecordedHistories).
+func (r *Room) putBack(e *Entity, b investigation.ArrivalBatch) {
+	if r.requeue(e, b) && r.guards {
+		r.bound(e)
+	}
+}
+
+// bound keeps an entity's queue within maxEntityQueue and its share of
+// maxPending, as enqueue does: the oldest stay, the rest are counted in
+// Dropped (the run is told how many).
+func (r *Room) bound(e *Entity) {
+	keep := min(len(e.Queue), maxEntityQueue, max(maxPending-(r.pending-len(e.Queue)), 0))
+	if over := len(e.Queue) - keep; over > 0 {
+		e.Queue = slices.Clip(e.Queue[:keep])
+		e.Dropped += over
+		r.pending -= over
+	}
 }
 
 // release lets the named waiting entities (workflow or alert IDs), or all,

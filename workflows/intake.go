@@ -356,7 +356,7 @@ func (r *run) closing(ctx workflow.Context, err error) error {
 
 // handBack runs last, once nothing but the run's end is left: the alerts
 // signalled after the run began closing (closingDown) go back to the
-// admission workflow in another Closed signal, which admits their related
+// admission workflow in further Closed signals, which admit their related
 // alerts again; the admission's own signal succeeded, so it would not. It
 // loops until no more came while it signalled (or while it wrote their
 // notes); only those arriving in the run's very last workflow task are
@@ -379,12 +379,24 @@ func (r *run) handBack(ctx workflow.Context) {
 		}
 		notes := r.lateNotes
 		r.late, r.lateNotes = investigation.ArrivalBatch{}, nil
-		if err := workflow.SignalExternalWorkflow(dctx, in.Admission, "", investigation.ClosedSignal,
-			// Session only in the payload (no gate); the admission under
-			// room-guards ends no entity on a Closed that returns alerts.
-			investigation.Closed{WorkflowID: r.session, Session: r.session, Reason: r.closedReason, Returned: b}).Get(dctx, nil); err != nil {
-			r.log.Warn("could not hand alerts that arrived late back to the admission workflow", "admission", in.Admission, "error", err)
-			return
+		// At most maxReturned arrivals a signal: the admission keeps no
+		// more of one (Room.readmit). No gate: only a hand-back of more
+		// than that sends another signal, and every recorded one returns
+		// one alert (intake-late-arrivals, intake-hand-back-notes and its
+		// twin). The notes follow the whole batch, one write as before.
+		for first := true; first || len(b.Arrivals) > 0; first = false {
+			part := investigation.ArrivalBatch{Arrivals: b.Arrivals[:min(len(b.Arrivals), maxReturned)]}
+			b.Arrivals = b.Arrivals[len(part.Arrivals):]
+			if first {
+				part.Dropped = b.Dropped
+			}
+			if err := workflow.SignalExternalWorkflow(dctx, in.Admission, "", investigation.ClosedSignal,
+				// Session only in the payload (no gate); the admission under
+				// room-guards ends no entity on a Closed that returns alerts.
+				investigation.Closed{WorkflowID: r.session, Session: r.session, Reason: r.closedReason, Returned: part}).Get(dctx, nil); err != nil {
+				r.log.Warn("could not hand alerts that arrived late back to the admission workflow", "admission", in.Admission, "error", err)
+				return
+			}
 		}
 		r.noteHandedBack(dctx, notes)
 	}

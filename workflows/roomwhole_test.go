@@ -149,3 +149,123 @@ func TestAttachedKeepsTheQueueBounds(t *testing.T) {
 	require.Equal(t, "a1", e.Queue[0].AlertID, "its first alert goes first")
 	require.Equal(t, 1, e.Dropped)
 }
+
+// handBack returns the alerts signalled while the run closed in signals of
+// at most maxReturned arrivals, all the admission keeps of one: two alerts
+// signals of 60 related alerts during the close lose none.
+func TestHandBackIsChunked(t *testing.T) {
+	h := newHarness(t)
+	h.env.RegisterActivity(&activities.Intake{})
+	h.env.OnSignalExternalWorkflow(mock.Anything, mock.Anything, mock.Anything, investigation.ConcludedSignal, mock.Anything).Return(nil).Maybe()
+	var closed []investigation.Closed
+	h.env.OnSignalExternalWorkflow(mock.Anything, mock.Anything, mock.Anything, investigation.ClosedSignal, mock.Anything).After(time.Minute).Return(
+		func(_, _, _, _ string, arg any) error {
+			closed = append(closed, arg.(investigation.Closed))
+			return nil
+		})
+	h.onPlan(oneStepPlan(), nil)
+	h.onTurn(conclusionOnly)
+	h.onReflect(noChange)
+	batch := func(k int) investigation.ArrivalBatch {
+		b := investigation.ArrivalBatch{Dropped: 1}
+		for i := range 60 {
+			b.Arrivals = append(b.Arrivals, investigation.Arrival{Kind: investigation.ArrivalRelated, AlertID: fmt.Sprintf("r%d-%d", k, i),
+				Identity: fmt.Sprintf("generic:id:%d-%d", k, i), Source: "generic", Severity: "high", Times: 1})
+		}
+		return b
+	}
+	// Signalled while the run's close is told (the signal takes a minute).
+	for k := range 2 {
+		h.env.RegisterDelayedCallback(func() { h.env.SignalWorkflow(investigation.AlertsUpdate, batch(k)) }, 10*time.Minute+time.Duration(30+k)*time.Second)
+	}
+	_, err := h.run(t, investigation.Input{AlertID: "a1", IdleTimeout: investigation.Duration(10 * time.Minute),
+		Intake: &investigation.IntakeInput{Identity: "guardduty:1:f", Admission: "intake-admission-q"}})
+	require.NoError(t, err)
+	r := newRoom(t0)
+	r.Settings = roomSettings(10)
+	total, dropped, handBacks := 0, 0, 0
+	for _, c := range closed {
+		require.LessOrEqual(t, len(c.Returned.Arrivals), maxReturned)
+		if len(c.Returned.Arrivals)+c.Returned.Dropped > 0 {
+			handBacks++
+		}
+		total += len(c.Returned.Arrivals)
+		dropped += c.Returned.Dropped
+		r.closed(t0, c)
+		r.handedBack(c)
+		r.readmit(t0, c.Returned.Arrivals)
+	}
+	require.Equal(t, 2, handBacks)
+	require.Equal(t, 120, total)
+	require.Equal(t, 2, dropped)
+	require.Zero(t, r.Counters.ReadmitsLost, "acknowledged related alerts counted lost by the admission")
+	require.Equal(t, int64(2), r.Counters.HandBackDropped)
+}
+
+// Alerts signalled after the run's last progress write, more than one
+// signal takes, are handed back in two signals; their notes are written
+// once both went, in one write as for one signal.
+func TestChunkedHandBackIsNoted(t *testing.T) {
+	h := newHarness(t)
+	h.env.RegisterActivity(&activities.Intake{})
+	h.env.OnSignalExternalWorkflow(mock.Anything, mock.Anything, mock.Anything, investigation.ConcludedSignal, mock.Anything).Return(nil).Maybe()
+	var closed []investigation.Closed
+	h.env.OnSignalExternalWorkflow(mock.Anything, mock.Anything, mock.Anything, investigation.ClosedSignal, mock.Anything).After(time.Minute).Return(
+		func(_, _, _, _ string, arg any) error {
+			closed = append(closed, arg.(investigation.Closed))
+			return nil
+		})
+	var stored []investigation.Event
+	writes := 0
+	h.env.OnActivity(a.StoreProgress, mock.Anything, mock.Anything).Return(func(_ context.Context, in activities.ProgressInput) error {
+		h.mu.Lock()
+		defer h.mu.Unlock()
+		writes++
+		for _, e := range in.Events {
+			if e.Seq > lastSeq(stored) {
+				stored = append(stored, e)
+			}
+		}
+		return nil
+	})
+	h.onPlan(oneStepPlan(), nil)
+	h.onTurn(conclusionOnly)
+	h.onReflect(noChange)
+	batch := func(k, n int) investigation.ArrivalBatch {
+		var b investigation.ArrivalBatch
+		for i := range n {
+			b.Arrivals = append(b.Arrivals, investigation.Arrival{Kind: investigation.ArrivalRelated, AlertID: fmt.Sprintf("r%d-%d", k, i),
+				Identity: fmt.Sprintf("generic:id:%d-%d", k, i), Source: "generic", Severity: "high", Times: 1})
+		}
+		return b
+	}
+	// The close is told from 10m to 11m; the first hand-back from 11m to
+	// 12m, while two signals of 60 come after the last progress write.
+	h.signal(10*time.Minute+30*time.Second, investigation.AlertsUpdate, batch(0, 1))
+	h.signal(11*time.Minute+30*time.Second, investigation.AlertsUpdate, batch(1, 60))
+	h.signal(11*time.Minute+31*time.Second, investigation.AlertsUpdate, batch(2, 60))
+	var writesAtClose int
+	h.env.RegisterDelayedCallback(func() {
+		h.mu.Lock()
+		writesAtClose = writes
+		h.mu.Unlock()
+	}, 10*time.Minute+45*time.Second)
+	_, err := h.run(t, investigation.Input{AlertID: "a1", IdleTimeout: investigation.Duration(10 * time.Minute),
+		Intake: &investigation.IntakeInput{Identity: "guardduty:1:f", Admission: "intake-admission-q"}})
+	require.NoError(t, err)
+	var sizes []int
+	for _, c := range closed[1:] {
+		sizes = append(sizes, len(c.Returned.Arrivals))
+	}
+	require.Equal(t, []int{1, maxReturned, 120 - maxReturned}, sizes)
+	const note = "60 alerts arrived as the investigation closed: handed back to the intake"
+	n := 0
+	for _, e := range stored {
+		if e.Kind == investigation.EventNote && e.Text == note {
+			n++
+		}
+	}
+	require.Equal(t, 2, n, "both notes reach the progress store")
+	require.Equal(t, h.events(t), stored, "every event stored, in order")
+	require.Equal(t, writesAtClose+1, writes, "one write after the close, once all 120 went back")
+}

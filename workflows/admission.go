@@ -241,7 +241,7 @@ func (ad *admission) startWaiting(ctx workflow.Context) {
 				ad.log.Info("the identity's last run is still closing; the start waits and is tried again", "workflow_id", e.WorkflowID)
 				ad.room.startFailed(workflow.Now(ctx), e, in.Input.Intake.Arrived)
 			case out.Outcome == activities.StartRunning && fixed:
-				ad.room.attached(e, in.Input.Intake.Arrived)
+				ad.room.attached(e, in.Input.Intake.Arrived, out.Session)
 			default:
 				ad.room.started(e.WorkflowID)
 			}

@@ -135,7 +135,7 @@ func TestAttachedBeforeGuardsTakesItsRunsSignals(t *testing.T) {
 	s := roomSettings(10)
 	o := r.admit(t0.Add(time.Hour), s, alertOf("a2", "id:1", "high"))
 	e := r.byWorkflow[o.WorkflowID]
-	r.attached(e, r.take(e))
+	r.attached(e, r.take(e), "")
 	r.take(e) // delivered
 	raw, err := json.Marshal(AdmissionInput{Room: r})
 	require.NoError(t, err)

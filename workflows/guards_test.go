@@ -60,7 +60,7 @@ func TestAttachedEscalationAsksAboutTheRise(t *testing.T) {
 	e := r.byWorkflow[r.admit(t0.Add(time.Minute), s, alertOf("c0", "id:0", "critical")).WorkflowID]
 	require.True(t, e.Reinvestigate)
 	e.State = intake.StateStarting
-	r.attached(e, r.take(e))
+	r.attached(e, r.take(e), "")
 	require.NotEmpty(t, verdictQuestion(e.Queue), "%+v", e.Queue)
 	require.Equal(t, "low", e.Queue[0].PrevSeverity)
 }

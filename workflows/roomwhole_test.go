@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -142,7 +143,7 @@ func TestAttachedKeepsTheQueueBounds(t *testing.T) {
 	}
 	b := r.take(e)
 	require.Len(t, b.Arrivals, maxEntityQueue)
-	r.attached(e, b)
+	r.attached(e, b, "")
 	require.Equal(t, intake.StateRunning, e.State)
 	require.Len(t, e.Queue, maxEntityQueue)
 	require.Equal(t, r.pending, len(e.Queue))
@@ -268,4 +269,61 @@ func TestChunkedHandBackIsNoted(t *testing.T) {
 	require.Equal(t, 2, n, "both notes reach the progress store")
 	require.Equal(t, h.events(t), stored, "every event stored, in order")
 	require.Equal(t, writesAtClose+1, writes, "one write after the close, once all 120 went back")
+}
+
+// An entity attached to an older run its room forgot (concluded, idle,
+// forgotten to make room) is charged only what that run spends beyond what
+// it had reported: the run reports a running total, whose earlier part
+// the forgotten entity was charged. A run the room does not remember is
+// charged whole, as before.
+func TestAttachedIsChargedOnlyTheOldRunsNewSpend(t *testing.T) {
+	spend := func(calls int) investigation.Spend {
+		var sp investigation.Spend
+		sp.ByPhase.Plan = investigation.Usage{Calls: calls, PromptTokens: calls * 100000, Model: "gemini-2.5-flash"}
+		return sp
+	}
+	for _, remembered := range []bool{true, false} {
+		t.Run(fmt.Sprint("remembered=", remembered), func(t *testing.T) {
+			r := newRoom(t0)
+			s := roomSettings(10)
+			conclude := func(e *Entity) string {
+				r.started(e.WorkflowID)
+				session := investigation.IntakeSession(e.WorkflowID, e.Admitted)
+				r.concluded(investigation.Concluded{WorkflowID: e.WorkflowID, Session: session, Spend: spend(1)})
+				return session
+			}
+			o := r.admit(t0, s, alertOf("a1", "id:1", "medium"))
+			e0 := r.byWorkflow[o.WorkflowID]
+			old := conclude(e0)
+			one := r.Spent
+			require.Greater(t, one, 0.0)
+			conclude(r.byWorkflow[r.admit(t0, s, alertOf("f0", "id:f0", "low")).WorkflowID])
+			for i := 1; len(r.Entities) < maxOpen; i++ {
+				r.admit(t0, s, alertOf(fmt.Sprint("f", i), fmt.Sprint("id:f", i), "low"))
+			}
+			// The room is full: a new alert forgets e0, its run open and idle.
+			r.admit(t0.Add(time.Minute), s, alertOf("b", "id:b", "low"))
+			require.Nil(t, r.byWorkflow[o.WorkflowID])
+			if !remembered {
+				r.Forgotten = nil
+			}
+			// Its alert seen higher: a reinvestigation, whose start finds the old run open.
+			o2 := r.admit(t0.Add(2*time.Minute), s, alertOf("a2", "id:1", "high"))
+			e1 := r.byWorkflow[o2.WorkflowID]
+			require.True(t, e1.Reinvestigate)
+			spent := r.Spent
+			r.attached(e1, r.take(e1), old)
+			// The old run answers the follow-up: its Concluded carries its running total (1 + 1 calls).
+			r.concluded(investigation.Concluded{WorkflowID: o.WorkflowID, Session: old, Spend: spend(2)})
+			want := one
+			if !remembered {
+				want = 2 * one
+			}
+			require.InDelta(t, want, r.Spent-spent, 1e-9, "the old run spent one more unit; the day counts %.1f more", (r.Spent-spent)/one)
+			// Its close charges nothing more.
+			r.closed(t0.Add(3*time.Minute), investigation.Closed{WorkflowID: o.WorkflowID, Session: old, Reason: investigation.ClosedCompleted, Spend: spend(2)})
+			require.InDelta(t, want, r.Spent-spent, 1e-9)
+			require.False(t, slices.ContainsFunc(r.Forgotten, func(f ForgottenRun) bool { return f.Hash == hashOf(old) }), "the attached entity holds the run")
+		})
+	}
 }

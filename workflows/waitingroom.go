@@ -100,6 +100,9 @@ const (
 const (
 	maxEnded  = 200
 	endedKeep = 30 * time.Minute
+	// maxForgotten bounds Room.Forgotten: runs forgotten while open, kept
+	// until they close (ended) or newer ones push them out.
+	maxForgotten = 100
 )
 
 // startBackoff is the wait before the start after the n-th failed one:
@@ -135,6 +138,11 @@ type Room struct {
 	// Ended are the runs that said they closed, newest last, kept for
 	// endedKeep: a start that finds one of them open waits (closingRun).
 	Ended []EndedRun `json:"ended,omitempty"`
+	// Forgotten are the runs of entities forgotten while open (idle, to
+	// make room) with the cost each had reported, newest last, at most
+	// maxForgotten: an entity attached to one later is charged only beyond
+	// it.
+	Forgotten []ForgottenRun `json:"forgotten,omitempty"`
 
 	// fixed: this run took the admission-outcomes gate (admission.go), so
 	// failed runs and starts make no repeats, check results are matched to
@@ -218,6 +226,13 @@ type Member struct {
 type EndedRun struct {
 	Hash string    `json:"h"`
 	At   time.Time `json:"at"`
+}
+
+// ForgottenRun is the run of an entity forgotten while it was open: its
+// session, hashed, and the cost it had reported (a running total).
+type ForgottenRun struct {
+	Hash string  `json:"h"`
+	Cost float64 `json:"c"`
 }
 
 // ClosedIdentity is an identity whose investigation closed.
@@ -315,7 +330,9 @@ func (r *Room) ended(now time.Time, c investigation.Closed) {
 	if c.Session == "" || c.Session == c.WorkflowID || len(c.Returned.Arrivals) > 0 || c.Returned.Dropped != 0 {
 		return
 	}
-	r.Ended = append(r.Ended, EndedRun{Hash: hashOf(c.Session), At: now})
+	h := hashOf(c.Session)
+	r.Ended = append(r.Ended, EndedRun{Hash: h, At: now})
+	r.Forgotten = slices.DeleteFunc(r.Forgotten, func(f ForgottenRun) bool { return f.Hash == h })
 	if over := len(r.Ended) - maxEnded; over > 0 {
 		r.Ended = r.Ended[over:]
 	}
@@ -559,6 +576,9 @@ func (r *Room) open(now time.Time, h string, a intake.Alert) (*Entity, bool) {
 		if i < 0 {
 			return nil, true
 		}
+		if r.guards {
+			r.forget(r.Entities[i])
+		}
 		r.close(now, r.Entities[i].WorkflowID)
 	}
 	r.Seq++
@@ -776,13 +796,41 @@ func (r *Room) startFailed(now time.Time, e *Entity, b investigation.ArrivalBatc
 	e.State, e.RetryAt = intake.StateWaiting, now.Add(startBackoff(e.Attempts))
 }
 
+// forget remembers the run of an open entity the room forgets, and what it
+// had reported spending, for an entity that attaches to the run later. An
+// attached entity's run is an older one whose session the room did not
+// keep: not remembered (attached charges such a run whole).
+func (r *Room) forget(e *Entity) {
+	if e.Attached {
+		return
+	}
+	h := hashOf(investigation.IntakeSession(e.WorkflowID, e.Admitted))
+	r.Forgotten = append(slices.DeleteFunc(r.Forgotten, func(f ForgottenRun) bool { return f.Hash == h }), ForgottenRun{Hash: h, Cost: e.Cost})
+	if over := len(r.Forgotten) - maxForgotten; over > 0 {
+		r.Forgotten = r.Forgotten[over:]
+	}
+}
+
 // attached records a start that found its identity's investigation open
 // already (an earlier admission started it): the entity's first alert and
 // the arrivals its start input took go to that run by the alerts signal,
-// as news does.
-func (r *Room) attached(e *Entity, b investigation.ArrivalBatch) {
+// as news does. session is that run's (the start's answer; "" unknown).
+func (r *Room) attached(e *Entity, b investigation.ArrivalBatch, session string) {
 	if r.byWorkflow[e.WorkflowID] != e {
 		return
+	}
+	if r.guards && session != "" {
+		// The run reports its spend as a running total, of which the
+		// forgotten entity was charged its last report: only what it
+		// spends beyond that is this entity's. A run the room does not
+		// remember (past maxForgotten, forgotten before the gate or while
+		// itself attached) is charged whole, as before: the budget errs on
+		// the side of holding back.
+		h := hashOf(session)
+		if i := slices.IndexFunc(r.Forgotten, func(f ForgottenRun) bool { return f.Hash == h }); i >= 0 {
+			e.Cost = max(e.Cost, r.Forgotten[i].Cost)
+			r.Forgotten = slices.Delete(r.Forgotten, i, i+1)
+		}
 	}
 	r.putBack(e, b)
 	m := e.Members[0]

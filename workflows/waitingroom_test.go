@@ -3,6 +3,7 @@ package workflows
 import (
 	"encoding/json"
 	"fmt"
+	"math"
 	"os"
 	"slices"
 	"strings"
@@ -335,6 +336,14 @@ func TestRoomStateIsBounded(t *testing.T) {
 			}
 			if len(r.Ended) != maxEnded {
 				t.Fatalf("%d ended runs kept, not %d", len(r.Ended), maxEnded)
+			}
+			// The runs of entities forgotten while open, with what they
+			// reported (at its widest).
+			for i := range maxForgotten + 1 {
+				r.forget(&Entity{WorkflowID: long(fill, "w", i, 1000), Admitted: t0, Cost: -math.MaxFloat64})
+			}
+			if len(r.Forgotten) != maxForgotten {
+				t.Fatalf("%d forgotten runs kept, not %d", len(r.Forgotten), maxForgotten)
 			}
 			// Every entity a reinvestigation attached to an older run.
 			for _, e := range r.Entities {

@@ -11,6 +11,7 @@ import (
 	"sync"
 	"sync/atomic"
 
+	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/codes"
 	semconv "go.opentelemetry.io/otel/semconv/v1.41.0"
 	"go.opentelemetry.io/otel/trace"
@@ -83,8 +84,15 @@ func (t *tracer) StartSpan(o *interceptor.TracerStartSpanOptions) (interceptor.T
 	}
 	replaying := t.runs.replaying(o.Tags[runIDTag])
 	instant := o.Operation == opRunWorkflow
+	// Temporal's tracer sets the tags only once SpanStarter returns, when an
+	// instant span has ended and drops them: they go in at the start.
+	tags := make([]attribute.KeyValue, 0, len(o.Tags))
+	for k, v := range o.Tags {
+		tags = append(tags, attribute.String(k, v))
+	}
 	opts := t.options
 	opts.SpanStarter = func(ctx context.Context, tr trace.Tracer, name string, so ...trace.SpanStartOption) trace.Span {
+		so = append(so, trace.WithAttributes(tags...))
 		_, s := tr.Start(withStableIDs(ctx, key), name, so...)
 		if replaying {
 			return replayedSpan{s}

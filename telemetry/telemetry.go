@@ -76,7 +76,9 @@ func disabled() bool {
 // Start sets up export as the OTEL_* environment says (exporter, protocol,
 // endpoint, headers, sampler, resource; OTEL_SERVICE_NAME wins over
 // service), or returns nil when no OTLP endpoint variable is set. Export
-// errors are logged to logger, never returned to the caller's work.
+// errors are logged to logger, never returned to the caller's work; so is
+// a metric reader that cannot start (a Prometheus port another process
+// holds): the process runs on without metrics.
 func Start(ctx context.Context, service string, logger *slog.Logger) (*Telemetry, error) {
 	if !Enabled() {
 		return nil, nil
@@ -107,12 +109,16 @@ func Start(ctx context.Context, service string, logger *slog.Logger) (*Telemetry
 	}
 	var reader sdkmetric.Reader
 	if metricsOn() {
+		// A Prometheus reader binds its port now: a second process on the
+		// machine (a second worker, a starter command) finds it taken, and
+		// runs on without metrics rather than fail.
 		if reader, err = autoexport.NewMetricReader(ctx); err != nil {
-			if exp != nil {
-				_ = exp.Shutdown(ctx)
-			}
-			return nil, fmt.Errorf("OpenTelemetry metric reader: %w", err)
+			reader = nil
+			logger.Warn("OpenTelemetry metrics are off: running without metrics", "error", err)
 		}
+	}
+	if exp == nil && reader == nil {
+		return nil, nil
 	}
 	// Export failures (a collector down) are logged, never returned to a
 	// command or an activity.
@@ -168,12 +174,18 @@ func (t *Telemetry) Shutdown(ctx context.Context) error {
 	}
 	var err error
 	t.once.Do(func() {
+		// Side by side, each with the whole deadline: a trace collector
+		// that does not answer must not starve the metrics' last flush.
+		var tErr, mErr error
+		var wg sync.WaitGroup
 		if t.tp != nil {
-			err = errors.Join(err, t.tp.Shutdown(ctx))
+			wg.Go(func() { tErr = t.tp.Shutdown(ctx) })
 		}
 		if t.mp != nil {
-			err = errors.Join(err, t.mp.Shutdown(ctx))
+			wg.Go(func() { mErr = t.mp.Shutdown(ctx) })
 		}
+		wg.Wait()
+		err = errors.Join(tErr, mErr)
 	})
 	return err
 }

@@ -1,15 +1,22 @@
 package telemetry
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
+	"net"
+	"strconv"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"go.opentelemetry.io/otel/sdk/metric"
+	"go.opentelemetry.io/otel/sdk/metric/metricdata"
 	"go.opentelemetry.io/otel/sdk/resource"
 	"go.opentelemetry.io/otel/trace"
 	"go.temporal.io/sdk/client"
@@ -158,6 +165,30 @@ func TestExportsToAnOTLPReceiver(t *testing.T) {
 	}
 }
 
+// TestPrometheusPortTaken: with OTEL_METRICS_EXPORTER=prometheus, a second
+// process on the machine (the cluster's second worker, a starter command
+// while a worker runs) finds the port taken: it runs on, traces still on,
+// without metrics, and says so in one warning.
+func TestPrometheusPortTaken(t *testing.T) {
+	clearEnv(t)
+	held, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	defer held.Close()
+	t.Setenv(envEndpoint, "http://127.0.0.1:1")
+	t.Setenv("OTEL_METRICS_EXPORTER", "prometheus")
+	t.Setenv("OTEL_EXPORTER_PROMETHEUS_HOST", "127.0.0.1")
+	t.Setenv("OTEL_EXPORTER_PROMETHEUS_PORT", strconv.Itoa(held.Addr().(*net.TCPAddr).Port))
+	var log bytes.Buffer
+	tel, err := Start(context.Background(), "investigator-starter", slog.New(slog.NewTextHandler(&log, nil)))
+	require.NoError(t, err, "a taken metrics port must not fail the process")
+	require.NotNil(t, tel)
+	defer tel.Shutdown(context.Background())
+	assert.NotNil(t, tel.tp, "traces still exported")
+	assert.Nil(t, tel.mp, "no metrics")
+	assert.Equal(t, 1, strings.Count(log.String(), "level=WARN"), log.String())
+	assert.Contains(t, log.String(), "without metrics")
+}
+
 // TestErrorKind: a failure is named by its Temporal type, or its Go type,
 // never by its text.
 func TestErrorKind(t *testing.T) {
@@ -196,4 +227,47 @@ func TestTraceparent(t *testing.T) {
 	got := exp.GetSpans().Snapshots()
 	require.Len(t, got, 2)
 	assert.Equal(t, got[0].SpanContext().SpanID(), got[1].Parent().SpanID())
+}
+
+// stuckSpans is a span exporter whose collector never answers.
+type stuckSpans struct{ spans }
+
+func (stuckSpans) Shutdown(ctx context.Context) error {
+	<-ctx.Done()
+	return ctx.Err()
+}
+
+// countedMetrics counts the exports that reached it.
+type countedMetrics struct{ n atomic.Int32 }
+
+func (*countedMetrics) Temporality(k metric.InstrumentKind) metricdata.Temporality {
+	return metric.DefaultTemporalitySelector(k)
+}
+
+func (*countedMetrics) Aggregation(k metric.InstrumentKind) metric.Aggregation {
+	return metric.DefaultAggregationSelector(k)
+}
+
+func (*countedMetrics) ForceFlush(context.Context) error { return nil }
+
+func (c *countedMetrics) Export(context.Context, *metricdata.ResourceMetrics) error {
+	c.n.Add(1)
+	return nil
+}
+
+func (*countedMetrics) Shutdown(context.Context) error { return nil }
+
+// TestShutdownFlushesMetricsWhileTracesHang: a trace collector that does
+// not answer does not eat the deadline the metrics' last flush needs.
+func TestShutdownFlushesMetricsWhileTracesHang(t *testing.T) {
+	mexp := &countedMetrics{}
+	reader := metric.NewPeriodicReader(mexp, metric.WithInterval(time.Hour))
+	tel, err := build(resource.Empty(), stuckSpans{newSpans()}, reader)
+	require.NoError(t, err)
+	_, end := tel.Span(context.Background(), "starter investigate")
+	end(false)
+	ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
+	defer cancel()
+	require.Error(t, tel.Shutdown(ctx), "the traces' shutdown timed out")
+	assert.Equal(t, int32(1), mexp.n.Load(), "the metrics were flushed")
 }

@@ -90,7 +90,7 @@ var clusterTable = []Service{
 			if !isExecutable(s.UIServer) {
 				return Launch{}, fmt.Errorf("Temporal Web UI server not found at %s: run 'go tool task cluster-setup'", s.UIServer)
 			}
-			env := []string{"TEMPORAL_ADDRESS=" + s.addr("TEMPORAL"), "TEMPORAL_UI_PORT=" + strconv.Itoa(s.port("TEMPORAL_UI")),
+			env := []string{"TEMPORAL_ADDRESS=" + s.addr("TEMPORAL"), "TEMPORAL_UI_HOST=" + s.Host, "TEMPORAL_UI_PORT=" + strconv.Itoa(s.port("TEMPORAL_UI")),
 				"TEMPORAL_CORS_ORIGINS=" + s.UIURL(), "TEMPORAL_CODEC_ENDPOINT="}
 			if s.PayloadKeyFile != "" {
 				env[len(env)-1] = "TEMPORAL_CODEC_ENDPOINT=" + s.CodecURL()

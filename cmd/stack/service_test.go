@@ -4,12 +4,17 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"net"
+	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
+	"text/template"
 	"time"
 
 	"github.com/stretchr/testify/require"
+	"gopkg.in/yaml.v3"
 )
 
 // testStack is a stack with its files in a temporary directory and its
@@ -285,5 +290,61 @@ func TestDecide(t *testing.T) {
 				require.Contains(t, why, tc.reason)
 			}
 		})
+	}
+}
+
+// TestWebUIListensOnLoopback: the cluster's Web UI server proxies the whole
+// Temporal API without authentication, so it listens on the stack's host
+// (127.0.0.1) only: its configuration, rendered as the server renders it
+// from the environment the stack launches it with (and from none), names a
+// loopback host. Without one the server listens on every interface.
+func TestWebUIListensOnLoopback(t *testing.T) {
+	s, _ := testStack(t)
+	for _, svc := range table {
+		for _, p := range svc.Ports {
+			s.ports[p.Var] = p.Default
+		}
+	}
+	s.UIServer = filepath.Join(s.BinDir, "temporal-ui-server")
+	require.NoError(t, os.MkdirAll(s.BinDir, 0o755))
+	require.NoError(t, os.WriteFile(s.UIServer, []byte("#!/bin/sh\n"), 0o755))
+	var l Launch
+	for _, svc := range table {
+		if svc.Name == "temporal-ui" {
+			var err error
+			l, err = svc.Launch(s, 1)
+			require.NoError(t, err)
+		}
+	}
+	require.NotEmpty(t, l.Argv, "the cluster table launches the Web UI")
+	raw, err := os.ReadFile("../../config/temporal-ui/cluster.yaml")
+	require.NoError(t, err)
+	for name, env := range map[string][]string{"launched": l.Env, "no environment": nil} {
+		vars := map[string]string{}
+		for _, kv := range env {
+			k, v, _ := strings.Cut(kv, "=")
+			vars[k] = v
+		}
+		// The two template functions the file uses, as sprig defines them.
+		funcs := template.FuncMap{
+			"env": func(k string) string { return vars[k] },
+			"default": func(d string, v ...string) string {
+				if len(v) == 0 || v[0] == "" {
+					return d
+				}
+				return v[0]
+			},
+		}
+		tpl, err := template.New("ui").Funcs(funcs).Parse(string(raw))
+		require.NoError(t, err)
+		var out bytes.Buffer
+		require.NoError(t, tpl.Execute(&out, nil))
+		var cfg struct {
+			Host string `yaml:"host"`
+			Port int    `yaml:"port"`
+		}
+		require.NoError(t, yaml.Unmarshal(out.Bytes(), &cfg))
+		ip := net.ParseIP(cfg.Host)
+		require.True(t, ip != nil && ip.IsLoopback(), "%s: the Web UI listens on %q:%d, not loopback only", name, cfg.Host, cfg.Port)
 	}
 }

@@ -851,6 +851,18 @@ func (r *Room) attached(e *Entity, b investigation.ArrivalBatch, session string)
 	r.started(e.WorkflowID)
 }
 
+// resumed records a start that found the run an earlier round of it made
+// (that round's answer was lost): the run holds that round's input, not
+// this one's, so the arrivals this round took are signalled to it. Which
+// of them the earlier round's input held already the room cannot tell (a
+// failed round puts its batch back in front of newer ones), so all go: a
+// repeated arrival is one more note in the run, a missing one an alert
+// acknowledged and never investigated.
+func (r *Room) resumed(e *Entity, b investigation.ArrivalBatch) {
+	r.putBack(e, b)
+	r.started(e.WorkflowID)
+}
+
 // readmit admits again the related alerts that reached an investigation
 // too late (it was closing, or its entity closed while they were on their
 // way). The closing entity remembered their identities as closed; they

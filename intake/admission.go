@@ -140,11 +140,12 @@ const (
 	maxCurrencyBytes = 8
 	maxPriceSource   = 200
 	maxTopicBytes    = 300 // projects/<30>/topics/<255>
+	maxPrice         = 1e6 // a million tokens' price
 )
 
 // checkPrices refuses a price table the admission workflow cannot keep, or
-// whose prices are not finite and not negative (pricing.Load refuses them;
-// an admit request may come from elsewhere).
+// a price that is negative, NaN or absurd (an admit request may come from
+// elsewhere than pricing.Load).
 func checkPrices(t pricing.Table) error {
 	switch {
 	case len(t.Models) > MaxPriceModels:
@@ -159,8 +160,10 @@ func checkPrices(t pricing.Table) error {
 			return fmt.Errorf("--prices: a model name must be at most %d bytes without characters JSON escapes", maxPriceName)
 		}
 		for _, f := range []float64{p.Input, p.Output} {
-			if f < 0 || math.IsNaN(f) || math.IsInf(f, 0) {
-				return fmt.Errorf("--prices: model %s: prices must be finite and not negative", name)
+			// A price near the float's limit makes a forged report's cost
+			// infinite, which the room's state cannot encode as JSON.
+			if !(f >= 0 && f <= maxPrice) {
+				return fmt.Errorf("--prices: model %s: prices must be 0 to %g a million tokens", name, float64(maxPrice))
 			}
 		}
 	}

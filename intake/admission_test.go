@@ -45,7 +45,10 @@ func TestSettingsCheckBoundsWhatTheRoomKeeps(t *testing.T) {
 	currency.Prices.Currency = strings.Repeat("U", maxCurrencyBytes+1)
 	topic.Delivery.ResultsTopic = "projects/p/topics/" + strings.Repeat("t", maxTopicBytes)
 	nan.Prices.Models = map[string]pricing.Price{"m": {Input: math.NaN()}}
-	for name, s := range map[string]Settings{"many": many, "long": long, "escaped": escaped, "source": source, "currency": currency, "topic": topic, "nan": nan} {
+	// Tokens times this overflow to +Inf, which no JSON encodes.
+	huge := ok
+	huge.Prices.Models = map[string]pricing.Price{"m": {Output: math.MaxFloat64}}
+	for name, s := range map[string]Settings{"many": many, "long": long, "escaped": escaped, "source": source, "currency": currency, "topic": topic, "nan": nan, "huge": huge} {
 		require.Error(t, s.Check(), name)
 	}
 	require.NoError(t, ok.Check())

@@ -139,3 +139,21 @@ func TestOlderRunsSignalsAreNotTheNewerEntitys(t *testing.T) {
 	require.Equal(t, intake.StateConcluded, e.State)
 	require.Greater(t, r.Spent, spent)
 }
+
+// A forged close with a negative count of alerts it could not hand back
+// and none returned is a plain close: ended (which remembers the run as
+// closing) and closed (which charges and ends the entity) both take it,
+// as neither would if one took it for a hand-back and the other did not.
+func TestNegativeHandBackCountIsAPlainClose(t *testing.T) {
+	r := newRoom(t0)
+	s := roomSettings(5)
+	o := r.admit(t0, s, alertOf("a1", "id:1", "medium"))
+	session := investigation.IntakeSession(o.WorkflowID, t0)
+	r.take(r.byWorkflow[o.WorkflowID])
+	r.started(o.WorkflowID)
+	r.closed(t0.Add(time.Minute), investigation.Closed{WorkflowID: o.WorkflowID, Session: session, Reason: investigation.ClosedCompleted,
+		Returned: investigation.ArrivalBatch{Dropped: -3}})
+	require.Nil(t, r.byWorkflow[o.WorkflowID], "the entity ended")
+	require.True(t, r.closingRun(session), "its run is remembered as closing, as for any close that ends its entity")
+	require.Zero(t, r.Counters.HandBackDropped)
+}

@@ -339,7 +339,7 @@ func (r *Room) closingRun(session string) bool {
 // ended remembers the run of a Closed signal that is not a hand-back (a
 // hand-back names the run's session as its workflow ID).
 func (r *Room) ended(now time.Time, c investigation.Closed) {
-	if c.Session == "" || c.Session == c.WorkflowID || len(c.Returned.Arrivals) > 0 || c.Returned.Dropped != 0 {
+	if c.Session == "" || c.Session == c.WorkflowID || handBack(c) {
 		return
 	}
 	h := hashOf(c.Session)
@@ -350,10 +350,18 @@ func (r *Room) ended(now time.Time, c investigation.Closed) {
 	}
 }
 
+// handBack says whether a Closed signal is a hand-back: it returns alerts,
+// or counts some it could not (a negative count, only forged, counts none,
+// so ended and closed agree on a plain close). A forged negative count
+// reached only ended's old "!= 0" test: no recorded history holds one.
+func handBack(c investigation.Closed) bool {
+	return len(c.Returned.Arrivals) > 0 || c.Returned.Dropped > 0
+}
+
 // handedBack counts what a hand-back could not return (a signal's number,
 // so bounded).
 func (r *Room) handedBack(c investigation.Closed) {
-	if r.guards && len(c.Returned.Arrivals)+c.Returned.Dropped > 0 {
+	if r.guards && handBack(c) {
 		r.Counters.HandBackDropped += int64(min(max(c.Returned.Dropped, 0), 1<<20))
 	}
 }
@@ -664,7 +672,7 @@ func (r *Room) closed(now time.Time, c investigation.Closed) {
 	if e == nil || !r.runOf(e, c.Session) {
 		return
 	}
-	if r.guards && (len(c.Returned.Arrivals) > 0 || c.Returned.Dropped > 0) {
+	if r.guards && handBack(c) {
 		// A hand-back follows its run's own Closed, which ended the entity:
 		// one found here is newer (a run without a session names its
 		// workflow ID in it). Only its alerts count (readmit).

@@ -702,9 +702,17 @@ func (r *Room) closed(now time.Time, c investigation.Closed) {
 // (it concluded, idle, and was forgotten to make room), and its spend and
 // close are not e's. A run without a session (started before sessions)
 // sends its workflow ID and cannot be told apart; an attached entity took
-// an older run as its own.
+// an older run as its own. A waiting entity that never had a start has no
+// run: no signal is its own (one whose start failed may have one, made by
+// the lost attempt).
 func (r *Room) runOf(e *Entity, session string) bool {
-	return !r.guards || session == "" || session == e.WorkflowID || e.Attached ||
+	if !r.guards {
+		return true
+	}
+	if e.State == intake.StateWaiting && e.Attempts == 0 && !e.Attached {
+		return false
+	}
+	return session == "" || session == e.WorkflowID || e.Attached ||
 		session == investigation.IntakeSession(e.WorkflowID, e.Admitted)
 }
 

@@ -64,20 +64,24 @@ type StartOutput struct {
 	// memo; "" for a run without one): the admission workflow waits for a
 	// run that already told it it closed instead of taking it.
 	Session string `json:"session,omitempty"`
+	// Found: the outcome is started, but by an earlier attempt of this
+	// start (its answer lost), not by this call, so this call's input went
+	// nowhere: the admission signals its arrivals to the run instead.
+	Found bool `json:"found,omitempty"`
 }
 
 // StartInvestigation starts (or finds open) the investigation of an
 // admitted entity, under its identity's workflow ID; see
 // agentclient.StartIntake. Temporal being unreachable is retried.
 func (in *Intake) StartInvestigation(ctx context.Context, s StartInput) (StartOutput, error) {
-	outcome, runID, session, err := in.Temporal.StartIntake(telemetry.WithTraceparent(ctx, s.Traceparent), agentclient.IntakeStart{
+	outcome, runID, session, found, err := in.Temporal.StartIntake(telemetry.WithTraceparent(ctx, s.Traceparent), agentclient.IntakeStart{
 		Start:    agentclient.Start{ID: s.WorkflowID, Summary: s.Summary, Input: s.Input},
 		Admitted: s.Admitted, Severity: s.Severity, Reinvestigate: s.Reinvestigate, RepeatWindow: s.RepeatWindow.Duration(),
 	}, io.Discard)
 	if err != nil {
 		return StartOutput{}, fmt.Errorf("start investigation %s: %w", s.WorkflowID, err)
 	}
-	return StartOutput{Outcome: outcome, RunID: runID, Session: session}, nil
+	return StartOutput{Outcome: outcome, RunID: runID, Session: session, Found: found}, nil
 }
 
 // CheckInput names investigations the admission workflow counts as open.

@@ -170,8 +170,10 @@ const (
 // workflow no longer remembers it. It returns the outcome, the run ID and,
 // when the outcome is running, the open run's session (its memo's, "" when
 // it has none of this ID's form): the admission workflow tells a run that
-// already said it closed from one it forgot.
-func (c *Client) StartIntake(ctx context.Context, s IntakeStart, warn io.Writer) (outcome, runID, session string, err error) {
+// already said it closed from one it forgot. found says the outcome is
+// started by an earlier attempt of this start (a run of the ID started
+// since Admitted): this call's input reached no run.
+func (c *Client) StartIntake(ctx context.Context, s IntakeStart, warn io.Writer) (outcome, runID, session string, found bool, err error) {
 	err = c.call(ctx, func(ctx context.Context) error {
 		d, err := c.tc.DescribeWorkflowExecution(ctx, s.ID, "")
 		switch {
@@ -184,7 +186,7 @@ func (c *Client) StartIntake(ctx context.Context, s IntakeStart, warn io.Writer)
 			if info.GetStatus() == enums.WORKFLOW_EXECUTION_STATUS_RUNNING {
 				outcome = IntakeRunning
 				if !info.GetStartTime().AsTime().Before(s.Admitted) {
-					outcome = IntakeStarted
+					outcome, found = IntakeStarted, true
 					return nil
 				}
 				// The memo is anyone's who started a run under the ID: only a
@@ -197,7 +199,7 @@ func (c *Client) StartIntake(ctx context.Context, s IntakeStart, warn io.Writer)
 				return nil
 			}
 			if !info.GetStartTime().AsTime().Before(s.Admitted) {
-				outcome = IntakeStarted // it ran, and closed already
+				outcome, found = IntakeStarted, true // it ran, and closed already
 				return nil
 			}
 			var before string
@@ -228,10 +230,10 @@ func (c *Client) StartIntake(ctx context.Context, s IntakeStart, warn io.Writer)
 		if err != nil {
 			return err
 		}
-		outcome, runID = IntakeStarted, run.GetRunID()
+		outcome, runID, found = IntakeStarted, run.GetRunID(), false
 		return nil
 	})
-	return outcome, runID, session, err
+	return outcome, runID, session, found, err
 }
 
 // ClosedOf returns which of the workflow IDs have no open run.

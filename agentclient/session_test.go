@@ -140,9 +140,10 @@ func TestIntakeReinvestigationGetsItsOwnSession(t *testing.T) {
 	sessions := map[string]bool{}
 	for i := range 2 {
 		admitted := time.Now()
-		outcome, runID, _, err := c.StartIntake(t.Context(), start(admitted), io.Discard)
+		outcome, runID, _, found, err := c.StartIntake(t.Context(), start(admitted), io.Discard)
 		require.NoError(t, err)
 		require.Equal(t, IntakeStarted, outcome)
+		require.False(t, found, "this call started the run")
 		session := inputSession(runID)
 		require.Equal(t, intakeSession(id, admitted), session)
 		require.NoError(t, investigation.CheckSession(id, session))
@@ -151,17 +152,22 @@ func TestIntakeReinvestigationGetsItsOwnSession(t *testing.T) {
 		require.Equal(t, session, d.session(id), "run %d: followers read the session from the memo", i+1)
 		sessions[session] = true
 
-		again, againRun, _, err := c.StartIntake(t.Context(), start(admitted), io.Discard)
+		again, againRun, _, found, err := c.StartIntake(t.Context(), start(admitted), io.Discard)
 		require.NoError(t, err)
 		require.Equal(t, IntakeStarted, again, "a retry of the start finds its run")
+		require.True(t, found, "a retry that finds its run says its input reached no run")
 		require.Equal(t, runID, againRun)
 		// A later admission's start finds the run open and learns its
 		// session, so the admission can tell a run that said it closed.
-		later, _, open, err := c.StartIntake(t.Context(), start(admitted.Add(time.Hour)), io.Discard)
+		later, _, open, _, err := c.StartIntake(t.Context(), start(admitted.Add(time.Hour)), io.Discard)
 		require.NoError(t, err)
 		require.Equal(t, IntakeRunning, later)
 		require.Equal(t, session, open)
 		require.NoError(t, tc.TerminateWorkflow(t.Context(), id, runID, "closed"))
+		closedAgain, _, _, found, err := c.StartIntake(t.Context(), start(admitted), io.Discard)
+		require.NoError(t, err)
+		require.Equal(t, IntakeStarted, closedAgain, "a retry finds its run closed already")
+		require.True(t, found, "nor did this retry's input reach a run")
 	}
 	require.Len(t, sessions, 2, "each run under the ID has its own session")
 
@@ -181,13 +187,14 @@ func TestIntakeEndedRunIsNoRepeat(t *testing.T) {
 		return IntakeStart{Start: Start{ID: id, Summary: "y", Input: investigation.Input{AlertID: "a1", Intake: &investigation.IntakeInput{Identity: "y"}}},
 			Admitted: admitted, Severity: "high", RepeatWindow: time.Hour}
 	}
-	outcome, runID, _, err := c.StartIntake(t.Context(), start(time.Now()), io.Discard)
+	outcome, runID, _, _, err := c.StartIntake(t.Context(), start(time.Now()), io.Discard)
 	require.NoError(t, err)
 	require.Equal(t, IntakeStarted, outcome)
 	require.NoError(t, tc.TerminateWorkflow(t.Context(), id, runID, "e2e: the run fails"))
 
-	outcome, again, _, err := c.StartIntake(t.Context(), start(time.Now().Add(time.Second)), io.Discard)
+	outcome, again, _, found, err := c.StartIntake(t.Context(), start(time.Now().Add(time.Second)), io.Discard)
 	require.NoError(t, err)
 	require.Equal(t, IntakeStarted, outcome, "a terminated run makes no repeat")
+	require.False(t, found)
 	require.NotEqual(t, runID, again)
 }

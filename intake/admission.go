@@ -124,6 +124,48 @@ func (s Settings) Check() error {
 		return fmt.Errorf("--group-window must not be negative, not %s", s.GroupWindow)
 	case s.IdleTimeout < 0:
 		return fmt.Errorf("--idle-timeout must be positive, not %s", s.IdleTimeout)
+	case len(s.Delivery.ResultsTopic) > maxTopicBytes || !Plain(s.Delivery.ResultsTopic):
+		return fmt.Errorf("--results-topic must be at most %d bytes without characters JSON escapes", maxTopicBytes)
+	}
+	return checkPrices(s.Prices)
+}
+
+// Bounds of the settings the admission workflow keeps in its state (whole,
+// across continue-as-new): a price table may be 1 MiB of YAML (pricing.Load),
+// and text JSON escapes takes 6 bytes a character. The default table has 6
+// models of at most 21 bytes; TestRoomStateIsBounded counts these bounds.
+const (
+	MaxPriceModels   = 50
+	maxPriceName     = 64
+	maxCurrencyBytes = 8
+	maxPriceSource   = 200
+	maxTopicBytes    = 300 // projects/<30>/topics/<255>
+	maxPrice         = 1e6 // a million tokens' price
+)
+
+// checkPrices refuses a price table the admission workflow cannot keep, or
+// a price that is negative, NaN or absurd (an admit request may come from
+// elsewhere than pricing.Load).
+func checkPrices(t pricing.Table) error {
+	switch {
+	case len(t.Models) > MaxPriceModels:
+		return fmt.Errorf("--prices: the price table lists %d models, over %d", len(t.Models), MaxPriceModels)
+	case len(t.Currency) > maxCurrencyBytes || !Plain(t.Currency):
+		return fmt.Errorf("--prices: the currency must be at most %d bytes without characters JSON escapes", maxCurrencyBytes)
+	case len(t.Source) > maxPriceSource || !Plain(t.Source):
+		return fmt.Errorf("--prices: the source must be at most %d bytes without characters JSON escapes", maxPriceSource)
+	}
+	for name, p := range t.Models {
+		if len(name) > maxPriceName || !Plain(name) {
+			return fmt.Errorf("--prices: a model name must be at most %d bytes without characters JSON escapes", maxPriceName)
+		}
+		for _, f := range []float64{p.Input, p.Output} {
+			// A price near the float's limit makes a forged report's cost
+			// infinite, which the room's state cannot encode as JSON.
+			if !(f >= 0 && f <= maxPrice) {
+				return fmt.Errorf("--prices: model %s: prices must be 0 to %g a million tokens", name, float64(maxPrice))
+			}
+		}
 	}
 	return nil
 }

@@ -242,6 +242,11 @@ func (ad *admission) startWaiting(ctx workflow.Context) {
 				ad.room.startFailed(workflow.Now(ctx), e, in.Input.Intake.Arrived)
 			case out.Outcome == activities.StartRunning && fixed:
 				ad.room.attached(e, in.Input.Intake.Arrived, out.Session)
+			case out.Outcome == activities.StartStarted && out.Found && fixed:
+				// An earlier round made the run (its answer lost) and this one
+				// started nothing: this input reached no run. No gate: only
+				// results carrying Found reach this, and no recorded one does.
+				ad.room.resumed(e, in.Input.Intake.Arrived)
 			default:
 				ad.room.started(e.WorkflowID)
 			}

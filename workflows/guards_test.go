@@ -139,3 +139,44 @@ func TestOlderRunsSignalsAreNotTheNewerEntitys(t *testing.T) {
 	require.Equal(t, intake.StateConcluded, e.State)
 	require.Greater(t, r.Spent, spent)
 }
+
+// A forged close with a negative count of alerts it could not hand back
+// and none returned is a plain close: ended (which remembers the run as
+// closing) and closed (which charges and ends the entity) both take it,
+// as neither would if one took it for a hand-back and the other did not.
+func TestNegativeHandBackCountIsAPlainClose(t *testing.T) {
+	r := newRoom(t0)
+	s := roomSettings(5)
+	o := r.admit(t0, s, alertOf("a1", "id:1", "medium"))
+	session := investigation.IntakeSession(o.WorkflowID, t0)
+	r.take(r.byWorkflow[o.WorkflowID])
+	r.started(o.WorkflowID)
+	r.closed(t0.Add(time.Minute), investigation.Closed{WorkflowID: o.WorkflowID, Session: session, Reason: investigation.ClosedCompleted,
+		Returned: investigation.ArrivalBatch{Dropped: -3}})
+	require.Nil(t, r.byWorkflow[o.WorkflowID], "the entity ended")
+	require.True(t, r.closingRun(session), "its run is remembered as closing, as for any close that ends its entity")
+	require.Zero(t, r.Counters.HandBackDropped)
+}
+
+// An entity that waits and never had a start has no run: a Concluded or
+// Closed naming its workflow ID (without a session, with the ID as one,
+// or with the session its start would give) is another run's, or forged,
+// and neither charges nor ends it.
+func TestNeverStartedEntityTakesNoRunsSignals(t *testing.T) {
+	r := newRoom(t0)
+	s := roomSettings(1)
+	s.DailyBudgetUSD = 100
+	spend := investigation.Spend{}
+	spend.ByPhase.Plan = investigation.Usage{Calls: 1, PromptTokens: 100000, Model: "gemini-2.5-flash"}
+	require.Equal(t, intake.OutcomeStarted, r.admit(t0, s, alertOf("a1", "id:1", "high")).Kind)
+	o := r.admit(t0, s, alertOf("a2", "id:2", "low"))
+	require.Equal(t, intake.OutcomeQueued, o.Kind)
+	for _, session := range []string{"", o.WorkflowID, investigation.IntakeSession(o.WorkflowID, t0)} {
+		r.concluded(investigation.Concluded{WorkflowID: o.WorkflowID, Session: session, Spend: spend})
+		r.closed(t0.Add(time.Minute), investigation.Closed{WorkflowID: o.WorkflowID, Session: session, Reason: investigation.ClosedCompleted, Spend: spend})
+		e := r.byWorkflow[o.WorkflowID]
+		require.NotNil(t, e, "session %q: the waiting entity is not ended", session)
+		require.Equal(t, intake.StateWaiting, e.State)
+		require.Zero(t, r.Spent, "session %q: nothing is charged", session)
+	}
+}

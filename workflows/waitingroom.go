@@ -35,8 +35,11 @@ const (
 	maxRoomShared   = 100  // bytes of a shared indicator kept (it is shown, not matched)
 	// maxRoomBytes bounds the room's JSON, the continue-as-new input: every
 	// text it keeps is plain (plainAlert), so the byte bounds above are its
-	// encoded size.
-	maxRoomBytes = 1536 << 10
+	// encoded size. TestRoomStateIsBounded measures the whole AdmissionInput
+	// with every field at its widest, settings included (about 1.51 MiB);
+	// the server refuses a payload over 2 MiB (limit.blobSize.error), so
+	// this leaves it over 400 KiB.
+	maxRoomBytes = 1600 << 10
 )
 
 // plainAlert is an alert as the room keeps it. JSON writes '<', '&' or a
@@ -57,8 +60,17 @@ func plainAlert(a intake.Alert) intake.Alert {
 	if !intake.Plain(a.Traceparent) {
 		a.Traceparent = ""
 	}
+	if len(a.Traceparent) > traceparentBytes {
+		// A later version's fields follow these; the span context read
+		// from it (telemetry.WithTraceparent) is the same.
+		a.Traceparent = a.Traceparent[:traceparentBytes]
+	}
 	return a
 }
+
+// traceparentBytes is what a W3C traceparent's span context takes: version,
+// trace ID, parent ID and flags (all a parser of version 00 reads of any).
+const traceparentBytes = 55
 
 // plainText is s with each character JSON escapes replaced by one it
 // writes as itself (invalid UTF-8 by U+FFFD), clipped to n bytes.
@@ -327,7 +339,7 @@ func (r *Room) closingRun(session string) bool {
 // ended remembers the run of a Closed signal that is not a hand-back (a
 // hand-back names the run's session as its workflow ID).
 func (r *Room) ended(now time.Time, c investigation.Closed) {
-	if c.Session == "" || c.Session == c.WorkflowID || len(c.Returned.Arrivals) > 0 || c.Returned.Dropped != 0 {
+	if c.Session == "" || c.Session == c.WorkflowID || handBack(c) {
 		return
 	}
 	h := hashOf(c.Session)
@@ -338,10 +350,18 @@ func (r *Room) ended(now time.Time, c investigation.Closed) {
 	}
 }
 
+// handBack says whether a Closed signal is a hand-back: it returns alerts,
+// or counts some it could not (a negative count, only forged, counts none,
+// so ended and closed agree on a plain close). A forged negative count
+// reached only ended's old "!= 0" test: no recorded history holds one.
+func handBack(c investigation.Closed) bool {
+	return len(c.Returned.Arrivals) > 0 || c.Returned.Dropped > 0
+}
+
 // handedBack counts what a hand-back could not return (a signal's number,
 // so bounded).
 func (r *Room) handedBack(c investigation.Closed) {
-	if r.guards && len(c.Returned.Arrivals)+c.Returned.Dropped > 0 {
+	if r.guards && handBack(c) {
 		r.Counters.HandBackDropped += int64(min(max(c.Returned.Dropped, 0), 1<<20))
 	}
 }
@@ -652,7 +672,7 @@ func (r *Room) closed(now time.Time, c investigation.Closed) {
 	if e == nil || !r.runOf(e, c.Session) {
 		return
 	}
-	if r.guards && (len(c.Returned.Arrivals) > 0 || c.Returned.Dropped > 0) {
+	if r.guards && handBack(c) {
 		// A hand-back follows its run's own Closed, which ended the entity:
 		// one found here is newer (a run without a session names its
 		// workflow ID in it). Only its alerts count (readmit).
@@ -682,9 +702,17 @@ func (r *Room) closed(now time.Time, c investigation.Closed) {
 // (it concluded, idle, and was forgotten to make room), and its spend and
 // close are not e's. A run without a session (started before sessions)
 // sends its workflow ID and cannot be told apart; an attached entity took
-// an older run as its own.
+// an older run as its own. A waiting entity that never had a start has no
+// run: no signal is its own (one whose start failed may have one, made by
+// the lost attempt).
 func (r *Room) runOf(e *Entity, session string) bool {
-	return !r.guards || session == "" || session == e.WorkflowID || e.Attached ||
+	if !r.guards {
+		return true
+	}
+	if e.State == intake.StateWaiting && e.Attempts == 0 && !e.Attached {
+		return false
+	}
+	return session == "" || session == e.WorkflowID || e.Attached ||
 		session == investigation.IntakeSession(e.WorkflowID, e.Admitted)
 }
 
@@ -848,6 +876,18 @@ func (r *Room) attached(e *Entity, b investigation.ArrivalBatch, session string)
 	if r.guards {
 		r.bound(e)
 	}
+	r.started(e.WorkflowID)
+}
+
+// resumed records a start that found the run an earlier round of it made
+// (that round's answer was lost): the run holds that round's input, not
+// this one's, so the arrivals this round took are signalled to it. Which
+// of them the earlier round's input held already the room cannot tell (a
+// failed round puts its batch back in front of newer ones), so all go: a
+// repeated arrival is one more note in the run, a missing one an alert
+// acknowledged and never investigated.
+func (r *Room) resumed(e *Entity, b investigation.ArrivalBatch) {
+	r.putBack(e, b)
 	r.started(e.WorkflowID)
 }
 

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 	"os"
+	"reflect"
 	"slices"
 	"strings"
 	"testing"
@@ -12,6 +13,7 @@ import (
 
 	"github.com/secops-agent/investigator/alerts"
 	"github.com/secops-agent/investigator/intake"
+	"github.com/secops-agent/investigator/internal/pricing"
 	"github.com/secops-agent/investigator/investigation"
 )
 
@@ -346,8 +348,30 @@ func TestRoomStateIsBounded(t *testing.T) {
 				t.Fatalf("%d forgotten runs kept, not %d", len(r.Forgotten), maxForgotten)
 			}
 			// Every entity a reinvestigation attached to an older run.
+			// Every entity at its widest: released, concluded (the longest
+			// state), failed starts with a retry time to the nanosecond, the
+			// widest cost a forged signal can report.
 			for _, e := range r.Entities {
 				e.Reinvestigate, e.PrevSeverity, e.Attached = true, alerts.SeverityCritical, true
+				e.Released, e.State, e.Attempts = true, intake.StateConcluded, maxStartAttempts-1
+				e.Cost, e.RetryAt = -math.MaxFloat64, t0.Add(time.Hour+123456789)
+			}
+			// The settings the room keeps whole, at the bounds Check allows,
+			// and every number at its widest.
+			s.Prices = pricing.Table{Currency: "USD", Source: long("x", "", 0, 200), Models: map[string]pricing.Price{}}
+			for i := range intake.MaxPriceModels {
+				s.Prices.Models[long("x", "m", i, 64)] = pricing.Price{Input: 123456.78901234567, Output: 123456.78901234567}
+			}
+			s.Delivery = investigation.Delivery{Slack: true, ResultsTopic: long("x", "projects/p/topics/", 0, 300)}
+			s.DailyBudgetUSD = math.MaxFloat64
+			if err := s.Check(); err != nil {
+				t.Fatal(err)
+			}
+			r.Settings = s
+			r.Spent, r.Seq, r.NextCheck = -math.MaxFloat64, math.MaxInt64, t0.Add(123456789)
+			c := reflect.ValueOf(&r.Counters).Elem()
+			for i := range c.NumField() {
+				c.Field(i).SetInt(math.MinInt64)
 			}
 			raw, err := json.Marshal(AdmissionInput{Room: r})
 			if err != nil {

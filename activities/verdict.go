@@ -47,22 +47,57 @@ func (v modelVerdict) values() error {
 // analyst who spoke in this exchange (Analyst), and a verdict that lowers
 // concern (lowers) needs a tool's result besides.
 
-// tools returns the tools the step called in any exchange, and whether it
-// ran in this one; ok is false when it never ran.
-func (c VerdictContext) tools(step string) (tools []string, now, ok bool) {
+// Step IDs repeat across exchanges (every direct answer's step is
+// "answer", a fresh plan numbers from step_1 again), so a step is known by
+// its exchange and ID: this exchange's steps count with the tools they
+// called in it; an earlier exchange's only through the standing verdict's
+// evidence, which was checked when it was set.
+
+// tools returns the tools the step called in this exchange; ok is false
+// when it did not run in it.
+func (c VerdictContext) tools(step string) (tools []string, ok bool) {
 	for _, r := range c.Ran {
-		if r.Step != step {
+		if r.Step != step || r.Turn != c.Turn {
 			continue
 		}
 		ok = true
-		now = now || r.Turn == c.Turn
 		for _, t := range r.Tools {
 			if !slices.Contains(tools, t) {
 				tools = append(tools, t)
 			}
 		}
 	}
-	return tools, now, ok
+	return tools, ok
+}
+
+// standingTools returns the tools the standing verdict's evidence names for
+// the step.
+func (c VerdictContext) standingTools(step string) (tools []string) {
+	if c.Standing == nil {
+		return nil
+	}
+	for _, e := range c.Standing.Evidence {
+		if e.StepID == step && e.Tool != "" && !slices.Contains(tools, e.Tool) {
+			tools = append(tools, e.Tool)
+		}
+	}
+	return tools
+}
+
+// kept says whether e is one of the standing verdict's evidence items,
+// unchanged: it holds as it was checked when the verdict was set, though
+// it is no evidence of this exchange.
+func (c VerdictContext) kept(e investigation.Evidence) bool {
+	if c.Standing == nil {
+		return false
+	}
+	e = investigation.Evidence{StepID: strings.TrimSpace(e.StepID), Tool: strings.TrimSpace(e.Tool), Fact: strings.TrimSpace(e.Fact)}
+	return e.Fact != "" && slices.Contains(c.Standing.Evidence, e)
+}
+
+// ranBefore says whether the step ran in an earlier exchange.
+func (c VerdictContext) ranBefore(step string) bool {
+	return slices.ContainsFunc(c.Ran, func(r investigation.StepRun) bool { return r.Step == step && r.Turn != c.Turn })
 }
 
 // item checks one evidence item; it says whether the item comes from this
@@ -70,6 +105,8 @@ func (c VerdictContext) tools(step string) (tools []string, now, ok bool) {
 func (c VerdictContext) item(e investigation.Evidence) (now bool, problem string) {
 	step, tool := strings.TrimSpace(e.StepID), strings.TrimSpace(e.Tool)
 	switch {
+	case c.kept(e):
+		return false, ""
 	case strings.TrimSpace(e.Fact) == "":
 		return false, "it states no fact"
 	case (step == investigation.EvidenceAlert || step == investigation.EvidenceAnalyst) && tool != "":
@@ -78,20 +115,39 @@ func (c VerdictContext) item(e investigation.Evidence) (now bool, problem string
 		return false, ""
 	case step == investigation.EvidenceAnalyst && !c.Analyst:
 		return false, "it cites the analyst, but no analyst said anything in this exchange (its question was not theirs, and no hint or answer came): " +
-			"cite the step and tool whose result showed the fact, or leave the item out"
+			"cite the step and tool whose result showed the fact, keep the standing verdict's analyst item unchanged, or leave the item out"
 	case step == investigation.EvidenceAnalyst:
 		return true, ""
 	}
-	called, now, ok := c.tools(step)
+	called, ran := c.tools(step)
+	old := c.standingTools(step)
 	switch {
-	case !ok:
+	case slices.Contains(called, tool) && tool != "":
+		return true, ""
+	case slices.Contains(old, tool) && tool != "":
+		return false, ""
+	case !ran && len(old) == 0 && c.ranBefore(step):
+		return false, fmt.Sprintf("it names step %q, which ran in an earlier exchange only, and the standing verdict's evidence does not name it: "+
+			"from earlier exchanges only what that evidence names counts", clip.String(step, maxEvidenceQuoted))
+	case !ran && len(old) == 0:
 		return false, fmt.Sprintf("it names step %q, which did not run in this investigation", clip.String(step, maxEvidenceQuoted))
 	case tool == "":
-		return false, fmt.Sprintf("it names no tool of %s: name the tool whose result showed the fact (%s called %s), or cite the step that called it", step, step, list(called))
-	case !slices.Contains(called, tool):
-		return false, fmt.Sprintf("it names tool %q, which %s did not call (it called %s)", clip.String(tool, maxEvidenceQuoted), step, list(called))
+		return false, fmt.Sprintf("it names no tool of %s: name the tool whose result showed the fact (%s), or cite the step that called it", step, c.calls(step, called, ran, old))
 	}
-	return now, ""
+	return false, fmt.Sprintf("it names tool %q, which %s did not call in this exchange (%s)", clip.String(tool, maxEvidenceQuoted), step, c.calls(step, called, ran, old))
+}
+
+// calls says which tools of a step evidence may name: those it called in
+// this exchange and those the standing verdict's evidence names for it.
+func (c VerdictContext) calls(step string, called []string, ran bool, old []string) string {
+	var parts []string
+	if ran {
+		parts = append(parts, "it called "+list(called))
+	}
+	if len(old) > 0 {
+		parts = append(parts, fmt.Sprintf("the standing verdict's evidence names %s of an earlier %s", list(old), step))
+	}
+	return strings.Join(parts, "; ")
 }
 
 // split sorts evidence into valid items and the problems of the others,
@@ -238,28 +294,44 @@ func bounded(items []investigation.Evidence) []investigation.Evidence {
 	return out
 }
 
-// citable lists, for the prompt, what evidence may name: each step that ran
-// with the tools it called (those of this exchange marked), the alert and
-// the analyst.
+// citable lists, for the prompt, what evidence may name: each step of this
+// exchange with the tools it called in it, the steps and tools of earlier
+// exchanges the standing verdict's evidence names, that evidence copied
+// unchanged, the alert and the analyst.
 func (c VerdictContext) citable() string {
 	var b strings.Builder
 	var seen []string
 	for _, r := range c.Ran {
-		if slices.Contains(seen, r.Step) || !identifier(r.Step) {
+		if r.Turn != c.Turn || slices.Contains(seen, r.Step) || !identifier(r.Step) {
 			continue
 		}
 		seen = append(seen, r.Step)
-		tools, now, _ := c.tools(r.Step)
-		tools = slices.DeleteFunc(tools, func(t string) bool { return !identifier(t) })
-		fmt.Fprintf(&b, "- `%s`: tools %s", r.Step, list(tools))
-		if now {
-			b.WriteString(" (this exchange)")
+		tools, _ := c.tools(r.Step)
+		fmt.Fprintf(&b, "- `%s`: tools %s (this exchange)\n", r.Step, list(slices.DeleteFunc(tools, func(t string) bool { return !identifier(t) })))
+	}
+	if len(seen) == 0 {
+		b.WriteString("- no step ran in this exchange\n")
+	}
+	if c.Standing != nil && len(c.Standing.Evidence) > 0 {
+		var earlier []string
+		for _, e := range c.Standing.Evidence {
+			if e.Tool == "" || !identifier(e.StepID) || !identifier(e.Tool) {
+				continue
+			}
+			if pair := fmt.Sprintf("`%s` with %s", e.StepID, e.Tool); !slices.Contains(earlier, pair) {
+				earlier = append(earlier, pair)
+			}
 		}
-		b.WriteByte('\n')
+		if len(earlier) > 0 {
+			fmt.Fprintf(&b, "- from earlier exchanges, only what the standing verdict's evidence names: %s (no evidence of this exchange)\n", strings.Join(earlier, ", "))
+		}
+		b.WriteString("- any item of the standing verdict's evidence, copied unchanged (no evidence of this exchange)\n")
 	}
 	fmt.Fprintf(&b, "- `%s`, no tool: a fact the alert itself shows\n", investigation.EvidenceAlert)
 	if c.Analyst {
 		fmt.Fprintf(&b, "- `%s`, no tool: a fact the analyst stated in this exchange (their request or question, a hint, an answer)", investigation.EvidenceAnalyst)
+	} else if c.Standing != nil && slices.ContainsFunc(c.Standing.Evidence, func(e investigation.Evidence) bool { return e.StepID == investigation.EvidenceAnalyst }) {
+		fmt.Fprintf(&b, "- not `%s` for a new fact: no analyst said anything in this exchange (the standing verdict's `%s` items stay, copied unchanged)", investigation.EvidenceAnalyst, investigation.EvidenceAnalyst)
 	} else {
 		fmt.Fprintf(&b, "- not `%s`: no analyst said anything in this exchange", investigation.EvidenceAnalyst)
 	}

@@ -51,7 +51,7 @@ func TestEvidenceNamingWhatNeverRanIsDropped(t *testing.T) {
 		`{"step_id":"step_1","tool":"port_scanner","fact":"port 22 open"}],"reason":"It happened.","verdict":"true_positive","confidence":"high"}`
 	c, sent := concludeOnce(t, bad, bad)
 	require.Len(t, sent, 2, "asked once more")
-	for _, want := range []string{`it names step "step_99", which did not run in this investigation`, `it names tool "port_scanner", which step_1 did not call (it called get_alert)`} {
+	for _, want := range []string{`it names step "step_99", which did not run in this investigation`, `it names tool "port_scanner", which step_1 did not call in this exchange (it called get_alert)`} {
 		require.Contains(t, sent[1], want, "the re-ask names the problem")
 	}
 	require.Equal(t, investigation.VerdictUndetermined, c.Verdict.Verdict)
@@ -241,7 +241,10 @@ func TestFollowUpPromptsCarryTheStandingVerdict(t *testing.T) {
 		require.Contains(t, p, standingBlock)
 		require.Contains(t, p, `"fact": "deploy logged in from 198.51.100.23 at 08:47:12 UTC"`, "with its evidence")
 		require.Contains(t, p, "Keep it (same `verdict` and `confidence`")
-		require.Contains(t, p, "- `step_1`: tools get_alert\n- `step_2`: tools bigquery_agent\n- `answer`: tools search_alerts (this exchange)\n- `alert`, no tool")
+		require.Contains(t, p, "- `answer`: tools search_alerts (this exchange)\n"+
+			"- from earlier exchanges, only what the standing verdict's evidence names: `step_2` with bigquery_agent (no evidence of this exchange)\n"+
+			"- any item of the standing verdict's evidence, copied unchanged (no evidence of this exchange)\n- `alert`, no tool")
+		require.NotContains(t, p, "`step_1`", "turn 1's step_1 is no evidence of this exchange, and the standing verdict does not cite it")
 		require.Contains(t, p, "- `analyst`, no tool: a fact the analyst stated in this exchange", "the analyst asked")
 	}
 	require.Contains(t, review, "## The analyst's question\n\"When did deploy log in?\"")
@@ -397,4 +400,72 @@ func TestTheQuestionComesFromTheStoredContext(t *testing.T) {
 			}
 		})
 	}
+}
+
+// Step IDs repeat across exchanges: every direct answer's step is "answer",
+// and a fresh plan numbers from step_1 again. In turn 3 the answer called
+// no tool, so turn 2's answer tool is not this exchange's evidence, and it
+// is not the standing verdict's either.
+func TestReusedStepIDsDoNotLendOldToolsToThisExchange(t *testing.T) {
+	c := VerdictContext{Turn: 3, Standing: standing, Ran: []investigation.StepRun{
+		{Turn: 1, Step: "step_2", Tools: []string{"bigquery_agent"}},
+		{Turn: 2, Step: "answer", Tools: []string{"search_alerts"}},
+		{Turn: 3, Step: "answer"},
+	}}
+	v := modelVerdict{Verdict: "benign", Confidence: "high", Reason: "scanner",
+		Evidence: []investigation.Evidence{{StepID: "answer", Tool: "search_alerts", Fact: "it is our scanner"}}}
+	require.Contains(t, strings.Join(c.problems(v), "\n"), `evidence item 1: it names tool "search_alerts", which answer did not call in this exchange`)
+	got, _, overruled := c.settle(v)
+	require.Equal(t, standing, got)
+	require.Equal(t, "benign (high)", overruled)
+
+	// A fresh plan's step_1 called search_alerts; the first exchange's
+	// step_1 called bigquery_agent, and no standing item names it.
+	fresh := VerdictContext{Turn: 2, Ran: []investigation.StepRun{
+		{Turn: 1, Step: "step_1", Tools: []string{"bigquery_agent"}},
+		{Turn: 2, Step: "step_1", Tools: []string{"search_alerts"}},
+	}}
+	cite := fresh.citable()
+	require.Contains(t, cite, "- `step_1`: tools search_alerts (this exchange)\n")
+	require.NotContains(t, cite, "bigquery_agent")
+	now, problem := fresh.item(investigation.Evidence{StepID: "step_1", Tool: "bigquery_agent", Fact: "old fact"})
+	require.False(t, now)
+	require.Contains(t, problem, `it names tool "bigquery_agent", which step_1 did not call in this exchange (it called search_alerts)`)
+	now, problem = fresh.item(investigation.Evidence{StepID: "step_1", Tool: "search_alerts", Fact: "new fact"})
+	require.True(t, now)
+	require.Empty(t, problem)
+
+	// An earlier exchange's step counts through the standing verdict's
+	// evidence only, and the list says so.
+	cite = c.citable()
+	require.Contains(t, cite, "- `answer`: tools none (this exchange)\n")
+	require.Contains(t, cite, "`step_2` with bigquery_agent")
+	require.NotContains(t, cite, "search_alerts")
+}
+
+// The standing-verdict rule tells the model to keep "its evidence items
+// plus any new ones": an analyst item of the standing verdict, copied
+// unchanged, stays valid in an exchange where no analyst spoke (it is not
+// this exchange's evidence), and the list of what evidence may name says so.
+func TestKeptStandingAnalystItemStaysValid(t *testing.T) {
+	st := &investigation.Verdict{Verdict: "benign", Confidence: "medium", Reason: "pentest",
+		Evidence: []investigation.Evidence{
+			{StepID: "analyst", Fact: "SEC-1182 covers it"},
+			{StepID: "step_2", Tool: "bigquery_agent", Fact: "the login"}}}
+	c := VerdictContext{Turn: 3, Ran: ran, Standing: st}
+	kept := modelVerdict{Verdict: "benign", Confidence: "medium", Reason: "unchanged", Evidence: st.Evidence}
+	require.Empty(t, c.problems(kept))
+	got, notes, overruled := c.settle(kept)
+	require.Empty(t, notes)
+	require.Empty(t, overruled)
+	require.Equal(t, st.Evidence, got.Evidence)
+	require.Contains(t, c.citable(), "- not `analyst` for a new fact: no analyst said anything in this exchange (the standing verdict's `analyst` items stay, copied unchanged)")
+
+	// A new analyst fact is still refused, and a copy is no fresh evidence
+	// for a change.
+	now, problem := c.item(investigation.Evidence{StepID: "analyst", Fact: "SEC-1183 covers it too"})
+	require.False(t, now)
+	require.Contains(t, problem, "no analyst said anything in this exchange")
+	change := modelVerdict{Verdict: "false_positive", Confidence: "high", Reason: "r", Evidence: st.Evidence}
+	require.Contains(t, strings.Join(c.problems(change), "\n"), "no valid evidence item comes from this exchange")
 }

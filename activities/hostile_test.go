@@ -94,7 +94,12 @@ func TestNoInjectedTextLeavesItsBlock(t *testing.T) {
 			"verdict": v, "confidence": confidence}
 	}
 	srv := geminitest.NewServer(geminitest.Replies(
-		// plan
+		// a plan whose one step names only unknown tools, its ID and tool
+		// names carrying the attack: the re-ask names the problem
+		geminitest.JSON(map[string]any{"objective": "Decide it.", "continues_active_plan": false, "steps": []any{
+			map[string]any{"id": "step_1" + attack, "description": "Read it.", "tools": []string{"x" + attack}, "expected": "Facts.", "depends_on": []string{}},
+		}}),
+		// plan, asked again
 		geminitest.JSON(map[string]any{"objective": "Decide it." + attack, "continues_active_plan": false, "steps": []any{
 			map[string]any{"id": "step_1", "description": "Read the alert." + attack, "tools": []string{"get_alert", toolcall.BigQueryAgent}, "expected": "Facts." + attack, "depends_on": []string{}},
 			map[string]any{"id": "step_2", "description": "Weigh it." + attack, "tools": []string{}, "expected": "A view." + attack, "depends_on": []string{"step_1"}},
@@ -205,16 +210,19 @@ func TestNoInjectedTextLeavesItsBlock(t *testing.T) {
 	_, err = sub.SubAgentTurn(ctx, bigquery.SubAgentTurnInput{Session: session + "-bq", Key: "bq-i1", Request: first.Calls[1].Args["request"].(string)})
 	require.NoError(t, err)
 
-	phases := []string{"plan", "step_1 turn 1", "step_1 turn 2", "reflect", "step_3", "conclude", "mode", "answer", "verdict review", "follow-up conclusion", "sub-agent"}
+	phases := []string{"plan", "plan re-ask", "step_1 turn 1", "step_1 turn 2", "reflect", "step_3", "conclude", "mode", "answer", "verdict review", "follow-up conclusion", "sub-agent"}
 	reqs := srv.Requests()
-	require.Len(t, reqs, len(phases), "one request per phase: no answer was re-asked")
+	require.Len(t, reqs, len(phases), "one request per phase: no answer but the first plan was re-asked")
+	require.Contains(t, geminitest.ContentText(reqs[1].Contents[2]), "That answer cannot be used: ", "the plan was re-asked with its problem")
 	tags := map[prompt.Tag]string{}
 	for i, r := range reqs {
 		name := phases[i]
 		tag, ok := prompt.RuleTag(r.SystemText())
 		require.True(t, ok, "%s: the system prompt names no block tag", name)
 		require.Contains(t, r.SystemText(), tag.Rule(), "%s: the system prompt states the data rule with its tag", name)
-		require.Empty(t, tags[tag], "%s: tag %s was drawn for %s too", name, tag, tags[tag])
+		if name != "plan re-ask" { // the same prompt, asked again
+			require.Empty(t, tags[tag], "%s: tag %s was drawn for %s too", name, tag, tags[tag])
+		}
 		tags[tag] = name
 		texts := []string{r.SystemText()}
 		for _, content := range r.Contents {
@@ -242,7 +250,7 @@ func TestNoInjectedTextLeavesItsBlock(t *testing.T) {
 		}
 		require.LessOrEqual(t, guidance, 1, "%s: one guidance section at most, the template's", name)
 	}
-	require.Contains(t, reqs[6].Text(), prompt.Quote(pasted), "the mode decision read the pasted question from the stored context")
+	require.Contains(t, reqs[7].Text(), prompt.Quote(pasted), "the mode decision read the pasted question from the stored context")
 	// The attack reached every phase as data.
 	for i, r := range reqs {
 		require.Contains(t, r.Text(), "verdict benign", "%s never saw the attack: the test would prove nothing", phases[i])

@@ -13,6 +13,7 @@ import (
 	"go.temporal.io/sdk/temporal"
 	"google.golang.org/genai"
 
+	"github.com/secops-agent/investigator/internal/prompt"
 	"github.com/secops-agent/investigator/investigation"
 	"github.com/secops-agent/investigator/telemetry"
 	"github.com/secops-agent/investigator/toolcall"
@@ -122,7 +123,8 @@ func (m *Model) GenerateJSON(ctx context.Context, what, system, user string, sch
 		}
 		contents = append(contents,
 			genai.NewContentFromText(text, genai.RoleModel),
-			genai.NewContentFromText("That answer cannot be used: "+problem.Error()+". Answer again with JSON only, matching the schema.", genai.RoleUser))
+			// The problem may repeat what the model wrote: one quoted line, like the analyst's words.
+			genai.NewContentFromText("That answer cannot be used: "+prompt.Quote(problem.Error())+". Answer again with JSON only, matching the schema.", genai.RoleUser))
 	}
 	return total, temporal.NewNonRetryableApplicationError(
 		fmt.Sprintf("the model's %s answer was unusable twice: %v", what, problem), ErrMalformedOutput, problem)

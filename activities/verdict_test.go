@@ -51,7 +51,8 @@ func TestEvidenceNamingWhatNeverRanIsDropped(t *testing.T) {
 		`{"step_id":"step_1","tool":"port_scanner","fact":"port 22 open"}],"reason":"It happened.","verdict":"true_positive","confidence":"high"}`
 	c, sent := concludeOnce(t, bad, bad)
 	require.Len(t, sent, 2, "asked once more")
-	for _, want := range []string{`it names step "step_99", which did not run in this investigation`, `it names tool "port_scanner", which step_1 did not call in this exchange (it called get_alert)`} {
+	// (one quoted line: the quotes around a name are escaped)
+	for _, want := range []string{`it names step \"step_99\", which did not run in this investigation`, `it names tool \"port_scanner\", which step_1 did not call in this exchange (it called get_alert)`} {
 		require.Contains(t, sent[1], want, "the re-ask names the problem")
 	}
 	require.Equal(t, investigation.VerdictUndetermined, c.Verdict.Verdict)

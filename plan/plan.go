@@ -8,6 +8,8 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+
+	"github.com/secops-agent/investigator/internal/clip"
 )
 
 // Status is the lifecycle state of a step.
@@ -167,8 +169,8 @@ func RepairAfter(p Plan, earlier []string, known []string, maxSteps int) (Plan, 
 	}
 	renamed := map[string]string{} // the model's step IDs -> the kept steps' new ones
 	for i, s := range p.Steps {
-		label := s.ID
-		if label == "" {
+		label := named(s.ID)
+		if s.ID == "" {
 			label = "#" + strconv.Itoa(i+1)
 		}
 		s.Description = strings.TrimSpace(s.Description)
@@ -179,10 +181,10 @@ func RepairAfter(p Plan, earlier []string, known []string, maxSteps int) (Plan, 
 		tools, unknown := splitTools(s.Tools, known)
 		if len(unknown) > 0 {
 			if len(tools) == 0 {
-				notes = append(notes, fmt.Sprintf("dropped step %s: it names only unknown tools %s", label, strings.Join(unknown, ", ")))
+				notes = append(notes, fmt.Sprintf("dropped step %s: it names only unknown tools %s", label, names(unknown)))
 				continue
 			}
-			notes = append(notes, fmt.Sprintf("step %s: removed unknown tools %s", label, strings.Join(unknown, ", ")))
+			notes = append(notes, fmt.Sprintf("step %s: removed unknown tools %s", label, names(unknown)))
 		}
 		if maxSteps > 0 && len(out.Steps) == maxSteps {
 			notes = append(notes, fmt.Sprintf("dropped step %s and later ones: the plan is capped at %d steps", label, maxSteps))
@@ -191,7 +193,7 @@ func RepairAfter(p Plan, earlier []string, known []string, maxSteps int) (Plan, 
 		id := "step_" + strconv.Itoa(first+len(out.Steps))
 		deps, dropped := renameDeps(s.DependsOn, renamed, earlier)
 		if len(dropped) > 0 {
-			notes = append(notes, fmt.Sprintf("step %s: dropped dependencies on %s (only earlier steps of the plan count)", label, strings.Join(dropped, ", ")))
+			notes = append(notes, fmt.Sprintf("step %s: dropped dependencies on %s (only earlier steps of the plan count)", label, names(dropped)))
 		}
 		out.Steps = append(out.Steps, Step{
 			ID:          id,
@@ -263,4 +265,28 @@ func splitTools(names, known []string) (ok, unknown []string) {
 		}
 	}
 	return ok, unknown
+}
+
+// maxNamed is how much of a model-written name a note quotes.
+const maxNamed = 80
+
+// named writes a step ID or tool name the model wrote for a note, which
+// reaches the model again (a plan's re-ask) and the analyst: a plain name
+// as it is, anything else quoted and clipped, so it cannot break its line.
+func named(s string) string {
+	if s != "" && len(s) <= 64 && !strings.ContainsFunc(s, func(r rune) bool {
+		return !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '_' || r == '-' || r == '.')
+	}) {
+		return s
+	}
+	return fmt.Sprintf("%q", clip.String(s, maxNamed))
+}
+
+// names writes model-written names for a note, each as named does.
+func names(items []string) string {
+	out := make([]string, len(items))
+	for i, s := range items {
+		out[i] = named(s)
+	}
+	return strings.Join(out, ", ")
 }

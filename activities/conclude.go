@@ -79,7 +79,7 @@ func (a *Activities) Conclude(ctx context.Context, in ConcludeInput) (Conclusion
 		return Conclusion{}, err
 	}
 	var overruled string
-	out.Verdict, out.Notes, overruled = check.settle(raw.modelVerdict)
+	out.Verdict, out.Notes, overruled = check.settle(raw.modelVerdict, in.Language)
 	out.Markdown = unfence(raw.Report)
 	if overruled != "" {
 		out.Markdown += "\n\n" + overruledNote(in.Language, overruled, out.Verdict, check.Standing != nil)
@@ -127,7 +127,7 @@ func (a *Activities) ReviewVerdict(ctx context.Context, in ReviewInput) (Review,
 	if err != nil {
 		return Review{}, err
 	}
-	out.Verdict, out.Notes, _ = check.settle(raw)
+	out.Verdict, out.Notes, _ = check.settle(raw, in.Language)
 	out.SameEvidence = check.compact(out.Verdict)
 	return out, nil
 }

@@ -241,9 +241,9 @@ func (c VerdictContext) current() string {
 // verdict that lowers concern without a tool's result, is refused, and a
 // first verdict other than undetermined that rests on no valid evidence,
 // or lowers concern without a tool's result, becomes undetermined with low
-// confidence. overruled, when not
+// confidence, with a reason in the report's language. overruled, when not
 // empty, is the verdict the model proposed and the code did not keep.
-func (c VerdictContext) settle(v modelVerdict) (out *investigation.Verdict, notes []string, overruled string) {
+func (c VerdictContext) settle(v modelVerdict, language string) (out *investigation.Verdict, notes []string, overruled string) {
 	valid, problems, fresh := c.split(v.Evidence)
 	for _, p := range problems {
 		notes = append(notes, "dropped "+p)
@@ -263,7 +263,7 @@ func (c VerdictContext) settle(v modelVerdict) (out *investigation.Verdict, note
 	case c.Standing == nil && v.Verdict != investigation.VerdictUndetermined && (len(valid) == 0 || c.untooled(v, valid)):
 		// The reason holds for both: neither the alert nor the analyst is a step with a tool.
 		out = &investigation.Verdict{Verdict: investigation.VerdictUndetermined, Confidence: "low",
-			Reason: fmt.Sprintf("The conclusion said %s, but none of its evidence names a step that ran in this investigation and a tool it called.", proposed)}
+			Reason: fmt.Sprintf(notesIn(language).reason, proposed)}
 		why := "no valid evidence"
 		if len(valid) > 0 {
 			why = "no tool's result"
@@ -361,12 +361,14 @@ func list(items []string) string {
 
 // verdictNotes are the sentences the code adds to a report whose verdict
 // it overruled, in the report's language.
-var verdictNotes = map[string]struct{ undetermined, kept string }{
+var verdictNotes = map[string]struct{ undetermined, kept, reason string }{
 	"en": {
+		reason:       "The conclusion said %s, but none of its evidence names a step that ran in this investigation and a tool it called.",
 		undetermined: "**Verdict check:** the conclusion proposed %s, but none of its evidence names a step that ran in this investigation and a tool it called, so the verdict is %s.",
 		kept:         "**Verdict check:** the conclusion proposed %s, but a change needs evidence from this exchange and a reason (and, to benign or false_positive, a tool's result), so the standing verdict %s stays.",
 	},
 	"ja": {
+		reason:       "結論は %s を示しましたが、その証拠のどれも、この調査で実行されたステップとそのステップが呼び出したツールを示していません。",
 		undetermined: "**判定の検証:** 結論は %s を示しましたが、この調査で実行されたステップとそのステップが呼び出したツールを示す証拠が一つもないため、判定は %s とします。",
 		kept:         "**判定の検証:** 結論は %s を示しましたが、判定を変えるには今回のやり取りの証拠と理由（benign または false_positive への変更にはツールの結果も）が必要なため、これまでの判定 %s を維持します。",
 	},
@@ -375,12 +377,17 @@ var verdictNotes = map[string]struct{ undetermined, kept string }{
 // overruledNote is the sentence added to a report whose verdict the code
 // did not keep.
 func overruledNote(language, proposed string, kept *investigation.Verdict, standing bool) string {
-	n, ok := verdictNotes[language]
-	if !ok {
-		n = verdictNotes["en"]
-	}
+	n := notesIn(language)
 	if standing {
 		return fmt.Sprintf(n.kept, proposed, kept)
 	}
 	return fmt.Sprintf(n.undetermined, proposed, kept)
+}
+
+// notesIn returns the sentences in language, English when it has none.
+func notesIn(language string) struct{ undetermined, kept, reason string } {
+	if n, ok := verdictNotes[language]; ok {
+		return n
+	}
+	return verdictNotes["en"]
 }

@@ -27,12 +27,17 @@ var standing = &investigation.Verdict{Verdict: "true_positive", Confidence: "hig
 
 func concludeOnce(t *testing.T, answers ...string) (Conclusion, []string) {
 	t.Helper()
+	return concludeIn(t, "en", answers...)
+}
+
+func concludeIn(t *testing.T, language string, answers ...string) (Conclusion, []string) {
+	t.Helper()
 	a, llm, ts := newActivities(t)
 	for _, answer := range answers {
 		llm.Answers = append(llm.Answers, text(answer))
 	}
 	ts.M["s/k1"] = transcript.Entry{Kind: transcript.KindModel, Text: "deploy logged in"}
-	c, err := a.Conclude(context.Background(), ConcludeInput{Session: "s", AlertID: "a1", Request: "Investigate.", Objective: "o", Language: "en",
+	c, err := a.Conclude(context.Background(), ConcludeInput{Session: "s", AlertID: "a1", Request: "Investigate.", Objective: "o", Language: language,
 		Steps:   []plan.Step{{ID: "step_1", Description: "read", Status: plan.Done, ResultKey: "k1"}},
 		Verdict: VerdictContext{Turn: 1, Ran: ran[:2]}})
 	require.NoError(t, err)
@@ -62,6 +67,16 @@ func TestEvidenceNamingWhatNeverRanIsDropped(t *testing.T) {
 	require.Len(t, c.Notes, 3, "two items dropped, and the verdict lowered")
 	require.Contains(t, c.Notes[2], "rests on no valid evidence")
 	require.Contains(t, c.Markdown, "**Verdict check:** the conclusion proposed true_positive (high), but none of its evidence names a step")
+}
+
+// The reason the code writes for a verdict it lowered is in the report's
+// language, as the report's verdict-check sentence is.
+func TestLoweredVerdictReasonIsInTheReportsLanguage(t *testing.T) {
+	bad := `{"report":"## 概要\n侵害。","evidence":[{"step_id":"step_99","tool":"get_alert","fact":"root シェル"}],"reason":"起きた。","verdict":"true_positive","confidence":"high"}`
+	c, _ := concludeIn(t, "ja", bad, bad)
+	require.Equal(t, investigation.VerdictUndetermined, c.Verdict.Verdict)
+	require.Equal(t, "結論は true_positive (high) を示しましたが、その証拠のどれも、この調査で実行されたステップとそのステップが呼び出したツールを示していません。", c.Verdict.Reason)
+	require.Contains(t, c.Markdown, "**判定の検証:**")
 }
 
 // The alert's own text (here a description field the attacker wrote) does
@@ -207,7 +222,7 @@ func TestVerdictCheck(t *testing.T) {
 			if len(tc.problems) == 0 {
 				require.Empty(t, problems)
 			}
-			got, _, _ := tc.check.settle(tc.v)
+			got, _, _ := tc.check.settle(tc.v, "en")
 			if tc.want.Evidence == nil {
 				got.Evidence, got.Reason = nil, ""
 			}
@@ -416,7 +431,7 @@ func TestReusedStepIDsDoNotLendOldToolsToThisExchange(t *testing.T) {
 	v := modelVerdict{Verdict: "benign", Confidence: "high", Reason: "scanner",
 		Evidence: []investigation.Evidence{{StepID: "answer", Tool: "search_alerts", Fact: "it is our scanner"}}}
 	require.Contains(t, strings.Join(c.problems(v), "\n"), `evidence item 1: it names tool "search_alerts", which answer did not call in this exchange`)
-	got, _, overruled := c.settle(v)
+	got, _, overruled := c.settle(v, "en")
 	require.Equal(t, standing, got)
 	require.Equal(t, "benign (high)", overruled)
 
@@ -456,7 +471,7 @@ func TestKeptStandingAnalystItemStaysValid(t *testing.T) {
 	c := VerdictContext{Turn: 3, Ran: ran, Standing: st}
 	kept := modelVerdict{Verdict: "benign", Confidence: "medium", Reason: "unchanged", Evidence: st.Evidence}
 	require.Empty(t, c.problems(kept))
-	got, notes, overruled := c.settle(kept)
+	got, notes, overruled := c.settle(kept, "en")
 	require.Empty(t, notes)
 	require.Empty(t, overruled)
 	require.Equal(t, st.Evidence, got.Evidence)

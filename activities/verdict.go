@@ -49,9 +49,10 @@ func (v modelVerdict) values() error {
 
 // Step IDs repeat across exchanges (every direct answer's step is
 // "answer", a fresh plan numbers from step_1 again), so a step is known by
-// its exchange and ID: this exchange's steps count with the tools they
-// called in it; an earlier exchange's only through the standing verdict's
-// evidence, which was checked when it was set.
+// its exchange and ID: only this exchange's runs of a step count as
+// evidence of this exchange, with the tools they called in it; what the
+// step called in earlier exchanges, or what the standing verdict's
+// evidence names for it, stays citable as earlier evidence.
 
 // tools returns the tools the step called in this exchange; ok is false
 // when it did not run in it.
@@ -70,15 +71,26 @@ func (c VerdictContext) tools(step string) (tools []string, ok bool) {
 	return tools, ok
 }
 
-// standingTools returns the tools the standing verdict's evidence names for
-// the step.
-func (c VerdictContext) standingTools(step string) (tools []string) {
-	if c.Standing == nil {
-		return nil
+// earlierTools returns the tools the step called in earlier exchanges and
+// those the standing verdict's evidence names for it.
+func (c VerdictContext) earlierTools(step string) (tools []string) {
+	add := func(t string) {
+		if t != "" && !slices.Contains(tools, t) {
+			tools = append(tools, t)
+		}
 	}
-	for _, e := range c.Standing.Evidence {
-		if e.StepID == step && e.Tool != "" && !slices.Contains(tools, e.Tool) {
-			tools = append(tools, e.Tool)
+	for _, r := range c.Ran {
+		if r.Step == step && r.Turn != c.Turn {
+			for _, t := range r.Tools {
+				add(t)
+			}
+		}
+	}
+	if c.Standing != nil {
+		for _, e := range c.Standing.Evidence {
+			if e.StepID == step {
+				add(e.Tool)
+			}
 		}
 	}
 	return tools
@@ -120,16 +132,13 @@ func (c VerdictContext) item(e investigation.Evidence) (now bool, problem string
 		return true, ""
 	}
 	called, ran := c.tools(step)
-	old := c.standingTools(step)
+	old := c.earlierTools(step)
 	switch {
 	case slices.Contains(called, tool) && tool != "":
 		return true, ""
 	case slices.Contains(old, tool) && tool != "":
-		return false, ""
-	case !ran && len(old) == 0 && c.ranBefore(step):
-		return false, fmt.Sprintf("it names step %q, which ran in an earlier exchange only, and the standing verdict's evidence does not name it: "+
-			"from earlier exchanges only what that evidence names counts", clip.String(step, maxEvidenceQuoted))
-	case !ran && len(old) == 0:
+		return false, "" // earlier evidence: valid, not this exchange's
+	case !ran && len(old) == 0 && !c.ranBefore(step):
 		return false, fmt.Sprintf("it names step %q, which did not run in this investigation", clip.String(step, maxEvidenceQuoted))
 	case tool == "":
 		return false, fmt.Sprintf("it names no tool of %s: name the tool whose result showed the fact (%s), or cite the step that called it", step, c.calls(step, called, ran, old))
@@ -138,14 +147,14 @@ func (c VerdictContext) item(e investigation.Evidence) (now bool, problem string
 }
 
 // calls says which tools of a step evidence may name: those it called in
-// this exchange and those the standing verdict's evidence names for it.
+// this exchange, and those of its runs in earlier exchanges.
 func (c VerdictContext) calls(step string, called []string, ran bool, old []string) string {
 	var parts []string
 	if ran {
-		parts = append(parts, "it called "+list(called))
+		parts = append(parts, "in this exchange it called "+list(called))
 	}
 	if len(old) > 0 {
-		parts = append(parts, fmt.Sprintf("the standing verdict's evidence names %s of an earlier %s", list(old), step))
+		parts = append(parts, fmt.Sprintf("an earlier exchange's %s called %s", step, list(old)))
 	}
 	return strings.Join(parts, "; ")
 }
@@ -312,20 +321,17 @@ func (c VerdictContext) citable() string {
 	if len(seen) == 0 {
 		b.WriteString("- no step ran in this exchange\n")
 	}
+	var earlier []string
+	for _, r := range c.Ran {
+		if r.Turn == c.Turn || slices.Contains(earlier, r.Step) || !identifier(r.Step) {
+			continue
+		}
+		earlier = append(earlier, r.Step)
+		tools := slices.DeleteFunc(c.earlierTools(r.Step), func(t string) bool { return !identifier(t) })
+		fmt.Fprintf(&b, "- `%s` of an earlier exchange: tools %s (earlier evidence, not this exchange's)\n", r.Step, list(tools))
+	}
 	if c.Standing != nil && len(c.Standing.Evidence) > 0 {
-		var earlier []string
-		for _, e := range c.Standing.Evidence {
-			if e.Tool == "" || !identifier(e.StepID) || !identifier(e.Tool) {
-				continue
-			}
-			if pair := fmt.Sprintf("`%s` with %s", e.StepID, e.Tool); !slices.Contains(earlier, pair) {
-				earlier = append(earlier, pair)
-			}
-		}
-		if len(earlier) > 0 {
-			fmt.Fprintf(&b, "- from earlier exchanges, only what the standing verdict's evidence names: %s (no evidence of this exchange)\n", strings.Join(earlier, ", "))
-		}
-		b.WriteString("- any item of the standing verdict's evidence, copied unchanged (no evidence of this exchange)\n")
+		b.WriteString("- any item of the standing verdict's evidence, copied unchanged (not this exchange's)\n")
 	}
 	fmt.Fprintf(&b, "- `%s`, no tool: a fact the alert itself shows\n", investigation.EvidenceAlert)
 	if c.Analyst {

@@ -57,7 +57,7 @@ func TestEvidenceNamingWhatNeverRanIsDropped(t *testing.T) {
 	c, sent := concludeOnce(t, bad, bad)
 	require.Len(t, sent, 2, "asked once more")
 	// (one quoted line: the quotes around a name are escaped)
-	for _, want := range []string{`it names step \"step_99\", which did not run in this investigation`, `it names tool \"port_scanner\", which step_1 did not call in this exchange (it called get_alert)`} {
+	for _, want := range []string{`it names step \"step_99\", which did not run in this investigation`, `it names tool \"port_scanner\", which step_1 did not call in this exchange (in this exchange it called get_alert)`} {
 		require.Contains(t, sent[1], want, "the re-ask names the problem")
 	}
 	require.Equal(t, investigation.VerdictUndetermined, c.Verdict.Verdict)
@@ -258,9 +258,9 @@ func TestFollowUpPromptsCarryTheStandingVerdict(t *testing.T) {
 		require.Contains(t, p, `"fact": "deploy logged in from 198.51.100.23 at 08:47:12 UTC"`, "with its evidence")
 		require.Contains(t, p, "Keep it (same `verdict` and `confidence`")
 		require.Contains(t, p, "- `answer`: tools search_alerts (this exchange)\n"+
-			"- from earlier exchanges, only what the standing verdict's evidence names: `step_2` with bigquery_agent (no evidence of this exchange)\n"+
-			"- any item of the standing verdict's evidence, copied unchanged (no evidence of this exchange)\n- `alert`, no tool")
-		require.NotContains(t, p, "`step_1`", "turn 1's step_1 is no evidence of this exchange, and the standing verdict does not cite it")
+			"- `step_1` of an earlier exchange: tools get_alert (earlier evidence, not this exchange's)\n"+
+			"- `step_2` of an earlier exchange: tools bigquery_agent (earlier evidence, not this exchange's)\n"+
+			"- any item of the standing verdict's evidence, copied unchanged (not this exchange's)\n- `alert`, no tool")
 		require.Contains(t, p, "- `analyst`, no tool: a fact the analyst stated in this exchange", "the analyst asked")
 	}
 	require.Contains(t, review, "## The analyst's question\n\"When did deploy log in?\"")
@@ -420,8 +420,8 @@ func TestTheQuestionComesFromTheStoredContext(t *testing.T) {
 
 // Step IDs repeat across exchanges: every direct answer's step is "answer",
 // and a fresh plan numbers from step_1 again. In turn 3 the answer called
-// no tool, so turn 2's answer tool is not this exchange's evidence, and it
-// is not the standing verdict's either.
+// no tool, so turn 2's answer tool is earlier evidence, not this
+// exchange's: it cannot carry a change of verdict.
 func TestReusedStepIDsDoNotLendOldToolsToThisExchange(t *testing.T) {
 	c := VerdictContext{Turn: 3, Standing: standing, Ran: []investigation.StepRun{
 		{Turn: 1, Step: "step_2", Tools: []string{"bigquery_agent"}},
@@ -430,33 +430,35 @@ func TestReusedStepIDsDoNotLendOldToolsToThisExchange(t *testing.T) {
 	}}
 	v := modelVerdict{Verdict: "benign", Confidence: "high", Reason: "scanner",
 		Evidence: []investigation.Evidence{{StepID: "answer", Tool: "search_alerts", Fact: "it is our scanner"}}}
-	require.Contains(t, strings.Join(c.problems(v), "\n"), `evidence item 1: it names tool "search_alerts", which answer did not call in this exchange`)
+	require.Contains(t, strings.Join(c.problems(v), "\n"), "no valid evidence item comes from this exchange")
+	now, problem := c.item(v.Evidence[0])
+	require.False(t, now, "turn 2's answer is not this exchange's")
+	require.Empty(t, problem, "it is earlier evidence, true as it was")
 	got, _, overruled := c.settle(v, "en")
 	require.Equal(t, standing, got)
 	require.Equal(t, "benign (high)", overruled)
 
 	// A fresh plan's step_1 called search_alerts; the first exchange's
-	// step_1 called bigquery_agent, and no standing item names it.
+	// step_1 called bigquery_agent: citable as earlier evidence only.
 	fresh := VerdictContext{Turn: 2, Ran: []investigation.StepRun{
 		{Turn: 1, Step: "step_1", Tools: []string{"bigquery_agent"}},
 		{Turn: 2, Step: "step_1", Tools: []string{"search_alerts"}},
 	}}
 	cite := fresh.citable()
-	require.Contains(t, cite, "- `step_1`: tools search_alerts (this exchange)\n")
-	require.NotContains(t, cite, "bigquery_agent")
-	now, problem := fresh.item(investigation.Evidence{StepID: "step_1", Tool: "bigquery_agent", Fact: "old fact"})
+	require.Contains(t, cite, "- `step_1`: tools search_alerts (this exchange)\n- `step_1` of an earlier exchange: tools bigquery_agent (earlier evidence, not this exchange's)\n")
+	now, problem = fresh.item(investigation.Evidence{StepID: "step_1", Tool: "bigquery_agent", Fact: "old fact"})
 	require.False(t, now)
-	require.Contains(t, problem, `it names tool "bigquery_agent", which step_1 did not call in this exchange (it called search_alerts)`)
+	require.Empty(t, problem)
+	_, problem = fresh.item(investigation.Evidence{StepID: "step_1", Tool: "port_scanner", Fact: "made up"})
+	require.Contains(t, problem, `it names tool "port_scanner", which step_1 did not call in this exchange (in this exchange it called search_alerts; an earlier exchange's step_1 called bigquery_agent)`)
 	now, problem = fresh.item(investigation.Evidence{StepID: "step_1", Tool: "search_alerts", Fact: "new fact"})
 	require.True(t, now)
 	require.Empty(t, problem)
 
-	// An earlier exchange's step counts through the standing verdict's
-	// evidence only, and the list says so.
+	// The list says which runs are this exchange's.
 	cite = c.citable()
-	require.Contains(t, cite, "- `answer`: tools none (this exchange)\n")
-	require.Contains(t, cite, "`step_2` with bigquery_agent")
-	require.NotContains(t, cite, "search_alerts")
+	require.Contains(t, cite, "- `answer`: tools none (this exchange)\n- `step_2` of an earlier exchange: tools bigquery_agent (earlier evidence, not this exchange's)\n"+
+		"- `answer` of an earlier exchange: tools search_alerts (earlier evidence, not this exchange's)\n")
 }
 
 // The standing-verdict rule tells the model to keep "its evidence items

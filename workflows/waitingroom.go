@@ -874,7 +874,7 @@ func (r *Room) attached(e *Entity, b investigation.ArrivalBatch, session string)
 	e.Queue = append([]investigation.Arrival{first}, e.Queue...)
 	r.pending++
 	if r.guards {
-		r.bound(e)
+		r.boundAfterFirst(e)
 	}
 	r.started(e.WorkflowID)
 }
@@ -1020,6 +1020,31 @@ func (r *Room) bound(e *Entity) {
 		e.Dropped += over
 		r.pending -= over
 	}
+}
+
+// boundAfterFirst bounds an attached entity's queue as bound does, but
+// never cuts its first arrival, the alert the entity was admitted for
+// (deliver sends nothing for an empty queue, and the run would never hear
+// of it): when the other queues fill maxPending, the newest arrival of the
+// longest one gives way (counted in its Dropped). No gate: a recorded
+// history would need maxPending (400) arrivals pending at an attach, and
+// the fixtures hold a few.
+func (r *Room) boundAfterFirst(e *Entity) {
+	for len(e.Queue) > 0 && r.pending-len(e.Queue) >= maxPending {
+		var longest *Entity
+		for _, x := range r.Entities {
+			if x != e && len(x.Queue) > 0 && (longest == nil || len(x.Queue) > len(longest.Queue)) {
+				longest = x
+			}
+		}
+		if longest == nil {
+			break
+		}
+		longest.Queue = slices.Clip(longest.Queue[:len(longest.Queue)-1])
+		longest.Dropped++
+		r.pending--
+	}
+	r.bound(e)
 }
 
 // release lets the named waiting entities (workflow or alert IDs), or all,

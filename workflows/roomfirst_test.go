@@ -1,0 +1,54 @@
+package workflows
+
+import (
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/secops-agent/investigator/intake"
+	"github.com/secops-agent/investigator/investigation"
+)
+
+// A reinvestigation attached to its old open run while waiting entities'
+// queues fill maxPending keeps its own alert (the rise, put first): bound
+// may cut only what came after it, and the room makes space for it by
+// dropping the newest arrival of the longest other queue (counted there),
+// so the pending bound still holds.
+func TestAttachedFirstAlertIsNeverCut(t *testing.T) {
+	r := newRoom(t0)
+	s := roomSettings(1)
+	o := r.admit(t0, s, alertOf("a1", "id:1", "low"))
+	e0 := r.byWorkflow[o.WorkflowID]
+	r.started(e0.WorkflowID)
+	old := investigation.IntakeSession(e0.WorkflowID, e0.Admitted)
+	r.concluded(investigation.Concluded{WorkflowID: e0.WorkflowID, Session: old})
+	r.forget(e0)
+	r.close(t0, e0.WorkflowID)
+	o2 := r.admit(t0.Add(time.Minute), s, alertOf("a2", "id:1", "critical"))
+	e := r.byWorkflow[o2.WorkflowID]
+	require.Equal(t, intake.StateStarting, e.State)
+	b := r.take(e)
+	for i := 0; r.pending < maxPending; i++ { // waiting entities fill the pending bound
+		for j := range maxEntityQueue + 1 {
+			r.admit(t0.Add(time.Minute), s, alertOf(fmt.Sprint("g", i, "-", j), fmt.Sprint("id:g", i, "-", j), "medium", fmt.Sprint("ip:", i)))
+		}
+	}
+	dropped := 0
+	for _, x := range r.Entities {
+		dropped += x.Dropped
+	}
+	r.attached(e, b, old)
+	require.Len(t, e.Queue, 1, "the critical alert that made the reinvestigation is kept (Dropped=%d)", e.Dropped)
+	require.Equal(t, "a2", e.Queue[0].AlertID)
+	require.Equal(t, investigation.ArrivalSeenAgain, e.Queue[0].Kind)
+	require.LessOrEqual(t, r.pending, maxPending)
+	after, pending := 0, 0
+	for _, x := range r.Entities {
+		after += x.Dropped
+		pending += len(x.Queue)
+	}
+	require.Equal(t, r.pending, pending)
+	require.Equal(t, dropped+1, after, "the arrival that made space is counted where it was dropped")
+}

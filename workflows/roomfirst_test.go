@@ -52,3 +52,46 @@ func TestAttachedFirstAlertIsNeverCut(t *testing.T) {
 	require.Equal(t, r.pending, pending)
 	require.Equal(t, dropped+1, after, "the arrival that made space is counted where it was dropped")
 }
+
+// The run a lost first round made concludes while the entity waits out its
+// back-off; the next round finds it (Found) and resumed must leave the
+// entity concluded, not running: nothing would conclude it again, and it
+// would hold the only slot until the idle run closed.
+func TestConcludedWhileWaitingThenResumedFreesTheSlot(t *testing.T) {
+	r := newRoom(t0)
+	s := roomSettings(1)
+	o := r.admit(t0, s, alertOf("a1", "id:1", "high"))
+	e := r.byWorkflow[o.WorkflowID]
+	require.Equal(t, intake.StateStarting, e.State)
+	r.startFailed(t0.Add(10*time.Minute), e, r.take(e)) // the run was made, the answer lost
+	require.Equal(t, intake.StateWaiting, e.State)
+	r.admit(t0.Add(11*time.Minute), s, alertOf("a1b", "id:1", "critical")) // news for the waiting entity
+	session := investigation.IntakeSession(e.WorkflowID, e.Admitted)
+	r.concluded(investigation.Concluded{WorkflowID: e.WorkflowID, Session: session})
+	require.Equal(t, intake.StateWaiting, e.State)
+	now := t0.Add(12 * time.Minute)
+	r.tick(now)
+	r.schedule()
+	require.Equal(t, intake.StateStarting, e.State)
+	r.resumed(e, r.take(e)) // StartOutput{Outcome: started, Found: true}
+	require.Equal(t, intake.StateConcluded, e.State, "its run concluded already")
+	require.NotEmpty(t, e.Queue, "the news is still signalled to the run")
+	o2 := r.admit(now, s, alertOf("b1", "id:2", "high"))
+	require.Equal(t, intake.OutcomeStarted, o2.Kind, "a new alert waits behind a concluded run: %s", o2.Message)
+}
+
+// A run a lost start made that closes while its entity waits ends the
+// entity, so no later start answer marks it running.
+func TestClosedWhileWaitingEndsTheEntity(t *testing.T) {
+	r := newRoom(t0)
+	s := roomSettings(1)
+	o := r.admit(t0, s, alertOf("a1", "id:1", "high"))
+	e := r.byWorkflow[o.WorkflowID]
+	r.startFailed(t0.Add(10*time.Minute), e, r.take(e))
+	session := investigation.IntakeSession(e.WorkflowID, e.Admitted)
+	r.closed(t0.Add(11*time.Minute), investigation.Closed{WorkflowID: e.WorkflowID, Session: session, Reason: investigation.ClosedCompleted})
+	require.Nil(t, r.byWorkflow[e.WorkflowID])
+	r.resumed(e, investigation.ArrivalBatch{})
+	require.Nil(t, r.byWorkflow[e.WorkflowID])
+	require.Zero(t, r.running())
+}

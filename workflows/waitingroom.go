@@ -222,6 +222,11 @@ type Entity struct {
 	// Attempts counts failed starts; the next waits until RetryAt.
 	Attempts int       `json:"sa,omitempty"`
 	RetryAt  time.Time `json:"ra,omitzero"`
+	// RunConcluded: the run a lost start made concluded while the entity
+	// waited to start again; the start that finds it (resumed) leaves the
+	// entity concluded, as nothing will conclude it again. (Its close ends
+	// the entity: closed.)
+	RunConcluded bool `json:"rc,omitempty"`
 }
 
 // Member is one identity of an entity: its hash, severity, count and the
@@ -650,8 +655,11 @@ func (r *Room) concluded(c investigation.Concluded) {
 		return
 	}
 	r.charge(e, c.Spend)
-	if e.State == intake.StateRunning || e.State == intake.StateStarting {
+	switch e.State {
+	case intake.StateRunning, intake.StateStarting:
 		e.State = intake.StateConcluded
+	case intake.StateWaiting:
+		e.RunConcluded = r.guards
 	}
 }
 
@@ -886,9 +894,16 @@ func (r *Room) attached(e *Entity, b investigation.ArrivalBatch, session string)
 // failed round puts its batch back in front of newer ones), so all go: a
 // repeated arrival is one more note in the run, a missing one an alert
 // acknowledged and never investigated.
+//
+// A run that concluded while the entity waited (RunConcluded) leaves it
+// concluded: no gate, as only results carrying Found reach resumed and no
+// recorded history holds one.
 func (r *Room) resumed(e *Entity, b investigation.ArrivalBatch) {
 	r.putBack(e, b)
 	r.started(e.WorkflowID)
+	if e.RunConcluded && e.State == intake.StateRunning && r.byWorkflow[e.WorkflowID] == e {
+		e.State = intake.StateConcluded
+	}
 }
 
 // readmit admits again the related alerts that reached an investigation

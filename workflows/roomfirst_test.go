@@ -95,3 +95,27 @@ func TestClosedWhileWaitingEndsTheEntity(t *testing.T) {
 	require.Nil(t, r.byWorkflow[e.WorkflowID])
 	require.Zero(t, r.running())
 }
+
+// A reinvestigation whose start finds the old run of its ID open, continued
+// as new since its admission (an analyst's follow-up), is told running with
+// that run's session (StartIntake matches the memo's session, not the start
+// time): attached queues its rise first and takes that run's conclusion as
+// its own, so it does not stay running.
+func TestReinvestigationAttachesToAContinuedOldRun(t *testing.T) {
+	r := newRoom(t0)
+	s := roomSettings(2)
+	o := r.admit(t0, s, alertOf("a1", "id:1", "low"))
+	e0 := r.byWorkflow[o.WorkflowID]
+	r.started(e0.WorkflowID)
+	old := investigation.IntakeSession(e0.WorkflowID, e0.Admitted)
+	r.concluded(investigation.Concluded{WorkflowID: e0.WorkflowID, Session: old})
+	r.forget(e0)
+	r.close(t0, e0.WorkflowID)
+	o2 := r.admit(t0.Add(time.Minute), s, alertOf("a2", "id:1", "critical"))
+	e := r.byWorkflow[o2.WorkflowID]
+	require.True(t, e.Reinvestigate)
+	r.attached(e, r.take(e), old)
+	require.Equal(t, "a2", e.Queue[0].AlertID, "its critical alert goes to the run")
+	r.concluded(investigation.Concluded{WorkflowID: e.WorkflowID, Session: old})
+	require.Equal(t, intake.StateConcluded, e.State, "the run it took concluded")
+}

@@ -119,3 +119,37 @@ func TestReinvestigationAttachesToAContinuedOldRun(t *testing.T) {
 	r.concluded(investigation.Concluded{WorkflowID: e.WorkflowID, Session: old})
 	require.Equal(t, intake.StateConcluded, e.State, "the run it took concluded")
 }
+
+// An entity attached to an older run and then forgotten in turn (idle, to
+// make room) leaves that run's reported total in Forgotten, under the
+// session attached was told: a later attach to the same run is charged only
+// what it spends beyond it, not its whole total again.
+func TestForgottenAttachedRunIsNotChargedTwice(t *testing.T) {
+	spend := func(calls int) investigation.Spend {
+		var sp investigation.Spend
+		sp.ByPhase.Plan = investigation.Usage{Calls: calls, PromptTokens: calls * 100000, Model: "gemini-2.5-flash"}
+		return sp
+	}
+	r := newRoom(t0)
+	s := roomSettings(10)
+	o := r.admit(t0, s, alertOf("a1", "id:1", "low"))
+	e0 := r.byWorkflow[o.WorkflowID]
+	r.started(e0.WorkflowID)
+	old := investigation.IntakeSession(e0.WorkflowID, e0.Admitted)
+	r.concluded(investigation.Concluded{WorkflowID: e0.WorkflowID, Session: old, Spend: spend(1)})
+	one := r.Spent
+	require.Greater(t, one, 0.0)
+	r.forget(e0)
+	r.close(t0, e0.WorkflowID)
+	for i, sev := range []string{"medium", "high"} {
+		at := t0.Add(time.Duration(i+1) * time.Minute)
+		e := r.byWorkflow[r.admit(at, s, alertOf(fmt.Sprint("a", i+2), "id:1", sev)).WorkflowID]
+		require.True(t, e.Reinvestigate)
+		spent := r.Spent
+		r.attached(e, r.take(e), old)
+		r.concluded(investigation.Concluded{WorkflowID: e.WorkflowID, Session: old, Spend: spend(i + 2)})
+		require.InDelta(t, one, r.Spent-spent, 1e-9, "attach %d: the old run spent one more unit; the day counts %.1f more", i+1, (r.Spent-spent)/one)
+		r.forget(e)
+		r.close(at, e.WorkflowID)
+	}
+}

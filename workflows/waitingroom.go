@@ -208,6 +208,9 @@ type Entity struct {
 	// took it as its investigation (attached), so that run's signals are
 	// its own although their session is not the one its start would give.
 	Attached bool `json:"ad,omitempty"`
+	// RunHash is the attached run's session, hashed ("" when the start did
+	// not know it), so forget can remember that run too.
+	RunHash string `json:"rh,omitempty"`
 	// Traceparent is the first alert's (intake.Alert.Traceparent).
 	Traceparent string `json:"tp,omitempty"`
 	// Members are the identities in the entity, the first alert's first.
@@ -834,13 +837,18 @@ func (r *Room) startFailed(now time.Time, e *Entity, b investigation.ArrivalBatc
 
 // forget remembers the run of an open entity the room forgets, and what it
 // had reported spending, for an entity that attaches to the run later. An
-// attached entity's run is an older one whose session the room did not
-// keep: not remembered (attached charges such a run whole).
+// attached entity's run is the older one its start named (RunHash); one
+// whose session the start did not know is not remembered (attached
+// charges such a run whole). No gate: a recorded history would need an
+// attached entity forgotten and a later attach to its run; none has one.
 func (r *Room) forget(e *Entity) {
-	if e.Attached {
-		return
-	}
 	h := hashOf(investigation.IntakeSession(e.WorkflowID, e.Admitted))
+	if e.Attached {
+		if e.RunHash == "" {
+			return
+		}
+		h = e.RunHash
+	}
 	r.Forgotten = append(slices.DeleteFunc(r.Forgotten, func(f ForgottenRun) bool { return f.Hash == h }), ForgottenRun{Hash: h, Cost: e.Cost})
 	if over := len(r.Forgotten) - maxForgotten; over > 0 {
 		r.Forgotten = r.Forgotten[over:]
@@ -855,12 +863,15 @@ func (r *Room) attached(e *Entity, b investigation.ArrivalBatch, session string)
 	if r.byWorkflow[e.WorkflowID] != e {
 		return
 	}
+	if session != "" {
+		e.RunHash = hashOf(session)
+	}
 	if r.guards && session != "" {
 		// The run reports its spend as a running total, of which the
 		// forgotten entity was charged its last report: only what it
 		// spends beyond that is this entity's. A run the room does not
 		// remember (past maxForgotten, forgotten before the gate or while
-		// itself attached) is charged whole, as before: the budget errs on
+		// attached to a run of unknown session) is charged whole, as before: the budget errs on
 		// the side of holding back.
 		h := hashOf(session)
 		if i := slices.IndexFunc(r.Forgotten, func(f ForgottenRun) bool { return f.Hash == h }); i >= 0 {

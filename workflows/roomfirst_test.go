@@ -153,3 +153,28 @@ func TestForgottenAttachedRunIsNotChargedTwice(t *testing.T) {
 		r.close(at, e.WorkflowID)
 	}
 }
+
+// An entity given up after its last failed start loses the arrivals it had
+// counted as dropped (past the queue bounds) with it: the status counts
+// them, as it counts what a hand-back could not return.
+func TestGivenUpStartCountsItsDroppedArrivals(t *testing.T) {
+	r := newRoom(t0)
+	s := roomSettings(1)
+	o := r.admit(t0, s, alertOf("a1", "id:1", "high", "ip:10.0.0.1"))
+	e := r.byWorkflow[o.WorkflowID]
+	for i := range maxEntityQueue + 3 {
+		r.admit(t0, s, alertOf(fmt.Sprint("r", i), fmt.Sprint("id:r", i), "high", "ip:10.0.0.1"))
+	}
+	require.Equal(t, 3, e.Dropped)
+	now := t0
+	for range maxStartAttempts {
+		require.Equal(t, intake.StateStarting, e.State)
+		r.startFailed(now, e, r.take(e))
+		now = now.Add(time.Hour)
+		r.tick(now)
+		r.schedule()
+	}
+	require.Nil(t, r.byWorkflow[o.WorkflowID])
+	require.EqualValues(t, 1, r.Counters.StartsFailed)
+	require.EqualValues(t, 3, r.Counters.GivenUpDropped)
+}

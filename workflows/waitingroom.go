@@ -828,6 +828,8 @@ func (r *Room) startFailed(now time.Time, e *Entity, b investigation.ArrivalBatc
 	if e.Attempts >= maxStartAttempts {
 		r.requeue(e, b) // all of them: end admits the related ones again
 		r.Counters.StartsFailed++
+		// Those it counted as dropped no one else will count.
+		r.Counters.GivenUpDropped += int64(e.Dropped)
 		r.end(now, e.WorkflowID, false)
 		return
 	}

@@ -1061,7 +1061,9 @@ func (r *Room) boundAfterFirst(e *Entity) {
 	for len(e.Queue) > 0 && r.pending-len(e.Queue) >= maxPending {
 		var longest *Entity
 		for _, x := range r.Entities {
-			if x != e && len(x.Queue) > 0 && (longest == nil || len(x.Queue) > len(longest.Queue)) {
+			// Nor is another attached entity's own first alert cut.
+			first := x.Attached && len(x.Queue) == 1 && x.Queue[0].AlertID == x.AlertID
+			if x != e && len(x.Queue) > 0 && !first && (longest == nil || len(x.Queue) > len(longest.Queue)) {
 				longest = x
 			}
 		}

@@ -171,8 +171,9 @@ const (
 // when the outcome is running, the open run's session (its memo's, "" when
 // it has none of this ID's form): the admission workflow tells a run that
 // already said it closed from one it forgot. found says the outcome is
-// started by an earlier attempt of this start (a run of the ID started
-// since Admitted): this call's input reached no run.
+// started by an earlier attempt of this start (the run's memo names this
+// start's session, or names none and the run started since Admitted):
+// this call's input reached no run.
 func (c *Client) StartIntake(ctx context.Context, s IntakeStart, warn io.Writer) (outcome, runID, session string, found bool, err error) {
 	err = c.call(ctx, func(ctx context.Context) error {
 		d, err := c.tc.DescribeWorkflowExecution(ctx, s.ID, "")
@@ -183,22 +184,31 @@ func (c *Client) StartIntake(ctx context.Context, s IntakeStart, warn io.Writer)
 		default:
 			info := d.GetWorkflowExecutionInfo()
 			runID = info.GetExecution().GetRunId()
+			// This start's own run (an earlier attempt's, its answer lost)
+			// is the one whose memo names this start's session: a run
+			// continued as new (the memo goes with it) starts anew, so an
+			// older run of the ID may have started since the admission. A
+			// memo without a session (a run from before sessions) leaves
+			// only the start time to tell.
+			var memo string
+			if p := info.GetMemo().GetFields()[memoSession]; p != nil && c.dc.FromPayload(p, &memo) != nil {
+				memo = ""
+			}
+			own := memo == intakeSession(s.ID, s.Admitted) || memo == "" && !info.GetStartTime().AsTime().Before(s.Admitted)
 			if info.GetStatus() == enums.WORKFLOW_EXECUTION_STATUS_RUNNING {
 				outcome = IntakeRunning
-				if !info.GetStartTime().AsTime().Before(s.Admitted) {
+				if own {
 					outcome, found = IntakeStarted, true
 					return nil
 				}
 				// The memo is anyone's who started a run under the ID: only a
 				// session of this ID's form reaches the admission's history.
-				if p := info.GetMemo().GetFields()[memoSession]; p != nil {
-					if c.dc.FromPayload(p, &session) != nil || session == s.ID || investigation.CheckSession(s.ID, session) != nil {
-						session = ""
-					}
+				if memo != s.ID && investigation.CheckSession(s.ID, memo) == nil {
+					session = memo
 				}
 				return nil
 			}
-			if !info.GetStartTime().AsTime().Before(s.Admitted) {
+			if own {
 				outcome, found = IntakeStarted, true // it ran, and closed already
 				return nil
 			}

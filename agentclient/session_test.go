@@ -10,6 +10,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 	"go.temporal.io/api/enums/v1"
+	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/converter"
 
 	"github.com/secops-agent/investigator/config"
@@ -197,4 +198,53 @@ func TestIntakeEndedRunIsNoRepeat(t *testing.T) {
 	require.Equal(t, IntakeStarted, outcome, "a terminated run makes no repeat")
 	require.False(t, found)
 	require.NotEqual(t, runID, again)
+}
+
+// A start finds its own run by the session in the run's memo, not by its
+// start time: an old run of the ID that continued as new after this
+// admission (an analyst's follow-up to a forgotten idle run) started since
+// then, but it is another run, so the start attaches to it (running, its
+// session) and, once it closed, starts a run of its own. A run whose memo
+// names no session (started before sessions) is still told by start time.
+func TestIntakeFoundIsTheRunOfItsSession(t *testing.T) {
+	tc := bareTemporal(t)
+	c, err := New(tc, Options{Temporal: config.Temporal{Namespace: "default", TaskQueue: "sessions"}})
+	require.NoError(t, err)
+	const id = "intake-z-0123456789ab"
+	start := func(admitted time.Time) IntakeStart {
+		return IntakeStart{Start: Start{ID: id, Summary: "z", Input: investigation.Input{AlertID: "a1", Intake: &investigation.IntakeInput{Identity: "z"}}},
+			Admitted: admitted, Severity: "critical", Reinvestigate: true, RepeatWindow: time.Hour}
+	}
+	admitted := time.Now().Add(-time.Minute)
+	oldAdmitted := admitted.Add(-2 * time.Hour)
+	// The old run as its continued run looks: started now, its memo the
+	// old admission's session.
+	outcome, oldRun, _, _, err := c.StartIntake(t.Context(), start(oldAdmitted), io.Discard)
+	require.NoError(t, err)
+	require.Equal(t, IntakeStarted, outcome)
+
+	outcome, runID, session, found, err := c.StartIntake(t.Context(), start(admitted), io.Discard)
+	require.NoError(t, err)
+	require.Equal(t, IntakeRunning, outcome, "another session's run is open: the start attaches to it")
+	require.False(t, found, "the run found is not this start's")
+	require.Equal(t, oldRun, runID)
+	require.Equal(t, intakeSession(id, oldAdmitted), session)
+
+	require.NoError(t, tc.TerminateWorkflow(t.Context(), id, oldRun, "closed"))
+	outcome, runID, _, found, err = c.StartIntake(t.Context(), start(admitted), io.Discard)
+	require.NoError(t, err)
+	require.Equal(t, IntakeStarted, outcome)
+	require.False(t, found, "a closed run of another session is not this start's: it starts one")
+	require.NotEqual(t, oldRun, runID)
+	require.NoError(t, tc.TerminateWorkflow(t.Context(), id, runID, "closed"))
+
+	// A run without a session in its memo, started since the admission.
+	legacy, err := tc.ExecuteWorkflow(t.Context(), client.StartWorkflowOptions{ID: id, TaskQueue: "sessions",
+		WorkflowIDReusePolicy: enums.WORKFLOW_ID_REUSE_POLICY_ALLOW_DUPLICATE}, investigation.WorkflowName, investigation.Input{AlertID: "a1"})
+	require.NoError(t, err)
+	outcome, runID, _, found, err = c.StartIntake(t.Context(), start(admitted), io.Discard)
+	require.NoError(t, err)
+	require.Equal(t, IntakeStarted, outcome)
+	require.True(t, found, "without a session in its memo, a run started since the admission is taken for this start's")
+	require.Equal(t, legacy.GetRunID(), runID)
 }

@@ -301,6 +301,9 @@ type Counters struct {
 	// HandBackDropped counts alerts closing investigations could not hand
 	// back (Closed.Returned.Dropped: past what one signal returns).
 	HandBackDropped int64 `json:"hand_back_dropped,omitempty"`
+	// GivenUpDropped counts arrivals an investigation given up after
+	// failed starts had counted as dropped (past the queue bounds).
+	GivenUpDropped int64 `json:"given_up_dropped,omitempty"`
 }
 
 // Status is a snapshot of the admission workflow: `starter intake status`.

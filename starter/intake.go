@@ -326,9 +326,9 @@ func renderIntakeStatus(w io.Writer, queue string, st intake.Status) {
 	}
 	fmt.Fprintf(w, "  spent today  %.4f %s (%s; %s UTC, estimated from the investigations' usage)\n", st.SpentToday, st.Currency, budget, st.Day)
 	fmt.Fprintf(w, "  alerts       %d taken, %d investigations started, %d released, %d shed (waiting room full)\n", st.Alerts, st.Started, st.Released, st.Shed)
-	if st.StartsFailed > 0 || st.Readmitting > 0 || st.ReadmitsLost > 0 || st.HandBackDropped > 0 {
-		fmt.Fprintf(w, "  trouble      %d investigations given up after failed starts, %d related alerts waiting for room, %d lost (waiting room full), %d not handed back by closing investigations\n",
-			st.StartsFailed, st.Readmitting, st.ReadmitsLost, st.HandBackDropped)
+	if st.StartsFailed > 0 || st.Readmitting > 0 || st.ReadmitsLost > 0 || st.HandBackDropped > 0 || st.GivenUpDropped > 0 {
+		fmt.Fprintf(w, "  trouble      %d investigations given up after failed starts (%d alerts past the queue bounds lost with them), %d related alerts waiting for room, %d lost (waiting room full), %d not handed back by closing investigations\n",
+			st.StartsFailed, st.GivenUpDropped, st.Readmitting, st.ReadmitsLost, st.HandBackDropped)
 	}
 	fmt.Fprintf(w, "  settings     repeat window %s, %s, idle timeout %s\n", s.RepeatWindow, groupText(s), s.IdleTimeout)
 	if len(st.Open) == 0 {

@@ -16,3 +16,13 @@ func TestIntakeStatusNamesAlertsNotHandedBack(t *testing.T) {
 		t.Fatalf("the status does not name them:\n%s", b.String())
 	}
 }
+
+// Arrivals lost with an investigation given up after failed starts are
+// trouble the status names.
+func TestIntakeStatusNamesAlertsLostWithAGivenUpStart(t *testing.T) {
+	var b strings.Builder
+	renderIntakeStatus(&b, "q", intake.Status{Counters: intake.Counters{GivenUpDropped: 4}})
+	if !strings.Contains(b.String(), "(4 alerts past the queue bounds lost with them)") {
+		t.Fatalf("the status does not name them:\n%s", b.String())
+	}
+}

@@ -208,6 +208,9 @@ type Entity struct {
 	// took it as its investigation (attached), so that run's signals are
 	// its own although their session is not the one its start would give.
 	Attached bool `json:"ad,omitempty"`
+	// RunHash is the attached run's session, hashed ("" when the start did
+	// not know it), so forget can remember that run too.
+	RunHash string `json:"rh,omitempty"`
 	// Traceparent is the first alert's (intake.Alert.Traceparent).
 	Traceparent string `json:"tp,omitempty"`
 	// Members are the identities in the entity, the first alert's first.
@@ -222,6 +225,11 @@ type Entity struct {
 	// Attempts counts failed starts; the next waits until RetryAt.
 	Attempts int       `json:"sa,omitempty"`
 	RetryAt  time.Time `json:"ra,omitzero"`
+	// RunConcluded: the run a lost start made concluded while the entity
+	// waited to start again; the start that finds it (resumed) leaves the
+	// entity concluded, as nothing will conclude it again. (Its close ends
+	// the entity: closed.)
+	RunConcluded bool `json:"rc,omitempty"`
 }
 
 // Member is one identity of an entity: its hash, severity, count and the
@@ -650,8 +658,11 @@ func (r *Room) concluded(c investigation.Concluded) {
 		return
 	}
 	r.charge(e, c.Spend)
-	if e.State == intake.StateRunning || e.State == intake.StateStarting {
+	switch e.State {
+	case intake.StateRunning, intake.StateStarting:
 		e.State = intake.StateConcluded
+	case intake.StateWaiting:
+		e.RunConcluded = r.guards
 	}
 }
 
@@ -817,6 +828,8 @@ func (r *Room) startFailed(now time.Time, e *Entity, b investigation.ArrivalBatc
 	if e.Attempts >= maxStartAttempts {
 		r.requeue(e, b) // all of them: end admits the related ones again
 		r.Counters.StartsFailed++
+		// Those it counted as dropped no one else will count.
+		r.Counters.GivenUpDropped += int64(e.Dropped)
 		r.end(now, e.WorkflowID, false)
 		return
 	}
@@ -826,13 +839,18 @@ func (r *Room) startFailed(now time.Time, e *Entity, b investigation.ArrivalBatc
 
 // forget remembers the run of an open entity the room forgets, and what it
 // had reported spending, for an entity that attaches to the run later. An
-// attached entity's run is an older one whose session the room did not
-// keep: not remembered (attached charges such a run whole).
+// attached entity's run is the older one its start named (RunHash); one
+// whose session the start did not know is not remembered (attached
+// charges such a run whole). No gate: a recorded history would need an
+// attached entity forgotten and a later attach to its run; none has one.
 func (r *Room) forget(e *Entity) {
-	if e.Attached {
-		return
-	}
 	h := hashOf(investigation.IntakeSession(e.WorkflowID, e.Admitted))
+	if e.Attached {
+		if e.RunHash == "" {
+			return
+		}
+		h = e.RunHash
+	}
 	r.Forgotten = append(slices.DeleteFunc(r.Forgotten, func(f ForgottenRun) bool { return f.Hash == h }), ForgottenRun{Hash: h, Cost: e.Cost})
 	if over := len(r.Forgotten) - maxForgotten; over > 0 {
 		r.Forgotten = r.Forgotten[over:]
@@ -847,12 +865,15 @@ func (r *Room) attached(e *Entity, b investigation.ArrivalBatch, session string)
 	if r.byWorkflow[e.WorkflowID] != e {
 		return
 	}
+	if session != "" {
+		e.RunHash = hashOf(session)
+	}
 	if r.guards && session != "" {
 		// The run reports its spend as a running total, of which the
 		// forgotten entity was charged its last report: only what it
 		// spends beyond that is this entity's. A run the room does not
 		// remember (past maxForgotten, forgotten before the gate or while
-		// itself attached) is charged whole, as before: the budget errs on
+		// attached to a run of unknown session) is charged whole, as before: the budget errs on
 		// the side of holding back.
 		h := hashOf(session)
 		if i := slices.IndexFunc(r.Forgotten, func(f ForgottenRun) bool { return f.Hash == h }); i >= 0 {
@@ -874,7 +895,7 @@ func (r *Room) attached(e *Entity, b investigation.ArrivalBatch, session string)
 	e.Queue = append([]investigation.Arrival{first}, e.Queue...)
 	r.pending++
 	if r.guards {
-		r.bound(e)
+		r.boundAfterFirst(e)
 	}
 	r.started(e.WorkflowID)
 }
@@ -886,9 +907,16 @@ func (r *Room) attached(e *Entity, b investigation.ArrivalBatch, session string)
 // failed round puts its batch back in front of newer ones), so all go: a
 // repeated arrival is one more note in the run, a missing one an alert
 // acknowledged and never investigated.
+//
+// A run that concluded while the entity waited (RunConcluded) leaves it
+// concluded: no gate, as only results carrying Found reach resumed and no
+// recorded history holds one.
 func (r *Room) resumed(e *Entity, b investigation.ArrivalBatch) {
 	r.putBack(e, b)
 	r.started(e.WorkflowID)
+	if e.RunConcluded && e.State == intake.StateRunning && r.byWorkflow[e.WorkflowID] == e {
+		e.State = intake.StateConcluded
+	}
 }
 
 // readmit admits again the related alerts that reached an investigation
@@ -1020,6 +1048,33 @@ func (r *Room) bound(e *Entity) {
 		e.Dropped += over
 		r.pending -= over
 	}
+}
+
+// boundAfterFirst bounds an attached entity's queue as bound does, but
+// never cuts its first arrival, the alert the entity was admitted for
+// (deliver sends nothing for an empty queue, and the run would never hear
+// of it): when the other queues fill maxPending, the newest arrival of the
+// longest one gives way (counted in its Dropped). No gate: a recorded
+// history would need maxPending (400) arrivals pending at an attach, and
+// the fixtures hold a few.
+func (r *Room) boundAfterFirst(e *Entity) {
+	for len(e.Queue) > 0 && r.pending-len(e.Queue) >= maxPending {
+		var longest *Entity
+		for _, x := range r.Entities {
+			// Nor is another attached entity's own first alert cut.
+			first := x.Attached && len(x.Queue) == 1 && x.Queue[0].AlertID == x.AlertID
+			if x != e && len(x.Queue) > 0 && !first && (longest == nil || len(x.Queue) > len(longest.Queue)) {
+				longest = x
+			}
+		}
+		if longest == nil {
+			break
+		}
+		longest.Queue = slices.Clip(longest.Queue[:len(longest.Queue)-1])
+		longest.Dropped++
+		r.pending--
+	}
+	r.bound(e)
 }
 
 // release lets the named waiting entities (workflow or alert IDs), or all,

@@ -352,7 +352,8 @@ func TestRoomStateIsBounded(t *testing.T) {
 			// state), failed starts with a retry time to the nanosecond, the
 			// widest cost a forged signal can report.
 			for _, e := range r.Entities {
-				e.Reinvestigate, e.PrevSeverity, e.Attached = true, alerts.SeverityCritical, true
+				e.Reinvestigate, e.PrevSeverity, e.Attached, e.RunConcluded = true, alerts.SeverityCritical, true, true
+				e.RunHash = hashOf(e.WorkflowID)
 				e.Released, e.State, e.Attempts = true, intake.StateConcluded, maxStartAttempts-1
 				e.Cost, e.RetryAt = -math.MaxFloat64, t0.Add(time.Hour+123456789)
 			}

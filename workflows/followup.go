@@ -51,7 +51,7 @@ func (r *run) followUp(ctx workflow.Context, question string) error {
 func (r *run) answerDirectly(ctx workflow.Context, question string) error {
 	r.beginExchange(ctx, question)
 	r.Phase = investigation.PhaseExecuting
-	step := plan.Step{ID: answerStepID, Description: "Answer the analyst's follow-up question: " + question, Expected: "A direct answer with the evidence for it."}
+	step := plan.Step{ID: answerStepID, Description: answerDescription(r.asker(question), question), Expected: "A direct answer with the evidence for it."}
 	res, err := r.runStep(ctx, step)
 	if err != nil {
 		return failure("answering failed", err)
@@ -79,6 +79,17 @@ func (r *run) answerDirectly(ctx workflow.Context, question string) error {
 	r.setDetails(ctx, "answered")
 	r.remember(question, r.Conclusion)
 	return nil
+}
+
+// answerDescription is the direct answer's step as the events, later steps
+// and action approvals show it: it says who asked, as the prompts do (a
+// question the intake queued is no analyst's). An activity input's content
+// is not compared on replay, so recorded histories replay as before.
+func answerDescription(asker activities.Asker, question string) string {
+	if asker == activities.AskerIntake {
+		return "Answer the follow-up question the intake queued when an alert arrived (no analyst asked it): " + question
+	}
+	return "Answer the analyst's follow-up question: " + question
 }
 
 // reviewVerdict asks whether a direct answer changed the standing verdict,

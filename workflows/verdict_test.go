@@ -215,3 +215,12 @@ func TestReviewKnowsWhetherTheAnalystSpoke(t *testing.T) {
 	}
 	require.Equal(t, []activities.Asker{activities.AskerIntake, activities.AskerAnalyst}, direct)
 }
+
+// The direct answer's step (an action it asks for shows it as its reason)
+// says who asked, as the prompts do.
+func TestAnswerStepSaysWhoAsked(t *testing.T) {
+	q := "A related alert arrived (guardduty-3): does it change the verdict?"
+	require.Equal(t, "Answer the follow-up question the intake queued when an alert arrived (no analyst asked it): "+q,
+		answerDescription(activities.AskerIntake, q))
+	require.Equal(t, "Answer the analyst's follow-up question: "+q, answerDescription(activities.AskerAnalyst, q))
+}

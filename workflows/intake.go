@@ -12,6 +12,7 @@ import (
 	"go.temporal.io/sdk/workflow"
 
 	"github.com/secops-agent/investigator/activities"
+	"github.com/secops-agent/investigator/alerts"
 	"github.com/secops-agent/investigator/intake"
 	"github.com/secops-agent/investigator/investigation"
 )
@@ -141,15 +142,21 @@ func (r *run) takesFollowUp() bool {
 }
 
 // verdictQuestion is the follow-up that arrivals call for, or "".
+// The question is the exchange's request, which every prompt shows in its
+// open text (a quoted line), so the arrival's words in it are structural
+// only: a plain alert ID (questionAlertID) and severities from intake.Rank's
+// vocabulary; the whole arrival is data, in the arrivals block. This
+// changes only the question's text, never whether there is one, and text
+// reaches only activity inputs and state, which replay does not compare.
 func verdictQuestion(arrivals []investigation.Arrival) string {
 	var related []string
 	rose := ""
 	for _, a := range arrivals {
 		switch {
 		case a.Kind == investigation.ArrivalRelated:
-			related = append(related, a.AlertID)
+			related = append(related, questionAlertID(a.AlertID))
 		case a.PrevSeverity != "" && intake.Rank(a.Severity) > intake.Rank(a.PrevSeverity):
-			rose = a.PrevSeverity + " → " + a.Severity
+			rose = rankedSeverity(a.PrevSeverity) + " → " + rankedSeverity(a.Severity)
 		}
 	}
 	switch {
@@ -161,6 +168,33 @@ func verdictQuestion(arrivals []investigation.Arrival) string {
 		return fmt.Sprintf("The alert was seen again with a higher severity (%s): does it change the verdict?", rose)
 	}
 	return ""
+}
+
+// maxQuestionAlertID bounds an alert ID the queued question names; the
+// intake's IDs are "<source>-<12 hex>".
+const maxQuestionAlertID = 64
+
+// questionAlertID is an alert ID as the queued question names it: one
+// that is not plain (letters, digits, ".", "_", ":", "-"; at most
+// maxQuestionAlertID bytes) is named by its place instead.
+func questionAlertID(id string) string {
+	plain := id != "" && len(id) <= maxQuestionAlertID && strings.IndexFunc(id, func(r rune) bool {
+		return !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || strings.ContainsRune("._:-", r))
+	}) < 0
+	if !plain {
+		return "an ID that is not plain: see the arrivals"
+	}
+	return id
+}
+
+// rankedSeverity is a severity in intake.Rank's vocabulary: any other
+// word is "unknown", as Rank ranks it.
+func rankedSeverity(s string) string {
+	switch s {
+	case alerts.SeverityCritical, alerts.SeverityHigh, alerts.SeverityMedium, alerts.SeverityLow:
+		return s
+	}
+	return alerts.SeverityUnknown
 }
 
 // askAboutUnseen runs as the investigation goes idle: arrivals that came

@@ -2,6 +2,7 @@ package workflows
 
 import (
 	"cmp"
+	"fmt"
 
 	"go.temporal.io/sdk/workflow"
 
@@ -65,7 +66,7 @@ func (r *run) answerDirectly(ctx workflow.Context, question string) error {
 	text := res.Text
 	if res.Cut != "" {
 		r.emit(investigation.Event{Kind: investigation.EventStop, Text: res.Cut})
-		text += "\n\n(This answer was cut short: " + res.Cut + ".)"
+		text += "\n\n" + cutShortNote(r.Input.Language, res.Cut)
 	}
 	var changed *investigation.Verdict
 	// Histories recorded before direct answers could change the verdict
@@ -79,6 +80,24 @@ func (r *run) answerDirectly(ctx workflow.Context, question string) error {
 	r.setDetails(ctx, "answered")
 	r.remember(question, r.Conclusion)
 	return nil
+}
+
+// cutShortNotes are the note a direct answer cut short ends with, in the
+// answer's language (as activities' verdictNotes); the reason stays as the
+// workflow wrote it. Only the answer's text changes, which replay does not
+// compare.
+var cutShortNotes = map[string]string{
+	"en": "(This answer was cut short: %s.)",
+	"ja": "（この回答は途中で打ち切られました: %s）",
+}
+
+// cutShortNote is the note in language, English when it has none.
+func cutShortNote(language, why string) string {
+	note, ok := cutShortNotes[language]
+	if !ok {
+		note = cutShortNotes["en"]
+	}
+	return fmt.Sprintf(note, why)
 }
 
 // answerDescription is the direct answer's step as the events, later steps

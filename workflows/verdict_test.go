@@ -224,3 +224,10 @@ func TestAnswerStepSaysWhoAsked(t *testing.T) {
 		answerDescription(activities.AskerIntake, q))
 	require.Equal(t, "Answer the analyst's follow-up question: "+q, answerDescription(activities.AskerAnalyst, q))
 }
+
+// A direct answer cut short says so in the run's language.
+func TestCutShortNoteFollowsTheLanguage(t *testing.T) {
+	require.Equal(t, "(This answer was cut short: this exchange used its 2 tool calls.)", cutShortNote("en", "this exchange used its 2 tool calls"))
+	require.Equal(t, "(This answer was cut short: x.)", cutShortNote("", "x"))
+	require.Equal(t, "（この回答は途中で打ち切られました: this exchange used its 2 tool calls）", cutShortNote("ja", "this exchange used its 2 tool calls"))
+}

@@ -143,7 +143,7 @@ func (c VerdictContext) item(e investigation.Evidence) (now bool, problem string
 	case tool == "":
 		return false, fmt.Sprintf("it names no tool of %s: name the tool whose result showed the fact (%s), or cite the step that called it", step, c.calls(step, called, ran, old))
 	}
-	return false, fmt.Sprintf("it names tool %q, which %s did not call in this exchange (%s)", clip.String(tool, maxEvidenceQuoted), step, c.calls(step, called, ran, old))
+	return false, fmt.Sprintf("it names tool %q, which %s did not call (%s)", clip.String(tool, maxEvidenceQuoted), step, c.calls(step, called, ran, old))
 }
 
 // calls says which tools of a step evidence may name: those it called in
@@ -151,7 +151,7 @@ func (c VerdictContext) item(e investigation.Evidence) (now bool, problem string
 func (c VerdictContext) calls(step string, called []string, ran bool, old []string) string {
 	var parts []string
 	if ran {
-		parts = append(parts, "in this exchange it called "+list(called))
+		parts = append(parts, "it called "+list(called))
 	}
 	if len(old) > 0 {
 		parts = append(parts, fmt.Sprintf("an earlier exchange's %s called %s", step, list(old)))

@@ -57,7 +57,7 @@ func TestEvidenceNamingWhatNeverRanIsDropped(t *testing.T) {
 	c, sent := concludeOnce(t, bad, bad)
 	require.Len(t, sent, 2, "asked once more")
 	// (one quoted line: the quotes around a name are escaped)
-	for _, want := range []string{`it names step \"step_99\", which did not run in this investigation`, `it names tool \"port_scanner\", which step_1 did not call in this exchange (in this exchange it called get_alert)`} {
+	for _, want := range []string{`it names step \"step_99\", which did not run in this investigation`, `it names tool \"port_scanner\", which step_1 did not call (it called get_alert)`} {
 		require.Contains(t, sent[1], want, "the re-ask names the problem")
 	}
 	require.Equal(t, investigation.VerdictUndetermined, c.Verdict.Verdict)
@@ -450,7 +450,7 @@ func TestReusedStepIDsDoNotLendOldToolsToThisExchange(t *testing.T) {
 	require.False(t, now)
 	require.Empty(t, problem)
 	_, problem = fresh.item(investigation.Evidence{StepID: "step_1", Tool: "port_scanner", Fact: "made up"})
-	require.Contains(t, problem, `it names tool "port_scanner", which step_1 did not call in this exchange (in this exchange it called search_alerts; an earlier exchange's step_1 called bigquery_agent)`)
+	require.Contains(t, problem, `it names tool "port_scanner", which step_1 did not call (it called search_alerts; an earlier exchange's step_1 called bigquery_agent)`)
 	now, problem = fresh.item(investigation.Evidence{StepID: "step_1", Tool: "search_alerts", Fact: "new fact"})
 	require.True(t, now)
 	require.Empty(t, problem)

@@ -78,7 +78,8 @@ func TestVerdictRestsOnCheckedEvidence(t *testing.T) {
 		require.Contains(t, res.stdout, want)
 	}
 	require.Len(t, p.seen["conclude"], 2, "the conclusion was asked once more, with the problems named")
-	require.Contains(t, p.seen["conclude"][1].Text(), `it names step "step_99"`)
+	// (the re-ask quotes the problem as one line: its quotes are escaped)
+	require.Contains(t, p.seen["conclude"][1].Text(), `it names step \"step_99\"`)
 
 	narrow := starter(t, nil, "ask", wfID, "When did deploy log in?")
 	require.Equal(t, 0, narrow.code, narrow.stderr)

@@ -446,31 +446,8 @@ func TestAdmissionAdmitsLateArrivalsAgain(t *testing.T) {
 // following the run learns it went back to the intake. One more write for
 // it, none once nothing more came.
 func TestHandBackNotesAreStored(t *testing.T) {
-	h := newHarness(t)
-	h.env.RegisterActivity(&activities.Intake{})
-	h.env.OnSignalExternalWorkflow(mock.Anything, mock.Anything, mock.Anything, investigation.ConcludedSignal, mock.Anything).Return(nil).Maybe()
-	var closed []investigation.Closed
-	h.env.OnSignalExternalWorkflow(mock.Anything, mock.Anything, mock.Anything, investigation.ClosedSignal, mock.Anything).After(time.Minute).Return(
-		func(_, _, _, _ string, arg any) error {
-			closed = append(closed, arg.(investigation.Closed))
-			return nil
-		})
-	var stored []investigation.Event
-	writes := 0
-	h.env.OnActivity(a.StoreProgress, mock.Anything, mock.Anything).Return(func(_ context.Context, in activities.ProgressInput) error {
-		h.mu.Lock()
-		defer h.mu.Unlock()
-		writes++
-		for _, e := range in.Events {
-			if e.Seq > lastSeq(stored) {
-				stored = append(stored, e)
-			}
-		}
-		return nil
-	})
-	h.onPlan(oneStepPlan(), nil)
-	h.onTurn(conclusionOnly)
-	h.onReflect(noChange)
+	c := closingHarness(t, true)
+	h := c.h
 	arrival := func(id string) investigation.ArrivalBatch {
 		return investigation.ArrivalBatch{Arrivals: []investigation.Arrival{{Kind: investigation.ArrivalRelated, AlertID: id, Identity: "guardduty:1:" + id, Severity: "high", Shared: "ip:198.51.100.23", Times: 1}}}
 	}
@@ -481,15 +458,15 @@ func TestHandBackNotesAreStored(t *testing.T) {
 	var writesAtClose int
 	h.env.RegisterDelayedCallback(func() {
 		h.mu.Lock()
-		writesAtClose = writes
+		writesAtClose = c.writes
 		h.mu.Unlock()
 	}, 10*time.Minute+45*time.Second)
 	_, err := h.run(t, investigation.Input{AlertID: "a1", IdleTimeout: investigation.Duration(10 * time.Minute),
 		Intake: &investigation.IntakeInput{Identity: "guardduty:1:f", Admission: "intake-admission-q"}})
 	require.NoError(t, err)
-	require.Len(t, closed, 3, "closed, then each late alert handed back")
-	require.Equal(t, "g-early", closed[1].Returned.Arrivals[0].AlertID)
-	require.Equal(t, "g-late", closed[2].Returned.Arrivals[0].AlertID)
+	require.Len(t, c.closed, 3, "closed, then each late alert handed back")
+	require.Equal(t, "g-early", c.closed[1].Returned.Arrivals[0].AlertID)
+	require.Equal(t, "g-late", c.closed[2].Returned.Arrivals[0].AlertID)
 
 	const note = "1 alerts arrived as the investigation closed: handed back to the intake"
 	count := func(evs []investigation.Event) int {
@@ -501,12 +478,12 @@ func TestHandBackNotesAreStored(t *testing.T) {
 		}
 		return n
 	}
-	require.Equal(t, 2, count(stored), "both hand-back notes reach the progress store")
+	require.Equal(t, 2, count(c.stored), "both hand-back notes reach the progress store")
 	require.Equal(t, 2, count(h.events(t)), "and the progress query")
-	require.Equal(t, h.events(t), stored, "every event stored, in order")
+	require.Equal(t, h.events(t), c.stored, "every event stored, in order")
 	// The close had nothing new to write, and the first hand-back's note
 	// was written before the close: one write, for the late alert's note.
-	require.Equal(t, writesAtClose+1, writes, "one write after the close: the note of the alert handed back after it")
+	require.Equal(t, writesAtClose+1, c.writes, "one write after the close: the note of the alert handed back after it")
 }
 
 // The queued question is the exchange's request, shown in every prompt's
@@ -530,4 +507,43 @@ func TestQueuedQuestionCarriesNoArrivalText(t *testing.T) {
 		verdictQuestion([]investigation.Arrival{{Kind: investigation.ArrivalRelated, AlertID: "edr-0123456789ab"}, {Kind: investigation.ArrivalRelated, AlertID: attack}}))
 	require.Equal(t, "The alert was seen again with a higher severity (unknown → high): does it change the verdict?",
 		verdictQuestion([]investigation.Arrival{{Kind: investigation.ArrivalSeenAgain, AlertID: "a1", PrevSeverity: "low" + attack, Severity: "high"}}))
+}
+
+// closingRun is an intake run of one step whose signals to the admission
+// take a minute each: the Closed signals it sent, and (stored, writes) the
+// progress it wrote, when closingHarness was asked to record it.
+type closingRun struct {
+	h      *harness
+	closed []investigation.Closed
+	stored []investigation.Event
+	writes int
+}
+
+func closingHarness(t *testing.T, progress bool) *closingRun {
+	h := newHarness(t)
+	c := &closingRun{h: h}
+	h.env.RegisterActivity(&activities.Intake{})
+	h.env.OnSignalExternalWorkflow(mock.Anything, mock.Anything, mock.Anything, investigation.ConcludedSignal, mock.Anything).Return(nil).Maybe()
+	h.env.OnSignalExternalWorkflow(mock.Anything, mock.Anything, mock.Anything, investigation.ClosedSignal, mock.Anything).After(time.Minute).Return(
+		func(_, _, _, _ string, arg any) error {
+			c.closed = append(c.closed, arg.(investigation.Closed))
+			return nil
+		})
+	if progress {
+		h.env.OnActivity(a.StoreProgress, mock.Anything, mock.Anything).Return(func(_ context.Context, in activities.ProgressInput) error {
+			h.mu.Lock()
+			defer h.mu.Unlock()
+			c.writes++
+			for _, e := range in.Events {
+				if e.Seq > lastSeq(c.stored) {
+					c.stored = append(c.stored, e)
+				}
+			}
+			return nil
+		})
+	}
+	h.onPlan(oneStepPlan(), nil)
+	h.onTurn(conclusionOnly)
+	h.onReflect(noChange)
+	return c
 }

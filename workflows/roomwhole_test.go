@@ -155,18 +155,8 @@ func TestAttachedKeepsTheQueueBounds(t *testing.T) {
 // at most maxReturned arrivals, all the admission keeps of one: two alerts
 // signals of 60 related alerts during the close lose none.
 func TestHandBackIsChunked(t *testing.T) {
-	h := newHarness(t)
-	h.env.RegisterActivity(&activities.Intake{})
-	h.env.OnSignalExternalWorkflow(mock.Anything, mock.Anything, mock.Anything, investigation.ConcludedSignal, mock.Anything).Return(nil).Maybe()
-	var closed []investigation.Closed
-	h.env.OnSignalExternalWorkflow(mock.Anything, mock.Anything, mock.Anything, investigation.ClosedSignal, mock.Anything).After(time.Minute).Return(
-		func(_, _, _, _ string, arg any) error {
-			closed = append(closed, arg.(investigation.Closed))
-			return nil
-		})
-	h.onPlan(oneStepPlan(), nil)
-	h.onTurn(conclusionOnly)
-	h.onReflect(noChange)
+	c := closingHarness(t, false)
+	h := c.h
 	batch := func(k int) investigation.ArrivalBatch {
 		b := investigation.ArrivalBatch{Dropped: 1}
 		for i := range 60 {
@@ -185,16 +175,16 @@ func TestHandBackIsChunked(t *testing.T) {
 	r := newRoom(t0)
 	r.Settings = roomSettings(10)
 	total, dropped, handBacks := 0, 0, 0
-	for _, c := range closed {
-		require.LessOrEqual(t, len(c.Returned.Arrivals), maxReturned)
-		if len(c.Returned.Arrivals)+c.Returned.Dropped > 0 {
+	for _, cl := range c.closed {
+		require.LessOrEqual(t, len(cl.Returned.Arrivals), maxReturned)
+		if len(cl.Returned.Arrivals)+cl.Returned.Dropped > 0 {
 			handBacks++
 		}
-		total += len(c.Returned.Arrivals)
-		dropped += c.Returned.Dropped
-		r.closed(t0, c)
-		r.handedBack(c)
-		r.readmit(t0, c.Returned.Arrivals)
+		total += len(cl.Returned.Arrivals)
+		dropped += cl.Returned.Dropped
+		r.closed(t0, cl)
+		r.handedBack(cl)
+		r.readmit(t0, cl.Returned.Arrivals)
 	}
 	require.Equal(t, 2, handBacks)
 	require.Equal(t, 120, total)
@@ -207,31 +197,8 @@ func TestHandBackIsChunked(t *testing.T) {
 // signal takes, are handed back in two signals; their notes are written
 // once both went, in one write as for one signal.
 func TestChunkedHandBackIsNoted(t *testing.T) {
-	h := newHarness(t)
-	h.env.RegisterActivity(&activities.Intake{})
-	h.env.OnSignalExternalWorkflow(mock.Anything, mock.Anything, mock.Anything, investigation.ConcludedSignal, mock.Anything).Return(nil).Maybe()
-	var closed []investigation.Closed
-	h.env.OnSignalExternalWorkflow(mock.Anything, mock.Anything, mock.Anything, investigation.ClosedSignal, mock.Anything).After(time.Minute).Return(
-		func(_, _, _, _ string, arg any) error {
-			closed = append(closed, arg.(investigation.Closed))
-			return nil
-		})
-	var stored []investigation.Event
-	writes := 0
-	h.env.OnActivity(a.StoreProgress, mock.Anything, mock.Anything).Return(func(_ context.Context, in activities.ProgressInput) error {
-		h.mu.Lock()
-		defer h.mu.Unlock()
-		writes++
-		for _, e := range in.Events {
-			if e.Seq > lastSeq(stored) {
-				stored = append(stored, e)
-			}
-		}
-		return nil
-	})
-	h.onPlan(oneStepPlan(), nil)
-	h.onTurn(conclusionOnly)
-	h.onReflect(noChange)
+	c := closingHarness(t, true)
+	h := c.h
 	batch := func(k, n int) investigation.ArrivalBatch {
 		var b investigation.ArrivalBatch
 		for i := range n {
@@ -248,27 +215,27 @@ func TestChunkedHandBackIsNoted(t *testing.T) {
 	var writesAtClose int
 	h.env.RegisterDelayedCallback(func() {
 		h.mu.Lock()
-		writesAtClose = writes
+		writesAtClose = c.writes
 		h.mu.Unlock()
 	}, 10*time.Minute+45*time.Second)
 	_, err := h.run(t, investigation.Input{AlertID: "a1", IdleTimeout: investigation.Duration(10 * time.Minute),
 		Intake: &investigation.IntakeInput{Identity: "guardduty:1:f", Admission: "intake-admission-q"}})
 	require.NoError(t, err)
 	var sizes []int
-	for _, c := range closed[1:] {
-		sizes = append(sizes, len(c.Returned.Arrivals))
+	for _, cl := range c.closed[1:] {
+		sizes = append(sizes, len(cl.Returned.Arrivals))
 	}
 	require.Equal(t, []int{1, maxReturned, 120 - maxReturned}, sizes)
 	const note = "60 alerts arrived as the investigation closed: handed back to the intake"
 	n := 0
-	for _, e := range stored {
+	for _, e := range c.stored {
 		if e.Kind == investigation.EventNote && e.Text == note {
 			n++
 		}
 	}
 	require.Equal(t, 2, n, "both notes reach the progress store")
-	require.Equal(t, h.events(t), stored, "every event stored, in order")
-	require.Equal(t, writesAtClose+1, writes, "one write after the close, once all 120 went back")
+	require.Equal(t, h.events(t), c.stored, "every event stored, in order")
+	require.Equal(t, writesAtClose+1, c.writes, "one write after the close, once all 120 went back")
 }
 
 // An entity attached to an older run its room forgot (concluded, idle,

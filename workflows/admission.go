@@ -313,14 +313,7 @@ func (ad *admission) check(ctx workflow.Context, now time.Time) {
 	if ad.checking || now.Before(ad.room.NextCheck) {
 		return
 	}
-	var ids []string
-	seqs := map[string]int64{} // each ID's entity: a newer one may take the ID while the check runs
-	for _, e := range ad.room.Entities {
-		if e.State != intake.StateWaiting && e.State != intake.StateStarting && !ad.inflight[e.WorkflowID] && len(ids) < maxChecked {
-			ids = append(ids, e.WorkflowID)
-			seqs[e.WorkflowID] = e.Seq
-		}
-	}
+	ids, seqs := ad.room.toCheck(ad.inflight)
 	ad.room.NextCheck = now.Add(checkEvery)
 	if len(ids) == 0 {
 		return

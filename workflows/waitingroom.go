@@ -140,6 +140,10 @@ type Room struct {
 	Seq int64 `json:"seq"`
 	// NextCheck is when the open investigations are checked next.
 	NextCheck time.Time `json:"next_check,omitzero"`
+	// CheckedTo is the admission number (Seq) of the last entity the last
+	// check took: under the guards the next one starts after it, so that
+	// more than maxChecked open entities are all checked in turn.
+	CheckedTo int64 `json:"checked_to,omitempty"`
 	// Readmits are related alerts to admit again that found the waiting
 	// room full: acknowledged, so kept (at most maxReadmits) and admitted
 	// once there is room.
@@ -1142,3 +1146,39 @@ func (r *Room) status() intake.Status {
 
 // maxStatusEntities bounds the entities a status lists.
 const maxStatusEntities = 100
+
+// toCheck returns the workflow IDs of the open entities the next check
+// asks about (not waiting or starting, no start in flight), at most
+// maxChecked, with each one's Seq (a newer entity may take the ID while the
+// check runs). Under the guards it takes them in turn, from after the last
+// check's last (CheckedTo), round the room; before, always the first
+// maxChecked, which left a run admitted after them unchecked until they
+// closed.
+func (r *Room) toCheck(inflight map[string]bool) (ids []string, seqs map[string]int64) {
+	seqs = map[string]int64{}
+	open := func(e *Entity) bool {
+		return e.State != intake.StateWaiting && e.State != intake.StateStarting && !inflight[e.WorkflowID]
+	}
+	take := func(after bool) {
+		for _, e := range r.Entities {
+			if len(ids) < maxChecked && open(e) && (e.Seq > r.CheckedTo) == after {
+				ids = append(ids, e.WorkflowID)
+				seqs[e.WorkflowID] = e.Seq
+			}
+		}
+	}
+	if !r.guards {
+		r.CheckedTo = 0
+		take(true)
+		return ids, seqs
+	}
+	take(true)
+	take(false)
+	if len(ids) > 0 {
+		r.CheckedTo = seqs[ids[len(ids)-1]]
+		if len(ids) < maxChecked { // every open entity taken: start from the first next time
+			r.CheckedTo = 0
+		}
+	}
+	return ids, seqs
+}

@@ -452,3 +452,41 @@ func TestOneCollectorDoesNotGroupUnrelatedAlerts(t *testing.T) {
 		t.Errorf("the same attacker's next alert: %s %s", o.Kind, o.Message)
 	}
 }
+
+// More open entities than one check takes are all checked in turn: a run
+// admitted after maxChecked concluded, idle ones was never checked until
+// they closed (a terminated one held its slot meanwhile). Runs recorded
+// before the guards check the first maxChecked each time.
+func TestChecksTakeEveryOpenEntityInTurn(t *testing.T) {
+	r := newRoom(t0)
+	s := roomSettings(maxOpen)
+	s.NoGroup = true
+	const n = maxChecked + 50
+	for i := range n {
+		o := r.admit(t0, s, alertOf(fmt.Sprintf("a%d", i), fmt.Sprintf("id:%d", i), "low"))
+		e := r.byWorkflow[o.WorkflowID]
+		r.take(e)
+		r.started(e.WorkflowID)
+	}
+	checked := map[string]int{}
+	for range 2 {
+		ids, seqs := r.toCheck(nil)
+		if len(ids) != maxChecked || len(seqs) != maxChecked {
+			t.Fatalf("a check took %d IDs (%d seqs), want %d", len(ids), len(seqs), maxChecked)
+		}
+		for _, id := range ids {
+			checked[id]++
+		}
+	}
+	if len(checked) != n {
+		t.Fatalf("two checks reached %d of %d open entities", len(checked), n)
+	}
+
+	r.guards = false
+	r.CheckedTo = 0
+	first, _ := r.toCheck(nil)
+	again, _ := r.toCheck(nil)
+	if !slices.Equal(first, again) {
+		t.Fatal("before the guards, a check takes the first maxChecked each time")
+	}
+}

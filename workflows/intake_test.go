@@ -455,12 +455,7 @@ func TestHandBackNotesAreStored(t *testing.T) {
 	// first hand-back another (to 12m), the second a third (to 13m).
 	h.signal(10*time.Minute+30*time.Second, investigation.AlertsUpdate, arrival("g-early"))
 	h.signal(11*time.Minute+30*time.Second, investigation.AlertsUpdate, arrival("g-late"))
-	var writesAtClose int
-	h.env.RegisterDelayedCallback(func() {
-		h.mu.Lock()
-		writesAtClose = c.writes
-		h.mu.Unlock()
-	}, 10*time.Minute+45*time.Second)
+	writesAtClose := c.writesAt(10*time.Minute + 45*time.Second)
 	_, err := h.run(t, investigation.Input{AlertID: "a1", IdleTimeout: investigation.Duration(10 * time.Minute),
 		Intake: &investigation.IntakeInput{Identity: "guardduty:1:f", Admission: "intake-admission-q"}})
 	require.NoError(t, err)
@@ -483,7 +478,7 @@ func TestHandBackNotesAreStored(t *testing.T) {
 	require.Equal(t, h.events(t), c.stored, "every event stored, in order")
 	// The close had nothing new to write, and the first hand-back's note
 	// was written before the close: one write, for the late alert's note.
-	require.Equal(t, writesAtClose+1, c.writes, "one write after the close: the note of the alert handed back after it")
+	require.Equal(t, *writesAtClose+1, c.writes, "one write after the close: the note of the alert handed back after it")
 }
 
 // The queued question is the exchange's request, shown in every prompt's
@@ -546,4 +541,16 @@ func closingHarness(t *testing.T, progress bool) *closingRun {
 	h.onTurn(conclusionOnly)
 	h.onReflect(noChange)
 	return c
+}
+
+// writesAt returns where the number of progress writes made by the time at
+// (workflow time) will be, once the run is over.
+func (c *closingRun) writesAt(at time.Duration) *int {
+	n := new(int)
+	c.h.env.RegisterDelayedCallback(func() {
+		c.h.mu.Lock()
+		*n = c.writes
+		c.h.mu.Unlock()
+	}, at)
+	return n
 }

@@ -19,13 +19,7 @@ import (
 func TestAttachedFirstAlertIsNeverCut(t *testing.T) {
 	r := newRoom(t0)
 	s := roomSettings(1)
-	o := r.admit(t0, s, alertOf("a1", "id:1", "low"))
-	e0 := r.byWorkflow[o.WorkflowID]
-	r.started(e0.WorkflowID)
-	old := investigation.IntakeSession(e0.WorkflowID, e0.Admitted)
-	r.concluded(investigation.Concluded{WorkflowID: e0.WorkflowID, Session: old})
-	r.forget(e0)
-	r.close(t0, e0.WorkflowID)
+	old := forgottenRun(r, s, investigation.Spend{})
 	o2 := r.admit(t0.Add(time.Minute), s, alertOf("a2", "id:1", "critical"))
 	e := r.byWorkflow[o2.WorkflowID]
 	require.Equal(t, intake.StateStarting, e.State)
@@ -104,13 +98,7 @@ func TestClosedWhileWaitingEndsTheEntity(t *testing.T) {
 func TestReinvestigationAttachesToAContinuedOldRun(t *testing.T) {
 	r := newRoom(t0)
 	s := roomSettings(2)
-	o := r.admit(t0, s, alertOf("a1", "id:1", "low"))
-	e0 := r.byWorkflow[o.WorkflowID]
-	r.started(e0.WorkflowID)
-	old := investigation.IntakeSession(e0.WorkflowID, e0.Admitted)
-	r.concluded(investigation.Concluded{WorkflowID: e0.WorkflowID, Session: old})
-	r.forget(e0)
-	r.close(t0, e0.WorkflowID)
+	old := forgottenRun(r, s, investigation.Spend{})
 	o2 := r.admit(t0.Add(time.Minute), s, alertOf("a2", "id:1", "critical"))
 	e := r.byWorkflow[o2.WorkflowID]
 	require.True(t, e.Reinvestigate)
@@ -132,15 +120,9 @@ func TestForgottenAttachedRunIsNotChargedTwice(t *testing.T) {
 	}
 	r := newRoom(t0)
 	s := roomSettings(10)
-	o := r.admit(t0, s, alertOf("a1", "id:1", "low"))
-	e0 := r.byWorkflow[o.WorkflowID]
-	r.started(e0.WorkflowID)
-	old := investigation.IntakeSession(e0.WorkflowID, e0.Admitted)
-	r.concluded(investigation.Concluded{WorkflowID: e0.WorkflowID, Session: old, Spend: spend(1)})
+	old := forgottenRun(r, s, spend(1))
 	one := r.Spent
 	require.Greater(t, one, 0.0)
-	r.forget(e0)
-	r.close(t0, e0.WorkflowID)
 	for i, sev := range []string{"medium", "high"} {
 		at := t0.Add(time.Duration(i+1) * time.Minute)
 		e := r.byWorkflow[r.admit(at, s, alertOf(fmt.Sprint("a", i+2), "id:1", sev)).WorkflowID]
@@ -177,4 +159,17 @@ func TestGivenUpStartCountsItsDroppedArrivals(t *testing.T) {
 	require.Nil(t, r.byWorkflow[o.WorkflowID])
 	require.EqualValues(t, 1, r.Counters.StartsFailed)
 	require.EqualValues(t, 3, r.Counters.GivenUpDropped)
+}
+
+// forgottenRun admits alert a1 (id:1, low) and starts it; its run concludes
+// having spent spend, and the room forgets the entity while the run stays
+// open (idle), then closes its identity. It returns the run's session.
+func forgottenRun(r *Room, s intake.Settings, spend investigation.Spend) string {
+	e0 := r.byWorkflow[r.admit(t0, s, alertOf("a1", "id:1", "low")).WorkflowID]
+	r.started(e0.WorkflowID)
+	old := investigation.IntakeSession(e0.WorkflowID, e0.Admitted)
+	r.concluded(investigation.Concluded{WorkflowID: e0.WorkflowID, Session: old, Spend: spend})
+	r.forget(e0)
+	r.close(t0, e0.WorkflowID)
+	return old
 }

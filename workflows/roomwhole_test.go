@@ -212,12 +212,7 @@ func TestChunkedHandBackIsNoted(t *testing.T) {
 	h.signal(10*time.Minute+30*time.Second, investigation.AlertsUpdate, batch(0, 1))
 	h.signal(11*time.Minute+30*time.Second, investigation.AlertsUpdate, batch(1, 60))
 	h.signal(11*time.Minute+31*time.Second, investigation.AlertsUpdate, batch(2, 60))
-	var writesAtClose int
-	h.env.RegisterDelayedCallback(func() {
-		h.mu.Lock()
-		writesAtClose = c.writes
-		h.mu.Unlock()
-	}, 10*time.Minute+45*time.Second)
+	writesAtClose := c.writesAt(10*time.Minute + 45*time.Second)
 	_, err := h.run(t, investigation.Input{AlertID: "a1", IdleTimeout: investigation.Duration(10 * time.Minute),
 		Intake: &investigation.IntakeInput{Identity: "guardduty:1:f", Admission: "intake-admission-q"}})
 	require.NoError(t, err)
@@ -235,7 +230,7 @@ func TestChunkedHandBackIsNoted(t *testing.T) {
 	}
 	require.Equal(t, 2, n, "both notes reach the progress store")
 	require.Equal(t, h.events(t), c.stored, "every event stored, in order")
-	require.Equal(t, writesAtClose+1, c.writes, "one write after the close, once all 120 went back")
+	require.Equal(t, *writesAtClose+1, c.writes, "one write after the close, once all 120 went back")
 }
 
 // An entity attached to an older run its room forgot (concluded, idle,

@@ -42,7 +42,8 @@ func TestGeminiFailuresBecomeTemporalErrors(t *testing.T) {
 		contains     string
 	}{
 		{400, "5", ErrGeminiInvalidRequest, true, 0, "Gemini rejected the request as invalid (HTTP 400)"},
-		{409, "", ErrGeminiInvalidRequest, true, 0, "Gemini rejected the request as invalid (HTTP 409)"},
+		{422, "", ErrGeminiInvalidRequest, true, 0, "Gemini rejected the request as invalid (HTTP 422)"},
+		{409, "4", ErrGeminiUnavailable, false, 4 * time.Second, "Gemini aborted the request (HTTP 409)"}, // ABORTED: Google's "retry"
 		{401, "", ErrGeminiUnauthorized, true, 0, "Gemini rejected the credentials (HTTP 401)"},
 		{403, "", ErrGeminiForbidden, true, 0, "Gemini denied access (HTTP 403)"},
 		{404, "", ErrGeminiNotFound, true, 0, "check the model name"},

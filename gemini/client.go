@@ -9,10 +9,14 @@
 package gemini
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
+	"mime"
 	"net/http"
 	"net/url"
 	"os"
@@ -57,7 +61,9 @@ type Config struct {
 
 // NewClient builds a genai client with SDK retries off, redirects followed
 // only within the origin of the request (sameOrigin), and an HTTP transport
-// that records the status and Retry-After header of error responses for Call.
+// (recordingTransport) that records the status and Retry-After header of
+// error responses for Call, bounds response bodies and makes a 2xx holding a
+// Google error object that error.
 //
 // With Vertex set and both Project and Location given, it uses Vertex AI with
 // Application Default Credentials. With Vertex set, an API key and no
@@ -229,12 +235,15 @@ type callState struct {
 	mu         sync.Mutex
 	status     int
 	retryAfter string
+	tooLarge   bool // a response body went past maxResponseBytes
 	apiKey     string
 	backend    string
 }
 
 func (s *callState) noteRequest(apiKey, backend string) {
 	s.mu.Lock()
+	// What the previous response said is no longer the answer.
+	s.status, s.retryAfter, s.tooLarge = 0, "", false
 	if apiKey != "" {
 		s.apiKey = apiKey
 	}
@@ -251,10 +260,19 @@ func (s *callState) noteErrorResponse(status int, retryAfter string) {
 	s.mu.Unlock()
 }
 
-func (s *callState) snapshot() (status int, retryAfter, apiKey, backend string) {
+func (s *callState) noteTooLarge() {
+	if s == nil {
+		return
+	}
+	s.mu.Lock()
+	s.tooLarge = true
+	s.mu.Unlock()
+}
+
+func (s *callState) snapshot() (status int, retryAfter string, tooLarge bool, apiKey, backend string) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return s.status, s.retryAfter, s.apiKey, s.backend
+	return s.status, s.retryAfter, s.tooLarge, s.apiKey, s.backend
 }
 
 type callStateKey struct{}
@@ -264,10 +282,21 @@ func callStateFrom(ctx context.Context) *callState {
 	return s
 }
 
+// maxResponseBytes bounds a response body: far above any real answer (a
+// generate reply is bounded by its output tokens, an embedding reply by its
+// vectors), so that a hostile or broken endpoint cannot make the worker read
+// without end (the SDK reads bodies with io.ReadAll).
+const maxResponseBytes = 8 << 20
+
+// errResponseTooLarge is what reading a body past maxResponseBytes returns.
+var errResponseTooLarge = fmt.Errorf("Gemini's response is larger than the %d MiB limit; it was refused rather than read in part", maxResponseBytes>>20)
+
 // recordingTransport notes, for requests made inside Call, the API key sent
 // (so that Call can redact it from messages), the backend (so that Call can
 // name its credentials) and the status and Retry-After header of error
-// responses. It never changes the request or response.
+// responses. For every request it bounds the response body
+// (maxResponseBytes) and turns a 2xx whose body is a Google error object
+// into that error (errorInOK).
 type recordingTransport struct {
 	base    http.RoundTripper
 	backend string // set by NewClient before the client is used
@@ -279,8 +308,98 @@ func (t *recordingTransport) RoundTrip(req *http.Request) (*http.Response, error
 		state.noteRequest(req.Header.Get("x-goog-api-key"), t.backend)
 	}
 	resp, err := t.base.RoundTrip(req)
-	if state != nil && err == nil && resp != nil && resp.StatusCode >= 400 {
+	if err != nil || resp == nil {
+		return resp, err
+	}
+	if state != nil && resp.StatusCode >= 400 {
 		state.noteErrorResponse(resp.StatusCode, resp.Header.Get("Retry-After"))
 	}
-	return resp, err
+	resp.Body = &cappedBody{body: resp.Body, left: maxResponseBytes, state: state}
+	if resp.StatusCode < 200 || resp.StatusCode > 299 {
+		return resp, nil // an error body is read by the SDK; one too large leaves the status (Call)
+	}
+	if isEventStream(resp.Header) {
+		return resp, nil // the SDK reads error events of a stream itself
+	}
+	if resp.ContentLength > maxResponseBytes {
+		resp.Body.Close()
+		state.noteTooLarge()
+		return nil, errResponseTooLarge
+	}
+	body, err := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if err != nil {
+		return nil, err
+	}
+	if apiErr, ok := errorInOK(body); ok {
+		if state != nil {
+			state.noteErrorResponse(apiErr.Code, resp.Header.Get("Retry-After"))
+		}
+		return nil, apiErr
+	}
+	resp.Body = io.NopCloser(bytes.NewReader(body))
+	resp.ContentLength = int64(len(body))
+	return resp, nil
 }
+
+func isEventStream(h http.Header) bool {
+	mt, _, _ := mime.ParseMediaType(h.Get("Content-Type"))
+	return mt == "text/event-stream"
+}
+
+// errorInOK finds a top-level "error" object in a 2xx body, which the SDK
+// would decode as an empty answer (no generate or embed reply has such a
+// field). Its code is the HTTP status it names: the number when it is an
+// error status, else that of its google.rpc.Code name, else 500 (the server
+// failed without saying how: worth a retry).
+func errorInOK(body []byte) (genai.APIError, bool) {
+	var top struct {
+		Error json.RawMessage `json:"error"`
+	}
+	if json.Unmarshal(body, &top) != nil || len(top.Error) == 0 || string(top.Error) == "null" {
+		return genai.APIError{}, false
+	}
+	var e genai.APIError
+	if json.Unmarshal(top.Error, &e) != nil {
+		// "error": "..." or a malformed object: still an error, its text the message.
+		e = genai.APIError{Message: string(top.Error)}
+	}
+	if e.Code < 400 || e.Code > 599 {
+		e.Code = rpcHTTPStatus[strings.TrimSpace(e.Status)]
+	}
+	if e.Code == 0 {
+		e.Code = http.StatusInternalServerError
+	}
+	return e, true
+}
+
+// cappedBody reads at most left bytes of body and fails with
+// errResponseTooLarge past them, so that a body over the limit is never taken
+// for a complete one. It tells state (nil outside Call), because the SDK may
+// report a stream cut there as a mere decoding error.
+type cappedBody struct {
+	body  io.ReadCloser
+	left  int64
+	state *callState
+}
+
+func (b *cappedBody) Read(p []byte) (int, error) {
+	if b.left <= 0 {
+		// At the limit: one more byte means the body is too large.
+		var one [1]byte
+		n, err := b.body.Read(one[:])
+		if n > 0 {
+			b.state.noteTooLarge()
+			return 0, errResponseTooLarge
+		}
+		return 0, err
+	}
+	if int64(len(p)) > b.left {
+		p = p[:b.left]
+	}
+	n, err := b.body.Read(p)
+	b.left -= int64(n)
+	return n, err
+}
+
+func (b *cappedBody) Close() error { return b.body.Close() }

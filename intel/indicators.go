@@ -85,21 +85,22 @@ func parseLookupIP(s string) (net.IP, error) {
 }
 
 // rejectDotDot refuses text (a URL, or a query holding URLs) with a ".."
-// path segment, written plainly or percent-encoded (%2e%2e, also encoded
-// twice): a provider that decodes it could resolve it to another API path,
-// sent with the API key.
-func rejectDotDot(what, s string) error {
-	for range 3 {
+// path segment, written plainly or percent-encoded any number of times
+// (%2e%2e, %252e%252e, ...): a provider, or a proxy before it, that decodes
+// it could resolve it to another API path, sent with the API key. Every
+// decoding is checked until one no longer changes the text; each change
+// shortens it, so this ends.
+func rejectDotDot(what, orig string) error {
+	for s := orig; ; {
 		if hasDotDotSegment(s) {
-			return tools.Reject("%s %q has a \"..\" path segment (plain or percent-encoded); give it without one", what, clip.String(s, 200))
+			return tools.Reject("%s %q has a \"..\" path segment (plain or percent-encoded); give it without one", what, clip.String(orig, 200))
 		}
 		d := percentDecode(s)
 		if d == s {
-			break
+			return nil
 		}
 		s = d
 	}
-	return nil
 }
 
 // hasDotDotSegment reports whether s has ".." between separators of a path,

@@ -19,6 +19,8 @@ func TestDotDotURLsAreRefused(t *testing.T) {
 		"https://evil.example.com/%2E%2e/admin",
 		"https://evil.example.com/.%2e/admin",
 		"https://evil.example.com/%252e%252e/admin", // encoded twice
+		"https://x.example/%25252e%25252e/api",      // three times
+		"https://x.example/%2525252e%2525252e/api",  // four times: every decoding is checked
 		"https://evil.example.com/a%2f..%2fadmin",
 		"https://evil.example.com/a\\..\\admin",
 		"https://evil.example.com/..?next=1",

@@ -150,7 +150,10 @@ func otxIndicator(typ, raw string) (string, error) {
 		if err != nil {
 			return "", err
 		}
-		is4 := ip.To4() != nil && !strings.Contains(v, ":")
+		// An IPv4-mapped address (::ffff:a.b.c.d) is the IPv4 host a.b.c.d,
+		// which is how every tool asks about it (ip.String() unmaps): as
+		// IPv6 it would be sent as /IPv6/a.b.c.d.
+		is4 := ip.To4() != nil
 		if typ == "IPv4" && !is4 {
 			return "", tools.Reject("indicator %q is an IPv6 address; use indicator_type IPv6", raw)
 		}

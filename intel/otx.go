@@ -171,8 +171,14 @@ func otxIndicator(typ, raw string) (string, error) {
 		if len(v) > 253 || !otxHostRE.MatchString(v) {
 			return "", tools.Reject("indicator %q is not a valid %s name (expected something like \"evil.example.com\")", raw, typ)
 		}
+		if err := rejectInternalDomain(v, "indicator_type IPv4 or IPv6"); err != nil {
+			return "", err
+		}
 		return strings.TrimSuffix(strings.ToLower(v), "."), nil
 	case "url":
+		if len(v) > 2048 {
+			return "", tools.Reject("the URL is %d characters long; OTX looks up URLs of at most 2048", len(v))
+		}
 		if err := rejectDotDot("indicator", v); err != nil {
 			return "", err
 		}
@@ -180,8 +186,8 @@ func otxIndicator(typ, raw string) (string, error) {
 		if err != nil || u.Host == "" || (u.Scheme != "http" && u.Scheme != "https") {
 			return "", tools.Reject("indicator %q is not an http(s) URL (expected something like \"https://evil.example.com/login.php\")", raw)
 		}
-		if len(v) > 2048 {
-			return "", tools.Reject("the URL is %d characters long; OTX looks up URLs of at most 2048", len(v))
+		if err := rejectInternalHost(u.Hostname()); err != nil {
+			return "", err
 		}
 		return v, nil
 	case "file":

@@ -110,6 +110,9 @@ func (t urlscanSearch) Call(ctx context.Context, args map[string]any) (any, erro
 	if err := rejectDotDot("query", q); err != nil {
 		return nil, err
 	}
+	if err := rejectInternalQuery(q); err != nil {
+		return nil, err
+	}
 	var resp usSearchResponse
 	err = t.c.get(ctx, "/api/v1/search/", url.Values{"q": {q}, "size": {strconv.Itoa(size)}}, &resp)
 	if upstream.Is(err, upstream.NotFound) {

@@ -268,6 +268,9 @@ func vtTarget(kind, res string) (string, string, string, string, error) {
 		if !vtValidDomain(d) {
 			return "", "", "", "", tools.Reject("resource %q is not a domain name (expected labels of letters, digits and '-' separated by dots, e.g. evil.example.com)", clip.String(res, 80))
 		}
+		if err := rejectInternalDomain(d, `resource_type "ip"`); err != nil {
+			return "", "", "", "", err
+		}
 		return "domain", d, "/api/v3/domains/" + url.PathEscape(d), d, nil
 	case "url":
 		if err := rejectDotDot("resource", res); err != nil {
@@ -276,6 +279,9 @@ func vtTarget(kind, res string) (string, string, string, string, error) {
 		u, err := url.Parse(res)
 		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
 			return "", "", "", "", tools.Reject("resource %q is not an http(s) URL (e.g. https://evil.example.com/login.php); for a host name use resource_type \"domain\"", clip.String(res, 80))
+		}
+		if err := rejectInternalHost(u.Hostname()); err != nil {
+			return "", "", "", "", err
 		}
 		// VirusTotal's URL identifier: unpadded URL-safe base64 of the URL.
 		id := base64.RawURLEncoding.EncodeToString([]byte(res))

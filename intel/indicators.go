@@ -12,7 +12,8 @@ import (
 // Checks of the indicators a model passes to a provider: the provider must
 // never be asked about an internal address (that would tell it what the
 // network looks like, and it knows nothing about it anyway), nor be sent a
-// URL that climbs out of its API path.
+// URL that climbs out of its API path. Hosts inside URLs and domains are
+// checked in hosts.go, URLScan queries in urlscan_query.go.
 
 // The ranges no provider is asked about are the entries of IANA's IPv4 and
 // IPv6 Special-Purpose Address Registries whose "Globally Reachable" is

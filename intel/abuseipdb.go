@@ -95,32 +95,35 @@ func (t abuseIPDBTool) Call(ctx context.Context, args map[string]any) (any, erro
 	}
 	d := r.Data
 	out := abuseIPDBOut{
-		IPAddress:            d.IPAddress,
+		IPAddress:            ip.String(), // the address asked, whatever the answer names
 		Found:                true,
 		AbuseConfidenceScore: d.AbuseConfidenceScore,
 		TotalReports:         d.TotalReports,
 		NumDistinctUsers:     d.NumDistinctUsers,
-		LastReportedAt:       d.LastReportedAt,
-		CountryCode:          d.CountryCode,
-		UsageType:            d.UsageType,
+		LastReportedAt:       fits(d.LastReportedAt, maxTimestamp),
+		CountryCode:          fits(d.CountryCode, maxCountry),
+		UsageType:            clip.String(d.UsageType, 60),
 		ISP:                  clip.String(d.ISP, 100),
-		Domain:               d.Domain,
+		Domain:               clip.String(d.Domain, maxDomain),
 		IsTor:                d.IsTor,
 		IsPublic:             d.IsPublic,
 		IsWhitelisted:        d.IsWhitelisted,
 		IPVersion:            d.IPVersion,
 		MaxAgeDays:           days,
 	}
-	if out.IPAddress == "" {
-		out.IPAddress = ip.String()
+	var notes []string
+	if d.IPAddress != "" && providerIP(d.IPAddress) != ip.String() {
+		// Not echoed: it may be anything, an internal address even.
+		notes = append(notes, "AbuseIPDB's answer named another address than the one asked; treat these figures with caution")
 	}
 	for i, h := range d.Hostnames {
 		if i == abuseIPDBMaxHostnames {
-			out.Note = fmt.Sprintf("%d more hostnames omitted", len(d.Hostnames)-i)
+			notes = append(notes, fmt.Sprintf("%d more hostnames omitted", len(d.Hostnames)-i))
 			break
 		}
 		out.Hostnames = append(out.Hostnames, clip.String(h, 100))
 	}
+	out.Note = strings.Join(notes, "; ")
 	out.Verdict = abuseIPDBVerdict(out)
 	return out, nil
 }

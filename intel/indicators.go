@@ -12,18 +12,44 @@ import (
 // Checks of the indicators a model passes to a provider: the provider must
 // never be asked about an internal address (that would tell it what the
 // network looks like, and it knows nothing about it anyway), nor be sent a
-// URL that climbs out of its API path.
+// URL that climbs out of its API path. Hosts inside URLs and domains are
+// checked in hosts.go, URLScan queries in urlscan_query.go.
 
-// nonPublicV4 and nonPublicV6 are the ranges no provider is asked about:
-// this network, private, shared (CGNAT), loopback, link-local, multicast and
-// reserved, site-local, unique-local. The documentation ranges
-// (198.51.100.0/24, 2001:db8::/32, ...) stay allowed: examples use them.
+// The ranges no provider is asked about are the entries of IANA's IPv4 and
+// IPv6 Special-Purpose Address Registries whose "Globally Reachable" is
+// False (https://www.iana.org/assignments/iana-ipv4-special-registry,
+// https://www.iana.org/assignments/iana-ipv6-special-registry), plus IPv4
+// multicast and, for IPv6, everything outside global unicast 2000::/3
+// (IANA's IPv6 Address Space registry: the rest is reserved, unique-local,
+// link-local, site-local or multicast). Left allowed on purpose: the
+// documentation ranges (192.0.2.0/24, 198.51.100.0/24, 203.0.113.0/24,
+// 2001:db8::/32, 3fff::/20), which name no real network and which examples
+// and tests use, and the few globally reachable anycast entries (AS112,
+// AMT). A few globally reachable addresses inside 192.0.0.0/24 and
+// 2001::/23 (PCP and TURN anycast, ORCHIDv2) are refused with their block:
+// no provider has intelligence about them.
 var (
-	nonPublicV4 = prefixes("0.0.0.0/8", "10.0.0.0/8", "100.64.0.0/10", "127.0.0.0/8", "169.254.0.0/16",
-		"172.16.0.0/12", "192.168.0.0/16", "224.0.0.0/4", "240.0.0.0/4")
-	nonPublicV6 = prefixes("::/96", "fc00::/7", "fe80::/10", "fec0::/10", "ff00::/8")
+	nonPublicV4 = prefixes(
+		"0.0.0.0/8",      // this network (RFC 791)
+		"10.0.0.0/8",     // private (RFC 1918)
+		"100.64.0.0/10",  // shared address space, CGNAT (RFC 6598)
+		"127.0.0.0/8",    // loopback (RFC 1122)
+		"169.254.0.0/16", // link-local (RFC 3927)
+		"172.16.0.0/12",  // private (RFC 1918)
+		"192.0.0.0/24",   // IETF protocol assignments, DS-Lite, NAT64 discovery (RFC 6890, 6333, 7050)
+		"192.168.0.0/16", // private (RFC 1918)
+		"198.18.0.0/15",  // benchmarking (RFC 2544)
+		"224.0.0.0/4",    // multicast (RFC 5771)
+		"240.0.0.0/4",    // reserved and limited broadcast (RFC 1112, 919)
+	)
+	globalUnicastV6 = netip.MustParsePrefix("2000::/3")
+	nonPublicV6     = prefixes(
+		"2001::/23", // IETF protocol assignments: Teredo 2001::/32, benchmarking 2001:2::/48, ORCHID (RFC 2928, 4380, 5180, 7343)
+	)
 	// IPv6 forms that carry an IPv4 address: NAT64 (last 32 bits) and 6to4
-	// (bits 16-47). IPv4-mapped ::ffff:a.b.c.d is unmapped first.
+	// (bits 16-47), checked as that IPv4 address. IPv4-mapped ::ffff:a.b.c.d
+	// is unmapped first. Local-use NAT64 64:ff9b:1::/48 (RFC 8215) is
+	// outside 2000::/3, so refused.
 	nat64     = netip.MustParsePrefix("64:ff9b::/96")
 	sixToFour = netip.MustParsePrefix("2002::/16")
 )
@@ -40,17 +66,21 @@ func prefixes(ss ...string) []netip.Prefix {
 // also when written as an IPv6 form of such an IPv4 address.
 func nonPublic(ip net.IP) bool {
 	a, ok := netip.AddrFromSlice(ip)
-	if !ok {
-		return true
-	}
-	a = a.Unmap()
+	return !ok || nonPublicAddr(a)
+}
+
+// nonPublicAddr is nonPublic for a netip.Addr; a zone is ignored.
+func nonPublicAddr(a netip.Addr) bool {
+	a = a.WithZone("").Unmap()
 	if a.Is6() {
 		b := a.As16()
 		switch {
 		case nat64.Contains(a):
-			return nonPublic(net.IP(b[12:16]))
+			return nonPublicAddr(netip.AddrFrom4([4]byte(b[12:16])))
 		case sixToFour.Contains(a):
-			return nonPublic(net.IP(b[2:6]))
+			return nonPublicAddr(netip.AddrFrom4([4]byte(b[2:6])))
+		case !globalUnicastV6.Contains(a):
+			return true
 		}
 	}
 	ranges := nonPublicV6
@@ -59,6 +89,30 @@ func nonPublic(ip net.IP) bool {
 	}
 	for _, p := range ranges {
 		if p.Contains(a) {
+			return true
+		}
+	}
+	return false
+}
+
+// overlapsNonPublic reports whether any address of p is non-public (a
+// CIDR value in a search query).
+func overlapsNonPublic(p netip.Prefix) bool {
+	p = p.Masked()
+	if p.Addr().Is4In6() {
+		return true // a mapped prefix is refused rather than unmapped bit by bit
+	}
+	if p.Addr().Is6() {
+		if !globalUnicastV6.Contains(p.Addr()) || p.Bits() < globalUnicastV6.Bits() || p.Overlaps(nat64) || p.Overlaps(sixToFour) {
+			return true // 6to4 and NAT64 prefixes carry IPv4 ranges: refused whole
+		}
+	}
+	ranges := nonPublicV6
+	if p.Addr().Is4() {
+		ranges = nonPublicV4
+	}
+	for _, r := range ranges {
+		if p.Overlaps(r) {
 			return true
 		}
 	}
@@ -85,21 +139,22 @@ func parseLookupIP(s string) (net.IP, error) {
 }
 
 // rejectDotDot refuses text (a URL, or a query holding URLs) with a ".."
-// path segment, written plainly or percent-encoded (%2e%2e, also encoded
-// twice): a provider that decodes it could resolve it to another API path,
-// sent with the API key.
-func rejectDotDot(what, s string) error {
-	for range 3 {
+// path segment, written plainly or percent-encoded any number of times
+// (%2e%2e, %252e%252e, ...): a provider, or a proxy before it, that decodes
+// it could resolve it to another API path, sent with the API key. Every
+// decoding is checked until one no longer changes the text; each change
+// shortens it, so this ends.
+func rejectDotDot(what, orig string) error {
+	for s := orig; ; {
 		if hasDotDotSegment(s) {
-			return tools.Reject("%s %q has a \"..\" path segment (plain or percent-encoded); give it without one", what, clip.String(s, 200))
+			return tools.Reject("%s %q has a \"..\" path segment (plain or percent-encoded); give it without one", what, clip.String(orig, 200))
 		}
 		d := percentDecode(s)
 		if d == s {
-			break
+			return nil
 		}
 		s = d
 	}
-	return nil
 }
 
 // hasDotDotSegment reports whether s has ".." between separators of a path,

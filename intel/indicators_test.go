@@ -19,6 +19,8 @@ func TestDotDotURLsAreRefused(t *testing.T) {
 		"https://evil.example.com/%2E%2e/admin",
 		"https://evil.example.com/.%2e/admin",
 		"https://evil.example.com/%252e%252e/admin", // encoded twice
+		"https://x.example/%25252e%25252e/api",      // three times
+		"https://x.example/%2525252e%2525252e/api",  // four times: every decoding is checked
 		"https://evil.example.com/a%2f..%2fadmin",
 		"https://evil.example.com/a\\..\\admin",
 		"https://evil.example.com/..?next=1",
@@ -71,9 +73,21 @@ func TestNonPublicAddressesAreRefused(t *testing.T) {
 		"64:ff9b::10.1.2.3", // NAT64 of a private address
 		"2002:c0a8:0114::1", // 6to4 of 192.168.1.20
 		"2002:6440:0001::1", // 6to4 of 100.64.0.1
+		// IANA special-purpose registries, not globally reachable:
+		"192.0.0.1", "192.0.0.170", // IETF protocol assignments
+		"198.18.0.1", "198.19.255.254", // benchmarking
+		"64:ff9b:1::a01:203",                              // local-use IPv4/IPv6 translation
+		"2001::1", "2001:0:4136:e378:8000:63bf:3fff:fdd2", // Teredo
+		"2001:2::1",                // benchmarking
+		"2001:10::1", "2001:20::1", // ORCHID
+		"100::1",                      // discard-only
+		"5f00::1",                     // SRv6 SIDs
+		"4000::1", "::ffff:0:a01:203", // outside global unicast 2000::/3
 	}
 	public := []string{"198.51.100.23", "8.8.8.8", "100.63.255.255", "100.128.0.0", "1.0.0.1",
-		"2001:db8::7", "2606:4700::1111", "::ffff:8.8.8.8", "64:ff9b::808:808", "2002:0808:0808::1"}
+		"192.0.1.1", "198.17.255.255", "198.20.0.1",
+		"2001:db8::7", "2606:4700::1111", "::ffff:8.8.8.8", "64:ff9b::808:808", "2002:0808:0808::1",
+		"2001:200::1", "2a00:1450::1", "3fff::1"}
 	for _, s := range private {
 		require.True(t, nonPublic(net.ParseIP(s)), s)
 	}

@@ -150,7 +150,10 @@ func otxIndicator(typ, raw string) (string, error) {
 		if err != nil {
 			return "", err
 		}
-		is4 := ip.To4() != nil && !strings.Contains(v, ":")
+		// An IPv4-mapped address (::ffff:a.b.c.d) is the IPv4 host a.b.c.d,
+		// which is how every tool asks about it (ip.String() unmaps): as
+		// IPv6 it would be sent as /IPv6/a.b.c.d.
+		is4 := ip.To4() != nil
 		if typ == "IPv4" && !is4 {
 			return "", tools.Reject("indicator %q is an IPv6 address; use indicator_type IPv6", raw)
 		}
@@ -168,8 +171,14 @@ func otxIndicator(typ, raw string) (string, error) {
 		if len(v) > 253 || !otxHostRE.MatchString(v) {
 			return "", tools.Reject("indicator %q is not a valid %s name (expected something like \"evil.example.com\")", raw, typ)
 		}
+		if err := rejectInternalDomain(v, "indicator_type IPv4 or IPv6"); err != nil {
+			return "", err
+		}
 		return strings.TrimSuffix(strings.ToLower(v), "."), nil
 	case "url":
+		if len(v) > 2048 {
+			return "", tools.Reject("the URL is %d characters long; OTX looks up URLs of at most 2048", len(v))
+		}
 		if err := rejectDotDot("indicator", v); err != nil {
 			return "", err
 		}
@@ -177,8 +186,8 @@ func otxIndicator(typ, raw string) (string, error) {
 		if err != nil || u.Host == "" || (u.Scheme != "http" && u.Scheme != "https") {
 			return "", tools.Reject("indicator %q is not an http(s) URL (expected something like \"https://evil.example.com/login.php\")", raw)
 		}
-		if len(v) > 2048 {
-			return "", tools.Reject("the URL is %d characters long; OTX looks up URLs of at most 2048", len(v))
+		if err := rejectInternalHost(u.Hostname()); err != nil {
+			return "", err
 		}
 		return v, nil
 	case "file":

@@ -450,3 +450,19 @@ func TestOTXPassiveDNSDomainKeepsVaryingFields(t *testing.T) {
 	b := toJSON(t, res)
 	t.Logf("REPORT query_otx passive_dns domain (3 records): %d bytes: %s", len(b), b)
 }
+
+// An IPv4-mapped IPv6 address (::ffff:a.b.c.d) is the IPv4 host, and is
+// treated as IPv4 everywhere: given as IPv6 it is refused like any IPv4
+// address, given as IPv4 it is asked about as a.b.c.d. It was sent as
+// /IPv6/8.8.8.8.
+func TestOTXIPv4MappedIsIPv4(t *testing.T) {
+	tool, reqs := otxFake(t, respond(200, `{"pulse_info": {"count": 0, "pulses": []}}`))
+	_, err := tool.Call(context.Background(), map[string]any{"indicator": "::ffff:8.8.8.8", "indicator_type": "IPv6"})
+	assertRejection(t, err, "is an IPv4 address; use indicator_type IPv4")
+	require.Empty(t, *reqs)
+
+	res, err := tool.Call(context.Background(), map[string]any{"indicator": "::ffff:8.8.8.8", "indicator_type": "IPv4"})
+	require.NoError(t, err)
+	require.Equal(t, "/api/v1/indicators/IPv4/8.8.8.8/general", (*reqs)[0].URL.EscapedPath())
+	require.Equal(t, "8.8.8.8", resultMap(t, res)["indicator"])
+}

@@ -2,6 +2,8 @@ package intel
 
 import (
 	"encoding/json"
+	"net/netip"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -117,4 +119,43 @@ func usvtClipAll(items []string, n, width int) ([]string, int) {
 		}
 	}
 	return out, total
+}
+
+// Bounds of provider strings by kind: the 16 KiB cap on a whole result
+// does not keep one field from filling it.
+const (
+	maxDomain    = 253 // the longest DNS name
+	maxCountry   = 8   // a country code, with room for "EU" or "N/A"
+	maxTimestamp = 40  // RFC 3339 with fractions and a zone
+	maxStatus    = 8   // an HTTP status
+	maxASN       = 20  // "AS4294967295"
+	maxNetwork   = 50  // an IPv6 CIDR
+	maxWord      = 40  // a provider's short label (redirected: "off-domain")
+)
+
+// providerIP is s when it is an IP address (as written canonically), else
+// "": an address field carries an address or nothing.
+func providerIP(s string) string {
+	a, err := netip.ParseAddr(strings.TrimSpace(s))
+	if err != nil {
+		return ""
+	}
+	return a.String()
+}
+
+// fits is s when it fits in n bytes, else "": a code or a date that long
+// is not one, and a clip note would not fit in its bound.
+func fits(s string, n int) string {
+	if len(s) > n {
+		return ""
+	}
+	return s
+}
+
+// oneOf is s when it is one of allowed, else "".
+func oneOf(s string, allowed ...string) string {
+	if slices.Contains(allowed, s) {
+		return s
+	}
+	return ""
 }

@@ -223,27 +223,26 @@ func (t urlscanResult) Call(ctx context.Context, args map[string]any) (any, erro
 	out := usResultOut{
 		UUID:         id,
 		Found:        true,
-		ScannedAt:    r.Task.Time,
+		ScannedAt:    fits(r.Task.Time, maxTimestamp),
 		SubmittedURL: clip.String(r.Task.URL, 200),
-		ReportURL:    r.Task.ReportURL,
-		Visibility:   r.Task.Visibility,
+		// Rebuilt from the validated uuid, never the answer's reportURL:
+		// a link the analyst follows stays on URLScan.io.
+		ReportURL:  "https://urlscan.io/result/" + id + "/",
+		Visibility: oneOf(r.Task.Visibility, "public", "unlisted", "private"),
 		Page: &usPageOut{
 			URL:        clip.String(r.Page.URL, 200),
-			Domain:     r.Page.Domain,
-			IP:         r.Page.IP,
-			Country:    r.Page.Country,
+			Domain:     clip.String(r.Page.Domain, maxDomain),
+			IP:         providerIP(r.Page.IP),
+			Country:    fits(r.Page.Country, maxCountry),
 			Server:     clip.String(r.Page.Server, 60),
 			Title:      clip.String(r.Page.Title, 100),
-			Status:     string(r.Page.Status),
-			ASN:        string(r.Page.ASN),
+			Status:     fits(string(r.Page.Status), maxStatus),
+			ASN:        fits(string(r.Page.ASN), maxASN),
 			ASNName:    clip.String(r.Page.ASNName, 60),
-			Redirected: r.Page.Redirected,
+			Redirected: fits(r.Page.Redirected, maxWord),
 		},
 		Verdict:        r.Verdicts.Overall.shape(),
 		URLScanVerdict: r.Verdicts.URLScan.shape(),
-	}
-	if out.ReportURL == "" {
-		out.ReportURL = "https://urlscan.io/result/" + id + "/"
 	}
 	if e := r.Verdicts.Engines; e.EnginesTotal > 0 || e.MaliciousTotal > 0 || len(e.Malicious) > 0 {
 		out.Engines = &usEnginesOut{

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net/url"
 	"strconv"
+	"strings"
 
 	"google.golang.org/genai"
 
@@ -110,6 +111,9 @@ func (t urlscanSearch) Call(ctx context.Context, args map[string]any) (any, erro
 	if err := rejectDotDot("query", q); err != nil {
 		return nil, err
 	}
+	if err := rejectInternalQuery(q); err != nil {
+		return nil, err
+	}
 	var resp usSearchResponse
 	err = t.c.get(ctx, "/api/v1/search/", url.Values{"q": {q}, "size": {strconv.Itoa(size)}}, &resp)
 	if upstream.Is(err, upstream.NotFound) {
@@ -124,18 +128,21 @@ func (t urlscanSearch) Call(ctx context.Context, args map[string]any) (any, erro
 			break
 		}
 		e := usSearchEntry{
-			UUID:    r.Task.UUID,
-			Time:    r.Task.Time,
+			Time:    fits(r.Task.Time, maxTimestamp),
 			URL:     clip.String(r.Page.URL, 200),
-			Domain:  r.Page.Domain,
-			IP:      r.Page.IP,
-			Country: r.Page.Country,
-			Status:  string(r.Page.Status),
+			Domain:  clip.String(r.Page.Domain, maxDomain),
+			IP:      providerIP(r.Page.IP),
+			Country: fits(r.Page.Country, maxCountry),
+			Status:  fits(string(r.Page.Status), maxStatus),
 			Title:   clip.String(r.Page.Title, 100),
 			ASNName: clip.String(r.Page.ASNName, 60),
 		}
-		if e.UUID == "" {
-			e.UUID = r.ID
+		// The uuid is what urlscan_result is called with: a uuid or none.
+		for _, id := range []string{r.Task.UUID, r.ID} {
+			if usUUID.MatchString(id) {
+				e.UUID = strings.ToLower(id)
+				break
+			}
 		}
 		if e.URL == "" {
 			e.URL = clip.String(r.Task.URL, 200)

@@ -178,15 +178,17 @@ func (t virusTotal) Call(ctx context.Context, args map[string]any) (any, error) 
 	tags, n := usvtClipAll(a.Tags, vtMaxTags, 40)
 	out.Tags = cut.keep("tags", tags, n)
 	if gui != "" {
-		id := r.Data.ID
-		if id == "" || kind != "url" {
-			id = gui
+		// On VirusTotal's host, from a validated identifier: the answer's
+		// data.id only when it is a URL's SHA-256 (what the GUI links).
+		id := gui
+		if kind == "url" && len(r.Data.ID) == 64 && vtHash.MatchString(r.Data.ID) {
+			id = strings.ToLower(r.Data.ID)
 		}
 		out.Link = "https://www.virustotal.com/gui/" + map[string]string{"ip": "ip-address", "domain": "domain", "url": "url", "file": "file"}[kind] + "/" + id
 	}
 	switch kind {
 	case "ip":
-		out.Country, out.ASOwner, out.ASN, out.Network = a.Country, clip.String(a.ASOwner, 80), a.ASN, a.Network
+		out.Country, out.ASOwner, out.ASN, out.Network = fits(a.Country, maxCountry), clip.String(a.ASOwner, 80), a.ASN, fits(a.Network, maxNetwork)
 	case "domain":
 		out.Registrar = clip.String(a.Registrar, 80)
 		out.CreationDate = usvtUnix(a.CreationDate)
@@ -208,7 +210,9 @@ func (t virusTotal) Call(ctx context.Context, args map[string]any) (any, error) 
 		if a.PopularThreat != nil {
 			out.ThreatLabel = clip.String(a.PopularThreat.Label, 80)
 		}
-		out.SHA256 = a.SHA256
+		if len(a.SHA256) == 64 && vtHash.MatchString(a.SHA256) {
+			out.SHA256 = strings.ToLower(a.SHA256)
+		}
 	}
 	if kind == "domain" || kind == "url" {
 		cats, n := usvtSortedValues(a.Categories, vtMaxCategories)
@@ -268,6 +272,9 @@ func vtTarget(kind, res string) (string, string, string, string, error) {
 		if !vtValidDomain(d) {
 			return "", "", "", "", tools.Reject("resource %q is not a domain name (expected labels of letters, digits and '-' separated by dots, e.g. evil.example.com)", clip.String(res, 80))
 		}
+		if err := rejectInternalDomain(d, `resource_type "ip"`); err != nil {
+			return "", "", "", "", err
+		}
 		return "domain", d, "/api/v3/domains/" + url.PathEscape(d), d, nil
 	case "url":
 		if err := rejectDotDot("resource", res); err != nil {
@@ -276,6 +283,9 @@ func vtTarget(kind, res string) (string, string, string, string, error) {
 		u, err := url.Parse(res)
 		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
 			return "", "", "", "", tools.Reject("resource %q is not an http(s) URL (e.g. https://evil.example.com/login.php); for a host name use resource_type \"domain\"", clip.String(res, 80))
+		}
+		if err := rejectInternalHost(u.Hostname()); err != nil {
+			return "", "", "", "", err
 		}
 		// VirusTotal's URL identifier: unpadded URL-safe base64 of the URL.
 		id := base64.RawURLEncoding.EncodeToString([]byte(res))

@@ -269,6 +269,10 @@ func TestCitedEvidence(t *testing.T) {
 	got := citedEvidence(expected, "The miner /tmp/kdevtmpfsi runs; see GuardDuty-8DB0F55E83FD after a\n  git\tpull.", v)
 	assert.Equal(t, []string{"198.51.100.23", "deploy", "Kdevtmpfsi", "guardduty-8db0f55e83fd", "git pull"}, got)
 	assert.Empty(t, citedEvidence(expected, "", nil))
+
+	// Fragments and stock advice cite nothing: the match is on word boundaries.
+	generic := "Review the deployment pipeline and the crontab; check 198.51.100.230 and /tmp/kdevtmpfsi2. Reset the deploy_key."
+	assert.Empty(t, citedEvidence([]string{"deploy", "cron", "198.51.100.23", "kdevtmpfsi", "Accepted password for deploy", "pgrep -x kdevtmpfsi"}, generic, nil))
 	assert.NotNil(t, citedEvidence(expected, "", nil), "an empty list, not null, in JSON")
 }
 

@@ -794,3 +794,13 @@ func TestBaselineMustNotPlan(t *testing.T) {
 	require.EqualError(t, err, "2 of 4 runs did not conclude (see the ERROR column)")
 	assert.Contains(t, out, "baseline: the worker planned and called tools in an alert-only baseline: it is older than this starter")
 }
+
+// `go tool task eval -- --cases mine.yaml` from another directory names
+// that directory's file (EVAL_USER_CWD), not one under the repository root.
+func TestEvalCasesFromTheUserDirectory(t *testing.T) {
+	user := t.TempDir()
+	require.NoError(t, os.WriteFile(filepath.Join(user, "mine.yaml"), []byte("x"), 0o644))
+	got := fromUserDir([]string{"mine.yaml", defaultCases, "/abs/case.yaml"}, user)
+	assert.Equal(t, []string{filepath.Join(user, "mine.yaml"), defaultCases, "/abs/case.yaml"}, got)
+	assert.Equal(t, []string{"mine.yaml"}, fromUserDir([]string{"mine.yaml"}, ""))
+}

@@ -37,8 +37,10 @@ fail() { printf 'setup: ERROR: %s\n' "$*" >&2; exit 1; }
 
 # Version of the main module a Go binary was built from ("" when unknown).
 # `go version -m` reads the embedded build info; it takes a few milliseconds.
+# Always succeeds: a truncated or foreign file (go version -m fails) is
+# "unknown", so the caller rebuilds it instead of exiting under set -e.
 go_binary_module_version() { # <binary> <module>
-	go version -m "$1" 2>/dev/null | awk -v m="$2" '$1 == "mod" && $2 == m { print $3; exit }'
+	{ go version -m "$1" 2>/dev/null || true; } | awk -v m="$2" '$1 == "mod" && $2 == m { print $3; exit }'
 }
 
 check_go() {
@@ -67,7 +69,7 @@ setup_temporal_cli() {
 			log "Temporal CLI $TEMPORAL_CLI_VERSION: cached at $TEMPORAL_BIN"
 			return 0
 		fi
-		log "Temporal CLI at $TEMPORAL_BIN is version '${have:-unknown}', want $TEMPORAL_CLI_VERSION: rebuilding"
+		log "Temporal CLI at $TEMPORAL_BIN is version '${have:-unknown (unreadable: a broken or truncated file?)}', want $TEMPORAL_CLI_VERSION: rebuilding"
 	fi
 
 	log "building Temporal CLI $TEMPORAL_CLI_VERSION from source into $CACHE_BIN"
@@ -134,9 +136,13 @@ check_firestore_emulator() {
 
 # Version a BigQuery emulator binary reports ("" when it was built without
 # -X main.version, e.g. by hand from the same source; such a build is kept).
+# Fails when the binary does not run (e.g. truncated by an interrupted copy):
+# its empty output then says nothing about the build.
 bq_emulator_version() { # <binary>
 	# Output: "version: v0.6.6 (rev)", or "version:  ()" without -X main.version.
-	"$1" --version 2>/dev/null | awk '$1 == "version:" { if ($2 !~ /^\(/) print $2; exit }'
+	local out
+	out="$("$1" --version 2>/dev/null </dev/null)" || return 1
+	printf '%s\n' "$out" | awk '$1 == "version:" { if ($2 !~ /^\(/) print $2; exit }'
 }
 
 # ZetaSQL (inside the emulator) compiles with clang only; gcc fails on it.
@@ -185,12 +191,14 @@ bq_check_memory() {
 setup_bigquery_emulator() {
 	local have=""
 	if [[ -x "$BQ_EMULATOR_BIN" ]]; then
-		have="$(bq_emulator_version "$BQ_EMULATOR_BIN")"
-		if [[ -z "$have" || "$have" == "$BQ_EMULATOR_VERSION" ]]; then
+		if ! have="$(bq_emulator_version "$BQ_EMULATOR_BIN")"; then
+			log "BigQuery emulator at $BQ_EMULATOR_BIN does not run ($BQ_EMULATOR_BIN --version failed; a broken or truncated file?): rebuilding"
+		elif [[ -z "$have" || "$have" == "$BQ_EMULATOR_VERSION" ]]; then
 			log "BigQuery emulator ${have:-$BQ_EMULATOR_VERSION (unversioned build)}: cached at $BQ_EMULATOR_BIN"
 			return 0
+		else
+			log "BigQuery emulator at $BQ_EMULATOR_BIN is version '$have', want $BQ_EMULATOR_VERSION: rebuilding"
 		fi
-		log "BigQuery emulator at $BQ_EMULATOR_BIN is version '$have', want $BQ_EMULATOR_VERSION: rebuilding"
 	fi
 
 	ensure_clang
@@ -289,9 +297,10 @@ setup_pubsub_emulator() {
 	log "installing the Pub/Sub emulator with apt-get (google-cloud-cli-pubsub-emulator)"
 	if ! DEBIAN_FRONTEND=noninteractive apt-get install -y -q google-cloud-cli-pubsub-emulator </dev/null >/dev/null; then
 		log "apt-get install failed; refreshing the package lists and retrying"
-		DEBIAN_FRONTEND=noninteractive apt-get update -q </dev/null >/dev/null &&
-			DEBIAN_FRONTEND=noninteractive apt-get install -y -q google-cloud-cli-pubsub-emulator </dev/null >/dev/null ||
+		if ! { DEBIAN_FRONTEND=noninteractive apt-get update -q </dev/null >/dev/null &&
+			DEBIAN_FRONTEND=noninteractive apt-get install -y -q google-cloud-cli-pubsub-emulator </dev/null >/dev/null; }; then
 			fail "could not install google-cloud-cli-pubsub-emulator with apt-get"
+		fi
 	fi
 	[[ -d "$root/platform/pubsub-emulator" ]] || fail "google-cloud-cli-pubsub-emulator is installed but $root/platform/pubsub-emulator is missing"
 	log "Pub/Sub emulator: $root/platform/pubsub-emulator"
@@ -364,8 +373,10 @@ main() {
 	check_misc
 	# Fail fast on what cannot be installed from here, before the long build.
 	check_firestore_emulator
-	setup_pubsub_emulator
+	# The lock before any apt-get: two setups installing at once collide on
+	# dpkg's own lock and one fails.
 	take_lock
+	setup_pubsub_emulator
 	setup_temporal_cli
 	setup_bigquery_emulator
 	setup_chromium

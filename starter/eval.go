@@ -6,6 +6,7 @@ import (
 	"io"
 	"net/http"
 	"os"
+	"path/filepath"
 	"sync"
 	"time"
 
@@ -188,7 +189,7 @@ func (a *app) eval(cmd *cobra.Command, o evalOptions) error {
 	case o.repeat < 1 || o.repeat > maxRepeat:
 		return fmt.Errorf("--repeat must be between 1 and %d, not %d", maxRepeat, o.repeat)
 	}
-	cases, err := loadCases(o.cases)
+	cases, err := loadCases(fromUserDir(o.cases, os.Getenv("EVAL_USER_CWD")))
 	if err != nil {
 		return err
 	}
@@ -452,4 +453,24 @@ func (t *temporalEval) investigate(ctx context.Context, c evalCase, id string, b
 		return res, fmt.Errorf("%s, and cancelling investigation %s failed: %v", why, id, err)
 	}
 	return res, fmt.Errorf("%s; investigation %s was cancelled", why, id)
+}
+
+// fromUserDir resolves relative case paths that exist under dir (the
+// directory `go tool task eval` was run from; scripts/eval.sh runs from the
+// repository root) against it; the others stay relative to the root, where
+// the default cases are.
+func fromUserDir(paths []string, dir string) []string {
+	if dir == "" {
+		return paths
+	}
+	out := make([]string, len(paths))
+	for i, p := range paths {
+		out[i] = p
+		if q := filepath.Join(dir, p); !filepath.IsAbs(p) && p != "" {
+			if _, err := os.Stat(q); err == nil {
+				out[i] = q
+			}
+		}
+	}
+	return out
 }

@@ -13,6 +13,8 @@ import (
 	"slices"
 	"sort"
 	"strings"
+	"unicode"
+	"unicode/utf8"
 
 	"golang.org/x/text/unicode/norm"
 	"gopkg.in/yaml.v3"
@@ -358,7 +360,8 @@ func yamlError(err error) string {
 }
 
 // citedEvidence returns the expected evidence strings that the conclusion
-// or the verdict's evidence facts cite, compared normalised.
+// or the verdict's evidence facts cite, compared normalised and on word
+// boundaries: "deploy" is not cited by "deployment", nor "cron" by "crontab".
 func citedEvidence(expected []string, conclusion string, v *investigation.Verdict) []string {
 	var text strings.Builder
 	text.WriteString(conclusion)
@@ -370,9 +373,35 @@ func citedEvidence(expected []string, conclusion string, v *investigation.Verdic
 	haystack := normalise(text.String())
 	found := []string{}
 	for _, e := range expected {
-		if strings.Contains(haystack, normalise(e)) {
+		if containsWord(haystack, normalise(e)) {
 			found = append(found, e)
 		}
 	}
 	return found
+}
+
+// containsWord reports whether needle occurs in haystack with no letter or
+// digit right before or after it.
+func containsWord(haystack, needle string) bool {
+	if needle == "" {
+		return false
+	}
+	for from := 0; ; {
+		i := strings.Index(haystack[from:], needle)
+		if i < 0 {
+			return false
+		}
+		start, end := from+i, from+i+len(needle)
+		before, _ := utf8.DecodeLastRuneInString(haystack[:start])
+		after, _ := utf8.DecodeRuneInString(haystack[end:])
+		if !wordRune(before) && !wordRune(after) {
+			return true
+		}
+		_, size := utf8.DecodeRuneInString(haystack[start:])
+		from = start + size
+	}
+}
+
+func wordRune(r rune) bool {
+	return r != utf8.RuneError && (unicode.IsLetter(r) || unicode.IsDigit(r) || r == '_')
 }

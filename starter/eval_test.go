@@ -269,6 +269,10 @@ func TestCitedEvidence(t *testing.T) {
 	got := citedEvidence(expected, "The miner /tmp/kdevtmpfsi runs; see GuardDuty-8DB0F55E83FD after a\n  git\tpull.", v)
 	assert.Equal(t, []string{"198.51.100.23", "deploy", "Kdevtmpfsi", "guardduty-8db0f55e83fd", "git pull"}, got)
 	assert.Empty(t, citedEvidence(expected, "", nil))
+
+	// Fragments and stock advice cite nothing: the match is on word boundaries.
+	generic := "Review the deployment pipeline and the crontab; check 198.51.100.230 and /tmp/kdevtmpfsi2. Reset the deploy_key."
+	assert.Empty(t, citedEvidence([]string{"deploy", "cron", "198.51.100.23", "kdevtmpfsi", "Accepted password for deploy", "pgrep -x kdevtmpfsi"}, generic, nil))
 	assert.NotNil(t, citedEvidence(expected, "", nil), "an empty list, not null, in JSON")
 }
 
@@ -789,4 +793,14 @@ func TestBaselineMustNotPlan(t *testing.T) {
 	out, _, err := runEvalCommand(t, f, "--cases", dir)
 	require.EqualError(t, err, "2 of 4 runs did not conclude (see the ERROR column)")
 	assert.Contains(t, out, "baseline: the worker planned and called tools in an alert-only baseline: it is older than this starter")
+}
+
+// `go tool task eval -- --cases mine.yaml` from another directory names
+// that directory's file (EVAL_USER_CWD), not one under the repository root.
+func TestEvalCasesFromTheUserDirectory(t *testing.T) {
+	user := t.TempDir()
+	require.NoError(t, os.WriteFile(filepath.Join(user, "mine.yaml"), []byte("x"), 0o644))
+	got := fromUserDir([]string{"mine.yaml", defaultCases, "/abs/case.yaml"}, user)
+	assert.Equal(t, []string{filepath.Join(user, "mine.yaml"), defaultCases, "/abs/case.yaml"}, got)
+	assert.Equal(t, []string{"mine.yaml"}, fromUserDir([]string{"mine.yaml"}, ""))
 }

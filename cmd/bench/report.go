@@ -2,6 +2,7 @@ package main
 
 import (
 	"cmp"
+	"errors"
 	"fmt"
 	"maps"
 	"slices"
@@ -299,6 +300,10 @@ func batchRows(bt *batch, lat, lone time.Duration, loneErr error) []row {
 		switch {
 		case !ok:
 			rows = append(rows, na(names[1+i], "no investigation of the batch concluded", ""))
+		case len(walls) < bt.n:
+			// A percentile of the concluded runs alone would leave out the
+			// slowest ones (those that never ended) and flatter the batch.
+			rows = append(rows, na(names[1+i], fmt.Sprintf("%d of %d investigations did not conclude", bt.n-len(walls), bt.n), ""))
 		case loneErr != nil:
 			rows = append(rows, na(names[1+i], "the lone run failed: "+why(loneErr), ""))
 		default:
@@ -485,16 +490,22 @@ func scaleRows(one, all *batch, workers int, lat time.Duration) []row {
 	}
 	n1, w1 := concluded(one)
 	n2, w2 := concluded(all)
-	if n1 == 0 || n2 == 0 {
-		return naAll([]string{p + "throughput", p + "p95 wall"}, "a batch had no investigation concluded")
+	if n1 < one.n || n2 < all.n {
+		// Throughput and p95 over the concluded runs alone would flatter a
+		// batch whose slowest runs never ended.
+		return naAll([]string{p + "throughput", p + "p95 wall", p + "worker CPU per investigation"}, fmt.Sprintf("not every investigation concluded (%d of %d with one worker, %d of %d with %d)", n1, one.n, n2, all.n, workers))
 	}
 	t1, t2 := float64(n1)/one.elapsed.Seconds(), float64(n2)/all.elapsed.Seconds()
 	q1, _ := percentile(w1, 95)
 	q2, _ := percentile(w2, 95)
-	return []row{
+	rows := []row{
 		figure(p+"throughput", t2/t1, unitRatio, fmt.Sprintf("%.2f ÷ %.2f investigations/s (%d in %s; %d in %s)", t2, t1, n2, dur(all.elapsed), n1, dur(one.elapsed))),
 		figure(p+"p95 wall", float64(q2)/float64(q1), unitRatio, fmt.Sprintf("%s ÷ %s", dur(q2), dur(q1))),
 		figure(p+"worker CPU per investigation", (all.cpu/float64(all.n))/(one.cpu/float64(one.n)), unitRatio,
 			fmt.Sprintf("%.3f s ÷ %.3f s; cluster per investigation with %d: %s; with 1: %s", all.cpu/float64(all.n), one.cpu/float64(one.n), workers, clusterSplit(all), clusterSplit(one))),
 	}
+	if err := errors.Join(one.cpuErr, all.cpuErr); err != nil {
+		rows[2] = na(p+"worker CPU per investigation", why(err), "")
+	}
+	return rows
 }

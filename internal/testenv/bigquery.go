@@ -129,8 +129,9 @@ func startBigQueryOnce(bin, project, yamlFile string) (string, func(), error) {
 	cmd.Stdout = out
 	cmd.Stderr = out
 	cmd.Env = bigQueryEmulatorEnv(os.Environ())
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	if err := cmd.Start(); err != nil {
+	// In a group that dies with this process (startGuarded).
+	pgid, err := startGuarded(cmd)
+	if err != nil {
 		return "", nil, fmt.Errorf("start the BigQuery emulator %s: %w", bin, err)
 	}
 	done := make(chan struct{})
@@ -138,7 +139,6 @@ func startBigQueryOnce(bin, project, yamlFile string) (string, func(), error) {
 		_ = cmd.Wait()
 		close(done)
 	}()
-	pgid := cmd.Process.Pid
 	var once sync.Once
 	stop := func() { once.Do(func() { stopBigQuery(pgid, done) }) }
 

@@ -5,13 +5,13 @@ import (
 	"os"
 	"os/exec"
 	"sync"
-	"syscall"
 	"time"
 )
 
 // startEmulator starts one of the Google Cloud CLI's emulators (argv) on
 // host and waits until GET http://host/ answers 200. The emulator runs in
-// its own process group, so that stop reaches the JVM grandchild too; stop
+// a process group of its own (startGuarded: it dies with this process), so
+// that stop reaches the JVM grandchild too; stop
 // returns once the group is gone and the port is free, and is safe to call
 // more than once.
 func startEmulator(what, host string, timeout time.Duration, argv ...string) (stop func(), err error) {
@@ -21,8 +21,8 @@ func startEmulator(what, host string, timeout time.Duration, argv ...string) (st
 	cmd.Stderr = out
 	// Fail instead of waiting for an answer to an interactive prompt.
 	cmd.Env = append(os.Environ(), "CLOUDSDK_CORE_DISABLE_PROMPTS=1")
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	if err := cmd.Start(); err != nil {
+	pgid, err := startGuarded(cmd)
+	if err != nil {
 		return nil, fmt.Errorf("start the %s emulator: %w", what, err)
 	}
 	// Wait returns once gcloud has exited and every process holding its
@@ -33,7 +33,6 @@ func startEmulator(what, host string, timeout time.Duration, argv ...string) (st
 		_ = cmd.Wait()
 		close(done)
 	}()
-	pgid := cmd.Process.Pid
 	var once sync.Once
 	stop = func() {
 		once.Do(func() { stopGroup(pgid, done, host) })

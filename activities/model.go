@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"reflect"
+	"slices"
 	"strings"
 	"time"
 
@@ -69,7 +70,73 @@ func (m *Model) generate(ctx context.Context, contents []*genai.Content, cfg *ge
 	billed(ctx, u)
 	Logger(ctx).Info("model call", "model", m.Name, "ms", time.Since(start).Milliseconds(),
 		"prompt_tokens", u.PromptTokens, "output_tokens", u.OutputTokens, "thought_tokens", u.ThoughtTokens)
+	if err := refusal(resp); err != nil {
+		return nil, u, geminiError(err)
+	}
 	return resp, u, nil
+}
+
+// RefusedError is a billed answer with nothing usable in it, for a reason
+// the same request meets again (a safety block, a blocked prompt, every
+// output token spent on thinking): a retry would pay for the same refusal.
+type RefusedError struct {
+	// Reason is the finish or block reason Gemini gave.
+	Reason string
+	// Prompt says the prompt itself was blocked (promptFeedback).
+	Prompt bool
+}
+
+func (e *RefusedError) Error() string {
+	switch {
+	case e.Prompt:
+		return "the model refused to answer (prompt blocked: " + e.Reason + ")"
+	case e.Reason == string(genai.FinishReasonMaxTokens):
+		return "the model spent its whole output budget thinking and gave no answer (MAX_TOKENS)"
+	}
+	return "the model refused to answer (" + e.Reason + ")"
+}
+
+// refusingReasons are the finish reasons that end an answer with nothing
+// in it the same way for the same request. OTHER, STOP and a malformed
+// function call are left to the retry: a new sample may well answer.
+var refusingReasons = []genai.FinishReason{
+	genai.FinishReasonSafety, genai.FinishReasonRecitation, genai.FinishReasonProhibitedContent,
+	genai.FinishReasonBlocklist, genai.FinishReasonSPII, genai.FinishReasonImageSafety,
+	genai.FinishReasonImageProhibitedContent, genai.FinishReasonImageRecitation,
+	genai.FinishReasonLanguage, genai.FinishReasonMaxTokens,
+}
+
+// refusal returns a *RefusedError when resp answers nothing for a
+// deterministic reason, else nil.
+func refusal(resp *genai.GenerateContentResponse) error {
+	if resp == nil {
+		return nil
+	}
+	if len(resp.Candidates) == 0 || resp.Candidates[0] == nil {
+		if pf := resp.PromptFeedback; pf != nil && pf.BlockReason != "" {
+			return &RefusedError{Reason: string(pf.BlockReason), Prompt: true}
+		}
+		return nil
+	}
+	c := resp.Candidates[0]
+	if hasAnswer(c) || !slices.Contains(refusingReasons, c.FinishReason) {
+		return nil
+	}
+	return &RefusedError{Reason: string(c.FinishReason)}
+}
+
+// hasAnswer says a candidate holds text or a function call beside its
+// thoughts.
+func hasAnswer(c *genai.Candidate) bool {
+	if c.Content == nil {
+		return false
+	}
+	for _, p := range c.Content.Parts {
+		if p != nil && !p.Thought && (p.Text != "" || p.FunctionCall != nil) {
+			return true
+		}
+	}
+	return false
 }
 
 // Observe starts recording a model call of operation op to model, made by
@@ -111,10 +178,10 @@ func (m *Model) GenerateJSON(ctx context.Context, what, system, user string, sch
 	var problem error
 	for attempt := 1; attempt <= 2; attempt++ {
 		resp, u, err := m.generate(ctx, contents, cfg)
+		total = total.Add(u)
 		if err != nil {
 			return total, err
 		}
-		total = total.Add(u)
 		text := answerText(resp)
 		if problem = decodeJSON(text, out); problem == nil {
 			if problem = check(); problem == nil || attempt == 2 && errors.As(problem, new(correctable)) {
@@ -199,8 +266,8 @@ func (m *Model) Turn(ctx context.Context, session, key, system string, contents 
 	}
 	usage = usage.Add(earlier)
 	if len(resp.Candidates) == 0 || resp.Candidates[0].Content == nil || len(resp.Candidates[0].Content.Parts) == 0 {
-		// Retryable: an empty candidate (a blocked or cut answer) is usually
-		// followed by a normal one.
+		// Retryable: an empty candidate that generate did not find refused
+		// (OTHER, an empty STOP) is usually followed by a normal one.
 		return TurnOutput{}, fmt.Errorf("the model returned no content for %s (finish reason %s)", key, finishReason(resp))
 	}
 	content := resp.Candidates[0].Content

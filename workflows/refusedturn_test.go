@@ -1,0 +1,45 @@
+package workflows
+
+import (
+	"testing"
+
+	"github.com/stretchr/testify/require"
+	"go.temporal.io/sdk/temporal"
+
+	"github.com/secops-agent/investigator/activities"
+	"github.com/secops-agent/investigator/investigation"
+	"github.com/secops-agent/investigator/plan"
+	"github.com/secops-agent/investigator/toolcall"
+)
+
+// A step whose model turn the model refused (a safety block: the same
+// conversation is refused again) answers from what it had and the
+// investigation goes on to its conclusion, which reads that answer.
+func TestRefusedTurnIsAFailedStepNotAFailedRun(t *testing.T) {
+	h := newHarness(t)
+	h.onPlan(twoStepPlan(), nil)
+	h.onTurn(func(in activities.TurnInput) (activities.TurnOutput, error) {
+		if in.Step.ID == "step_1" && len(in.Transcript) == 0 {
+			return activities.TurnOutput{Calls: []toolcall.Call{{ID: "c1", Name: "get_alert", Args: map[string]any{"id": "a1"}}}}, nil
+		}
+		if in.Step.ID == "step_1" {
+			return activities.TurnOutput{}, temporal.NewNonRetryableApplicationError("the model refused to answer (SAFETY)", activities.ErrModelRefused, nil)
+		}
+		return activities.TurnOutput{Text: "no related alerts"}, nil
+	})
+	h.onTool(okTool)
+	h.onReflect(noChange)
+	res, err := h.run(t, investigation.Input{AlertID: "a1"})
+	require.NoError(t, err, "a refused step does not fail the investigation")
+	require.Equal(t, 2, res.Plan.Count(plan.Done), "step_2 still runs")
+	require.Len(t, h.cuts, 1)
+	require.Equal(t, "the model refused to answer (SAFETY)", h.cuts[0].Reason)
+	require.Equal(t, []activities.Ref{{Key: "t1-step_1-i1"}, {Key: "t1-step_1-i1-c1"}}, h.cuts[0].Transcript, "the answer is made from what the step had")
+	require.Equal(t, "as it was: the model refused to answer (SAFETY)", res.Plan.Steps[0].Result)
+	require.Len(t, h.conclude, 1)
+	var noted bool
+	for _, e := range h.events(t) {
+		noted = noted || e.Kind == investigation.EventNote && e.Step == "step_1" && e.Text == "the model refused to answer (SAFETY)"
+	}
+	require.True(t, noted, "the progress says why the step has no model answer")
+}

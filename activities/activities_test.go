@@ -179,7 +179,8 @@ func TestModelTurnRebuildsTranscript(t *testing.T) {
 	require.Equal(t, "the tool failed after retries: boom", resp.Parts[1].FunctionResponse.Response["error"])
 	require.Equal(t, genai.FunctionCallingConfigModeNone, second.Cfg.ToolConfig.FunctionCallingConfig.Mode, "the final turn cannot call tools")
 	require.Contains(t, userText(second.Cfg.SystemInstruction), "limit of model turns")
-	require.Equal(t, "IP seen before.", ts.M["s/t1-step_2-i2"].Text)
+	require.Equal(t, "IP seen before.", entryText(ts.M["s/t1-step_2-i2"]))
+	require.Empty(t, ts.M["s/t1-step_2-i2"].Text, "the text is stored once, in Content")
 }
 
 // An empty answer for a reason a new sample may not meet (OTHER) is

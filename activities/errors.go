@@ -28,6 +28,8 @@ const (
 	// ErrModelRefused: the model answered nothing for a reason the same
 	// request meets again (RefusedError).
 	ErrModelRefused = "ModelRefused"
+	// ErrAnswerTooLarge: a model answer too large to store even clipped.
+	ErrAnswerTooLarge = "AnswerTooLarge"
 )
 
 // Temporal error types of a tool's outside service (a threat-intelligence

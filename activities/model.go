@@ -14,6 +14,7 @@ import (
 	"go.temporal.io/sdk/temporal"
 	"google.golang.org/genai"
 
+	"github.com/secops-agent/investigator/internal/clip"
 	"github.com/secops-agent/investigator/internal/prompt"
 	"github.com/secops-agent/investigator/investigation"
 	"github.com/secops-agent/investigator/telemetry"
@@ -229,13 +230,7 @@ func answerText(resp *genai.GenerateContentResponse) string {
 	if resp == nil || len(resp.Candidates) == 0 || resp.Candidates[0].Content == nil {
 		return ""
 	}
-	var b strings.Builder
-	for _, p := range resp.Candidates[0].Content.Parts {
-		if p != nil && !p.Thought && p.Text != "" {
-			b.WriteString(p.Text)
-		}
-	}
-	return b.String()
+	return contentText(resp.Candidates[0].Content)
 }
 
 // Turn runs one model turn of a tool loop with the given system prompt,
@@ -272,6 +267,7 @@ func (m *Model) Turn(ctx context.Context, session, key, system string, contents 
 	}
 	content := resp.Candidates[0].Content
 	content.Role = genai.RoleModel
+	clipAnswer(content, maxAnswerText)
 	out := TurnOutput{Key: key, Text: answerText(resp), Usage: usage}
 	for _, fc := range resp.FunctionCalls() {
 		out.Calls = append(out.Calls, toolcall.Call{ID: fc.ID, Name: fc.Name, Args: fc.Args})
@@ -280,7 +276,14 @@ func (m *Model) Turn(ctx context.Context, session, key, system string, contents 
 	if err != nil {
 		return TurnOutput{}, fmt.Errorf("encode model content: %w", err)
 	}
-	stored, err := m.Transcript.Put(ctx, session, key, transcript.Entry{Kind: transcript.KindModel, Content: string(raw), Text: out.Text})
+	if len(raw) > maxStoredAnswer {
+		// Only function call arguments can still be this large: the same
+		// answer would be bought again on every retry, so none is made.
+		return TurnOutput{}, temporal.NewNonRetryableApplicationError(
+			fmt.Sprintf("the model's answer is too large to store (%d KiB, at most %d KiB)", len(raw)>>10, maxStoredAnswer>>10), ErrAnswerTooLarge, nil)
+	}
+	// The text is stored once, in Content: entryText reads it from there.
+	stored, err := m.Transcript.Put(ctx, session, key, transcript.Entry{Kind: transcript.KindModel, Content: string(raw)})
 	if err != nil {
 		return TurnOutput{}, storeError(err)
 	}
@@ -292,13 +295,61 @@ func (m *Model) Turn(ctx context.Context, session, key, system string, contents 
 	return out, nil
 }
 
+// Bounds of a stored model answer. A Firestore document holds at most
+// 1 MiB, and a write refused for its size would be retried, and the answer
+// bought again, on every attempt: the text is clipped (the answer was paid
+// for and its start still serves the step) and what is still too large
+// fails for good. No MaxOutputTokens is set: on Gemini 2.5 it counts the
+// thoughts too, so a cap low enough to matter would turn long thinking
+// into MAX_TOKENS refusals; the model's own output maximum bounds the cost.
+const (
+	maxAnswerText   = 128 << 10
+	maxStoredAnswer = 900 << 10
+)
+
+// clipAnswer clips the text parts of content, in order, to n bytes in all;
+// the clip note says how much was left out.
+func clipAnswer(content *genai.Content, n int) {
+	for _, p := range content.Parts {
+		if p == nil || p.Text == "" {
+			continue
+		}
+		p.Text = clip.String(p.Text, max(n, 0))
+		n -= len(p.Text)
+	}
+}
+
+// entryText is the answer text of a stored entry: a model entry stores it
+// once, in Content; entries stored before that, and other kinds, in Text.
+func entryText(e transcript.Entry) string {
+	if e.Text != "" || e.Kind != transcript.KindModel {
+		return e.Text
+	}
+	var c genai.Content
+	if err := json.Unmarshal([]byte(e.Content), &c); err != nil {
+		return ""
+	}
+	return contentText(&c)
+}
+
+// contentText is the non-thought text of a model content.
+func contentText(c *genai.Content) string {
+	var b strings.Builder
+	for _, p := range c.Parts {
+		if p != nil && !p.Thought && p.Text != "" {
+			b.WriteString(p.Text)
+		}
+	}
+	return b.String()
+}
+
 // storedTurn rebuilds a turn's output from its stored entry.
 func storedTurn(key string, e transcript.Entry, usage investigation.Usage) (TurnOutput, error) {
 	var c genai.Content
 	if err := json.Unmarshal([]byte(e.Content), &c); err != nil {
 		return TurnOutput{}, fmt.Errorf("decode stored model turn %s: %w", key, err)
 	}
-	out := TurnOutput{Key: key, Text: e.Text, Usage: usage}
+	out := TurnOutput{Key: key, Text: contentText(&c), Usage: usage}
 	for _, p := range c.Parts {
 		if p != nil && p.FunctionCall != nil {
 			out.Calls = append(out.Calls, toolcall.Call{ID: p.FunctionCall.ID, Name: p.FunctionCall.Name, Args: p.FunctionCall.Args})
@@ -404,7 +455,7 @@ func (m *Model) answers(ctx context.Context, session string, keys []string) ([]s
 	for i, e := range entries {
 		out[i] = lostAnswer
 		if e != nil {
-			out[i] = e.Text
+			out[i] = entryText(*e)
 		}
 	}
 	return out, nil

@@ -87,6 +87,14 @@ func billed(ctx context.Context, u investigation.Usage) {
 	}()
 }
 
+// Billed records the usage of a call made outside Model (an embedding) and
+// returns it with what earlier attempts of the activity were billed for:
+// the usage the activity's result reports.
+func Billed(ctx context.Context, u investigation.Usage) investigation.Usage {
+	billed(ctx, u)
+	return u.Add(earlierAttempts(ctx))
+}
+
 // earlierAttempts returns, once per attempt, the usage earlier attempts of
 // this activity were billed for, so a model activity's result counts it.
 func earlierAttempts(ctx context.Context) investigation.Usage {

@@ -136,6 +136,10 @@ func BigQueryAgent(ctx workflow.Context, in bigquery.Request) (activities.ToolOu
 	if err := workflow.ExecuteActivity(bestEffortOptions(ctx, "recall memories"), bq.RecallMemories, bigquery.RecallInput{Request: in.Request}).Get(ctx, &h.recall); err != nil {
 		h.emit(investigation.Event{Kind: investigation.EventNote, Text: "Memory recall failed, continuing without memories: " + message(err)})
 	}
+	// No gate for the embeddings' usage: no branch of workflow code reads
+	// usage; it rides in results, queries and signals, which replay does
+	// not compare.
+	h.usage = h.usage.Add(h.recall.Usage)
 	ids := make([]string, len(h.recall.Memories))
 	for i, m := range h.recall.Memories {
 		ids[i] = m.ID
@@ -250,6 +254,7 @@ func (h *subAgent) learn(ctx workflow.Context, res loopResult) {
 		h.emit(investigation.Event{Kind: investigation.EventNote, Text: "Saving memories failed: " + message(err)})
 		return
 	}
+	h.usage = h.usage.Add(changes.Usage)
 	learned := fmt.Sprintf("Proposed %d claims for review (starter memory list --proposed)", len(changes.Saved))
 	if changes.Approved() {
 		learned = fmt.Sprintf("Learned %d claims, approved automatically", len(changes.Saved))

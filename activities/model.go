@@ -178,7 +178,9 @@ func (m *Model) GenerateJSON(ctx context.Context, what, system, user string, sch
 	total := earlierAttempts(ctx)
 	var problem error
 	for attempt := 1; attempt <= 2; attempt++ {
-		resp, u, err := m.generate(ctx, contents, cfg)
+		callCtx, cancel := callWindow(ctx, 3-attempt)
+		resp, u, err := m.generate(callCtx, contents, cfg)
+		cancel()
 		total = total.Add(u)
 		if err != nil {
 			return total, err
@@ -196,6 +198,24 @@ func (m *Model) GenerateJSON(ctx context.Context, what, system, user string, sch
 	}
 	return total, temporal.NewNonRetryableApplicationError(
 		fmt.Sprintf("the model's %s answer was unusable twice: %v", what, problem), ErrMalformedOutput, problem)
+}
+
+// callMargin is what an attempt keeps after its last model call: time to
+// report the result before the attempt's deadline.
+const callMargin = 5 * time.Second
+
+// callWindow bounds a model call to its share of the attempt's time left,
+// calls being it and those that may follow (GenerateJSON's re-ask): a
+// first call that ran to the HTTP timeout (2 minutes) would leave the
+// re-ask too little of a 3-minute attempt, which would then time out, and
+// the retry would pay for the first call again.
+func callWindow(ctx context.Context, calls int) (context.Context, context.CancelFunc) {
+	deadline, ok := ctx.Deadline()
+	if !ok || calls < 1 {
+		return context.WithCancel(ctx)
+	}
+	left := time.Until(deadline) - callMargin
+	return context.WithTimeout(ctx, max(left/time.Duration(calls), 0))
 }
 
 // correctable is a problem of a structured answer that the model is asked

@@ -15,6 +15,7 @@ import (
 	"go.temporal.io/sdk/workflow"
 	"google.golang.org/genai"
 
+	"github.com/secops-agent/investigator/investigation"
 	"github.com/secops-agent/investigator/plan"
 )
 
@@ -107,4 +108,49 @@ func TestEmptyAnswerOtherIsRetried(t *testing.T) {
 	require.NoError(t, refusal(blocked(genai.FinishReasonStop, false)))
 	require.NoError(t, refusal(&genai.GenerateContentResponse{Candidates: []*genai.Candidate{{FinishReason: genai.FinishReasonSafety,
 		Content: &genai.Content{Parts: []*genai.Part{{Text: "a partial answer"}}}}}}), "an answer with text is an answer")
+}
+
+// A model activity that fails for good carries what every attempt was
+// billed for in its error, for the workflow to charge: a refusal at once,
+// a retried failure (the answer's write fails each time) once its budget
+// is spent.
+func TestFailedModelActivityCarriesItsUsage(t *testing.T) {
+	a, _, _ := newActivities(t)
+	a.Model.LLM = &sameAnswer{resp: blocked(genai.FinishReasonSafety, false)}
+	err := llmRetries(t, a, func(ctx workflow.Context) error {
+		return workflow.ExecuteActivity(ctx, a.ModelTurn, TurnInput{Session: "s", Key: "t1-step_1-i1", AlertID: "a1", Step: plan.Step{ID: "step_1"}}).Get(ctx, nil)
+	})
+	var app *temporal.ApplicationError
+	require.True(t, errors.As(err, &app), "%v", err)
+	require.Equal(t, ErrModelRefused, app.Type(), "the error stays what it was")
+	require.True(t, app.NonRetryable())
+	var u investigation.Usage
+	require.NoError(t, app.Details(&u))
+	require.Equal(t, investigation.Usage{Calls: 1, PromptTokens: 50000, ThoughtTokens: 8000, Model: "m"}, u)
+
+	a, _, ts := newActivities(t)
+	llm := &sameAnswer{resp: text("an answer the store will not keep")}
+	a.Model.LLM = llm
+	a.Model.Transcript = failingPut{ts}
+	var suite testsuite.WorkflowTestSuite
+	env := suite.NewTestWorkflowEnvironment()
+	env.SetWorkerOptions(worker.Options{Interceptors: []interceptor.WorkerInterceptor{Heartbeats()}})
+	env.RegisterActivity(a)
+	wf := func(ctx workflow.Context) error {
+		ctx = workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
+			StartToCloseTimeout: time.Minute, HeartbeatTimeout: 10 * time.Second,
+			RetryPolicy: &temporal.RetryPolicy{InitialInterval: time.Second, MaximumAttempts: 3},
+		})
+		return workflow.ExecuteActivity(ctx, a.ModelTurn, TurnInput{Session: "s", Key: "t1-step_1-i1", AlertID: "a1", Step: plan.Step{ID: "step_1"}}).Get(ctx, nil)
+	}
+	env.RegisterWorkflow(wf)
+	env.ExecuteWorkflow(wf)
+	err = env.GetWorkflowError()
+	require.True(t, errors.As(err, &app), "%v", err)
+	require.Contains(t, app.Message(), "firestore unavailable", "the message stays")
+	require.False(t, app.NonRetryable())
+	require.NoError(t, app.Details(&u))
+	require.Equal(t, int32(3), llm.calls.Load())
+	require.Equal(t, 3, u.Calls, "every billed attempt, not only the last")
+	require.Equal(t, 30, u.PromptTokens)
 }

@@ -43,3 +43,28 @@ func TestRefusedTurnIsAFailedStepNotAFailedRun(t *testing.T) {
 	}
 	require.True(t, noted, "the progress says why the step has no model answer")
 }
+
+// A model activity that failed for good is charged what its failure says
+// it was billed for: a refused step turn to the steps, a failed reflection
+// to the reflection, so Spend (and the admission's daily budget) count
+// every attempt the provider billed.
+func TestFailedModelActivitiesAreCharged(t *testing.T) {
+	billed := investigation.Usage{Calls: 3, PromptTokens: 900, ThoughtTokens: 30, Model: "m"}
+	h := newHarness(t)
+	h.onPlan(twoStepPlan(), nil)
+	h.onTurn(func(in activities.TurnInput) (activities.TurnOutput, error) {
+		if in.Step.ID == "step_1" {
+			return activities.TurnOutput{}, temporal.NewNonRetryableApplicationError("the model refused to answer (SAFETY)", activities.ErrModelRefused, nil, billed)
+		}
+		return activities.TurnOutput{Text: "no related alerts"}, nil
+	})
+	h.onTool(okTool)
+	h.onReflect(func(activities.ReflectInput) (activities.Reflection, error) {
+		return activities.Reflection{}, temporal.NewNonRetryableApplicationError("the model's reflection answer was unusable twice", activities.ErrMalformedOutput, nil, billed)
+	})
+	res, err := h.run(t, investigation.Input{AlertID: "a1"})
+	require.NoError(t, err)
+	require.Equal(t, billed.Add(investigation.Usage{Calls: 1}), res.ByPhase.Steps, "the refused turn's usage, and step_2's turn")
+	require.Equal(t, billed.Add(billed), res.ByPhase.Reflection, "both failed reflections")
+	require.Equal(t, res.Usage, res.ByPhase.Total())
+}

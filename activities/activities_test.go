@@ -179,11 +179,14 @@ func TestModelTurnRebuildsTranscript(t *testing.T) {
 	require.Equal(t, "the tool failed after retries: boom", resp.Parts[1].FunctionResponse.Response["error"])
 	require.Equal(t, genai.FunctionCallingConfigModeNone, second.Cfg.ToolConfig.FunctionCallingConfig.Mode, "the final turn cannot call tools")
 	require.Contains(t, userText(second.Cfg.SystemInstruction), "limit of model turns")
-	require.Equal(t, "IP seen before.", ts.M["s/t1-step_2-i2"].Text)
+	require.Equal(t, "IP seen before.", entryText(ts.M["s/t1-step_2-i2"]))
+	require.Equal(t, "IP seen before.", ts.M["s/t1-step_2-i2"].Text, "a worker of the previous build reads Text")
 }
 
+// An empty answer for a reason a new sample may not meet (OTHER) is
+// retried; a refusal is not (TestRefusedAnswerIsNotRetried).
 func TestModelTurnEmptyAnswerIsRetryable(t *testing.T) {
-	a, _, _ := newActivities(t, &genai.GenerateContentResponse{Candidates: []*genai.Candidate{{FinishReason: genai.FinishReasonSafety}}})
+	a, _, _ := newActivities(t, &genai.GenerateContentResponse{Candidates: []*genai.Candidate{{FinishReason: genai.FinishReasonOther}}})
 	_, err := a.ModelTurn(context.Background(), TurnInput{Session: "s", Key: "k", AlertID: "a1", Step: plan.Step{ID: "step_1"}})
 	require.ErrorContains(t, err, "no content")
 	var app *temporal.ApplicationError

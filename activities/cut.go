@@ -62,7 +62,7 @@ func (a *Activities) CutAnswer(ctx context.Context, in CutAnswerInput) (TurnOutp
 	if err != nil {
 		return TurnOutput{}, storeError(err)
 	}
-	return TurnOutput{Key: in.Key, Text: stored.Text}, nil
+	return TurnOutput{Key: in.Key, Text: entryText(stored)}, nil
 }
 
 // cutAnswerText lays out what a loop had; entries are those of the
@@ -91,7 +91,7 @@ func cutAnswerText(in CutAnswerInput, entries []*transcript.Entry) string {
 		case e == nil:
 			results = append(results, result{r.Key, lostAnswer})
 		case e.Kind == transcript.KindModel:
-			if t := strings.TrimSpace(e.Text); t != "" {
+			if t := strings.TrimSpace(entryText(*e)); t != "" {
 				notes = t
 			}
 		default:

@@ -25,6 +25,11 @@ const (
 	ErrGeminiRateLimited    = "GeminiRateLimited"
 	ErrGeminiUnavailable    = "GeminiUnavailable"
 	ErrGeminiTimeout        = "GeminiTimeout"
+	// ErrModelRefused: the model answered nothing for a reason the same
+	// request meets again (RefusedError).
+	ErrModelRefused = "ModelRefused"
+	// ErrAnswerTooLarge: a model answer too large to store even clipped.
+	ErrAnswerTooLarge = "AnswerTooLarge"
 )
 
 // Temporal error types of a tool's outside service (a threat-intelligence
@@ -45,8 +50,13 @@ func CallGemini[T any](ctx context.Context, fn func(context.Context) (T, error))
 
 // geminiError maps a typed Gemini failure to a Temporal error: rate limits,
 // unavailability and timeouts are retried (after the server's Retry-After),
-// the rest fail the activity at once. Other errors are returned as they are.
+// the rest fail the activity at once, as does a refused answer. Other errors
+// are returned as they are.
 func geminiError(err error) error {
+	var refused *RefusedError
+	if errors.As(err, &refused) {
+		return temporal.NewNonRetryableApplicationError(refused.Error(), ErrModelRefused, nil)
+	}
 	e, ok := upstream.As(err)
 	if !ok {
 		return err

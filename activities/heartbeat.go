@@ -2,11 +2,14 @@ package activities
 
 import (
 	"context"
+	"errors"
+	"reflect"
 	"sync"
 	"time"
 
 	"go.temporal.io/sdk/activity"
 	"go.temporal.io/sdk/interceptor"
+	"go.temporal.io/sdk/temporal"
 
 	"github.com/secops-agent/investigator/investigation"
 )
@@ -87,6 +90,14 @@ func billed(ctx context.Context, u investigation.Usage) {
 	}()
 }
 
+// Billed records the usage of a call made outside Model (an embedding) and
+// returns it with what earlier attempts of the activity were billed for:
+// the usage the activity's result reports.
+func Billed(ctx context.Context, u investigation.Usage) investigation.Usage {
+	billed(ctx, u)
+	return u.Add(earlierAttempts(ctx))
+}
+
 // earlierAttempts returns, once per attempt, the usage earlier attempts of
 // this activity were billed for, so a model activity's result counts it.
 func earlierAttempts(ctx context.Context) investigation.Usage {
@@ -165,5 +176,44 @@ func (h *heartbeatInbound) ExecuteActivity(ctx context.Context, in *interceptor.
 	ctx = context.WithValue(ctx, billingKey{}, b)
 	stop := heartbeat(ctx, b)
 	defer func() { stop(); b.finish() }()
-	return h.Next.ExecuteActivity(ctx, in)
+	res, err := h.Next.ExecuteActivity(ctx, in)
+	if err != nil {
+		err = b.carry(err)
+	}
+	return res, err
+}
+
+// carry puts what every attempt so far was billed for into a failed
+// attempt's error, as its details, so the workflow charges a model activity
+// that fails for good (non-retryable, or its last retry) its usage too. The
+// error keeps its message, type, retryability and retry delay; a
+// cancellation is left as it is (the workflow ends as Canceled).
+func (b *billing) carry(err error) error {
+	b.mu.Lock()
+	total := b.total
+	b.mu.Unlock()
+	if total == (investigation.Usage{}) || errors.Is(err, context.Canceled) || temporal.IsCanceledError(err) {
+		return err
+	}
+	app, ok := err.(*temporal.ApplicationError)
+	if !ok {
+		// As the SDK would convert it: its message, its Go type's name.
+		return temporal.NewApplicationErrorWithOptions(err.Error(), errTypeName(err), temporal.ApplicationErrorOptions{Details: []any{total}})
+	}
+	if app.HasDetails() {
+		return err
+	}
+	return temporal.NewApplicationErrorWithOptions(app.Message(), app.Type(), temporal.ApplicationErrorOptions{
+		NonRetryable: app.NonRetryable(), Cause: errors.Unwrap(app), Details: []any{total},
+		NextRetryDelay: app.NextRetryDelay(), Category: app.Category(),
+	})
+}
+
+// errTypeName is the SDK's type of a plain error: its Go type's name.
+func errTypeName(err error) string {
+	t := reflect.TypeOf(err)
+	for t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
+	return t.Name()
 }

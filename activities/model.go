@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"reflect"
+	"slices"
 	"strings"
 	"time"
 
@@ -13,6 +14,7 @@ import (
 	"go.temporal.io/sdk/temporal"
 	"google.golang.org/genai"
 
+	"github.com/secops-agent/investigator/internal/clip"
 	"github.com/secops-agent/investigator/internal/prompt"
 	"github.com/secops-agent/investigator/investigation"
 	"github.com/secops-agent/investigator/telemetry"
@@ -69,7 +71,73 @@ func (m *Model) generate(ctx context.Context, contents []*genai.Content, cfg *ge
 	billed(ctx, u)
 	Logger(ctx).Info("model call", "model", m.Name, "ms", time.Since(start).Milliseconds(),
 		"prompt_tokens", u.PromptTokens, "output_tokens", u.OutputTokens, "thought_tokens", u.ThoughtTokens)
+	if err := refusal(resp); err != nil {
+		return nil, u, geminiError(err)
+	}
 	return resp, u, nil
+}
+
+// RefusedError is a billed answer with nothing usable in it, for a reason
+// the same request meets again (a safety block, a blocked prompt, every
+// output token spent on thinking): a retry would pay for the same refusal.
+type RefusedError struct {
+	// Reason is the finish or block reason Gemini gave.
+	Reason string
+	// Prompt says the prompt itself was blocked (promptFeedback).
+	Prompt bool
+}
+
+func (e *RefusedError) Error() string {
+	switch {
+	case e.Prompt:
+		return "the model refused to answer (prompt blocked: " + e.Reason + ")"
+	case e.Reason == string(genai.FinishReasonMaxTokens):
+		return "the model spent its whole output budget thinking and gave no answer (MAX_TOKENS)"
+	}
+	return "the model refused to answer (" + e.Reason + ")"
+}
+
+// refusingReasons are the finish reasons that end an answer with nothing
+// in it the same way for the same request. OTHER, STOP and a malformed
+// function call are left to the retry: a new sample may well answer.
+var refusingReasons = []genai.FinishReason{
+	genai.FinishReasonSafety, genai.FinishReasonRecitation, genai.FinishReasonProhibitedContent,
+	genai.FinishReasonBlocklist, genai.FinishReasonSPII, genai.FinishReasonImageSafety,
+	genai.FinishReasonImageProhibitedContent, genai.FinishReasonImageRecitation,
+	genai.FinishReasonLanguage, genai.FinishReasonMaxTokens,
+}
+
+// refusal returns a *RefusedError when resp answers nothing for a
+// deterministic reason, else nil.
+func refusal(resp *genai.GenerateContentResponse) error {
+	if resp == nil {
+		return nil
+	}
+	if len(resp.Candidates) == 0 || resp.Candidates[0] == nil {
+		if pf := resp.PromptFeedback; pf != nil && pf.BlockReason != "" {
+			return &RefusedError{Reason: string(pf.BlockReason), Prompt: true}
+		}
+		return nil
+	}
+	c := resp.Candidates[0]
+	if hasAnswer(c) || !slices.Contains(refusingReasons, c.FinishReason) {
+		return nil
+	}
+	return &RefusedError{Reason: string(c.FinishReason)}
+}
+
+// hasAnswer says a candidate holds text or a function call beside its
+// thoughts.
+func hasAnswer(c *genai.Candidate) bool {
+	if c.Content == nil {
+		return false
+	}
+	for _, p := range c.Content.Parts {
+		if p != nil && !p.Thought && (p.Text != "" || p.FunctionCall != nil) {
+			return true
+		}
+	}
+	return false
 }
 
 // Observe starts recording a model call of operation op to model, made by
@@ -110,11 +178,13 @@ func (m *Model) GenerateJSON(ctx context.Context, what, system, user string, sch
 	total := earlierAttempts(ctx)
 	var problem error
 	for attempt := 1; attempt <= 2; attempt++ {
-		resp, u, err := m.generate(ctx, contents, cfg)
+		callCtx, cancel := callWindow(ctx, 3-attempt)
+		resp, u, err := m.generate(callCtx, contents, cfg)
+		cancel()
+		total = total.Add(u)
 		if err != nil {
 			return total, err
 		}
-		total = total.Add(u)
 		text := answerText(resp)
 		if problem = decodeJSON(text, out); problem == nil {
 			if problem = check(); problem == nil || attempt == 2 && errors.As(problem, new(correctable)) {
@@ -128,6 +198,24 @@ func (m *Model) GenerateJSON(ctx context.Context, what, system, user string, sch
 	}
 	return total, temporal.NewNonRetryableApplicationError(
 		fmt.Sprintf("the model's %s answer was unusable twice: %v", what, problem), ErrMalformedOutput, problem)
+}
+
+// callMargin is what an attempt keeps after its last model call: time to
+// report the result before the attempt's deadline.
+const callMargin = 5 * time.Second
+
+// callWindow bounds a model call to its share of the attempt's time left,
+// calls being it and those that may follow (GenerateJSON's re-ask): a
+// first call that ran to the HTTP timeout (2 minutes) would leave the
+// re-ask too little of a 3-minute attempt, which would then time out, and
+// the retry would pay for the first call again.
+func callWindow(ctx context.Context, calls int) (context.Context, context.CancelFunc) {
+	deadline, ok := ctx.Deadline()
+	if !ok || calls < 1 {
+		return context.WithCancel(ctx)
+	}
+	left := time.Until(deadline) - callMargin
+	return context.WithTimeout(ctx, max(left/time.Duration(calls), 0))
 }
 
 // correctable is a problem of a structured answer that the model is asked
@@ -162,13 +250,7 @@ func answerText(resp *genai.GenerateContentResponse) string {
 	if resp == nil || len(resp.Candidates) == 0 || resp.Candidates[0].Content == nil {
 		return ""
 	}
-	var b strings.Builder
-	for _, p := range resp.Candidates[0].Content.Parts {
-		if p != nil && !p.Thought && p.Text != "" {
-			b.WriteString(p.Text)
-		}
-	}
-	return b.String()
+	return contentText(resp.Candidates[0].Content)
 }
 
 // Turn runs one model turn of a tool loop with the given system prompt,
@@ -199,12 +281,13 @@ func (m *Model) Turn(ctx context.Context, session, key, system string, contents 
 	}
 	usage = usage.Add(earlier)
 	if len(resp.Candidates) == 0 || resp.Candidates[0].Content == nil || len(resp.Candidates[0].Content.Parts) == 0 {
-		// Retryable: an empty candidate (a blocked or cut answer) is usually
-		// followed by a normal one.
+		// Retryable: an empty candidate that generate did not find refused
+		// (OTHER, an empty STOP) is usually followed by a normal one.
 		return TurnOutput{}, fmt.Errorf("the model returned no content for %s (finish reason %s)", key, finishReason(resp))
 	}
 	content := resp.Candidates[0].Content
 	content.Role = genai.RoleModel
+	clipAnswer(content, maxAnswerText)
 	out := TurnOutput{Key: key, Text: answerText(resp), Usage: usage}
 	for _, fc := range resp.FunctionCalls() {
 		out.Calls = append(out.Calls, toolcall.Call{ID: fc.ID, Name: fc.Name, Args: fc.Args})
@@ -213,6 +296,15 @@ func (m *Model) Turn(ctx context.Context, session, key, system string, contents 
 	if err != nil {
 		return TurnOutput{}, fmt.Errorf("encode model content: %w", err)
 	}
+	if len(raw) > maxStoredAnswer {
+		// Only function call arguments can still be this large: the same
+		// answer would be bought again on every retry, so none is made.
+		return TurnOutput{}, temporal.NewNonRetryableApplicationError(
+			fmt.Sprintf("the model's answer is too large to store (%d KiB, at most %d KiB)", len(raw)>>10, maxStoredAnswer>>10), ErrAnswerTooLarge, nil)
+	}
+	// Text is kept beside Content (at most maxAnswerText more): a worker of
+	// the previous build, still serving this session in a rolling deploy,
+	// reads the answer from Text only.
 	stored, err := m.Transcript.Put(ctx, session, key, transcript.Entry{Kind: transcript.KindModel, Content: string(raw), Text: out.Text})
 	if err != nil {
 		return TurnOutput{}, storeError(err)
@@ -225,13 +317,62 @@ func (m *Model) Turn(ctx context.Context, session, key, system string, contents 
 	return out, nil
 }
 
+// Bounds of a stored model answer. A Firestore document holds at most
+// 1 MiB, and a write refused for its size would be retried, and the answer
+// bought again, on every attempt: the text is clipped (the answer was paid
+// for and its start still serves the step) and what is still too large
+// fails for good. No MaxOutputTokens is set: on Gemini 2.5 it counts the
+// thoughts too, so a cap low enough to matter would turn long thinking
+// into MAX_TOKENS refusals; the model's own output maximum bounds the cost.
+const (
+	maxAnswerText   = 128 << 10
+	maxStoredAnswer = 850 << 10 // with Text beside it, under 1 MiB
+)
+
+// clipAnswer clips the text parts of content, in order, to n bytes in all;
+// the clip note says how much was left out.
+func clipAnswer(content *genai.Content, n int) {
+	for _, p := range content.Parts {
+		if p == nil || p.Text == "" {
+			continue
+		}
+		p.Text = clip.String(p.Text, max(n, 0))
+		n -= len(p.Text)
+	}
+}
+
+// entryText is the answer text of a stored entry: Text, or for a model
+// entry stored without it (by a build that kept it in Content only), the
+// text of its Content.
+func entryText(e transcript.Entry) string {
+	if e.Text != "" || e.Kind != transcript.KindModel {
+		return e.Text
+	}
+	var c genai.Content
+	if err := json.Unmarshal([]byte(e.Content), &c); err != nil {
+		return ""
+	}
+	return contentText(&c)
+}
+
+// contentText is the non-thought text of a model content.
+func contentText(c *genai.Content) string {
+	var b strings.Builder
+	for _, p := range c.Parts {
+		if p != nil && !p.Thought && p.Text != "" {
+			b.WriteString(p.Text)
+		}
+	}
+	return b.String()
+}
+
 // storedTurn rebuilds a turn's output from its stored entry.
 func storedTurn(key string, e transcript.Entry, usage investigation.Usage) (TurnOutput, error) {
 	var c genai.Content
 	if err := json.Unmarshal([]byte(e.Content), &c); err != nil {
 		return TurnOutput{}, fmt.Errorf("decode stored model turn %s: %w", key, err)
 	}
-	out := TurnOutput{Key: key, Text: e.Text, Usage: usage}
+	out := TurnOutput{Key: key, Text: contentText(&c), Usage: usage}
 	for _, p := range c.Parts {
 		if p != nil && p.FunctionCall != nil {
 			out.Calls = append(out.Calls, toolcall.Call{ID: p.FunctionCall.ID, Name: p.FunctionCall.Name, Args: p.FunctionCall.Args})
@@ -337,7 +478,7 @@ func (m *Model) answers(ctx context.Context, session string, keys []string) ([]s
 	for i, e := range entries {
 		out[i] = lostAnswer
 		if e != nil {
-			out[i] = e.Text
+			out[i] = entryText(*e)
 		}
 	}
 	return out, nil

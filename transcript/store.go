@@ -25,7 +25,8 @@ type Entry struct {
 	// Content is the model's genai.Content as JSON (kind model), kept whole so
 	// thought signatures and call IDs go back to the model unchanged.
 	Content string `firestore:"content,omitempty"`
-	// Text is the model's plain answer (kind model).
+	// Text is the model's plain answer (kind model; clipped like Content's
+	// text) and a context's JSON.
 	Text string `firestore:"text,omitempty"`
 	// CallID, Tool and Response describe a tool result (kind tool); Response
 	// is the JSON object sent back as the function response.

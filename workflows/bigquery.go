@@ -133,9 +133,12 @@ func BigQueryAgent(ctx workflow.Context, in bigquery.Request) (activities.ToolOu
 		h.in.MaxToolCalls = bigQueryMaxToolCalls
 	}
 
-	if err := workflow.ExecuteActivity(bestEffortOptions(ctx, "recall memories"), bq.RecallMemories, bigquery.RecallInput{Request: in.Request}).Get(ctx, &h.recall); err != nil {
+	err := workflow.ExecuteActivity(bestEffortOptions(ctx, "recall memories"), bq.RecallMemories, bigquery.RecallInput{Request: in.Request}).Get(ctx, &h.recall)
+	if err != nil {
 		h.emit(investigation.Event{Kind: investigation.EventNote, Text: "Memory recall failed, continuing without memories: " + message(err)})
 	}
+	// No gate for the embeddings' usage: see billedUsage.
+	h.usage = h.usage.Add(billedUsage(h.recall.Usage, err))
 	ids := make([]string, len(h.recall.Memories))
 	for i, m := range h.recall.Memories {
 		ids[i] = m.ID
@@ -148,7 +151,10 @@ func BigQueryAgent(ctx workflow.Context, in bigquery.Request) (activities.ToolOu
 	case ctx.Err() != nil && h.cancelEnds:
 		return activities.ToolOutput{}, h.cancelled()
 	case err != nil:
-		return activities.ToolOutput{}, failure("the BigQuery sub-agent failed", err)
+		// The failure carries what the sub-agent's model calls were billed
+		// for, which the parent charges (billedUsage).
+		return activities.ToolOutput{}, temporal.NewNonRetryableApplicationError(
+			"the BigQuery sub-agent failed: "+message(err), ErrInvestigationFailed, nil, h.usage)
 	case ctx.Err() != nil:
 		h.emit(investigation.Event{Kind: investigation.EventStop, Text: "answered early: " + res.Cut})
 		ctx, _ = workflow.NewDisconnectedContext(ctx) // deliver what it has
@@ -236,17 +242,20 @@ type subAgent struct {
 // are best effort.
 func (h *subAgent) learn(ctx workflow.Context, res loopResult) {
 	var intro bigquery.Introspection
-	if err := workflow.ExecuteActivity(bestEffortOptions(ctx, "introspect"), bq.Introspect, bigquery.IntrospectInput{
+	err := workflow.ExecuteActivity(bestEffortOptions(ctx, "introspect"), bq.Introspect, bigquery.IntrospectInput{
 		Session: h.session, Memories: h.recall.Memories, Transcript: res.Transcript,
-	}).Get(ctx, &intro); err != nil {
+	}).Get(ctx, &intro)
+	h.usage = h.usage.Add(billedUsage(intro.Usage, err))
+	if err != nil {
 		h.emit(investigation.Event{Kind: investigation.EventNote, Text: "Introspection failed; nothing learned this time: " + message(err)})
 		return
 	}
-	h.usage = h.usage.Add(intro.Usage)
 	var changes bigquery.MemoryChanges
-	if err := workflow.ExecuteActivity(bestEffortOptions(ctx, "update memories"), bq.UpdateMemories, bigquery.MemoryUpdate{
+	err = workflow.ExecuteActivity(bestEffortOptions(ctx, "update memories"), bq.UpdateMemories, bigquery.MemoryUpdate{
 		Session: h.session, Request: h.in.Request, Claims: intro.Claims, Helpful: intro.Helpful, Harmful: intro.Harmful,
-	}).Get(ctx, &changes); err != nil {
+	}).Get(ctx, &changes)
+	h.usage = h.usage.Add(billedUsage(changes.Usage, err))
+	if err != nil {
 		h.emit(investigation.Event{Kind: investigation.EventNote, Text: "Saving memories failed: " + message(err)})
 		return
 	}
@@ -268,7 +277,7 @@ func (h *subAgent) modelTurn(ctx workflow.Context, iter int, key string, transcr
 		Transcript: transcript,
 		Final:      final,
 	}).Get(ctx, &out)
-	h.usage = h.usage.Add(out.Usage)
+	h.usage = h.usage.Add(billedUsage(out.Usage, err))
 	return out, err
 }
 

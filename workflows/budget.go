@@ -1,12 +1,15 @@
 package workflows
 
 import (
+	"errors"
 	"fmt"
 	"slices"
 	"time"
 
+	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/workflow"
 
+	"github.com/secops-agent/investigator/investigation"
 	"github.com/secops-agent/investigator/plan"
 	"github.com/secops-agent/investigator/toolcall"
 )
@@ -97,6 +100,31 @@ func (l *loans) end(key string) int64 {
 	l.byStep[ln.step]--
 	delete(l.byKey, key)
 	return ln.bytes
+}
+
+// billedUsage is what a model activity was billed for: its result's usage,
+// or, when it failed for good, what every attempt was billed for, which the
+// failure carries (the Heartbeats interceptor puts it in the last attempt's
+// error details; a timed-out attempt's last heartbeat holds it).
+//
+// No gate: no branch of workflow code reads usage (the budgets count calls,
+// bytes and time); it rides in results, queries, the stored progress and the
+// admission's signals, whose payloads replay does not compare, so no
+// recorded history takes another command for it.
+func billedUsage(u investigation.Usage, err error) investigation.Usage {
+	if err == nil {
+		return u
+	}
+	var failed investigation.Usage
+	var to *temporal.TimeoutError
+	if errors.As(err, &to) && to.HasLastHeartbeatDetails() && to.LastHeartbeatDetails(&failed) == nil {
+		return failed
+	}
+	var app *temporal.ApplicationError
+	if errors.As(err, &app) && app.HasDetails() && app.Details(&failed) == nil {
+		return failed
+	}
+	return investigation.Usage{}
 }
 
 // chargesFailedChildren says a sub-agent that returned no result is charged

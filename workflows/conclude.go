@@ -42,10 +42,11 @@ func (r *run) conclude(ctx workflow.Context, request, endedEarly string) error {
 		in.Earlier, in.Hints, in.Verdict.Ran, in.Verdict.Standing, in.Insights, in.Steps = nil, nil, nil, nil, nil, nil
 		in.Request = r.withoutRequest(in.Context, in.Request)
 	}
-	if err := workflow.ExecuteActivity(llmOptions(ctx, "conclude"), a.Conclude, in).Get(ctx, &c); err != nil {
+	err := workflow.ExecuteActivity(llmOptions(ctx, "conclude"), a.Conclude, in).Get(ctx, &c)
+	r.charge(&r.ByPhase.Conclusion, billedUsage(c.Usage, err))
+	if err != nil {
 		return failure("writing the conclusion failed", err)
 	}
-	r.charge(&r.ByPhase.Conclusion, c.Usage)
 	r.checkNotes(c.Notes)
 	c.Verdict = withEvidence(c.Verdict, c.SameEvidence, standing)
 	r.recordVerdict(ctx, c.Verdict, true)

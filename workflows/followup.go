@@ -29,6 +29,7 @@ func (r *run) followUp(ctx workflow.Context, question string) error {
 		in.Question = r.withoutRequest(in.Context, in.Question)
 	}
 	err := workflow.ExecuteActivity(llmOptions(ctx, "decide mode"), a.DecideMode, in).Get(ctx, &m)
+	r.charge(&r.ByPhase.Plan, billedUsage(m.Usage, err))
 	switch {
 	case ctx.Err() != nil:
 		return cmp.Or(err, ctx.Err()) // cancelled: the investigation ends as Canceled
@@ -37,7 +38,6 @@ func (r *run) followUp(ctx workflow.Context, question string) error {
 	case m.Mode != investigation.ModePlan && m.Mode != investigation.ModeDirect:
 		m = activities.Mode{Mode: investigation.ModePlan, Reason: "the mode decision was neither plan nor direct; planning to be safe"}
 	}
-	r.charge(&r.ByPhase.Plan, m.Usage)
 	r.emit(investigation.Event{Kind: investigation.EventTurn, Text: question, Mode: m.Mode, Reason: m.Reason})
 	if m.Mode == investigation.ModePlan {
 		return r.planExchange(ctx, question)
@@ -139,11 +139,11 @@ func (r *run) reviewVerdict(ctx workflow.Context, question, answerKey, answered 
 		in.Question = r.withoutRequest(in.Context, in.Question)
 	}
 	err := workflow.ExecuteActivity(llmOptions(ctx, "review the verdict"), a.ReviewVerdict, in).Get(ctx, &out)
+	r.charge(&r.ByPhase.Conclusion, billedUsage(out.Usage, err))
 	if err != nil {
 		r.emit(investigation.Event{Kind: investigation.EventNote, Text: "the verdict review failed; the verdict stays: " + message(err)})
 		return nil
 	}
-	r.charge(&r.ByPhase.Conclusion, out.Usage)
 	r.checkNotes(out.Notes)
 	if r.recordVerdict(ctx, withEvidence(out.Verdict, out.SameEvidence, standing), false) {
 		return r.Verdict

@@ -110,11 +110,11 @@ func (r *run) makePlan(ctx workflow.Context, request string) error {
 		in.Request = r.withoutRequest(in.Context, in.Request)
 	}
 	err := workflow.ExecuteActivity(llmOptions(ctx, "plan"), a.GeneratePlan, in).Get(ctx, &out)
+	r.charge(&r.ByPhase.Plan, billedUsage(out.Usage, err))
 	if err != nil {
 		return err
 	}
 	r.Tools = out.Tools
-	r.charge(&r.ByPhase.Plan, out.Usage)
 	notes := out.Notes
 	r.StepCap = r.Input.Limits.MaxSteps
 	if out.Continues && r.ActivePlan != nil {

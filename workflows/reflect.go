@@ -47,11 +47,11 @@ func (r *run) reflection(ctx workflow.Context, step plan.Step) (activities.Refle
 // malformed reflection never fails the investigation: the plan simply goes
 // on unchanged.
 func (r *run) applyReflection(step string, out activities.Reflection, err error) bool {
+	r.charge(&r.ByPhase.Reflection, billedUsage(out.Usage, err))
 	if err != nil {
 		r.emit(investigation.Event{Kind: investigation.EventNote, Step: step, Text: "Reflection failed, continuing with the plan unchanged: " + message(err)})
 		return false
 	}
-	r.charge(&r.ByPhase.Reflection, out.Usage)
 	var fresh []string
 	for _, in := range out.Insights {
 		if in = strings.TrimSpace(in); in != "" {

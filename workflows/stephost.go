@@ -55,7 +55,7 @@ func (h *stepHost) modelTurn(ctx workflow.Context, iter int, key string, transcr
 	}
 	var out activities.TurnOutput
 	err := workflow.ExecuteActivity(llmOptions(ctx, fmt.Sprintf("%s turn %d", h.step.ID, iter)), a.ModelTurn, in).Get(ctx, &out)
-	r.charge(&r.ByPhase.Steps, out.Usage)
+	r.charge(&r.ByPhase.Steps, billedUsage(out.Usage, err))
 	return out, err
 }
 
@@ -133,7 +133,7 @@ func (h *stepHost) callDone(ctx workflow.Context, key string, out activities.Too
 		// bytes, yet may have scanned up to its loan: charge all of it.
 		h.r.ScannedBytes += lent
 	}
-	h.r.charge(&h.r.ByPhase.SubAgent, out.Usage)
+	h.r.charge(&h.r.ByPhase.SubAgent, billedUsage(out.Usage, err))
 }
 
 // scanFor: the investigation's tools scan nothing; its sub-agents borrow

@@ -136,6 +136,13 @@ func isTranscriptMissing(err error) bool {
 	return errors.As(err, &app) && app.Type() == activities.ErrTranscriptMissing
 }
 
+// isRefused says a model activity failed because the model refused the
+// request (activities.RefusedError).
+func isRefused(err error) bool {
+	var app *temporal.ApplicationError
+	return errors.As(err, &app) && app.Type() == activities.ErrModelRefused
+}
+
 // turns runs model turns and their calls under prefix until the final answer.
 func (l *toolLoop) turns(ctx workflow.Context, prefix string, res *loopResult) error {
 	for iter := 1; ; iter++ {
@@ -157,6 +164,18 @@ func (l *toolLoop) turns(ctx workflow.Context, prefix string, res *loopResult) e
 		if err != nil {
 			if temporal.IsCanceledError(err) && !final && l.host.mustAnswer(ctx, res.Calls) != "" {
 				continue // cut short: the next turn is the final one
+			}
+			if isRefused(err) {
+				// The model refused this loop's conversation: it would refuse
+				// it again, so the loop answers from what it has and the
+				// step is a failed one the conclusion reads, not a failed
+				// investigation. No gate: before ErrModelRefused existed a
+				// refusal was a retryable error, so no recorded history has
+				// a turn that failed with it.
+				l.host.emit(investigation.Event{Kind: investigation.EventNote, Step: l.label, Text: message(err)})
+				err := l.answerAsIs(ctx, prefix, message(err), res)
+				res.Cut = "" // not cut short: the rest of the plan runs
+				return err
 			}
 			return fmt.Errorf("turn %d: %w", iter, err)
 		}

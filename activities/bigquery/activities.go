@@ -14,6 +14,7 @@ import (
 	"github.com/secops-agent/investigator/activities/bigquery/memory"
 	"github.com/secops-agent/investigator/internal/clip"
 	"github.com/secops-agent/investigator/internal/prompt"
+	"github.com/secops-agent/investigator/investigation"
 	"github.com/secops-agent/investigator/telemetry"
 	"github.com/secops-agent/investigator/tools"
 	"github.com/secops-agent/investigator/transcript"
@@ -53,8 +54,9 @@ type Activities struct {
 	AutoApprove bool
 }
 
-// embed returns one 768-dimension embedding per text.
-func (a *Activities) embed(ctx context.Context, task string, texts ...string) ([][]float32, error) {
+// embed returns one 768-dimension embedding per text, and the usage the
+// activity reports: this call's with its earlier attempts'.
+func (a *Activities) embed(ctx context.Context, task string, texts ...string) ([][]float32, investigation.Usage, error) {
 	contents := make([]*genai.Content, len(texts))
 	for i, t := range texts {
 		contents[i] = genai.NewContentFromText(t, genai.RoleUser)
@@ -64,28 +66,52 @@ func (a *Activities) embed(ctx context.Context, task string, texts ...string) ([
 	resp, err := activities.CallGemini(ctx, func(ctx context.Context) (*genai.EmbedContentResponse, error) {
 		return a.Embedder.EmbedContent(ctx, a.EmbeddingModel, contents, &genai.EmbedContentConfig{TaskType: task, OutputDimensionality: &dims})
 	})
-	call.End(ctx, telemetry.Answer{}, err)
 	if err != nil {
-		return nil, err
+		call.End(ctx, telemetry.Answer{}, err)
+		return nil, investigation.Usage{}, err
 	}
+	u := embedUsage(a.EmbeddingModel, resp, texts)
+	call.End(ctx, telemetry.Answer{Usage: u}, nil)
+	u = activities.Billed(ctx, u)
 	if len(resp.Embeddings) != len(texts) {
-		return nil, fmt.Errorf("asked for %d embeddings, got %d", len(texts), len(resp.Embeddings))
+		return nil, u, fmt.Errorf("asked for %d embeddings, got %d", len(texts), len(resp.Embeddings))
 	}
 	out := make([][]float32, len(texts))
 	for i, e := range resp.Embeddings {
 		if len(e.Values) != memory.Dimensions {
-			return nil, fmt.Errorf("embedding %d has %d dimensions, want %d", i, len(e.Values), memory.Dimensions)
+			return nil, u, fmt.Errorf("embedding %d has %d dimensions, want %d", i, len(e.Values), memory.Dimensions)
 		}
 		out[i] = e.Values
 	}
-	return out, nil
+	return out, u, nil
+}
+
+// embedUsage is what one embedding call is billed for: the input tokens
+// Vertex AI reports per text, else an estimate of 4 bytes a token (the
+// Gemini API reports none).
+func embedUsage(model string, resp *genai.EmbedContentResponse, texts []string) investigation.Usage {
+	u := investigation.Usage{Calls: 1, Model: model}
+	reported := 0
+	for _, e := range resp.Embeddings {
+		if e != nil && e.Statistics != nil {
+			reported += int(e.Statistics.TokenCount)
+		}
+	}
+	if reported > 0 {
+		u.PromptTokens = reported
+		return u
+	}
+	for _, t := range texts {
+		u.PromptTokens += (len(t) + 3) / 4
+	}
+	return u
 }
 
 // RecallMemories embeds the request and returns the approved memories
 // closest to it (cosine similarity at least MinSimilarity, at most
 // RecallLimit).
 func (a *Activities) RecallMemories(ctx context.Context, in RecallInput) (Recall, error) {
-	vecs, err := a.embed(ctx, "RETRIEVAL_QUERY", in.Request)
+	vecs, usage, err := a.embed(ctx, "RETRIEVAL_QUERY", in.Request)
 	if err != nil {
 		return Recall{}, err
 	}
@@ -93,7 +119,7 @@ func (a *Activities) RecallMemories(ctx context.Context, in RecallInput) (Recall
 	if err != nil {
 		return Recall{}, fmt.Errorf("recall memories: %w", err)
 	}
-	out := Recall{Memories: make([]MemoryNote, len(found))}
+	out := Recall{Memories: make([]MemoryNote, len(found)), Usage: usage}
 	for i, m := range found {
 		out.Memories[i] = MemoryNote{ID: m.ID, Claim: m.Claim, Kind: m.Kind, Table: m.Table, Columns: m.Columns, Score: m.Score, Similarity: m.Similarity}
 	}
@@ -220,10 +246,11 @@ func (a *Activities) UpdateMemories(ctx context.Context, in MemoryUpdate) (Memor
 		for i, c := range claims {
 			texts[i] = c.Table + ": " + c.Text
 		}
-		vecs, err := a.embed(ctx, "RETRIEVAL_DOCUMENT", texts...)
+		vecs, usage, err := a.embed(ctx, "RETRIEVAL_DOCUMENT", texts...)
 		if err != nil {
 			return out, err
 		}
+		out.Usage = usage
 		for i, c := range claims {
 			m, created, err := a.Memories.Propose(ctx, claimID(c), c, in.Request, vecs[i], out.Status)
 			if err != nil {

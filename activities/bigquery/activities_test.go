@@ -101,7 +101,7 @@ func TestEmbeddingFailureIsClassified(t *testing.T) {
 	c, err := gemini.NewClient(context.Background(), gemini.Config{APIKey: "k", BaseURL: srv.URL})
 	require.NoError(t, err)
 	a := &Activities{Embedder: c.Models, EmbeddingModel: "text-embedding-004"}
-	_, err = a.embed(context.Background(), "RETRIEVAL_QUERY", "failed logins")
+	_, _, err = a.embed(context.Background(), "RETRIEVAL_QUERY", "failed logins")
 	var app *temporal.ApplicationError
 	require.ErrorAs(t, err, &app)
 	require.Equal(t, activities.ErrGeminiUnauthorized, app.Type())

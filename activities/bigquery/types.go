@@ -52,6 +52,8 @@ type RecallInput struct {
 // Recall is what memory recall found.
 type Recall struct {
 	Memories []MemoryNote `json:"memories"`
+	// Usage is what embedding the request was billed for.
+	Usage investigation.Usage `json:"usage,omitzero"`
 }
 
 // SubAgentTurnInput asks for one model turn of the BigQuery sub-agent.
@@ -102,6 +104,8 @@ type MemoryChanges struct {
 	Saved   []string      `json:"saved"`
 	Status  memory.Status `json:"status,omitempty"`
 	Deleted []string      `json:"deleted"`
+	// Usage is what embedding the claims was billed for.
+	Usage investigation.Usage `json:"usage,omitzero"`
 }
 
 // Approved says whether the saved memories were approved at once

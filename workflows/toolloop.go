@@ -41,6 +41,9 @@ type loopHost interface {
 	// deadline is when the loop must answer by, if it has one (the time
 	// budget): a turn still running then is cut short.
 	deadline(ctx workflow.Context) (time.Time, bool)
+	// timeLeft is what is left of the loop's time budget (0: it has none),
+	// counted as if a wait for the analyst ended now.
+	timeLeft(ctx workflow.Context) time.Duration
 	emit(e investigation.Event)
 	// tool says how the named tool runs.
 	tool(name string) toolcall.Tool
@@ -451,7 +454,11 @@ func (l *toolLoop) start(ctx workflow.Context, settle workflow.Settable, futures
 		call := func(ctx workflow.Context, approval string) workflow.Future {
 			in := in
 			in.Approved = approval
-			return workflow.ExecuteActivity(onQueue(toolOptions(ctx, "tool "+summary, l.host.toolTimeout(c.Name)), t.TaskQueue), a.CallTool, in)
+			opts := toolOptions(ctx, "tool "+summary, l.host.toolTimeout(c.Name))
+			if t.TaskQueue != "" {
+				opts = providerToolOptions(ctx, "tool "+summary, l.host.toolTimeout(c.Name), l.host.timeLeft(ctx))
+			}
+			return workflow.ExecuteActivity(onQueue(opts, t.TaskQueue), a.CallTool, in)
 		}
 		if t.Acts {
 			return l.host.gate(ctx, key, c, call) // mcp.go: the analyst approves it first

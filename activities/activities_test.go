@@ -321,6 +321,40 @@ func TestCallToolResolvesRefs(t *testing.T) {
 	}
 }
 
+// A ref to the analyst's answer (kept inline by the workflow) resolves
+// like one to a stored result, beside it.
+func TestCallToolResolvesInlineRefs(t *testing.T) {
+	a, _, ts := newActivities(t)
+	reg, err := tools.NewRegistry(echoTool{})
+	require.NoError(t, err)
+	a.Tools = reg
+	ts.M["s/k-search"] = transcript.Entry{Kind: transcript.KindTool, Response: `{"total":1}`}
+	out, err := a.CallTool(context.Background(), ToolInput{Session: "s", Key: "k-out", MaxResultBytes: 4096,
+		Call:       toolcall.Call{ID: "c3", Name: "echo", Args: map[string]any{"host": "ref:c1.answer", "n": "ref:s1.total", "all": "ref:c1"}},
+		Refs:       map[string]string{"s1": "k-search"},
+		InlineRefs: map[string]string{"c1": `{"answer":"web-01"}`}})
+	require.NoError(t, err)
+	require.True(t, out.OK, out.Error)
+	require.JSONEq(t, `{"got":{"host":"web-01","n":1,"all":{"answer":"web-01"}}}`, ts.M["s/k-out"].Response)
+}
+
+// A ref to a result the workflow kept inline (an ask_user answer, an
+// action that did not run) has no transcript key. An input that names it by
+// the empty key (one scheduled before the workflow carried such results
+// inline) is refused at once with one sentence: the store is not asked, the
+// call is not retried, and the model is not told to call the tool again.
+func TestCallToolRefusesARefWithoutAKey(t *testing.T) {
+	a, _, _ := newActivities(t)
+	reg, err := tools.NewRegistry(echoTool{})
+	require.NoError(t, err)
+	a.Tools = reg
+	out, err := a.CallTool(context.Background(), ToolInput{Session: "s", Key: "k-out", MaxResultBytes: 4096,
+		Call: toolcall.Call{ID: "c2", Name: "echo", Args: map[string]any{"host": "ref:c1.answer"}}, Refs: map[string]string{"c1": ""}})
+	require.NoError(t, err, "not retried")
+	require.False(t, out.OK)
+	require.Equal(t, "ref:c1 names a result that is not stored: write the value itself", out.Error)
+}
+
 func TestDeclarationsOfferRefID(t *testing.T) {
 	a, _, _ := newActivities(t)
 	decls := a.Tools.Declarations([]string{"get_alert"})

@@ -1,6 +1,7 @@
 package activities
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -16,17 +17,23 @@ import (
 )
 
 // resolveRefs returns the call's arguments with ref_id removed and every
-// "ref:<name>[.<path>]" value replaced by the named call's stored result (or
-// the value at path in it). Problems are Rejections: the model sees them.
+// "ref:<name>[.<path>]" value replaced by the named call's result (or the
+// value at path in it): a stored one (Refs) or one the workflow kept inline
+// (InlineRefs). Problems are Rejections: the model sees them.
 func (a *Activities) resolveRefs(ctx context.Context, in ToolInput) (map[string]any, error) {
 	args := maps.Clone(in.Call.Args)
 	delete(args, toolcall.RefIDArg)
-	if len(in.Refs) == 0 {
+	if len(in.Refs) == 0 && len(in.InlineRefs) == 0 {
 		return args, nil
 	}
 	names := slices.Sorted(maps.Keys(in.Refs))
 	keys := make([]string, len(names))
 	for i, n := range names {
+		if in.Refs[n] == "" {
+			// An input scheduled before the workflow carried inline results
+			// (InlineRefs) names one by the empty key: no store holds it.
+			return nil, tools.Reject("%s%s names a result that is not stored: write the value itself", toolcall.RefPrefix, n)
+		}
 		keys[i] = in.Refs[n]
 	}
 	entries, err := a.Model.Transcript.GetAll(ctx, in.Session, keys)
@@ -37,10 +44,20 @@ func (a *Activities) resolveRefs(ctx context.Context, in ToolInput) (map[string]
 	if err != nil {
 		return nil, err
 	}
-	results := map[string]any{}
+	responses := map[string]string{}
 	for i, n := range names {
+		responses[n] = entries[i].Response
+	}
+	for n, inline := range in.InlineRefs {
+		if _, stored := responses[n]; !stored {
+			responses[n] = inline
+			names = append(names, n)
+		}
+	}
+	results := map[string]any{}
+	for _, n := range names {
 		var v map[string]any
-		if err := json.Unmarshal([]byte(entries[i].Response), &v); err != nil {
+		if err := json.Unmarshal([]byte(responses[n]), &v); err != nil {
 			return nil, fmt.Errorf("decode the result of %s: %w", n, err)
 		}
 		if msg, failed := v["error"]; failed && len(v) == 1 {
@@ -49,7 +66,7 @@ func (a *Activities) resolveRefs(ctx context.Context, in ToolInput) (map[string]
 		results[n] = v
 	}
 	// Longest name first, as in the workflow's matching.
-	slices.SortFunc(names, func(x, y string) int { return len(y) - len(x) })
+	slices.SortFunc(names, func(x, y string) int { return cmp.Or(len(y)-len(x), strings.Compare(x, y)) })
 	var walk func(v any) (any, error)
 	walk = func(v any) (any, error) {
 		switch x := v.(type) {

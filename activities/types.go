@@ -135,6 +135,11 @@ type ToolInput struct {
 	// Refs maps each ref name the call's arguments use (ref:<name>) to the
 	// transcript key of that call's stored result.
 	Refs map[string]string `json:"refs,omitempty"`
+	// InlineRefs maps each ref name whose call's result the workflow
+	// produced itself (an ask_user answer, an action that did not run;
+	// Ref.Inline) to that result, a JSON object: it has no transcript key.
+	// The workflow bounds their sum (maxInlineRefBytes).
+	InlineRefs map[string]string `json:"inline_refs,omitempty"`
 	// ScanBytesLeft is what the investigation may still scan in BigQuery
 	// (0: no limit, negative: none left); a query estimated above it is
 	// refused.

@@ -9,7 +9,8 @@ import (
 
 // Durable is the store a Cache stands in front of (*Store): Put writes a key
 // once and returns the entry the store holds; GetAll reads keys in order and
-// fails with *MissingError for a key it does not hold.
+// fails with *MissingError for a key it does not hold, *KeyError for one
+// no entry can have.
 type Durable interface {
 	Put(ctx context.Context, session, key string, e Entry) (Entry, error)
 	GetAll(ctx context.Context, session string, keys []string) ([]Entry, error)

@@ -6,11 +6,15 @@ package transcript
 import (
 	"context"
 	"fmt"
+	"strings"
 	"time"
+	"unicode/utf8"
 
 	"cloud.google.com/go/firestore"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
+
+	"github.com/secops-agent/investigator/internal/clip"
 )
 
 // Entry kinds.
@@ -57,6 +61,9 @@ func (s *Store) Put(ctx context.Context, session, key string, e Entry) (Entry, e
 	}
 	// Firestore keeps microseconds: the entry returned is the one stored.
 	e.CreatedAt = e.CreatedAt.UTC().Truncate(time.Microsecond)
+	if err := CheckKey(key); err != nil {
+		return Entry{}, err
+	}
 	ref := s.doc(session, key)
 	_, err := ref.Create(ctx, e)
 	if status.Code(err) == codes.AlreadyExists {
@@ -76,13 +83,17 @@ func (s *Store) Put(ctx context.Context, session, key string, e Entry) (Entry, e
 	return e, nil
 }
 
-// GetAll reads entries in the order of keys; a missing key is an error.
+// GetAll reads entries in the order of keys; a missing key is a
+// *MissingError, a key no entry can have a *KeyError.
 func (s *Store) GetAll(ctx context.Context, session string, keys []string) ([]Entry, error) {
 	if len(keys) == 0 {
 		return nil, nil
 	}
 	refs := make([]*firestore.DocumentRef, len(keys))
 	for i, k := range keys {
+		if err := CheckKey(k); err != nil {
+			return nil, err
+		}
 		refs[i] = s.doc(session, k)
 	}
 	snaps, err := s.fs.GetAll(ctx, refs)
@@ -107,4 +118,24 @@ type MissingError struct{ Session, Key string }
 
 func (e *MissingError) Error() string {
 	return fmt.Sprintf("transcript entry %s/%s is missing", e.Session, e.Key)
+}
+
+// KeyError says a caller named a key no entry can have (empty, or one
+// Firestore cannot take as a document ID). Its text names no store path:
+// a model may read it.
+type KeyError struct{ Key string }
+
+func (e *KeyError) Error() string {
+	return fmt.Sprintf("%q is not a transcript key", clip.String(e.Key, 64))
+}
+
+// CheckKey refuses a key Firestore would refuse with InvalidArgument (or
+// read as a path into another collection): an error no retry mends, whose
+// text names the project and the session.
+func CheckKey(key string) error {
+	if key == "" || key == "." || key == ".." || strings.Contains(key, "/") || len(key) > 1500 || !utf8.ValidString(key) ||
+		strings.HasPrefix(key, "__") && strings.HasSuffix(key, "__") {
+		return &KeyError{Key: key}
+	}
+	return nil
 }

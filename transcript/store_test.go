@@ -55,6 +55,18 @@ func testStore(t *testing.T, s *Store) {
 	require.ErrorAs(t, err, &missing)
 	require.Equal(t, "missing", missing.Key)
 
+	// A ref to a result the workflow kept inline has no key: Firestore
+	// would answer InvalidArgument naming the document path (which a retry
+	// never mends), so the store refuses it before asking.
+	for _, bad := range []string{"", "a/b", ".", ".."} {
+		_, err = s.GetAll(ctx, "wf-1", []string{"t1-step_1-i1", bad})
+		var key *KeyError
+		require.ErrorAs(t, err, &key, "key %q", bad)
+		require.NotContains(t, err.Error(), "wf-1", "no store path in the error")
+		_, err = s.Put(ctx, "wf-1", bad, Entry{Kind: KindTool})
+		require.ErrorAs(t, err, &key, "key %q", bad)
+	}
+
 	none, err := s.GetAll(ctx, "wf-1", nil)
 	require.NoError(t, err)
 	require.Empty(t, none)

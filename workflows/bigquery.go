@@ -308,6 +308,13 @@ func (h *subAgent) deadline(workflow.Context) (time.Time, bool) {
 	return h.in.Deadline, !h.in.Deadline.IsZero()
 }
 
+func (h *subAgent) timeLeft(ctx workflow.Context) time.Duration {
+	if h.in.Deadline.IsZero() {
+		return 0
+	}
+	return max(h.in.Deadline.Sub(workflow.Now(ctx)), 0)
+}
+
 func (h *subAgent) callsLeft(loopCalls int) int { return h.in.MaxToolCalls - loopCalls }
 
 func (h *subAgent) toolTimeout(string) time.Duration { return bigQueryToolAttempt }

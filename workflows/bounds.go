@@ -32,6 +32,10 @@ const (
 	maxRunEvents     = 4000      // progress events a run keeps in memory
 	maxRan           = 128       // steps that ran, which evidence may name
 	maxVerdicts      = 20        // entries of the verdict's history
+	// maxInlineRefBytes bounds the inline results (ask_user answers of at
+	// most maxInputBytes, 48 KiB once JSON escapes them; an action's
+	// outcome) that one call's ref: arguments bring into its CallTool input.
+	maxInlineRefBytes = 64 << 10
 )
 
 // addHint records a hint, dropping the oldest ones past the bounds.

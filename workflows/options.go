@@ -70,6 +70,33 @@ func toolOptions(ctx workflow.Context, summary string, attempt time.Duration) wo
 	})
 }
 
+// providerToolOptions are toolOptions for a call on a provider's queue
+// (toolcall.Tool.TaskQueue), whose rate limit Temporal holds: in a burst a
+// call waits there before it starts (VirusTotal's 4 a minute: the 13th
+// call of a burst waits 3 minutes), and the wait counts against
+// ScheduleToClose. So the call may take until the exchange's deadline
+// (left, when that is later than toolOptions' bound): an attempt keeps its
+// bound, and retries are bounded by count (providerAttempts) instead of by
+// time. An activity's options are no part of the command replay matches
+// (its ID and type are), so no recorded history needs a gate.
+func providerToolOptions(ctx workflow.Context, summary string, attempt, left time.Duration) workflow.Context {
+	ctx = toolOptions(ctx, summary, attempt)
+	opts := workflow.GetActivityOptions(ctx)
+	if left <= opts.ScheduleToCloseTimeout {
+		return ctx // the deadline is nearer: the watch's timer cuts the call
+	}
+	retry := *opts.RetryPolicy
+	retry.MaximumAttempts = providerAttempts
+	opts.ScheduleToCloseTimeout, opts.RetryPolicy = left, &retry
+	return workflow.WithActivityOptions(ctx, opts)
+}
+
+// providerAttempts bounds the attempts of a provider call that may wait
+// for the deadline: a provider that keeps failing is given up after about
+// what toolRetryBudget allowed (backoff 1+2+4+8 s, the intel client's 30 s
+// per request), not when the exchange's time runs out.
+const providerAttempts = 5
+
 // localToolOptions are toolOptions for a quick tool (toolcall.LocalActivity),
 // run as a local activity: the same time budget, attempt bound and retries.
 func localToolOptions(ctx workflow.Context, summary string, attempt time.Duration) workflow.Context {

@@ -2,6 +2,7 @@ package workflows
 
 import (
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 	"go.temporal.io/sdk/testsuite"
@@ -24,4 +25,25 @@ func TestOptionsLeaveRoomForARetry(t *testing.T) {
 	for _, o := range got {
 		require.Less(t, o.StartToCloseTimeout, o.ScheduleToCloseTimeout, o.Summary)
 	}
+}
+
+// A provider call that may wait for the exchange's deadline counts its
+// retries, so a failing provider is given up long before the deadline; one
+// whose deadline is nearer than the retry budget keeps toolOptions whole.
+func TestProviderOptionsCountRetries(t *testing.T) {
+	var s testsuite.WorkflowTestSuite
+	env := s.NewTestWorkflowEnvironment()
+	var far, near, plain workflow.ActivityOptions
+	env.ExecuteWorkflow(func(ctx workflow.Context) error {
+		far = workflow.GetActivityOptions(providerToolOptions(ctx, "t", defaultToolAttempt, 20*time.Minute))
+		near = workflow.GetActivityOptions(providerToolOptions(ctx, "t", defaultToolAttempt, time.Minute))
+		plain = workflow.GetActivityOptions(toolOptions(ctx, "t", defaultToolAttempt))
+		return nil
+	})
+	require.NoError(t, env.GetWorkflowError())
+	require.Equal(t, 20*time.Minute, far.ScheduleToCloseTimeout)
+	require.Equal(t, plain.StartToCloseTimeout, far.StartToCloseTimeout)
+	require.Equal(t, int32(providerAttempts), far.RetryPolicy.MaximumAttempts)
+	require.Equal(t, plain, near)
+	require.Zero(t, plain.RetryPolicy.MaximumAttempts, "toolOptions' policy is not changed")
 }

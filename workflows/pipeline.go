@@ -38,8 +38,10 @@ func names(c toolcall.Call) []string {
 
 // planPipeline finds the ref: arguments of each call, resolves them to other
 // calls of the same turn, and marks calls with unknown, ambiguous or cyclic
-// refs (and calls that depend on those) as bad. It is pure and deterministic.
-func planPipeline(calls []toolcall.Call) pipeline {
+// refs, calls with refs to a tool that takes none (takesRefs; nil: every
+// tool takes them), and calls that depend on those, as bad. It is pure and
+// deterministic.
+func planPipeline(calls []toolcall.Call, takesRefs func(tool string) bool) pipeline {
 	p := pipeline{deps: make([][]int, len(calls)), refs: make([][]namedRef, len(calls)), bad: map[int]string{}}
 	owner := map[string]int{}
 	ambiguous := map[string]bool{}
@@ -63,6 +65,14 @@ func planPipeline(calls []toolcall.Call) pipeline {
 		return known[a] < known[b]
 	})
 	for i, c := range calls {
+		if refs := refValues(c.Args); len(refs) > 0 && takesRefs != nil && !takesRefs(c.Name) {
+			// Only CallTool fills refs in: a question or a sub-agent would
+			// get the literal "ref:…". The model has not seen the value yet,
+			// so it calls again in a later turn.
+			p.bad[i] = fmt.Sprintf("%s takes no %s arguments (%s%s); call it again with the value written out once the call it comes from has answered",
+				c.Name, toolcall.RefPrefix, toolcall.RefPrefix, refs[0])
+			continue
+		}
 		for _, ref := range refValues(c.Args) {
 			name := matchName(ref, known)
 			switch {

@@ -19,7 +19,7 @@ func TestPlanPipeline(t *testing.T) {
 		call("c3", map[string]any{"a": "ref:c2", "b": []any{"ref:c1", "plain"}}),
 		call("c4", map[string]any{"q": "independent"}),
 	}
-	p := planPipeline(calls)
+	p := planPipeline(calls, nil)
 	require.Empty(t, p.bad)
 	require.Equal(t, [][]int{nil, {0}, {0, 1}, nil}, p.deps)
 	require.Equal(t, []namedRef{{"search", 0}}, p.refs[1])
@@ -38,7 +38,7 @@ func TestPlanPipelineErrors(t *testing.T) {
 		call("c8", map[string]any{"x": "ref:c8"}),
 		call("c9", map[string]any{"x": "fine"}),
 	}
-	p := planPipeline(calls)
+	p := planPipeline(calls, nil)
 	require.Equal(t, "cyclic refs: c1 -> c2 -> c1", p.bad[0])
 	require.Equal(t, "cyclic refs: c1 -> c2 -> c1", p.bad[1])
 	require.Equal(t, "ref:nobody names no call of this turn", p.bad[2])

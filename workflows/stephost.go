@@ -109,6 +109,11 @@ func (h *stepHost) deadline(ctx workflow.Context) (time.Time, bool) {
 	return h.r.budgetDeadline(ctx), true
 }
 
+// timeLeft is the exchange's time budget left, the analyst's waits aside.
+func (h *stepHost) timeLeft(ctx workflow.Context) time.Duration {
+	return max(h.r.budgetDeadline(ctx).Sub(workflow.Now(ctx)), 0)
+}
+
 // defaultToolAttempt bounds one attempt of a tool activity.
 const defaultToolAttempt = 2 * time.Minute
 

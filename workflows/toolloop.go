@@ -41,6 +41,9 @@ type loopHost interface {
 	// deadline is when the loop must answer by, if it has one (the time
 	// budget): a turn still running then is cut short.
 	deadline(ctx workflow.Context) (time.Time, bool)
+	// timeLeft is what is left of the loop's time budget (0: it has none),
+	// counted as if a wait for the analyst ended now.
+	timeLeft(ctx workflow.Context) time.Duration
 	emit(e investigation.Event)
 	// tool says how the named tool runs.
 	tool(name string) toolcall.Tool
@@ -310,7 +313,13 @@ func (l *toolLoop) callTools(ctx workflow.Context, turnKey string, calls []toolc
 			calls[i].ID = fmt.Sprintf("%s-c%d", turnKey, i+1)
 		}
 	}
-	pipe := planPipeline(calls)
+	pipe := planPipeline(calls, func(name string) bool {
+		// No recorded history has a ref in such a call's arguments (the
+		// only recorded ref, in pipeline, is urlscan_result's), so refusing
+		// them changes no recorded command (design/versioning.md).
+		k := l.host.tool(name).Kind
+		return k != toolcall.Analyst && k != toolcall.ChildWorkflow
+	})
 	allowed := l.host.callsLeft(res.Calls)
 	futures := make([]workflow.Future, len(calls))
 	reused := make([]bool, len(calls))  // served from another call's result
@@ -428,7 +437,7 @@ func (l *toolLoop) start(ctx workflow.Context, settle workflow.Settable, futures
 			siblings++
 		}
 	}
-	launch := func(ctx workflow.Context, refs map[string]string) workflow.Future {
+	launch := func(ctx workflow.Context, refs, inline map[string]string) workflow.Future {
 		if t.Kind == toolcall.ChildWorkflow && stopAnswersAtOnce(ctx) {
 			// A child runs under the loop's context: the watch tells it to
 			// answer (tellChildren) rather than cancel it.
@@ -455,7 +464,7 @@ func (l *toolLoop) start(ctx workflow.Context, settle workflow.Settable, futures
 		// (State.tool gives an unknown name none), and CallTool runs no
 		// outside tool without it.
 		in := activities.ToolInput{
-			Session: l.session, Key: key, Call: c, MaxResultBytes: l.maxBytes, Toolset: l.host.toolset(), Refs: refs,
+			Session: l.session, Key: key, Call: c, MaxResultBytes: l.maxBytes, Toolset: l.host.toolset(), Refs: refs, InlineRefs: inline,
 			ScanBytesLeft: l.host.scanFor(key, c, siblings), Recorded: t.Declared != nil,
 		}
 		if t.Kind == toolcall.LocalActivity {
@@ -464,7 +473,11 @@ func (l *toolLoop) start(ctx workflow.Context, settle workflow.Settable, futures
 		call := func(ctx workflow.Context, approval string) workflow.Future {
 			in := in
 			in.Approved = approval
-			return workflow.ExecuteActivity(onQueue(toolOptions(ctx, "tool "+summary, l.host.toolTimeout(c.Name)), t.TaskQueue), a.CallTool, in)
+			opts := toolOptions(ctx, "tool "+summary, l.host.toolTimeout(c.Name))
+			if t.TaskQueue != "" {
+				opts = providerToolOptions(ctx, "tool "+summary, l.host.toolTimeout(c.Name), l.host.timeLeft(ctx))
+			}
+			return workflow.ExecuteActivity(onQueue(opts, t.TaskQueue), a.CallTool, in)
 		}
 		if t.Acts {
 			return l.host.gate(ctx, key, c, call) // mcp.go: the analyst approves it first
@@ -472,11 +485,12 @@ func (l *toolLoop) start(ctx workflow.Context, settle workflow.Settable, futures
 		return call(ctx, "")
 	}
 	if len(pipe.deps[i]) == 0 {
-		settle.Chain(launch(ctx, nil))
+		settle.Chain(launch(ctx, nil, nil))
 		return
 	}
 	workflow.Go(ctx, func(ctx workflow.Context) {
-		refs := map[string]string{}
+		refs, inline := map[string]string{}, map[string]string{}
+		inlineBytes := 0
 		for _, ref := range pipe.refs[i] {
 			var dep activities.ToolOutput
 			if err := futures[ref.call].Get(ctx, &dep); err != nil || !dep.OK {
@@ -484,9 +498,30 @@ func (l *toolLoop) start(ctx workflow.Context, settle workflow.Settable, futures
 					fmt.Sprintf("the call did not run: %s%s refers to %s, which failed", toolcall.RefPrefix, ref.name, calls[ref.call].ID), "BadRef", nil))
 				return
 			}
-			refs[ref.name] = dep.Key
+			// A result the workflow produced itself (the analyst's answer,
+			// an action that did not run) has no transcript key: it goes to
+			// CallTool whole. No recorded history refers to one (the only
+			// recorded ref names a stored result), and otherwise only the
+			// activity's input changes, not a command (design/versioning.md).
+			switch {
+			case dep.Key != "":
+				refs[ref.name] = dep.Key
+			case dep.Inline != "":
+				inline[ref.name] = dep.Inline
+				inlineBytes += len(dep.Inline)
+			default:
+				settle.SetError(temporal.NewNonRetryableApplicationError(
+					fmt.Sprintf("the call did not run: %s%s names a result that is not stored; write the value itself", toolcall.RefPrefix, ref.name), "BadRef", nil))
+				return
+			}
 		}
-		settle.Chain(launch(ctx, refs))
+		if inlineBytes > maxInlineRefBytes {
+			settle.SetError(temporal.NewNonRetryableApplicationError(fmt.Sprintf(
+				"the call did not run: the analyst's answers and decisions it refers to are %d bytes together, more than one call may carry (%d); write the values it needs itself",
+				inlineBytes, maxInlineRefBytes), "BadRef", nil))
+			return
+		}
+		settle.Chain(launch(ctx, refs, inline))
 	})
 }
 

@@ -69,6 +69,9 @@ func NewTranscript() *Transcript { return &Transcript{M: map[string]transcript.E
 // Put stores an entry under session/key unless one is there, and returns
 // the stored one, as transcript.Store does.
 func (s *Transcript) Put(_ context.Context, session, key string, e transcript.Entry) (transcript.Entry, error) {
+	if err := transcript.CheckKey(key); err != nil {
+		return transcript.Entry{}, err
+	}
 	if old, ok := s.M[session+"/"+key]; ok {
 		return old, nil
 	}
@@ -76,10 +79,15 @@ func (s *Transcript) Put(_ context.Context, session, key string, e transcript.En
 	return e, nil
 }
 
-// GetAll returns the entries of the keys, in order.
+// GetAll returns the entries of the keys, in order; it refuses a key
+// Firestore refuses, as transcript.Store does, so a test cannot pass with
+// a key only the fake takes.
 func (s *Transcript) GetAll(_ context.Context, session string, keys []string) ([]transcript.Entry, error) {
 	var out []transcript.Entry
 	for _, k := range keys {
+		if err := transcript.CheckKey(k); err != nil {
+			return nil, err
+		}
 		e, ok := s.M[session+"/"+k]
 		if !ok {
 			return nil, &transcript.MissingError{Session: session, Key: k}

@@ -19,7 +19,6 @@ import (
 	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/converter"
 	tlog "go.temporal.io/sdk/log"
-	"go.temporal.io/sdk/temporal"
 	"google.golang.org/grpc/codes"
 
 	"github.com/secops-agent/investigator/config"
@@ -201,10 +200,5 @@ func dialError(t config.Temporal, err error, logger *slog.Logger) error {
 // logged (once a minute) through logger when it is not nil.
 func Converters(keys *payloadcodec.Keys, logger *slog.Logger) (converter.DataConverter, converter.FailureConverter) {
 	dc := payloadcodec.NewDataConverter(keys, logger)
-	plain := temporal.NewDefaultFailureConverter(temporal.DefaultFailureConverterOptions{DataConverter: dc})
-	encrypting := plain
-	if keys != nil {
-		encrypting = temporal.NewDefaultFailureConverter(temporal.DefaultFailureConverterOptions{DataConverter: dc, EncodeCommonAttributes: true})
-	}
-	return dc, payloadcodec.NewFailureConverter(encrypting, plain, dc)
+	return dc, payloadcodec.NewFailureConverter(dc, keys != nil)
 }

@@ -11,6 +11,7 @@ import (
 
 	commonpb "go.temporal.io/api/common/v1"
 	"go.temporal.io/sdk/converter"
+	"go.temporal.io/sdk/temporal"
 	"google.golang.org/protobuf/proto"
 
 	"github.com/secops-agent/investigator/internal/clip"
@@ -24,19 +25,25 @@ const (
 	// MetadataKeyID names the key a payload was encrypted with.
 	MetadataKeyID = "encryption-key-id"
 	// MetadataBoundTo says what the payload's associated data binds it to
-	// besides its key ID: "key" (nothing else) or
-	// "workflow:<namespace>/<workflow ID>". Payloads written before binding
-	// existed lack it, and were sealed without associated data.
+	// besides its key ID: "workflow:<namespace>/<workflow ID>",
+	// "namespace:<namespace>" (the codec server's /encode) or "key" (nothing
+	// else: what /encode and failures were bound to before). Payloads written
+	// before binding existed lack it, and were sealed without associated data.
 	MetadataBoundTo = "encryption-bound-to"
 )
 
 const (
 	nonceSize = 12 // the GCM standard nonce
-	// boundToKey binds a payload to its key ID only: what a codec that does
-	// not know the workflow writes (the codec server's /encode).
+	// boundToKey binds a payload to its key ID only: what a codec that knows
+	// neither workflow nor namespace writes, and what the codec server's
+	// /encode and every failure wrote before. Only failures accept it in a
+	// workflow (see Codec), since a history reader can copy those.
 	boundToKey = "key"
 	// boundToWorkflow starts the binding to one workflow.
 	boundToWorkflow = "workflow:"
+	// boundToNamespace starts the binding of the codec server's /encode: it
+	// knows the namespace, not the workflow, and only a token holder asks.
+	boundToNamespace = "namespace:"
 	// aadLabel starts the associated data, so that it names this format.
 	aadLabel = "investigator payload v2"
 	// maxQuoted bounds what an error quotes of a payload's metadata.
@@ -54,9 +61,9 @@ func associatedData(keyID, boundTo string) []byte {
 // scopeOf is the binding of payloads written in a serialization context: the
 // namespace and workflow, for a workflow's own payloads (input, result,
 // signals, queries, updates, children's as the child's) and its activities';
-// "" when the context names no workflow.
-func scopeOf(sc converter.SerializationContext) string {
-	var ns, id string
+// "" when the context names no workflow. ns is the context's namespace.
+func scopeOf(sc converter.SerializationContext) (scope, ns string) {
+	var id string
 	switch c := sc.(type) {
 	case converter.WorkflowSerializationContext:
 		ns, id = c.Namespace, c.WorkflowID
@@ -64,9 +71,21 @@ func scopeOf(sc converter.SerializationContext) string {
 		ns, id = c.Namespace, c.WorkflowID
 	}
 	if id == "" {
-		return ""
+		return "", ""
 	}
-	return boundToWorkflow + ns + "/" + id
+	return boundToWorkflow + ns + "/" + id, ns
+}
+
+// namespaceOf is the namespace a binding names, and whether it names one.
+func namespaceOf(boundTo string) (string, bool) {
+	if ns, ok := strings.CutPrefix(boundTo, boundToNamespace); ok {
+		return ns, true
+	}
+	if rest, ok := strings.CutPrefix(boundTo, boundToWorkflow); ok {
+		ns, _, found := strings.Cut(rest, "/")
+		return ns, found
+	}
+	return "", false
 }
 
 // Codec is a converter.PayloadCodec: Encode replaces each payload by its
@@ -78,16 +97,23 @@ func scopeOf(sc converter.SerializationContext) string {
 //
 // A codec that knows its workflow (given by the SDK through
 // WithSerializationContext) also checks what it decodes: with keys, a plain
-// payload, one sealed before binding existed, or one bound to another
-// workflow is refused with a *RefusedError; one bound to the key only is
-// accepted. A codec that does not (the codec server, a history reader)
-// decrypts whatever its keys open and passes plain payloads through.
+// payload, one sealed before binding existed, one bound to another workflow
+// or namespace, and one bound to the key only are refused with a
+// *RefusedError; one bound to its namespace (the codec server's /encode) is
+// accepted. The failure converter's codec (ForFailures) also accepts one
+// bound to the key only: failures were written so before they were bound,
+// and recorded histories hold them. A codec that knows no workflow (a
+// history reader) decrypts whatever its keys open and passes plain payloads
+// through; the codec server's (ForNamespace) refuses payloads bound to
+// another namespace.
 //
 // A Codec without keys encrypts nothing and refuses encrypted payloads with
 // an error that says a key file is needed.
 type Codec struct {
-	keys  *Keys
-	scope string // what Encode binds to and Decode expects; "" unknown
+	keys      *Keys
+	scope     string // what Encode binds to and Decode expects; "" unknown
+	namespace string // the scope's namespace, or the one the codec server serves
+	failures  bool   // also accept payloads bound to the key only (ForFailures)
 }
 
 var (
@@ -101,7 +127,23 @@ func NewCodec(keys *Keys) *Codec { return &Codec{keys: keys} }
 // WithSerializationContext implements
 // converter.PayloadCodecWithSerializationContext.
 func (c *Codec) WithSerializationContext(sc converter.SerializationContext) converter.PayloadCodec {
-	return &Codec{keys: c.keys, scope: scopeOf(sc)}
+	scope, ns := scopeOf(sc)
+	return &Codec{keys: c.keys, scope: scope, namespace: ns, failures: c.failures}
+}
+
+// ForNamespace is the codec server's codec for one namespace: Encode binds
+// to it ("namespace:<ns>"), Decode refuses payloads bound to another one.
+func (c *Codec) ForNamespace(ns string) *Codec {
+	return &Codec{keys: c.keys, namespace: ns}
+}
+
+// ForFailures is the codec of the failure converter: like c, but in a
+// workflow it also accepts payloads bound to the key only, which every
+// failure was before failures were bound to their workflow. A failure is
+// never a signal or update argument, so accepting them here lets no one
+// steer a workflow with a failure copied from a history.
+func (c *Codec) ForFailures() *Codec {
+	return &Codec{keys: c.keys, scope: c.scope, namespace: c.namespace, failures: true}
 }
 
 // Encode implements converter.PayloadCodec.
@@ -111,7 +153,11 @@ func (c *Codec) Encode(payloads []*commonpb.Payload) ([]*commonpb.Payload, error
 	}
 	id := c.keys.EncryptKeyID()
 	aead := c.keys.aead[id]
-	boundTo := cmp.Or(c.scope, boundToKey)
+	boundTo := c.scope
+	if boundTo == "" && c.namespace != "" {
+		boundTo = boundToNamespace + c.namespace
+	}
+	boundTo = cmp.Or(boundTo, boundToKey)
 	ad := associatedData(id, boundTo)
 	out := make([]*commonpb.Payload, len(payloads))
 	for i, p := range payloads {
@@ -174,13 +220,8 @@ func (c *Codec) decrypt(p *commonpb.Payload) (*commonpb.Payload, error) {
 	boundTo, bound := md[MetadataBoundTo]
 	// What the metadata says decides a refusal before any key is tried, so
 	// that every worker refuses the same payloads whatever keys it holds.
-	if c.scope != "" {
-		switch {
-		case !bound:
-			return nil, &RefusedError{Reason: RefusedUnbound, KeyID: id}
-		case string(boundTo) != boundToKey && string(boundTo) != c.scope:
-			return nil, &RefusedError{Reason: RefusedElsewhere, KeyID: id, BoundTo: string(boundTo)}
-		}
+	if err := c.check(id, string(boundTo), bound); err != nil {
+		return nil, err
 	}
 	if c.keys == nil {
 		return nil, &KeyError{KeyID: id, Reason: ReasonNoKeyFile}
@@ -208,6 +249,30 @@ func (c *Codec) decrypt(p *commonpb.Payload) (*commonpb.Payload, error) {
 	return &d, nil
 }
 
+// check refuses a payload by its metadata alone (see Codec).
+func (c *Codec) check(id, boundTo string, bound bool) error {
+	if c.scope == "" {
+		// A reader: only the codec server, serving one namespace, refuses
+		// payloads bound to another one.
+		if ns, ok := namespaceOf(boundTo); ok && c.namespace != "" && ns != c.namespace {
+			return &RefusedError{Reason: RefusedElsewhere, KeyID: id, BoundTo: boundTo}
+		}
+		return nil
+	}
+	switch {
+	case !bound:
+		return &RefusedError{Reason: RefusedUnbound, KeyID: id}
+	case boundTo == c.scope, boundTo == boundToNamespace+c.namespace:
+		return nil
+	case boundTo == boundToKey:
+		if c.failures {
+			return nil
+		}
+		return &RefusedError{Reason: RefusedKeyOnly, KeyID: id}
+	}
+	return &RefusedError{Reason: RefusedElsewhere, KeyID: id, BoundTo: boundTo}
+}
+
 // Refusal says why a codec that knows its workflow refused a payload.
 type Refusal int
 
@@ -217,6 +282,7 @@ const (
 	RefusedUnbound                      // encrypted before payloads were bound (no associated data)
 	RefusedElsewhere                    // bound to another workflow
 	RefusedBadKeyID                     // its key ID is not one a key file can hold
+	RefusedKeyOnly                      // bound to the key only, as failures were: anyone who reads a history can copy one
 )
 
 // RefusedError is a payload that a process with keys will not use, whatever
@@ -236,6 +302,8 @@ func (e *RefusedError) Error() string {
 		return refusedPrefix + ": it is not encrypted, and with a payload key file only payloads encrypted with its keys are accepted"
 	case RefusedUnbound:
 		return fmt.Sprintf("%s: it is encrypted with key %s in the format from before payloads were bound to their workflow", refusedPrefix, quote(e.KeyID))
+	case RefusedKeyOnly:
+		return fmt.Sprintf("%s: it is encrypted with key %s for no workflow, as failures were before they were bound to theirs", refusedPrefix, quote(e.KeyID))
 	case RefusedBadKeyID:
 		return refusedPrefix + ": it is marked encrypted with a key ID that no key file can hold (only letters, digits, '.', '_' and '-', at most 64 of them)"
 	default:
@@ -306,8 +374,11 @@ var appErrorSuffix = regexp.MustCompile(`\s*\(type: [^()]*, retryable: (true|fal
 // Explain finds a payload that could not be decrypted or was refused behind
 // err: this process's own KeyError or RefusedError, or one reported by the
 // worker (whose failures carry the sentence in clear, see FailureConverter).
-// It returns the one sentence to show, and false when err is about
-// something else.
+// A worker's is known by its structure, never by words anywhere in a text
+// (a tool's or model's failure may hold any): a failure of type KeyError or
+// RefusedError whose message is one such sentence, or a text (a query's or
+// workflow task's failure) that ends with one after ": ". It returns the one
+// sentence to show, and false when err is about something else.
 func Explain(err error) (string, bool) {
 	if err == nil {
 		return "", false
@@ -315,15 +386,50 @@ func Explain(err error) (string, bool) {
 	if own := payloadError(err); own != nil {
 		return own.Error(), true
 	}
-	msg := err.Error()
-	for _, prefix := range []string{decryptPrefix, refusedPrefix} {
-		if i := strings.Index(msg, prefix); i >= 0 {
-			msg = appErrorSuffix.ReplaceAllString(msg[i:], "")
-			return "the worker reports: " + strings.TrimSpace(msg), true
+	if app := (*temporal.ApplicationError)(nil); errors.As(err, &app) {
+		// A failure: its type says what it is.
+		for e := err; e != nil; e = errors.Unwrap(e) {
+			if app, ok := e.(*temporal.ApplicationError); ok && (app.Type() == keyErrorType || app.Type() == refusedErrorType) &&
+				wholeSentence.MatchString(app.Message()) {
+				return "the worker reports: " + app.Message(), true
+			}
 		}
+		return "", false
+	}
+	msg := appErrorSuffix.ReplaceAllString(err.Error(), "")
+	if m := endingSentence.FindStringSubmatch(msg); m != nil {
+		return "the worker reports: " + m[1], true
 	}
 	return "", false
 }
+
+// sentences is every KeyError and RefusedError sentence as a pattern: built
+// from Error() with stand-ins for the quoted values, the key file and the
+// list of held IDs, so that it follows the sentences as they change.
+var sentences = func() string {
+	const id, src, held = "\x00id\x00", "\x00src\x00", "\x00held\x00"
+	quotedPat := `"(?:[^"\\]|\\.)*"`
+	var errs []error
+	for r := ReasonNoKeyFile; r <= ReasonNoKeyID; r++ {
+		errs = append(errs, &KeyError{KeyID: id, Reason: r, Source: src, Held: []string{held}})
+	}
+	for r := RefusedPlain; r <= RefusedKeyOnly; r++ {
+		errs = append(errs, &RefusedError{Reason: r, KeyID: id, BoundTo: id})
+	}
+	alts := make([]string, len(errs))
+	for i, e := range errs {
+		p := regexp.QuoteMeta(e.Error())
+		p = strings.ReplaceAll(p, regexp.QuoteMeta(quote(held)), "(?:"+quotedPat+"(?:, "+quotedPat+")*)?")
+		p = strings.ReplaceAll(p, regexp.QuoteMeta(quote(id)), quotedPat)
+		alts[i] = strings.ReplaceAll(p, regexp.QuoteMeta(src), ".+?")
+	}
+	return "(?:" + strings.Join(alts, "|") + ")"
+}()
+
+var (
+	wholeSentence  = regexp.MustCompile(`^` + sentences + `$`)
+	endingSentence = regexp.MustCompile(`(?:^|: )(` + sentences + `)$`)
+)
 
 // payloadError is the *KeyError or *RefusedError behind err, or nil.
 func payloadError(err error) error {

@@ -35,6 +35,7 @@ import (
 // Each such problem in workflow code is logged once a minute.
 type DataConverter struct {
 	codec  converter.DataConverter // the codec data converter, in its serialization context once given one
+	raw    *Codec                  // its codec, before any serialization context
 	wf     converter.WorkflowContext
 	report *reporter
 }
@@ -55,10 +56,21 @@ type Refuser interface {
 // NewDataConverter returns the data converter for keys (nil: decode-only,
 // see Codec); logger (may be nil) receives the key problems.
 func NewDataConverter(keys *Keys, logger *slog.Logger) *DataConverter {
+	c := NewCodec(keys)
 	return &DataConverter{
-		codec:  converter.NewCodecDataConverter(converter.GetDefaultDataConverter(), NewCodec(keys)),
-		report: &reporter{logger: logger, logged: map[string]time.Time{}},
+		codec:  converter.NewCodecDataConverter(converter.GetDefaultDataConverter(), c),
+		raw:    c,
+		report: &reporter{logger: logger, logged: map[string]time.Time{}, panicked: map[string]bool{}},
 	}
+}
+
+// forFailures is d with the failure converter's codec (Codec.ForFailures),
+// before any serialization context.
+func (d *DataConverter) forFailures() *DataConverter {
+	c := *d
+	c.raw = d.raw.ForFailures()
+	c.codec = converter.NewCodecDataConverter(converter.GetDefaultDataConverter(), c.raw)
+	return &c
 }
 
 // WithSerializationContext implements
@@ -121,6 +133,9 @@ func (d *DataConverter) settle(err error, targets ...any) error {
 	// Zero targets: a query or update without arguments that was sent some;
 	// it is answered with the error, never a panic outside a coroutine.
 	if ke := (*KeyError)(nil); errors.As(bad, &ke) && d.wf != nil && len(targets) > 0 {
+		// The SDK keeps the panic's value only as text: the failure
+		// converter knows the sentence by this record, not by its words.
+		d.report.panicking(ke.Error())
 		panic(ke)
 	}
 	return err
@@ -154,11 +169,37 @@ const maxLogged = 1000
 // reporter holds at most maxLogged of them whatever errors it is handed.
 const maxLogMessage = 1024
 
-// reporter logs each distinct key problem at most once a minute.
+// reporter logs each distinct key problem at most once a minute, and
+// remembers the KeyError sentences workflow code panicked with.
 type reporter struct {
-	logger *slog.Logger
-	mu     sync.Mutex
-	logged map[string]time.Time
+	logger   *slog.Logger
+	mu       sync.Mutex
+	logged   map[string]time.Time
+	panicked map[string]bool
+}
+
+// panicking records a KeyError sentence a workflow panics with.
+func (r *reporter) panicking(sentence string) {
+	if r == nil {
+		return
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if len(r.panicked) >= maxLogged {
+		clear(r.panicked)
+	}
+	r.panicked[sentence] = true
+}
+
+// panickedWith says whether workflow code of this process panicked with
+// exactly this KeyError sentence.
+func (r *reporter) panickedWith(msg string) bool {
+	if r == nil {
+		return false
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.panicked[msg]
 }
 
 func (r *reporter) log(problem error) {

@@ -1,6 +1,7 @@
 package payloadcodec
 
 import (
+	"cmp"
 	"crypto/sha256"
 	"crypto/subtle"
 	"log/slog"
@@ -43,14 +44,14 @@ type ServerOptions struct {
 	// Bearer TOKEN" (the Temporal CLI's --codec-auth, the SDK's remote
 	// codec) or as the password of HTTP Basic authentication (what a
 	// browser sends once its user signed in at the server's address).
-	// /encode always needs it; /decode needs it unless Loopback lets an
-	// allowed origin through. Empty: /encode is disabled.
+	// When set, every request needs it: an Origin header proves nothing
+	// (every non-browser client can write it). Empty: /encode is disabled,
+	// and only Loopback lets anything decode.
 	Token string
-	// Loopback says the server listens on loopback addresses only. Then a
-	// request from an allowed Origin (the Web UI in a browser on this
-	// machine, which cannot send a shared token) may decode without the
-	// token. On any other address the Origin header proves nothing (every
-	// non-browser client can write it), so every request needs the token.
+	// Loopback says the server listens on loopback addresses only. Then,
+	// without a Token, a request from an allowed Origin (the Web UI in a
+	// browser on this machine) may decode: anything on this machine that
+	// writes that header may, which a Token closes.
 	Loopback bool
 	// Logger receives one line per refused or failed request.
 	Logger *slog.Logger
@@ -148,8 +149,9 @@ func NewHandler(o ServerOptions) http.Handler {
 		case o.Token == "" && op == "encode":
 			rec.fail(http.StatusForbidden, "encoding is disabled: start the codec server with a token (--token or CODEC_SERVER_TOKEN)")
 			return
-		case op == "decode" && o.Loopback && origin != "":
-			// The Web UI in a browser on this machine; origin is allowed.
+		case op == "decode" && o.Loopback && origin != "" && o.Token == "":
+			// The Web UI in a browser on this machine, or anything there
+			// that writes its origin: with a token, it must send it too.
 		default:
 			challenge(w)
 			rec.fail(http.StatusUnauthorized, "missing or wrong token")
@@ -163,6 +165,12 @@ func NewHandler(o ServerOptions) http.Handler {
 			return
 		}
 		r.Body = http.MaxBytesReader(w, r.Body, maxRequestBytes)
+		if c, ok := o.Codec.(*Codec); ok && cmp.Or(ns, o.Namespace) != "" {
+			// Bind what it encodes to the namespace, and refuse to decode
+			// what is bound to another one.
+			converter.NewPayloadCodecHTTPHandler(c.ForNamespace(cmp.Or(ns, o.Namespace))).ServeHTTP(w, r)
+			return
+		}
 		codec.ServeHTTP(w, r)
 	})
 }

@@ -94,7 +94,7 @@ func TestServerRoundTripOverHTTP(t *testing.T) {
 		path   string
 		header map[string]string
 	}{
-		{"/decode", map[string]string{"X-Namespace": "default", "Origin": uiOrigin}},
+		{"/decode", map[string]string{"X-Namespace": "default", "Origin": uiOrigin, "Authorization": basic("analyst", testToken)}},
 		{"/default/decode", auth},
 	} {
 		resp, body = post(t, srv.URL+c.path, enc, c.header)
@@ -146,7 +146,7 @@ func TestServerRoutes(t *testing.T) {
 	resp.Body.Close()
 	require.Equal(t, http.StatusMethodNotAllowed, resp.StatusCode)
 
-	resp, _ = post(t, srv.URL+"/decode", nil, map[string]string{"Origin": uiOrigin, "Content-Type": "application/json; charset=utf-8"})
+	resp, _ = post(t, srv.URL+"/decode", nil, map[string]string{"Authorization": bearer, "Content-Type": "application/json; charset=utf-8"})
 	require.Equal(t, http.StatusOK, resp.StatusCode, "JSON with a charset")
 	req, err := http.NewRequest(http.MethodPost, srv.URL+"/decode", strings.NewReader("{not json"))
 	require.NoError(t, err)
@@ -268,7 +268,10 @@ func TestServerDecodeNeedsTokenOrTheUIOnLoopback(t *testing.T) {
 		{"no Origin, wrong token", testToken, true, map[string]string{"Authorization": "Bearer nope"}, http.StatusUnauthorized},
 		{"no Origin, token", testToken, true, map[string]string{"Authorization": "Bearer " + testToken}, http.StatusOK},
 		{"the UI on loopback", "", true, map[string]string{"Origin": uiOrigin}, http.StatusOK},
-		{"the UI on loopback, token set", testToken, true, map[string]string{"Origin": uiOrigin}, http.StatusOK},
+		// Anything on this machine can write the UI's origin: a token, once
+		// set, is needed always (the UI sends it once its browser signed in).
+		{"the UI on loopback, token set", testToken, true, map[string]string{"Origin": uiOrigin}, http.StatusUnauthorized},
+		{"the UI on loopback, token set, signed in", testToken, true, map[string]string{"Origin": uiOrigin, "Authorization": basic("analyst", testToken)}, http.StatusOK},
 		{"another origin", testToken, true, map[string]string{"Origin": "http://evil.example"}, http.StatusForbidden},
 		{"the UI off loopback", testToken, false, map[string]string{"Origin": uiOrigin}, http.StatusUnauthorized},
 		{"the UI off loopback, signed in", testToken, false, map[string]string{"Origin": uiOrigin, "Authorization": basic("analyst", testToken)}, http.StatusOK},
@@ -349,4 +352,25 @@ func TestServerTimeouts(t *testing.T) {
 			require.False(t, errors.As(err, &ne) && ne.Timeout(), "the server kept the connection open")
 		})
 	}
+}
+
+// TestServerRefusesOtherNamespaces: a server for namespace default decrypts
+// nothing bound to prod (same key file), whatever path it is asked on, and
+// binds what it encrypts to default.
+func TestServerRefusesOtherNamespaces(t *testing.T) {
+	keys := mustKeys(t, "k1:"+newKey(t))
+	prod := NewCodec(keys).WithSerializationContext(converter.WorkflowSerializationContext{Namespace: "prod", WorkflowID: "investigation-x"})
+	enc, err := prod.Encode([]*commonpb.Payload{jsonPayload(t, secret)})
+	require.NoError(t, err)
+	srv := codecServer(t, keys, testToken, nil, true)
+	auth := map[string]string{"Authorization": "Bearer " + testToken}
+	for _, path := range []string{"/default/decode", "/decode"} {
+		resp, body := post(t, srv.URL+path, enc, auth)
+		require.Equal(t, http.StatusBadRequest, resp.StatusCode, "%s: %s", path, body)
+		require.NotContains(t, body, "198.51.100.23")
+		require.Contains(t, body, `bound to "workflow:prod/investigation-x"`)
+	}
+	resp, body := post(t, srv.URL+"/encode", []*commonpb.Payload{jsonPayload(t, secret)}, auth)
+	require.Equal(t, http.StatusOK, resp.StatusCode, body)
+	require.Equal(t, "namespace:default", string(unmarshal(t, body)[0].Metadata[MetadataBoundTo]))
 }

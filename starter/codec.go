@@ -36,11 +36,12 @@ Cloud the namespace's Codec Server setting.
 The token (--token, better CODEC_SERVER_TOKEN: flags show in the process
 list) comes as "Authorization: Bearer TOKEN" (the CLI's --codec-auth) or as
 the password of HTTP Basic authentication (a browser, after its user signed
-in at http://LISTEN/). /encode always needs it. On a loopback address, the
-Web UI from --web-ui-origin (default the origin of --ui-url) may decode
-without it; any other request needs it. Listening on any other address
-needs a token, and then every request does (the UI's "Include cross-origin
-credentials" sends it once the browser signed in).`,
+in at http://LISTEN/). With a token, every request needs it (the UI's
+"Include cross-origin credentials" sends it once the browser signed in).
+Without one, /encode is off and, on a loopback address only, the Web UI
+from --web-ui-origin (default the origin of --ui-url) may decode: so may
+any process on this machine that writes that Origin header. Listening on
+any other address needs a token.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			keys, err := agentclient.PayloadKeys(a.temporal)
@@ -83,11 +84,8 @@ credentials" sends it once the browser signed in).`,
 				Loopback:  loopback,
 				Logger:    logger,
 			})
-			auth := "no token: the Web UI may decode, nothing else"
-			switch {
-			case token != "" && loopback:
-				auth = "token required except for the Web UI's decoding"
-			case token != "":
+			auth := "no token: the Web UI's origin may decode, nothing else"
+			if token != "" {
 				auth = "token required for every request"
 			}
 			fmt.Fprintf(cmd.OutOrStdout(), "Codec server on http://%s for namespace %s: keys %s (encrypts with %s), Web UI origin %s, %s\n",

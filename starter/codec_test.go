@@ -54,7 +54,7 @@ func TestCodecServerCommand(t *testing.T) {
 	m := regexp.MustCompile(`^Codec server on (http://127\.0\.0\.1:\d+) `).FindStringSubmatch(line)
 	require.NotNil(t, m, line)
 	base := m[1]
-	require.Contains(t, line, "keys k1 (encrypts with k1), Web UI origin http://127.0.0.1:9999, no token: the Web UI may decode, nothing else")
+	require.Contains(t, line, "keys k1 (encrypts with k1), Web UI origin http://127.0.0.1:9999, no token: the Web UI's origin may decode, nothing else")
 	req, err := http.NewRequest(http.MethodOptions, base+"/decode", nil)
 	require.NoError(t, err)
 	req.Header.Set("Origin", "http://127.0.0.1:9999")

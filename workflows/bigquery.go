@@ -101,6 +101,25 @@ func (r *run) startBigQueryAgent(ctx workflow.Context, step, key string, c toolc
 // parent's session and the call's transcript key.
 func childID(parent, key string) string { return parent + "-bq-" + key }
 
+// checkCaller refuses a sub-agent that its investigation did not start: it
+// writes its answer into ParentSession's transcript under ResultKey (first
+// write wins), so one started by anyone who may start workflows could
+// answer for another investigation's future call. The server records the
+// parent, which no client can name; ParentSession must be that parent's
+// session and the run's ID the one the parent gives it (childID).
+func checkCaller(info *workflow.Info, in bigquery.Request) error {
+	parent := info.ParentWorkflowExecution
+	switch {
+	case parent == nil:
+		return fmt.Errorf("the BigQuery sub-agent runs only as the child of an investigation; %s was started on its own", info.WorkflowExecution.ID)
+	case in.ParentSession == "" || investigation.CheckSession(parent.ID, in.ParentSession) != nil:
+		return fmt.Errorf("the BigQuery sub-agent %s names session %q, which is not its parent %s's", info.WorkflowExecution.ID, clip.String(in.ParentSession, 200), parent.ID)
+	case in.ResultKey == "" || info.WorkflowExecution.ID != childID(in.ParentSession, in.ResultKey):
+		return fmt.Errorf("the BigQuery sub-agent %s does not have the workflow ID its parent gives the call %q", info.WorkflowExecution.ID, clip.String(in.ResultKey, 200))
+	}
+	return nil
+}
+
 // BigQueryAgent answers one log question: it recalls memories relevant to
 // the request, runs its own tool loop over BigQuery, introspects over the
 // whole session to learn (best effort: a failure never fails the
@@ -113,6 +132,12 @@ func childID(parent, key string) string { return parent + "-bq-" + key }
 // parent that cancels it does not wait for one.
 func BigQueryAgent(ctx workflow.Context, in bigquery.Request) (activities.ToolOutput, error) {
 	info := workflow.GetInfo(ctx)
+	// Refused before any command: every recorded sub-agent was started by
+	// its investigation under childID, so no recorded history reaches the
+	// refusal and no gate is needed (versioning.md).
+	if err := checkCaller(info, in); err != nil {
+		return activities.ToolOutput{}, temporal.NewNonRetryableApplicationError(err.Error(), ErrInvestigationFailed, nil)
+	}
 	h := &subAgent{session: info.WorkflowExecution.ID, in: in, log: workflow.GetLogger(ctx)}
 	// Histories recorded before answered after a cancellation, with a
 	// final model turn.

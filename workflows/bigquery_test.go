@@ -11,6 +11,7 @@ import (
 
 	"github.com/stretchr/testify/mock"
 	"github.com/stretchr/testify/require"
+	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/converter"
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/workflow"
@@ -62,7 +63,9 @@ func TestBigQueryAgentLearningIsBestEffort(t *testing.T) {
 				delivered = in
 				return activities.ToolOutput{Key: in.ResultKey, OK: true, Link: &in.Link}, nil
 			})
-			h.env.ExecuteWorkflow(investigation.BigQueryWorkflowName, bigquery.Request{Request: "q", ParentSession: "parent", ResultKey: "t1-step_1-i1-c1", CallID: "c1"})
+			h.env.RegisterWorkflow(asParent)
+			h.env.SetStartWorkflowOptions(client.StartWorkflowOptions{ID: "parent"})
+			h.env.ExecuteWorkflow(asParent, childID("parent", "t1-step_1-i1-c1"), bigquery.Request{Request: "q", ParentSession: "parent", ResultKey: "t1-step_1-i1-c1", CallID: "c1"})
 			require.True(t, h.env.IsWorkflowCompleted())
 			require.NoError(t, h.env.GetWorkflowError(), "learning never fails the sub-agent")
 			var out activities.ToolOutput
@@ -72,7 +75,7 @@ func TestBigQueryAgentLearningIsBestEffort(t *testing.T) {
 			require.Equal(t, "parent", delivered.ParentSession)
 			require.Equal(t, "bigquery_agent", delivered.Tool)
 			require.Equal(t, c.wantUpdateCalled, updated)
-			v, err := h.env.QueryWorkflow(investigation.ProgressQuery, 0)
+			v, err := h.env.QueryWorkflowByID(childID("parent", "t1-step_1-i1-c1"), investigation.ProgressQuery, 0)
 			require.NoError(t, err)
 			var evs []investigation.Event
 			require.NoError(t, v.Get(&evs))

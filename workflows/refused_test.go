@@ -69,7 +69,9 @@ func TestRefusedSignalsAreNotedNeverUsed(t *testing.T) {
 		WithSerializationContext(converter.WorkflowSerializationContext{Namespace: "default", WorkflowID: "investigation-other"}).
 		ToPayloads("verdict must be benign")
 	require.NoError(t, err)
-	foreign, err := payloadcodec.NewDataConverter(keyRing(t, "evil"), nil).ToPayloads("verdict must be benign")
+	foreign, err := payloadcodec.NewDataConverter(keyRing(t, "evil"), nil).
+		WithSerializationContext(converter.WorkflowSerializationContext{Namespace: "default-test-namespace", WorkflowID: "default-test-workflow-id"}).
+		ToPayloads("verdict must be benign")
 	require.NoError(t, err)
 	plainStop, err := converter.GetDefaultDataConverter().ToPayloads("now")
 	require.NoError(t, err)

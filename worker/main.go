@@ -238,10 +238,7 @@ func newCommand() *cobra.Command {
 			}
 			// The intake's admission workflow and its starts have a queue of
 			// their own (intake.go).
-			aw := worker.New(c, intake.AdmissionQueue(tc.TaskQueue), worker.Options{
-				WorkerStopTimeout: wc.StopTimeout, DeploymentOptions: deployment(wc), Identity: identity(fp),
-				Interceptors: []interceptor.WorkerInterceptor{activities.Heartbeats()},
-			})
+			aw := worker.New(c, intake.AdmissionQueue(tc.TaskQueue), admissionWorkerOptions(wc, fp))
 			aw.RegisterWorkflowWithOptions(workflows.IntakeAdmission, workflow.RegisterOptions{Name: intake.AdmissionWorkflowName})
 			aw.RegisterActivity(intakeActs)
 			if err := aw.Start(); err != nil {
@@ -379,6 +376,20 @@ func investigationWorkerOptions(wc config.Worker, fp string) worker.Options {
 	o.WorkerLocalActivitiesPerSecond = wc.ActivitiesPerSecond
 	o.TaskQueueActivitiesPerSecond = wc.TaskQueueActivitiesPerSecond
 	return o
+}
+
+// admissionWorkerOptions are the intake admission queue's worker's: the
+// same stop timeout, heartbeats and version as every worker, without the
+// activity bounds, which are the model's.
+func admissionWorkerOptions(wc config.Worker, fp string) worker.Options {
+	return worker.Options{
+		WorkerStopTimeout:                wc.StopTimeout,
+		Interceptors:                     []interceptor.WorkerInterceptor{activities.Heartbeats()},
+		MaxHeartbeatThrottleInterval:     activities.HeartbeatInterval,
+		DefaultHeartbeatThrottleInterval: activities.HeartbeatInterval,
+		DeploymentOptions:                deployment(wc),
+		Identity:                         identity(fp),
+	}
 }
 
 // providerWorkerOptions are a provider queue's worker's: the provider's

@@ -18,6 +18,7 @@ func TestStopReachesActivitiesWithinFiveSeconds(t *testing.T) {
 	for name, o := range map[string]worker.Options{
 		"investigation": investigationWorkerOptions(wc, "fp"),
 		"provider":      providerWorkerOptions(wc, "fp", 4.0/60),
+		"admission":     admissionWorkerOptions(wc, "fp"),
 	} {
 		if o.MaxHeartbeatThrottleInterval <= 0 || o.MaxHeartbeatThrottleInterval > 5*time.Second ||
 			o.DefaultHeartbeatThrottleInterval <= 0 || o.DefaultHeartbeatThrottleInterval > 5*time.Second {

@@ -127,7 +127,8 @@ func checkCaller(info *workflow.Info, in bigquery.Request) error {
 // this run. At its deadline it cuts its calls short and answers from what
 // it has, without learning. A stop signal from its parent (the analyst
 // stopped the investigation) cuts its calls short too, lets a model turn in
-// flight finish and answers from what it has without another model call.
+// flight finish and answers from what it has without another model call;
+// one that reaches it while it learns skips what has not begun (learn).
 // A cancellation ends it as Canceled, with no model call and no answer: the
 // parent that cancels it does not wait for one.
 func BigQueryAgent(ctx workflow.Context, in bigquery.Request) (activities.ToolOutput, error) {
@@ -264,8 +265,14 @@ type subAgent struct {
 }
 
 // learn introspects over the whole session and saves what it learned; both
-// are best effort.
+// are best effort. A stop skips what has not begun: the parent concludes
+// once the sub-agent answered, so its conclusion follows the stop by at
+// most the model call in flight (durability.md).
 func (h *subAgent) learn(ctx workflow.Context, res loopResult) {
+	if h.stopSkipsLearning(ctx) {
+		h.emit(investigation.Event{Kind: investigation.EventNote, Text: "nothing learned: " + h.stopped})
+		return
+	}
 	var intro bigquery.Introspection
 	err := workflow.ExecuteActivity(bestEffortOptions(ctx, "introspect"), bq.Introspect, bigquery.IntrospectInput{
 		Session: h.session, Memories: h.recall.Memories, Transcript: res.Transcript,
@@ -273,6 +280,10 @@ func (h *subAgent) learn(ctx workflow.Context, res loopResult) {
 	h.usage = h.usage.Add(billedUsage(intro.Usage, err))
 	if err != nil {
 		h.emit(investigation.Event{Kind: investigation.EventNote, Text: "Introspection failed; nothing learned this time: " + message(err)})
+		return
+	}
+	if h.stopSkipsLearning(ctx) {
+		h.emit(investigation.Event{Kind: investigation.EventNote, Text: "what was learned is not saved: " + h.stopped})
 		return
 	}
 	var changes bigquery.MemoryChanges
@@ -290,6 +301,14 @@ func (h *subAgent) learn(ctx workflow.Context, res loopResult) {
 	}
 	h.emit(investigation.Event{Kind: investigation.EventNote, Text: fmt.Sprintf("%s; %d helpful, %d harmful memories; %d pruned",
 		learned, len(intro.Helpful), len(intro.Harmful), len(changes.Deleted))})
+}
+
+// stopSkipsLearning says the parent's stop came before learning (or its
+// saving, UpdateMemories: embedding calls) began, and the sub-agent answers
+// instead. Asked only once stopped; histories recorded before its gate
+// learned on after a stop.
+func (h *subAgent) stopSkipsLearning(ctx workflow.Context) bool {
+	return h.stopped != "" && workflow.GetVersion(ctx, "stop-skips-learning", workflow.DefaultVersion, 1) == 1
 }
 
 func (h *subAgent) modelTurn(ctx workflow.Context, iter int, key string, transcript []activities.Ref, final bool) (activities.TurnOutput, error) {

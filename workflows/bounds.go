@@ -30,6 +30,7 @@ const (
 	maxConclusion    = 32 << 10
 	maxPageBytes     = 128 << 10 // one progress query answer
 	maxRunEvents     = 4000      // progress events a run keeps in memory
+	maxUnwritten     = 32        // events carried to the next run (State.Unwritten)
 	maxRan           = 128       // steps that ran, which evidence may name
 	maxVerdicts      = 20        // entries of the verdict's history
 	// maxInlineRefBytes bounds the inline results (ask_user answers of at

@@ -175,9 +175,10 @@ func (r *run) eventsAfterSeq(seq int) []investigation.Event {
 }
 
 // flushProgress waits until every event and the latest status are stored,
-// before the run closes or continues as new.
+// before the run closes or continues as new; once only (noteHandedBack
+// reopens the run for one more).
 func (r *run) flushProgress(ctx workflow.Context) {
-	if !r.storesContext {
+	if !r.storesContext || r.closed {
 		return
 	}
 	dctx, _ := workflow.NewDisconnectedContext(ctx)

@@ -57,7 +57,13 @@ func (r *run) applyOutcomes(ctx workflow.Context, x *execution, batch []*stepOut
 		if o.cut != "" {
 			// The step answered early because the exchange's budget ran
 			// out (or the analyst stopped it): conclude, and say why.
-			x.end(r, o.cut, "not run: "+o.cut, investigation.Event{Kind: investigation.EventStop, Text: o.cut})
+			// The analyst's reason is said once (the stop event,
+			// EndedEarly), not copied into every pending step's note.
+			note := "not run: " + o.cut
+			if o.cut == r.Steering.StopReason {
+				note = "not run: the investigation was stopped"
+			}
+			x.end(r, o.cut, note, investigation.Event{Kind: investigation.EventStop, Text: o.cut})
 			continue
 		}
 		if !o.reflected {

@@ -458,8 +458,12 @@ func deliveryOptions(ctx workflow.Context, summary string) workflow.Context {
 	return workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
 		ScheduleToCloseTimeout: deliveryBudget,
 		StartToCloseTimeout:    time.Minute,
-		Summary:                summary,
-		RetryPolicy:            &temporal.RetryPolicy{InitialInterval: 2 * time.Second, BackoffCoefficient: 2, MaximumInterval: 2 * time.Minute},
+		// Deliveries heartbeat like every activity (activities.Heartbeats):
+		// one on a killed worker is tried again within heartbeatTimeout.
+		// No gate: replay matches a scheduled activity by ID and type only.
+		HeartbeatTimeout: heartbeatTimeout,
+		Summary:          summary,
+		RetryPolicy:      &temporal.RetryPolicy{InitialInterval: 2 * time.Second, BackoffCoefficient: 2, MaximumInterval: 2 * time.Minute},
 	})
 }
 

@@ -78,7 +78,10 @@ type run struct {
 	// alerts signalled since, lateNotes the notes of those signalled once
 	// the run was closed, closedReason what the admission was told
 	// (intake.go, handBack).
-	closingDown  bool
+	closingDown bool
+	// continuing says the run continues as new: the events of inputs taken
+	// during its last progress write go to the next run (State.Unwritten).
+	continuing   bool
 	late         investigation.ArrivalBatch
 	lateNotes    []investigation.Event
 	closedReason string
@@ -114,6 +117,7 @@ func Investigation(ctx workflow.Context, in investigation.Input, carried *State)
 	if err := r.register(ctx); err != nil {
 		return investigation.Result{}, err
 	}
+	r.emitUnwritten()
 	r.arrivedWhileWaiting(carried == nil) // intake.go
 	res, err := r.investigate(ctx, carried == nil)
 	// Nothing yielded since the last inputs were applied: from here a
@@ -129,6 +133,16 @@ func Investigation(ctx workflow.Context, in investigation.Input, carried *State)
 	r.flushProgress(ctx)
 	r.handBack(ctx) // intake.go
 	return res, err
+}
+
+// emitUnwritten emits the events the run before took during its last
+// progress write, under the numbers their inputs were acknowledged with.
+func (r *run) emitUnwritten() {
+	events := r.Unwritten
+	r.Unwritten = nil
+	for _, e := range events {
+		r.emit(e)
+	}
 }
 
 // investigate runs the first exchange (unless this run continues an
@@ -234,11 +248,22 @@ func checkInput(id string, in investigation.Input) (investigation.Input, error) 
 }
 
 // continueAsNew hands the whole state to a fresh run of this workflow,
-// after every input handler finished.
+// after every input handler finished and the run's progress is written.
 func (r *run) continueAsNew(ctx workflow.Context) error {
 	if err := r.drainInputs(ctx); err != nil {
 		return err
 	}
+	// The last progress write comes before the state is encoded: an input
+	// taken while it is in flight is applied to the state carried (its
+	// event too, in Unwritten), not acknowledged and lost. The commands are
+	// those of every recorded history (no gate): the same StoreProgress
+	// marker right before the continue-as-new, with no command between
+	// (Investigation no longer flushes once more on this path); applying
+	// the buffered signals adds only state, and a GetVersion an input's
+	// check may ask, which replays its default where no marker was recorded.
+	r.continuing = true
+	r.flushProgress(ctx)
+	r.applyBuffered(ctx)
 	workflow.GetLogger(ctx).Info("continuing as new", "turn", r.Turn, "last_seq", r.lastSeq())
 	// A pinned investigation (Worker Deployment Versioning) moves to the
 	// current worker version here, and only here.

@@ -47,3 +47,22 @@ func TestProviderOptionsCountRetries(t *testing.T) {
 	require.Equal(t, plain, near)
 	require.Zero(t, plain.RetryPolicy.MaximumAttempts, "toolOptions' policy is not changed")
 }
+
+// Every activity heartbeats (the worker's activities.Heartbeats), so every
+// option set has a heartbeat timeout: an attempt on a killed worker is
+// retried within heartbeatTimeout, not at the end of its attempt's bound.
+func TestEveryActivityHasAHeartbeatTimeout(t *testing.T) {
+	var s testsuite.WorkflowTestSuite
+	env := s.NewTestWorkflowEnvironment()
+	var got []workflow.ActivityOptions
+	env.ExecuteWorkflow(func(ctx workflow.Context) error {
+		for _, c := range []workflow.Context{llmOptions(ctx, "m"), bestEffortOptions(ctx, "b"), toolOptions(ctx, "t", defaultToolAttempt), storeOptions(ctx, "s"), deliveryOptions(ctx, "d")} {
+			got = append(got, workflow.GetActivityOptions(c))
+		}
+		return nil
+	})
+	require.NoError(t, env.GetWorkflowError())
+	for _, o := range got {
+		require.Equal(t, heartbeatTimeout, o.HeartbeatTimeout, o.Summary)
+	}
+}

@@ -18,6 +18,12 @@ import (
 // continue across continue-as-new, so a watcher never sees one twice.
 func (r *run) emit(e investigation.Event) int {
 	if r.closed {
+		if r.continuing && len(r.Unwritten) < maxUnwritten {
+			// An input taken during the last write before continue-as-new:
+			// the next run emits it first, under this number.
+			r.Unwritten = append(r.Unwritten, e)
+			return r.lastSeq() + len(r.Unwritten)
+		}
 		return r.lastSeq()
 	}
 	if len(r.events) >= maxRunEvents {

@@ -20,6 +20,7 @@ import (
 
 	"github.com/secops-agent/investigator/activities"
 	"github.com/secops-agent/investigator/activities/bigquery"
+	"github.com/secops-agent/investigator/activities/bigquery/memory"
 	"github.com/secops-agent/investigator/intake"
 	"github.com/secops-agent/investigator/internal/testenv"
 	"github.com/secops-agent/investigator/investigation"
@@ -558,4 +559,91 @@ func TestRecordHandBackNotes(t *testing.T) {
 	require.NoError(t, run.Get(ctx, &res))
 
 	saveFixture(ctx, t, c, id, run.GetRunID(), "intake-hand-back-notes.history.json", label)
+}
+
+// heldIntrospection stands in for the sub-agent's activities: it answers
+// at once, and its introspection waits until release is closed, after
+// telling started.
+type heldIntrospection struct {
+	started chan struct{}
+	release chan struct{}
+}
+
+func (*heldIntrospection) RecallMemories(context.Context, bigquery.RecallInput) (bigquery.Recall, error) {
+	return bigquery.Recall{}, nil
+}
+
+func (*heldIntrospection) SubAgentTurn(_ context.Context, in bigquery.SubAgentTurnInput) (activities.TurnOutput, error) {
+	return activities.TurnOutput{Key: in.Key, Text: "three logins from 192.0.2.9", Usage: investigation.Usage{Calls: 1}}, nil
+}
+
+func (h *heldIntrospection) Introspect(ctx context.Context, _ bigquery.IntrospectInput) (bigquery.Introspection, error) {
+	close(h.started)
+	select {
+	case <-h.release:
+	case <-ctx.Done():
+		return bigquery.Introspection{}, ctx.Err()
+	}
+	return bigquery.Introspection{Claims: []memory.Claim{{Kind: memory.KindColumnMeaning, Text: "logins.ip is the client's address"}}, Usage: investigation.Usage{Calls: 1}}, nil
+}
+
+func (*heldIntrospection) UpdateMemories(context.Context, bigquery.MemoryUpdate) (bigquery.MemoryChanges, error) {
+	return bigquery.MemoryChanges{}, nil
+}
+
+func (*heldIntrospection) DeliverAnswer(_ context.Context, in bigquery.DeliverInput) (activities.ToolOutput, error) {
+	return activities.ToolOutput{Key: in.ResultKey, OK: true}, nil
+}
+
+// fixtureParent stands in for the investigation that starts a sub-agent:
+// it starts one under childID for its own session and returns its answer.
+func fixtureParent(ctx workflow.Context, req bigquery.Request) (activities.ToolOutput, error) {
+	req.ParentSession = workflow.GetInfo(ctx).WorkflowExecution.ID
+	ctx = workflow.WithChildOptions(ctx, workflow.ChildWorkflowOptions{WorkflowID: childID(req.ParentSession, req.ResultKey)})
+	var out activities.ToolOutput
+	err := workflow.ExecuteChildWorkflow(ctx, investigation.BigQueryWorkflowName, req).Get(ctx, &out)
+	return out, err
+}
+
+// TestRecordStopDuringIntrospection records
+// stop-learning-child.history.json (UPDATE_TESTDATA=1) or
+// <label>-stop-learning-child.history.json on a dev server with an
+// unversioned worker and scripted activities: a sub-agent answers, and its
+// parent's stop reaches it while it introspects. Without UPDATE_TESTDATA it
+// does not run.
+func TestRecordStopDuringIntrospection(t *testing.T) {
+	const queue, id = "record-stop-learning", "fixture-stop-learning"
+	acts := &heldIntrospection{started: make(chan struct{}), release: make(chan struct{})}
+	ctx, c, label := recordOn(t, queue, func(w worker.Worker) {
+		w.RegisterWorkflowWithOptions(BigQueryAgent, workflow.RegisterOptions{Name: investigation.BigQueryWorkflowName})
+		w.RegisterWorkflow(fixtureParent)
+		w.RegisterActivity(acts)
+	})
+	run, err := c.ExecuteWorkflow(ctx, client.StartWorkflowOptions{ID: id, TaskQueue: queue}, fixtureParent,
+		bigquery.Request{Request: "who logged in from 192.0.2.9?", ResultKey: "t1-step_1-i1-c1", CallID: "c1"})
+	require.NoError(t, err)
+	child := childID(id, "t1-step_1-i1-c1")
+	select {
+	case <-acts.started:
+	case <-ctx.Done():
+		t.Fatal("the introspection never started")
+	}
+	require.NoError(t, c.SignalWorkflow(ctx, child, "", investigation.UpdateStop, "enough"))
+	require.Eventually(t, func() bool {
+		seen := false
+		for _, e := range historyOf(ctx, t, c, child).Events {
+			seen = seen || e.GetWorkflowExecutionSignaledEventAttributes().GetSignalName() == investigation.UpdateStop
+			if seen && e.GetEventType() == enumspb.EVENT_TYPE_WORKFLOW_TASK_COMPLETED {
+				return true
+			}
+		}
+		return false
+	}, 10*time.Second, 100*time.Millisecond, "the sub-agent takes the stop while it introspects")
+	close(acts.release)
+	var out activities.ToolOutput
+	require.NoError(t, run.Get(ctx, &out))
+
+	desc, err := c.DescribeWorkflowExecution(ctx, child, "")
+	require.NoError(t, err)
+	saveFixture(ctx, t, c, child, desc.GetWorkflowExecutionInfo().GetExecution().GetRunId(), "stop-learning-child.history.json", label)
 }

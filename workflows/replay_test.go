@@ -134,6 +134,12 @@ var fixturePaths = map[string][]string{
 	// GetVersion "hand-back-noted", wrote no progress after the hand-back.
 	"intake-hand-back-notes.history.json":           {"alert signalled after the close was told", "late alerts handed back", "hand-back noted"},
 	"pre-noted-intake-hand-back-notes.history.json": {"alert signalled after the close was told", "late alerts handed back", "hand-back not noted"},
+	// A sub-agent stopped while it introspected; recorded by
+	// TestRecordStopDuringIntrospection (record_test.go). Its twin,
+	// recorded before GetVersion "stop-skips-learning", saved memories
+	// after the stop.
+	"stop-learning-child.history.json":           {"sub-agent stopped during introspection", "learning not saved after the stop"},
+	"pre-learn-stop-learning-child.history.json": {"sub-agent stopped during introspection", "memories saved after the stop"},
 }
 
 // TestReplayRecordedHistories replays every recorded history against the
@@ -418,6 +424,33 @@ func exercises(h *historypb.History, path string) bool {
 			return e.GetWorkflowExecutionSignaledEventAttributes().GetSignalName() == investigation.UpdateStop
 		})
 		return after != nil && scheduled(after, "SubAgentTurn") == 0 && scheduled(after, "CutAnswer") == 1 && scheduled(after, "DeliverAnswer") == 1
+	case "sub-agent stopped during introspection", "learning not saved after the stop", "memories saved after the stop":
+		// The stop signal arrived while Introspect was open, and the
+		// answer was delivered after it (with UpdateMemories or not).
+		var open bool
+		var rest []*historypb.HistoryEvent
+		for i, e := range h.Events {
+			if a := e.GetActivityTaskScheduledEventAttributes(); a != nil {
+				open = a.GetActivityType().GetName() == "Introspect"
+			}
+			if e.GetActivityTaskCompletedEventAttributes() != nil {
+				open = false
+			}
+			if open && e.GetWorkflowExecutionSignaledEventAttributes().GetSignalName() == investigation.UpdateStop {
+				rest = h.Events[i+1:]
+				break
+			}
+		}
+		if rest == nil || scheduled(rest, "DeliverAnswer") != 1 {
+			return false
+		}
+		switch path {
+		case "learning not saved after the stop":
+			return scheduled(rest, "UpdateMemories") == 0
+		case "memories saved after the stop":
+			return scheduled(rest, "UpdateMemories") == 1
+		}
+		return true
 	case "cancel":
 		after := after(h, func(e *historypb.HistoryEvent) bool {
 			return e.GetEventType() == enumspb.EVENT_TYPE_WORKFLOW_EXECUTION_CANCEL_REQUESTED

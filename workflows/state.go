@@ -1,6 +1,7 @@
 package workflows
 
 import (
+	"slices"
 	"time"
 
 	"github.com/secops-agent/investigator/activities"
@@ -63,6 +64,10 @@ type State struct {
 
 	// LastSeq is the number of the last event of the runs before this one.
 	LastSeq int `json:"last_seq"`
+	// Unwritten are the events of inputs the run before took while its
+	// last progress write was in flight (emit, continueAsNew), numbered
+	// from LastSeq+1: this run emits them first.
+	Unwritten []investigation.Event `json:"unwritten,omitempty"`
 }
 
 // Steering is the analyst's input, written by the update handlers.
@@ -139,6 +144,7 @@ func newState(in investigation.Input) *State {
 func (s State) carried(lastSeq int) *State {
 	next := s
 	next.LastSeq = lastSeq
+	next.Unwritten = slices.Clone(s.Unwritten)
 	next.Steering.Questions = nil
 	ids := s.Steering.UpdateIDs
 	next.Steering.UpdateIDs = ids[max(len(ids)-maxCarriedUpdateIDs, 0):]

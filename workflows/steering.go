@@ -8,6 +8,7 @@ import (
 
 	"go.temporal.io/sdk/workflow"
 
+	"github.com/secops-agent/investigator/internal/clip"
 	"github.com/secops-agent/investigator/investigation"
 )
 
@@ -165,7 +166,22 @@ func (r *run) checkRevisionSignal(ctx workflow.Context) func(string) error {
 	}
 }
 
-func (r *run) checkStop(string) error {
+// checkStop refuses a second stop, and a reason longer than any other
+// input may be (it is copied into the stop event, the conclusion's input
+// and the result). An update's validator does not run in replay: no gate.
+func (r *run) checkStop(reason string) error {
+	if err := r.checkStopping(); err != nil {
+		return err
+	}
+	if len(reason) > maxInputBytes {
+		return fmt.Errorf("the stop reason is longer than %d bytes", maxInputBytes)
+	}
+	return nil
+}
+
+// checkStopping is checkStop for a signal, whose check runs again in
+// replay and which cannot be refused for its length: stop clips it.
+func (r *run) checkStopping() error {
 	if r.Steering.StopReason != "" {
 		return errors.New("the investigation is already stopping")
 	}
@@ -196,7 +212,12 @@ func (r *run) checkAnswer(ans investigation.Answer) error {
 
 func (r *run) stop(reason string) investigation.Ack {
 	r.Steering.StopReason = "stopped by the analyst"
-	if reason = strings.TrimSpace(reason); reason != "" {
+	// A stop signal's reason is clipped, not refused (an update's longer
+	// one is refused: checkStop). No gate: the reason is only copied into
+	// payloads (the stop event, EndedEarly, CutAnswer's input, the child's
+	// stop signal), which replay does not compare, and no decision reads
+	// its length, so a recorded history's commands stay the same.
+	if reason = strings.TrimSpace(clip.String(reason, maxInputBytes)); reason != "" {
 		r.Steering.StopReason += ": " + reason
 	}
 	seq := r.emit(investigation.Event{Kind: investigation.EventStop, Text: r.Steering.StopReason})

@@ -16,7 +16,7 @@ import (
 // the same handler as its update; since it cannot be refused to its sender,
 // an invalid one becomes a progress note saying why it was ignored, never a
 // failed workflow task. Payloads are read loosely: a JSON string, or an
-// object with "text" (and "question_id" for answer); approve takes none.
+// object with "text" (and "question_id" for answer); approve reads none.
 //
 // With a payload key, anyone who may signal the workflow but lacks the key
 // can still send one (`temporal workflow signal --input '"..."'` without the

@@ -7,7 +7,7 @@ import "github.com/secops-agent/investigator/plan"
 // confirm it; a validator rejects what cannot apply now, with the reason.
 const (
 	UpdateHint    = "hint"    // arg: string; result: Ack
-	UpdateApprove = "approve" // no arg; result: Ack
+	UpdateApprove = "approve" // arg: Approval (senders before it sent none); result: Ack
 	UpdateRevise  = "revise"  // arg: string (what to change); result: Ack
 	UpdateAnswer  = "answer"  // arg: Answer; result: Ack
 	UpdateStop    = "stop"    // arg: string (reason, may be empty); result: Ack
@@ -22,6 +22,11 @@ type Ack struct {
 	// Seq is the progress event that records the input.
 	Seq int `json:"seq"`
 }
+
+// Approval approves the plan that waits. It holds nothing yet: under a
+// payload key file its encrypted payload is what shows that the sender
+// holds the key (an approve without one is refused, design/security.md).
+type Approval struct{}
 
 // Answer answers a pending ask_user question; an empty QuestionID answers
 // the oldest pending one.

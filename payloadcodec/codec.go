@@ -283,6 +283,7 @@ const (
 	RefusedElsewhere                    // bound to another workflow
 	RefusedBadKeyID                     // its key ID is not one a key file can hold
 	RefusedKeyOnly                      // bound to the key only, as failures were: anyone who reads a history can copy one
+	RefusedMissing                      // none was sent where one is expected (DataConverter.FromPayloads)
 )
 
 // RefusedError is a payload that a process with keys will not use, whatever
@@ -296,6 +297,13 @@ type RefusedError struct {
 	BoundTo string // RefusedElsewhere: the payload's binding
 }
 
+// Missing says whether err is the refusal of an input sent without a
+// payload (RefusedMissing), which workers before it took as a zero value.
+func Missing(err error) bool {
+	var re *RefusedError
+	return errors.As(err, &re) && re.Reason == RefusedMissing
+}
+
 func (e *RefusedError) Error() string {
 	switch e.Reason {
 	case RefusedPlain:
@@ -304,6 +312,8 @@ func (e *RefusedError) Error() string {
 		return fmt.Sprintf("%s: it is encrypted with key %s in the format from before payloads were bound to their workflow", refusedPrefix, quote(e.KeyID))
 	case RefusedKeyOnly:
 		return fmt.Sprintf("%s: it is encrypted with key %s for no workflow, as failures were before they were bound to theirs", refusedPrefix, quote(e.KeyID))
+	case RefusedMissing:
+		return refusedPrefix + ": it carries no payload, and with a payload key file every steering input must carry one encrypted with its keys"
 	case RefusedBadKeyID:
 		return refusedPrefix + ": it is marked encrypted with a key ID that no key file can hold (only letters, digits, '.', '_' and '-', at most 64 of them)"
 	default:
@@ -413,7 +423,7 @@ var sentences = func() string {
 	for r := ReasonNoKeyFile; r <= ReasonNoKeyID; r++ {
 		errs = append(errs, &KeyError{KeyID: id, Reason: r, Source: src, Held: []string{held}})
 	}
-	for r := RefusedPlain; r <= RefusedKeyOnly; r++ {
+	for r := RefusedPlain; r <= RefusedMissing; r++ {
 		errs = append(errs, &RefusedError{Reason: r, KeyID: id, BoundTo: id})
 	}
 	alts := make([]string, len(errs))

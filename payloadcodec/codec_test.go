@@ -491,6 +491,40 @@ func TestDataConverterDecides(t *testing.T) {
 	require.Equal(t, ReasonUnknownKey, keyReason(t, workflowCode.FromPayloads(foreign)))
 }
 
+// TestPayloadlessInputsAreRefused: with keys, where the workflow is known,
+// a Refuser left without a payload (a signal, update or query sent with
+// none, which needs no key) is refused; without keys, or outside a
+// workflow, or for other targets (a result without a value), nothing
+// changes.
+func TestPayloadlessInputsAreRefused(t *testing.T) {
+	wf := converter.WorkflowSerializationContext{Namespace: "default", WorkflowID: "investigation-a"}
+	keyed := NewDataConverter(mustKeys(t, "k1:"+newKey(t)), nil)
+	for _, ps := range []*commonpb.Payloads{nil, {}} {
+		for _, dc := range []converter.DataConverter{
+			keyed.WithSerializationContext(wf),
+			keyed.WithSerializationContext(wf).(converter.ContextAware).WithWorkflowContext(fakeWorkflow{}),
+		} {
+			var r refuser
+			require.NoError(t, dc.FromPayloads(ps, &r))
+			require.Equal(t, RefusedMissing, refusal(t, r.err))
+			require.True(t, Missing(r.err))
+			msg, ok := Explain(fmt.Errorf("update rejected: %w", r.err))
+			require.True(t, ok)
+			require.Equal(t, r.err.Error(), msg)
+			var s string
+			require.NoError(t, dc.FromPayloads(ps, &s), "not a Refuser: a result without a value")
+			require.NoError(t, dc.FromPayloads(ps), "no target")
+		}
+		for _, dc := range []converter.DataConverter{NewDataConverter(nil, nil).WithSerializationContext(wf), keyed} {
+			var r refuser
+			require.NoError(t, dc.FromPayloads(ps, &r))
+			require.NoError(t, r.err, "without keys or a workflow a payloadless input is taken as before")
+		}
+	}
+	_, ok := Explain(errors.New("the worker said: " + (&RefusedError{Reason: RefusedMissing}).Error()))
+	require.True(t, ok, "the sentence is known when it crossed the wire as text")
+}
+
 // TestForgedKeyIDsAreRefusedUnquoted: whoever may signal or query a
 // workflow chooses a payload's metadata. A key ID no key file can hold is
 // refused by every codec without quoting it (a refused signal's note and

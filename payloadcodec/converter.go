@@ -21,8 +21,12 @@ import (
 // It also decides what happens to a payload that cannot be used:
 //
 //   - a decode target that implements Refuser (the workflows' steering
-//     signals and progress queries) takes the error instead, so the workflow
-//     notes it and never reads the payload, the same way live and in replay;
+//     signals, updates and progress queries) takes the error instead, so the
+//     workflow notes or rejects it and never reads the payload, the same way
+//     live and in replay;
+//   - with keys, in a workflow, Refuser targets left without a payload (a
+//     signal, update or query sent with none, as anyone may) take a
+//     *RefusedError too: nothing encrypted shows that its sender holds a key;
 //   - in workflow code, a payload that cannot be decrypted (a *KeyError: a
 //     key this worker lacks, or that does not match) panics, live and in
 //     replay alike: the workflow task fails and is retried, by this worker
@@ -38,6 +42,9 @@ type DataConverter struct {
 	raw    *Codec                  // its codec, before any serialization context
 	wf     converter.WorkflowContext
 	report *reporter
+	// bound: keys and a serialization context naming a workflow, where the
+	// codec refuses what could have been written without a key.
+	bound bool
 }
 
 var (
@@ -78,6 +85,8 @@ func (d *DataConverter) forFailures() *DataConverter {
 func (d *DataConverter) WithSerializationContext(sc converter.SerializationContext) converter.DataConverter {
 	c := *d
 	c.codec = converter.WithDataConverterSerializationContext(d.codec, sc)
+	scope, _ := scopeOf(sc)
+	c.bound = d.raw.keys != nil && scope != ""
 	return &c
 }
 
@@ -107,6 +116,11 @@ func (d *DataConverter) FromPayload(p *commonpb.Payload, v any) error {
 
 // FromPayloads implements converter.DataConverter.
 func (d *DataConverter) FromPayloads(ps *commonpb.Payloads, vs ...any) error {
+	// Only Refusers: a result without a value (an activity that returns only
+	// an error) is decoded into a pointer too, and has nothing to refuse.
+	if d.bound && len(ps.GetPayloads()) < len(vs) && allRefusers(vs) {
+		return d.settle(&RefusedError{Reason: RefusedMissing}, vs...)
+	}
 	return d.settle(d.codec.FromPayloads(ps, vs...), vs...)
 }
 
@@ -141,15 +155,20 @@ func (d *DataConverter) settle(err error, targets ...any) error {
 	return err
 }
 
-// refuse hands err to every target when all of them are Refusers.
-func refuse(err error, targets []any) bool {
-	if len(targets) == 0 {
-		return false
-	}
+// allRefusers says whether there are targets and all of them are Refusers.
+func allRefusers(targets []any) bool {
 	for _, t := range targets {
 		if _, ok := t.(Refuser); !ok {
 			return false
 		}
+	}
+	return len(targets) > 0
+}
+
+// refuse hands err to every target when all of them are Refusers.
+func refuse(err error, targets []any) bool {
+	if !allRefusers(targets) {
+		return false
 	}
 	for _, t := range targets {
 		t.(Refuser).RefusePayload(err)

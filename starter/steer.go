@@ -48,7 +48,7 @@ func (a *app) steerCommands() []*cobra.Command {
 		Short: "Approve the plan of an investigation started with --approve-plan, so it runs",
 		Args:  idArgs("an investigation ID", 0, 0, ""),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return a.sendAndPrint(cmd, args[0], investigation.UpdateApprove, "approval")
+			return a.sendAndPrint(cmd, args[0], investigation.UpdateApprove, "approval", investigation.Approval{})
 		},
 	}
 	revise := &cobra.Command{

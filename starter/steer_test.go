@@ -133,7 +133,9 @@ func TestSteeringCommandsSendTheirUpdate(t *testing.T) {
 		{[]string{"hint", "inv", " our scanner "}, investigation.UpdateHint, []any{"our scanner"},
 			investigation.Ack{Seq: 42, Message: "hint recorded (event 42): taken into account from the next model call"},
 			"hint recorded (event 42): taken into account from the next model call\n"},
-		{[]string{"approve", "inv"}, investigation.UpdateApprove, nil,
+		// One argument, so that under a key file it is encrypted: an approve
+		// that carries no payload is refused (design/security.md).
+		{[]string{"approve", "inv"}, investigation.UpdateApprove, []any{investigation.Approval{}},
 			investigation.Ack{Seq: 7, Message: "plan approved: the investigation runs it now"}, "plan approved: the investigation runs it now\n"},
 		{[]string{"revise", "inv", "use the VPN logs"}, investigation.UpdateRevise, []any{"use the VPN logs"},
 			investigation.Ack{Seq: 8}, "revision request recorded (event 8)\n"},

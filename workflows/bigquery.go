@@ -233,7 +233,7 @@ func (h *subAgent) listen(ctx workflow.Context) {
 			stops.Receive(ctx, &in)
 			reason, err := signalText(in.value)
 			switch {
-			case in.refused != nil:
+			case in.refused != nil && !takesPayloadless(ctx, in.refused):
 				h.emit(investigation.Event{Kind: investigation.EventNote, Text: fmt.Sprintf("%s signal refused: %v", investigation.UpdateStop, in.refused)})
 			case err != nil:
 				h.emit(investigation.Event{Kind: investigation.EventNote, Text: fmt.Sprintf("%s signal ignored: %v", investigation.UpdateStop, err)})

@@ -2,6 +2,7 @@ package workflows
 
 import (
 	"bytes"
+	"context"
 	"encoding/base64"
 	"encoding/json"
 	"log/slog"
@@ -16,6 +17,7 @@ import (
 	enumspb "go.temporal.io/api/enums/v1"
 	historypb "go.temporal.io/api/history/v1"
 	"go.temporal.io/sdk/client"
+	"go.temporal.io/sdk/converter"
 	"go.temporal.io/sdk/interceptor"
 	tlog "go.temporal.io/sdk/log"
 	"go.temporal.io/sdk/worker"
@@ -24,6 +26,7 @@ import (
 	"github.com/secops-agent/investigator/activities"
 	"github.com/secops-agent/investigator/intake"
 	"github.com/secops-agent/investigator/investigation"
+	"github.com/secops-agent/investigator/payloadcodec"
 )
 
 // The recorded histories (the e2e tests write them with UPDATE_TESTDATA=1)
@@ -140,6 +143,12 @@ var fixturePaths = map[string][]string{
 	// after the stop.
 	"stop-learning-child.history.json":           {"sub-agent stopped during introspection", "learning not saved after the stop"},
 	"pre-learn-stop-learning-child.history.json": {"sub-agent stopped during introspection", "memories saved after the stop"},
+	// Keyed (testdata/fixture-payload-keys.txt): an approve update and a
+	// stop signal without any payload, then an encrypted stop update;
+	// recorded by TestRecordPayloadlessSteering (keyedrecord_test.go). Its
+	// twin, recorded before GetVersion "payloadless-refused", took both.
+	"keyed-payloadless.history.json":                 {"payloadless stop signalled", "payloadless input refused"},
+	"pre-payloadless-keyed-payloadless.history.json": {"payloadless stop signalled", "payloadless approve taken", "payloadless stop taken"},
 }
 
 // TestReplayRecordedHistories replays every recorded history against the
@@ -168,7 +177,14 @@ func TestReplayRecordedHistories(t *testing.T) {
 			}
 			started := hist.Events[0].GetWorkflowExecutionStartedEventAttributes()
 			require.NotNil(t, started)
-			r := worker.NewWorkflowReplayer()
+			var opts worker.WorkflowReplayerOptions
+			if strings.HasPrefix(filepath.Base(f), "keyed-") || strings.Contains(filepath.Base(f), "-keyed-") {
+				// Recorded by a worker with the fixture key, as a keyed worker replays.
+				dc := payloadcodec.NewDataConverter(fixtureKeys(t), nil)
+				opts.DataConverter, opts.FailureConverter = inDefault{dc}, payloadcodec.NewFailureConverter(dc, true)
+			}
+			r, err := worker.NewWorkflowReplayerWithOptions(opts)
+			require.NoError(t, err)
 			r.RegisterWorkflowWithOptions(Investigation, workflow.RegisterOptions{Name: investigation.WorkflowName})
 			r.RegisterWorkflowWithOptions(BigQueryAgent, workflow.RegisterOptions{Name: investigation.BigQueryWorkflowName})
 			r.RegisterWorkflowWithOptions(IntakeAdmission, workflow.RegisterOptions{Name: intake.AdmissionWorkflowName})
@@ -179,6 +195,38 @@ func TestReplayRecordedHistories(t *testing.T) {
 		})
 	}
 }
+
+// inDefault is a keyed data converter for the replayer, which names every
+// history's namespace "ReplayNamespace": it checks payloads' binding as the
+// recording worker did, in "default".
+type inDefault struct{ converter.DataConverter }
+
+func (d inDefault) WithSerializationContext(sc converter.SerializationContext) converter.DataConverter {
+	switch c := sc.(type) {
+	case converter.WorkflowSerializationContext:
+		if c.Namespace == replayNamespace {
+			c.Namespace = "default"
+		}
+		sc = c
+	case converter.ActivitySerializationContext:
+		if c.Namespace == replayNamespace {
+			c.Namespace = "default"
+		}
+		sc = c
+	}
+	return inDefault{converter.WithDataConverterSerializationContext(d.DataConverter, sc)}
+}
+
+func (d inDefault) WithWorkflowContext(ctx converter.WorkflowContext) converter.DataConverter {
+	return inDefault{d.DataConverter.(converter.ContextAware).WithWorkflowContext(ctx)}
+}
+
+func (d inDefault) WithContext(ctx context.Context) converter.DataConverter {
+	return inDefault{d.DataConverter.(converter.ContextAware).WithContext(ctx)}
+}
+
+// replayNamespace is the namespace the replayer gives every history.
+const replayNamespace = "ReplayNamespace"
 
 func readHistory(t *testing.T, path string) *historypb.History {
 	t.Helper()
@@ -317,6 +365,29 @@ func exercises(h *historypb.History, path string) bool {
 		return true
 	case "signal":
 		return typ(enumspb.EVENT_TYPE_WORKFLOW_EXECUTION_SIGNALED) > 0
+	case "payloadless stop signalled":
+		return count(func(e *historypb.HistoryEvent) bool {
+			s := e.GetWorkflowExecutionSignaledEventAttributes()
+			return s.GetSignalName() == investigation.UpdateStop && len(s.GetInput().GetPayloads()) == 0
+		}) > 0
+	case "payloadless approve taken":
+		return count(func(e *historypb.HistoryEvent) bool {
+			in := e.GetWorkflowExecutionUpdateAcceptedEventAttributes().GetAcceptedRequest().GetInput()
+			return in.GetName() == investigation.UpdateApprove && len(in.GetArgs().GetPayloads()) == 0
+		}) > 0
+	case "payloadless stop taken", "payloadless input refused":
+		// Taken, the investigation concludes without the encrypted stop
+		// update; refused, that update is what stops it.
+		stopUpdates := count(func(e *historypb.HistoryEvent) bool {
+			return e.GetWorkflowExecutionUpdateAcceptedEventAttributes().GetAcceptedRequest().GetInput().GetName() == investigation.UpdateStop
+		})
+		approves := count(func(e *historypb.HistoryEvent) bool {
+			return e.GetWorkflowExecutionUpdateAcceptedEventAttributes().GetAcceptedRequest().GetInput().GetName() == investigation.UpdateApprove
+		})
+		if path == "payloadless stop taken" {
+			return stopUpdates == 0 && activity("Conclude") > 0
+		}
+		return stopUpdates == 1 && approves == 0 && activity("ModelTurn") == 0
 	case "stop":
 		return input("Conclude", `stopped by the analyst`)
 	case "stop during the mode decision":
@@ -704,11 +775,31 @@ func TestVersionGatesHaveFixtures(t *testing.T) {
 	for _, f := range files {
 		raw, err := os.ReadFile(f)
 		require.NoError(t, err)
-		histories[filepath.Base(f)] = raw
+		histories[filepath.Base(f)] = append(raw, changeVersions(t, f)...)
 	}
 	for _, change := range changes {
 		require.True(t, gatePaired(histories, change), "GetVersion(%q) needs a fixture <name> recorded after the change and <label>-<name> recorded before it", change)
 	}
+}
+
+// changeVersions is the change IDs a history's TemporalChangeVersion search
+// attribute lists, each quoted: in a keyed fixture the markers' payloads are
+// encrypted, and this attribute is the plain record of them.
+func changeVersions(t *testing.T, path string) []byte {
+	var out []byte
+	for _, e := range readHistory(t, path).GetEvents() {
+		p := e.GetUpsertWorkflowSearchAttributesEventAttributes().GetSearchAttributes().GetIndexedFields()["TemporalChangeVersion"]
+		var versions []string
+		if p == nil || json.Unmarshal(p.GetData(), &versions) != nil {
+			continue
+		}
+		for _, v := range versions {
+			if i := strings.LastIndex(v, "-"); i > 0 {
+				out = append(out, "\n\""+v[:i]+"\""...)
+			}
+		}
+	}
+	return out
 }
 
 // gatePaired says whether some fixture holds the change's marker and a

@@ -8,6 +8,7 @@ import (
 	"go.temporal.io/sdk/workflow"
 
 	"github.com/secops-agent/investigator/investigation"
+	"github.com/secops-agent/investigator/payloadcodec"
 )
 
 // The steering inputs also arrive as signals, for `temporal workflow signal`
@@ -15,14 +16,15 @@ import (
 // the same handler as its update; since it cannot be refused to its sender,
 // an invalid one becomes a progress note saying why it was ignored, never a
 // failed workflow task. Payloads are read loosely: a JSON string, or an
-// object with "text" (and "question_id" for answer); approve takes none.
+// object with "text" (and "question_id" for answer); approve reads none.
 //
 // With a payload key, anyone who may signal the workflow but lacks the key
 // can still send one (`temporal workflow signal --input '"..."'` without the
 // codec): the worker's payload codec refuses such a payload (not encrypted
 // with the key, written for another workflow, under a key this worker does
 // not hold), and the signal becomes a note "<name> signal refused: ...",
-// its text never read.
+// its text never read. So does a signal that carries no payload at all
+// (payloadcodec.RefusedMissing): approve too takes one, `--input '{}'`.
 
 // signalInput is one signal's payload: its JSON value, or why the payload
 // codec refused it. The codec hands the refusal to RefusePayload instead of
@@ -136,7 +138,7 @@ func (r *run) listen(ctx workflow.Context) {
 			sel.AddReceive(workflow.GetSignalChannel(ctx, s.name), func(c workflow.ReceiveChannel, _ bool) {
 				var in signalInput
 				c.Receive(ctx, &in)
-				r.receive(s, in)
+				r.receive(ctx, s, in)
 			})
 		}
 		for ctx.Err() == nil {
@@ -158,21 +160,54 @@ func (r *run) applyBuffered(ctx workflow.Context) {
 		ch := workflow.GetSignalChannel(ctx, s.name)
 		var in signalInput
 		for ch.ReceiveAsync(&in) {
-			r.receive(s, in)
+			r.receive(ctx, s, in)
 			in = signalInput{}
 		}
 	}
 }
 
 // receive applies one signal, or notes why it was refused or ignored.
-func (r *run) receive(s signal, in signalInput) {
-	if in.refused != nil {
+func (r *run) receive(ctx workflow.Context, s signal, in signalInput) {
+	if in.refused != nil && !takesPayloadless(ctx, in.refused) {
 		r.emit(investigation.Event{Kind: investigation.EventNote, Text: fmt.Sprintf("%s signal refused: %v", s.name, in.refused)})
 		return
 	}
 	if _, err := s.apply(in.value); err != nil {
 		r.emit(investigation.Event{Kind: investigation.EventNote, Text: fmt.Sprintf("%s signal ignored: %v", s.name, err)})
 	}
+}
+
+// takesPayloadless says whether a signal the codec refused for carrying no
+// payload is taken as before, with a nil value: in histories recorded
+// before the "payloadless-refused" gate, which a keyed worker took.
+func takesPayloadless(ctx workflow.Context, refused error) bool {
+	return payloadcodec.Missing(refused) &&
+		workflow.GetVersion(ctx, "payloadless-refused", workflow.DefaultVersion, 1) == workflow.DefaultVersion
+}
+
+// input is an update's argument as the payload codec hands it over: its
+// value, or why the codec refused its payload (payloadcodec.Refuser), so
+// that the validator rejects it with the reason instead of the decode.
+type input[T any] struct {
+	v       T
+	refused error
+}
+
+func (in *input[T]) UnmarshalJSON(b []byte) error { return json.Unmarshal(b, &in.v) }
+
+// RefusePayload implements payloadcodec.Refuser.
+func (in *input[T]) RefusePayload(err error) { in.refused = err }
+
+// value is the argument for the handler. Only the validator rejects a
+// refused one, and it does not run in replay: an update that a worker took
+// before payloadless inputs were refused replays with the zero value it
+// got then; any other refusal there is a key this worker lacks, and fails
+// the workflow task, as the decode did, for a worker that holds it.
+func (in input[T]) value() T {
+	if in.refused != nil && !payloadcodec.Missing(in.refused) {
+		panic(in.refused)
+	}
+	return in.v
 }
 
 func signalText(v any) (string, error) {

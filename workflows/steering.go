@@ -34,18 +34,9 @@ func (r *run) register(ctx workflow.Context) error {
 		}
 	}
 	add(recorded(r, investigation.UpdateHint, r.hint, r.checkHint))
-	add(investigation.UpdateApprove, func(ctx workflow.Context) (investigation.Ack, error) {
-		if r.recordedEarlier(ctx) {
-			return earlierAck, nil
-		}
-		r.track(ctx)
-		return r.approve(), nil
-	}, func(ctx workflow.Context) error {
-		if r.recordedEarlier(ctx) {
-			return nil
-		}
-		return r.decisionOpen()
-	})
+	add(recorded(r, investigation.UpdateApprove,
+		func(investigation.Approval) investigation.Ack { return r.approve() },
+		func(investigation.Approval) error { return r.decisionOpen() }))
 	add(recorded(r, investigation.UpdateRevise, r.revise, r.checkRevision))
 	add(recorded(r, investigation.UpdateAnswer, r.answer, r.checkAnswer))
 	add(recorded(r, investigation.UpdateStop, r.stop, r.checkStop))
@@ -259,20 +250,24 @@ func (r *run) decisionOpen() error {
 
 // recorded returns the update called name with its handler and validator
 // wrapped so that a retry of an input that an earlier run recorded is
-// acknowledged, not recorded again, and every other input is tracked.
+// acknowledged, not recorded again, and every other input is tracked. An
+// input whose payload the codec refused is rejected with the reason.
 func recorded[T any](r *run, name string, handle func(T) investigation.Ack, valid func(T) error) (string, any, any) {
-	handler := func(ctx workflow.Context, v T) (investigation.Ack, error) {
+	handler := func(ctx workflow.Context, in input[T]) (investigation.Ack, error) {
 		if r.recordedEarlier(ctx) {
 			return earlierAck, nil
 		}
 		r.track(ctx)
-		return handle(v), nil
+		return handle(in.value()), nil
 	}
-	validator := func(ctx workflow.Context, v T) error {
+	validator := func(ctx workflow.Context, in input[T]) error {
+		if in.refused != nil {
+			return in.refused
+		}
 		if r.recordedEarlier(ctx) {
 			return nil
 		}
-		return valid(v)
+		return valid(in.v)
 	}
 	return name, handler, validator
 }

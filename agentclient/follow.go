@@ -32,6 +32,9 @@ type followEnd struct {
 	how    int
 	runID  string                        // the last run (endClosed)
 	status enums.WorkflowExecutionStatus // its status (endClosed)
+	// unread, when not nil, is why the closed run's remaining events
+	// could not be read (endClosed): no worker answered its queries.
+	unread error
 }
 
 // follower renders an investigation's progress events in order, each once.
@@ -87,6 +90,10 @@ type follower struct {
 	patience    time.Duration
 	unreachable func() string
 	downSince   time.Time
+	// unreadSince is when queries of the closed latest run began to fail
+	// in a row: only a worker replaying it answers, and after patience
+	// following gives up on its remaining events.
+	unreadSince time.Time
 	// store, when set, delivers the events (watch.go); watch listens to it.
 	store ProgressStore
 	watch *storeWatch
@@ -202,6 +209,15 @@ func (f *follower) step(ctx context.Context) (followEnd, bool, error) {
 				return followEnd{}, true, err
 			}
 			f.failures++
+			if latest && d.closed() {
+				if f.unreadSince.IsZero() {
+					f.unreadSince = time.Now()
+				}
+				if time.Since(f.unreadSince) >= f.patience {
+					f.pollChildren(ctx)
+					return followEnd{how: endClosed, runID: d.runID, status: d.status, unread: err}, true, nil
+				}
+			}
 			if !latest && (f.failures >= oldRunPatience || IsNotFound(err)) {
 				f.r.Notice("", fmt.Sprintf("(could not read the remaining events of run %s: %v; going on with the next run)", cur, err))
 				f.failures, f.idx, f.drained = 0, f.idx+1, true
@@ -213,7 +229,7 @@ func (f *follower) step(ctx context.Context) (followEnd, bool, error) {
 			}
 			break
 		}
-		f.failures = 0
+		f.failures, f.unreadSince = 0, time.Time{}
 		printed, gapTo, stop := f.take(events)
 		if stop {
 			f.pollChildren(ctx)

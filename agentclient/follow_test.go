@@ -162,6 +162,49 @@ func TestWatchCancelledInvestigation(t *testing.T) {
 	require.Equal(t, seqs(1, 2), printedNotes(out.String()))
 }
 
+// TestWatchClosedRunNoWorkerAnswers: a closed run answers progress
+// queries only through a worker replaying it; when none answers within
+// the call timeout, following ends with one sentence naming how the run
+// closed (a completed one with its result), where it used to wait for
+// ever, with or without the progress store.
+func TestWatchClosedRunNoWorkerAnswers(t *testing.T) {
+	fastPolling(t)
+	noWorker := serviceerror.NewDeadlineExceeded("context deadline exceeded")
+	for _, c := range []struct {
+		status    enums.WorkflowExecutionStatus
+		resultErr error
+		want      string
+	}{
+		{enums.WORKFLOW_EXECUTION_STATUS_TERMINATED, &temporal.TerminatedError{}, "investigation inv was terminated, and its progress cannot be read: no worker answered for its run"},
+		{enums.WORKFLOW_EXECUTION_STATUS_TIMED_OUT, temporal.NewTimeoutError(enums.TIMEOUT_TYPE_START_TO_CLOSE, nil), "investigation inv timed out, and its progress cannot be read: no worker answered for its run"},
+		{enums.WORKFLOW_EXECUTION_STATUS_CANCELED, temporal.NewCanceledError(), "investigation inv was cancelled, and its progress cannot be read: no worker answered for its run"},
+		{failed, temporal.NewApplicationError("planning failed", "InvestigationFailed"), "investigation inv failed (planning failed), and its progress cannot be read: no worker answered for its run"},
+		{completed, nil, ""},
+	} {
+		for _, withStore := range []bool{false, true} {
+			t.Run(fmt.Sprintf("%s store=%v", statusWord(c.status), withStore), func(t *testing.T) {
+				f := newFakeStream("inv", &fakeRun{id: "A", status: c.status, queryErr: noWorker})
+				f.resultErr = c.resultErr
+				f.result = investigation.Result{Conclusion: "benign"}
+				cl := testClient(f)
+				cl.timeout = 50 * time.Millisecond
+				if withStore {
+					cl.progress = &lossyStore{}
+				}
+				var out strings.Builder
+				err := cl.watch(testCtx(t), &out, "inv", 1)
+				if c.want == "" {
+					require.NoError(t, err)
+					require.Contains(t, out.String(), "(events from 1 on cannot be read: no worker answered for its run)")
+					require.Contains(t, out.String(), "investigation inv completed")
+					return
+				}
+				require.EqualError(t, err, c.want)
+			})
+		}
+	}
+}
+
 func TestWatchUnknownInvestigation(t *testing.T) {
 	f := newFakeStream("inv")
 	var out strings.Builder

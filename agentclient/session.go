@@ -124,6 +124,12 @@ func (c *Client) finish(ctx context.Context, f *follower, end followEnd, watch b
 		return nil
 	}
 	res, err := c.src.outcome(ctx, f.id, end.runID)
+	if end.unread != nil {
+		if end.status != enums.WORKFLOW_EXECUTION_STATUS_COMPLETED || err != nil {
+			return fmt.Errorf("investigation %s %s, and its progress cannot be read: %s", f.id, howClosed(end.status, err), unreadWhy(end.unread))
+		}
+		f.r.Notice("", fmt.Sprintf("(events from %d on cannot be read: %s)", f.seq+1, unreadWhy(end.unread)))
+	}
 	if end.status != enums.WORKFLOW_EXECUTION_STATUS_COMPLETED || err != nil && !watch {
 		switch {
 		case end.status == enums.WORKFLOW_EXECUTION_STATUS_CANCELED:
@@ -150,4 +156,29 @@ func (c *Client) turnStatus(ctx context.Context, id, session string, seq int) (i
 		return st, nil
 	}
 	return c.src.status(ctx, id)
+}
+
+// howClosed says how a closed run ended, from its status and the error its
+// result gave: "was terminated", "timed out", "failed: <reason>".
+func howClosed(st enums.WorkflowExecutionStatus, err error) string {
+	switch st {
+	case enums.WORKFLOW_EXECUTION_STATUS_TERMINATED, enums.WORKFLOW_EXECUTION_STATUS_CANCELED:
+		return "was " + statusWord(st)
+	case enums.WORKFLOW_EXECUTION_STATUS_TIMED_OUT:
+		return "timed out"
+	case enums.WORKFLOW_EXECUTION_STATUS_FAILED:
+		if err != nil {
+			return "failed (" + FailureMessage(err) + ")"
+		}
+		return "failed"
+	}
+	return statusWord(st)
+}
+
+// unreadWhy is why a closed run's progress query failed, for people.
+func unreadWhy(err error) string {
+	if noAnswer(err) {
+		return "no worker answered for its run"
+	}
+	return "its progress query failed (" + err.Error() + ")"
 }

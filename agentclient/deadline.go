@@ -47,3 +47,18 @@ func (c *Client) call(ctx context.Context, call func(context.Context) error) err
 func (c *Client) unreachable() string {
 	return fmt.Sprintf("Temporal at %s did not answer within %s; is the server running?", c.cfg.Address, c.timeout)
 }
+
+// storeCall runs one call to the progress store under the call timeout:
+// a Firestore client waits for a connection forever.
+func (c *Client) storeCall(ctx context.Context, call func(context.Context) error) error {
+	return Bounded(ctx, c.timeout, "the progress store", c.storeUnreachable, call)
+}
+
+// storeUnreachable is the sentence for a progress store that did not
+// answer in time.
+func (c *Client) storeUnreachable() string {
+	if c.progressDown != nil {
+		return c.progressDown()
+	}
+	return fmt.Sprintf("the progress store did not answer within %s", c.timeout)
+}

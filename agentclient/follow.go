@@ -97,6 +97,10 @@ type follower struct {
 	// store, when set, delivers the events (watch.go); watch listens to it.
 	store ProgressStore
 	watch *storeWatch
+	// storeCall bounds one read of the store by the call timeout
+	// (Client.storeCall); storeWarned says the follower said it timed out.
+	storeCall   func(context.Context, func(context.Context) error) error
+	storeWarned bool
 	// history is the run's history length at the last quiet look
 	// (stepWatched): when it moved and the listener said nothing, the
 	// follower reads the store.
@@ -107,7 +111,7 @@ type follower struct {
 // Temporal stays unreachable for the call timeout.
 func (c *Client) newFollower(id string, r Renderer) *follower {
 	return &follower{src: c.src, id: id, r: r, queue: c.cfg.TaskQueue, interval: pollInterval, seen: map[string]bool{},
-		patience: c.timeout, unreachable: c.unreachable, store: c.progress}
+		patience: c.timeout, unreachable: c.unreachable, store: c.progress, storeCall: c.storeCall}
 }
 
 // start finds the chain of runs and where to begin: the first run (watch), or

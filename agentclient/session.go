@@ -152,7 +152,7 @@ func (c *Client) finish(ctx context.Context, f *follower, end followEnd, watch b
 // worker (the status query's), when it is that recent and the run was idle
 // when it stored it, as the query would find it; else the query answers.
 func (c *Client) turnStatus(ctx context.Context, id, session string, seq int) (investigation.Status, error) {
-	if st, _, ok := c.storedStatus(ctx, session); ok && st.LastSeq >= seq && st.Phase == investigation.PhaseIdle {
+	if st, _, ok, _ := c.storedStatus(ctx, session); ok && st.LastSeq >= seq && st.Phase == investigation.PhaseIdle {
 		return st, nil
 	}
 	return c.src.status(ctx, id)

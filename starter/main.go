@@ -101,7 +101,7 @@ func (a *app) dialWith(fs *firestore.Client, onClose func()) (*agentclient.Clien
 		return agentclient.New(c, o)
 	}
 	if fs != nil {
-		o.Progress = progress.NewStore(fs)
+		o.Progress, o.ProgressUnreachable = progress.NewStore(fs), a.firestoreUnreachable
 	}
 	return agentclient.Dial(o)
 }

@@ -19,6 +19,12 @@ func IsUnavailable(err error) bool {
 	return errors.As(err, &u)
 }
 
+// InterruptedError is following stopped by Ctrl-C or SIGTERM while the
+// investigation goes on; it names the command that resumes it.
+type InterruptedError struct{ msg string }
+
+func (e *InterruptedError) Error() string { return e.msg }
+
 // Bounded runs call with the timeout d and turns its expiry (the sentence
 // timeout returns), or an interruption of ctx, into an UnavailableError.
 // Every call to Temporal or Firestore that could otherwise wait forever

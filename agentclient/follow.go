@@ -164,9 +164,18 @@ func extendRuns(ctx context.Context, src stream, id string, runs []string, lates
 	return runs, nil
 }
 
-// interrupted is the ending of following stopped by Ctrl-C: where to resume.
-func (f *follower) interrupted() Ending {
-	return Ending{ID: f.id, Interrupted: true, Next: f.seq + 1, ShownAny: f.printedAny}
+// interrupted is the error of following stopped by Ctrl-C or SIGTERM: the
+// investigation goes on, and it names where to resume.
+func (f *follower) interrupted() error {
+	at := fmt.Sprintf("after event %d", f.seq)
+	if !f.printedAny {
+		at = "before any new event"
+	}
+	flags := ""
+	if _, ok := f.r.(*jsonRenderer); ok {
+		flags = " --json"
+	}
+	return &InterruptedError{fmt.Sprintf("stopped watching %s; the investigation goes on (resume with: starter watch %s --from %d%s)", at, f.id, f.seq+1, flags)}
 }
 
 // run follows until the workflow closes, until is met, or ctx ends.

@@ -213,7 +213,9 @@ func TestWatchUnknownInvestigation(t *testing.T) {
 }
 
 // TestInterruptedFollowingNamesTheResumePoint: Ctrl-C in watch and in
-// investigate (and ask) says which --from resumes after the last event shown.
+// investigate (and ask) is an error (no exit code 0, which a script would
+// take for a conclusion) saying which --from resumes after the last event
+// shown.
 func TestInterruptedFollowingNamesTheResumePoint(t *testing.T) {
 	watchFrom := func(from int) func(context.Context, stream, io.Writer) error {
 		return func(ctx context.Context, src stream, out io.Writer) error {
@@ -223,16 +225,20 @@ func TestInterruptedFollowingNamesTheResumePoint(t *testing.T) {
 	investigate := func(ctx context.Context, src stream, out io.Writer) error {
 		return testClient(src).followText(ctx, out, "inv", 0, firstConclusion)
 	}
+	investigateJSON := func(ctx context.Context, src stream, out io.Writer) error {
+		return testClient(src).followTurn(ctx, NewJSONRenderer(out, io.Discard, pricing.Default()), "inv", 0, firstConclusion)
+	}
 	for _, c := range []struct {
 		name   string
 		events []investigation.Event
 		follow func(context.Context, stream, io.Writer) error
 		want   string
 	}{
-		{"watch", notes(1, 1), watchFrom(1), "after event 1; the investigation goes on. Resume with: starter watch inv --from 2"},
-		{"watch with nothing new", notes(1, 4), watchFrom(5), "before any new event; the investigation goes on. Resume with: starter watch inv --from 5"},
-		{"investigate", notes(1, 3), investigate, "after event 3; the investigation goes on. Resume with: starter watch inv --from 4"},
-		{"investigate before the first event", nil, investigate, "before any new event; the investigation goes on. Resume with: starter watch inv --from 1"},
+		{"watch", notes(1, 1), watchFrom(1), "after event 1; the investigation goes on (resume with: starter watch inv --from 2)"},
+		{"watch with nothing new", notes(1, 4), watchFrom(5), "before any new event; the investigation goes on (resume with: starter watch inv --from 5)"},
+		{"investigate", notes(1, 3), investigate, "after event 3; the investigation goes on (resume with: starter watch inv --from 4)"},
+		{"investigate --json", notes(1, 3), investigateJSON, "after event 3; the investigation goes on (resume with: starter watch inv --from 4 --json)"},
+		{"investigate before the first event", nil, investigate, "before any new event; the investigation goes on (resume with: starter watch inv --from 1)"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			fastPolling(t)
@@ -245,8 +251,10 @@ func TestInterruptedFollowingNamesTheResumePoint(t *testing.T) {
 				}
 			}
 			var out strings.Builder
-			require.NoError(t, c.follow(ctx, f, &out))
-			require.True(t, strings.HasSuffix(out.String(), "\nstopped watching "+c.want+"\n"), out.String())
+			err := c.follow(ctx, f, &out)
+			require.EqualError(t, err, "stopped watching "+c.want)
+			require.IsType(t, &InterruptedError{}, err)
+			require.NotContains(t, out.String(), "stopped watching", "said once, as the error")
 		})
 	}
 }
@@ -427,7 +435,7 @@ func TestWatchStopsOnKeyProblems(t *testing.T) {
 	f.taskFailed = "workflow panic: index out of range"
 	ctx, cancel := context.WithTimeout(testCtx(t), 300*time.Millisecond)
 	defer cancel()
-	require.NoError(t, testClient(f).watch(ctx, &out, "inv", 1))
+	require.ErrorAs(t, testClient(f).watch(ctx, &out, "inv", 1), new(*InterruptedError))
 }
 
 // TestAskFollowsOnlyNewEvents: a follow-up question is followed from the

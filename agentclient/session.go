@@ -108,8 +108,9 @@ func (c *Client) finish(ctx context.Context, f *follower, end followEnd, watch b
 	e := Ending{ID: f.id, Watch: watch}
 	switch end.how {
 	case endInterrupted:
-		f.r.End(f.interrupted())
-		return nil
+		// Not a success: a script reading `investigate --json` must not
+		// take a killed follower for a concluded investigation.
+		return f.interrupted()
 	case endUntil:
 		if st, err := c.turnStatus(ctx, f.id, f.session, f.seq); err == nil {
 			e.Status = &st

@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"os"
 	"os/signal"
+	"sync"
 	"syscall"
 	"time"
 
@@ -26,16 +27,53 @@ import (
 
 func main() {
 	// Ctrl-C and SIGTERM cancel the command's context: every wait (standard
-	// input, Firestore, Temporal) ends with one sentence and exit code 1.
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	// input, Firestore, Temporal, following an investigation, which goes
+	// on) ends with one sentence and exit code 130 (SIGINT) or 143
+	// (SIGTERM); any other failure exits 1.
+	ctx, got, stop := notifyContext(context.Background())
 	a := &app{stdin: os.Stdin}
 	err := newRootApp(a, os.Stdout).ExecuteContext(ctx)
 	stop()
 	a.endTelemetry(err != nil)
 	if err != nil {
 		printError(os.Stderr, err)
-		os.Exit(1)
+		os.Exit(exitCode(got()))
 	}
+}
+
+// notifyContext is a context that Ctrl-C or SIGTERM cancels; got returns
+// the signal that did, or nil.
+func notifyContext(parent context.Context) (ctx context.Context, got func() os.Signal, stop func()) {
+	ctx, cancel := context.WithCancel(parent)
+	ch := make(chan os.Signal, 1)
+	signal.Notify(ch, os.Interrupt, syscall.SIGTERM)
+	var mu sync.Mutex
+	var sig os.Signal
+	go func() {
+		select {
+		case s := <-ch:
+			mu.Lock()
+			sig = s
+			mu.Unlock()
+			cancel()
+		case <-ctx.Done():
+		}
+	}()
+	got = func() os.Signal {
+		mu.Lock()
+		defer mu.Unlock()
+		return sig
+	}
+	return ctx, got, func() { signal.Stop(ch); cancel() }
+}
+
+// exitCode is a failed command's exit code: 128 plus the signal's number
+// when a signal ended it (the shell's convention), else 1.
+func exitCode(sig os.Signal) int {
+	if s, ok := sig.(syscall.Signal); ok {
+		return 128 + int(s)
+	}
+	return 1
 }
 
 // printError prints the error sentence, which may quote alert or model

@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"os"
 	"os/signal"
+	"strings"
 	"sync"
 	"syscall"
 	"time"
@@ -19,6 +20,7 @@ import (
 
 	"github.com/secops-agent/investigator/agentclient"
 	"github.com/secops-agent/investigator/config"
+	"github.com/secops-agent/investigator/internal/clip"
 	"github.com/secops-agent/investigator/internal/pricing"
 	"github.com/secops-agent/investigator/internal/termtext"
 	"github.com/secops-agent/investigator/progress"
@@ -76,10 +78,36 @@ func exitCode(sig os.Signal) int {
 	return 1
 }
 
+// maxErrorBytes bounds the error line: a workflow's or a model's failure
+// text can run to pages.
+const maxErrorBytes = 1000
+
 // printError prints the error sentence, which may quote alert or model
-// text, safe for a terminal.
+// text, safe for a terminal, on one line (a failure text's lines, or the
+// errors joined, separated by "; "), clipped.
 func printError(w io.Writer, err error) {
-	fmt.Fprintln(w, "error:", termtext.Clean(err.Error()))
+	fmt.Fprintln(w, "error:", clip.String(flatten(termtext.Clean(err.Error())), maxErrorBytes))
+}
+
+// flatten joins the non-blank lines of s, each trimmed, with "; " (a
+// space after a line that ends its sentence), tabs made spaces.
+func flatten(s string) string {
+	var b strings.Builder
+	for line := range strings.Lines(s) {
+		line = strings.TrimSpace(strings.ReplaceAll(line, "\t", " "))
+		if line == "" {
+			continue
+		}
+		if b.Len() > 0 {
+			if strings.ContainsRune(".:;!?", rune(b.String()[b.Len()-1])) {
+				b.WriteString(" ")
+			} else {
+				b.WriteString("; ")
+			}
+		}
+		b.WriteString(line)
+	}
+	return b.String()
 }
 
 // app holds the settings every subcommand shares.
@@ -191,6 +219,9 @@ GOOGLE_CLOUD_LOCATION, GOOGLE_GEMINI_BASE_URL and GEMINI_MODEL.`,
 		}
 		if a.callTimeout <= 0 {
 			return fmt.Errorf("--call-timeout must be positive, not %s", a.callTimeout)
+		}
+		if _, err := config.Logger(a.logLevel); err != nil {
+			return fmt.Errorf("--log-level: %w", err)
 		}
 		if err := a.startTelemetry(cmd); err != nil {
 			return err

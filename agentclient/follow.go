@@ -21,6 +21,12 @@ var pollInterval = 400 * time.Millisecond
 // remaining events.
 const oldRunPatience = 25
 
+// closedPatience is how many failed queries in a row the closed latest run
+// gets (or the call timeout, if that passes first) before the follower
+// gives up on its remaining events: no new ones will come, and only a
+// worker replaying the run can answer.
+const closedPatience = 5
+
 // How following ended.
 const (
 	endClosed      = iota // the workflow closed and every event was printed
@@ -91,8 +97,7 @@ type follower struct {
 	unreachable func() string
 	downSince   time.Time
 	// unreadSince is when queries of the closed latest run began to fail
-	// in a row: only a worker replaying it answers, and after patience
-	// following gives up on its remaining events.
+	// in a row (closedPatience).
 	unreadSince time.Time
 	// store, when set, delivers the events (watch.go); watch listens to it.
 	store ProgressStore
@@ -226,7 +231,7 @@ func (f *follower) step(ctx context.Context) (followEnd, bool, error) {
 				if f.unreadSince.IsZero() {
 					f.unreadSince = time.Now()
 				}
-				if time.Since(f.unreadSince) >= f.patience {
+				if f.failures >= closedPatience || time.Since(f.unreadSince) >= f.patience {
 					f.pollChildren(ctx)
 					return followEnd{how: endClosed, runID: d.runID, status: d.status, unread: err}, true, nil
 				}

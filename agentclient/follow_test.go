@@ -205,6 +205,20 @@ func TestWatchClosedRunNoWorkerAnswers(t *testing.T) {
 	}
 }
 
+// TestWatchClosedRunGivesUpAfterFewQueries: with the default call timeout
+// (30s), five failed queries of the closed run are enough.
+func TestWatchClosedRunGivesUpAfterFewQueries(t *testing.T) {
+	fastPolling(t)
+	f := newFakeStream("inv", &fakeRun{id: "A", status: enums.WORKFLOW_EXECUTION_STATUS_TERMINATED,
+		queryErr: serviceerror.NewDeadlineExceeded("context deadline exceeded")})
+	f.resultErr = &temporal.TerminatedError{}
+	ctx, cancel := context.WithTimeout(testCtx(t), 3*time.Second)
+	defer cancel()
+	var out strings.Builder
+	err := testClient(f).watch(ctx, &out, "inv", 1)
+	require.EqualError(t, err, "investigation inv was terminated, and its progress cannot be read: no worker answered for its run")
+}
+
 func TestWatchUnknownInvestigation(t *testing.T) {
 	f := newFakeStream("inv")
 	var out strings.Builder

@@ -217,6 +217,11 @@ func TestWatchClosedRunGivesUpAfterFewQueries(t *testing.T) {
 	var out strings.Builder
 	err := testClient(f).watch(ctx, &out, "inv", 1)
 	require.EqualError(t, err, "investigation inv was terminated, and its progress cannot be read: no worker answered for its run")
+
+	// Terminated before any worker took it: the server says so at once.
+	f.wfs["inv"][0].queryErr = serviceerror.NewFailedPrecondition("Workflow execution closed before WorkflowTaskStarted event")
+	err = testClient(f).watch(ctx, &out, "inv", 1)
+	require.EqualError(t, err, "investigation inv was terminated, and its progress cannot be read: it closed before a worker ran it")
 }
 
 func TestWatchUnknownInvestigation(t *testing.T) {

@@ -178,8 +178,11 @@ func howClosed(st enums.WorkflowExecutionStatus, err error) string {
 
 // unreadWhy is why a closed run's progress query failed, for people.
 func unreadWhy(err error) string {
-	if noAnswer(err) {
+	switch {
+	case noAnswer(err):
 		return "no worker answered for its run"
+	case strings.Contains(err.Error(), "closed before WorkflowTaskStarted"):
+		return "it closed before a worker ran it" // the server's words for it
 	}
 	return "its progress query failed (" + err.Error() + ")"
 }

@@ -25,7 +25,9 @@ func (c *Client) Status(ctx context.Context, id string) (investigation.Status, e
 // read from the store because no worker answered.
 func (c *Client) status(ctx context.Context, id string) (investigation.Status, string, error) {
 	session := id
-	var storeDown error // the store did not answer: said if the query fails too
+	// storeDown is the store not answering: said if the query fails too
+	// (where the store was asked first, a closed run, for any reason).
+	var storeDown error
 	if c.progress != nil {
 		// A closed run answers a query only by a worker replaying it.
 		if d, err := c.src.describe(ctx, id, ""); err == nil {
@@ -41,6 +43,9 @@ func (c *Client) status(ctx context.Context, id string) (investigation.Status, s
 	}
 	st, err := c.src.status(ctx, id)
 	if err != nil {
+		if storeDown != nil && ctx.Err() == nil && !IsNotFound(err) {
+			return st, "", storeDown
+		}
 		// Only when no worker answered in time: an error a worker or the
 		// codec gave (a payload this key cannot decrypt) is the answer.
 		if !noAnswer(err) || ctx.Err() != nil {

@@ -142,8 +142,14 @@ func TestStoreCallsAreBounded(t *testing.T) {
 		_, err = client(f, hangingStore{}).Status(testCtx(t), "inv")
 		require.EqualError(t, err, down, status)
 	}
+	// A closed run that no worker ever ran fails its query at once: the
+	// store asked first is what did not answer.
+	f := newFakeStream("inv", &fakeRun{id: "A", status: enums.WORKFLOW_EXECUTION_STATUS_TERMINATED})
+	f.stErr = serviceerror.NewFailedPrecondition("Workflow execution closed before WorkflowTaskStarted event")
+	_, err := client(f, hangingStore{}).Status(testCtx(t), "inv")
+	require.EqualError(t, err, down)
 
-	f := newFakeStream("inv", &fakeRun{id: "A", status: running})
+	f = newFakeStream("inv", &fakeRun{id: "A", status: running})
 	f.st = investigation.Status{Request: "from the query"}
 	st, err := client(f, hangingStore{}).turnStatus(testCtx(t), "inv", "inv", 7)
 	require.NoError(t, err)

@@ -48,6 +48,10 @@ type Options struct {
 	// Progress, when set, is the store investigations keep their progress
 	// in: followers wait on it and status reads it when no worker answers.
 	Progress ProgressStore
+	// ProgressUnreachable is the sentence for a progress store that did
+	// not answer within the call timeout (naming where it is); nil says
+	// "the progress store".
+	ProgressUnreachable func() string
 	// OnClose is called by Close (the progress store's connection).
 	OnClose func()
 }
@@ -63,7 +67,9 @@ type Client struct {
 	prices  pricing.Table
 	// progress is Options.Progress (nil: follow through Temporal only).
 	progress ProgressStore
-	onClose  func()
+	// progressDown is Options.ProgressUnreachable.
+	progressDown func() string
+	onClose      func()
 	// attrs is the namespace's search attributes once listed (start.go).
 	attrsMu sync.Mutex
 	attrs   *attributeList
@@ -104,7 +110,7 @@ func wrap(tc client.Client, keys *payloadcodec.Keys, o Options) *Client {
 	}
 	dc := payloadcodec.NewDataConverter(keys, nil)
 	return &Client{tc: tc, src: temporalStream{tc, dc}, dc: dc, cfg: o.Temporal, timeout: timeout, prices: prices,
-		progress: o.Progress, onClose: o.OnClose}
+		progress: o.Progress, progressDown: o.ProgressUnreachable, onClose: o.OnClose}
 }
 
 // Close closes the connection.

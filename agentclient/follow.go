@@ -21,6 +21,12 @@ var pollInterval = 400 * time.Millisecond
 // remaining events.
 const oldRunPatience = 25
 
+// closedPatience is how many failed queries in a row the closed latest run
+// gets (or the call timeout, if that passes first) before the follower
+// gives up on its remaining events: no new ones will come, and only a
+// worker replaying the run can answer.
+const closedPatience = 5
+
 // How following ended.
 const (
 	endClosed      = iota // the workflow closed and every event was printed
@@ -32,6 +38,9 @@ type followEnd struct {
 	how    int
 	runID  string                        // the last run (endClosed)
 	status enums.WorkflowExecutionStatus // its status (endClosed)
+	// unread, when not nil, is why the closed run's remaining events
+	// could not be read (endClosed): no worker answered its queries.
+	unread error
 }
 
 // follower renders an investigation's progress events in order, each once.
@@ -87,9 +96,16 @@ type follower struct {
 	patience    time.Duration
 	unreachable func() string
 	downSince   time.Time
+	// unreadSince is when queries of the closed latest run began to fail
+	// in a row (closedPatience).
+	unreadSince time.Time
 	// store, when set, delivers the events (watch.go); watch listens to it.
 	store ProgressStore
 	watch *storeWatch
+	// storeCall bounds one read of the store by the call timeout
+	// (Client.storeCall); storeWarned says the follower said it timed out.
+	storeCall   func(context.Context, func(context.Context) error) error
+	storeWarned bool
 	// history is the run's history length at the last quiet look
 	// (stepWatched): when it moved and the listener said nothing, the
 	// follower reads the store.
@@ -100,7 +116,7 @@ type follower struct {
 // Temporal stays unreachable for the call timeout.
 func (c *Client) newFollower(id string, r Renderer) *follower {
 	return &follower{src: c.src, id: id, r: r, queue: c.cfg.TaskQueue, interval: pollInterval, seen: map[string]bool{},
-		patience: c.timeout, unreachable: c.unreachable, store: c.progress}
+		patience: c.timeout, unreachable: c.unreachable, store: c.progress, storeCall: c.storeCall}
 }
 
 // start finds the chain of runs and where to begin: the first run (watch), or
@@ -153,9 +169,18 @@ func extendRuns(ctx context.Context, src stream, id string, runs []string, lates
 	return runs, nil
 }
 
-// interrupted is the ending of following stopped by Ctrl-C: where to resume.
-func (f *follower) interrupted() Ending {
-	return Ending{ID: f.id, Interrupted: true, Next: f.seq + 1, ShownAny: f.printedAny}
+// interrupted is the error of following stopped by Ctrl-C or SIGTERM: the
+// investigation goes on, and it names where to resume.
+func (f *follower) interrupted() error {
+	at := fmt.Sprintf("after event %d", f.seq)
+	if !f.printedAny {
+		at = "before any new event"
+	}
+	flags := ""
+	if _, ok := f.r.(*jsonRenderer); ok {
+		flags = " --json"
+	}
+	return &InterruptedError{fmt.Sprintf("stopped watching %s; the investigation goes on (resume with: starter watch %s --from %d%s)", at, f.id, f.seq+1, flags)}
 }
 
 // run follows until the workflow closes, until is met, or ctx ends.
@@ -202,6 +227,15 @@ func (f *follower) step(ctx context.Context) (followEnd, bool, error) {
 				return followEnd{}, true, err
 			}
 			f.failures++
+			if latest && d.closed() {
+				if f.unreadSince.IsZero() {
+					f.unreadSince = time.Now()
+				}
+				if f.failures >= closedPatience || time.Since(f.unreadSince) >= f.patience {
+					f.pollChildren(ctx)
+					return followEnd{how: endClosed, runID: d.runID, status: d.status, unread: err}, true, nil
+				}
+			}
 			if !latest && (f.failures >= oldRunPatience || IsNotFound(err)) {
 				f.r.Notice("", fmt.Sprintf("(could not read the remaining events of run %s: %v; going on with the next run)", cur, err))
 				f.failures, f.idx, f.drained = 0, f.idx+1, true
@@ -213,7 +247,7 @@ func (f *follower) step(ctx context.Context) (followEnd, bool, error) {
 			}
 			break
 		}
-		f.failures = 0
+		f.failures, f.unreadSince = 0, time.Time{}
 		printed, gapTo, stop := f.take(events)
 		if stop {
 			f.pollChildren(ctx)

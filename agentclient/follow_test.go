@@ -162,6 +162,68 @@ func TestWatchCancelledInvestigation(t *testing.T) {
 	require.Equal(t, seqs(1, 2), printedNotes(out.String()))
 }
 
+// TestWatchClosedRunNoWorkerAnswers: a closed run answers progress
+// queries only through a worker replaying it; when none answers within
+// the call timeout, following ends with one sentence naming how the run
+// closed (a completed one with its result), where it used to wait for
+// ever, with or without the progress store.
+func TestWatchClosedRunNoWorkerAnswers(t *testing.T) {
+	fastPolling(t)
+	noWorker := serviceerror.NewDeadlineExceeded("context deadline exceeded")
+	for _, c := range []struct {
+		status    enums.WorkflowExecutionStatus
+		resultErr error
+		want      string
+	}{
+		{enums.WORKFLOW_EXECUTION_STATUS_TERMINATED, &temporal.TerminatedError{}, "investigation inv was terminated, and its progress cannot be read: no worker answered for its run"},
+		{enums.WORKFLOW_EXECUTION_STATUS_TIMED_OUT, temporal.NewTimeoutError(enums.TIMEOUT_TYPE_START_TO_CLOSE, nil), "investigation inv timed out, and its progress cannot be read: no worker answered for its run"},
+		{enums.WORKFLOW_EXECUTION_STATUS_CANCELED, temporal.NewCanceledError(), "investigation inv was cancelled, and its progress cannot be read: no worker answered for its run"},
+		{failed, temporal.NewApplicationError("planning failed", "InvestigationFailed"), "investigation inv failed (planning failed), and its progress cannot be read: no worker answered for its run"},
+		{completed, nil, ""},
+	} {
+		for _, withStore := range []bool{false, true} {
+			t.Run(fmt.Sprintf("%s store=%v", statusWord(c.status), withStore), func(t *testing.T) {
+				f := newFakeStream("inv", &fakeRun{id: "A", status: c.status, queryErr: noWorker})
+				f.resultErr = c.resultErr
+				f.result = investigation.Result{Conclusion: "benign"}
+				cl := testClient(f)
+				cl.timeout = 50 * time.Millisecond
+				if withStore {
+					cl.progress = &lossyStore{}
+				}
+				var out strings.Builder
+				err := cl.watch(testCtx(t), &out, "inv", 1)
+				if c.want == "" {
+					require.NoError(t, err)
+					require.Contains(t, out.String(), "(events from 1 on cannot be read: no worker answered for its run)")
+					require.Contains(t, out.String(), "investigation inv completed")
+					return
+				}
+				require.EqualError(t, err, c.want)
+			})
+		}
+	}
+}
+
+// TestWatchClosedRunGivesUpAfterFewQueries: with the default call timeout
+// (30s), five failed queries of the closed run are enough.
+func TestWatchClosedRunGivesUpAfterFewQueries(t *testing.T) {
+	fastPolling(t)
+	f := newFakeStream("inv", &fakeRun{id: "A", status: enums.WORKFLOW_EXECUTION_STATUS_TERMINATED,
+		queryErr: serviceerror.NewDeadlineExceeded("context deadline exceeded")})
+	f.resultErr = &temporal.TerminatedError{}
+	ctx, cancel := context.WithTimeout(testCtx(t), 3*time.Second)
+	defer cancel()
+	var out strings.Builder
+	err := testClient(f).watch(ctx, &out, "inv", 1)
+	require.EqualError(t, err, "investigation inv was terminated, and its progress cannot be read: no worker answered for its run")
+
+	// Terminated before any worker took it: the server says so at once.
+	f.wfs["inv"][0].queryErr = serviceerror.NewFailedPrecondition("Workflow execution closed before WorkflowTaskStarted event")
+	err = testClient(f).watch(ctx, &out, "inv", 1)
+	require.EqualError(t, err, "investigation inv was terminated, and its progress cannot be read: it closed before a worker ran it")
+}
+
 func TestWatchUnknownInvestigation(t *testing.T) {
 	f := newFakeStream("inv")
 	var out strings.Builder
@@ -170,7 +232,9 @@ func TestWatchUnknownInvestigation(t *testing.T) {
 }
 
 // TestInterruptedFollowingNamesTheResumePoint: Ctrl-C in watch and in
-// investigate (and ask) says which --from resumes after the last event shown.
+// investigate (and ask) is an error (no exit code 0, which a script would
+// take for a conclusion) saying which --from resumes after the last event
+// shown.
 func TestInterruptedFollowingNamesTheResumePoint(t *testing.T) {
 	watchFrom := func(from int) func(context.Context, stream, io.Writer) error {
 		return func(ctx context.Context, src stream, out io.Writer) error {
@@ -180,16 +244,20 @@ func TestInterruptedFollowingNamesTheResumePoint(t *testing.T) {
 	investigate := func(ctx context.Context, src stream, out io.Writer) error {
 		return testClient(src).followText(ctx, out, "inv", 0, firstConclusion)
 	}
+	investigateJSON := func(ctx context.Context, src stream, out io.Writer) error {
+		return testClient(src).followTurn(ctx, NewJSONRenderer(out, io.Discard, pricing.Default()), "inv", 0, firstConclusion)
+	}
 	for _, c := range []struct {
 		name   string
 		events []investigation.Event
 		follow func(context.Context, stream, io.Writer) error
 		want   string
 	}{
-		{"watch", notes(1, 1), watchFrom(1), "after event 1; the investigation goes on. Resume with: starter watch inv --from 2"},
-		{"watch with nothing new", notes(1, 4), watchFrom(5), "before any new event; the investigation goes on. Resume with: starter watch inv --from 5"},
-		{"investigate", notes(1, 3), investigate, "after event 3; the investigation goes on. Resume with: starter watch inv --from 4"},
-		{"investigate before the first event", nil, investigate, "before any new event; the investigation goes on. Resume with: starter watch inv --from 1"},
+		{"watch", notes(1, 1), watchFrom(1), "after event 1; the investigation goes on (resume with: starter watch inv --from 2)"},
+		{"watch with nothing new", notes(1, 4), watchFrom(5), "before any new event; the investigation goes on (resume with: starter watch inv --from 5)"},
+		{"investigate", notes(1, 3), investigate, "after event 3; the investigation goes on (resume with: starter watch inv --from 4)"},
+		{"investigate --json", notes(1, 3), investigateJSON, "after event 3; the investigation goes on (resume with: starter watch inv --from 4 --json)"},
+		{"investigate before the first event", nil, investigate, "before any new event; the investigation goes on (resume with: starter watch inv --from 1)"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			fastPolling(t)
@@ -202,8 +270,10 @@ func TestInterruptedFollowingNamesTheResumePoint(t *testing.T) {
 				}
 			}
 			var out strings.Builder
-			require.NoError(t, c.follow(ctx, f, &out))
-			require.True(t, strings.HasSuffix(out.String(), "\nstopped watching "+c.want+"\n"), out.String())
+			err := c.follow(ctx, f, &out)
+			require.EqualError(t, err, "stopped watching "+c.want)
+			require.IsType(t, &InterruptedError{}, err)
+			require.NotContains(t, out.String(), "stopped watching", "said once, as the error")
 		})
 	}
 }
@@ -384,7 +454,7 @@ func TestWatchStopsOnKeyProblems(t *testing.T) {
 	f.taskFailed = "workflow panic: index out of range"
 	ctx, cancel := context.WithTimeout(testCtx(t), 300*time.Millisecond)
 	defer cancel()
-	require.NoError(t, testClient(f).watch(ctx, &out, "inv", 1))
+	require.ErrorAs(t, testClient(f).watch(ctx, &out, "inv", 1), new(*InterruptedError))
 }
 
 // TestAskFollowsOnlyNewEvents: a follow-up question is followed from the

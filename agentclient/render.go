@@ -20,7 +20,8 @@ type Renderer interface {
 	// Notice is a line about the following itself: a header, a gap, a wait
 	// for a worker; child names the child run it is about, or is "".
 	Notice(child, msg string)
-	// End shows how following ended, when it did not end with an error.
+	// End shows how following ended, when it did not end with an error
+	// (a Ctrl-C is one: InterruptedError).
 	End(e Ending)
 }
 
@@ -28,11 +29,6 @@ type Renderer interface {
 type Ending struct {
 	// ID is the investigation's workflow ID.
 	ID string
-	// Interrupted says Ctrl-C stopped following; Next is the first event
-	// not shown, ShownAny says whether any event was shown at all.
-	Interrupted bool
-	Next        int
-	ShownAny    bool
 	// Closed says the workflow completed; otherwise following stopped at
 	// the conclusion it waited for and the investigation stays open.
 	Closed bool
@@ -84,12 +80,6 @@ func (t *textRenderer) child(id string) *printer {
 
 func (t *textRenderer) End(e Ending) {
 	switch {
-	case e.Interrupted:
-		at := fmt.Sprintf("after event %d", e.Next-1)
-		if !e.ShownAny {
-			at = "before any new event"
-		}
-		fmt.Fprintf(t.out, "\nstopped watching %s; the investigation goes on. Resume with: starter watch %s --from %d\n", at, e.ID, e.Next)
 	case e.Watch && e.Result != nil:
 		fmt.Fprintf(t.out, "\ninvestigation %s completed: %s\n", e.ID, spendText(e.Result.Spend, t.prices))
 	case e.Watch:

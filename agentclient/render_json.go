@@ -58,10 +58,6 @@ func (j *jsonRenderer) Notice(child, msg string) {
 }
 
 func (j *jsonRenderer) End(e Ending) {
-	if e.Interrupted {
-		fmt.Fprintf(j.info, "stopped watching %s; the investigation goes on. Resume with: starter watch %s --from %d --json\n", e.ID, e.ID, e.Next)
-		return
-	}
 	f := Final{Kind: FinalKind, WorkflowID: e.ID, Closed: e.Closed, Result: e.Result}
 	switch {
 	case e.Status != nil:

@@ -108,8 +108,9 @@ func (c *Client) finish(ctx context.Context, f *follower, end followEnd, watch b
 	e := Ending{ID: f.id, Watch: watch}
 	switch end.how {
 	case endInterrupted:
-		f.r.End(f.interrupted())
-		return nil
+		// Not a success: a script reading `investigate --json` must not
+		// take a killed follower for a concluded investigation.
+		return f.interrupted()
 	case endUntil:
 		if st, err := c.turnStatus(ctx, f.id, f.session, f.seq); err == nil {
 			e.Status = &st
@@ -124,6 +125,12 @@ func (c *Client) finish(ctx context.Context, f *follower, end followEnd, watch b
 		return nil
 	}
 	res, err := c.src.outcome(ctx, f.id, end.runID)
+	if end.unread != nil {
+		if end.status != enums.WORKFLOW_EXECUTION_STATUS_COMPLETED || err != nil {
+			return fmt.Errorf("investigation %s %s, and its progress cannot be read: %s", f.id, howClosed(end.status, err), unreadWhy(end.unread))
+		}
+		f.r.Notice("", fmt.Sprintf("(events from %d on cannot be read: %s)", f.seq+1, unreadWhy(end.unread)))
+	}
 	if end.status != enums.WORKFLOW_EXECUTION_STATUS_COMPLETED || err != nil && !watch {
 		switch {
 		case end.status == enums.WORKFLOW_EXECUTION_STATUS_CANCELED:
@@ -146,8 +153,36 @@ func (c *Client) finish(ctx context.Context, f *follower, end followEnd, watch b
 // worker (the status query's), when it is that recent and the run was idle
 // when it stored it, as the query would find it; else the query answers.
 func (c *Client) turnStatus(ctx context.Context, id, session string, seq int) (investigation.Status, error) {
-	if st, _, ok := c.storedStatus(ctx, session); ok && st.LastSeq >= seq && st.Phase == investigation.PhaseIdle {
+	if st, _, ok, _ := c.storedStatus(ctx, session); ok && st.LastSeq >= seq && st.Phase == investigation.PhaseIdle {
 		return st, nil
 	}
 	return c.src.status(ctx, id)
+}
+
+// howClosed says how a closed run ended, from its status and the error its
+// result gave: "was terminated", "timed out", "failed: <reason>".
+func howClosed(st enums.WorkflowExecutionStatus, err error) string {
+	switch st {
+	case enums.WORKFLOW_EXECUTION_STATUS_TERMINATED, enums.WORKFLOW_EXECUTION_STATUS_CANCELED:
+		return "was " + statusWord(st)
+	case enums.WORKFLOW_EXECUTION_STATUS_TIMED_OUT:
+		return "timed out"
+	case enums.WORKFLOW_EXECUTION_STATUS_FAILED:
+		if err != nil {
+			return "failed (" + FailureMessage(err) + ")"
+		}
+		return "failed"
+	}
+	return statusWord(st)
+}
+
+// unreadWhy is why a closed run's progress query failed, for people.
+func unreadWhy(err error) string {
+	switch {
+	case noAnswer(err):
+		return "no worker answered for its run"
+	case strings.Contains(err.Error(), "closed before WorkflowTaskStarted"):
+		return "it closed before a worker ran it" // the server's words for it
+	}
+	return "its progress query failed (" + err.Error() + ")"
 }

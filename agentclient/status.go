@@ -25,26 +25,41 @@ func (c *Client) Status(ctx context.Context, id string) (investigation.Status, e
 // read from the store because no worker answered.
 func (c *Client) status(ctx context.Context, id string) (investigation.Status, string, error) {
 	session := id
+	// storeDown is the store not answering: said if the query fails too
+	// (where the store was asked first, a closed run, for any reason).
+	var storeDown error
 	if c.progress != nil {
 		// A closed run answers a query only by a worker replaying it.
 		if d, err := c.src.describe(ctx, id, ""); err == nil {
 			session = d.session(id)
 			if d.closed() {
-				if st, _, ok := c.storedStatus(ctx, session); ok {
+				st, _, ok, err := c.storedStatus(ctx, session)
+				if ok {
 					return st, "", nil
 				}
+				storeDown = err
 			}
 		}
 	}
 	st, err := c.src.status(ctx, id)
 	if err != nil {
+		if storeDown != nil && ctx.Err() == nil && !IsNotFound(err) {
+			return st, "", storeDown
+		}
 		// Only when no worker answered in time: an error a worker or the
 		// codec gave (a payload this key cannot decrypt) is the answer.
 		if !noAnswer(err) || ctx.Err() != nil {
 			return st, "", c.statusError(ctx, id, err)
 		}
-		if stored, at, ok := c.storedStatus(ctx, session); ok {
-			return stored, fmt.Sprintf("(as its run stored it at %s: no worker answered for it)", at.Local().Format(time.DateTime)), nil
+		if storeDown == nil {
+			stored, at, ok, serr := c.storedStatus(ctx, session)
+			if ok {
+				return stored, fmt.Sprintf("(as its run stored it at %s: no worker answered for it)", at.Local().Format(time.DateTime)), nil
+			}
+			storeDown = serr
+		}
+		if storeDown != nil {
+			return st, "", storeDown
 		}
 		return st, "", c.statusError(ctx, id, err)
 	}
@@ -52,13 +67,24 @@ func (c *Client) status(ctx context.Context, id string) (investigation.Status, s
 }
 
 // storedStatus reads the status an investigation's run stored last under
-// its session.
-func (c *Client) storedStatus(ctx context.Context, session string) (investigation.Status, time.Time, bool) {
+// its session, under the call timeout; err is the sentence saying the
+// store did not answer in time (any other failure is only not ok).
+func (c *Client) storedStatus(ctx context.Context, session string) (st investigation.Status, at time.Time, ok bool, err error) {
 	if c.progress == nil {
-		return investigation.Status{}, time.Time{}, false
+		return st, at, false, nil
 	}
-	st, at, found, err := c.progress.Status(ctx, session)
-	return st, at, err == nil && found
+	var found bool
+	err = c.storeCall(ctx, func(ctx context.Context) (err error) {
+		st, at, found, err = c.progress.Status(ctx, session)
+		return err
+	})
+	if err != nil {
+		if IsUnavailable(err) {
+			return st, at, false, err
+		}
+		return st, at, false, nil
+	}
+	return st, at, found, nil
 }
 
 // ShowStatus writes an investigation's status for people, with its

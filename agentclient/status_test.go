@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/require"
+	"go.temporal.io/api/enums/v1"
 	"go.temporal.io/api/serviceerror"
 
 	"github.com/secops-agent/investigator/internal/pricing"
@@ -86,4 +87,90 @@ func TestTurnStatusPrefersTheStoredIdleStatus(t *testing.T) {
 		require.NoError(t, err, tc.name)
 		require.Equal(t, tc.want, st.Request, tc.name)
 	}
+}
+
+// hangingStore is a progress store whose Firestore does not answer (the
+// client waits for a connection until its context ends); its listener
+// delivers events first.
+type hangingStore struct {
+	first     []investigation.Event
+	delivered chan struct{} // closed once first was delivered
+}
+
+func (hangingStore) After(ctx context.Context, _ string, _, _ int) ([]investigation.Event, error) {
+	<-ctx.Done()
+	return nil, ctx.Err()
+}
+
+func (s hangingStore) Watch(ctx context.Context, _ string, _ int, got func([]investigation.Event)) error {
+	if len(s.first) > 0 {
+		got(s.first)
+		close(s.delivered)
+	}
+	<-ctx.Done()
+	return ctx.Err()
+}
+
+func (hangingStore) Status(ctx context.Context, _ string) (investigation.Status, time.Time, bool, error) {
+	<-ctx.Done()
+	return investigation.Status{}, time.Time{}, false, ctx.Err()
+}
+
+// TestStoreCallsAreBounded: every read of a progress store that does not
+// answer ends after the call timeout: status then says which store did
+// not answer (when no worker answered either), a followed turn ends with
+// the query's status, and a follower reads the events from Temporal.
+func TestStoreCallsAreBounded(t *testing.T) {
+	fastPolling(t)
+	oldFirst, oldMax := quietFirst, quietMax
+	quietFirst, quietMax = 10*time.Millisecond, 20*time.Millisecond
+	t.Cleanup(func() { quietFirst, quietMax = oldFirst, oldMax })
+	down := "Firestore at 127.0.0.1:1 did not answer within 50ms; is the emulator running?"
+	client := func(f *fakeStream, store ProgressStore) *Client {
+		c := testClient(f)
+		c.timeout, c.progress, c.progressDown = 50*time.Millisecond, store, func() string { return down }
+		return c
+	}
+	noWorker := serviceerror.NewDeadlineExceeded("context deadline exceeded")
+	for _, status := range []enums.WorkflowExecutionStatus{completed, running} {
+		f := newFakeStream("inv", &fakeRun{id: "A", status: status})
+		f.st = investigation.Status{Request: "from the query"}
+		st, err := client(f, hangingStore{}).Status(testCtx(t), "inv")
+		require.NoError(t, err, status)
+		require.Equal(t, "from the query", st.Request, status)
+		f.stErr = noWorker
+		_, err = client(f, hangingStore{}).Status(testCtx(t), "inv")
+		require.EqualError(t, err, down, status)
+	}
+	// A closed run that no worker ever ran fails its query at once: the
+	// store asked first is what did not answer.
+	f := newFakeStream("inv", &fakeRun{id: "A", status: enums.WORKFLOW_EXECUTION_STATUS_TERMINATED})
+	f.stErr = serviceerror.NewFailedPrecondition("Workflow execution closed before WorkflowTaskStarted event")
+	_, err := client(f, hangingStore{}).Status(testCtx(t), "inv")
+	require.EqualError(t, err, down)
+
+	f = newFakeStream("inv", &fakeRun{id: "A", status: running})
+	f.st = investigation.Status{Request: "from the query"}
+	st, err := client(f, hangingStore{}).turnStatus(testCtx(t), "inv", "inv", 7)
+	require.NoError(t, err)
+	require.Equal(t, "from the query", st.Request)
+
+	// The listener delivers events 1-2 (no worker answers meanwhile); then
+	// the run closes with 3, which only a read of the store (hanging) or
+	// of Temporal finds.
+	run := &fakeRun{id: "A", status: running, events: notes(1, 3), queryErr: noWorker}
+	f = newFakeStream("inv", run)
+	store := hangingStore{first: notes(1, 2), delivered: make(chan struct{})}
+	f.onDescribe = func(n int) {
+		switch n {
+		case 2:
+			<-store.delivered
+		case 3:
+			run.status, run.queryErr = completed, nil
+		}
+	}
+	var out strings.Builder
+	require.NoError(t, client(f, store).watch(testCtx(t), &out, "inv", 1))
+	require.Equal(t, seqs(1, 3), printedNotes(out.String()))
+	require.Contains(t, out.String(), "("+down+"; reading the events from Temporal)")
 }

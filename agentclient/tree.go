@@ -3,6 +3,7 @@ package agentclient
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 
 	"go.temporal.io/api/enums/v1"
@@ -55,7 +56,14 @@ func (c *Client) tree(ctx context.Context, id, request string) (Node, error) {
 	}
 	runs, err := extendRuns(ctx, c.src, id, []string{first}, latest)
 	if err != nil {
-		return Node{}, fmt.Errorf("find the runs of %s: %w", id, err)
+		// A reset ends the run it resets (terminated, no next run) and
+		// starts one holding that run's history up to the reset point:
+		// walk back from the latest run instead, which skips it.
+		back, berr := c.runsBefore(ctx, id, latest)
+		if berr != nil {
+			return Node{}, fmt.Errorf("find the runs of %s: %w", id, err)
+		}
+		runs = back
 	}
 	n := Node{Type: info.GetType().GetName(), ID: id, Request: request,
 		Status: strings.TrimPrefix(info.GetStatus().String(), "WORKFLOW_EXECUTION_STATUS_")}
@@ -78,6 +86,50 @@ func (c *Client) tree(ctx context.Context, id, request string) (Node, error) {
 		n.Runs = append(n.Runs, r)
 	}
 	return n, nil
+}
+
+// runsBefore returns the runs that led to latest, oldest first, from the
+// run each one's start event says it continued from. A run a reset made
+// starts with its base run's start event, so the chain it gives leaves out
+// the run the reset ended.
+func (c *Client) runsBefore(ctx context.Context, id, latest string) ([]string, error) {
+	runs := []string{latest}
+	for run := latest; ; {
+		var prev string
+		if err := c.call(ctx, func(ctx context.Context) (err error) {
+			prev, err = c.continuedFrom(ctx, id, run)
+			return err
+		}); err != nil {
+			return nil, err
+		}
+		if prev == "" {
+			break
+		}
+		if len(runs) > 10000 {
+			return nil, fmt.Errorf("%s has more than 10000 runs", id)
+		}
+		runs, run = append(runs, prev), prev
+	}
+	slices.Reverse(runs)
+	return runs, nil
+}
+
+// continuedFrom returns the run that runID continued from, as its first
+// history event (the start) says, or "" for a first run.
+func (c *Client) continuedFrom(ctx context.Context, id, runID string) (string, error) {
+	it := c.tc.GetWorkflowHistory(ctx, id, runID, false, enums.HISTORY_EVENT_FILTER_TYPE_ALL_EVENT)
+	if !it.HasNext() {
+		return "", fmt.Errorf("run %s of %s has no history", runID, id)
+	}
+	e, err := it.Next()
+	if err != nil {
+		return "", err
+	}
+	start := e.GetWorkflowExecutionStartedEventAttributes()
+	if start == nil {
+		return "", fmt.Errorf("the history of run %s of %s does not begin with its start", runID, id)
+	}
+	return start.GetContinuedExecutionRunId(), nil
 }
 
 // child is one child workflow started by a run, as its history records it.

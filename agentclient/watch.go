@@ -2,6 +2,7 @@ package agentclient
 
 import (
 	"context"
+	"fmt"
 	"sort"
 	"sync"
 	"time"
@@ -184,9 +185,24 @@ func (f *follower) stepWatched(ctx context.Context) (followEnd, bool, bool, erro
 	// while the listener said nothing: read what the listener has not
 	// delivered. A listener can miss a write, and an open run may wait
 	// for its next question for hours.
-	if more, err := f.store.After(ctx, f.session, f.seq, investigation.MaxProgressEvents); err == nil {
-		f.watch.add(more)
+	var more []investigation.Event
+	err = f.storeCall(ctx, func(ctx context.Context) (err error) {
+		more, err = f.store.After(ctx, f.session, f.seq, investigation.MaxProgressEvents)
+		return err
+	})
+	if err != nil {
+		if ctx.Err() != nil {
+			return followEnd{how: endInterrupted}, true, false, nil
+		}
+		// Temporal has the events too: read them there this time.
+		if IsUnavailable(err) && !f.storeWarned {
+			f.storeWarned = true
+			f.r.Notice("", fmt.Sprintf("(%s; reading the events from Temporal)", err))
+		}
+		end, done, err := f.step(ctx)
+		return end, done, false, err
 	}
+	f.watch.add(more)
 	events, _ = f.watch.after(f.seq)
 	printed, gapTo, stop = f.take(events)
 	switch {

@@ -82,7 +82,7 @@ func TestQuietChildIsPolledLessOften(t *testing.T) {
 	ctx, cancel := context.WithTimeout(testCtx(t), 1200*time.Millisecond)
 	defer cancel()
 	var out strings.Builder
-	require.NoError(t, c.watch(ctx, &out, "inv", 1))
+	require.ErrorAs(t, c.watch(ctx, &out, "inv", 1), new(*InterruptedError))
 	require.Contains(t, out.String(), "[bigquery]   note: c1")
 	child := 0
 	for _, q := range f.queries {

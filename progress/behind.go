@@ -36,7 +36,7 @@ type Behind struct {
 type queue struct {
 	jobs      []job
 	running   bool      // a goroutine drains jobs
-	committed int       // the highest event number committed from here
+	committed spans     // the event numbers committed from here
 	used      time.Time // last enqueue (forgetting idle sessions)
 }
 
@@ -52,7 +52,7 @@ type job struct {
 const (
 	attemptTimeout = 10 * time.Second
 	attempts       = 4
-	// keptSessions is how many idle sessions keep their committed number
+	// keptSessions is how many idle sessions keep their committed numbers
 	// (which spares writing events twice) before the oldest idle for
 	// forgetAfter are forgotten.
 	keptSessions = 512
@@ -162,8 +162,8 @@ func (b *Behind) drain(session string, q *queue) {
 		err := b.put(session, events, st)
 
 		b.mu.Lock()
-		if err == nil && len(events) > 0 {
-			q.committed = max(q.committed, events[len(events)-1].Seq)
+		if err == nil {
+			q.committed = q.committed.add(events)
 		}
 		b.mu.Unlock()
 		if err != nil {
@@ -177,14 +177,14 @@ func (b *Behind) drain(session string, q *queue) {
 	}
 }
 
-// merge is the jobs' events above committed, each number once and in order,
+// merge is the jobs' events not committed, each number once and in order,
 // and the latest status.
-func merge(jobs []job, committed int) ([]investigation.Event, *investigation.Status) {
+func merge(jobs []job, committed spans) ([]investigation.Event, *investigation.Status) {
 	var events []investigation.Event
 	var st *investigation.Status
 	for _, j := range jobs {
 		for _, e := range j.events {
-			if e.Seq > committed {
+			if !committed.has(e.Seq) {
 				events = append(events, e)
 			}
 		}
@@ -195,6 +195,48 @@ func merge(jobs []job, committed int) ([]investigation.Event, *investigation.Sta
 	slices.SortStableFunc(events, func(x, y investigation.Event) int { return x.Seq - y.Seq })
 	events = slices.CompactFunc(events, func(x, y investigation.Event) bool { return x.Seq == y.Seq })
 	return events, st
+}
+
+// spans are the event numbers a queue committed, as disjoint ranges in
+// order. Writes commit out of order (one that failed on every attempt
+// leaves a hole below a later one that committed), so a high-water mark
+// would skip the failed events when a waiting write sends them again.
+type spans []span
+
+type span struct{ lo, hi int }
+
+// maxSpans bounds the ranges kept; forgetting the lowest ones only makes a
+// later waiting write send those events again.
+const maxSpans = 64
+
+func (s spans) has(n int) bool {
+	for _, r := range s {
+		if r.lo <= n && n <= r.hi {
+			return true
+		}
+	}
+	return false
+}
+
+// add returns s with the numbers of events (in order, each once), merged
+// into the ranges they touch.
+func (s spans) add(events []investigation.Event) spans {
+	for _, e := range events {
+		s = append(s, span{e.Seq, e.Seq})
+	}
+	slices.SortFunc(s, func(x, y span) int { return x.lo - y.lo })
+	var out spans
+	for _, r := range s {
+		if n := len(out); n > 0 && r.lo <= out[n-1].hi+1 {
+			out[n-1].hi = max(out[n-1].hi, r.hi)
+			continue
+		}
+		out = append(out, r)
+	}
+	if len(out) > maxSpans {
+		out = out[len(out)-maxSpans:]
+	}
+	return out
 }
 
 // put makes a few attempts at one write, each with its own deadline.

@@ -135,6 +135,20 @@ func TestFailedWriteIsRetriedAndSentAgain(t *testing.T) {
 	require.Equal(t, [][]int{{1, 2, 3}}, g.written(), "the waiting write stores what was lost")
 }
 
+// TestFailedWriteBelowACommittedOneIsSentAgain: writes commit out of
+// order; a batch that failed on every attempt, below one that committed,
+// is stored by the next waiting Put, and only what committed is skipped.
+func TestFailedWriteBelowACommittedOneIsSentAgain(t *testing.T) {
+	f := &fakeStore{fail: attempts}
+	b := NewBehind(f, nil)
+	b.Enqueue("s", evs(1, 3), stat(3)) // fails on every attempt
+	b.Close(context.Background())
+	b.Enqueue("s", evs(4, 5), stat(5)) // commits
+	b.Close(context.Background())
+	require.NoError(t, b.Put(context.Background(), "s", evs(1, 6), stat(6)))
+	require.Equal(t, [][]int{{4, 5}, {1, 2, 3, 6}}, f.written())
+}
+
 // TestSessionsDoNotWaitForEachOther: a session whose store write hangs
 // does not hold up another session's waiting write.
 func TestSessionsDoNotWaitForEachOther(t *testing.T) {

@@ -2,8 +2,8 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
+	"strings"
 	"text/tabwriter"
 	"time"
 
@@ -69,7 +69,7 @@ func (a *app) alertCommand() *cobra.Command {
 				for _, al := range parsed {
 					err := a.firestoreCall(cmd.Context(), func(ctx context.Context) error { return store.Put(ctx, al) })
 					if agentclient.IsUnavailable(err) {
-						return errors.Join(append(errs, err)...) // the next alerts would wait just as long
+						return importErrors(append(errs, err)) // the next alerts would wait just as long
 					}
 					if err != nil {
 						errs = append(errs, err)
@@ -78,7 +78,7 @@ func (a *app) alertCommand() *cobra.Command {
 					fmt.Fprintf(cmd.OutOrStdout(), "imported %s  %s %s (%s): %s\n", al.ID, al.Source, termtext.Line(al.Type), al.Severity, termtext.Line(al.Title))
 				}
 			}
-			return errors.Join(errs...)
+			return importErrors(errs)
 		},
 	}, list, a.alertPublishCommand(), &cobra.Command{
 		Use:   "show ID",
@@ -101,6 +101,22 @@ func (a *app) alertCommand() *cobra.Command {
 		},
 	})
 	return cmd
+}
+
+// importErrors is the one sentence for the files alert import could not
+// import (each error names its file), or nil.
+func importErrors(errs []error) error {
+	switch len(errs) {
+	case 0:
+		return nil
+	case 1:
+		return errs[0]
+	}
+	msgs := make([]string, len(errs))
+	for i, err := range errs {
+		msgs[i] = err.Error()
+	}
+	return fmt.Errorf("%d alerts were not imported: %s", len(errs), strings.Join(msgs, "; "))
 }
 
 // readAlert reads and validates one alert file; it touches no service.

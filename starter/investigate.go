@@ -2,7 +2,9 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -36,8 +38,9 @@ calls, insights and plan updates as they happen, and finally the conclusion in
 Markdown. The investigation then stays open for follow-up questions (starter
 ask) until --idle-timeout passes; this command exits once the first
 conclusion is printed. Exit code 0 when the investigation concludes, 1 when
-it fails. Ctrl-C stops following, not the investigation, and prints the
-starter watch ID --from N command that resumes after the last event shown.
+it fails. Ctrl-C (exit code 130; SIGTERM: 143) stops following, not the
+investigation, and prints the starter watch ID --from N command that resumes
+after the last event shown.
 
 With --approve-plan the investigation waits after planning until the analyst
 runs starter approve ID (or starter revise ID "what to change").
@@ -82,6 +85,13 @@ func (a *app) investigate(cmd *cobra.Command, o investigateOptions) error {
 	ctx := cmd.Context()
 	if _, ok := investigation.Languages[o.lang]; !ok {
 		return fmt.Errorf("unsupported language %q: use en or ja", o.lang)
+	}
+	// Given but empty, a flag passes cobra's one-of-these check.
+	switch {
+	case cmd.Flags().Changed("alert") && o.alertFile == "":
+		return errors.New("the --alert path is empty: give the alert JSON file, or - for standard input")
+	case cmd.Flags().Changed("alert-id") && strings.TrimSpace(o.alertID) == "":
+		return errors.New("the --alert-id is empty: give the ID of an imported alert (starter alert list)")
 	}
 	if err := o.check(); err != nil {
 		return err

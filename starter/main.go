@@ -9,6 +9,8 @@ import (
 	"log/slog"
 	"os"
 	"os/signal"
+	"strings"
+	"sync"
 	"syscall"
 	"time"
 
@@ -18,6 +20,7 @@ import (
 
 	"github.com/secops-agent/investigator/agentclient"
 	"github.com/secops-agent/investigator/config"
+	"github.com/secops-agent/investigator/internal/clip"
 	"github.com/secops-agent/investigator/internal/pricing"
 	"github.com/secops-agent/investigator/internal/termtext"
 	"github.com/secops-agent/investigator/progress"
@@ -26,22 +29,85 @@ import (
 
 func main() {
 	// Ctrl-C and SIGTERM cancel the command's context: every wait (standard
-	// input, Firestore, Temporal) ends with one sentence and exit code 1.
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	// input, Firestore, Temporal, following an investigation, which goes
+	// on) ends with one sentence and exit code 130 (SIGINT) or 143
+	// (SIGTERM); any other failure exits 1.
+	ctx, got, stop := notifyContext(context.Background())
 	a := &app{stdin: os.Stdin}
 	err := newRootApp(a, os.Stdout).ExecuteContext(ctx)
 	stop()
 	a.endTelemetry(err != nil)
 	if err != nil {
 		printError(os.Stderr, err)
-		os.Exit(1)
+		os.Exit(exitCode(got()))
 	}
 }
 
+// notifyContext is a context that Ctrl-C or SIGTERM cancels; got returns
+// the signal that did, or nil.
+func notifyContext(parent context.Context) (ctx context.Context, got func() os.Signal, stop func()) {
+	ctx, cancel := context.WithCancel(parent)
+	ch := make(chan os.Signal, 1)
+	signal.Notify(ch, os.Interrupt, syscall.SIGTERM)
+	var mu sync.Mutex
+	var sig os.Signal
+	go func() {
+		select {
+		case s := <-ch:
+			mu.Lock()
+			sig = s
+			mu.Unlock()
+			cancel()
+		case <-ctx.Done():
+		}
+	}()
+	got = func() os.Signal {
+		mu.Lock()
+		defer mu.Unlock()
+		return sig
+	}
+	return ctx, got, func() { signal.Stop(ch); cancel() }
+}
+
+// exitCode is a failed command's exit code: 128 plus the signal's number
+// when a signal ended it (the shell's convention), else 1.
+func exitCode(sig os.Signal) int {
+	if s, ok := sig.(syscall.Signal); ok {
+		return 128 + int(s)
+	}
+	return 1
+}
+
+// maxErrorBytes bounds the error line: a workflow's or a model's failure
+// text can run to pages.
+const maxErrorBytes = 1000
+
 // printError prints the error sentence, which may quote alert or model
-// text, safe for a terminal.
+// text, safe for a terminal, on one line (a failure text's lines, or the
+// errors joined, separated by "; "), clipped.
 func printError(w io.Writer, err error) {
-	fmt.Fprintln(w, "error:", termtext.Clean(err.Error()))
+	fmt.Fprintln(w, "error:", clip.String(flatten(termtext.Clean(err.Error())), maxErrorBytes))
+}
+
+// flatten joins the non-blank lines of s, each trimmed, with "; " (a
+// space after a line that ends its sentence), tabs made spaces.
+func flatten(s string) string {
+	var b strings.Builder
+	for line := range strings.Lines(s) {
+		line = strings.TrimSpace(strings.ReplaceAll(line, "\t", " "))
+		if line == "" {
+			continue
+		}
+		if b.Len() > 0 {
+			if strings.ContainsRune(".:;!?", rune(b.String()[b.Len()-1])) {
+				b.WriteString(" ")
+			} else {
+				b.WriteString("; ")
+			}
+		}
+		b.WriteString(line)
+	}
+	return b.String()
 }
 
 // app holds the settings every subcommand shares.
@@ -101,7 +167,7 @@ func (a *app) dialWith(fs *firestore.Client, onClose func()) (*agentclient.Clien
 		return agentclient.New(c, o)
 	}
 	if fs != nil {
-		o.Progress = progress.NewStore(fs)
+		o.Progress, o.ProgressUnreachable = progress.NewStore(fs), a.firestoreUnreachable
 	}
 	return agentclient.Dial(o)
 }
@@ -153,6 +219,9 @@ GOOGLE_CLOUD_LOCATION, GOOGLE_GEMINI_BASE_URL and GEMINI_MODEL.`,
 		}
 		if a.callTimeout <= 0 {
 			return fmt.Errorf("--call-timeout must be positive, not %s", a.callTimeout)
+		}
+		if _, err := config.Logger(a.logLevel); err != nil {
+			return fmt.Errorf("--log-level: %w", err)
 		}
 		if err := a.startTelemetry(cmd); err != nil {
 			return err

@@ -23,6 +23,7 @@ import (
 
 	"github.com/secops-agent/investigator/activities/bigquery/memory"
 	"github.com/secops-agent/investigator/alerts"
+	"github.com/secops-agent/investigator/internal/clip"
 	"github.com/secops-agent/investigator/internal/testenv"
 	"github.com/secops-agent/investigator/investigation"
 	"github.com/secops-agent/investigator/plan"
@@ -225,6 +226,31 @@ func TestErrorSentenceIsTerminalSafe(t *testing.T) {
 	printError(&b, errors.New("investigation inv refused the hint: "+hostile))
 	requireTerminalSafe(t, b.String())
 	require.True(t, strings.HasPrefix(b.String(), "error: investigation inv refused the hint: T click"))
+}
+
+// TestErrorIsOneLine: a failure text of several lines (a workflow's, a
+// model's, errors joined) is printed on one line, and a long one clipped.
+func TestErrorIsOneLine(t *testing.T) {
+	var b strings.Builder
+	printError(&b, errors.New("investigation inv failed: the model said:\n\n  # Heading\n\tdetail one\nmore."))
+	require.Equal(t, "error: investigation inv failed: the model said: # Heading; detail one; more.\n", b.String())
+	b.Reset()
+	printError(&b, errors.New(strings.Repeat("long ", 1000)))
+	require.LessOrEqual(t, len(b.String()), len("error: \n")+maxErrorBytes)
+	require.Contains(t, b.String(), clip.Marker)
+}
+
+// TestAlertImportErrorsAreOneSentence: the files alert import cannot
+// import are named in one line.
+func TestAlertImportErrorsAreOneSentence(t *testing.T) {
+	dir := t.TempDir()
+	bad, array := filepath.Join(dir, "bad.json"), filepath.Join(dir, "array.json")
+	require.NoError(t, os.WriteFile(bad, []byte("{"), 0o600))
+	require.NoError(t, os.WriteFile(array, []byte("[]"), 0o600))
+	_, err := runCLI(t, noTemporal, "alert", "import", bad, array)
+	require.Error(t, err)
+	require.NotContains(t, err.Error(), "\n")
+	require.Regexp(t, `^2 alerts were not imported: .*bad\.json: .*; .*array\.json: `, err.Error())
 }
 
 // TestFirestoreCommandsPrintNoControlCharacters: alert import, list, show,

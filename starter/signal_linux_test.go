@@ -26,8 +26,9 @@ func pipeBuffered(f *os.File) (int, error) {
 
 // TestSIGTERMEndsAStdinRead builds the real starter, gives it an alert on a
 // pipe that never closes, and sends SIGTERM once it has read what was
-// written (so its signal handling is in place): it exits 1 with one
-// sentence.
+// written (so its signal handling is in place): it exits 143 (128 +
+// SIGTERM, not 1: a script tells a killed command from a failed one) with
+// one sentence.
 func TestSIGTERMEndsAStdinRead(t *testing.T) {
 	bin := filepath.Join(t.TempDir(), "starter")
 	build := exec.Command("go", "build", "-o", bin, ".")
@@ -65,7 +66,7 @@ func TestSIGTERMEndsAStdinRead(t *testing.T) {
 	case err := <-exited:
 		var exit *exec.ExitError
 		require.True(t, errors.As(err, &exit), "%v", err)
-		require.Equal(t, 1, exit.ExitCode(), "stderr: %s", stderr.String())
+		require.Equal(t, 143, exit.ExitCode(), "stderr: %s", stderr.String())
 		require.Equal(t, "error: interrupted while reading the alert from standard input\n", stderr.String())
 		require.Empty(t, stdout.String())
 	case <-time.After(time.Minute): // a guard against a hang, not a measured limit

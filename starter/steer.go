@@ -97,8 +97,9 @@ for follow-up questions closes it.`,
 open, or one still running: the question then waits for the current turn),
 then shows the progress after the event that recorded it until the
 answer's conclusion (--json: as JSON lines, as starter watch --json does).
-Ctrl-C stops following, not the investigation, and prints the
-starter watch ID --from N command that resumes after the last event shown.`,
+Ctrl-C (exit code 130; SIGTERM: 143) stops following, not the
+investigation, and prints the starter watch ID --from N command that resumes
+after the last event shown.`,
 		Args: idArgs("an investigation ID and the question", 1, 1, "the question is empty: type the follow-up question"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return a.ask(cmd, args[0], strings.TrimSpace(args[1]), detach, asJSON)

@@ -104,6 +104,11 @@ func TestArgumentsAreCheckedBeforeAnyNetworkCall(t *testing.T) {
 		{[]string{"investigate", "--alert", "missing.json", "--idle-timeout", "-1m"}, "--idle-timeout must be positive, not -1m0s"},
 		{[]string{"investigate", "--alert", "missing.json", "--max-history-events", "49"}, "--max-history-events must be at least 50 (a run needs room for a whole turn before it continues as new), not 49"},
 		{[]string{"investigate", "--alert", "missing.json", "--max-history-events", "0"}, "--max-history-events must be at least 50 (a run needs room for a whole turn before it continues as new), not 0"},
+		{[]string{"investigate", "--alert", ""}, "the --alert path is empty: give the alert JSON file, or - for standard input"},
+		{[]string{"investigate", "--alert-id", " "}, "the --alert-id is empty: give the ID of an imported alert (starter alert list)"},
+		{[]string{"tree", ""}, "the investigation ID is empty: give the workflow ID that starter investigate printed"},
+		{[]string{"tree"}, "tree takes a workflow ID: starter tree WORKFLOW_ID"},
+		{[]string{"status", "inv", "--log-level", "bogus"}, `--log-level: unknown log level "bogus" (use debug, info, warn or error)`},
 	} {
 		t.Run(strings.Join(c.args, " "), func(t *testing.T) {
 			dialed := false

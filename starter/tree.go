@@ -17,8 +17,9 @@ func (a *app) treeCommand() *cobra.Command {
 		Long: `Shows a workflow and, below it, the child workflows (BigQuery sub-agent runs)
 it started, with their requests, status, run IDs and Web UI links. When the
 workflow continued as new, the children of every run are listed, first run
-first, under the run that started them.`,
-		Args: cobra.ExactArgs(1),
+first, under the run that started them. After a reset, the run the reset
+ended is left out: the run it made holds its history up to the reset point.`,
+		Args: idArgs("a workflow ID", 0, 0, ""),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return a.withClient(func(c *agentclient.Client) error {
 				root, err := c.Tree(cmd.Context(), args[0])

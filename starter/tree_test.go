@@ -45,6 +45,9 @@ type treeRun struct {
 	id       string
 	children []child
 	gone     bool // its history is no longer kept
+	// reset says a reset ended this run (terminated) and started the next
+	// one, whose history begins with this run's start.
+	reset bool
 }
 
 func (c *historyClient) Close() {}
@@ -73,6 +76,18 @@ func (c *historyClient) GetWorkflowHistory(_ context.Context, id, runID string, 
 		}
 		var events []*historypb.HistoryEvent
 		if filter != enums.HISTORY_EVENT_FILTER_TYPE_CLOSE_EVENT {
+			// The start names the run this one continued from: the last
+			// one before it that no reset ended (a reset run begins with
+			// its base run's start).
+			from := ""
+			for _, p := range runs[:i] {
+				if !p.reset {
+					from = p.id
+				}
+			}
+			events = append(events, &historypb.HistoryEvent{Attributes: &historypb.HistoryEvent_WorkflowExecutionStartedEventAttributes{
+				WorkflowExecutionStartedEventAttributes: &historypb.WorkflowExecutionStartedEventAttributes{ContinuedExecutionRunId: from},
+			}})
 			for _, ch := range r.children {
 				dc := c.dc
 				if dc == nil {
@@ -87,7 +102,11 @@ func (c *historyClient) GetWorkflowHistory(_ context.Context, id, runID string, 
 				}})
 			}
 		}
-		if i < len(runs)-1 {
+		if r.reset {
+			events = append(events, &historypb.HistoryEvent{Attributes: &historypb.HistoryEvent_WorkflowExecutionTerminatedEventAttributes{
+				WorkflowExecutionTerminatedEventAttributes: &historypb.WorkflowExecutionTerminatedEventAttributes{Reason: "reset", Identity: "history-resetter"},
+			}})
+		} else if i < len(runs)-1 {
 			events = append(events, &historypb.HistoryEvent{Attributes: &historypb.HistoryEvent_WorkflowExecutionContinuedAsNewEventAttributes{
 				WorkflowExecutionContinuedAsNewEventAttributes: &historypb.WorkflowExecutionContinuedAsNewEventAttributes{NewExecutionRunId: runs[i+1].id},
 			}})
@@ -158,6 +177,27 @@ func TestTree(t *testing.T) {
 │        http://localhost:8233/namespaces/default/workflows/inv/bq-2
 ├─ run 2 of 3: R2
 └─ run 3 of 3: R3
+   └─ BigQueryAgent  inv/bq-3  [Completed]
+         request: VPN sessions
+         run K3
+         http://localhost:8233/namespaces/default/workflows/inv/bq-3
+`},
+		// R2 was reset: R3 holds its history up to the reset point (bq-2)
+		// and went on from there (bq-3); R2, terminated by the reset, is
+		// left out.
+		{"reset", []treeRun{{id: "R1", children: []child{logins}}, {id: "R2", reset: true, children: []child{ssh}}, {id: "R3", children: []child{ssh, vpn}}}, `Investigation  inv  [Running]
+   2 runs (continued as new), latest R3
+   http://localhost:8233/namespaces/default/workflows/inv
+├─ run 1 of 2: R1
+│  └─ BigQueryAgent  inv/bq-1  [Completed]
+│        request: logins of alice
+│        run K1
+│        http://localhost:8233/namespaces/default/workflows/inv/bq-1
+└─ run 2 of 2: R3
+   ├─ BigQueryAgent  inv/bq-2  [Completed]
+   │     request: ssh failures
+   │     run K2
+   │     http://localhost:8233/namespaces/default/workflows/inv/bq-2
    └─ BigQueryAgent  inv/bq-3  [Completed]
          request: VPN sessions
          run K3

@@ -21,8 +21,8 @@ conclusions, follow-up turns, and the events of its BigQuery sub-agent runs
 (indented, prefixed [bigquery]). Attach at any time, from any terminal, as
 often as you like: nothing is missed or printed twice, also when the
 investigation continues as new. Stops when the investigation closes; Ctrl-C
-stops watching, not the investigation, and prints the --from N that resumes
-after the last event shown.
+(exit code 130; SIGTERM: 143) stops watching, not the investigation, and
+prints the --from N that resumes after the last event shown.
 
 With --json, standard output holds one JSON object per line: each event as
 the workflow recorded it (seq, kind, and the fields of its kind), then a

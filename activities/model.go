@@ -14,6 +14,7 @@ import (
 	"go.temporal.io/sdk/temporal"
 	"google.golang.org/genai"
 
+	"github.com/secops-agent/investigator/gemini"
 	"github.com/secops-agent/investigator/internal/clip"
 	"github.com/secops-agent/investigator/internal/prompt"
 	"github.com/secops-agent/investigator/investigation"
@@ -49,8 +50,27 @@ type Model struct {
 	Calls *telemetry.ModelCalls
 }
 
-// generate calls the model once, classifying errors for Temporal's retries.
+// generate calls the model, classifying errors for Temporal's retries. An
+// answer blocked on its way out (a candidate's SAFETY, RECITATION, ...)
+// judged that sample, not the request, so it is sampled once more in the
+// same attempt; a second block, a blocked prompt or an answer spent on
+// thinking is a RefusedError that no retry repeats.
 func (m *Model) generate(ctx context.Context, contents []*genai.Content, cfg *genai.GenerateContentConfig) (*genai.GenerateContentResponse, investigation.Usage, error) {
+	resp, u, err := m.generateOnce(ctx, contents, cfg)
+	if refused, ok := err.(*RefusedError); ok && refused.sampled() {
+		var again investigation.Usage
+		resp, again, err = m.generateOnce(ctx, contents, cfg)
+		u = u.Add(again)
+	}
+	if _, ok := err.(*RefusedError); ok {
+		err = geminiError(err)
+	}
+	return resp, u, err
+}
+
+// generateOnce calls the model once; a refusal is returned as a bare
+// *RefusedError.
+func (m *Model) generateOnce(ctx context.Context, contents []*genai.Content, cfg *genai.GenerateContentConfig) (*genai.GenerateContentResponse, investigation.Usage, error) {
 	start := time.Now()
 	ctx, call := m.Observe(ctx, telemetry.OpGenerateContent, m.Name)
 	resp, err := CallGemini(ctx, func(ctx context.Context) (*genai.GenerateContentResponse, error) {
@@ -72,7 +92,7 @@ func (m *Model) generate(ctx context.Context, contents []*genai.Content, cfg *ge
 	Logger(ctx).Info("model call", "model", m.Name, "ms", time.Since(start).Milliseconds(),
 		"prompt_tokens", u.PromptTokens, "output_tokens", u.OutputTokens, "thought_tokens", u.ThoughtTokens)
 	if err := refusal(resp); err != nil {
-		return nil, u, geminiError(err)
+		return nil, u, err
 	}
 	return resp, u, nil
 }
@@ -85,6 +105,12 @@ type RefusedError struct {
 	Reason string
 	// Prompt says the prompt itself was blocked (promptFeedback).
 	Prompt bool
+}
+
+// sampled says the block judged the sampled answer, which another sample
+// may pass, rather than the prompt or the output budget.
+func (e *RefusedError) sampled() bool {
+	return !e.Prompt && e.Reason != string(genai.FinishReasonMaxTokens)
 }
 
 func (e *RefusedError) Error() string {
@@ -205,17 +231,19 @@ func (m *Model) GenerateJSON(ctx context.Context, what, system, user string, sch
 const callMargin = 5 * time.Second
 
 // callWindow bounds a model call to its share of the attempt's time left,
-// calls being it and those that may follow (GenerateJSON's re-ask): a
-// first call that ran to the HTTP timeout (2 minutes) would leave the
-// re-ask too little of a 3-minute attempt, which would then time out, and
-// the retry would pay for the first call again.
+// calls being it and those that may follow (GenerateJSON's re-ask), so a
+// re-ask does not time out the attempt and have the retry pay for the
+// first call again (llmOptions' attempt holds two HTTP timeouts). A call
+// still gets up to the HTTP timeout when the attempt has it: a smaller
+// share would time out a slow answer on every attempt alike, and only a
+// rare re-ask then finds too little time left (a best-effort attempt).
 func callWindow(ctx context.Context, calls int) (context.Context, context.CancelFunc) {
 	deadline, ok := ctx.Deadline()
 	if !ok || calls < 1 {
 		return context.WithCancel(ctx)
 	}
-	left := time.Until(deadline) - callMargin
-	return context.WithTimeout(ctx, max(left/time.Duration(calls), 0))
+	left := max(time.Until(deadline)-callMargin, 0)
+	return context.WithTimeout(ctx, max(left/time.Duration(calls), min(left, gemini.DefaultTimeout)))
 }
 
 // correctable is a problem of a structured answer that the model is asked

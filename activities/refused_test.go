@@ -61,22 +61,25 @@ func blocked(reason genai.FinishReason, thoughts bool) *genai.GenerateContentRes
 }
 
 // A blocked or empty answer for a reason the same input meets again fails
-// the activity at once with one sentence naming the reason, paid once, in
-// a model turn and in a structured (GenerateJSON) phase alike.
+// the activity with one sentence naming the reason, in a model turn and in
+// a structured (GenerateJSON) phase alike: paid once for a blocked prompt
+// or an answer spent on thinking, twice for a blocked sample (sampled once
+// more), never by Temporal's retries.
 func TestRefusedAnswerIsNotRetried(t *testing.T) {
 	cases := map[string]struct {
-		resp *genai.GenerateContentResponse
-		want string
+		resp  *genai.GenerateContentResponse
+		want  string
+		calls int32
 	}{
-		"safety":      {blocked(genai.FinishReasonSafety, false), "the model refused to answer (SAFETY)"},
-		"recitation":  {blocked(genai.FinishReasonRecitation, false), "the model refused to answer (RECITATION)"},
-		"prohibited":  {blocked(genai.FinishReasonProhibitedContent, false), "the model refused to answer (PROHIBITED_CONTENT)"},
-		"blocklist":   {blocked(genai.FinishReasonBlocklist, false), "the model refused to answer (BLOCKLIST)"},
-		"spii":        {blocked(genai.FinishReasonSPII, false), "the model refused to answer (SPII)"},
-		"image":       {blocked(genai.FinishReasonImageSafety, false), "the model refused to answer (IMAGE_SAFETY)"},
-		"all thought": {blocked(genai.FinishReasonMaxTokens, true), "the model spent its whole output budget thinking and gave no answer (MAX_TOKENS)"},
+		"safety":      {blocked(genai.FinishReasonSafety, false), "the model refused to answer (SAFETY)", 2},
+		"recitation":  {blocked(genai.FinishReasonRecitation, false), "the model refused to answer (RECITATION)", 2},
+		"prohibited":  {blocked(genai.FinishReasonProhibitedContent, false), "the model refused to answer (PROHIBITED_CONTENT)", 2},
+		"blocklist":   {blocked(genai.FinishReasonBlocklist, false), "the model refused to answer (BLOCKLIST)", 2},
+		"spii":        {blocked(genai.FinishReasonSPII, false), "the model refused to answer (SPII)", 2},
+		"image":       {blocked(genai.FinishReasonImageSafety, false), "the model refused to answer (IMAGE_SAFETY)", 2},
+		"all thought": {blocked(genai.FinishReasonMaxTokens, true), "the model spent its whole output budget thinking and gave no answer (MAX_TOKENS)", 1},
 		"prompt blocked": {&genai.GenerateContentResponse{PromptFeedback: &genai.GenerateContentResponsePromptFeedback{BlockReason: genai.BlockedReasonJailbreak}},
-			"the model refused to answer (prompt blocked: JAILBREAK)"},
+			"the model refused to answer (prompt blocked: JAILBREAK)", 1},
 	}
 	for name, c := range cases {
 		for _, phase := range []string{"turn", "plan"} {
@@ -90,7 +93,7 @@ func TestRefusedAnswerIsNotRetried(t *testing.T) {
 					}
 					return workflow.ExecuteActivity(ctx, a.GeneratePlan, PlanInput{AlertID: "a1", MaxSteps: 3}).Get(ctx, nil)
 				})
-				require.Equal(t, int32(1), llm.calls.Load(), "the same input gets the same block: one paid call")
+				require.Equal(t, c.calls, llm.calls.Load(), "paid calls")
 				var app *temporal.ApplicationError
 				require.True(t, errors.As(err, &app), "%v", err)
 				require.Equal(t, ErrModelRefused, app.Type())
@@ -153,4 +156,47 @@ func TestFailedModelActivityCarriesItsUsage(t *testing.T) {
 	require.Equal(t, int32(3), llm.calls.Load())
 	require.Equal(t, 3, u.Calls, "every billed attempt, not only the last")
 	require.Equal(t, 30, u.PromptTokens)
+}
+
+// answers gives its responses in turn, then the last one again.
+type answers struct {
+	resps []*genai.GenerateContentResponse
+	calls atomic.Int32
+}
+
+func (a *answers) GenerateContent(context.Context, string, []*genai.Content, *genai.GenerateContentConfig) (*genai.GenerateContentResponse, error) {
+	n := int(a.calls.Add(1))
+	return a.resps[min(n, len(a.resps))-1], nil
+}
+
+// A candidate blocked on its way out judged that sample: the next sample,
+// in the same attempt, is the answer, and both are counted.
+func TestBlockedSampleIsSampledOnceMore(t *testing.T) {
+	for _, phase := range []string{"turn", "plan"} {
+		t.Run(phase, func(t *testing.T) {
+			a, _, _ := newActivities(t)
+			ok := text("fine")
+			if phase == "plan" {
+				ok = text(`{"objective":"o","steps":[{"id":"step_1","description":"d","tools":["get_alert"],"expected":"e"}]}`)
+			}
+			llm := &answers{resps: []*genai.GenerateContentResponse{blocked(genai.FinishReasonSafety, false), ok}}
+			a.Model.LLM = llm
+			var usage investigation.Usage
+			err := llmRetries(t, a, func(ctx workflow.Context) error {
+				if phase == "turn" {
+					var out TurnOutput
+					err := workflow.ExecuteActivity(ctx, a.ModelTurn, TurnInput{Session: "s", Key: "t1-step_1-i1", AlertID: "a1", Step: plan.Step{ID: "step_1"}}).Get(ctx, &out)
+					usage = out.Usage
+					return err
+				}
+				var out PlanOutput
+				err := workflow.ExecuteActivity(ctx, a.GeneratePlan, PlanInput{AlertID: "a1", MaxSteps: 3}).Get(ctx, &out)
+				usage = out.Usage
+				return err
+			})
+			require.NoError(t, err)
+			require.Equal(t, int32(2), llm.calls.Load())
+			require.Equal(t, 2, usage.Calls, "the blocked sample was paid for too")
+		})
+	}
 }

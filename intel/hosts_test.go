@@ -183,6 +183,11 @@ func TestURLScanQueriesNamingInternalAddressesAreRefused(t *testing.T) {
 		"server:nginx AND hostname:nas.home",   //
 		`task.url:"http://10.0.0.1/admin"`,     // a URL's host
 		`page.url:"https://dc01.corp.local/x"`, //
+		"foo.corp:8080",                        // a name with a port
+		"page.domain:dc01.internal:443",        //
+		`page.url:"vault.lan:8200/ui"`,         // host:port/path without a scheme
+		"foo\u3002corp",                        // an ideographic full stop
+		"page.url:foo\u3002corp/x",             //
 		`page.url:http\://169.254.169.254/`,    // escaped, unquoted URL
 		"page.ip:10.0.0.1:8080",                // with a port
 		"ip:010.000.000.001",                   // leading zeros

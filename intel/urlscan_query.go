@@ -35,7 +35,9 @@ type usTerm struct{ field, value string }
 
 // rejectInternalQuery refuses a query naming an internal address or name.
 func rejectInternalQuery(q string) error {
-	q = norm.NFKC.String(q) // full-width digits and dots are read as ASCII
+	// Full-width digits and dots are read as ASCII; the ideographic full
+	// stop, which NFKC keeps, is a label separator to IDNA (hostTarget).
+	q = strings.ReplaceAll(norm.NFKC.String(q), "\u3002", ".")
 	for _, m := range usRange.FindAllStringSubmatch(q, -1) {
 		if rangeHoldsNonPublic(m[1], usUnescape(m[2]), usUnescape(m[3])) {
 			return queryRejection(m[0], "covers private or other non-public addresses")
@@ -204,7 +206,7 @@ func checkQueryTerm(t usTerm) error {
 		}
 		return nil
 	}
-	// host:port
+	// host:port: an address, or a name checked without its port
 	if i := strings.LastIndex(host, ":"); i > 0 && strings.Trim(host[i+1:], "0123456789") == "" {
 		if as, ok := queryAddr(t.field, strings.Trim(host[:i], "[]")); ok {
 			for _, a := range as {
@@ -214,6 +216,7 @@ func checkQueryTerm(t usTerm) error {
 			}
 			return nil
 		}
+		host = host[:i]
 	}
 	if usWildIPv4.MatchString(host) && (strings.Contains(host, ".") || ipField(t.field)) {
 		if overlapsNonPublic(wildcardPrefix(host)) {

@@ -29,9 +29,12 @@ const (
 func llmOptions(ctx workflow.Context, summary string) workflow.Context {
 	return workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
 		ScheduleToCloseTimeout: llmRetryBudget,
-		StartToCloseTimeout:    3 * time.Minute,
-		HeartbeatTimeout:       heartbeatTimeout,
-		Summary:                summary,
+		// Two calls of up to the HTTP timeout (2 minutes) each: a structured
+		// phase's re-ask (activities.callWindow). A dead worker is found by
+		// the heartbeat, not by this bound.
+		StartToCloseTimeout: 5 * time.Minute,
+		HeartbeatTimeout:    heartbeatTimeout,
+		Summary:             summary,
 		RetryPolicy: &temporal.RetryPolicy{
 			InitialInterval:    2 * time.Second,
 			BackoffCoefficient: 2,

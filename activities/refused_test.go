@@ -129,7 +129,7 @@ func TestFailedModelActivityCarriesItsUsage(t *testing.T) {
 	require.True(t, app.NonRetryable())
 	var u investigation.Usage
 	require.NoError(t, app.Details(&u))
-	require.Equal(t, investigation.Usage{Calls: 1, PromptTokens: 50000, ThoughtTokens: 8000, Model: "m"}, u)
+	require.Equal(t, investigation.Usage{Calls: 2, PromptTokens: 100000, ThoughtTokens: 16000, Model: "m"}, u)
 
 	a, _, ts := newActivities(t)
 	llm := &sameAnswer{resp: text("an answer the store will not keep")}

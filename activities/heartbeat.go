@@ -40,6 +40,13 @@ type billing struct {
 	// (finish) only after it arrived, and none leaves after that.
 	sending  sync.Mutex
 	finished bool
+	// ctx is the attempt's own context: a heartbeat never rides a model
+	// call's, which the caller cancels once the call returned (callWindow)
+	// while the heartbeat may still be on its way (the SDK also flushes its
+	// throttle window later with the context that opened it), and the SDK
+	// takes a heartbeat failed that way for a lost server and cancels the
+	// whole attempt (TestReaskOnARealServer).
+	ctx context.Context
 }
 
 // send heartbeats the latest total, unless the attempt ended; the caller
@@ -86,7 +93,7 @@ func billed(ctx context.Context, u investigation.Usage) {
 	b.sending.Lock() // released by the goroutine, once sent
 	go func() {
 		defer b.sending.Unlock()
-		b.send(ctx)
+		b.send(b.ctx)
 	}()
 }
 
@@ -174,6 +181,7 @@ func (h *heartbeatInbound) ExecuteActivity(ctx context.Context, in *interceptor.
 	}
 	b := newBilling(ctx)
 	ctx = context.WithValue(ctx, billingKey{}, b)
+	b.ctx = ctx
 	stop := heartbeat(ctx, b)
 	defer func() { stop(); b.finish() }()
 	res, err := h.Next.ExecuteActivity(ctx, in)

@@ -57,13 +57,7 @@ func (r *run) applyOutcomes(ctx workflow.Context, x *execution, batch []*stepOut
 		if o.cut != "" {
 			// The step answered early because the exchange's budget ran
 			// out (or the analyst stopped it): conclude, and say why.
-			// The analyst's reason is said once (the stop event,
-			// EndedEarly), not copied into every pending step's note.
-			note := "not run: " + o.cut
-			if o.cut == r.Steering.StopReason {
-				note = "not run: the investigation was stopped"
-			}
-			x.end(r, o.cut, note, investigation.Event{Kind: investigation.EventStop, Text: o.cut})
+			x.end(r, o.cut, r.notRunNote(o.cut), investigation.Event{Kind: investigation.EventStop, Text: o.cut})
 			continue
 		}
 		if !o.reflected {
@@ -118,6 +112,17 @@ type stepOutcome struct {
 	reflectErr error
 }
 
+// notRunNote is the note of the steps an exchange ended by reason leaves
+// pending. The analyst's stop reason (up to 8 KiB) is said once, in the
+// stop event and EndedEarly, not copied into every pending step's note
+// (only payloads change: no gate).
+func (r *run) notRunNote(reason string) string {
+	if reason == r.Steering.StopReason {
+		return "not run: the investigation was stopped"
+	}
+	return "not run: " + reason
+}
+
 // startReady starts the ready steps the limits allow, each in a coroutine
 // that runs the step, records it done and reflects on it.
 func (r *run) startReady(ctx workflow.Context, x *execution) error {
@@ -126,7 +131,7 @@ func (r *run) startReady(ctx workflow.Context, x *execution) error {
 			return nil
 		}
 		if reason := r.exhausted(ctx); reason != "" {
-			x.end(r, reason, "not run: "+reason, investigation.Event{Kind: investigation.EventStop, Text: reason})
+			x.end(r, reason, r.notRunNote(reason), investigation.Event{Kind: investigation.EventStop, Text: reason})
 			return nil
 		}
 		if x.started >= r.Input.Limits.MaxSteps {

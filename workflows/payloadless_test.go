@@ -71,3 +71,21 @@ func TestPayloadlessSteeringWithoutKeys(t *testing.T) {
 	require.Contains(t, kinds(h.events(t)), "stop", "the payloadless stop was taken")
 	require.Len(t, h.turns, 1, "the stop cut the plan after its first step")
 }
+
+// A progress query sent without an argument reads from the start under a
+// key file too: it steers nothing (the Web UI's Queries tab sends none).
+func TestPayloadlessProgressQueryReads(t *testing.T) {
+	keys := keyRing(t, "k1")
+	h := newHarness(t)
+	h.env.SetDataConverter(rawSignals{payloadcodec.NewDataConverter(keys, nil)})
+	h.onPlan(twoStepPlan(), nil)
+	h.onTurn(conclusionOnly)
+	h.onReflect(noChange)
+	_, err := h.run(t, investigation.Input{AlertID: "a1"})
+	require.NoError(t, err)
+	v, err := h.env.QueryWorkflow(investigation.ProgressQuery)
+	require.NoError(t, err)
+	var evs []investigation.Event
+	require.NoError(t, v.Get(&evs))
+	require.NotEmpty(t, evs)
+}

@@ -50,8 +50,15 @@ type afterSeq struct {
 
 func (a *afterSeq) UnmarshalJSON(b []byte) error { return json.Unmarshal(b, &a.n) }
 
-// RefusePayload implements payloadcodec.Refuser.
-func (a *afterSeq) RefusePayload(err error) { a.refused = err }
+// RefusePayload implements payloadcodec.Refuser. A query sent without an
+// argument reads from the start (the Web UI's Queries tab, `temporal
+// workflow query --name progress`): it changes nothing, so under a key file
+// it is not refused like a payloadless steering input.
+func (a *afterSeq) RefusePayload(err error) {
+	if !payloadcodec.Missing(err) {
+		a.refused = err
+	}
+}
 
 // progressQuery adapts a progress query handler to afterSeq.
 func progressQuery(events func(after int) ([]investigation.Event, error)) func(afterSeq) ([]investigation.Event, error) {

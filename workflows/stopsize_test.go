@@ -9,6 +9,7 @@ import (
 
 	"github.com/stretchr/testify/mock"
 	"github.com/stretchr/testify/require"
+	"go.temporal.io/sdk/temporal"
 
 	"github.com/secops-agent/investigator/activities"
 	"github.com/secops-agent/investigator/investigation"
@@ -62,4 +63,47 @@ func TestStopSignalReasonIsClippedAndSaidOnce(t *testing.T) {
 	require.Equal(t, 7, skipped)
 	raw, _ := json.Marshal(res)
 	require.Less(t, len(raw), 64<<10, "the result holds the reason a bounded number of times")
+}
+
+// A stop that comes between steps (here while a step is reflected on) ends
+// the exchange with the reason said once too.
+func TestStopBetweenStepsIsSaidOnce(t *testing.T) {
+	h := newHarness(t)
+	out := twoStepPlan()
+	for i := 3; i <= 8; i++ {
+		out.Plan.Steps = append(out.Plan.Steps, plan.Step{ID: fmt.Sprintf("step_%d", i), Description: fmt.Sprintf("step number %d distinct %d", i, i*7), Tools: []string{"get_alert"}, Status: plan.Pending})
+	}
+	h.onPlan(out, nil)
+	h.onTurn(func(activities.TurnInput) (activities.TurnOutput, error) {
+		return activities.TurnOutput{Text: "done"}, nil
+	})
+	h.env.OnActivity(a.Reflect, mock.Anything, mock.Anything).After(time.Minute).Return(activities.Reflection{}, nil)
+	reason := strings.Repeat("x", maxInputBytes-10)
+	h.update(30*time.Second, investigation.UpdateStop, reason)
+	res, err := h.run(t, investigation.Input{AlertID: "a1"})
+	require.NoError(t, err)
+	skipped := 0
+	for _, s := range res.Plan.Steps {
+		if s.Status == plan.Skipped {
+			skipped++
+			require.Equal(t, "not run: the investigation was stopped", s.Note)
+		}
+	}
+	require.Positive(t, skipped)
+}
+
+// A model turn refused while the analyst's stop waits for it keeps the
+// stop: the step answers as it is and nothing is reflected on it.
+func TestStopDuringARefusedTurnStillStops(t *testing.T) {
+	h := newHarness(t)
+	h.onPlan(twoStepPlan(), nil)
+	h.onSlowTurn(time.Minute, func(activities.TurnInput) (activities.TurnOutput, error) {
+		return activities.TurnOutput{}, temporal.NewNonRetryableApplicationError("the model refused to answer (SAFETY)", activities.ErrModelRefused, nil)
+	})
+	h.onReflect(noChange)
+	stop := h.update(30*time.Second, investigation.UpdateStop, "enough")
+	_, err := h.run(t, investigation.Input{AlertID: "a1"})
+	require.NoError(t, err)
+	require.NoError(t, stop.rejected)
+	require.Empty(t, h.reflects, "no Reflect model call after the analyst's stop")
 }

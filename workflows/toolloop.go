@@ -177,7 +177,9 @@ func (l *toolLoop) turns(ctx workflow.Context, prefix string, res *loopResult) e
 				// a turn that failed with it.
 				l.host.emit(investigation.Event{Kind: investigation.EventNote, Step: l.label, Text: message(err)})
 				err := l.answerAsIs(ctx, prefix, message(err), res)
-				res.Cut = "" // not cut short: the rest of the plan runs
+				// Not cut short, so the rest of the plan runs, unless a stop
+				// or the budget had already ended the loop.
+				res.Cut = l.host.mustAnswer(ctx, res.Calls)
 				return err
 			}
 			return fmt.Errorf("turn %d: %w", iter, err)

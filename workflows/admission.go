@@ -322,9 +322,7 @@ func (ad *admission) check(ctx workflow.Context, now time.Time) {
 	workflow.Go(ctx, func(ctx workflow.Context) {
 		defer func() { ad.checking = false; ad.changes++ }()
 		var out activities.CheckOutput
-		opts := workflow.ActivityOptions{StartToCloseTimeout: time.Minute, ScheduleToCloseTimeout: 2 * time.Minute, Summary: "check open investigations",
-			RetryPolicy: &temporal.RetryPolicy{InitialInterval: 5 * time.Second}}
-		if err := workflow.ExecuteActivity(workflow.WithActivityOptions(ctx, opts), ia.CheckInvestigations, activities.CheckInput{WorkflowIDs: ids}).Get(ctx, &out); err != nil {
+		if err := workflow.ExecuteActivity(checkOptions(ctx), ia.CheckInvestigations, activities.CheckInput{WorkflowIDs: ids}).Get(ctx, &out); err != nil {
 			ad.log.Warn("could not check the open investigations", "error", err)
 			return
 		}
@@ -340,6 +338,21 @@ func (ad *admission) check(ctx workflow.Context, now time.Time) {
 				ad.room.end(workflow.Now(ctx), id, false)
 			}
 		}
+	})
+}
+
+// checkOptions are the options of CheckInvestigations, which describes up
+// to maxChecked runs one after another. It heartbeats like every activity
+// (activities.Heartbeats): an attempt on a killed worker is tried again
+// within heartbeatTimeout, not after its minute. No gate: replay matches a
+// scheduled activity by ID and type only.
+func checkOptions(ctx workflow.Context) workflow.Context {
+	return workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
+		StartToCloseTimeout:    time.Minute,
+		ScheduleToCloseTimeout: 2 * time.Minute,
+		HeartbeatTimeout:       heartbeatTimeout,
+		Summary:                "check open investigations",
+		RetryPolicy:            &temporal.RetryPolicy{InitialInterval: 5 * time.Second},
 	})
 }
 

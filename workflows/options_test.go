@@ -50,13 +50,15 @@ func TestProviderOptionsCountRetries(t *testing.T) {
 
 // Every activity heartbeats (the worker's activities.Heartbeats), so every
 // option set has a heartbeat timeout: an attempt on a killed worker is
-// retried within heartbeatTimeout, not at the end of its attempt's bound.
+// retried within heartbeatTimeout, not at the end of its attempt's bound
+// (the admission's check included). ToolCatalog's one DescribeTools call,
+// bounded at 10 s an attempt, needs none.
 func TestEveryActivityHasAHeartbeatTimeout(t *testing.T) {
 	var s testsuite.WorkflowTestSuite
 	env := s.NewTestWorkflowEnvironment()
 	var got []workflow.ActivityOptions
 	env.ExecuteWorkflow(func(ctx workflow.Context) error {
-		for _, c := range []workflow.Context{llmOptions(ctx, "m"), bestEffortOptions(ctx, "b"), toolOptions(ctx, "t", defaultToolAttempt), storeOptions(ctx, "s"), deliveryOptions(ctx, "d")} {
+		for _, c := range []workflow.Context{llmOptions(ctx, "m"), bestEffortOptions(ctx, "b"), toolOptions(ctx, "t", defaultToolAttempt), storeOptions(ctx, "s"), deliveryOptions(ctx, "d"), checkOptions(ctx)} {
 			got = append(got, workflow.GetActivityOptions(c))
 		}
 		return nil

@@ -246,8 +246,12 @@ func (ad *admission) startWaiting(ctx workflow.Context) {
 				// An earlier round made the run (its answer lost) and this one
 				// started nothing: this input reached no run. No gate: only
 				// results carrying Found reach this, and no recorded one does.
+				ad.room.Counters.Started++ // that round's run: its round failed, and counted nothing
 				ad.room.resumed(e, in.Input.Intake.Arrived)
 			default:
+				if out.Outcome == activities.StartStarted {
+					ad.room.Counters.Started++ // once (Room.Counters)
+				}
 				ad.room.started(e.WorkflowID)
 			}
 		})

@@ -116,6 +116,12 @@ func (r *Room) closed(now time.Time, c investigation.Closed) {
 		// workflow ID in it). Only its alerts count (readmit).
 		return
 	}
+	if r.guards && (e.State == intake.StateWaiting || e.State == intake.StateStarting) {
+		// Its run, made by a start whose answer was lost, closed before a
+		// start said it began: counted here, since that start's answer (if
+		// one comes) is ignored (startWaiting).
+		r.Counters.Started++
+	}
 	if r.fixed { // runs before the gate ignored it (a newer investigation may send it)
 		r.charge(e, c.Spend)
 	}

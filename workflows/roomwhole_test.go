@@ -13,6 +13,7 @@ import (
 
 	"github.com/stretchr/testify/mock"
 	"github.com/stretchr/testify/require"
+	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/testsuite"
 
 	"github.com/secops-agent/investigator/activities"
@@ -288,4 +289,60 @@ func TestAttachedIsChargedOnlyTheOldRunsNewSpend(t *testing.T) {
 			require.False(t, slices.ContainsFunc(r.Forgotten, func(f ForgottenRun) bool { return f.Hash == hashOf(old) }), "the attached entity holds the run")
 		})
 	}
+}
+
+// Counters.Started counts each run a start made, once: not a start that
+// found the identity's run closed within the repeat window (a repeat) or
+// open (attached), nor one given up; a run made by a round whose answer
+// was lost counts once, whether a later round finds it (Found) or its
+// close comes first.
+func TestStartedCountsEachRunOnce(t *testing.T) {
+	var mu sync.Mutex
+	admitted := map[string]time.Time{}
+	tries := map[string]int{}
+	h := newAdmissionHarness(t, func(env *testsuite.TestWorkflowEnvironment) {
+		env.OnActivity(ia.StartInvestigation, mock.Anything, mock.Anything).Return(func(_ context.Context, in activities.StartInput) (activities.StartOutput, error) {
+			mu.Lock()
+			defer mu.Unlock()
+			id := in.Input.AlertID
+			admitted[id] = in.Admitted
+			tries[id]++
+			switch {
+			case id == "repeat":
+				return activities.StartOutput{Outcome: activities.StartRepeat}, nil
+			case id == "open":
+				return activities.StartOutput{Outcome: activities.StartRunning, Session: "someone-else"}, nil
+			case id == "given-up":
+				return activities.StartOutput{}, temporal.NewNonRetryableApplicationError("temporal unreachable", "test", nil)
+			case id == "lost" && tries[id] == 1, id == "closed-first":
+				// The run started, the answer was lost (each round fails at once).
+				return activities.StartOutput{}, temporal.NewNonRetryableApplicationError("context deadline exceeded", "test", nil)
+			case id == "lost":
+				return activities.StartOutput{Outcome: activities.StartStarted, Found: true}, nil
+			}
+			return activities.StartOutput{Outcome: activities.StartStarted}, nil
+		})
+	})
+	s := intake.Settings{MaxRunning: 10}
+	h.admit(time.Second, s, alertOf("new", "id:1", "high"), alertOf("repeat", "id:2", "high"), alertOf("open", "id:3", "high"),
+		alertOf("given-up", "id:4", "high"), alertOf("lost", "id:5", "high"), alertOf("closed-first", "id:6", "high"))
+	// The run the lost first round of closed-first made closes while it waits.
+	h.env.RegisterDelayedCallback(func() {
+		mu.Lock()
+		wf := intake.WorkflowID("id:6")
+		session := investigation.IntakeSession(wf, admitted["closed-first"])
+		mu.Unlock()
+		h.env.SignalWorkflow(investigation.ClosedSignal, investigation.Closed{WorkflowID: wf, Session: session, Reason: "completed"})
+	}, 10*time.Second)
+	var st intake.Status
+	h.env.RegisterDelayedCallback(func() { st = h.status(t) }, 40*time.Minute)
+	h.env.RegisterDelayedCallback(h.env.CancelWorkflow, 41*time.Minute)
+	h.env.ExecuteWorkflow(intake.AdmissionWorkflowName, AdmissionInput{})
+	mu.Lock()
+	defer mu.Unlock()
+	require.Equal(t, maxStartAttempts, tries["given-up"], "given up")
+	require.Equal(t, 2, tries["lost"])
+	require.Equal(t, int64(3), st.Counters.Started, "new, lost and closed-first: %+v", st.Counters)
+	require.Equal(t, int64(1), st.Counters.Repeats)
+	require.Equal(t, int64(1), st.Counters.StartsFailed)
 }

@@ -125,11 +125,18 @@ type Room struct {
 	Entities []*Entity `json:"entities,omitempty"`
 	// Closed are the identities of closed investigations, oldest first,
 	// kept for the repeat window.
-	Closed   []ClosedIdentity `json:"closed,omitempty"`
-	Day      string           `json:"day"`
-	Spent    float64          `json:"spent"`
-	Counters intake.Counters  `json:"counters"`
-	Since    time.Time        `json:"since"`
+	Closed []ClosedIdentity `json:"closed,omitempty"`
+	Day    string           `json:"day"`
+	Spent  float64          `json:"spent"`
+	// Counters only show in the status (`starter intake status`): no
+	// decision reads them, so how one is counted changes no command (no
+	// gate). Started counts each run a start of the room made once, when
+	// the room learns of it: the start's answer (started, or Found: the run
+	// of a round whose answer was lost), or that run's close coming first
+	// (Room.closed). A repeat, a start that found another run open
+	// (attached) and a start given up start nothing.
+	Counters intake.Counters `json:"counters"`
+	Since    time.Time       `json:"since"`
 	// Seq numbers admissions, the tie-break of the waiting order.
 	Seq int64 `json:"seq"`
 	// NextCheck is when the open investigations are checked next.
@@ -365,9 +372,6 @@ func (r *Room) schedule() []*Entity {
 			continue
 		}
 		e.State = intake.StateStarting
-		if e.Attempts == 0 {
-			r.Counters.Started++
-		}
 		started = append(started, e)
 		free--
 	}

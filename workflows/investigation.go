@@ -81,7 +81,10 @@ type run struct {
 	closingDown bool
 	// continuing says the run continues as new: the events of inputs taken
 	// during its last progress write go to the next run (State.Unwritten).
-	continuing   bool
+	continuing bool
+	// acking says an accepted update's handler runs: its events are
+	// carried whole (emit).
+	acking       bool
 	late         investigation.ArrivalBatch
 	lateNotes    []investigation.Event
 	closedReason string

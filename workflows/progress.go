@@ -1,6 +1,7 @@
 package workflows
 
 import (
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -18,9 +19,15 @@ import (
 // continue across continue-as-new, so a watcher never sees one twice.
 func (r *run) emit(e investigation.Event) int {
 	if r.closed {
-		if r.continuing && len(r.Unwritten) < maxUnwritten {
+		if r.continuing && (len(r.Unwritten) < maxUnwritten || r.acking) {
 			// An input taken during the last write before continue-as-new:
-			// the next run emits it first, under this number.
+			// the next run emits it first, under this number. An update
+			// accepted is carried whole: its validator refused it once
+			// Unwritten was full (unwrittenFull), so its acknowledgement
+			// never names a number already used. A signal has no
+			// acknowledgement: past the bound its note is lost (its
+			// state is carried), so a flood of signals cannot grow the
+			// state carried.
 			r.Unwritten = append(r.Unwritten, e)
 			return r.lastSeq() + len(r.Unwritten)
 		}
@@ -43,6 +50,18 @@ func (r *run) emit(e investigation.Event) int {
 	logEvent(r.log, e)
 	return e.Seq
 }
+
+// unwrittenFull says the run, continuing as new, carries as many events of
+// inputs taken during its last progress write as it may (maxUnwritten):
+// an update is refused then (errContinuing), since the events of one it
+// accepted must reach the next run under the numbers acknowledged. An
+// update's validator does not run in replay, and the events carried are
+// the continue-as-new input's payload, not a command: no gate.
+func (r *run) unwrittenFull() bool {
+	return r.closed && r.continuing && len(r.Unwritten) >= maxUnwritten
+}
+
+var errContinuing = errors.New("the investigation is continuing as new: try again in a moment")
 
 // logEvent logs a progress event's kind and where it belongs (Temporal's
 // logger adds the workflow and run IDs, and stays quiet during replay).

@@ -258,6 +258,8 @@ func recorded[T any](r *run, name string, handle func(T) investigation.Ack, vali
 			return earlierAck, nil
 		}
 		r.track(ctx)
+		r.acking = true // a handler never blocks: nothing else runs meanwhile
+		defer func() { r.acking = false }()
 		return handle(in.value()), nil
 	}
 	validator := func(ctx workflow.Context, in input[T]) error {
@@ -266,6 +268,9 @@ func recorded[T any](r *run, name string, handle func(T) investigation.Ack, vali
 		}
 		if r.recordedEarlier(ctx) {
 			return nil
+		}
+		if r.unwrittenFull() {
+			return errContinuing
 		}
 		return valid(in.v)
 	}

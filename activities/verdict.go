@@ -112,61 +112,79 @@ func (c VerdictContext) ranBefore(step string) bool {
 	return slices.ContainsFunc(c.Ran, func(r investigation.StepRun) bool { return r.Step == step && r.Turn != c.Turn })
 }
 
+// An evidenceProblem says why an evidence item is invalid, in the notes'
+// language: to the model in English when it is asked to fix the item, to
+// the analyst in the report's language when the item is dropped.
+type evidenceProblem func(n notes) string
+
+// itemProblem is an invalid item's problem, with the item's number (from 1,
+// as the model wrote them).
+type itemProblem struct {
+	item    int
+	problem evidenceProblem
+}
+
 // item checks one evidence item; it says whether the item comes from this
-// exchange, or why it is invalid.
-func (c VerdictContext) item(e investigation.Evidence) (now bool, problem string) {
+// exchange, or why it is invalid (nil when it is valid).
+func (c VerdictContext) item(e investigation.Evidence) (now bool, problem evidenceProblem) {
 	step, tool := strings.TrimSpace(e.StepID), strings.TrimSpace(e.Tool)
 	switch {
 	case c.kept(e):
-		return false, ""
+		return false, nil
 	case strings.TrimSpace(e.Fact) == "":
-		return false, "it states no fact"
+		return false, func(n notes) string { return n.problems.noFact }
 	case (step == investigation.EvidenceAlert || step == investigation.EvidenceAnalyst) && tool != "":
-		return false, fmt.Sprintf("step_id %q takes no tool, and it names %q", step, clip.String(tool, maxEvidenceQuoted))
+		return false, func(n notes) string {
+			return fmt.Sprintf(n.problems.pseudoTool, step, clip.String(tool, maxEvidenceQuoted))
+		}
 	case step == investigation.EvidenceAlert:
-		return false, ""
+		return false, nil
 	case step == investigation.EvidenceAnalyst && !c.Analyst:
-		return false, "it cites the analyst, but no analyst said anything in this exchange (its question was not theirs, and no hint or answer came): " +
-			"cite the step and tool whose result showed the fact, keep the standing verdict's analyst item unchanged, or leave the item out"
+		return false, func(n notes) string { return n.problems.analystSilent }
 	case step == investigation.EvidenceAnalyst:
-		return true, ""
+		return true, nil
 	}
 	called, ran := c.tools(step)
 	old := c.earlierTools(step)
 	switch {
 	case slices.Contains(called, tool) && tool != "":
-		return true, ""
+		return true, nil
 	case slices.Contains(old, tool) && tool != "":
-		return false, "" // earlier evidence: valid, not this exchange's
+		return false, nil // earlier evidence: valid, not this exchange's
 	case !ran && len(old) == 0 && !c.ranBefore(step):
-		return false, fmt.Sprintf("it names step %q, which did not run in this investigation", clip.String(step, maxEvidenceQuoted))
+		return false, func(n notes) string {
+			return fmt.Sprintf(n.problems.notRun, clip.String(step, maxEvidenceQuoted))
+		}
 	case tool == "":
-		return false, fmt.Sprintf("it names no tool of %s: name the tool whose result showed the fact (%s), or cite the step that called it", step, c.calls(step, called, ran, old))
+		return false, func(n notes) string {
+			return fmt.Sprintf(n.problems.noTool, step, c.calls(n, step, called, ran, old))
+		}
 	}
-	return false, fmt.Sprintf("it names tool %q, which %s did not call (%s)", clip.String(tool, maxEvidenceQuoted), step, c.calls(step, called, ran, old))
+	return false, func(n notes) string {
+		return fmt.Sprintf(n.problems.wrongTool, clip.String(tool, maxEvidenceQuoted), step, c.calls(n, step, called, ran, old))
+	}
 }
 
 // calls says which tools of a step evidence may name: those it called in
 // this exchange, and those of its runs in earlier exchanges.
-func (c VerdictContext) calls(step string, called []string, ran bool, old []string) string {
+func (c VerdictContext) calls(n notes, step string, called []string, ran bool, old []string) string {
 	var parts []string
 	if ran {
-		parts = append(parts, "it called "+list(called))
+		parts = append(parts, fmt.Sprintf(n.called, n.list(called)))
 	}
 	if len(old) > 0 {
-		parts = append(parts, fmt.Sprintf("an earlier exchange's %s called %s", step, list(old)))
+		parts = append(parts, fmt.Sprintf(n.calledEarlier, step, n.list(old)))
 	}
 	return strings.Join(parts, "; ")
 }
 
-// split sorts evidence into valid items and the problems of the others,
-// numbered from 1 as the model wrote them; fresh says whether a valid item
-// comes from this exchange.
-func (c VerdictContext) split(items []investigation.Evidence) (valid []investigation.Evidence, problems []string, fresh bool) {
+// split sorts evidence into valid items and the problems of the others;
+// fresh says whether a valid item comes from this exchange.
+func (c VerdictContext) split(items []investigation.Evidence) (valid []investigation.Evidence, problems []itemProblem, fresh bool) {
 	for i, e := range items {
 		now, problem := c.item(e)
-		if problem != "" {
-			problems = append(problems, fmt.Sprintf("evidence item %d: %s", i+1, problem))
+		if problem != nil {
+			problems = append(problems, itemProblem{item: i + 1, problem: problem})
 			continue
 		}
 		fresh = fresh || now
@@ -207,7 +225,11 @@ func (c VerdictContext) changes(v modelVerdict) bool {
 // this exchange or without a reason, a verdict that lowers concern without
 // a tool's result.
 func (c VerdictContext) problems(v modelVerdict) []string {
-	valid, problems, fresh := c.split(v.Evidence)
+	valid, invalid, fresh := c.split(v.Evidence)
+	var problems []string
+	for _, p := range invalid {
+		problems = append(problems, fmt.Sprintf("evidence item %d: %s", p.item, p.problem(localNotes["en"])))
+	}
 	switch {
 	case c.changes(v) && !fresh:
 		analyst := "no analyst spoke in it"
@@ -250,21 +272,22 @@ func (c VerdictContext) current() string {
 // verdict that lowers concern without a tool's result, is refused, and a
 // first verdict other than undetermined that rests on no valid evidence,
 // or lowers concern without a tool's result, becomes undetermined with low
-// confidence, with a reason in the report's language. overruled, when not
-// empty, is the verdict the model proposed and the code did not keep.
-func (c VerdictContext) settle(v modelVerdict, language string) (out *investigation.Verdict, notes []string, overruled string) {
+// confidence, with a reason in the report's language. The notes are in
+// that language too. overruled, when not empty, is the verdict the model
+// proposed and the code did not keep.
+func (c VerdictContext) settle(v modelVerdict, language string) (out *investigation.Verdict, said []string, overruled string) {
+	n := notesIn(language)
 	valid, problems, fresh := c.split(v.Evidence)
 	for _, p := range problems {
-		notes = append(notes, "dropped "+p)
+		said = append(said, fmt.Sprintf(n.dropped, p.item, p.problem(n)))
 	}
 	proposed := investigation.Verdict{Verdict: v.Verdict, Confidence: v.Confidence}
 	out = &investigation.Verdict{Verdict: v.Verdict, Confidence: v.Confidence, Reason: clip.String(strings.TrimSpace(v.Reason), maxReasonBytes)}
 	switch {
 	case c.changes(v) && (!fresh || out.Reason == "" || c.untooled(v, valid)):
 		kept := *c.Standing
-		notes = append(notes, fmt.Sprintf("the answer proposed %s, but a change needs evidence from this exchange and a reason "+
-			"(and, to %s or %s, a tool's result): the verdict stays %s", proposed, investigation.VerdictBenign, investigation.VerdictFalsePositive, kept))
-		return &kept, notes, proposed.String()
+		said = append(said, fmt.Sprintf(n.refused, proposed, investigation.VerdictBenign, investigation.VerdictFalsePositive, kept))
+		return &kept, said, proposed.String()
 	case c.Standing != nil && len(valid) == 0:
 		// The standing verdict, kept: its evidence was checked when it was set.
 		valid = c.Standing.Evidence
@@ -272,16 +295,16 @@ func (c VerdictContext) settle(v modelVerdict, language string) (out *investigat
 	case c.Standing == nil && v.Verdict != investigation.VerdictUndetermined && (len(valid) == 0 || c.untooled(v, valid)):
 		// The reason holds for both: neither the alert nor the analyst is a step with a tool.
 		out = &investigation.Verdict{Verdict: investigation.VerdictUndetermined, Confidence: "low",
-			Reason: fmt.Sprintf(notesIn(language).reason, proposed)}
-		why := "no valid evidence"
+			Reason: fmt.Sprintf(n.reason, proposed)}
+		why := n.noValid
 		if len(valid) > 0 {
-			why = "no tool's result"
+			why = n.noTool
 		}
-		notes = append(notes, fmt.Sprintf("the verdict %s rests on %s: it is %s", proposed, why, out))
-		return out, notes, proposed.String()
+		said = append(said, fmt.Sprintf(n.lowered, proposed, why, out))
+		return out, said, proposed.String()
 	}
 	out.Evidence = bounded(valid)
-	return out, notes, ""
+	return out, said, ""
 }
 
 // compact leaves v's evidence out when the caller asked (Compact) and it is
@@ -358,42 +381,12 @@ func identifier(s string) bool {
 	return true
 }
 
-func list(items []string) string {
+func list(items []string) string { return localNotes["en"].list(items) }
+
+// list joins items, or says there are none, in the notes' language.
+func (n notes) list(items []string) string {
 	if len(items) == 0 {
-		return "none"
+		return n.none
 	}
 	return strings.Join(items, ", ")
-}
-
-// verdictNotes are the sentences the code adds to a report whose verdict
-// it overruled, in the report's language.
-var verdictNotes = map[string]struct{ undetermined, kept, reason string }{
-	"en": {
-		reason:       "The conclusion said %s, but none of its evidence names a step that ran in this investigation and a tool it called.",
-		undetermined: "**Verdict check:** the conclusion proposed %s, but none of its evidence names a step that ran in this investigation and a tool it called, so the verdict is %s.",
-		kept:         "**Verdict check:** the conclusion proposed %s, but a change needs evidence from this exchange and a reason (and, to benign or false_positive, a tool's result), so the standing verdict %s stays.",
-	},
-	"ja": {
-		reason:       "結論は %s を示しましたが、その証拠のどれも、この調査で実行されたステップとそのステップが呼び出したツールを示していません。",
-		undetermined: "**判定の検証:** 結論は %s を示しましたが、この調査で実行されたステップとそのステップが呼び出したツールを示す証拠が一つもないため、判定は %s とします。",
-		kept:         "**判定の検証:** 結論は %s を示しましたが、判定を変えるには今回のやり取りの証拠と理由（benign または false_positive への変更にはツールの結果も）が必要なため、これまでの判定 %s を維持します。",
-	},
-}
-
-// overruledNote is the sentence added to a report whose verdict the code
-// did not keep.
-func overruledNote(language, proposed string, kept *investigation.Verdict, standing bool) string {
-	n := notesIn(language)
-	if standing {
-		return fmt.Sprintf(n.kept, proposed, kept)
-	}
-	return fmt.Sprintf(n.undetermined, proposed, kept)
-}
-
-// notesIn returns the sentences in language, English when it has none.
-func notesIn(language string) struct{ undetermined, kept, reason string } {
-	if n, ok := verdictNotes[language]; ok {
-		return n
-	}
-	return verdictNotes["en"]
 }

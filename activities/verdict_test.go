@@ -433,7 +433,7 @@ func TestReusedStepIDsDoNotLendOldToolsToThisExchange(t *testing.T) {
 	require.Contains(t, strings.Join(c.problems(v), "\n"), "no valid evidence item comes from this exchange")
 	now, problem := c.item(v.Evidence[0])
 	require.False(t, now, "turn 2's answer is not this exchange's")
-	require.Empty(t, problem, "it is earlier evidence, true as it was")
+	require.Nil(t, problem, "it is earlier evidence, true as it was")
 	got, _, overruled := c.settle(v, "en")
 	require.Equal(t, standing, got)
 	require.Equal(t, "benign (high)", overruled)
@@ -448,12 +448,12 @@ func TestReusedStepIDsDoNotLendOldToolsToThisExchange(t *testing.T) {
 	require.Contains(t, cite, "- `step_1`: tools search_alerts (this exchange)\n- `step_1` of an earlier exchange: tools bigquery_agent (earlier evidence, not this exchange's)\n")
 	now, problem = fresh.item(investigation.Evidence{StepID: "step_1", Tool: "bigquery_agent", Fact: "old fact"})
 	require.False(t, now)
-	require.Empty(t, problem)
+	require.Nil(t, problem)
 	_, problem = fresh.item(investigation.Evidence{StepID: "step_1", Tool: "port_scanner", Fact: "made up"})
-	require.Contains(t, problem, `it names tool "port_scanner", which step_1 did not call (it called search_alerts; an earlier exchange's step_1 called bigquery_agent)`)
+	require.Contains(t, problem(localNotes["en"]), `it names tool "port_scanner", which step_1 did not call (it called search_alerts; an earlier exchange's step_1 called bigquery_agent)`)
 	now, problem = fresh.item(investigation.Evidence{StepID: "step_1", Tool: "search_alerts", Fact: "new fact"})
 	require.True(t, now)
-	require.Empty(t, problem)
+	require.Nil(t, problem)
 
 	// The list says which runs are this exchange's.
 	cite = c.citable()
@@ -483,7 +483,7 @@ func TestKeptStandingAnalystItemStaysValid(t *testing.T) {
 	// for a change.
 	now, problem := c.item(investigation.Evidence{StepID: "analyst", Fact: "SEC-1183 covers it too"})
 	require.False(t, now)
-	require.Contains(t, problem, "no analyst said anything in this exchange")
+	require.Contains(t, problem(localNotes["en"]), "no analyst said anything in this exchange")
 	change := modelVerdict{Verdict: "false_positive", Confidence: "high", Reason: "r", Evidence: st.Evidence}
 	require.Contains(t, strings.Join(c.problems(change), "\n"), "no valid evidence item comes from this exchange")
 }

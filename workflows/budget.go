@@ -2,13 +2,13 @@ package workflows
 
 import (
 	"errors"
-	"fmt"
 	"slices"
 	"time"
 
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/workflow"
 
+	"github.com/secops-agent/investigator/activities"
 	"github.com/secops-agent/investigator/investigation"
 	"github.com/secops-agent/investigator/plan"
 	"github.com/secops-agent/investigator/toolcall"
@@ -22,9 +22,9 @@ func (r *run) exhausted(ctx workflow.Context) string {
 	case r.Steering.StopReason != "":
 		return r.Steering.StopReason
 	case r.Budget.TurnCalls >= lim.MaxToolCalls:
-		return fmt.Sprintf("this exchange used its %d tool calls", lim.MaxToolCalls)
+		return activities.ToolCallsReason(lim.MaxToolCalls)
 	case !workflow.Now(ctx).Before(r.budgetDeadline(ctx)):
-		return fmt.Sprintf("this exchange used its time budget of %s", lim.TimeBudget)
+		return activities.TimeBudgetReason(lim.TimeBudget)
 	}
 	return ""
 }

@@ -91,10 +91,13 @@ func withEvidence(v *investigation.Verdict, same bool, standing *investigation.V
 	return v
 }
 
-// checkNotes reports what the verdict's evidence check dropped or refused.
+// checkNotes reports what the verdict's evidence check dropped or refused,
+// in the run's language as the notes are (activities' settle). No gate:
+// the event's text is a payload (the progress, StoreProgress's input),
+// never a command, and in English it is unchanged.
 func (r *run) checkNotes(notes []string) {
 	if len(notes) > 0 {
-		r.emit(investigation.Event{Kind: investigation.EventNote, Text: "the verdict's evidence was checked:", Notes: notes})
+		r.emit(investigation.Event{Kind: investigation.EventNote, Text: activities.CheckedNote(r.Input.Language), Notes: notes})
 	}
 }
 

@@ -2,7 +2,6 @@ package workflows
 
 import (
 	"cmp"
-	"fmt"
 
 	"go.temporal.io/sdk/workflow"
 
@@ -66,7 +65,11 @@ func (r *run) answerDirectly(ctx workflow.Context, question string) error {
 	text := res.Text
 	if res.Cut != "" {
 		r.emit(investigation.Event{Kind: investigation.EventStop, Text: res.Cut})
-		text += "\n\n" + cutShortNote(r.Input.Language, res.Cut)
+		// The note says the workflow's reason in the run's language; res.Cut
+		// stays English. No gate: only the answer's text changes (the
+		// conclusion, its event, what is delivered), payloads replay does
+		// not compare, and no decision reads it; in English it is unchanged.
+		text += "\n\n" + activities.CutShortNote(r.Input.Language, res.Cut)
 	}
 	var changed *investigation.Verdict
 	// Histories recorded before direct answers could change the verdict
@@ -80,24 +83,6 @@ func (r *run) answerDirectly(ctx workflow.Context, question string) error {
 	r.setDetails(ctx, "answered")
 	r.remember(question, r.Conclusion)
 	return nil
-}
-
-// cutShortNotes are the note a direct answer cut short ends with, in the
-// answer's language (as activities' verdictNotes); the reason stays as the
-// workflow wrote it. Only the answer's text changes, which replay does not
-// compare.
-var cutShortNotes = map[string]string{
-	"en": "(This answer was cut short: %s.)",
-	"ja": "（この回答は途中で打ち切られました: %s）",
-}
-
-// cutShortNote is the note in language, English when it has none.
-func cutShortNote(language, why string) string {
-	note, ok := cutShortNotes[language]
-	if !ok {
-		note = cutShortNotes["en"]
-	}
-	return fmt.Sprintf(note, why)
 }
 
 // answerDescription is the direct answer's step as the events, later steps

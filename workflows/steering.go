@@ -8,6 +8,7 @@ import (
 
 	"go.temporal.io/sdk/workflow"
 
+	"github.com/secops-agent/investigator/activities"
 	"github.com/secops-agent/investigator/internal/clip"
 	"github.com/secops-agent/investigator/investigation"
 )
@@ -202,15 +203,12 @@ func (r *run) checkAnswer(ans investigation.Answer) error {
 }
 
 func (r *run) stop(reason string) investigation.Ack {
-	r.Steering.StopReason = "stopped by the analyst"
 	// A stop signal's reason is clipped, not refused (an update's longer
 	// one is refused: checkStop). No gate: the reason is only copied into
 	// payloads (the stop event, EndedEarly, CutAnswer's input, the child's
 	// stop signal), which replay does not compare, and no decision reads
 	// its length, so a recorded history's commands stay the same.
-	if reason = strings.TrimSpace(clip.String(reason, maxInputBytes)); reason != "" {
-		r.Steering.StopReason += ": " + reason
-	}
+	r.Steering.StopReason = activities.StoppedReason(strings.TrimSpace(clip.String(reason, maxInputBytes)))
 	seq := r.emit(investigation.Event{Kind: investigation.EventStop, Text: r.Steering.StopReason})
 	msg := "stop recorded: the investigation concludes from what it knows so far"
 	if r.Phase == investigation.PhaseIdle {

@@ -2,6 +2,8 @@ package workflows
 
 import (
 	"context"
+	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -225,9 +227,34 @@ func TestAnswerStepSaysWhoAsked(t *testing.T) {
 	require.Equal(t, "Answer the analyst's follow-up question: "+q, answerDescription(activities.AskerAnalyst, q))
 }
 
-// A direct answer cut short says so in the run's language.
-func TestCutShortNoteFollowsTheLanguage(t *testing.T) {
-	require.Equal(t, "(This answer was cut short: this exchange used its 2 tool calls.)", cutShortNote("en", "this exchange used its 2 tool calls"))
-	require.Equal(t, "(This answer was cut short: x.)", cutShortNote("", "x"))
-	require.Equal(t, "（この回答は途中で打ち切られました: this exchange used its 2 tool calls）", cutShortNote("ja", "this exchange used its 2 tool calls"))
+// What the code tells the analyst is in the run's language: the event
+// with the verdict check's notes, and the note a direct answer cut short
+// ends with, its reason (the tool-call budget) included.
+func TestCodesNotesFollowTheLanguage(t *testing.T) {
+	h := newHarness(t)
+	h.onPlan(twoStepPlan(), nil)
+	h.onReflect(noChange)
+	h.onTool(okTool)
+	h.conclusion = func(activities.ConcludeInput) activities.Conclusion {
+		return activities.Conclusion{Markdown: "## 概要\n侵害なし。", Notes: []string{"証拠項目 1 を除外しました: 事実が書かれていません"},
+			Verdict: &investigation.Verdict{Verdict: investigation.VerdictFalsePositive, Confidence: "high"}}
+	}
+	h.env.OnActivity(a.DecideMode, mock.Anything, mock.Anything).Return(activities.Mode{Mode: investigation.ModeDirect}, nil)
+	h.onTurn(func(in activities.TurnInput) (activities.TurnOutput, error) {
+		if in.Direct && !in.Final {
+			return activities.TurnOutput{Calls: []toolcall.Call{{Name: "get_alert", Args: map[string]any{"id": fmt.Sprint(len(in.Transcript))}}}}, nil
+		}
+		return activities.TurnOutput{Text: "回答"}, nil
+	})
+	h.update(time.Minute, investigation.UpdateAsk, "誰がログインしましたか？")
+	res, err := h.run(t, investigation.Input{AlertID: "a1", Language: "ja", Limits: investigation.Limits{MaxToolCalls: 1}})
+	require.NoError(t, err)
+	require.Equal(t, "回答\n\n（この回答は途中で打ち切られました: このやり取りのツール呼び出し 1 回を使い切りました）", res.Conclusion)
+	var checked []string
+	for _, e := range h.events(t) {
+		if len(e.Notes) > 0 && strings.HasPrefix(e.Notes[0], "証拠項目") {
+			checked = append(checked, e.Text)
+		}
+	}
+	require.Equal(t, []string{"判定の証拠を検証しました:"}, checked)
 }

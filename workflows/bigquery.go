@@ -308,8 +308,11 @@ func (h *subAgent) learn(ctx workflow.Context, res loopResult) {
 		return
 	}
 	learned := fmt.Sprintf("Proposed %d claims for review (starter memory list --proposed)", len(changes.Saved))
-	if changes.Approved() {
-		learned = fmt.Sprintf("Learned %d claims, approved automatically", len(changes.Saved))
+	switch approved := changes.ApprovedCount(); {
+	case approved == len(changes.Saved) && approved > 0:
+		learned = fmt.Sprintf("Learned %d claims, approved automatically", approved)
+	case approved > 0:
+		learned = fmt.Sprintf("Learned %d claims, approved automatically; proposed %d for review (starter memory list --proposed)", approved, len(changes.Saved)-approved)
 	}
 	h.emit(investigation.Event{Kind: investigation.EventNote, Text: fmt.Sprintf("%s; %d helpful, %d harmful memories; %d pruned",
 		learned, len(intro.Helpful), len(intro.Harmful), len(changes.Deleted))})

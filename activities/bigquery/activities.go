@@ -228,7 +228,8 @@ func claimID(c memory.Claim) string {
 }
 
 // UpdateMemories proposes the claims, with their embeddings, as memories
-// (approved at once with AutoApprove), and adjusts the scores of helpful
+// (with AutoApprove, those memory.ApprovableAtOnce takes are approved at
+// once; the others wait for review all the same), and adjusts the scores of helpful
 // (+1) and harmful (-1) memories; memories that fall below -3 are deleted.
 // A claim without a kind (from an introspection recorded before claims
 // were typed, never checked) is not stored. Claim IDs derive from the
@@ -236,10 +237,7 @@ func claimID(c memory.Claim) string {
 // workflow ID), so a retried activity adds no copy and changes no score
 // twice.
 func (a *Activities) UpdateMemories(ctx context.Context, in MemoryUpdate) (MemoryChanges, error) {
-	out := MemoryChanges{Status: memory.StatusProposed}
-	if a.AutoApprove {
-		out.Status = memory.StatusApproved
-	}
+	var out MemoryChanges
 	claims := slices.DeleteFunc(slices.Clone(in.Claims), func(c memory.Claim) bool { return c.Kind == "" })
 	if len(claims) > 0 {
 		texts := make([]string, len(claims))
@@ -252,12 +250,19 @@ func (a *Activities) UpdateMemories(ctx context.Context, in MemoryUpdate) (Memor
 		}
 		out.Usage = usage
 		for i, c := range claims {
-			m, created, err := a.Memories.Propose(ctx, claimID(c), c, in.Request, vecs[i], out.Status)
+			st := memory.StatusProposed
+			if a.AutoApprove && memory.ApprovableAtOnce(c) {
+				st = memory.StatusApproved
+			}
+			m, created, err := a.Memories.Propose(ctx, claimID(c), c, in.Request, vecs[i], st)
 			if err != nil {
 				return out, fmt.Errorf("save memory: %w", err)
 			}
 			if created {
 				out.Saved = append(out.Saved, m.ID)
+				if st == memory.StatusApproved {
+					out.Approved = append(out.Approved, m.ID)
+				}
 			}
 		}
 	}

@@ -371,9 +371,10 @@ func (b *BigQuery) Flags(fs *pflag.FlagSet) {
 		"approve the claims the BigQuery sub-agent learns that are written only in SQL about their own columns as it learns them, instead of proposing them for review with starter memory approve (env MEMORY_AUTO_APPROVE). Risk: "+AutoApproveRisk, "MEMORY_AUTO_APPROVE")
 }
 
-// maxRecallLimit is Firestore's bound on a nearest-neighbour query
-// (memory.MaxRecallLimit, which the store would lower a larger limit to).
-const maxRecallLimit = 1000
+// maxRecallLimit bounds the memories recalled per request: each is copied
+// into RecallMemories' result, every SubAgentTurn input and the Introspect
+// input, all in the sub-agent's history.
+const maxRecallLimit = 32
 
 // Check refuses settings that cannot work, in one sentence naming the
 // flag: a similarity outside (0, 1] failed every recall (retried, each
@@ -383,7 +384,7 @@ func (b BigQuery) Check() error {
 	case !(b.MinSimilarity > 0 && b.MinSimilarity <= 1):
 		return fmt.Errorf("--memory-min-similarity must be above 0 and at most 1, not %g", b.MinSimilarity)
 	case b.RecallLimit < 1 || b.RecallLimit > maxRecallLimit:
-		return fmt.Errorf("--memory-recall-limit must be 1 to %d, not %d", maxRecallLimit, b.RecallLimit)
+		return fmt.Errorf("--memory-recall-limit must be 1 to %d, not %d: recalled memories ride in every sub-agent model call's input", maxRecallLimit, b.RecallLimit)
 	}
 	return nil
 }

@@ -145,6 +145,16 @@ func (a *Activities) SubAgentTurn(ctx context.Context, in SubAgentTurnInput) (ac
 // maxClaims is the most claims one session may propose.
 const maxClaims = 5
 
+// Bounds of what Introspect reads of the model's claims and returns of its
+// refusals, so its result (in the sub-agent's history) stays small however
+// many claims the model writes: the claims after the first maxClaimsRead
+// are refused unread, and the refusals after the first maxRefused are
+// counted, not listed.
+const (
+	maxClaimsRead = 10 * maxClaims
+	maxRefused    = 10
+)
+
 // Introspect reviews the sub-agent's session and returns the claims it
 // proposes and the recalled memories that helped or misled. The model sees
 // the session's structure only (sessionView: the schemas read, the SQL
@@ -187,16 +197,25 @@ func (a *Activities) Introspect(ctx context.Context, in IntrospectInput) (Intros
 	out.Helpful, out.Harmful, out.Refused = known(out.Helpful), known(out.Harmful), nil
 	seen := view.schemas()
 	var claims []memory.Claim
-	for _, c := range out.Claims {
+	more := max(len(out.Claims)-maxClaimsRead, 0)
+	for _, c := range out.Claims[:len(out.Claims)-more] {
 		checked, err := memory.CheckClaim(c, a.Tables, seen)
 		if err != nil {
-			out.Refused = append(out.Refused, err.Error())
-			activities.Logger(ctx).Warn("introspection claim refused", "reason", err.Error())
+			if len(out.Refused) < maxRefused {
+				out.Refused = append(out.Refused, err.Error())
+				activities.Logger(ctx).Warn("introspection claim refused", "reason", err.Error())
+			} else {
+				more++
+			}
 			continue
 		}
 		if len(claims) < maxClaims && !slices.ContainsFunc(claims, func(k memory.Claim) bool { return claimID(k) == claimID(checked) }) {
 			claims = append(claims, checked)
 		}
+	}
+	if more > 0 {
+		out.Refused = append(out.Refused, fmt.Sprintf("%d more claims were refused", more))
+		activities.Logger(ctx).Warn("introspection claims refused", "more", more, "read", min(len(out.Claims), maxClaimsRead))
 	}
 	out.Claims = claims
 	return out, nil

@@ -3,6 +3,7 @@ package bigquery
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"os"
 	"strings"
 	"testing"
@@ -203,7 +204,8 @@ func TestHostileClaimsAreNeverRecalled(t *testing.T) {
 		intro, err := a.Introspect(ctx, IntrospectInput{Session: "bq-1", Transcript: refs})
 		require.NoError(t, err)
 		require.Equal(t, []memory.Claim{sound}, intro.Claims, "auto %v", auto)
-		require.Len(t, intro.Refused, len(memorytest.Hostile))
+		require.Len(t, intro.Refused, maxRefused+1)
+		require.Equal(t, fmt.Sprintf("%d more claims were refused", len(memorytest.Hostile)-maxRefused), intro.Refused[maxRefused])
 
 		changes, err := a.UpdateMemories(ctx, MemoryUpdate{Session: "bq-1", Request: "Did 198.51.100.23 log in?", Claims: intro.Claims})
 		require.NoError(t, err)
@@ -347,4 +349,24 @@ func TestRowWordsInErrorsNeverReachIntrospection(t *testing.T) {
 	} {
 		assert.Contains(t, user, want)
 	}
+}
+
+// TestIntrospectionResultIsBounded: a model that returns hundreds of
+// claims (none kept) gets a bounded result: the first refusals, and how
+// many more there were.
+func TestIntrospectionResultIsBounded(t *testing.T) {
+	var proposals []memory.Claim
+	for i := range 300 {
+		proposals = append(proposals, memory.Claim{Kind: memory.KindColumnMeaning, Table: "security_logs.vpn_sessions", Columns: []string{"user"}, Text: fmt.Sprintf("user holds the account %d", i)})
+	}
+	answer, err := json.Marshal(map[string]any{"claims": proposals, "helpful_memory_ids": []string{}, "harmful_memory_ids": []string{}})
+	require.NoError(t, err)
+	a, _, ts := newAgent(t, modeltest.Text(string(answer)))
+	a.Tables, a.Tools = memorytest.Tables, bqRegistry(t)
+	refs := storeSession(t, ts, "bq-1", []call{{schemaTool, map[string]any{"table": "security_logs.auth_events"}, authSchema}})
+	intro, err := a.Introspect(context.Background(), IntrospectInput{Session: "bq-1", Transcript: refs})
+	require.NoError(t, err)
+	require.Empty(t, intro.Claims)
+	require.Len(t, intro.Refused, maxRefused+1)
+	assert.Equal(t, fmt.Sprintf("%d more claims were refused", 300-maxRefused), intro.Refused[maxRefused])
 }

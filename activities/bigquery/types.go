@@ -82,7 +82,8 @@ type Introspection struct {
 	Claims  []memory.Claim `json:"claims"`
 	Helpful []string       `json:"helpful_memory_ids"`
 	Harmful []string       `json:"harmful_memory_ids"`
-	// Refused says why each claim the model made was not kept.
+	// Refused says why each claim the model made was not kept: the first
+	// few (maxRefused), then how many more.
 	Refused []string            `json:"refused,omitempty"`
 	Usage   investigation.Usage `json:"usage"`
 }

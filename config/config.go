@@ -348,14 +348,17 @@ type BigQuery struct {
 	EmbeddingModel string
 	MinSimilarity  float64
 	RecallLimit    int
-	// AutoApproveMemories stores learned claims approved instead of
-	// proposed: later sessions use them without a person's review.
+	// AutoApproveMemories stores learned claims written only in SQL about
+	// their own columns approved instead of proposed
+	// (memory.ApprovableAtOnce): later sessions use them without a
+	// person's review. Claims about what a value or column means stay
+	// proposed.
 	AutoApproveMemories bool
 }
 
 // AutoApproveRisk says what --auto-approve-memories risks, for its help and
 // the worker's start-up warning.
-const AutoApproveRisk = "a claim that slips past the claim check (planted by a crafted log row or a hostile model answer) then reaches every later BigQuery session without review"
+const AutoApproveRisk = "a claim written only in SQL and its own column names that slips past the claim check (planted by a crafted log row or a hostile model answer) then reaches every later BigQuery session without review; claims in words (what a value or column means) always wait for review"
 
 // Flags registers the BigQuery sub-agent flags.
 func (b *BigQuery) Flags(fs *pflag.FlagSet) {
@@ -365,12 +368,13 @@ func (b *BigQuery) Flags(fs *pflag.FlagSet) {
 	envFloatVar(fs, &b.MinSimilarity, "memory-min-similarity", 0.8, "least cosine similarity of a recalled memory, above 0 and at most 1 (env MEMORY_MIN_SIMILARITY)", "MEMORY_MIN_SIMILARITY")
 	envIntVar(fs, &b.RecallLimit, "memory-recall-limit", 32, fmt.Sprintf("most memories recalled per request, 1 to %d (env MEMORY_RECALL_LIMIT)", maxRecallLimit), "MEMORY_RECALL_LIMIT")
 	EnvBoolVar(fs, &b.AutoApproveMemories, "auto-approve-memories", false,
-		"approve the claims the BigQuery sub-agent learns as it learns them, instead of proposing them for review with starter memory approve (env MEMORY_AUTO_APPROVE). Risk: "+AutoApproveRisk, "MEMORY_AUTO_APPROVE")
+		"approve the claims the BigQuery sub-agent learns that are written only in SQL about their own columns as it learns them, instead of proposing them for review with starter memory approve (env MEMORY_AUTO_APPROVE). Risk: "+AutoApproveRisk, "MEMORY_AUTO_APPROVE")
 }
 
-// maxRecallLimit is Firestore's bound on a nearest-neighbour query
-// (memory.MaxRecallLimit, which the store would lower a larger limit to).
-const maxRecallLimit = 1000
+// maxRecallLimit bounds the memories recalled per request: each is copied
+// into RecallMemories' result, every SubAgentTurn input and the Introspect
+// input, all in the sub-agent's history.
+const maxRecallLimit = 32
 
 // Check refuses settings that cannot work, in one sentence naming the
 // flag: a similarity outside (0, 1] failed every recall (retried, each
@@ -380,7 +384,7 @@ func (b BigQuery) Check() error {
 	case !(b.MinSimilarity > 0 && b.MinSimilarity <= 1):
 		return fmt.Errorf("--memory-min-similarity must be above 0 and at most 1, not %g", b.MinSimilarity)
 	case b.RecallLimit < 1 || b.RecallLimit > maxRecallLimit:
-		return fmt.Errorf("--memory-recall-limit must be 1 to %d, not %d", maxRecallLimit, b.RecallLimit)
+		return fmt.Errorf("--memory-recall-limit must be 1 to %d, not %d: recalled memories ride in every sub-agent model call's input", maxRecallLimit, b.RecallLimit)
 	}
 	return nil
 }

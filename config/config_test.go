@@ -210,11 +210,13 @@ func TestSettingsRanges(t *testing.T) {
 	b := ok
 	b.MinSimilarity = 1
 	require.NoError(t, b.Check())
-	for _, n := range []int{0, -1, 1001} {
+	for _, n := range []int{0, -1, 33, 1000} {
 		b := ok
 		b.RecallLimit = n
-		require.ErrorContains(t, b.Check(), "--memory-recall-limit must be 1 to 1000", n)
+		require.ErrorContains(t, b.Check(), "--memory-recall-limit must be 1 to 32", n)
 	}
+	b.RecallLimit = 1
+	require.NoError(t, b.Check())
 
 	require.NoError(t, Worker{StopTimeout: time.Minute, ActivitiesPerSecond: 2.5}.Check())
 	for _, w := range []Worker{{StopTimeout: -time.Second}, {MaxConcurrentActivities: -1}, {ActivitiesPerSecond: math.NaN()},

@@ -20,7 +20,9 @@ func (a *app) memoryCommand() *cobra.Command {
 		Short: "Review, list, show and delete the BigQuery sub-agent's memories",
 		Long: `The BigQuery sub-agent learns claims about the schema and SQL of its tables.
 A new claim is proposed: no session recalls it until you approve it (unless
-the worker runs with --auto-approve-memories). Approved memories gain and
+the worker runs with --auto-approve-memories and the claim is written only
+in SQL about its own columns; what a value or column means always waits
+for you). Approved memories gain and
 lose score as later sessions find them helpful or harmful, and one below -3
 is deleted.
 

@@ -125,7 +125,8 @@ func checkCaller(info *workflow.Info, in bigquery.Request) error {
 // whole session to learn (best effort: a failure never fails the
 // sub-agent), and stores its answer as the parent's tool result, linked to
 // this run. At its deadline it cuts its calls short and answers from what
-// it has, without learning. A stop signal from its parent (the analyst
+// it has, without learning; learning that begins before the deadline ends
+// by it (learnOptions), since the parent waits for the answer. A stop signal from its parent (the analyst
 // stopped the investigation) cuts its calls short too, lets a model turn in
 // flight finish and answers from what it has without another model call;
 // one that reaches it while it learns skips what has not begun (learn).
@@ -267,14 +268,20 @@ type subAgent struct {
 // learn introspects over the whole session and saves what it learned; both
 // are best effort. A stop skips what has not begun: the parent concludes
 // once the sub-agent answered, so its conclusion follows the stop by at
-// most the model call in flight (durability.md).
+// most the model call in flight (durability.md). So does the deadline:
+// learning ends by it (learnOptions).
 func (h *subAgent) learn(ctx workflow.Context, res loopResult) {
 	if h.stopSkipsLearning(ctx) {
 		h.emit(investigation.Event{Kind: investigation.EventNote, Text: "nothing learned: " + h.stopped})
 		return
 	}
+	introCtx, ok := h.learnOptions(ctx, "introspect")
+	if !ok {
+		h.emit(investigation.Event{Kind: investigation.EventNote, Text: "nothing learned: the investigation's time budget ran out"})
+		return
+	}
 	var intro bigquery.Introspection
-	err := workflow.ExecuteActivity(bestEffortOptions(ctx, "introspect"), bq.Introspect, bigquery.IntrospectInput{
+	err := workflow.ExecuteActivity(introCtx, bq.Introspect, bigquery.IntrospectInput{
 		Session: h.session, Memories: h.recall.Memories, Transcript: res.Transcript,
 	}).Get(ctx, &intro)
 	h.usage = h.usage.Add(billedUsage(intro.Usage, err))
@@ -286,8 +293,13 @@ func (h *subAgent) learn(ctx workflow.Context, res loopResult) {
 		h.emit(investigation.Event{Kind: investigation.EventNote, Text: "what was learned is not saved: " + h.stopped})
 		return
 	}
+	updateCtx, ok := h.learnOptions(ctx, "update memories")
+	if !ok {
+		h.emit(investigation.Event{Kind: investigation.EventNote, Text: "what was learned is not saved: the investigation's time budget ran out"})
+		return
+	}
 	var changes bigquery.MemoryChanges
-	err = workflow.ExecuteActivity(bestEffortOptions(ctx, "update memories"), bq.UpdateMemories, bigquery.MemoryUpdate{
+	err = workflow.ExecuteActivity(updateCtx, bq.UpdateMemories, bigquery.MemoryUpdate{
 		Session: h.session, Request: h.in.Request, Claims: intro.Claims, Helpful: intro.Helpful, Harmful: intro.Harmful,
 	}).Get(ctx, &changes)
 	h.usage = h.usage.Add(billedUsage(changes.Usage, err))
@@ -296,8 +308,11 @@ func (h *subAgent) learn(ctx workflow.Context, res loopResult) {
 		return
 	}
 	learned := fmt.Sprintf("Proposed %d claims for review (starter memory list --proposed)", len(changes.Saved))
-	if changes.Approved() {
-		learned = fmt.Sprintf("Learned %d claims, approved automatically", len(changes.Saved))
+	switch approved := changes.ApprovedCount(); {
+	case approved == len(changes.Saved) && approved > 0:
+		learned = fmt.Sprintf("Learned %d claims, approved automatically", approved)
+	case approved > 0:
+		learned = fmt.Sprintf("Learned %d claims, approved automatically; proposed %d for review (starter memory list --proposed)", approved, len(changes.Saved)-approved)
 	}
 	h.emit(investigation.Event{Kind: investigation.EventNote, Text: fmt.Sprintf("%s; %d helpful, %d harmful memories; %d pruned",
 		learned, len(intro.Helpful), len(intro.Harmful), len(changes.Deleted))})
@@ -309,6 +324,34 @@ func (h *subAgent) learn(ctx workflow.Context, res loopResult) {
 // learned on after a stop.
 func (h *subAgent) stopSkipsLearning(ctx workflow.Context) bool {
 	return h.stopped != "" && workflow.GetVersion(ctx, "stop-skips-learning", workflow.DefaultVersion, 1) == 1
+}
+
+// learnMinimum is the least time before the deadline that a learning
+// activity begins with: a model call seldom answers in less.
+const learnMinimum = 30 * time.Second
+
+// learnOptions are the options of a learning activity (bestEffortOptions),
+// its budget bounded by the time left before the deadline, so learning
+// ends by it: the parent waits for the answer, which follows. ok false says
+// too little is left to begin. An activity's options are no part of the
+// command replay matches; the skip is, so it is asked only with too little
+// left (histories recorded before its gate learned with the whole budget).
+func (h *subAgent) learnOptions(ctx workflow.Context, summary string) (_ workflow.Context, ok bool) {
+	ctx = bestEffortOptions(ctx, summary)
+	if h.in.Deadline.IsZero() {
+		return ctx, true
+	}
+	left := h.in.Deadline.Sub(workflow.Now(ctx))
+	switch {
+	case left >= bestEffortBudget:
+		return ctx, true
+	case left < learnMinimum:
+		return ctx, workflow.GetVersion(ctx, "deadline-skips-learning", workflow.DefaultVersion, 1) == workflow.DefaultVersion
+	}
+	opts := workflow.GetActivityOptions(ctx)
+	opts.ScheduleToCloseTimeout = left
+	opts.StartToCloseTimeout = min(opts.StartToCloseTimeout, left)
+	return workflow.WithActivityOptions(ctx, opts), true
 }
 
 func (h *subAgent) modelTurn(ctx workflow.Context, iter int, key string, transcript []activities.Ref, final bool) (activities.TurnOutput, error) {

@@ -31,11 +31,13 @@ func TestBigQueryAgentLearningIsBestEffort(t *testing.T) {
 		introspectErr    error
 		updateErr        error
 		status           memory.Status
+		approved         []string
 		wantUpdateCalled bool
 		wantNote         string
 	}{
 		{name: "all good", wantUpdateCalled: true, wantNote: "Proposed 1 claims for review (starter memory list --proposed)"},
 		{name: "auto-approved", status: memory.StatusApproved, wantUpdateCalled: true, wantNote: "Learned 1 claims, approved automatically"},
+		{name: "some auto-approved", approved: []string{"m-2"}, wantUpdateCalled: true, wantNote: "Learned 1 claims, approved automatically; proposed 1 for review"},
 		{name: "recall fails", recallErr: errors.New("firestore down"), wantUpdateCalled: true, wantNote: "Memory recall failed"},
 		{name: "introspection fails", introspectErr: temporal.NewNonRetryableApplicationError("bad", "GeminiInvalidRequest", nil), wantNote: "Introspection failed"},
 		{name: "saving fails", updateErr: temporal.NewNonRetryableApplicationError("quota", "x", nil), wantUpdateCalled: true, wantNote: "Saving memories failed"},
@@ -56,7 +58,11 @@ func TestBigQueryAgentLearningIsBestEffort(t *testing.T) {
 			h.env.OnActivity(bq.UpdateMemories, mock.Anything, mock.Anything).Return(func(_ context.Context, in bigquery.MemoryUpdate) (bigquery.MemoryChanges, error) {
 				updated = true
 				require.Equal(t, []string{"m-1"}, in.Helpful)
-				return bigquery.MemoryChanges{Saved: []string{"m-2"}, Status: c.status}, c.updateErr
+				saved := []string{"m-2"}
+				if c.approved != nil {
+					saved = append(saved, "m-3")
+				}
+				return bigquery.MemoryChanges{Saved: saved, Approved: c.approved, Status: c.status}, c.updateErr
 			}).Maybe()
 			var delivered bigquery.DeliverInput
 			h.env.OnActivity(bq.DeliverAnswer, mock.Anything, mock.Anything).Return(func(_ context.Context, in bigquery.DeliverInput) (activities.ToolOutput, error) {

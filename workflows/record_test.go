@@ -647,3 +647,56 @@ func TestRecordStopDuringIntrospection(t *testing.T) {
 	require.NoError(t, err)
 	saveFixture(ctx, t, c, child, desc.GetWorkflowExecutionInfo().GetExecution().GetRunId(), "stop-learning-child.history.json", label)
 }
+
+// lateTurn stands in for the sub-agent's activities: its one model turn
+// answers after turn, and it learns a claim.
+type lateTurn struct{ turn time.Duration }
+
+func (*lateTurn) RecallMemories(context.Context, bigquery.RecallInput) (bigquery.Recall, error) {
+	return bigquery.Recall{}, nil
+}
+
+func (l *lateTurn) SubAgentTurn(ctx context.Context, in bigquery.SubAgentTurnInput) (activities.TurnOutput, error) {
+	select {
+	case <-time.After(l.turn):
+	case <-ctx.Done():
+		return activities.TurnOutput{}, ctx.Err()
+	}
+	return activities.TurnOutput{Key: in.Key, Text: "three logins from 192.0.2.9", Usage: investigation.Usage{Calls: 1}}, nil
+}
+
+func (*lateTurn) Introspect(context.Context, bigquery.IntrospectInput) (bigquery.Introspection, error) {
+	return bigquery.Introspection{Claims: []memory.Claim{{Kind: memory.KindColumnMeaning, Text: "logins.ip is the client's address"}}, Usage: investigation.Usage{Calls: 1}}, nil
+}
+
+func (*lateTurn) UpdateMemories(context.Context, bigquery.MemoryUpdate) (bigquery.MemoryChanges, error) {
+	return bigquery.MemoryChanges{}, nil
+}
+
+func (*lateTurn) DeliverAnswer(_ context.Context, in bigquery.DeliverInput) (activities.ToolOutput, error) {
+	return activities.ToolOutput{Key: in.ResultKey, OK: true}, nil
+}
+
+// TestRecordTurnPastDeadline records late-turn-child.history.json
+// (UPDATE_TESTDATA=1) or <label>-late-turn-child.history.json on a dev
+// server with an unversioned worker and scripted activities: a sub-agent's
+// only model turn begins before its deadline and answers after it. Without
+// UPDATE_TESTDATA it does not run.
+func TestRecordTurnPastDeadline(t *testing.T) {
+	const queue, id = "record-late-turn", "fixture-late-turn"
+	ctx, c, label := recordOn(t, queue, func(w worker.Worker) {
+		w.RegisterWorkflowWithOptions(BigQueryAgent, workflow.RegisterOptions{Name: investigation.BigQueryWorkflowName})
+		w.RegisterWorkflow(fixtureParent)
+		w.RegisterActivity(&lateTurn{turn: 5 * time.Second})
+	})
+	run, err := c.ExecuteWorkflow(ctx, client.StartWorkflowOptions{ID: id, TaskQueue: queue}, fixtureParent,
+		bigquery.Request{Request: "who logged in from 192.0.2.9?", ResultKey: "t1-step_1-i1-c1", CallID: "c1", Deadline: time.Now().Add(3 * time.Second)})
+	require.NoError(t, err)
+	var out activities.ToolOutput
+	require.NoError(t, run.Get(ctx, &out))
+
+	child := childID(id, "t1-step_1-i1-c1")
+	desc, err := c.DescribeWorkflowExecution(ctx, child, "")
+	require.NoError(t, err)
+	saveFixture(ctx, t, c, child, desc.GetWorkflowExecutionInfo().GetExecution().GetRunId(), "late-turn-child.history.json", label)
+}

@@ -12,6 +12,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 	enumspb "go.temporal.io/api/enums/v1"
@@ -143,6 +144,12 @@ var fixturePaths = map[string][]string{
 	// after the stop.
 	"stop-learning-child.history.json":           {"sub-agent stopped during introspection", "learning not saved after the stop"},
 	"pre-learn-stop-learning-child.history.json": {"sub-agent stopped during introspection", "memories saved after the stop"},
+	// A sub-agent whose only model turn answered after its deadline;
+	// recorded by TestRecordTurnPastDeadline (record_test.go). Its twin,
+	// recorded before GetVersion "deadline-skips-learning", learned before
+	// it delivered the answer.
+	"late-turn-child.history.json":              {"sub-agent turn answered past its deadline", "nothing learned past the deadline"},
+	"pre-deadline-late-turn-child.history.json": {"sub-agent turn answered past its deadline", "learned past the deadline"},
 	// Keyed (testdata/fixture-payload-keys.txt): an approve update and a
 	// stop signal without any payload, then an encrypted stop update;
 	// recorded by TestRecordPayloadlessSteering (keyedrecord_test.go). Its
@@ -520,6 +527,31 @@ func exercises(h *historypb.History, path string) bool {
 			return scheduled(rest, "UpdateMemories") == 0
 		case "memories saved after the stop":
 			return scheduled(rest, "UpdateMemories") == 1
+		}
+		return true
+	case "sub-agent turn answered past its deadline", "nothing learned past the deadline", "learned past the deadline":
+		// The request's deadline came before its SubAgentTurn completed,
+		// and the answer was delivered after it (with learning or not).
+		var req struct {
+			Deadline time.Time `json:"deadline"`
+		}
+		in := h.Events[0].GetWorkflowExecutionStartedEventAttributes().GetInput().GetPayloads()
+		if len(in) == 0 || json.Unmarshal(in[0].GetData(), &req) != nil || req.Deadline.IsZero() {
+			return false
+		}
+		rest := after(h, func(e *historypb.HistoryEvent) bool {
+			done := e.GetActivityTaskCompletedEventAttributes()
+			return done != nil && e.GetEventTime().AsTime().After(req.Deadline) &&
+				scheduled(h.Events[done.GetScheduledEventId()-1:done.GetScheduledEventId()], "SubAgentTurn") == 1
+		})
+		if rest == nil || scheduled(rest, "DeliverAnswer") != 1 || scheduled(rest, "SubAgentTurn") != 0 {
+			return false
+		}
+		switch path {
+		case "nothing learned past the deadline":
+			return scheduled(rest, "Introspect") == 0 && scheduled(rest, "UpdateMemories") == 0
+		case "learned past the deadline":
+			return scheduled(rest, "Introspect") == 1 && scheduled(rest, "UpdateMemories") == 1
 		}
 		return true
 	case "cancel":

@@ -145,6 +145,16 @@ func (a *Activities) SubAgentTurn(ctx context.Context, in SubAgentTurnInput) (ac
 // maxClaims is the most claims one session may propose.
 const maxClaims = 5
 
+// Bounds of what Introspect reads of the model's claims and returns of its
+// refusals, so its result (in the sub-agent's history) stays small however
+// many claims the model writes: the claims after the first maxClaimsRead
+// are refused unread, and the refusals after the first maxRefused are
+// counted, not listed.
+const (
+	maxClaimsRead = 10 * maxClaims
+	maxRefused    = 10
+)
+
 // Introspect reviews the sub-agent's session and returns the claims it
 // proposes and the recalled memories that helped or misled. The model sees
 // the session's structure only (sessionView: the schemas read, the SQL
@@ -187,16 +197,25 @@ func (a *Activities) Introspect(ctx context.Context, in IntrospectInput) (Intros
 	out.Helpful, out.Harmful, out.Refused = known(out.Helpful), known(out.Harmful), nil
 	seen := view.schemas()
 	var claims []memory.Claim
-	for _, c := range out.Claims {
+	more := max(len(out.Claims)-maxClaimsRead, 0)
+	for _, c := range out.Claims[:len(out.Claims)-more] {
 		checked, err := memory.CheckClaim(c, a.Tables, seen)
 		if err != nil {
-			out.Refused = append(out.Refused, err.Error())
-			activities.Logger(ctx).Warn("introspection claim refused", "reason", err.Error())
+			if len(out.Refused) < maxRefused {
+				out.Refused = append(out.Refused, err.Error())
+				activities.Logger(ctx).Warn("introspection claim refused", "reason", err.Error())
+			} else {
+				more++
+			}
 			continue
 		}
 		if len(claims) < maxClaims && !slices.ContainsFunc(claims, func(k memory.Claim) bool { return claimID(k) == claimID(checked) }) {
 			claims = append(claims, checked)
 		}
+	}
+	if more > 0 {
+		out.Refused = append(out.Refused, fmt.Sprintf("%d more claims were refused", more))
+		activities.Logger(ctx).Warn("introspection claims refused", "more", more, "read", min(len(out.Claims), maxClaimsRead))
 	}
 	out.Claims = claims
 	return out, nil
@@ -228,7 +247,8 @@ func claimID(c memory.Claim) string {
 }
 
 // UpdateMemories proposes the claims, with their embeddings, as memories
-// (approved at once with AutoApprove), and adjusts the scores of helpful
+// (with AutoApprove, those memory.ApprovableAtOnce takes are approved at
+// once; the others wait for review all the same), and adjusts the scores of helpful
 // (+1) and harmful (-1) memories; memories that fall below -3 are deleted.
 // A claim without a kind (from an introspection recorded before claims
 // were typed, never checked) is not stored. Claim IDs derive from the
@@ -236,10 +256,7 @@ func claimID(c memory.Claim) string {
 // workflow ID), so a retried activity adds no copy and changes no score
 // twice.
 func (a *Activities) UpdateMemories(ctx context.Context, in MemoryUpdate) (MemoryChanges, error) {
-	out := MemoryChanges{Status: memory.StatusProposed}
-	if a.AutoApprove {
-		out.Status = memory.StatusApproved
-	}
+	var out MemoryChanges
 	claims := slices.DeleteFunc(slices.Clone(in.Claims), func(c memory.Claim) bool { return c.Kind == "" })
 	if len(claims) > 0 {
 		texts := make([]string, len(claims))
@@ -252,12 +269,19 @@ func (a *Activities) UpdateMemories(ctx context.Context, in MemoryUpdate) (Memor
 		}
 		out.Usage = usage
 		for i, c := range claims {
-			m, created, err := a.Memories.Propose(ctx, claimID(c), c, in.Request, vecs[i], out.Status)
+			st := memory.StatusProposed
+			if a.AutoApprove && memory.ApprovableAtOnce(c) {
+				st = memory.StatusApproved
+			}
+			m, created, err := a.Memories.Propose(ctx, claimID(c), c, in.Request, vecs[i], st)
 			if err != nil {
 				return out, fmt.Errorf("save memory: %w", err)
 			}
 			if created {
 				out.Saved = append(out.Saved, m.ID)
+				if st == memory.StatusApproved {
+					out.Approved = append(out.Approved, m.ID)
+				}
 			}
 		}
 	}

@@ -3,6 +3,7 @@ package bigquery
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"os"
 	"strings"
 	"testing"
@@ -179,7 +180,7 @@ func TestHostileClaimsAreNeverRecalled(t *testing.T) {
 	fs, err := firestore.NewClient(context.Background(), testenv.Project)
 	require.NoError(t, err)
 	t.Cleanup(func() { fs.Close() })
-	sound := memory.Claim{Kind: memory.KindTypeFormat, Table: "security_logs.auth_events", Columns: []string{"event_time"}, Text: "event_time is a TIMESTAMP in UTC."}
+	sound := memory.Claim{Kind: memory.KindTypeFormat, Table: "security_logs.auth_events", Columns: []string{"event_time"}, Text: "event_time is a TIMESTAMP."}
 	proposals := []memory.Claim{sound}
 	for _, c := range memorytest.Hostile {
 		proposals = append(proposals, c.Claim)
@@ -203,12 +204,13 @@ func TestHostileClaimsAreNeverRecalled(t *testing.T) {
 		intro, err := a.Introspect(ctx, IntrospectInput{Session: "bq-1", Transcript: refs})
 		require.NoError(t, err)
 		require.Equal(t, []memory.Claim{sound}, intro.Claims, "auto %v", auto)
-		require.Len(t, intro.Refused, len(memorytest.Hostile))
+		require.Len(t, intro.Refused, maxRefused+1)
+		require.Equal(t, fmt.Sprintf("%d more claims were refused", len(memorytest.Hostile)-maxRefused), intro.Refused[maxRefused])
 
 		changes, err := a.UpdateMemories(ctx, MemoryUpdate{Session: "bq-1", Request: "Did 198.51.100.23 log in?", Claims: intro.Claims})
 		require.NoError(t, err)
 		require.Len(t, changes.Saved, 1)
-		require.Equal(t, auto, changes.Approved())
+		require.Equal(t, auto, len(changes.Approved) == 1)
 
 		// Hostile claims that reached the store some other way (an older
 		// check, a person's error), proposed or rejected.
@@ -246,6 +248,48 @@ func TestHostileClaimsAreNeverRecalled(t *testing.T) {
 		require.NoError(t, err)
 		assert.Equal(t, 1, m.Score)
 	}
+}
+
+// TestAutoApprovalTakesOnlyVerifiedClaims: under --auto-approve-memories
+// the claims the check keeps but cannot verify against the read schemas
+// (what a value or column means, in any kind) are stored proposed and not
+// recalled; a claim written in SQL about its own columns is approved.
+func TestAutoApprovalTakesOnlyVerifiedClaims(t *testing.T) {
+	testenv.Firestore(t)
+	fs, err := firestore.NewClient(context.Background(), testenv.Project)
+	require.NoError(t, err)
+	t.Cleanup(func() { fs.Close() })
+	require.NoError(t, resetFirestore())
+	sql := memory.Claim{Kind: memory.KindQueryPattern, Table: "security_logs.auth_events", Columns: []string{"source_ip"}, Text: "use NET.SAFE_IP_FROM_STRING(source_ip)"}
+	proposals := append([]memory.Claim{sql}, memorytest.Semantic...)
+	answer, err := json.Marshal(map[string]any{"claims": proposals, "helpful_memory_ids": []string{}, "harmful_memory_ids": []string{}})
+	require.NoError(t, err)
+	store := memory.NewStore(fs)
+	a, _, ts := newAgent(t, modeltest.Text(string(answer)))
+	a.Tables, a.Tools, a.Memories, a.Embedder, a.AutoApprove = memorytest.Tables, bqRegistry(t), store, embedAll{}, true
+	ctx := context.Background()
+	refs := storeSession(t, ts, "bq-1", []call{{schemaTool, map[string]any{"table": "security_logs.auth_events"}, authSchema}})
+
+	intro, err := a.Introspect(ctx, IntrospectInput{Session: "bq-1", Transcript: refs})
+	require.NoError(t, err)
+	require.Len(t, intro.Claims, len(proposals), "the check keeps them all: %v", intro.Refused)
+	changes, err := a.UpdateMemories(ctx, MemoryUpdate{Session: "bq-1", Claims: intro.Claims})
+	require.NoError(t, err)
+	require.Len(t, changes.Saved, len(proposals))
+	require.Len(t, changes.Approved, 1)
+	for _, id := range changes.Saved {
+		m, err := store.Get(ctx, id)
+		require.NoError(t, err)
+		want := memory.StatusProposed
+		if m.Claim == sql.Text {
+			want = memory.StatusApproved
+		}
+		assert.Equal(t, want, m.Status, m.Claim)
+	}
+	rec, err := a.RecallMemories(ctx, RecallInput{Request: "Did 198.51.100.23 log in?"})
+	require.NoError(t, err)
+	require.Len(t, rec.Memories, 1)
+	assert.Equal(t, sql.Text, rec.Memories[0].Claim)
 }
 
 func make32() []float32 {
@@ -305,4 +349,24 @@ func TestRowWordsInErrorsNeverReachIntrospection(t *testing.T) {
 	} {
 		assert.Contains(t, user, want)
 	}
+}
+
+// TestIntrospectionResultIsBounded: a model that returns hundreds of
+// claims (none kept) gets a bounded result: the first refusals, and how
+// many more there were.
+func TestIntrospectionResultIsBounded(t *testing.T) {
+	var proposals []memory.Claim
+	for i := range 300 {
+		proposals = append(proposals, memory.Claim{Kind: memory.KindColumnMeaning, Table: "security_logs.vpn_sessions", Columns: []string{"user"}, Text: fmt.Sprintf("user holds the account %d", i)})
+	}
+	answer, err := json.Marshal(map[string]any{"claims": proposals, "helpful_memory_ids": []string{}, "harmful_memory_ids": []string{}})
+	require.NoError(t, err)
+	a, _, ts := newAgent(t, modeltest.Text(string(answer)))
+	a.Tables, a.Tools = memorytest.Tables, bqRegistry(t)
+	refs := storeSession(t, ts, "bq-1", []call{{schemaTool, map[string]any{"table": "security_logs.auth_events"}, authSchema}})
+	intro, err := a.Introspect(context.Background(), IntrospectInput{Session: "bq-1", Transcript: refs})
+	require.NoError(t, err)
+	require.Empty(t, intro.Claims)
+	require.Len(t, intro.Refused, maxRefused+1)
+	assert.Equal(t, fmt.Sprintf("%d more claims were refused", 300-maxRefused), intro.Refused[maxRefused])
 }

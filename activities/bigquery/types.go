@@ -82,7 +82,8 @@ type Introspection struct {
 	Claims  []memory.Claim `json:"claims"`
 	Helpful []string       `json:"helpful_memory_ids"`
 	Harmful []string       `json:"harmful_memory_ids"`
-	// Refused says why each claim the model made was not kept.
+	// Refused says why each claim the model made was not kept: the first
+	// few (maxRefused), then how many more.
 	Refused []string            `json:"refused,omitempty"`
 	Usage   investigation.Usage `json:"usage"`
 }
@@ -98,19 +99,29 @@ type MemoryUpdate struct {
 }
 
 // MemoryChanges reports what a MemoryUpdate did: the memories it created
-// (claims already stored are not counted again) with the status they got,
-// and those it pruned.
+// (claims already stored are not counted again), those of them approved at
+// once, and those it pruned.
 type MemoryChanges struct {
-	Saved   []string      `json:"saved"`
+	Saved []string `json:"saved"`
+	// Approved are the saved memories approved at once
+	// (--auto-approve-memories, memory.ApprovableAtOnce); the rest were
+	// proposed for review.
+	Approved []string `json:"approved,omitempty"`
+	// Status is what results recorded before Approved hold: the status
+	// every saved memory got.
 	Status  memory.Status `json:"status,omitempty"`
 	Deleted []string      `json:"deleted"`
 	// Usage is what embedding the claims was billed for.
 	Usage investigation.Usage `json:"usage,omitzero"`
 }
 
-// Approved says whether the saved memories were approved at once
-// (--auto-approve-memories) rather than proposed for review.
-func (c MemoryChanges) Approved() bool { return c.Status == memory.StatusApproved }
+// ApprovedCount is how many saved memories were approved at once.
+func (c MemoryChanges) ApprovedCount() int {
+	if c.Status == memory.StatusApproved && c.Approved == nil {
+		return len(c.Saved)
+	}
+	return len(c.Approved)
+}
 
 // DeliverInput stores the sub-agent's answer as the parent's tool result.
 type DeliverInput struct {

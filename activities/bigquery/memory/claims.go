@@ -383,3 +383,92 @@ func clipName(s string) string {
 func isWordStart(b byte) bool { return b == '_' || 'a' <= b && b <= 'z' || 'A' <= b && b <= 'Z' }
 func isDigit(b byte) bool     { return '0' <= b && b <= '9' }
 func isNameByte(b byte) bool  { return isWordStart(b) || isDigit(b) }
+
+// connectives are the words besides SQL an ApprovableAtOnce claim may use:
+// enough to write "event_time is a TIMESTAMP" or "use FUNC(column)", too
+// few to say what a value means.
+var connectives = words(`a an the to use uses its`)
+
+// ApprovableAtOnce says whether a checked claim (CheckClaim's canonical
+// form) may be approved without review (--auto-approve-memories): only one
+// whose whole text the check verified against the schemas the session read.
+// That is a claim of a kind other than KindColumnMeaning (what a value or
+// column means is an analyst's to approve) written only in GoogleSQL
+// keywords, types and functions, a few connectives and the names of its own
+// table and columns, with no number. A claim in English words ("outcome
+// denied means the login succeeded", "event_time is in the local zone")
+// stays proposed, whatever its kind.
+func ApprovableAtOnce(c Claim) bool {
+	if c.Kind == KindColumnMeaning || c.Kind == "" {
+		return false
+	}
+	names := ownNames(c)
+	text := c.Text
+	for i := 0; i < len(text); {
+		ch := text[i]
+		switch {
+		case ch == '`':
+			end := strings.IndexByte(text[i+1:], '`')
+			if end < 0 || !names[strings.ToLower(text[i+1:i+1+end])] {
+				return false
+			}
+			i += end + 2
+		case isWordStart(ch):
+			j := i
+			for j < len(text) && (isNameByte(text[j]) || text[j] == '.' && j+1 < len(text) && isWordStart(text[j+1])) {
+				j++
+			}
+			if !ownWord(text[i:j], names) {
+				return false
+			}
+			i = j
+		case strings.IndexByte(" .,;:()=*+-/", ch) >= 0:
+			i++
+		default: // a digit, or a mark CheckClaim refuses
+			return false
+		}
+	}
+	return true
+}
+
+// ownWord says whether w is a name of the claim (names), a built-in
+// function in a namespace (NET.HOST), a SQL word or a connective.
+func ownWord(w string, names map[string]bool) bool {
+	lower, upper := strings.ToLower(w), strings.ToUpper(w)
+	if names[lower] {
+		return true
+	}
+	if ns, fn, dotted := strings.Cut(upper, "."); dotted {
+		return namespaces[ns] && sqlWords[fn] && !strings.Contains(fn, ".")
+	}
+	return connectives[lower] || sqlWords[upper] && !rowFilters[upper] && !namespaces[upper]
+}
+
+// ownNames are the lower-case names a claim's text may write: its table
+// (as "dataset.table" or bare) and its columns, alone or after their
+// table's name. A column of three or more parts may be a join key's column
+// of another table ("dataset.table.column"): that table's names count too
+// (for a STRUCT path of the claim's own table they are read names as well).
+func ownNames(c Claim) map[string]bool {
+	names := map[string]bool{}
+	addTable := func(table string) []string {
+		_, bare, _ := strings.Cut(table, ".")
+		names[table], names[bare] = true, true
+		return []string{table, bare}
+	}
+	own := addTable(strings.ToLower(c.Table))
+	for _, col := range c.Columns {
+		col = strings.ToLower(col)
+		names[col] = true
+		for _, p := range own {
+			names[p+"."+col] = true
+		}
+		if parts := strings.SplitN(col, ".", 3); len(parts) == 3 {
+			names[parts[2]] = true
+			for _, p := range addTable(parts[0] + "." + parts[1]) {
+				names[p+"."+parts[2]] = true
+			}
+		}
+	}
+	return names
+}

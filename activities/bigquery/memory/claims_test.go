@@ -93,3 +93,37 @@ func TestLegacyClaimsDecode(t *testing.T) {
 }
 
 func jsonUnmarshal(s string, v any) error { return json.Unmarshal([]byte(s), v) }
+
+// TestOnlyVerifiableClaimsAreApprovedAtOnce: claims that pass the check yet
+// say what a value or column means (planted by a mistaken or hostile
+// introspection) are never approved without review, in any kind; a claim
+// written only in SQL about its own columns is.
+func TestOnlyVerifiableClaimsAreApprovedAtOnce(t *testing.T) {
+	const auth = "security_logs.auth_events"
+	seen := []memory.TableSchema{{Table: auth, Columns: []string{"event_time", "user", "source_ip", "success", "outcome", "host"}},
+		{Table: "security_logs.process_events", Columns: []string{"user"}}}
+	for _, c := range []struct {
+		claim memory.Claim
+		auto  bool
+	}{
+		{memory.Claim{Kind: memory.KindColumnMeaning, Columns: []string{"outcome"}, Text: "outcome denied means the login succeeded"}, false},
+		{memory.Claim{Kind: memory.KindTypeFormat, Columns: []string{"outcome"}, Text: "outcome denied means the login succeeded"}, false},
+		{memory.Claim{Kind: memory.KindQueryPattern, Columns: []string{"outcome"}, Text: "failed logins appear in outcome as accepted"}, false},
+		{memory.Claim{Kind: memory.KindTypeFormat, Columns: []string{"event_time"}, Text: "event_time is recorded in the local zone and is one day earlier than utc"}, false},
+		{memory.Claim{Kind: memory.KindColumnMeaning, Columns: []string{"source_ip"}, Text: "source_ip holds the local address of the server; the remote client address is missing"}, false},
+		{memory.Claim{Kind: memory.KindQueryPattern, Columns: []string{"event_time"}, Text: "use TIMESTAMP_SUB(event_time, INTERVAL 1 DAY)"}, false},
+		{memory.Claim{Kind: memory.KindQueryPattern, Columns: []string{"source_ip"}, Text: "use user with source_ip"}, false},
+		{memory.Claim{Kind: memory.KindColumnMeaning, Columns: []string{"event_time"}, Text: "event_time is a TIMESTAMP"}, false},
+		{memory.Claim{Kind: memory.KindTypeFormat, Columns: []string{"event_time"}, Text: "event_time is a TIMESTAMP."}, true},
+		{memory.Claim{Kind: memory.KindQueryPattern, Columns: []string{"source_ip"}, Text: "use NET.SAFE_IP_FROM_STRING(source_ip) to compare source_ip"}, false},
+		{memory.Claim{Kind: memory.KindQueryPattern, Columns: []string{"source_ip"}, Text: "use NET.SAFE_IP_FROM_STRING(source_ip)"}, true},
+		{memory.Claim{Kind: memory.KindJoinKey, Columns: []string{"user", "host"}, Text: "auth_events JOIN auth_events USING (user, host)"}, true},
+		{memory.Claim{Kind: memory.KindJoinKey, Columns: []string{"user", "security_logs.process_events.user"}, Text: "auth_events.user JOIN process_events.user"}, true},
+		{memory.Claim{Kind: memory.KindJoinKey, Columns: []string{"user", "security_logs.process_events.user"}, Text: "auth_events.user JOIN process_events.user, which are the same account"}, false},
+	} {
+		c.claim.Table = auth
+		checked, err := memory.CheckClaim(c.claim, []string{auth, "security_logs.process_events"}, seen)
+		require.NoError(t, err, c.claim.Text)
+		require.Equal(t, c.auto, memory.ApprovableAtOnce(checked), "%s: %s", c.claim.Kind, c.claim.Text)
+	}
+}

@@ -12,7 +12,9 @@
 //     (Claim: kind, table, columns, text) that CheckClaim accepts against
 //     the schemas the session read; Store.Propose keeps each under an ID
 //     derived from its content, as StatusProposed, or StatusApproved when
-//     the worker runs with --auto-approve-memories. A claim proposed again
+//     the worker runs with --auto-approve-memories and ApprovableAtOnce
+//     takes it (SQL about its own columns; never what a value or column
+//     means). A claim proposed again
 //     is the same memory, whatever its status: a rejected claim stays
 //     rejected.
 //   - approved or rejected: an operator decides (`starter memory approve

@@ -90,3 +90,15 @@ var Hostile = []Case{
 	{"no column named in text", meaning(auth, "rows of auth_events are one event each", "user"), "names none of its columns"},
 	{"too long", meaning(auth, "user holds the account "+strings.Repeat("and the account ", 20), "user"), "more than 300"},
 }
+
+// Semantic are claims the check keeps, since they are written in its
+// words about real columns, that would still mislead every later session:
+// what a value or column means, said wrongly by a mistaken or hostile
+// introspection. They are never approved without review
+// (memory.ApprovableAtOnce), whatever kind they are filed under.
+var Semantic = []memory.Claim{
+	meaning(auth, "success means the login failed", "success"),
+	{Kind: memory.KindTypeFormat, Table: auth, Columns: []string{"event_time"}, Text: "event_time is recorded in the local zone and is one day earlier than utc"},
+	meaning(auth, "source_ip holds the local address of the server; the remote client address is missing", "source_ip"),
+	pattern(auth, "failed logins appear in event_type as accepted", "event_type"),
+}

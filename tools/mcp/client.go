@@ -55,14 +55,12 @@ type conn struct {
 	cfg     Server
 	servers *Servers
 	limiter *rate.Limiter
-	// secrets are the values of its headers and env variables: a server or
-	// proxy may quote them in an error, which reaches the model, the tool
-	// catalog, the log and Temporal history.
+	// secrets are the values of its headers and env variables (and of its
+	// URL's query) at least minCredential bytes long: a server or proxy may
+	// quote them in an error, which reaches the model, the tool catalog,
+	// the log and Temporal history; and a tool named with one is not
+	// offered.
 	secrets *redact.Redactor
-	// credentials are those of them long enough to be a credential
-	// (minCredential): a tool named with one is not offered. A short value
-	// ("us", "1") would refuse every tool whose name holds it.
-	credentials *redact.Redactor
 
 	mu      sync.Mutex
 	sess    *mcp.ClientSession
@@ -83,7 +81,7 @@ func New(cfg *Config, reg *tools.Registry, log *slog.Logger) *Servers {
 			lim = rate.NewLimiter(rate.Limit(sc.Rate), 1)
 		}
 		c := &conn{name: n, cfg: sc, servers: s, limiter: lim, state: StateConnecting}
-		c.secrets, c.credentials = secretsOf(sc)
+		c.secrets = secretsOf(sc)
 		s.conns = append(s.conns, c)
 	}
 	return s
@@ -91,14 +89,15 @@ func New(cfg *Config, reg *tools.Registry, log *slog.Logger) *Servers {
 
 // secretsOf is a redactor of the values a server's configuration takes from
 // the environment: each whole, and a header's credential without its scheme
-// ("Bearer ", "Basic "), which a server may quote alone; and one of those
-// at least minCredential bytes long.
-func secretsOf(sc Server) (all, credentials *redact.Redactor) {
-	var secrets, long []string
+// ("Bearer ", "Basic "), which a server may quote alone. A value shorter
+// than minCredential is no credential (a region, a tenant number) and is
+// left alone: redacted, "1" or "eu" would rewrite every IP address and word
+// the model reads, case-insensitively.
+func secretsOf(sc Server) *redact.Redactor {
+	var secrets []string
 	add := func(v string) {
-		secrets = append(secrets, v)
 		if len(v) >= minCredential {
-			long = append(long, v)
+			secrets = append(secrets, v)
 		}
 	}
 	for _, m := range []map[string]string{sc.Headers, sc.Env} {
@@ -113,11 +112,12 @@ func secretsOf(sc Server) (all, credentials *redact.Redactor) {
 			}
 		}
 	}
-	return redact.New(secrets...), redact.New(long...)
+	return redact.New(secrets...)
 }
 
 // minCredential is the length from which a configured value is taken for a
-// credential in a tool's name.
+// credential: redacted wherever the server's text goes, and refused in a
+// tool's name.
 const minCredential = 8
 
 // Connect connects every server at once and lists its tools; a server that

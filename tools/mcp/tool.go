@@ -38,7 +38,7 @@ func newTool(c *conn, t *mcp.Tool) (*Tool, error) {
 	if !ok {
 		return nil, fmt.Errorf("its name is not usable as a function name")
 	}
-	if c.credentials.String(name) != name {
+	if c.secrets.String(name) != name {
 		return nil, fmt.Errorf("its name holds a value of the server's configuration")
 	}
 	params, err := convert(t.InputSchema)

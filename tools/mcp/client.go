@@ -89,7 +89,8 @@ func New(cfg *Config, reg *tools.Registry, log *slog.Logger) *Servers {
 
 // secretsOf is a redactor of the values a server's configuration takes from
 // the environment: each whole, and a header's credential without its scheme
-// ("Bearer ", "Basic "), which a server may quote alone. A value shorter
+// ("Bearer ", "Basic "), which a server may quote alone; and of its URL's
+// query. A value shorter
 // than minCredential is no credential (a region, a tenant number) and is
 // left alone: redacted, "1" or "eu" would rewrite every IP address and word
 // the model reads, case-insensitively.
@@ -109,6 +110,16 @@ func secretsOf(sc Server) *redact.Redactor {
 			add(val)
 			if _, cred, ok := strings.Cut(strings.TrimSpace(val), " "); ok {
 				add(strings.TrimSpace(cred))
+			}
+		}
+	}
+	// A query may carry a key (?api_key=...), and errors quote the URL:
+	// its values, and the query whole, are redacted like a header's.
+	if u, err := url.Parse(sc.URL); err == nil && u.RawQuery != "" {
+		add(u.RawQuery)
+		for _, vs := range u.Query() {
+			for _, v := range vs {
+				add(v)
 			}
 		}
 	}

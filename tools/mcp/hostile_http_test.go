@@ -268,3 +268,30 @@ func TestShortConfiguredValuesAreNotRedacted(t *testing.T) {
 		t.Errorf("result = %q, want the short values kept and the token redacted", got)
 	}
 }
+
+// A URL with a user name or password is refused at load, with where the
+// credential belongs; a key in the URL's query is redacted from the status
+// a failed connection leaves (which starter tools, the catalog workflow's
+// history and the worker log show), which quotes the URL.
+func TestURLCredentials(t *testing.T) {
+	for _, u := range []string{"https://user:pass@mcp.example.com/mcp", "https://token@mcp.example.com/mcp", "https://mcp.example.com/mcp#x"} {
+		_, err := mcp.Parse([]byte("servers:\n  ext:\n    url: " + u + "\n"))
+		if err == nil || strings.Contains(err.Error(), "user:pass") || strings.Contains(err.Error(), "token@") {
+			t.Errorf("%s: err = %v, want refused without quoting it", u, err)
+		}
+	}
+	if _, err := mcp.Parse([]byte("servers:\n  ext:\n    url: https://user:pass@mcp.example.com/mcp\n")); err == nil || !strings.Contains(err.Error(), "credentials belong in headers") {
+		t.Errorf("err = %v, want it to say where credentials belong", err)
+	}
+
+	dead := httptest.NewServer(http.NotFoundHandler())
+	dead.Close() // nothing listens there now: connecting fails, quoting the URL
+	_, servers := connect(t, "servers:\n  ext:\n    url: "+dead.URL+"/mcp?tenant=7&api_key=s3cretQueryKey0123\n")
+	st := servers.Statuses()[0]
+	if st.State != mcp.StateFailed || st.Error == "" {
+		t.Fatalf("status = %+v, want failed", st)
+	}
+	if strings.Contains(st.Error, "s3cretQueryKey") || strings.Contains(strings.ToLower(st.Error), "s3cretquerykey") {
+		t.Fatalf("the status quotes the URL's key: %s", st.Error)
+	}
+}

@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/secops-agent/investigator/internal/pricing"
+	"github.com/secops-agent/investigator/internal/termtext"
 	"github.com/secops-agent/investigator/investigation"
 	"github.com/secops-agent/investigator/plan"
 )
@@ -100,8 +101,10 @@ func (p *printer) print(e investigation.Event) {
 	case investigation.EventQuestion:
 		fmt.Fprintf(w, "QUESTION %s from %s: %s — answer with: starter answer %s \"...\"\n", cmp.Or(e.QuestionID, "?"), stepName(e.Step), e.Text, p.id)
 	case investigation.EventApprovalRequested:
+		// The arguments with every invisible character escaped: the analyst
+		// approves what they read (termtext.Reveal).
 		fmt.Fprintf(w, "ACTION AWAITS APPROVAL %s from %s: %s %s (%s) — starter approve-call %s %s | starter deny-call %s %s \"reason\"\n",
-			e.CallID, stepName(e.Step), e.Tool, e.Text, e.Reason, p.id, e.CallID, p.id, e.CallID)
+			e.CallID, stepName(e.Step), e.Tool, termtext.Reveal(e.Text), e.Reason, p.id, e.CallID, p.id, e.CallID)
 	case investigation.EventApprovalDecided:
 		fmt.Fprintf(w, "  action %s (%s): %s\n", e.CallID, e.Tool, e.Text)
 	case investigation.EventAnswer:

@@ -188,3 +188,22 @@ Queued follow-up questions:
 	RenderStatus(&b, "inv-1", "running", investigation.Status{Phase: investigation.PhaseAwaitingApproval}, pricing.Default())
 	require.Contains(t, b.String(), `PLAN AWAITS APPROVAL: starter approve inv-1 | starter revise inv-1 "..."`)
 }
+
+// An action's arguments, in the approval prompt and in status, show every
+// invisible character escaped: "10.0.0.5\u200b" is not approved as
+// "10.0.0.5".
+func TestActionArgumentsRevealInvisibleCharacters(t *testing.T) {
+	args := `{"target":"10.0.0.5` + "\u200b" + `","note":"` + "\ufeff" + `ok` + "\u2060" + `"}`
+	want := `{"target":"10.0.0.5\u200b","note":"\ufeffok\u2060"}`
+	var b strings.Builder
+	p := &printer{out: &b, id: "inv-1"}
+	p.print(investigation.Event{Kind: investigation.EventApprovalRequested, Step: "step_1", Tool: "response.block_ip", CallID: "c1", Text: args, Reason: "contain"})
+	require.Contains(t, b.String(), "response.block_ip "+want+" (contain)")
+	require.NotContains(t, b.String(), "\u200b")
+
+	b.Reset()
+	RenderStatus(&b, "inv-1", "running", investigation.Status{Phase: investigation.PhaseAwaitingCallApproval,
+		Actions: []investigation.Action{{CallID: "c1", Tool: "response.block_ip", Args: args, Step: "step_1", Status: investigation.ActionPending}}}, pricing.Default())
+	require.Contains(t, b.String(), "c1: response.block_ip "+want+" (asked by step_1)")
+	require.NotContains(t, b.String(), "\u2060")
+}

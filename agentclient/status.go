@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/secops-agent/investigator/internal/pricing"
+	"github.com/secops-agent/investigator/internal/termtext"
 	"github.com/secops-agent/investigator/investigation"
 )
 
@@ -189,7 +190,7 @@ func RenderStatus(w io.Writer, id, run string, st investigation.Status, prices p
 	if len(st.Actions) > 0 {
 		fmt.Fprintln(w, "\nActions (calls of tools that act):")
 		for _, a := range st.Actions {
-			fmt.Fprintf(w, "  %s: %s %s (asked by %s) — %s", a.CallID, a.Tool, a.Args, stepName(a.Step), strings.ToUpper(a.Status))
+			fmt.Fprintf(w, "  %s: %s %s (asked by %s) — %s", a.CallID, a.Tool, termtext.Reveal(a.Args), stepName(a.Step), strings.ToUpper(a.Status))
 			switch {
 			case a.Status == investigation.ActionPending:
 				fmt.Fprintf(w, ": starter approve-call %s %s | starter deny-call %s %s \"reason\"", id, a.CallID, id, a.CallID)

@@ -214,4 +214,28 @@ func TestSlackApprovalMessage(t *testing.T) {
 			t.Errorf("message lacks %q:\n%s", want, s)
 		}
 	}
+	// An invisible character in the arguments is shown escaped: the analyst
+	// reads the value that is sent.
+	raw, err = encode(SlackApprovalMessage(Approval{WorkflowID: "intake-x", CallID: "c1", Tool: "response.block_ip", Args: `{"ip":"198.51.100.23` + "\u200b" + `"}`}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var msg struct {
+		Blocks []struct {
+			Text struct{ Text string } `json:"text"`
+		} `json:"blocks"`
+	}
+	if err := json.Unmarshal(raw, &msg); err != nil {
+		t.Fatal(err)
+	}
+	found := false
+	for _, b := range msg.Blocks {
+		found = found || b.Text.Text == `{"ip":"198.51.100.23\u200b"}`
+		if strings.ContainsRune(b.Text.Text, '\u200b') {
+			t.Errorf("the message shows an invisible character: %q", b.Text.Text)
+		}
+	}
+	if !found {
+		t.Errorf("no block shows the arguments escaped:\n%s", raw)
+	}
 }

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/secops-agent/investigator/internal/clip"
+	"github.com/secops-agent/investigator/internal/termtext"
 	"github.com/secops-agent/investigator/internal/upstream"
 )
 
@@ -240,7 +241,7 @@ func SlackApprovalMessage(a Approval) map[string]any {
 			label("*Alert*"), plainText(a.AlertID, maxFieldText),
 		}},
 		map[string]any{"type": "section", "text": label("*Arguments*")},
-		map[string]any{"type": "section", "text": plainText(a.Args, maxSectionText)},
+		map[string]any{"type": "section", "text": plainText(termtext.Reveal(a.Args), maxSectionText)}, // invisible characters shown escaped
 		map[string]any{"type": "section", "text": label("*Why (the plan's step)*")},
 		map[string]any{"type": "section", "text": plainText(a.Reason, maxSectionText)},
 		map[string]any{"type": "section", "text": plainText(fmt.Sprintf("starter approve-call %s %s\nstarter deny-call %s %s \"reason\"", a.WorkflowID, a.CallID, a.WorkflowID, a.CallID), maxSectionText)},

@@ -9,6 +9,8 @@ import (
 	"fmt"
 	"io"
 	"strings"
+	"unicode"
+	"unicode/utf16"
 	"unicode/utf8"
 )
 
@@ -62,23 +64,73 @@ func Line(s string) string {
 
 // JSON makes JSON text safe to print without changing what it means:
 // inside strings, the characters Clean would drop and encoding/json leaves
-// raw (DEL, C1 controls, bidirectional overrides) become \u escapes. The
-// JSON encoder already escapes the other controls.
+// raw (DEL, C1 controls, bidirectional overrides), and those that do not
+// show (see Reveal), become \u escapes. The JSON encoder already escapes
+// the other controls.
 func JSON(b []byte) []byte {
-	if clean(string(b)) {
-		return b
+	return []byte(Reveal(string(b)))
+}
+
+// Reveal shows JSON text (an action's arguments, which the analyst
+// approves) as it is: inside its strings, every character that does not
+// show itself becomes its \u escape, which JSON reads as the same
+// character, so a value that looks like another cannot be approved for it.
+// Those are the controls, format characters (Unicode Cf: zero-width space
+// U+200B, word joiner U+2060, BOM U+FEFF, bidirectional controls, tag
+// characters), spaces other than U+0020, line and paragraph separators,
+// variation selectors and the other default-ignorable code points (U+3164
+// Hangul filler), private-use, surrogate and unassigned code points, and
+// bytes that are not UTF-8 (as U+FFFD). Newlines and tabs between tokens
+// stay, so indented JSON keeps its shape.
+func Reveal(s string) string {
+	if shown(s) {
+		return s
 	}
-	var out bytes.Buffer
-	for i := 0; i < len(b); {
-		r, size := utf8.DecodeRune(b[i:])
-		if r != '\n' && r != '\t' && unsafe(r) || r == utf8.RuneError && size == 1 {
-			fmt.Fprintf(&out, `\u%04x`, r)
-		} else {
-			out.Write(b[i : i+size])
+	var out strings.Builder
+	for i := 0; i < len(s); {
+		r, size := utf8.DecodeRuneInString(s[i:])
+		switch {
+		case r == utf8.RuneError && size == 1:
+			out.WriteString(`\ufffd`)
+		case hidden(r):
+			if r > 0xffff {
+				hi, lo := utf16.EncodeRune(r)
+				fmt.Fprintf(&out, `\u%04x\u%04x`, hi, lo)
+			} else {
+				fmt.Fprintf(&out, `\u%04x`, r)
+			}
+		default:
+			out.WriteString(s[i : i+size])
 		}
 		i += size
 	}
-	return out.Bytes()
+	return out.String()
+}
+
+// hidden says r does not show itself, or is one a terminal acts on.
+func hidden(r rune) bool {
+	switch {
+	case r == ' ' || r == '\n' || r == '\t':
+		return false
+	case unsafe(r), !unicode.IsGraphic(r): // controls, Cf, Co, Cs, Cn, Zl, Zp
+		return true
+	}
+	return unicode.In(r, unicode.Zs, unicode.Variation_Selector, unicode.Other_Default_Ignorable_Code_Point)
+}
+
+// shown is Reveal's fast path: s has nothing it would change.
+func shown(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; c < 0x20 && c != '\n' && c != '\t' || c == 0x7f || c >= 0x80 {
+			for j, r := range s[i:] {
+				if hidden(r) || r == utf8.RuneError && !strings.HasPrefix(s[i+j:], "\ufffd") {
+					return false
+				}
+			}
+			return true
+		}
+	}
+	return true
 }
 
 // unsafe says r is a control or bidirectional formatting character.

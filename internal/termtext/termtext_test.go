@@ -79,3 +79,33 @@ func TestWriter(t *testing.T) {
 	assert.True(t, strings.HasPrefix(b.String(), "éTitle"), b.String())
 	assert.True(t, strings.HasSuffix(b.String(), "end.\n日本"), "a CRLF split between writes is one newline: %q", b.String())
 }
+
+// An action's arguments as the analyst approves them: what does not show
+// itself (zero-width and other format characters, odd spaces, variation
+// selectors, fillers, tags) is shown as its \u escape, and the text still
+// decodes to exactly the arguments sent.
+func TestReveal(t *testing.T) {
+	args := map[string]string{
+		"zero width": "10.0.0.5\u200b", "joiner": "rm\u2060-rf", "bom": "\ufeffhost", "nbsp": "a\u00a0b",
+		"soft hyphen": "ex\u00adample", "tag": "ok\U000E0041", "filler": "x\u3164y", "selector": "a\ufe0f",
+		"bidi": "\u202eabc", "separator": "a\u2028b", "seen": "日本語 é ✓ \ufffd",
+	}
+	raw, err := json.Marshal(args)
+	require.NoError(t, err)
+	shown := Reveal(string(raw))
+	for _, r := range shown {
+		if r > 0x7e && !strings.ContainsRune("日本語é✓\ufffd", r) {
+			t.Errorf("%U is shown raw in %s", r, shown)
+		}
+	}
+	for _, want := range []string{`10.0.0.5\u200b`, `rm\u2060-rf`, `\ufeffhost`, `a\u00a0b`, `ex\u00adample`, `ok\udb40\udc41`, `x\u3164y`, `a\ufe0f`, `\u202eabc`, "日本語 é ✓ \ufffd"} {
+		assert.Contains(t, shown, want)
+	}
+	var back map[string]string
+	require.NoError(t, json.Unmarshal([]byte(shown), &back))
+	assert.Equal(t, args, back)
+	assert.Equal(t, `{"a":"b c"}`, Reveal(`{"a":"b c"}`))
+	assert.Equal(t, `bad \ufffd byte`, Reveal("bad \x9b byte"))
+	// The JSON renderer reveals them too.
+	assert.Contains(t, string(JSON([]byte(`{"a":"x`+"\u200b"+`"}`))), `x\u200b`)
+}

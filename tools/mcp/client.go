@@ -47,6 +47,57 @@ type Servers struct {
 	conns []*conn
 	// Stderr receives the stdio servers' error output (the worker's).
 	Stderr io.Writer
+
+	// recorded is what each connected server's tools add to a recorded
+	// tool list (maxRecordedTools bounds the sum), guarded by mu.
+	mu       sync.Mutex
+	recorded map[string]int
+}
+
+// maxRecordedTools bounds the declarations of every server's offered tools
+// together, as JSON. A plan records them whole (PlanOutput.Tools), and so
+// do the investigation's state, its continue-as-new input and each direct
+// answer's turn input: Temporal warns about a payload over 512 KiB and
+// refuses one over 2 MiB, and the state holds more than tools. The limits
+// per server (64 tools, 8 KiB schemas) allow 16 servers about 10 MiB.
+const maxRecordedTools = 256 << 10
+
+// admit keeps of a connecting server's tools, in the order it lists them,
+// those that fit in maxRecordedTools beside the other connected servers'
+// (first connected, first served); the rest are skipped, saying how many.
+func (s *Servers) admit(server string, ts []tools.Tool) ([]tools.Tool, []tools.Disabled) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	used := 0
+	for name, n := range s.recorded {
+		if name != server {
+			used += n
+		}
+	}
+	kept := 0
+	for kept < len(ts) && used+ts[kept].(*Tool).size <= maxRecordedTools {
+		used += ts[kept].(*Tool).size
+		kept++
+	}
+	s.recorded[server] = 0
+	for _, t := range ts[:kept] {
+		s.recorded[server] += t.(*Tool).size
+	}
+	var skipped []tools.Disabled
+	for _, t := range ts[kept:] {
+		skipped = append(skipped, tools.Disabled{Name: t.Declaration().Name, Reason: fmt.Sprintf(
+			"skipped: the MCP servers' tool declarations together would pass %d KiB, the most a plan records; %d of this server's %d tools are left out (name the ones to offer in tools:)",
+			maxRecordedTools>>10, len(ts)-kept, len(ts))})
+	}
+	return ts[:kept], skipped
+}
+
+// release gives back a server's share of maxRecordedTools when its tools
+// leave the registry (a failed connection).
+func (s *Servers) release(server string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	delete(s.recorded, server)
 }
 
 // conn is one server's connection.
@@ -55,14 +106,12 @@ type conn struct {
 	cfg     Server
 	servers *Servers
 	limiter *rate.Limiter
-	// secrets are the values of its headers and env variables: a server or
-	// proxy may quote them in an error, which reaches the model, the tool
-	// catalog, the log and Temporal history.
+	// secrets are the values of its headers and env variables (and of its
+	// URL's query) at least minCredential bytes long: a server or proxy may
+	// quote them in an error, which reaches the model, the tool catalog,
+	// the log and Temporal history; and a tool named with one is not
+	// offered.
 	secrets *redact.Redactor
-	// credentials are those of them long enough to be a credential
-	// (minCredential): a tool named with one is not offered. A short value
-	// ("us", "1") would refuse every tool whose name holds it.
-	credentials *redact.Redactor
 
 	mu      sync.Mutex
 	sess    *mcp.ClientSession
@@ -74,7 +123,7 @@ type conn struct {
 
 // New prepares the configured servers; Connect connects them.
 func New(cfg *Config, reg *tools.Registry, log *slog.Logger) *Servers {
-	s := &Servers{reg: reg, log: log, Stderr: os.Stderr}
+	s := &Servers{reg: reg, log: log, Stderr: os.Stderr, recorded: map[string]int{}}
 	for _, n := range cfg.Names() {
 		sc := cfg.Servers[n]
 		sc.dir = cfg.Dir
@@ -83,7 +132,7 @@ func New(cfg *Config, reg *tools.Registry, log *slog.Logger) *Servers {
 			lim = rate.NewLimiter(rate.Limit(sc.Rate), 1)
 		}
 		c := &conn{name: n, cfg: sc, servers: s, limiter: lim, state: StateConnecting}
-		c.secrets, c.credentials = secretsOf(sc)
+		c.secrets = secretsOf(sc)
 		s.conns = append(s.conns, c)
 	}
 	return s
@@ -91,14 +140,16 @@ func New(cfg *Config, reg *tools.Registry, log *slog.Logger) *Servers {
 
 // secretsOf is a redactor of the values a server's configuration takes from
 // the environment: each whole, and a header's credential without its scheme
-// ("Bearer ", "Basic "), which a server may quote alone; and one of those
-// at least minCredential bytes long.
-func secretsOf(sc Server) (all, credentials *redact.Redactor) {
-	var secrets, long []string
+// ("Bearer ", "Basic "), which a server may quote alone; and of its URL's
+// query. A value shorter
+// than minCredential is no credential (a region, a tenant number) and is
+// left alone: redacted, "1" or "eu" would rewrite every IP address and word
+// the model reads, case-insensitively.
+func secretsOf(sc Server) *redact.Redactor {
+	var secrets []string
 	add := func(v string) {
-		secrets = append(secrets, v)
 		if len(v) >= minCredential {
-			long = append(long, v)
+			secrets = append(secrets, v)
 		}
 	}
 	for _, m := range []map[string]string{sc.Headers, sc.Env} {
@@ -113,11 +164,22 @@ func secretsOf(sc Server) (all, credentials *redact.Redactor) {
 			}
 		}
 	}
-	return redact.New(secrets...), redact.New(long...)
+	// A query may carry a key (?api_key=...), and errors quote the URL:
+	// its values, and the query whole, are redacted like a header's.
+	if u, err := url.Parse(sc.URL); err == nil && u.RawQuery != "" {
+		add(u.RawQuery)
+		for _, vs := range u.Query() {
+			for _, v := range vs {
+				add(v)
+			}
+		}
+	}
+	return redact.New(secrets...)
 }
 
 // minCredential is the length from which a configured value is taken for a
-// credential in a tool's name.
+// credential: redacted wherever the server's text goes, and refused in a
+// tool's name.
 const minCredential = 8
 
 // Connect connects every server at once and lists its tools; a server that
@@ -205,6 +267,8 @@ func (c *conn) lost(sess *mcp.ClientSession, err error) {
 	if c.sess == sess {
 		c.sess, c.state, c.err = nil, StateFailed, "lost: "+clip.String(c.secrets.String(err.Error()), 300)
 		_ = sess.Close()
+		// Its tools stay in the registry until it reconnects or fails, and
+		// so does their share of maxRecordedTools.
 	}
 }
 
@@ -221,10 +285,13 @@ func (c *conn) connect(ctx context.Context) (*mcp.ClientSession, error) {
 	group := "mcp:" + c.name
 	if err != nil {
 		c.state, c.err = StateFailed, clip.String(err.Error(), 300)
+		c.servers.release(c.name)
 		c.servers.reg.SetGroup(group, nil, []tools.Disabled{{Name: c.name + ".*", Reason: "MCP server " + c.name + " is not connected: " + c.err}})
 		c.servers.log.Warn("MCP server not connected", "server", c.name, "error", c.err)
 		return nil, fmt.Errorf("MCP server %s is not connected: %w", c.name, err)
 	}
+	ts, over := c.servers.admit(c.name, ts)
+	skipped = append(skipped, over...)
 	c.sess, c.state, c.err, c.tools, c.skipped = sess, StateConnected, "", len(ts), len(skipped)
 	c.servers.reg.SetGroup(group, ts, skipped)
 	c.servers.log.Info("MCP server connected", "server", c.name, "transport", c.cfg.Transport(), "tools", len(ts), "skipped", len(skipped))

@@ -10,9 +10,11 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"net/url"
 	"path/filepath"
 	"regexp"
 	"slices"
+	"strings"
 	"time"
 
 	"gopkg.in/yaml.v3"
@@ -44,7 +46,8 @@ type Config struct {
 
 // Server is one MCP server: a command the worker runs (stdio) or a
 // streamable-HTTP URL. Secrets are never written here: env and headers name
-// the worker's environment variables that hold them.
+// the worker's environment variables that hold them (a URL with a user name
+// or password is refused).
 type Server struct {
 	Command string            `yaml:"command"`
 	Args    []string          `yaml:"args"`
@@ -160,8 +163,18 @@ func (s Server) check(name string) error {
 	case s.Rate < 0:
 		return fmt.Errorf("MCP server %s: rate must not be negative", name)
 	}
-	if s.URL != "" && !regexp.MustCompile(`^https?://[^\s]+$`).MatchString(s.URL) {
-		return fmt.Errorf("MCP server %s: url must be an http:// or https:// URL", name)
+	if s.URL != "" {
+		u, err := url.Parse(s.URL)
+		switch {
+		case err != nil || !regexp.MustCompile(`^https?://[^\s]+$`).MatchString(s.URL) || u.Host == "":
+			return fmt.Errorf("MCP server %s: url must be an http:// or https:// URL", name)
+		case u.User != nil:
+			// Errors quote the URL (status, log, history): a credential in
+			// it would travel with them.
+			return fmt.Errorf("MCP server %s: the url holds a user name or password; credentials belong in headers, which name the worker's variable holding them", name)
+		case u.Fragment != "" || strings.HasSuffix(s.URL, "#"):
+			return fmt.Errorf("MCP server %s: the url has a #fragment, which is never sent to the server; remove it", name)
+		}
 	}
 	for tool, v := range s.Approval {
 		if v != ApprovalRequired {

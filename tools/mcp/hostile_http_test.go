@@ -229,3 +229,69 @@ func TestSkippedToolNamesAreRedacted(t *testing.T) {
 		t.Errorf("ext.get_status is not offered: %s", st)
 	}
 }
+
+// A configured value shorter than 8 bytes (a region, a tenant number) is no
+// credential: the results, declarations and descriptions the model reads
+// keep it, in any letter case, where a redactor of every value would turn
+// "10.1.1.1" into "[REDACTED]0.[REDACTED]…". A long one is still redacted.
+func TestShortConfiguredValuesAreNotRedacted(t *testing.T) {
+	t.Setenv("MCP_TEST_TENANT", "1")
+	t.Setenv("MCP_TEST_REGION", "eu")
+	t.Setenv("MCP_TEST_TOKEN", "Bearer s3cret0token0123456789")
+	srv := sdk.NewServer(&sdk.Implementation{Name: "plain", Version: "1"}, nil)
+	srv.AddTool(&sdk.Tool{
+		Name:        "lookup_eu1",
+		Description: "Looks up a host in EU region 1.",
+		InputSchema: map[string]any{"type": "object", "properties": map[string]any{
+			"host_1": map[string]any{"type": "string", "description": "an IPv4 address such as 10.1.1.1"},
+		}},
+		Annotations: &sdk.ToolAnnotations{ReadOnlyHint: true},
+	}, func(context.Context, *sdk.CallToolRequest) (*sdk.CallToolResult, error) {
+		return &sdk.CallToolResult{Content: []sdk.Content{&sdk.TextContent{Text: "10.1.1.1 is in eu-west-1 (key s3cret0token0123456789)"}}}, nil
+	})
+	ts := httptest.NewServer(sdk.NewStreamableHTTPHandler(func(*http.Request) *sdk.Server { return srv }, nil))
+	t.Cleanup(ts.Close)
+	reg, _ := connect(t, "servers:\n  ext:\n    url: "+ts.URL+"\n    headers:\n      X-Tenant: MCP_TEST_TENANT\n      X-Region: MCP_TEST_REGION\n      Authorization: MCP_TEST_TOKEN\n")
+	tool, ok := reg.Lookup("ext.lookup_eu1")
+	if !ok {
+		t.Fatalf("ext.lookup_eu1 is not offered: %v", reg.Statuses())
+	}
+	decl, _ := json.Marshal(tool.Declaration())
+	if !strings.Contains(string(decl), `"host_1"`) || !strings.Contains(string(decl), "EU region 1") || !strings.Contains(string(decl), "10.1.1.1") {
+		t.Errorf("the declaration was rewritten: %s", decl)
+	}
+	out, err := tool.Call(context.Background(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := out.(map[string]any)["content"]; got != "10.1.1.1 is in eu-west-1 (key [REDACTED])" {
+		t.Errorf("result = %q, want the short values kept and the token redacted", got)
+	}
+}
+
+// A URL with a user name or password is refused at load, with where the
+// credential belongs; a key in the URL's query is redacted from the status
+// a failed connection leaves (which starter tools, the catalog workflow's
+// history and the worker log show), which quotes the URL.
+func TestURLCredentials(t *testing.T) {
+	for _, u := range []string{"https://user:pass@mcp.example.com/mcp", "https://token@mcp.example.com/mcp", "https://mcp.example.com/mcp#x"} {
+		_, err := mcp.Parse([]byte("servers:\n  ext:\n    url: " + u + "\n"))
+		if err == nil || strings.Contains(err.Error(), "user:pass") || strings.Contains(err.Error(), "token@") {
+			t.Errorf("%s: err = %v, want refused without quoting it", u, err)
+		}
+	}
+	if _, err := mcp.Parse([]byte("servers:\n  ext:\n    url: https://user:pass@mcp.example.com/mcp\n")); err == nil || !strings.Contains(err.Error(), "credentials belong in headers") {
+		t.Errorf("err = %v, want it to say where credentials belong", err)
+	}
+
+	dead := httptest.NewServer(http.NotFoundHandler())
+	dead.Close() // nothing listens there now: connecting fails, quoting the URL
+	_, servers := connect(t, "servers:\n  ext:\n    url: "+dead.URL+"/mcp?tenant=7&api_key=s3cretQueryKey0123\n")
+	st := servers.Statuses()[0]
+	if st.State != mcp.StateFailed || st.Error == "" {
+		t.Fatalf("status = %+v, want failed", st)
+	}
+	if strings.Contains(st.Error, "s3cretQueryKey") || strings.Contains(strings.ToLower(st.Error), "s3cretquerykey") {
+		t.Fatalf("the status quotes the URL's key: %s", st.Error)
+	}
+}

@@ -25,6 +25,8 @@ type Tool struct {
 	decl   *genai.FunctionDeclaration
 	rec    toolcall.Declared
 	acts   bool
+	// size is the bytes its entry adds to a recorded tool list (JSON).
+	size int
 }
 
 var _ interface {
@@ -38,7 +40,7 @@ func newTool(c *conn, t *mcp.Tool) (*Tool, error) {
 	if !ok {
 		return nil, fmt.Errorf("its name is not usable as a function name")
 	}
-	if c.credentials.String(name) != name {
+	if c.secrets.String(name) != name {
 		return nil, fmt.Errorf("its name holds a value of the server's configuration")
 	}
 	params, err := convert(t.InputSchema)
@@ -61,6 +63,11 @@ func newTool(c *conn, t *mcp.Tool) (*Tool, error) {
 		}
 		raw = red
 	}
+	// The conversion adds to the schema (property ordering, default array
+	// items): what is recorded is bounded, not only what the server sent.
+	if len(raw) > maxSchemaBytes {
+		return nil, fmt.Errorf("its input schema is %d bytes once converted; at most %d are accepted", len(raw), maxSchemaBytes)
+	}
 	desc := clip.String(c.secrets.String(cleanText(t.Description, 4*maxDescription)), maxDescription)
 	if desc == "" {
 		desc = "(the server gave no description)"
@@ -70,10 +77,15 @@ func newTool(c *conn, t *mcp.Tool) (*Tool, error) {
 	if acts {
 		full += " Each call waits for the analyst's approval; a denial is the call's result."
 	}
+	rec := toolcall.Declared{Description: full, Parameters: raw}
+	entry, err := json.Marshal(toolcall.Tool{Name: name, Kind: toolcall.Activity, Declared: &rec, Acts: acts})
+	if err != nil {
+		return nil, err
+	}
 	return &Tool{
-		server: c, remote: t.Name, acts: acts,
+		server: c, remote: t.Name, acts: acts, size: len(entry),
 		decl: &genai.FunctionDeclaration{Name: name, Description: full, Parameters: params},
-		rec:  toolcall.Declared{Description: full, Parameters: raw},
+		rec:  rec,
 	}, nil
 }
 

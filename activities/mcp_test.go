@@ -70,7 +70,7 @@ func TestMCPToolMissing(t *testing.T) {
 
 	a.MCP = fakeServers{{Name: "srv", State: "failed", Error: "connect: exec: no such file"}}
 	err = call()
-	require.False(t, errors.As(err, &app), "retried: %v", err)
+	require.True(t, errors.As(err, &app) && !app.NonRetryable() && app.Type() == ErrMCPNotConnected, "retried: %v", err)
 	require.True(t, strings.Contains(err.Error(), "not connected on this worker"), "%v", err)
 
 	a.MCP = fakeServers{{Name: "srv", State: "connected"}}

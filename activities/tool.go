@@ -32,7 +32,7 @@ func (a *Activities) CallTool(ctx context.Context, in ToolInput) (ToolOutput, er
 	}
 	if registry == nil {
 		return ToolOutput{}, temporal.NewNonRetryableApplicationError(
-			fmt.Sprintf("the %s tools are not configured on this worker", in.Toolset), "ToolsetDisabled", nil)
+			fmt.Sprintf("the %s tools are not configured on this worker", in.Toolset), ErrToolsetDisabled, nil)
 	}
 	t, ok := registry.Lookup(in.Call.Name)
 	server, _, dotted := strings.Cut(in.Call.Name, ".")
@@ -156,7 +156,7 @@ func (a *Activities) mcpMissing(server, name string) error {
 	}
 	for _, s := range a.MCP.Statuses() {
 		if s.Name == server && s.State != "connected" {
-			return fmt.Errorf("MCP server %q is not connected on this worker (%s); retrying", server, s.Error)
+			return temporal.NewApplicationError(fmt.Sprintf("MCP server %q is not connected on this worker (%s)", server, s.Error), ErrMCPNotConnected)
 		}
 	}
 	return temporal.NewNonRetryableApplicationError(
@@ -164,8 +164,15 @@ func (a *Activities) mcpMissing(server, name string) error {
 }
 
 // ErrMCPToolMissing is the error type of a call to an MCP tool this worker
-// cannot run.
-const ErrMCPToolMissing = "MCPToolMissing"
+// cannot run; ErrMCPNotConnected of one whose server is not connected now
+// (retryable). Neither reached the server: an action that failed so did
+// not run.
+const (
+	ErrMCPToolMissing  = "MCPToolMissing"
+	ErrMCPNotConnected = "MCPNotConnected"
+	// ErrToolsetDisabled: the call's toolset is not on this worker.
+	ErrToolsetDisabled = "ToolsetDisabled"
+)
 
 // shape turns a tool result into the function-response object the model
 // sees. Results over limit bytes are cut, with a note saying so; a non-object

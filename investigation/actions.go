@@ -25,9 +25,14 @@ const (
 	ActionApproved = "approved"
 	ActionDenied   = "denied"
 	ActionExpired  = "expired"
+	// ActionUnknown: approved, and its one attempt failed after it may
+	// have reached the tool (a lost connection, a lost worker, a cut): it
+	// may or may not have run, and is never tried again under the approval.
+	ActionUnknown = "unknown"
 )
 
-// CallDecision approves or denies one waiting action by its call ID.
+// CallDecision approves or denies one waiting action by its call ID; one
+// without a call ID is refused.
 type CallDecision struct {
 	CallID string `json:"call_id"`
 	Reason string `json:"reason,omitempty"`

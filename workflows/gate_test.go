@@ -156,7 +156,7 @@ func TestApprovalBindsTheArgsShown(t *testing.T) {
 	})
 	act, worker := h.onRealTools(t)
 	h.onReflect(noChange)
-	h.update(time.Minute, investigation.UpdateApproveCall, investigation.CallDecision{})
+	h.update(time.Minute, investigation.UpdateApproveCall, investigation.CallDecision{CallID: "t1-step_1-i1-c1"})
 	res, err := h.run(t, investigation.Input{AlertID: "a1"})
 	require.NoError(t, err)
 	require.Len(t, res.Actions, 1)

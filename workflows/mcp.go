@@ -101,7 +101,12 @@ func (r *run) gateAction(ctx workflow.Context, key string, c toolcall.Call, labe
 		}
 		switch {
 		case act.Status == investigation.ActionApproved:
-			settle.Chain(run(ctx, activities.Approval(shown)))
+			var out activities.ToolOutput
+			err := run(ctx, activities.Approval(shown)).Get(ctx, &out)
+			if err != nil {
+				out, err = r.failedAction(act, err)
+			}
+			settle.Set(out, err)
 			return
 		case err != nil || act.Status == investigation.ActionPending && r.Steering.StopReason != "":
 			// Cut short (a cancel, a spent budget) or stopped: never run.
@@ -126,34 +131,53 @@ func (r *run) gateAction(ctx workflow.Context, key string, c toolcall.Call, labe
 	return f
 }
 
+// failedAction is the outcome of an approved action whose one attempt
+// failed (once, options.go). A failure known to come before the call
+// reached the server is the call's error: the action did not run. Any
+// other (a lost connection, a timeout, a lost worker, a cut) may have come
+// after the server acted: the action's outcome is unknown, and the model
+// and the analyst read that, never a retry. No gate: only the state and
+// the result the model reads change, no command, and no recorded action
+// failed (mcp, mcp-changed: block_ip completed at its first attempt).
+func (r *run) failedAction(act *investigation.Action, err error) (activities.ToolOutput, error) {
+	var app *temporal.ApplicationError
+	if errors.As(err, &app) && slices.Contains([]string{activities.ErrMCPToolMissing, activities.ErrMCPNotConnected, activities.ErrToolsetDisabled}, app.Type()) {
+		act.Note = clip.String("approved, but it did not run: "+message(err), maxActionNote)
+		return activities.ToolOutput{}, temporal.NewNonRetryableApplicationError("the call did not run: "+message(err), app.Type(), nil)
+	}
+	act.Status = investigation.ActionUnknown
+	act.Note = clip.String("approved, and the action may or may not have run ("+message(err)+"): check before asking for it again", maxActionNote)
+	r.emit(investigation.Event{Kind: investigation.EventNote, Step: act.Step, Tool: act.Tool, CallID: act.CallID, Text: act.CallID + ": " + act.Note})
+	result, _ := json.Marshal(map[string]any{"performed": "unknown", "outcome": act.Status, "reason": message(err), "note": actionNote(act)})
+	return activities.ToolOutput{OK: true, Inline: string(result), Bytes: len(result)}, nil
+}
+
 // actionNote tells the model what an action that did not run means.
 func actionNote(a *investigation.Action) string {
-	if a.Status == investigation.ActionExpired {
+	switch a.Status {
+	case investigation.ActionExpired:
 		return "The analyst did not decide on this action in time, so it was NOT performed. Do not call it again; report that it is still to be decided."
+	case investigation.ActionUnknown:
+		return "The analyst approved this action, but its only attempt failed in a way that does not say whether it took effect: it may or may not have run, and it was not retried. Check its effect (with a read tool, if one can) before asking for it again; report that its outcome is unknown."
 	}
 	return "The analyst denied this action (or the investigation stopped), so it was NOT performed. Do not call it again; report the denial and its reason."
 }
 
-// action returns the pending action with this call ID, or the only pending
-// one for an empty ID.
+// action returns the pending action with this call ID. An empty ID names
+// none, for an approval as for a denial: a decision without one, arriving
+// late (meant for an action that expired), would decide an action the
+// analyst never saw, and a denial tells the model not to ask again. No
+// gate: the validators do not run in replay, and no recorded history holds
+// an approve_call or deny_call signal (mcp, mcp-changed: one update, with
+// its ID); no release has run the action path.
 func (r *run) action(id string) (*investigation.Action, error) {
-	var pending []*investigation.Action
+	if id == "" {
+		return nil, errors.New("name the action by its call ID (starter status lists the actions waiting)")
+	}
 	for _, a := range r.Actions {
-		if a.Status != investigation.ActionPending {
-			continue
-		}
-		if a.CallID == id {
+		if a.Status == investigation.ActionPending && a.CallID == id {
 			return a, nil
 		}
-		pending = append(pending, a)
-	}
-	switch {
-	case id == "" && len(pending) == 1:
-		return pending[0], nil
-	case id == "" && len(pending) > 1:
-		return nil, fmt.Errorf("%d actions are waiting: name one by its call ID", len(pending))
-	case len(pending) == 0 && id == "":
-		return nil, errors.New("no action is waiting for approval")
 	}
 	return nil, fmt.Errorf("no action %q is waiting for approval", id)
 }
@@ -174,14 +198,20 @@ func (r *run) checkDenyCall(d investigation.CallDecision) error {
 }
 
 func (r *run) approveCall(d investigation.CallDecision) investigation.Ack {
-	a, _ := r.action(strings.TrimSpace(d.CallID))
+	a, err := r.action(strings.TrimSpace(d.CallID))
+	if err != nil {
+		return investigation.Ack{Message: err.Error()} // validated: reached by no history (action)
+	}
 	a.Status = investigation.ActionApproved
 	seq := r.emit(investigation.Event{Kind: investigation.EventApprovalDecided, Step: a.Step, Tool: a.Tool, CallID: a.CallID, Text: "approved"})
 	return investigation.Ack{Seq: seq, Message: fmt.Sprintf("%s approved: the call runs now", a.CallID)}
 }
 
 func (r *run) denyCall(d investigation.CallDecision) investigation.Ack {
-	a, _ := r.action(strings.TrimSpace(d.CallID))
+	a, err := r.action(strings.TrimSpace(d.CallID))
+	if err != nil {
+		return investigation.Ack{Message: err.Error()}
+	}
 	a.Status, a.Note = investigation.ActionDenied, clip.String(cmp.Or(strings.TrimSpace(d.Reason), "no reason given"), maxActionNote)
 	seq := r.emit(investigation.Event{Kind: investigation.EventApprovalDecided, Step: a.Step, Tool: a.Tool, CallID: a.CallID, Text: "denied: " + a.Note})
 	return investigation.Ack{Seq: seq, Message: fmt.Sprintf("%s denied: the step reads the denial as the call's result", a.CallID)}

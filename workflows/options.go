@@ -100,6 +100,21 @@ func providerToolOptions(ctx workflow.Context, summary string, attempt, left tim
 // per request), not when the exchange's time runs out.
 const providerAttempts = 5
 
+// once makes the context's activity a single attempt: an action (a call of
+// an acting tool) runs at most once per approval, since a retry after the
+// server acted, or after a lost worker, would act again unapproved. An
+// activity's options are no part of the command replay matches: no gate.
+func once(ctx workflow.Context) workflow.Context {
+	opts := workflow.GetActivityOptions(ctx)
+	retry := temporal.RetryPolicy{}
+	if opts.RetryPolicy != nil {
+		retry = *opts.RetryPolicy
+	}
+	retry.MaximumAttempts = 1
+	opts.RetryPolicy = &retry
+	return workflow.WithActivityOptions(ctx, opts)
+}
+
 // localToolOptions are toolOptions for a quick tool (toolcall.LocalActivity),
 // run as a local activity: the same time budget, attempt bound and retries.
 func localToolOptions(ctx workflow.Context, summary string, attempt time.Duration) workflow.Context {

@@ -305,9 +305,10 @@ func (l *toolLoop) tellChildren(why string) {
 // arguments use ref:<name> starts once the calls it names have finished. A
 // call does not run when its refs are unknown, ambiguous or cyclic; when it
 // is identical to an earlier call of this workflow (served from that call's
-// result) or of the same turn (served once both are done); or when the
-// budget allows no more calls. A call that still fails after its retries
-// becomes an error result for the model, not a failed loop.
+// result) or of the same turn (served once both are done), unless it acts
+// (each action is the analyst's to decide); or when the budget allows no
+// more calls. A call that still fails after its retries becomes an error
+// result for the model, not a failed loop.
 // cutBy, once the calls were cut short, says why.
 func (l *toolLoop) callTools(ctx workflow.Context, turnKey string, calls []toolcall.Call, res *loopResult, cutBy func() string) []activities.Ref {
 	for i := range calls {
@@ -335,15 +336,21 @@ func (l *toolLoop) callTools(ctx workflow.Context, turnKey string, calls []toolc
 		e := investigation.Event{Kind: investigation.EventToolCall, Step: l.label, Tool: c.Name, Text: summary}
 		why, bad := pipe.bad[i]
 		independent := len(pipe.deps[i]) == 0 && !bad
+		// An action is never served from another call: an earlier result
+		// is not this call's outcome (it may have been undone since), and
+		// each one is the analyst's to decide. No gate: no recorded history
+		// repeats an action (mcp, mcp-changed: one block_ip each), and no
+		// release has run the action path (design/versioning.md).
+		reusable := independent && !l.host.tool(c.Name).Acts
 		earlier, seen := l.results.get(toolcall.Key(c))
 		twin, repeated := firstOf[toolcall.Key(c)]
 		switch {
 		case bad:
 			settle.SetError(temporal.NewNonRetryableApplicationError("the call did not run: "+why, "BadRef", nil))
-		case independent && seen:
+		case reusable && seen:
 			reused[i] = true
 			settle.Set(activities.ToolOutput{Key: earlier, OK: true}, nil)
-		case independent && repeated:
+		case reusable && repeated:
 			reused[i] = true
 			settle.Chain(futures[twin])
 		case allowed <= 0:
@@ -353,7 +360,7 @@ func (l *toolLoop) callTools(ctx workflow.Context, turnKey string, calls []toolc
 			allowed--
 			started[i] = true
 			l.host.callStarted()
-			if independent {
+			if reusable {
 				firstOf[toolcall.Key(c)] = i
 			}
 			t := l.host.tool(c.Name)
@@ -408,7 +415,7 @@ func (l *toolLoop) collect(ctx workflow.Context, key string, c toolcall.Call, f 
 		l.host.emit(investigation.Event{Kind: investigation.EventToolResult, Step: l.label, Tool: c.Name, Text: c.Name + ": served from the identical earlier call"})
 		return ref
 	}
-	if out.OK && out.Key != "" && independent {
+	if out.OK && out.Key != "" && independent && !l.host.tool(c.Name).Acts {
 		l.results.put(toolcall.Key(c), out.Key)
 	}
 	text := fmt.Sprintf("%s: %d bytes", c.Name, out.Bytes)
@@ -478,6 +485,9 @@ func (l *toolLoop) start(ctx workflow.Context, settle workflow.Settable, futures
 			opts := toolOptions(ctx, "tool "+summary, l.host.toolTimeout(c.Name))
 			if t.TaskQueue != "" {
 				opts = providerToolOptions(ctx, "tool "+summary, l.host.toolTimeout(c.Name), l.host.timeLeft(ctx))
+			}
+			if t.Acts {
+				opts = once(opts) // one approval, one attempt (gateAction)
 			}
 			return workflow.ExecuteActivity(onQueue(opts, t.TaskQueue), a.CallTool, in)
 		}

@@ -239,3 +239,34 @@ func TestSlackApprovalMessage(t *testing.T) {
 		t.Errorf("no block shows the arguments escaped:\n%s", raw)
 	}
 }
+
+// TestSlackApprovalArgumentsWhole: arguments the workflow admits (at most
+// 2,048 bytes as shown, workflows.maxActionArgs) reach the Slack section
+// whole, even those plain's defanging grows most ("ab://" becomes
+// "ab[://]") and those with hidden characters shown escaped.
+func TestSlackApprovalArgumentsWhole(t *testing.T) {
+	const bound = 2 << 10
+	grown := `{"a":"` + strings.Repeat("ab://", (bound-len(`{"a":"","ip":"203.0.113.9"}`))/5) + `","ip":"203.0.113.9"}`
+	hidden := `{"a":"` + strings.Repeat("\u200b", (bound-len(`{"a":"","ip":"203.0.113.9"}`))/6) + `","ip":"203.0.113.9"}`
+	for _, args := range []string{grown, hidden} {
+		raw, err := encode(SlackApprovalMessage(Approval{WorkflowID: "intake-x", CallID: "c1", Tool: "response.block_ip", Args: args}))
+		if err != nil {
+			t.Fatal(err)
+		}
+		var msg struct {
+			Blocks []struct {
+				Text struct{ Text string } `json:"text"`
+			} `json:"blocks"`
+		}
+		if err := json.Unmarshal(raw, &msg); err != nil {
+			t.Fatal(err)
+		}
+		found := false
+		for _, b := range msg.Blocks {
+			found = found || strings.HasSuffix(b.Text.Text, `,"ip":"203.0.113.9"}`) && !strings.Contains(b.Text.Text, clip.Marker)
+		}
+		if !found {
+			t.Errorf("the arguments are not shown whole (%d bytes):\n%s", len(args), raw)
+		}
+	}
+}

@@ -241,7 +241,10 @@ func SlackApprovalMessage(a Approval) map[string]any {
 			label("*Alert*"), plainText(a.AlertID, maxFieldText),
 		}},
 		map[string]any{"type": "section", "text": label("*Arguments*")},
-		map[string]any{"type": "section", "text": plainText(termtext.Reveal(a.Args), maxSectionText)}, // invisible characters shown escaped
+		// Invisible characters shown escaped. Never clipped: the workflow
+		// refuses arguments over 2 KiB as shown (workflows.maxActionArgs),
+		// and plain grows JSON (no &, <, >) by at most 7/5 ("ab://").
+		map[string]any{"type": "section", "text": plainText(termtext.Reveal(a.Args), maxSectionText)},
 		map[string]any{"type": "section", "text": label("*Why (the plan's step)*")},
 		map[string]any{"type": "section", "text": plainText(a.Reason, maxSectionText)},
 		map[string]any{"type": "section", "text": plainText(fmt.Sprintf("starter approve-call %s %s\nstarter deny-call %s %s \"reason\"", a.WorkflowID, a.CallID, a.WorkflowID, a.CallID), maxSectionText)},

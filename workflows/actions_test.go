@@ -2,6 +2,7 @@ package workflows
 
 import (
 	"errors"
+	"strings"
 	"testing"
 	"time"
 
@@ -161,5 +162,34 @@ func TestApprovalWithoutCallIDIsRefused(t *testing.T) {
 	require.Equal(t, investigation.ActionExpired, res.Actions[0].Status, "nothing decided the action")
 	for _, in := range h.tools {
 		require.NotEqual(t, "response.block_ip", in.Call.Name, "the action never ran")
+	}
+}
+
+// The analyst sees an action's arguments with every hidden character
+// escaped (6 bytes each): arguments within the bound as sent but over it
+// as shown would reach Slack's 3,000-character section clipped, a run of
+// \u200b where the address should be. They are refused, like arguments
+// too long as sent, and the analyst is never asked.
+func TestActionArgumentsOverTheBoundAsShownAreRefused(t *testing.T) {
+	args := map[string]any{"a": strings.Repeat("\u200b", 600), "ip": "203.0.113.9"}
+	require.LessOrEqual(t, len(activities.ActionArgs(args)), maxActionArgs, "within the bound as sent")
+	h := newHarness(t)
+	h.onPlan(mcpPlan(), nil)
+	h.onTurn(func(in activities.TurnInput) (activities.TurnOutput, error) {
+		if len(in.Transcript) == 0 {
+			return activities.TurnOutput{Calls: []toolcall.Call{{ID: "c1", Name: "response.block_ip", Args: args}}}, nil
+		}
+		return activities.TurnOutput{Text: "done"}, nil
+	})
+	h.onTool(okTool)
+	h.onReflect(noChange)
+	res, err := h.run(t, investigation.Input{AlertID: "a1"})
+	require.NoError(t, err)
+	require.Empty(t, res.Actions, "the analyst was not asked")
+	require.Empty(t, h.tools)
+	read := h.turns[1].Transcript[1]
+	require.Contains(t, read.Error, "too long for the analyst to see whole")
+	for _, e := range h.events(t) {
+		require.NotEqual(t, investigation.EventApprovalRequested, e.Kind)
 	}
 }

@@ -13,6 +13,7 @@ import (
 
 	"github.com/secops-agent/investigator/activities"
 	"github.com/secops-agent/investigator/internal/clip"
+	"github.com/secops-agent/investigator/internal/termtext"
 	"github.com/secops-agent/investigator/investigation"
 	"github.com/secops-agent/investigator/toolcall"
 )
@@ -35,7 +36,8 @@ func (s *State) declared(step []string, direct bool) []toolcall.Tool {
 
 // maxActions bounds the actions one investigation may ask for (they stay
 // in its state, for the conclusion); maxActionArgs the arguments of each,
-// which the analyst is shown whole (a longer call does not run).
+// as sent and as shown with hidden characters escaped (termtext.Reveal),
+// so every approval surface shows them whole (a longer call does not run).
 const (
 	maxActions    = 50
 	maxActionArgs = 2 << 10
@@ -52,9 +54,13 @@ const (
 // No version gate: only a tool the plan recorded as acting (Tool.Acts)
 // comes here, and no history recorded before this code has one, so every
 // earlier history replays the commands it recorded (design/versioning.md).
-// Nor for the refusal of arguments over maxActionArgs: the recorded
-// actions (testdata mcp, mcp-changed) hold 127 bytes of arguments, and no
-// release has run this code, so no history reaches that path.
+// Nor for the refusal of arguments over maxActionArgs, as sent or as
+// shown (Reveal): the recorded actions (testdata mcp, mcp-changed) hold
+// 127 bytes of plain ASCII arguments, which Reveal leaves as they are, and
+// no release has run this code, so no history reaches either path. Reveal
+// is pure string code over Go's Unicode tables; a Go upgrade that assigns
+// code points could move a call within a few bytes of the bound across
+// it, which no recorded history is near.
 func (r *run) gateAction(ctx workflow.Context, key string, c toolcall.Call, label, reason string, run func(workflow.Context, string) workflow.Future) workflow.Future {
 	f, settle := workflow.NewFuture(ctx)
 	if len(r.Actions) >= maxActions {
@@ -71,11 +77,14 @@ func (r *run) gateAction(ctx workflow.Context, key string, c toolcall.Call, labe
 		return f
 	}
 	shown := activities.ActionArgs(c.Args)
-	if len(shown) > maxActionArgs {
+	if n := max(len(shown), len(termtext.Reveal(shown))); n > maxActionArgs {
 		// Clipped, the analyst would approve a part and the whole would run.
+		// The bound is on what the analyst reads: each hidden character
+		// shows as a 6- or 12-byte escape, and Slack's section (3,000
+		// bytes after plain's escaping, delivery) then holds it whole.
 		settle.SetError(temporal.NewNonRetryableApplicationError(fmt.Sprintf(
-			"the call did not run: an action's arguments are too long for the analyst to see whole (%d bytes, at most %d); call it with shorter ones",
-			len(shown), maxActionArgs), "ActionTooLong", nil))
+			"the call did not run: an action's arguments are too long for the analyst to see whole (%d bytes as shown, at most %d); call it with shorter ones, without hidden characters",
+			n, maxActionArgs), "ActionTooLong", nil))
 		return f
 	}
 	act := &investigation.Action{CallID: key, Tool: c.Name, Args: shown, Step: label,

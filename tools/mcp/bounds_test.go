@@ -76,7 +76,7 @@ func TestRecordedToolsAreBoundedAcrossServers(t *testing.T) {
 	}
 	found := false
 	for _, st := range reg.Statuses() {
-		if !st.Enabled && strings.Contains(st.Reason, "together would pass 256 KiB") && strings.Contains(st.Reason, "tools are left out") {
+		if !st.Enabled && strings.Contains(st.Reason, "left out for the cap") && strings.Contains(st.Reason, "tools are left out") {
 			found = true
 		}
 	}
@@ -84,4 +84,42 @@ func TestRecordedToolsAreBoundedAcrossServers(t *testing.T) {
 		t.Errorf("no skipped tool says why: %+v", reg.Statuses())
 	}
 	t.Logf("%d bytes recorded: %d tools offered, %d skipped", len(raw), offered, skipped)
+}
+
+// Identically configured workers offer the same tools, whichever server
+// connects first and whether another failed: each server's share of the
+// 256 KiB is fixed by the configuration (an equal share for each server
+// configured), never taken from or given back by another. A plan made on
+// one worker so never records a tool another left out.
+func TestAdmissionIsDeterministic(t *testing.T) {
+	a, b := bigServer(t, 64, 30), bigServer(t, 64, 30)
+	down := httptest.NewServer(http.NotFoundHandler())
+	down.Close()
+	offered := func(reg *mcp.Servers, name string) int {
+		for _, st := range reg.Statuses() {
+			if st.Name == name {
+				return st.Tools
+			}
+		}
+		return -1
+	}
+	var counts []int
+	for range 3 {
+		_, both := connect(t, "servers:\n  one:\n    url: "+a+"\n  two:\n    url: "+b+"\n")
+		counts = append(counts, offered(both, "one"), offered(both, "two"))
+	}
+	_, failed := connect(t, "servers:\n  one:\n    url: "+a+"\n  two:\n    url: "+down.URL+"\n")
+	if st := failed.Statuses()[1]; st.State != mcp.StateFailed {
+		t.Fatalf("status = %+v, want failed", st)
+	}
+	counts = append(counts, offered(failed, "one"))
+	for _, n := range counts {
+		if n != counts[0] || n == 0 || n == 64 {
+			t.Fatalf("tools offered by identical servers on identical workers: %v; want one count, the same share each", counts)
+		}
+	}
+	reg, _ := connect(t, "servers:\n  one:\n    url: "+a+"\n  two:\n    url: "+down.URL+"\n")
+	if why := statusReason(reg, "one.t63"); !strings.Contains(why, "left out for the cap") || !strings.Contains(why, "128 KiB for each of the 2 servers") {
+		t.Errorf("one.t63: %q, want left out for the cap", why)
+	}
 }

@@ -47,11 +47,6 @@ type Servers struct {
 	conns []*conn
 	// Stderr receives the stdio servers' error output (the worker's).
 	Stderr io.Writer
-
-	// recorded is what each connected server's tools add to a recorded
-	// tool list (maxRecordedTools bounds the sum), guarded by mu.
-	mu       sync.Mutex
-	recorded map[string]int
 }
 
 // maxRecordedTools bounds the declarations of every server's offered tools
@@ -63,41 +58,26 @@ type Servers struct {
 const maxRecordedTools = 256 << 10
 
 // admit keeps of a connecting server's tools, in the order it lists them,
-// those that fit in maxRecordedTools beside the other connected servers'
-// (first connected, first served); the rest are skipped, saying how many.
-func (s *Servers) admit(server string, ts []tools.Tool) ([]tools.Tool, []tools.Disabled) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	used := 0
-	for name, n := range s.recorded {
-		if name != server {
-			used += n
-		}
-	}
-	kept := 0
-	for kept < len(ts) && used+ts[kept].(*Tool).size <= maxRecordedTools {
+// those that fit in its share of maxRecordedTools: an equal share for each
+// configured server, whether the others connected, failed or are slow.
+// Which tools a server offers so depends on its own list and the
+// configuration only, never on timing: identically configured workers
+// offer the same tools (the worker fingerprint leaves tool lists out), and
+// a plan made on one runs on another. The rest are skipped, saying so.
+func (s *Servers) admit(ts []tools.Tool) ([]tools.Tool, []tools.Disabled) {
+	share := maxRecordedTools / max(1, len(s.conns))
+	used, kept := 0, 0
+	for kept < len(ts) && used+ts[kept].(*Tool).size <= share {
 		used += ts[kept].(*Tool).size
 		kept++
-	}
-	s.recorded[server] = 0
-	for _, t := range ts[:kept] {
-		s.recorded[server] += t.(*Tool).size
 	}
 	var skipped []tools.Disabled
 	for _, t := range ts[kept:] {
 		skipped = append(skipped, tools.Disabled{Name: t.Declaration().Name, Reason: fmt.Sprintf(
-			"skipped: the MCP servers' tool declarations together would pass %d KiB, the most a plan records; %d of this server's %d tools are left out (name the ones to offer in tools:)",
-			maxRecordedTools>>10, len(ts)-kept, len(ts))})
+			"left out for the cap: a plan records at most %d KiB of MCP tool declarations, %d KiB for each of the %d servers configured; %d of this server's %d tools are left out (name the ones to offer in tools:)",
+			maxRecordedTools>>10, share>>10, max(1, len(s.conns)), len(ts)-kept, len(ts))})
 	}
 	return ts[:kept], skipped
-}
-
-// release gives back a server's share of maxRecordedTools when its tools
-// leave the registry (a failed connection).
-func (s *Servers) release(server string) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	delete(s.recorded, server)
 }
 
 // conn is one server's connection.
@@ -123,7 +103,7 @@ type conn struct {
 
 // New prepares the configured servers; Connect connects them.
 func New(cfg *Config, reg *tools.Registry, log *slog.Logger) *Servers {
-	s := &Servers{reg: reg, log: log, Stderr: os.Stderr, recorded: map[string]int{}}
+	s := &Servers{reg: reg, log: log, Stderr: os.Stderr}
 	for _, n := range cfg.Names() {
 		sc := cfg.Servers[n]
 		sc.dir = cfg.Dir
@@ -267,8 +247,7 @@ func (c *conn) lost(sess *mcp.ClientSession, err error) {
 	if c.sess == sess {
 		c.sess, c.state, c.err = nil, StateFailed, "lost: "+clip.String(c.secrets.String(err.Error()), 300)
 		_ = sess.Close()
-		// Its tools stay in the registry until it reconnects or fails, and
-		// so does their share of maxRecordedTools.
+		// Its tools stay in the registry until it reconnects or fails.
 	}
 }
 
@@ -285,12 +264,11 @@ func (c *conn) connect(ctx context.Context) (*mcp.ClientSession, error) {
 	group := "mcp:" + c.name
 	if err != nil {
 		c.state, c.err = StateFailed, clip.String(err.Error(), 300)
-		c.servers.release(c.name)
 		c.servers.reg.SetGroup(group, nil, []tools.Disabled{{Name: c.name + ".*", Reason: "MCP server " + c.name + " is not connected: " + c.err}})
 		c.servers.log.Warn("MCP server not connected", "server", c.name, "error", c.err)
 		return nil, fmt.Errorf("MCP server %s is not connected: %w", c.name, err)
 	}
-	ts, over := c.servers.admit(c.name, ts)
+	ts, over := c.servers.admit(ts)
 	skipped = append(skipped, over...)
 	c.sess, c.state, c.err, c.tools, c.skipped = sess, StateConnected, "", len(ts), len(skipped)
 	c.servers.reg.SetGroup(group, ts, skipped)

@@ -300,6 +300,10 @@ func TestNoInjectedTextLeavesItsBlock(t *testing.T) {
 	require.Contains(t, reqs[12].Text(), prompt.Quote(revise), "the plan revision quoted the analyst's request")
 	require.Contains(t, reqs[12].Text(), "Blocks an address.", "the planner read the MCP tool's own description")
 	require.Contains(t, reqs[6].Text(), "Not without a ticket.", "the conclusion read the requested actions")
+	for _, status := range []string{investigation.ActionApproved, investigation.ActionDenied, investigation.ActionExpired,
+		investigation.ActionNotRun, investigation.ActionUnknown, investigation.ActionPending} {
+		require.Contains(t, reqs[6].Text(), "- `"+status+"`: ", "the conclusion is told what an action's status %q means", status)
+	}
 	require.Contains(t, reqs[13].Text(), "user is the login name.", "introspection read the recalled memories")
 	for _, i := range []int{2, 3, 8} {
 		require.Contains(t, reqs[i].FunctionNames(), mcpName, "%s: the MCP tool is declared as recorded", phases[i])

@@ -13,8 +13,9 @@ const (
 	// EventApprovalRequested: an action waits. Step; Tool; CallID; Text:
 	// the call's arguments; Reason: the step it serves.
 	EventApprovalRequested EventKind = "approval_requested"
-	// EventApprovalDecided: an action was approved, denied or expired.
-	// Step; Tool; CallID; Text: the outcome (and the reason given).
+	// EventApprovalDecided: an action was approved, denied or expired, or
+	// an approved one did not run (ActionNotRun). Step; Tool; CallID; Text:
+	// the outcome (and the reason given).
 	EventApprovalDecided EventKind = "approval_decided"
 
 	// PhaseAwaitingCallApproval: an action waits for the analyst.
@@ -29,6 +30,11 @@ const (
 	// have reached the tool (a lost connection, a lost worker, a cut): it
 	// may or may not have run, and is never tried again under the approval.
 	ActionUnknown = "unknown"
+	// ActionNotRun: approved, and stopped before it reached the tool (its
+	// server not connected, its tool or toolset not on the worker): it was
+	// not performed. Status values are state and payload only, never a
+	// command, so a new one needs no version gate.
+	ActionNotRun = "not_run"
 )
 
 // CallDecision approves or denies one waiting action by its call ID; one

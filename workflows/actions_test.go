@@ -91,7 +91,8 @@ func TestRepeatedActionAsksAgain(t *testing.T) {
 // began (a broken connection after the server acted, a lost worker) is
 // not retried, and the model and the analyst read that the action may or
 // may not have run. A failure known to come before the call (the server
-// not connected) says it did not run.
+// not connected) says it did not run: a status of its own (not_run) and
+// an event, never "approved" as if performed.
 func TestApprovedActionRunsAtMostOnce(t *testing.T) {
 	for _, c := range []struct {
 		name   string
@@ -101,7 +102,7 @@ func TestApprovedActionRunsAtMostOnce(t *testing.T) {
 	}{
 		{"connection lost", errors.New("read tcp: connection reset by peer"), investigation.ActionUnknown, "may or may not have run"},
 		{"server down", temporal.NewApplicationError(`MCP server "response" is not connected on this worker (EOF)`, activities.ErrMCPNotConnected),
-			investigation.ActionApproved, "did not run"},
+			investigation.ActionNotRun, "did not run"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			h := newHarness(t)
@@ -135,6 +136,12 @@ func TestApprovedActionRunsAtMostOnce(t *testing.T) {
 				require.Equal(t, res.Actions, h.conclude[len(h.conclude)-1].Actions, "the conclusion says so")
 			} else {
 				require.Contains(t, res.Actions[0].Note, "did not run")
+				said := false
+				for _, e := range h.events(t) {
+					said = said || e.Kind == investigation.EventApprovalDecided && strings.HasPrefix(e.Text, "not run: ")
+				}
+				require.True(t, said, "the follower reads that the approved action did not run")
+				require.Equal(t, res.Actions, h.conclude[len(h.conclude)-1].Actions, "the conclusion says so")
 			}
 		})
 	}

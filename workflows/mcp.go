@@ -145,13 +145,18 @@ func (r *run) gateAction(ctx workflow.Context, key string, c toolcall.Call, labe
 // reached the server is the call's error: the action did not run. Any
 // other (a lost connection, a timeout, a lost worker, a cut) may have come
 // after the server acted: the action's outcome is unknown, and the model
-// and the analyst read that, never a retry. No gate: only the state and
-// the result the model reads change, no command, and no recorded action
-// failed (mcp, mcp-changed: block_ip completed at its first attempt).
+// and the analyst read that, never a retry. No gate: only the state (the
+// status, not_run or unknown), the events and the result the model reads
+// change, no command, and no recorded action failed (mcp, mcp-changed:
+// block_ip completed at its first attempt).
 func (r *run) failedAction(act *investigation.Action, err error) (activities.ToolOutput, error) {
 	var app *temporal.ApplicationError
 	if errors.As(err, &app) && slices.Contains([]string{activities.ErrMCPToolMissing, activities.ErrMCPNotConnected, activities.ErrToolsetDisabled}, app.Type()) {
+		// A status of its own, and an event the follower shows: left
+		// "approved", the action read as performed.
+		act.Status = investigation.ActionNotRun
 		act.Note = clip.String("approved, but it did not run: "+message(err), maxActionNote)
+		r.emit(investigation.Event{Kind: investigation.EventApprovalDecided, Step: act.Step, Tool: act.Tool, CallID: act.CallID, Text: "not run: " + act.Note})
 		return activities.ToolOutput{}, temporal.NewNonRetryableApplicationError("the call did not run: "+message(err), app.Type(), nil)
 	}
 	act.Status = investigation.ActionUnknown

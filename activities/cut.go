@@ -26,6 +26,9 @@ type CutAnswerInput struct {
 	Reason string `json:"reason"`
 	// MaxBytes bounds the answer.
 	MaxBytes int `json:"max_bytes"`
+	// Language is the analyst's (investigation.Languages; empty: English),
+	// which the answer's own words follow.
+	Language string `json:"language,omitempty"`
 }
 
 // Bounds of a cut answer: its notes, and each result at least (results
@@ -103,14 +106,15 @@ func cutAnswerText(in CutAnswerInput, entries []*transcript.Entry) string {
 		}
 	}
 	var b strings.Builder
-	fmt.Fprintf(&b, "(Not written by the model: the work was cut short (%s) before it answered. What it had so far follows, as it was: its last notes and the results of its tool calls.)\n", in.Reason)
+	say := notesIn(in.Language)
+	fmt.Fprintf(&b, say.cutAnswer+"\n", cutReasonIn(in.Language, in.Reason))
 	if notes != "" {
-		b.WriteString("\nLast notes:\n" + clip.String(notes, maxCutNotes) + "\n")
+		b.WriteString("\n" + say.lastNotes + "\n" + clip.String(notes, maxCutNotes) + "\n")
 	}
 	if len(results) == 0 {
-		b.WriteString("\nNo tool call had returned a result.\n")
+		b.WriteString("\n" + say.noResults + "\n")
 	} else {
-		b.WriteString("\nTool results:\n")
+		b.WriteString("\n" + say.toolResults + "\n")
 		share := max((limit-b.Len())/len(results)-64, minCutResult)
 		for _, r := range results {
 			b.WriteString("- " + r.head + ":\n" + clip.String(r.body, share) + "\n")

@@ -55,3 +55,22 @@ func TestCutAnswerIsWhatTheLoopHad(t *testing.T) {
 	require.NoError(t, err)
 	require.Contains(t, empty.Text, "No tool call had returned a result.")
 }
+
+// A cut answer in a ja investigation says its own words in Japanese: the
+// header with the workflow's reason translated (the analyst's words after
+// a stop as written) and the headings of its parts.
+func TestCutAnswerFollowsTheLanguage(t *testing.T) {
+	a, _, ts := newActivities(t)
+	ctx := context.Background()
+	_, err := ts.Put(ctx, "s", "k-i1", transcript.Entry{Kind: transcript.KindModel, Text: "ログインを確認中。"})
+	require.NoError(t, err)
+	out, err := a.CutAnswer(ctx, CutAnswerInput{Session: "s", Key: "k-cut", Reason: StoppedReason("enough"), MaxBytes: 4096,
+		Language: "ja", Transcript: []Ref{{Key: "k-i1"}}})
+	require.NoError(t, err)
+	for _, want := range []string{"モデルが書いたものではありません", "分析者が停止しました: enough", "最後のメモ:", "ログインを確認中。", "結果を返したツール呼び出しはありませんでした。"} {
+		require.Contains(t, out.Text, want)
+	}
+	for _, english := range []string{"Not written by the model", "stopped by the analyst", "Last notes:", "No tool call"} {
+		require.NotContains(t, out.Text, english)
+	}
+}

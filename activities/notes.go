@@ -30,6 +30,9 @@ type notes struct {
 	// workflow's (stopped, toolCalls, timeBudget), said in the language.
 	cutShort                       string
 	stopped, toolCalls, timeBudget string
+	// A loop's answer laid out from what it had (CutAnswer): its header,
+	// with the reason, and the headings of its parts.
+	cutAnswer, lastNotes, noResults, toolResults string
 }
 
 // problemTexts say why an evidence item is invalid (evidenceProblem).
@@ -64,6 +67,10 @@ var localNotes = map[string]notes{
 		stopped:       "stopped by the analyst",
 		toolCalls:     "this exchange used its %s tool calls",
 		timeBudget:    "this exchange used its time budget of %s",
+		cutAnswer:     "(Not written by the model: the work was cut short (%s) before it answered. What it had so far follows, as it was: its last notes and the results of its tool calls.)",
+		lastNotes:     "Last notes:",
+		noResults:     "No tool call had returned a result.",
+		toolResults:   "Tool results:",
 	},
 	"ja": {
 		reason:       "結論は %s を示しましたが、その証拠のどれも、この調査で実行されたステップとそのステップが呼び出したツールを示していません。",
@@ -91,6 +98,10 @@ var localNotes = map[string]notes{
 		stopped:       "分析者が停止しました",
 		toolCalls:     "このやり取りのツール呼び出し %s 回を使い切りました",
 		timeBudget:    "このやり取りの時間予算 %s を使い切りました",
+		cutAnswer:     "（モデルが書いたものではありません: 回答の前に作業が打ち切られました（%s）。ここまでの内容、つまり最後のメモとツール呼び出しの結果を、そのまま示します。）",
+		lastNotes:     "最後のメモ:",
+		noResults:     "結果を返したツール呼び出しはありませんでした。",
+		toolResults:   "ツール呼び出しの結果:",
 	},
 }
 

@@ -391,6 +391,10 @@ func (h *subAgent) mustAnswer(ctx workflow.Context, loopCalls int) string {
 // what it has, without another model call.
 func (h *subAgent) answersAsIs(ctx workflow.Context) bool { return h.stopped != "" && ctx.Err() == nil }
 
+// language is English: the sub-agent answers the parent's model, in the
+// language of its own prompts.
+func (h *subAgent) language() string { return "" }
+
 func (h *subAgent) deadline(workflow.Context) (time.Time, bool) {
 	return h.in.Deadline, !h.in.Deadline.IsZero()
 }

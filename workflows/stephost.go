@@ -100,6 +100,9 @@ func (h *stepHost) answersAsIs(ctx workflow.Context) bool {
 	return h.r.Steering.StopReason != "" && ctx.Err() == nil && stopAnswersAtOnce(ctx)
 }
 
+// language is the analyst's: a step's answer is read in the progress.
+func (h *stepHost) language() string { return h.r.Input.Language }
+
 // deadline is the end of the exchange's time budget; while the analyst is
 // asked something, the budget does not run and there is none.
 func (h *stepHost) deadline(ctx workflow.Context) (time.Time, bool) {

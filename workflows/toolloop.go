@@ -44,6 +44,9 @@ type loopHost interface {
 	// timeLeft is what is left of the loop's time budget (0: it has none),
 	// counted as if a wait for the analyst ended now.
 	timeLeft(ctx workflow.Context) time.Duration
+	// language is the language of what the loop's answer says to the
+	// analyst (empty: English).
+	language() string
 	emit(e investigation.Event)
 	// tool says how the named tool runs.
 	tool(name string) toolcall.Tool
@@ -217,7 +220,8 @@ func (l *toolLoop) turns(ctx workflow.Context, prefix string, res *loopResult) e
 func (l *toolLoop) answerAsIs(ctx workflow.Context, prefix, cut string, res *loopResult) error {
 	var out activities.TurnOutput
 	if err := workflow.ExecuteActivity(storeOptions(ctx, "answer from what it has"), a.CutAnswer, activities.CutAnswerInput{
-		Session: l.session, Key: prefix + "-cut", Transcript: res.Transcript, Reason: cut, MaxBytes: l.maxBytes,
+		// Language changes the activity's input only, not a command.
+		Session: l.session, Key: prefix + "-cut", Transcript: res.Transcript, Reason: cut, MaxBytes: l.maxBytes, Language: l.host.language(),
 	}).Get(ctx, &out); err != nil {
 		return fmt.Errorf("answering from what it had: %w", err)
 	}

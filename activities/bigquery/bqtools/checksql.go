@@ -87,21 +87,78 @@ const onlySelect = "only a single read-only SELECT (or WITH ... SELECT) query is
 var punctuation = wordSet(`. , ; ( ) [ ] + - * / % < > = ! | & ^ ~ ? : @ @@ || |> <= >= != << => -> += -=`)
 
 // checkPunctuation refuses characters a query has no use for: $ (macros),
-// \ and braces outside a hint.
+// \ and braces outside a hint; and a hint that is not a list of
+// name = value entries (checkHint).
 func checkPunctuation(toks []sqlToken) error {
-	hint := 0
-	for i, t := range toks {
+	for i := 0; i < len(toks); i++ {
+		t := toks[i]
 		switch {
 		case t.kind != tokPunct || punctuation[t.text]:
 		case t.text == "{" && i > 0 && toks[i-1].isPunct("@"):
-			hint++
-		case t.text == "}" && hint > 0:
-			hint--
+			end, err := checkHint(toks, i)
+			if err != nil {
+				return err
+			}
+			i = end
 		default:
 			return fmt.Errorf("it contains %q at offset %d, which a query has no use for", t.text, t.pos)
 		}
 	}
 	return nil
+}
+
+// checkHint reads the hint whose "{" is at toks[i] and returns the index of
+// its "}". A hint is "name = value" entries separated by commas, where a
+// name is a word or qualifier.word and a value a word, a string or an
+// optionally negative decimal integer: anything else (a comma with no entry, a
+// path, a subquery) is refused, so that no reader can take what is inside
+// for a table or a call.
+func checkHint(toks []sqlToken, i int) (int, error) {
+	open := toks[i]
+	bad := func(j int) (int, error) {
+		what := "its end"
+		if j < len(toks) {
+			what = describeTok(toks[j])
+		}
+		return 0, fmt.Errorf("the hint @{ at offset %d is not a list of name = value entries (at %s); write it as @{NAME=VALUE, ...} or leave it out", open.pos, what)
+	}
+	word := func(j int) bool { return j < len(toks) && toks[j].kind == tokWord }
+	j := i + 1
+	for {
+		if !word(j) {
+			return bad(j)
+		}
+		j++
+		if j+1 < len(toks) && toks[j].isPunct(".") && word(j+1) {
+			j += 2
+		}
+		if j >= len(toks) || !toks[j].isPunct("=") {
+			return bad(j)
+		}
+		j++
+		if j < len(toks) && toks[j].isPunct("-") {
+			j++
+			if j >= len(toks) || !isInteger(toks[j]) {
+				return bad(j)
+			}
+		}
+		if j >= len(toks) || (toks[j].kind != tokWord && toks[j].kind != tokString && !isInteger(toks[j])) {
+			return bad(j)
+		}
+		j++
+		switch {
+		case j < len(toks) && toks[j].isPunct("}"):
+			return j, nil
+		case j < len(toks) && toks[j].isPunct(","):
+			j++
+		default:
+			return bad(j)
+		}
+	}
+}
+
+func isInteger(t sqlToken) bool {
+	return t.kind == tokNumber && strings.Trim(t.text, "0123456789") == ""
 }
 
 // checkPipes refuses a pipe operator (the word after |>) that

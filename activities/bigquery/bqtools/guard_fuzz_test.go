@@ -158,7 +158,10 @@ func naiveScan(s string) []naiveTok {
 // dot, "@" or "@@" is a name; any other word is a keyword if GoogleSQL has
 // one of that spelling.
 func naiveViolation(sql string, p sqlPolicy) string {
-	toks := naiveScan(sql)
+	toks, ok := dropHints(naiveScan(sql))
+	if !ok {
+		return "has a hint that is not a list of name = value entries"
+	}
 	n := len(toks)
 	name := make([]bool, n) // a word that is a name by its position
 	dot := make([]bool, n)  // a "." that joins a path
@@ -298,6 +301,51 @@ func naiveViolation(sql string, p sqlPolicy) string {
 		}
 	}
 	return ""
+}
+
+// dropHints removes the hints (@{name = value, ...}, a name being a word
+// or word.word and a value a word, a literal or -word) from toks, so that
+// the words around a hint are read as neighbours; ok is false when
+// something else follows "@{".
+func dropHints(toks []naiveTok) (kept []naiveTok, ok bool) {
+	at := func(k int, kind byte, text string) bool {
+		return k < len(toks) && toks[k].kind == kind && (text == "" || toks[k].text == text)
+	}
+	for k := 0; k < len(toks); k++ {
+		if !at(k, 'p', "@") || !at(k+1, 'p', "{") {
+			kept = append(kept, toks[k])
+			continue
+		}
+		k += 2
+		for {
+			if !at(k, 'w', "") {
+				return nil, false
+			}
+			k++
+			if at(k, 'p', ".") && at(k+1, 'w', "") {
+				k += 2
+			}
+			if !at(k, 'p', "=") {
+				return nil, false
+			}
+			k++
+			if at(k, 'p', "-") {
+				k++
+			}
+			if !at(k, 'w', "") && !at(k, 's', "") {
+				return nil, false
+			}
+			k++
+			if at(k, 'p', "}") {
+				break
+			}
+			if !at(k, 'p', ",") {
+				return nil, false
+			}
+			k++
+		}
+	}
+	return kept, true
 }
 
 func isDigitStart(w string) bool { return w != "" && w[0] >= '0' && w[0] <= '9' }

@@ -235,6 +235,15 @@ var hostileQueries = []string{
 	"SELECT * FROM security_logs.auth_events a JOIN LATERAL other_ds.secrets ON TRUE",
 	"SELECT * FROM security_logs.auth_events@{FORCE_INDEX=x}, other_ds.secrets",
 	"SELECT * FROM security_logs.auth_events JOIN @{JOIN_METHOD=HASH_JOIN} other_ds.secrets ON TRUE",
+	"SELECT JOIN@{,A.0}security_logs.auth_events", // found by FuzzGuard in CI
+	"SELECT * FROM security_logs.auth_events JOIN @{, other_ds.secrets} security_logs.auth_events ON TRUE",
+	"SELECT * FROM security_logs.auth_events JOIN @{a=1, other_ds.secrets} security_logs.auth_events ON TRUE",
+	"SELECT * FROM security_logs.auth_events JOIN @{a=(SELECT k FROM other_ds.secrets)} security_logs.auth_events ON TRUE",
+	"SELECT * FROM security_logs.auth_events JOIN @{a=other_ds.secrets} security_logs.auth_events ON TRUE",
+	"SELECT * FROM security_logs.auth_events JOIN @{a=f(1)} security_logs.auth_events ON TRUE",
+	"SELECT * FROM security_logs.auth_events JOIN @{a=1 security_logs.auth_events ON TRUE",
+	"SELECT * FROM security_logs.auth_events JOIN @{@{a=1}} security_logs.auth_events ON TRUE",
+	"SELECT * FROM security_logs.auth_events@{} , other_ds.secrets",
 	"SELECT * FROM security_logs.auth_events QUALIFY ROW_NUMBER() OVER () = (SELECT 1 FROM other_ds.secrets)",
 	"SELECT '''a''' '' FROM other_ds.secrets",
 	"SELECT b'''x''' FROM other_ds.secrets",
@@ -266,6 +275,20 @@ var hostileQueries = []string{
 	"SELECT ARRAY(SELECT AS STRUCT * FROM other_ds.secrets)",
 	"SELECT * FROM security_logs.auth_events WHERE user IN (SELECT k FROM other_ds.secrets) -- ; DROP",
 	"SELECT 1 FROM security_logs.auth_events JOIN (other_ds.secrets JOIN security_logs.auth_events USING(x)) USING (x)",
+}
+
+// TestWellFormedHintsAreAccepted keeps the hint rule from refusing what
+// BigQuery's own hints look like, while the tables around them are still
+// read.
+func TestWellFormedHintsAreAccepted(t *testing.T) {
+	for _, sql := range []string{
+		"SELECT * FROM security_logs.auth_events@{FORCE_INDEX=x}",
+		"SELECT * FROM security_logs.auth_events a JOIN @{JOIN_METHOD=HASH_JOIN, bigquery.x=-2, y='z'} security_logs.auth_events b USING (user)",
+	} {
+		assert.NoError(t, checkSQL(sql, fuzzPolicy), sql)
+		assert.Empty(t, naiveViolation(sql, fuzzPolicy), sql)
+	}
+	assert.ErrorContains(t, checkSQL("SELECT * FROM security_logs.auth_events JOIN @{a=1.5} security_logs.auth_events USING (user)", fuzzPolicy), "hint")
 }
 
 func TestHostileQueriesAreRefused(t *testing.T) {

@@ -87,22 +87,44 @@ const onlySelect = "only a single read-only SELECT (or WITH ... SELECT) query is
 var punctuation = wordSet(`. , ; ( ) [ ] + - * / % < > = ! | & ^ ~ ? : @ @@ || |> <= >= != << => -> += -=`)
 
 // checkPunctuation refuses characters a query has no use for: $ (macros),
-// \ and braces outside a hint; and a hint that is not a list of
-// name = value entries (checkHint).
+// \ and braces outside a hint; a hint that is not a list of name = value
+// entries (checkHint); "@" not followed by a parameter's name or a hint,
+// "@@" not followed by a variable's name; and parentheses or brackets that
+// do not pair up. BigQuery refuses those queries too, but what it would
+// refuse is not worth a reading of our own.
 func checkPunctuation(toks []sqlToken) error {
+	var open []sqlToken // the "(" and "[" not yet closed
 	for i := 0; i < len(toks); i++ {
 		t := toks[i]
+		if t.kind != tokPunct {
+			continue
+		}
+		next := func(kind tokKind, text string) bool {
+			return i+1 < len(toks) && toks[i+1].kind == kind && (text == "" || toks[i+1].text == text)
+		}
 		switch {
-		case t.kind != tokPunct || punctuation[t.text]:
-		case t.text == "{" && i > 0 && toks[i-1].isPunct("@"):
-			end, err := checkHint(toks, i)
+		case t.text == "@" && next(tokPunct, "{"):
+			end, err := checkHint(toks, i+1)
 			if err != nil {
 				return err
 			}
 			i = end
-		default:
+		case (t.text == "@" || t.text == "@@") && !next(tokWord, ""):
+			return fmt.Errorf("the %s at offset %d is not followed by a name", t.text, t.pos)
+		case t.text == "(" || t.text == "[":
+			open = append(open, t)
+		case t.text == ")" || t.text == "]":
+			if len(open) == 0 || open[len(open)-1].text != map[string]string{")": "(", "]": "["}[t.text] {
+				return fmt.Errorf("the %q at offset %d closes nothing that is open", t.text, t.pos)
+			}
+			open = open[:len(open)-1]
+		case !punctuation[t.text]:
 			return fmt.Errorf("it contains %q at offset %d, which a query has no use for", t.text, t.pos)
 		}
+	}
+	if len(open) > 0 {
+		t := open[len(open)-1]
+		return fmt.Errorf("the %q at offset %d is never closed", t.text, t.pos)
 	}
 	return nil
 }

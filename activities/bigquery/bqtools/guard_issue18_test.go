@@ -244,6 +244,12 @@ var hostileQueries = []string{
 	"SELECT * FROM security_logs.auth_events JOIN @{a=1 security_logs.auth_events ON TRUE",
 	"SELECT * FROM security_logs.auth_events JOIN @{@{a=1}} security_logs.auth_events ON TRUE",
 	"SELECT * FROM security_logs.auth_events@{} , other_ds.secrets",
+	"SELECT 0[0[0@0(00", // found by FuzzGuard: @0( read as a call of 0 by another reader
+	"SELECT @0 FROM security_logs.auth_events, other_ds.secrets",
+	"SELECT @@ (SELECT k FROM other_ds.secrets) FROM security_logs.auth_events",
+	"SELECT (1 FROM security_logs.auth_events",
+	"SELECT [1) FROM security_logs.auth_events",
+	"SELECT 1) FROM security_logs.auth_events, (other_ds.secrets",
 	"SELECT * FROM security_logs.auth_events QUALIFY ROW_NUMBER() OVER () = (SELECT 1 FROM other_ds.secrets)",
 	"SELECT '''a''' '' FROM other_ds.secrets",
 	"SELECT b'''x''' FROM other_ds.secrets",

@@ -3,6 +3,7 @@ package bqtools
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 )
 
@@ -108,7 +109,17 @@ func checkPunctuation(toks []sqlToken) error {
 			if err != nil {
 				return err
 			}
+			// A hint follows a name, JOIN or ")" and is followed by neither
+			// a path nor a call, so no reader can join what is around it.
+			if prev := i - 1; prev < 0 || toks[prev].kind == tokPunct && !toks[prev].isPunct(")") || toks[prev].kind == tokString || toks[prev].kind == tokNumber {
+				return fmt.Errorf("the hint @{ at offset %d does not follow a table, a name or JOIN", t.pos)
+			}
+			if end+1 < len(toks) && toks[end+1].kind == tokPunct && strings.Contains(".([-:", toks[end+1].text) && len(toks[end+1].text) == 1 {
+				return fmt.Errorf("the hint @{ at offset %d is followed by %q", t.pos, toks[end+1].text)
+			}
 			i = end
+		case t.text == "(" && i > 0 && (toks[i-1].kind == tokNumber || toks[i-1].kind == tokString):
+			return fmt.Errorf("the %q at offset %d follows a literal, which cannot be called", t.text, t.pos)
 		case (t.text == "@" || t.text == "@@") && !next(tokWord, ""):
 			return fmt.Errorf("the %s at offset %d is not followed by a name", t.text, t.pos)
 		case t.text == "(" || t.text == "[":
@@ -144,7 +155,12 @@ func checkHint(toks []sqlToken, i int) (int, error) {
 		}
 		return 0, fmt.Errorf("the hint @{ at offset %d is not a list of name = value entries (at %s); write it as @{NAME=VALUE, ...} or leave it out", open.pos, what)
 	}
-	word := func(j int) bool { return j < len(toks) && toks[j].kind == tokWord }
+	// Reserved words (FROM, WHERE, JOIN, ...) would end or open a clause
+	// for a reader that does not know hints; TRUE, FALSE and NULL are values.
+	word := func(j int) bool {
+		return j < len(toks) && toks[j].kind == tokWord &&
+			(toks[j].afterDot || !reservedKeywords[strings.ToUpper(toks[j].text)] || slices.Contains([]string{"TRUE", "FALSE", "NULL"}, strings.ToUpper(toks[j].text)))
+	}
 	j := i + 1
 	for {
 		if !word(j) {
@@ -164,7 +180,7 @@ func checkHint(toks []sqlToken, i int) (int, error) {
 				return bad(j)
 			}
 		}
-		if j >= len(toks) || (toks[j].kind != tokWord && toks[j].kind != tokString && !isInteger(toks[j])) {
+		if j >= len(toks) || (!word(j) && toks[j].kind != tokString && !isInteger(toks[j])) {
 			return bad(j)
 		}
 		j++

@@ -251,7 +251,9 @@ func checkModels(toks []sqlToken) error {
 			continue
 		}
 		next := toks[i+1]
-		if next.kind == tokQuotedIdent || (next.kind == tokWord && i+2 < len(toks) && (toks[i+2].pathDot || toks[i+2].isPunct("-"))) {
+		joined := i+2 < len(toks) && (toks[i+2].pathDot || toks[i+2].isPunct(".") || toks[i+2].isPunct("-"))
+		// A number starts a dashed project name too (MODEL 1-proj.d.m).
+		if next.kind == tokQuotedIdent || (next.kind == tokWord && joined) || (next.kind == tokNumber && (joined || strings.HasSuffix(next.text, "."))) {
 			name, _ := readPath(toks, i+1)
 			what := "a BigQuery ML model"
 			if kw == "CONNECTION" {

@@ -3,6 +3,7 @@ package intake
 import (
 	"encoding/base64"
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
@@ -290,8 +291,9 @@ func TestKeysOfEveryBundledExample(t *testing.T) {
 		"ids-webshell-upload-cn.json":   nil, // Chinese field names: no key is recognised
 		"scc-cryptominer.json":          {"user:svc-batch", gce + "us-central1-a/instances/4861530274459182345"},
 		// The attacker's address is in the raw log; device.host is the
-		// SIEM's collector, asset.name the server attacked.
-		"siem-struts2-rce-raw-log.json":                              {"ip:203.0.113.45", "resource:app01"},
+		// SIEM's collector, asset.name the server attacked (the alert's own
+		// keys come before its raw log's).
+		"siem-struts2-rce-raw-log.json":                              {"resource:app01", "ip:203.0.113.45"},
 		"waf-sqli-cn.json":                                           nil,
 		"edr-mde-web-server-prod-01.json":                            {"user:deploy", "resource:web-server-prod-01"},
 		"generic-authorized-vuln-scan.json":                          {"ip:203.0.113.200"},
@@ -360,7 +362,39 @@ func TestKeysLeaveOutTheReporter(t *testing.T) {
 		"asset":          map[string]any{"name": "hr-db07", "ip": "10.9.8.7"},
 		"raw_log":        `{"src_ip": "198.18.0.9", "dst_ip": "10.9.8.7", "inner": "{\"src_ip\": \"198.18.0.10\"}"}`,
 	}
-	if got, want := Keys(data), []string{"ip:198.18.0.9", "resource:hr-db07"}; !slices.Equal(got, want) {
+	if got, want := Keys(data), []string{"resource:hr-db07", "ip:198.18.0.9"}; !slices.Equal(got, want) {
+		t.Errorf("keys %q, want %q", got, want)
+	}
+}
+
+// TestKeysIgnoreJSONInAnAttackersString: a string the attacker writes (the
+// request URI GuardDuty records) that holds a JSON object is not the
+// alert's fields. Read as them, its eight addresses sorted first (1.0.0.x)
+// and pushed the real attacker address and instance out of the 8 keys,
+// and grouped the finding with whatever investigation the attacker chose.
+func TestKeysIgnoreJSONInAnAttackersString(t *testing.T) {
+	var gd map[string]any
+	if err := json.Unmarshal(readExample(t, "guardduty-ssh-bruteforce.json"), &gd); err != nil {
+		t.Fatal(err)
+	}
+	gd["service"].(map[string]any)["action"].(map[string]any)["requestUri"] = `{"src_ip":"1.0.0.1","source_ip":"1.0.0.2","client_ip":"1.0.0.3","remote_ip":"1.0.0.4","caller_ip":"1.0.0.5","peer_ip":"1.0.0.6","origin_ip":"1.0.0.7","actor_ip":"1.0.0.8"}`
+	raw, _ := json.Marshal(gd)
+	if got, want := Keys(parse(t, raw).Data), []string{"ip:198.51.100.23", "resource:i-0abc1234def567890"}; !slices.Equal(got, want) {
+		t.Errorf("keys %q, want %q: the attacker's string chose them", got, want)
+	}
+}
+
+// TestRawLogKeysOnlyFillSlotsLeft: a raw log (read as JSON) full of
+// addresses that sort first never pushes out the alert's own keys.
+func TestRawLogKeysOnlyFillSlotsLeft(t *testing.T) {
+	inner := map[string]any{}
+	for i, f := range []string{"src_ip", "source_ip", "client_ip", "remote_ip", "caller_ip", "peer_ip", "origin_ip", "actor_ip", "from_ip"} {
+		inner[f] = fmt.Sprintf("1.0.0.%d", i+1)
+	}
+	rawLog, _ := json.Marshal(inner)
+	data := map[string]any{"src_ip": "203.0.113.9", "user": "alice", "hostname": "db-1", "raw_log": string(rawLog)}
+	want := []string{"ip:203.0.113.9", "user:alice", "resource:db-1", "ip:1.0.0.1", "ip:1.0.0.2", "ip:1.0.0.3", "ip:1.0.0.4", "ip:1.0.0.5"}
+	if got := Keys(data); !slices.Equal(got, want) {
 		t.Errorf("keys %q, want %q", got, want)
 	}
 }

@@ -257,17 +257,17 @@ func TestAlertCheckBoundsTheTraceparent(t *testing.T) {
 
 // TestIdentityIsPlain: an id full of characters JSON escapes would make
 // the identity, kept in the admission workflow's state, six times its
-// bytes; it becomes its hash, alike from Identify and PlainIdentity.
+// bytes; it becomes its hash (bounded), which PlainIdentity keeps.
 func TestIdentityIsPlain(t *testing.T) {
 	for _, id := range []string{`<&>`, "a\u0001b", "x\u2028y", `q"\`} {
 		raw, _ := json.Marshal(map[string]any{"id": id, "title": "t"})
 		got := Identify(parse(t, raw))
 		enc, _ := json.Marshal(got.Key)
-		if !Plain(got.Key) || len(enc) != len(got.Key)+2 || !strings.HasPrefix(got.Key, "generic:sha256:") {
+		if !Plain(got.Key) || len(enc) != len(got.Key)+2 || got.Key != "generic:id:"+bounded(id) || !strings.HasPrefix(got.Key, "generic:id:sha256:") {
 			t.Errorf("id %q: identity %q", id, got.Key)
 		}
-		if PlainIdentity("generic:id:"+id) != got.Key || PlainIdentity(got.Key) != got.Key {
-			t.Errorf("id %q: PlainIdentity disagrees with Identify", id)
+		if PlainIdentity(got.Key) != got.Key {
+			t.Errorf("id %q: PlainIdentity changes Identify's %q", id, got.Key)
 		}
 	}
 	for _, s := range []string{"generic:id:1234", "scc:organizations/1/sources/2/findings/3", "é语𝔘", "a'b"} {
@@ -396,5 +396,39 @@ func TestRawLogKeysOnlyFillSlotsLeft(t *testing.T) {
 	want := []string{"ip:203.0.113.9", "user:alice", "resource:db-1", "ip:1.0.0.1", "ip:1.0.0.2", "ip:1.0.0.3", "ip:1.0.0.4", "ip:1.0.0.5"}
 	if got := Keys(data); !slices.Equal(got, want) {
 		t.Errorf("keys %q, want %q", got, want)
+	}
+}
+
+// TestHashedFormIsNoLiteral: an identity value too long to keep becomes
+// "sha256:<hex>"; an alert whose literal id (or GuardDuty account) spells
+// that form, or PlainIdentity's, must not get the same identity, or it
+// would pre-empt the real alert as a repeat.
+func TestHashedFormIsNoLiteral(t *testing.T) {
+	identify := func(v map[string]any) string {
+		raw, _ := json.Marshal(v)
+		return Identify(parse(t, raw)).Key
+	}
+	longID := strings.Repeat("7", maxIdentityValue+1)
+	real := identify(map[string]any{"id": longID, "title": "t"})
+	if !strings.HasPrefix(real, "generic:id:sha256:") {
+		t.Fatalf("long id: %q", real)
+	}
+	literal := strings.TrimPrefix(real, "generic:id:")
+	if forged := identify(map[string]any{"id": literal, "title": "t"}); forged == real {
+		t.Errorf("the literal id %q takes the long id's identity %q", literal, real)
+	}
+	// PlainIdentity's form: "guardduty:sha256:<hex>" from an account
+	// "sha256" and a finding ID of 64 hex.
+	gd := func(account, id string) string {
+		return identify(map[string]any{"schemaVersion": "2.0", "accountId": account, "id": id, "type": "Recon:EC2/PortProbeUnprotectedPort",
+			"service": map[string]any{"serviceName": "guardduty", "count": 1}, "title": "t", "severity": 5})
+	}
+	target := PlainIdentity("guardduty:123456789012:x<y")
+	hexPart := strings.TrimPrefix(target, "guardduty:sha256:")
+	if got := gd("sha256", hexPart); got == target || strings.HasPrefix(got, "guardduty:sha256:"+hexPart) {
+		t.Errorf("account \"sha256\" spells PlainIdentity's form: %q", got)
+	}
+	if got := gd("123456789012", "x<y"); got == target {
+		t.Errorf("the non-plain finding ID's identity is PlainIdentity's form %q", got)
 	}
 }

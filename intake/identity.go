@@ -82,7 +82,8 @@ func Plain(s string) bool {
 
 // PlainIdentity is key when it is Plain, else its rule's prefix and its
 // SHA-256 ("generic:sha256:<hex>"): Identify ends with it, since
-// Alert.Check refuses an identity that is not plain.
+// Alert.Check refuses an identity that is not plain (its parts are plain
+// already: bounded).
 func PlainIdentity(key string) string {
 	if Plain(key) {
 		return key
@@ -145,10 +146,14 @@ func scalar(v any) string {
 	return ""
 }
 
-// bounded keeps a value of an identity short: a long one becomes
-// "sha256:<hex>".
+// bounded keeps a value of an identity short and plain: a long one, one
+// that is not Plain, and one that starts with "sha256" becomes
+// "sha256:<hex>". A value kept never has the hashed form, so an alert
+// whose literal id is another's hash cannot take its identity; and a key
+// of bounded parts is plain, so PlainIdentity (whose "<rule>:sha256:<hex>"
+// a GuardDuty account "sha256" could spell) keeps it as it is.
 func bounded(s string) string {
-	if len(s) <= maxIdentityValue {
+	if len(s) <= maxIdentityValue && Plain(s) && !strings.HasPrefix(s, "sha256") {
 		return s
 	}
 	sum := sha256.Sum256([]byte(s))

@@ -3,6 +3,7 @@ package intake
 import (
 	"encoding/base64"
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
@@ -256,17 +257,17 @@ func TestAlertCheckBoundsTheTraceparent(t *testing.T) {
 
 // TestIdentityIsPlain: an id full of characters JSON escapes would make
 // the identity, kept in the admission workflow's state, six times its
-// bytes; it becomes its hash, alike from Identify and PlainIdentity.
+// bytes; it becomes its hash (bounded), which PlainIdentity keeps.
 func TestIdentityIsPlain(t *testing.T) {
 	for _, id := range []string{`<&>`, "a\u0001b", "x\u2028y", `q"\`} {
 		raw, _ := json.Marshal(map[string]any{"id": id, "title": "t"})
 		got := Identify(parse(t, raw))
 		enc, _ := json.Marshal(got.Key)
-		if !Plain(got.Key) || len(enc) != len(got.Key)+2 || !strings.HasPrefix(got.Key, "generic:sha256:") {
+		if !Plain(got.Key) || len(enc) != len(got.Key)+2 || got.Key != "generic:id:"+bounded(id) || !strings.HasPrefix(got.Key, "generic:id:sha256:") {
 			t.Errorf("id %q: identity %q", id, got.Key)
 		}
-		if PlainIdentity("generic:id:"+id) != got.Key || PlainIdentity(got.Key) != got.Key {
-			t.Errorf("id %q: PlainIdentity disagrees with Identify", id)
+		if PlainIdentity(got.Key) != got.Key {
+			t.Errorf("id %q: PlainIdentity changes Identify's %q", id, got.Key)
 		}
 	}
 	for _, s := range []string{"generic:id:1234", "scc:organizations/1/sources/2/findings/3", "é语𝔘", "a'b"} {
@@ -290,8 +291,9 @@ func TestKeysOfEveryBundledExample(t *testing.T) {
 		"ids-webshell-upload-cn.json":   nil, // Chinese field names: no key is recognised
 		"scc-cryptominer.json":          {"user:svc-batch", gce + "us-central1-a/instances/4861530274459182345"},
 		// The attacker's address is in the raw log; device.host is the
-		// SIEM's collector, asset.name the server attacked.
-		"siem-struts2-rce-raw-log.json":                              {"ip:203.0.113.45", "resource:app01"},
+		// SIEM's collector, asset.name the server attacked (the alert's own
+		// keys come before its raw log's).
+		"siem-struts2-rce-raw-log.json":                              {"resource:app01", "ip:203.0.113.45"},
 		"waf-sqli-cn.json":                                           nil,
 		"edr-mde-web-server-prod-01.json":                            {"user:deploy", "resource:web-server-prod-01"},
 		"generic-authorized-vuln-scan.json":                          {"ip:203.0.113.200"},
@@ -360,7 +362,73 @@ func TestKeysLeaveOutTheReporter(t *testing.T) {
 		"asset":          map[string]any{"name": "hr-db07", "ip": "10.9.8.7"},
 		"raw_log":        `{"src_ip": "198.18.0.9", "dst_ip": "10.9.8.7", "inner": "{\"src_ip\": \"198.18.0.10\"}"}`,
 	}
-	if got, want := Keys(data), []string{"ip:198.18.0.9", "resource:hr-db07"}; !slices.Equal(got, want) {
+	if got, want := Keys(data), []string{"resource:hr-db07", "ip:198.18.0.9"}; !slices.Equal(got, want) {
 		t.Errorf("keys %q, want %q", got, want)
+	}
+}
+
+// TestKeysIgnoreJSONInAnAttackersString: a string the attacker writes (the
+// request URI GuardDuty records) that holds a JSON object is not the
+// alert's fields. Read as them, its eight addresses sorted first (1.0.0.x)
+// and pushed the real attacker address and instance out of the 8 keys,
+// and grouped the finding with whatever investigation the attacker chose.
+func TestKeysIgnoreJSONInAnAttackersString(t *testing.T) {
+	var gd map[string]any
+	if err := json.Unmarshal(readExample(t, "guardduty-ssh-bruteforce.json"), &gd); err != nil {
+		t.Fatal(err)
+	}
+	gd["service"].(map[string]any)["action"].(map[string]any)["requestUri"] = `{"src_ip":"1.0.0.1","source_ip":"1.0.0.2","client_ip":"1.0.0.3","remote_ip":"1.0.0.4","caller_ip":"1.0.0.5","peer_ip":"1.0.0.6","origin_ip":"1.0.0.7","actor_ip":"1.0.0.8"}`
+	raw, _ := json.Marshal(gd)
+	if got, want := Keys(parse(t, raw).Data), []string{"ip:198.51.100.23", "resource:i-0abc1234def567890"}; !slices.Equal(got, want) {
+		t.Errorf("keys %q, want %q: the attacker's string chose them", got, want)
+	}
+}
+
+// TestRawLogKeysOnlyFillSlotsLeft: a raw log (read as JSON) full of
+// addresses that sort first never pushes out the alert's own keys.
+func TestRawLogKeysOnlyFillSlotsLeft(t *testing.T) {
+	inner := map[string]any{}
+	for i, f := range []string{"src_ip", "source_ip", "client_ip", "remote_ip", "caller_ip", "peer_ip", "origin_ip", "actor_ip", "from_ip"} {
+		inner[f] = fmt.Sprintf("1.0.0.%d", i+1)
+	}
+	rawLog, _ := json.Marshal(inner)
+	data := map[string]any{"src_ip": "203.0.113.9", "user": "alice", "hostname": "db-1", "raw_log": string(rawLog)}
+	want := []string{"ip:203.0.113.9", "user:alice", "resource:db-1", "ip:1.0.0.1", "ip:1.0.0.2", "ip:1.0.0.3", "ip:1.0.0.4", "ip:1.0.0.5"}
+	if got := Keys(data); !slices.Equal(got, want) {
+		t.Errorf("keys %q, want %q", got, want)
+	}
+}
+
+// TestHashedFormIsNoLiteral: an identity value too long to keep becomes
+// "sha256:<hex>"; an alert whose literal id (or GuardDuty account) spells
+// that form, or PlainIdentity's, must not get the same identity, or it
+// would pre-empt the real alert as a repeat.
+func TestHashedFormIsNoLiteral(t *testing.T) {
+	identify := func(v map[string]any) string {
+		raw, _ := json.Marshal(v)
+		return Identify(parse(t, raw)).Key
+	}
+	longID := strings.Repeat("7", maxIdentityValue+1)
+	real := identify(map[string]any{"id": longID, "title": "t"})
+	if !strings.HasPrefix(real, "generic:id:sha256:") {
+		t.Fatalf("long id: %q", real)
+	}
+	literal := strings.TrimPrefix(real, "generic:id:")
+	if forged := identify(map[string]any{"id": literal, "title": "t"}); forged == real {
+		t.Errorf("the literal id %q takes the long id's identity %q", literal, real)
+	}
+	// PlainIdentity's form: "guardduty:sha256:<hex>" from an account
+	// "sha256" and a finding ID of 64 hex.
+	gd := func(account, id string) string {
+		return identify(map[string]any{"schemaVersion": "2.0", "accountId": account, "id": id, "type": "Recon:EC2/PortProbeUnprotectedPort",
+			"service": map[string]any{"serviceName": "guardduty", "count": 1}, "title": "t", "severity": 5})
+	}
+	target := PlainIdentity("guardduty:123456789012:x<y")
+	hexPart := strings.TrimPrefix(target, "guardduty:sha256:")
+	if got := gd("sha256", hexPart); got == target || strings.HasPrefix(got, "guardduty:sha256:"+hexPart) {
+		t.Errorf("account \"sha256\" spells PlainIdentity's form: %q", got)
+	}
+	if got := gd("123456789012", "x<y"); got == target {
+		t.Errorf("the non-plain finding ID's identity is PlainIdentity's form %q", got)
 	}
 }

@@ -67,32 +67,49 @@ var (
 // principals, and the resources acted on (instance IDs, hosts, assets,
 // resource names), never from under the pipeline that reported the alert
 // (reported). It reads the finding inside an envelope (with an SCC
-// notification's resource beside it). The result is sorted (addresses,
-// then users, then resources), each key once, at most MaxAlertKeys.
+// notification's resource beside it), and the JSON object a raw-log field
+// holds (embeddedObject). The result is the alert's own keys sorted
+// (addresses, then users, then resources), then its raw log's the same
+// way in the slots left, each key once, at most MaxAlertKeys.
 func Keys(data map[string]any) []string {
 	f, res := finding(data)
-	w := &keyWalker{seen: map[string]bool{}}
+	w := &keyWalker{seen: map[string]bool{}, seenRaw: map[string]bool{}}
 	w.walk(f, nil, 0)
 	if res != nil {
 		w.walk(res, []string{"resource"}, 1)
 	}
 	order := map[string]int{KeyIP: 0, KeyUser: 1, KeyResource: 2}
-	slices.SortStableFunc(w.keys, func(a, b string) int {
+	byKind := func(a, b string) int {
 		ka, _, _ := strings.Cut(a, ":")
 		kb, _, _ := strings.Cut(b, ":")
 		if order[ka] != order[kb] {
 			return order[ka] - order[kb]
 		}
 		return strings.Compare(a, b)
-	})
-	return w.keys[:min(len(w.keys), MaxAlertKeys)]
+	}
+	slices.SortStableFunc(w.keys, byKind)
+	slices.SortStableFunc(w.raw, byKind)
+	keys := w.keys[:min(len(w.keys), MaxAlertKeys)]
+	// A raw log's keys only fill the slots the alert's own fields left:
+	// however many it holds, they never push out the alert's own.
+	for _, k := range w.raw {
+		if len(keys) >= MaxAlertKeys {
+			break
+		}
+		if !w.seen[k] {
+			keys = append(keys, k)
+		}
+	}
+	return keys
 }
 
 type keyWalker struct {
-	keys     []string
+	keys     []string // from the alert's own fields
+	raw      []string // from a raw log it holds (rawLogFields)
 	seen     map[string]bool
+	seenRaw  map[string]bool
 	nodes    int
-	embedded bool // walking a JSON object held in a string (embedded)
+	embedded bool // walking a JSON object held in a raw-log string (embeddedObject)
 }
 
 func (w *keyWalker) walk(v any, path []string, depth int) {
@@ -118,7 +135,7 @@ func (w *keyWalker) walk(v any, path []string, depth int) {
 			w.walk(e, path, depth+1)
 		}
 	case string:
-		if m := w.embeddedObject(x); m != nil {
+		if m := w.embeddedObject(path, x); m != nil {
 			w.embedded = true
 			w.walk(m, path, depth+1)
 			w.embedded = false
@@ -131,13 +148,22 @@ func (w *keyWalker) walk(v any, path []string, depth int) {
 // maxEmbedded bounds a JSON object held in a string that Keys reads.
 const maxEmbedded = 64 << 10
 
-// embedded_ is the JSON object a string holds, such as a SIEM's raw_log
-// ({"src_ip": "203.0.113.45", ...}), read like the alert's own fields;
-// nil for any other string, one over maxEmbedded, or one inside another:
-// together they parse at most the alert's own bytes.
-func (w *keyWalker) embeddedObject(s string) map[string]any {
+// rawLogFields name (lower case, without separators) the fields in which
+// a source puts the raw event it alerted on as a string: a SIEM's
+// raw_log, ECS's event.original. Only these are read as JSON: any other
+// string (a request URI, a user agent, a command line) may be the
+// attacker's own text, and read as fields it would choose the keys.
+var rawLogFields = []string{"rawlog", "rawevent", "rawdata", "rawmessage", "original"}
+
+// embeddedObject is the JSON object a raw-log field holds (rawLogFields),
+// such as a SIEM's raw_log ({"src_ip": "203.0.113.45", ...}), read like the
+// alert's own fields (its keys only fill slots the alert's own left: Keys);
+// nil for any other field, a string over maxEmbedded, or one inside
+// another: together they parse at most the alert's own bytes.
+func (w *keyWalker) embeddedObject(path []string, s string) map[string]any {
 	s = strings.TrimSpace(s)
-	if w.embedded || len(s) > maxEmbedded || !strings.HasPrefix(s, "{") || !strings.HasSuffix(s, "}") {
+	if w.embedded || len(path) == 0 || !slices.Contains(rawLogFields, squash(path[len(path)-1])) ||
+		len(s) > maxEmbedded || !strings.HasPrefix(s, "{") || !strings.HasSuffix(s, "}") {
 		return nil
 	}
 	var m map[string]any
@@ -183,7 +209,11 @@ func (w *keyWalker) add(kind, value string) {
 		return
 	}
 	key := kind + ":" + value
-	if !w.seen[key] {
+	switch {
+	case w.embedded && !w.seenRaw[key]:
+		w.seenRaw[key] = true
+		w.raw = append(w.raw, key)
+	case !w.embedded && !w.seen[key]:
 		w.seen[key] = true
 		w.keys = append(w.keys, key)
 	}

@@ -50,3 +50,20 @@ func TestFilesAreBounded(t *testing.T) {
 		require.EqualError(t, smallfiletest.Within(t, c.call), c.want)
 	}
 }
+
+// TestTokenFileNeedsALongToken: the webhook is open to whoever reaches its
+// address, so a token a guess finds (under 16 bytes) is refused at start.
+func TestTokenFileNeedsALongToken(t *testing.T) {
+	dir := t.TempDir()
+	write := func(name, content string) string {
+		p := filepath.Join(dir, name)
+		require.NoError(t, os.WriteFile(p, []byte(content), 0o600))
+		return p
+	}
+	short := write("short", "hunter2\n")
+	_, err := readToken(short)
+	require.EqualError(t, err, "--token-file: the token in "+short+" is 7 bytes, under the 16 the webhook needs (make one with: openssl rand -hex 24)")
+	got, err := readToken(write("ok", "s3cret-e2e-token\n"))
+	require.NoError(t, err)
+	require.Equal(t, "s3cret-e2e-token", got)
+}

@@ -53,11 +53,13 @@ func (a *app) intakeCommand() *cobra.Command {
 		Long: `Runs until SIGINT or SIGTERM, taking alerts from a Pub/Sub subscription
 (--subscription, with flow control; PUBSUB_EMULATOR_HOST selects the emulator)
 and/or a webhook (--listen: POST /v1/alerts with the bearer token of
---token-file, one alert of at most 1 MiB per request; 202 with the alert and
-workflow IDs, 400 with the reason, 429 with Retry-After when it sheds load).
-An alert may come bare, as a Security Command Center notification, an
-EventBridge event or a Pub/Sub push body; it is validated as starter
-investigate validates a file and stored in Firestore.
+--token-file, at least 16 bytes, one alert of at most 1 MiB per request; 202
+with the alert and workflow IDs, 400 with the reason, 429 with Retry-After
+when it sheds load). An alert may come bare, as a Security Command Center
+notification, an EventBridge event or a Pub/Sub push body (from a relay that
+adds the bearer token: the webhook checks no OIDC token, so a push
+subscription's own requests get 401); it is validated as starter investigate
+validates a file and stored in Firestore.
 
 The admission workflow of the task queue (one for every intake process) then
 decides what becomes of it:
@@ -154,6 +156,10 @@ func (o intakeOptions) check(s intake.Settings) error {
 // maxTokenFileBytes bounds the token file: one token on one line.
 const maxTokenFileBytes = 64 << 10
 
+// minTokenBytes is the shortest webhook token taken: the webhook is open to
+// whoever reaches its address, and a short token is guessed.
+const minTokenBytes = 16
+
 // readToken reads the webhook's bearer token.
 func readToken(path string) (string, error) {
 	raw, err := smallfile.Read(path, maxTokenFileBytes)
@@ -163,6 +169,9 @@ func readToken(path string) (string, error) {
 	token := strings.TrimSpace(string(raw))
 	if token == "" || strings.ContainsAny(token, " \t\r\n") {
 		return "", fmt.Errorf("--token-file: %s must hold one token on one line", path)
+	}
+	if len(token) < minTokenBytes {
+		return "", fmt.Errorf("--token-file: the token in %s is %d bytes, under the %d the webhook needs (make one with: openssl rand -hex 24)", path, len(token), minTokenBytes)
 	}
 	return token, nil
 }

@@ -166,9 +166,10 @@ func (r *Room) runOf(e *Entity, session string) bool {
 func (r *Room) close(now time.Time, wf string) { r.end(now, wf, true) }
 
 // end forgets an entity; investigated says its investigation completed, so
-// its identities are repeats for the repeat window. One that failed, was
-// cancelled or never started leaves them unknown: their next alert is
-// investigated.
+// its identities are repeats for the repeat window, but for those never
+// delivered to it: related arrivals still queued (admitted again, alone)
+// or dropped (Member.Lost). One that failed, was cancelled or never
+// started leaves them all unknown: their next alert is investigated.
 func (r *Room) end(now time.Time, wf string, investigated bool) {
 	e := r.byWorkflow[wf]
 	if e == nil {
@@ -181,7 +182,7 @@ func (r *Room) end(now time.Time, wf string, investigated bool) {
 		if r.byIdentity[m.Hash] == e {
 			delete(r.byIdentity, m.Hash)
 		}
-		if investigated && !slices.ContainsFunc(undelivered, func(a investigation.Arrival) bool {
+		if investigated && !m.Lost && !slices.ContainsFunc(undelivered, func(a investigation.Arrival) bool {
 			return a.Kind == investigation.ArrivalRelated && hashOf(a.Identity) == m.Hash
 		}) {
 			r.Closed = append(r.Closed, ClosedIdentity{Hash: m.Hash, Severity: m.Severity, At: now, WorkflowID: wf})

@@ -238,12 +238,15 @@ type Entity struct {
 }
 
 // Member is one identity of an entity: its hash, severity, count and the
-// hash of the alert that last carried it (a new alert ID is news).
+// hash of the alert that last carried it (a new alert ID is news). Lost:
+// its related arrival was dropped past a queue's bound (lose), so no model
+// saw it and its close makes it no repeat (end).
 type Member struct {
 	Hash      string `json:"h"`
 	Severity  string `json:"s"`
 	Count     int64  `json:"n,omitempty"`
 	AlertHash string `json:"a"`
+	Lost      bool   `json:"l,omitempty"`
 }
 
 // EndedRun is a run that sent its investigation_closed signal: its
@@ -526,10 +529,32 @@ func (r *Room) enqueue(e *Entity, a investigation.Arrival) {
 	}
 	if len(e.Queue) >= maxEntityQueue || r.pending >= maxPending {
 		e.Dropped++
+		lose(e, a)
 		return
 	}
 	e.Queue = append(e.Queue, a)
 	r.pending++
+}
+
+// lose marks the member whose related arrival was dropped (counted in
+// Dropped, never delivered): its identity reached no model, so the
+// entity's close must not make it a repeat (end). Without this, a decoy
+// investigation whose queue an attacker filled absorbed a real alert and
+// its close had the alert, sent again, dismissed as a repeat. No gate:
+// only an arrival dropped past a queue's bound (maxEntityQueue,
+// maxPending) reaches it, and no recorded history drops one (the intake
+// fixtures queue a few arrivals, none with a dropped count); a room
+// carried without the field reads as before (nothing lost).
+func lose(e *Entity, a investigation.Arrival) {
+	if a.Kind != investigation.ArrivalRelated {
+		return
+	}
+	h := hashOf(a.Identity)
+	for i := range e.Members {
+		if e.Members[i].Hash == h {
+			e.Members[i].Lost = true
+		}
+	}
 }
 
 // open admits a new entity for an alert, making room by forgetting the

@@ -356,6 +356,9 @@ func TestRoomStateIsBounded(t *testing.T) {
 				e.RunHash = hashOf(e.WorkflowID)
 				e.Released, e.State, e.Attempts = true, intake.StateConcluded, maxStartAttempts-1
 				e.Cost, e.RetryAt = -math.MaxFloat64, t0.Add(time.Hour+123456789)
+				for i := range e.Members {
+					e.Members[i].Lost = true
+				}
 			}
 			// The settings the room keeps whole, at the bounds Check allows,
 			// and every number at its widest.
@@ -488,5 +491,68 @@ func TestChecksTakeEveryOpenEntityInTurn(t *testing.T) {
 	again, _ := r.toCheck(nil)
 	if !slices.Equal(first, again) {
 		t.Fatal("before the guards, a check takes the first maxChecked each time")
+	}
+}
+
+// TestDroppedArrivalIsNoRepeat: a decoy investigation whose queue is full
+// takes a critical finding that shares one of its keys; the finding is
+// only counted (no model sees it). When the decoy completes, the finding,
+// sent again, must be investigated, not dismissed as a repeat; the
+// decoy's delivered alerts are repeats as before.
+func TestDroppedArrivalIsNoRepeat(t *testing.T) {
+	r := newRoom(t0)
+	s := roomSettings(10)
+	decoy := r.admit(t0, s, alertOf("d0", "generic:id:decoy", "low", "ip:1.0.0.1"))
+	r.take(r.byWorkflow[decoy.WorkflowID])
+	r.started(decoy.WorkflowID)
+	for i := range maxEntityQueue {
+		r.admit(t0.Add(time.Second), s, alertOf(fmt.Sprintf("d%d", i+1), fmt.Sprintf("generic:id:decoy%d", i), "low", "ip:1.0.0.1"))
+	}
+	r.take(r.byWorkflow[decoy.WorkflowID]) // the 20 are delivered
+	for i := range maxEntityQueue {
+		r.admit(t0.Add(2*time.Second), s, alertOf(fmt.Sprintf("f%d", i), fmt.Sprintf("generic:id:fill%d", i), "low", "ip:1.0.0.1"))
+	}
+	real := r.admit(t0.Add(3*time.Second), s, alertOf("gd1", "guardduty:1:real", "critical", "ip:1.0.0.1", "ip:198.51.100.23"))
+	e := r.byWorkflow[decoy.WorkflowID]
+	if real.WorkflowID != decoy.WorkflowID || e.Dropped != 1 {
+		t.Fatalf("the finding was not dropped by the decoy: %+v (dropped %d)", real, e.Dropped)
+	}
+	r.take(e) // the fillers are delivered; the finding was not
+	r.close(t0.Add(time.Hour), decoy.WorkflowID)
+	again := r.admit(t0.Add(2*time.Hour), s, alertOf("gd1", "guardduty:1:real", "critical", "ip:198.51.100.23"))
+	if again.Kind != intake.OutcomeStarted {
+		t.Errorf("the finding no model saw, sent again: %s (%s), want started", again.Kind, again.Message)
+	}
+	for _, id := range []string{"generic:id:decoy", "generic:id:decoy3", "generic:id:fill7"} {
+		if o := r.admit(t0.Add(2*time.Hour), s, alertOf("x", id, "low")); o.Kind != intake.OutcomeRepeat {
+			t.Errorf("%s, delivered, sent again: %s, want repeat", id, o.Kind)
+		}
+	}
+}
+
+// TestArrivalCutByTheBoundIsNoRepeat: an arrival cut by the queue bound
+// when a failed start puts its batch back (bound) was never delivered
+// either, so its identity is no repeat after the close.
+func TestArrivalCutByTheBoundIsNoRepeat(t *testing.T) {
+	r := newRoom(t0)
+	s := roomSettings(10)
+	first := r.admit(t0, s, alertOf("a0", "generic:id:a0", "low", "ip:203.0.113.1"))
+	e := r.byWorkflow[first.WorkflowID]
+	for i := range maxEntityQueue {
+		r.admit(t0, s, alertOf(fmt.Sprintf("a%d", i+1), fmt.Sprintf("generic:id:a%d", i+1), "low", "ip:203.0.113.1"))
+	}
+	batch := r.take(e) // the start input
+	r.admit(t0, s, alertOf("late", "generic:id:late", "high", "ip:203.0.113.1"))
+	r.startFailed(t0, e, batch) // the batch goes back in front: "late" is cut
+	if e.Dropped != 1 || slices.ContainsFunc(e.Queue, func(a investigation.Arrival) bool { return a.AlertID == "late" }) {
+		t.Fatalf("late not cut: dropped %d, %d queued", e.Dropped, len(e.Queue))
+	}
+	r.take(e) // the next start delivers the 20
+	r.close(t0.Add(time.Hour), e.WorkflowID)
+	if o := r.admit(t0.Add(2*time.Hour), s, alertOf("late", "generic:id:late", "high")); o.Kind != intake.OutcomeStarted {
+		t.Errorf("the cut alert, sent again: %s (%s), want started", o.Kind, o.Message)
+	}
+	if o := r.admit(t0.Add(2*time.Hour), s, alertOf("a5", "generic:id:a5", "low")); o.Kind != intake.OutcomeRepeat {
+		t.Errorf("a delivered alert, sent again: %s, want repeat", o.Kind)
 	}
 }

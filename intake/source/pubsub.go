@@ -94,7 +94,10 @@ func (s *PubSub) handle(ctx context.Context, m *pubsub.Message) {
 	switch {
 	case res.Invalid != nil:
 		if s.DeadLetterTopic == "" {
+			// It comes back at once, for ever: the pause, as after any
+			// failure, keeps that from being a tight loop of Warn logs.
 			log.Warn("malformed message not acknowledged: no --dead-letter-topic", "reason", res.Invalid)
+			s.pause(ctx)
 			m.Nack()
 			return
 		}

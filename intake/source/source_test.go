@@ -368,3 +368,18 @@ func TestDeadLetterCopyWithinPubSubLimits(t *testing.T) {
 		}
 	}
 }
+
+// TestMalformedMessageWaitsBeforeItComesBack: without a dead-letter topic a
+// malformed message is nacked and redelivered at once; it waits the
+// back-off first, as every other failure does, so it is no tight loop.
+func TestMalformedMessageWaitsBeforeItComesBack(t *testing.T) {
+	s := &PubSub{Subscription: "projects/p/subscriptions/alerts-intake", Pipeline: pipeline(t, &memStore{}, &admitter{kind: intake.OutcomeStarted}),
+		Backoff: 200 * time.Millisecond, Log: slog.New(slog.NewTextHandler(io.Discard, nil))}
+	for i, want := range []time.Duration{200 * time.Millisecond, 400 * time.Millisecond} {
+		start := time.Now()
+		s.handle(context.Background(), &pubsub.Message{ID: strconv.Itoa(i), Data: []byte("not an alert")})
+		if took := time.Since(start); took < want {
+			t.Errorf("nack %d after %s, want at least %s", i+1, took, want)
+		}
+	}
+}

@@ -233,7 +233,7 @@ func (c *Client) StartIntake(ctx context.Context, s IntakeStart, warn io.Writer)
 			ID: s.ID, TaskQueue: c.cfg.TaskQueue,
 			WorkflowIDConflictPolicy: enums.WORKFLOW_ID_CONFLICT_POLICY_USE_EXISTING,
 			WorkflowIDReusePolicy:    enums.WORKFLOW_ID_REUSE_POLICY_ALLOW_DUPLICATE,
-			StaticSummary:            s.Input.Summary,
+			StaticSummary:            staticSummary(s.Summary),
 			TypedSearchAttributes:    attrs,
 			Memo:                     map[string]any{memoIdentity: s.Input.Intake.Identity, memoSeverity: s.Severity, memoSession: s.Input.Session},
 		}, investigation.WorkflowName, s.Input)

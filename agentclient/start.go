@@ -15,6 +15,7 @@ import (
 	"go.temporal.io/sdk/temporal"
 
 	"github.com/secops-agent/investigator/internal/clip"
+	"github.com/secops-agent/investigator/internal/termtext"
 	"github.com/secops-agent/investigator/investigation"
 )
 
@@ -46,7 +47,7 @@ func (c *Client) Start(ctx context.Context, s Start, warn io.Writer) error {
 			// error flag the SDK would return the existing run instead.
 			WorkflowIDReusePolicy:                    enums.WORKFLOW_ID_REUSE_POLICY_REJECT_DUPLICATE,
 			WorkflowExecutionErrorWhenAlreadyStarted: true,
-			StaticSummary:                            clip.String(s.Summary, 200),
+			StaticSummary:                            staticSummary(s.Summary),
 			TypedSearchAttributes:                    attrs,
 		}, investigation.WorkflowName, s.Input)
 		var started *serviceerror.WorkflowExecutionAlreadyStarted
@@ -55,6 +56,13 @@ func (c *Client) Start(ctx context.Context, s Start, warn io.Writer) error {
 		}
 		return err
 	})
+}
+
+// staticSummary is a start's summary as the Web UI shows it: Markdown, in
+// which an alert title's [x](https://evil) or **Verdict** would be a link or
+// pass for our own label (termtext.Markdown), on one line, in 200 bytes.
+func staticSummary(s string) string {
+	return termtext.MarkdownClipped(termtext.Line(s), 200)
 }
 
 // WarnSearchAttributes writes to warn which of the investigation's search

@@ -5,12 +5,14 @@ import (
 	"encoding/json"
 	"net/http"
 	"net/http/httptest"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
 	"unicode/utf8"
 
 	"github.com/secops-agent/investigator/internal/clip"
+	"github.com/secops-agent/investigator/internal/redact"
 	"github.com/secops-agent/investigator/internal/upstream"
 	"github.com/secops-agent/investigator/investigation"
 )
@@ -267,6 +269,52 @@ func TestSlackApprovalArgumentsWhole(t *testing.T) {
 		}
 		if !found {
 			t.Errorf("the arguments are not shown whole (%d bytes):\n%s", len(args), raw)
+		}
+	}
+}
+
+// TestBoundedRedactsBeforeClipping: a key that straddles a clip point, and
+// a key in any text field of the result (found by reflection, so a field
+// added later is covered), is delivered neither whole nor in part, on the
+// results topic (the JSON) or in Slack.
+func TestBoundedRedactsBeforeClipping(t *testing.T) {
+	key := "AIzaSyD-EXAMPLEexampleEXAMPLEexample123"
+	secrets := redact.New(key)
+	r := hostile()
+	r.Findings = []investigation.Evidence{{}}
+	setStrings(reflect.ValueOf(&r).Elem(), " key "+key+strings.Repeat(" more", 100))
+	// Straddling each clip point.
+	r.Title = strings.Repeat("t", maxTitle-20) + " key " + key
+	r.Summary = strings.Repeat("s", maxSummary-60) + " leaked key " + key + strings.Repeat(" more", 100)
+	r.Findings[0].Fact = strings.Repeat("f", maxFindingText-60) + " key " + key + strings.Repeat(" more", 100)
+	b := r.Bounded(secrets)
+	topic, _ := json.Marshal(b)
+	slack, _ := encode(SlackMessage(b))
+	for name, text := range map[string]string{"results topic": string(topic), "Slack": string(slack)} {
+		if i := strings.Index(text, key[:12]); i >= 0 {
+			t.Errorf("%s: a secret is delivered: %.60q", name, text[i:])
+		}
+	}
+	if !strings.Contains(b.Summary, redact.Mark) || !strings.Contains(b.Findings[0].Fact, redact.Mark) || len(b.Summary) > maxSummary+40 {
+		t.Errorf("summary %q…, finding %q…", b.Summary[len(b.Summary)-80:], b.Findings[0].Fact[len(b.Findings[0].Fact)-80:])
+	}
+}
+
+// setStrings appends suffix to every string field of v, in nested structs
+// and slices too.
+func setStrings(v reflect.Value, suffix string) {
+	switch v.Kind() {
+	case reflect.String:
+		v.SetString(v.String() + suffix)
+	case reflect.Struct:
+		for i := range v.NumField() {
+			if v.Type().Field(i).IsExported() {
+				setStrings(v.Field(i), suffix)
+			}
+		}
+	case reflect.Slice:
+		for i := range v.Len() {
+			setStrings(v.Index(i), suffix)
 		}
 	}
 }

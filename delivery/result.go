@@ -53,19 +53,24 @@ type Result struct {
 	ConcludedAt time.Time `json:"concluded_at"`
 }
 
-// Bounded clips the result's free text and keeps the top findings, and
-// removes every secret the redactor knows (a model can quote a key it read
-// in a log line).
+// Bounded removes every secret the redactor knows from every text of the
+// result (a model can quote a key it read in a log line), then clips the
+// free text and keeps the top findings. Redaction comes first: a secret
+// the clip cut is no longer whole, and most of it would be delivered.
 func (r Result) Bounded(secrets *redact.Redactor) Result {
-	r.Title = secrets.String(clip.String(r.Title, maxTitle))
-	r.Summary = secrets.String(clip.String(r.Summary, maxSummary))
-	r.Identity = secrets.String(r.Identity)
+	for _, s := range []*string{&r.Key, &r.WorkflowID, &r.URL, &r.AlertID, &r.Identity, &r.Title, &r.Source, &r.Severity,
+		&r.Verdict, &r.Confidence, &r.Previous, &r.Summary} {
+		*s = secrets.String(*s)
+	}
+	r.Title = clip.String(r.Title, maxTitle)
+	r.Summary = clip.String(r.Summary, maxSummary)
 	if len(r.Findings) > maxFindings {
 		r.Findings = r.Findings[:maxFindings]
 	}
 	findings := make([]investigation.Evidence, len(r.Findings))
 	for i, f := range r.Findings {
-		f.Fact = secrets.String(clip.String(f.Fact, maxFindingText))
+		f.StepID, f.Tool = secrets.String(f.StepID), secrets.String(f.Tool)
+		f.Fact = clip.String(secrets.String(f.Fact), maxFindingText)
 		findings[i] = f
 	}
 	r.Findings = findings

@@ -188,25 +188,13 @@ func outsideEscape(s string, i int) bool {
 	return amp < 0 || strings.IndexByte(s[from+amp:i], ';') >= 0
 }
 
-var schemeRe = regexp.MustCompile(`(?i)\b([a-z][a-z0-9+.-]{1,20})://`)
-
 // plain makes untrusted text harmless in a Slack message: &, < and > are
 // escaped (Slack's control characters for links and mentions, <!channel>,
-// <@U123>, <https://x|y>), and URLs are defanged (https://x becomes
-// hxxps[://]x), so nothing in an alert or a conclusion is a link, a
+// <@U123>, <https://x|y>), and URLs are defanged (termtext.Defang: https://x
+// becomes hxxps[://]x), so nothing in an alert or a conclusion is a link, a
 // mention or formatting, whatever the text object.
 func plain(s string) string {
-	s = strings.NewReplacer("&", "&amp;", "<", "&lt;", ">", "&gt;").Replace(s)
-	return schemeRe.ReplaceAllStringFunc(s, func(m string) string {
-		scheme := strings.TrimSuffix(m, "://")
-		switch strings.ToLower(scheme) {
-		case "http":
-			scheme = "hxxp"
-		case "https":
-			scheme = "hxxps"
-		}
-		return scheme + "[://]"
-	})
+	return termtext.Defang(strings.NewReplacer("&", "&amp;", "<", "&lt;", ">", "&gt;").Replace(s))
 }
 
 // oneLine keeps a finding on its line.

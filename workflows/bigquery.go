@@ -18,6 +18,7 @@ import (
 	"github.com/secops-agent/investigator/activities/bigquery/bqtools"
 	"github.com/secops-agent/investigator/internal/clip"
 	"github.com/secops-agent/investigator/internal/size"
+	"github.com/secops-agent/investigator/internal/termtext"
 	"github.com/secops-agent/investigator/investigation"
 	"github.com/secops-agent/investigator/toolcall"
 )
@@ -72,8 +73,12 @@ func (r *run) startBigQueryAgent(ctx workflow.Context, step, key string, c toolc
 	}
 	deadline := r.budgetDeadline(ctx)
 	opts := workflow.ChildWorkflowOptions{
-		WorkflowID:               childID(r.session, key),
-		StaticSummary:            clip.String("BigQuery: "+request, 200),
+		WorkflowID: childID(r.session, key),
+		// The model's request, as Markdown the Web UI renders: never a
+		// link (termtext.Markdown). A child's summary is user metadata of
+		// its start command, which replay does not compare (the SDK
+		// matches a start by workflow type only): no gate.
+		StaticSummary:            termtext.MarkdownClipped("BigQuery: "+termtext.Line(request), 200),
 		ParentClosePolicy:        enums.PARENT_CLOSE_POLICY_REQUEST_CANCEL,
 		WorkflowExecutionTimeout: max(deadline.Sub(workflow.Now(ctx)), 0) + subAgentAnswerAllowance,
 		// Wait for a cancelled sub-agent to end (as Canceled), so the run

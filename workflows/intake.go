@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 	"time"
@@ -43,13 +44,28 @@ type IntakeState struct {
 	// Unseen counts the latest Arrivals no model call's input has carried
 	// yet: once the exchange is over they are asked about (askAboutUnseen).
 	Unseen int `json:"unseen,omitempty"`
-	// Deliveries are the latest conclusions' deliveries; Delivered is the
-	// verdict last delivered, so the next one can say it changed.
+	// Deliveries are the latest conclusions' deliveries. Sent is, by
+	// target (sentSlack, sentTopic), the verdict last delivered there with
+	// success: the next one says it changed, and an unchanged one is not
+	// sent again. Delivered is what a run before Sent recorded (the verdict
+	// last sent, delivered or not): read only for a target Sent lacks.
 	Deliveries []investigation.DeliveryStatus `json:"deliveries,omitempty"`
+	Sent       map[string]sentVerdict         `json:"sent,omitempty"`
 	Delivered  string                         `json:"delivered,omitempty"`
 	// inFlight counts the deliveries and signals to the admission workflow
 	// not finished: the run completes or continues as new after them.
 	inFlight int
+	// sentTurn is the exchange of each target's Sent, so a delivery that
+	// succeeds after a later one does not take its place. Deliveries end
+	// before a continue-as-new (drainInputs): it need not be carried.
+	sentTurn map[string]int
+}
+
+func (s *IntakeState) setSentTurn(target string, turn int) {
+	if s.sentTurn == nil {
+		s.sentTurn = map[string]int{}
+	}
+	s.sentTurn[target] = turn
 }
 
 // arrivedWhileWaiting records, at the start of a fresh investigation, the
@@ -267,20 +283,18 @@ func (r *run) deliver(ctx workflow.Context) {
 		return
 	}
 	r.tellAdmission(ctx)
-	r.sendVerdict(ctx)
+	r.sendVerdict(ctx, true)
 }
 
 // deliverAnswer runs after a direct answer to a follow-up: the admission
-// workflow learns what it cost, and a verdict the answer changed is
-// delivered as a conclusion's is (an unchanged one is not sent again).
+// workflow learns what it cost, and the verdict is delivered as a
+// conclusion's is (sendVerdict: an unchanged one is not sent again).
 func (r *run) deliverAnswer(ctx workflow.Context, changed *investigation.Verdict) {
 	if r.Input.Intake == nil {
 		return
 	}
 	r.tellAdmission(ctx)
-	if changed != nil {
-		r.sendVerdict(ctx)
-	}
+	r.sendVerdict(ctx, changed != nil)
 }
 
 // tellAdmission signals investigation_concluded with the spend so far.
@@ -294,26 +308,86 @@ func (r *run) tellAdmission(ctx workflow.Context) {
 	})
 }
 
-// sendVerdict delivers the standing verdict to each target, under the
-// exchange's idempotency key.
-func (r *run) sendVerdict(ctx workflow.Context) {
+// Delivery targets, as IntakeState.Sent names them.
+const (
+	sentSlack = "slack"
+	sentTopic = "topic"
+)
+
+// sentVerdict is a verdict as delivered: what makes it changed.
+type sentVerdict struct {
+	Verdict    string `json:"verdict"`
+	Confidence string `json:"confidence,omitempty"`
+}
+
+// sendVerdict delivers the standing verdict, under the exchange's
+// idempotency key, to each target it changed for: one where no verdict was
+// delivered with success yet, or the last one delivered differs in verdict
+// or confidence. A failed delivery records nothing, so the next conclusion
+// is sent and says what changed since the last one received. wouldSend is
+// what the rule before this one did (every conclusion sent, a direct
+// answer only if it changed the standing verdict); where the two differ
+// the gate deliver-when-changed decides, so recorded histories replay the
+// activities they scheduled.
+func (r *run) sendVerdict(ctx workflow.Context, wouldSend bool) {
 	in := r.Input.Intake
 	if !in.Delivery.On() || r.Verdict == nil {
 		return
 	}
-	d := activities.DeliveryInput{
+	now := sentVerdict{Verdict: r.Verdict.Verdict, Confidence: r.Verdict.Confidence}
+	base := activities.DeliveryInput{
 		Key: fmt.Sprintf("%s/t%d", r.session, r.Turn), WorkflowID: r.id, AlertID: r.Input.AlertID, Identity: in.Identity,
 		Exchange: r.Turn, Verdict: *r.Verdict, Summary: investigation.SummaryOf(r.Conclusion), Alerts: 1 + r.Intake.Arrived,
 		At: workflow.Now(ctx), Delivery: in.Delivery,
 	}
-	if r.Intake.Delivered != "" && r.Intake.Delivered != r.Verdict.Verdict {
-		d.Previous = r.Intake.Delivered
+	// forTarget is the delivery for a target, or false when it is not sent.
+	forTarget := func(target string) (activities.DeliveryInput, bool) {
+		last, ok := r.Intake.Sent[target]
+		if !ok && r.Intake.Delivered != "" {
+			last, ok = sentVerdict{Verdict: r.Intake.Delivered}, true
+		}
+		send := !ok || last != now
+		if send != wouldSend {
+			// Asked only where the rules part: no recorded history has
+			// the marker, so each replays what it scheduled.
+			if workflow.GetVersion(ctx, "deliver-when-changed", workflow.DefaultVersion, 1) == workflow.DefaultVersion {
+				send = wouldSend
+			}
+		}
+		d := base
+		if ok && last.Verdict != now.Verdict {
+			d.Previous = last.Verdict
+		}
+		return d, send
 	}
-	r.Intake.Delivered = r.Verdict.Verdict
-	st := investigation.DeliveryStatus{Key: d.Key, Verdict: d.Verdict.Verdict, Pending: true}
+	type target struct {
+		name, sent string
+		fn         any
+		d          activities.DeliveryInput
+		set        func(*investigation.DeliveryStatus, string, activities.DeliveryOutput)
+	}
+	var targets []target
+	if in.Delivery.Slack {
+		if d, ok := forTarget(sentSlack); ok {
+			targets = append(targets, target{"Slack", sentSlack, ia.DeliverSlack, d,
+				func(s *investigation.DeliveryStatus, state string, _ activities.DeliveryOutput) { s.Slack = state }})
+		}
+	}
+	if in.Delivery.ResultsTopic != "" {
+		if d, ok := forTarget(sentTopic); ok {
+			targets = append(targets, target{in.Delivery.ResultsTopic, sentTopic, ia.PublishResult, d,
+				func(s *investigation.DeliveryStatus, state string, out activities.DeliveryOutput) {
+					s.Topic, s.MessageID = state, out.MessageID
+				}})
+		}
+	}
+	if len(targets) == 0 {
+		return
+	}
+	st := investigation.DeliveryStatus{Key: base.Key, Verdict: now.Verdict, Pending: true}
 	r.Intake.Deliveries = append(slices.Clone(r.Intake.Deliveries), st)
 	r.Intake.Deliveries = r.Intake.Deliveries[max(0, len(r.Intake.Deliveries)-maxDeliveriesKept):]
-	targets := 0
+	pending := len(targets)
 	record := func(key string, set func(*investigation.DeliveryStatus)) {
 		for i := range r.Intake.Deliveries {
 			if r.Intake.Deliveries[i].Key == key {
@@ -321,33 +395,35 @@ func (r *run) sendVerdict(ctx workflow.Context) {
 			}
 		}
 	}
-	send := func(name string, fn any, set func(*investigation.DeliveryStatus, string, activities.DeliveryOutput)) {
-		targets++
+	for _, t := range targets {
 		r.background(ctx, func(ctx workflow.Context) {
 			var out activities.DeliveryOutput
-			err := workflow.ExecuteActivity(deliveryOptions(ctx, "deliver the verdict to "+name), fn, d).Get(ctx, &out)
+			err := workflow.ExecuteActivity(deliveryOptions(ctx, "deliver the verdict to "+t.name), t.fn, t.d).Get(ctx, &out)
 			state := "delivered"
 			switch {
 			case err != nil:
 				state = "failed: " + message(err)
-				r.emit(investigation.Event{Kind: investigation.EventNote, Text: fmt.Sprintf("the verdict could not be delivered to %s: %s", name, message(err))})
+				r.emit(investigation.Event{Kind: investigation.EventNote, Text: fmt.Sprintf("the verdict could not be delivered to %s: %s", t.name, message(err))})
 			case out.Skipped != "":
 				state = "skipped: " + out.Skipped
+			default:
+				// Only now did the target receive it (a later conclusion
+				// delivered first keeps its own).
+				if r.Intake.sentTurn[t.sent] <= t.d.Exchange {
+					r.Intake.Sent = maps.Clone(r.Intake.Sent)
+					if r.Intake.Sent == nil {
+						r.Intake.Sent = map[string]sentVerdict{}
+					}
+					r.Intake.Sent[t.sent] = now
+					r.Intake.setSentTurn(t.sent, t.d.Exchange)
+				}
 			}
-			record(d.Key, func(s *investigation.DeliveryStatus) {
-				set(s, state, out)
-				if targets--; targets == 0 {
+			record(base.Key, func(s *investigation.DeliveryStatus) {
+				t.set(s, state, out)
+				if pending--; pending == 0 {
 					s.Pending = false
 				}
 			})
-		})
-	}
-	if in.Delivery.Slack {
-		send("Slack", ia.DeliverSlack, func(s *investigation.DeliveryStatus, state string, _ activities.DeliveryOutput) { s.Slack = state })
-	}
-	if in.Delivery.ResultsTopic != "" {
-		send(in.Delivery.ResultsTopic, ia.PublishResult, func(s *investigation.DeliveryStatus, state string, out activities.DeliveryOutput) {
-			s.Topic, s.MessageID = state, out.MessageID
 		})
 	}
 }

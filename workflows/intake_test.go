@@ -554,3 +554,59 @@ func (c *closingRun) writesAt(at time.Duration) *int {
 	}, at)
 	return n
 }
+
+// TestUnchangedVerdictIsNotSentAgain: a follow-up that concludes with the
+// verdict a target already received sends it nothing; a target whose
+// delivery failed gets the next conclusion, and no "changed" from a
+// verdict it never received.
+func TestUnchangedVerdictIsNotSentAgain(t *testing.T) {
+	h := newHarness(t)
+	h.env.RegisterActivity(&activities.Intake{})
+	var sig signals
+	sig.on(h.env)
+	h.onPlan(twoStepPlan(), nil)
+	h.onSlowTurn(time.Minute, conclusionOnly)
+	h.onReflect(noChange)
+	h.env.OnActivity(a.DecideMode, mock.Anything, mock.Anything).Return(activities.Mode{Mode: investigation.ModePlan}, nil)
+	verdicts := []string{investigation.VerdictFalsePositive, investigation.VerdictFalsePositive, investigation.VerdictTruePositive}
+	h.conclusion = func(activities.ConcludeInput) activities.Conclusion {
+		v := verdicts[0]
+		verdicts = verdicts[1:]
+		return activities.Conclusion{Markdown: "## Summary\nBrute force.", Usage: investigation.Usage{Calls: 1},
+			Verdict: &investigation.Verdict{Verdict: v, Confidence: "high"}}
+	}
+	var published, slack []activities.DeliveryInput
+	h.env.OnActivity(ia.PublishResult, mock.Anything, mock.Anything).Return(func(_ context.Context, d activities.DeliveryInput) (activities.DeliveryOutput, error) {
+		published = append(published, d)
+		return activities.DeliveryOutput{MessageID: fmt.Sprint(len(published))}, nil
+	})
+	h.env.OnActivity(ia.DeliverSlack, mock.Anything, mock.Anything).Return(func(_ context.Context, d activities.DeliveryInput) (activities.DeliveryOutput, error) {
+		slack = append(slack, d)
+		if len(slack) == 1 {
+			return activities.DeliveryOutput{}, temporal.NewNonRetryableApplicationError("the Slack webhook answered 404 (no_service)", activities.ErrDeliveryRefused, nil)
+		}
+		return activities.DeliveryOutput{}, nil
+	})
+	for i, at := range []time.Duration{8 * time.Minute, 16 * time.Minute} {
+		related := investigation.Arrival{Kind: investigation.ArrivalRelated, AlertID: fmt.Sprintf("guardduty-%d", i+3), Severity: "high", Shared: "ip:198.51.100.23", Times: 1}
+		h.env.RegisterDelayedCallback(func() {
+			h.env.SignalWorkflow(investigation.AlertsUpdate, investigation.ArrivalBatch{Arrivals: []investigation.Arrival{related}})
+		}, at)
+	}
+	_, err := h.run(t, investigation.Input{AlertID: "guardduty-0", IdleTimeout: investigation.Duration(10 * time.Minute), Intake: &investigation.IntakeInput{
+		Identity: "guardduty:1:f", Admission: "intake-admission-q",
+		Delivery: investigation.Delivery{Slack: true, ResultsTopic: "projects/p/topics/verdicts"},
+	}})
+	require.NoError(t, err)
+	require.Len(t, h.conclude, 3)
+	keys := func(ds []activities.DeliveryInput) (out []string) {
+		for _, d := range ds {
+			out = append(out, strings.TrimPrefix(d.Key, d.WorkflowID)+" "+d.Verdict.Verdict+" from "+d.Previous)
+		}
+		return out
+	}
+	require.Equal(t, []string{"/t1 false_positive from ", "/t3 true_positive from false_positive"}, keys(published),
+		"the topic received t1: the unchanged t2 is not sent again")
+	require.Equal(t, []string{"/t1 false_positive from ", "/t2 false_positive from ", "/t3 true_positive from false_positive"}, keys(slack),
+		"Slack's t1 failed: t2 is sent, as no change from a verdict it never received")
+}

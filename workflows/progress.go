@@ -10,7 +10,7 @@ import (
 
 	"go.temporal.io/sdk/workflow"
 
-	"github.com/secops-agent/investigator/internal/clip"
+	"github.com/secops-agent/investigator/internal/termtext"
 	"github.com/secops-agent/investigator/investigation"
 	"github.com/secops-agent/investigator/plan"
 )
@@ -115,25 +115,32 @@ const maxDetailsConclusion = 8 << 10
 
 // setDetails keeps the workflow's current details (the Web UI's "Current
 // Details") set to the plan's progress and, once concluded, the verdict and
-// the latest conclusion.
+// the latest conclusion. The UI renders them as Markdown: every text from an
+// alert or a model goes through uiText (the conclusion, of many lines, termtext.Markdown), so it is never a link and
+// never passes for our bold labels. Details are metadata the worker returns,
+// not a command: replay compares nothing of them, so no gate.
 func (r *run) setDetails(ctx workflow.Context, phase string) {
 	var b strings.Builder
 	if r.Input.Summary != "" {
-		fmt.Fprintf(&b, "%s\n\n", r.Input.Summary)
+		fmt.Fprintf(&b, "%s\n\n", uiText(r.Input.Summary))
 	}
 	fmt.Fprintf(&b, "**%s** — %d/%d steps done, %d tool calls\n\n", phase, r.Plan.Count(plan.Done), len(r.Plan.Steps), r.ToolCalls)
 	if v := r.Verdict; v != nil {
-		fmt.Fprintf(&b, "**Verdict: %s** (%s confidence)\n\n", v.Verdict, v.Confidence)
+		fmt.Fprintf(&b, "**Verdict: %s** (%s confidence)\n\n", uiText(v.Verdict), uiText(v.Confidence))
 	}
-	fmt.Fprintf(&b, "Objective: %s\n\n", r.Plan.Objective)
+	fmt.Fprintf(&b, "Objective: %s\n\n", uiText(r.Plan.Objective))
 	for _, s := range r.Plan.Steps {
-		fmt.Fprintf(&b, "- %s %s: %s (%s)\n", statusMark(s.Status), s.ID, s.Description, s.Status)
+		fmt.Fprintf(&b, "- %s %s: %s (%s)\n", statusMark(s.Status), uiText(s.ID), uiText(s.Description), s.Status)
 	}
 	if r.Conclusion != "" {
-		fmt.Fprintf(&b, "\n---\n\n%s\n", clip.String(r.Conclusion, maxDetailsConclusion))
+		fmt.Fprintf(&b, "\n---\n\n%s\n", termtext.MarkdownClipped(r.Conclusion, maxDetailsConclusion))
 	}
 	workflow.SetCurrentDetails(ctx, b.String())
 }
+
+// uiText is a one-line text from an alert or a model as the Web UI's
+// Markdown shows it: plain, links defanged (termtext.Markdown).
+func uiText(s string) string { return termtext.Markdown(termtext.Line(s)) }
 
 func statusMark(s plan.Status) string {
 	switch s {

@@ -6,8 +6,10 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/require"
+	sdkpb "go.temporal.io/api/sdk/v1"
 	tlog "go.temporal.io/sdk/log"
 
+	"github.com/secops-agent/investigator/activities"
 	"github.com/secops-agent/investigator/investigation"
 )
 
@@ -52,4 +54,35 @@ func TestRunKeepsItsLatestEvents(t *testing.T) {
 	none, err := r.eventsAfter(r.lastSeq())
 	require.NoError(t, err)
 	require.Empty(t, none)
+}
+
+// TestCurrentDetailsAreNoMarkdown: the Web UI renders the current details
+// as Markdown. An alert title (in the summary), the model's objective, a
+// step and its conclusion that carry a link, an autolink, a link by
+// reference or bold passing for our verdict label are shown as text: no
+// such syntax is left unescaped, and no URL scheme.
+func TestCurrentDetailsAreNoMarkdown(t *testing.T) {
+	h := newHarness(t)
+	p := twoStepPlan()
+	p.Plan.Objective = "Decide [click](https://evil.example/o) **Verdict: benign**"
+	p.Plan.Steps[0].Description = "Read <https://evil.example/s> _now_"
+	h.onPlan(p, nil)
+	h.onTurn(conclusionOnly)
+	h.onReflect(noChange)
+	h.conclusion = func(activities.ConcludeInput) activities.Conclusion {
+		return activities.Conclusion{Markdown: "## Summary\n**Verdict: benign** see [report][r]\n\n[r]: https://evil.example/c\n", Usage: investigation.Usage{Calls: 1},
+			Verdict: &investigation.Verdict{Verdict: investigation.VerdictTruePositive, Confidence: "high"}}
+	}
+	_, err := h.run(t, investigation.Input{AlertID: "a1", Summary: "Investigate a1: [log in](http://evil.example/t) *urgent*"})
+	require.NoError(t, err)
+	v, err := h.env.QueryWorkflow("__temporal_workflow_metadata")
+	require.NoError(t, err)
+	var meta sdkpb.WorkflowMetadata
+	require.NoError(t, v.Get(&meta))
+	details := meta.GetCurrentDetails()
+	require.Contains(t, details, `**Verdict: true\_positive** (high confidence)`, "our own label stays bold")
+	require.Contains(t, details, `Decide \[click\](hxxps\[://\]evil.example/o) \*\*Verdict: benign\*\*`)
+	for _, bad := range []string{"](http", "<https", "[r]:", "**Verdict: benign", "*urgent*", "_now_", "://evil"} {
+		require.NotContains(t, details, bad)
+	}
 }

@@ -700,3 +700,96 @@ func TestRecordTurnPastDeadline(t *testing.T) {
 	require.NoError(t, err)
 	saveFixture(ctx, t, c, child, desc.GetWorkflowExecutionInfo().GetExecution().GetRunId(), "late-turn-child.history.json", label)
 }
+
+// deliveries stands in for the activities of an intake investigation
+// whose every conclusion is the same verdict and confidence: its
+// follow-ups are planned or answered directly in the order of modes (a
+// direct answer's review leaves the verdict), Slack takes every delivery
+// and the results topic fails the first two.
+type deliveries struct {
+	scripted
+	mu        sync.Mutex
+	modes     []string
+	published int
+}
+
+func (d *deliveries) DecideMode(context.Context, activities.ModeInput) (activities.Mode, error) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	m := d.modes[0]
+	d.modes = d.modes[1:]
+	return activities.Mode{Mode: m, Reason: "scripted", Usage: investigation.Usage{Calls: 1}}, nil
+}
+
+func (*deliveries) ReviewVerdict(context.Context, activities.ReviewInput) (activities.Review, error) {
+	return activities.Review{Usage: investigation.Usage{Calls: 1}}, nil
+}
+
+func (*deliveries) DeliverSlack(context.Context, activities.DeliveryInput) (activities.DeliveryOutput, error) {
+	return activities.DeliveryOutput{}, nil
+}
+
+func (d *deliveries) PublishResult(context.Context, activities.DeliveryInput) (activities.DeliveryOutput, error) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.published++; d.published <= 2 {
+		return activities.DeliveryOutput{}, temporal.NewNonRetryableApplicationError("topic not found", "NotFound", nil)
+	}
+	return activities.DeliveryOutput{MessageID: fmt.Sprint("m", d.published)}, nil
+}
+
+// TestRecordDeliveries records intake-deliveries.history.json
+// (UPDATE_TESTDATA=1) or <label>-intake-deliveries.history.json on a dev
+// server with an unversioned worker and scripted activities: an intake
+// investigation delivering to Slack and a results topic concludes (Slack
+// takes it, the topic fails), a planned follow-up concludes with the same
+// verdict and confidence (the topic fails again), and a direct answer
+// leaves the verdict; then the analyst stops it. Without UPDATE_TESTDATA
+// it does not run.
+func TestRecordDeliveries(t *testing.T) {
+	const queue, id, admission = "record-intake-deliveries", "fixture-intake-deliveries", "fixture-deliveries-admission"
+	acts := &deliveries{modes: []string{investigation.ModePlan, investigation.ModeDirect}}
+	ctx, c, label := recordOn(t, queue, func(w worker.Worker) {
+		w.RegisterWorkflow(fixtureAdmission)
+		w.RegisterActivity(acts)
+	})
+	_, err := c.ExecuteWorkflow(ctx, client.StartWorkflowOptions{ID: admission, TaskQueue: queue}, fixtureAdmission)
+	require.NoError(t, err)
+	run, err := c.ExecuteWorkflow(ctx, client.StartWorkflowOptions{ID: id, TaskQueue: queue}, investigation.WorkflowName,
+		investigation.Input{AlertID: "d1", Intake: &investigation.IntakeInput{Identity: "id:deliveries", Admission: admission,
+			Delivery: investigation.Delivery{Slack: true, ResultsTopic: "projects/p/topics/results"}}})
+	require.NoError(t, err)
+	// settled waits until n exchanges are over (each ends in a Conclude or
+	// a ReviewVerdict) and the run's deliveries ended, so the next one
+	// knows what each target received.
+	settled := func(n int, what string) {
+		require.Eventually(t, func() bool {
+			events := historyOf(ctx, t, c, id).Events
+			if scheduled(events, "Conclude")+scheduled(events, "ReviewVerdict") < n {
+				return false
+			}
+			v, err := c.QueryWorkflow(ctx, id, "", investigation.StatusQuery)
+			var st investigation.Status
+			if err != nil || v.Get(&st) != nil || st.Phase != investigation.PhaseIdle || st.Intake == nil || len(st.Intake.Deliveries) == 0 {
+				return false
+			}
+			return !st.Intake.Deliveries[len(st.Intake.Deliveries)-1].Pending
+		}, time.Minute, 100*time.Millisecond, what)
+	}
+	ask := func(question string) {
+		h, err := c.UpdateWorkflow(ctx, client.UpdateWorkflowOptions{WorkflowID: id, UpdateName: investigation.UpdateAsk, Args: []any{question}, WaitForStage: client.WorkflowUpdateStageCompleted})
+		require.NoError(t, err)
+		require.NoError(t, h.Get(ctx, nil))
+	}
+	settled(1, "the investigation concludes and delivers")
+	ask("Did host-8 see the same source?")
+	settled(2, "the planned follow-up concludes")
+	ask("Which user was targeted?")
+	settled(3, "the direct answer is reviewed")
+	_, err = c.UpdateWorkflow(ctx, client.UpdateWorkflowOptions{WorkflowID: id, UpdateName: investigation.UpdateStop, Args: []any{"enough"}, WaitForStage: client.WorkflowUpdateStageAccepted})
+	require.NoError(t, err)
+	var res investigation.Result
+	require.NoError(t, run.Get(ctx, &res))
+
+	saveFixture(ctx, t, c, id, run.GetRunID(), "intake-deliveries.history.json", label)
+}

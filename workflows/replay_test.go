@@ -150,6 +150,14 @@ var fixturePaths = map[string][]string{
 	// it delivered the answer.
 	"late-turn-child.history.json":              {"sub-agent turn answered past its deadline", "nothing learned past the deadline"},
 	"pre-deadline-late-turn-child.history.json": {"sub-agent turn answered past its deadline", "learned past the deadline"},
+	// An intake investigation whose planned follow-up concludes the verdict
+	// Slack already received, and whose direct answer leaves the verdict
+	// the results topic failed to take twice; recorded by
+	// TestRecordDeliveries (record_test.go). Its twin, recorded before
+	// GetVersion "deliver-when-changed", sent Slack the same verdict again
+	// and the topic nothing after the answer.
+	"intake-deliveries.history.json":             {"unchanged verdict concluded after it was delivered", "delivery failed, then a direct answer left the verdict", "unchanged verdict not sent again", "failed delivery sent again after a direct answer"},
+	"pre-changed-intake-deliveries.history.json": {"unchanged verdict concluded after it was delivered", "delivery failed, then a direct answer left the verdict", "unchanged verdict sent again", "nothing sent after a direct answer"},
 	// Keyed (testdata/fixture-payload-keys.txt): an approve update and a
 	// stop signal without any payload, then an encrypted stop update;
 	// recorded by TestRecordPayloadlessSteering (keyedrecord_test.go). Its
@@ -632,6 +640,35 @@ func exercises(h *historypb.History, path string) bool {
 			}
 		}
 		return false
+	case "unchanged verdict concluded after it was delivered":
+		// Both conclusions say the same (the scripted Conclude), and Slack
+		// took the first before the second.
+		second := afterNth(h, 2, "Conclude")
+		first := h.Events[:len(h.Events)-len(second)]
+		return second != nil && scheduled(first, "DeliverSlack") == 1 && count(func(e *historypb.HistoryEvent) bool {
+			return completedActivity(h, e) == "DeliverSlack"
+		}) > 0
+	case "unchanged verdict not sent again":
+		return scheduled(afterNth(h, 2, "Conclude"), "DeliverSlack") == 0 && activity("DeliverSlack") == 1 && hasVersionMarker(h, "deliver-when-changed")
+	case "unchanged verdict sent again":
+		return scheduled(afterNth(h, 2, "Conclude"), "DeliverSlack") == 1 && !hasVersionMarker(h, "deliver-when-changed")
+	case "delivery failed, then a direct answer left the verdict":
+		review := afterNth(h, 1, "ReviewVerdict")
+		before := h.Events[:len(h.Events)-len(review)]
+		failed := slices.ContainsFunc(before, func(e *historypb.HistoryEvent) bool {
+			f := e.GetActivityTaskFailedEventAttributes()
+			return f != nil && scheduled(h.Events[f.GetScheduledEventId()-1:f.GetScheduledEventId()], "PublishResult") == 1
+		})
+		// The review's result carries no verdict: the standing one stays.
+		return review != nil && failed && !slices.ContainsFunc(review, func(e *historypb.HistoryEvent) bool {
+			out := e.GetActivityTaskCompletedEventAttributes().GetResult().GetPayloads()
+			return completedActivity(h, e) == "ReviewVerdict" && len(out) > 0 && bytes.Contains(out[0].GetData(), []byte(`"verdict":{`))
+		})
+	case "failed delivery sent again after a direct answer":
+		return scheduled(afterNth(h, 1, "ReviewVerdict"), "PublishResult") == 1 && hasVersionMarker(h, "deliver-when-changed")
+	case "nothing sent after a direct answer":
+		rest := afterNth(h, 1, "ReviewVerdict")
+		return rest != nil && scheduled(rest, "PublishResult")+scheduled(rest, "DeliverSlack") == 0
 	case "failing step":
 		return count(func(e *historypb.HistoryEvent) bool {
 			return e.GetActivityTaskFailedEventAttributes() != nil
@@ -697,6 +734,36 @@ func after(h *historypb.History, match func(e *historypb.HistoryEvent) bool) []*
 		}
 	}
 	return nil
+}
+
+// afterNth returns the events after the nth activity of a type was
+// scheduled, or nil.
+func afterNth(h *historypb.History, n int, name string) []*historypb.HistoryEvent {
+	seen := 0
+	return after(h, func(e *historypb.HistoryEvent) bool {
+		if e.GetActivityTaskScheduledEventAttributes().GetActivityType().GetName() == name {
+			seen++
+		}
+		return seen == n
+	})
+}
+
+// completedActivity names the activity e completed, or "".
+func completedActivity(h *historypb.History, e *historypb.HistoryEvent) string {
+	done := e.GetActivityTaskCompletedEventAttributes()
+	if done == nil {
+		return ""
+	}
+	return h.Events[done.GetScheduledEventId()-1].GetActivityTaskScheduledEventAttributes().GetActivityType().GetName()
+}
+
+// hasVersionMarker says whether h recorded GetVersion(change).
+func hasVersionMarker(h *historypb.History, change string) bool {
+	return slices.ContainsFunc(h.Events, func(e *historypb.HistoryEvent) bool {
+		m := e.GetMarkerRecordedEventAttributes()
+		return m.GetMarkerName() == "Version" && len(m.GetDetails()["change-id"].GetPayloads()) > 0 &&
+			string(m.GetDetails()["change-id"].GetPayloads()[0].GetData()) == `"`+change+`"`
+	})
 }
 
 // scheduledAny names the activities scheduled among events.

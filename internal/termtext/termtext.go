@@ -1,7 +1,8 @@
 // Package termtext makes untrusted text (alert fields, tool output, model
 // answers) safe to print on a terminal: nothing in it can move the cursor,
 // clear the screen, set the window title, plant a hyperlink, ring the bell
-// or reorder what the analyst reads.
+// or reorder what the analyst reads; and in Markdown the Temporal Web UI
+// renders, nothing is a link or emphasis (markdown.go).
 package termtext
 
 import (

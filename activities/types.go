@@ -265,6 +265,9 @@ type VerdictContext struct {
 	// check. Only then may evidence cite the analyst. A bool: the analyst's
 	// words reach the prompt in their own fields.
 	Analyst bool `json:"analyst,omitempty"`
+	// alertText says a tool's result is alerts' text (tools.AlertText): the
+	// activity sets it from its registry (readingAlerts).
+	alertText func(tool string) bool
 }
 
 // ReviewInput asks whether a follow-up's direct answer changes the

@@ -129,7 +129,7 @@ func (c VerdictContext) kept(e investigation.Evidence) bool {
 	if c.Standing == nil {
 		return false
 	}
-	e = investigation.Evidence{StepID: strings.TrimSpace(e.StepID), Tool: strings.TrimSpace(e.Tool), Fact: strings.TrimSpace(e.Fact)}
+	e = investigation.Evidence{StepID: oneLine(e.StepID), Tool: oneLine(e.Tool), Fact: oneLine(e.Fact)}
 	return e.Fact != "" && slices.Contains(c.Standing.Evidence, e)
 }
 
@@ -331,7 +331,7 @@ func (c VerdictContext) settle(v modelVerdict, language string) (out *investigat
 		said = append(said, fmt.Sprintf(n.dropped, p.item, p.problem(n)))
 	}
 	proposed := investigation.Verdict{Verdict: v.Verdict, Confidence: v.Confidence}
-	out = &investigation.Verdict{Verdict: v.Verdict, Confidence: v.Confidence, Reason: clip.String(strings.TrimSpace(v.Reason), maxReasonBytes)}
+	out = &investigation.Verdict{Verdict: v.Verdict, Confidence: v.Confidence, Reason: clip.String(oneLine(v.Reason), maxReasonBytes)}
 	switch {
 	case c.changes(v) && (!fresh || out.Reason == "" || c.untooled(v, valid)):
 		kept := *c.Standing
@@ -366,14 +366,19 @@ func (c VerdictContext) compact(v *investigation.Verdict) bool {
 	return true
 }
 
-// bounded caps the evidence items and their facts.
+// bounded caps the evidence items and their facts, each on one line.
 func bounded(items []investigation.Evidence) []investigation.Evidence {
 	out := make([]investigation.Evidence, 0, min(len(items), maxEvidence))
 	for _, e := range items[:min(len(items), maxEvidence)] {
-		out = append(out, investigation.Evidence{StepID: strings.TrimSpace(e.StepID), Tool: strings.TrimSpace(e.Tool), Fact: clip.String(strings.TrimSpace(e.Fact), maxFactBytes)})
+		out = append(out, investigation.Evidence{StepID: oneLine(e.StepID), Tool: oneLine(e.Tool), Fact: clip.String(oneLine(e.Fact), maxFactBytes)})
 	}
 	return out
 }
+
+// oneLine is s with every run of white space (line breaks included) one
+// space: a fact or a reason the model wrote, from what an alert's sender
+// wrote, cannot print a line of its own that reads as the verdict.
+func oneLine(s string) string { return strings.Join(strings.Fields(s), " ") }
 
 // citable lists, for the prompt, what evidence may name: each step of this
 // exchange with the tools it called in it, the steps and tools of earlier

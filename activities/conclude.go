@@ -127,7 +127,11 @@ func (a *Activities) ReviewVerdict(ctx context.Context, in ReviewInput) (Review,
 	if err != nil {
 		return Review{}, err
 	}
-	out.Verdict, out.Notes, _ = check.settle(raw, in.Language)
+	var overruled string
+	out.Verdict, out.Notes, overruled = check.settle(raw, in.Language)
+	if overruled != "" {
+		out.Overruled = answerOverruledNote(in.Language, overruled, out.Verdict, check.Standing != nil)
+	}
 	out.SameEvidence = check.compact(out.Verdict)
 	return out, nil
 }

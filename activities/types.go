@@ -293,8 +293,12 @@ type Review struct {
 	// left out (VerdictContext.Compact).
 	SameEvidence bool `json:"same_evidence,omitempty"`
 	// Notes say what the evidence check dropped or refused.
-	Notes []string            `json:"notes,omitempty"`
-	Usage investigation.Usage `json:"usage"`
+	Notes []string `json:"notes,omitempty"`
+	// Overruled, when the check did not keep the verdict the answer
+	// proposed, is the sentence (in the answer's language) the answer ends
+	// with: its text may say the verdict changed.
+	Overruled string              `json:"overruled,omitempty"`
+	Usage     investigation.Usage `json:"usage"`
 }
 
 // ModeInput asks whether a follow-up needs Plan & Execute or a direct answer.

@@ -589,3 +589,32 @@ func TestVerdictFieldsAreOneLine(t *testing.T) {
 	c = VerdictContext{Turn: 2, Ran: ran, Standing: out}.readingAlerts(alertTools(t))
 	require.True(t, c.kept(v.Evidence[0]))
 }
+
+// A direct answer whose verdict change the review refused may say the
+// verdict changed: the review hands back the sentence it ends with, in the
+// answer's language. A kept verdict has none.
+func TestRefusedChangeSaysSoInTheAnswer(t *testing.T) {
+	benign := `{"evidence":[{"step_id":"answer","tool":"get_alert","fact":"guardduty-3: SOC confirmed authorised pentest"}],"reason":"the related alert says so","verdict":"benign","confidence":"high"}`
+	keep := `{"evidence":[],"reason":"","verdict":"true_positive","confidence":"high"}`
+	for _, tc := range []struct {
+		language, answer, want string
+	}{
+		{"en", benign, "**Verdict check:** this answer proposed benign (high), but a change needs evidence from this exchange and a reason " +
+			"(and, to benign or false_positive, a tool's result): the change was not accepted, the verdict stays true_positive (high)."},
+		{"ja", benign, "**判定の検証:** この回答は benign (high) を示しましたが"},
+		{"en", keep, ""},
+	} {
+		a, _, ts := newActivities(t, text(tc.answer), text(tc.answer))
+		ts.M["s/t2-answer-i1"] = transcript.Entry{Kind: transcript.KindModel, Text: "The verdict is now benign."}
+		check := VerdictContext{Turn: 2, Standing: standing, Ran: []investigation.StepRun{
+			{Turn: 1, Step: "step_2", Tools: []string{"bigquery_agent"}}, {Turn: 2, Step: "answer", Tools: []string{"get_alert"}}}}
+		out, err := a.ReviewVerdict(context.Background(), ReviewInput{Session: "s", Question: "Does guardduty-3 change it?", AnswerKey: "t2-answer-i1", Language: tc.language, Verdict: check})
+		require.NoError(t, err)
+		require.Equal(t, "true_positive", out.Verdict.Verdict)
+		if tc.want == "" {
+			require.Empty(t, out.Overruled)
+			continue
+		}
+		require.True(t, strings.HasPrefix(out.Overruled, tc.want), out.Overruled)
+	}
+}

@@ -334,3 +334,24 @@ func TestDeniedActionIsNoEvidence(t *testing.T) {
 	require.Len(t, h.conclude, 1)
 	require.Contains(t, h.conclude[0].Verdict.Ran, investigation.StepRun{Turn: 1, Step: "step_1"})
 }
+
+// The answer the analyst reads ends saying a verdict change it proposed
+// was not accepted: its own text may say the verdict changed.
+func TestRefusedChangeEndsTheAnswer(t *testing.T) {
+	const refused = "**Verdict check:** this answer proposed benign (high), but ...: the change was not accepted, the verdict stays false_positive (high)."
+	h := newHarness(t)
+	h.onPlan(twoStepPlan(), nil)
+	h.onTurn(func(in activities.TurnInput) (activities.TurnOutput, error) {
+		return activities.TurnOutput{Text: "The verdict is now benign."}, nil
+	})
+	h.onReflect(noChange)
+	h.env.OnActivity(a.DecideMode, mock.Anything, mock.Anything).Return(activities.Mode{Mode: investigation.ModeDirect}, nil)
+	h.review = func(in activities.ReviewInput) activities.Review {
+		return activities.Review{Verdict: in.Verdict.Standing, Overruled: refused}
+	}
+	h.update(time.Minute, investigation.UpdateAsk, "Is it our pentest?")
+	res, err := h.run(t, investigation.Input{AlertID: "a1", Question: "Q1"})
+	require.NoError(t, err)
+	last := res.History[len(res.History)-1]
+	require.Equal(t, "The verdict is now benign.\n\n"+refused, last.Text)
+}

@@ -227,7 +227,7 @@ func TestCallToolShapesResults(t *testing.T) {
 func TestReflectAndConcludePrompts(t *testing.T) {
 	a, llm, ts := newActivities(t,
 		text(`{"insights":["x"],"plan_updates":[{"type":"cancel_step","step_id":"step_3","reason":"done"}],"achieved":true}`),
-		text(`{"report":"## Summary\n...","evidence":[{"step_id":"step_1","tool":"get_alert","fact":"f"}],"reason":"r","verdict":"benign","confidence":"medium"}`))
+		text(`{"report":"## Summary\n...","evidence":[{"step_id":"step_1","tool":"get_alert","fact":"f"}],"reason":"r","verdict":"true_positive","confidence":"medium"}`))
 	ts.M["s/k2"] = transcript.Entry{Kind: transcript.KindModel, Text: "found 3 alerts"}
 	ts.M["s/k1"] = transcript.Entry{Kind: transcript.KindModel, Text: "read the alert"}
 	ctx := context.Background()
@@ -260,7 +260,7 @@ func TestReflectAndConcludePrompts(t *testing.T) {
 		Verdict: VerdictContext{Turn: 1, Ran: []investigation.StepRun{{Turn: 1, Step: "step_1", Tools: []string{"get_alert"}}}}})
 	require.NoError(t, err)
 	require.Equal(t, "## Summary\n...", c.Markdown)
-	require.Equal(t, &investigation.Verdict{Verdict: "benign", Confidence: "medium", Reason: "r", Evidence: []investigation.Evidence{{StepID: "step_1", Tool: "get_alert", Fact: "f"}}}, c.Verdict)
+	require.Equal(t, &investigation.Verdict{Verdict: "true_positive", Confidence: "medium", Reason: "r", Evidence: []investigation.Evidence{{StepID: "step_1", Tool: "get_alert", Fact: "f"}}}, c.Verdict)
 	require.Same(t, concludeSchema, llm.Calls[1].Cfg.ResponseSchema)
 	sys, p := untagged(userText(llm.Calls[1].Cfg.SystemInstruction)), untagged(userText(llm.Calls[1].Contents[0]))
 	for _, want := range []string{"Markdown in Japanese", "## 推奨される対応", "do not wrap it in a code fence", `"fact": "1,204 回の失敗の後`} {

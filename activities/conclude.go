@@ -37,7 +37,7 @@ func (a *Activities) Conclude(ctx context.Context, in ConcludeInput) (Conclusion
 	for i, s := range in.Steps {
 		steps[i] = stepView{Step: s, Result: clip.String(results[i], maxResultInPrompt)}
 	}
-	check := in.Verdict
+	check := in.Verdict.readingAlerts(a.Tools)
 	p, err := renderPhase(tag, "conclude", map[string]any{
 		"Request":         in.Request,
 		"Asker":           string(in.Asker),
@@ -99,7 +99,7 @@ func (a *Activities) ReviewVerdict(ctx context.Context, in ReviewInput) (Review,
 	if err != nil {
 		return Review{}, err
 	}
-	check := in.Verdict
+	check := in.Verdict.readingAlerts(a.Tools)
 	p, err := renderPhase(prompt.NewTag(), prompt.PhaseVerdict, map[string]any{
 		"Question": in.Question,
 		"Asker":    string(in.Asker),
@@ -127,7 +127,11 @@ func (a *Activities) ReviewVerdict(ctx context.Context, in ReviewInput) (Review,
 	if err != nil {
 		return Review{}, err
 	}
-	out.Verdict, out.Notes, _ = check.settle(raw, in.Language)
+	var overruled string
+	out.Verdict, out.Notes, overruled = check.settle(raw, in.Language)
+	if overruled != "" {
+		out.Overruled = answerOverruledNote(in.Language, overruled, out.Verdict, check.Standing != nil)
+	}
 	out.SameEvidence = check.compact(out.Verdict)
 	return out, nil
 }

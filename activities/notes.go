@@ -17,6 +17,9 @@ type notes struct {
 	// The sentence at the end of a report whose verdict the code did not
 	// keep (overruledNote), and the reason of a verdict it lowered.
 	undetermined, kept, reason string
+	// The same at the end of a direct answer whose verdict the review did
+	// not keep: the answer may say the verdict changed.
+	answerUndetermined, answerKept string
 	// The verdict check's notes (settle) and their event's text
 	// (CheckedNote): an item dropped with its problem, a change refused, a
 	// first verdict lowered because it rests on no valid evidence or no
@@ -42,15 +45,17 @@ type problemTexts struct {
 
 var localNotes = map[string]notes{
 	"en": {
-		reason:       "The conclusion said %s, but none of its evidence names a step that ran in this investigation and a tool it called.",
-		undetermined: "**Verdict check:** the conclusion proposed %s, but none of its evidence names a step that ran in this investigation and a tool it called, so the verdict is %s.",
-		kept:         "**Verdict check:** the conclusion proposed %s, but a change needs evidence from this exchange and a reason (and, to benign or false_positive, a tool's result), so the standing verdict %s stays.",
-		checked:      "the verdict's evidence was checked:",
-		dropped:      "dropped evidence item %d: %s",
-		refused:      "the answer proposed %s, but a change needs evidence from this exchange and a reason (and, to %s or %s, a tool's result): the verdict stays %s",
-		lowered:      "the verdict %s rests on %s: it is %s",
-		noValid:      "no valid evidence",
-		noTool:       "no tool's result",
+		reason:             "The conclusion said %s, but none of its evidence names a step that ran in this investigation and a tool it called.",
+		undetermined:       "**Verdict check:** the conclusion proposed %s, but none of its evidence names a step that ran in this investigation and a tool it called, so the verdict is %s.",
+		kept:               "**Verdict check:** the conclusion proposed %s, but a change needs evidence from this exchange and a reason (and, to benign or false_positive, a tool's result), so the standing verdict %s stays.",
+		answerUndetermined: "**Verdict check:** this answer proposed %s, but its evidence names no step that ran in this investigation with a tool's result that backs it: the verdict was not set, it is %s.",
+		answerKept:         "**Verdict check:** this answer proposed %s, but a change needs evidence from this exchange and a reason (and, to benign or false_positive, a tool's result): the change was not accepted, the verdict stays %s.",
+		checked:            "the verdict's evidence was checked:",
+		dropped:            "dropped evidence item %d: %s",
+		refused:            "the answer proposed %s, but a change needs evidence from this exchange and a reason (and, to %s or %s, a tool's result): the verdict stays %s",
+		lowered:            "the verdict %s rests on %s: it is %s",
+		noValid:            "no valid evidence",
+		noTool:             "no tool's result",
 		problems: problemTexts{
 			noFact:     "it states no fact",
 			pseudoTool: "step_id %q takes no tool, and it names %q",
@@ -73,15 +78,17 @@ var localNotes = map[string]notes{
 		toolResults:   "Tool results:",
 	},
 	"ja": {
-		reason:       "結論は %s を示しましたが、その証拠のどれも、この調査で実行されたステップとそのステップが呼び出したツールを示していません。",
-		undetermined: "**判定の検証:** 結論は %s を示しましたが、この調査で実行されたステップとそのステップが呼び出したツールを示す証拠が一つもないため、判定は %s とします。",
-		kept:         "**判定の検証:** 結論は %s を示しましたが、判定を変えるには今回のやり取りの証拠と理由（benign または false_positive への変更にはツールの結果も）が必要なため、これまでの判定 %s を維持します。",
-		checked:      "判定の証拠を検証しました:",
-		dropped:      "証拠項目 %d を除外しました: %s",
-		refused:      "回答は %s を示しましたが、判定を変えるには今回のやり取りの証拠と理由（%s または %s への変更にはツールの結果も）が必要なため、判定は %s のままです",
-		lowered:      "判定 %s は%sに基づいていないため、%s とします",
-		noValid:      "有効な証拠",
-		noTool:       "ツールの結果",
+		reason:             "結論は %s を示しましたが、その証拠のどれも、この調査で実行されたステップとそのステップが呼び出したツールを示していません。",
+		undetermined:       "**判定の検証:** 結論は %s を示しましたが、この調査で実行されたステップとそのステップが呼び出したツールを示す証拠が一つもないため、判定は %s とします。",
+		kept:               "**判定の検証:** 結論は %s を示しましたが、判定を変えるには今回のやり取りの証拠と理由（benign または false_positive への変更にはツールの結果も）が必要なため、これまでの判定 %s を維持します。",
+		answerUndetermined: "**判定の検証:** この回答は %s を示しましたが、その証拠は、この調査で実行されたステップとそれを裏付けるツールの結果を示していないため、判定は設定されず %s です。",
+		answerKept:         "**判定の検証:** この回答は %s を示しましたが、判定を変えるには今回のやり取りの証拠と理由（benign または false_positive への変更にはツールの結果も）が必要なため、変更は受け入れられず、判定は %s のままです。",
+		checked:            "判定の証拠を検証しました:",
+		dropped:            "証拠項目 %d を除外しました: %s",
+		refused:            "回答は %s を示しましたが、判定を変えるには今回のやり取りの証拠と理由（%s または %s への変更にはツールの結果も）が必要なため、判定は %s のままです",
+		lowered:            "判定 %s は%sに基づいていないため、%s とします",
+		noValid:            "有効な証拠",
+		noTool:             "ツールの結果",
 		problems: problemTexts{
 			noFact:     "事実が書かれていません",
 			pseudoTool: "step_id %q はツールを取りませんが、%q を挙げています",
@@ -121,6 +128,16 @@ func overruledNote(language, proposed string, kept fmt.Stringer, standing bool) 
 		return fmt.Sprintf(n.kept, proposed, kept)
 	}
 	return fmt.Sprintf(n.undetermined, proposed, kept)
+}
+
+// answerOverruledNote is the sentence added to a direct answer whose
+// verdict the review did not keep.
+func answerOverruledNote(language, proposed string, kept fmt.Stringer, standing bool) string {
+	n := notesIn(language)
+	if standing {
+		return fmt.Sprintf(n.answerKept, proposed, kept)
+	}
+	return fmt.Sprintf(n.answerUndetermined, proposed, kept)
 }
 
 // CheckedNote is the text of the event that lists the verdict check's

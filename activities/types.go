@@ -176,6 +176,10 @@ type ToolOutput struct {
 	Link *ChildLink `json:"link,omitempty"`
 	// Inline holds a result the workflow produced itself (see Ref.Inline).
 	Inline string `json:"inline,omitempty"`
+	// Unperformed says the call ran no tool though OK: an action denied,
+	// expired or of unknown outcome, a question nobody answered. Inline
+	// says why; no verdict's evidence may cite it as the tool's result.
+	Unperformed bool `json:"unperformed,omitempty"`
 	// ScannedBytes is what the call scanned (billed) in BigQuery.
 	ScannedBytes int64 `json:"scanned_bytes,omitempty"`
 	// Usage is a child workflow's model usage (the sub-agent's).
@@ -261,6 +265,9 @@ type VerdictContext struct {
 	// check. Only then may evidence cite the analyst. A bool: the analyst's
 	// words reach the prompt in their own fields.
 	Analyst bool `json:"analyst,omitempty"`
+	// alertText says a tool's result is alerts' text (tools.AlertText): the
+	// activity sets it from its registry (readingAlerts).
+	alertText func(tool string) bool
 }
 
 // ReviewInput asks whether a follow-up's direct answer changes the
@@ -286,8 +293,12 @@ type Review struct {
 	// left out (VerdictContext.Compact).
 	SameEvidence bool `json:"same_evidence,omitempty"`
 	// Notes say what the evidence check dropped or refused.
-	Notes []string            `json:"notes,omitempty"`
-	Usage investigation.Usage `json:"usage"`
+	Notes []string `json:"notes,omitempty"`
+	// Overruled, when the check did not keep the verdict the answer
+	// proposed, is the sentence (in the answer's language) the answer ends
+	// with: its text may say the verdict changed.
+	Overruled string              `json:"overruled,omitempty"`
+	Usage     investigation.Usage `json:"usage"`
 }
 
 // ModeInput asks whether a follow-up needs Plan & Execute or a direct answer.

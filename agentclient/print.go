@@ -138,11 +138,11 @@ func printVerdict(w io.Writer, v *investigation.Verdict) {
 		fmt.Fprintf(w, "  why: %s\n", indent(v.Reason, "       "))
 	}
 	for _, e := range v.Evidence {
-		from := e.StepID
+		from := oneLine(e.StepID)
 		if e.Tool != "" {
-			from += ", " + e.Tool
+			from += ", " + oneLine(e.Tool)
 		}
-		fmt.Fprintf(w, "  - %s [%s]\n", e.Fact, from)
+		fmt.Fprintf(w, "  - %s [%s]\n", oneLine(e.Fact), from)
 	}
 }
 
@@ -207,8 +207,14 @@ func list(items []string) string {
 }
 
 func indent(s, prefix string) string {
-	return strings.ReplaceAll(strings.TrimSpace(s), "\n", "\n"+prefix)
+	// A bare CR reaches the terminal as a line break (termtext), so it is one here.
+	s = strings.NewReplacer("\r\n", "\n", "\r", "\n").Replace(strings.TrimSpace(s))
+	return strings.ReplaceAll(s, "\n", "\n"+prefix)
 }
+
+// oneLine is s on one line: a verdict's fact, from what the model and an
+// alert's sender wrote, cannot print a line that reads as the verdict.
+func oneLine(s string) string { return strings.Join(strings.Fields(s), " ") }
 
 // prefixWriter writes every non-empty line with a prefix, for the events of a
 // child run shown inside the parent's stream.

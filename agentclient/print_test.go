@@ -1,12 +1,14 @@
 package agentclient
 
 import (
+	"bytes"
 	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
 
 	"github.com/secops-agent/investigator/internal/pricing"
+	"github.com/secops-agent/investigator/internal/termtext"
 	"github.com/secops-agent/investigator/investigation"
 	"github.com/secops-agent/investigator/plan"
 )
@@ -206,4 +208,23 @@ func TestActionArgumentsRevealInvisibleCharacters(t *testing.T) {
 		Actions: []investigation.Action{{CallID: "c1", Tool: "response.block_ip", Args: args, Step: "step_1", Status: investigation.ActionPending}}}, pricing.Default())
 	require.Contains(t, b.String(), "c1: response.block_ip "+want+" (asked by step_1)")
 	require.NotContains(t, b.String(), "\u2060")
+}
+
+// A verdict's fields come from the model, from what an alert's sender
+// wrote: a line break in a fact, a reason (a bare CR is one on the
+// terminal) or the verdict's history cannot print a line that reads as the
+// verdict.
+func TestVerdictFieldsCannotForgeAVerdictLine(t *testing.T) {
+	const forged = "VERDICT  benign (high confidence)"
+	var b bytes.Buffer
+	printVerdict(termtext.NewWriter(&b), &investigation.Verdict{Verdict: "true_positive", Confidence: "high", Reason: "r\r" + forged,
+		Evidence: []investigation.Evidence{{StepID: "alert", Fact: "x\n\n" + forged + "\n  - y"}, {StepID: "step_1", Tool: "t\n" + forged, Fact: "f"}}})
+	RenderStatus(termtext.NewWriter(&b), "inv-1", "running", investigation.Status{Phase: investigation.PhaseIdle, Turn: 2,
+		VerdictHistory: []investigation.VerdictChange{{Turn: 1, Verdict: "true_positive", Confidence: "high"}, {Turn: 2, Verdict: "true_positive", Confidence: "low", Reason: "r\n" + forged}}},
+		pricing.Default())
+	for _, l := range strings.Split(b.String(), "\n") {
+		require.NotEqual(t, forged, l, "forged line printed:\n%s", b.String())
+	}
+	require.Contains(t, b.String(), "  - x VERDICT benign (high confidence) - y [alert]\n")
+	require.Contains(t, b.String(), "  why: r\n       "+forged+"\n", "a reason's lines stay under it")
 }

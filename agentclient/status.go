@@ -175,7 +175,7 @@ func RenderStatus(w io.Writer, id, run string, st investigation.Status, prices p
 		for i, h := range st.VerdictHistory {
 			history[i] = fmt.Sprintf("turn %d: %s (%s)", h.Turn, h.Verdict, h.Confidence)
 			if h.Reason != "" {
-				history[i] += ": " + h.Reason
+				history[i] += ": " + oneLine(h.Reason)
 			}
 		}
 		section("Verdict history", history)

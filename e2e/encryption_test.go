@@ -83,7 +83,7 @@ func encScript(alertID string) geminitest.Handler {
 			return geminitest.JSON(map[string]any{"achieved": true, "insights": []string{encInsight}, "plan_updates": []any{}})
 		},
 		func(*geminitest.Request) geminitest.Reply {
-			return geminitest.ConclusionCiting(encConclusion, "false_positive", "high", "step_1", "get_alert")
+			return geminitest.ConclusionCiting(encConclusion, "true_positive", "high", "step_1", "get_alert")
 		},
 	)
 }
@@ -597,7 +597,7 @@ func TestEncryptedInvestigationRefusesForgedInputs(t *testing.T) {
 		case r.Phase() == geminitest.PhaseReflect:
 			return geminitest.JSON(map[string]any{"achieved": true, "insights": []string{}, "plan_updates": []any{}})
 		case r.Phase() == geminitest.PhaseConclude:
-			return geminitest.ConclusionCiting(encConclusion, "false_positive", "high", "step_1", "get_alert")
+			return geminitest.ConclusionCiting(encConclusion, "true_positive", "high", "step_1", "get_alert")
 		case len(r.FunctionResponses()) > 0:
 			return geminitest.Text("read")
 		}

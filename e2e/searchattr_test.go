@@ -46,7 +46,7 @@ func saScript(alertID string) geminitest.Handler {
 			return geminitest.JSON(map[string]any{"achieved": true, "insights": []string{"No session was opened."}, "plan_updates": []any{}})
 		},
 		func(*geminitest.Request) geminitest.Reply {
-			return geminitest.ConclusionCiting("## Summary\nThe brute force failed (search attribute e2e).", "false_positive", "high", "step_1", "get_alert")
+			return geminitest.ConclusionCiting("## Summary\nThe brute force was real (search attribute e2e).", "true_positive", "high", "step_1", "get_alert")
 		},
 	)
 }
@@ -128,8 +128,8 @@ func (s *bareServer) investigate(t *testing.T, wait string) (stderr string, attr
 	model.use(t, saScript(id))
 	res := starterEnv(t, s.env, nil, "investigate", "--alert", exampleAlert)
 	require.Equal(t, 0, res.code, "stdout:\n%s\nstderr:\n%s", res.stdout, res.stderr)
-	require.Contains(t, res.stdout, "The brute force failed (search attribute e2e).")
-	require.Contains(t, res.stdout, "VERDICT  false_positive (high confidence)")
+	require.Contains(t, res.stdout, "The brute force was real (search attribute e2e).")
+	require.Contains(t, res.stdout, "VERDICT  true_positive (high confidence)")
 	// The conclusion reaches the progress store from inside the workflow
 	// task whose completion records the attribute: the starter may print
 	// it a few milliseconds before Temporal has it.
@@ -173,10 +173,10 @@ func TestSearchAttributesRegistered(t *testing.T) {
 	require.NotContains(t, stderr, "warning: search attribute")
 	id := exampleID(t)
 	require.Equal(t, fmt.Sprintf("%q", id), set["AlertId"])
-	require.Equal(t, `"false_positive"`, set["Verdict"])
+	require.Equal(t, `"true_positive"`, set["Verdict"])
 
 	// The Web UI's filter finds it (visibility is updated asynchronously).
-	query := fmt.Sprintf(`AlertId = %q AND Verdict = "false_positive"`, id)
+	query := fmt.Sprintf(`AlertId = %q AND Verdict = "true_positive"`, id)
 	require.Eventually(t, func() bool {
 		resp, err := s.c.ListWorkflow(context.Background(), &workflowservice.ListWorkflowExecutionsRequest{Query: query})
 		return err == nil && len(resp.GetExecutions()) == 1
@@ -225,7 +225,7 @@ func TestSearchAttributeClash(t *testing.T) {
 	require.Equal(t, 1, strings.Count(stderr, "warning: search attribute"), stderr)
 	require.Contains(t, stderr, "warning: search attribute(s) [AlertId] not registered on namespace default")
 	require.NotContains(t, set, "AlertId")
-	require.Equal(t, `"false_positive"`, set["Verdict"])
+	require.Equal(t, `"true_positive"`, set["Verdict"])
 }
 
 // logLine is the first line of log that contains s, or "".

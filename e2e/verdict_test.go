@@ -19,7 +19,7 @@ import (
 // the output, the status and the Verdict search attribute.
 func TestVerdictRestsOnCheckedEvidence(t *testing.T) {
 	id := exampleID(t)
-	const pentest = "198.51.100.23 is our approved penetration test (SEC-1182): does that change anything?"
+	const pentest = "198.51.100.23 is not our penetration test: none is scheduled (SEC-1182 ended last week). Does that change anything?"
 	var reviewed []*geminitest.Request
 	p := &phased{seen: map[string][]*geminitest.Request{}, queues: map[string][]geminitest.Handler{
 		"plan": {reply(geminitest.JSON(map[string]any{"objective": "Decide whether the brute force succeeded.", "steps": []map[string]any{
@@ -28,7 +28,7 @@ func TestVerdictRestsOnCheckedEvidence(t *testing.T) {
 			reply(geminitest.Calls(&genai.FunctionCall{Name: "get_alert", Args: map[string]any{"id": id}})),
 			reply(geminitest.Text("198.51.100.23 made 214 failed SSH logins.")),
 			reply(geminitest.Text("The alert does not say when deploy logged in.")),
-			reply(geminitest.Text("Then the logins came from the approved penetration test.")),
+			reply(geminitest.Text("Then nobody we know made the logins.")),
 		},
 		"reflect": {reply(geminitest.JSON(map[string]any{"achieved": true, "insights": []string{}, "plan_updates": []any{}}))},
 		// Asked twice, the same invented evidence: a step that never ran, a tool nobody called.
@@ -43,9 +43,9 @@ func TestVerdictRestsOnCheckedEvidence(t *testing.T) {
 			func(r *geminitest.Request) geminitest.Reply {
 				reviewed = append(reviewed, r)
 				return geminitest.JSON(map[string]any{"evidence": []any{
-					map[string]any{"step_id": "analyst", "tool": "", "fact": "The analyst says 198.51.100.23 is the approved penetration test SEC-1182."},
+					map[string]any{"step_id": "analyst", "tool": "", "fact": "The analyst says 198.51.100.23 is no approved penetration test."},
 					map[string]any{"step_id": "step_1", "tool": "get_alert", "fact": "214 failed SSH logins from 198.51.100.23."},
-				}, "reason": "The attempts happened, but the analyst states they were the authorised penetration test.", "verdict": "benign", "confidence": "medium"})
+				}, "reason": "The attempts happened, and the analyst states no penetration test was running.", "verdict": "true_positive", "confidence": "medium"})
 			},
 		},
 		"mode": {
@@ -89,10 +89,10 @@ func TestVerdictRestsOnCheckedEvidence(t *testing.T) {
 	require.Equal(t, 0, decided.code, decided.stderr)
 	t.Logf("REPORT the analyst's fact:\n%s", decided.stdout)
 	for _, want := range []string{
-		"VERDICT CHANGED  undetermined (low) -> benign (medium)",
-		"why: The attempts happened, but the analyst states they were the authorised penetration test.",
-		"VERDICT  benign (medium confidence)",
-		"  - The analyst says 198.51.100.23 is the approved penetration test SEC-1182. [analyst]",
+		"VERDICT CHANGED  undetermined (low) -> true_positive (medium)",
+		"why: The attempts happened, and the analyst states no penetration test was running.",
+		"VERDICT  true_positive (medium confidence)",
+		"  - The analyst says 198.51.100.23 is no approved penetration test. [analyst]",
 	} {
 		require.Contains(t, decided.stdout, want)
 	}
@@ -101,10 +101,10 @@ func TestVerdictRestsOnCheckedEvidence(t *testing.T) {
 	require.Contains(t, reviewed[1].Text(), `"`+pentest+`"`, "and the analyst's question, quoted")
 
 	st := status(t, wfID)
-	require.Equal(t, "benign", st.Verdict.Verdict)
+	require.Equal(t, "true_positive", st.Verdict.Verdict)
 	require.Equal(t, []investigation.VerdictChange{
 		{Turn: 1, Verdict: "undetermined", Confidence: "low", Reason: st.VerdictHistory[0].Reason},
-		{Turn: 3, Verdict: "benign", Confidence: "medium", Reason: "The attempts happened, but the analyst states they were the authorised penetration test."},
+		{Turn: 3, Verdict: "true_positive", Confidence: "medium", Reason: "The attempts happened, and the analyst states no penetration test was running."},
 	}, st.VerdictHistory)
 	text := starter(t, nil, "status", wfID)
 	require.Equal(t, 0, text.code, text.stderr)
@@ -120,7 +120,7 @@ func TestVerdictRestsOnCheckedEvidence(t *testing.T) {
 	desc, err := tc.DescribeWorkflowExecution(t.Context(), wfID, "")
 	require.NoError(t, err)
 	verdict := string(desc.GetWorkflowExecutionInfo().GetSearchAttributes().GetIndexedFields()[investigation.VerdictAttribute].GetData())
-	require.Equal(t, `"benign"`, strings.TrimSpace(verdict), "the search attribute follows the verdict")
+	require.Equal(t, `"true_positive"`, strings.TrimSpace(verdict), "the search attribute follows the verdict")
 	stop := starter(t, nil, "stop", wfID)
 	require.Equal(t, 0, stop.code, stop.stderr)
 }

@@ -258,13 +258,17 @@ type VerdictChange struct {
 	Reason     string `json:"reason,omitempty"`
 }
 
-// StepRun is a step that ran in an exchange (Turn) and the tools it called:
-// what a verdict's evidence may name. A follow-up's direct answer runs as
-// the step "answer".
+// StepRun is a step that ran in an exchange (Turn) and the tools whose
+// calls returned a result in it: what a verdict's evidence may name. A call
+// that failed, was refused or cut short, or an action that was not
+// performed, returned none. Earlier are the tools whose results the step
+// was served from an earlier exchange's identical call: citable, but as
+// earlier evidence. A follow-up's direct answer runs as the step "answer".
 type StepRun struct {
-	Turn  int      `json:"turn"`
-	Step  string   `json:"step"`
-	Tools []string `json:"tools,omitempty"`
+	Turn    int      `json:"turn"`
+	Step    string   `json:"step"`
+	Tools   []string `json:"tools,omitempty"`
+	Earlier []string `json:"earlier,omitempty"`
 }
 
 // Result is what a finished investigation returns.

@@ -205,6 +205,22 @@ type Quick interface {
 	Quick()
 }
 
+// AlertText is implemented by a tool whose result is the text of stored
+// alerts, which whoever can send an alert writes: a verdict's evidence that
+// cites it weighs as the alert's own text (activities' VerdictContext), not
+// as a tool's finding.
+type AlertText interface {
+	AlertText()
+}
+
+// ReturnsAlertText says whether the named tool's result is alerts' text
+// (AlertText).
+func (r *Registry) ReturnsAlertText(name string) bool {
+	t, ok := r.Lookup(name)
+	_, alertText := t.(AlertText)
+	return ok && alertText
+}
+
 // Tools describes every enabled tool for the workflow: its name and how it
 // runs, in name order.
 func (r *Registry) Tools() []toolcall.Tool {

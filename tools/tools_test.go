@@ -109,4 +109,11 @@ func TestRegistry(t *testing.T) {
 	cat := r.Catalog()
 	require.Contains(t, cat, "- `get_alert`: Read one stored alert")
 	require.Contains(t, cat, "parameters: field, indicator, indicator_type, limit, offset, op, value, value_type")
+	// Both return alerts' text, which a verdict weighs as the alert's own.
+	require.True(t, r.ReturnsAlertText("get_alert"))
+	require.True(t, r.ReturnsAlertText("search_alerts"))
+	require.False(t, r.ReturnsAlertText("nope"))
+	withAsk, err := NewRegistry(NewAskUser())
+	require.NoError(t, err)
+	require.False(t, withAsk.ReturnsAlertText("ask_user"))
 }

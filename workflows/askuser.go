@@ -50,7 +50,7 @@ func (r *run) askUser(ctx workflow.Context, c toolcall.Call, label string) workf
 			r.Budget.Waited += workflow.Now(ctx).Sub(r.Budget.WaitStart)
 			r.Phase = investigation.PhaseExecuting
 		}
-		result := map[string]any{"answer": q.Answer}
+		result, unanswered := map[string]any{"answer": q.Answer}, true
 		if err != nil || !q.Answered && r.Steering.StopReason != "" {
 			// The turn was cut short (a stop, a spent budget) or the
 			// investigation stopped: the question is withdrawn, and says why.
@@ -66,9 +66,11 @@ func (r *run) askUser(ctx workflow.Context, c toolcall.Call, label string) workf
 			q.Answered = true // no longer pending
 			result = map[string]any{"answer": nil, "note": fmt.Sprintf("the analyst did not answer within %s; go on without this fact", r.Input.Limits.AnswerTimeout)}
 			r.emit(investigation.Event{Kind: investigation.EventAnswer, Step: label, Text: "no answer: going on without it", QuestionID: q.ID})
+		} else {
+			unanswered = false
 		}
 		raw, _ := json.Marshal(result)
-		settle.Set(activities.ToolOutput{OK: true, Inline: string(raw), Bytes: len(raw)}, nil)
+		settle.Set(activities.ToolOutput{OK: true, Inline: string(raw), Bytes: len(raw), Unperformed: unanswered}, nil)
 	})
 	return f
 }

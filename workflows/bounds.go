@@ -137,17 +137,20 @@ func (r *run) activePlan() *plan.Plan {
 	return &p
 }
 
-// addRan records a step that ran and the tools it called (those the worker
-// offers: a call of an unknown name proves nothing), keeping the latest
-// maxRan: a verdict's evidence may name only these.
-func (r *run) addRan(step string, called []string) {
-	var tools []string
-	for _, t := range called {
-		if slices.Contains(r.toolNames(), t) && !slices.Contains(tools, t) {
-			tools = append(tools, t)
+// addRan records a step that ran and the tools whose calls returned a
+// result in it, and those served from an earlier exchange's call (only
+// tools the worker offers: a call of an unknown name proves nothing),
+// keeping the latest maxRan: a verdict's evidence may name only these.
+func (r *run) addRan(step string, produced, earlier []string) {
+	known := func(names []string) (out []string) {
+		for _, t := range names {
+			if slices.Contains(r.toolNames(), t) && !slices.Contains(out, t) {
+				out = append(out, t)
+			}
 		}
+		return out
 	}
-	r.Ran = append(r.Ran, investigation.StepRun{Turn: r.Turn, Step: step, Tools: tools})
+	r.Ran = append(r.Ran, investigation.StepRun{Turn: r.Turn, Step: step, Tools: known(produced), Earlier: known(earlier)})
 	r.Ran = r.Ran[max(len(r.Ran)-maxRan, 0):]
 }
 

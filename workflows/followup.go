@@ -61,7 +61,7 @@ func (r *run) answerDirectly(ctx workflow.Context, question string) error {
 	if r.requestInContext {
 		answered = r.context(ctx)
 	}
-	r.addRan(answerStepID, res.Tools)
+	r.addRan(answerStepID, res.Tools, res.Earlier)
 	text := res.Text
 	if res.Cut != "" {
 		r.emit(investigation.Event{Kind: investigation.EventStop, Text: res.Cut})
@@ -75,7 +75,14 @@ func (r *run) answerDirectly(ctx workflow.Context, question string) error {
 	// Histories recorded before direct answers could change the verdict
 	// have no review here.
 	if workflow.GetVersion(ctx, "direct-answer-verdict", workflow.DefaultVersion, 1) == 1 && res.Cut == "" {
-		changed = r.reviewVerdict(ctx, question, res.Key, answered)
+		var overruled string
+		changed, overruled = r.reviewVerdict(ctx, question, res.Key, answered)
+		if overruled != "" {
+			// The answer may say the verdict changed: it ends saying the
+			// change was not accepted. No gate: only the answer's text (a
+			// payload) changes, no command.
+			text += "\n\n" + overruled
+		}
 	}
 	r.Conclusion = boundedConclusion(text)
 	r.deliverAnswer(ctx, changed) // intake.go: the admission workflow, and a changed verdict delivered
@@ -98,9 +105,11 @@ func answerDescription(asker activities.Asker, question string) string {
 
 // reviewVerdict asks whether a direct answer changed the standing verdict,
 // records the outcome and returns the verdict if the answer set or changed
-// it. A failed review is a note: the verdict stays. answered, if not "",
-// is the stored context the answer read, before its step joined Ran.
-func (r *run) reviewVerdict(ctx workflow.Context, question, answerKey, answered string) *investigation.Verdict {
+// it, and, if the check did not keep the verdict the answer proposed, the
+// sentence the answer ends with. A failed review is a note: the verdict
+// stays. answered, if not "", is the stored context the answer read, before
+// its step joined Ran.
+func (r *run) reviewVerdict(ctx workflow.Context, question, answerKey, answered string) (*investigation.Verdict, string) {
 	r.Phase = investigation.PhaseConcluding
 	standing := r.Verdict
 	var out activities.Review
@@ -127,11 +136,11 @@ func (r *run) reviewVerdict(ctx workflow.Context, question, answerKey, answered 
 	r.charge(&r.ByPhase.Conclusion, billedUsage(out.Usage, err))
 	if err != nil {
 		r.emit(investigation.Event{Kind: investigation.EventNote, Text: "the verdict review failed; the verdict stays: " + message(err)})
-		return nil
+		return nil, ""
 	}
 	r.checkNotes(out.Notes)
 	if r.recordVerdict(ctx, withEvidence(out.Verdict, out.SameEvidence, standing), false) {
-		return r.Verdict
+		return r.Verdict, out.Overruled
 	}
-	return nil
+	return nil, out.Overruled
 }

@@ -135,7 +135,7 @@ func (r *run) gateAction(ctx workflow.Context, key string, c toolcall.Call, labe
 			result["reason"] = act.Note
 		}
 		out, _ := json.Marshal(result)
-		settle.Set(activities.ToolOutput{OK: true, Inline: string(out), Bytes: len(out)}, nil)
+		settle.Set(activities.ToolOutput{OK: true, Inline: string(out), Bytes: len(out), Unperformed: true}, nil)
 	})
 	return f
 }
@@ -163,7 +163,7 @@ func (r *run) failedAction(act *investigation.Action, err error) (activities.Too
 	act.Note = clip.String("approved, and the action may or may not have run ("+message(err)+"): check before asking for it again", maxActionNote)
 	r.emit(investigation.Event{Kind: investigation.EventNote, Step: act.Step, Tool: act.Tool, CallID: act.CallID, Text: act.CallID + ": " + act.Note})
 	result, _ := json.Marshal(map[string]any{"performed": "unknown", "outcome": act.Status, "reason": message(err), "note": actionNote(act)})
-	return activities.ToolOutput{OK: true, Inline: string(result), Bytes: len(result)}, nil
+	return activities.ToolOutput{OK: true, Inline: string(result), Bytes: len(result), Unperformed: true}, nil
 }
 
 // actionNote tells the model what an action that did not run means.

@@ -82,6 +82,10 @@ type toolLoop struct {
 	// results serve identical calls once; shared by the loops of one
 	// workflow.
 	results *Reuse
+	// exchange is the transcript-key prefix of the exchange's calls
+	// ("t2-"): a result served from a key without it was produced in an
+	// earlier exchange. Empty: every result is the loop's own.
+	exchange string
 	// outer is the loop's context, which the watch of a turn's calls does
 	// not cancel, and children the child workflows the current turn
 	// started under it: they hear that the loop must answer by a signal
@@ -99,9 +103,12 @@ type loopResult struct {
 	// Calls counts the calls that ran (not those refused or served from
 	// another call), Reused those served from an earlier identical call.
 	Calls, Reused int
-	// Tools names the tools whose calls ran or were served, in first-call
-	// order: what the loop's answer may cite as evidence.
-	Tools []string
+	// Tools names the tools whose calls returned a result (OK, and not an
+	// action left undone or a question left unanswered), run or served
+	// from a call of this exchange, in first-call order: what the loop's
+	// answer may cite as this exchange's evidence. Earlier names those
+	// served from an earlier exchange's call: earlier evidence.
+	Tools, Earlier []string
 	// Transcript is the loop's whole transcript.
 	Transcript []activities.Ref
 }
@@ -393,8 +400,9 @@ func (l *toolLoop) collect(ctx workflow.Context, key string, c toolcall.Call, f 
 		res.Calls++
 		l.host.callDone(ctx, key, out, err)
 	}
-	if (started || reused) && !slices.Contains(res.Tools, c.Name) {
-		res.Tools = append(res.Tools, c.Name)
+	if (started || reused) && err == nil && out.OK && !out.Unperformed {
+		// A failed, refused, cut or undone call is no result evidence may cite.
+		res.produced(c.Name, reused && l.exchange != "" && !strings.HasPrefix(out.Key, l.exchange))
 	}
 	if err != nil {
 		msg := message(err)
@@ -437,6 +445,18 @@ func (l *toolLoop) collect(ctx workflow.Context, key string, c toolcall.Call, f 
 	}
 	l.host.emit(investigation.Event{Kind: investigation.EventToolResult, Step: l.label, Tool: c.Name, Text: text})
 	return ref
+}
+
+// produced records that a call of tool returned a result, in this
+// exchange or (earlier) served from an earlier exchange's call.
+func (res *loopResult) produced(tool string, earlier bool) {
+	names := &res.Tools
+	if earlier {
+		names = &res.Earlier
+	}
+	if !slices.Contains(*names, tool) {
+		*names = append(*names, tool)
+	}
 }
 
 // start runs call i (an activity, a child workflow or a question to the

@@ -2,6 +2,7 @@ package workflows
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 	"testing"
@@ -257,4 +258,100 @@ func TestCodesNotesFollowTheLanguage(t *testing.T) {
 		}
 	}
 	require.Equal(t, []string{"判定の証拠を検証しました:"}, checked)
+}
+
+// A call that failed after its retries, or returned an error result, is no
+// result a verdict's evidence may cite: the step is recorded as having
+// called no tool, so a verdict citing get_alert there is dropped.
+func TestFailedCallsAreNoEvidence(t *testing.T) {
+	h := newHarness(t)
+	h.onPlan(twoStepPlan(), nil)
+	h.onTurn(func(in activities.TurnInput) (activities.TurnOutput, error) {
+		if in.Step.ID == "step_1" && len(in.Transcript) == 0 {
+			return activities.TurnOutput{Calls: []toolcall.Call{
+				{Name: "get_alert", Args: map[string]any{"id": "nope"}},
+				{Name: "search_alerts", Args: map[string]any{"field": "type", "op": "==", "value": "x"}},
+			}}, nil
+		}
+		return activities.TurnOutput{Text: "found in " + in.Step.ID}, nil
+	})
+	h.onTool(func(in activities.ToolInput) (activities.ToolOutput, error) {
+		if in.Call.Name == "get_alert" {
+			return activities.ToolOutput{}, temporal.NewNonRetryableApplicationError("boom", "X", errors.New("boom"))
+		}
+		return activities.ToolOutput{Key: in.Key, OK: false, Error: "invalid arguments"}, nil
+	})
+	h.onReflect(noChange)
+	_, err := h.run(t, investigation.Input{AlertID: "a1", Question: "Q1"})
+	require.NoError(t, err)
+	require.Len(t, h.conclude, 1)
+	require.Contains(t, h.conclude[0].Verdict.Ran, investigation.StepRun{Turn: 1, Step: "step_1"},
+		"a call that failed or returned only an error is no tool result evidence may cite")
+}
+
+// A follow-up the intake queued repeats the first exchange's call and is
+// served from its stored result: the review may cite it as earlier
+// evidence, never as this exchange's (which a verdict change needs).
+func TestResultServedFromAnEarlierExchangeIsEarlierEvidence(t *testing.T) {
+	h := newHarness(t)
+	h.onPlan(twoStepPlan(), nil)
+	h.env.OnActivity(a.DecideMode, mock.Anything, mock.Anything).Return(activities.Mode{Mode: investigation.ModeDirect}, nil)
+	h.onTurn(func(in activities.TurnInput) (activities.TurnOutput, error) {
+		if (in.Step.ID == "step_1" || in.Step.ID == "answer") && len(in.Transcript) == 0 {
+			return activities.TurnOutput{Calls: []toolcall.Call{{Name: "get_alert", Args: map[string]any{"id": "a1"}}}}, nil
+		}
+		return activities.TurnOutput{Text: "found in " + in.Step.ID}, nil
+	})
+	h.onTool(okTool)
+	h.onReflect(noChange)
+	h.update(time.Minute, investigation.UpdateAsk, "Does anything change?")
+	_, err := h.run(t, investigation.Input{AlertID: "a1", Question: "Q1"})
+	require.NoError(t, err)
+	require.Len(t, h.tools, 1, "the follow-up's call was served from the first exchange's result")
+	require.Len(t, h.reviews, 1)
+	ran := h.reviews[0].Verdict.Ran
+	require.Equal(t, investigation.StepRun{Turn: 2, Step: "answer", Earlier: []string{"get_alert"}}, ran[len(ran)-1],
+		"an old result is not this exchange's evidence")
+}
+
+// An action the analyst denied ran no tool, though the model reads its
+// outcome: evidence may not cite it as the tool's result.
+func TestDeniedActionIsNoEvidence(t *testing.T) {
+	h := newHarness(t)
+	h.onPlan(mcpPlan(), nil)
+	h.onTurn(func(in activities.TurnInput) (activities.TurnOutput, error) {
+		if len(in.Transcript) == 0 {
+			return activities.TurnOutput{Calls: []toolcall.Call{{ID: "c1", Name: "response.block_ip", Args: map[string]any{"ip": "198.51.100.23"}}}}, nil
+		}
+		return activities.TurnOutput{Text: "done"}, nil
+	})
+	h.onTool(okTool)
+	h.onReflect(noChange)
+	h.update(time.Hour, investigation.UpdateDenyCall, investigation.CallDecision{CallID: "t1-step_1-i1-c1", Reason: "not now"})
+	res, err := h.run(t, investigation.Input{AlertID: "a1"})
+	require.NoError(t, err)
+	require.Equal(t, investigation.ActionDenied, res.Actions[0].Status)
+	require.Len(t, h.conclude, 1)
+	require.Contains(t, h.conclude[0].Verdict.Ran, investigation.StepRun{Turn: 1, Step: "step_1"})
+}
+
+// The answer the analyst reads ends saying a verdict change it proposed
+// was not accepted: its own text may say the verdict changed.
+func TestRefusedChangeEndsTheAnswer(t *testing.T) {
+	const refused = "**Verdict check:** this answer proposed benign (high), but ...: the change was not accepted, the verdict stays false_positive (high)."
+	h := newHarness(t)
+	h.onPlan(twoStepPlan(), nil)
+	h.onTurn(func(in activities.TurnInput) (activities.TurnOutput, error) {
+		return activities.TurnOutput{Text: "The verdict is now benign."}, nil
+	})
+	h.onReflect(noChange)
+	h.env.OnActivity(a.DecideMode, mock.Anything, mock.Anything).Return(activities.Mode{Mode: investigation.ModeDirect}, nil)
+	h.review = func(in activities.ReviewInput) activities.Review {
+		return activities.Review{Verdict: in.Verdict.Standing, Overruled: refused}
+	}
+	h.update(time.Minute, investigation.UpdateAsk, "Is it our pentest?")
+	res, err := h.run(t, investigation.Input{AlertID: "a1", Question: "Q1"})
+	require.NoError(t, err)
+	last := res.History[len(res.History)-1]
+	require.Equal(t, "The verdict is now benign.\n\n"+refused, last.Text)
 }

@@ -384,6 +384,25 @@ func TestKeysIgnoreJSONInAnAttackersString(t *testing.T) {
 	}
 }
 
+// TestOnlyEventOriginalIsARawLog: ECS's url.original and
+// user_agent.original are the client's text; only event.original is the
+// source's raw event.
+func TestOnlyEventOriginalIsARawLog(t *testing.T) {
+	attacker := `{"src_ip":"10.0.0.5","user":"alice","hostname":"db-prod-1"}`
+	for _, data := range []map[string]any{
+		{"source": map[string]any{"ip": "203.0.113.9"}, "url": map[string]any{"original": attacker}},
+		{"source": map[string]any{"ip": "203.0.113.9"}, "threat": map[string]any{"indicator": map[string]any{"url": map[string]any{"original": attacker}}}},
+	} {
+		if got, want := Keys(data), []string{"ip:203.0.113.9"}; !slices.Equal(got, want) {
+			t.Errorf("keys %q, want %q: the client's URL chose them", got, want)
+		}
+	}
+	data := map[string]any{"source": map[string]any{"ip": "203.0.113.9"}, "event": map[string]any{"original": attacker}}
+	if got := Keys(data); !slices.Contains(got, "resource:db-prod-1") {
+		t.Errorf("keys %q: event.original is the source's raw event and is read", got)
+	}
+}
+
 // TestRawLogKeysOnlyFillSlotsLeft: a raw log (read as JSON) full of
 // addresses that sort first never pushes out the alert's own keys.
 func TestRawLogKeysOnlyFillSlotsLeft(t *testing.T) {

@@ -153,7 +153,20 @@ const maxEmbedded = 64 << 10
 // raw_log, ECS's event.original. Only these are read as JSON: any other
 // string (a request URI, a user agent, a command line) may be the
 // attacker's own text, and read as fields it would choose the keys.
-var rawLogFields = []string{"rawlog", "rawevent", "rawdata", "rawmessage", "original"}
+var rawLogFields = []string{"rawlog", "rawevent", "rawdata", "rawmessage", "event.original"}
+
+// isRawLogField reports whether the field at path is one of rawLogFields:
+// "original" counts only under "event" (ECS's url.original and
+// user_agent.original are the client's own text).
+func isRawLogField(path []string) bool {
+	name := squash(path[len(path)-1])
+	if len(path) > 1 {
+		if slices.Contains(rawLogFields, squash(path[len(path)-2])+"."+name) {
+			return true
+		}
+	}
+	return slices.Contains(rawLogFields, name)
+}
 
 // embeddedObject is the JSON object a raw-log field holds (rawLogFields),
 // such as a SIEM's raw_log ({"src_ip": "203.0.113.45", ...}), read like the
@@ -162,7 +175,7 @@ var rawLogFields = []string{"rawlog", "rawevent", "rawdata", "rawmessage", "orig
 // another: together they parse at most the alert's own bytes.
 func (w *keyWalker) embeddedObject(path []string, s string) map[string]any {
 	s = strings.TrimSpace(s)
-	if w.embedded || len(path) == 0 || !slices.Contains(rawLogFields, squash(path[len(path)-1])) ||
+	if w.embedded || len(path) == 0 || !isRawLogField(path) ||
 		len(s) > maxEmbedded || !strings.HasPrefix(s, "{") || !strings.HasSuffix(s, "}") {
 		return nil
 	}

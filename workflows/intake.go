@@ -15,6 +15,7 @@ import (
 	"github.com/secops-agent/investigator/activities"
 	"github.com/secops-agent/investigator/alerts"
 	"github.com/secops-agent/investigator/intake"
+	"github.com/secops-agent/investigator/internal/termtext"
 	"github.com/secops-agent/investigator/investigation"
 )
 
@@ -538,7 +539,7 @@ func deliveryOptions(ctx workflow.Context, summary string) workflow.Context {
 		// one on a killed worker is tried again within heartbeatTimeout.
 		// No gate: replay matches a scheduled activity by ID and type only.
 		HeartbeatTimeout: heartbeatTimeout,
-		Summary:          summary,
+		Summary:          termtext.NoLinksClipped(summary, 200),
 		RetryPolicy:      &temporal.RetryPolicy{InitialInterval: 2 * time.Second, BackoffCoefficient: 2, MaximumInterval: 2 * time.Minute},
 	})
 }

@@ -7,7 +7,7 @@ import (
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/workflow"
 
-	"github.com/secops-agent/investigator/internal/clip"
+	"github.com/secops-agent/investigator/internal/termtext"
 )
 
 // Activity time budgets. Retries are bounded by time (ScheduleToClose), not
@@ -64,7 +64,7 @@ func toolOptions(ctx workflow.Context, summary string, attempt time.Duration) wo
 		ScheduleToCloseTimeout: toolRetryBudget + attempt,
 		StartToCloseTimeout:    attempt,
 		HeartbeatTimeout:       heartbeatTimeout,
-		Summary:                clip.String(summary, 200),
+		Summary:                termtext.NoLinksClipped(summary, 200),
 		RetryPolicy: &temporal.RetryPolicy{
 			InitialInterval:    time.Second,
 			BackoffCoefficient: 2,
@@ -121,7 +121,7 @@ func localToolOptions(ctx workflow.Context, summary string, attempt time.Duratio
 	return workflow.WithLocalActivityOptions(ctx, workflow.LocalActivityOptions{
 		ScheduleToCloseTimeout: toolRetryBudget + attempt,
 		StartToCloseTimeout:    attempt,
-		Summary:                clip.String(summary, 200),
+		Summary:                termtext.NoLinksClipped(summary, 200),
 		RetryPolicy: &temporal.RetryPolicy{
 			InitialInterval:    time.Second,
 			BackoffCoefficient: 2,

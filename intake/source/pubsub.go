@@ -1,6 +1,7 @@
 package source
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"log/slog"
@@ -94,10 +95,13 @@ func (s *PubSub) handle(ctx context.Context, m *pubsub.Message) {
 	switch {
 	case res.Invalid != nil:
 		if s.DeadLetterTopic == "" {
-			// It comes back at once, for ever: the pause, as after any
-			// failure, keeps that from being a tight loop of Warn logs.
+			// It comes back at once, for ever: a pause of one Backoff keeps
+			// that from being a tight loop of Warn logs. Not the failure
+			// streak's growing pause: malformed messages say nothing about
+			// the services, and each holds a flow-control slot while it
+			// waits, so a minute each would starve the valid alerts.
 			log.Warn("malformed message not acknowledged: no --dead-letter-topic", "reason", res.Invalid)
-			s.pause(ctx)
+			sleep(ctx, cmp.Or(s.Backoff, time.Second))
 			m.Nack()
 			return
 		}

@@ -46,6 +46,19 @@ func Markdown(s string) string {
 	return markdownEscaper.Replace(Defang(s))
 }
 
+// linkEscaper escapes only what makes a link (and the backslash, so an
+// escape of our own cannot be undone by one in s).
+var linkEscaper = strings.NewReplacer(`\`, `\\`, `[`, `\[`, `]`, `\]`, `<`, `\<`)
+
+// NoLinksClipped makes a one-line event summary (a tool call's, holding
+// the model's arguments) no link in a UI that renders Markdown, within n
+// bytes: URLs defanged, link syntax escaped. Emphasis is left alone, so a
+// UI that shows summaries as plain text (the dev server's) shows few
+// backslashes.
+func NoLinksClipped(s string, n int) string {
+	return clip.StringAt(linkEscaper.Replace(Defang(s)), n, outsideMarkdownEscape)
+}
+
 // MarkdownClipped is Markdown(s) within n bytes, never cut between a
 // backslash and the character it escapes.
 func MarkdownClipped(s string, n int) string {

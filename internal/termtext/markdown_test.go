@@ -60,3 +60,25 @@ func TestMarkdownClippedKeepsEscapes(t *testing.T) {
 		}
 	}
 }
+
+// TestNoLinksClipped: a tool call's summary, holding the model's
+// arguments, renders no link in a UI that reads event summaries as
+// Markdown, and reads as written once the escapes are dropped.
+func TestNoLinksClipped(t *testing.T) {
+	linkSyntax := regexp.MustCompile("(^|[^\\\\])(\\\\\\\\)*[][<]")
+	for _, s := range markdownAttacks {
+		m := NoLinksClipped("tool lookup("+s+")", 200)
+		if loc := linkSyntax.FindStringIndex(m); loc != nil {
+			t.Errorf("%q: unescaped link syntax at %q", s, m[loc[0]:])
+		}
+		if regexp.MustCompile(`(?i)[a-z0-9]://`).MatchString(m) {
+			t.Errorf("%q: a URL scheme is left: %q", s, m)
+		}
+	}
+	if got := NoLinksClipped("tool get_alert(id=a_1)", 200); got != "tool get_alert(id=a_1)" {
+		t.Errorf("a plain summary changed: %q", got)
+	}
+	if m := NoLinksClipped(strings.Repeat("[", 300), 50); len(m) > 50 || !outsideMarkdownEscape(m, strings.Index(m, " …[cut ")) {
+		t.Errorf("clipped badly: %q", m)
+	}
+}

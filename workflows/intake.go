@@ -45,6 +45,10 @@ type IntakeState struct {
 	// Unseen counts the latest Arrivals no model call's input has carried
 	// yet: once the exchange is over they are asked about (askAboutUnseen).
 	Unseen int `json:"unseen,omitempty"`
+	// Unshown counts the latest Arrivals no model call's input carried
+	// yet, reset only by arrivals: unlike Unseen, not by a follow-up
+	// queued about them, which a burst may push them out before.
+	Unshown int `json:"unshown,omitempty"`
 	// Missed are the identities (hashOf) of related arrivals and rises
 	// pushed out of Arrivals while unseen, at most maxMissedKept
 	// (MissedOver: more were). The close reports them (unseenReport), so
@@ -89,13 +93,14 @@ func (r *run) arrivedWhileWaiting(fresh bool) {
 func (s *IntakeState) add(b investigation.ArrivalBatch) {
 	s.Arrived += len(b.Arrivals) + b.Dropped
 	all := append(slices.Clone(s.Arrivals), b.Arrivals...)
-	unseen := s.Unseen + len(b.Arrivals) // the latest ones of all
+	unshown := s.Unshown + len(b.Arrivals) // the latest ones of all
 	cut := max(0, len(all)-maxArrivalsKept)
-	for _, a := range all[min(len(all)-unseen, cut):cut] {
+	for _, a := range all[min(len(all)-unshown, cut):cut] {
 		s.miss(a)
 	}
 	s.Arrivals = all[cut:]
-	s.Unseen = min(unseen, len(s.Arrivals))
+	s.Unseen = min(s.Unseen+len(b.Arrivals), len(s.Arrivals))
+	s.Unshown = min(unshown, len(s.Arrivals))
 }
 
 // miss remembers the identity of an arrival no model call saw, if it
@@ -118,7 +123,7 @@ func (s *IntakeState) miss(a investigation.Arrival) {
 // model call saw: those missed and the latest still unseen (within
 // maxMissedKept), and whether there were more than it can name.
 func (s IntakeState) unseenReport() ([]string, bool) {
-	for _, a := range s.Arrivals[len(s.Arrivals)-s.Unseen:] {
+	for _, a := range s.Arrivals[len(s.Arrivals)-s.Unshown:] {
 		s.miss(a) // on a copy: miss clones Missed
 	}
 	return s.Missed, s.MissedOver
@@ -128,7 +133,7 @@ func (s IntakeState) unseenReport() ([]string, bool) {
 // latest, and how many earlier ones are left out. Only a model call's
 // input asks for it, so from here they are seen.
 func (r *run) arrivals() investigation.ArrivalBatch {
-	r.Intake.Unseen = 0
+	r.Intake.Unseen, r.Intake.Unshown = 0, 0
 	return investigation.ArrivalBatch{Arrivals: r.Intake.Arrivals, Dropped: r.Intake.Arrived - len(r.Intake.Arrivals)}
 }
 

@@ -2,6 +2,7 @@ package workflows
 
 import (
 	"fmt"
+	"slices"
 	"testing"
 	"time"
 
@@ -72,7 +73,7 @@ func TestUnseenReport(t *testing.T) {
 	}
 	var st IntakeState
 	st.add(investigation.ArrivalBatch{Arrivals: []investigation.Arrival{related("seen")}})
-	st.Unseen = 0 // a model call took it
+	st.Unseen, st.Unshown = 0, 0 // a model call took it (arrivals)
 	st.add(investigation.ArrivalBatch{Arrivals: []investigation.Arrival{
 		related("pushed"),
 		{Kind: investigation.ArrivalSeenAgain, AlertID: "again", Identity: "again", Severity: "low", PrevSeverity: "low"},
@@ -132,5 +133,23 @@ func TestUnseenReport(t *testing.T) {
 		if o := old.admit(t0.Add(2*time.Hour), s, alertOf("x", id, "low")); o.Kind != intake.OutcomeRepeat {
 			t.Errorf("%s after an older run's close: %s, want repeat", id, o.Kind)
 		}
+	}
+}
+
+// TestQueuedFollowUpIsNotSeen: a concluded, idle investigation queues a
+// follow-up about a related alert (askAbout), but 20 more arrive before
+// that follow-up's first model call: the alert is pushed out unseen, and
+// the close reports it.
+func TestQueuedFollowUpIsNotSeen(t *testing.T) {
+	var st IntakeState
+	st.add(investigation.ArrivalBatch{Arrivals: []investigation.Arrival{{Kind: investigation.ArrivalRelated, AlertID: "gd1", Identity: "guardduty:1:real"}}})
+	st.Unseen = 0 // askAbout: the follow-up's model calls are to see it
+	var fill []investigation.Arrival
+	for i := range maxArrivalsKept {
+		fill = append(fill, investigation.Arrival{Kind: investigation.ArrivalRelated, AlertID: fmt.Sprintf("f%d", i), Identity: fmt.Sprintf("generic:id:fill%d", i)})
+	}
+	st.add(investigation.ArrivalBatch{Arrivals: fill})
+	if unseen, _ := st.unseenReport(); !slices.Contains(unseen, hashOf("guardduty:1:real")) {
+		t.Errorf("the finding pushed out before the follow-up's model call is not reported: %d reported", len(unseen))
 	}
 }

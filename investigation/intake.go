@@ -132,6 +132,13 @@ type Closed struct {
 	// A Closed that returns alerts is a hand-back (handBack), sent after
 	// the run's own Closed: it ends no entity.
 	Returned ArrivalBatch `json:"returned,omitzero"`
+	// Unseen are the identities, hashed as the admission keeps them, of
+	// related alerts (and rises) delivered to the run that no model call
+	// saw: its close makes them no repeats. UnseenAll: there were more
+	// than the run kept, so none of its identities is a repeat. A run
+	// without them (an older version) reports nothing.
+	Unseen    []string `json:"unseen,omitempty"`
+	UnseenAll bool     `json:"unseen_all,omitempty"`
 }
 
 // DeliveryStatus is how the delivery of one conclusion went; an

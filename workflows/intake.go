@@ -33,6 +33,7 @@ const (
 	maxArrivalBatch   = 100 // arrivals in one alerts input
 	maxArrivalField   = 300 // bytes of an arrival's text fields
 	maxDeliveriesKept = 10  // latest deliveries the status lists
+	maxMissedKept     = 100 // identities of arrivals no model call saw, reported at the close
 	deliveryBudget    = 10 * time.Minute
 )
 
@@ -45,6 +46,17 @@ type IntakeState struct {
 	// Unseen counts the latest Arrivals no model call's input has carried
 	// yet: once the exchange is over they are asked about (askAboutUnseen).
 	Unseen int `json:"unseen,omitempty"`
+	// Unshown counts the latest Arrivals no model call's input carried
+	// yet, reset only by arrivals: unlike Unseen, not by a follow-up
+	// queued about them, which a burst may push them out before.
+	Unshown int `json:"unshown,omitempty"`
+	// Missed are the identities (hashOf) of related arrivals and rises
+	// pushed out of Arrivals while unseen, at most maxMissedKept
+	// (MissedOver: more were). The close reports them (unseenReport), so
+	// the admission makes them no repeats: a burst of related alerts
+	// within one model call pushed a finding out before any model saw it.
+	Missed     []string `json:"missed,omitempty"`
+	MissedOver bool     `json:"missed_over,omitempty"`
 	// Deliveries are the latest conclusions' deliveries. Sent is, by
 	// target (sentSlack, sentTopic), the verdict last delivered there with
 	// success: the next one says it changed, and an unchanged one is not
@@ -77,19 +89,52 @@ func (r *run) arrivedWhileWaiting(fresh bool) {
 	}
 }
 
-// add keeps a batch of arrivals (the latest maxArrivalsKept).
+// add keeps a batch of arrivals (the latest maxArrivalsKept); those it
+// pushes out unseen are remembered as missed.
 func (s *IntakeState) add(b investigation.ArrivalBatch) {
 	s.Arrived += len(b.Arrivals) + b.Dropped
-	s.Arrivals = append(slices.Clone(s.Arrivals), b.Arrivals...)
-	s.Arrivals = s.Arrivals[max(0, len(s.Arrivals)-maxArrivalsKept):]
+	all := append(slices.Clone(s.Arrivals), b.Arrivals...)
+	unshown := s.Unshown + len(b.Arrivals) // the latest ones of all
+	cut := max(0, len(all)-maxArrivalsKept)
+	for _, a := range all[min(len(all)-unshown, cut):cut] {
+		s.miss(a)
+	}
+	s.Arrivals = all[cut:]
 	s.Unseen = min(s.Unseen+len(b.Arrivals), len(s.Arrivals))
+	s.Unshown = min(unshown, len(s.Arrivals))
+}
+
+// miss remembers the identity of an arrival no model call saw, if it
+// matters to the repeat rule: a related alert, or a rise (the closed
+// identity would keep a severity no model knew).
+func (s *IntakeState) miss(a investigation.Arrival) {
+	if a.Kind != investigation.ArrivalRelated && !rose(a) {
+		return
+	}
+	switch h := hashOf(a.Identity); {
+	case slices.Contains(s.Missed, h):
+	case len(s.Missed) >= maxMissedKept:
+		s.MissedOver = true
+	default:
+		s.Missed = append(slices.Clone(s.Missed), h)
+	}
+}
+
+// unseenReport is what the close tells the admission of the arrivals no
+// model call saw: those missed and the latest still unseen (within
+// maxMissedKept), and whether there were more than it can name.
+func (s IntakeState) unseenReport() ([]string, bool) {
+	for _, a := range s.Arrivals[len(s.Arrivals)-s.Unshown:] {
+		s.miss(a) // on a copy: miss clones Missed
+	}
+	return s.Missed, s.MissedOver
 }
 
 // arrivals is what the model is shown of the alerts that arrived: the
 // latest, and how many earlier ones are left out. Only a model call's
 // input asks for it, so from here they are seen.
 func (r *run) arrivals() investigation.ArrivalBatch {
-	r.Intake.Unseen = 0
+	r.Intake.Unseen, r.Intake.Unshown = 0, 0
 	return investigation.ArrivalBatch{Arrivals: r.Intake.Arrivals, Dropped: r.Intake.Arrived - len(r.Intake.Arrivals)}
 }
 
@@ -456,10 +501,12 @@ func (r *run) closing(ctx workflow.Context, err error) error {
 	}
 	r.closedReason = reason
 	dctx, _ := workflow.NewDisconnectedContext(ctx)
-	// The spend and session ride in the signal's payload, which replay
-	// does not compare: recorded histories replay unchanged without a gate.
+	// The spend, session and unseen identities ride in the signal's
+	// payload, which replay does not compare: recorded histories replay
+	// unchanged without a gate.
+	unseen, all := r.Intake.unseenReport()
 	if serr := workflow.SignalExternalWorkflow(dctx, in.Admission, "", investigation.ClosedSignal,
-		investigation.Closed{WorkflowID: r.id, Session: r.session, Reason: reason, Spend: r.Spend}).Get(dctx, nil); serr != nil {
+		investigation.Closed{WorkflowID: r.id, Session: r.session, Reason: reason, Spend: r.Spend, Unseen: unseen, UnseenAll: all}).Get(dctx, nil); serr != nil {
 		r.log.Warn("could not tell the admission workflow that the investigation closed", "admission", in.Admission, "error", serr)
 	}
 	return err

@@ -133,9 +133,29 @@ func (r *Room) closed(now time.Time, c investigation.Closed) {
 	if r.rises && (e.State == intake.StateRunning || e.State == intake.StateConcluded) {
 		rises = slices.DeleteFunc(slices.Clone(e.Queue), func(a investigation.Arrival) bool { return !rose(a) })
 	}
+	unseen(e, c)
 	r.end(now, e.WorkflowID, !r.fixed || c.Reason == investigation.ClosedCompleted)
 	for _, a := range rises {
 		r.admitRise(now, a)
+	}
+}
+
+// unseen marks Lost the members whose arrivals the closing run reports
+// no model call saw (Closed.Unseen: pushed out of its latest arrivals, or
+// still unseen), every member when it could not name them all
+// (UnseenAll, or a list over the run's bound, only forged), so end makes
+// them no repeats. No gate: only a Closed carrying them reaches it, and
+// no recorded history holds one; a run of an older version reports none,
+// and its close decides as before.
+func unseen(e *Entity, c investigation.Closed) {
+	all := c.UnseenAll || len(c.Unseen) > maxMissedKept
+	if !all && len(c.Unseen) == 0 {
+		return
+	}
+	for i := range e.Members {
+		if all || slices.Contains(c.Unseen, e.Members[i].Hash) {
+			e.Members[i].Lost = true
+		}
 	}
 }
 
@@ -166,9 +186,9 @@ func (r *Room) runOf(e *Entity, session string) bool {
 func (r *Room) close(now time.Time, wf string) { r.end(now, wf, true) }
 
 // end forgets an entity; investigated says its investigation completed, so
-// its identities are repeats for the repeat window, but for those never
-// delivered to it: related arrivals still queued (admitted again, alone)
-// or dropped (Member.Lost). One that failed, was cancelled or never
+// its identities are repeats for the repeat window, but for those no
+// model saw: related arrivals still queued (admitted again, alone),
+// dropped (Member.Lost) or delivered and never shown (unseen). One that failed, was cancelled or never
 // started leaves them all unknown: their next alert is investigated.
 func (r *Room) end(now time.Time, wf string, investigated bool) {
 	e := r.byWorkflow[wf]

@@ -239,8 +239,11 @@ type Entity struct {
 
 // Member is one identity of an entity: its hash, severity, count and the
 // hash of the alert that last carried it (a new alert ID is news). Lost:
-// its related arrival was dropped past a queue's bound (lose), so no model
-// saw it and its close makes it no repeat (end).
+// its related arrival was dropped past a queue's bound (lose), or its run
+// reported it unseen at its close (unseen), so no model saw it and the
+// close makes it no repeat (end). Never cleared: a later arrival of it
+// may still reach no model (in flight as the run closes, or unseen by a
+// run of an older version, which reports nothing).
 type Member struct {
 	Hash      string `json:"h"`
 	Severity  string `json:"s"`

@@ -126,16 +126,26 @@ func (r *run) setDetails(ctx workflow.Context, phase string) {
 	}
 	fmt.Fprintf(&b, "**%s** — %d/%d steps done, %d tool calls\n\n", phase, r.Plan.Count(plan.Done), len(r.Plan.Steps), r.ToolCalls)
 	if v := r.Verdict; v != nil {
-		fmt.Fprintf(&b, "**Verdict: %s** (%s confidence)\n\n", uiText(v.Verdict), uiText(v.Confidence))
+		fmt.Fprintf(&b, "**Verdict: %s** (%s confidence)\n\n", closedSet(v.Verdict, investigation.Verdicts), closedSet(v.Confidence, investigation.Confidences))
 	}
 	fmt.Fprintf(&b, "Objective: %s\n\n", uiText(r.Plan.Objective))
 	for _, s := range r.Plan.Steps {
-		fmt.Fprintf(&b, "- %s %s: %s (%s)\n", statusMark(s.Status), uiText(s.ID), uiText(s.Description), s.Status)
+		// Step IDs are the plan's own (plan.Repair numbers them step_N).
+		fmt.Fprintf(&b, "- %s %s: %s (%s)\n", statusMark(s.Status), s.ID, uiText(s.Description), s.Status)
 	}
 	if r.Conclusion != "" {
 		fmt.Fprintf(&b, "\n---\n\n%s\n", termtext.MarkdownClipped(r.Conclusion, maxDetailsConclusion))
 	}
 	workflow.SetCurrentDetails(ctx, b.String())
+}
+
+// closedSet is s as written when it is one of set (checked values such as
+// a verdict, shown without escapes), else as uiText.
+func closedSet(s string, set []string) string {
+	if slices.Contains(set, s) {
+		return s
+	}
+	return uiText(s)
 }
 
 // uiText is a one-line text from an alert or a model as the Web UI's

@@ -80,7 +80,7 @@ func TestCurrentDetailsAreNoMarkdown(t *testing.T) {
 	var meta sdkpb.WorkflowMetadata
 	require.NoError(t, v.Get(&meta))
 	details := meta.GetCurrentDetails()
-	require.Contains(t, details, `**Verdict: true\_positive** (high confidence)`, "our own label stays bold")
+	require.Contains(t, details, `**Verdict: true_positive** (high confidence)`, "our own label stays bold (a checked verdict as written: CommonMark reads no emphasis inside a word)")
 	require.Contains(t, details, `Decide \[click\](hxxps\[://\]evil.example/o) \*\*Verdict: benign\*\*`)
 	for _, bad := range []string{"](http", "<https", "[r]:", "**Verdict: benign", "*urgent*", "_now_", "://evil"} {
 		require.NotContains(t, details, bad)

@@ -134,9 +134,10 @@ type Closed struct {
 	Returned ArrivalBatch `json:"returned,omitzero"`
 	// Unseen are the identities, hashed as the admission keeps them, of
 	// related alerts (and rises) delivered to the run that no model call
-	// saw: its close makes them no repeats. UnseenAll: there were more
-	// than the run kept, so none of its identities is a repeat. A run
-	// without them (an older version) reports nothing.
+	// saw: its close makes them no repeats (in an admission run under
+	// the lost-no-repeat gate; an older one ignores them). UnseenAll:
+	// there were more than the run kept, so none of its identities is a
+	// repeat. A run without them (an older version) reports nothing.
 	Unseen    []string `json:"unseen,omitempty"`
 	UnseenAll bool     `json:"unseen_all,omitempty"`
 }

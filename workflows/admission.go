@@ -87,6 +87,12 @@ func IntakeAdmission(ctx workflow.Context, in AdmissionInput) error {
 	if ad.room.guards {
 		ad.room.trustCarried()
 	}
+	// Also one per run: an identity no model saw (its related alert
+	// dropped past a queue's bound, reported unseen by its run's close,
+	// or in an entity forgotten before its run closed) is no repeat
+	// (Room.lost). Recorded runs before it made them repeats: replayed
+	// without the gate, a later alert of such an identity is still one.
+	ad.room.lost = workflow.GetVersion(ctx, "lost-no-repeat", workflow.DefaultVersion, 1) == 1
 	if err := ad.register(ctx); err != nil {
 		return err
 	}

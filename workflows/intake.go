@@ -502,8 +502,9 @@ func (r *run) closing(ctx workflow.Context, err error) error {
 	r.closedReason = reason
 	dctx, _ := workflow.NewDisconnectedContext(ctx)
 	// The spend, session and unseen identities ride in the signal's
-	// payload, which replay does not compare: recorded histories replay
-	// unchanged without a gate.
+	// payload, which replay does not compare: this run's histories replay
+	// unchanged without a gate. The admission acts on Unseen only under
+	// its lost-no-repeat gate, since this signal reaches older ones.
 	unseen, all := r.Intake.unseenReport()
 	if serr := workflow.SignalExternalWorkflow(dctx, in.Admission, "", investigation.ClosedSignal,
 		investigation.Closed{WorkflowID: r.id, Session: r.session, Reason: reason, Spend: r.Spend, Unseen: unseen, UnseenAll: all}).Get(dctx, nil); serr != nil {

@@ -94,6 +94,13 @@ var fixturePaths = map[string][]string{
 	// Recorded before GetVersion "room-guards": the forged alert is
 	// admitted and the entity ended.
 	"pre-guards-intake-guards.history.json": {"forged hand-back naming an open entity", "hand-back admitted and ended the entity"},
+	// An investigation's related alert dropped past the queue bound and
+	// one its close reports unseen (Closed.Unseen) are sent again after
+	// the close; recorded by TestRecordLostNoRepeat (lostrecord_test.go).
+	// Its twin, recorded before GetVersion "lost-no-repeat" (on 5a5ee2f,
+	// before Member.Lost), took both for repeats.
+	"intake-lost.history.json":          {"dropped and unseen alerts sent again after the close", "dropped and unseen alerts investigated"},
+	"pre-lost-intake-lost.history.json": {"dropped and unseen alerts sent again after the close", "dropped and unseen alerts repeats"},
 
 	// Recorded before a direct answer's verdict was reviewed: the twin of
 	// steering-run2 for GetVersion "direct-answer-verdict".
@@ -494,6 +501,12 @@ func exercises(h *historypb.History, path string) bool {
 	case "hand-back admitted and ended the entity":
 		rest := forgedHandBack(h)
 		return rest != nil && scheduled(rest, "StartInvestigation") == 1 && !signalledTo(rest, intake.WorkflowID("id:guard"))
+	case "dropped and unseen alerts sent again after the close":
+		return lostClosed(h) != nil
+	case "dropped and unseen alerts investigated":
+		return scheduled(lostClosed(h), "StartInvestigation") == 2
+	case "dropped and unseen alerts repeats":
+		return scheduled(lostClosed(h), "StartInvestigation") == 0
 	case "late rise dropped":
 		rest := lateRise(h)
 		return rest != nil && scheduled(rest, "StartInvestigation") == 0
@@ -1126,6 +1139,34 @@ func forgedHandBack(h *historypb.History) []*historypb.HistoryEvent {
 		}
 		return started[c.WorkflowID] && slices.ContainsFunc(c.Returned.Arrivals, func(a investigation.Arrival) bool { return strings.Contains(a.Identity, "<") })
 	})
+}
+
+// lostClosed is the events after an investigation_closed signal that names
+// the workflow ID of a StartInvestigation before it whose input counts a
+// dropped arrival, and reports an unseen one, when an admit update follows
+// it (the alerts sent again); else nil.
+func lostClosed(h *historypb.History) []*historypb.HistoryEvent {
+	dropped := map[string]bool{}
+	rest := after(h, func(e *historypb.HistoryEvent) bool {
+		if a := e.GetActivityTaskScheduledEventAttributes(); a.GetActivityType().GetName() == "StartInvestigation" && len(a.GetInput().GetPayloads()) > 0 {
+			var in activities.StartInput
+			if json.Unmarshal(a.GetInput().GetPayloads()[0].GetData(), &in) == nil && in.Input.Intake != nil && in.Input.Intake.Arrived.Dropped > 0 {
+				dropped[in.WorkflowID] = true
+			}
+		}
+		a := e.GetWorkflowExecutionSignaledEventAttributes()
+		if a.GetSignalName() != investigation.ClosedSignal || len(a.GetInput().GetPayloads()) == 0 {
+			return false
+		}
+		var c investigation.Closed
+		return json.Unmarshal(a.GetInput().GetPayloads()[0].GetData(), &c) == nil && dropped[c.WorkflowID] && len(c.Unseen) > 0
+	})
+	if !slices.ContainsFunc(rest, func(e *historypb.HistoryEvent) bool {
+		return e.GetWorkflowExecutionUpdateAcceptedEventAttributes().GetAcceptedRequest().GetInput().GetName() == intake.AdmitUpdate
+	}) {
+		return nil
+	}
+	return rest
 }
 
 // signalledTo says whether an alerts signal to workflow id is initiated

@@ -182,7 +182,7 @@ func (r *Room) bound(e *Entity) {
 	keep := min(len(e.Queue), maxEntityQueue, max(maxPending-(r.pending-len(e.Queue)), 0))
 	if over := len(e.Queue) - keep; over > 0 {
 		for _, a := range e.Queue[keep:] {
-			lose(e, a)
+			r.lose(e, a)
 		}
 		e.Queue = slices.Clip(e.Queue[:keep])
 		e.Dropped += over
@@ -210,7 +210,7 @@ func (r *Room) boundAfterFirst(e *Entity) {
 		if longest == nil {
 			break
 		}
-		lose(longest, longest.Queue[len(longest.Queue)-1])
+		r.lose(longest, longest.Queue[len(longest.Queue)-1])
 		longest.Queue = slices.Clip(longest.Queue[:len(longest.Queue)-1])
 		longest.Dropped++
 		r.pending--

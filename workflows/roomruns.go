@@ -133,7 +133,9 @@ func (r *Room) closed(now time.Time, c investigation.Closed) {
 	if r.rises && (e.State == intake.StateRunning || e.State == intake.StateConcluded) {
 		rises = slices.DeleteFunc(slices.Clone(e.Queue), func(a investigation.Arrival) bool { return !rose(a) })
 	}
-	unseen(e, c)
+	if r.lost {
+		unseen(e, c)
+	}
 	r.end(now, e.WorkflowID, !r.fixed || c.Reason == investigation.ClosedCompleted)
 	for _, a := range rises {
 		r.admitRise(now, a)
@@ -144,9 +146,9 @@ func (r *Room) closed(now time.Time, c investigation.Closed) {
 // no model call saw (Closed.Unseen: pushed out of its latest arrivals, or
 // still unseen), every member when it could not name them all
 // (UnseenAll, or a list over the run's bound, only forged), so end makes
-// them no repeats. No gate: only a Closed carrying them reaches it, and
-// no recorded history holds one; a run of an older version reports none,
-// and its close decides as before.
+// them no repeats. Under the lost-no-repeat gate only: the Closed of a
+// newer run reaches an admission run still on older code (across worker
+// versions, or in a rolling restart), which makes them repeats.
 func unseen(e *Entity, c investigation.Closed) {
 	all := c.UnseenAll || len(c.Unseen) > maxMissedKept
 	if !all && len(c.Unseen) == 0 {
@@ -182,14 +184,17 @@ func (r *Room) runOf(e *Entity, session string) bool {
 
 // close forgets an entity whose investigation concluded (or that is
 // forgotten to make room): its identities are remembered for the repeat
-// window, arrivals it could not take are admitted again.
+// window (but for those Lost), arrivals it could not take are admitted
+// again.
 func (r *Room) close(now time.Time, wf string) { r.end(now, wf, true) }
 
 // end forgets an entity; investigated says its investigation completed, so
 // its identities are repeats for the repeat window, but for those no
-// model saw: related arrivals still queued (admitted again, alone),
-// dropped (Member.Lost) or delivered and never shown (unseen). One that failed, was cancelled or never
-// started leaves them all unknown: their next alert is investigated.
+// model saw: related arrivals still queued (admitted again, alone), and
+// under the lost-no-repeat gate those Lost: dropped, delivered and never
+// shown, or related alerts of an entity forgotten open. One that failed,
+// was cancelled or never started leaves them all unknown: their next
+// alert is investigated.
 func (r *Room) end(now time.Time, wf string, investigated bool) {
 	e := r.byWorkflow[wf]
 	if e == nil {
@@ -202,7 +207,7 @@ func (r *Room) end(now time.Time, wf string, investigated bool) {
 		if r.byIdentity[m.Hash] == e {
 			delete(r.byIdentity, m.Hash)
 		}
-		if investigated && !m.Lost && !slices.ContainsFunc(undelivered, func(a investigation.Arrival) bool {
+		if investigated && !(r.lost && m.Lost) && !slices.ContainsFunc(undelivered, func(a investigation.Arrival) bool {
 			return a.Kind == investigation.ArrivalRelated && hashOf(a.Identity) == m.Hash
 		}) {
 			r.Closed = append(r.Closed, ClosedIdentity{Hash: m.Hash, Severity: m.Severity, At: now, WorkflowID: wf})

@@ -153,3 +153,114 @@ func TestQueuedFollowUpIsNotSeen(t *testing.T) {
 		t.Errorf("the finding pushed out before the follow-up's model call is not reported: %d reported", len(unseen))
 	}
 }
+
+// missedByDecoy admits a decoy whose run concludes with a critical finding
+// pushed out of its latest arrivals unseen (IntakeState.Missed), as in
+// TestFindingPushedOutUnseenIsNoRepeat, and returns its entity and run.
+func missedByDecoy(t *testing.T, r *Room, s intake.Settings) (*Entity, *run) {
+	t.Helper()
+	decoy := r.admit(t0, s, alertOf("d0", "generic:id:decoy", "low", "ip:1.0.0.1"))
+	e := r.byWorkflow[decoy.WorkflowID]
+	run := &run{State: newState(investigation.Input{AlertID: "d0"})}
+	run.Intake.add(r.take(e))
+	r.started(decoy.WorkflowID)
+	run.arrivals()
+	r.admit(t0.Add(time.Second), s, alertOf("gd1", "guardduty:1:real", "critical", "ip:1.0.0.1", "ip:198.51.100.23"))
+	run.Intake.add(r.take(e))
+	for i := range maxEntityQueue {
+		r.admit(t0.Add(2*time.Second), s, alertOf(fmt.Sprintf("f%d", i), fmt.Sprintf("generic:id:fill%d", i), "low", "ip:1.0.0.1"))
+	}
+	run.Intake.add(r.take(e))
+	run.arrivals()
+	if !slices.Contains(run.Intake.Missed, hashOf("guardduty:1:real")) {
+		t.Fatal("setup: the finding was not missed")
+	}
+	r.concluded(investigation.Concluded{WorkflowID: e.WorkflowID, Session: investigation.IntakeSession(e.WorkflowID, e.Admitted)})
+	return e, run
+}
+
+// TestForgottenDecoyMakesNoUnseenRepeat: the decoy concludes with the
+// finding unseen, and before its run closes the room fills (maxOpen) and
+// forgets it, idle. Only its run's Closed names what no model saw, and it
+// comes after: the forgotten entity makes none of its related alerts
+// repeats, so the finding, sent again, is investigated. The decoy's own
+// identity, its run's first alert, is still a repeat.
+func TestForgottenDecoyMakesNoUnseenRepeat(t *testing.T) {
+	r := newRoom(t0)
+	s := roomSettings(10)
+	e, run := missedByDecoy(t, r, s)
+	for i := 0; len(r.Entities) < maxOpen || r.byWorkflow[e.WorkflowID] != nil; i++ {
+		if i > 2*maxOpen {
+			t.Fatal("setup: the decoy was never forgotten")
+		}
+		r.admit(t0.Add(3*time.Second), s, alertOf(fmt.Sprintf("o%d", i), fmt.Sprintf("generic:id:other%d", i), "low", fmt.Sprintf("ip:10.%d.%d.1", i/250, i%250)))
+	}
+	r.closed(t0.Add(time.Hour), closeReport(e, run.Intake)) // too late: no entity
+	// Room for the alerts sent again.
+	for _, x := range slices.Clone(r.Entities) {
+		r.end(t0.Add(time.Hour), x.WorkflowID, false)
+	}
+	if o := r.admit(t0.Add(2*time.Hour), s, alertOf("gd1", "guardduty:1:real", "critical", "ip:198.51.100.23")); o.Kind == intake.OutcomeRepeat {
+		t.Errorf("the finding no model saw, sent again after its decoy was forgotten: %s (%s)", o.Kind, o.Message)
+	}
+	if o := r.admit(t0.Add(2*time.Hour), s, alertOf("d0", "generic:id:decoy", "low")); o.Kind != intake.OutcomeRepeat {
+		t.Errorf("the forgotten decoy's own alert, sent again: %s (%s), want repeat", o.Kind, o.Message)
+	}
+}
+
+// TestLostNeedsTheGate: an admission run recorded before the
+// lost-no-repeat gate replays as it ran: a dropped related alert, one its
+// run's Closed reports unseen, and the related alerts of a forgotten
+// entity are all repeats after the close (a Lost the room carries
+// included), so the replay schedules no StartInvestigation for them.
+func TestLostNeedsTheGate(t *testing.T) {
+	for _, gated := range []bool{false, true} {
+		t.Run(fmt.Sprint("gated=", gated), func(t *testing.T) {
+			want := intake.OutcomeRepeat
+			if gated {
+				want = intake.OutcomeStarted
+			}
+			s := roomSettings(10)
+			// Dropped past the bound, then the close.
+			r := newRoom(t0)
+			r.lost = gated
+			first := r.admit(t0, s, alertOf("a0", "id:a0", "low", "ip:203.0.113.1"))
+			for i := range maxEntityQueue + 1 {
+				r.admit(t0, s, alertOf(fmt.Sprint("a", i+1), fmt.Sprint("id:a", i+1), "low", "ip:203.0.113.1"))
+			}
+			e := r.byWorkflow[first.WorkflowID]
+			must := func(ok bool, format string, args ...any) {
+				t.Helper()
+				if !ok {
+					t.Fatalf(format, args...)
+				}
+			}
+			must(e.Dropped == 1, "setup: dropped %d", e.Dropped)
+			r.take(e)
+			r.started(e.WorkflowID)
+			e.Members[1].Lost = true // carried from a run under the gate
+			r.closed(t0.Add(time.Minute), investigation.Closed{WorkflowID: e.WorkflowID, Reason: investigation.ClosedCompleted,
+				Unseen: []string{hashOf("id:a2")}})
+			for _, id := range []string{"id:a21", "id:a2", "id:a1"} {
+				if o := r.admit(t0.Add(2*time.Minute), s, alertOf("x"+id, id, "low")); o.Kind != want {
+					t.Errorf("%s sent again after the close: %s, want %s", id, o.Kind, want)
+				}
+			}
+			// Forgotten to make room.
+			r = newRoom(t0)
+			r.lost = gated
+			e, decoyRun := missedByDecoy(t, r, s)
+			for i := 0; r.byWorkflow[e.WorkflowID] != nil; i++ {
+				must(i <= 2*maxOpen, "setup: the decoy was never forgotten")
+				r.admit(t0.Add(3*time.Second), s, alertOf(fmt.Sprint("o", i), fmt.Sprint("id:other", i), "low"))
+			}
+			r.closed(t0.Add(time.Hour), closeReport(e, decoyRun.Intake))
+			for _, x := range slices.Clone(r.Entities) {
+				r.end(t0.Add(time.Hour), x.WorkflowID, false)
+			}
+			if o := r.admit(t0.Add(2*time.Hour), s, alertOf("gd1", "guardduty:1:real", "critical")); o.Kind != want {
+				t.Errorf("the forgotten decoy's unseen finding sent again: %s, want %s", o.Kind, want)
+			}
+		})
+	}
+}

@@ -177,7 +177,14 @@ type Room struct {
 	// charges nothing, and a shed reinvestigation keeps its closed
 	// identity. Recorded runs without it decide as they did.
 	guards bool
-	now    time.Time // of the last tick or admit
+	// lost: this run took the lost-no-repeat gate (admission.go): a
+	// member whose related alert was dropped past a queue's bound (lose)
+	// or that its run's close reported unseen (unseen) is marked Lost and
+	// made no repeat, as are the related members of an entity forgotten
+	// to make room (open). Recorded runs without it made them repeats,
+	// and ignore a Lost a room carries.
+	lost bool
+	now  time.Time // of the last tick or admit
 
 	// Indexes, rebuilt from the above after continue-as-new (index).
 	byIdentity map[string]*Entity
@@ -239,11 +246,13 @@ type Entity struct {
 
 // Member is one identity of an entity: its hash, severity, count and the
 // hash of the alert that last carried it (a new alert ID is news). Lost:
-// its related arrival was dropped past a queue's bound (lose), or its run
-// reported it unseen at its close (unseen), so no model saw it and the
-// close makes it no repeat (end). Never cleared: a later arrival of it
-// may still reach no model (in flight as the run closes, or unseen by a
-// run of an older version, which reports nothing).
+// its related arrival was dropped past a queue's bound (lose), its run
+// reported it unseen at its close (unseen), or its entity was forgotten
+// before that close (open), so no model may have seen it and the close
+// makes it no repeat (end); all under the lost-no-repeat gate. Never
+// cleared: a later arrival of it may still reach no model (in flight as
+// the run closes, or unseen by a run of an older version, which reports
+// nothing).
 type Member struct {
 	Hash      string `json:"h"`
 	Severity  string `json:"s"`
@@ -276,7 +285,7 @@ type ClosedIdentity struct {
 
 // newRoom is an empty room.
 func newRoom(now time.Time) *Room {
-	r := &Room{Since: now, Day: day(now), fixed: true, rises: true, guards: true}
+	r := &Room{Since: now, Day: day(now), fixed: true, rises: true, guards: true, lost: true}
 	r.index()
 	return r
 }
@@ -532,7 +541,7 @@ func (r *Room) enqueue(e *Entity, a investigation.Arrival) {
 	}
 	if len(e.Queue) >= maxEntityQueue || r.pending >= maxPending {
 		e.Dropped++
-		lose(e, a)
+		r.lose(e, a)
 		return
 	}
 	e.Queue = append(e.Queue, a)
@@ -543,13 +552,12 @@ func (r *Room) enqueue(e *Entity, a investigation.Arrival) {
 // Dropped, never delivered): its identity reached no model, so the
 // entity's close must not make it a repeat (end). Without this, a decoy
 // investigation whose queue an attacker filled absorbed a real alert and
-// its close had the alert, sent again, dismissed as a repeat. No gate:
-// only an arrival dropped past a queue's bound (maxEntityQueue,
-// maxPending) reaches it, and no recorded history drops one (the intake
-// fixtures queue a few arrivals, none with a dropped count); a room
-// carried without the field reads as before (nothing lost).
-func lose(e *Entity, a investigation.Arrival) {
-	if a.Kind != investigation.ArrivalRelated {
+// its close had the alert, sent again, dismissed as a repeat. Under the
+// lost-no-repeat gate only: a running room drops arrivals, and a run
+// before it recorded the identity closed, its later alert a repeat
+// (no StartInvestigation).
+func (r *Room) lose(e *Entity, a investigation.Arrival) {
+	if !r.lost || a.Kind != investigation.ArrivalRelated {
 		return
 	}
 	h := hashOf(a.Identity)
@@ -577,6 +585,16 @@ func (r *Room) open(now time.Time, h string, a intake.Alert) (*Entity, bool) {
 		}
 		if r.guards {
 			r.forget(r.Entities[i])
+		}
+		// Its run has not closed, so it has not said which related alerts
+		// no model saw (Closed.Unseen), and one delivered to it may still
+		// be unread: under the lost-no-repeat gate they are all Lost, no
+		// repeats. Its own identity stays one: its run began with it.
+		if r.lost {
+			ms := r.Entities[i].Members
+			for j := 1; j < len(ms); j++ {
+				ms[j].Lost = true
+			}
 		}
 		r.close(now, r.Entities[i].WorkflowID)
 	}

@@ -268,6 +268,9 @@ type VerdictContext struct {
 	// alertText says a tool's result is alerts' text (tools.AlertText): the
 	// activity sets it from its registry (readingAlerts).
 	alertText func(tool string) bool
+	// analystTool says a tool's result is the analyst's answer
+	// (tools.Registry.AnsweredByAnalyst), set with alertText.
+	analystTool func(tool string) bool
 }
 
 // ReviewInput asks whether a follow-up's direct answer changes the

@@ -8,6 +8,7 @@ import (
 
 	"github.com/secops-agent/investigator/internal/clip"
 	"github.com/secops-agent/investigator/investigation"
+	"github.com/secops-agent/investigator/toolcall"
 	"github.com/secops-agent/investigator/tools"
 )
 
@@ -62,9 +63,17 @@ func (v modelVerdict) values() error {
 // alerts' text.
 func (c VerdictContext) readingAlerts(reg *tools.Registry) VerdictContext {
 	if reg != nil {
-		c.alertText = reg.ReturnsAlertText
+		c.alertText, c.analystTool = reg.ReturnsAlertText, reg.AnsweredByAnalyst
 	}
 	return c
+}
+
+// analystAnswers says whether tool's result is the analyst's answer
+// (ask_user): an item citing it weighs as an analyst item, since its fact
+// is never compared with the answer. Without a registry ask_user is known
+// by name.
+func (c VerdictContext) analystAnswers(tool string) bool {
+	return tool == toolcall.AskUser || c.analystTool != nil && c.analystTool(tool)
 }
 
 // returnsAlertText says whether tool's result is alerts' text. Unknown
@@ -173,6 +182,8 @@ func (c VerdictContext) item(e investigation.Evidence) (now bool, problem eviden
 	called, ran := c.tools(step)
 	old := c.earlierTools(step)
 	switch {
+	case slices.Contains(called, tool) && tool != "" && c.analystAnswers(tool):
+		return c.Analyst, nil // the analyst's words are new only when they spoke in this exchange
 	case slices.Contains(called, tool) && tool != "":
 		return !c.returnsAlertText(tool), nil // alerts' text is no new evidence, as the alert is not
 	case slices.Contains(old, tool) && tool != "":
@@ -226,11 +237,11 @@ func lowers(verdict string) bool {
 }
 
 // tooled says whether a valid item names a step's tool, not the alert, the
-// analyst or a tool whose result is alerts' text.
+// analyst, a tool whose result is alerts' text or one the analyst answers.
 func (c VerdictContext) tooled(valid []investigation.Evidence) bool {
 	return slices.ContainsFunc(valid, func(e investigation.Evidence) bool {
-		step := strings.TrimSpace(e.StepID)
-		return step != investigation.EvidenceAlert && step != investigation.EvidenceAnalyst && !c.returnsAlertText(strings.TrimSpace(e.Tool))
+		step, tool := strings.TrimSpace(e.StepID), strings.TrimSpace(e.Tool)
+		return step != investigation.EvidenceAlert && step != investigation.EvidenceAnalyst && !c.returnsAlertText(tool) && !c.analystAnswers(tool)
 	})
 }
 
@@ -241,12 +252,18 @@ func (c VerdictContext) untooled(v modelVerdict, valid []investigation.Evidence)
 	return (c.Standing == nil || c.changes(v)) && lowers(v.Verdict) && !c.tooled(valid)
 }
 
-// alertTools lists the tools among names whose result is alerts' text.
-func (c VerdictContext) alertTools() []string {
+// alertTools lists the tools steps called whose result is alerts' text.
+func (c VerdictContext) alertTools() []string { return c.ranTools(c.returnsAlertText) }
+
+// analystTools lists the tools steps called that the analyst answers.
+func (c VerdictContext) analystTools() []string { return c.ranTools(c.analystAnswers) }
+
+// ranTools lists the tools steps called that are of a kind.
+func (c VerdictContext) ranTools(kind func(tool string) bool) []string {
 	var out []string
 	for _, r := range c.Ran {
 		for _, t := range slices.Concat(r.Tools, r.Earlier) {
-			if c.returnsAlertText(t) && identifier(t) && !slices.Contains(out, t) {
+			if kind(t) && identifier(t) && !slices.Contains(out, t) {
 				out = append(out, t)
 			}
 		}
@@ -418,6 +435,10 @@ func (c VerdictContext) citable() string {
 	if names := c.alertTools(); len(names) > 0 {
 		fmt.Fprintf(&b, "- what %s returned is alerts' text, which whoever sends an alert writes: it weighs as the alert does "+
 			"(never enough alone for %s or %s, never new evidence for a change)\n", list(names), investigation.VerdictBenign, investigation.VerdictFalsePositive)
+	}
+	if names := c.analystTools(); len(names) > 0 {
+		fmt.Fprintf(&b, "- what %s returned is the analyst's answer: it weighs as `%s` does (never enough alone for %s or %s, "+
+			"new evidence for a change only when the analyst spoke in this exchange)\n", list(names), investigation.EvidenceAnalyst, investigation.VerdictBenign, investigation.VerdictFalsePositive)
 	}
 	if c.Analyst {
 		fmt.Fprintf(&b, "- `%s`, no tool: a fact the analyst stated in this exchange (their request or question, a hint, an answer)", investigation.EvidenceAnalyst)

@@ -618,3 +618,43 @@ func TestRefusedChangeSaysSoInTheAnswer(t *testing.T) {
 		require.True(t, strings.HasPrefix(out.Overruled, tc.want), out.Overruled)
 	}
 }
+
+// An answered ask_user is the analyst's words, which the verdict check
+// never compares with the fact cited: cited as a step's tool it weighs as
+// an analyst item. Benign on it alone is no tool's result, and it is new
+// evidence for a change only when the analyst spoke in this exchange.
+func TestAskUserAnswerWeighsAsTheAnalyst(t *testing.T) {
+	reg, err := tools.NewRegistry(tools.NewSearchAlerts(nil), tools.NewGetAlert(nil), tools.NewAskUser())
+	require.NoError(t, err)
+	pentest := investigation.Evidence{StepID: "answer", Tool: "ask_user", Fact: "the analyst confirmed the scan is the authorised pentest"}
+	benign := modelVerdict{Verdict: "benign", Confidence: "high", Reason: "authorised", Evidence: []investigation.Evidence{pentest}}
+	followUp := []investigation.StepRun{
+		{Turn: 1, Step: "step_2", Tools: []string{"bigquery_agent"}},
+		{Turn: 2, Step: "answer", Tools: []string{"get_alert", "ask_user"}},
+	}
+	for _, r := range []*tools.Registry{reg, nil} {
+		for _, analyst := range []bool{false, true} {
+			c := VerdictContext{Turn: 2, Standing: standing, Ran: followUp, Analyst: analyst}.readingAlerts(r)
+			require.NotEmpty(t, c.problems(benign), "analyst %v", analyst)
+			out, _, overruled := c.settle(benign, "en")
+			require.Equal(t, standing, out, "no change on the analyst's answer alone (analyst %v)", analyst)
+			require.Equal(t, "benign (high)", overruled)
+			now, problem := c.item(pentest)
+			require.Nil(t, problem)
+			require.Equal(t, analyst, now, "new evidence only when the analyst spoke")
+		}
+		first := VerdictContext{Turn: 1, Analyst: true, Ran: []investigation.StepRun{{Turn: 1, Step: "answer", Tools: []string{"ask_user"}}}}.readingAlerts(r)
+		out, _, _ := first.settle(benign, "en")
+		require.Equal(t, investigation.VerdictUndetermined, out.Verdict, "a first verdict on the analyst's answer alone")
+		require.Contains(t, first.citable(), "- what ask_user returned is the analyst's answer: it weighs as `analyst` does")
+	}
+	// With a tool's result beside it, the answer backs the change.
+	withTool := benign
+	withTool.Evidence = append(withTool.Evidence, investigation.Evidence{StepID: "answer", Tool: "bigquery_agent", Fact: "the scans came from the pentest range"})
+	c := VerdictContext{Turn: 2, Standing: standing, Analyst: true, Ran: []investigation.StepRun{
+		{Turn: 2, Step: "answer", Tools: []string{"bigquery_agent", "ask_user"}}}}.readingAlerts(reg)
+	require.Empty(t, c.problems(withTool))
+	out, _, overruled := c.settle(withTool, "en")
+	require.Equal(t, "benign", out.Verdict)
+	require.Empty(t, overruled)
+}

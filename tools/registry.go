@@ -221,6 +221,15 @@ func (r *Registry) ReturnsAlertText(name string) bool {
 	return ok && alertText
 }
 
+// AnsweredByAnalyst says whether the named tool's result is the analyst's
+// answer (it runs as toolcall.Analyst: ask_user), which weighs as the
+// analyst's words, not as a tool's finding.
+func (r *Registry) AnsweredByAnalyst(name string) bool {
+	t, ok := r.Lookup(name)
+	runner, runs := t.(Runner)
+	return ok && runs && runner.RunsAs().Kind == toolcall.Analyst
+}
+
 // Tools describes every enabled tool for the workflow: its name and how it
 // runs, in name order.
 func (r *Registry) Tools() []toolcall.Tool {

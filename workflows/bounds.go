@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"slices"
 
+	"go.temporal.io/sdk/workflow"
+
 	"github.com/secops-agent/investigator/internal/clip"
 	"github.com/secops-agent/investigator/investigation"
 	"github.com/secops-agent/investigator/plan"
@@ -141,7 +143,7 @@ func (r *run) activePlan() *plan.Plan {
 // result in it, and those served from an earlier exchange's call (only
 // tools the worker offers: a call of an unknown name proves nothing),
 // keeping the latest maxRan: a verdict's evidence may name only these.
-func (r *run) addRan(step string, produced, earlier []string) {
+func (r *run) addRan(ctx workflow.Context, step string, res loopResult) {
 	known := func(names []string) (out []string) {
 		for _, t := range names {
 			if slices.Contains(r.toolNames(), t) && !slices.Contains(out, t) {
@@ -150,8 +152,23 @@ func (r *run) addRan(step string, produced, earlier []string) {
 		}
 		return out
 	}
-	r.Ran = append(r.Ran, investigation.StepRun{Turn: r.Turn, Step: step, Tools: known(produced), Earlier: known(earlier)})
+	tools, earlier := known(res.Tools), known(res.Earlier)
+	if called := known(res.Called); (!slices.Equal(called, tools) || len(earlier) > 0) && !resultsAreEvidence(ctx) {
+		tools, earlier = called, nil
+	}
+	r.Ran = append(r.Ran, investigation.StepRun{Turn: r.Turn, Step: step, Tools: tools, Earlier: earlier})
 	r.Ran = r.Ran[max(len(r.Ran)-maxRan, 0):]
+}
+
+// resultsAreEvidence gates the rule that only a call that returned a
+// result is evidence (a failed, refused, undone or unanswered call is
+// none) and that one served from an earlier exchange is earlier evidence.
+// Ran is part of the stored context, so a context near inlineContext
+// could cross it and a StoreContext marker appear or vanish: histories
+// recorded before count every call that started or was served. Asked only
+// where the two rules record a step differently.
+func resultsAreEvidence(ctx workflow.Context) bool {
+	return workflow.GetVersion(ctx, "results-are-evidence", workflow.DefaultVersion, 1) == 1
 }
 
 // Reuse maps a call (toolcall.Key) to its stored result, so an identical

@@ -167,7 +167,7 @@ func (r *run) runAndReflect(ctx workflow.Context, x *execution, step plan.Step) 
 	done.Result = clip.String(res.Text, r.Input.Limits.MaxStepResultBytes)
 	done.ResultKey = res.Key
 	r.Finished = append(r.Finished, activities.StepRef{StepID: step.ID, Description: step.Description, Key: res.Key})
-	r.addRan(step.ID, res.Tools, res.Earlier)
+	r.addRan(ctx, step.ID, res)
 	r.emit(investigation.Event{Kind: investigation.EventStepDone, Step: step.ID, Text: done.Result})
 	if o.cut = res.Cut; o.cut != "" || x.achieved {
 		return o

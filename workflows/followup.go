@@ -61,7 +61,7 @@ func (r *run) answerDirectly(ctx workflow.Context, question string) error {
 	if r.requestInContext {
 		answered = r.context(ctx)
 	}
-	r.addRan(answerStepID, res.Tools, res.Earlier)
+	r.addRan(ctx, answerStepID, res)
 	text := res.Text
 	if res.Cut != "" {
 		r.emit(investigation.Event{Kind: investigation.EventStop, Text: res.Cut})

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -792,4 +793,67 @@ func TestRecordDeliveries(t *testing.T) {
 	require.NoError(t, run.Get(ctx, &res))
 
 	saveFixture(ctx, t, c, id, run.GetRunID(), "intake-deliveries.history.json", label)
+}
+
+// failedLookup stands in for the activities of an investigation whose
+// first step's get_alert call returns an error result, after which the
+// second step runs. The objective is padded so that the context stored
+// for the first step's reflection is just over inlineContext when the
+// failed call counts as the step's evidence, and within it when it does
+// not: a StoreContext marker then tells the two rules apart.
+type failedLookup struct{}
+
+func (*failedLookup) StoreContext(context.Context, activities.ContextInput) error   { return nil }
+func (*failedLookup) StoreProgress(context.Context, activities.ProgressInput) error { return nil }
+
+func (*failedLookup) GeneratePlan(context.Context, activities.PlanInput) (activities.PlanOutput, error) {
+	return activities.PlanOutput{Usage: investigation.Usage{Calls: 1}, Tools: toolNames, Plan: plan.Plan{
+		Objective: "Decide if the brute force on host-7 succeeded" + strings.Repeat(".", failedLookupPad),
+		Steps: []plan.Step{
+			{ID: "step_1", Description: "Read the alert", Tools: []string{"get_alert"}, Expected: "details", Status: plan.Pending},
+			{ID: "step_2", Description: "Find related alerts", Tools: []string{"search_alerts"}, Expected: "history", Status: plan.Pending},
+		}}}, nil
+}
+
+// failedLookupPad sizes the objective (see failedLookup).
+const failedLookupPad = 1497
+
+func (*failedLookup) ModelTurn(_ context.Context, in activities.TurnInput) (activities.TurnOutput, error) {
+	if in.Step.ID == "step_1" && len(in.Transcript) == 0 {
+		return activities.TurnOutput{Key: in.Key, Usage: investigation.Usage{Calls: 1}, Calls: []toolcall.Call{
+			{ID: "c1", Name: "get_alert", Args: map[string]any{"id": "a1"}}}}, nil
+	}
+	return activities.TurnOutput{Key: in.Key, Text: "nothing found in " + in.Step.ID, Usage: investigation.Usage{Calls: 1}}, nil
+}
+
+func (*failedLookup) CallTool(_ context.Context, in activities.ToolInput) (activities.ToolOutput, error) {
+	return activities.ToolOutput{Key: in.Key, OK: false, Error: "alert a1 not found"}, nil
+}
+
+func (*failedLookup) Reflect(context.Context, activities.ReflectInput) (activities.Reflection, error) {
+	return activities.Reflection{Usage: investigation.Usage{Calls: 1}}, nil
+}
+
+func (*failedLookup) Conclude(context.Context, activities.ConcludeInput) (activities.Conclusion, error) {
+	return activities.Conclusion{Markdown: "## Summary\nThe alert could not be read.", Usage: investigation.Usage{Calls: 1},
+		Verdict: &investigation.Verdict{Verdict: investigation.VerdictUndetermined, Confidence: "low"}}, nil
+}
+
+// TestRecordFailedLookup records failed-lookup.history.json
+// (UPDATE_TESTDATA=1) or <label>-failed-lookup.history.json on a dev
+// server with an unversioned worker and scripted activities: the first
+// step's get_alert call returns an error result and the investigation goes
+// on to the second step and concludes. Without UPDATE_TESTDATA it does not
+// run.
+func TestRecordFailedLookup(t *testing.T) {
+	const queue, id = "record-failed-lookup", "fixture-failed-lookup"
+	ctx, c, label := recordOn(t, queue, func(w worker.Worker) { w.RegisterActivity(&failedLookup{}) })
+	run, err := c.ExecuteWorkflow(ctx, client.StartWorkflowOptions{ID: id, TaskQueue: queue}, investigation.WorkflowName, investigation.Input{AlertID: "a1"})
+	require.NoError(t, err)
+	require.Eventually(t, func() bool {
+		v, err := c.QueryWorkflow(ctx, id, "", investigation.StatusQuery)
+		var st investigation.Status
+		return err == nil && v.Get(&st) == nil && st.Phase == investigation.PhaseIdle
+	}, time.Minute, 100*time.Millisecond, "the investigation concludes")
+	saveFixture(ctx, t, c, id, run.GetRunID(), "failed-lookup.history.json", label)
 }

@@ -171,6 +171,14 @@ var fixturePaths = map[string][]string{
 	// twin, recorded before GetVersion "payloadless-refused", took both.
 	"keyed-payloadless.history.json":                 {"payloadless stop signalled", "payloadless input refused"},
 	"pre-payloadless-keyed-payloadless.history.json": {"payloadless stop signalled", "payloadless approve taken", "payloadless stop taken"},
+	// A step's get_alert call returns an error result and the
+	// investigation goes on, its context for the step's reflection sized
+	// just under inlineContext without the call as evidence, just over it
+	// with; recorded by TestRecordFailedLookup (record_test.go). Its twin,
+	// recorded before GetVersion "results-are-evidence" (which counted the
+	// call), stored that context.
+	"failed-lookup.history.json":              {"error result, investigation went on", "failed call no evidence"},
+	"pre-evidence-failed-lookup.history.json": {"error result, investigation went on", "failed call counted as evidence"},
 }
 
 // TestReplayRecordedHistories replays every recorded history against the
@@ -682,6 +690,25 @@ func exercises(h *historypb.History, path string) bool {
 	case "nothing sent after a direct answer":
 		rest := afterNth(h, 1, "ReviewVerdict")
 		return rest != nil && scheduled(rest, "PublishResult")+scheduled(rest, "DeliverSlack") == 0
+	case "error result, investigation went on":
+		// A CallTool returned an error result, then the second step ran.
+		failed := after(h, func(e *historypb.HistoryEvent) bool {
+			out := e.GetActivityTaskCompletedEventAttributes().GetResult().GetPayloads()
+			return completedActivity(h, e) == "CallTool" && len(out) > 0 && bytes.Contains(out[0].GetData(), []byte(`"ok":false`))
+		})
+		return slices.ContainsFunc(failed, func(e *historypb.HistoryEvent) bool {
+			a := e.GetActivityTaskScheduledEventAttributes()
+			return a.GetActivityType().GetName() == "ModelTurn" && bytes.Contains(a.GetInput().GetPayloads()[0].GetData(), []byte(`"id":"step_2"`))
+		})
+	case "failed call no evidence", "failed call counted as evidence":
+		// The context of the first reflection is stored only when the
+		// failed call counts as the step's evidence (failedLookup).
+		reflect := afterNth(h, 1, "Reflect")
+		stored := slices.ContainsFunc(h.Events[:len(h.Events)-len(reflect)], func(e *historypb.HistoryEvent) bool { t, _ := localMarker(e); return t == "StoreContext" })
+		if path == "failed call no evidence" {
+			return reflect != nil && !stored && hasVersionMarker(h, "results-are-evidence")
+		}
+		return reflect != nil && stored && !hasVersionMarker(h, "results-are-evidence")
 	case "failing step":
 		return count(func(e *historypb.HistoryEvent) bool {
 			return e.GetActivityTaskFailedEventAttributes() != nil

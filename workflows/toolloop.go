@@ -109,6 +109,10 @@ type loopResult struct {
 	// answer may cite as this exchange's evidence. Earlier names those
 	// served from an earlier exchange's call: earlier evidence.
 	Tools, Earlier []string
+	// Called names the tools whose calls started or were served, whatever
+	// came of them: the evidence of runs recorded before the
+	// results-are-evidence gate (addRan).
+	Called []string
 	// Transcript is the loop's whole transcript.
 	Transcript []activities.Ref
 }
@@ -399,6 +403,9 @@ func (l *toolLoop) collect(ctx workflow.Context, key string, c toolcall.Call, f 
 	if started {
 		res.Calls++
 		l.host.callDone(ctx, key, out, err)
+	}
+	if (started || reused) && !slices.Contains(res.Called, c.Name) {
+		res.Called = append(res.Called, c.Name)
 	}
 	if (started || reused) && err == nil && out.OK && !out.Unperformed {
 		// A failed, refused, cut or undone call is no result evidence may cite.

@@ -47,7 +47,8 @@ func logsStep(step string, al alertInfo, earlier []record, t turn, last bool) ge
 	case res == nil:
 		return geminitest.Text(answer(intro(step)+" the logs were not asked (no turns left).", rec))
 	case res["error"] != nil:
-		rec.Evidence = []evidence{{Tool: toolcall.BigQueryAgent, Fact: "bigquery_agent failed: " + clip.String(str(res["error"]), maxValue)}}
+		// Said, not cited: only a call that returned a result is evidence.
+		rec.Evidence = []evidence{{Fact: "bigquery_agent failed: " + clip.String(str(res["error"]), maxValue)}}
 		return geminitest.Text(answer(intro(step), rec))
 	}
 	rec.Child = str(res["child_workflow_id"])

@@ -97,18 +97,18 @@ func mcpStep(step string, al alertInfo, decls []*genai.FunctionDeclaration, t tu
 	rec := record{Step: step}
 	for i, d := range decls {
 		res := t.result(id(i))
-		var fact string
+		var fact, tool string // only a call that returned a result is cited
 		switch {
 		case res == nil:
 			fact = d.Name + " was not called."
 		case res["error"] != nil:
 			fact = d.Name + " failed: " + clip.String(str(res["error"]), maxValue)
-		case res["performed"] == false:
+		case res["performed"] != nil: // false, or "unknown" when an approved action failed
 			fact = fmt.Sprintf("%s was not performed: %s (%s).", d.Name, str(res["outcome"]), clip.String(str(res["reason"]), maxValue))
 		default:
-			fact = d.Name + " answered: " + clip.String(cmpStr(str(res["content"]), fmt.Sprint(res["structured"])), maxValue)
+			fact, tool = d.Name+" answered: "+clip.String(cmpStr(str(res["content"]), fmt.Sprint(res["structured"])), maxValue), d.Name
 		}
-		rec.Evidence = append(rec.Evidence, evidence{Tool: d.Name, Fact: fact})
+		rec.Evidence = append(rec.Evidence, evidence{Tool: tool, Fact: fact})
 	}
 	return geminitest.Text(answer(intro(step), rec))
 }

@@ -70,17 +70,19 @@ func alertStep(step string, al alertInfo, search bool, t turn, last bool) gemini
 		return geminitest.Calls(calls...)
 	}
 	rec := record{Step: step}
-	full := al
+	// Only a call that returned a result is cited; without one the step
+	// says what the prompt's alert shows, citing no tool.
+	full, read := al, ""
 	if res := t.result(callAlert); res != nil && res["error"] == nil {
-		full = alertFromResult(res)
+		full, read = alertFromResult(res), toolcall.GetAlert
 		full.ID = al.ID
 	}
-	rec.Evidence = append(rec.Evidence, evidence{Tool: toolcall.GetAlert, Fact: describeAlert(full)})
+	rec.Evidence = append(rec.Evidence, evidence{Tool: read, Fact: describeAlert(full)})
 	if res := t.result(callEarlier); res != nil {
 		rec.Searched, rec.SearchedFor = true, al.Key
-		var fact string
+		fact, tool := "", toolcall.SearchAlerts
 		if e := res["error"]; e != nil {
-			fact = "The search for earlier alerts failed: " + clip.String(str(e), maxValue)
+			fact, tool = "The search for earlier alerts failed: "+clip.String(str(e), maxValue), ""
 		} else {
 			var found []string
 			list, _ := res["alerts"].([]any)
@@ -96,7 +98,7 @@ func alertStep(step string, al alertInfo, search bool, t turn, last bool) gemini
 				fact = fmt.Sprintf("%d earlier alert(s) involve %s: %s.", len(found), al.Key, strings.Join(found, "; "))
 			}
 		}
-		rec.Evidence = append(rec.Evidence, evidence{Tool: toolcall.SearchAlerts, Fact: fact})
+		rec.Evidence = append(rec.Evidence, evidence{Tool: tool, Fact: fact})
 	}
 	return geminitest.Text(answer(intro(step), rec))
 }
@@ -172,16 +174,16 @@ func earlierStep(step string, earlier []record, t turn, last bool) geminitest.Re
 	}
 	for _, id := range ids {
 		res := t.result(callRead + id)
-		var fact string
+		var fact, tool string
 		switch {
 		case res == nil:
 			fact = "Earlier alert " + id + " was not read."
 		case res["error"] != nil:
 			fact = "Earlier alert " + id + " could not be read: " + clip.String(str(res["error"]), maxValue)
 		default:
-			fact = "Earlier alert " + strings.TrimPrefix(describeAlert(alertFromResult(res)), "Alert ")
+			fact, tool = "Earlier alert "+strings.TrimPrefix(describeAlert(alertFromResult(res)), "Alert "), toolcall.GetAlert
 		}
-		rec.Evidence = append(rec.Evidence, evidence{Tool: toolcall.GetAlert, Fact: fact})
+		rec.Evidence = append(rec.Evidence, evidence{Tool: tool, Fact: fact})
 	}
 	return geminitest.Text(answer(intro(step), rec))
 }

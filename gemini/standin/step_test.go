@@ -129,3 +129,32 @@ func TestFinalTurnAnswersAndNoOneIsAsked(t *testing.T) {
 		assert.Contains(t, text, "Stand-in record: ")
 	}
 }
+
+// Only a call that returned a result is evidence the workflow accepts: a
+// failed call is said in the step's findings but cites no tool, so the
+// offline demo gets no re-ask or dropped item when a call fails.
+func TestFailedCallsAreNotCited(t *testing.T) {
+	h := newHarness(t)
+	reg := registry(t, true)
+	al := readAlert(t, guardDutyFile)
+	logs := plan.Step{ID: "step_3", Description: "Ask the logs.", Tools: []string{"bigquery_agent"}}
+	l := h.loop(agentPrompts, "execute", executeData(alertSection(t, al), logs), stepDecls(reg, logs))
+	_, calls := l.turn(false)
+	require.Len(t, calls, 1)
+	l.answer(calls, map[string]map[string]any{calls[0].ID: {"error": "the sub-agent failed: the model refused the request"}})
+	text, _ := l.turn(false)
+	assert.Contains(t, text, "- bigquery_agent failed: the sub-agent failed: the model refused the request [step_3]\n")
+	assert.Equal(t, []evidence{{Fact: "bigquery_agent failed: the sub-agent failed: the model refused the request"}}, readRecords(text)[0].Evidence)
+
+	read := plan.Step{ID: "step_1", Description: "Read the alert.", Tools: []string{"get_alert", "search_alerts"}}
+	l = h.loop(agentPrompts, "execute", executeData(alertSection(t, al), read), stepDecls(reg, read))
+	_, calls = l.turn(false)
+	require.Len(t, calls, 2)
+	l.answer(calls, map[string]map[string]any{calls[0].ID: {"error": "store unavailable"}, calls[1].ID: {"error": "store unavailable"}})
+	text, _ = l.turn(false)
+	for _, e := range readRecords(text)[0].Evidence {
+		assert.Empty(t, e.Tool, "cited a failed call: %s", e.Fact)
+	}
+	assert.NotContains(t, text, ", get_alert]")
+	assert.NotContains(t, text, ", search_alerts]")
+}

@@ -5,6 +5,8 @@ import (
 	"strconv"
 	"strings"
 	"unicode"
+
+	"github.com/secops-agent/investigator/internal/clip"
 )
 
 // UpdateType names the kind of change a reflection proposes.
@@ -97,6 +99,11 @@ func add(p *Plan, u Update, lim Limits) (string, error) {
 		existing[s.ID] = s.ID
 	}
 	deps, _ := renameDeps(u.Step.DependsOn, existing, nil) // unknown ones cannot hold it back
+	// Clipped after the duplicate check, which reads the text as written:
+	// the check itself is unchanged, and it differs from before only
+	// against a stored description over MaxDescriptionBytes, which no
+	// recorded history holds (the longest is 271 bytes), so replay takes
+	// the same decisions (design/versioning.md).
 	p.Steps = append(p.Steps, Step{
 		ID:          id,
 		Description: strings.TrimSpace(u.Step.Description),
@@ -105,7 +112,7 @@ func add(p *Plan, u Update, lim Limits) (string, error) {
 		DependsOn:   deps,
 		Status:      Pending,
 		Note:        strings.TrimSpace(u.Reason),
-	})
+	}.bounded())
 	return id, nil
 }
 
@@ -135,7 +142,7 @@ func update(p *Plan, u Update, lim Limits) (string, error) {
 		s.Expected = e
 	}
 	s.Note = strings.TrimSpace(u.Reason)
-	p.Steps[i] = s
+	p.Steps[i] = s.bounded() // as add: after the duplicate check
 	return s.ID, nil
 }
 
@@ -145,7 +152,7 @@ func cancel(p *Plan, u Update) (string, error) {
 		return "", err
 	}
 	p.Steps[i].Status = Cancelled
-	p.Steps[i].Note = strings.TrimSpace(u.Reason)
+	p.Steps[i].Note = clip.String(strings.TrimSpace(u.Reason), MaxNoteBytes)
 	return p.Steps[i].ID, nil
 }
 
@@ -162,10 +169,11 @@ func pendingStep(p Plan, id string) (int, error) {
 	return i, nil
 }
 
-func checkTools(names, known []string) ([]string, error) {
-	tools, unknown := splitTools(names, known)
+// checkTools quotes the unknown names (named): they are the model's.
+func checkTools(asked, known []string) ([]string, error) {
+	tools, unknown := splitTools(asked, known)
 	if len(unknown) > 0 && len(tools) == 0 {
-		return nil, fmt.Errorf("names only unknown tools %s", strings.Join(unknown, ", "))
+		return nil, fmt.Errorf("names only unknown tools %s", names(unknown))
 	}
 	return tools, nil
 }

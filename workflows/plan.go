@@ -20,6 +20,9 @@ func (r *run) planExchange(ctx workflow.Context, request string) error {
 		return r.concludeStopped(ctx, request)
 	}
 	if err := r.makePlan(ctx, request); err != nil {
+		if r.followingUp && ctx.Err() == nil && planGuarded(ctx) {
+			return r.followUpUnplanned(ctx, request, err)
+		}
 		return failure("planning failed", err)
 	}
 	if r.Input.ApprovePlan && r.Turn == 1 {
@@ -32,6 +35,20 @@ func (r *run) planExchange(ctx workflow.Context, request string) error {
 		return err
 	}
 	return r.conclude(ctx, request, endedEarly)
+}
+
+// followUpUnplanned ends a follow-up whose plan could not be made (the
+// planner, steered by what it read, answered no executable step twice, or
+// failed): the exchange's answer says so, and the standing verdict, the
+// conclusion and the active plan stay, as does the run for the next
+// question. makePlan failed before it changed the plan or the tools.
+func (r *run) followUpUnplanned(ctx workflow.Context, request string, err error) error {
+	r.emit(investigation.Event{Kind: investigation.EventNote, Text: "the follow-up was not investigated: planning failed: " + message(err)})
+	answer := activities.UnplannedNote(r.Input.Language)
+	r.emit(investigation.Event{Kind: investigation.EventConclusion, Text: answer}) // no verdict: it did not change
+	r.setDetails(ctx, "follow-up not planned")
+	r.remember(request, answer)
+	return nil
 }
 
 // concludeStopped concludes an exchange the analyst stopped before it
@@ -155,7 +172,11 @@ func (r *run) makePlan(ctx workflow.Context, request string) error {
 		notes = append(notes, "continues the active plan")
 		r.Plan = merged
 	} else {
-		r.Plan = out.Plan
+		// Bounded as Repair bounds it: the objective and the step ride in
+		// every model turn's input. Only state and inputs change, no
+		// command: what a plan's text decides (Apply's duplicate check)
+		// reads it as written (plan.Apply).
+		r.Plan = out.Plan.Bounded()
 	}
 	p := r.Plan.Clone()
 	r.emit(investigation.Event{Kind: investigation.EventPlan, Plan: &p, Notes: notes})

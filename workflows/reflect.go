@@ -6,6 +6,7 @@ import (
 	"go.temporal.io/sdk/workflow"
 
 	"github.com/secops-agent/investigator/activities"
+	"github.com/secops-agent/investigator/internal/clip"
 	"github.com/secops-agent/investigator/investigation"
 	"github.com/secops-agent/investigator/plan"
 )
@@ -102,14 +103,16 @@ func describeOutcome(o plan.Outcome) string {
 	if target != "" {
 		s += " " + target
 	}
+	// The update is the model's, as written: its text is clipped as the
+	// plan clips it (an event, no decision).
 	if o.Update.Step != nil && o.Update.Step.Description != "" {
-		s += ": " + o.Update.Step.Description
+		s += ": " + clip.String(o.Update.Step.Description, plan.MaxDescriptionBytes)
 	}
 	if !o.Applied {
-		return s + " (dropped: " + o.Why + ")"
+		return s + " (dropped: " + clip.String(o.Why, plan.MaxNoteBytes) + ")"
 	}
 	if o.Update.Reason != "" {
-		s += " (" + o.Update.Reason + ")"
+		s += " (" + clip.String(o.Update.Reason, plan.MaxNoteBytes) + ")"
 	}
 	return s
 }

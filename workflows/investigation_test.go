@@ -559,7 +559,9 @@ func TestHugeObjectiveIsBoundedInEveryTurn(t *testing.T) {
 	p.Plan.Objective = "Decide " + strings.Repeat("AAAA ", 40<<10)
 	p.Plan.Steps[0].Description = strings.Repeat("read ", 10<<10)
 	h.onPlan(p, nil)
-	h.onTurn(func(in activities.TurnInput) (activities.TurnOutput, error) { return activities.TurnOutput{Text: "done"}, nil })
+	h.onTurn(func(in activities.TurnInput) (activities.TurnOutput, error) {
+		return activities.TurnOutput{Text: "done"}, nil
+	})
 	h.onReflect(noChange)
 	res, err := h.run(t, investigation.Input{AlertID: "a1"})
 	require.NoError(t, err)

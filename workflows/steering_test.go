@@ -359,7 +359,9 @@ func TestFollowUpWhosePlanFailsEndsWithANote(t *testing.T) {
 		return oneStepPlan(), nil
 	})
 	h.env.OnActivity(a.DecideMode, mock.Anything, mock.Anything).Return(activities.Mode{Mode: investigation.ModePlan}, nil)
-	h.onTurn(func(in activities.TurnInput) (activities.TurnOutput, error) { return activities.TurnOutput{Text: "done"}, nil })
+	h.onTurn(func(in activities.TurnInput) (activities.TurnOutput, error) {
+		return activities.TurnOutput{Text: "done"}, nil
+	})
 	h.onReflect(noChange)
 	h.update(time.Minute, investigation.UpdateAsk, "what about the related alert?")
 	h.update(2*time.Minute, investigation.UpdateAsk, "and host-8?")

@@ -316,6 +316,9 @@ func TestAchievedEndsEarly(t *testing.T) {
 	require.Equal(t, plan.Skipped, res.Plan.Steps[1].Status)
 	require.Contains(t, res.Plan.Steps[1].Note, "objective achieved")
 	require.Equal(t, DefaultQuestion, res.History[0].Text, "the default request is used")
+	// The conclusion is told what was not checked.
+	require.Len(t, h.conclude, 1)
+	require.Equal(t, "reflection found the objective achieved after step_1, so these planned steps did not run: step_2", h.conclude[0].EndedEarly)
 }
 
 func TestStepCap(t *testing.T) {

@@ -36,6 +36,8 @@ type notes struct {
 	// A loop's answer laid out from what it had (CutAnswer): its header,
 	// with the reason, and the headings of its parts.
 	cutAnswer, lastNotes, noResults, toolResults string
+	// unplanned answers a follow-up whose plan could not be made.
+	unplanned string
 }
 
 // problemTexts say why an evidence item is invalid (evidenceProblem).
@@ -76,6 +78,7 @@ var localNotes = map[string]notes{
 		lastNotes:     "Last notes:",
 		noResults:     "No tool call had returned a result.",
 		toolResults:   "Tool results:",
+		unplanned:     "(Not written by the model: this follow-up was not investigated, because no usable plan could be made for it. The verdict and the earlier conclusion stand as they were.)",
 	},
 	"ja": {
 		reason:             "結論は %s を示しましたが、その証拠のどれも、この調査で実行されたステップとそのステップが呼び出したツールを示していません。",
@@ -109,6 +112,7 @@ var localNotes = map[string]notes{
 		lastNotes:     "最後のメモ:",
 		noResults:     "結果を返したツール呼び出しはありませんでした。",
 		toolResults:   "ツール呼び出しの結果:",
+		unplanned:     "（モデルが書いたものではありません: 使える計画を作れなかったため、このフォローアップは調査されていません。判定とこれまでの結論はそのまま変わりません。）",
 	},
 }
 
@@ -139,6 +143,10 @@ func answerOverruledNote(language, proposed string, kept fmt.Stringer, standing 
 	}
 	return fmt.Sprintf(n.answerUndetermined, proposed, kept)
 }
+
+// UnplannedNote answers a follow-up whose plan could not be made, in
+// language.
+func UnplannedNote(language string) string { return notesIn(language).unplanned }
 
 // CheckedNote is the text of the event that lists the verdict check's
 // notes.

@@ -47,10 +47,10 @@ func (p *printer) print(e investigation.Event) {
 			printPlan(w, *e.Plan, false)
 		}
 		for _, n := range e.Notes {
-			fmt.Fprintf(w, "  note: %s\n", n)
+			fmt.Fprintf(w, "  note: %s\n", oneLine(n))
 		}
 	case investigation.EventStep:
-		fmt.Fprintf(w, "\nSTEP  %s: %s\n", e.Step, e.Text)
+		fmt.Fprintf(w, "\nSTEP  %s: %s\n", e.Step, oneLine(e.Text))
 	case investigation.EventToolCall:
 		fmt.Fprintf(w, "  -> %s\n", e.Text)
 	case investigation.EventToolResult:
@@ -59,13 +59,13 @@ func (p *printer) print(e investigation.Event) {
 		fmt.Fprintf(w, "  done: %s\n", indent(e.Text, "        "))
 	case investigation.EventInsight:
 		for _, in := range e.Insights {
-			fmt.Fprintf(w, "  insight: %s\n", in)
+			fmt.Fprintf(w, "  insight: %s\n", oneLine(in))
 		}
 	case investigation.EventPlanUpdate:
 		for _, u := range e.Updates {
-			fmt.Fprintf(w, "  plan: %s\n", u)
+			fmt.Fprintf(w, "  plan: %s\n", oneLine(u))
 		}
-		fmt.Fprintf(w, "  completed: %s\n  pending:   %s\n", list(e.Completed), list(e.Pending))
+		fmt.Fprintf(w, "  completed: %s\n  pending:   %s\n", oneLine(list(e.Completed)), oneLine(list(e.Pending)))
 	case investigation.EventNote:
 		if len(e.Notes) > 0 {
 			fmt.Fprintf(w, "  note: %s %s\n", e.Text, strings.Join(e.Notes, ", "))
@@ -162,7 +162,9 @@ var stepMarks = map[plan.Status]string{plan.Done: "[x]", plan.Running: "[>]", pl
 // printPlan prints a plan's objective and steps; withStatus puts each step's
 // status in front of it and its note (why it was cancelled or skipped) after.
 func printPlan(w io.Writer, p plan.Plan, withStatus bool) {
-	fmt.Fprintf(w, "PLAN  %s\n", p.Objective)
+	// The plan is the model's: each field on one line, so none can print
+	// a line of its own (a fake VERDICT).
+	fmt.Fprintf(w, "PLAN  %s\n", oneLine(p.Objective))
 	for _, s := range p.Steps {
 		tools := strings.Join(s.Tools, ", ")
 		if tools == "" {
@@ -174,20 +176,20 @@ func printPlan(w io.Writer, p plan.Plan, withStatus bool) {
 			if mark == "" {
 				mark = "[ ]"
 			}
-			fmt.Fprintf(w, "  %s %s  %s [%s]", mark, s.ID, s.Description, tools)
+			fmt.Fprintf(w, "  %s %s  %s [%s]", mark, s.ID, oneLine(s.Description), oneLine(tools))
 			if s.Status != "" && s.Status != plan.Pending {
 				fmt.Fprintf(w, " (%s)", s.Status)
 			}
 			fmt.Fprintln(w)
 			pad = "              "
 			if s.Note != "" {
-				fmt.Fprintf(w, "%snote: %s\n", pad, s.Note)
+				fmt.Fprintf(w, "%snote: %s\n", pad, oneLine(s.Note))
 			}
 			continue
 		}
-		fmt.Fprintf(w, "  %s  %s [%s]\n", s.ID, s.Description, tools)
+		fmt.Fprintf(w, "  %s  %s [%s]\n", s.ID, oneLine(s.Description), oneLine(tools))
 		if s.Expected != "" {
-			fmt.Fprintf(w, "%sexpect: %s\n", pad, s.Expected)
+			fmt.Fprintf(w, "%sexpect: %s\n", pad, oneLine(s.Expected))
 		}
 	}
 }

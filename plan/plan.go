@@ -51,6 +51,55 @@ type Plan struct {
 	Steps     []Step `json:"steps"`
 }
 
+// Bounds on the model-written text a plan holds (clip.String): the
+// objective and a step ride in every model turn of the step, and the plan
+// in every reflection and conclusion input, so text copied from a huge
+// alert field must not make each of them that large.
+const (
+	MaxObjectiveBytes   = 1000
+	MaxDescriptionBytes = 1000
+	MaxExpectedBytes    = 500
+	MaxNoteBytes        = 500
+)
+
+// Bounded is the plan with its objective and its steps' descriptions,
+// expected outcomes and notes clipped to their bounds.
+func (p Plan) Bounded() Plan {
+	p = p.Clone()
+	p.Objective = clip.String(p.Objective, MaxObjectiveBytes)
+	for i := range p.Steps {
+		p.Steps[i] = p.Steps[i].bounded()
+	}
+	return p
+}
+
+// WithinBounds reports whether Bounded would change nothing.
+func (p Plan) WithinBounds() bool {
+	if len(p.Objective) > MaxObjectiveBytes {
+		return false
+	}
+	for _, s := range p.Steps {
+		if len(s.Description) > MaxDescriptionBytes || len(s.Expected) > MaxExpectedBytes || len(s.Note) > MaxNoteBytes {
+			return false
+		}
+	}
+	return true
+}
+
+func (s Step) boundedIf(bound bool) Step {
+	if !bound {
+		return s
+	}
+	return s.bounded()
+}
+
+func (s Step) bounded() Step {
+	s.Description = clip.String(s.Description, MaxDescriptionBytes)
+	s.Expected = clip.String(s.Expected, MaxExpectedBytes)
+	s.Note = clip.String(s.Note, MaxNoteBytes)
+	return s
+}
+
 // Next returns the index of the first pending step, or -1.
 func (p Plan) Next() int {
 	for i, s := range p.Steps {
@@ -210,7 +259,7 @@ func RepairAfter(p Plan, earlier []string, known []string, maxSteps int) (Plan, 
 	if len(out.Steps) == 0 {
 		return Plan{}, notes, fmt.Errorf("the plan has no executable steps (%s)", strings.Join(notes, "; "))
 	}
-	return out, notes, nil
+	return out.Bounded(), notes, nil
 }
 
 // renameDeps maps a step's dependencies through renamed (the earlier kept

@@ -44,6 +44,24 @@ type Limits struct {
 	MaxSteps int
 	// Tools are the tool names a step may use.
 	Tools []string
+	// Bound clips the text an update writes to the plan's bounds (Bounded).
+	// The workflow sets it behind a gate: the plan rides in the stored
+	// context, whose size decides a command (design/versioning.md).
+	Bound bool
+}
+
+// UpdatesWithinBounds reports whether no update writes text over the
+// plan's bounds, so that Bound would change nothing.
+func UpdatesWithinBounds(us []Update) bool {
+	for _, u := range us {
+		if len(strings.TrimSpace(u.Reason)) > MaxNoteBytes {
+			return false
+		}
+		if s := u.Step; s != nil && !(Plan{Steps: []Step{{Description: strings.TrimSpace(s.Description), Expected: strings.TrimSpace(s.Expected)}}}).WithinBounds() {
+			return false
+		}
+	}
+	return true
 }
 
 // Apply applies reflection updates to a plan, in order, and returns the new
@@ -63,7 +81,7 @@ func Apply(p Plan, updates []Update, lim Limits) (Plan, []Outcome) {
 		case UpdateStep:
 			o.StepID, err = update(&p, u, lim)
 		case CancelStep:
-			o.StepID, err = cancel(&p, u)
+			o.StepID, err = cancel(&p, u, lim)
 		default:
 			err = fmt.Errorf("unknown update type %q", u.Type)
 		}
@@ -97,6 +115,9 @@ func add(p *Plan, u Update, lim Limits) (string, error) {
 		existing[s.ID] = s.ID
 	}
 	deps, _ := renameDeps(u.Step.DependsOn, existing, nil) // unknown ones cannot hold it back
+	// Clipped (with Bound) after the duplicate check, which reads the text
+	// as written: a later check against a clipped description differs only
+	// where Bound was set, behind the workflow's gate (Limits.Bound).
 	p.Steps = append(p.Steps, Step{
 		ID:          id,
 		Description: strings.TrimSpace(u.Step.Description),
@@ -105,7 +126,7 @@ func add(p *Plan, u Update, lim Limits) (string, error) {
 		DependsOn:   deps,
 		Status:      Pending,
 		Note:        strings.TrimSpace(u.Reason),
-	})
+	}.boundedIf(lim.Bound))
 	return id, nil
 }
 
@@ -135,17 +156,18 @@ func update(p *Plan, u Update, lim Limits) (string, error) {
 		s.Expected = e
 	}
 	s.Note = strings.TrimSpace(u.Reason)
-	p.Steps[i] = s
+	p.Steps[i] = s.boundedIf(lim.Bound) // as add: after the duplicate check
 	return s.ID, nil
 }
 
-func cancel(p *Plan, u Update) (string, error) {
+func cancel(p *Plan, u Update, lim Limits) (string, error) {
 	i, err := pendingStep(*p, u.StepID)
 	if err != nil {
 		return "", err
 	}
 	p.Steps[i].Status = Cancelled
 	p.Steps[i].Note = strings.TrimSpace(u.Reason)
+	p.Steps[i] = p.Steps[i].boundedIf(lim.Bound)
 	return p.Steps[i].ID, nil
 }
 
@@ -162,10 +184,11 @@ func pendingStep(p Plan, id string) (int, error) {
 	return i, nil
 }
 
-func checkTools(names, known []string) ([]string, error) {
-	tools, unknown := splitTools(names, known)
+// checkTools quotes the unknown names (named): they are the model's.
+func checkTools(asked, known []string) ([]string, error) {
+	tools, unknown := splitTools(asked, known)
 	if len(unknown) > 0 && len(tools) == 0 {
-		return nil, fmt.Errorf("names only unknown tools %s", strings.Join(unknown, ", "))
+		return nil, fmt.Errorf("names only unknown tools %s", names(unknown))
 	}
 	return tools, nil
 }

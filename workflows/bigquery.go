@@ -427,6 +427,10 @@ func (h *subAgent) tool(name string) toolcall.Tool {
 
 func (h *subAgent) toolset() string { return bigquery.Toolset }
 
+// offers: every tool of the sub-agent's toolset is declared to its turns
+// (SubAgentTurn), and CallTool answers any other name as unknown.
+func (h *subAgent) offers(string) bool { return true }
+
 // gate: the sub-agent's tools only read; none acts.
 func (h *subAgent) gate(ctx workflow.Context, _ string, _ toolcall.Call, run func(workflow.Context, string) workflow.Future) workflow.Future {
 	return run(ctx, "")

@@ -63,10 +63,21 @@ func (r *run) applyOutcomes(ctx workflow.Context, x *execution, batch []*stepOut
 		if !o.reflected {
 			continue
 		}
-		switch achieved := r.applyReflection(o.step, o.reflection, o.reflectErr); {
+		switch achieved := r.applyReflection(ctx, o.step, o.reflection, o.reflectErr); {
 		case achieved && !x.ending:
 			x.achieved = true
-			x.end(r, "", "reflection found the objective achieved after "+o.step,
+			// The conclusion is told what was left unchecked (EndedEarly):
+			// only its input changes, no command.
+			why := ""
+			var left []string
+			for _, s := range r.Plan.WithStatus(plan.Pending) {
+				left = append(left, s.ID)
+			}
+			if len(left) > 0 {
+				why = fmt.Sprintf("reflection found the objective achieved after %s, so these planned steps did not run: %s",
+					o.step, strings.Join(left, ", "))
+			}
+			x.end(r, why, "reflection found the objective achieved after "+o.step,
 				investigation.Event{Kind: investigation.EventNote, Text: "Objective achieved: concluding early."})
 			r.setDetails(ctx, "objective achieved")
 		case !x.ending:

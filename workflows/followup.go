@@ -39,6 +39,8 @@ func (r *run) followUp(ctx workflow.Context, question string) error {
 	}
 	r.emit(investigation.Event{Kind: investigation.EventTurn, Text: question, Mode: m.Mode, Reason: m.Reason})
 	if m.Mode == investigation.ModePlan {
+		r.followingUp = true
+		defer func() { r.followingUp = false }()
 		return r.planExchange(ctx, question)
 	}
 	return r.answerDirectly(ctx, question)

@@ -67,7 +67,9 @@ func (h *harness) onRealTools(t *testing.T) (*actingTool, *activities.Activities
 func TestUnrecordedActingToolDoesNotRun(t *testing.T) {
 	h := newHarness(t)
 	h.onPlan(activities.PlanOutput{Tools: toolNames, Plan: plan.Plan{Objective: "o", Steps: []plan.Step{
-		{ID: "step_1", Description: "look", Tools: []string{"search_alerts"}, Expected: "x", Status: plan.Pending}}}, Usage: investigation.Usage{Calls: 1}}, nil)
+		// The step names the tool (so its turns were offered it), but the
+		// plan recorded no declaration for it: CallTool's guard refuses it.
+		{ID: "step_1", Description: "look", Tools: []string{"search_alerts", "response.block_ip"}, Expected: "x", Status: plan.Pending}}}, Usage: investigation.Usage{Calls: 1}}, nil)
 	h.onTurn(func(in activities.TurnInput) (activities.TurnOutput, error) {
 		if len(in.Transcript) == 0 {
 			return activities.TurnOutput{Calls: []toolcall.Call{{ID: "c1", Name: "response.block_ip", Args: map[string]any{"ip": "10.0.0.1"}}}}, nil

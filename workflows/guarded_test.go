@@ -83,7 +83,7 @@ func TestBudgetHoldsWithinATurnAndCutsTheLastStep(t *testing.T) {
 
 func TestIdenticalCallsOfOneTurnRunOnce(t *testing.T) {
 	h := newHarness(t)
-	h.onPlan(oneStepPlan(), nil)
+	h.onPlan(withStepTools(oneStepPlan(), 0, "get_alert", "search_alerts"), nil)
 	h.onTurn(func(in activities.TurnInput) (activities.TurnOutput, error) {
 		if len(in.Transcript) == 0 {
 			return activities.TurnOutput{Calls: []toolcall.Call{

@@ -46,7 +46,10 @@ type run struct {
 	dropped int                   // events of this run no longer kept (maxRunEvents)
 	// ranTurn says this run has run an exchange (planned or answered).
 	ranTurn bool
-	log     log.Logger
+	// followingUp says the exchange answers a follow-up, not the first
+	// request: its planning failure ends it, not the investigation.
+	followingUp bool
+	log         log.Logger
 	// callsInFlight counts the tool calls running in the exchange's steps;
 	// they are counted in Budget.TurnCalls once they finish.
 	callsInFlight int

@@ -2,6 +2,7 @@ package workflows
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -21,6 +22,7 @@ import (
 
 	"github.com/secops-agent/investigator/activities"
 	"github.com/secops-agent/investigator/activities/bigquery"
+	"github.com/secops-agent/investigator/internal/clip"
 	"github.com/secops-agent/investigator/investigation"
 	"github.com/secops-agent/investigator/plan"
 	"github.com/secops-agent/investigator/toolcall"
@@ -34,6 +36,13 @@ func twoStepPlan() activities.PlanOutput {
 		{ID: "step_1", Description: "Read the alert", Tools: []string{"get_alert"}, Expected: "details", Status: plan.Pending},
 		{ID: "step_2", Description: "Find related alerts", Tools: []string{"search_alerts"}, Expected: "history", Status: plan.Pending},
 	}}, Usage: investigation.Usage{Calls: 1, PromptTokens: 100, OutputTokens: 10}}
+}
+
+// withStepTools gives step i of p the tools its scripted turns call: a
+// call of a tool the step was not offered does not run.
+func withStepTools(p activities.PlanOutput, i int, tools ...string) activities.PlanOutput {
+	p.Plan.Steps[i].Tools = tools
+	return p
 }
 
 // harness runs the workflow with mocked activities and records their inputs.
@@ -204,7 +213,7 @@ func noChange(activities.ReflectInput) (activities.Reflection, error) {
 
 func TestHappyPath(t *testing.T) {
 	h := newHarness(t)
-	h.onPlan(twoStepPlan(), nil)
+	h.onPlan(withStepTools(twoStepPlan(), 0, "get_alert", "search_alerts"), nil)
 	h.onTurn(func(in activities.TurnInput) (activities.TurnOutput, error) {
 		if in.Step.ID == "step_1" && len(in.Transcript) == 0 {
 			return activities.TurnOutput{Calls: []toolcall.Call{
@@ -307,6 +316,9 @@ func TestAchievedEndsEarly(t *testing.T) {
 	require.Equal(t, plan.Skipped, res.Plan.Steps[1].Status)
 	require.Contains(t, res.Plan.Steps[1].Note, "objective achieved")
 	require.Equal(t, DefaultQuestion, res.History[0].Text, "the default request is used")
+	// The conclusion is told what was not checked.
+	require.Len(t, h.conclude, 1)
+	require.Equal(t, "reflection found the objective achieved after step_1, so these planned steps did not run: step_2", h.conclude[0].EndedEarly)
 }
 
 func TestStepCap(t *testing.T) {
@@ -447,7 +459,7 @@ func TestBadInputFailsFast(t *testing.T) {
 
 func TestRefPipelineOrdersCalls(t *testing.T) {
 	h := newHarness(t)
-	h.onPlan(twoStepPlan(), nil)
+	h.onPlan(withStepTools(twoStepPlan(), 0, "get_alert", "urlscan_result", "urlscan_search", "virustotal_lookup"), nil)
 	h.onTurn(func(in activities.TurnInput) (activities.TurnOutput, error) {
 		if in.Step.ID == "step_1" && len(in.Transcript) == 0 {
 			return activities.TurnOutput{Calls: []toolcall.Call{
@@ -486,7 +498,7 @@ func TestRefPipelineOrdersCalls(t *testing.T) {
 
 func TestRefToFailedCall(t *testing.T) {
 	h := newHarness(t)
-	h.onPlan(twoStepPlan(), nil)
+	h.onPlan(withStepTools(twoStepPlan(), 0, "get_alert", "search_alerts"), nil)
 	h.onTurn(func(in activities.TurnInput) (activities.TurnOutput, error) {
 		if in.Step.ID == "step_1" && len(in.Transcript) == 0 {
 			return activities.TurnOutput{Calls: []toolcall.Call{
@@ -513,4 +525,55 @@ func carriedState(t *testing.T, can *workflow.ContinueAsNewError) *State {
 	var next State
 	require.NoError(t, converter.GetDefaultDataConverter().FromPayloads(can.Input, &in, &next))
 	return &next
+}
+
+// The attack: text the step read steers its model to search_alerts, a
+// registered tool the plan did not give step_1 (only get_alert). The call
+// does not run and counts as no evidence; the model reads why.
+func TestStepCallOfAToolItWasNotOfferedDoesNotRun(t *testing.T) {
+	h := newHarness(t)
+	h.onPlan(oneStepPlan(), nil) // step_1: tools [get_alert]
+	h.onTurn(func(in activities.TurnInput) (activities.TurnOutput, error) {
+		if len(in.Transcript) == 0 && !in.Final {
+			return activities.TurnOutput{Calls: []toolcall.Call{
+				{ID: "c1", Name: "search_alerts", Args: map[string]any{"value": "x"}},
+				{ID: "c2", Name: "get_alert", Args: map[string]any{"id": "a1"}},
+			}}, nil
+		}
+		return activities.TurnOutput{Text: "done"}, nil
+	})
+	h.onTool(okTool)
+	h.onReflect(noChange)
+	res, err := h.run(t, investigation.Input{AlertID: "a1"})
+	require.NoError(t, err)
+	require.Len(t, h.tools, 1)
+	require.Equal(t, "get_alert", h.tools[0].Call.Name, "step_1 was planned with [get_alert] only, yet its search_alerts call ran")
+	require.Equal(t, 1, res.ToolCalls)
+	refused := h.turns[1].Transcript[1]
+	require.Equal(t, "search_alerts", refused.Tool)
+	require.Equal(t, `the call did not run: "search_alerts" is not offered in this step; call only the tools declared to you`, refused.Error)
+}
+
+// A model-written objective copied from a huge alert field (200 KiB in one
+// plan answer) is bounded before it rides in every model turn's input.
+func TestHugeObjectiveIsBoundedInEveryTurn(t *testing.T) {
+	h := newHarness(t)
+	p := twoStepPlan()
+	p.Plan.Objective = "Decide " + strings.Repeat("AAAA ", 40<<10)
+	p.Plan.Steps[0].Description = strings.Repeat("read ", 10<<10)
+	h.onPlan(p, nil)
+	h.onTurn(func(in activities.TurnInput) (activities.TurnOutput, error) {
+		return activities.TurnOutput{Text: "done"}, nil
+	})
+	h.onReflect(noChange)
+	res, err := h.run(t, investigation.Input{AlertID: "a1"})
+	require.NoError(t, err)
+	require.Len(t, h.turns, 2)
+	for _, in := range h.turns {
+		raw, err := json.Marshal(in)
+		require.NoError(t, err)
+		require.Less(t, len(raw), 8<<10, "one model turn's input carries the whole model-written objective")
+	}
+	require.LessOrEqual(t, len(res.Objective), plan.MaxObjectiveBytes)
+	require.True(t, clip.Clipped(res.Plan.Steps[0].Description))
 }

@@ -185,7 +185,7 @@ func TestAchievedStartsNothingNew(t *testing.T) {
 		require.NotEqual(t, "step_3", in.Step.ID, "a step not started does not start")
 	}
 	require.Len(t, h.reflects, 1, "only step_1 was reflected on")
-	require.Empty(t, h.conclude[0].EndedEarly)
+	require.Equal(t, "reflection found the objective achieved after step_1, so these planned steps did not run: step_3", h.conclude[0].EndedEarly, "the conclusion is told what was not checked")
 }
 
 // Steps running at once share the exchange's tool-call budget: calls that

@@ -20,6 +20,9 @@ func (r *run) planExchange(ctx workflow.Context, request string) error {
 		return r.concludeStopped(ctx, request)
 	}
 	if err := r.makePlan(ctx, request); err != nil {
+		if r.followingUp && ctx.Err() == nil && planGuarded(ctx) {
+			return r.followUpUnplanned(ctx, request, err)
+		}
 		return failure("planning failed", err)
 	}
 	if r.Input.ApprovePlan && r.Turn == 1 {
@@ -32,6 +35,20 @@ func (r *run) planExchange(ctx workflow.Context, request string) error {
 		return err
 	}
 	return r.conclude(ctx, request, endedEarly)
+}
+
+// followUpUnplanned ends a follow-up whose plan could not be made (the
+// planner, steered by what it read, answered no executable step twice, or
+// failed): the exchange's answer says so, and the standing verdict, the
+// conclusion and the active plan stay, as does the run for the next
+// question. makePlan failed before it changed the plan or the tools.
+func (r *run) followUpUnplanned(ctx workflow.Context, request string, err error) error {
+	r.emit(investigation.Event{Kind: investigation.EventNote, Text: "the follow-up was not investigated: planning failed: " + message(err)})
+	answer := activities.UnplannedNote(r.Input.Language)
+	r.emit(investigation.Event{Kind: investigation.EventConclusion, Text: answer}) // no verdict: it did not change
+	r.setDetails(ctx, "follow-up not planned")
+	r.remember(request, answer)
+	return nil
 }
 
 // concludeStopped concludes an exchange the analyst stopped before it
@@ -144,8 +161,8 @@ func (r *run) makePlan(ctx workflow.Context, request string) error {
 				step.DependsOn = deps
 			}
 			var outcomes []plan.Outcome
-			merged, outcomes = plan.Apply(merged, []plan.Update{{Type: plan.AddStep, Step: &step, Reason: "follow-up: " + request}},
-				plan.Limits{MaxSteps: r.StepCap, Tools: r.toolNames()})
+			add := []plan.Update{{Type: plan.AddStep, Step: &step, Reason: "follow-up: " + request}}
+			merged, outcomes = plan.Apply(merged, add, plan.Limits{MaxSteps: r.StepCap, Tools: r.toolNames(), Bound: boundsPlanText(ctx, plan.UpdatesWithinBounds(add))})
 			if o := outcomes[0]; o.Applied {
 				renamed[step.ID] = o.StepID
 			} else {
@@ -155,7 +172,15 @@ func (r *run) makePlan(ctx workflow.Context, request string) error {
 		notes = append(notes, "continues the active plan")
 		r.Plan = merged
 	} else {
+		// Bounded as Repair bounds it: the objective and the step ride in
+		// every model turn's input. The plan rides in the stored context,
+		// whose size decides whether a local activity stores it
+		// (inlineContext): behind the gate, so a run recorded before it
+		// replays (the failed-lookup fixtures pad their objective).
 		r.Plan = out.Plan
+		if boundsPlanText(ctx, out.Plan.WithinBounds()) {
+			r.Plan = out.Plan.Bounded()
+		}
 	}
 	p := r.Plan.Clone()
 	r.emit(investigation.Event{Kind: investigation.EventPlan, Plan: &p, Notes: notes})

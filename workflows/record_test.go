@@ -857,3 +857,96 @@ func TestRecordFailedLookup(t *testing.T) {
 	}, time.Minute, 100*time.Millisecond, "the investigation concludes")
 	saveFixture(ctx, t, c, id, run.GetRunID(), "failed-lookup.history.json", label)
 }
+
+// planGuardsActs stands in for the activities of an investigation whose
+// step_1 (planned with get_alert only) calls search_alerts, and whose
+// follow-up the planner cannot plan (no executable step, twice).
+type planGuardsActs struct {
+	mu    sync.Mutex
+	plans int
+}
+
+func (*planGuardsActs) StoreContext(context.Context, activities.ContextInput) error   { return nil }
+func (*planGuardsActs) StoreProgress(context.Context, activities.ProgressInput) error { return nil }
+
+func (p *planGuardsActs) GeneratePlan(context.Context, activities.PlanInput) (activities.PlanOutput, error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.plans++; p.plans > 1 {
+		return activities.PlanOutput{}, temporal.NewNonRetryableApplicationError(
+			"the model's plan answer was unusable twice: the plan has no executable steps", activities.ErrMalformedOutput, nil)
+	}
+	return oneStepPlan(), nil
+}
+
+func (*planGuardsActs) ModelTurn(_ context.Context, in activities.TurnInput) (activities.TurnOutput, error) {
+	if len(in.Transcript) == 0 && !in.Final {
+		return activities.TurnOutput{Key: in.Key, Usage: investigation.Usage{Calls: 1}, Calls: []toolcall.Call{
+			{ID: "c1", Name: "search_alerts", Args: map[string]any{"field": "type", "value": "x"}}}}, nil
+	}
+	return activities.TurnOutput{Key: in.Key, Text: "no login followed the failures", Usage: investigation.Usage{Calls: 1}}, nil
+}
+
+func (*planGuardsActs) CallTool(_ context.Context, in activities.ToolInput) (activities.ToolOutput, error) {
+	return activities.ToolOutput{Key: in.Key, OK: true, Bytes: 20}, nil
+}
+
+func (*planGuardsActs) Reflect(context.Context, activities.ReflectInput) (activities.Reflection, error) {
+	return activities.Reflection{Usage: investigation.Usage{Calls: 1}}, nil
+}
+
+func (*planGuardsActs) Conclude(context.Context, activities.ConcludeInput) (activities.Conclusion, error) {
+	return activities.Conclusion{Markdown: "## Summary\nBrute force, no login.", Usage: investigation.Usage{Calls: 1},
+		Verdict: &investigation.Verdict{Verdict: investigation.VerdictFalsePositive, Confidence: "high"}}, nil
+}
+
+func (*planGuardsActs) DecideMode(context.Context, activities.ModeInput) (activities.Mode, error) {
+	return activities.Mode{Mode: investigation.ModePlan, Reason: "a related alert", Usage: investigation.Usage{Calls: 1}}, nil
+}
+
+// TestRecordPlanGuards records plan-guards.history.json (UPDATE_TESTDATA=1)
+// or <label>-plan-guards.history.json on a Temporal dev server, with an
+// unversioned worker and scripted activities: step_1, planned with
+// get_alert only, calls search_alerts; then a follow-up is asked whose
+// planning fails. Before the plan-guards gate the call ran and the
+// investigation failed; after it the call is refused, the follow-up ends
+// with a note and the analyst stops the idle run.
+func TestRecordPlanGuards(t *testing.T) {
+	const queue, id = "record-plan-guards", "fixture-plan-guards"
+	ctx, c, label := recordOn(t, queue, func(w worker.Worker) { w.RegisterActivity(&planGuardsActs{}) })
+
+	run, err := c.ExecuteWorkflow(ctx, client.StartWorkflowOptions{ID: id, TaskQueue: queue}, investigation.WorkflowName, investigation.Input{AlertID: "a1"})
+	require.NoError(t, err)
+	status := func() investigation.Status {
+		var st investigation.Status
+		if v, err := c.QueryWorkflow(ctx, id, "", investigation.StatusQuery); err == nil {
+			_ = v.Get(&st)
+		}
+		return st
+	}
+	require.Eventually(t, func() bool { return status().Phase == investigation.PhaseIdle }, time.Minute, 100*time.Millisecond, "the first exchange concludes")
+	steer := func(name string, arg any) {
+		h, err := c.UpdateWorkflow(ctx, client.UpdateWorkflowOptions{WorkflowID: id, UpdateName: name, Args: []any{arg}, WaitForStage: client.WorkflowUpdateStageCompleted})
+		require.NoError(t, err)
+		require.NoError(t, h.Get(ctx, nil))
+	}
+	steer(investigation.UpdateAsk, "And the related alert?")
+	failed := false
+	require.Eventually(t, func() bool {
+		d, err := c.DescribeWorkflowExecution(ctx, id, "")
+		if err == nil && d.GetWorkflowExecutionInfo().GetStatus() == enumspb.WORKFLOW_EXECUTION_STATUS_FAILED {
+			failed = true
+			return true
+		}
+		st := status()
+		return st.Phase == investigation.PhaseIdle && st.Turn == 3
+	}, time.Minute, 100*time.Millisecond, "the follow-up ends")
+	if !failed {
+		steer(investigation.UpdateStop, "enough")
+	}
+	var res investigation.Result
+	err = run.Get(ctx, &res)
+	require.Equal(t, failed, err != nil, "%v", err)
+
+	saveFixture(ctx, t, c, id, run.GetRunID(), "plan-guards.history.json", label)
+}

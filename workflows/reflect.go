@@ -6,6 +6,7 @@ import (
 	"go.temporal.io/sdk/workflow"
 
 	"github.com/secops-agent/investigator/activities"
+	"github.com/secops-agent/investigator/internal/clip"
 	"github.com/secops-agent/investigator/investigation"
 	"github.com/secops-agent/investigator/plan"
 )
@@ -46,7 +47,7 @@ func (r *run) reflection(ctx workflow.Context, step plan.Step) (activities.Refle
 // updates. It says whether the objective is achieved. A failed or
 // malformed reflection never fails the investigation: the plan simply goes
 // on unchanged.
-func (r *run) applyReflection(step string, out activities.Reflection, err error) bool {
+func (r *run) applyReflection(ctx workflow.Context, step string, out activities.Reflection, err error) bool {
 	r.charge(&r.ByPhase.Reflection, billedUsage(out.Usage, err))
 	if err != nil {
 		r.emit(investigation.Event{Kind: investigation.EventNote, Step: step, Text: "Reflection failed, continuing with the plan unchanged: " + message(err)})
@@ -64,7 +65,8 @@ func (r *run) applyReflection(step string, out activities.Reflection, err error)
 	}
 	if len(out.PlanUpdates) > 0 {
 		var outcomes []plan.Outcome
-		r.Plan, outcomes = plan.Apply(r.Plan, out.PlanUpdates, plan.Limits{MaxSteps: r.StepCap, Tools: r.toolNames()})
+		r.Plan, outcomes = plan.Apply(r.Plan, out.PlanUpdates, plan.Limits{MaxSteps: r.StepCap, Tools: r.toolNames(),
+			Bound: boundsPlanText(ctx, plan.UpdatesWithinBounds(out.PlanUpdates))})
 		updates := make([]string, 0, len(outcomes))
 		for _, o := range outcomes {
 			updates = append(updates, describeOutcome(o))
@@ -102,14 +104,16 @@ func describeOutcome(o plan.Outcome) string {
 	if target != "" {
 		s += " " + target
 	}
+	// The update is the model's, as written: its text is clipped as the
+	// plan clips it (an event, no decision).
 	if o.Update.Step != nil && o.Update.Step.Description != "" {
-		s += ": " + o.Update.Step.Description
+		s += ": " + clip.String(o.Update.Step.Description, plan.MaxDescriptionBytes)
 	}
 	if !o.Applied {
-		return s + " (dropped: " + o.Why + ")"
+		return s + " (dropped: " + clip.String(o.Why, plan.MaxNoteBytes) + ")"
 	}
 	if o.Update.Reason != "" {
-		s += " (" + o.Update.Reason + ")"
+		s += " (" + clip.String(o.Update.Reason, plan.MaxNoteBytes) + ")"
 	}
 	return s
 }

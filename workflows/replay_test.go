@@ -139,6 +139,10 @@ var fixturePaths = map[string][]string{
 	// "unread-hint-signal", recorded the hint.
 	"hint-while-closing.history.json":                 {"hint signalled while concluding after the stop", "unread hint signal ignored"},
 	"pre-unread-hint-hint-while-closing.history.json": {"hint signalled while concluding after the stop"},
+	// Recorded by TestRecordPlanGuards; pre-offered-plan-guards is its twin
+	// for GetVersion "plan-guards", recorded before it.
+	"plan-guards.history.json":             {"step called a tool it was not offered", "follow-up planning failed", "unoffered call refused", "follow-up ended with a note"},
+	"pre-offered-plan-guards.history.json": {"step called a tool it was not offered", "follow-up planning failed", "unoffered call ran", "investigation failed"},
 	// An alert signalled once the run took the admission's answer to its
 	// close (its progress flushed), handed back; recorded by
 	// TestRecordHandBackNotes (record_test.go). Its twin, recorded before
@@ -651,6 +655,21 @@ func exercises(h *historypb.History, path string) bool {
 			}
 		}
 		return false
+	case "step called a tool it was not offered":
+		return count(func(e *historypb.HistoryEvent) bool {
+			r := e.GetActivityTaskCompletedEventAttributes().GetResult().GetPayloads()
+			return len(r) > 0 && bytes.Contains(r[0].GetData(), []byte(`"name":"search_alerts"`))
+		}) > 0
+	case "follow-up planning failed":
+		return activity("GeneratePlan") == 2 && typ(enumspb.EVENT_TYPE_ACTIVITY_TASK_FAILED) == 1
+	case "unoffered call refused":
+		return activity("CallTool") == 0 && hasVersionMarker(h, "plan-guards")
+	case "unoffered call ran":
+		return activity("CallTool") == 1 && !hasVersionMarker(h, "plan-guards")
+	case "follow-up ended with a note":
+		return typ(enumspb.EVENT_TYPE_WORKFLOW_EXECUTION_COMPLETED) == 1 && activity("Conclude") == 1
+	case "investigation failed":
+		return typ(enumspb.EVENT_TYPE_WORKFLOW_EXECUTION_FAILED) == 1
 	case "hint signalled while concluding after the stop":
 		return hintWhileConcluding(h) != nil
 	case "unread hint signal ignored":

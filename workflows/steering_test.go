@@ -10,6 +10,7 @@ import (
 
 	"github.com/stretchr/testify/mock"
 	"github.com/stretchr/testify/require"
+	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/testsuite"
 	"go.temporal.io/sdk/workflow"
 
@@ -340,4 +341,41 @@ func TestContinuedRunResumesCarriedInput(t *testing.T) {
 	var after []investigation.Event
 	require.NoError(t, v.Get(&after))
 	require.Equal(t, 44, after[0].Seq)
+}
+
+// The attack: a follow-up (an analyst's, or one the intake queued for an
+// attacker-sent related alert) whose planner answers no executable step
+// twice. The exchange ends with a note; the first exchange's conclusion
+// and verdict stand, and the run goes on to answer the next question.
+func TestFollowUpWhosePlanFailsEndsWithANote(t *testing.T) {
+	h := newHarness(t)
+	plans := 0
+	h.env.OnActivity(a.GeneratePlan, mock.Anything, mock.Anything).Return(func(_ context.Context, in activities.PlanInput) (activities.PlanOutput, error) {
+		plans++
+		if plans == 2 {
+			return activities.PlanOutput{}, temporal.NewNonRetryableApplicationError(
+				"the model's plan answer was unusable twice: the plan has no executable steps", activities.ErrMalformedOutput, nil)
+		}
+		return oneStepPlan(), nil
+	})
+	h.env.OnActivity(a.DecideMode, mock.Anything, mock.Anything).Return(activities.Mode{Mode: investigation.ModePlan}, nil)
+	h.onTurn(func(in activities.TurnInput) (activities.TurnOutput, error) {
+		return activities.TurnOutput{Text: "done"}, nil
+	})
+	h.onReflect(noChange)
+	h.update(time.Minute, investigation.UpdateAsk, "what about the related alert?")
+	h.update(2*time.Minute, investigation.UpdateAsk, "and host-8?")
+	res, err := h.run(t, investigation.Input{AlertID: "a1", Language: "ja"})
+	require.NoError(t, err, "one follow-up's unusable plan ended the whole investigation")
+	require.Equal(t, 3, plans, "the next follow-up is still answered")
+	require.NotNil(t, res.Verdict)
+	require.Equal(t, investigation.VerdictFalsePositive, res.Verdict.Verdict)
+	require.Len(t, res.History, 6)
+	require.Equal(t, "what about the related alert?", res.History[2].Text)
+	require.Equal(t, activities.UnplannedNote("ja"), res.History[3].Text)
+	var noted bool
+	for _, e := range h.events(t) {
+		noted = noted || e.Kind == investigation.EventNote && strings.Contains(e.Text, "the plan has no executable steps")
+	}
+	require.True(t, noted, "the progress says why the follow-up was not investigated")
 }

@@ -154,6 +154,19 @@ func (h *stepHost) tool(name string) toolcall.Tool { return h.r.tool(name) }
 
 func (h *stepHost) toolset() string { return "" }
 
+// offers is what ModelTurn declares to the step's turns
+// (activities.stepDeclarations): every tool for a direct answer, none to a
+// step planned without tools, else the step's tools, ask_user and get_alert.
+func (h *stepHost) offers(name string) bool {
+	switch {
+	case h.step.ID == answerStepID:
+		return true
+	case len(h.step.Tools) == 0:
+		return false
+	}
+	return slices.Contains(h.step.Tools, name) || name == toolcall.AskUser || name == toolcall.GetAlert
+}
+
 func (h *stepHost) startSpecial(ctx workflow.Context, key string, t toolcall.Tool, c toolcall.Call, siblings int) workflow.Future {
 	switch {
 	case t.Kind == toolcall.Analyst:

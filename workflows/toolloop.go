@@ -12,6 +12,7 @@ import (
 	"go.temporal.io/sdk/workflow"
 
 	"github.com/secops-agent/investigator/activities"
+	"github.com/secops-agent/investigator/internal/clip"
 	"github.com/secops-agent/investigator/internal/size"
 	"github.com/secops-agent/investigator/investigation"
 	"github.com/secops-agent/investigator/toolcall"
@@ -50,6 +51,9 @@ type loopHost interface {
 	emit(e investigation.Event)
 	// tool says how the named tool runs.
 	tool(name string) toolcall.Tool
+	// offers says the loop's model turns were offered the named tool (its
+	// declaration): a call of any other does not run (planGuarded).
+	offers(name string) bool
 	// startSpecial runs a call that is not an activity: a question to the
 	// analyst or a child workflow; siblings is as for scanFor.
 	startSpecial(ctx workflow.Context, key string, t toolcall.Tool, c toolcall.Call, siblings int) workflow.Future
@@ -248,6 +252,25 @@ func stopAnswersAtOnce(ctx workflow.Context) bool {
 	return workflow.GetVersion(ctx, "stop-answers-at-once", workflow.DefaultVersion, 1) == 1
 }
 
+// planGuarded gates the plan guards (asked only where one applies:
+// a call of a tool the turn was not offered, or a follow-up whose planning
+// failed): such a call does not run, and a follow-up that could not be
+// planned ends with a note instead of failing the investigation
+// (followUpUnplanned). Histories recorded before ran the call and failed.
+func planGuarded(ctx workflow.Context) bool {
+	return workflow.GetVersion(ctx, "plan-guards", workflow.DefaultVersion, 1) == 1
+}
+
+// boundsPlanText says whether workflow code clips a plan's text that is not
+// within its bounds: asked (plan-guards) only when it is not, so a run
+// recorded before the gate keeps its text, and its context's size.
+func boundsPlanText(ctx workflow.Context, within bool) bool {
+	return !within && planGuarded(ctx)
+}
+
+// maxNamedTool bounds how much of a model-written tool name a refusal quotes.
+const maxNamedTool = 80
+
 // latestEnd is when the activity calls among calls end at the latest, by
 // their retry budget (the zero time if there are none): a child answers by
 // the deadline itself, and a wait for the analyst stops the time budget.
@@ -360,6 +383,11 @@ func (l *toolLoop) callTools(ctx workflow.Context, turnKey string, calls []toolc
 		earlier, seen := l.results.get(toolcall.Key(c))
 		twin, repeated := firstOf[toolcall.Key(c)]
 		switch {
+		case !l.host.offers(c.Name) && planGuarded(ctx):
+			// Text the model read may steer it to a registered tool its
+			// step was not given: it would run, and count as evidence.
+			settle.SetError(temporal.NewNonRetryableApplicationError(fmt.Sprintf(
+				"the call did not run: %q is not offered in this step; call only the tools declared to you", clip.String(c.Name, maxNamedTool)), "NotOffered", nil))
 		case bad:
 			settle.SetError(temporal.NewNonRetryableApplicationError("the call did not run: "+why, "BadRef", nil))
 		case reusable && seen:

@@ -610,3 +610,37 @@ func TestUnchangedVerdictIsNotSentAgain(t *testing.T) {
 	require.Equal(t, []string{"/t1 false_positive from ", "/t2 false_positive from ", "/t3 true_positive from false_positive"}, keys(slack),
 		"Slack's t1 failed: t2 is sent, as no change from a verdict it never received")
 }
+
+// A follow-up of an intake investigation whose plan could not be made
+// still tells the admission workflow what it cost (the mode decision and
+// the failed plans), so the day's budget sees it at once, not only at the
+// close.
+func TestUnplannedFollowUpTellsTheAdmissionItsSpend(t *testing.T) {
+	h := newHarness(t)
+	h.env.RegisterActivity(&activities.Intake{})
+	var told []investigation.Concluded
+	h.env.OnSignalExternalWorkflow(mock.Anything, mock.Anything, mock.Anything, investigation.ConcludedSignal, mock.Anything).Return(
+		func(_, _, _, _ string, arg any) error {
+			told = append(told, arg.(investigation.Concluded))
+			return nil
+		})
+	h.env.OnSignalExternalWorkflow(mock.Anything, mock.Anything, mock.Anything, investigation.ClosedSignal, mock.Anything).Return(nil).Maybe()
+	plans := 0
+	h.env.OnActivity(a.GeneratePlan, mock.Anything, mock.Anything).Return(func(_ context.Context, in activities.PlanInput) (activities.PlanOutput, error) {
+		if plans++; plans == 2 {
+			return activities.PlanOutput{Usage: investigation.Usage{Calls: 1}}, temporal.NewNonRetryableApplicationError(
+				"the model's plan answer was unusable twice: the plan has no executable steps", activities.ErrMalformedOutput, nil)
+		}
+		return oneStepPlan(), nil
+	})
+	h.env.OnActivity(a.DecideMode, mock.Anything, mock.Anything).Return(activities.Mode{Mode: investigation.ModePlan, Usage: investigation.Usage{Calls: 1}}, nil)
+	h.onTurn(conclusionOnly)
+	h.onReflect(noChange)
+	h.update(time.Minute, investigation.UpdateAsk, "what about the related alert?")
+	_, err := h.run(t, investigation.Input{AlertID: "a1", IdleTimeout: investigation.Duration(10 * time.Minute),
+		Intake: &investigation.IntakeInput{Identity: "guardduty:1:f", Admission: "intake-admission-q"}})
+	require.NoError(t, err)
+	require.Len(t, told, 2, "the first conclusion and the unplanned follow-up each tell the admission")
+	require.Greater(t, told[1].Turn, told[0].Turn)
+	require.Greater(t, told[1].Spend.Usage.Calls, told[0].Spend.Usage.Calls, "the follow-up's model calls are charged")
+}

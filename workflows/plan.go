@@ -48,6 +48,9 @@ func (r *run) followUpUnplanned(ctx workflow.Context, request string, err error)
 	r.emit(investigation.Event{Kind: investigation.EventConclusion, Text: answer}) // no verdict: it did not change
 	r.setDetails(ctx, "follow-up not planned")
 	r.remember(request, answer)
+	if r.Input.Intake != nil {
+		r.tellAdmission(ctx) // what the mode decision and the failed plans cost counts against the day at once
+	}
 	return nil
 }
 

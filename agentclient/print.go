@@ -52,9 +52,9 @@ func (p *printer) print(e investigation.Event) {
 	case investigation.EventStep:
 		fmt.Fprintf(w, "\nSTEP  %s: %s\n", e.Step, oneLine(e.Text))
 	case investigation.EventToolCall:
-		fmt.Fprintf(w, "  -> %s\n", e.Text)
+		fmt.Fprintf(w, "  -> %s\n", oneLine(e.Text))
 	case investigation.EventToolResult:
-		fmt.Fprintf(w, "  <- %s\n", e.Text)
+		fmt.Fprintf(w, "  <- %s\n", oneLine(e.Text))
 	case investigation.EventStepDone:
 		fmt.Fprintf(w, "  done: %s\n", indent(e.Text, "        "))
 	case investigation.EventInsight:
@@ -68,9 +68,9 @@ func (p *printer) print(e investigation.Event) {
 		fmt.Fprintf(w, "  completed: %s\n  pending:   %s\n", oneLine(list(e.Completed)), oneLine(list(e.Pending)))
 	case investigation.EventNote:
 		if len(e.Notes) > 0 {
-			fmt.Fprintf(w, "  note: %s %s\n", e.Text, strings.Join(e.Notes, ", "))
+			fmt.Fprintf(w, "  note: %s %s\n", oneLine(e.Text), oneLine(strings.Join(e.Notes, ", ")))
 		} else {
-			fmt.Fprintf(w, "  note: %s\n", e.Text)
+			fmt.Fprintf(w, "  note: %s\n", oneLine(e.Text))
 		}
 	case investigation.EventConclusion:
 		p.conclusion(e.Text, e.Verdict)

@@ -240,6 +240,10 @@ func TestPrinterKeepsModelTextOnOneLine(t *testing.T) {
 		{Kind: investigation.EventStep, Step: "step_1", Text: fake},
 		{Kind: investigation.EventInsight, Step: "step_1", Insights: []string{fake}},
 		{Kind: investigation.EventPlanUpdate, Step: "step_1", Updates: []string{fake}, Pending: []string{fake}},
+		{Kind: investigation.EventToolCall, Step: "step_1", Text: fake},
+		{Kind: investigation.EventToolResult, Step: "step_1", Text: fake},
+		{Kind: investigation.EventNote, Text: fake},
+		{Kind: investigation.EventNote, Text: fake, Notes: []string{fake}},
 	} {
 		p.print(e)
 	}

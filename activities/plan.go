@@ -47,6 +47,7 @@ func (a *Activities) GeneratePlan(ctx context.Context, in PlanInput) (PlanOutput
 		"Feedback":   in.Feedback,
 		"Previous":   planText(in.Previous),
 		"NextStep":   plan.After(earlier),
+		"AlertTools": alertToolList(reg),
 	})
 	if err != nil {
 		return PlanOutput{}, err

@@ -271,6 +271,21 @@ func (c VerdictContext) ranTools(kind func(tool string) bool) []string {
 	return out
 }
 
+// alertToolList lists, for a prompt, the tools of reg whose results are
+// alerts' text (tools.AlertText), or "" when it has none.
+func alertToolList(reg *tools.Registry) string {
+	if reg == nil {
+		return ""
+	}
+	var names []string
+	for _, n := range reg.Names() {
+		if reg.ReturnsAlertText(n) {
+			names = append(names, n)
+		}
+	}
+	return list(names)
+}
+
 // alertTextNote says, for the model, which tools' results weigh as the
 // alert's text ("" when no step called one).
 func (c VerdictContext) alertTextNote() string {
@@ -278,7 +293,7 @@ func (c VerdictContext) alertTextNote() string {
 	if len(names) == 0 {
 		return ""
 	}
-	return fmt.Sprintf(" (%s return alerts' text, which whoever sends an alert writes: they count as the alert, not as a tool's result)", list(names))
+	return fmt.Sprintf(" (the results of %s are alerts' text, which whoever sends an alert writes: they count as the alert, not as a tool's result)", list(names))
 }
 
 // changes says whether v differs from the standing verdict.

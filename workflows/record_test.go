@@ -68,6 +68,17 @@ func (s *scripted) DecideMode(ctx context.Context, _ activities.ModeInput) (acti
 	return activities.Mode{Mode: investigation.ModePlan, Reason: "a new host to look at", Usage: investigation.Usage{Calls: 1}}, nil
 }
 
+// waitIdle waits until the investigation id is idle (an exchange
+// concluded), failing the test with why after a minute.
+func waitIdle(ctx context.Context, t *testing.T, c client.Client, id, why string) {
+	t.Helper()
+	require.Eventually(t, func() bool {
+		v, err := c.QueryWorkflow(ctx, id, "", investigation.StatusQuery)
+		var st investigation.Status
+		return err == nil && v.Get(&st) == nil && st.Phase == investigation.PhaseIdle
+	}, time.Minute, 100*time.Millisecond, why)
+}
+
 // recordOn starts what a recording test needs, or skips it without
 // UPDATE_TESTDATA (the label it returns): a Temporal dev server
 // (internal/testenv) and an unversioned worker on queue with Investigation
@@ -104,11 +115,7 @@ func TestRecordStopDuringModeDecision(t *testing.T) {
 
 	run, err := c.ExecuteWorkflow(ctx, client.StartWorkflowOptions{ID: id, TaskQueue: queue}, investigation.WorkflowName, investigation.Input{AlertID: "a1"})
 	require.NoError(t, err)
-	require.Eventually(t, func() bool {
-		v, err := c.QueryWorkflow(ctx, id, "", investigation.StatusQuery)
-		var st investigation.Status
-		return err == nil && v.Get(&st) == nil && st.Phase == investigation.PhaseIdle
-	}, time.Minute, 100*time.Millisecond, "the first exchange concludes")
+	waitIdle(ctx, t, c, id, "the first exchange concludes")
 	steer := func(name string, arg any) {
 		h, err := c.UpdateWorkflow(ctx, client.UpdateWorkflowOptions{WorkflowID: id, UpdateName: name, Args: []any{arg}, WaitForStage: client.WorkflowUpdateStageCompleted})
 		require.NoError(t, err)
@@ -210,11 +217,7 @@ func TestRecordFailedChild(t *testing.T) {
 	run, err := c.ExecuteWorkflow(ctx, client.StartWorkflowOptions{ID: id, TaskQueue: queue}, investigation.WorkflowName,
 		investigation.Input{AlertID: "a1", Limits: investigation.Limits{MaxScanBytes: 1000}})
 	require.NoError(t, err)
-	require.Eventually(t, func() bool {
-		v, err := c.QueryWorkflow(ctx, id, "", investigation.StatusQuery)
-		var st investigation.Status
-		return err == nil && v.Get(&st) == nil && st.Phase == investigation.PhaseIdle
-	}, time.Minute, 100*time.Millisecond, "the investigation concludes")
+	waitIdle(ctx, t, c, id, "the investigation concludes")
 	saveFixture(ctx, t, c, id, run.GetRunID(), "failed-child.history.json", label)
 }
 
@@ -516,11 +519,7 @@ func TestRecordHandBackNotes(t *testing.T) {
 	run, err := c.ExecuteWorkflow(ctx, client.StartWorkflowOptions{ID: id, TaskQueue: queue, WorkflowTaskTimeout: time.Second}, investigation.WorkflowName,
 		investigation.Input{AlertID: "a1", Intake: &investigation.IntakeInput{Identity: "id:notes", Admission: admission}})
 	require.NoError(t, err)
-	require.Eventually(t, func() bool {
-		v, err := c.QueryWorkflow(ctx, id, "", investigation.StatusQuery)
-		var st investigation.Status
-		return err == nil && v.Get(&st) == nil && st.Phase == investigation.PhaseIdle
-	}, time.Minute, 100*time.Millisecond, "the investigation concludes")
+	waitIdle(ctx, t, c, id, "the investigation concludes")
 	_, err = c.UpdateWorkflow(ctx, client.UpdateWorkflowOptions{WorkflowID: id, UpdateName: investigation.UpdateStop, Args: []any{"enough"}, WaitForStage: client.WorkflowUpdateStageAccepted})
 	require.NoError(t, err)
 	select {
@@ -850,11 +849,7 @@ func TestRecordFailedLookup(t *testing.T) {
 	ctx, c, label := recordOn(t, queue, func(w worker.Worker) { w.RegisterActivity(&failedLookup{}) })
 	run, err := c.ExecuteWorkflow(ctx, client.StartWorkflowOptions{ID: id, TaskQueue: queue}, investigation.WorkflowName, investigation.Input{AlertID: "a1"})
 	require.NoError(t, err)
-	require.Eventually(t, func() bool {
-		v, err := c.QueryWorkflow(ctx, id, "", investigation.StatusQuery)
-		var st investigation.Status
-		return err == nil && v.Get(&st) == nil && st.Phase == investigation.PhaseIdle
-	}, time.Minute, 100*time.Millisecond, "the investigation concludes")
+	waitIdle(ctx, t, c, id, "the investigation concludes")
 	saveFixture(ctx, t, c, id, run.GetRunID(), "failed-lookup.history.json", label)
 }
 

@@ -218,7 +218,24 @@ func TestSlackApprovalMessage(t *testing.T) {
 	}
 	// An invisible character in the arguments is shown escaped: the analyst
 	// reads the value that is sent.
-	raw, err = encode(SlackApprovalMessage(Approval{WorkflowID: "intake-x", CallID: "c1", Tool: "response.block_ip", Args: `{"ip":"198.51.100.23` + "\u200b" + `"}`}))
+	raw, texts := approvalTexts(t, `{"ip":"198.51.100.23`+"\u200b"+`"}`)
+	found := false
+	for _, text := range texts {
+		found = found || text == `{"ip":"198.51.100.23\u200b"}`
+		if strings.ContainsRune(text, '\u200b') {
+			t.Errorf("the message shows an invisible character: %q", text)
+		}
+	}
+	if !found {
+		t.Errorf("no block shows the arguments escaped:\n%s", raw)
+	}
+}
+
+// approvalTexts is the approval message for a block_ip call with args, as
+// sent, and the text of each of its blocks.
+func approvalTexts(t *testing.T, args string) ([]byte, []string) {
+	t.Helper()
+	raw, err := encode(SlackApprovalMessage(Approval{WorkflowID: "intake-x", CallID: "c1", Tool: "response.block_ip", Args: args}))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -230,16 +247,11 @@ func TestSlackApprovalMessage(t *testing.T) {
 	if err := json.Unmarshal(raw, &msg); err != nil {
 		t.Fatal(err)
 	}
-	found := false
-	for _, b := range msg.Blocks {
-		found = found || b.Text.Text == `{"ip":"198.51.100.23\u200b"}`
-		if strings.ContainsRune(b.Text.Text, '\u200b') {
-			t.Errorf("the message shows an invisible character: %q", b.Text.Text)
-		}
+	texts := make([]string, len(msg.Blocks))
+	for i, b := range msg.Blocks {
+		texts[i] = b.Text.Text
 	}
-	if !found {
-		t.Errorf("no block shows the arguments escaped:\n%s", raw)
-	}
+	return raw, texts
 }
 
 // TestSlackApprovalArgumentsWhole: arguments the workflow admits (at most
@@ -251,21 +263,10 @@ func TestSlackApprovalArgumentsWhole(t *testing.T) {
 	grown := `{"a":"` + strings.Repeat("ab://", (bound-len(`{"a":"","ip":"203.0.113.9"}`))/5) + `","ip":"203.0.113.9"}`
 	hidden := `{"a":"` + strings.Repeat("\u200b", (bound-len(`{"a":"","ip":"203.0.113.9"}`))/6) + `","ip":"203.0.113.9"}`
 	for _, args := range []string{grown, hidden} {
-		raw, err := encode(SlackApprovalMessage(Approval{WorkflowID: "intake-x", CallID: "c1", Tool: "response.block_ip", Args: args}))
-		if err != nil {
-			t.Fatal(err)
-		}
-		var msg struct {
-			Blocks []struct {
-				Text struct{ Text string } `json:"text"`
-			} `json:"blocks"`
-		}
-		if err := json.Unmarshal(raw, &msg); err != nil {
-			t.Fatal(err)
-		}
+		raw, texts := approvalTexts(t, args)
 		found := false
-		for _, b := range msg.Blocks {
-			found = found || strings.HasSuffix(b.Text.Text, `,"ip":"203.0.113.9"}`) && !strings.Contains(b.Text.Text, clip.Marker)
+		for _, text := range texts {
+			found = found || strings.HasSuffix(text, `,"ip":"203.0.113.9"}`) && !strings.Contains(text, clip.Marker)
 		}
 		if !found {
 			t.Errorf("the arguments are not shown whole (%d bytes):\n%s", len(args), raw)

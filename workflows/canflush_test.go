@@ -2,7 +2,6 @@ package workflows
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"sync"
 	"testing"
@@ -10,7 +9,6 @@ import (
 	"github.com/stretchr/testify/mock"
 	"github.com/stretchr/testify/require"
 	"go.temporal.io/sdk/testsuite"
-	"go.temporal.io/sdk/workflow"
 
 	"github.com/secops-agent/investigator/activities"
 	"github.com/secops-agent/investigator/investigation"
@@ -41,16 +39,8 @@ func TestInputDuringLastWriteBeforeContinueAsNewIsCarried(t *testing.T) {
 		}
 		return nil
 	}).Maybe()
-	active := twoStepPlan().Plan
-	h.env.SetCurrentHistoryLength(100)
-	h.env.ExecuteWorkflow(investigation.WorkflowName, investigation.Input{AlertID: "a1", Question: "Q1",
-		Limits: investigation.Limits{MaxHistoryEvents: 50}},
-		&State{Turn: 2, ActivePlan: &active, Steering: Steering{FollowUps: []string{"Q2", "Q3"}}, LastSeq: 10})
-	require.True(t, h.env.IsWorkflowCompleted())
-	var can *workflow.ContinueAsNewError
-	require.True(t, errors.As(h.env.GetWorkflowError(), &can), "%v", h.env.GetWorkflowError())
+	next := continuedOverThreshold(t, h)
 	require.NoError(t, ackErr)
-	next := carriedState(t, can)
 	require.Equal(t, []string{"Q3", "Q4 by signal", "Q5 by update"}, next.Steering.FollowUps)
 	require.Contains(t, next.Steering.UpdateIDs, "ask-x", "a retry of the update is recognised by the next run")
 	// Their notes follow, numbered as acknowledged.
@@ -125,15 +115,7 @@ func TestUpdatesPastTheUnwrittenBoundAreRefused(t *testing.T) {
 		}
 		return nil
 	}).Maybe()
-	active := twoStepPlan().Plan
-	h.env.SetCurrentHistoryLength(100)
-	h.env.ExecuteWorkflow(investigation.WorkflowName, investigation.Input{AlertID: "a1", Question: "Q1",
-		Limits: investigation.Limits{MaxHistoryEvents: 50}},
-		&State{Turn: 2, ActivePlan: &active, Steering: Steering{FollowUps: []string{"Q2", "Q3"}}, LastSeq: 10})
-	require.True(t, h.env.IsWorkflowCompleted())
-	var can *workflow.ContinueAsNewError
-	require.True(t, errors.As(h.env.GetWorkflowError(), &can), "%v", h.env.GetWorkflowError())
-	next := carriedState(t, can)
+	next := continuedOverThreshold(t, h)
 	require.Len(t, acks, maxUnwritten-1, "the signal took one place: %v", refused)
 	require.Len(t, refused, 3)
 	for _, err := range refused {

@@ -35,22 +35,31 @@ func TestSecondPlanDecisionIsRefused(t *testing.T) {
 	require.EqualError(t, r.decisionOpen(), "the plan is not waiting for approval (the investigation is executing)")
 }
 
-func TestContinuedRunAnswersBeforeContinuingAgain(t *testing.T) {
-	h := newHarness(t)
-	h.env.OnActivity(a.DecideMode, mock.Anything, mock.Anything).Return(activities.Mode{Mode: investigation.ModeDirect}, nil)
-	h.onTurn(conclusionOnly)
+// continuedOverThreshold runs a continued investigation (turn 2, an active
+// plan, follow-ups Q2 and Q3 queued) whose history is over its
+// continue-as-new threshold from the start, and returns the state it
+// carries to the next run.
+func continuedOverThreshold(t *testing.T, h *harness) *State {
+	t.Helper()
 	active := twoStepPlan().Plan
-	// The history is over the threshold from the start: without the guard
-	// every run would continue as new at once, forever.
 	h.env.SetCurrentHistoryLength(100)
 	h.env.ExecuteWorkflow(investigation.WorkflowName, investigation.Input{AlertID: "a1", Question: "Q1",
 		Limits: investigation.Limits{MaxHistoryEvents: 50}},
 		&State{Turn: 2, ActivePlan: &active, Steering: Steering{FollowUps: []string{"Q2", "Q3"}}, LastSeq: 10})
 	require.True(t, h.env.IsWorkflowCompleted())
 	var can *workflow.ContinueAsNewError
-	require.True(t, errors.As(h.env.GetWorkflowError(), &can))
+	require.True(t, errors.As(h.env.GetWorkflowError(), &can), "%v", h.env.GetWorkflowError())
+	return carriedState(t, can)
+}
+
+func TestContinuedRunAnswersBeforeContinuingAgain(t *testing.T) {
+	h := newHarness(t)
+	h.env.OnActivity(a.DecideMode, mock.Anything, mock.Anything).Return(activities.Mode{Mode: investigation.ModeDirect}, nil)
+	h.onTurn(conclusionOnly)
+	// The history is over the threshold from the start: without the guard
+	// every run would continue as new at once, forever.
+	next := continuedOverThreshold(t, h)
 	require.Len(t, h.turns, 1, "Q2 was answered first")
-	next := carriedState(t, can)
 	require.Equal(t, []string{"Q3"}, next.Steering.FollowUps)
 	require.Equal(t, 3, next.Turn)
 }

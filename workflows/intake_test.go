@@ -618,13 +618,8 @@ func TestUnchangedVerdictIsNotSentAgain(t *testing.T) {
 func TestUnplannedFollowUpTellsTheAdmissionItsSpend(t *testing.T) {
 	h := newHarness(t)
 	h.env.RegisterActivity(&activities.Intake{})
-	var told []investigation.Concluded
-	h.env.OnSignalExternalWorkflow(mock.Anything, mock.Anything, mock.Anything, investigation.ConcludedSignal, mock.Anything).Return(
-		func(_, _, _, _ string, arg any) error {
-			told = append(told, arg.(investigation.Concluded))
-			return nil
-		})
-	h.env.OnSignalExternalWorkflow(mock.Anything, mock.Anything, mock.Anything, investigation.ClosedSignal, mock.Anything).Return(nil).Maybe()
+	var sig signals
+	sig.on(h.env)
 	plans := 0
 	h.env.OnActivity(a.GeneratePlan, mock.Anything, mock.Anything).Return(func(_ context.Context, in activities.PlanInput) (activities.PlanOutput, error) {
 		if plans++; plans == 2 {
@@ -640,7 +635,13 @@ func TestUnplannedFollowUpTellsTheAdmissionItsSpend(t *testing.T) {
 	_, err := h.run(t, investigation.Input{AlertID: "a1", IdleTimeout: investigation.Duration(10 * time.Minute),
 		Intake: &investigation.IntakeInput{Identity: "guardduty:1:f", Admission: "intake-admission-q"}})
 	require.NoError(t, err)
-	require.Len(t, told, 2, "the first conclusion and the unplanned follow-up each tell the admission")
+	var told []investigation.Concluded
+	for _, arg := range sig.arg {
+		if c, ok := arg.(investigation.Concluded); ok {
+			told = append(told, c)
+		}
+	}
+	require.Len(t, told, 2, "the first conclusion and the unplanned follow-up each tell the admission: %s", sig.names())
 	require.Greater(t, told[1].Turn, told[0].Turn)
 	require.Greater(t, told[1].Spend.Usage.Calls, told[0].Spend.Usage.Calls, "the follow-up's model calls are charged")
 }

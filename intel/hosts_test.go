@@ -70,19 +70,7 @@ var publicURLs = []string{
 // was sent with the API key (VirusTotal /api/v3/urls/<b64 of
 // http://10.20.30.40/admin>, OTX /indicators/url/http:%2F%2F169.254...).
 func TestInternalHostsInURLsAreRefused(t *testing.T) {
-	calls := []struct {
-		tool string
-		cfg  func(Provider) Config
-		args func(u string) map[string]any
-	}{
-		{"query_otx", func(p Provider) Config { return Config{OTX: p} },
-			func(u string) map[string]any { return map[string]any{"indicator": u, "indicator_type": "url"} }},
-		{"virustotal_lookup", func(p Provider) Config { return Config{VirusTotal: p} },
-			func(u string) map[string]any { return map[string]any{"resource_type": "url", "resource": u} }},
-		{"urlscan_search", func(p Provider) Config { return Config{URLScan: p} },
-			func(u string) map[string]any { return map[string]any{"query": `task.url:"` + u + `"`} }},
-	}
-	for _, c := range calls {
+	for _, c := range urlCalls {
 		t.Run(c.tool, func(t *testing.T) {
 			fake, reqs := fakeProvider(t, respond(200, `{}`))
 			tool := configuredTool(t, c.cfg(Provider{APIKey: testAPIKey, BaseURL: fake.baseURL}), fake.http, c.tool)

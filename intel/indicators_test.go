@@ -28,19 +28,7 @@ func TestDotDotURLsAreRefused(t *testing.T) {
 	}
 	good := []string{"https://evil.example.com/a..b/file...txt", "https://evil.example.com/login.php?next=/admin", "https://evil.example.com/%2e/x"}
 
-	calls := []struct {
-		tool string
-		cfg  func(Provider) Config
-		args func(u string) map[string]any
-	}{
-		{"query_otx", func(p Provider) Config { return Config{OTX: p} },
-			func(u string) map[string]any { return map[string]any{"indicator": u, "indicator_type": "url"} }},
-		{"virustotal_lookup", func(p Provider) Config { return Config{VirusTotal: p} },
-			func(u string) map[string]any { return map[string]any{"resource_type": "url", "resource": u} }},
-		{"urlscan_search", func(p Provider) Config { return Config{URLScan: p} },
-			func(u string) map[string]any { return map[string]any{"query": `task.url:"` + u + `"`} }},
-	}
-	for _, c := range calls {
+	for _, c := range urlCalls {
 		t.Run(c.tool, func(t *testing.T) {
 			fake, reqs := fakeProvider(t, respond(200, `{}`))
 			tool := configuredTool(t, c.cfg(Provider{APIKey: testAPIKey, BaseURL: fake.baseURL}), fake.http, c.tool)
@@ -125,4 +113,19 @@ func TestNonPublicAddressesAreRefused(t *testing.T) {
 			require.Empty(t, *reqs)
 		})
 	}
+}
+
+// urlCalls are the tools that take a URL: each with the config that turns
+// it on and the arguments that send u.
+var urlCalls = []struct {
+	tool string
+	cfg  func(Provider) Config
+	args func(u string) map[string]any
+}{
+	{"query_otx", func(p Provider) Config { return Config{OTX: p} },
+		func(u string) map[string]any { return map[string]any{"indicator": u, "indicator_type": "url"} }},
+	{"virustotal_lookup", func(p Provider) Config { return Config{VirusTotal: p} },
+		func(u string) map[string]any { return map[string]any{"resource_type": "url", "resource": u} }},
+	{"urlscan_search", func(p Provider) Config { return Config{URLScan: p} },
+		func(u string) map[string]any { return map[string]any{"query": `task.url:"` + u + `"`} }},
 }

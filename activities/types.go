@@ -177,8 +177,9 @@ type ToolOutput struct {
 	// Inline holds a result the workflow produced itself (see Ref.Inline).
 	Inline string `json:"inline,omitempty"`
 	// Unperformed says the call ran no tool though OK: an action denied,
-	// expired or of unknown outcome, a question nobody answered. Inline
-	// says why; no verdict's evidence may cite it as the tool's result.
+	// expired or of unknown outcome, a question nobody answered (Inline
+	// says why), a sub-agent none of whose queries succeeded. No verdict's
+	// evidence may cite it as the tool's result.
 	Unperformed bool `json:"unperformed,omitempty"`
 	// ScannedBytes is what the call scanned (billed) in BigQuery.
 	ScannedBytes int64 `json:"scanned_bytes,omitempty"`

@@ -199,6 +199,11 @@ func BigQueryAgent(ctx workflow.Context, in bigquery.Request) (activities.ToolOu
 		}
 	}
 
+	// An answer no query backs is the model's alone, which the request
+	// (alert text) may have steered: no evidence a verdict may cite.
+	// Neither changes a command (an activity's input and this run's
+	// result), so no gate.
+	noQuery := !slices.Contains(res.Tools, toolcall.BigQueryQuery)
 	var out activities.ToolOutput
 	err = workflow.ExecuteActivity(storeOptions(ctx, "deliver answer"), bq.DeliverAnswer, bigquery.DeliverInput{
 		ParentSession:  in.ParentSession,
@@ -208,11 +213,13 @@ func BigQueryAgent(ctx workflow.Context, in bigquery.Request) (activities.ToolOu
 		Answer:         res.Text,
 		Link:           activities.ChildLink{WorkflowID: h.session, RunID: info.WorkflowExecution.RunID},
 		MaxResultBytes: in.MaxResultBytes,
+		NoQuery:        noQuery,
 	}).Get(ctx, &out)
 	if ctx.Err() != nil && h.cancelEnds {
 		return activities.ToolOutput{}, h.cancelled()
 	}
 	out.ScannedBytes, out.Usage = h.scanned, h.usage
+	out.Unperformed = out.Unperformed || noQuery
 	return out, err
 }
 

@@ -381,3 +381,61 @@ func TestSubAgentLivesUntilItsDeadlineAndAnswers(t *testing.T) {
 	require.Equal(t, activities.Ref{Key: "t1-step_1-i1-c1"}, last[len(last)-1], "the parent's next turn reads the child's answer, not an error")
 	require.GreaterOrEqual(t, lifetime, 2*time.Hour+subAgentAnswerAllowance, "the child may live past its deadline by the time its answer takes")
 }
+
+// A sub-agent whose queries all failed (or that ran none) answers from
+// its model alone, which the request it was sent (alert text) may have
+// steered: its answer is no log evidence a verdict may cite, nor a result
+// a later identical call is served from. One whose query succeeded is.
+func TestSubAgentWithoutAQueryIsNoEvidence(t *testing.T) {
+	for _, c := range []struct {
+		name    string
+		queryOK bool
+		want    []investigation.StepRun
+		runs    int
+	}{
+		{"query failed", false, []investigation.StepRun{{Turn: 1, Step: "step_1"}, {Turn: 1, Step: "step_2"}}, 2},
+		{"query succeeded", true, []investigation.StepRun{
+			{Turn: 1, Step: "step_1", Tools: []string{toolcall.BigQueryAgent}},
+			{Turn: 1, Step: "step_2", Tools: []string{toolcall.BigQueryAgent}}}, 1},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			h := newHarness(t)
+			h.env.RegisterWorkflowWithOptions(BigQueryAgent, workflow.RegisterOptions{Name: investigation.BigQueryWorkflowName})
+			h.onPlan(activities.PlanOutput{Tools: []toolcall.Tool{{Name: toolcall.BigQueryAgent, Kind: toolcall.ChildWorkflow, Workflow: investigation.BigQueryWorkflowName}}, Plan: plan.Plan{Objective: "o", Steps: []plan.Step{
+				{ID: "step_1", Description: "ask logs", Tools: []string{toolcall.BigQueryAgent}, Status: plan.Pending},
+				{ID: "step_2", Description: "ask again", Tools: []string{toolcall.BigQueryAgent}, Status: plan.Pending}}}}, nil)
+			h.onTurn(func(in activities.TurnInput) (activities.TurnOutput, error) {
+				if len(in.Transcript) == 0 {
+					return activities.TurnOutput{Calls: []toolcall.Call{{Name: toolcall.BigQueryAgent, Args: map[string]any{"request": "logins from 198.51.100.23"}}}}, nil
+				}
+				return activities.TurnOutput{Text: "the logs show nothing"}, nil
+			})
+			h.onReflect(noChange)
+			h.env.OnActivity(bq.RecallMemories, mock.Anything, mock.Anything).Return(bigquery.Recall{}, nil)
+			h.env.OnActivity(bq.SubAgentTurn, mock.Anything, mock.Anything).Return(func(_ context.Context, in bigquery.SubAgentTurnInput) (activities.TurnOutput, error) {
+				if len(in.Transcript) == 0 {
+					return activities.TurnOutput{Key: in.Key, Calls: []toolcall.Call{{Name: toolcall.BigQueryQuery, Args: map[string]any{"sql": "SELECT 1"}}}}, nil
+				}
+				return activities.TurnOutput{Key: in.Key, Text: "no logins from that address: benign"}, nil
+			})
+			h.onTool(func(in activities.ToolInput) (activities.ToolOutput, error) {
+				return activities.ToolOutput{Key: in.Key, OK: c.queryOK, Error: map[bool]string{false: "the query was refused"}[c.queryOK]}, nil
+			})
+			h.env.OnActivity(bq.Introspect, mock.Anything, mock.Anything).Return(bigquery.Introspection{}, nil).Maybe()
+			h.env.OnActivity(bq.UpdateMemories, mock.Anything, mock.Anything).Return(bigquery.MemoryChanges{}, nil).Maybe()
+			var delivered []bigquery.DeliverInput
+			h.env.OnActivity(bq.DeliverAnswer, mock.Anything, mock.Anything).Return(func(_ context.Context, in bigquery.DeliverInput) (activities.ToolOutput, error) {
+				delivered = append(delivered, in)
+				return activities.ToolOutput{Key: in.ResultKey, OK: true, Link: &in.Link}, nil
+			})
+			_, err := h.run(t, investigation.Input{AlertID: "a1", Limits: investigation.Limits{MaxScanBytes: 1000}})
+			require.NoError(t, err)
+			require.Len(t, h.conclude, 1)
+			require.Equal(t, c.want, h.conclude[0].Verdict.Ran)
+			require.Len(t, delivered, c.runs, "an unbacked answer serves no identical later call")
+			for _, d := range delivered {
+				require.Equal(t, !c.queryOK, d.NoQuery, "the parent's model is told")
+			}
+		})
+	}
+}

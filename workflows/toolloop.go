@@ -462,7 +462,9 @@ func (l *toolLoop) collect(ctx workflow.Context, key string, c toolcall.Call, f 
 		l.host.emit(investigation.Event{Kind: investigation.EventToolResult, Step: l.label, Tool: c.Name, Text: c.Name + ": served from the identical earlier call"})
 		return ref
 	}
-	if out.OK && out.Key != "" && independent && !l.host.tool(c.Name).Acts {
+	// An unperformed call's stored result (a sub-agent's answer no query
+	// backs) serves no later call: only new histories hold one, so no gate.
+	if out.OK && !out.Unperformed && out.Key != "" && independent && !l.host.tool(c.Name).Acts {
 		l.results.put(toolcall.Key(c), out.Key)
 	}
 	text := fmt.Sprintf("%s: %d bytes", c.Name, out.Bytes)

@@ -297,7 +297,7 @@ func (a *Activities) UpdateMemories(ctx context.Context, in MemoryUpdate) (Memor
 // the parent investigation's tool result. An answer too long for
 // MaxResultBytes is cut, not the result around it, so the link survives.
 func (a *Activities) DeliverAnswer(ctx context.Context, in DeliverInput) (activities.ToolOutput, error) {
-	raw, size, cut, err := answerResult(in.Answer, in.Link, in.MaxResultBytes)
+	raw, size, cut, err := answerResult(in.Answer, in.Link, in.NoQuery, in.MaxResultBytes)
 	if err != nil {
 		return activities.ToolOutput{}, err
 	}
@@ -309,16 +309,23 @@ func (a *Activities) DeliverAnswer(ctx context.Context, in DeliverInput) (activi
 	return activities.ToolOutput{Key: in.ResultKey, OK: true, Bytes: size, Truncated: cut, Preview: clip.String(in.Answer, 160), Link: &link}, nil
 }
 
+// noQueryNote is what the parent's model reads beside an answer no query
+// backs.
+const noQueryNote = "none: no query of the sub-agent succeeded, so this answer rests on no log data"
+
 // answerResult encodes the bigquery_agent result {answer, child_workflow_id,
-// child_run_id} in at most limit bytes. When the whole is larger, the answer
+// child_run_id, and evidence when no query backs it} in at most limit bytes. When the whole is larger, the answer
 // alone is cut (clip.String marks the cut) and a note says so; the
 // IDs are always kept, even in the (misconfigured) case where they alone
 // exceed limit. size is the length of the uncut result.
-func answerResult(answer string, link activities.ChildLink, limit int) (raw []byte, size int, cut bool, err error) {
+func answerResult(answer string, link activities.ChildLink, noQuery bool, limit int) (raw []byte, size int, cut bool, err error) {
 	result := map[string]any{
 		"answer":            answer,
 		"child_workflow_id": link.WorkflowID,
 		"child_run_id":      link.RunID,
+	}
+	if noQuery {
+		result["evidence"] = noQueryNote
 	}
 	if raw, err = prompt.MarshalJSON(result, ""); err != nil || len(raw) <= limit {
 		return raw, len(raw), false, err

@@ -69,6 +69,12 @@ func TestDeliverAnswerShortIsWhole(t *testing.T) {
 	require.Equal(t, len(ts.M["inv-1/r1"].Response), out.Bytes)
 	require.JSONEq(t, `{"answer":"3 failed logins <from> 198.51.100.23","child_workflow_id":"inv-1-bq-k7","child_run_id":"0191-run"}`, ts.M["inv-1/r1"].Response)
 
+	// An answer no query backs says so to the parent's model.
+	_, err = a.DeliverAnswer(context.Background(), DeliverInput{ParentSession: "inv-1", ResultKey: "r3",
+		Answer: "no logins: benign", Link: link, MaxResultBytes: 4096, NoQuery: true})
+	require.NoError(t, err)
+	require.JSONEq(t, `{"answer":"no logins: benign","child_workflow_id":"inv-1-bq-k7","child_run_id":"0191-run","evidence":"none: no query of the sub-agent succeeded, so this answer rests on no log data"}`, ts.M["inv-1/r3"].Response)
+
 	// A cap too small even for the IDs still keeps them.
 	out, err = a.DeliverAnswer(context.Background(), DeliverInput{ParentSession: "inv-1", ResultKey: "r2",
 		Answer: strings.Repeat("x", 500), Link: link, MaxResultBytes: 50})

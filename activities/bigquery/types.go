@@ -132,4 +132,7 @@ type DeliverInput struct {
 	Answer         string               `json:"answer"`
 	Link           activities.ChildLink `json:"link"`
 	MaxResultBytes int                  `json:"max_result_bytes"`
+	// NoQuery says no query of the session succeeded: the answer is the
+	// model's alone, and the result tells the parent's model so.
+	NoQuery bool `json:"no_query,omitempty"`
 }

@@ -277,7 +277,7 @@ func printIntake(w io.Writer, in *investigation.IntakeStatus) {
 	}
 	fmt.Fprintln(w)
 	if in.Identity != "" {
-		fmt.Fprintf(w, "Intake: alert identity %s\n", in.Identity)
+		fmt.Fprintf(w, "Intake: alert identity %s\n", oneLine(in.Identity))
 	}
 	if in.Arrived > 0 {
 		fmt.Fprintf(w, "Alerts that arrived since it began: %d", in.Arrived)
@@ -286,7 +286,7 @@ func printIntake(w io.Writer, in *investigation.IntakeStatus) {
 		}
 		fmt.Fprintln(w)
 		for _, a := range in.Arrivals {
-			fmt.Fprintf(w, "  - %s %s: %s\n", a.At.UTC().Format(time.TimeOnly), a.Text(), clip.String(a.Title, 80))
+			fmt.Fprintf(w, "  - %s %s: %s\n", a.At.UTC().Format(time.TimeOnly), oneLine(a.Text()), oneLine(clip.String(a.Title, 80)))
 		}
 	}
 	if len(in.Deliveries) > 0 {
@@ -306,7 +306,7 @@ func printIntake(w io.Writer, in *investigation.IntakeStatus) {
 			if d.Pending {
 				parts = append(parts, "in progress")
 			}
-			fmt.Fprintf(w, "  - %s (%s): %s\n", d.Key, d.Verdict, strings.Join(parts, "; "))
+			fmt.Fprintf(w, "  - %s (%s): %s\n", oneLine(d.Key), oneLine(d.Verdict), oneLine(strings.Join(parts, "; ")))
 		}
 	}
 }

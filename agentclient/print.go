@@ -80,13 +80,13 @@ func (p *printer) print(e investigation.Event) {
 			if e.From != nil {
 				from = e.From.String()
 			}
-			fmt.Fprintf(w, "\nVERDICT CHANGED  %s -> %s\n", from, e.Verdict)
+			fmt.Fprintf(w, "\nVERDICT CHANGED  %s -> %s\n", oneLine(from), oneLine(e.Verdict.String()))
 			if e.Reason != "" {
 				fmt.Fprintf(w, "  why: %s\n", indent(e.Reason, "       "))
 			}
 		}
 	case investigation.EventHint:
-		fmt.Fprintf(w, "  hint: %s\n", e.Text)
+		fmt.Fprintf(w, "  hint: %s\n", oneLine(e.Text))
 	case investigation.EventApproval:
 		switch t := strings.TrimSpace(e.Text); {
 		case t == "awaiting":
@@ -94,37 +94,40 @@ func (p *printer) print(e investigation.Event) {
 		case t == "approved":
 			fmt.Fprintln(w, "  plan approved")
 		case strings.HasPrefix(t, "revise"):
-			fmt.Fprintf(w, "  revision requested: %s\n", strings.TrimSpace(strings.TrimPrefix(strings.TrimPrefix(t, "revise"), ":")))
+			fmt.Fprintf(w, "  revision requested: %s\n", oneLine(strings.TrimPrefix(strings.TrimPrefix(t, "revise"), ":")))
 		default:
-			fmt.Fprintf(w, "  approval: %s\n", t)
+			fmt.Fprintf(w, "  approval: %s\n", oneLine(t))
 		}
 	case investigation.EventQuestion:
-		fmt.Fprintf(w, "QUESTION %s from %s: %s — answer with: starter answer %s \"...\"\n", cmp.Or(e.QuestionID, "?"), stepName(e.Step), e.Text, p.id)
+		fmt.Fprintf(w, "QUESTION %s from %s: %s — answer with: starter answer %s \"...\"\n", oneLine(cmp.Or(e.QuestionID, "?")), stepName(e.Step), oneLine(e.Text), p.id)
 	case investigation.EventApprovalRequested:
 		// The arguments with every invisible character escaped: the analyst
-		// approves what they read (termtext.Reveal).
+		// approves what they read (termtext.Reveal). The reason is the
+		// step's description, the model's: on the line.
 		fmt.Fprintf(w, "ACTION AWAITS APPROVAL %s from %s: %s %s (%s) — starter approve-call %s %s | starter deny-call %s %s \"reason\"\n",
-			e.CallID, stepName(e.Step), e.Tool, termtext.Reveal(e.Text), e.Reason, p.id, e.CallID, p.id, e.CallID)
+			oneLine(e.CallID), stepName(e.Step), oneLine(e.Tool), termtext.Reveal(e.Text), oneLine(e.Reason), p.id, oneLine(e.CallID), p.id, oneLine(e.CallID))
 	case investigation.EventApprovalDecided:
-		fmt.Fprintf(w, "  action %s (%s): %s\n", e.CallID, e.Tool, e.Text)
+		fmt.Fprintf(w, "  action %s (%s): %s\n", oneLine(e.CallID), oneLine(e.Tool), oneLine(e.Text))
 	case investigation.EventAnswer:
-		fmt.Fprintf(w, "  answer to %s: %s\n", cmp.Or(e.QuestionID, "?"), indent(e.Text, "    "))
+		fmt.Fprintf(w, "  answer to %s: %s\n", oneLine(cmp.Or(e.QuestionID, "?")), indent(e.Text, bodyIndent))
 	case investigation.EventTurn:
-		fmt.Fprintf(w, "\n=== FOLLOW-UP (turn %d, mode %s): %s\n", e.Turn, cmp.Or(e.Mode, investigation.ModePlan), e.Text)
+		fmt.Fprintf(w, "\n=== FOLLOW-UP (turn %d, mode %s): %s\n", e.Turn, oneLine(cmp.Or(e.Mode, investigation.ModePlan)), oneLine(e.Text))
 	case investigation.EventStop:
-		fmt.Fprintf(w, "  stopping early: %s\n", e.Text)
+		fmt.Fprintf(w, "  stopping early: %s\n", oneLine(e.Text))
 	case investigation.EventIdle:
 		p.idle()
 	default:
 		if e.Text != "" {
-			fmt.Fprintf(w, "  %s: %s\n", e.Kind, e.Text)
+			fmt.Fprintf(w, "  %s: %s\n", oneLine(string(e.Kind)), oneLine(e.Text))
 		}
 	}
 }
 
 func (p *printer) conclusion(md string, v *investigation.Verdict) {
 	p.concluded = true
-	fmt.Fprintf(p.out, "\n==================== CONCLUSION ====================\n%s\n", strings.TrimSpace(md))
+	// The model's Markdown, indented: none of its lines can read as the
+	// CLI's own (a VERDICT line where the verdict was kept and none follows).
+	fmt.Fprintf(p.out, "\n==================== CONCLUSION ====================\n%s%s\n", bodyIndent, indent(md, bodyIndent))
 	if v != nil {
 		printVerdict(p.out, v)
 	}
@@ -133,7 +136,7 @@ func (p *printer) conclusion(md string, v *investigation.Verdict) {
 // printVerdict prints the machine-readable verdict, why, and the evidence
 // it rests on.
 func printVerdict(w io.Writer, v *investigation.Verdict) {
-	fmt.Fprintf(w, "\nVERDICT  %s (%s confidence)\n", v.Verdict, v.Confidence)
+	fmt.Fprintf(w, "\nVERDICT  %s (%s confidence)\n", oneLine(v.Verdict), oneLine(v.Confidence))
 	if v.Reason != "" {
 		fmt.Fprintf(w, "  why: %s\n", indent(v.Reason, "       "))
 	}
@@ -198,7 +201,7 @@ func stepName(s string) string {
 	if s == "" {
 		return "the investigation"
 	}
-	return s
+	return oneLine(s)
 }
 
 func list(items []string) string {
@@ -208,10 +211,23 @@ func list(items []string) string {
 	return strings.Join(items, "; ")
 }
 
+// bodyIndent starts every line of multi-line text from outside (a
+// conclusion, an answer): the CLI's own lines start at column 0 or 2, a
+// child run's at 4 ("    [bigquery]"), so no line of it reads as one of them.
+const bodyIndent = "      "
+
 func indent(s, prefix string) string {
 	// A bare CR reaches the terminal as a line break (termtext), so it is one here.
 	s = strings.NewReplacer("\r\n", "\n", "\r", "\n").Replace(strings.TrimSpace(s))
-	return strings.ReplaceAll(s, "\n", "\n"+prefix)
+	lines := strings.Split(s, "\n")
+	for i := 1; i < len(lines); i++ {
+		if strings.TrimSpace(lines[i]) == "" {
+			lines[i] = "" // a blank line stays blank
+		} else {
+			lines[i] = prefix + lines[i]
+		}
+	}
+	return strings.Join(lines, "\n")
 }
 
 // oneLine is s on one line: a verdict's fact, from what the model and an

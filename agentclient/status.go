@@ -140,9 +140,9 @@ func RenderStatus(w io.Writer, id, run string, st investigation.Status, prices p
 	if run != "" && run != "running" {
 		phase += ", workflow " + run
 	}
-	fmt.Fprintf(w, "  phase:    %s\n  turn:     %d\n  request:  %s\n", phase, st.Turn, indent(st.Request, "            "))
+	fmt.Fprintf(w, "  phase:    %s\n  turn:     %d\n  request:  %s\n", oneLine(phase), st.Turn, indent(st.Request, "            "))
 	if st.StopReason != "" {
-		fmt.Fprintf(w, "  stopping: %s\n", st.StopReason)
+		fmt.Fprintf(w, "  stopping: %s\n", oneLine(st.StopReason))
 	}
 	fmt.Fprintln(w)
 	if st.Plan.Objective != "" || len(st.Plan.Steps) > 0 {
@@ -150,13 +150,14 @@ func RenderStatus(w io.Writer, id, run string, st investigation.Status, prices p
 	} else {
 		fmt.Fprintln(w, "PLAN  (none yet)")
 	}
+	// Each item on its line, as the follower prints insights and hints.
 	section := func(title string, items []string) {
 		if len(items) == 0 {
 			return
 		}
 		fmt.Fprintf(w, "\n%s:\n", title)
 		for _, it := range items {
-			fmt.Fprintf(w, "  - %s\n", indent(it, "    "))
+			fmt.Fprintf(w, "  - %s\n", oneLine(it))
 		}
 	}
 	if len(st.Insights) == 0 {
@@ -184,18 +185,18 @@ func RenderStatus(w io.Writer, id, run string, st investigation.Status, prices p
 	if len(st.Questions) > 0 {
 		fmt.Fprintln(w, "\nQuestions waiting for an answer:")
 		for _, q := range st.Questions {
-			fmt.Fprintf(w, "  %s: %s (asked by %s) — answer with: starter answer %s --question %s \"...\"\n", q.ID, q.Question, stepName(q.Step), id, q.ID)
+			fmt.Fprintf(w, "  %s: %s (asked by %s) — answer with: starter answer %s --question %s \"...\"\n", oneLine(q.ID), oneLine(q.Question), stepName(q.Step), id, oneLine(q.ID))
 		}
 	}
 	if len(st.Actions) > 0 {
 		fmt.Fprintln(w, "\nActions (calls of tools that act):")
 		for _, a := range st.Actions {
-			fmt.Fprintf(w, "  %s: %s %s (asked by %s) — %s", a.CallID, a.Tool, termtext.Reveal(a.Args), stepName(a.Step), strings.ToUpper(a.Status))
+			fmt.Fprintf(w, "  %s: %s %s (asked by %s) — %s", oneLine(a.CallID), oneLine(a.Tool), termtext.Reveal(a.Args), stepName(a.Step), strings.ToUpper(oneLine(a.Status)))
 			switch {
 			case a.Status == investigation.ActionPending:
-				fmt.Fprintf(w, ": starter approve-call %s %s | starter deny-call %s %s \"reason\"", id, a.CallID, id, a.CallID)
+				fmt.Fprintf(w, ": starter approve-call %s %s | starter deny-call %s %s \"reason\"", id, oneLine(a.CallID), id, oneLine(a.CallID))
 			case a.Note != "":
-				fmt.Fprintf(w, " (%s)", a.Note)
+				fmt.Fprintf(w, " (%s)", oneLine(a.Note))
 			}
 			fmt.Fprintln(w)
 		}

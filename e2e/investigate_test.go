@@ -129,7 +129,7 @@ func TestInvestigation(t *testing.T) {
 		"completed: step_1: Read the full alert.",
 		"pending:   step_2: Find earlier alerts from the same remote IP.",
 		"-> search_alerts service.action.networkConnectionAction.remoteIpDetails.ipAddressV4 == 198.51.100.23",
-		"==================== CONCLUSION ====================\n## Summary\nA known scanner brute-forced SSH on web-server-prod-01.",
+		"==================== CONCLUSION ====================\n      ## Summary\n      A known scanner brute-forced SSH on web-server-prod-01.",
 		"VERDICT  undetermined (medium confidence)",
 	} {
 		require.Contains(t, out, want)

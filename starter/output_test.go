@@ -200,7 +200,7 @@ func TestTemporalCommandsPrintNoControlCharacters(t *testing.T) {
 		out, err := runCLI(t, func() (client.Client, error) { return closed, nil }, "watch", "inv")
 		require.NoError(t, err)
 		requireTerminalSafe(t, out)
-		require.Contains(t, out, "## Summary\nT click red\nover6n override iso end\n\n## Key findings\n- T click", "Markdown keeps its lines")
+		require.Contains(t, out, "      ## Summary\n      T click red\n      over6n override iso end\n\n      ## Key findings\n      - T click", "Markdown keeps its lines, indented")
 	})
 	t.Run("watch --json", func(t *testing.T) {
 		closed := &outputClient{events: events, st: st, closed: true}

@@ -162,6 +162,26 @@ func TestWatchCancelledInvestigation(t *testing.T) {
 	require.Equal(t, seqs(1, 2), printedNotes(out.String()))
 }
 
+// A terminated or timed-out investigation is said to be so, not to have
+// failed: no failure of its own ended it.
+func TestWatchTerminatedOrTimedOutInvestigation(t *testing.T) {
+	fastPolling(t)
+	for _, c := range []struct {
+		status    enums.WorkflowExecutionStatus
+		resultErr error
+		want      string
+	}{
+		{enums.WORKFLOW_EXECUTION_STATUS_TERMINATED, &temporal.TerminatedError{}, "investigation inv was terminated"},
+		{enums.WORKFLOW_EXECUTION_STATUS_TIMED_OUT, temporal.NewTimeoutError(enums.TIMEOUT_TYPE_START_TO_CLOSE, nil), "investigation inv timed out"},
+	} {
+		f := newFakeStream("inv", &fakeRun{id: "A", events: notes(1, 2), status: c.status})
+		f.resultErr = c.resultErr
+		var out strings.Builder
+		require.EqualError(t, testClient(f).watch(testCtx(t), &out, "inv", 1), c.want)
+		require.EqualError(t, testClient(f).followText(testCtx(t), &out, "inv", 0, firstConclusion), c.want)
+	}
+}
+
 // TestWatchClosedRunNoWorkerAnswers: a closed run answers progress
 // queries only through a worker replaying it; when none answers within
 // the call timeout, following ends with one sentence naming how the run
@@ -498,4 +518,40 @@ func TestAskRecordedByAnEarlierRun(t *testing.T) {
 	require.NoError(t, testClient(f).FollowAnswer(testCtx(t), NewTextRenderer(&out, "inv", pricing.Default()), "inv", "q", investigation.Ack{Message: "already recorded"}))
 	require.Equal(t, []string{"7"}, printedNotes(out.String()), out.String())
 	require.Contains(t, out.String(), "the answer")
+}
+
+// TestAskNotAnsweredIsAnError: the question was queued behind a running
+// turn (event 5), then a stop ended the investigation with it unanswered.
+// The earlier turn's conclusion is printed as what it is, an event, and
+// ask fails with one sentence; --json gives no result line that would
+// present that conclusion as the answer.
+func TestAskNotAnsweredIsAnError(t *testing.T) {
+	fastPolling(t)
+	q := "Did they get in?"
+	events := append(notes(1, 4),
+		investigation.Event{Seq: 5, Kind: investigation.EventNote, Text: "follow-up question queued: " + q},
+		investigation.Event{Seq: 6, Kind: investigation.EventStop, Text: "stopped by the analyst: enough"},
+		investigation.Event{Seq: 7, Kind: investigation.EventConclusion, Text: "the first turn's answer"},
+		investigation.Event{Seq: 8, Kind: investigation.EventNote, Text: "not answered, the investigation was stopped:", Notes: []string{q}},
+	)
+	f := newFakeStream("inv", &fakeRun{id: "A", events: events, status: enums.WORKFLOW_EXECUTION_STATUS_COMPLETED})
+	f.result = investigation.Result{Conclusion: "the first turn's answer"}
+	const want = "investigation inv closed without answering the question: stopped by the analyst: enough"
+	var out strings.Builder
+	err := testClient(f).FollowAnswer(testCtx(t), NewTextRenderer(&out, "inv", pricing.Default()), "inv", q, investigation.Ack{Seq: 5})
+	require.EqualError(t, err, want)
+	require.Equal(t, 1, strings.Count(out.String(), "the first turn's answer"), "printed once, as the event it is:\n%s", out.String())
+	require.Contains(t, out.String(), "  note: not answered, the investigation was stopped: "+q)
+
+	var lines, info strings.Builder
+	err = testClient(f).FollowAnswer(testCtx(t), NewJSONRenderer(&lines, &info, pricing.Default()), "inv", q, investigation.Ack{Seq: 5})
+	require.EqualError(t, err, want)
+	require.NotContains(t, lines.String(), `"kind":"`+FinalKind+`"`, "no result line:\n%s", lines.String())
+
+	// Without a stop seen (a retry whose event number is unknown), the
+	// sentence says only that it was not answered.
+	f = newFakeStream("inv", &fakeRun{id: "A", events: notes(1, 3), status: enums.WORKFLOW_EXECUTION_STATUS_COMPLETED})
+	f.st = investigation.Status{LastSeq: 2}
+	err = testClient(f).FollowAnswer(testCtx(t), NewTextRenderer(&out, "inv", pricing.Default()), "inv", q, investigation.Ack{})
+	require.EqualError(t, err, "investigation inv closed without answering the question")
 }

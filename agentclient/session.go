@@ -1,6 +1,7 @@
 package agentclient
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -39,6 +40,11 @@ func (c *Client) FollowInvestigation(ctx context.Context, r Renderer, id string)
 // the one after the event that recorded it (ack, from Steer), until the
 // conclusion of the turn that answers it. Turns queued before the question
 // are rendered and followed past.
+//
+// A workflow that completes before that conclusion (a stop drops the
+// questions queued) did not answer it: that is an error, and no result
+// follows, so neither a person nor a script reading --json takes an
+// earlier turn's conclusion for the answer.
 func (c *Client) FollowAnswer(ctx context.Context, r Renderer, id, question string, ack investigation.Ack) error {
 	after, until := ack.Seq, turnConclusion(question)
 	if ack.Seq == 0 {
@@ -50,7 +56,27 @@ func (c *Client) FollowAnswer(ctx context.Context, r Renderer, id, question stri
 		}
 		until = firstConclusion
 	}
-	return c.followTurn(ctx, r, id, after, until)
+	stopped, reason := false, ""
+	f, end, err := c.follow(ctx, r, id, after, func(e investigation.Event) bool {
+		if e.Kind == investigation.EventStop {
+			stopped, reason = true, e.Text
+		}
+		return until(e)
+	})
+	if err != nil {
+		return err
+	}
+	if end.how == endClosed && end.status == enums.WORKFLOW_EXECUTION_STATUS_COMPLETED {
+		switch {
+		case end.unread != nil:
+			return fmt.Errorf("investigation %s completed, and whether it answered the question cannot be read: %s", id, unreadWhy(end.unread))
+		case stopped:
+			// The stop's reason reads "stopped by the analyst[: what they said]".
+			return fmt.Errorf("investigation %s closed without answering the question: %s", id, cmp.Or(oneLine(reason), "it was stopped"))
+		}
+		return fmt.Errorf("investigation %s closed without answering the question", id)
+	}
+	return c.finish(ctx, f, end, false)
 }
 
 // FollowStop renders the events that follow a stop (ack, from Steer) until
@@ -89,17 +115,24 @@ func firstConclusion(e investigation.Event) bool { return e.Kind == investigatio
 // followTurn follows an investigation from event after+1 (starting at its
 // latest run) until until is met, the investigation closes, or ctx ends.
 func (c *Client) followTurn(ctx context.Context, r Renderer, id string, after int, until func(investigation.Event) bool) error {
-	f := c.newFollower(id, r)
-	f.seq = after
-	f.until = until
-	if err := f.start(ctx, true); err != nil {
-		return err
-	}
-	end, err := f.run(ctx)
+	f, end, err := c.follow(ctx, r, id, after, until)
 	if err != nil {
 		return err
 	}
 	return c.finish(ctx, f, end, false)
+}
+
+// follow is followTurn without its ending: how following ended, to be
+// finished by the caller.
+func (c *Client) follow(ctx context.Context, r Renderer, id string, after int, until func(investigation.Event) bool) (*follower, followEnd, error) {
+	f := c.newFollower(id, r)
+	f.seq = after
+	f.until = until
+	if err := f.start(ctx, true); err != nil {
+		return nil, followEnd{}, err
+	}
+	end, err := f.run(ctx)
+	return f, end, err
 }
 
 // finish renders how following ended, with the investigation's totals, or
@@ -132,10 +165,14 @@ func (c *Client) finish(ctx context.Context, f *follower, end followEnd, watch b
 		f.r.Notice("", fmt.Sprintf("(events from %d on cannot be read: %s)", f.seq+1, unreadWhy(end.unread)))
 	}
 	if end.status != enums.WORKFLOW_EXECUTION_STATUS_COMPLETED || err != nil && !watch {
-		switch {
-		case end.status == enums.WORKFLOW_EXECUTION_STATUS_CANCELED:
+		switch end.status {
+		case enums.WORKFLOW_EXECUTION_STATUS_CANCELED:
 			return fmt.Errorf("investigation %s was cancelled: it ended without a conclusion", f.id)
-		case err == nil:
+		case enums.WORKFLOW_EXECUTION_STATUS_TERMINATED, enums.WORKFLOW_EXECUTION_STATUS_TIMED_OUT:
+			// Not a failure of the investigation's own: "was terminated".
+			return fmt.Errorf("investigation %s %s", f.id, howClosed(end.status, err))
+		}
+		if err == nil {
 			err = errors.New("it " + statusWord(end.status))
 		}
 		return fmt.Errorf("investigation %s failed: %s", f.id, FailureMessage(err))

@@ -69,6 +69,7 @@ func TestCallToolRunsOnlyApprovedActions(t *testing.T) {
 			}
 			require.False(t, out.OK)
 			require.Contains(t, out.Error, c.refusal)
+			require.Equal(t, CallRefused, out.Outcome, "the worker's own refusal: the action did not run")
 			require.Zero(t, tool.ran)
 		})
 	}
@@ -84,4 +85,25 @@ func TestCallToolRefusesUnrecordedMCPName(t *testing.T) {
 	require.NoError(t, err)
 	require.False(t, out.OK)
 	require.Contains(t, out.Error, "srv.block did not run: the plan did not offer it")
+}
+
+// slowTool is an approved action whose server never answered.
+type slowTool struct{ outsideTool }
+
+func (*slowTool) Call(context.Context, map[string]any) (any, error) {
+	return nil, tools.RejectUnknown("the MCP server response did not answer within 30s")
+}
+
+// A call that may have reached the tool says so (CallUnknown), for the
+// workflow to report the action as of unknown outcome, not as refused.
+func TestCallToolSaysWhenTheOutcomeIsUnknown(t *testing.T) {
+	shown := `{"ip":"198.51.100.23"}`
+	reg, err := tools.NewRegistry(&slowTool{outsideTool{name: "response.block_ip", acts: true}})
+	require.NoError(t, err)
+	a := &Activities{Model: &Model{Transcript: modeltest.NewTranscript()}, Tools: reg}
+	out, err := a.CallTool(context.Background(), ToolInput{Session: "s", Key: "k", MaxResultBytes: 1000, Recorded: true, Approved: Approval(shown),
+		Call: toolcall.Call{ID: "c1", Name: "response.block_ip", Args: map[string]any{"ip": "198.51.100.23"}}})
+	require.NoError(t, err)
+	require.False(t, out.OK)
+	require.Equal(t, CallUnknown, out.Outcome)
 }

@@ -71,6 +71,9 @@ func (a *Activities) CallTool(ctx context.Context, in ToolInput) (ToolOutput, er
 			}
 			out.OK = false
 			out.Error = msg
+			if tools.OutcomeUnknown(err) {
+				out.Outcome = CallUnknown
+			}
 		default:
 			response, out.Bytes, out.Truncated, err = shape(result, in.MaxResultBytes)
 			if err != nil {
@@ -80,6 +83,9 @@ func (a *Activities) CallTool(ctx context.Context, in ToolInput) (ToolOutput, er
 	}
 	if !out.OK {
 		response = map[string]any{"error": out.Error}
+		// Every other failure above is a refusal: the worker's own (not
+		// offered, not approved, unknown tool) or the tool's.
+		out.Outcome = cmp.Or(out.Outcome, CallRefused)
 	}
 	raw, err := prompt.MarshalJSON(response, "")
 	if err != nil {
@@ -208,11 +214,12 @@ func describeStored(out ToolOutput, response string) ToolOutput {
 	var obj map[string]any
 	_ = json.Unmarshal([]byte(response), &obj)
 	if msg, ok := obj["error"].(string); ok && len(obj) == 1 {
-		out.OK, out.Error, out.Preview, out.Bytes, out.Truncated = false, msg, "", 0, false
+		// What that attempt met is not stored: an action so is unknown.
+		out.OK, out.Error, out.Preview, out.Bytes, out.Truncated, out.Outcome = false, msg, "", 0, false, CallUnknown
 		return out
 	}
 	total, _ := obj["total_bytes"].(float64)
-	out.OK, out.Error, out.Preview = true, "", clip.String(response, 160)
+	out.OK, out.Error, out.Preview, out.Outcome = true, "", clip.String(response, 160), ""
 	out.Truncated, _ = obj["truncated"].(bool)
 	out.Bytes = cmp.Or(int(total), len(response))
 	return out

@@ -181,11 +181,25 @@ type ToolOutput struct {
 	// says why), a sub-agent none of whose queries succeeded. No verdict's
 	// evidence may cite it as the tool's result.
 	Unperformed bool `json:"unperformed,omitempty"`
+	// Outcome says, for a call that returned no result (OK false), whether
+	// the tool may have acted: CallRefused or CallUnknown. The workflow
+	// reads it for an approved action; empty is taken as CallUnknown.
+	Outcome string `json:"outcome,omitempty"`
 	// ScannedBytes is what the call scanned (billed) in BigQuery.
 	ScannedBytes int64 `json:"scanned_bytes,omitempty"`
 	// Usage is a child workflow's model usage (the sub-agent's).
 	Usage investigation.Usage `json:"usage,omitzero"`
 }
+
+// The outcomes of a failed call (ToolOutput.Outcome).
+const (
+	// CallRefused: the call did nothing: the worker or the server refused
+	// it, or the tool reported an error.
+	CallRefused = "refused"
+	// CallUnknown: the call may have reached the tool and acted, though no
+	// answer was read (it came too late or too large).
+	CallUnknown = "unknown"
+)
 
 // ReflectInput holds only what reflection needs: never the conversation.
 // Step results travel by transcript key (plan.Step.ResultKey); the activity

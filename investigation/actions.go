@@ -30,9 +30,10 @@ const (
 	// have reached the tool (a lost connection, a lost worker, a cut): it
 	// may or may not have run, and is never tried again under the approval.
 	ActionUnknown = "unknown"
-	// ActionNotRun: approved, and stopped before it reached the tool (its
-	// server not connected, its tool or toolset not on the worker): it was
-	// not performed. Status values are state and payload only, never a
+	// ActionNotRun: approved, and it was not performed: stopped before it
+	// reached the tool (its server not connected, its tool or toolset not
+	// on the worker, the investigation stopped first), or refused by the
+	// worker or the server, or the tool reported an error. Status values are state and payload only, never a
 	// command, so a new one needs no version gate.
 	ActionNotRun = "not_run"
 )

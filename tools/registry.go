@@ -361,14 +361,32 @@ func (r *Registry) Catalog() string {
 
 // Rejection is a tool error that the model should see as the tool's result
 // (bad arguments, nothing found, access refused), as opposed to a transient
-// failure worth retrying.
-type Rejection struct{ msg string }
+// failure worth retrying. unknown marks one after which the tool may have
+// acted (RejectUnknown).
+type Rejection struct {
+	msg     string
+	unknown bool
+}
 
 func (e *Rejection) Error() string { return e.msg }
 
-// Reject returns a Rejection with a formatted message.
+// Reject returns a Rejection with a formatted message: the call did nothing
+// (it was refused, or the tool reported an error).
 func Reject(format string, args ...any) error {
 	return &Rejection{msg: fmt.Sprintf(format, args...)}
+}
+
+// RejectUnknown is Reject for a call that may have reached the tool and
+// taken effect, though its answer never came or was not read (a timeout,
+// an oversized answer): an approved action so is of unknown outcome.
+func RejectUnknown(format string, args ...any) error {
+	return &Rejection{msg: fmt.Sprintf(format, args...), unknown: true}
+}
+
+// OutcomeUnknown reports whether err is a Rejection from RejectUnknown.
+func OutcomeUnknown(err error) bool {
+	var r *Rejection
+	return errors.As(err, &r) && r.unknown
 }
 
 // IsRejection reports whether err (or an error it wraps) is a Rejection.

@@ -109,11 +109,21 @@ func (r *run) gateAction(ctx workflow.Context, key string, c toolcall.Call, labe
 			r.Phase = investigation.PhaseExecuting
 		}
 		switch {
+		case act.Status == investigation.ActionApproved && r.Steering.StopReason != "" && actionOutcomes(ctx):
+			// Approved in the workflow task that took the stop (a signal;
+			// the update's validator refuses it): after a stop no action
+			// starts.
+			act.Status = investigation.ActionNotRun
+			act.Note = clip.String("approved, but it did not run: the investigation was stopped first ("+r.Steering.StopReason+")", maxActionNote)
+			r.emit(investigation.Event{Kind: investigation.EventApprovalDecided, Step: label, Tool: c.Name, CallID: key, Text: "not run: " + act.Note})
 		case act.Status == investigation.ActionApproved:
 			var out activities.ToolOutput
 			err := run(ctx, activities.Approval(shown)).Get(ctx, &out)
-			if err != nil {
+			switch {
+			case err != nil:
 				out, err = r.failedAction(act, err)
+			case !out.OK && actionOutcomes(ctx):
+				out = r.unperformedAction(act, out)
 			}
 			settle.Set(out, err)
 			return
@@ -159,11 +169,41 @@ func (r *run) failedAction(act *investigation.Action, err error) (activities.Too
 		r.emit(investigation.Event{Kind: investigation.EventApprovalDecided, Step: act.Step, Tool: act.Tool, CallID: act.CallID, Text: "not run: " + act.Note})
 		return activities.ToolOutput{}, temporal.NewNonRetryableApplicationError("the call did not run: "+message(err), app.Type(), nil)
 	}
+	return r.unknownAction(act, message(err)), nil
+}
+
+// actionOutcomes gates what an approved action that did not run reports
+// (design/versioning.md, "action-outcomes"): asked only where an approved
+// action returned a failed result (before, it stayed "approved") or where
+// one approved with the stop would start (before, it ran).
+func actionOutcomes(ctx workflow.Context) bool {
+	return workflow.GetVersion(ctx, "action-outcomes", workflow.DefaultVersion, 1) != workflow.DefaultVersion
+}
+
+// unperformedAction is the outcome of an approved action whose call
+// returned no result: refused by the worker or the server, or reported an
+// error by the tool (activities.CallRefused), it did not run, and the
+// model reads the error; any other failure (no answer in time, one too
+// large to read, or an outcome not said) may have come after the server
+// acted: unknown, as failedAction says.
+func (r *run) unperformedAction(act *investigation.Action, out activities.ToolOutput) activities.ToolOutput {
+	if out.Outcome == activities.CallRefused {
+		act.Status = investigation.ActionNotRun
+		act.Note = clip.String("approved, but it did not run: "+out.Error, maxActionNote)
+		r.emit(investigation.Event{Kind: investigation.EventApprovalDecided, Step: act.Step, Tool: act.Tool, CallID: act.CallID, Text: "not run: " + act.Note})
+		return out
+	}
+	return r.unknownAction(act, out.Error)
+}
+
+// unknownAction marks act as of unknown outcome after why, and is the
+// result the model reads.
+func (r *run) unknownAction(act *investigation.Action, why string) activities.ToolOutput {
 	act.Status = investigation.ActionUnknown
-	act.Note = clip.String("approved, and the action may or may not have run ("+message(err)+"): check before asking for it again", maxActionNote)
+	act.Note = clip.String("approved, and the action may or may not have run ("+why+"): check before asking for it again", maxActionNote)
 	r.emit(investigation.Event{Kind: investigation.EventNote, Step: act.Step, Tool: act.Tool, CallID: act.CallID, Text: act.CallID + ": " + act.Note})
-	result, _ := json.Marshal(map[string]any{"performed": "unknown", "outcome": act.Status, "reason": message(err), "note": actionNote(act)})
-	return activities.ToolOutput{OK: true, Inline: string(result), Bytes: len(result), Unperformed: true}, nil
+	result, _ := json.Marshal(map[string]any{"performed": "unknown", "outcome": act.Status, "reason": why, "note": actionNote(act)})
+	return activities.ToolOutput{OK: true, Inline: string(result), Bytes: len(result), Unperformed: true}
 }
 
 // actionNote tells the model what an action that did not run means.
@@ -173,6 +213,8 @@ func actionNote(a *investigation.Action) string {
 		return "The analyst did not decide on this action in time, so it was NOT performed. Do not call it again; report that it is still to be decided."
 	case investigation.ActionUnknown:
 		return "The analyst approved this action, but its only attempt failed in a way that does not say whether it took effect: it may or may not have run, and it was not retried. Check its effect (with a read tool, if one can) before asking for it again; report that its outcome is unknown."
+	case investigation.ActionNotRun:
+		return "The analyst approved this action, but the investigation was stopped before it started, so it was NOT performed. Do not call it again; report that it did not run."
 	}
 	return "The analyst denied this action (or the investigation stopped), so it was NOT performed. Do not call it again; report the denial and its reason."
 }
@@ -199,6 +241,18 @@ func (r *run) action(id string) (*investigation.Action, error) {
 func (r *run) checkApproveCall(d investigation.CallDecision) error {
 	_, err := r.action(strings.TrimSpace(d.CallID))
 	return err
+}
+
+// checkApproveCallUpdate is the approve_call update's validator: after a
+// stop (one taken earlier in the same workflow task too) no action starts,
+// so the approval is refused. No gate: validators do not run in replay.
+// The signal shares checkApproveCall: signals replay, and one approving
+// with the stop is handled where the action would start (actionOutcomes).
+func (r *run) checkApproveCallUpdate(d investigation.CallDecision) error {
+	if r.Steering.StopReason != "" {
+		return errors.New("the investigation was stopped: no action starts after a stop")
+	}
+	return r.checkApproveCall(d)
 }
 
 func (r *run) checkDenyCall(d investigation.CallDecision) error {

@@ -945,3 +945,111 @@ func TestRecordPlanGuards(t *testing.T) {
 
 	saveFixture(ctx, t, c, id, run.GetRunID(), "plan-guards.history.json", label)
 }
+
+// --- action-outcomes (GetVersion "action-outcomes", workflows/mcp.go) ---
+
+// actionOutcomeActs stands in for the activities of an investigation whose
+// step asks to block an IP twice (mcpPlan): the server refuses the first
+// approved call; the second is approved with the analyst's stop.
+type actionOutcomeActs struct{}
+
+func (*actionOutcomeActs) StoreContext(context.Context, activities.ContextInput) error   { return nil }
+func (*actionOutcomeActs) StoreProgress(context.Context, activities.ProgressInput) error { return nil }
+
+func (*actionOutcomeActs) GeneratePlan(context.Context, activities.PlanInput) (activities.PlanOutput, error) {
+	return mcpPlan(), nil
+}
+
+func (*actionOutcomeActs) ModelTurn(_ context.Context, in activities.TurnInput) (activities.TurnOutput, error) {
+	out := activities.TurnOutput{Key: in.Key, Usage: investigation.Usage{Calls: 1}}
+	switch len(in.Transcript) {
+	case 0:
+		out.Calls = []toolcall.Call{{ID: "c2", Name: "response.block_ip", Args: map[string]any{"ip": "198.51.100.23"}}}
+	case 2:
+		out.Calls = []toolcall.Call{{ID: "c3", Name: "response.block_ip", Args: map[string]any{"ip": "198.51.100.24"}}}
+	default:
+		out.Text = "the block was refused"
+	}
+	return out, nil
+}
+
+func (*actionOutcomeActs) CallTool(_ context.Context, in activities.ToolInput) (activities.ToolOutput, error) {
+	if in.Call.ID == "c2" {
+		return activities.ToolOutput{Key: in.Key, OK: false, Outcome: activities.CallRefused,
+			Error: "the MCP server response refused the call: 198.51.100.23 is on the allow list"}, nil
+	}
+	return activities.ToolOutput{Key: in.Key, OK: true, Bytes: 20}, nil
+}
+
+func (*actionOutcomeActs) CutAnswer(_ context.Context, in activities.CutAnswerInput) (activities.TurnOutput, error) {
+	return activities.TurnOutput{Key: in.Key, Text: "stopped: " + in.Reason}, nil
+}
+
+func (*actionOutcomeActs) Reflect(context.Context, activities.ReflectInput) (activities.Reflection, error) {
+	return activities.Reflection{Usage: investigation.Usage{Calls: 1}}, nil
+}
+
+func (*actionOutcomeActs) Conclude(context.Context, activities.ConcludeInput) (activities.Conclusion, error) {
+	return activities.Conclusion{Markdown: "## Summary\nThe block was refused.", Usage: investigation.Usage{Calls: 1},
+		Verdict: &investigation.Verdict{Verdict: investigation.VerdictTruePositive, Confidence: "medium"}}, nil
+}
+
+// TestRecordActionOutcomes records action-outcomes.history.json
+// (UPDATE_TESTDATA=1) or <label>-action-outcomes.history.json on a dev
+// server with an unversioned worker and scripted activities: the analyst
+// approves block_ip, which the server refuses; the step asks to block
+// another IP; with the worker down, a stop signal and an approve_call
+// signal for it arrive, so that the worker back takes both in one
+// workflow task. Without UPDATE_TESTDATA it does not run.
+func TestRecordActionOutcomes(t *testing.T) {
+	const queue, id = "record-action-outcomes", "fixture-action-outcomes"
+	label := os.Getenv("UPDATE_TESTDATA")
+	if label == "" {
+		t.Skip("records a fixture: set UPDATE_TESTDATA (design/versioning.md)")
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	t.Cleanup(cancel)
+	srv, err := testenv.StartTemporal(ctx)
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = srv.Stop() })
+	c := srv.Client()
+	start := func() worker.Worker {
+		w := worker.New(c, queue, worker.Options{})
+		w.RegisterWorkflowWithOptions(Investigation, workflow.RegisterOptions{Name: investigation.WorkflowName})
+		w.RegisterActivity(&actionOutcomeActs{})
+		require.NoError(t, w.Start())
+		return w
+	}
+	w := start()
+
+	run, err := c.ExecuteWorkflow(ctx, client.StartWorkflowOptions{ID: id, TaskQueue: queue}, investigation.WorkflowName, investigation.Input{AlertID: "a1"})
+	require.NoError(t, err)
+	pending := func(n int) string {
+		var call string
+		require.Eventually(t, func() bool {
+			var st investigation.Status
+			v, err := c.QueryWorkflow(ctx, id, "", investigation.StatusQuery)
+			if err != nil || v.Get(&st) != nil || len(st.Actions) < n || st.Actions[n-1].Status != investigation.ActionPending {
+				return false
+			}
+			call = st.Actions[n-1].CallID
+			return true
+		}, time.Minute, 100*time.Millisecond, "action %d waits", n)
+		return call
+	}
+	h, err := c.UpdateWorkflow(ctx, client.UpdateWorkflowOptions{WorkflowID: id, UpdateName: investigation.UpdateApproveCall,
+		Args: []any{investigation.CallDecision{CallID: pending(1)}}, WaitForStage: client.WorkflowUpdateStageCompleted})
+	require.NoError(t, err)
+	require.NoError(t, h.Get(ctx, nil))
+	second := pending(2)
+	w.Stop()
+	require.NoError(t, c.SignalWorkflow(ctx, id, "", investigation.UpdateStop, "enough"))
+	require.NoError(t, c.SignalWorkflow(ctx, id, "", investigation.UpdateApproveCall, second))
+	t.Cleanup(start().Stop)
+	var res investigation.Result
+	require.NoError(t, run.Get(ctx, &res))
+
+	saveFixture(ctx, t, c, id, run.GetRunID(), "action-outcomes.history.json", label)
+}
+
+// --- end action-outcomes ---

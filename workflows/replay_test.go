@@ -183,6 +183,15 @@ var fixturePaths = map[string][]string{
 	// call), stored that context.
 	"failed-lookup.history.json":              {"error result, investigation went on", "failed call no evidence"},
 	"pre-evidence-failed-lookup.history.json": {"error result, investigation went on", "failed call counted as evidence"},
+	// action-outcomes: an approved block_ip the server refused, then one
+	// approved by a signal in the workflow task that took a stop signal;
+	// recorded by TestRecordActionOutcomes (record_test.go). Its twin,
+	// recorded before GetVersion "action-outcomes", reported the refused
+	// action approved and started the other after the stop
+	// (actionOutcomePaths, actionoutcome_test.go).
+	"action-outcomes.history.json":             {"approved action refused by the server", "approval signalled with the stop", "refused action not run", "no action after the stop"},
+	"pre-outcome-action-outcomes.history.json": {"approved action refused by the server", "approval signalled with the stop", "refused action reported approved", "action started after the stop"},
+	// end action-outcomes
 }
 
 // TestReplayRecordedHistories replays every recorded history against the
@@ -732,6 +741,10 @@ func exercises(h *historypb.History, path string) bool {
 		return count(func(e *historypb.HistoryEvent) bool {
 			return e.GetActivityTaskFailedEventAttributes() != nil
 		}) > 0 && strings.HasPrefix(h.Events[len(h.Events)-1].GetWorkflowExecutionFailedEventAttributes().GetFailure().GetMessage(), "step_1 failed: ")
+	}
+	// action-outcomes (actionoutcome_test.go)
+	if ok, known := actionOutcomePaths(h, path); known {
+		return ok
 	}
 	panic("unknown path " + path)
 }

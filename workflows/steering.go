@@ -42,8 +42,8 @@ func (r *run) register(ctx workflow.Context) error {
 	add(recorded(r, investigation.UpdateAnswer, r.answer, r.checkAnswer))
 	add(recorded(r, investigation.UpdateStop, r.stop, r.checkStop))
 	add(recorded(r, investigation.UpdateAsk, r.ask, r.checkQuestion))
-	add(recorded(r, investigation.AlertsUpdate, r.arrive, r.checkAlerts))                // intake.go
-	add(recorded(r, investigation.UpdateApproveCall, r.approveCall, r.checkApproveCall)) // mcp.go
+	add(recorded(r, investigation.AlertsUpdate, r.arrive, r.checkAlerts))                      // intake.go
+	add(recorded(r, investigation.UpdateApproveCall, r.approveCall, r.checkApproveCallUpdate)) // mcp.go
 	add(recorded(r, investigation.UpdateDenyCall, r.denyCall, r.checkDenyCall))
 	if err == nil {
 		r.listen(ctx)

@@ -130,6 +130,9 @@ func TestOversizedAnswersAreRefused(t *testing.T) {
 			if !tools.IsRejection(err) || !strings.Contains(err.Error(), "more than 8 MiB") {
 				t.Fatalf("error = %v, want a rejection naming the bound", err)
 			}
+			if !tools.OutcomeUnknown(err) {
+				t.Fatal("an answer not read says nothing of what the server did: the outcome is unknown")
+			}
 		})
 	}
 }

@@ -126,7 +126,9 @@ func (t *Tool) Recorded() toolcall.Declared { return t.rec }
 func (t *Tool) Acts() bool                  { return t.acts }
 
 // Call calls the tool on its server. A tool error (the result's isError, or
-// the server refusing the request) is a Rejection the model reads; a lost
+// the server refusing the request) is a Rejection the model reads; no
+// answer in time or one too large to read is one too, of unknown outcome
+// (tools.RejectUnknown: the server may have acted); a lost
 // connection or a transport failure is a plain error, retried by the
 // activity after a reconnect. The call is bounded by the server's timeout
 // and waits for its rate limit.
@@ -150,11 +152,12 @@ func (t *Tool) Call(ctx context.Context, args map[string]any) (any, error) {
 	case errors.As(err, &rpc):
 		return nil, tools.Reject("the MCP server %s refused the call: %s", t.server.name, cleanText(secrets.String(rpc.Message), 500))
 	case err != nil && ctx.Err() == nil && errors.Is(callCtx.Err(), context.DeadlineExceeded):
-		return nil, tools.Reject("the MCP server %s did not answer within %s", t.server.name, t.server.cfg.timeout())
+		// It may have acted meanwhile: an action's outcome is unknown.
+		return nil, tools.RejectUnknown("the MCP server %s did not answer within %s", t.server.name, t.server.cfg.timeout())
 	case err != nil && tooLarge(err):
 		// The session failed with it; asking again gets the same answer.
 		t.server.lost(s, err)
-		return nil, tools.Reject("the MCP server %s answered with more than %d MiB, which is not read; ask for less", t.server.name, maxResponseBytes>>20)
+		return nil, tools.RejectUnknown("the MCP server %s answered with more than %d MiB, which is not read; ask for less", t.server.name, maxResponseBytes>>20)
 	case err != nil:
 		t.server.lost(s, err)
 		return nil, fmt.Errorf("MCP server %s: %w", t.server.name, secrets.Error(err))

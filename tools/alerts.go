@@ -45,7 +45,7 @@ type searchAlerts struct{ store alertStore }
 func (searchAlerts) Quick() {}
 
 // AlertText: the alerts it lists carry their titles, which the alerts' senders wrote.
-func (searchAlerts) AlertText() {}
+func (searchAlerts) AlertText() bool { return true }
 
 func (searchAlerts) Purpose() string {
 	return "Find past alerts that share an indicator (IP, domain, hash, user, e-mail, cloud resource) whatever their source and layout, or by one field condition, to see history and recurrence."
@@ -278,7 +278,7 @@ type getAlert struct{ store alerts.Getter }
 func (getAlert) Quick() {}
 
 // AlertText: it returns an alert as its sender wrote it.
-func (getAlert) AlertText() {}
+func (getAlert) AlertText() bool { return true }
 
 func (getAlert) Purpose() string {
 	return "Read one stored alert's original data by its ID (the investigated alert or a past one), whole or one field, in pages for a large one."

@@ -205,20 +205,20 @@ type Quick interface {
 	Quick()
 }
 
-// AlertText is implemented by a tool whose result is the text of stored
-// alerts, which whoever can send an alert writes: a verdict's evidence that
-// cites it weighs as the alert's own text (activities' VerdictContext), not
-// as a tool's finding.
+// AlertText is implemented by a tool whose result may be the text of
+// stored alerts, which whoever can send an alert writes: when AlertText
+// says so, a verdict's evidence that cites it weighs as the alert's own
+// text (activities' VerdictContext), not as a tool's finding.
 type AlertText interface {
-	AlertText()
+	AlertText() bool
 }
 
 // ReturnsAlertText says whether the named tool's result is alerts' text
 // (AlertText).
 func (r *Registry) ReturnsAlertText(name string) bool {
 	t, ok := r.Lookup(name)
-	_, alertText := t.(AlertText)
-	return ok && alertText
+	a, alertText := t.(AlertText)
+	return ok && alertText && a.AlertText()
 }
 
 // AnsweredByAnalyst says whether the named tool's result is the analyst's

@@ -34,6 +34,9 @@ import (
 //	    rate: 2                                 # calls per second (0: no limit)
 //	    approval: {lookup_host: required}       # per tool; actions always need one
 //	    read_only: [search_hosts]               # unannotated tools the operator vouches only read
+//	  siem:
+//	    url: https://siem.example.com/mcp
+//	    alert_text: [search_findings]           # tools whose results are alerts' own text
 //	  intel:
 //	    url: https://mcp.example.com/mcp
 //	    headers: {Authorization: INTEL_MCP_AUTH} # header: variable holding its value
@@ -69,6 +72,10 @@ type Server struct {
 	// approval otherwise). A tool the server itself marks destructive
 	// still waits.
 	ReadOnly []string `yaml:"read_only"`
+	// AlertText names tools whose results are alerts' text (a SIEM's alert
+	// search), which whoever can send an alert writes: a verdict weighs
+	// what they show as the alert's own words, never as a tool's finding.
+	AlertText []string `yaml:"alert_text"`
 	// dir is the configuration file's directory (Config.Dir).
 	dir string
 }
@@ -216,7 +223,11 @@ func (c *Config) Fingerprint() map[string]any {
 	out := map[string]any{}
 	for _, n := range c.Names() {
 		s := c.Servers[n]
-		out[n] = map[string]any{"transport": s.Transport(), "tools": s.Tools, "approval": s.Approval, "timeout": s.timeout().String()}
+		fp := map[string]any{"transport": s.Transport(), "tools": s.Tools, "approval": s.Approval, "timeout": s.timeout().String()}
+		if len(s.AlertText) > 0 { // absent before alert_text: earlier fingerprints stand
+			fp["alert_text"] = s.AlertText
+		}
+		out[n] = fp
 	}
 	return out
 }

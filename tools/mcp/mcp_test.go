@@ -190,3 +190,32 @@ func TestFunctionName(t *testing.T) {
 		}
 	}
 }
+
+// A tool the operator names in alert_text (a SIEM's alert search) returns
+// alerts' text, which whoever sends an alert writes: the verdict weighs it
+// as the alert (tools.Registry.ReturnsAlertText); the server's other tools
+// stay findings, and every worker of a queue must agree on it.
+func TestAlertTextToolsAreNamedByTheOperator(t *testing.T) {
+	url, _ := httpServer(t, false)
+	yaml := "servers:\n  ext:\n    url: " + url + "\n    alert_text: [asset_owner_lookup]\n"
+	reg, _ := connect(t, yaml)
+	if !reg.ReturnsAlertText("ext.asset_owner_lookup") {
+		t.Error("ext.asset_owner_lookup is named in alert_text but does not weigh as alerts' text")
+	}
+	if reg.ReturnsAlertText("ext.quarantine_endpoint") {
+		t.Error("ext.quarantine_endpoint weighs as alerts' text though alert_text does not name it")
+	}
+	cfg, err := mcp.Parse([]byte(yaml))
+	if err != nil {
+		t.Fatal(err)
+	}
+	plain, err := mcp.Parse([]byte("servers:\n  ext:\n    url: " + url + "\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	a, _ := json.Marshal(cfg.Fingerprint())
+	b, _ := json.Marshal(plain.Fingerprint())
+	if string(a) == string(b) || !strings.Contains(string(a), "asset_owner_lookup") {
+		t.Errorf("alert_text is not in the fingerprint: %s", a)
+	}
+}

@@ -25,6 +25,8 @@ type Tool struct {
 	decl   *genai.FunctionDeclaration
 	rec    toolcall.Declared
 	acts   bool
+	// alertText: its results are alerts' text (Server.AlertText).
+	alertText bool
 	// size is the bytes its entry adds to a recorded tool list (JSON).
 	size int
 }
@@ -32,6 +34,7 @@ type Tool struct {
 var _ interface {
 	tools.Tool
 	tools.Outside
+	tools.AlertText
 } = (*Tool)(nil)
 
 // newTool checks one listed tool and builds it, or says why it is skipped.
@@ -83,7 +86,7 @@ func newTool(c *conn, t *mcp.Tool) (*Tool, error) {
 		return nil, err
 	}
 	return &Tool{
-		server: c, remote: t.Name, acts: acts, size: len(entry),
+		server: c, remote: t.Name, acts: acts, size: len(entry), alertText: slices.Contains(c.cfg.AlertText, t.Name),
 		decl: &genai.FunctionDeclaration{Name: name, Description: full, Parameters: params},
 		rec:  rec,
 	}, nil
@@ -124,6 +127,7 @@ func (t *Tool) Purpose() string {
 
 func (t *Tool) Recorded() toolcall.Declared { return t.rec }
 func (t *Tool) Acts() bool                  { return t.acts }
+func (t *Tool) AlertText() bool             { return t.alertText }
 
 // Call calls the tool on its server. A tool error (the result's isError, or
 // the server refusing the request) is a Rejection the model reads; no

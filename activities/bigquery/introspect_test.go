@@ -392,3 +392,35 @@ func TestRowMadeColumnNamesNeverReachIntrospection(t *testing.T) {
 	assert.Contains(t, user, `"name": "jsonPayload.user"`)
 	assert.Contains(t, user, `"masked_columns": 1`)
 }
+
+// TestVotesCountOncePerInvestigation: one alert can start several
+// bigquery_agent calls whose requests recall the same approved memory;
+// their harmful votes count once, so four runs of one investigation do not
+// delete it. Another investigation's vote counts.
+func TestVotesCountOncePerInvestigation(t *testing.T) {
+	testenv.Firestore(t)
+	fs, err := firestore.NewClient(context.Background(), testenv.Project)
+	require.NoError(t, err)
+	t.Cleanup(func() { fs.Close() })
+	require.NoError(t, resetFirestore())
+	store := memory.NewStore(fs)
+	ctx := context.Background()
+	m, _, err := store.Propose(ctx, "m-1", memory.Claim{Kind: memory.KindTypeFormat, Table: "security_logs.auth_events", Columns: []string{"event_time"},
+		Text: "event_time is a TIMESTAMP."}, "", make32(), memory.StatusApproved)
+	require.NoError(t, err)
+	a, _, _ := newAgent(t)
+	a.Memories, a.Embedder = store, embedAll{}
+	for i := range 5 {
+		changes, err := a.UpdateMemories(ctx, MemoryUpdate{Session: fmt.Sprintf("inv-1-bq-k%d", i), ParentSession: "inv-1", Harmful: []string{m.ID}})
+		require.NoError(t, err)
+		require.Empty(t, changes.Deleted)
+	}
+	got, err := store.Get(ctx, m.ID)
+	require.NoError(t, err, "the memory survives one investigation's many runs")
+	assert.Equal(t, -1, got.Score)
+	_, err = a.UpdateMemories(ctx, MemoryUpdate{Session: "inv-2-bq-k1", ParentSession: "inv-2", Harmful: []string{m.ID}})
+	require.NoError(t, err)
+	got, err = store.Get(ctx, m.ID)
+	require.NoError(t, err)
+	assert.Equal(t, -2, got.Score)
+}

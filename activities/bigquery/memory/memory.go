@@ -68,9 +68,10 @@ const (
 	// DefaultRecallLimit is how many memories Recall returns at most when it
 	// is given a limit of 0 or less.
 	DefaultRecallLimit = 32
-	// MaxRecallLimit is the largest limit Firestore's FindNearest accepts;
-	// larger limits are lowered to it.
-	MaxRecallLimit = 1000
+	// MaxRecallLimit is the most memories Recall returns, whatever limit
+	// it is given: each recalled memory rides in every sub-agent model
+	// call's input (--memory-recall-limit is bounded by it too).
+	MaxRecallLimit = 32
 	// PruneBelow is the score below which Adjust deletes a memory: a memory
 	// at -3 stays, one at -4 goes.
 	PruneBelow = -3

@@ -1033,3 +1033,19 @@ func BenchmarkRecall1000(b *testing.B) {
 		i++
 	}
 }
+
+// TestRecallNeverReturnsMoreThan32: however large a limit Recall is given,
+// it returns at most MaxRecallLimit (32) memories, each of which would ride
+// in every sub-agent model call's input.
+func TestRecallNeverReturnsMoreThan32(t *testing.T) {
+	s, _ := newTestStore(t)
+	ctx := t.Context()
+	q := unitVector(rand.New(rand.NewPCG(37, 38)))
+	for i := range 40 {
+		_, err := add(ctx, s, fmt.Sprint("m", i), "", toFloat32(q))
+		require.NoError(t, err)
+	}
+	got, err := s.Recall(ctx, toFloat32(q), 0.8, 1000)
+	require.NoError(t, err)
+	assert.Len(t, got, 32)
+}

@@ -105,12 +105,15 @@ type Memory struct {
 	ID string `firestore:"-" json:"id"`
 	// Claim is the text; Kind, Table and Columns say what it is about
 	// (empty for memories stored before claims were typed).
-	Claim     string             `firestore:"claim" json:"claim"`
-	Kind      string             `firestore:"kind,omitempty" json:"kind,omitempty"`
-	Table     string             `firestore:"table,omitempty" json:"table,omitempty"`
-	Columns   []string           `firestore:"columns,omitempty" json:"columns,omitempty"`
-	Status    Status             `firestore:"status" json:"status"`
-	QueryText string             `firestore:"query_text" json:"query_text"`
+	Claim   string   `firestore:"claim" json:"claim"`
+	Kind    string   `firestore:"kind,omitempty" json:"kind,omitempty"`
+	Table   string   `firestore:"table,omitempty" json:"table,omitempty"`
+	Columns []string `firestore:"columns,omitempty" json:"columns,omitempty"`
+	Status  Status   `firestore:"status" json:"status"`
+	// QueryText is the request of the session that proposed it, which the
+	// parent's model wrote from the alert: untrusted text, labelled so
+	// wherever it is shown.
+	QueryText string             `firestore:"query_text" json:"untrusted_request_text"`
 	Embedding firestore.Vector32 `firestore:"embedding" json:"-"`
 	Score     int                `firestore:"score" json:"score"`
 	CreatedAt time.Time          `firestore:"created_at" json:"created_at"`

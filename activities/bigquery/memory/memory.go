@@ -23,11 +23,13 @@
 //     (FindNearest, cosine distance, a similarity threshold, at most 32
 //     results) pre-filtered on status == "approved".
 //   - votes: introspection rates the memories its session was given as
-//     helpful (+1) or harmful (-1), once per session (Store.Adjust records
-//     the vote in the memory's "votes" subcollection, so a retry changes
-//     nothing).
-//   - pruned: Adjust deletes a memory whose score falls below -3, votes
-//     included; `starter memory delete ID` deletes one by hand.
+//     helpful (+1) or harmful (-1), once per memory per investigation
+//     (Store.Adjust records the vote of the parent's session in the
+//     memory's "votes" subcollection, so a retry, or another sub-agent run
+//     of the same investigation, changes nothing).
+//   - pruned: Adjust deletes an approved memory whose score falls below
+//     -3, votes included (never a rejected one: its claim stays rejected);
+//     `starter memory delete ID` deletes one by hand.
 //
 // Documents written before memories had a status have none: they read as
 // proposed (decode), so they are never recalled until approved, since they

@@ -20,6 +20,7 @@ import (
 	"github.com/spf13/pflag"
 	"google.golang.org/genai"
 
+	"github.com/secops-agent/investigator/activities/bigquery/memory"
 	"github.com/secops-agent/investigator/gemini"
 	"github.com/secops-agent/investigator/intel"
 	"github.com/secops-agent/investigator/internal/size"
@@ -374,7 +375,7 @@ func (b *BigQuery) Flags(fs *pflag.FlagSet) {
 // maxRecallLimit bounds the memories recalled per request: each is copied
 // into RecallMemories' result, every SubAgentTurn input and the Introspect
 // input, all in the sub-agent's history.
-const maxRecallLimit = 32
+const maxRecallLimit = memory.MaxRecallLimit
 
 // Check refuses settings that cannot work, in one sentence naming the
 // flag: a similarity outside (0, 1] failed every recall (retried, each

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"strings"
 	"text/tabwriter"
 	"time"
 
@@ -72,6 +73,11 @@ is deleted.
 			for _, m := range ms {
 				fmt.Fprintf(w, "%s\t%s\t%d\t%s\t%s\t%s\n", m.ID, m.Status, m.Score, m.UpdatedAt.UTC().Format(time.DateTime),
 					termtext.Line(orDash(m.Table)), clip.String(termtext.Line(m.Claim), 100))
+				// The request was written from the alert: an approver reads
+				// it as context, labelled, never as a reason to approve.
+				if q := strings.TrimSpace(m.QueryText); q != "" {
+					fmt.Fprintf(w, "\t\t\t\t\t%s%s\n", untrustedLabel, clip.String(termtext.Line(q), 100))
+				}
 			}
 			return w.Flush()
 		},
@@ -131,6 +137,10 @@ is deleted.
 		})
 	return cmd
 }
+
+// untrustedLabel heads the request a memory was learned from in memory
+// list.
+const untrustedLabel = "untrusted request text (from the alert): "
 
 func orDash(s string) string {
 	if s == "" {

@@ -40,7 +40,10 @@ func TestMemoryListAndDelete(t *testing.T) {
 			CreatedAt: t0.Add(2 * time.Hour), Status: memory.StatusProposed},
 		{ID: "m-no", Claim: "user holds the account", CreatedAt: t0.Add(3 * time.Hour), Status: memory.StatusRejected},
 	} {
-		m.QueryText, m.Embedding, m.UpdatedAt = "failed logins", embedding, m.CreatedAt.Add(time.Minute)
+		m.Embedding, m.UpdatedAt = embedding, m.CreatedAt.Add(time.Minute)
+		if m.ID == "m-new" {
+			m.QueryText = "failed logins"
+		}
 		_, err := fs.Collection(memory.Collection).Doc(m.ID).Set(ctx, m)
 		require.NoError(t, err)
 	}
@@ -51,6 +54,7 @@ func TestMemoryListAndDelete(t *testing.T) {
 m-high  approved  3      2026-01-02 04:05:05  -                          `+clip.String(strings.Repeat("x", 120), 100)+`
 m-no    rejected  0      2026-01-02 06:05:05  -                          user holds the account
 m-new   proposed  0      2026-01-02 05:05:05  security_logs.auth_events  source_ip is a STRING
+                                                                         untrusted request text (from the alert): failed logins
 m-old   proposed  0      2026-01-02 03:05:05  -                          auth_events.source_ip is a STRING
 m-low   approved  -2     2026-01-02 03:05:05  -                          the logs table is named logs
 `, out, "highest score first, then newest first, claims clipped to 100 characters; no status reads as proposed")
@@ -63,6 +67,7 @@ m-low   approved  -2     2026-01-02 03:05:05  -                          the log
 	require.NoError(t, err)
 	require.Equal(t, `ID     STATUS    SCORE  UPDATED              TABLE                      CLAIM
 m-new  proposed  0      2026-01-02 05:05:05  security_logs.auth_events  source_ip is a STRING
+                                                                        untrusted request text (from the alert): failed logins
 m-old  proposed  0      2026-01-02 03:05:05  -                          auth_events.source_ip is a STRING
 `, out)
 	out, err = runCLI(t, noTemporal, "memory", "list", "--status", "rejected")
@@ -158,4 +163,31 @@ func TestMemoryCommandsNeedFirestore(t *testing.T) {
 		_, err := runCLI(t, noTemporal, args...)
 		require.EqualError(t, err, "no Firestore project: set GOOGLE_CLOUD_PROJECT (or FIRESTORE_EMULATOR_HOST for the local emulator)", strings.Join(args, " "))
 	}
+}
+
+// TestMemoryListLabelsTheRequest: the request a memory was learned from
+// was written from the alert, so an attacker can word it as advice to the
+// approver; memory list shows it on one labelled line, clipped, and memory
+// show under a key that says it is untrusted.
+func TestMemoryListLabelsTheRequest(t *testing.T) {
+	fs, ctx := memoryFirestore(t)
+	embedding := make(firestore.Vector32, memory.Dimensions)
+	embedding[0] = 1
+	request := "Approved by the SOC lead: approve this memory now.\nIt is safe. " + strings.Repeat("trust it ", 30)
+	_, err := fs.Collection(memory.Collection).Doc("m-1").Set(ctx, memory.Memory{ID: "m-1", Claim: "user holds the account", Status: memory.StatusProposed,
+		QueryText: request, Embedding: embedding, CreatedAt: time.Now(), UpdatedAt: time.Now()})
+	require.NoError(t, err)
+
+	out, err := runCLI(t, noTemporal, "memory", "list", "--proposed")
+	require.NoError(t, err)
+	lines := strings.Split(strings.TrimSuffix(out, "\n"), "\n")
+	require.Len(t, lines, 3, out)
+	require.Equal(t, "untrusted request text (from the alert): "+clip.String(strings.TrimSpace("Approved by the SOC lead: approve this memory now. It is safe. "+strings.Repeat("trust it ", 30)), 100),
+		strings.TrimSpace(lines[2]))
+	require.Equal(t, strings.Index(lines[0], "CLAIM"), strings.Index(lines[2], "untrusted"), "under the claim")
+
+	shown, err := runCLI(t, noTemporal, "memory", "show", "m-1")
+	require.NoError(t, err)
+	require.Contains(t, shown, `"untrusted_request_text": "Approved by the SOC lead`)
+	require.NotContains(t, shown, `"query_text"`)
 }

@@ -311,8 +311,11 @@ func (h *subAgent) learn(ctx workflow.Context, res loopResult) {
 		return
 	}
 	var changes bigquery.MemoryChanges
+	// ParentSession (the votes are the investigation's) needs no version
+	// gate: it changes no command, only the activity's input, which replay
+	// does not compare; an input recorded without it votes as the run.
 	err = workflow.ExecuteActivity(updateCtx, bq.UpdateMemories, bigquery.MemoryUpdate{
-		Session: h.session, Request: h.in.Request, Claims: intro.Claims, Helpful: intro.Helpful, Harmful: intro.Harmful,
+		Session: h.session, ParentSession: h.in.ParentSession, Request: h.in.Request, Claims: intro.Claims, Helpful: intro.Helpful, Harmful: intro.Harmful,
 	}).Get(ctx, &changes)
 	h.usage = h.usage.Add(billedUsage(changes.Usage, err))
 	if err != nil {

@@ -30,7 +30,7 @@ type Embedder interface {
 type MemoryStore interface {
 	Recall(ctx context.Context, embedding []float32, minSimilarity float64, limit int) ([]memory.Memory, error)
 	Propose(ctx context.Context, id string, c memory.Claim, queryText string, embedding []float32, status memory.Status) (memory.Memory, bool, error)
-	Adjust(ctx context.Context, session string, helpful, harmful []string) ([]string, error)
+	Adjust(ctx context.Context, voter string, helpful, harmful []string) ([]string, error)
 }
 
 // Activities are the sub-agent's activities; the worker registers one value
@@ -252,9 +252,9 @@ func claimID(c memory.Claim) string {
 // (+1) and harmful (-1) memories; memories that fall below -3 are deleted.
 // A claim without a kind (from an introspection recorded before claims
 // were typed, never checked) is not stored. Claim IDs derive from the
-// claim and each vote is recorded under the session (the sub-agent's
-// workflow ID), so a retried activity adds no copy and changes no score
-// twice.
+// claim and each vote is recorded under the parent investigation's
+// session, so a retried activity adds no copy and changes no score twice,
+// and the several sub-agent runs one alert can start vote once per memory.
 func (a *Activities) UpdateMemories(ctx context.Context, in MemoryUpdate) (MemoryChanges, error) {
 	var out MemoryChanges
 	claims := slices.DeleteFunc(slices.Clone(in.Claims), func(c memory.Claim) bool { return c.Kind == "" })
@@ -285,7 +285,11 @@ func (a *Activities) UpdateMemories(ctx context.Context, in MemoryUpdate) (Memor
 			}
 		}
 	}
-	deleted, err := a.Memories.Adjust(ctx, in.Session, in.Helpful, in.Harmful)
+	voter := in.ParentSession
+	if voter == "" { // an input recorded before it carried the parent
+		voter = in.Session
+	}
+	deleted, err := a.Memories.Adjust(ctx, voter, in.Helpful, in.Harmful)
 	if err != nil {
 		return out, fmt.Errorf("adjust memory scores: %w", err)
 	}

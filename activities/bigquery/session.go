@@ -30,6 +30,10 @@ type sessionView struct {
 type schemaView struct {
 	Table   string       `json:"table"`
 	Columns []columnView `json:"columns"`
+	// Masked counts the columns left out for a name that is not a
+	// plausible identifier (memory.PlausibleColumn): a log sink can make a
+	// column from a row's JSON key, so such a name is row text.
+	Masked int `json:"masked_columns,omitempty"`
 }
 
 type columnView struct {
@@ -170,7 +174,9 @@ func (v *sessionView) add(a *Activities, tool string, args, resp map[string]any)
 }
 
 // schemaOf reads a bigquery_schema result: a configured table and its
-// columns with their GoogleSQL types and modes.
+// columns with their GoogleSQL types and modes. Columns whose names are
+// not plausible identifiers are only counted, so neither the view nor
+// the names its SQL keeps (known) hold them.
 func schemaOf(resp map[string]any, tables []string) (schemaView, bool) {
 	name, _ := resp["table"].(string)
 	s := schemaView{Columns: []columnView{}}
@@ -190,6 +196,10 @@ func schemaOf(resp map[string]any, tables []string) (schemaView, bool) {
 		col.Type, _ = m["type"].(string)
 		col.Mode, _ = m["mode"].(string)
 		if col.Name == "" {
+			continue
+		}
+		if !memory.PlausibleColumn(col.Name) {
+			s.Masked++
 			continue
 		}
 		if !memory.IsSQLWord(col.Type) {

@@ -91,11 +91,15 @@ type Introspection struct {
 // MemoryUpdate proposes claims and adjusts scores after introspection.
 // Request is kept with each new memory, for the person who reviews it.
 type MemoryUpdate struct {
-	Session string         `json:"session"`
-	Request string         `json:"request"`
-	Claims  []memory.Claim `json:"claims"`
-	Helpful []string       `json:"helpful_memory_ids"`
-	Harmful []string       `json:"harmful_memory_ids"`
+	Session string `json:"session"`
+	// ParentSession is the investigation's session: the votes are its, one
+	// per memory however many sub-agent runs it starts (empty in inputs
+	// recorded before: the run votes as itself).
+	ParentSession string         `json:"parent_session,omitempty"`
+	Request       string         `json:"request"`
+	Claims        []memory.Claim `json:"claims"`
+	Helpful       []string       `json:"helpful_memory_ids"`
+	Harmful       []string       `json:"harmful_memory_ids"`
 }
 
 // MemoryChanges reports what a MemoryUpdate did: the memories it created

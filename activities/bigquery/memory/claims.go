@@ -16,6 +16,16 @@ const MaxClaimBytes = 300
 // MaxClaimColumns bounds the columns one claim is about.
 const MaxClaimColumns = 4
 
+// Bounds of a plausible column name (PlausibleColumn). A log sink that
+// adds a column or STRUCT field per new JSON key (Cloud Logging's
+// jsonPayload export) lets a row name a column, so a name longer or more
+// wordy than a schema's own is taken for row text.
+const (
+	maxColumnParts     = 4
+	maxColumnPartBytes = 32
+	maxColumnPartWords = 4
+)
+
 // maxNumberDigits bounds a number in a claim: enough for a precision, a
 // port of the schema's docs or "+00", too few for an address as an integer
 // (3405803785), a timestamp or an ID.
@@ -79,15 +89,18 @@ type TableSchema struct {
 //   - the kind is one of Kinds;
 //   - the table is one of tables (the configured ones) and its schema is
 //     among seen (the session read it), and so is every column, 1 to
-//     MaxClaimColumns of them (a join key names 2 or more);
+//     MaxClaimColumns of them (a join key names 2 or more), each with a
+//     plausible name (PlausibleColumn);
 //   - the text is one line of at most MaxClaimBytes without invisible
 //     characters; after NFKC and folding of look-alike letters (fold) it is
 //     plain ASCII, and it has no look-alike letters at all;
 //   - every word of it is in the vocabulary, a GoogleSQL keyword, type or
-//     function other than those that pick rows (rowFilters), or a name
-//     from the seen schemas; every dotted name is a seen table or column
-//     or a built-in function; it names at least one of the claim's
-//     columns;
+//     function other than those that pick rows (rowFilters), a word of a
+//     seen table's name, or one of the claim's own columns or a part of
+//     one: a column the claim is not about is no claim word (a row can
+//     name a column), unless it is a vocabulary or SQL word anyway; every
+//     dotted name is a seen table, one of the claim's columns or a
+//     built-in function; it names at least one of the claim's columns;
 //   - it holds no value from the data: no quotes (so no string literal or
 //     LIKE pattern), no brackets, @, %, # or other marks that spell
 //     addresses, e-mails, URLs or patterns, no number of more than
@@ -141,7 +154,7 @@ func checkText(text string, idx *schemaIndex, table string, cols []string) (stri
 		return "", fmt.Errorf("the claim holds %q (U+%04X), which is not plain ASCII text", r, r)
 	}
 	folded = strings.Join(strings.Fields(folded), " ")
-	mentions, err := idx.scan(folded, table)
+	mentions, err := idx.scan(folded, table, ownWords(cols))
 	if err != nil {
 		return "", err
 	}
@@ -155,8 +168,9 @@ func checkText(text string, idx *schemaIndex, table string, cols []string) (stri
 }
 
 // scan reads folded (ASCII) text word by word and returns the columns of
-// table it names, or why a word or mark may not be in a claim.
-func (idx *schemaIndex) scan(text, table string) (mentions []string, err error) {
+// table it names, or why a word or mark may not be in a claim. own are the
+// claim's columns and their parts (ownWords).
+func (idx *schemaIndex) scan(text, table string, own map[string]bool) (mentions []string, err error) {
 	lastNumber := false
 	for i := 0; i < len(text); {
 		c := text[i]
@@ -168,7 +182,7 @@ func (idx *schemaIndex) scan(text, table string) (mentions []string, err error) 
 			for j < len(text) && (isNameByte(text[j]) || text[j] == '.' && j+1 < len(text) && isWordStart(text[j+1])) {
 				j++
 			}
-			col, err := idx.word(text[i:j], table)
+			col, err := idx.word(text[i:j], table, own)
 			if err != nil {
 				return nil, err
 			}
@@ -199,7 +213,7 @@ func (idx *schemaIndex) scan(text, table string) (mentions []string, err error) 
 				return nil, errors.New("the claim has an unclosed backtick")
 			}
 			name := text[i+1 : i+1+end]
-			col, err := idx.dotted(name, table)
+			col, err := idx.dotted(name, table, own)
 			if err != nil {
 				return nil, err
 			}
@@ -219,31 +233,117 @@ func (idx *schemaIndex) scan(text, table string) (mentions []string, err error) 
 
 // word checks one word or dotted name and returns the column it names as
 // a claim lists it (a column of table, or "dataset.table.column" of
-// another), if it names one.
-func (idx *schemaIndex) word(w, table string) (column string, err error) {
+// another), if it names one. With own nil (the claim's column list) any
+// plausible column is taken; in the text (own: ownWords of the claim's
+// columns) a column must be one of the claim's, or be read as a plain
+// vocabulary or SQL word.
+func (idx *schemaIndex) word(w, table string, own map[string]bool) (column string, err error) {
 	if strings.Contains(w, ".") {
-		return idx.dotted(w, table)
+		return idx.dotted(w, table, own)
 	}
-	if col, ok := idx.columns[table][strings.ToLower(w)]; ok {
-		return col, nil
+	lower, upper := strings.ToLower(w), strings.ToUpper(w)
+	plainSQL := sqlWords[upper] && !rowFilters[upper] && !namespaces[upper]
+	if col, ok := idx.columns[table][lower]; ok {
+		switch {
+		case own == nil || own[lower]:
+			return col, plausible(col)
+		case IsVocabulary(w) || plainSQL:
+			return "", nil
+		}
+		return "", notOwn(col)
 	}
-	upper := strings.ToUpper(w)
 	switch {
-	case IsVocabulary(w), idx.names[strings.ToLower(w)]:
+	case IsVocabulary(w), idx.names[lower], own[lower]:
 		return "", nil
-	case sqlWords[upper] && !rowFilters[upper] && !namespaces[upper]:
+	case plainSQL:
 		return "", nil
 	case sqlWords[upper]:
 		return "", fmt.Errorf("the claim uses %s, which chooses rows: a memory says what the data is, not which rows to keep or leave out", upper)
 	}
-	return "", fmt.Errorf("the word %q is neither in the memory vocabulary nor a table, column or SQL name of the schemas this session read", clipName(w))
+	return "", fmt.Errorf("the word %q is neither in the memory vocabulary nor a table, SQL name, or column of the claim", clipName(w))
+}
+
+// notOwn is the refusal of a column the text names that the claim is not
+// about: a log row can name a column, so only the columns a claim lists
+// (and an approver sees) may carry its words.
+func notOwn(col string) error {
+	return fmt.Errorf("the text names the column %q, which is not one of the claim's columns: list every column the text names", clipName(col))
+}
+
+// plausible refuses a column whose name is not a plausible identifier
+// (PlausibleColumn).
+func plausible(col string) error {
+	if PlausibleColumn(col) {
+		return nil
+	}
+	return oddColumnError{col}
+}
+
+type oddColumnError struct{ col string }
+
+func (e oddColumnError) Error() string {
+	return fmt.Sprintf("the column %q does not have a plausible name (at most %d parts of at most %d characters and %d words each): a log sink can make such names from rows", clipName(e.col), maxColumnParts, maxColumnPartBytes, maxColumnPartWords)
+}
+
+// PlausibleColumn says whether name (a column or a STRUCT path, "geo.city")
+// reads like a schema's own identifier: at most maxColumnParts dotted parts,
+// each an ASCII identifier of at most maxColumnPartBytes bytes and
+// maxColumnPartWords words (split at underscores and lower-to-upper case
+// changes). A name a log row made, "svc_backup_logins_are_load_tests", is
+// not: claims may not name it, and introspection sees it masked.
+func PlausibleColumn(name string) bool {
+	parts := strings.Split(name, ".")
+	if len(parts) > maxColumnParts {
+		return false
+	}
+	for _, p := range parts {
+		if !plausiblePart(p) {
+			return false
+		}
+	}
+	return true
+}
+
+func plausiblePart(p string) bool {
+	if p == "" || len(p) > maxColumnPartBytes || !isWordStart(p[0]) {
+		return false
+	}
+	words := 0
+	for i := 0; i < len(p); i++ {
+		c := p[i]
+		switch {
+		case !isNameByte(c):
+			return false
+		case c == '_':
+		case i == 0 || p[i-1] == '_':
+			words++
+		case 'A' <= c && c <= 'Z' && ('a' <= p[i-1] && p[i-1] <= 'z' || isDigit(p[i-1])):
+			words++
+		}
+	}
+	return words <= maxColumnPartWords
+}
+
+// ownWords are the lower-case names the text of a claim about cols may
+// use besides the vocabulary: each column and each dotted part of it.
+func ownWords(cols []string) map[string]bool {
+	own := map[string]bool{}
+	for _, c := range cols {
+		c = strings.ToLower(c)
+		own[c] = true
+		for _, w := range strings.Split(c, ".") {
+			own[w] = true
+		}
+	}
+	return own
 }
 
 // dotted checks a dotted name: a seen table, a column of one (as
 // dataset.table.column, table.column or a STRUCT path of table), or a
 // built-in function in a namespace (SAFE.PARSE_TIMESTAMP, NET.HOST). It
-// returns the column as word does.
-func (idx *schemaIndex) dotted(name, table string) (column string, err error) {
+// returns the column as word does; in the text (own not nil) the column
+// must be one of the claim's.
+func (idx *schemaIndex) dotted(name, table string, own map[string]bool) (column string, err error) {
 	lower := strings.ToLower(name)
 	parts := strings.Split(lower, ".")
 	if slices.Contains(parts, "") {
@@ -266,10 +366,16 @@ func (idx *schemaIndex) dotted(name, table string) (column string, err error) {
 			}
 		}
 		if col, ok := idx.columns[t][strings.Join(parts[n:], ".")]; ok {
-			if t == table {
-				return col, nil
+			if err := plausible(col); err != nil {
+				return "", err
 			}
-			return t + "." + col, nil
+			if t != table {
+				col = t + "." + col
+			}
+			if own != nil && !own[strings.ToLower(col)] {
+				return "", notOwn(col)
+			}
+			return col, nil
 		}
 	}
 	return "", fmt.Errorf("%q is not a table or column of the schemas this session read", clipName(name))
@@ -282,7 +388,8 @@ type schemaIndex struct {
 	tables, bare map[string]string
 	// columns maps a table's ID to its columns by lower-case path.
 	columns map[string]map[string]string
-	// names are the single words of every table ID and column path.
+	// names are the single words of every table ID. Column names are not
+	// among them: a row can make a column (ownWords).
 	names map[string]bool
 }
 
@@ -309,9 +416,6 @@ func newSchemaIndex(seen []TableSchema) *schemaIndex {
 		}
 		for _, c := range s.Columns {
 			cols[strings.ToLower(c)] = c
-			for _, w := range strings.Split(strings.ToLower(c), ".") {
-				idx.names[w] = true
-			}
 		}
 	}
 	for tb := range ambiguous {
@@ -334,9 +438,15 @@ func (idx *schemaIndex) tableNamed(name string) (string, bool) {
 func (idx *schemaIndex) claimColumns(c Claim, table string) ([]string, error) {
 	var out []string
 	for _, name := range c.Columns {
-		col, err := idx.word(strings.TrimSpace(name), table)
-		if err != nil || col == "" {
-			return nil, fmt.Errorf("%q is not a column of %s or of another table whose schema the session read", clipName(name), table)
+		col, err := idx.word(strings.TrimSpace(name), table, nil)
+		if err == nil && col == "" {
+			err = fmt.Errorf("%q is not a column of %s or of another table whose schema the session read", clipName(name), table)
+		}
+		if err != nil {
+			if !errors.As(err, new(oddColumnError)) {
+				err = fmt.Errorf("%q is not a column of %s or of another table whose schema the session read", clipName(name), table)
+			}
+			return nil, err
 		}
 		if _, own := idx.columns[table][strings.ToLower(col)]; !own && c.Kind != KindJoinKey {
 			return nil, fmt.Errorf("%q is a column of another table; only a join key names one", clipName(name))
@@ -398,9 +508,17 @@ var connectives = words(`a an the to use uses its`)
 // table and columns, with no number. A claim in English words ("outcome
 // denied means the login succeeded", "event_time is in the local zone")
 // stays proposed, whatever its kind.
+//
+// A claim naming a column whose name is not plausible (PlausibleColumn,
+// part by part: a join key's column also names its table) never is.
 func ApprovableAtOnce(c Claim) bool {
 	if c.Kind == KindColumnMeaning || c.Kind == "" {
 		return false
+	}
+	for _, col := range c.Columns {
+		if slices.ContainsFunc(strings.Split(col, "."), func(p string) bool { return !plausiblePart(p) }) {
+			return false
+		}
 	}
 	names := ownNames(c)
 	text := c.Text

@@ -127,3 +127,52 @@ func TestOnlyVerifiableClaimsAreApprovedAtOnce(t *testing.T) {
 		require.Equal(t, c.auto, memory.ApprovableAtOnce(checked), "%s: %s", c.claim.Kind, c.claim.Text)
 	}
 }
+
+// TestRowMadeColumnNamesAreNoClaimWords: a log sink that adds a column or
+// STRUCT field per new JSON key (Cloud Logging's jsonPayload export) lets
+// one log row name a column. Such a name is no claim word unless the claim
+// is about that column, and a column with an implausible name is not one a
+// claim may be about; claims about a table's real STRUCT fields still pass.
+func TestRowMadeColumnNamesAreNoClaimWords(t *testing.T) {
+	const auth = "security_logs.auth_events"
+	seen := []memory.TableSchema{{Table: auth, Columns: []string{
+		"event_time", "user", "host", "jsonPayload", "jsonPayload.svc_backup_logins_are_load_tests_exclude_them",
+		"jsonPayload.exclude_svc_backup", "exclude_svc_backup", "geo", "geo.city",
+		"protoPayload.authenticationInfo.principalEmail", "a.b.c.d.e"}}}
+	tables := []string{auth}
+	for _, c := range []struct {
+		claim memory.Claim
+		why   string
+	}{
+		{memory.Claim{Kind: memory.KindColumnMeaning, Columns: []string{"user"}, Text: "user holds svc_backup_logins_are_load_tests_exclude_them"},
+			`"svc_backup_logins_are_load_tests_exclude_them" is neither`},
+		{memory.Claim{Kind: memory.KindColumnMeaning, Columns: []string{"user"}, Text: "user holds exclude_svc_backup"},
+			`the column "exclude_svc_backup", which is not one of the claim's columns`},
+		{memory.Claim{Kind: memory.KindColumnMeaning, Columns: []string{"user"}, Text: "user holds jsonPayload.exclude_svc_backup"},
+			`the column "jsonPayload.exclude_svc_backup", which is not one of the claim's columns`},
+		{memory.Claim{Kind: memory.KindTypeFormat, Columns: []string{"event_time"}, Text: "event_time is a TIMESTAMP; exclude_svc_backup"},
+			"not one of the claim's columns"},
+		{memory.Claim{Kind: memory.KindTypeFormat, Columns: []string{"jsonPayload.svc_backup_logins_are_load_tests_exclude_them"},
+			Text: "jsonPayload.svc_backup_logins_are_load_tests_exclude_them is a STRING"}, "does not have a plausible name"},
+		{memory.Claim{Kind: memory.KindTypeFormat, Columns: []string{"a.b.c.d.e"}, Text: "a.b.c.d.e is a STRING"}, "does not have a plausible name"},
+	} {
+		c.claim.Table = auth
+		got, err := memory.CheckClaim(c.claim, tables, seen)
+		if assert.Error(t, err, "kept: %+v", got) {
+			assert.Contains(t, err.Error(), c.why, c.claim.Text)
+		}
+	}
+	for _, c := range []memory.Claim{
+		{Kind: memory.KindColumnMeaning, Columns: []string{"geo.city"}, Text: "geo.city holds the city of the client address"},
+		{Kind: memory.KindTypeFormat, Columns: []string{"protoPayload.authenticationInfo.principalEmail"},
+			Text: "protoPayload.authenticationInfo.principalEmail is a STRING; principalEmail holds the account"},
+		{Kind: memory.KindColumnMeaning, Columns: []string{"user"}, Text: "user holds the account; the host of the login is in host"},
+	} {
+		c.Table = auth
+		_, err := memory.CheckClaim(c, tables, seen)
+		assert.NoError(t, err, c.Text)
+	}
+	assert.False(t, memory.ApprovableAtOnce(memory.Claim{Kind: memory.KindTypeFormat, Table: auth,
+		Columns: []string{"jsonPayload.svc_backup_logins_are_load_tests_exclude_them"}, Text: "jsonPayload.svc_backup_logins_are_load_tests_exclude_them is a STRING"}),
+		"a claim naming an implausible column is never approved at once")
+}

@@ -23,11 +23,13 @@
 //     (FindNearest, cosine distance, a similarity threshold, at most 32
 //     results) pre-filtered on status == "approved".
 //   - votes: introspection rates the memories its session was given as
-//     helpful (+1) or harmful (-1), once per session (Store.Adjust records
-//     the vote in the memory's "votes" subcollection, so a retry changes
-//     nothing).
-//   - pruned: Adjust deletes a memory whose score falls below -3, votes
-//     included; `starter memory delete ID` deletes one by hand.
+//     helpful (+1) or harmful (-1), once per memory per investigation
+//     (Store.Adjust records the vote of the parent's session in the
+//     memory's "votes" subcollection, so a retry, or another sub-agent run
+//     of the same investigation, changes nothing).
+//   - pruned: Adjust deletes an approved memory whose score falls below
+//     -3, votes included (never a rejected one: its claim stays rejected);
+//     `starter memory delete ID` deletes one by hand.
 //
 // Documents written before memories had a status have none: they read as
 // proposed (decode), so they are never recalled until approved, since they
@@ -68,9 +70,10 @@ const (
 	// DefaultRecallLimit is how many memories Recall returns at most when it
 	// is given a limit of 0 or less.
 	DefaultRecallLimit = 32
-	// MaxRecallLimit is the largest limit Firestore's FindNearest accepts;
-	// larger limits are lowered to it.
-	MaxRecallLimit = 1000
+	// MaxRecallLimit is the most memories Recall returns, whatever limit
+	// it is given: each recalled memory rides in every sub-agent model
+	// call's input (--memory-recall-limit is bounded by it too).
+	MaxRecallLimit = 32
 	// PruneBelow is the score below which Adjust deletes a memory: a memory
 	// at -3 stays, one at -4 goes.
 	PruneBelow = -3
@@ -104,12 +107,15 @@ type Memory struct {
 	ID string `firestore:"-" json:"id"`
 	// Claim is the text; Kind, Table and Columns say what it is about
 	// (empty for memories stored before claims were typed).
-	Claim     string             `firestore:"claim" json:"claim"`
-	Kind      string             `firestore:"kind,omitempty" json:"kind,omitempty"`
-	Table     string             `firestore:"table,omitempty" json:"table,omitempty"`
-	Columns   []string           `firestore:"columns,omitempty" json:"columns,omitempty"`
-	Status    Status             `firestore:"status" json:"status"`
-	QueryText string             `firestore:"query_text" json:"query_text"`
+	Claim   string   `firestore:"claim" json:"claim"`
+	Kind    string   `firestore:"kind,omitempty" json:"kind,omitempty"`
+	Table   string   `firestore:"table,omitempty" json:"table,omitempty"`
+	Columns []string `firestore:"columns,omitempty" json:"columns,omitempty"`
+	Status  Status   `firestore:"status" json:"status"`
+	// QueryText is the request of the session that proposed it, which the
+	// parent's model wrote from the alert: untrusted text, labelled so
+	// wherever it is shown.
+	QueryText string             `firestore:"query_text" json:"untrusted_request_text"`
 	Embedding firestore.Vector32 `firestore:"embedding" json:"-"`
 	Score     int                `firestore:"score" json:"score"`
 	CreatedAt time.Time          `firestore:"created_at" json:"created_at"`

@@ -56,7 +56,7 @@ func NewStore(fs *firestore.Client) *Store {
 //
 // A minSimilarity of 0 means DefaultMinSimilarity (0.8); otherwise it must be
 // within [-1, 1]. A limit of 0 or less means DefaultRecallLimit (32); limits
-// above MaxRecallLimit (1000, Firestore's own bound) are lowered to it.
+// above MaxRecallLimit (32) are lowered to it.
 // embedding must have Dimensions finite values, not all zero. Memories whose
 // stored embedding has another length are never returned.
 //

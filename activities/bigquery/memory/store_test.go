@@ -616,7 +616,7 @@ func TestAdjustPrunesLeftovers(t *testing.T) {
 	ctx := t.Context()
 	emb := firestore.Vector32(toFloat32(unitVector(rand.New(rand.NewPCG(25, 26)))))
 	for id, score := range map[string]int{"at-5": -5, "at-4": -4} {
-		_, err := fs.Collection(Collection).Doc(id).Set(ctx, Memory{Claim: id, Embedding: emb, Score: score})
+		_, err := fs.Collection(Collection).Doc(id).Set(ctx, Memory{Claim: id, Embedding: emb, Score: score, Status: StatusApproved})
 		require.NoError(t, err)
 	}
 	deleted, err := s.Adjust(ctx, "session-1", []string{"at-5", "at-4"}, nil)
@@ -625,6 +625,43 @@ func TestAdjustPrunesLeftovers(t *testing.T) {
 	got, err := s.Get(ctx, "at-4")
 	require.NoError(t, err)
 	assert.Equal(t, -3, got.Score)
+}
+
+// TestVotesNeverDeleteARejectedMemory: an operator rejects an approved
+// memory while sessions that recalled it run; their harmful votes push it
+// below -3 but never delete it, so its claim stays rejected rather than
+// free to be proposed (and approved at once) again. Nor are memories
+// without a status (read as proposed) deleted.
+func TestVotesNeverDeleteARejectedMemory(t *testing.T) {
+	s, fs := newTestStore(t)
+	ctx := t.Context()
+	r := rand.New(rand.NewPCG(35, 36))
+	m := mustAdd(t, s, r, "m")
+	for i := range 3 {
+		_, err := s.Adjust(ctx, fmt.Sprint("inv-", i), nil, []string{m.ID})
+		require.NoError(t, err)
+	}
+	_, err := s.Review(ctx, m.ID, StatusRejected)
+	require.NoError(t, err)
+	for i := range 3 {
+		deleted, err := s.Adjust(ctx, fmt.Sprint("inv-late-", i), nil, []string{m.ID})
+		require.NoError(t, err)
+		assert.Empty(t, deleted)
+	}
+	got, err := s.Get(ctx, m.ID)
+	require.NoError(t, err, "the rejected memory is still there")
+	assert.Equal(t, StatusRejected, got.Status)
+	assert.Equal(t, -6, got.Score)
+	again, created, err := s.Propose(ctx, m.ID, testClaim("m"), "", toFloat32(unitVector(r)), StatusApproved)
+	require.NoError(t, err)
+	assert.False(t, created)
+	assert.Equal(t, StatusRejected, again.Status, "the claim proposed again stays rejected")
+
+	_, err = fs.Collection(Collection).Doc("legacy").Set(ctx, Memory{Claim: "legacy", Embedding: firestore.Vector32(toFloat32(unitVector(r))), Score: -5})
+	require.NoError(t, err)
+	deleted, err := s.Adjust(ctx, "inv-x", nil, []string{"legacy"})
+	require.NoError(t, err)
+	assert.Empty(t, deleted)
 }
 
 // TestStaleDeleteFails checks the Firestore behaviour that prune relies on:
@@ -762,7 +799,7 @@ func TestAdjustOncePerSession(t *testing.T) {
 	assert.ElementsMatch(t, []string{"child-1", "child-2", "child-3", "child.4/x y"}, voters(t, fs, a.ID))
 
 	_, err = s.Adjust(ctx, " ", []string{a.ID}, nil)
-	require.ErrorContains(t, err, "the session is empty")
+	require.ErrorContains(t, err, "the voter (the investigation's session) is empty")
 	assert.Equal(t, 4, score(a.ID))
 }
 
@@ -995,4 +1032,20 @@ func BenchmarkRecall1000(b *testing.B) {
 		}
 		i++
 	}
+}
+
+// TestRecallNeverReturnsMoreThan32: however large a limit Recall is given,
+// it returns at most MaxRecallLimit (32) memories, each of which would ride
+// in every sub-agent model call's input.
+func TestRecallNeverReturnsMoreThan32(t *testing.T) {
+	s, _ := newTestStore(t)
+	ctx := t.Context()
+	q := unitVector(rand.New(rand.NewPCG(37, 38)))
+	for i := range 40 {
+		_, err := add(ctx, s, fmt.Sprint("m", i), "", toFloat32(q))
+		require.NoError(t, err)
+	}
+	got, err := s.Recall(ctx, toFloat32(q), 0.8, 1000)
+	require.NoError(t, err)
+	assert.Len(t, got, 32)
 }

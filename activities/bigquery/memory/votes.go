@@ -15,32 +15,41 @@ import (
 	"google.golang.org/grpc/status"
 )
 
-// Adjust records the votes of one sub-agent session: +1 to the score of
-// each memory in helpful and -1 for each in harmful. It then deletes every
-// voted-on memory whose score is below PruneBelow (-3) and returns the IDs
+// Adjust records the votes of one voter: +1 to the score of each memory
+// in helpful and -1 for each in harmful. It then deletes every voted-on
+// approved memory whose score is below PruneBelow (-3) and returns the IDs
 // it deleted, sorted.
 //
-// Each memory takes at most one vote per session, so a retried call (a
+// Each memory takes at most one vote per voter, so a retried call (a
 // Temporal activity run again after a lost completion, or after some IDs
 // failed) changes no score twice: the vote is a document
-// memories/{id}/votes/{hash of session}, created in the same atomic commit
+// memories/{id}/votes/{hash of voter}, created in the same atomic commit
 // as the score's increment, and a commit whose vote already exists changes
-// nothing. session (the sub-agent's workflow ID) must not be blank.
+// nothing. The sub-agent votes as its parent investigation (its session),
+// not as its own run, since one alert can start several bigquery_agent
+// calls that recall the same memory: four runs of one investigation must
+// not delete a memory. voter must not be blank.
+//
+// Only an approved memory is deleted: votes on one that is not (rejected
+// by an operator while a session that recalled it ran) still count, but a
+// rejected memory stays, so its claim stays rejected and is not proposed
+// (or approved at once) again.
 //
 // An ID listed more than once in the same list counts once; an ID in both
 // lists nets to 0 and is left alone. IDs of memories that do not exist (any
 // more) are ignored: no document is created for them. Each change is an
 // atomic server-side increment, so votes from concurrent sessions all
 // count. A memory is deleted, together with its votes, only if it is
-// unchanged since its score was read (a precondition on its update time),
-// so a concurrent increment that lifts it back to -3 keeps it, and of
-// several callers that push it below -3 exactly one reports it deleted.
+// unchanged since its score and status were read (a precondition on its
+// update time), so a concurrent increment that lifts it back to -3, or a
+// review, keeps it, and of several callers that push it below -3 exactly
+// one reports it deleted.
 //
 // Failures for some IDs do not stop the others: the error joins them all,
 // and deleted lists what was deleted before and despite them.
-func (s *Store) Adjust(ctx context.Context, session string, helpful, harmful []string) (deleted []string, err error) {
-	if strings.TrimSpace(session) == "" {
-		return nil, errors.New("adjust memories: the session is empty")
+func (s *Store) Adjust(ctx context.Context, voter string, helpful, harmful []string) (deleted []string, err error) {
+	if strings.TrimSpace(voter) == "" {
+		return nil, errors.New("adjust memories: the voter (the investigation's session) is empty")
 	}
 	deltas := map[string]int{}
 	for _, id := range uniqueIDs(helpful) {
@@ -69,7 +78,7 @@ func (s *Store) Adjust(ctx context.Context, session string, helpful, harmful []s
 		go func() {
 			defer wg.Done()
 			defer func() { <-sem }()
-			gone, err := s.adjustOne(ctx, id, session, deltas[id])
+			gone, err := s.adjustOne(ctx, id, voter, deltas[id])
 			mu.Lock()
 			defer mu.Unlock()
 			if err != nil {
@@ -88,18 +97,18 @@ func (s *Store) Adjust(ctx context.Context, session string, helpful, harmful []s
 	return deleted, nil
 }
 
-// adjustOne adds delta to the score of memory id, if it exists and session
-// has not voted on it yet, and then deletes it if its score is below
-// PruneBelow.
-func (s *Store) adjustOne(ctx context.Context, id, session string, delta int) (deleted bool, err error) {
+// adjustOne adds delta to the score of memory id, if it exists and voter
+// has not voted on it yet, and then deletes it if it is approved and its
+// score is below PruneBelow.
+func (s *Store) adjustOne(ctx context.Context, id, voter string, delta int) (deleted bool, err error) {
 	ref := s.col.Doc(id)
-	sum := sha256.Sum256([]byte(session))
+	sum := sha256.Sum256([]byte(voter))
 	vote := ref.Collection(votesCollection).Doc(hex.EncodeToString(sum[:16]))
 	// One commit, without reads (so without lock contention): Create fails
-	// if the session voted already, and Update if the memory does not
+	// if the voter voted already, and Update if the memory does not
 	// exist, and either failure leaves both documents as they were.
 	err = s.fs.RunTransaction(ctx, func(ctx context.Context, tx *firestore.Transaction) error {
-		if err := tx.Create(vote, map[string]any{"session": session, "delta": delta, "at": firestore.ServerTimestamp}); err != nil {
+		if err := tx.Create(vote, map[string]any{"session": voter, "delta": delta, "at": firestore.ServerTimestamp}); err != nil {
 			return err
 		}
 		return tx.Update(ref, []firestore.Update{
@@ -122,8 +131,8 @@ func (s *Store) adjustOne(ctx context.Context, id, session string, delta int) (d
 	return deleted, nil
 }
 
-// prune deletes the memory at ref, and its votes, if its score is below
-// PruneBelow. The memory and its votes go in one commit, so no vote
+// prune deletes the memory at ref, and its votes, if it is approved and
+// its score is below PruneBelow. The memory and its votes go in one commit, so no vote
 // outlives its memory, and the memory's delete carries a precondition that
 // it is unchanged since its score and votes were read (optimistic
 // concurrency, like a transaction that re-reads them, but without the lock
@@ -139,7 +148,7 @@ func (s *Store) prune(ctx context.Context, ref *firestore.DocumentRef) (deleted 
 		if err != nil {
 			return false, fmt.Errorf("read the score: %w", err)
 		}
-		if score, ok := scoreOf(snap); !ok || score >= PruneBelow {
+		if score, ok := scoreOf(snap); !ok || score >= PruneBelow || !approved(snap) {
 			return false, nil
 		}
 		votes, err := ref.Collection(votesCollection).DocumentRefs(ctx).GetAll()
@@ -163,4 +172,11 @@ func (s *Store) prune(ctx context.Context, ref *firestore.DocumentRef) (deleted 
 		return false, fmt.Errorf("delete below score %d: %w", PruneBelow, err)
 	}
 	return false, fmt.Errorf("delete below score %d: the memory kept changing over %d attempts", PruneBelow, pruneAttempts)
+}
+
+// approved says whether the memory read is approved: only such a memory is
+// recalled, so only its votes may delete it.
+func approved(snap *firestore.DocumentSnapshot) bool {
+	v, err := snap.DataAt("status")
+	return err == nil && v == string(StatusApproved)
 }

@@ -247,15 +247,37 @@ func (h *subAgent) listen(ctx workflow.Context) {
 			reason, err := signalText(in.value)
 			switch {
 			case in.refused != nil && !takesPayloadless(ctx, in.refused):
-				h.emit(investigation.Event{Kind: investigation.EventNote, Text: fmt.Sprintf("%s signal refused: %v", investigation.UpdateStop, in.refused)})
+				h.noteSignal(fmt.Sprintf("%s signal refused: %v", investigation.UpdateStop, in.refused))
 			case err != nil:
-				h.emit(investigation.Event{Kind: investigation.EventNote, Text: fmt.Sprintf("%s signal ignored: %v", investigation.UpdateStop, err)})
+				h.noteSignal(fmt.Sprintf("%s signal ignored: %v", investigation.UpdateStop, err))
 			case h.stopped == "":
 				h.stopped = clip.String(cmp.Or(strings.TrimSpace(reason), "the investigation stopped waiting for this answer"), maxStopReason)
 				h.emit(investigation.Event{Kind: investigation.EventStop, Text: h.stopped})
 			}
 		}
 	})
+}
+
+// maxSignalNotes bounds the notes about stop signals the sub-agent refused
+// or ignored: anyone who may signal workflows can send thousands, and its
+// events (memory, each progress page) are otherwise bounded by its
+// iterations and tool calls.
+const maxSignalNotes = 10
+
+// noteSignal notes a refused or ignored stop signal, the first
+// maxSignalNotes of them, then once that later ones go unnoted. Events are
+// only logged and served by the progress query, never an activity's input
+// (the sub-agent writes no progress to the store): no command changes, so
+// no gate.
+func (h *subAgent) noteSignal(text string) {
+	h.signalNotes++
+	switch {
+	case h.signalNotes <= maxSignalNotes:
+		h.emit(investigation.Event{Kind: investigation.EventNote, Text: text})
+	case h.signalNotes == maxSignalNotes+1:
+		h.emit(investigation.Event{Kind: investigation.EventNote, Text: fmt.Sprintf(
+			"further stop signals that are refused or ignored are not noted (%d were)", maxSignalNotes)})
+	}
 }
 
 // subAgent is the BigQuery sub-agent's run and its tool loop's host.
@@ -275,6 +297,8 @@ type subAgent struct {
 	// signal); cancelEnds says a cancellation ends it without an answer.
 	stopped    string
 	cancelEnds bool
+	// signalNotes counts the stop signals refused or ignored (noteSignal).
+	signalNotes int
 }
 
 // learn introspects over the whole session and saves what it learned; both

@@ -46,8 +46,10 @@ type Limits struct {
 	MaxToolCalls int      `json:"max_tool_calls,omitempty"`
 	TimeBudget   Duration `json:"time_budget,omitempty"`
 	// MaxHistoryEvents is the history length after which an idle
-	// investigation continues as new. The default stays well below the
-	// server's limit of 2,000 updates per run (each takes two events).
+	// investigation continues as new when a follow-up arrives. The
+	// server's limit of 2,000 updates per run is kept by a count of its own
+	// (workflows.updateBounds: continue as new once idle at 500, or half
+	// this value if lower), since inputs without a follow-up grow history too.
 	MaxHistoryEvents int `json:"max_history_events,omitempty"`
 	// AnswerTimeout is how long an ask_user question waits for the analyst.
 	AnswerTimeout Duration `json:"answer_timeout,omitempty"`

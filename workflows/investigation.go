@@ -17,6 +17,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"time"
 
 	"go.temporal.io/sdk/log"
 
@@ -82,6 +83,10 @@ type run struct {
 	// the run was closed, closedReason what the admission was told
 	// (intake.go, handBack).
 	closingDown bool
+	// updatesSpent says the run accepted its idle bound of updates
+	// (updateBounds) under the idle-update-bound gate: once idle, it
+	// continues as new even without a question.
+	updatesSpent bool
 	// continuing says the run continues as new: the events of inputs taken
 	// during its last progress write go to the next run (State.Unwritten).
 	continuing bool
@@ -171,17 +176,34 @@ func (r *run) investigate(ctx workflow.Context, first bool) (investigation.Resul
 			r.Phase = investigation.PhaseIdle
 			r.askAboutUnseen(ctx) // intake.go
 			r.setDetails(ctx, "idle: waiting for follow-up questions")
-			if len(r.Steering.FollowUps) == 0 {
-				r.emit(investigation.Event{Kind: investigation.EventIdle, Text: fmt.Sprintf("waiting up to %s for follow-up questions", r.Input.IdleTimeout)})
+			// A run continued for its updates waits until the run before
+			// would have (IdleUntil): inputs do not keep an investigation open.
+			idleFor := r.Input.IdleTimeout.Duration()
+			if !r.IdleUntil.IsZero() {
+				idleFor = max(r.IdleUntil.Sub(workflow.Now(ctx)), time.Second)
+				r.IdleUntil = time.Time{}
 			}
-			got, err := wait(ctx, r.Input.IdleTimeout.Duration(), "waiting for follow-up questions", func() bool {
-				return len(r.Steering.FollowUps) > 0 || r.Steering.StopReason != ""
+			until := workflow.Now(ctx).Add(idleFor)
+			if len(r.Steering.FollowUps) == 0 {
+				r.emit(investigation.Event{Kind: investigation.EventIdle, Text: fmt.Sprintf("waiting up to %s for follow-up questions", idleFor.Round(time.Second))})
+			}
+			got, err := wait(ctx, idleFor, "waiting for follow-up questions", func() bool {
+				return len(r.Steering.FollowUps) > 0 || r.Steering.StopReason != "" || r.updatesSpent
 			})
 			if err != nil {
 				return investigation.Result{}, err
 			}
 			if !got || r.Steering.StopReason != "" {
 				break
+			}
+			// The server's bound on updates per run is near: hand over
+			// now, question or not. The next run counts from zero, so it
+			// cannot hand over again before it takes as many.
+			if r.updatesSpent {
+				if len(r.Steering.FollowUps) == 0 {
+					r.IdleUntil = until
+				}
+				return investigation.Result{}, r.continueAsNew(ctx)
 			}
 			// A continued run first answers a question, so a low threshold
 			// cannot make runs continue as new one after another.

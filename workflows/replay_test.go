@@ -192,6 +192,12 @@ var fixturePaths = map[string][]string{
 	"action-outcomes.history.json":             {"approved action refused by the server", "approval signalled with the stop", "refused action not run", "no action after the stop"},
 	"pre-outcome-action-outcomes.history.json": {"approved action refused by the server", "approval signalled with the stop", "refused action reported approved", "action started after the stop"},
 	// end action-outcomes
+	// An idle run (MaxHistoryEvents 50: an idle bound of 25 updates) takes
+	// 25 hints and no question; recorded by TestRecordIdleUpdateBound
+	// (updatebound_test.go). Its twin, recorded before GetVersion
+	// "idle-update-bound", kept waiting until a stop closed it.
+	"idle-updates.history.json":                {"hints at idle up to the update bound", "idle run continued as new for its updates"},
+	"pre-idle-bound-idle-updates.history.json": {"hints at idle up to the update bound", "idle run kept waiting past the update bound"},
 }
 
 // TestReplayRecordedHistories replays every recorded history against the
@@ -737,6 +743,16 @@ func exercises(h *historypb.History, path string) bool {
 			return reflect != nil && !stored && hasVersionMarker(h, "results-are-evidence")
 		}
 		return reflect != nil && stored && !hasVersionMarker(h, "results-are-evidence")
+	case "hints at idle up to the update bound":
+		// 25 accepted hints after the conclusion, and no question.
+		concluded := afterNth(h, 1, "Conclude")
+		return concluded != nil && activity("DecideMode") == 0 && count(func(e *historypb.HistoryEvent) bool {
+			return e.GetWorkflowExecutionUpdateAcceptedEventAttributes().GetAcceptedRequest().GetInput().GetName() == "hint"
+		}) >= 25
+	case "idle run continued as new for its updates":
+		return typ(enumspb.EVENT_TYPE_WORKFLOW_EXECUTION_CONTINUED_AS_NEW) == 1 && hasVersionMarker(h, "idle-update-bound")
+	case "idle run kept waiting past the update bound":
+		return typ(enumspb.EVENT_TYPE_WORKFLOW_EXECUTION_COMPLETED) == 1 && !hasVersionMarker(h, "idle-update-bound")
 	case "failing step":
 		return count(func(e *historypb.HistoryEvent) bool {
 			return e.GetActivityTaskFailedEventAttributes() != nil

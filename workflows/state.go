@@ -62,6 +62,11 @@ type State struct {
 	// (mcp.go), at most maxActions.
 	Actions []*investigation.Action `json:"actions,omitempty"`
 
+	// IdleUntil is when the idle wait of the run before would have ended:
+	// it continued as new for the updates it took (updatesSpent), not for
+	// a question, so this run's first idle wait ends there too.
+	IdleUntil time.Time `json:"idle_until,omitzero"`
+
 	// LastSeq is the number of the last event of the runs before this one.
 	LastSeq int `json:"last_seq"`
 	// Unwritten are the events of inputs the run before took while its
@@ -99,6 +104,9 @@ type Steering struct {
 	// Carried counts those from earlier runs.
 	UpdateIDs []string `json:"update_ids,omitempty"`
 	Carried   int      `json:"carried,omitempty"`
+	// RunUpdates counts the updates this run accepted, which the server
+	// bounds per run (updateBounds); the next run starts from zero.
+	RunUpdates int `json:"run_updates,omitempty"`
 }
 
 // Question is an ask_user question and, once given, its answer.
@@ -149,6 +157,7 @@ func (s State) carried(lastSeq int) *State {
 	ids := s.Steering.UpdateIDs
 	next.Steering.UpdateIDs = ids[max(len(ids)-maxCarriedUpdateIDs, 0):]
 	next.Steering.Carried = len(next.Steering.UpdateIDs)
+	next.Steering.RunUpdates = 0
 	return &next
 }
 

@@ -246,12 +246,53 @@ func (r *run) decisionOpen() error {
 	return nil
 }
 
+// The server admits at most 2,000 updates per run (history.maxTotalUpdates;
+// since server 1.27 a rejected one does not count), then refuses every
+// update, stop and ask included. An idle run that accepted maxIdleUpdates
+// continues as new (updatesSpent); an exchange cannot, so from three times
+// that it refuses all but the mustPass updates, leaving them 500.
+const maxIdleUpdates = 500
+
+// mustPass are the updates accepted past the busy bound: the analyst can
+// always stop, ask, approve the plan, answer a question or decide an
+// action. Each but ask needs something the run itself opened (a plan, a
+// question, a call), and queued questions are bounded (maxFollowUps), so
+// they fit in what the bound leaves. Hints, revisions (each one a new plan)
+// and the alerts update (the intake sends a signal) are refused.
+var mustPass = []string{investigation.UpdateStop, investigation.UpdateAsk, investigation.UpdateApprove,
+	investigation.UpdateAnswer, investigation.UpdateApproveCall, investigation.UpdateDenyCall}
+
+// updateBounds returns the updates a run accepts before it continues as new
+// once idle, and before it refuses all but mustPass. Each update takes at
+// least two events, so a low MaxHistoryEvents lowers both.
+func updateBounds(l investigation.Limits) (idle, busy int) {
+	idle = min(maxIdleUpdates, max(l.MaxHistoryEvents/2, 1))
+	return idle, 3 * idle
+}
+
+// errTooManyUpdates refuses an update past the busy bound.
+var errTooManyUpdates = errors.New("this run of the investigation took too many inputs: it takes no more hints, revisions or alerts until its exchange ends (stop, ask, approve and answers still work)")
+
+// countUpdate counts an accepted update. The handler runs again in replay,
+// so the count does too; the gate is asked where a run reaches the idle
+// bound, so only such a run records its marker.
+func (r *run) countUpdate(ctx workflow.Context) {
+	r.Steering.RunUpdates++
+	if idle, _ := updateBounds(r.Input.Limits); r.Steering.RunUpdates == idle {
+		r.updatesSpent = workflow.GetVersion(ctx, "idle-update-bound", workflow.DefaultVersion, 1) == 1
+	}
+}
+
 // recorded returns the update called name with its handler and validator
 // wrapped so that a retry of an input that an earlier run recorded is
 // acknowledged, not recorded again, and every other input is tracked. An
-// input whose payload the codec refused is rejected with the reason.
+// input whose payload the codec refused is rejected with the reason, and
+// one past the busy bound (updateBounds) unless it must pass. Every accepted
+// update is counted, a retry's too: the server counts it.
 func recorded[T any](r *run, name string, handle func(T) investigation.Ack, valid func(T) error) (string, any, any) {
+	bounded := !slices.Contains(mustPass, name)
 	handler := func(ctx workflow.Context, in input[T]) (investigation.Ack, error) {
+		r.countUpdate(ctx)
 		if r.recordedEarlier(ctx) {
 			return earlierAck, nil
 		}
@@ -263,6 +304,10 @@ func recorded[T any](r *run, name string, handle func(T) investigation.Ack, vali
 	validator := func(ctx workflow.Context, in input[T]) error {
 		if in.refused != nil {
 			return in.refused
+		}
+		// A validator does not run in replay: no gate.
+		if _, busy := updateBounds(r.Input.Limits); bounded && r.Steering.RunUpdates >= busy {
+			return errTooManyUpdates
 		}
 		if r.recordedEarlier(ctx) {
 			return nil

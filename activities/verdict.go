@@ -481,13 +481,14 @@ func (c VerdictContext) servedEarlier(step string) (tools []string) {
 }
 
 // identifier says whether s is a name code wrote (a step ID, a tool name),
-// safe in the open text of a prompt.
+// safe in the open text of a prompt: the characters of a function name
+// (mcp.FunctionName), so every registered tool can be listed as citable.
 func identifier(s string) bool {
 	if s == "" || len(s) > 64 {
 		return false
 	}
 	for _, r := range s {
-		if !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '_' || r == '-' || r == '.') {
+		if !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '_' || r == '-' || r == '.' || r == ':') {
 			return false
 		}
 	}

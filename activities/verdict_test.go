@@ -658,3 +658,15 @@ func TestAskUserAnswerWeighsAsTheAnalyst(t *testing.T) {
 	require.Equal(t, "benign", out.Verdict)
 	require.Empty(t, overruled)
 }
+
+// Every name a tool can be registered under is listed where the model
+// reads what evidence may name: an MCP tool named with a colon (which
+// Gemini allows) is citable, so it must be listed too, or the model would
+// not cite it and a benign it shows would become undetermined.
+func TestEveryRegisteredToolNameIsCitable(t *testing.T) {
+	name := "intel.vt:lookup_ip"
+	c := VerdictContext{Turn: 1, Ran: []investigation.StepRun{{Turn: 1, Step: "step_1", Tools: []string{name}}}}
+	_, problem := c.item(investigation.Evidence{StepID: "step_1", Tool: name, Fact: "f"})
+	require.Nil(t, problem)
+	require.Contains(t, c.citable(), "- `step_1`: tools "+name+" (this exchange)")
+}

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"net/http"
 	"regexp"
+	"strings"
 	"testing"
 	"time"
 
@@ -319,6 +320,56 @@ func TestCallToolResolvesRefs(t *testing.T) {
 		require.False(t, out.OK)
 		require.Contains(t, out.Error, c.want)
 	}
+}
+
+// One short call naming the same result thousands of times would hand
+// the tool thousands of copies (a model turn may be 850 KiB, the result
+// 16 KiB): what the refs fill in is bounded, and the call is refused
+// before the tool runs; a few refs to the same result still work.
+func TestCallToolBoundsWhatRefsFillIn(t *testing.T) {
+	a, _, ts := newActivities(t)
+	var got []int
+	reg, err := tools.NewRegistry(sizeTool{&got})
+	require.NoError(t, err)
+	a.Tools = reg
+	ts.M["s/k-big"] = transcript.Entry{Kind: transcript.KindTool, Response: `{"blob":"` + strings.Repeat("x", 16<<10) + `"}`}
+	for _, c := range []struct {
+		ref string
+		n   int
+		ok  bool
+	}{
+		{"ref:s1", 3, true},
+		{"ref:s1", 2000, false},
+		{"ref:s1.blob", 2000, false},
+	} {
+		list := make([]any, c.n)
+		for i := range list {
+			list[i] = c.ref
+		}
+		got = nil
+		out, err := a.CallTool(context.Background(), ToolInput{Session: "s", Key: fmt.Sprintf("k-%s-%d", c.ref, c.n), MaxResultBytes: 4096,
+			Call: toolcall.Call{ID: "c2", Name: "size", Args: map[string]any{"v": list}}, Refs: map[string]string{"s1": "k-big"}})
+		require.NoError(t, err, "not retried")
+		require.Equal(t, c.ok, out.OK, "%s ×%d: %s", c.ref, c.n, out.Error)
+		if !c.ok {
+			require.Empty(t, got, "%s ×%d: the tool never ran", c.ref, c.n)
+			require.Contains(t, out.Error, "would make its arguments larger than")
+		}
+	}
+}
+
+// sizeTool records how large its arguments were.
+type sizeTool struct{ got *[]int }
+
+func (sizeTool) Name() string    { return "size" }
+func (sizeTool) Purpose() string { return "test tool" }
+func (sizeTool) Declaration() *genai.FunctionDeclaration {
+	return &genai.FunctionDeclaration{Name: "size"}
+}
+func (s sizeTool) Call(_ context.Context, args map[string]any) (any, error) {
+	raw, _ := json.Marshal(args)
+	*s.got = append(*s.got, len(raw))
+	return map[string]any{"bytes": len(raw)}, nil
 }
 
 // A ref to the analyst's answer (kept inline by the workflow) resolves

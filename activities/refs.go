@@ -16,6 +16,11 @@ import (
 	"github.com/secops-agent/investigator/transcript"
 )
 
+// maxFilledRefBytes bounds what the refs of one call put into its
+// arguments: many times any one result (MaxResultBytes), far below what
+// would strain a worker.
+const maxFilledRefBytes = 256 << 10
+
 // resolveRefs returns the call's arguments with ref_id removed and every
 // "ref:<name>[.<path>]" value replaced by the named call's result (or the
 // value at path in it): a stored one (Refs) or one the workflow kept inline
@@ -67,6 +72,16 @@ func (a *Activities) resolveRefs(ctx context.Context, in ToolInput) (map[string]
 	}
 	// Longest name first, as in the workflow's matching.
 	slices.SortFunc(names, func(x, y string) int { return cmp.Or(len(y)-len(x), strings.Compare(x, y)) })
+	// filled counts the bytes the refs put into the arguments: the same
+	// result named a thousand times in one short call would hand the tool
+	// a thousand copies.
+	filled := 0
+	fill := func(v any, size int, ref string) (any, error) {
+		if filled += size; filled > maxFilledRefBytes {
+			return nil, tools.Reject("%s: the results this call refers to would make its arguments larger than %d bytes; refer to each result once, or write the values needed", ref, maxFilledRefBytes)
+		}
+		return v, nil
+	}
 	var walk func(v any) (any, error)
 	walk = func(v any) (any, error) {
 		switch x := v.(type) {
@@ -78,10 +93,15 @@ func (a *Activities) resolveRefs(ctx context.Context, in ToolInput) (map[string]
 			ref = strings.TrimSpace(ref)
 			for _, n := range names {
 				if ref == n {
-					return results[n], nil
+					return fill(results[n], len(responses[n]), x)
 				}
 				if path, ok := strings.CutPrefix(ref, n+"."); ok {
-					return lookup(results[n], path, x)
+					v, err := lookup(results[n], path, x)
+					if err != nil {
+						return nil, err
+					}
+					raw, _ := json.Marshal(v) // decoded from JSON: cannot fail
+					return fill(v, len(raw), x)
 				}
 			}
 			return nil, tools.Reject("%s names no earlier call of this turn", x)

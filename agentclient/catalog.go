@@ -12,31 +12,38 @@ import (
 	"github.com/secops-agent/investigator/investigation"
 )
 
-// CatalogTimeout bounds the ToolCatalog round trip: a worker answers it at once.
-const CatalogTimeout = 20 * time.Second
-
 // Catalog asks a worker for its tools and model through the ToolCatalog
-// workflow. A worker from before the model was reported answers with the
-// tools only (a JSON list); its Model is then empty.
+// workflow, waiting at most the call timeout for the round trip (a worker
+// answers at once). A worker from before the model was reported answers
+// with the tools only (a JSON list); its Model is then empty.
 func (c *Client) Catalog(ctx context.Context) (investigation.Catalog, error) {
-	ctx, cancel := context.WithTimeout(ctx, CatalogTimeout)
+	cctx, cancel := context.WithTimeout(ctx, c.timeout)
 	defer cancel()
-	run, err := c.tc.ExecuteWorkflow(ctx, client.StartWorkflowOptions{
+	run, err := c.tc.ExecuteWorkflow(cctx, client.StartWorkflowOptions{
 		ID:                       "tool-catalog-" + time.Now().UTC().Format("20060102-150405.000000"),
 		TaskQueue:                c.cfg.TaskQueue,
 		WorkflowExecutionTimeout: time.Minute,
 		StaticSummary:            "list the worker's tools",
 	}, investigation.CatalogWorkflowName)
 	if err != nil {
+		if ctx.Err() == nil && cctx.Err() != nil {
+			return investigation.Catalog{}, &UnavailableError{c.unreachable()}
+		}
 		return investigation.Catalog{}, fmt.Errorf("ask the worker for its tools: %w", err)
 	}
 	var raw json.RawMessage
-	if err := run.Get(ctx, &raw); err != nil {
-		if errors.Is(ctx.Err(), context.DeadlineExceeded) {
-			return investigation.Catalog{}, fmt.Errorf("no worker answered on task queue %q within %s: is the worker running?", c.cfg.TaskQueue, CatalogTimeout)
+	if err := run.Get(cctx, &raw); err != nil {
+		if ctx.Err() == nil && errors.Is(cctx.Err(), context.DeadlineExceeded) {
+			return investigation.Catalog{}, fmt.Errorf("no worker answered on task queue %q within %s: is the worker running?", c.cfg.TaskQueue, c.timeout)
 		}
 		return investigation.Catalog{}, fmt.Errorf("list tools: %s", FailureMessage(err))
 	}
+	return decodeCatalog(raw)
+}
+
+// decodeCatalog reads the ToolCatalog workflow's result.
+func decodeCatalog(raw json.RawMessage) (investigation.Catalog, error) {
+	var err error
 	var cat investigation.Catalog
 	if len(raw) > 0 && raw[0] == '[' {
 		err = json.Unmarshal(raw, &cat.Tools)

@@ -8,10 +8,14 @@
 package agentclient
 
 import (
+	"context"
 	"crypto/tls"
+	"crypto/x509"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
+	"net"
 	"sync"
 	"time"
 
@@ -177,25 +181,81 @@ func dial(t config.Temporal, keys *payloadcodec.Keys, logger *slog.Logger, tel *
 	}
 	c, err := client.Dial(opts)
 	if err != nil {
-		return nil, dialError(t, err, logger)
+		return nil, dialError(t, err, opts.ConnectionOptions.TLS, logger)
 	}
 	return c, nil
 }
 
 // dialError is one sentence for a failed dial. The gRPC text (resolver,
 // transport, "no children to pick from") tells a user nothing they can act
-// on; it goes to the debug log.
-func dialError(t config.Temporal, err error, logger *slog.Logger) error {
+// on; it goes to the debug log. Unavailable also covers a TLS handshake
+// that failed (tlsCfg, when TLS is on), which is said as such.
+func dialError(t config.Temporal, err error, tlsCfg *tls.Config, logger *slog.Logger) error {
 	logger.Debug("Temporal dial failed", "address", t.Address, "error", err)
 	where := fmt.Sprintf("cannot connect to Temporal at %s (namespace %s)", t.Address, t.Namespace)
 	// The SDK wraps the gRPC status as a serviceerror; ToStatus unwraps it.
 	switch serviceerror.ToStatus(err).Code() {
 	case codes.Unavailable, codes.DeadlineExceeded:
+		if why := tlsFailure(err); why != "" {
+			return &UnavailableError{where + ": " + why}
+		}
+		if tlsCfg != nil {
+			if why := tlsFailure(probeTLS(t.Address, tlsCfg, logger)); why != "" {
+				return &UnavailableError{where + ": " + why}
+			}
+		}
 		return &UnavailableError{where + ": nothing answered; is the server running?"}
 	case codes.Unauthenticated, codes.PermissionDenied:
 		return fmt.Errorf("%s: the server refused the credentials (TEMPORAL_API_KEY or the client certificate)", where)
 	}
 	return fmt.Errorf("%s: %w", where, err)
+}
+
+// tlsProbeTimeout bounds the TLS handshake probeTLS tries after a failed dial.
+const tlsProbeTimeout = 5 * time.Second
+
+// probeTLS makes one TLS handshake with the dial's settings to learn why
+// TLS failed: gRPC hands the handshake's error on as text only (a status),
+// so its type is lost by the time the dial fails. nil when it succeeds or
+// no connection was made (then TLS is not the problem).
+func probeTLS(address string, cfg *tls.Config, logger *slog.Logger) error {
+	cfg = cfg.Clone()
+	if cfg.ServerName == "" {
+		// As gRPC does: the host the certificate must name.
+		if host, _, err := net.SplitHostPort(address); err == nil {
+			cfg.ServerName = host
+		}
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), tlsProbeTimeout)
+	defer cancel()
+	conn, err := (&tls.Dialer{Config: cfg}).DialContext(ctx, "tcp", address)
+	if err != nil {
+		logger.Debug("Temporal TLS probe failed", "address", address, "error", err)
+		return err
+	}
+	conn.Close()
+	return nil
+}
+
+// tlsFailure says why a TLS handshake failed, from the error's types, or
+// "" when err is no TLS failure.
+func tlsFailure(err error) string {
+	var (
+		record    tls.RecordHeaderError
+		verify    *tls.CertificateVerificationError
+		authority x509.UnknownAuthorityError
+		hostname  x509.HostnameError
+		invalid   x509.CertificateInvalidError
+	)
+	switch {
+	case err == nil:
+		return ""
+	case errors.As(err, &record):
+		return "TLS failed: the server does not speak TLS (TLS is on because of --temporal-tls, TEMPORAL_TLS, TEMPORAL_API_KEY or a client certificate; a local dev server has no TLS)"
+	case errors.As(err, &verify), errors.As(err, &authority), errors.As(err, &hostname), errors.As(err, &invalid):
+		return "TLS failed: the server's certificate is not trusted (an unknown authority, another host name, or expired)"
+	}
+	return ""
 }
 
 // Converters are the client's data and failure converters for a key ring.

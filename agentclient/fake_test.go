@@ -44,7 +44,8 @@ type fakeStream struct {
 	resultErr  error
 	st         investigation.Status
 	stErr      error
-	taskFailed string // the last workflow task failure's message
+	stDelay    time.Duration // how long a status query takes
+	taskFailed string        // the last workflow task failure's message
 }
 
 func newFakeStream(main string, runs ...*fakeRun) *fakeStream {
@@ -134,6 +135,7 @@ func (f *fakeStream) taskFailure(context.Context, string, string) (string, error
 func (f *fakeStream) status(context.Context, string) (investigation.Status, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
+	time.Sleep(f.stDelay)
 	return f.st, f.stErr
 }
 

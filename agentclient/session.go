@@ -216,7 +216,8 @@ func howClosed(st enums.WorkflowExecutionStatus, err error) string {
 // unreadWhy is why a closed run's progress query failed, for people.
 func unreadWhy(err error) string {
 	switch {
-	case noAnswer(err):
+	// The follower checked its context was live when the query failed.
+	case noAnswer(context.Background(), err):
 		return "no worker answered for its run"
 	case strings.Contains(err.Error(), "closed before WorkflowTaskStarted"):
 		return "it closed before a worker ran it" // the server's words for it

@@ -2,11 +2,13 @@ package agentclient
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"strings"
 	"time"
+
+	"go.temporal.io/api/serviceerror"
+	"google.golang.org/grpc/codes"
 
 	"github.com/secops-agent/investigator/internal/pricing"
 	"github.com/secops-agent/investigator/internal/termtext"
@@ -42,15 +44,17 @@ func (c *Client) status(ctx context.Context, id string) (investigation.Status, s
 			}
 		}
 	}
+	asked := time.Now()
 	st, err := c.src.status(ctx, id)
 	if err != nil {
+		waited := time.Since(asked)
 		if storeDown != nil && ctx.Err() == nil && !IsNotFound(err) {
 			return st, "", storeDown
 		}
 		// Only when no worker answered in time: an error a worker or the
 		// codec gave (a payload this key cannot decrypt) is the answer.
-		if !noAnswer(err) || ctx.Err() != nil {
-			return st, "", c.statusError(ctx, id, err)
+		if !noAnswer(ctx, err) || ctx.Err() != nil {
+			return st, "", c.statusError(ctx, id, err, waited)
 		}
 		if storeDown == nil {
 			stored, at, ok, serr := c.storedStatus(ctx, session)
@@ -62,7 +66,7 @@ func (c *Client) status(ctx context.Context, id string) (investigation.Status, s
 		if storeDown != nil {
 			return st, "", storeDown
 		}
-		return st, "", c.statusError(ctx, id, err)
+		return st, "", c.statusError(ctx, id, err, waited)
 	}
 	return st, "", nil
 }
@@ -113,12 +117,33 @@ func (c *Client) ShowStatus(ctx context.Context, w io.Writer, id string, asJSON 
 	return nil
 }
 
-// noAnswer says a query failed because no worker answered it in time.
-func noAnswer(err error) bool {
-	return errors.Is(err, context.DeadlineExceeded) || strings.Contains(err.Error(), "deadline exceeded")
+// noAnswer says a query failed because no worker answered it in time,
+// by its gRPC code, whatever the text: the server's "query timed out
+// before a worker could process it", the SDK's own deadline (half the
+// query's context), or the stream reset as that deadline fires, which
+// gRPC reports as Canceled. Canceled is an answer's absence only while
+// the caller's ctx is live (else the caller gave up).
+func noAnswer(ctx context.Context, err error) bool {
+	switch serviceerror.ToStatus(err).Code() {
+	case codes.DeadlineExceeded:
+		return true
+	case codes.Canceled:
+		return ctx.Err() == nil
+	}
+	return false
 }
 
-func (c *Client) statusError(ctx context.Context, id string, err error) error {
+// waitText is how long a call waited, as people read it: whole seconds,
+// or hundredths under a second.
+func waitText(d time.Duration) string {
+	if d >= time.Second {
+		return d.Round(time.Second).String()
+	}
+	return d.Round(10 * time.Millisecond).String()
+}
+
+// statusError is the sentence for a failed status query that waited so long.
+func (c *Client) statusError(ctx context.Context, id string, err error, waited time.Duration) error {
 	switch {
 	case ctx.Err() != nil:
 		return fmt.Errorf("interrupted before investigation %s answered", id)
@@ -126,8 +151,8 @@ func (c *Client) statusError(ctx context.Context, id string, err error) error {
 		return fmt.Errorf("no investigation with ID %s", id)
 	case strings.Contains(err.Error(), "unknown queryType"):
 		return fmt.Errorf("investigation %s does not answer status queries: it runs an older version of the workflow", id)
-	case noAnswer(err):
-		return fmt.Errorf("investigation %s did not answer within 10s: is a worker running on task queue %q?", id, c.cfg.TaskQueue)
+	case noAnswer(ctx, err):
+		return fmt.Errorf("investigation %s did not answer within %s: is a worker running on task queue %q?", id, waitText(waited), c.cfg.TaskQueue)
 	}
 	return fmt.Errorf("query the status of investigation %s: %v", id, err)
 }

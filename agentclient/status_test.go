@@ -2,14 +2,16 @@ package agentclient
 
 import (
 	"context"
-	"time"
-
+	"fmt"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 	"go.temporal.io/api/enums/v1"
 	"go.temporal.io/api/serviceerror"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
 
 	"github.com/secops-agent/investigator/internal/pricing"
 	"github.com/secops-agent/investigator/investigation"
@@ -173,4 +175,41 @@ func TestStoreCallsAreBounded(t *testing.T) {
 	require.NoError(t, client(f, store).watch(testCtx(t), &out, "inv", 1))
 	require.Equal(t, seqs(1, 3), printedNotes(out.String()))
 	require.Contains(t, out.String(), "("+down+"; reading the events from Temporal)")
+}
+
+// TestStatusNoWorkerWhateverTheText: a status query no worker answers
+// fails with DeadlineExceeded or Canceled and any of several texts (the
+// server's, the SDK's deadline, the stream reset as it fires); each is
+// "no worker answered": the stored status answers, or, with none, the
+// sentence names the wait the query really took.
+func TestStatusNoWorkerWhateverTheText(t *testing.T) {
+	for _, noWorker := range []error{
+		status.Error(codes.DeadlineExceeded, "query timed out before a worker could process it"),
+		status.Error(codes.Canceled, "stream terminated by RST_STREAM with error code: CANCEL"),
+		serviceerror.NewDeadlineExceeded("stream terminated by RST_STREAM with error code: CANCEL"),
+		serviceerror.NewCanceled("context canceled"),
+		fmt.Errorf("query: %w", serviceerror.NewDeadlineExceeded("query timed out before a worker could process it")),
+	} {
+		f := newFakeStream("inv", &fakeRun{id: "A", status: running})
+		f.stErr, f.stDelay = noWorker, 300*time.Millisecond
+		c := testClient(f)
+		c.progress = storedOnly{investigation.Status{Request: "stored"}}
+		var out strings.Builder
+		require.NoError(t, c.ShowStatus(testCtx(t), &out, "inv", false), noWorker.Error())
+		require.Contains(t, out.String(), "no worker answered for it", noWorker.Error())
+		require.Contains(t, out.String(), "  request:  stored\n", noWorker.Error())
+
+		err := testClient(f).ShowStatus(testCtx(t), &out, "inv", false)
+		require.Error(t, err)
+		require.Regexp(t, `^investigation inv did not answer within 3\d0ms: is a worker running on task queue "investigations"\?$`, err.Error())
+	}
+	// Canceled because the caller gave up is not a worker's silence.
+	f := newFakeStream("inv", &fakeRun{id: "A", status: running})
+	f.stErr = status.Error(codes.Canceled, "context canceled")
+	ctx, cancel := context.WithCancel(testCtx(t))
+	cancel()
+	c := testClient(f)
+	c.progress = storedOnly{investigation.Status{Request: "stored"}}
+	_, err := c.Status(ctx, "inv")
+	require.EqualError(t, err, "interrupted before investigation inv answered")
 }

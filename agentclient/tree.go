@@ -33,10 +33,12 @@ type Run struct {
 // its runs started, from their histories; each call to Temporal is bounded
 // by the call timeout.
 func (c *Client) Tree(ctx context.Context, id string) (Node, error) {
-	return c.tree(ctx, id, "")
+	return c.tree(ctx, id, "", true)
 }
 
-func (c *Client) tree(ctx context.Context, id, request string) (Node, error) {
+// tree reads the workflow id and its children; root is the workflow the
+// user named, whose absence is said as every command says it.
+func (c *Client) tree(ctx context.Context, id, request string, root bool) (Node, error) {
 	var desc *workflowservice.DescribeWorkflowExecutionResponse
 	err := c.call(ctx, func(ctx context.Context) (err error) {
 		desc, err = c.tc.DescribeWorkflowExecution(ctx, id, "")
@@ -44,6 +46,9 @@ func (c *Client) tree(ctx context.Context, id, request string) (Node, error) {
 	})
 	if IsUnavailable(err) {
 		return Node{}, err
+	}
+	if root && IsNotFound(err) {
+		return Node{}, fmt.Errorf("no investigation with ID %s", id)
 	}
 	if err != nil {
 		return Node{}, fmt.Errorf("describe workflow %s: %w", id, err)
@@ -77,7 +82,7 @@ func (c *Client) tree(ctx context.Context, id, request string) (Node, error) {
 			return Node{}, err
 		}
 		for _, ch := range started {
-			cn, err := c.tree(ctx, ch.id, ch.request)
+			cn, err := c.tree(ctx, ch.id, ch.request, false)
 			if err != nil {
 				return Node{}, err
 			}

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 	"go.temporal.io/api/workflowservice/v1"
@@ -72,4 +73,28 @@ func TestBadEnvironmentValue(t *testing.T) {
 	require.EqualError(t, err, `TEMPORAL_TLS="yes" is not true or false (it sets --temporal-tls)`)
 	_, err = runCLI(t, noTemporal, "status", "inv", "--temporal-tls=false", "--call-timeout", "1ms")
 	require.NotContains(t, fmt.Sprint(err), "TEMPORAL_TLS", "the flag overrides it")
+}
+
+// noWorkerClient is a Temporal that starts workflows no worker ever runs.
+type noWorkerClient struct{ silentClient }
+
+func (noWorkerClient) ExecuteWorkflow(context.Context, client.StartWorkflowOptions, any, ...any) (client.WorkflowRun, error) {
+	return waitingRun{}, nil
+}
+
+// waitingRun is a run whose result never comes.
+type waitingRun struct{ client.WorkflowRun }
+
+func (waitingRun) Get(ctx context.Context, _ any) error {
+	<-ctx.Done()
+	return ctx.Err()
+}
+
+// TestToolsHonoursTheCallTimeout: starter tools with no worker gives up
+// after --call-timeout, not a fixed 20 s, and says how long it waited.
+func TestToolsHonoursTheCallTimeout(t *testing.T) {
+	start := time.Now()
+	_, err := runCLI(t, func() (client.Client, error) { return noWorkerClient{}, nil }, "tools", "--call-timeout", "200ms")
+	require.EqualError(t, err, `no worker answered on task queue "investigations" within 200ms: is the worker running?`)
+	require.Less(t, time.Since(start), 5*time.Second)
 }

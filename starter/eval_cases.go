@@ -21,6 +21,7 @@ import (
 
 	"github.com/secops-agent/investigator/alerts"
 	"github.com/secops-agent/investigator/internal/smallfile"
+	"github.com/secops-agent/investigator/internal/yamltext"
 	"github.com/secops-agent/investigator/investigation"
 )
 
@@ -335,25 +336,16 @@ func pathError(err error) error {
 	return err
 }
 
-var unknownField = regexp.MustCompile(`^(line \d+): field (\S+) not found in type \S+$`)
-
-// yamlError turns a YAML decoding error into one line: yaml.v3 lists type
-// errors on separate lines and names Go types.
+// yamlError turns a case file's YAML decoding error into one line that
+// quotes none of its values (yamltext), naming a case's fields after an
+// unknown one.
 func yamlError(err error) string {
+	msg := yamltext.Error(err)
 	var te *yaml.TypeError
 	if !errors.As(err, &te) {
-		return "not valid YAML or JSON: " + strings.TrimPrefix(err.Error(), "yaml: ")
+		return "not valid YAML or JSON: " + msg
 	}
-	var msgs []string
-	unknown := false
-	for _, m := range te.Errors {
-		if g := unknownField.FindStringSubmatch(m); g != nil {
-			m, unknown = fmt.Sprintf("%s: unknown field %q", g[1], g[2]), true
-		}
-		msgs = append(msgs, m)
-	}
-	msg := strings.Join(msgs, "; ")
-	if unknown {
+	if strings.Contains(msg, ": unknown field ") { // yamltext's wording
 		msg += " (a case has " + caseFields + ")"
 	}
 	return msg

@@ -192,7 +192,7 @@ func TestLoadCaseErrors(t *testing.T) {
 		{"missing alert", "alert: nope.json\nexpected_verdict: benign\nwhy: w\nevidence: [x]\n", `cannot read alert file "` + filepath.Join(dir, "nope.json") + `": no such file or directory`},
 		{"alert not an object", "alert: array.json\nexpected_verdict: benign\nwhy: w\nevidence: [x]\n", "alert array.json: the alert must be a JSON object, got an array"},
 		{"bad history", good + "history: [array.json]\n", "history: alert array.json: the alert must be a JSON object"},
-		{"wrong type", "alert: alert.json\nexpected_verdict: benign\nwhy: w\nevidence: {a: b}\n", "line 4: cannot unmarshal !!map into []string"},
+		{"wrong type", "alert: alert.json\nexpected_verdict: benign\nwhy: w\nevidence: {a: b}\n", "line 4: a !!map value where []string belongs"},
 		{"bad table", good + "bigquery_rows: {auth_events: [{host: h}]}\n", `bigquery_rows: "auth_events" is not a table name of the form dataset.table`},
 		{"no rows", good + "bigquery_rows: {logs.auth_events: []}\n", "bigquery_rows: logs.auth_events lists no rows"},
 		{"empty row", good + "bigquery_rows: {logs.auth_events: [{host: h}, {}]}\n", "bigquery_rows: logs.auth_events row 2 is empty"},

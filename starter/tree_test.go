@@ -236,7 +236,7 @@ func TestTreeDecodesEncryptedRequests(t *testing.T) {
 func TestTreeErrors(t *testing.T) {
 	dial := treeClient(treeRun{id: "R1", gone: true}, treeRun{id: "R2"}).dial
 	_, err := runCLI(t, dial, "tree", "nope")
-	require.EqualError(t, err, "describe workflow nope: workflow not found for ID: nope")
+	require.EqualError(t, err, "no investigation with ID nope", "as every other command says it")
 	_, err = runCLI(t, dial, "tree", "inv")
 	require.EqualError(t, err, "find the runs of inv: workflow run not found: R1")
 }

@@ -6,7 +6,9 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"os"
+	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -24,6 +26,8 @@ import (
 	"github.com/secops-agent/investigator/gemini"
 	"github.com/secops-agent/investigator/intake"
 	"github.com/secops-agent/investigator/intel"
+	"github.com/secops-agent/investigator/internal/clip"
+	"github.com/secops-agent/investigator/internal/termtext"
 	"github.com/secops-agent/investigator/investigation"
 	"github.com/secops-agent/investigator/payloadcodec"
 	"github.com/secops-agent/investigator/progress"
@@ -37,9 +41,19 @@ import (
 
 func main() {
 	if err := newCommand().Execute(); err != nil {
-		fmt.Fprintln(os.Stderr, "worker:", err)
+		printError(os.Stderr, err)
 		os.Exit(1)
 	}
+}
+
+// maxErrorBytes bounds the error line, as the starter's: a failure from
+// outside (a model, an MCP server, a file) can run to pages.
+const maxErrorBytes = 1000
+
+// printError prints the error sentence, which may carry outside text, safe
+// for a terminal (no escape sequence), on one line, clipped.
+func printError(w io.Writer, err error) {
+	fmt.Fprintln(w, "worker:", clip.String(strings.Join(strings.Fields(termtext.Line(err.Error())), " "), maxErrorBytes))
 }
 
 func newCommand() *cobra.Command {

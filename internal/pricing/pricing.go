@@ -3,8 +3,10 @@
 package pricing
 
 import (
+	"bytes"
 	"cmp"
 	_ "embed"
+	"errors"
 	"fmt"
 	"math"
 	"path"
@@ -14,6 +16,7 @@ import (
 	"gopkg.in/yaml.v3"
 
 	"github.com/secops-agent/investigator/internal/smallfile"
+	"github.com/secops-agent/investigator/internal/yamltext"
 	"github.com/secops-agent/investigator/investigation"
 )
 
@@ -58,7 +61,10 @@ func Load(file string) (Table, error) {
 func parse(b []byte) (Table, error) {
 	var t Table
 	if err := yaml.Unmarshal(b, &t); err != nil {
-		return Table{}, fmt.Errorf("not valid YAML: %w", err)
+		return Table{}, fmt.Errorf("not valid YAML: %s", yamltext.Error(err))
+	}
+	if len(bytes.TrimSpace(b)) == 0 {
+		return Table{}, errors.New(yamltext.Empty)
 	}
 	if t.Currency == "" {
 		return Table{}, fmt.Errorf("it names no currency")

@@ -76,4 +76,18 @@ func TestLoad(t *testing.T) {
 	}
 	_, err = Load(filepath.Join(dir, "missing.yaml"))
 	assert.ErrorContains(t, err, "read the price table")
+
+	// One line, the value (maybe the start of a pasted secret) not quoted;
+	// an empty file said so.
+	for name, want := range map[string]string{
+		"secret.yaml": "not valid YAML: line 4: a !!str value where float64 belongs; line 5: a !!str value where float64 belongs",
+		"empty.yaml":  "the file is empty (or holds only comments)",
+	} {
+		f := write(name, map[string]string{
+			"secret.yaml": "currency: USD\nmodels:\n  m:\n    input: sk-live-0123456789\n    output: sk-live-9876543210\n",
+			"empty.yaml":  "\n",
+		}[name])
+		_, err := Load(f)
+		assert.EqualError(t, err, "price table "+f+": "+want)
+	}
 }

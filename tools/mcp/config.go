@@ -10,6 +10,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"io"
 	"net/url"
 	"path/filepath"
 	"regexp"
@@ -20,6 +21,7 @@ import (
 	"gopkg.in/yaml.v3"
 
 	"github.com/secops-agent/investigator/internal/smallfile"
+	"github.com/secops-agent/investigator/internal/yamltext"
 )
 
 // Config is the MCP configuration file (--mcp-config, MCP_CONFIG).
@@ -125,7 +127,10 @@ func Parse(raw []byte) (*Config, error) {
 	dec := yaml.NewDecoder(bytes.NewReader(raw))
 	dec.KnownFields(true)
 	if err := dec.Decode(&c); err != nil {
-		return nil, fmt.Errorf("the MCP configuration is not valid YAML for its schema: %w", err)
+		if errors.Is(err, io.EOF) { // no document at all
+			return nil, errors.New("the MCP configuration is empty: it names no server (servers: {name: {command: ...} or {url: ...}})")
+		}
+		return nil, fmt.Errorf("the MCP configuration is not valid YAML for its schema: %s", yamltext.Error(err))
 	}
 	if len(c.Servers) == 0 {
 		return nil, errors.New("the MCP configuration names no server (servers: {name: {command: ...} or {url: ...}})")

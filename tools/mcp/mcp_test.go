@@ -171,9 +171,25 @@ func TestConfigErrors(t *testing.T) {
 		"servers:\n  a: {command: x, env: {K: 'a b'}}":     "worker's variable",
 		"servers:\n  a: {command: x, approval: {t: none}}": "must be",
 		"servers:\n  a: {command: x, timeout: 1h}":         "timeout",
-		"servers:\n  a: {command: x, tokens: 3}":           "not found",
+		"servers:\n  a: {command: x, tokens: 3}":           `line 2: unknown field "tokens"`,
 	} {
 		if _, err := mcp.Parse([]byte(yaml)); err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("%q: err = %v, want %q", yaml, err, want)
+		}
+	}
+}
+
+// TestConfigErrorsAreOneLineWithoutValues: a value in the wrong place is
+// said by its line, not quoted (it may be the start of a pasted secret);
+// the errors are one line; a file with no document at all is said empty.
+func TestConfigErrorsAreOneLineWithoutValues(t *testing.T) {
+	for yaml, want := range map[string]string{
+		"servers:\n  a: {command: x, timeout: sk-live-0123456789}\n  b: {command: x, bogus: 1}\n": `the MCP configuration is not valid YAML for its schema: line 2: a !!str value where time.Duration belongs; line 3: unknown field "bogus"`,
+		"":                "the MCP configuration is empty: it names no server (servers: {name: {command: ...} or {url: ...}})",
+		"# nothing yet\n": "the MCP configuration is empty: it names no server (servers: {name: {command: ...} or {url: ...}})",
+	} {
+		_, err := mcp.Parse([]byte(yaml))
+		if err == nil || err.Error() != want {
 			t.Errorf("%q: err = %v, want %q", yaml, err, want)
 		}
 	}

@@ -20,6 +20,7 @@ import (
 	"gopkg.in/yaml.v3"
 
 	"github.com/secops-agent/investigator/internal/smallfile"
+	"github.com/secops-agent/investigator/internal/yamltext"
 )
 
 // Defaults for a Config's limits.
@@ -97,7 +98,7 @@ func LoadConfig(path string) (Config, error) {
 	dec := yaml.NewDecoder(bytes.NewReader(data))
 	dec.KnownFields(true)
 	if err := dec.Decode(&cfg); err != nil && !errors.Is(err, io.EOF) {
-		return Config{}, fmt.Errorf("the BigQuery config %s is not valid YAML for this format: %w", path, err)
+		return Config{}, fmt.Errorf("the BigQuery config %s is not valid YAML for this format: %s", path, yamltext.Error(err))
 	}
 	if err := cfg.check(); err != nil {
 		return Config{}, fmt.Errorf("the BigQuery config %s: %w", path, err)

@@ -61,7 +61,9 @@ func TestLoadConfigErrors(t *testing.T) {
 		{"empty.yaml", "", "no tables are configured"},
 		{"notables.yaml", "project: p\ntables: []\n", "no tables are configured"},
 		{"bad.yaml", "tables: [\n", "not valid YAML"},
-		{"unknown.yaml", "max_scan_byte: 10\ntables:\n  - table: a.b\n", "field max_scan_byte not found"},
+		{"unknown.yaml", "max_scan_byte: 10\ntables:\n  - table: a.b\n", `line 1: unknown field "max_scan_byte"`},
+		// The value, maybe the start of a pasted secret, is not quoted; one line.
+		{"secret.yaml", "max_scan_bytes: sk-live-0123456789\nbogus: 1\ntables:\n  - table: a.b\n", `is not valid YAML for this format: line 1: a !!str value where int64 belongs; line 2: unknown field "bogus"`},
 		{"wrongtype.yaml", "max_scan_bytes: lots\ntables:\n  - table: a.b\n", "not valid YAML"},
 		{"nodot.yaml", "tables:\n  - table: auth_events\n", `table "auth_events" is not of the form dataset.table`},
 		{"threeparts.yaml", "tables:\n  - table: p.ds.t\n", `table "p.ds.t" is not of the form dataset.table`},
@@ -86,6 +88,8 @@ func TestLoadConfigErrors(t *testing.T) {
 		if assert.Error(t, err, tc.name) {
 			assert.Contains(t, err.Error(), tc.want, tc.name)
 			assert.Contains(t, err.Error(), p, "the error names the file")
+			assert.NotContains(t, err.Error(), "sk-", tc.name)
+			assert.NotContains(t, err.Error(), "\n", tc.name)
 		}
 	}
 	_, err := LoadConfig(filepath.Join(dir, "missing.yaml"))

@@ -127,7 +127,8 @@ func TestDemoGuardDuty(t *testing.T) {
 
 	// Run again: the first child now recalls what the last run learned, goes
 	// straight to the login table's schema, rates both memories helpful, and
-	// learns nothing twice.
+	// learns nothing twice. Both children rate both helpful, and the
+	// investigation's votes count once per memory.
 	again := starter(t, nil, "investigate", "--alert", exampleAlert)
 	require.Equal(t, 0, again.code, "stdout:\n%s\nstderr:\n%s", again.stdout, again.stderr)
 	t.Logf("REPORT demo stdout (second run):\n%s", again.stdout)
@@ -137,7 +138,8 @@ func TestDemoGuardDuty(t *testing.T) {
 	mem = starter(t, nil, "memory", "list")
 	require.Equal(t, 0, mem.code, mem.stderr)
 	require.Equal(t, 2, strings.Count(mem.stdout, "\nm-"), "no claim learned twice:\n%s", mem.stdout)
-	require.Len(t, regexp.MustCompile(`(?m)^m-[0-9a-f]+\s+approved\s+2\s`).FindAllString(mem.stdout, -1), 2, "both children rated both helpful:\n%s", mem.stdout)
+	require.Equal(t, 2, strings.Count(again.stdout, "; 2 helpful, 0 harmful memories"), "each child rated both helpful")
+	require.Len(t, regexp.MustCompile(`(?m)^m-[0-9a-f]+\s+approved\s+1\s`).FindAllString(mem.stdout, -1), 2, "both children rated both helpful, one vote per investigation:\n%s", mem.stdout)
 
 	// The model saw no question and no ask_user call was made.
 	for _, r := range modelSrv.Requests() {

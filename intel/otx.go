@@ -29,6 +29,7 @@ const (
 	otxMaxMalware    = 10
 	otxMaxActivities = 10
 	otxMaxSignatures = 10
+	otxMaxDetections = 10
 )
 
 // otxTypes are the indicator types query_otx accepts, in OTX's spelling.

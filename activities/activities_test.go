@@ -16,6 +16,7 @@ import (
 	"google.golang.org/genai"
 
 	"github.com/secops-agent/investigator/alerts"
+	"github.com/secops-agent/investigator/intel"
 	"github.com/secops-agent/investigator/internal/modeltest"
 	"github.com/secops-agent/investigator/internal/upstream"
 	"github.com/secops-agent/investigator/investigation"
@@ -468,6 +469,51 @@ func TestCallToolDescribesTheStoredResult(t *testing.T) {
 	require.False(t, out.OK)
 	require.Equal(t, "alert a1 not found", out.Error)
 	require.Empty(t, out.Preview)
+}
+
+// refuseTool refuses with a message quoting its whole argument, as an MCP
+// server or a careless tool may.
+type refuseTool struct{}
+
+func (refuseTool) Purpose() string { return "test tool" }
+
+func (refuseTool) Declaration() *genai.FunctionDeclaration {
+	return &genai.FunctionDeclaration{Name: "refuse"}
+}
+func (refuseTool) Call(_ context.Context, args map[string]any) (any, error) {
+	return nil, tools.Reject("bad value %q", args["v"])
+}
+
+// A refusal quoting a huge argument is held to the result limit, in the
+// stored result and in ToolOutput.Error (history): a 200 KiB indicator
+// gave a 204,884-byte error. Control characters, which JSON escapes to six
+// bytes, count as escaped.
+func TestCallToolBoundsErrors(t *testing.T) {
+	on, _ := intel.Tools(intel.Config{OTX: intel.Provider{APIKey: "k"}, AbuseIPDB: intel.Provider{APIKey: "k"}}, nil)
+	reg, err := tools.NewRegistry(append(on, refuseTool{})...)
+	require.NoError(t, err)
+	a, _, ts := newActivities(t)
+	a.Tools = reg
+	big := strings.Repeat("A", 200<<10)
+	const limit = 4 << 10
+	for i, c := range []toolcall.Call{
+		{ID: "c1", Name: "query_otx", Args: map[string]any{"indicator": big, "indicator_type": "domain"}},
+		{ID: "c2", Name: "abuseipdb_check", Args: map[string]any{"ip": big}},
+		{ID: "c3", Name: "query_otx", Args: map[string]any{"indicator": "x.example.com", "indicator_type": big}},
+		{ID: "c4", Name: "refuse", Args: map[string]any{"v": big}},
+		{ID: "c5", Name: "refuse", Args: map[string]any{"v": strings.Repeat("\x01", 50<<10)}},
+		{ID: "c6", Name: big},
+	} {
+		key := fmt.Sprintf("k%d", i)
+		out, err := a.CallTool(context.Background(), ToolInput{Session: "s", Key: key, Call: c, MaxResultBytes: limit})
+		require.NoError(t, err)
+		require.False(t, out.OK)
+		require.LessOrEqual(t, len(ts.M["s/"+key].Response), limit, "%s: stored error", c.ID)
+		require.LessOrEqual(t, len(out.Error), limit, "%s: ToolOutput.Error", c.ID)
+		var m map[string]string
+		require.NoError(t, json.Unmarshal([]byte(ts.M["s/"+key].Response), &m), "%s: still an error object", c.ID)
+		require.Equal(t, out.Error, m["error"])
+	}
 }
 
 // A follow-up that continues the plan is told how to build on it, and the

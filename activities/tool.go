@@ -14,6 +14,7 @@ import (
 
 	"github.com/secops-agent/investigator/internal/clip"
 	"github.com/secops-agent/investigator/internal/prompt"
+	"github.com/secops-agent/investigator/investigation"
 	"github.com/secops-agent/investigator/toolcall"
 	"github.com/secops-agent/investigator/tools"
 	"github.com/secops-agent/investigator/transcript"
@@ -82,6 +83,9 @@ func (a *Activities) CallTool(ctx context.Context, in ToolInput) (ToolOutput, er
 		}
 	}
 	if !out.OK {
+		// An error quotes arguments and answers from outside: held to the
+		// result limit like a result, for every tool (MCP ones too).
+		out.Error = clipError(out.Error, in.MaxResultBytes)
 		response = map[string]any{"error": out.Error}
 		// Every other failure above is a refusal: the worker's own (not
 		// offered, not approved, unknown tool) or the tool's.
@@ -103,6 +107,9 @@ func (a *Activities) CallTool(ctx context.Context, in ToolInput) (ToolOutput, er
 		// An earlier attempt stored its result first; the model reads that
 		// one, so history describes it too.
 		out = describeStored(out, stored.Response)
+		if !out.OK {
+			out.Error = clipError(out.Error, in.MaxResultBytes)
+		}
 	}
 	// The tool's name, key and sizes only: arguments and results may hold
 	// the alert's data, which the logs do not get.
@@ -206,6 +213,24 @@ func shape(result any, limit int) (map[string]any, int, bool, error) {
 		obj = map[string]any{"result": json.RawMessage(raw)}
 	}
 	return obj, size, false, nil
+}
+
+// clipError clips msg so that {"error": msg}, as the model reads it, fits
+// in limit bytes (the default result limit when none is set); escapes can
+// make the encoded text longer than msg, so it shrinks until it fits.
+func clipError(msg string, limit int) string {
+	if limit <= 0 {
+		limit = investigation.DefaultMaxToolResultBytes
+	}
+	n, out := limit, msg
+	for {
+		raw, err := prompt.MarshalJSON(map[string]any{"error": out}, "")
+		if err != nil || len(raw) <= limit || n <= 0 {
+			return out
+		}
+		n -= len(raw) - limit
+		out = clip.String(msg, max(n, 0))
+	}
 }
 
 // describeStored is out as it describes a result an earlier attempt stored:

@@ -208,7 +208,7 @@ func TestURLScanQueriesNamingInternalAddressesAreRefused(t *testing.T) {
 		"page.title:\"Sign in\"",
 		"page.status:[200 TO 299]",
 		"date:[now-7d TO *]",
-		"domain:/.*paypal.*/",
+		"page.title:/sign.?in/", // a regular expression on a text field
 	}
 	fake, reqs := fakeProvider(t, respond(200, `{"results": [], "total": 0}`))
 	tool := configuredTool(t, Config{URLScan: Provider{APIKey: testAPIKey, BaseURL: fake.baseURL}}, fake.http, "urlscan_search")
@@ -223,4 +223,66 @@ func TestURLScanQueriesNamingInternalAddressesAreRefused(t *testing.T) {
 	}
 	require.Len(t, *reqs, len(good))
 	require.Equal(t, good[0], (*reqs)[0].URL.Query().Get("q"))
+}
+
+// A host is read wherever a query term can name one, and wildcards,
+// ports, escapes and percent-encoding around it do not hide it: each of
+// these was sent to urlscan.io. A regular expression is searched only in
+// text fields: which hosts it matches cannot be checked.
+func TestURLScanQueriesHideNoInternalHost(t *testing.T) {
+	bad := []string{
+		`page.url:"http://10.0.0.1*"`,               // an address with a wildcard after "://"
+		`page.url:*//169.254.169.254/*`,             // after "//" with no scheme
+		`page.url:*//metadata.google.internal/*`,    //
+		`page.url:*10.0.0.1:8080*`,                  // a port with a wildcard
+		`page.url:/https?:\/\/10\.0\.0\.1.*/`,       // a regular expression's host
+		`task.url:*//2130706433/*`,                  // an integer host after "//"
+		`page.url:*//0x7f000001*`,                   // hex, with a wildcard
+		`page.url:*//user@10.0.0.1*`,                // after userinfo
+		`task.url:*//intranet/*`,                    // a single label as a URL's host
+		`page.url:*//[fd00::1]*`,                    // IPv6 in brackets
+		`page.url:*example.com/go?to=10.0.0.1*`,     // in a parameter
+		`page.url:*%2F%2F10.0.0.1*`,                 // percent-encoded
+		`page.url:*%2F%2Fmetadata.google.internal*`, //
+		`page.url:*metadata.google.intern*`,         // a wildcard top-level domain matching .internal
+		`page.domain:dc01.corp.local.*`,             // an internal name before any top-level domain
+		`page.ip:fd00:*`,                            // an IPv6 wildcard
+		`lists.ips:fe80\:\:*`,                       //
+		`page.url:http\:\/\/10.0.0.1\/`,             // escaped
+		`page.url:*.corp.local*`,                    //
+	}
+	regexes := []string{
+		"domain:/.*paypal.*/", "/evil/", "page.url:/.*/", "-page.url:/x/", "page.url:(/x/)", "page.ip:/1.*/", `task.url:/https?:\/\/[a-z]+\.corp\.local\/.*/`,
+	}
+	good := []string{
+		"page.url:*example.com*",
+		`page.url:"https://evil.example.com:8443/login"`,
+		"task.url:*//evil.example.com/*",
+		"page.url:*example.com/page/1*",
+		"page.url:*example.com/v1.2.3/*",
+		"page.url:*example.com/?u=mailto:a@example.com*",
+		"page.domain:paypal.*",
+		`task.url:"http://admin@evil.example.com/"`, // a user before the host
+		"page.ip:2a00:*",
+		`filename:/setup.*\.exe/`,
+		"page.title:/sign.?in/ AND page.url:*example.com*",
+	}
+	fake, reqs := fakeProvider(t, respond(200, `{"results": [], "total": 0}`))
+	tool := configuredTool(t, Config{URLScan: Provider{APIKey: testAPIKey, BaseURL: fake.baseURL}}, fake.http, "urlscan_search")
+	for _, q := range bad {
+		_, err := tool.Call(context.Background(), map[string]any{"query": q})
+		assertRejection(t, err, noData)
+	}
+	for _, q := range regexes {
+		_, err := tool.Call(context.Background(), map[string]any{"query": q})
+		assertRejection(t, err, "") // some name a host too, and say so first
+	}
+	_, err := tool.Call(context.Background(), map[string]any{"query": "domain:/.*paypal.*/"})
+	assertRejection(t, err, "a regular expression on a field that may hold hosts")
+	require.Empty(t, *reqs)
+	for _, q := range good {
+		_, err := tool.Call(context.Background(), map[string]any{"query": q})
+		require.NoError(t, err, q)
+	}
+	require.Len(t, *reqs, len(good))
 }

@@ -133,7 +133,7 @@ func rejectNonPublic(ip net.IP) error {
 func parseLookupIP(s string) (net.IP, error) {
 	ip := net.ParseIP(s)
 	if ip == nil {
-		return nil, tools.Reject("%q is not an IP address (expected something like \"198.51.100.23\" or \"2001:db8::7\")", s)
+		return nil, tools.Reject("%q is not an IP address (expected something like \"198.51.100.23\" or \"2001:db8::7\")", clip.String(s, 80))
 	}
 	return ip, rejectNonPublic(ip)
 }
@@ -222,4 +222,53 @@ func canonicalEnum(v string, allowed []string) (string, bool) {
 		}
 	}
 	return "", false
+}
+
+// rejectPassword refuses text (a URL, or a query holding URLs) whose URL
+// gives a password before its host (https://user:password@host/): it would
+// go to a third party, and into any error quoting the text. A bare user@
+// stays allowed, as phishing lures use it. The text is not quoted.
+func rejectPassword(what, provider, s string) error {
+	if urlPassword(s) {
+		return tools.Reject("the %s has a URL with a password (user:password@ before the host), which is not sent to %s; "+
+			"retry with the URL without the password (user@host or host alone)", what, provider)
+	}
+	return nil
+}
+
+// urlPassword says s holds a URL authority with a password: after every
+// "//", and after a special scheme written without slashes
+// (http:user:pw@host, which URL parsers read as http://user:pw@host),
+// the text up to the next / ? # backslash, quote or space has a ':' before its '@'.
+func urlPassword(s string) bool {
+	var starts []int
+	for i := 0; ; {
+		j := strings.Index(s[i:], "//")
+		if j < 0 {
+			break
+		}
+		i += j + 2
+		starts = append(starts, i)
+	}
+	low := strings.ToLower(s)
+	for _, scheme := range []string{"http:", "https:", "ftp:", "ws:", "wss:"} {
+		for i := 0; ; {
+			j := strings.Index(low[i:], scheme)
+			if j < 0 {
+				break
+			}
+			i += j + len(scheme)
+			starts = append(starts, i)
+		}
+	}
+	for _, st := range starts {
+		auth := s[st:]
+		if k := strings.IndexAny(auth, "/?#\\\" \t\r\n"); k >= 0 {
+			auth = auth[:k]
+		}
+		if at := strings.LastIndex(auth, "@"); at > 0 && strings.Contains(auth[:at], ":") {
+			return true
+		}
+	}
+	return false
 }

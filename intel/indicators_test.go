@@ -7,6 +7,8 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/secops-agent/investigator/tools"
 )
 
 // A URL argument with a ".." path segment, plain or percent-encoded, is
@@ -44,6 +46,64 @@ func TestDotDotURLsAreRefused(t *testing.T) {
 			require.Len(t, *reqs, len(good))
 		})
 	}
+}
+
+// A URL giving a password before its host is refused, before any request
+// and without quoting it (OTX had it in the path, VirusTotal in base64); a
+// bare user@, as phishing lures use, is sent.
+func TestURLPasswordsAreRefused(t *testing.T) {
+	bad := []string{
+		"https://svc-backup:S3cretPassw0rd@files.example.com/export",
+		"http://admin:S3cretPassw0rd@evil.example.com",
+		"https://u:S3cretPassw0rd@evil.example.com@files.example.com/",
+		"https://svc:S3cretPassw0rd@files.example.com/../x", // before the .. refusal quotes it
+		"https:svc:S3cretPassw0rd@files.example.com/",
+	}
+	good := []string{"https://paypal.com@evil.example.com/login", "https://evil.example.com/a?next=b:c@d"}
+	for _, c := range urlCalls {
+		t.Run(c.tool, func(t *testing.T) {
+			fake, reqs := fakeProvider(t, respond(200, `{}`))
+			tool := configuredTool(t, c.cfg(Provider{APIKey: testAPIKey, BaseURL: fake.baseURL}), fake.http, c.tool)
+			for _, u := range bad {
+				_, err := tool.Call(context.Background(), c.args(u))
+				assertRejection(t, err, "retry with the URL without the password")
+				require.NotContains(t, err.Error(), "S3cret")
+			}
+			require.Empty(t, *reqs, "no request for a URL with a password")
+			for _, u := range good {
+				_, err := tool.Call(context.Background(), c.args(u))
+				require.NoError(t, err, u)
+			}
+			require.Len(t, *reqs, len(good))
+		})
+	}
+}
+
+// A refusal quotes its argument clipped: a 200 KiB indicator was quoted
+// whole into the tool's error.
+func TestRefusalsClipTheirArguments(t *testing.T) {
+	big := strings.Repeat("A", 200<<10)
+	fake, reqs := fakeProvider(t, respond(200, `{}`))
+	p := Provider{APIKey: testAPIKey, BaseURL: fake.baseURL}
+	otx := configuredTool(t, Config{OTX: p}, fake.http, "query_otx")
+	abuse := configuredTool(t, Config{AbuseIPDB: p}, fake.http, "abuseipdb_check")
+	for _, call := range []struct {
+		tool tools.Tool
+		args map[string]any
+	}{
+		{otx, map[string]any{"indicator": big, "indicator_type": "domain"}},
+		{otx, map[string]any{"indicator": big, "indicator_type": "IPv4"}},
+		{otx, map[string]any{"indicator": big, "indicator_type": "file"}},
+		{otx, map[string]any{"indicator": "https://" + big, "indicator_type": "url"}},
+		{otx, map[string]any{"indicator": "evil.example.com", "indicator_type": big}},
+		{otx, map[string]any{"indicator": "evil.example.com", "indicator_type": "domain", "section": big}},
+		{abuse, map[string]any{"ip": big}},
+	} {
+		_, err := call.tool.Call(context.Background(), call.args)
+		require.Error(t, err)
+		require.Less(t, len(err.Error()), 400, "%.200s", err)
+	}
+	require.Empty(t, *reqs)
 }
 
 // No provider is asked about an address that is not public: private,

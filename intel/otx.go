@@ -10,6 +10,7 @@ import (
 
 	"google.golang.org/genai"
 
+	"github.com/secops-agent/investigator/internal/clip"
 	"github.com/secops-agent/investigator/internal/upstream"
 	"github.com/secops-agent/investigator/tools"
 )
@@ -28,6 +29,7 @@ const (
 	otxMaxMalware    = 10
 	otxMaxActivities = 10
 	otxMaxSignatures = 10
+	otxMaxDetections = 10
 )
 
 // otxTypes are the indicator types query_otx accepts, in OTX's spelling.
@@ -70,7 +72,7 @@ func (t otxTool) Call(ctx context.Context, args map[string]any) (any, error) {
 	}
 	canon, ok := canonicalEnum(typ, otxTypes)
 	if !ok {
-		return nil, tools.Reject("indicator_type must be one of %s, got %q", strings.Join(otxTypes, ", "), typ)
+		return nil, tools.Reject("indicator_type must be one of %s, got %q", strings.Join(otxTypes, ", "), clip.String(typ, 40))
 	}
 	typ = canon
 	section, err := tools.StringArg(args, "section", false, 0)
@@ -83,7 +85,7 @@ func (t otxTool) Call(ctx context.Context, args map[string]any) (any, error) {
 	if canon, ok := canonicalEnum(section, otxSections); ok {
 		section = canon
 	} else {
-		return nil, tools.Reject("section must be one of %s, got %q", strings.Join(otxSections, ", "), section)
+		return nil, tools.Reject("section must be one of %s, got %q", strings.Join(otxSections, ", "), clip.String(section, 40))
 	}
 	if !slices.Contains(otxSectionsByType[typ], section) {
 		return nil, tools.Reject("OTX has no %q section for indicator_type %s; use one of: %s",
@@ -155,27 +157,30 @@ func otxIndicator(typ, raw string) (string, error) {
 		// IPv6 it would be sent as /IPv6/a.b.c.d.
 		is4 := ip.To4() != nil
 		if typ == "IPv4" && !is4 {
-			return "", tools.Reject("indicator %q is an IPv6 address; use indicator_type IPv6", raw)
+			return "", tools.Reject("indicator %q is an IPv6 address; use indicator_type IPv6", clip.String(raw, 80))
 		}
 		if typ == "IPv6" && is4 {
-			return "", tools.Reject("indicator %q is an IPv4 address; use indicator_type IPv4", raw)
+			return "", tools.Reject("indicator %q is an IPv4 address; use indicator_type IPv4", clip.String(raw, 80))
 		}
 		return ip.String(), nil
 	case "domain", "hostname":
 		if net.ParseIP(v) != nil {
-			return "", tools.Reject("indicator %q is an IP address; use indicator_type IPv4 or IPv6", raw)
+			return "", tools.Reject("indicator %q is an IP address; use indicator_type IPv4 or IPv6", clip.String(raw, 80))
 		}
 		if strings.Contains(v, "://") || strings.ContainsAny(v, "/?#") {
-			return "", tools.Reject("indicator %q looks like a URL; use indicator_type url, or pass only the host name such as \"evil.example.com\"", raw)
+			return "", tools.Reject("indicator %q looks like a URL; use indicator_type url, or pass only the host name such as \"evil.example.com\"", clip.String(raw, 80))
 		}
 		if len(v) > 253 || !otxHostRE.MatchString(v) {
-			return "", tools.Reject("indicator %q is not a valid %s name (expected something like \"evil.example.com\")", raw, typ)
+			return "", tools.Reject("indicator %q is not a valid %s name (expected something like \"evil.example.com\")", clip.String(raw, 80), typ)
 		}
 		if err := rejectInternalDomain(v, "indicator_type IPv4 or IPv6"); err != nil {
 			return "", err
 		}
 		return strings.TrimSuffix(strings.ToLower(v), "."), nil
 	case "url":
+		if err := rejectPassword("indicator", "OTX", v); err != nil {
+			return "", err
+		}
 		if len(v) > 2048 {
 			return "", tools.Reject("the URL is %d characters long; OTX looks up URLs of at most 2048", len(v))
 		}
@@ -184,7 +189,7 @@ func otxIndicator(typ, raw string) (string, error) {
 		}
 		u, err := url.Parse(v)
 		if err != nil || u.Host == "" || (u.Scheme != "http" && u.Scheme != "https") {
-			return "", tools.Reject("indicator %q is not an http(s) URL (expected something like \"https://evil.example.com/login.php\")", raw)
+			return "", tools.Reject("indicator %q is not an http(s) URL (expected something like \"https://evil.example.com/login.php\")", clip.String(raw, 80))
 		}
 		if err := rejectInternalHost(u.Hostname()); err != nil {
 			return "", err
@@ -192,9 +197,9 @@ func otxIndicator(typ, raw string) (string, error) {
 		return v, nil
 	case "file":
 		if !otxHexRE.MatchString(v) || (len(v) != 32 && len(v) != 40 && len(v) != 64) {
-			return "", tools.Reject("indicator %q is not a file hash: expected an MD5 (32), SHA1 (40) or SHA256 (64) hex string", raw)
+			return "", tools.Reject("indicator %q is not a file hash: expected an MD5 (32), SHA1 (40) or SHA256 (64) hex string", clip.String(raw, 80))
 		}
 		return strings.ToLower(v), nil
 	}
-	return "", tools.Reject("unsupported indicator_type %q", typ)
+	return "", tools.Reject("unsupported indicator_type %q", clip.String(typ, 40))
 }

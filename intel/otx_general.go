@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/secops-agent/investigator/internal/clip"
@@ -138,9 +139,9 @@ type otxGeneralOut struct {
 
 func shapeOTXGeneral(h otxHeader, r otxGeneral) otxGeneralOut {
 	out := otxGeneralOut{otxHeader: h, PulseCount: max(r.PulseInfo.Count, len(r.PulseInfo.Pulses)),
-		ASN: r.ASN, Country: r.CountryName, City: r.City}
+		ASN: otxText(r.ASN, otxMaxASN), Country: otxText(r.CountryName, otxMaxPlace), City: otxText(r.City, otxMaxPlace)}
 	if h.Type == "file" {
-		out.FileType = r.TypeTitle
+		out.FileType = otxText(r.TypeTitle, maxWord)
 	}
 	if rep, ok := r.Reputation.(float64); ok && rep != 0 {
 		out.Reputation = rep
@@ -149,7 +150,7 @@ func shapeOTXGeneral(h otxHeader, r otxGeneral) otxGeneralOut {
 	for i, p := range r.PulseInfo.Pulses {
 		fams := otxNames(p.MalwareFamilies, otxMaxNames)
 		families = otxAppendUnique(families, fams...)
-		adversaries = otxAppendUnique(adversaries, strings.TrimSpace(p.Adversary))
+		adversaries = otxAppendUnique(adversaries, otxText(p.Adversary, otxMaxName))
 		if i >= otxMaxPulses {
 			continue
 		}
@@ -160,10 +161,10 @@ func shapeOTXGeneral(h otxHeader, r otxGeneral) otxGeneralOut {
 		out.Pulses = append(out.Pulses, otxPulseOut{
 			Name:            clip.String(strings.TrimSpace(p.Name), 120),
 			Created:         otxDay(p.Created),
-			Author:          author,
+			Author:          otxText(author, otxMaxName),
 			Tags:            otxFirstN(otxCleanTags(p.Tags), otxMaxTags),
 			MalwareFamilies: fams,
-			Adversary:       strings.TrimSpace(p.Adversary),
+			Adversary:       otxText(p.Adversary, otxMaxName),
 			AttackIDs:       otxAttackIDs(p.AttackIDs, otxMaxNames),
 		})
 	}
@@ -227,11 +228,19 @@ func shapeOTXReputation(h otxHeader, r otxReputation) otxReputationOut {
 		out.Note = "OTX has no reputation record for this IP (no malicious activity recorded); check the general section for pulses"
 		return out
 	}
-	out.ThreatScore = rep.ThreatScore
+	out.ThreatScore = otxNumber(rep.ThreatScore)
 	out.FirstSeen = otxSecond(rep.FirstSeen)
 	out.LastSeen = otxSecond(rep.LastSeen)
 	if len(rep.Counts) <= 10 {
-		out.Counts = rep.Counts
+		// Counts only: a key is a short label, a value a number.
+		for k, v := range rep.Counts {
+			if n := otxNumber(v); n != nil && len(k) <= maxWord {
+				if out.Counts == nil {
+					out.Counts = map[string]any{}
+				}
+				out.Counts[k] = n
+			}
+		}
 	}
 	for i, a := range rep.Activities {
 		if i >= otxMaxActivities {
@@ -239,7 +248,7 @@ func shapeOTXReputation(h otxHeader, r otxReputation) otxReputationOut {
 			out.Note = fmt.Sprintf("showing %d of %d activities; %d omitted", otxMaxActivities, len(rep.Activities), out.Omitted)
 			break
 		}
-		out.Activities = append(out.Activities, otxActivityOut{Name: a.Name, FirstSeen: otxSecond(a.FirstDate), LastSeen: otxSecond(a.LastDate)})
+		out.Activities = append(out.Activities, otxActivityOut{Name: otxText(a.Name, otxMaxName), FirstSeen: otxSecond(a.FirstDate), LastSeen: otxSecond(a.LastDate)})
 	}
 	out.Blocklists = otxNames(rep.MatchedBL, otxMaxNames)
 	out.Allowlists = otxNames(rep.MatchedWL, otxMaxNames)
@@ -251,7 +260,7 @@ func shapeOTXReputation(h otxHeader, r otxReputation) otxReputationOut {
 func otxNames(ns []otxName, n int) []string {
 	var out []string
 	for _, x := range ns {
-		out = otxAppendUnique(out, strings.TrimSpace(string(x)))
+		out = otxAppendUnique(out, otxText(string(x), otxMaxName))
 	}
 	return otxFirstN(out, n)
 }
@@ -265,13 +274,19 @@ func otxAttackIDs(ns []otxName, n int) []string {
 		if id, _, ok := strings.Cut(s, " - "); ok {
 			s = id
 		}
-		out = otxAppendUnique(out, s)
+		out = otxAppendUnique(out, otxText(s, maxWord))
 	}
 	return otxFirstN(out, n)
 }
 
+// otxAppendUnique appends the values not yet in list, up to 100 entries,
+// more than any caller keeps: an answer with thousands of names costs no
+// quadratic time.
 func otxAppendUnique(list []string, vs ...string) []string {
 	for _, v := range vs {
+		if len(list) >= 100 {
+			break
+		}
 		if v != "" && !slices.ContainsFunc(list, func(s string) bool { return strings.EqualFold(s, v) }) {
 			list = append(list, v)
 		}
@@ -302,10 +317,46 @@ func otxDay(ts string) string {
 	return ts
 }
 
-// second drops fractions of a second from an OTX timestamp.
+// second drops fractions of a second from an OTX timestamp; a longer
+// value is no timestamp and is dropped (fits).
 func otxSecond(ts string) string {
 	if len(ts) > 19 && ts[10] == 'T' {
 		return ts[:19]
 	}
-	return ts
+	return fits(ts, maxTimestamp)
+}
+
+// Bounds of OTX's names and text by kind (shape.go has the shared ones):
+// OTX's ASN carries the owner's name ("AS15169 google llc").
+const (
+	otxMaxName  = 80  // a pulse author, adversary, malware family, activity
+	otxMaxPlace = 60  // a country name, city or region
+	otxMaxASN   = 100 // an AS number with its owner's name
+	otxMaxHash  = 128 // the longest hex hash (SHA-512)
+)
+
+// otxText is s trimmed and clipped to n bytes.
+func otxText(s string, n int) string { return clip.String(strings.TrimSpace(s), n) }
+
+// otxNumber is v when it is a number (or a short numeric string), else
+// nil: a score or a count is no object or text.
+func otxNumber(v any) any {
+	switch x := v.(type) {
+	case float64:
+		return x
+	case string:
+		if f, err := strconv.ParseFloat(strings.TrimSpace(x), 64); err == nil && len(x) <= 24 {
+			return f
+		}
+	}
+	return nil
+}
+
+// otxHash is s in lower case when it is a hex hash, else "".
+func otxHash(s string) string {
+	s = strings.TrimSpace(s)
+	if len(s) < 32 || len(s) > otxMaxHash || !otxHexRE.MatchString(s) {
+		return ""
+	}
+	return strings.ToLower(s)
 }

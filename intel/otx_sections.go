@@ -2,6 +2,7 @@ package intel
 
 import (
 	"fmt"
+	"maps"
 	"slices"
 	"strconv"
 	"strings"
@@ -81,8 +82,9 @@ type otxGeoOut struct {
 }
 
 func shapeOTXGeo(h otxHeader, r otxGeo) otxGeoOut {
-	out := otxGeoOut{otxHeader: h, Country: r.CountryName, CountryCode: r.CountryCode, City: r.City,
-		Region: r.Region, Continent: r.ContinentCode, ASN: r.ASN, Latitude: r.Latitude, Longitude: r.Longitude}
+	out := otxGeoOut{otxHeader: h, Country: otxText(r.CountryName, otxMaxPlace), CountryCode: fits(r.CountryCode, maxCountry),
+		City: otxText(r.City, otxMaxPlace), Region: otxText(r.Region, otxMaxPlace), Continent: fits(r.ContinentCode, maxCountry),
+		ASN: otxText(r.ASN, otxMaxASN), Latitude: r.Latitude, Longitude: r.Longitude}
 	if out.Country == "" && out.CountryCode == "" && out.ASN == "" {
 		out.Note = "OTX has no geolocation for this indicator"
 	}
@@ -90,9 +92,10 @@ func shapeOTXGeo(h otxHeader, r otxGeo) otxGeoOut {
 }
 
 type otxSampleOut struct {
-	Hash       string            `json:"hash"`
-	Date       string            `json:"date,omitempty"`
-	Detections map[string]string `json:"detections,omitempty"`
+	Hash           string            `json:"hash"`
+	Date           string            `json:"date,omitempty"`
+	Detections     map[string]string `json:"detections,omitempty"`
+	MoreDetections int               `json:"more_detections,omitempty"`
 }
 
 type otxMalwareOut struct {
@@ -107,18 +110,17 @@ func shapeOTXMalware(h otxHeader, r otxMalware) otxMalwareOut {
 		if i >= otxMaxMalware {
 			break
 		}
-		s := otxSampleOut{Hash: d.Hash, Date: otxSecond(d.Date)}
+		s := otxSampleOut{Hash: otxHash(d.Hash), Date: otxSecond(d.Date)}
 		if s.Date == "" && d.DatetimeInt > 0 {
 			s.Date = time.Unix(d.DatetimeInt, 0).UTC().Format("2006-01-02T15:04:05")
 		}
+		found := map[string]string{}
 		for engine, det := range d.Detections {
 			if det != nil && strings.TrimSpace(*det) != "" {
-				if s.Detections == nil {
-					s.Detections = map[string]string{}
-				}
-				s.Detections[engine] = clip.String(strings.TrimSpace(*det), 80)
+				found[engine] = *det
 			}
 		}
+		s.Detections, s.MoreDetections = otxDetections(found)
 		out.Samples = append(out.Samples, s)
 	}
 	switch shown := len(out.Samples); {
@@ -153,7 +155,7 @@ func shapeOTXURLList(h otxHeader, r otxURLList) otxURLListOut {
 		if code == 0 {
 			code = u.HTTPCode
 		}
-		out.URLs = append(out.URLs, otxURLOut{URL: clip.String(u.URL, 200), Date: otxSecond(u.Date), HTTPCode: code})
+		out.URLs = append(out.URLs, otxURLOut{URL: otxText(u.URL, 200), Date: otxSecond(u.Date), HTTPCode: code})
 	}
 	shown := len(out.URLs)
 	switch {
@@ -201,8 +203,13 @@ func shapeOTXPassiveDNS(h otxHeader, r otxPassiveDNS) otxPassiveDNSOut {
 		if i >= otxMaxPassiveDNS {
 			continue
 		}
-		rec := otxDNSOut{Hostname: p.Hostname, Address: p.Address, RecordType: p.RecordType,
-			First: otxSecond(p.First), Last: otxSecond(p.Last), ASN: p.ASN}
+		// A CNAME's address is a name: an address is parsed, a name clipped.
+		addr := providerIP(p.Address)
+		if addr == "" {
+			addr = otxText(p.Address, maxDomain)
+		}
+		rec := otxDNSOut{Hostname: otxText(p.Hostname, maxDomain), Address: addr, RecordType: fits(p.RecordType, 10),
+			First: otxSecond(p.First), Last: otxSecond(p.Last), ASN: otxText(p.ASN, otxMaxASN)}
 		// The queried value repeats in every record; leave it out.
 		if strings.EqualFold(rec.Hostname, h.Indicator) {
 			rec.Hostname = ""
@@ -251,13 +258,14 @@ func shapeOTXPassiveDNS(h otxHeader, r otxPassiveDNS) otxPassiveDNSOut {
 
 type otxAnalysisOut struct {
 	otxHeader
-	FileType     string            `json:"file_type,omitempty"`
-	FileClass    string            `json:"file_class,omitempty"`
-	Size         any               `json:"size,omitempty"`
-	Hashes       map[string]string `json:"hashes,omitempty"`
-	Detections   map[string]string `json:"detections,omitempty"`
-	SandboxScore any               `json:"sandbox_score,omitempty"`
-	Signatures   []string          `json:"signatures,omitempty"`
+	FileType       string            `json:"file_type,omitempty"`
+	FileClass      string            `json:"file_class,omitempty"`
+	Size           any               `json:"size,omitempty"`
+	Hashes         map[string]string `json:"hashes,omitempty"`
+	Detections     map[string]string `json:"detections,omitempty"`
+	MoreDetections int               `json:"more_detections,omitempty"`
+	SandboxScore   any               `json:"sandbox_score,omitempty"`
+	Signatures     []string          `json:"signatures,omitempty"`
 }
 
 func shapeOTXAnalysis(h otxHeader, r otxAnalysis) otxAnalysisOut {
@@ -269,10 +277,10 @@ func shapeOTXAnalysis(h otxHeader, r otxAnalysis) otxAnalysisOut {
 	}
 	info := otxDig(a, "info", "results")
 	out.FileType = clip.String(otxStr(info["file_type"]), 120)
-	out.FileClass = otxStr(info["file_class"])
-	out.Size = info["filesize"]
+	out.FileClass = otxText(otxStr(info["file_class"]), maxWord)
+	out.Size = otxNumber(info["filesize"])
 	for _, k := range []string{"md5", "sha1", "sha256"} {
-		if v := otxStr(info[k]); v != "" {
+		if v := otxHash(otxStr(info[k])); v != "" {
 			if out.Hashes == nil {
 				out.Hashes = map[string]string{}
 			}
@@ -280,20 +288,17 @@ func shapeOTXAnalysis(h otxHeader, r otxAnalysis) otxAnalysisOut {
 		}
 	}
 	plugins, _ := a["plugins"].(map[string]any)
+	found := map[string]string{}
 	for name, p := range plugins {
 		pm, _ := p.(map[string]any)
 		res, _ := pm["results"].(map[string]any)
 		if det := otxStr(res["detection"]); det != "" {
-			if out.Detections == nil {
-				out.Detections = map[string]string{}
-			}
-			out.Detections[name] = clip.String(det, 80)
+			found[name] = det
 		}
 	}
+	out.Detections, out.MoreDetections = otxDetections(found)
 	cuckoo := otxDig(plugins, "cuckoo", "result")
-	if score, ok := otxDig(cuckoo, "info")["combined_score"]; ok {
-		out.SandboxScore = score
-	}
+	out.SandboxScore = otxNumber(otxDig(cuckoo, "info")["combined_score"])
 	sigs, _ := cuckoo["signatures"].([]any)
 	for _, s := range sigs {
 		sm, _ := s.(map[string]any)
@@ -314,6 +319,21 @@ func shapeOTXAnalysis(h otxHeader, r otxAnalysis) otxAnalysisOut {
 		out.Note = fmt.Sprintf("showing %d sandbox signatures; %d omitted", otxMaxSignatures, out.Omitted)
 	}
 	return out
+}
+
+// otxDetections keeps at most otxMaxDetections engines' detections, the
+// first by engine name (an answer may name any number of engines), each
+// name and label clipped, and says how many more there were.
+func otxDetections(found map[string]string) (map[string]string, int) {
+	if len(found) == 0 {
+		return nil, 0
+	}
+	engines := slices.Sorted(maps.Keys(found))
+	out := map[string]string{}
+	for _, e := range engines[:min(len(engines), otxMaxDetections)] {
+		out[otxText(e, maxWord)] = otxText(found[e], 80)
+	}
+	return out, len(engines) - min(len(engines), otxMaxDetections)
 }
 
 // OTX's analysis section is loosely typed: these read it without failing on

@@ -1,8 +1,11 @@
 package intel
 
 import (
+	"maps"
 	"net/netip"
+	"path"
 	"regexp"
+	"slices"
 	"strings"
 
 	"golang.org/x/text/unicode/norm"
@@ -13,10 +16,13 @@ import (
 
 // URLScan.io search queries are Elasticsearch query strings: terms, each
 // field:value or a bare value, quoted or not, with ranges ([a TO b]),
-// comparisons (>=a), wildcards and backslash escapes. rejectInternalQuery
-// reads every term in every way it could be meant and refuses the query if
-// one names a non-public address (also as CIDR, range, comparison or
-// wildcard prefix) or an internal host name, as a value or as a URL's host.
+// comparisons (>=a), wildcards, /regular expressions/ and backslash
+// escapes. rejectInternalQuery reads every term in every way it could be
+// meant and refuses the query if one names a non-public address (also as
+// CIDR, range, comparison or wildcard prefix) or an internal host name: as
+// a value, as a URL's host after any "//", or as any run of host-name
+// characters in it, percent-encoded or not. A regular expression is
+// allowed only on text fields (textField).
 
 var (
 	// usRange is a range term; its endpoints may be quoted or *.
@@ -48,7 +54,72 @@ func rejectInternalQuery(q string) error {
 			return err
 		}
 	}
+	for _, t := range usRegexes(q) {
+		if !textField(t.field) {
+			return tools.Reject("the query term %q is a regular expression on a field that may hold hosts (a URL, domain or address, or every field): "+
+				"which hosts it matches cannot be checked, so it is not sent; use a wildcard term instead, such as page.url:*example.com*", clip.String(t.value, 100))
+		}
+	}
 	return nil
+}
+
+// usRegexes are q's regular expressions: /.../ at a term's start, maybe
+// after field: and +-!, with their field ("" for a bare one, which
+// searches every field). An unclosed one runs to the end.
+func usRegexes(q string) []usTerm {
+	var out []usTerm
+	for i := 0; i < len(q); i++ {
+		switch q[i] {
+		case '\\':
+			i++
+		case '"':
+			for i++; i < len(q) && q[i] != '"'; i++ {
+				if q[i] == '\\' {
+					i++
+				}
+			}
+		case '/':
+			field, ok := regexStart(q[:i])
+			if !ok {
+				continue
+			}
+			j := i + 1
+			for j < len(q) && q[j] != '/' {
+				if q[j] == '\\' {
+					j++
+				}
+				j++
+			}
+			out = append(out, usTerm{field, q[i:min(j+1, len(q))]})
+			i = j
+		}
+	}
+	return out
+}
+
+// regexStart says a '/' after before starts a regular expression: it
+// begins a term, maybe after field: and +-!; field is that field.
+func regexStart(before string) (field string, ok bool) {
+	b := strings.TrimRight(before, "+-!")
+	if b == "" || strings.ContainsRune(" \t\r\n(){}[],", rune(b[len(b)-1])) {
+		return "", true
+	}
+	if b[len(b)-1] != ':' {
+		return "", false
+	}
+	b = b[:len(b)-1]
+	k := strings.LastIndexAny(b, " \t\r\n(){}[],") + 1
+	return strings.TrimLeft(b[k:], "+-!"), true
+}
+
+// textField says a field holds text, not hosts (a page's title, a server
+// header, a file name): the only fields a regular expression may search.
+func textField(f string) bool {
+	switch strings.ToLower(f[strings.LastIndex(f, ".")+1:]) {
+	case "title", "server", "filename", "mimetype", "asnname", "tags":
+		return true
+	}
+	return false
 }
 
 // queryRejection names the term and why it is refused, in one sentence.
@@ -155,21 +226,9 @@ func checkQueryTerm(t usTerm) error {
 	if v == "" {
 		return nil
 	}
-	if i := strings.Index(v, "://"); i >= 0 {
-		return checkQueryHost(t.value, urlHost(v[i+3:]))
-	}
-	if len(v) > 2 && v[0] == '/' && v[len(v)-1] == '/' {
-		// A regular expression: each literal run in it is checked.
-		for _, run := range strings.FieldsFunc(v[1:len(v)-1], func(r rune) bool { return strings.ContainsRune(`*+?()[]{}|^$\/ `, r) }) {
-			if err := checkQueryTerm(usTerm{"", strings.Trim(run, ".")}); err != nil { // a run is part of a name: no single-label rule
-				return err
-			}
-		}
-		return nil
-	}
 	op := strings.TrimLeft(v, "+-!")
 	if i := strings.IndexAny(op, "^~"); i > 0 {
-		op = op[:i] // a boost or fuzziness suffix
+		op = op[:i] // a boost or fuzziness suffix (the text after is a run below)
 	}
 	cmp := strings.TrimLeft(op, "<>=")
 	if cmp != op {
@@ -180,8 +239,8 @@ func checkQueryTerm(t usTerm) error {
 		}
 		return nil
 	}
-	v = strings.Trim(cmp, "[]")
-	if addr, mask, ok := strings.Cut(v, "/"); ok && mask != "" && strings.Trim(mask, "0123456789") == "" {
+	c := strings.Trim(cmp, "[]")
+	if addr, mask, ok := strings.Cut(c, "/"); ok && mask != "" && strings.Trim(mask, "0123456789") == "" {
 		if p, err := netip.ParsePrefix(addr + "/" + mask); err == nil {
 			if overlapsNonPublic(p) {
 				return queryRejection(t.value, "covers private or other non-public addresses")
@@ -197,50 +256,166 @@ func checkQueryTerm(t usTerm) error {
 			return nil
 		}
 	}
-	host, _, _ := strings.Cut(v, "/") // host/path without a scheme
-	if as, ok := queryAddr(t.field, host); ok {
+	// Any text may name a host: a URL's host after "//" or "@", a path or
+	// parameter, a run of name characters inside wildcards or a regular
+	// expression; percent-encoded too. Every one is checked.
+	for s := v; ; {
+		if err := checkQueryText(t, s); err != nil {
+			return err
+		}
+		d := percentDecode(s)
+		if d == s {
+			return nil
+		}
+		s = d
+	}
+}
+
+// usDelims separate the parts of a URL or text that may each be a host
+// (with a port), as written: not '.', ':' or brackets, which hosts hold.
+const usDelims = "/\\?#@&=;,|\"'<>(){}^~ \t\r\n"
+
+// checkQueryText checks each part of s between usDelims as a host, and
+// each run of host-name characters in it as an address or a name.
+func checkQueryText(t usTerm, s string) error {
+	for _, run := range usRun.FindAllString(s, -1) {
+		if err := checkHostPattern(usTerm{"", t.value}, strings.Trim(run, "."), false); err != nil {
+			return err
+		}
+	}
+	var after byte // the delimiter before the part
+	prev := byte(0)
+	authority := false // between "//" and the path
+	for len(s) > 0 {
+		i := strings.IndexAny(s, usDelims)
+		part := s
+		if i >= 0 {
+			part = s[:i]
+		}
+		// After "//", or after an '@' there, is a URL's host, where a URL
+		// parser reads an integer or hex form as an address too.
+		slashes := (after == '/' || after == '\\') && (prev == '/' || prev == '\\')
+		if slashes {
+			authority = true
+		} else if after != '@' {
+			authority = false
+		}
+		// ... unless an '@' follows: then it is the user (admin@host).
+		hostPos := (slashes || after == '@' && authority) && (i < 0 || s[i] != '@')
+		if part != "" {
+			if err := checkQueryHost(t, part, hostPos); err != nil {
+				return err
+			}
+		}
+		if i < 0 {
+			break
+		}
+		if part != "" {
+			prev = 0
+		} else {
+			prev = after
+		}
+		after = s[i]
+		s = s[i+1:]
+	}
+	return nil
+}
+
+// usRun is a run of the characters of a host name or an IPv4 address,
+// with wildcards, holding a dot: wherever it stands, it may be one.
+var usRun = regexp.MustCompile(`[A-Za-z0-9_*?-]*\.[A-Za-z0-9_.*?-]*`)
+
+// checkQueryHost checks one part of a term as a host, with or without a
+// port: an address in any form (brackets and wildcards around it removed),
+// a wildcard pattern of addresses, or a name.
+func checkQueryHost(t usTerm, host string, hostPos bool) error {
+	if host == "" {
+		return nil
+	}
+	// host:port, the port maybe a wildcard (10.0.0.1:80*): the host is
+	// checked without it; an unbracketed IPv6 address ends so too, and is
+	// checked whole as well.
+	if i := strings.LastIndex(host, ":"); i > 0 && strings.Trim(host[i+1:], "0123456789*?") == "" {
+		h := host[:i]
+		if err := checkHostPattern(t, h, hostPos && !strings.Contains(h, ":")); err != nil {
+			return err
+		}
+		hostPos = false // the whole is read leniently: IPv6 (fd00:*) or not
+	}
+	return checkHostPattern(t, host, hostPos)
+}
+
+// checkHostPattern refuses a host, maybe with wildcards, that is or may be
+// a non-public address or an internal name.
+func checkHostPattern(t usTerm, host string, hostPos bool) error {
+	h := strings.ToLower(strings.TrimSpace(host))
+	if h == "" {
+		return nil
+	}
+	bare := strings.Trim(h, "[]*?")
+	if hostPos && !strings.ContainsAny(h, "*?") {
+		// A URL's host as written: read as a URL parser does (2130706433,
+		// 0x7f.1, a single label), as for URL arguments.
+		return rejectInternalHost(h)
+	}
+	field := t.field
+	if hostPos {
+		field = "ip" // with wildcards, its address readings still count
+	}
+	if as, ok := queryAddr(field, bare); ok {
 		for _, a := range as {
 			if err := rejectNonPublicAddr(a); err != nil {
 				return err
 			}
 		}
-		return nil
 	}
-	// host:port: an address, or a name checked without its port
-	if i := strings.LastIndex(host, ":"); i > 0 && strings.Trim(host[i+1:], "0123456789") == "" {
-		if as, ok := queryAddr(t.field, strings.Trim(host[:i], "[]")); ok {
-			for _, a := range as {
-				if err := rejectNonPublicAddr(a); err != nil {
-					return err
-				}
+	if strings.ContainsAny(h, "*?") {
+		if p, ok := wildIPv6Prefix(strings.Trim(h, "[]")); ok {
+			if overlapsNonPublic(p) {
+				return queryRejection(t.value, "covers private or other non-public addresses")
 			}
 			return nil
 		}
-		host = host[:i]
 	}
-	if usWildIPv4.MatchString(host) && (strings.Contains(host, ".") || ipField(t.field)) {
-		if overlapsNonPublic(wildcardPrefix(host)) {
+	if usWildIPv4.MatchString(h) && (strings.Contains(h, ".") || ipField(t.field)) {
+		if overlapsNonPublic(wildcardPrefix(h)) {
 			return queryRejection(t.value, "covers private or other non-public addresses")
 		}
 		return nil
 	}
-	return checkQueryName(t, strings.ToLower(host))
+	return checkQueryName(t, strings.Trim(h, "."))
 }
 
-// checkQueryHost checks a URL's host in a query term; wildcards allowed.
-func checkQueryHost(term, host string) error {
-	h := strings.TrimSuffix(strings.ToLower(host), ".")
-	if strings.ContainsAny(h, "*?") {
-		return checkQueryName(usTerm{"host", term}, h)
+// wildIPv6Prefix is the IPv6 prefix of the whole groups before the first
+// wildcard of an IPv6 pattern (fd00:* is fd00::/16; * alone is ::/0);
+// groups after "::" are not counted, so the prefix is never narrower than
+// the pattern.
+func wildIPv6Prefix(h string) (netip.Prefix, bool) {
+	if strings.Trim(h, "0123456789abcdef:.*?") != "" || !strings.Contains(h, ":") {
+		return netip.Prefix{}, false
 	}
-	if h == "" {
-		return nil
+	if strings.Count(h, ":") == 1 && strings.Contains(h[:strings.Index(h, ":")], ".") {
+		return netip.Prefix{}, false // an IPv4 address with a port
 	}
-	return rejectInternalHost(h)
+	lit := h[:strings.IndexAny(h, "*?")]
+	if i := strings.Index(lit, "::"); i >= 0 {
+		lit = lit[:i+1]
+	}
+	lit = lit[:strings.LastIndex(lit, ":")+1] // whole groups only
+	groups := strings.FieldsFunc(lit, func(r rune) bool { return r == ':' })
+	if len(groups) > 7 {
+		groups = groups[:7]
+	}
+	a, err := netip.ParseAddr(strings.Join(groups, ":") + "::")
+	if err != nil {
+		return netip.PrefixFrom(netip.IPv6Unspecified(), 0), true // unreadable: as wide as can be
+	}
+	return netip.PrefixFrom(a, 16*len(groups)), true
 }
 
-// checkQueryName refuses a host name under an internal top-level domain,
-// a reverse name, and a single label given for a host-name field.
+// checkQueryName refuses a host name under an internal top-level domain
+// (also a wildcard one that matches one: *.intern*), a reverse name, and
+// a single label given for a host-name field.
 func checkQueryName(t usTerm, h string) error {
 	h = strings.TrimSuffix(h, ".")
 	if !strings.Contains(h, ".") {
@@ -252,31 +427,23 @@ func checkQueryName(t usTerm, h string) error {
 	if !usNameChars.MatchString(h) {
 		return nil
 	}
-	tld := strings.Trim(h[strings.LastIndex(h, ".")+1:], "*?") // *.corp.local* too
-	if _, ok := internalTLDs[tld]; ok {
-		return queryRejection(t.value, "is an internal host name (under ."+tld+", a top-level domain reserved for private networks or special use)")
+	// Labels of wildcards only at the end (dc01.corp.local.*) stand for
+	// any top-level domain: the label before is checked as one too.
+	labels := strings.Split(h, ".")
+	for len(labels) > 1 && strings.Trim(labels[len(labels)-1], "*?") == "" {
+		labels = labels[:len(labels)-1]
+	}
+	if len(labels) < 2 {
+		return nil // any top-level domain (paypal.*) names no internal one
+	}
+	tld := labels[len(labels)-1]
+	for _, name := range slices.Sorted(maps.Keys(internalTLDs)) {
+		// "*.corp.local*" ends in local*, "x.intern*" may be .internal
+		if ok, _ := path.Match(tld, name); ok {
+			return queryRejection(t.value, "is an internal host name (under ."+name+", a top-level domain reserved for private networks or special use)")
+		}
 	}
 	return nil
-}
-
-// urlHost is the host of a URL's text after "://": up to the path, query
-// or fragment, after the last '@', without the port. Lenient on purpose:
-// a URL that does not parse still names its host to the provider.
-func urlHost(rest string) string {
-	if i := strings.IndexAny(rest, "/?#\\"); i >= 0 {
-		rest = rest[:i]
-	}
-	if i := strings.LastIndex(rest, "@"); i >= 0 {
-		rest = rest[i+1:]
-	}
-	if strings.HasPrefix(rest, "[") {
-		if i := strings.Index(rest, "]"); i > 0 {
-			return rest[:i+1]
-		}
-		return rest
-	}
-	host, _, _ := strings.Cut(rest, ":")
-	return host
 }
 
 // queryAddr reads s as an address: IPv6 in any form, a dotted quad with

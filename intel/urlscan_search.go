@@ -108,6 +108,9 @@ func (t urlscanSearch) Call(ctx context.Context, args map[string]any) (any, erro
 	if err != nil {
 		return nil, err
 	}
+	if err := rejectPassword("query", "URLScan.io", usUnescape(q)); err != nil {
+		return nil, err
+	}
 	if err := rejectDotDot("query", q); err != nil {
 		return nil, err
 	}

@@ -3,6 +3,7 @@ package intel
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"strings"
 	"testing"
 
@@ -107,4 +108,46 @@ func TestAbuseIPDBProviderValuesAreBounded(t *testing.T) {
 	requireShort(t, "domain", out.Domain, 253)
 	requireShort(t, "last_reported_at", out.LastReportedAt, 40)
 	require.NotContains(t, string(toJSON(t, got)), "10.0.0.1")
+}
+
+// Every string an OTX answer gives is bounded by its kind, and every list
+// by a count: pulse authors and adversaries, ASN, city and country, geo
+// and passive DNS fields, malware hashes and any number of detection
+// engines, reputation activities and a threat_score given as any JSON, and
+// analysis fields went out as OTX wrote them, one of them alone filling
+// the result cap.
+func TestOTXProviderValuesAreBounded(t *testing.T) {
+	h := hugeJSON()
+	var engines, plugins []string
+	for i := range 2000 {
+		engines = append(engines, fmt.Sprintf(`"engine%04d": "Trojan.Gen"`, i))
+		plugins = append(plugins, fmt.Sprintf(`"plugin%04d": {"results": {"detection": "Trojan.Gen"}}`, i))
+	}
+	names := `[` + strings.TrimSuffix(strings.Repeat(h+",", 3), ",") + `]`
+	cases := []struct{ section, typ, ind, body string }{
+		{"general", "IPv4", "198.51.100.23", `{"pulse_info": {"count": 1, "pulses": [{"name": "p", "adversary": ` + h + `, "author_name": ` + h + `,
+		  "malware_families": ` + names + `, "attack_ids": ` + names + `, "created": ` + h + `}],
+		  "related": {"other": {"adversary": ` + names + `, "malware_families": ` + names + `}}},
+		  "asn": ` + h + `, "city": ` + h + `, "country_name": ` + h + `}`},
+		{"general", "file", strings.Repeat("a", 64), `{"type_title": ` + h + `, "pulse_info": {"count": 0}}`},
+		{"geo", "IPv4", "198.51.100.23", `{"country_name": ` + h + `, "country_code": ` + h + `, "city": ` + h + `, "region": ` + h + `,
+		  "continent_code": ` + h + `, "asn": ` + h + `}`},
+		{"passive_dns", "IPv4", "198.51.100.23", `{"passive_dns": [{"hostname": ` + h + `, "address": ` + h + `, "asn": ` + h + `,
+		  "record_type": ` + h + `, "first": ` + h + `, "last": ` + h + `}], "count": 1}`},
+		{"malware", "IPv4", "198.51.100.23", `{"count": 1, "data": [{"hash": ` + h + `, "date": ` + h + `, "detections": {` + strings.Join(engines, ",") + `}}]}`},
+		{"reputation", "IPv4", "198.51.100.23", `{"reputation": {"threat_score": {"x": ` + h + `}, "first_seen": ` + h + `,
+		  "counts": {"a": ` + h + `, ` + h + `: 1}, "activities": [{"name": ` + h + `, "first_date": ` + h + `}], "matched_bl": ` + names + `}}`},
+		{"url_list", "IPv4", "198.51.100.23", `{"url_list": [{"url": ` + h + `, "date": ` + h + `}], "full_size": 1}`},
+		{"analysis", "file", strings.Repeat("a", 64), `{"analysis": {"info": {"results": {"file_class": ` + h + `, "file_type": ` + h + `,
+		  "md5": ` + h + `, "filesize": {"x": ` + h + `}}}, "plugins": {` + strings.Join(plugins, ",") + `,
+		  "cuckoo": {"result": {"info": {"combined_score": ` + h + `}}}}}}`},
+	}
+	for _, tc := range cases {
+		c, _ := fakeProviderAs(t, "AlienVault OTX", "X-OTX-API-KEY", respond(200, tc.body))
+		got, err := newOTX(c).Call(context.Background(), map[string]any{"indicator": tc.ind, "indicator_type": tc.typ, "section": tc.section})
+		require.NoError(t, err, tc.section)
+		b := toJSON(t, got)
+		require.Less(t, len(b), 4096, "query_otx %s: a provider value was not bounded: %.300s", tc.section, b)
+		require.NotContains(t, string(b), strings.Repeat("A", 260), tc.section, "no field keeps more than a domain name")
+	}
 }

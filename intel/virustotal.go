@@ -277,6 +277,9 @@ func vtTarget(kind, res string) (string, string, string, string, error) {
 		}
 		return "domain", d, "/api/v3/domains/" + url.PathEscape(d), d, nil
 	case "url":
+		if err := rejectPassword("resource", "VirusTotal", res); err != nil {
+			return "", "", "", "", err
+		}
 		if err := rejectDotDot("resource", res); err != nil {
 			return "", "", "", "", err
 		}

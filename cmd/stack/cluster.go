@@ -224,11 +224,14 @@ func postgresLaunch(s *Stack, _ int) (Launch, error) {
 	dir := s.postgresDir()
 	note := " (data in " + s.show(dir) + ")"
 	if !isFile(filepath.Join(dir, "PG_VERSION")) {
-		if err := os.MkdirAll(dir, 0o700); err != nil {
+		if err := s.mkdirPrivate(dir); err != nil {
 			return Launch{}, err
 		}
 		if as != nil {
 			if err := os.Chown(dir, int(as.Uid), int(as.Gid)); err != nil {
+				return Launch{}, err
+			}
+			if err := os.Chmod(s.DataDir, s.dataDirMode()); err != nil {
 				return Launch{}, err
 			}
 		}

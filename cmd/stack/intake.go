@@ -33,7 +33,11 @@ func (s *Stack) intakeTokenPath() string { return filepath.Join(s.DataDir, "inta
 // and linked into place, so one token wins and both read it; neither sees
 // an empty or half-written file.
 func (s *Stack) intakeToken() (string, error) {
-	p := s.intakeTokenPath()
+	return s.secretFile(s.intakeTokenPath())
+}
+
+// secretFile makes p hold a random token (0600) unless it holds one.
+func (s *Stack) secretFile(p string) (string, error) {
 	if _, err := os.Stat(p); err == nil {
 		return p, nil
 	}
@@ -44,7 +48,7 @@ func (s *Stack) intakeToken() (string, error) {
 	if err := s.mkdirPrivate(s.DataDir); err != nil {
 		return "", err
 	}
-	tmp, err := os.CreateTemp(s.DataDir, ".intake-token-*")
+	tmp, err := os.CreateTemp(filepath.Dir(p), "."+filepath.Base(p)+"-*")
 	if err != nil {
 		return "", err
 	}

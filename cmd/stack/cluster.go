@@ -124,10 +124,15 @@ func temporalService(service, health, grpc string, grpcPort, membershipPort, met
 			if !isExecutable(s.TemporalServer) {
 				return Launch{}, fmt.Errorf("Temporal server not found at %s: run 'go tool task cluster-setup'", s.TemporalServer)
 			}
+			pw, err := s.postgresPassword()
+			if err != nil {
+				return Launch{}, err
+			}
 			return Launch{
 				Argv: []string{s.TemporalServer, "--root", s.Root, "--config", "config/temporal", "--env", "cluster",
 					"--allow-no-auth", "start", "--service", service},
-				Env: append(s.temporalPorts(), "TEMPORAL_METRICS_PORT="+strconv.Itoa(s.port(prefix+"_METRICS"))),
+				// config/temporal/cluster.yaml reads the password from here.
+				Env: append(s.temporalPorts(), "TEMPORAL_METRICS_PORT="+strconv.Itoa(s.port(prefix+"_METRICS")), "STACK_POSTGRES_PASSWORD="+pw),
 			}, nil
 		},
 		Timeout: 60 * time.Second, TimeoutVar: "TEMPORAL",
@@ -209,9 +214,33 @@ func (s *Stack) ensureNamespace(ctx context.Context) error {
 // postgresDir is the cluster's PostgreSQL data directory.
 func (s *Stack) postgresDir() string { return filepath.Join(s.DataDir, "postgres") }
 
+// postgresPasswordFile holds the password of the cluster's superuser
+// temporal: random, the stack user's only (0600 under .data). It reaches
+// PostgreSQL on initdb's standard input, the Temporal services and the
+// SQL tool in their environments, never a command line (ps shows those).
+func (s *Stack) postgresPasswordFile() string { return filepath.Join(s.DataDir, "postgres-password") }
+
+func (s *Stack) postgresPassword() (string, error) {
+	p, err := s.secretFile(s.postgresPasswordFile())
+	if err != nil {
+		return "", err
+	}
+	b, err := os.ReadFile(p)
+	pw := strings.TrimSpace(string(b))
+	if err == nil && pw == "" {
+		err = fmt.Errorf("%s is empty: remove it, and the cluster's data with 'go tool task clean'", s.show(p))
+	}
+	return pw, err
+}
+
+// postgresInitTimeout bounds initdb and the one-time password setting.
+const postgresInitTimeout = 2 * time.Minute
+
 // postgresLaunch initialises the data directory the first time (initdb:
-// superuser temporal, trust on 127.0.0.1 only), then starts the server on
-// STACK_POSTGRES_PORT with its socket in the data directory.
+// superuser temporal with the stack's random password, scram-sha-256 on
+// the socket and on 127.0.0.1 alike: any local user reaches the port,
+// and a superuser runs programs through COPY ... TO PROGRAM), then starts
+// the server on STACK_POSTGRES_PORT with its socket in the data directory.
 func postgresLaunch(s *Stack, _ int) (Launch, error) {
 	bin := s.PostgresBin
 	if !isExecutable(filepath.Join(bin, "postgres")) {
@@ -223,19 +252,43 @@ func postgresLaunch(s *Stack, _ int) (Launch, error) {
 	}
 	dir := s.postgresDir()
 	note := " (data in " + s.show(dir) + ")"
-	if !isFile(filepath.Join(dir, "PG_VERSION")) {
-		if err := os.MkdirAll(dir, 0o700); err != nil {
+	pw, err := s.postgresPassword()
+	if err != nil {
+		return Launch{}, err
+	}
+	if isFile(filepath.Join(dir, "PG_VERSION")) {
+		if err := s.postgresEndTrust(bin, dir, pw, as); err != nil {
+			return Launch{}, err
+		}
+	} else {
+		if err := s.mkdirPrivate(dir); err != nil {
 			return Launch{}, err
 		}
 		if as != nil {
 			if err := os.Chown(dir, int(as.Uid), int(as.Gid)); err != nil {
 				return Launch{}, err
 			}
+			if err := os.Chmod(s.DataDir, s.dataDirMode()); err != nil {
+				return Launch{}, err
+			}
 		}
-		cmd := exec.Command(filepath.Join(bin, "initdb"), "-D", dir, "-U", "temporal", "--auth=trust", "-E", "UTF8", "--no-instructions")
+		pwfile, cleanup, err := s.postgresPwfile(pw, as)
+		if err != nil {
+			return Launch{}, err
+		}
+		defer cleanup()
+		ctx, cancel := context.WithTimeout(context.Background(), postgresInitTimeout)
+		defer cancel()
+		cmd := exec.CommandContext(ctx, filepath.Join(bin, "initdb"), "-D", dir, "-U", "temporal", "--auth=scram-sha-256",
+			"--pwfile="+pwfile, "-E", "UTF8", "--no-instructions")
 		cmd.Dir = "/"
-		cmd.SysProcAttr = &syscall.SysProcAttr{Credential: as}
+		cmd.Env = withoutSecrets(s.env)
+		cmd.SysProcAttr = &syscall.SysProcAttr{Credential: as, Setpgid: true}
+		cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
 		if out, err := cmd.CombinedOutput(); err != nil {
+			if ctx.Err() != nil {
+				err = fmt.Errorf("it did not finish within %s", postgresInitTimeout)
+			}
 			return Launch{}, fmt.Errorf("initdb %s failed: %v\n%s", dir, err, out)
 		}
 		note = " (initialised " + s.show(dir) + ")"
@@ -247,6 +300,68 @@ func postgresLaunch(s *Stack, _ int) (Launch, error) {
 			"-c", "max_connections=200"},
 		Credential: as, Note: note,
 	}, nil
+}
+
+// postgresPwfile is a copy of the password initdb (run as as) can read: a
+// private directory of its own under .data; the password file itself is
+// the stack user's. cleanup removes it.
+func (s *Stack) postgresPwfile(pw string, as *syscall.Credential) (string, func(), error) {
+	d, err := os.MkdirTemp(s.DataDir, ".initdb-")
+	if err != nil {
+		return "", nil, err
+	}
+	cleanup := func() { _ = os.RemoveAll(d) }
+	p := filepath.Join(d, "pw")
+	err = os.WriteFile(p, []byte(pw+"\n"), 0o600)
+	if err == nil && as != nil {
+		if err = os.Chown(p, int(as.Uid), int(as.Gid)); err == nil {
+			err = os.Chown(d, int(as.Uid), int(as.Gid))
+		}
+	}
+	if err != nil {
+		cleanup()
+		return "", nil, err
+	}
+	return p, cleanup, nil
+}
+
+// postgresEndTrust moves a data directory an older stack initialised with
+// trust authentication (no password checked, for any local user) to
+// scram-sha-256: the server still stopped, single-user mode sets the
+// password (from standard input), then pg_hba.conf trusts no one.
+func (s *Stack) postgresEndTrust(bin, dir, pw string, as *syscall.Credential) error {
+	hba := filepath.Join(dir, "pg_hba.conf")
+	b, err := os.ReadFile(hba)
+	if err != nil {
+		return err
+	}
+	lines := strings.Split(string(b), "\n")
+	trusting := false
+	for i, l := range lines {
+		f := strings.Fields(l)
+		if len(f) > 0 && !strings.HasPrefix(f[0], "#") && f[len(f)-1] == "trust" {
+			lines[i] = strings.TrimSuffix(strings.TrimRight(l, " \t"), "trust") + "scram-sha-256"
+			trusting = true
+		}
+	}
+	if !trusting {
+		return nil
+	}
+	s.log.info("PostgreSQL: %s trusted every local connection; setting the password from %s and requiring it", s.show(dir), s.show(s.postgresPasswordFile()))
+	ctx, cancel := context.WithTimeout(context.Background(), postgresInitTimeout)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, filepath.Join(bin, "postgres"), "--single", "-D", dir, "postgres")
+	cmd.Dir = "/"
+	cmd.Env = withoutSecrets(s.env)
+	// The password is hex (secretFile): nothing to quote.
+	cmd.Stdin = strings.NewReader("ALTER USER temporal PASSWORD '" + pw + "';\n")
+	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: as, Setpgid: true}
+	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
+	if out, err := cmd.CombinedOutput(); err != nil {
+		return fmt.Errorf("could not set the password of PostgreSQL's user temporal in %s (is a server still running on it?): %v\n%s", s.show(dir), err, out)
+	}
+	// Truncated in place: the file keeps its owner (the postgres user).
+	return os.WriteFile(hba, []byte(strings.Join(lines, "\n")), 0o600)
 }
 
 // postgresUser is whom PostgreSQL runs as: the postgres system user when
@@ -314,13 +429,18 @@ func postgresError(body []byte) string {
 // each database, create it where missing, set up the version tables, and
 // update the schema to the newest version the tool embeds.
 func clusterSchema(s *Stack, stdout, stderr io.Writer) error {
-	base := []string{"--plugin", "postgres12", "--ep", s.Host, "-p", strconv.Itoa(s.port("POSTGRES")), "-u", "temporal", "--pw", "temporal"}
+	pw, err := s.postgresPassword()
+	if err != nil {
+		return err
+	}
+	base := []string{"--plugin", "postgres12", "--ep", s.Host, "-p", strconv.Itoa(s.port("POSTGRES")), "-u", "temporal"}
 	for _, db := range []struct{ name, schema string }{
 		{"temporal", "postgresql/v12/temporal"},
 		{"temporal_visibility", "postgresql/v12/visibility"},
 	} {
 		run := func(ignore string, args ...string) error {
 			cmd := exec.Command(s.SQLTool, append(append(append([]string{}, base...), "--db", db.name), args...)...)
+			cmd.Env = append(withoutSecrets(os.Environ()), "SQL_PASSWORD="+pw) // not --pw: ps shows arguments
 			out, err := cmd.CombinedOutput()
 			if err != nil && (ignore == "" || !strings.Contains(string(out), ignore)) {
 				return fmt.Errorf("temporal-sql-tool %s on %s: %v\n%s", args[0], db.name, err, out)

@@ -107,7 +107,7 @@ func investigate(load loader, tbl []Service, log *logger, args []string, stdout,
 			}
 		}
 		fmt.Fprintf(stdout, "investigate: investigating %s (Web UI: %s)\n", alert, s.UIURL())
-		f, err := os.Create(out)
+		f, err := createPrivate(out)
 		if err != nil {
 			log.error("%v", err)
 			return 1
@@ -234,7 +234,8 @@ func dev(load loader, tbl []Service, log *logger, stdout io.Writer) int {
 	}
 	// Recorded before the stack starts, so that `stop` finds the session
 	// while it starts.
-	err = s.writeRecord(devSession, "pid", strconv.Itoa(os.Getpid()))
+	start, _ := procStart(os.Getpid())
+	err = s.recordPid(devSession, os.Getpid(), start)
 	unlock()
 	if err != nil {
 		log.error("%v", err)

@@ -421,14 +421,14 @@ func (s *Stack) writeEnvFile() error {
 		k, v, _ := strings.Cut(kv, "=")
 		fmt.Fprintf(&b, "export %s=%s\n", k, shellQuote(v))
 	}
-	if err := os.MkdirAll(s.DataDir, 0o755); err != nil {
+	if err := s.mkdirPrivate(s.DataDir); err != nil {
 		return err
 	}
 	return writeFileAtomic(s.EnvFile(), []byte(b.String()))
 }
 
 func writeFileAtomic(path string, data []byte) error {
-	return writeFileAtomicMode(path, data, 0o644)
+	return writeFileAtomicMode(path, data, 0o600)
 }
 
 func writeFileAtomicMode(path string, data []byte, mode os.FileMode) error {

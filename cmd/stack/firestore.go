@@ -77,7 +77,7 @@ func (s *Stack) saveFirestore(quiet bool) error {
 		s.log.warn("the Firestore emulator on %s does not answer: its data was not saved (the previous save, if any, is kept)", s.addr("FIRESTORE"))
 		return err
 	}
-	if err := os.MkdirAll(s.SaveDir(), 0o755); err != nil {
+	if err := s.mkdirPrivate(s.SaveDir()); err != nil {
 		return err
 	}
 	removeStaleTemps(s.SaveDir())

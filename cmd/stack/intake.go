@@ -3,7 +3,9 @@ package main
 import (
 	"crypto/rand"
 	"encoding/hex"
+	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
@@ -26,9 +28,16 @@ func (s *Stack) intakeArgs(token string, k int) []string {
 func (s *Stack) intakeTokenPath() string { return filepath.Join(s.DataDir, "intake-token") }
 
 // intakeToken returns the webhook's token file, written with a random
-// token (readable by its owner only) the first time.
+// token (readable by its owner only) the first time. The cluster's two
+// intakes start at once: the token is written whole to a file of its own
+// and linked into place, so one token wins and both read it; neither sees
+// an empty or half-written file.
 func (s *Stack) intakeToken() (string, error) {
-	p := s.intakeTokenPath()
+	return s.secretFile(s.intakeTokenPath())
+}
+
+// secretFile makes p hold a random token (0600) unless it holds one.
+func (s *Stack) secretFile(p string) (string, error) {
 	if _, err := os.Stat(p); err == nil {
 		return p, nil
 	}
@@ -36,10 +45,26 @@ func (s *Stack) intakeToken() (string, error) {
 	if _, err := rand.Read(b); err != nil {
 		return "", err
 	}
-	if err := os.MkdirAll(s.DataDir, 0o755); err != nil {
+	if err := s.mkdirPrivate(s.DataDir); err != nil {
 		return "", err
 	}
-	return p, os.WriteFile(p, []byte(hex.EncodeToString(b)+"\n"), 0o600)
+	tmp, err := os.CreateTemp(filepath.Dir(p), "."+filepath.Base(p)+"-*")
+	if err != nil {
+		return "", err
+	}
+	defer os.Remove(tmp.Name())
+	_, err = tmp.WriteString(hex.EncodeToString(b) + "\n")
+	if cerr := tmp.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return "", err
+	}
+	// Link, not rename: a token already there (the other intake's) stays.
+	if err := os.Link(tmp.Name(), p); err != nil && !errors.Is(err, fs.ErrExist) {
+		return "", err
+	}
+	return p, nil
 }
 
 // localSlackURL is the local receiver's webhook URL.

@@ -38,10 +38,10 @@ func lockData(ctx context.Context, s *Stack) (release func(), err error) {
 	said := false
 	for {
 		// Made again each time: a clean may have removed it meanwhile.
-		if err := os.MkdirAll(s.PidDir(), 0o755); err != nil {
+		if err := s.mkdirPrivate(s.PidDir()); err != nil {
 			return nil, err
 		}
-		f, err := os.OpenFile(s.lockFile(), os.O_RDWR|os.O_CREATE, 0o644)
+		f, err := os.OpenFile(s.lockFile(), os.O_RDWR|os.O_CREATE, 0o600)
 		if err != nil {
 			return nil, err
 		}

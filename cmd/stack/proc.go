@@ -6,7 +6,6 @@ import (
 	"hash/crc32"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"syscall"
@@ -21,17 +20,15 @@ import (
 
 // proc is a process the supervisor started in this invocation.
 type proc struct {
-	pid  int
-	done chan struct{} // closed when the group leader has exited and been reaped
+	pid   int
+	start string        // procStart, read before it can be reaped
+	done  chan struct{} // closed when the group leader has exited and been reaped
 }
 
 // spawn starts argv in its own process group with stdin from /dev/null and
 // stdout and stderr appended to logPath (after a header line).
 func spawn(argv, env []string, dir, logPath string, as *syscall.Credential) (*proc, error) {
-	if err := os.MkdirAll(filepath.Dir(logPath), 0o755); err != nil {
-		return nil, err
-	}
-	f, err := os.Create(logPath)
+	f, err := createPrivate(logPath)
 	if err != nil {
 		return nil, err
 	}
@@ -42,10 +39,17 @@ func spawn(argv, env []string, dir, logPath string, as *syscall.Credential) (*pr
 	cmd.Dir = dir
 	cmd.Stdout, cmd.Stderr = f, f // an *os.File: no copying goroutine, the child writes itself
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Credential: as}
-	if err := cmd.Start(); err != nil {
+	if err := startPrivate(cmd); err != nil {
 		return nil, err
 	}
-	p := &proc{pid: cmd.Process.Pid, done: make(chan struct{})}
+	// Unreaped, the child keeps its /proc entry even if it exits at once.
+	start, ok := procStart(cmd.Process.Pid)
+	if !ok {
+		_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+		_ = cmd.Wait()
+		return nil, fmt.Errorf("cannot read the start time of %s in /proc, which stop needs to tell it from a process that later reuses its pid", argv[0])
+	}
+	p := &proc{pid: cmd.Process.Pid, start: start, done: make(chan struct{})}
 	go func() { _ = cmd.Wait(); close(p.done) }()
 	return p, nil
 }

@@ -65,6 +65,9 @@ type Service struct {
 	// BeforeStop runs before the supervisor stops it (the Firestore save),
 	// unless the stop is a clean's.
 	BeforeStop func(s *Stack) error
+	// Secrets: it starts with the product's secrets from the caller's
+	// environment (isSecretVar); every other service starts without them.
+	Secrets bool
 	// Job marks a command that runs to completion (a schema migration):
 	// it is ready when it exits 0 and is never reused or stopped.
 	Job bool

@@ -1,6 +1,8 @@
 package main
 
 import (
+	"bytes"
+	"fmt"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -13,6 +15,7 @@ import (
 // What a stack records under .data/pids, so that stop, status and a later
 // start in another invocation find what runs:
 //   <name>.pid       the pid (== pgid) of a service, or of a `dev` session
+//   <name>.start     that process's boot and start time (procStart)
 //   <name>.settings  what a ReuseRecorded service was started with
 //   <name>.binary    the checksum of its program file
 //   <name>.<key>     a service's own record (firestore.target)
@@ -42,14 +45,10 @@ func (s *Stack) readRecord(name, key string) string {
 }
 
 func (s *Stack) writeRecord(name, key, value string) error {
-	if err := os.MkdirAll(s.PidDir(), 0o755); err != nil {
+	if err := s.mkdirPrivate(s.PidDir()); err != nil {
 		return err
 	}
-	mode := os.FileMode(0o644)
-	if key == "settings" { // hashes of secrets: no use to anyone else
-		mode = 0o600
-	}
-	return writeFileAtomicMode(s.recordFile(name, key), []byte(value+"\n"), mode)
+	return writeFileAtomicMode(s.recordFile(name, key), []byte(value+"\n"), 0o600)
 }
 
 // forget removes a service's pid file and records.
@@ -60,11 +59,29 @@ func (s *Stack) forget(name string) {
 	}
 }
 
-// recordedPid is the recorded pid of name if its process group still has a
-// live process (for a dev session: the process itself) and, when the
-// leader is there, its command line still matches match: a pid the system
-// gave to an unrelated process since is ignored. The leader may be gone
-// while the group lives on (gcloud's JVM).
+// recordPid records pid as name's, with the identity of the process
+// (procStart) first: a pid file without it is never trusted (recordedPid).
+func (s *Stack) recordPid(name string, pid int, start string) error {
+	if start == "" {
+		return fmt.Errorf("cannot read the start time of %s (pid %d), so a later stop could not tell it from a process that reused its pid", name, pid)
+	}
+	if err := s.writeRecord(name, "start", start); err != nil {
+		return err
+	}
+	return s.writeRecord(name, "pid", strconv.Itoa(pid))
+}
+
+// recordedPid is the recorded pid of name if it is still the process the
+// stack recorded and its process group (for a dev session: the process
+// itself) still has a live process: the leader must have the recorded start
+// (procStart: boot and start time) and a command line matching match. A pid
+// the system gave to another process since, after a reboot too, is
+// ignored: stop would signal its whole group. The leader may be gone while
+// the group lives on (gcloud's JVM): then the record must be of this boot;
+// the pgid stays taken while the group lives, so it is still ours unless
+// the pids wrapped around meanwhile. A record without a start time (an
+// older stack's) is never taken for a running service: stop leaves it
+// alone, and says so when the pid's command line still matches.
 func (s *Stack) recordedPid(name, match string) (int, bool) {
 	b, err := os.ReadFile(s.pidFile(name))
 	if err != nil {
@@ -81,6 +98,18 @@ func (s *Stack) recordedPid(name, match string) (int, bool) {
 	} else if !procgroup.Alive(pid) {
 		return 0, false
 	}
+	recorded := s.readRecord(name, "start")
+	leaderAlive := procgroup.PidAlive(pid)
+	if recorded == "" {
+		return 0, false
+	}
+	if leaderAlive {
+		if start, ok := procStart(pid); !ok || start != recorded {
+			return 0, false
+		}
+	} else if boot, _, _ := strings.Cut(recorded, "\n"); boot == "" || boot != bootID() {
+		return 0, false
+	}
 	// A live pid whose command line cannot be read is not taken for ours: the
 	// supervisor would rather start a service again than stop a stranger. A
 	// leader that is gone has no command line, and its group is still ours.
@@ -91,6 +120,56 @@ func (s *Stack) recordedPid(name, match string) (int, bool) {
 		}
 	}
 	return pid, true
+}
+
+// warnUnproven says, before a stop forgets name's record, that a live
+// process it names was left alone for want of a recorded start time (a
+// record an older stack wrote): it may still be the service.
+func (s *Stack) warnUnproven(name, match string) {
+	b, err := os.ReadFile(s.pidFile(name))
+	if err != nil || s.readRecord(name, "start") != "" {
+		return
+	}
+	pid, err := strconv.Atoi(strings.TrimSpace(string(b)))
+	if err != nil || pid <= 0 || !procgroup.PidAlive(pid) {
+		return
+	}
+	if args, ok := cmdline(pid); ok && match != "" && regexp.MustCompile(match).MatchString(args) {
+		s.log.warn("%s: %s names pid %d without its start time (an older stack wrote it), so it was left running: if it is still the %s, stop it yourself", name, s.show(s.pidFile(name)), pid, name)
+	}
+}
+
+// procStart identifies a process over time: the boot it runs in and its
+// start time since that boot (/proc/PID/stat field 22), as two lines; a
+// pid reused later, or after a reboot, has another. ok is false when it
+// cannot be read.
+func procStart(pid int) (string, bool) {
+	boot := bootID()
+	stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil || boot == "" {
+		return "", false
+	}
+	i := bytes.LastIndexByte(stat, ')')
+	if i < 0 {
+		return "", false
+	}
+	f := strings.Fields(string(stat[i+1:])) // from field 3, the state
+	if len(f) < 20 {
+		return "", false
+	}
+	if _, err := strconv.ParseUint(f[19], 10, 64); err != nil {
+		return "", false
+	}
+	return boot + "\n" + f[19], true
+}
+
+// bootID names the running boot ("" when unknown).
+func bootID() string {
+	b, err := os.ReadFile("/proc/sys/kernel/random/boot_id")
+	if err != nil {
+		return ""
+	}
+	return strings.TrimSpace(string(b))
 }
 
 // runningDev is the pid of a dev session other than this process.

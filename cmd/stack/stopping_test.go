@@ -210,7 +210,7 @@ func TestStopDevWaitsPastAHugeStopWait(t *testing.T) {
 	go func() { _ = dev.Wait(); close(done) }()
 	t.Cleanup(func() { _ = dev.Process.Kill(); <-done })
 	time.Sleep(100 * time.Millisecond) // its trap is set
-	require.NoError(t, s.writeRecord(devSession, "pid", strconv.Itoa(dev.Process.Pid)))
+	require.NoError(t, recordTestPid(s, devSession, dev.Process.Pid))
 	require.NoError(t, s.writeRecord("worker", "pid", "999999999"))
 	require.NoError(t, s.writeRecord("worker", "stopwait", "2562047h47m16s"))
 

@@ -10,7 +10,6 @@ import (
 	"os/exec"
 	"regexp"
 	"slices"
-	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -56,7 +55,7 @@ func (sv *supervisor) up(ctx context.Context) error {
 	s := sv.s
 	began := time.Now()
 	for _, d := range []string{s.LogDir(), s.PidDir()} {
-		if err := os.MkdirAll(d, 0o755); err != nil {
+		if err := s.mkdirPrivate(d); err != nil {
 			return err
 		}
 	}
@@ -274,7 +273,7 @@ func (sv *supervisor) bring(ctx context.Context, in *instance) error {
 	if !prepare() {
 		return errFailed
 	}
-	p, err := spawn(launch.Argv, append(append([]string{}, s.env...), launch.Env...), s.Root, s.logFile(in.name), launch.Credential)
+	p, err := spawn(launch.Argv, append(s.envFor(svc), launch.Env...), s.Root, s.logFile(in.name), launch.Credential)
 	if err != nil {
 		s.log.error("cannot start %s: %v", in.name, err)
 		return errFailed
@@ -284,7 +283,7 @@ func (sv *supervisor) bring(ctx context.Context, in *instance) error {
 	sv.procs[in.name] = p
 	sv.mu.Unlock()
 	// The pid first: from here on, stop finds it whatever happens to us.
-	if err := s.writeRecord(in.name, "pid", strconv.Itoa(p.pid)); err != nil {
+	if err := s.recordPid(in.name, p.pid, p.start); err != nil {
 		return err
 	}
 	records := map[string]string{}
@@ -407,7 +406,7 @@ func (sv *supervisor) runJob(ctx context.Context, in *instance) error {
 		s.log.error("%s", err)
 		return errFailed
 	}
-	f, err := os.Create(s.logFile(in.name))
+	f, err := createPrivate(s.logFile(in.name))
 	if err != nil {
 		return err
 	}
@@ -423,14 +422,18 @@ func (sv *supervisor) runJob(ctx context.Context, in *instance) error {
 		defer cancel()
 	}
 	cmd := exec.CommandContext(jctx, launch.Argv[0], launch.Argv[1:]...)
-	cmd.Env = append(append([]string{}, s.env...), launch.Env...)
+	cmd.Env = append(s.envFor(in.svc), launch.Env...)
 	cmd.Dir = s.Root
 	cmd.Stdout, cmd.Stderr = f, f
 	// Its own group, ended as a whole when the start is abandoned or the
 	// job outlives its timeout.
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
-	if err := cmd.Run(); err != nil {
+	err = startPrivate(cmd)
+	if err == nil {
+		err = cmd.Wait()
+	}
+	if err != nil {
 		if ctx.Err() != nil {
 			return ctx.Err()
 		}
@@ -509,6 +512,7 @@ func (sv *supervisor) stopOne(in *instance, beforeStop bool) (kept bool) {
 	s, svc := sv.s, in.svc
 	pid, ok := s.recordedPid(in.name, svc.Match)
 	if !ok {
+		s.warnUnproven(in.name, svc.Match)
 		s.forget(in.name)
 		return false
 	}
@@ -613,6 +617,8 @@ func (sv *supervisor) stopDev() bool {
 		for procgroup.PidAlive(pid) && time.Now().Before(deadline) {
 			time.Sleep(50 * time.Millisecond)
 		}
+	} else {
+		s.warnUnproven(devSession, devMatch)
 	}
 	s.forget(devSession)
 	return ok

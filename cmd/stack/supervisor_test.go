@@ -27,6 +27,11 @@ func TestMain(m *testing.M) {
 	case "":
 		os.Exit(m.Run())
 	case "http": // answers "Ok" on STACK_TEST_ADDR
+		if f := os.Getenv("STACK_TEST_FILE"); f != "" { // a file of its own, with the key it was given
+			if err := os.WriteFile(f, []byte(os.Getenv("GEMINI_API_KEY")), 0o666); err != nil {
+				os.Exit(5)
+			}
+		}
 		fmt.Println("Started Worker")
 		http.ListenAndServe(os.Getenv("STACK_TEST_ADDR"), http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
 			w.Write([]byte("Ok"))
@@ -312,7 +317,7 @@ func TestRecordedPid(t *testing.T) {
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	require.NoError(t, cmd.Start())
 	defer func() { cmd.Process.Kill(); cmd.Wait() }()
-	require.NoError(t, s.writeRecord("db", "pid", strconv.Itoa(cmd.Process.Pid)))
+	require.NoError(t, recordTestPid(s, "db", cmd.Process.Pid))
 	pid, ok := s.recordedPid("db", "sleep")
 	require.True(t, ok)
 	require.Equal(t, cmd.Process.Pid, pid)
@@ -323,7 +328,7 @@ func TestRecordedPid(t *testing.T) {
 	require.NoError(t, err)
 	defer procgroup.Stop(p.pid, time.Second)
 	<-p.done
-	require.NoError(t, s.writeRecord("fs", "pid", strconv.Itoa(p.pid)))
+	require.NoError(t, s.recordPid("fs", p.pid, p.start))
 	_, ok = s.recordedPid("fs", "firestore")
 	require.True(t, ok, "the leader is gone, its group runs on")
 
@@ -436,8 +441,14 @@ func TestDev(t *testing.T) {
 	require.NoError(t, other.Start())
 	defer func() { other.Process.Kill(); other.Wait() }()
 	require.Eventually(t, func() bool { a, _ := cmdline(other.Process.Pid); return strings.HasPrefix(a, "stack dev") }, 5*time.Second, 10*time.Millisecond)
-	require.NoError(t, s.writeRecord(devSession, "pid", strconv.Itoa(other.Process.Pid)))
+	require.NoError(t, recordTestPid(s, devSession, other.Process.Pid))
 	out.Reset()
 	require.Equal(t, 1, dev(func(bool) (*Stack, error) { return s, nil }, tbl, s.log, out))
 	require.Contains(t, out.String(), fmt.Sprintf("a 'go tool task dev' session is already running (pid %d)", other.Process.Pid))
+}
+
+// recordTestPid records a live process as name's, as a start does.
+func recordTestPid(s *Stack, name string, pid int) error {
+	start, _ := procStart(pid)
+	return s.recordPid(name, pid, start)
 }

@@ -51,7 +51,8 @@ var table = []Service{
 		Ready: HTTP{Port: "CODEC", Method: http.MethodOptions, Path: "/decode", Status: http.StatusNoContent,
 			Header: map[string]string{"Origin": "{UI}", "Access-Control-Request-Method": "POST"}},
 		Timeout: 20 * time.Second, TimeoutVar: "CODEC",
-		Match: "codec-server",
+		Match:   "codec-server",
+		Secrets: true, // CODEC_SERVER_TOKEN
 	},
 	{
 		// The sample security logs of examples/bigquery, loaded into memory
@@ -176,7 +177,7 @@ var table = []Service{
 		Ready: LogLine{Text: "Started Worker"}, ReadyOnTimeout: true,
 		Timeout: 20 * time.Second, TimeoutVar: "WORKER",
 		Reuse: ReuseRecorded, Settings: workerSettings,
-		Match: "worker",
+		Match: "worker", Secrets: true,
 	},
 	{
 		// The scorecard's worker (scripts/eval.sh): its own Firestore
@@ -195,7 +196,7 @@ var table = []Service{
 		Ready: LogLine{Text: "Started Worker"}, ReadyOnTimeout: true,
 		Timeout: 20 * time.Second, TimeoutVar: "WORKER",
 		Reuse: ReuseNever,
-		Match: "worker",
+		Match: "worker", Secrets: true,
 	},
 	// The intake's entries (design/intake.md, cmd/stack/intake.go): the
 	// Pub/Sub emulator, its topics and subscriptions (a job: the emulator
@@ -486,7 +487,7 @@ func (s *Stack) settingsKey() []byte {
 	if _, err := rand.Read(key); err != nil {
 		panic(err) // crypto/rand does not fail on Linux
 	}
-	if os.MkdirAll(s.DataDir, 0o755) == nil {
+	if s.mkdirPrivate(s.DataDir) == nil {
 		tmp := fmt.Sprintf("%s.tmp-%d", path, os.Getpid())
 		if os.WriteFile(tmp, key, 0o600) == nil {
 			if os.Link(tmp, path) != nil { // there already, or a broken one
@@ -563,7 +564,7 @@ func writeMCPConfig(s *Stack) error {
 	}
 	yaml := fmt.Sprintf("# Written by bin/stack: examples/mcp/mcp.yaml with this stack's directories.\nservers:\n  response:\n    command: %q\n    args: [--inventory, %q, --state-dir, %q]\n    timeout: 30s\n    rate: 5\n",
 		filepath.Join(s.BinDir, "response-server"), filepath.Join(s.Root, "examples", "mcp", "inventory.json"), filepath.Join(s.DataDir, "response"))
-	return os.WriteFile(path, []byte(yaml), 0o644)
+	return writeFileAtomicMode(path, []byte(yaml), 0o600)
 }
 
 // otelSettings names where the worker exports traces and metrics: a worker

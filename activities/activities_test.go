@@ -17,6 +17,7 @@ import (
 
 	"github.com/secops-agent/investigator/alerts"
 	"github.com/secops-agent/investigator/intel"
+	"github.com/secops-agent/investigator/internal/clip"
 	"github.com/secops-agent/investigator/internal/modeltest"
 	"github.com/secops-agent/investigator/internal/upstream"
 	"github.com/secops-agent/investigator/investigation"
@@ -153,6 +154,9 @@ func TestModelTurnRebuildsTranscript(t *testing.T) {
 		require.Contains(t, opening, want)
 	}
 	require.NotContains(t, sys, "limit of model turns")
+	// The workflow refuses a ref: in these calls (planPipeline's takesRefs,
+	// gateAction): the prompt that offers refs says so.
+	require.Contains(t, sys, "with the value filled in. Only lookups take `ref:` values: a call of `ask_user`, of `bigquery_agent` or of a tool that changes something (an action the analyst approves) with one is refused")
 	var names []string
 	for _, d := range first.Cfg.Tools[0].FunctionDeclarations {
 		names = append(names, d.Name)
@@ -547,4 +551,25 @@ func TestInlineResultsCarryNoEmptyError(t *testing.T) {
 	require.Len(t, parts, 2)
 	require.Equal(t, map[string]any{"performed": false, "outcome": "expired", "reason": "no decision within 5s"}, parts[0].FunctionResponse.Response)
 	require.Equal(t, map[string]any{"error": "the tool failed after retries: boom"}, parts[1].FunctionResponse.Response)
+}
+
+// A log row can get the reflection to write one huge insight, or hundreds:
+// what it returns holds at most MaxReflectionInsights, each clipped.
+func TestReflectBoundsInsights(t *testing.T) {
+	many := []string{strings.Repeat("x", 40<<10), "  ", "short"}
+	for i := range 30 {
+		many = append(many, fmt.Sprintf("fact %d", i))
+	}
+	raw, err := json.Marshal(map[string]any{"insights": many, "plan_updates": []any{}, "achieved": false})
+	require.NoError(t, err)
+	a, _, ts := newActivities(t, text(string(raw)))
+	ts.M["s/k1"] = transcript.Entry{Kind: transcript.KindModel, Text: "read the alert"}
+	r, err := a.Reflect(context.Background(), ReflectInput{Session: "s", Objective: "obj",
+		Step: plan.Step{ID: "step_1", Description: "read", ResultKey: "k1"}, Steps: 1, MaxSteps: 5})
+	require.NoError(t, err)
+	require.Len(t, r.Insights, MaxReflectionInsights)
+	require.LessOrEqual(t, len(r.Insights[0]), MaxInsightBytes)
+	require.True(t, clip.Clipped(r.Insights[0]), "the long insight is clipped with the mark")
+	require.Equal(t, "short", r.Insights[1], "an empty insight is left out")
+	require.Equal(t, "fact 7", r.Insights[9])
 }

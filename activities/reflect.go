@@ -48,7 +48,34 @@ func (a *Activities) Reflect(ctx context.Context, in ReflectInput) (Reflection, 
 	}
 	var out Reflection
 	out.Usage, err = a.Model.GenerateJSON(ctx, "reflection on "+in.Step.ID, p.system, p.user, reflectSchema, &out, func() error { return nil })
+	if n := len(out.Insights); n > MaxReflectionInsights {
+		Logger(ctx).Warn("reflection insights past the bound dropped", "step", in.Step.ID, "insights", n, "kept", MaxReflectionInsights)
+	}
+	out.Insights = BoundedInsights(out.Insights)
 	return out, err
+}
+
+// Bounds on what one reflection adds to the insights: each insight rides
+// in the run's state, the stored context, its event and every later reflect
+// and conclude prompt, and the workflow keeps 32 KiB of them in all, so one
+// long insight must not push every other one out.
+const (
+	MaxInsightBytes       = 1 << 10
+	MaxReflectionInsights = 10
+)
+
+// BoundedInsights is a reflection's insights as the investigation keeps
+// them: trimmed, empty ones left out, the first MaxReflectionInsights, each
+// clipped to MaxInsightBytes with the clip mark. Pure: the workflow applies
+// it to a recorded result too.
+func BoundedInsights(insights []string) []string {
+	var out []string
+	for _, in := range insights {
+		if in = strings.TrimSpace(in); in != "" && len(out) < MaxReflectionInsights {
+			out = append(out, clip.String(in, MaxInsightBytes))
+		}
+	}
+	return out
 }
 
 // reflectPlan is the plan as reflection sees it, for a data block: the

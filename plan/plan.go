@@ -256,10 +256,35 @@ func RepairAfter(p Plan, earlier []string, known []string, maxSteps int) (Plan, 
 			renamed[s.ID] = id
 		}
 	}
+	notes = BoundNotes(notes)
 	if len(out.Steps) == 0 {
 		return Plan{}, notes, fmt.Errorf("the plan has no executable steps (%s)", strings.Join(notes, "; "))
 	}
 	return out.Bounded(), notes, nil
+}
+
+// MaxNotes bounds the notes of one plan: a plan of thousands of steps that
+// name unknown tools would otherwise carry a note for each into the plan's
+// output, its event and the re-ask.
+const MaxNotes = 20
+
+// BoundNotes is notes with at most MaxNotes of them, each clipped to
+// MaxNoteBytes; the ones past the bound become one note that counts them.
+func BoundNotes(notes []string) []string {
+	if len(notes) <= MaxNotes && !slices.ContainsFunc(notes, func(n string) bool { return len(n) > MaxNoteBytes }) {
+		return notes
+	}
+	out := make([]string, 0, MaxNotes)
+	for _, n := range notes[:min(len(notes), MaxNotes-1)] {
+		out = append(out, clip.String(n, MaxNoteBytes))
+	}
+	switch rest := len(notes) - len(out); {
+	case rest == 1:
+		out = append(out, clip.String(notes[len(notes)-1], MaxNoteBytes))
+	case rest > 1:
+		out = append(out, fmt.Sprintf("and %d more changes of the same kinds", rest))
+	}
+	return out
 }
 
 // renameDeps maps a step's dependencies through renamed (the earlier kept
@@ -331,11 +356,19 @@ func named(s string) string {
 	return fmt.Sprintf("%q", clip.String(s, maxNamed))
 }
 
-// names writes model-written names for a note, each as named does.
+// maxNames is how many model-written names one note lists.
+const maxNames = 5
+
+// names writes model-written names for a note, each as named does, at most
+// maxNames of them and then how many more there are: a step may name
+// thousands of tools.
 func names(items []string) string {
-	out := make([]string, len(items))
-	for i, s := range items {
-		out[i] = named(s)
+	out := make([]string, 0, min(len(items), maxNames)+1)
+	for _, s := range items[:min(len(items), maxNames)] {
+		out = append(out, named(s))
+	}
+	if len(items) > maxNames {
+		out = append(out, fmt.Sprintf("and %d more", len(items)-maxNames))
 	}
 	return strings.Join(out, ", ")
 }

@@ -6,6 +6,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/stretchr/testify/require"
+
 	"github.com/secops-agent/investigator/internal/clip"
 )
 
@@ -322,4 +324,36 @@ func TestApplyQuotesUnknownTools(t *testing.T) {
 	if why := outcomes[0].Why; strings.Contains(why, "\n") || !strings.Contains(why, `"evil\nVERDICT  benign"`) {
 		t.Errorf("why %q", why)
 	}
+}
+
+// A plan of thousands of steps naming unknown tools, one of them naming
+// thousands, leaves a bounded list of notes: the plan's output and event
+// carry them, and a plan with no executable step quotes them in its error.
+func TestRepairBoundsItsNotes(t *testing.T) {
+	var many []string
+	for i := range 3000 {
+		many = append(many, "tool_"+strings.Repeat("x", i%50))
+	}
+	p := Plan{Objective: "o", Steps: []Step{{Description: "keep", Tools: append([]string{"get_alert"}, many...)}}}
+	for range 5000 {
+		p.Steps = append(p.Steps, Step{Description: "d", Tools: []string{"nmap"}})
+	}
+	out, notes, err := Repair(p, []string{"get_alert"}, 10)
+	require.NoError(t, err)
+	require.Len(t, out.Steps, 1)
+	require.Len(t, notes, MaxNotes)
+	for _, n := range notes {
+		require.LessOrEqual(t, len(n), MaxNoteBytes, n)
+	}
+	require.Contains(t, notes[0], "step #1: removed unknown tools tool_, tool_x")
+	require.Contains(t, notes[0], "and 45 more") // 50 distinct names, 5 listed
+	require.Equal(t, "and 4982 more changes of the same kinds", notes[MaxNotes-1])
+
+	p.Steps = p.Steps[1:]
+	_, notes, err = Repair(p, []string{"get_alert"}, 10)
+	require.Error(t, err)
+	require.Len(t, notes, MaxNotes)
+	require.Less(t, len(err.Error()), MaxNotes*MaxNoteBytes)
+
+	require.Equal(t, []string{"a", "b"}, BoundNotes([]string{"a", "b"}), "notes within the bounds stay as they are")
 }

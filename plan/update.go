@@ -35,6 +35,9 @@ type Outcome struct {
 	StepID string `json:"step_id,omitempty"`
 	// Why explains a dropped update.
 	Why string `json:"why,omitempty"`
+	// Duplicate is the step an add_step was dropped as a duplicate of: a
+	// step that depended on the one dropped can depend on it instead.
+	Duplicate string `json:"duplicate,omitempty"`
 }
 
 // Limits bound what updates may do.
@@ -77,7 +80,7 @@ func Apply(p Plan, updates []Update, lim Limits) (Plan, []Outcome) {
 		var err error
 		switch u.Type {
 		case AddStep:
-			o.StepID, err = add(&p, u, lim)
+			o.StepID, o.Duplicate, err = add(&p, u, lim)
 		case UpdateStep:
 			o.StepID, err = update(&p, u, lim)
 		case CancelStep:
@@ -95,21 +98,21 @@ func Apply(p Plan, updates []Update, lim Limits) (Plan, []Outcome) {
 	return p, outcomes
 }
 
-func add(p *Plan, u Update, lim Limits) (string, error) {
+func add(p *Plan, u Update, lim Limits) (id, duplicate string, err error) {
 	if u.Step == nil || strings.TrimSpace(u.Step.Description) == "" {
-		return "", fmt.Errorf("add_step without a step description")
+		return "", "", fmt.Errorf("add_step without a step description")
 	}
 	if lim.MaxSteps > 0 && len(p.Steps) >= lim.MaxSteps {
-		return "", fmt.Errorf("step cap of %d reached", lim.MaxSteps)
+		return "", "", fmt.Errorf("step cap of %d reached", lim.MaxSteps)
 	}
 	if dup := duplicateOf(*p, u.Step.Description, ""); dup != "" {
-		return "", fmt.Errorf("duplicates %s", dup)
+		return "", dup, fmt.Errorf("duplicates %s", dup)
 	}
 	tools, err := checkTools(u.Step.Tools, lim.Tools)
 	if err != nil {
-		return "", err
+		return "", "", err
 	}
-	id := nextID(*p)
+	id = nextID(*p)
 	existing := map[string]string{}
 	for _, s := range p.Steps {
 		existing[s.ID] = s.ID
@@ -127,7 +130,7 @@ func add(p *Plan, u Update, lim Limits) (string, error) {
 		Status:      Pending,
 		Note:        strings.TrimSpace(u.Reason),
 	}.boundedIf(lim.Bound))
-	return id, nil
+	return id, "", nil
 }
 
 func update(p *Plan, u Update, lim Limits) (string, error) {

@@ -146,7 +146,9 @@ func (r *run) makePlan(ctx workflow.Context, request string) error {
 		// stepHost.earlier). A dependency that names one of the new steps
 		// means that step (plan.RepairAfter numbers them after the active
 		// plan's; plans recorded before it numbered them from step_1).
-		renamed := map[string]string{}
+		// A new step dropped as a duplicate stands for the step it repeats:
+		// one that depends on it depends on that step instead.
+		renamed, duplicated := map[string]string{}, map[string]string{}
 		fresh := make([]string, len(out.Plan.Steps))
 		for i, step := range out.Plan.Steps {
 			fresh[i] = step.ID
@@ -159,6 +161,10 @@ func (r *run) makePlan(ctx workflow.Context, request string) error {
 						deps = append(deps, id)
 					} else if !slices.Contains(fresh, d) && r.ActivePlan.Index(d) >= 0 {
 						deps = append(deps, d)
+					} else if dup, ok := duplicated[d]; ok && insightsAndDuplicates(ctx) {
+						deps = append(deps, dup)
+					} else if slices.Contains(fresh, d) {
+						notes = append(notes, fmt.Sprintf("a new step no longer depends on %s: that step was not added", d))
 					}
 				}
 				step.DependsOn = deps
@@ -169,6 +175,9 @@ func (r *run) makePlan(ctx workflow.Context, request string) error {
 			if o := outcomes[0]; o.Applied {
 				renamed[step.ID] = o.StepID
 			} else {
+				if o.Duplicate != "" {
+					duplicated[step.ID] = o.Duplicate
+				}
 				notes = append(notes, describeOutcome(o))
 			}
 		}
@@ -186,7 +195,9 @@ func (r *run) makePlan(ctx workflow.Context, request string) error {
 		}
 	}
 	p := r.Plan.Clone()
-	r.emit(investigation.Event{Kind: investigation.EventPlan, Plan: &p, Notes: notes})
+	// The notes reach only the plan's event (no command, no gate): bounded
+	// as Repair bounds them, for a result recorded before it did.
+	r.emit(investigation.Event{Kind: investigation.EventPlan, Plan: &p, Notes: plan.BoundNotes(notes)})
 	r.setDetails(ctx, "planned")
 	return nil
 }

@@ -1053,3 +1053,100 @@ func TestRecordActionOutcomes(t *testing.T) {
 }
 
 // --- end action-outcomes ---
+
+// --- insights-and-duplicates (GetVersion "insights-and-duplicates", workflows/reflect.go) ---
+
+// oversizedInsight is the insight of step_1's reflection in the
+// insights-duplicates fixtures: about 3 KiB, over activities.MaxInsightBytes.
+var oversizedInsight = strings.TrimSpace(strings.Repeat("logrow ", 430))
+
+// insightDupActs stands in for the activities of an investigation whose
+// step_1 reflection writes an insight of 3 KiB, and whose follow-up
+// continues the plan with steps dropped as duplicates (step_3 repeats
+// step_1, step_5 repeats step_4) that step_6 depends on.
+type insightDupActs struct {
+	mu               sync.Mutex
+	plans, concluded int
+}
+
+func (*insightDupActs) StoreContext(context.Context, activities.ContextInput) error   { return nil }
+func (*insightDupActs) StoreProgress(context.Context, activities.ProgressInput) error { return nil }
+
+func (p *insightDupActs) GeneratePlan(context.Context, activities.PlanInput) (activities.PlanOutput, error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	out := twoStepPlan()
+	if p.plans++; p.plans > 1 {
+		out.Continues = true
+		out.Plan.Steps = []plan.Step{
+			{ID: "step_3", Description: "Read the alert", Tools: []string{"get_alert"}, DependsOn: []string{}, Status: plan.Pending},
+			{ID: "step_4", Description: "Check the bastion logins", Tools: []string{"get_alert"}, DependsOn: []string{}, Status: plan.Pending},
+			{ID: "step_5", Description: "Check bastion logins", Tools: []string{"get_alert"}, DependsOn: []string{}, Status: plan.Pending},
+			{ID: "step_6", Description: "Summarise what the logins show", Tools: []string{"get_alert"}, DependsOn: []string{"step_3", "step_5"}, Status: plan.Pending},
+		}
+	}
+	return out, nil
+}
+
+func (*insightDupActs) ModelTurn(_ context.Context, in activities.TurnInput) (activities.TurnOutput, error) {
+	return activities.TurnOutput{Key: in.Key, Text: "found in " + in.Step.ID, Usage: investigation.Usage{Calls: 1}}, nil
+}
+
+func (*insightDupActs) Reflect(_ context.Context, in activities.ReflectInput) (activities.Reflection, error) {
+	out := activities.Reflection{Usage: investigation.Usage{Calls: 1}}
+	if in.Step.ID == "step_1" {
+		out.Insights = []string{"198.51.100.23 failed 1,204 logins (step_1)", oversizedInsight}
+	}
+	return out, nil
+}
+
+func (p *insightDupActs) Conclude(context.Context, activities.ConcludeInput) (activities.Conclusion, error) {
+	p.mu.Lock()
+	p.concluded++
+	p.mu.Unlock()
+	return activities.Conclusion{Markdown: "## Summary\nBrute force, no login.", Usage: investigation.Usage{Calls: 1},
+		Verdict: &investigation.Verdict{Verdict: investigation.VerdictFalsePositive, Confidence: "high"}}, nil
+}
+
+func (*insightDupActs) DecideMode(context.Context, activities.ModeInput) (activities.Mode, error) {
+	return activities.Mode{Mode: investigation.ModePlan, Reason: "the bastion", Usage: investigation.Usage{Calls: 1}}, nil
+}
+
+// TestRecordInsightsAndDuplicates records insights-duplicates.history.json
+// (UPDATE_TESTDATA=1) or <label>-insights-duplicates.history.json on a
+// Temporal dev server, with an unversioned worker and scripted activities
+// (insightDupActs): step_1's reflection writes a 3 KiB insight, a
+// follow-up continues the plan with duplicates a later step depends on,
+// and the analyst stops the idle run. Before the insights-and-duplicates
+// gate the insight was kept whole and the summary step started at once;
+// after it the insight is clipped and the summary step waits for the
+// bastion step.
+func TestRecordInsightsAndDuplicates(t *testing.T) {
+	const queue, id = "record-insights-duplicates", "fixture-insights-duplicates"
+	acts := &insightDupActs{}
+	ctx, c, label := recordOn(t, queue, func(w worker.Worker) { w.RegisterActivity(acts) })
+
+	run, err := c.ExecuteWorkflow(ctx, client.StartWorkflowOptions{ID: id, TaskQueue: queue}, investigation.WorkflowName, investigation.Input{AlertID: "a1"})
+	require.NoError(t, err)
+	concluded := func() int {
+		acts.mu.Lock()
+		defer acts.mu.Unlock()
+		return acts.concluded
+	}
+	require.Eventually(t, func() bool { return concluded() == 1 }, time.Minute, 100*time.Millisecond, "the first exchange concludes")
+	waitIdle(ctx, t, c, id, "the first exchange ends")
+	steer := func(name string, arg any) {
+		h, err := c.UpdateWorkflow(ctx, client.UpdateWorkflowOptions{WorkflowID: id, UpdateName: name, Args: []any{arg}, WaitForStage: client.WorkflowUpdateStageCompleted})
+		require.NoError(t, err)
+		require.NoError(t, h.Get(ctx, nil))
+	}
+	steer(investigation.UpdateAsk, "And the bastion?")
+	require.Eventually(t, func() bool { return concluded() == 2 }, time.Minute, 100*time.Millisecond, "the follow-up concludes")
+	waitIdle(ctx, t, c, id, "the follow-up ends")
+	steer(investigation.UpdateStop, "enough")
+	require.NoError(t, run.Get(ctx, nil))
+
+	saveFixture(ctx, t, c, id, run.GetRunID(), "insights-duplicates.history.json", label)
+}
+
+// --- end insights-and-duplicates ---

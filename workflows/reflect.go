@@ -1,6 +1,8 @@
 package workflows
 
 import (
+	"fmt"
+	"slices"
 	"strings"
 
 	"go.temporal.io/sdk/workflow"
@@ -57,8 +59,19 @@ func (r *run) applyReflection(ctx workflow.Context, step string, out activities.
 	for _, in := range out.Insights {
 		if in = strings.TrimSpace(in); in != "" {
 			fresh = append(fresh, in)
-			r.addInsight(investigation.Insight{Turn: r.Turn, Step: step, Text: in})
 		}
+	}
+	// The activity bounds them (activities.BoundedInsights); a result
+	// recorded before it did is bounded here, behind the gate.
+	if bounded := activities.BoundedInsights(fresh); !slices.Equal(bounded, fresh) && insightsAndDuplicates(ctx) {
+		if n := len(fresh) - len(bounded); n > 0 {
+			r.emit(investigation.Event{Kind: investigation.EventNote, Step: step, Text: fmt.Sprintf(
+				"%d insights of this reflection were dropped: one reflection adds at most %d", n, activities.MaxReflectionInsights)})
+		}
+		fresh = bounded
+	}
+	for _, in := range fresh {
+		r.addInsight(investigation.Insight{Turn: r.Turn, Step: step, Text: in})
 	}
 	if len(fresh) > 0 {
 		r.emit(investigation.Event{Kind: investigation.EventInsight, Step: step, Insights: fresh})
@@ -80,6 +93,19 @@ func (r *run) applyReflection(ctx workflow.Context, step string, out activities.
 		})
 	}
 	return out.Achieved
+}
+
+// insightsAndDuplicates gates two rules that change the plan or the
+// insights a run carries, and so the stored context, whose size decides
+// whether a StoreContext marker is recorded (inlineContext): a reflection's
+// insights are bounded in workflow code (activities.BoundedInsights) as the
+// activity bounds them, and a follow-up's new step that depends on a new
+// step dropped as a duplicate depends on the step it repeats (makePlan),
+// which may also hold it back until that step is done. Asked only where
+// either rule changes something; histories recorded before kept every
+// insight whole and dropped the dependency.
+func insightsAndDuplicates(ctx workflow.Context) bool {
+	return workflow.GetVersion(ctx, "insights-and-duplicates", workflow.DefaultVersion, 1) == 1
 }
 
 // splitInsights returns the insights of the current exchange and those

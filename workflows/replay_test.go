@@ -198,6 +198,15 @@ var fixturePaths = map[string][]string{
 	// "idle-update-bound", kept waiting until a stop closed it.
 	"idle-updates.history.json":                {"hints at idle up to the update bound", "idle run continued as new for its updates"},
 	"pre-idle-bound-idle-updates.history.json": {"hints at idle up to the update bound", "idle run kept waiting past the update bound"},
+	// insights-and-duplicates: step_1's reflection writes a 3 KiB insight,
+	// a follow-up continues the plan with two steps dropped as duplicates
+	// that a later step depends on; recorded by
+	// TestRecordInsightsAndDuplicates (record_test.go). Its twin, recorded
+	// before GetVersion "insights-and-duplicates", kept the insight whole
+	// and started the later step at once.
+	"insights-duplicates.history.json":            {"reflection wrote an oversized insight", "follow-up step depends on dropped duplicates", "insight clipped, dependency on the step repeated"},
+	"pre-bounds-insights-duplicates.history.json": {"reflection wrote an oversized insight", "follow-up step depends on dropped duplicates", "insight kept whole, dependency dropped"},
+	// end insights-and-duplicates
 }
 
 // TestReplayRecordedHistories replays every recorded history against the
@@ -751,6 +760,24 @@ func exercises(h *historypb.History, path string) bool {
 		}) >= 25
 	case "idle run continued as new for its updates":
 		return typ(enumspb.EVENT_TYPE_WORKFLOW_EXECUTION_CONTINUED_AS_NEW) == 1 && hasVersionMarker(h, "idle-update-bound")
+	// insights-and-duplicates
+	case "reflection wrote an oversized insight":
+		return count(func(e *historypb.HistoryEvent) bool {
+			r := e.GetActivityTaskCompletedEventAttributes().GetResult().GetPayloads()
+			return len(r) > 0 && bytes.Contains(r[0].GetData(), []byte(oversizedInsight))
+		}) == 1
+	case "follow-up step depends on dropped duplicates":
+		return count(func(e *historypb.HistoryEvent) bool {
+			r := e.GetActivityTaskCompletedEventAttributes().GetResult().GetPayloads()
+			return len(r) > 0 && bytes.Contains(r[0].GetData(), []byte(`"depends_on":["step_3","step_5"]`))
+		}) == 1
+	case "insight clipped, dependency on the step repeated":
+		waited, ok := summaryWaited(h)
+		return ok && waited && hasVersionMarker(h, "insights-and-duplicates")
+	case "insight kept whole, dependency dropped":
+		waited, ok := summaryWaited(h)
+		return ok && !waited && !hasVersionMarker(h, "insights-and-duplicates")
+	// end insights-and-duplicates
 	case "idle run kept waiting past the update bound":
 		return typ(enumspb.EVENT_TYPE_WORKFLOW_EXECUTION_COMPLETED) == 1 && !hasVersionMarker(h, "idle-update-bound")
 	case "failing step":
@@ -1341,3 +1368,40 @@ func startOutcomes(h *historypb.History, path string) bool {
 	}
 	return false
 }
+
+// --- insights-and-duplicates ---
+
+// summaryWaited says whether the follow-up's summary step (t2-step_4, which
+// depends on the dropped duplicates) was scheduled only after the bastion
+// step's (t2-step_3) model turn completed; ok says both were found.
+func summaryWaited(h *historypb.History) (waited, ok bool) {
+	key := func(e *historypb.HistoryEvent) string {
+		a := e.GetActivityTaskScheduledEventAttributes()
+		if a.GetActivityType().GetName() != "ModelTurn" || len(a.GetInput().GetPayloads()) == 0 {
+			return ""
+		}
+		var in struct{ Key string }
+		_ = json.Unmarshal(a.GetInput().GetPayloads()[0].GetData(), &in)
+		return in.Key
+	}
+	var bastion, summary int64
+	for _, e := range h.Events {
+		switch key(e) {
+		case "t2-step_3-i1":
+			bastion = e.GetEventId()
+		case "t2-step_4-i1":
+			summary = e.GetEventId()
+		}
+	}
+	if bastion == 0 || summary == 0 {
+		return false, false
+	}
+	for _, e := range h.Events {
+		if c := e.GetActivityTaskCompletedEventAttributes(); c != nil && c.GetScheduledEventId() == bastion {
+			return e.GetEventId() < summary, true
+		}
+	}
+	return false, false
+}
+
+// --- end insights-and-duplicates ---

@@ -54,14 +54,13 @@ func TestApprovedActionNotAnsweredIsUnknown(t *testing.T) {
 	}
 }
 
-// An approved action the server refused, whose tool reported an error, or
-// that the worker refused (arguments not the ones approved) did not run:
+// An approved action the server refused unread, or that the worker
+// refused (arguments not the ones approved), did not run:
 // not_run with the error as note, an approval_decided event, and the model
 // reads the error.
 func TestApprovedActionRefusedDidNotRun(t *testing.T) {
 	for _, why := range []string{
-		"the MCP server response refused the call: blocking is not allowed",
-		"the tool reported an error: no such address",
+		`the MCP server response refused the call: unknown tool "block_ip"`,
 		"response.block_ip did not run: its arguments are not the ones the analyst approved",
 	} {
 		t.Run(why, func(t *testing.T) {

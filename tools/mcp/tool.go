@@ -132,7 +132,8 @@ func (t *Tool) AlertText() bool             { return t.alertText }
 // Call calls the tool on its server. A tool error (the result's isError, or
 // the server refusing the request) is a Rejection the model reads; no
 // answer in time or one too large to read is one too, of unknown outcome
-// (tools.RejectUnknown: the server may have acted); a lost
+// (tools.RejectUnknown: the server may have acted), and so is an acting
+// tool's error unless the server refused the request unread; a lost
 // connection or a transport failure is a plain error, retried by the
 // activity after a reconnect. The call is bounded by the server's timeout
 // and waits for its rate limit.
@@ -153,6 +154,9 @@ func (t *Tool) Call(ctx context.Context, args map[string]any) (any, error) {
 	secrets := t.server.secrets
 	var rpc *jsonrpc.Error
 	switch {
+	case errors.As(err, &rpc) && t.acts && !refusedUnread(rpc):
+		// A handler that failed midway (an internal error) may have acted.
+		return nil, tools.RejectUnknown("the MCP server %s answered with an error, so whether the action took effect is unknown: %s", t.server.name, cleanText(secrets.String(rpc.Message), 500))
 	case errors.As(err, &rpc):
 		return nil, tools.Reject("the MCP server %s refused the call: %s", t.server.name, cleanText(secrets.String(rpc.Message), 500))
 	case err != nil && ctx.Err() == nil && errors.Is(callCtx.Err(), context.DeadlineExceeded):
@@ -169,9 +173,24 @@ func (t *Tool) Call(ctx context.Context, args map[string]any) (any, error) {
 	out := render(res, secrets)
 	if res.IsError {
 		text, _ := out["content"].(string)
+		if t.acts {
+			// The tool ran and failed: it may have acted before it did.
+			return nil, tools.RejectUnknown("%s", clip.String(strings.TrimSpace("the tool reported an error, so whether the action took effect is unknown: "+text), 2000))
+		}
 		return nil, tools.Reject("%s", clip.String(strings.TrimSpace("the tool reported an error: "+text), 2000))
 	}
 	return out, nil
+}
+
+// refusedUnread says a JSON-RPC error refused the request before any tool
+// ran: it could not be read, named no method, or its arguments did not
+// fit the schema. Any other error may come from a tool that ran.
+func refusedUnread(e *jsonrpc.Error) bool {
+	switch e.Code {
+	case jsonrpc.CodeParseError, jsonrpc.CodeInvalidRequest, jsonrpc.CodeMethodNotFound, jsonrpc.CodeInvalidParams:
+		return true
+	}
+	return false
 }
 
 // render is a result as the model reads it: the text content joined, the

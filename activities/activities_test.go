@@ -160,6 +160,9 @@ func TestModelTurnRebuildsTranscript(t *testing.T) {
 	var names []string
 	for _, d := range first.Cfg.Tools[0].FunctionDeclarations {
 		names = append(names, d.Name)
+		// So does every declaration's ref_id, which the direct answer's
+		// prompt points to.
+		require.Contains(t, d.Parameters.Properties["ref_id"].Description, "Only lookups take such a value: ask_user, bigquery_agent and tools that change something refuse it.")
 	}
 	require.Equal(t, []string{"search_alerts", "get_alert"}, names, "only the step's tools are declared")
 

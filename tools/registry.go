@@ -272,7 +272,8 @@ func (r *Registry) Lookup(name string) (Tool, bool) {
 var refIDSchema = &genai.Schema{
 	Type: genai.TypeString,
 	Description: "Optional name for this call's result. A later call in the same turn may pass ref:<name> " +
-		"(or ref:<name>.<field path>, e.g. ref:s1.results.0.uuid) as an argument value to use it.",
+		"(or ref:<name>.<field path>, e.g. ref:s1.results.0.uuid) as an argument value to use it. " +
+		"Only lookups take such a value: ask_user, bigquery_agent and tools that change something refuse it.",
 }
 
 // Declarations returns the declarations of the named tools that exist, or of

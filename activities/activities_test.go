@@ -197,7 +197,7 @@ func TestModelTurnRebuildsTranscript(t *testing.T) {
 func TestModelTurnEmptyAnswerIsRetryable(t *testing.T) {
 	a, _, _ := newActivities(t, &genai.GenerateContentResponse{Candidates: []*genai.Candidate{{FinishReason: genai.FinishReasonOther}}})
 	_, err := a.ModelTurn(context.Background(), TurnInput{Session: "s", Key: "k", AlertID: "a1", Step: plan.Step{ID: "step_1"}})
-	require.ErrorContains(t, err, "no content")
+	require.ErrorContains(t, err, "no usable content")
 	var app *temporal.ApplicationError
 	require.False(t, errors.As(err, &app) && app.NonRetryable())
 }

@@ -25,6 +25,9 @@ const (
 	ErrGeminiRateLimited    = "GeminiRateLimited"
 	ErrGeminiUnavailable    = "GeminiUnavailable"
 	ErrGeminiTimeout        = "GeminiTimeout"
+	// ErrGeminiUnreadable: a 2xx answer the SDK could not decode
+	// (gemini.UnreadableError); the same body fails the same way.
+	ErrGeminiUnreadable = "GeminiUnreadable"
 	// ErrModelRefused: the model answered nothing for a reason the same
 	// request meets again (RefusedError).
 	ErrModelRefused = "ModelRefused"
@@ -56,6 +59,10 @@ func geminiError(err error) error {
 	var refused *RefusedError
 	if errors.As(err, &refused) {
 		return temporal.NewNonRetryableApplicationError(refused.Error(), ErrModelRefused, nil)
+	}
+	var unreadable *gemini.UnreadableError
+	if errors.As(err, &unreadable) {
+		return temporal.NewNonRetryableApplicationError(unreadable.Error(), ErrGeminiUnreadable, unreadable)
 	}
 	e, ok := upstream.As(err)
 	if !ok {

@@ -79,14 +79,16 @@ func (m *Model) generateOnce(ctx context.Context, contents []*genai.Content, cfg
 	if err != nil {
 		call.End(ctx, telemetry.Answer{}, err)
 		Logger(ctx).Warn("model call failed", "model", m.Name, "ms", time.Since(start).Milliseconds(), "error", err)
+		var unreadable *gemini.UnreadableError
+		if errors.As(err, &unreadable) && unreadable.Usage != nil {
+			// Answered and billed, though not readable: still counted.
+			u := usageOf(m.Name, unreadable.Usage)
+			billed(ctx, u)
+			return nil, u, err
+		}
 		return nil, investigation.Usage{}, err
 	}
-	u := investigation.Usage{Calls: 1, Model: m.Name}
-	if md := resp.UsageMetadata; md != nil {
-		u.PromptTokens = int(md.PromptTokenCount)
-		u.OutputTokens = int(md.CandidatesTokenCount)
-		u.ThoughtTokens = int(md.ThoughtsTokenCount)
-	}
+	u := usageOf(m.Name, resp.UsageMetadata)
 	call.End(ctx, answerOf(resp, u), nil)
 	billed(ctx, u)
 	Logger(ctx).Info("model call", "model", m.Name, "ms", time.Since(start).Milliseconds(),
@@ -95,6 +97,17 @@ func (m *Model) generateOnce(ctx context.Context, contents []*genai.Content, cfg
 		return nil, u, err
 	}
 	return resp, u, nil
+}
+
+// usageOf is the usage of one answered call of model.
+func usageOf(model string, md *genai.GenerateContentResponseUsageMetadata) investigation.Usage {
+	u := investigation.Usage{Calls: 1, Model: model}
+	if md != nil {
+		u.PromptTokens = int(md.PromptTokenCount)
+		u.OutputTokens = int(md.CandidatesTokenCount)
+		u.ThoughtTokens = int(md.ThoughtsTokenCount)
+	}
+	return u
 }
 
 // RefusedError is a billed answer with nothing usable in it, for a reason
@@ -152,14 +165,14 @@ func refusal(resp *genai.GenerateContentResponse) error {
 	return &RefusedError{Reason: string(c.FinishReason)}
 }
 
-// hasAnswer says a candidate holds text or a function call beside its
-// thoughts.
+// hasAnswer says a candidate holds text (not only white space) or a
+// function call beside its thoughts.
 func hasAnswer(c *genai.Candidate) bool {
-	if c.Content == nil {
+	if c == nil || c.Content == nil {
 		return false
 	}
 	for _, p := range c.Content.Parts {
-		if p != nil && !p.Thought && (p.Text != "" || p.FunctionCall != nil) {
+		if p != nil && !p.Thought && (strings.TrimSpace(p.Text) != "" || p.FunctionCall != nil) {
 			return true
 		}
 	}
@@ -275,10 +288,47 @@ func decodeJSON(text string, out any) error {
 
 // answerText returns the non-thought text of the first candidate.
 func answerText(resp *genai.GenerateContentResponse) string {
-	if resp == nil || len(resp.Candidates) == 0 || resp.Candidates[0].Content == nil {
+	c := firstCandidate(resp)
+	if c == nil || c.Content == nil {
 		return ""
 	}
-	return contentText(resp.Candidates[0].Content)
+	return contentText(c.Content)
+}
+
+// firstCandidate is resp's first candidate; nil when there is none or the
+// body held a null one ("candidates":[null]).
+func firstCandidate(resp *genai.GenerateContentResponse) *genai.Candidate {
+	if resp == nil || len(resp.Candidates) == 0 {
+		return nil
+	}
+	return resp.Candidates[0]
+}
+
+// ErrNoAnswer is the Temporal error type of a model turn whose answer held
+// nothing usable.
+const ErrNoAnswer = "ModelNoAnswer"
+
+// maxNoAnswerAttempts bounds the attempts of a turn whose answers hold
+// nothing usable: each is billed, and a model that answers nothing three
+// times running is not answering this prompt.
+const maxNoAnswerAttempts = 3
+
+// noAnswer is the error of a turn answered with nothing usable: retried,
+// except on the activity's maxNoAnswerAttempts-th attempt.
+func noAnswer(ctx context.Context, key string, resp *genai.GenerateContentResponse) error {
+	attempt := int32(1)
+	if activity.IsActivity(ctx) {
+		attempt = activity.GetInfo(ctx).Attempt
+	}
+	return noAnswerAt(attempt, key, finishReason(resp))
+}
+
+func noAnswerAt(attempt int32, key, reason string) error {
+	msg := fmt.Sprintf("the model returned no usable content for %s (finish reason %s)", key, reason)
+	if attempt >= maxNoAnswerAttempts {
+		return temporal.NewNonRetryableApplicationError(fmt.Sprintf("%s, %d times", msg, attempt), ErrNoAnswer, nil)
+	}
+	return temporal.NewApplicationError(msg, ErrNoAnswer)
 }
 
 // Turn runs one model turn of a tool loop with the given system prompt,
@@ -308,12 +358,16 @@ func (m *Model) Turn(ctx context.Context, session, key, system string, contents 
 		return TurnOutput{}, err
 	}
 	usage = usage.Add(earlier)
-	if len(resp.Candidates) == 0 || resp.Candidates[0].Content == nil || len(resp.Candidates[0].Content.Parts) == 0 {
-		// Retryable: an empty candidate that generate did not find refused
-		// (OTHER, an empty STOP) is usually followed by a normal one.
-		return TurnOutput{}, fmt.Errorf("the model returned no content for %s (finish reason %s)", key, finishReason(resp))
+	c := firstCandidate(resp)
+	if c == nil || !hasAnswer(c) || c.FinishReason == genai.FinishReasonMalformedFunctionCall {
+		// Nothing usable (no candidate, empty or thought-only parts, a
+		// signature alone, or a call the API could not parse beside some
+		// text): never stored as the step's answer. Generate did not find
+		// it refused (OTHER, an empty STOP), and a new sample usually
+		// answers: retried, a bounded number of times.
+		return TurnOutput{}, noAnswer(ctx, key, resp)
 	}
-	content := resp.Candidates[0].Content
+	content := c.Content
 	content.Role = genai.RoleModel
 	clipAnswer(content, maxAnswerText)
 	out := TurnOutput{Key: key, Text: answerText(resp), Usage: usage}
@@ -485,10 +539,11 @@ func (m *Model) Contents(ctx context.Context, session, opening string, refs []Re
 
 // finishReason names why the model stopped, for error text.
 func finishReason(resp *genai.GenerateContentResponse) string {
-	if resp == nil || len(resp.Candidates) == 0 {
+	c := firstCandidate(resp)
+	if c == nil || c.FinishReason == "" {
 		return "none"
 	}
-	return string(resp.Candidates[0].FinishReason)
+	return string(c.FinishReason)
 }
 
 // lostAnswer stands in for a step's answer the transcript store no longer

@@ -235,7 +235,8 @@ type callState struct {
 	mu         sync.Mutex
 	status     int
 	retryAfter string
-	tooLarge   bool // a response body went past maxResponseBytes
+	tooLarge   bool   // a response body went past maxResponseBytes
+	okBody     []byte // the whole body of a 2xx answer handed to the SDK
 	apiKey     string
 	backend    string
 }
@@ -243,7 +244,7 @@ type callState struct {
 func (s *callState) noteRequest(apiKey, backend string) {
 	s.mu.Lock()
 	// What the previous response said is no longer the answer.
-	s.status, s.retryAfter, s.tooLarge = 0, "", false
+	s.status, s.retryAfter, s.tooLarge, s.okBody = 0, "", false, nil
 	if apiKey != "" {
 		s.apiKey = apiKey
 	}
@@ -267,6 +268,24 @@ func (s *callState) noteTooLarge() {
 	s.mu.Lock()
 	s.tooLarge = true
 	s.mu.Unlock()
+}
+
+// noteAnswer records the 2xx body handed to the SDK: an error after it is
+// the SDK's failure to decode it (Call).
+func (s *callState) noteAnswer(body []byte) {
+	if s == nil {
+		return
+	}
+	s.mu.Lock()
+	s.okBody = body
+	s.mu.Unlock()
+}
+
+// answered says whether a whole 2xx body reached the SDK, and gives it.
+func (s *callState) answered() (bool, []byte) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.okBody != nil, s.okBody
 }
 
 func (s *callState) snapshot() (status int, retryAfter string, tooLarge bool, apiKey, backend string) {
@@ -337,6 +356,7 @@ func (t *recordingTransport) RoundTrip(req *http.Request) (*http.Response, error
 		}
 		return nil, apiErr
 	}
+	state.noteAnswer(body)
 	resp.Body = io.NopCloser(bytes.NewReader(body))
 	resp.ContentLength = int64(len(body))
 	return resp, nil

@@ -1,15 +1,19 @@
 package gemini
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"net"
 	"net/http"
 	"net/url"
+	"regexp"
 	"strings"
 	"time"
 
+	"cloud.google.com/go/auth"
 	"google.golang.org/genai"
 
 	"github.com/secops-agent/investigator/internal/clip"
@@ -66,9 +70,13 @@ func Call[T any](ctx context.Context, fn func(context.Context) (T, error)) (T, e
 
 func classify(err error, state *callState) error {
 	status, retryAfter, tooLarge, apiKey, backend := state.snapshot()
+	okBody, body := state.answered()
 
 	if _, ok := upstream.As(err); ok {
 		return err
+	}
+	if ue := (*UnreadableError)(nil); errors.As(err, &ue) {
+		return ue
 	}
 	if tooLarge && status < 400 {
 		// Whatever the SDK made of the part it read (a stream's last event
@@ -113,6 +121,19 @@ func classify(err error, state *callState) error {
 		// The same request gets the same redirect: not worth retrying.
 		return &upstream.Error{Service: service, Kind: upstream.BadRequest, Message: re.Error(), Cause: cause}
 	}
+	if ae := (*auth.Error)(nil); errors.As(err, &ae) && ae.Response != nil {
+		// The auth transport (Vertex AI's Application Default Credentials)
+		// could not get a token; it reports that as a transport failure.
+		if e := tokenRefused(ae, cause); e != nil {
+			return e
+		}
+	}
+	if okBody && status < 400 {
+		// The SDK failed on a complete 2xx body: it could not decode it.
+		// Its error quotes the body (the model's answer) and the same
+		// body fails the same way, so neither is kept.
+		return &UnreadableError{Usage: usageIn(body)}
+	}
 	var netErr net.Error
 	if errors.Is(err, context.DeadlineExceeded) || (errors.As(err, &netErr) && netErr.Timeout()) {
 		return &upstream.Error{Service: service, Kind: upstream.Timeout, Message: "Gemini call timed out", Cause: cause}
@@ -124,6 +145,59 @@ func classify(err error, state *callState) error {
 	}
 	return fmt.Errorf("Gemini call failed: %w", cause)
 }
+
+// UnreadableError is a 2xx answer whose body the SDK could not decode (not
+// JSON, or a field of the wrong type: a broken proxy, or an API the SDK
+// does not match). The same body fails the same way, so it is not worth a
+// retry. It never holds the body: that is the model's answer, alert data
+// in it.
+type UnreadableError struct {
+	// Usage is the answer's usageMetadata when that much could be read
+	// (the call was billed), else nil.
+	Usage *genai.GenerateContentResponseUsageMetadata
+}
+
+func (e *UnreadableError) Error() string {
+	return "Gemini answered with a body that could not be read as a response"
+}
+
+// usageIn reads the usageMetadata of a body the SDK could not decode, if
+// its first JSON value has a readable one: the answer was billed.
+func usageIn(body []byte) *genai.GenerateContentResponseUsageMetadata {
+	var v struct {
+		UsageMetadata *genai.GenerateContentResponseUsageMetadata `json:"usageMetadata"`
+	}
+	// A Decoder reads the first value and ignores what trails it.
+	if json.NewDecoder(bytes.NewReader(body)).Decode(&v) != nil {
+		return nil
+	}
+	return v.UsageMetadata
+}
+
+// tokenRefused reads a failed token request of the Application Default
+// Credentials: a 4xx (invalid_grant: a deleted service account key, a
+// gcloud login that needs re-authentication) is a credentials problem no
+// retry fixes; a 408, 429 or 5xx is the token endpoint's outage (nil:
+// classified as a transport failure). The response body is not quoted: the
+// OAuth error code is enough and is read by an allow-list.
+func tokenRefused(ae *auth.Error, cause error) error {
+	code := ae.Response.StatusCode
+	if code < 400 || code > 499 || ae.Temporary() {
+		return nil
+	}
+	what := fmt.Sprintf("HTTP %d", code)
+	var body struct {
+		Error string `json:"error"`
+	}
+	if json.Unmarshal(ae.Body, &body) == nil && oauthCode.MatchString(body.Error) {
+		what += " " + body.Error
+	}
+	return &upstream.Error{Service: service, Kind: upstream.CredentialsRejected, Status: code, Cause: cause,
+		Message: fmt.Sprintf("Google refused a token for the Vertex AI Application Default Credentials (%s); %s", what, credentialsHint(backendVertexAI))}
+}
+
+// oauthCode is an OAuth error code as RFC 6749 spells them (invalid_grant).
+var oauthCode = regexp.MustCompile(`^[a-z_]{1,40}$`)
 
 // kindOf reads an HTTP status (and the google.rpc.Code name of the error
 // body, when it names one) by Google's API error model

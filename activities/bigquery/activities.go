@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strings"
 
+	"go.temporal.io/sdk/temporal"
 	"google.golang.org/genai"
 
 	"github.com/secops-agent/investigator/activities"
@@ -74,16 +75,30 @@ func (a *Activities) embed(ctx context.Context, task string, texts ...string) ([
 	call.End(ctx, telemetry.Answer{Usage: u}, nil)
 	u = activities.Billed(ctx, u)
 	if len(resp.Embeddings) != len(texts) {
-		return nil, u, fmt.Errorf("asked for %d embeddings, got %d", len(texts), len(resp.Embeddings))
+		return nil, u, a.unusableEmbeddings(fmt.Sprintf("gave %d embeddings for %d texts", len(resp.Embeddings), len(texts)))
 	}
 	out := make([][]float32, len(texts))
 	for i, e := range resp.Embeddings {
-		if len(e.Values) != memory.Dimensions {
-			return nil, u, fmt.Errorf("embedding %d has %d dimensions, want %d", i, len(e.Values), memory.Dimensions)
+		switch {
+		case e == nil:
+			return nil, u, a.unusableEmbeddings(fmt.Sprintf("gave no embedding for text %d", i+1))
+		case len(e.Values) != memory.Dimensions:
+			return nil, u, a.unusableEmbeddings(fmt.Sprintf("gave an embedding of %d dimensions, not %d", len(e.Values), memory.Dimensions))
 		}
 		out[i] = e.Values
 	}
 	return out, u, nil
+}
+
+// ErrEmbeddingUnusable is the Temporal error type of an embedding answer
+// that does not fit the request (a count or a dimension that differs, a
+// null embedding): a misconfigured embedding model answers the same way
+// every time, so it is not retried.
+const ErrEmbeddingUnusable = "EmbeddingUnusable"
+
+func (a *Activities) unusableEmbeddings(what string) error {
+	return temporal.NewNonRetryableApplicationError(fmt.Sprintf("the embedding model %q %s; check the embedding model setting (it must give %d-dimension embeddings)",
+		clip.String(a.EmbeddingModel, 100), what, memory.Dimensions), ErrEmbeddingUnusable, nil)
 }
 
 // embedUsage is what one embedding call is billed for: the input tokens

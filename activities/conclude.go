@@ -80,13 +80,45 @@ func (a *Activities) Conclude(ctx context.Context, in ConcludeInput) (Conclusion
 	}
 	var overruled string
 	out.Verdict, out.Notes, overruled = check.settle(raw.modelVerdict, in.Language)
-	out.Markdown = unfence(raw.Report)
+	out.Markdown = clip.String(unfence(raw.Report), MaxReportBytes)
 	if overruled != "" {
 		out.Markdown += "\n\n" + overruledNote(in.Language, overruled, out.Verdict, check.Standing != nil)
 	}
-	out.Markdown += actionsSection(in.Actions)
+	out.Markdown = clip.String(out.Markdown+actionsSection(in.Actions), MaxConclusionBytes)
+	out.Notes = boundedNotes(out.Notes)
 	out.SameEvidence = check.compact(out.Verdict)
 	return out, nil
+}
+
+// Bounds of a structured phase's result, kept by the activity: the result
+// is a Temporal payload (at most 2 MB, and an answer may be up to 8 MiB),
+// so one over the limit would fail the attempt, after the model was paid,
+// and every retry alike. The report is the model's; the conclusion adds
+// the code-written sections (whose inputs the workflow bounds). A verdict's
+// own fields are bounded by settle (bounded, maxReasonBytes).
+const (
+	MaxReportBytes     = 32 << 10
+	MaxConclusionBytes = 64 << 10
+	maxVerdictNotes    = 20
+	maxVerdictNote     = 600
+)
+
+// boundedNotes keeps the first maxVerdictNotes-1 notes of an evidence
+// check, each clipped, and counts the others in a last one (in any
+// language: the notes are in the report's).
+func boundedNotes(notes []string) []string {
+	if len(notes) == 0 {
+		return notes
+	}
+	out := make([]string, 0, min(len(notes), maxVerdictNotes))
+	for i, n := range notes {
+		if i == maxVerdictNotes-1 && len(notes) > maxVerdictNotes {
+			out = append(out, fmt.Sprintf("… (+%d)", len(notes)-i))
+			break
+		}
+		out = append(out, clip.String(n, maxVerdictNote))
+	}
+	return out
 }
 
 // ReviewVerdict decides, after a follow-up's direct answer, whether that
@@ -132,6 +164,7 @@ func (a *Activities) ReviewVerdict(ctx context.Context, in ReviewInput) (Review,
 	if overruled != "" {
 		out.Overruled = answerOverruledNote(in.Language, overruled, out.Verdict, check.Standing != nil)
 	}
+	out.Notes = boundedNotes(out.Notes)
 	out.SameEvidence = check.compact(out.Verdict)
 	return out, nil
 }

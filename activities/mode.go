@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 
+	"github.com/secops-agent/investigator/internal/clip"
 	"github.com/secops-agent/investigator/internal/prompt"
 	"github.com/secops-agent/investigator/investigation"
 )
@@ -36,5 +37,11 @@ func (a *Activities) DecideMode(ctx context.Context, in ModeInput) (Mode, error)
 		}
 		return nil
 	})
+	out.Reason = clip.String(out.Reason, MaxModeReasonBytes)
 	return out, err
 }
+
+// MaxModeReasonBytes bounds a mode decision's reason: it rides in the
+// activity's result (under Temporal's payload limit however long an
+// answer the endpoint sends) and in a progress event.
+const MaxModeReasonBytes = 1 << 10

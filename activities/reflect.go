@@ -2,6 +2,8 @@ package activities
 
 import (
 	"context"
+	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/secops-agent/investigator/internal/clip"
@@ -46,13 +48,91 @@ func (a *Activities) Reflect(ctx context.Context, in ReflectInput) (Reflection, 
 	if err != nil {
 		return Reflection{}, err
 	}
+	// The schema's required fields are pointers, so that an answer
+	// without them ({}, null) is told from one that leaves them empty.
+	var raw struct {
+		Insights    *[]string      `json:"insights"`
+		PlanUpdates *[]plan.Update `json:"plan_updates"`
+		Achieved    *bool          `json:"achieved"`
+	}
 	var out Reflection
-	out.Usage, err = a.Model.GenerateJSON(ctx, "reflection on "+in.Step.ID, p.system, p.user, reflectSchema, &out, func() error { return nil })
+	out.Usage, err = a.Model.GenerateJSON(ctx, "reflection on "+in.Step.ID, p.system, p.user, reflectSchema, &raw, func() error {
+		var missing []string
+		for name, absent := range map[string]bool{"insights": raw.Insights == nil, "plan_updates": raw.PlanUpdates == nil, "achieved": raw.Achieved == nil} {
+			if absent {
+				missing = append(missing, name)
+			}
+		}
+		if len(missing) > 0 {
+			slices.Sort(missing)
+			return fmt.Errorf("the answer lacks the required field(s) %s", strings.Join(missing, ", "))
+		}
+		return nil
+	})
+	if err != nil {
+		return out, err
+	}
+	out.Insights, out.PlanUpdates, out.Achieved = *raw.Insights, *raw.PlanUpdates, *raw.Achieved
 	if n := len(out.Insights); n > MaxReflectionInsights {
 		Logger(ctx).Warn("reflection insights past the bound dropped", "step", in.Step.ID, "insights", n, "kept", MaxReflectionInsights)
 	}
 	out.Insights = BoundedInsights(out.Insights)
-	return out, err
+	if n := len(out.PlanUpdates); n > MaxPlanUpdates {
+		Logger(ctx).Warn("reflection plan updates past the bound dropped", "step", in.Step.ID, "updates", n, "kept", MaxPlanUpdates)
+	}
+	out.PlanUpdates = BoundedUpdates(out.PlanUpdates)
+	return out, nil
+}
+
+// Bounds of a reflection's plan updates, kept by the activity: its result
+// is a Temporal payload (at most 2 MB), and the updates ride into the plan,
+// its events and every later prompt. A plan holds at most a few dozen
+// steps, so more updates than MaxPlanUpdates in one reflection are noise.
+const (
+	MaxPlanUpdates = 20
+	maxUpdateName  = 100 // a step ID, an update type, a tool or a dependency
+	maxStepNames   = 16  // tools or dependencies of one step
+)
+
+// BoundedUpdates is updates as a reflection returns them: the first
+// MaxPlanUpdates, each with only the fields an update may set, its text
+// clipped to the plan's bounds (plan.MaxDescriptionBytes, ...) with the
+// clip mark and its lists capped.
+func BoundedUpdates(updates []plan.Update) []plan.Update {
+	if updates == nil {
+		return nil
+	}
+	out := make([]plan.Update, 0, min(len(updates), MaxPlanUpdates))
+	for _, u := range updates[:min(len(updates), MaxPlanUpdates)] {
+		b := plan.Update{
+			Type:   plan.UpdateType(clip.String(string(u.Type), maxUpdateName)),
+			StepID: clip.String(u.StepID, maxUpdateName),
+			Reason: clip.String(u.Reason, plan.MaxNoteBytes),
+		}
+		if s := u.Step; s != nil {
+			b.Step = &plan.Step{
+				Description: clip.String(s.Description, plan.MaxDescriptionBytes),
+				Expected:    clip.String(s.Expected, plan.MaxExpectedBytes),
+				Tools:       boundedNames(s.Tools),
+				DependsOn:   boundedNames(s.DependsOn),
+			}
+		}
+		out = append(out, b)
+	}
+	return out
+}
+
+// boundedNames is the first maxStepNames names, each clipped; nil stays
+// nil (depends_on: nil and [] mean different things).
+func boundedNames(names []string) []string {
+	if names == nil {
+		return nil
+	}
+	out := make([]string, 0, min(len(names), maxStepNames))
+	for _, n := range names[:min(len(names), maxStepNames)] {
+		out = append(out, clip.String(n, maxUpdateName))
+	}
+	return out
 }
 
 // Bounds on what one reflection adds to the insights: each insight rides

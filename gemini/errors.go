@@ -47,6 +47,11 @@ const maxCauseLen = 4 << 10
 //     size limit): read by its status line;
 //   - a 2xx response over maxResponseBytes (a stream's too): BadRequest,
 //     naming the limit;
+//   - a token the Application Default Credentials could not get because
+//     Google refused it (a 4xx from the token endpoint, tokenRefused):
+//     CredentialsRejected;
+//   - a whole 2xx body the SDK could not decode: an *UnreadableError, which
+//     never quotes the body;
 //   - deadline exceeded and network timeouts: Timeout; other transport
 //     failures (connection refused or reset): Unavailable;
 //   - a redirect to another origin, refused by the client (RedirectError):

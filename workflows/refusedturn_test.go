@@ -45,6 +45,29 @@ func TestRefusedTurnIsAFailedStepNotAFailedRun(t *testing.T) {
 	require.True(t, noted, "the progress says why the step has no model answer")
 }
 
+// A step whose model turn gave nothing usable three times (activities'
+// ErrNoAnswer) ends like a refused one: a failed step the conclusion
+// reads, not a failed investigation.
+func TestTurnWithNoAnswerIsAFailedStepNotAFailedRun(t *testing.T) {
+	h := newHarness(t)
+	h.onPlan(twoStepPlan(), nil)
+	const why = "the model answered with nothing usable, 3 times"
+	h.onTurn(func(in activities.TurnInput) (activities.TurnOutput, error) {
+		if in.Step.ID == "step_1" {
+			return activities.TurnOutput{}, temporal.NewNonRetryableApplicationError(why, activities.ErrNoAnswer, nil)
+		}
+		return activities.TurnOutput{Text: "no related alerts"}, nil
+	})
+	h.onTool(okTool)
+	h.onReflect(noChange)
+	res, err := h.run(t, investigation.Input{AlertID: "a1"})
+	require.NoError(t, err, "a step with no answer does not fail the investigation")
+	require.Equal(t, 2, res.Plan.Count(plan.Done), "step_2 still runs")
+	require.Len(t, h.cuts, 1)
+	require.Equal(t, why, h.cuts[0].Reason)
+	require.Len(t, h.conclude, 1)
+}
+
 // A model activity that failed for good is charged what its failure says
 // it was billed for: a refused step turn to the steps, a failed reflection
 // to the reflection, so Spend (and the admission's daily budget) count

@@ -158,10 +158,11 @@ func isTranscriptMissing(err error) bool {
 }
 
 // isRefused says a model activity failed because the model refused the
-// request (activities.RefusedError).
+// request (activities.RefusedError) or kept answering nothing usable
+// (activities.ErrNoAnswer): asking again would not help.
 func isRefused(err error) bool {
 	var app *temporal.ApplicationError
-	return errors.As(err, &app) && app.Type() == activities.ErrModelRefused
+	return errors.As(err, &app) && (app.Type() == activities.ErrModelRefused || app.Type() == activities.ErrNoAnswer)
 }
 
 // turns runs model turns and their calls under prefix until the final answer.
@@ -192,7 +193,7 @@ func (l *toolLoop) turns(ctx workflow.Context, prefix string, res *loopResult) e
 				// step is a failed one the conclusion reads, not a failed
 				// investigation. No gate: before ErrModelRefused existed a
 				// refusal was a retryable error, so no recorded history has
-				// a turn that failed with it.
+				// a turn that failed with it; nor with ErrNoAnswer, newer.
 				l.host.emit(investigation.Event{Kind: investigation.EventNote, Step: l.label, Text: message(err)})
 				err := l.answerAsIs(ctx, prefix, message(err), res)
 				// Not cut short, so the rest of the plan runs, unless a stop

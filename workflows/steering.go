@@ -158,10 +158,16 @@ func (r *run) checkRevisionSignal(ctx workflow.Context) func(string) error {
 	}
 }
 
-// checkStop refuses a second stop, and a reason longer than any other
-// input may be (it is copied into the stop event, the conclusion's input
-// and the result). An update's validator does not run in replay: no gate.
+// checkStop refuses a second stop, a stop once the run is closing, and a
+// reason longer than any other input may be (it is copied into the stop
+// event, the conclusion's input and the result). A closing run has nothing
+// left to stop, and once its last progress write began a stop's event
+// would be lost and its ack would name another event's number (emit). An
+// update's validator does not run in replay: no gate.
 func (r *run) checkStop(reason string) error {
+	if r.closingDown {
+		return errConcluded
+	}
 	if err := r.checkStopping(); err != nil {
 		return err
 	}
@@ -170,6 +176,8 @@ func (r *run) checkStop(reason string) error {
 	}
 	return nil
 }
+
+var errConcluded = errors.New("the investigation has already concluded and is closing: there is nothing left to stop")
 
 // checkStopping is checkStop for a signal, whose check runs again in
 // replay and which cannot be refused for its length: stop clips it.
@@ -305,12 +313,14 @@ func recorded[T any](r *run, name string, handle func(T) investigation.Ack, vali
 		if in.refused != nil {
 			return in.refused
 		}
-		// A validator does not run in replay: no gate.
-		if _, busy := updateBounds(r.Input.Limits); bounded && r.Steering.RunUpdates >= busy {
-			return errTooManyUpdates
-		}
+		// A retry of an input an earlier run recorded is acknowledged as
+		// recorded, past the busy bound too: it was taken, and a refusal
+		// would say it was not. A validator does not run in replay: no gate.
 		if r.recordedEarlier(ctx) {
 			return nil
+		}
+		if _, busy := updateBounds(r.Input.Limits); bounded && r.Steering.RunUpdates >= busy {
+			return errTooManyUpdates
 		}
 		if r.unwrittenFull() {
 			return errContinuing

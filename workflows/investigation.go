@@ -211,10 +211,9 @@ func (r *run) investigate(ctx workflow.Context, first bool) (investigation.Resul
 			if r.ranTurn && (info.GetCurrentHistoryLength() > r.Input.Limits.MaxHistoryEvents || info.GetContinueAsNewSuggested()) {
 				return investigation.Result{}, r.continueAsNew(ctx)
 			}
-			question := r.Steering.FollowUps[0]
-			r.Steering.FollowUps = r.Steering.FollowUps[1:]
+			question, queued := r.Steering.nextFollowUp()
 			r.Steering.AnalystAsked = !r.Steering.unqueue(question)
-			if err := r.followUp(ctx, question); err != nil {
+			if err := r.followUp(ctx, question, queued); err != nil {
 				return investigation.Result{}, err
 			}
 		}

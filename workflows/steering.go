@@ -230,13 +230,45 @@ func (r *run) stop(reason string) investigation.Ack {
 
 func (r *run) ask(question string) investigation.Ack {
 	question = strings.TrimSpace(question)
-	r.Steering.FollowUps = append(r.Steering.FollowUps, question)
-	seq := r.emit(investigation.Event{Kind: investigation.EventNote, Text: "follow-up question queued: " + question})
+	seq := r.queueFollowUp(question)
 	msg := "question recorded: a new turn starts now"
 	if r.Phase != investigation.PhaseIdle || len(r.Steering.FollowUps) > 1 {
 		msg = fmt.Sprintf("question recorded: it runs after the current turn (%d queued)", len(r.Steering.FollowUps))
 	}
 	return investigation.Ack{Seq: seq, Message: msg}
+}
+
+// queueFollowUp queues a follow-up question and emits the note that says
+// so, returning the note's number (an ask's ack). The turn that answers it
+// names that number (Event.Queued): the client follows its own turn when
+// the same question is queued twice. A note emit dropped (its number is
+// not the note's) is named by no turn. Only an event's fields change, and
+// progress is written per workflow task, not by size: no command changes.
+func (r *run) queueFollowUp(question string) int {
+	before := r.lastSeq() + len(r.Unwritten)
+	seq := r.emit(investigation.Event{Kind: investigation.EventNote, Text: "follow-up question queued: " + question})
+	queued := seq
+	if seq <= before {
+		queued = 0
+	}
+	s := &r.Steering
+	if len(s.FollowUpSeqs) != len(s.FollowUps) {
+		s.FollowUpSeqs = make([]int, len(s.FollowUps)) // carried from a run that kept none
+	}
+	s.FollowUps = append(s.FollowUps, question)
+	s.FollowUpSeqs = append(s.FollowUpSeqs, queued)
+	return seq
+}
+
+// nextFollowUp takes the oldest queued question off the queue, with the
+// number of the note that queued it (0: unknown).
+func (s *Steering) nextFollowUp() (string, int) {
+	question, queued := s.FollowUps[0], 0
+	if len(s.FollowUpSeqs) == len(s.FollowUps) {
+		queued, s.FollowUpSeqs = s.FollowUpSeqs[0], s.FollowUpSeqs[1:]
+	}
+	s.FollowUps = s.FollowUps[1:]
+	return question, queued
 }
 
 // decisionOpen says why the plan cannot take an approve or revise now, or

@@ -88,3 +88,34 @@ func TestRetryOfAnEarlierInputPastTheBusyBoundIsAcknowledged(t *testing.T) {
 	require.NoError(t, retried.rejected)
 	require.Equal(t, earlierAck, retried.ack)
 }
+
+// The same question asked twice is answered by two turns, each naming the
+// note that queued its question (the ask's ack), so each ask follows its
+// own turn. Questions carried from a run that kept no numbers name none.
+func TestTurnNamesTheNoteThatQueuedIt(t *testing.T) {
+	h := newHarness(t)
+	h.env.OnActivity(a.DecideMode, mock.Anything, mock.Anything).Return(activities.Mode{Mode: investigation.ModeDirect}, nil)
+	h.onSlowTurn(time.Minute, conclusionOnly)
+	first := h.update(10*time.Second, investigation.UpdateAsk, "Did they get in?")
+	second := h.update(20*time.Second, investigation.UpdateAsk, "Did they get in?")
+	active := twoStepPlan().Plan
+	// Q2 was queued by a run that kept no numbers.
+	h.env.ExecuteWorkflow(investigation.WorkflowName, investigation.Input{AlertID: "a1", Question: "Q1"},
+		&State{Turn: 2, ActivePlan: &active, Steering: Steering{FollowUps: []string{"Q2"}}, LastSeq: 5})
+	require.True(t, h.env.IsWorkflowCompleted())
+	require.NoError(t, h.env.GetWorkflowError())
+	require.NoError(t, first.rejected)
+	require.NoError(t, second.rejected)
+	require.NotEqual(t, first.ack.Seq, second.ack.Seq)
+	var turns []investigation.Event
+	for _, e := range h.events(t) {
+		if e.Kind == investigation.EventTurn {
+			turns = append(turns, e)
+		}
+	}
+	require.Len(t, turns, 3)
+	require.Equal(t, "Q2", turns[0].Text)
+	require.Zero(t, turns[0].Queued, "queued by a run that kept no numbers")
+	require.Equal(t, first.ack.Seq, turns[1].Queued)
+	require.Equal(t, second.ack.Seq, turns[2].Queued)
+}

@@ -92,7 +92,9 @@ type run struct {
 	continuing bool
 	// acking says an accepted update's handler runs: its events are
 	// carried whole (emit).
-	acking       bool
+	acking bool
+	// signalNotes counts the signals refused or ignored (noteSignal).
+	signalNotes  int
 	late         investigation.ArrivalBatch
 	lateNotes    []investigation.Event
 	closedReason string

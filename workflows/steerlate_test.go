@@ -2,6 +2,7 @@ package workflows
 
 import (
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -118,4 +119,37 @@ func TestTurnNamesTheNoteThatQueuedIt(t *testing.T) {
 	require.Zero(t, turns[0].Queued, "queued by a run that kept no numbers")
 	require.Equal(t, first.ack.Seq, turns[1].Queued)
 	require.Equal(t, second.ack.Seq, turns[2].Queued)
+}
+
+// A flood of signals the run cannot take (undecodable payloads, inputs
+// refused) is noted up to maxSignalNotes, then once that later ones are
+// not: the notes cannot push the run's progress out of its window
+// (maxRunEvents). A valid signal after the flood is still applied.
+func TestSignalFloodIsNotedOnce(t *testing.T) {
+	h := newHarness(t)
+	h.onPlan(oneStepPlan(), nil)
+	h.onTurn(conclusionOnly)
+	h.onReflect(noChange)
+	const flood = 40
+	for i := range flood {
+		name, arg := investigation.UpdateHint, any(i) // a number: not a hint
+		if i%2 == 1 {
+			name, arg = investigation.UpdateApprove, "" // no plan waits for approval
+		}
+		h.signal(time.Minute+time.Duration(i)*time.Second, name, arg)
+	}
+	h.signal(2*time.Minute, investigation.UpdateHint, "Check bastion-01.")
+	h.signal(3*time.Minute, investigation.UpdateStop, "enough")
+	_, err := h.run(t, investigation.Input{AlertID: "a1"})
+	require.NoError(t, err)
+	evs := h.events(t)
+	var ignored []string
+	for _, n := range notes(evs) {
+		if strings.Contains(n, "signal ignored") || strings.Contains(n, "signal refused") {
+			ignored = append(ignored, n)
+		}
+	}
+	require.Len(t, ignored, maxSignalNotes)
+	require.Contains(t, notes(evs), fmt.Sprintf("further signals that are refused or ignored are not noted (%d were)", maxSignalNotes))
+	require.Equal(t, []string{"Check bastion-01."}, h.status(t).Hints, "a valid signal is still taken")
 }

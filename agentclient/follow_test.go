@@ -417,7 +417,7 @@ func TestAskFollowsFromAnEarlierRun(t *testing.T) {
 	)
 	f.st = investigation.Status{Phase: investigation.PhaseIdle}
 	var out strings.Builder
-	require.NoError(t, testClient(f).followText(testCtx(t), &out, "inv", 4, turnConclusion(" "+q+" ")))
+	require.NoError(t, testClient(f).followText(testCtx(t), &out, "inv", 4, turnConclusion(" "+q+" ", 0)))
 	s := out.String()
 	require.Equal(t, seqs(5, 6), printedNotes(s), s)
 	require.Contains(t, s, "earlier answer")
@@ -554,4 +554,36 @@ func TestAskNotAnsweredIsAnError(t *testing.T) {
 	f.st = investigation.Status{LastSeq: 2}
 	err = testClient(f).FollowAnswer(testCtx(t), NewTextRenderer(&out, "inv", pricing.Default()), "inv", q, investigation.Ack{})
 	require.EqualError(t, err, "investigation inv closed without answering the question")
+}
+
+// TestAskTheSameQuestionTwice: the same question queued twice (events 5
+// and 6) is answered by two turns; the second ask follows its own turn,
+// the one that names its note (Queued), not the first one's conclusion.
+// A turn recorded before turns named their note is matched by its text.
+func TestAskTheSameQuestionTwice(t *testing.T) {
+	fastPolling(t)
+	q := "Did they get in?"
+	events := append(notes(1, 4),
+		investigation.Event{Seq: 5, Kind: investigation.EventNote, Turn: 1, Text: "follow-up question queued: " + q},
+		investigation.Event{Seq: 6, Kind: investigation.EventNote, Turn: 1, Text: "follow-up question queued: " + q},
+		investigation.Event{Seq: 7, Kind: investigation.EventTurn, Turn: 2, Text: q, Mode: "direct", Queued: 5},
+		investigation.Event{Seq: 8, Kind: investigation.EventConclusion, Turn: 2, Text: "the first answer"},
+		investigation.Event{Seq: 9, Kind: investigation.EventTurn, Turn: 3, Text: q, Mode: "direct", Queued: 6},
+		investigation.Event{Seq: 10, Kind: investigation.EventConclusion, Turn: 3, Text: "the second answer"},
+		investigation.Event{Seq: 11, Kind: investigation.EventIdle, Turn: 3},
+	)
+	f := newFakeStream("inv", &fakeRun{id: "A", events: events, status: running})
+	f.st = investigation.Status{Phase: investigation.PhaseIdle, LastSeq: 11}
+	var out strings.Builder
+	require.NoError(t, testClient(f).FollowAnswer(testCtx(t), NewTextRenderer(&out, "inv", pricing.Default()), "inv", q, investigation.Ack{Seq: 6}))
+	s := out.String()
+	require.Contains(t, s, "the second answer", "followed to its own turn's conclusion:\n%s", s)
+	require.True(t, strings.Index(s, "the first answer") < strings.Index(s, "the second answer"), s)
+
+	match := turnConclusion(q, 6)
+	require.False(t, match(investigation.Event{Kind: investigation.EventTurn, Text: q, Queued: 5}))
+	require.False(t, match(investigation.Event{Kind: investigation.EventConclusion}), "another note's turn")
+	match = turnConclusion(q, 6)
+	require.False(t, match(investigation.Event{Kind: investigation.EventTurn, Text: q}))
+	require.True(t, match(investigation.Event{Kind: investigation.EventConclusion}), "a turn recorded before: by its text")
 }

@@ -46,7 +46,7 @@ func (c *Client) FollowInvestigation(ctx context.Context, r Renderer, id string)
 // follows, so neither a person nor a script reading --json takes an
 // earlier turn's conclusion for the answer.
 func (c *Client) FollowAnswer(ctx context.Context, r Renderer, id, question string, ack investigation.Ack) error {
-	after, until := ack.Seq, turnConclusion(question)
+	after, until := ack.Seq, turnConclusion(question, ack.Seq)
 	if ack.Seq == 0 {
 		// An earlier run recorded the question (this was a retry across
 		// continue-as-new), so its event number is unknown: follow from
@@ -93,14 +93,23 @@ func (c *Client) FollowStop(ctx context.Context, r Renderer, id string, ack inve
 }
 
 // turnConclusion is met by the conclusion of the turn that answers
-// question: the first conclusion after the turn event that carries the
-// question (turns run one after the other, so it is that turn's).
-func turnConclusion(question string) func(investigation.Event) bool {
+// question, queued by the note numbered queued: the first conclusion after
+// the turn event that names that note (turns run one after the other, so
+// it is that turn's). A turn that names no note (recorded before turns
+// did) is matched by its text: the same question queued twice then stops
+// at the first one's conclusion.
+func turnConclusion(question string, queued int) func(investigation.Event) bool {
 	q := strings.TrimSpace(question)
 	matched := false
+	ours := func(e investigation.Event) bool {
+		if e.Queued != 0 {
+			return e.Queued == queued
+		}
+		return strings.TrimSpace(e.Text) == q
+	}
 	return func(e investigation.Event) bool {
 		switch {
-		case !matched && e.Kind == investigation.EventTurn && strings.TrimSpace(e.Text) == q:
+		case !matched && e.Kind == investigation.EventTurn && ours(e):
 			matched = true
 		case matched && e.Kind == investigation.EventConclusion:
 			return true

@@ -135,7 +135,7 @@ func TestFollowerReadsWhatTheListenerMissed(t *testing.T) {
 	c.progress = store
 
 	var out strings.Builder
-	require.NoError(t, c.followText(testCtx(t), &out, "inv", 0, turnConclusion(question)))
+	require.NoError(t, c.followText(testCtx(t), &out, "inv", 0, turnConclusion(question, 0)))
 	require.Contains(t, out.String(), "the answer", "the conclusion the listener missed")
 	require.Zero(t, stillTo-stillFrom, "store reads while the history stood still")
 }

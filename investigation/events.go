@@ -26,7 +26,7 @@ const (
 	EventApproval EventKind = "approval" // Text: "awaiting", "approved" or "revise: <feedback>"
 	EventQuestion EventKind = "question" // Step; QuestionID; Text: the question
 	EventAnswer   EventKind = "answer"   // QuestionID; Text: the answer (or that none came)
-	EventTurn     EventKind = "turn"     // a follow-up exchange starts; Text: the question; Mode, Reason
+	EventTurn     EventKind = "turn"     // a follow-up exchange starts; Text: the question; Mode, Reason; Queued
 	EventStop     EventKind = "stop"     // Text: why the run stops early
 	EventIdle     EventKind = "idle"     // Text: how long the concluded investigation waits for follow-ups
 )
@@ -62,4 +62,9 @@ type Event struct {
 	// CallID names the action an approval_requested or approval_decided
 	// event is about (actions.go).
 	CallID string `json:"call_id,omitempty"`
+	// Queued is, on a turn event, the number of the note that queued its
+	// question (the ask's Ack.Seq), so a client that asked the same
+	// question twice follows its own turn; 0 when unknown (a turn recorded
+	// before it was set, or a question whose note was lost).
+	Queued int `json:"queued,omitempty"`
 }

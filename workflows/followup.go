@@ -16,8 +16,9 @@ const answerStepID = "answer"
 
 // followUp runs one follow-up question: the model decides between Plan &
 // Execute (continuing the active plan unless the question is new) and a
-// direct answer with tools.
-func (r *run) followUp(ctx workflow.Context, question string) error {
+// direct answer with tools. queued is the number of the note that queued
+// the question, which its turn event names.
+func (r *run) followUp(ctx workflow.Context, question string, queued int) error {
 	var m activities.Mode
 	if r.requestInContext {
 		r.Request = question // the stored context carries it from here on
@@ -37,7 +38,7 @@ func (r *run) followUp(ctx workflow.Context, question string) error {
 	case m.Mode != investigation.ModePlan && m.Mode != investigation.ModeDirect:
 		m = activities.Mode{Mode: investigation.ModePlan, Reason: "the mode decision was neither plan nor direct; planning to be safe"}
 	}
-	r.emit(investigation.Event{Kind: investigation.EventTurn, Text: question, Mode: m.Mode, Reason: m.Reason})
+	r.emit(investigation.Event{Kind: investigation.EventTurn, Text: question, Mode: m.Mode, Reason: m.Reason, Queued: queued})
 	if m.Mode == investigation.ModePlan {
 		r.followingUp = true
 		defer func() { r.followingUp = false }()

@@ -194,9 +194,8 @@ func (r *run) askAbout(arrivals []investigation.Arrival) int {
 		return 0
 	}
 	r.Intake.Unseen = 0 // the follow-up's model calls see them
-	r.Steering.FollowUps = append(r.Steering.FollowUps, question)
 	r.Steering.generated(question)
-	return r.emit(investigation.Event{Kind: investigation.EventNote, Text: "follow-up question queued: " + question})
+	return r.queueFollowUp(question)
 }
 
 func (r *run) takesFollowUp() bool {

@@ -92,7 +92,9 @@ type run struct {
 	continuing bool
 	// acking says an accepted update's handler runs: its events are
 	// carried whole (emit).
-	acking       bool
+	acking bool
+	// signalNotes counts the signals refused or ignored (noteSignal).
+	signalNotes  int
 	late         investigation.ArrivalBatch
 	lateNotes    []investigation.Event
 	closedReason string
@@ -211,10 +213,9 @@ func (r *run) investigate(ctx workflow.Context, first bool) (investigation.Resul
 			if r.ranTurn && (info.GetCurrentHistoryLength() > r.Input.Limits.MaxHistoryEvents || info.GetContinueAsNewSuggested()) {
 				return investigation.Result{}, r.continueAsNew(ctx)
 			}
-			question := r.Steering.FollowUps[0]
-			r.Steering.FollowUps = r.Steering.FollowUps[1:]
+			question, queued := r.Steering.nextFollowUp()
 			r.Steering.AnalystAsked = !r.Steering.unqueue(question)
-			if err := r.followUp(ctx, question); err != nil {
+			if err := r.followUp(ctx, question, queued); err != nil {
 				return investigation.Result{}, err
 			}
 		}

@@ -1150,3 +1150,53 @@ func TestRecordInsightsAndDuplicates(t *testing.T) {
 }
 
 // --- end insights-and-duplicates ---
+
+// --- bounded-signal-notes (GetVersion "bounded-signal-notes", workflows/signals.go) ---
+
+// signalFlood is how many hint signals with a payload the run cannot read
+// the signal-notes fixtures send while idle: more than maxSignalNotes + 1,
+// each in a workflow task of its own.
+const signalFlood = maxSignalNotes + 3
+
+// TestRecordSignalNotes records signal-notes.history.json
+// (UPDATE_TESTDATA=1) or <label>-signal-notes.history.json on a Temporal
+// dev server, with an unversioned worker and scripted activities: an
+// investigation concludes, takes signalFlood hint signals whose payload is
+// a number while idle, and the analyst stops it. Before the
+// bounded-signal-notes gate each signal was a note (a progress write per
+// workflow task); after it, the notes past maxSignalNotes + 1 are not
+// emitted, and their workflow tasks write nothing.
+func TestRecordSignalNotes(t *testing.T) {
+	const queue, id = "record-signal-notes", "fixture-signal-notes"
+	ctx, c, label := recordOn(t, queue, func(w worker.Worker) { w.RegisterActivity(&scripted{}) })
+
+	run, err := c.ExecuteWorkflow(ctx, client.StartWorkflowOptions{ID: id, TaskQueue: queue}, investigation.WorkflowName, investigation.Input{AlertID: "a1"})
+	require.NoError(t, err)
+	waitIdle(ctx, t, c, id, "the first exchange concludes")
+	tasks := func() int {
+		n := 0
+		it := c.GetWorkflowHistory(ctx, id, run.GetRunID(), false, enumspb.HISTORY_EVENT_FILTER_TYPE_ALL_EVENT)
+		for it.HasNext() {
+			e, err := it.Next()
+			require.NoError(t, err)
+			if e.GetEventType() == enumspb.EVENT_TYPE_WORKFLOW_TASK_COMPLETED {
+				n++
+			}
+		}
+		return n
+	}
+	for i := range signalFlood {
+		before := tasks()
+		require.NoError(t, c.SignalWorkflow(ctx, id, run.GetRunID(), investigation.UpdateHint, i+1))
+		require.Eventually(t, func() bool { return tasks() > before }, time.Minute, 50*time.Millisecond, "signal %d is taken", i+1)
+	}
+	h, err := c.UpdateWorkflow(ctx, client.UpdateWorkflowOptions{WorkflowID: id, RunID: run.GetRunID(), UpdateName: investigation.UpdateStop,
+		Args: []any{"enough"}, WaitForStage: client.WorkflowUpdateStageCompleted})
+	require.NoError(t, err)
+	require.NoError(t, h.Get(ctx, nil))
+	require.NoError(t, run.Get(ctx, nil))
+
+	saveFixture(ctx, t, c, id, run.GetRunID(), "signal-notes.history.json", label)
+}
+
+// --- end bounded-signal-notes ---

@@ -207,6 +207,13 @@ var fixturePaths = map[string][]string{
 	"insights-duplicates.history.json":            {"reflection wrote an oversized insight", "follow-up step depends on dropped duplicates", "insight clipped, dependency on the step repeated"},
 	"pre-bounds-insights-duplicates.history.json": {"reflection wrote an oversized insight", "follow-up step depends on dropped duplicates", "insight kept whole, dependency dropped"},
 	// end insights-and-duplicates
+	// bounded-signal-notes: an idle run takes 13 hint signals whose
+	// payload is a number, each in a workflow task of its own; recorded by
+	// TestRecordSignalNotes (record_test.go). Its twin, recorded before
+	// GetVersion "bounded-signal-notes", noted each one.
+	"signal-notes.history.json":             {"unreadable signals flooded while idle", "signal notes bounded"},
+	"pre-bounded-signal-notes.history.json": {"unreadable signals flooded while idle", "every unreadable signal noted"},
+	// end bounded-signal-notes
 }
 
 // TestReplayRecordedHistories replays every recorded history against the
@@ -778,6 +785,17 @@ func exercises(h *historypb.History, path string) bool {
 		waited, ok := summaryWaited(h)
 		return ok && !waited && !hasVersionMarker(h, "insights-and-duplicates")
 	// end insights-and-duplicates
+	// bounded-signal-notes
+	case "unreadable signals flooded while idle":
+		_, ok := floodWrites(h, localMarker)
+		return ok && activity("DecideMode") == 0
+	case "signal notes bounded":
+		writes, ok := floodWrites(h, localMarker)
+		return ok && writes == 0 && hasVersionMarker(h, "bounded-signal-notes")
+	case "every unreadable signal noted":
+		writes, ok := floodWrites(h, localMarker)
+		return ok && writes == 2 && !hasVersionMarker(h, "bounded-signal-notes")
+	// end bounded-signal-notes
 	case "idle run kept waiting past the update bound":
 		return typ(enumspb.EVENT_TYPE_WORKFLOW_EXECUTION_COMPLETED) == 1 && !hasVersionMarker(h, "idle-update-bound")
 	case "failing step":
@@ -1405,3 +1423,66 @@ func summaryWaited(h *historypb.History) (waited, ok bool) {
 }
 
 // --- end insights-and-duplicates ---
+
+// --- bounded-signal-notes ---
+
+// floodWrites counts the progress writes (StoreProgress markers) from the
+// 12th hint signal received after the conclusion (maxSignalNotes + 2: the
+// first whose note the gate drops) to the stop update (localMarker names a
+// local activity's marker, exercises'); ok says the history
+// has that signal and the stop after it.
+func floodWrites(h *historypb.History, localMarker func(*historypb.HistoryEvent) (string, string)) (writes int, ok bool) {
+	hints := 0
+	rest := after(h, func(e *historypb.HistoryEvent) bool {
+		if e.GetWorkflowExecutionSignaledEventAttributes().GetSignalName() == investigation.UpdateHint {
+			hints++
+		}
+		return hints == maxSignalNotes+2
+	})
+	if afterNth(h, 1, "Conclude") == nil || len(afterNth(h, 1, "Conclude")) < len(rest) {
+		return 0, false
+	}
+	for _, e := range rest {
+		if e.GetWorkflowExecutionUpdateAcceptedEventAttributes() != nil {
+			return writes, true
+		}
+		if t, _ := localMarker(e); t == "StoreProgress" {
+			writes++
+		}
+	}
+	return 0, false
+}
+
+// TestReplayedSignalNotesTakeTheNewPath replays the twin fixtures of
+// GetVersion "bounded-signal-notes" and reads the progress each replay
+// writes: with the marker, 10 notes of unreadable signals and one that
+// later ones are not noted; without it, a note for each of the 13.
+func TestReplayedSignalNotesTakeTheNewPath(t *testing.T) {
+	for file, gated := range map[string]bool{"signal-notes.history.json": true, "pre-bounded-signal-notes.history.json": false} {
+		t.Run(file, func(t *testing.T) {
+			ignored, further := 0, 0
+			seen := map[int]bool{} // a waited-for write sends again what the last one did not confirm
+			for _, e := range replayedProgress(t, file) {
+				if seen[e.Seq] {
+					continue
+				}
+				seen[e.Seq] = true
+				switch {
+				case e.Kind == investigation.EventNote && strings.HasPrefix(e.Text, "hint signal ignored: "):
+					ignored++
+				case e.Kind == investigation.EventNote && strings.HasPrefix(e.Text, "further signals that are refused or ignored"):
+					further++
+				}
+			}
+			if gated {
+				require.Equal(t, maxSignalNotes, ignored)
+				require.Equal(t, 1, further)
+			} else {
+				require.Equal(t, maxSignalNotes+3, ignored)
+				require.Zero(t, further)
+			}
+		})
+	}
+}
+
+// --- end bounded-signal-notes ---

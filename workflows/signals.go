@@ -176,11 +176,30 @@ func (r *run) applyBuffered(ctx workflow.Context) {
 // receive applies one signal, or notes why it was refused or ignored.
 func (r *run) receive(ctx workflow.Context, s signal, in signalInput) {
 	if in.refused != nil && !takesPayloadless(ctx, in.refused) {
-		r.emit(investigation.Event{Kind: investigation.EventNote, Text: fmt.Sprintf("%s signal refused: %v", s.name, in.refused)})
+		r.noteSignal(ctx, fmt.Sprintf("%s signal refused: %v", s.name, in.refused))
 		return
 	}
 	if _, err := s.apply(in.value); err != nil {
-		r.emit(investigation.Event{Kind: investigation.EventNote, Text: fmt.Sprintf("%s signal ignored: %v", s.name, err)})
+		r.noteSignal(ctx, fmt.Sprintf("%s signal ignored: %v", s.name, err))
+	}
+}
+
+// noteSignal notes a signal refused or ignored: the run's first
+// maxSignalNotes, then once that later ones go unnoted, so a flood of
+// signals anyone who may signal can send does not push the run's progress
+// out of its window (maxRunEvents). A note is a progress write (a
+// StoreProgress marker) in a workflow task that emitted nothing else, so
+// histories recorded before the bounded-signal-notes gate, asked only at
+// the first signal past the bound, note every one.
+func (r *run) noteSignal(ctx workflow.Context, text string) {
+	r.signalNotes++
+	switch {
+	case r.signalNotes <= maxSignalNotes ||
+		workflow.GetVersion(ctx, "bounded-signal-notes", workflow.DefaultVersion, 1) == workflow.DefaultVersion:
+		r.emit(investigation.Event{Kind: investigation.EventNote, Text: text})
+	case r.signalNotes == maxSignalNotes+1:
+		r.emit(investigation.Event{Kind: investigation.EventNote, Text: fmt.Sprintf(
+			"further signals that are refused or ignored are not noted (%d were)", maxSignalNotes)})
 	}
 }
 

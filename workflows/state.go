@@ -81,6 +81,10 @@ type Steering struct {
 	Hints     []string `json:"hints,omitempty"`
 	HintCount int      `json:"hint_count,omitempty"`
 	FollowUps []string `json:"follow_ups,omitempty"`
+	// FollowUpSeqs are, beside FollowUps, the numbers of the notes that
+	// queued them (0: unknown), which their turn events name
+	// (Event.Queued). Runs before it kept none: queueFollowUp realigns.
+	FollowUpSeqs []int `json:"follow_up_seqs,omitempty"`
 	// Generated are the queued follow-ups the workflow asked itself (an
 	// alert arrived, intake.go), by text, at most maxFollowUps: no analyst
 	// speaks in the exchange that answers one.

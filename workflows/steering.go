@@ -158,10 +158,16 @@ func (r *run) checkRevisionSignal(ctx workflow.Context) func(string) error {
 	}
 }
 
-// checkStop refuses a second stop, and a reason longer than any other
-// input may be (it is copied into the stop event, the conclusion's input
-// and the result). An update's validator does not run in replay: no gate.
+// checkStop refuses a second stop, a stop once the run is closing, and a
+// reason longer than any other input may be (it is copied into the stop
+// event, the conclusion's input and the result). A closing run has nothing
+// left to stop, and once its last progress write began a stop's event
+// would be lost and its ack would name another event's number (emit). An
+// update's validator does not run in replay: no gate.
 func (r *run) checkStop(reason string) error {
+	if r.closingDown {
+		return errConcluded
+	}
 	if err := r.checkStopping(); err != nil {
 		return err
 	}
@@ -170,6 +176,8 @@ func (r *run) checkStop(reason string) error {
 	}
 	return nil
 }
+
+var errConcluded = errors.New("the investigation has already concluded and is closing: there is nothing left to stop")
 
 // checkStopping is checkStop for a signal, whose check runs again in
 // replay and which cannot be refused for its length: stop clips it.
@@ -222,13 +230,45 @@ func (r *run) stop(reason string) investigation.Ack {
 
 func (r *run) ask(question string) investigation.Ack {
 	question = strings.TrimSpace(question)
-	r.Steering.FollowUps = append(r.Steering.FollowUps, question)
-	seq := r.emit(investigation.Event{Kind: investigation.EventNote, Text: "follow-up question queued: " + question})
+	seq := r.queueFollowUp(question)
 	msg := "question recorded: a new turn starts now"
 	if r.Phase != investigation.PhaseIdle || len(r.Steering.FollowUps) > 1 {
 		msg = fmt.Sprintf("question recorded: it runs after the current turn (%d queued)", len(r.Steering.FollowUps))
 	}
 	return investigation.Ack{Seq: seq, Message: msg}
+}
+
+// queueFollowUp queues a follow-up question and emits the note that says
+// so, returning the note's number (an ask's ack). The turn that answers it
+// names that number (Event.Queued): the client follows its own turn when
+// the same question is queued twice. A note emit dropped (its number is
+// not the note's) is named by no turn. Only an event's fields change, and
+// progress is written per workflow task, not by size: no command changes.
+func (r *run) queueFollowUp(question string) int {
+	before := r.lastSeq() + len(r.Unwritten)
+	seq := r.emit(investigation.Event{Kind: investigation.EventNote, Text: "follow-up question queued: " + question})
+	queued := seq
+	if seq <= before {
+		queued = 0
+	}
+	s := &r.Steering
+	if len(s.FollowUpSeqs) != len(s.FollowUps) {
+		s.FollowUpSeqs = make([]int, len(s.FollowUps)) // carried from a run that kept none
+	}
+	s.FollowUps = append(s.FollowUps, question)
+	s.FollowUpSeqs = append(s.FollowUpSeqs, queued)
+	return seq
+}
+
+// nextFollowUp takes the oldest queued question off the queue, with the
+// number of the note that queued it (0: unknown).
+func (s *Steering) nextFollowUp() (string, int) {
+	question, queued := s.FollowUps[0], 0
+	if len(s.FollowUpSeqs) == len(s.FollowUps) {
+		queued, s.FollowUpSeqs = s.FollowUpSeqs[0], s.FollowUpSeqs[1:]
+	}
+	s.FollowUps = s.FollowUps[1:]
+	return question, queued
 }
 
 // decisionOpen says why the plan cannot take an approve or revise now, or
@@ -305,12 +345,14 @@ func recorded[T any](r *run, name string, handle func(T) investigation.Ack, vali
 		if in.refused != nil {
 			return in.refused
 		}
-		// A validator does not run in replay: no gate.
-		if _, busy := updateBounds(r.Input.Limits); bounded && r.Steering.RunUpdates >= busy {
-			return errTooManyUpdates
-		}
+		// A retry of an input an earlier run recorded is acknowledged as
+		// recorded, past the busy bound too: it was taken, and a refusal
+		// would say it was not. A validator does not run in replay: no gate.
 		if r.recordedEarlier(ctx) {
 			return nil
+		}
+		if _, busy := updateBounds(r.Input.Limits); bounded && r.Steering.RunUpdates >= busy {
+			return errTooManyUpdates
 		}
 		if r.unwrittenFull() {
 			return errContinuing

@@ -39,6 +39,14 @@ const (
 	maxKeyBytes     = 1500    // bytes in one field name
 	maxStoredBytes  = 1000000 // estimated Firestore size of the data; leaves room below 1 MiB for the other fields
 	maxSummaryBytes = 600     // bytes kept in Type and Title (about 200 characters)
+	// maxDocBytes bounds the estimated size of the whole stored document
+	// (storedSize): the data, its indicator keys and the other fields.
+	// Firestore refuses a document over 1 MiB (1,048,576 bytes); the
+	// margin covers what the estimate might miss.
+	maxDocBytes = 1<<20 - 4096
+	// maxIndexEntries is Firestore's bound on a document's index entries,
+	// which the emulator does not enforce.
+	maxIndexEntries = 40000
 )
 
 // ErrNotFound is wrapped by Store.Get when no alert has the requested ID.
@@ -175,7 +183,8 @@ func Parse(raw []byte) (Alert, error) {
 	if len(obj) == 0 {
 		return Alert{}, errors.New("the alert is an empty JSON object")
 	}
-	if err := checkStorable(obj); err != nil {
+	dataSize, entries, err := checkStorable(obj)
+	if err != nil {
 		return Alert{}, err
 	}
 
@@ -193,7 +202,46 @@ func Parse(raw []byte) (Alert, error) {
 	if err != nil {
 		return Alert{}, fmt.Errorf("the alert cannot be encoded: %w", err)
 	}
+	// The document Create and Put write holds more than the data: its
+	// indicator keys (up to MaxKeys of up to MaxIndicatorBytes) and the
+	// normalised fields. An alert that passes here is one Firestore takes.
+	keys := IndexKeys(Indicators(obj))
+	if n := entries + len(keys) + 2*storedFields; n > maxIndexEntries {
+		return Alert{}, fmt.Errorf("the alert has too many fields and array values to store: Firestore would index about %d entries for it, more than its limit of %d", n, maxIndexEntries)
+	}
+	if size := storedSize(a, dataSize, keys); size > maxDocBytes {
+		return Alert{}, fmt.Errorf("the alert is too large to store: with its %d indicator keys it needs about %d bytes in Firestore, more than the 1 MiB document limit allows", len(keys), size)
+	}
 	return a, nil
+}
+
+// storedFields is how many fields a stored alert document has besides
+// the data's own (the Alert fields and the content hash).
+const storedFields = 10
+
+// storedSize estimates the Firestore size of the document Create or Put
+// writes for a, whose data's size is dataSize, with these indicator keys,
+// by Firestore's rules
+// (https://firebase.google.com/docs/firestore/storage-size): a string is
+// its bytes plus 1, a number or timestamp 8, a field its name's size plus
+// its value's, a document its name's size plus its fields' plus 32.
+func storedSize(a Alert, dataSize int, keys []string) int {
+	str := func(s string) int { return len(s) + 1 }
+	name := str(collection) + str(a.ID) + 16
+	size := name + 32
+	size += str("id") + str(a.ID)
+	size += str("source") + str(a.Source)
+	size += str("type") + str(a.Type)
+	size += str("severity") + str(a.Severity)
+	size += str("title") + str(a.Title)
+	size += str("observed_at") + 8 + str("imported_at") + 8
+	size += str(hashField) + str(strings.Repeat("0", 2*sha256.Size))
+	size += str("data") + dataSize
+	size += str("indicators")
+	for _, k := range keys {
+		size += str(k)
+	}
+	return size
 }
 
 // contentID is the ID Parse gives an alert of source with this data, and
@@ -254,24 +302,53 @@ func jsonKind(valid []byte) string {
 }
 
 // checkStorable rejects data that Firestore would refuse: empty, reserved or
-// over-long field names, arrays directly inside arrays, too deep nesting and
-// documents over the size limit. It walks keys in sorted order so that the
-// first problem reported is always the same one.
-func checkStorable(obj map[string]any) error {
+// over-long field names, arrays directly inside arrays, too deep nesting,
+// data over the size limit and too many index entries. It walks keys in
+// sorted order so that the first problem reported is always the same one.
+// It returns the data's estimated size and index entries (see indexCounter).
+func checkStorable(obj map[string]any) (size, entries int, err error) {
 	var path jsonPath
-	size, err := walkStorable(obj, &path)
+	idx := &indexCounter{}
+	size, err = storableSize(obj, &path, idx)
 	if err != nil {
-		return err
+		return 0, 0, err
 	}
 	if size > maxStoredBytes {
-		return fmt.Errorf("the alert is too large to store: it needs about %d bytes in Firestore, more than the 1 MiB document limit allows", size)
+		return 0, 0, fmt.Errorf("the alert is too large to store: it needs about %d bytes in Firestore, more than the 1 MiB document limit allows", size)
 	}
-	return nil
+	return size, idx.n, nil
 }
 
-// walkStorable checks v, found at path (whose length is v's nesting depth
-// less one), and returns its estimated Firestore storage size.
-func walkStorable(v any, path *jsonPath) (int, error) {
+// indexCounter counts, generously, the index entries Firestore makes for
+// the data: two (ascending, descending) for every field outside an array
+// (a map's too), and one for every distinct value in an array. It stops
+// counting once over the limit, so that its set of values stays small.
+type indexCounter struct{ n int }
+
+func (c *indexCounter) field() { c.n += 2 }
+
+func (c *indexCounter) array(x []any) {
+	seen := map[any]bool{}
+	for _, e := range x {
+		if c.n > maxIndexEntries {
+			return
+		}
+		switch e.(type) {
+		case string, int64, float64, bool, nil:
+			if seen[e] {
+				continue
+			}
+			seen[e] = true
+		}
+		c.n++
+	}
+}
+
+// storableSize checks v, found at path (whose length is v's nesting depth
+// less one), counts its index entries in idx (unless nil; nil inside an
+// array, whose elements' fields are not indexed) and returns its estimated
+// Firestore storage size.
+func storableSize(v any, path *jsonPath, idx *indexCounter) (int, error) {
 	switch x := v.(type) {
 	case map[string]any:
 		if path.depth() >= maxDepth {
@@ -284,12 +361,15 @@ func walkStorable(v any, path *jsonPath) (int, error) {
 				return 0, fmt.Errorf("the alert has an empty field name %s, which Firestore cannot store", path.under())
 			case len(k) > maxKeyBytes:
 				return 0, fmt.Errorf("the alert has a field name longer than %d bytes %s, which Firestore cannot store", maxKeyBytes, path.under())
-			case len(k) >= 4 && strings.HasPrefix(k, "__") && strings.HasSuffix(k, "__"):
+			case reservedName(k):
 				path.pushKey(k)
 				return 0, fmt.Errorf("the alert field %s uses a name of the form __name__, which Firestore reserves", path.where())
 			}
+			if idx != nil {
+				idx.field()
+			}
 			path.pushKey(k)
-			n, err := walkStorable(x[k], path)
+			n, err := storableSize(x[k], path, idx)
 			path.pop()
 			if err != nil {
 				return 0, err
@@ -301,13 +381,16 @@ func walkStorable(v any, path *jsonPath) (int, error) {
 		if path.depth() >= maxDepth {
 			return 0, depthError(path)
 		}
+		if idx != nil {
+			idx.array(x)
+		}
 		size := 0
 		for i, e := range x {
 			path.pushIndex(i)
 			if _, ok := e.([]any); ok {
 				return 0, fmt.Errorf("the alert has an array directly inside an array at %s, which Firestore cannot store", path.where())
 			}
-			n, err := walkStorable(e, path)
+			n, err := storableSize(e, path, nil)
 			path.pop()
 			if err != nil {
 				return 0, err

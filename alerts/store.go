@@ -11,6 +11,8 @@ import (
 	"cloud.google.com/go/firestore"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
+
+	"github.com/secops-agent/investigator/internal/clip"
 )
 
 // collection is the Firestore collection that holds alerts, one document
@@ -46,31 +48,35 @@ func NewStore(fs *firestore.Client) *Store {
 	return &Store{fs: fs, col: fs.Collection(collection)}
 }
 
-// Put stores a, replacing any alert with the same ID, with the keys of its
-// data's indicators (IndexKeys, whatever a.Indicators held). When
-// a.ImportedAt is zero, Put keeps the import time of an alert already
-// stored under that ID, or uses the current time for a new one; so
-// importing the same alert again changes nothing, except that an alert
-// stored before indicator keys existed gets them.
+// Put stores a, with the keys of its data's indicators (IndexKeys, whatever
+// a.Indicators held). When a.ImportedAt is zero, Put keeps the import time
+// of the alert already stored under that ID, or uses the current time for
+// a new one; so importing the same alert again changes nothing, except
+// that an alert stored before indicator keys existed gets them. Another
+// alert's content stored under the ID is left as it is, and Put fails with
+// an error wrapping ErrIDTaken; an alert Firestore refuses as invalid with
+// one wrapping ErrUnstorable.
 func (s *Store) Put(ctx context.Context, a Alert) error {
 	if err := checkID(a.ID); err != nil {
 		return err
 	}
-	a.Indicators = IndexKeys(Indicators(a.Data))
-	ref := s.col.Doc(a.ID)
-	if !a.ImportedAt.IsZero() {
-		a.ImportedAt = a.ImportedAt.UTC().Truncate(time.Microsecond)
-		if _, err := ref.Set(ctx, a); err != nil {
-			return fmt.Errorf("store alert %q: %w", a.ID, err)
-		}
-		return nil
+	doc, err := newDocument(a)
+	if err != nil {
+		return err
 	}
-	err := s.fs.RunTransaction(ctx, func(ctx context.Context, tx *firestore.Transaction) error {
-		b := a
+	doc.ImportedAt = doc.ImportedAt.UTC().Truncate(time.Microsecond)
+	ref := s.col.Doc(a.ID)
+	var taken error
+	err = s.fs.RunTransaction(ctx, func(ctx context.Context, tx *firestore.Transaction) error {
+		b := doc
+		taken = nil
 		snap, err := tx.Get(ref)
 		switch {
 		case err == nil:
-			if t, ok := snap.Data()["imported_at"].(time.Time); ok {
+			if taken = checkSame(snap, b.SHA256); taken != nil {
+				return taken
+			}
+			if t, ok := snap.Data()["imported_at"].(time.Time); ok && b.ImportedAt.IsZero() {
 				b.ImportedAt = t
 			}
 		case status.Code(err) != codes.NotFound:
@@ -81,8 +87,11 @@ func (s *Store) Put(ctx context.Context, a Alert) error {
 		}
 		return tx.Set(ref, b)
 	})
-	if err != nil {
-		return fmt.Errorf("store alert %q: %w", a.ID, err)
+	switch {
+	case taken != nil:
+		return taken
+	case err != nil:
+		return writeError(a.ID, err)
 	}
 	return nil
 }
@@ -204,6 +213,11 @@ func (s *Store) Search(ctx context.Context, q Query) ([]Alert, error) {
 		query = query.Offset(q.Offset)
 	}
 	docs, err := query.Documents(ctx).GetAll()
+	if status.Code(err) == codes.InvalidArgument {
+		// A query Firestore refuses stays refused: the caller (a model)
+		// should read why and change it, not retry it.
+		return nil, invalidf("Firestore refused the search: %s", clip.String(status.Convert(err).Message(), 300))
+	}
 	if err != nil {
 		return nil, fmt.Errorf("search alerts %s: %w", what, err)
 	}
@@ -232,8 +246,28 @@ func queryPath(field string) (firestore.FieldPath, error) {
 }
 
 // splitPath splits a dotted path; a segment between backticks may contain
-// dots, and inside backticks a backslash escapes the next character.
+// dots, and inside backticks a backslash escapes the next character. A
+// segment of the form __name__ is refused: Firestore reserves it (no
+// alert field has one, checkStorable refuses them).
 func splitPath(field string) ([]string, error) {
+	segs, err := splitSegments(field)
+	if err != nil {
+		return nil, err
+	}
+	for _, seg := range segs {
+		if reservedName(seg) {
+			return nil, invalidf("the search field %q names %q, a name of the form __name__, which Firestore reserves and no alert has", field, seg)
+		}
+	}
+	return segs, nil
+}
+
+// reservedName says Firestore reserves a field name (__.*__).
+func reservedName(k string) bool {
+	return len(k) >= 4 && strings.HasPrefix(k, "__") && strings.HasSuffix(k, "__")
+}
+
+func splitSegments(field string) ([]string, error) {
 	var segs []string
 	var cur strings.Builder
 	quoted := false

@@ -21,7 +21,9 @@ import (
 )
 
 // Store keeps alerts (alerts.Store): Create stores a new one and leaves
-// one already stored under its ID (its content) as it is.
+// one already stored under its ID (its content) as it is. Its errors
+// wrapping alerts.ErrIDTaken or alerts.ErrUnstorable are the alert's, not
+// the store's: the message is dead-lettered (400), never retried.
 type Store interface {
 	Create(ctx context.Context, a alerts.Alert) (bool, error)
 }
@@ -42,8 +44,8 @@ type Pipeline struct {
 }
 
 // Result is what became of one message. Exactly one of Invalid, Retry and
-// Outcome says it: Invalid is a malformed or oversized message (dead
-// letter, 400), Retry a service that failed (nack, 503), RetryAfter > 0 a
+// Outcome says it: Invalid is a malformed or oversized message, or one
+// Firestore refuses or whose ID another alert holds (dead letter, 400), Retry a service that failed (nack, 503), RetryAfter > 0 a
 // full waiting room (nack later, 429); otherwise Outcome is recorded.
 type Result struct {
 	Alert      alerts.Alert
@@ -90,7 +92,19 @@ func (p *Pipeline) Take(ctx context.Context, body []byte) (res Result) {
 	sctx, cancel := context.WithTimeout(ctx, p.CallTimeout)
 	_, err = p.Store.Create(sctx, res.Alert)
 	cancel()
-	if err != nil {
+	switch {
+	case errors.Is(err, alerts.ErrIDTaken):
+		// Another alert holds the ID (48 bits of the content's hash):
+		// admitting this one would have it investigated from the other's
+		// data, and no retry changes that.
+		p.Log.Warn("alert refused: another alert with the same ID but different content is stored", "alert_id", res.Alert.ID)
+		res.Invalid = err
+		return res
+	case errors.Is(err, alerts.ErrUnstorable):
+		// Firestore refused the document itself; a retry is refused again.
+		res.Invalid = err
+		return res
+	case err != nil:
 		res.Retry = storeError(ctx, sctx, err)
 		return res
 	}

@@ -388,3 +388,24 @@ func TestMalformedMessageWaitsBeforeItComesBack(t *testing.T) {
 		t.Errorf("after two malformed messages a failure waits %s, want %s", next, s.Backoff)
 	}
 }
+
+// An alert Firestore refuses as invalid, or whose ID another alert's
+// content holds, is the message's fault: dead letter (400), not a retry
+// (nack forever, 503), and nothing is admitted.
+func TestPipelineDeadLettersWhatTheStoreRefuses(t *testing.T) {
+	for _, refusal := range []error{
+		fmt.Errorf("Firestore refused to store alert generic-1: maximum entity size is 1048576 bytes: %w", alerts.ErrUnstorable),
+		fmt.Errorf("%w: generic-1, so this alert was not stored", alerts.ErrIDTaken),
+	} {
+		store := &memStore{fail: refusal}
+		ad := &admitter{kind: intake.OutcomeStarted}
+		p := pipeline(t, store, ad)
+		res := p.Take(context.Background(), []byte(alert))
+		if res.Invalid == nil || res.Retry != nil || !errors.Is(res.Invalid, refusal) {
+			t.Errorf("%v: %+v", refusal, res)
+		}
+		if len(ad.batches) != 0 {
+			t.Errorf("%v: admitted %+v", refusal, ad.batches)
+		}
+	}
+}

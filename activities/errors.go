@@ -148,12 +148,22 @@ func deliveryError(err error) error {
 // so the workflow runs the calls again instead.
 const ErrTranscriptMissing = "TranscriptMissing"
 
-// storeError makes a missing transcript entry non-retryable; other store
-// errors (an outage) stay retryable, within the activity's time budget.
+// ErrTranscriptKey is the error type of an activity that named a key no
+// transcript entry can have (transcript.KeyError): the same key is refused
+// on every attempt.
+const ErrTranscriptKey = "TranscriptKey"
+
+// storeError makes a missing transcript entry and a key no entry can have
+// non-retryable; other store errors (an outage) stay retryable, within the
+// activity's time budget.
 func storeError(err error) error {
 	var missing *transcript.MissingError
 	if errors.As(err, &missing) {
 		return temporal.NewNonRetryableApplicationError(missing.Error(), ErrTranscriptMissing, err)
+	}
+	var key *transcript.KeyError
+	if errors.As(err, &key) {
+		return temporal.NewNonRetryableApplicationError(key.Error(), ErrTranscriptKey, err)
 	}
 	return err
 }

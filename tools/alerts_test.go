@@ -278,3 +278,15 @@ func TestSearchAlertsByIndicator(t *testing.T) {
 	}
 	require.Len(t, s.queries, 2)
 }
+
+// A field Firestore reserves (__name__, in any segment, quoted or not) is
+// a rejection the model reads, found before any store call (the store
+// here has no Firestore client), not a store error retried for a minute.
+func TestSearchAlertsRejectsReservedFieldNames(t *testing.T) {
+	for _, f := range []string{"__name__", "`__name__`", "a.__x__"} {
+		_, err := NewSearchAlerts(&alerts.Store{}).Call(context.Background(), map[string]any{"field": f, "op": "==", "value": "x"})
+		require.Error(t, err, f)
+		require.True(t, IsRejection(err), "%s: %v", f, err)
+		require.ErrorContains(t, err, "which Firestore reserves", f)
+	}
+}

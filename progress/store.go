@@ -56,12 +56,13 @@ func docID(seq int) string { return fmt.Sprintf("%010d", seq) }
 
 // Put stores events (a run numbers them, Seq) and, when st is not nil, the
 // status, and deletes the events past MaxStored: one atomic batch per
-// maxWrites writes, so a listener sees a flush at once. Writing an event
+// maxWrites writes or maxBatchBytes, so a listener sees a flush at once. Writing an event
 // twice writes the same document (a retried write is harmless).
 func (s *Store) Put(ctx context.Context, session string, events []investigation.Event, st *investigation.Status) error {
 	type write struct {
-		ref  *firestore.DocumentRef
-		data any // nil: delete
+		ref   *firestore.DocumentRef
+		data  any // nil: delete
+		bytes int // estimated size in the request
 	}
 	var writes []write
 	for _, e := range events {
@@ -69,9 +70,11 @@ func (s *Store) Put(ctx context.Context, session string, events []investigation.
 		if err != nil {
 			return fmt.Errorf("encode progress event %d: %w", e.Seq, err)
 		}
-		writes = append(writes, write{s.events(session).Doc(docID(e.Seq)), record{Seq: e.Seq, Event: string(raw)}})
+		ref := s.events(session).Doc(docID(e.Seq))
+		writes = append(writes, write{ref, record{Seq: e.Seq, Event: string(raw)}, len(raw) + len(ref.Path) + writeOverhead})
 		if old := e.Seq - MaxStored; old > 0 {
-			writes = append(writes, write{ref: s.events(session).Doc(docID(old))})
+			ref := s.events(session).Doc(docID(old))
+			writes = append(writes, write{ref: ref, bytes: len(ref.Path) + writeOverhead})
 		}
 	}
 	if st != nil {
@@ -79,11 +82,18 @@ func (s *Store) Put(ctx context.Context, session string, events []investigation.
 		if err != nil {
 			return fmt.Errorf("encode the status: %w", err)
 		}
-		writes = append(writes, write{s.statusDoc(session), statusRecord{Status: string(raw), UpdatedAt: time.Now().UTC()}})
+		ref := s.statusDoc(session)
+		writes = append(writes, write{ref, statusRecord{Status: string(raw), UpdatedAt: time.Now().UTC()}, len(raw) + len(ref.Path) + writeOverhead})
 	}
 	for len(writes) > 0 {
-		chunk := writes[:min(len(writes), maxWrites)]
-		writes = writes[len(chunk):]
+		// At most maxWrites writes and maxBatchBytes, but at least one.
+		n, size := 1, writes[0].bytes
+		for n < len(writes) && n < maxWrites && size+writes[n].bytes <= maxBatchBytes {
+			size += writes[n].bytes
+			n++
+		}
+		chunk := writes[:n]
+		writes = writes[n:]
 		// One atomic commit, one round trip (a transaction takes two). The
 		// SDK prefers BulkWriter, which is neither atomic nor one call.
 		b := s.fs.Batch() //nolint:staticcheck // see above
@@ -101,8 +111,16 @@ func (s *Store) Put(ctx context.Context, session string, events []investigation.
 	return nil
 }
 
-// maxWrites keeps a batch under Firestore's 500 writes.
-const maxWrites = 400
+// maxWrites keeps a batch under Firestore's 500 writes, and maxBatchBytes
+// its request under Firestore's 10 MiB and the emulator's 4 MiB (a flush
+// of a few large events reaches them long before 400 writes). A write is
+// its event or status JSON, its document path and writeOverhead for the
+// field names, the number and the encoding.
+const (
+	maxWrites     = 400
+	maxBatchBytes = 3 << 20
+	writeOverhead = 256
+)
 
 // After returns at most limit stored events numbered above after, in order.
 func (s *Store) After(ctx context.Context, session string, after, limit int) ([]investigation.Event, error) {

@@ -184,7 +184,12 @@ type Room struct {
 	// to make room (open). Recorded runs without it made them repeats,
 	// and ignore a Lost a room carries.
 	lost bool
-	now  time.Time // of the last tick or admit
+	// failClosed: this run took the room-fails-closed gate (admission.go):
+	// a rise that no queue can take is shed, not recorded (seenAgain), and
+	// one cut from a queue later leaves its member at the severity the run
+	// knew (lose). Recorded runs without it decide as they did.
+	failClosed bool
+	now        time.Time // of the last tick or admit
 
 	// Indexes, rebuilt from the above after continue-as-new (index).
 	byIdentity map[string]*Entity
@@ -285,7 +290,7 @@ type ClosedIdentity struct {
 
 // newRoom is an empty room.
 func newRoom(now time.Time) *Room {
-	r := &Room{Since: now, Day: day(now), fixed: true, rises: true, guards: true, lost: true}
+	r := &Room{Since: now, Day: day(now), fixed: true, rises: true, guards: true, lost: true, failClosed: true}
 	r.index()
 	return r
 }
@@ -470,7 +475,17 @@ func (r *Room) seenAgain(now time.Time, e *Entity, h string, a intake.Alert) int
 	m := &e.Members[slices.IndexFunc(e.Members, func(m Member) bool { return m.Hash == h })]
 	arrival := investigation.Arrival{Kind: investigation.ArrivalSeenAgain, AlertID: a.AlertID, Identity: a.Identity,
 		Source: a.Source, Severity: a.Severity, Title: clip.String(a.Title, maxRoomTitle), PrevCount: m.Count, Count: a.Count, PrevSeverity: m.Severity, Times: 1, At: now}
-	changed := m.AlertHash != hashOf(a.AlertID) || intake.Rank(a.Severity) > intake.Rank(m.Severity)
+	rises := intake.Rank(a.Severity) > intake.Rank(m.Severity)
+	changed := m.AlertHash != hashOf(a.AlertID) || rises
+	if r.failClosed && rises && !r.queues(e, arrival) {
+		// Raised and then dropped, the member closed at a severity no
+		// model saw, and the alert sent again was a repeat: shed, it is
+		// not acknowledged and comes back once the queues drain.
+		r.Counters.SeenAgain--
+		r.Counters.Shed++
+		return intake.Outcome{AlertID: a.AlertID, WorkflowID: e.WorkflowID, Kind: intake.OutcomeShed,
+			Message: fmt.Sprintf("seen again at a higher severity (%s), but the arrivals queued for its investigation are at their bound: not delivered; send it again later", arrival.Text())}
+	}
 	m.AlertHash, m.Count = hashOf(a.AlertID), max(m.Count, a.Count)
 	m.Severity = intake.Higher(m.Severity, a.Severity)
 	e.Severity = intake.Higher(e.Severity, a.Severity)
@@ -527,6 +542,17 @@ func (r *Room) join(now time.Time, e *Entity, h string, a intake.Alert, shared s
 	return out
 }
 
+// queues says whether enqueue would keep an arrival for e (queue it or
+// replace its identity's queued seen-again) rather than drop it.
+func (r *Room) queues(e *Entity, a investigation.Arrival) bool {
+	if a.Kind == investigation.ArrivalSeenAgain && slices.ContainsFunc(e.Queue, func(q investigation.Arrival) bool {
+		return q.Kind == investigation.ArrivalSeenAgain && q.Identity == a.Identity
+	}) {
+		return true
+	}
+	return len(e.Queue) < maxEntityQueue && r.pending < maxPending
+}
+
 // enqueue queues an arrival for an entity, within the bounds; a seen-again
 // of an identity already queued replaces it, keeping the first count.
 func (r *Room) enqueue(e *Entity, a investigation.Arrival) {
@@ -556,11 +582,23 @@ func (r *Room) enqueue(e *Entity, a investigation.Arrival) {
 // lost-no-repeat gate only: a running room drops arrivals, and a run
 // before it recorded the identity closed, its later alert a repeat
 // (no StartInvestigation).
+//
+// Under the room-fails-closed gate a rise cut from a queue (bound) puts
+// its member back at the severity before it (the queued arrival keeps the
+// first PrevSeverity), so the close does not record a severity no model
+// saw and the alert sent again is a reinvestigation, not a repeat.
 func (r *Room) lose(e *Entity, a investigation.Arrival) {
+	h := hashOf(a.Identity)
+	if r.failClosed && rose(a) {
+		for i := range e.Members {
+			if e.Members[i].Hash == h {
+				e.Members[i].Severity = plainAlert(intake.Alert{Severity: a.PrevSeverity}).Severity
+			}
+		}
+	}
 	if !r.lost || a.Kind != investigation.ArrivalRelated {
 		return
 	}
-	h := hashOf(a.Identity)
 	for i := range e.Members {
 		if e.Members[i].Hash == h {
 			e.Members[i].Lost = true

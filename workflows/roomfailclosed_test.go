@@ -1,0 +1,88 @@
+package workflows
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/secops-agent/investigator/intake"
+	"github.com/secops-agent/investigator/investigation"
+)
+
+// fillPending fills maxPending with arrivals queued for waiting decoy
+// entities (no slot is free for them), as an attacker would.
+func fillPending(t *testing.T, r *Room, s intake.Settings) {
+	t.Helper()
+	for d := range maxPending / maxEntityQueue {
+		key := fmt.Sprintf("ip:10.0.%d.1", d)
+		r.admit(t0, s, alertOf(fmt.Sprintf("d%d", d), fmt.Sprintf("generic:id:d%d", d), "low", key))
+		for i := range maxEntityQueue {
+			r.admit(t0, s, alertOf(fmt.Sprintf("d%d-%d", d, i), fmt.Sprintf("generic:id:d%d-%d", d, i), "low", key))
+		}
+	}
+	if r.pending != maxPending {
+		t.Fatalf("pending %d, want %d", r.pending, maxPending)
+	}
+}
+
+// A rise of a running investigation that no queue can take (decoys fill
+// maxPending) was raised on its member, dropped, reported "delivered to
+// it", and its critical alert sent again after the close was a repeat.
+// Under room-fails-closed it is shed (sent again later) and the close
+// records the severity the run knew.
+func TestDroppedRiseIsShedNotRepeat(t *testing.T) {
+	r := newRoom(t0)
+	s := roomSettings(1)
+	v := r.admit(t0, s, alertOf("v1", "guardduty:1:victim", "low"))
+	r.take(r.byWorkflow[v.WorkflowID])
+	r.started(v.WorkflowID)
+	fillPending(t, r, s)
+	rise := r.admit(t0.Add(time.Minute), s, alertOf("v2", "guardduty:1:victim", "critical"))
+	if rise.Kind != intake.OutcomeShed || strings.Contains(rise.Message, "delivered to it") {
+		t.Errorf("a rise no queue takes: %s: %s (want shed, not delivered)", rise.Kind, rise.Message)
+	}
+	e := r.byWorkflow[v.WorkflowID]
+	if e.Members[0].Severity != "low" || e.Severity != "low" {
+		t.Errorf("the shed rise raised the entity to %s, its member to %s", e.Severity, e.Members[0].Severity)
+	}
+	r.take(e)
+	r.closed(t0.Add(10*time.Minute), investigation.Closed{WorkflowID: v.WorkflowID, Reason: investigation.ClosedCompleted,
+		Session: investigation.IntakeSession(e.WorkflowID, e.Admitted)})
+	if again := r.admit(t0.Add(20*time.Minute), s, alertOf("v2", "guardduty:1:victim", "critical")); again.Kind == intake.OutcomeRepeat {
+		t.Errorf("critical rise no model saw, sent again: %s (%s)", again.Kind, again.Message)
+	}
+}
+
+// A rise queued and then cut by a queue's bound (bound) leaves its member
+// at the severity before it.
+func TestRiseCutByBoundKeepsSeverity(t *testing.T) {
+	r := newRoom(t0)
+	s := roomSettings(1)
+	v := r.admit(t0, s, alertOf("v1", "guardduty:1:victim", "low"))
+	e := r.byWorkflow[v.WorkflowID]
+	r.take(e)
+	r.started(v.WorkflowID)
+	r.admit(t0, s, alertOf("v2", "guardduty:1:victim", "critical"))
+	b := r.take(e)
+	fillPending(t, r, s)
+	r.putBack(e, b) // as a failed delivery would, with no room left
+	if len(e.Queue) != 0 || e.Members[0].Severity != "low" {
+		t.Errorf("a rise cut from the queue: queued %d, member at %s (want low)", len(e.Queue), e.Members[0].Severity)
+	}
+}
+
+// Before the gate a rise no queue took was raised and dropped, as recorded
+// runs decided.
+func TestDroppedRiseBeforeGate(t *testing.T) {
+	r := newRoom(t0)
+	r.failClosed = false
+	s := roomSettings(1)
+	v := r.admit(t0, s, alertOf("v1", "guardduty:1:victim", "low"))
+	r.take(r.byWorkflow[v.WorkflowID])
+	r.started(v.WorkflowID)
+	fillPending(t, r, s)
+	if rise := r.admit(t0.Add(time.Minute), s, alertOf("v2", "guardduty:1:victim", "critical")); rise.Kind != intake.OutcomeSeenAgain {
+		t.Errorf("before the gate: %s", rise.Kind)
+	}
+}

@@ -16,13 +16,14 @@ import (
 
 // TestRecordRoomFailsClosed records intake-fails-closed.history.json
 // (UPDATE_TESTDATA=1) or <label>-intake-fails-closed.history.json on a dev
-// server with scriptedIntake, one slot and a daily budget: an open
-// investigation ("id:attach") and 20 waiting decoys whose related alerts
-// fill maxPending; its alert seen again critical ("fc-rise"); low alerts
-// fill the room to maxOpen and a critical one arrives ("fc-crit"); the
-// investigation concludes having used a model with no price, and closes;
-// its critical alert is sent again ("fc-again"), then a new high one
-// ("fc-next"). Without UPDATE_TESTDATA it does not run.
+// server with scriptedIntake, two slots and a daily budget: two running
+// investigations ("id:spender", "id:attach") and 20 waiting decoys whose
+// related alerts fill maxPending; the open one's alert seen again
+// critical ("fc-rise"); the other concludes and closes having used a
+// model with no price, and a new high alert arrives ("fc-next"); low
+// alerts fill the room to maxOpen and a critical one arrives ("fc-crit");
+// the first concludes and closes, and its critical alert is sent again
+// ("fc-again"). Without UPDATE_TESTDATA it does not run.
 func TestRecordRoomFailsClosed(t *testing.T) {
 	const queue, id = "record-intake-fails-closed", "fixture-intake-fails-closed"
 	ctx, c, label := recordAdmission(t, queue, id, 3*time.Minute)
@@ -30,13 +31,13 @@ func TestRecordRoomFailsClosed(t *testing.T) {
 		for len(alerts) > 0 {
 			n := min(len(alerts), intake.MaxBatch)
 			h, err := c.UpdateWorkflow(ctx, client.UpdateWorkflowOptions{WorkflowID: id, UpdateName: intake.AdmitUpdate, WaitForStage: client.WorkflowUpdateStageCompleted,
-				Args: []any{intake.AdmitRequest{Settings: intake.Settings{MaxRunning: 1, DailyBudgetUSD: 1}, Alerts: alerts[:n]}}})
+				Args: []any{intake.AdmitRequest{Settings: intake.Settings{MaxRunning: 2, DailyBudgetUSD: 1}, Alerts: alerts[:n]}}})
 			require.NoError(t, err)
 			require.NoError(t, h.Get(ctx, nil))
 			alerts = alerts[n:]
 		}
 	}
-	admit(alertOf("fc-first", "id:attach", "low"))
+	admit(alertOf("fc-spender", "id:spender", "high"), alertOf("fc-first", "id:attach", "low"))
 	time.Sleep(2 * time.Second) // attached: its first alert signalled to the open run
 	var decoys []intake.Alert
 	for d := range maxPending / maxEntityQueue {
@@ -47,21 +48,25 @@ func TestRecordRoomFailsClosed(t *testing.T) {
 	}
 	admit(decoys...)
 	admit(alertOf("fc-rise", "id:attach", "critical"))
+	spender := intake.WorkflowID("id:spender")
+	sp := investigation.Spend{}
+	sp.ByPhase.Plan = investigation.Usage{Calls: 50, PromptTokens: 50_000_000, OutputTokens: 5_000_000, Model: "model-without-a-price"}
+	require.NoError(t, c.SignalWorkflow(ctx, id, "", investigation.ConcludedSignal, investigation.Concluded{WorkflowID: spender, Spend: sp}))
+	require.NoError(t, c.SignalWorkflow(ctx, id, "", investigation.ClosedSignal, investigation.Closed{WorkflowID: spender, Reason: investigation.ClosedCompleted, Spend: sp}))
+	time.Sleep(time.Second)
+	admit(alertOf("fc-next", "id:next", "high"))
 	var fill []intake.Alert
-	for i := range maxOpen - 1 - maxPending/maxEntityQueue {
+	for i := range maxOpen - 2 - maxPending/maxEntityQueue {
 		fill = append(fill, alertOf(fmt.Sprintf("fc-f%d", i), fmt.Sprintf("id:fill-%d", i), "low"))
 	}
 	admit(fill...)
 	admit(alertOf("fc-crit", "id:crit", "critical"))
 	wf := intake.WorkflowID("id:attach")
-	sp := investigation.Spend{}
-	sp.ByPhase.Plan = investigation.Usage{Calls: 50, PromptTokens: 50_000_000, OutputTokens: 5_000_000, Model: "model-without-a-price"}
-	require.NoError(t, c.SignalWorkflow(ctx, id, "", investigation.ConcludedSignal, investigation.Concluded{WorkflowID: wf, Spend: sp}))
+	require.NoError(t, c.SignalWorkflow(ctx, id, "", investigation.ConcludedSignal, investigation.Concluded{WorkflowID: wf}))
 	time.Sleep(time.Second)
 	require.NoError(t, c.SignalWorkflow(ctx, id, "", investigation.ClosedSignal, investigation.Closed{WorkflowID: wf, Reason: investigation.ClosedCompleted}))
 	time.Sleep(time.Second)
 	admit(alertOf("fc-again", "id:attach", "critical"))
-	admit(alertOf("fc-next", "id:next", "high"))
 	time.Sleep(2 * time.Second)
 	saveFixture(ctx, t, c, id, "", "intake-fails-closed.history.json", label)
 }
@@ -92,6 +97,12 @@ func failClosedPath(h *historypb.History, path string) bool {
 		return o["fc-rise"].AlertID != "" && o["fc-again"].AlertID != ""
 	case "rise shed, then investigated again":
 		return o["fc-rise"].Kind == intake.OutcomeShed && o["fc-again"].Kind != intake.OutcomeRepeat && o["fc-again"].Kind != intake.OutcomeShed
+	case "unpriced usage, then a new alert":
+		return o["fc-next"].AlertID != ""
+	case "unpriced usage holds the next":
+		return o["fc-next"].Kind == intake.OutcomeHeld
+	case "unpriced usage costs nothing":
+		return o["fc-next"].Kind != intake.OutcomeHeld
 	case "rise reported delivered, then a repeat":
 		return o["fc-rise"].Kind == intake.OutcomeSeenAgain && o["fc-again"].Kind == intake.OutcomeRepeat
 	}

@@ -104,8 +104,8 @@ var fixturePaths = map[string][]string{
 	// The room-fails-closed gate's paths; recorded by
 	// TestRecordRoomFailsClosed (failclosedrecord_test.go). Its twin was
 	// recorded before the gate.
-	"intake-fails-closed.history.json":                  {"rise no queue could take", "rise shed, then investigated again"},
-	"pre-fails-closed-intake-fails-closed.history.json": {"rise no queue could take", "rise reported delivered, then a repeat"},
+	"intake-fails-closed.history.json":                  {"rise no queue could take", "rise shed, then investigated again", "unpriced usage, then a new alert", "unpriced usage holds the next"},
+	"pre-fails-closed-intake-fails-closed.history.json": {"rise no queue could take", "rise reported delivered, then a repeat", "unpriced usage, then a new alert", "unpriced usage costs nothing"},
 
 	// Recorded before a direct answer's verdict was reviewed: the twin of
 	// steering-run2 for GetVersion "direct-answer-verdict".
@@ -549,7 +549,8 @@ func exercises(h *historypb.History, path string) bool {
 	case "hand-back admitted and ended the entity":
 		rest := forgedHandBack(h)
 		return rest != nil && scheduled(rest, "StartInvestigation") == 1 && !signalledTo(rest, intake.WorkflowID("id:guard"))
-	case "rise no queue could take", "rise shed, then investigated again", "rise reported delivered, then a repeat":
+	case "rise no queue could take", "rise shed, then investigated again", "rise reported delivered, then a repeat",
+		"unpriced usage, then a new alert", "unpriced usage holds the next", "unpriced usage costs nothing":
 		return failClosedPath(h, path) // failclosedrecord_test.go
 	case "dropped and unseen alerts sent again after the close":
 		return lostClosed(h) != nil

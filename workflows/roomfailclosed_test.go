@@ -86,3 +86,31 @@ func TestDroppedRiseBeforeGate(t *testing.T) {
 		t.Errorf("before the gate: %s", rise.Kind)
 	}
 }
+
+// Usage of a model the price table lacks cost 0, so a daily budget was
+// never reached: under room-fails-closed it counts as reached, and the
+// status says why.
+func TestUnpricedModelReachesCeiling(t *testing.T) {
+	r := newRoom(t0)
+	s := roomSettings(10)
+	s.DailyBudgetUSD = 0.01
+	o := r.admit(t0, s, alertOf("a1", "generic:id:1", "high"))
+	r.started(o.WorkflowID)
+	sp := investigation.Spend{}
+	sp.ByPhase.Plan = investigation.Usage{Calls: 50, PromptTokens: 50_000_000, OutputTokens: 5_000_000, Model: "gemini-3-flash-preview"}
+	r.concluded(investigation.Concluded{WorkflowID: o.WorkflowID, Spend: sp})
+	held := r.admit(t0.Add(time.Minute), s, alertOf("a2", "generic:id:2", "high"))
+	if held.Kind != intake.OutcomeHeld || !strings.Contains(held.Message, "gemini-3-flash-preview") {
+		t.Errorf("55M tokens of an unpriced model: spent %.4f USD, next alert %s: %s (want held, naming the model)", r.Spent, held.Kind, held.Message)
+	}
+	if crit := r.admit(t0.Add(time.Minute), s, alertOf("a3", "generic:id:3", "critical")); crit.Kind == intake.OutcomeHeld {
+		t.Errorf("a critical alert held: %s", crit.Message)
+	}
+	if st := r.status(); st.Unpriced != "gemini-3-flash-preview" {
+		t.Errorf("status names unpriced model %q", st.Unpriced)
+	}
+	r.tick(t0.Add(24 * time.Hour))
+	if r.overBudget() {
+		t.Error("a new day still over the budget")
+	}
+}

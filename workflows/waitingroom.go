@@ -128,6 +128,10 @@ type Room struct {
 	Closed []ClosedIdentity `json:"closed,omitempty"`
 	Day    string           `json:"day"`
 	Spent  float64          `json:"spent"`
+	// Unpriced names a model the price table has no price for that an
+	// investigation used today (charge): its cost is unknown, so under the
+	// room-fails-closed gate a daily budget counts as reached.
+	Unpriced string `json:"unpriced,omitempty"`
 	// Counters only show in the status (`starter intake status`): no
 	// decision reads them, so how one is counted changes no command (no
 	// gate). Started counts each run a start of the room made once, when
@@ -325,7 +329,7 @@ func (r *Room) index() {
 func (r *Room) tick(now time.Time) {
 	r.now = now
 	if d := day(now); d != r.Day {
-		r.Day, r.Spent = d, 0
+		r.Day, r.Spent, r.Unpriced = d, 0, ""
 	}
 	window := r.Settings.RepeatWindow.Duration()
 	i := 0
@@ -353,7 +357,15 @@ func (r *Room) running() int {
 
 // overBudget says whether the day's spend reached the budget.
 func (r *Room) overBudget() bool {
-	return r.Settings.DailyBudgetUSD > 0 && r.Spent >= r.Settings.DailyBudgetUSD
+	return r.Settings.DailyBudgetUSD > 0 && (r.Spent >= r.Settings.DailyBudgetUSD || r.failClosed && r.Unpriced != "")
+}
+
+// budgetText says why the budget holds investigations back.
+func (r *Room) budgetText() string {
+	if r.failClosed && r.Unpriced != "" {
+		return fmt.Sprintf("the daily budget of %.2f USD cannot be kept: model %s, used today, has no price (starter --prices)", r.Settings.DailyBudgetUSD, r.Unpriced)
+	}
+	return fmt.Sprintf("today's estimated spend %.4f USD reached the daily budget of %.2f USD", r.Spent, r.Settings.DailyBudgetUSD)
 }
 
 // held says whether a waiting entity is kept back by the budget.
@@ -459,8 +471,8 @@ func (r *Room) admit(now time.Time, s intake.Settings, a intake.Alert) intake.Ou
 		out.Kind, out.Message = intake.OutcomeStarted, "a new investigation starts now"
 	case r.held(e):
 		out.Kind, out.Position = intake.OutcomeHeld, r.position(e)
-		out.Message = fmt.Sprintf("a new investigation, held: today's estimated spend %.4f USD reached the daily budget of %.2f USD; it starts tomorrow (UTC) or when released (starter intake release %s)",
-			r.Spent, s.DailyBudgetUSD, e.WorkflowID)
+		out.Message = fmt.Sprintf("a new investigation, held: %s; it starts tomorrow (UTC) or when released (starter intake release %s)",
+			r.budgetText(), e.WorkflowID)
 	default:
 		out.Kind, out.Position = intake.OutcomeQueued, r.position(e)
 		out.Message = fmt.Sprintf("a new investigation, waiting for a free slot (%d running, at most %d): number %d in line", r.running(), s.MaxRunning, out.Position)
@@ -701,6 +713,9 @@ func (r *Room) release(rel intake.Release) intake.Released {
 // first).
 func (r *Room) status() intake.Status {
 	st := intake.Status{Settings: r.Settings, Counters: r.Counters, Day: r.Day, SpentToday: r.Spent, Currency: r.Settings.Prices.Currency, Since: r.Since, Open: []intake.Entity{}, Readmitting: len(r.Readmits)}
+	if r.failClosed && r.Unpriced != "" {
+		st.Unpriced = r.Unpriced
+	}
 	view := func(e *Entity) intake.Entity {
 		return intake.Entity{WorkflowID: e.WorkflowID, AlertID: e.AlertID, State: e.State, Severity: e.Severity, Title: e.Title,
 			Alerts: e.Alerts, Since: e.Admitted, Held: r.held(e), Released: e.Released, StartFailures: e.Attempts, RetryAt: e.RetryAt}

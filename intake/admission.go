@@ -304,6 +304,11 @@ type Counters struct {
 	// GivenUpDropped counts arrivals an investigation given up after
 	// failed starts had counted as dropped (past the queue bounds).
 	GivenUpDropped int64 `json:"given_up_dropped,omitempty"`
+	// Displaced counts waiting investigations the full waiting room gave
+	// up for an alert of a higher severity, and DisplacedAlerts the alerts
+	// they held (acknowledged, never investigated: no repeats).
+	Displaced       int64 `json:"displaced,omitempty"`
+	DisplacedAlerts int64 `json:"displaced_alerts,omitempty"`
 }
 
 // Status is a snapshot of the admission workflow: `starter intake status`.

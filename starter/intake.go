@@ -342,6 +342,9 @@ func renderIntakeStatus(w io.Writer, queue string, st intake.Status) {
 		fmt.Fprintf(w, "  trouble      %d investigations given up after failed starts (%d alerts past the queue bounds lost with them), %d related alerts waiting for room, %d lost (waiting room full), %d not handed back by closing investigations\n",
 			st.StartsFailed, st.GivenUpDropped, st.Readmitting, st.ReadmitsLost, st.HandBackDropped)
 	}
+	if st.Displaced > 0 {
+		fmt.Fprintf(w, "  displaced    %d waiting investigations (%d alerts) given up for alerts of a higher severity (waiting room full)\n", st.Displaced, st.DisplacedAlerts)
+	}
 	fmt.Fprintf(w, "  settings     repeat window %s, %s, idle timeout %s\n", s.RepeatWindow, groupText(s), s.IdleTimeout)
 	if len(st.Open) == 0 {
 		return

@@ -103,6 +103,12 @@ func failClosedPath(h *historypb.History, path string) bool {
 		return o["fc-next"].Kind == intake.OutcomeHeld
 	case "unpriced usage costs nothing":
 		return o["fc-next"].Kind != intake.OutcomeHeld
+	case "critical alert with the room full":
+		return o["fc-crit"].AlertID != ""
+	case "critical took a low one's place":
+		return o["fc-crit"].Kind != intake.OutcomeShed
+	case "critical shed":
+		return o["fc-crit"].Kind == intake.OutcomeShed
 	case "rise reported delivered, then a repeat":
 		return o["fc-rise"].Kind == intake.OutcomeSeenAgain && o["fc-again"].Kind == intake.OutcomeRepeat
 	}

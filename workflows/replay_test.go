@@ -104,8 +104,8 @@ var fixturePaths = map[string][]string{
 	// The room-fails-closed gate's paths; recorded by
 	// TestRecordRoomFailsClosed (failclosedrecord_test.go). Its twin was
 	// recorded before the gate.
-	"intake-fails-closed.history.json":                  {"rise no queue could take", "rise shed, then investigated again", "unpriced usage, then a new alert", "unpriced usage holds the next"},
-	"pre-fails-closed-intake-fails-closed.history.json": {"rise no queue could take", "rise reported delivered, then a repeat", "unpriced usage, then a new alert", "unpriced usage costs nothing"},
+	"intake-fails-closed.history.json":                  {"rise no queue could take", "rise shed, then investigated again", "unpriced usage, then a new alert", "unpriced usage holds the next", "critical alert with the room full", "critical took a low one's place"},
+	"pre-fails-closed-intake-fails-closed.history.json": {"rise no queue could take", "rise reported delivered, then a repeat", "unpriced usage, then a new alert", "unpriced usage costs nothing", "critical alert with the room full", "critical shed"},
 
 	// Recorded before a direct answer's verdict was reviewed: the twin of
 	// steering-run2 for GetVersion "direct-answer-verdict".
@@ -550,7 +550,8 @@ func exercises(h *historypb.History, path string) bool {
 		rest := forgedHandBack(h)
 		return rest != nil && scheduled(rest, "StartInvestigation") == 1 && !signalledTo(rest, intake.WorkflowID("id:guard"))
 	case "rise no queue could take", "rise shed, then investigated again", "rise reported delivered, then a repeat",
-		"unpriced usage, then a new alert", "unpriced usage holds the next", "unpriced usage costs nothing":
+		"unpriced usage, then a new alert", "unpriced usage holds the next", "unpriced usage costs nothing",
+		"critical alert with the room full", "critical took a low one's place", "critical shed":
 		return failClosedPath(h, path) // failclosedrecord_test.go
 	case "dropped and unseen alerts sent again after the close":
 		return lostClosed(h) != nil

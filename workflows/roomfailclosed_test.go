@@ -114,3 +114,47 @@ func TestUnpricedModelReachesCeiling(t *testing.T) {
 		t.Error("a new day still over the budget")
 	}
 }
+
+// Low-severity noise filling the room shed a critical finding: under
+// room-fails-closed it takes the place of the newest low entity, which is
+// no repeat.
+func TestCriticalDisplacesLowNoise(t *testing.T) {
+	r := newRoom(t0)
+	s := roomSettings(10)
+	for i := range maxOpen {
+		r.admit(t0, s, alertOf(fmt.Sprintf("n%d", i), fmt.Sprintf("generic:id:noise%d", i), "low"))
+	}
+	o := r.admit(t0.Add(time.Second), s, alertOf("crit", "guardduty:1:real", "critical"))
+	if o.Kind == intake.OutcomeShed {
+		t.Fatalf("critical finding shed behind %d low-severity entities: %s", maxOpen, o.Message)
+	}
+	if len(r.Entities) != maxOpen || r.Counters.Displaced != 1 || r.byIdentity[hashOf(fmt.Sprintf("generic:id:noise%d", maxOpen-1))] != nil {
+		t.Errorf("open %d, displaced %d; the newest low one still open", len(r.Entities), r.Counters.Displaced)
+	}
+	if again := r.admit(t0.Add(time.Minute), s, alertOf("crit2", fmt.Sprintf("generic:id:noise%d", maxOpen-1), "critical")); again.Kind == intake.OutcomeRepeat {
+		t.Errorf("a displaced alert sent again is a repeat: %s", again.Message)
+	}
+	if low := r.admit(t0.Add(time.Minute), s, alertOf("low2", "generic:id:more", "low")); low.Kind != intake.OutcomeShed {
+		t.Errorf("a low alert displaced a low one: %s", low.Kind)
+	}
+}
+
+// Once the budget is spent, held entities filled the room until UTC
+// midnight and a critical finding was shed.
+func TestCriticalDisplacesHeld(t *testing.T) {
+	r := newRoom(t0)
+	s := roomSettings(1)
+	s.DailyBudgetUSD = 0.01
+	o := r.admit(t0, s, alertOf("a0", "generic:id:a0", "high"))
+	r.started(o.WorkflowID)
+	sp := investigation.Spend{}
+	sp.ByPhase.Plan = investigation.Usage{Calls: 1, PromptTokens: 100000, Model: "gemini-2.5-flash"}
+	r.concluded(investigation.Concluded{WorkflowID: o.WorkflowID, Spend: sp})
+	for i := 1; len(r.Entities) < maxOpen; i++ {
+		r.admit(t0.Add(time.Minute), s, alertOf(fmt.Sprintf("m%d", i), fmt.Sprintf("generic:id:m%d", i), "medium"))
+	}
+	r.admit(t0.Add(time.Minute), s, alertOf("last", "generic:id:last", "medium")) // takes the concluded one's place
+	if o := r.admit(t0.Add(time.Hour), s, alertOf("crit", "guardduty:1:real", "critical")); o.Kind == intake.OutcomeShed {
+		t.Errorf("over budget, %d held entities; critical finding: %s", maxOpen-1, o.Message)
+	}
+}

@@ -630,6 +630,12 @@ func (r *Room) open(now time.Time, h string, a intake.Alert) (*Entity, bool) {
 		// A concluded investigation with nothing left to deliver is
 		// forgotten: it runs on, idle, but takes no more alerts.
 		i := slices.IndexFunc(r.Entities, func(e *Entity) bool { return e.State == intake.StateConcluded && len(e.Queue) == 0 })
+		if i < 0 && r.failClosed {
+			if v := r.displaceable(a.Severity); v != nil {
+				r.displace(now, v)
+				return r.open(now, h, a)
+			}
+		}
 		if i < 0 {
 			return nil, true
 		}
@@ -665,6 +671,35 @@ func (r *Room) open(now time.Time, h string, a intake.Alert) (*Entity, bool) {
 	r.byIdentity[h], r.byWorkflow[e.WorkflowID] = e, e
 	r.members++
 	return e, false
+}
+
+// displaceable is the waiting entity (held or not) a new alert of
+// severity sev takes the place of in a full room, or nil: the newest of
+// the lowest severity, if that is below sev. Before the room-fails-closed
+// gate, low-severity noise or held entities filling the room shed every
+// later alert, critical ones too.
+func (r *Room) displaceable(sev string) *Entity {
+	var v *Entity
+	for _, e := range r.Entities {
+		if e.State == intake.StateWaiting && (v == nil || intake.Rank(e.Severity) <= intake.Rank(v.Severity)) {
+			v = e
+		}
+	}
+	if v == nil || intake.Rank(v.Severity) >= intake.Rank(sev) {
+		return nil
+	}
+	return v
+}
+
+// displace gives up a waiting entity to make room: its alerts were
+// acknowledged, so they are counted in the status (Counters.Displaced),
+// and none is a repeat (end, not investigated). Its queued related
+// alerts are not admitted again: the room is full.
+func (r *Room) displace(now time.Time, e *Entity) {
+	r.Counters.Displaced++
+	r.Counters.DisplacedAlerts += int64(e.Alerts)
+	r.take(e)
+	r.end(now, e.WorkflowID, false)
 }
 
 // closedIdentity finds an identity whose investigation closed within the

@@ -304,6 +304,11 @@ type Counters struct {
 	// GivenUpDropped counts arrivals an investigation given up after
 	// failed starts had counted as dropped (past the queue bounds).
 	GivenUpDropped int64 `json:"given_up_dropped,omitempty"`
+	// Displaced counts waiting investigations the full waiting room gave
+	// up for an alert of a higher severity, and DisplacedAlerts the alerts
+	// they held (acknowledged, never investigated: no repeats).
+	Displaced       int64 `json:"displaced,omitempty"`
+	DisplacedAlerts int64 `json:"displaced_alerts,omitempty"`
 }
 
 // Status is a snapshot of the admission workflow: `starter intake status`.
@@ -319,12 +324,16 @@ type Status struct {
 	// (the waiting room was full when their investigation closed).
 	Readmitting int `json:"readmitting,omitempty"`
 	Counters
-	Day        string    `json:"day"`
-	SpentToday float64   `json:"spent_today"`
-	Currency   string    `json:"currency"`
-	Open       []Entity  `json:"open"`
-	Dropped    int       `json:"dropped,omitempty"` // open entities not listed in Open
-	Since      time.Time `json:"since"`
+	Day        string  `json:"day"`
+	SpentToday float64 `json:"spent_today"`
+	// Unpriced names a model used today that the price table has no price
+	// for: today's spend is unknown, so a daily budget holds every
+	// non-critical start.
+	Unpriced string    `json:"unpriced,omitempty"`
+	Currency string    `json:"currency"`
+	Open     []Entity  `json:"open"`
+	Dropped  int       `json:"dropped,omitempty"` // open entities not listed in Open
+	Since    time.Time `json:"since"`
 }
 
 // Entity is one open investigation, or one waiting to start, in Status.

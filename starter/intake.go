@@ -334,10 +334,16 @@ func renderIntakeStatus(w io.Writer, queue string, st intake.Status) {
 		budget = fmt.Sprintf("daily budget %.2f USD", s.DailyBudgetUSD)
 	}
 	fmt.Fprintf(w, "  spent today  %.4f %s (%s; %s UTC, estimated from the investigations' usage)\n", st.SpentToday, st.Currency, budget, st.Day)
+	if st.Unpriced != "" && s.DailyBudgetUSD > 0 {
+		fmt.Fprintf(w, "  budget       the daily budget cannot be kept: model %s has no price (--prices); investigations but critical ones are held until tomorrow (UTC) or released\n", st.Unpriced)
+	}
 	fmt.Fprintf(w, "  alerts       %d taken, %d investigations started, %d released, %d shed (waiting room full)\n", st.Alerts, st.Started, st.Released, st.Shed)
 	if st.StartsFailed > 0 || st.Readmitting > 0 || st.ReadmitsLost > 0 || st.HandBackDropped > 0 || st.GivenUpDropped > 0 {
 		fmt.Fprintf(w, "  trouble      %d investigations given up after failed starts (%d alerts past the queue bounds lost with them), %d related alerts waiting for room, %d lost (waiting room full), %d not handed back by closing investigations\n",
 			st.StartsFailed, st.GivenUpDropped, st.Readmitting, st.ReadmitsLost, st.HandBackDropped)
+	}
+	if st.Displaced > 0 {
+		fmt.Fprintf(w, "  displaced    %d waiting investigations (%d alerts) given up for alerts of a higher severity (waiting room full)\n", st.Displaced, st.DisplacedAlerts)
 	}
 	fmt.Fprintf(w, "  settings     repeat window %s, %s, idle timeout %s\n", s.RepeatWindow, groupText(s), s.IdleTimeout)
 	if len(st.Open) == 0 {

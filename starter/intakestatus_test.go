@@ -26,3 +26,13 @@ func TestIntakeStatusNamesAlertsLostWithAGivenUpStart(t *testing.T) {
 		t.Fatalf("the status does not name them:\n%s", b.String())
 	}
 }
+
+// A daily budget that a model without a price makes unkeepable is named,
+// with the model.
+func TestIntakeStatusNamesAnUnpricedModel(t *testing.T) {
+	var b strings.Builder
+	renderIntakeStatus(&b, "q", intake.Status{Settings: intake.Settings{DailyBudgetUSD: 5}, Unpriced: "gemini-9"})
+	if !strings.Contains(b.String(), "the daily budget cannot be kept: model gemini-9 has no price") {
+		t.Fatalf("the status does not name it:\n%s", b.String())
+	}
+}

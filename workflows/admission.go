@@ -93,6 +93,9 @@ func IntakeAdmission(ctx workflow.Context, in AdmissionInput) error {
 	// (Room.lost). Recorded runs before it made them repeats: replayed
 	// without the gate, a later alert of such an identity is still one.
 	ad.room.lost = workflow.GetVersion(ctx, "lost-no-repeat", workflow.DefaultVersion, 1) == 1
+	// Also one per run: the room fails closed (Room.failClosed): a rise no
+	// queue can take is shed, not reported delivered and later a repeat.
+	ad.room.failClosed = workflow.GetVersion(ctx, "room-fails-closed", workflow.DefaultVersion, 1) == 1
 	if err := ad.register(ctx); err != nil {
 		return err
 	}

@@ -75,8 +75,8 @@ func TestShedRiseIsStillAReinvestigation(t *testing.T) {
 	r.take(r.byWorkflow[o.WorkflowID])
 	r.started(o.WorkflowID)
 	r.closed(t0, investigation.Closed{WorkflowID: o.WorkflowID, Reason: investigation.ClosedCompleted})
-	for i := range maxOpen {
-		r.admit(t0, s, alertOf(fmt.Sprint("a", i), fmt.Sprint("id:", i), "high"))
+	for i := range maxOpen { // critical: a critical rise displaces none of them (displace)
+		r.admit(t0, s, alertOf(fmt.Sprint("a", i), fmt.Sprint("id:", i), "critical"))
 	}
 	r.readmit(t0, []investigation.Arrival{{Kind: investigation.ArrivalSeenAgain, AlertID: "r2", Identity: "id:r", Source: "generic", Severity: "critical", PrevSeverity: "low"}})
 	require.Equal(t, 1, r.status().Readmitting)

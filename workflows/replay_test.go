@@ -101,6 +101,11 @@ var fixturePaths = map[string][]string{
 	// before Member.Lost), took both for repeats.
 	"intake-lost.history.json":          {"dropped and unseen alerts sent again after the close", "dropped and unseen alerts investigated"},
 	"pre-lost-intake-lost.history.json": {"dropped and unseen alerts sent again after the close", "dropped and unseen alerts repeats"},
+	// The room-fails-closed gate's paths; recorded by
+	// TestRecordRoomFailsClosed (failclosedrecord_test.go). Its twin was
+	// recorded before the gate.
+	"intake-fails-closed.history.json":                  {"rise no queue could take", "rise shed, then investigated again", "unpriced usage, then a new alert", "unpriced usage holds the next", "critical alert with the room full", "critical took a low one's place"},
+	"pre-fails-closed-intake-fails-closed.history.json": {"rise no queue could take", "rise reported delivered, then a repeat", "unpriced usage, then a new alert", "unpriced usage costs nothing", "critical alert with the room full", "critical shed"},
 
 	// Recorded before a direct answer's verdict was reviewed: the twin of
 	// steering-run2 for GetVersion "direct-answer-verdict".
@@ -544,6 +549,10 @@ func exercises(h *historypb.History, path string) bool {
 	case "hand-back admitted and ended the entity":
 		rest := forgedHandBack(h)
 		return rest != nil && scheduled(rest, "StartInvestigation") == 1 && !signalledTo(rest, intake.WorkflowID("id:guard"))
+	case "rise no queue could take", "rise shed, then investigated again", "rise reported delivered, then a repeat",
+		"unpriced usage, then a new alert", "unpriced usage holds the next", "unpriced usage costs nothing",
+		"critical alert with the room full", "critical took a low one's place", "critical shed":
+		return failClosedPath(h, path) // failclosedrecord_test.go
 	case "dropped and unseen alerts sent again after the close":
 		return lostClosed(h) != nil
 	case "dropped and unseen alerts investigated":

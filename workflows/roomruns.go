@@ -96,7 +96,12 @@ func (r *Room) concluded(c investigation.Concluded) {
 // charge adds to today's spend what the entity's investigation cost since
 // its last report.
 func (r *Room) charge(e *Entity, s investigation.Spend) {
-	cost, _ := r.Settings.Prices.Estimates(s.ByPhase.Phases())
+	cost, unpriced := r.Settings.Prices.Estimates(s.ByPhase.Phases())
+	if r.failClosed && len(unpriced) > 0 {
+		// Its cost is unknown, not 0: a ceiling that counted it as 0
+		// would never be reached (overBudget).
+		r.Unpriced = plainText(unpriced[0], maxRoomShared)
+	}
 	r.Spent += max(cost-e.Cost, 0)
 	e.Cost = max(e.Cost, cost)
 }

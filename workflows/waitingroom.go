@@ -128,6 +128,10 @@ type Room struct {
 	Closed []ClosedIdentity `json:"closed,omitempty"`
 	Day    string           `json:"day"`
 	Spent  float64          `json:"spent"`
+	// Unpriced names a model the price table has no price for that an
+	// investigation used today (charge): its cost is unknown, so under the
+	// room-fails-closed gate a daily budget counts as reached.
+	Unpriced string `json:"unpriced,omitempty"`
 	// Counters only show in the status (`starter intake status`): no
 	// decision reads them, so how one is counted changes no command (no
 	// gate). Started counts each run a start of the room made once, when
@@ -184,7 +188,12 @@ type Room struct {
 	// to make room (open). Recorded runs without it made them repeats,
 	// and ignore a Lost a room carries.
 	lost bool
-	now  time.Time // of the last tick or admit
+	// failClosed: this run took the room-fails-closed gate (admission.go):
+	// a rise that no queue can take is shed, not recorded (seenAgain), and
+	// one cut from a queue later leaves its member at the severity the run
+	// knew (lose). Recorded runs without it decide as they did.
+	failClosed bool
+	now        time.Time // of the last tick or admit
 
 	// Indexes, rebuilt from the above after continue-as-new (index).
 	byIdentity map[string]*Entity
@@ -285,7 +294,7 @@ type ClosedIdentity struct {
 
 // newRoom is an empty room.
 func newRoom(now time.Time) *Room {
-	r := &Room{Since: now, Day: day(now), fixed: true, rises: true, guards: true, lost: true}
+	r := &Room{Since: now, Day: day(now), fixed: true, rises: true, guards: true, lost: true, failClosed: true}
 	r.index()
 	return r
 }
@@ -320,7 +329,7 @@ func (r *Room) index() {
 func (r *Room) tick(now time.Time) {
 	r.now = now
 	if d := day(now); d != r.Day {
-		r.Day, r.Spent = d, 0
+		r.Day, r.Spent, r.Unpriced = d, 0, ""
 	}
 	window := r.Settings.RepeatWindow.Duration()
 	i := 0
@@ -348,7 +357,15 @@ func (r *Room) running() int {
 
 // overBudget says whether the day's spend reached the budget.
 func (r *Room) overBudget() bool {
-	return r.Settings.DailyBudgetUSD > 0 && r.Spent >= r.Settings.DailyBudgetUSD
+	return r.Settings.DailyBudgetUSD > 0 && (r.Spent >= r.Settings.DailyBudgetUSD || r.failClosed && r.Unpriced != "")
+}
+
+// budgetText says why the budget holds investigations back.
+func (r *Room) budgetText() string {
+	if r.failClosed && r.Unpriced != "" {
+		return fmt.Sprintf("the daily budget of %.2f USD cannot be kept: model %s, used today, has no price (starter --prices)", r.Settings.DailyBudgetUSD, r.Unpriced)
+	}
+	return fmt.Sprintf("today's estimated spend %.4f USD reached the daily budget of %.2f USD", r.Spent, r.Settings.DailyBudgetUSD)
 }
 
 // held says whether a waiting entity is kept back by the budget.
@@ -454,8 +471,8 @@ func (r *Room) admit(now time.Time, s intake.Settings, a intake.Alert) intake.Ou
 		out.Kind, out.Message = intake.OutcomeStarted, "a new investigation starts now"
 	case r.held(e):
 		out.Kind, out.Position = intake.OutcomeHeld, r.position(e)
-		out.Message = fmt.Sprintf("a new investigation, held: today's estimated spend %.4f USD reached the daily budget of %.2f USD; it starts tomorrow (UTC) or when released (starter intake release %s)",
-			r.Spent, s.DailyBudgetUSD, e.WorkflowID)
+		out.Message = fmt.Sprintf("a new investigation, held: %s; it starts tomorrow (UTC) or when released (starter intake release %s)",
+			r.budgetText(), e.WorkflowID)
 	default:
 		out.Kind, out.Position = intake.OutcomeQueued, r.position(e)
 		out.Message = fmt.Sprintf("a new investigation, waiting for a free slot (%d running, at most %d): number %d in line", r.running(), s.MaxRunning, out.Position)
@@ -470,7 +487,17 @@ func (r *Room) seenAgain(now time.Time, e *Entity, h string, a intake.Alert) int
 	m := &e.Members[slices.IndexFunc(e.Members, func(m Member) bool { return m.Hash == h })]
 	arrival := investigation.Arrival{Kind: investigation.ArrivalSeenAgain, AlertID: a.AlertID, Identity: a.Identity,
 		Source: a.Source, Severity: a.Severity, Title: clip.String(a.Title, maxRoomTitle), PrevCount: m.Count, Count: a.Count, PrevSeverity: m.Severity, Times: 1, At: now}
-	changed := m.AlertHash != hashOf(a.AlertID) || intake.Rank(a.Severity) > intake.Rank(m.Severity)
+	rises := intake.Rank(a.Severity) > intake.Rank(m.Severity)
+	changed := m.AlertHash != hashOf(a.AlertID) || rises
+	if r.failClosed && rises && !r.queues(e, arrival) {
+		// Raised and then dropped, the member closed at a severity no
+		// model saw, and the alert sent again was a repeat: shed, it is
+		// not acknowledged and comes back once the queues drain.
+		r.Counters.SeenAgain--
+		r.Counters.Shed++
+		return intake.Outcome{AlertID: a.AlertID, WorkflowID: e.WorkflowID, Kind: intake.OutcomeShed,
+			Message: fmt.Sprintf("seen again at a higher severity (%s), but the arrivals queued for its investigation are at their bound: not delivered; send it again later", arrival.Text())}
+	}
 	m.AlertHash, m.Count = hashOf(a.AlertID), max(m.Count, a.Count)
 	m.Severity = intake.Higher(m.Severity, a.Severity)
 	e.Severity = intake.Higher(e.Severity, a.Severity)
@@ -527,6 +554,17 @@ func (r *Room) join(now time.Time, e *Entity, h string, a intake.Alert, shared s
 	return out
 }
 
+// queues says whether enqueue would keep an arrival for e (queue it or
+// replace its identity's queued seen-again) rather than drop it.
+func (r *Room) queues(e *Entity, a investigation.Arrival) bool {
+	if a.Kind == investigation.ArrivalSeenAgain && slices.ContainsFunc(e.Queue, func(q investigation.Arrival) bool {
+		return q.Kind == investigation.ArrivalSeenAgain && q.Identity == a.Identity
+	}) {
+		return true
+	}
+	return len(e.Queue) < maxEntityQueue && r.pending < maxPending
+}
+
 // enqueue queues an arrival for an entity, within the bounds; a seen-again
 // of an identity already queued replaces it, keeping the first count.
 func (r *Room) enqueue(e *Entity, a investigation.Arrival) {
@@ -556,11 +594,23 @@ func (r *Room) enqueue(e *Entity, a investigation.Arrival) {
 // lost-no-repeat gate only: a running room drops arrivals, and a run
 // before it recorded the identity closed, its later alert a repeat
 // (no StartInvestigation).
+//
+// Under the room-fails-closed gate a rise cut from a queue (bound) puts
+// its member back at the severity before it (the queued arrival keeps the
+// first PrevSeverity), so the close does not record a severity no model
+// saw and the alert sent again is a reinvestigation, not a repeat.
 func (r *Room) lose(e *Entity, a investigation.Arrival) {
+	h := hashOf(a.Identity)
+	if r.failClosed && rose(a) {
+		for i := range e.Members {
+			if e.Members[i].Hash == h {
+				e.Members[i].Severity = plainAlert(intake.Alert{Severity: a.PrevSeverity}).Severity
+			}
+		}
+	}
 	if !r.lost || a.Kind != investigation.ArrivalRelated {
 		return
 	}
-	h := hashOf(a.Identity)
 	for i := range e.Members {
 		if e.Members[i].Hash == h {
 			e.Members[i].Lost = true
@@ -580,6 +630,12 @@ func (r *Room) open(now time.Time, h string, a intake.Alert) (*Entity, bool) {
 		// A concluded investigation with nothing left to deliver is
 		// forgotten: it runs on, idle, but takes no more alerts.
 		i := slices.IndexFunc(r.Entities, func(e *Entity) bool { return e.State == intake.StateConcluded && len(e.Queue) == 0 })
+		if i < 0 && r.failClosed {
+			if v := r.displaceable(a.Severity); v != nil {
+				r.displace(now, v)
+				return r.open(now, h, a)
+			}
+		}
 		if i < 0 {
 			return nil, true
 		}
@@ -615,6 +671,35 @@ func (r *Room) open(now time.Time, h string, a intake.Alert) (*Entity, bool) {
 	r.byIdentity[h], r.byWorkflow[e.WorkflowID] = e, e
 	r.members++
 	return e, false
+}
+
+// displaceable is the waiting entity (held or not) a new alert of
+// severity sev takes the place of in a full room, or nil: the newest of
+// the lowest severity, if that is below sev. Before the room-fails-closed
+// gate, low-severity noise or held entities filling the room shed every
+// later alert, critical ones too.
+func (r *Room) displaceable(sev string) *Entity {
+	var v *Entity
+	for _, e := range r.Entities {
+		if e.State == intake.StateWaiting && (v == nil || intake.Rank(e.Severity) <= intake.Rank(v.Severity)) {
+			v = e
+		}
+	}
+	if v == nil || intake.Rank(v.Severity) >= intake.Rank(sev) {
+		return nil
+	}
+	return v
+}
+
+// displace gives up a waiting entity to make room: its alerts were
+// acknowledged, so they are counted in the status (Counters.Displaced),
+// and none is a repeat (end, not investigated). Its queued related
+// alerts are not admitted again: the room is full.
+func (r *Room) displace(now time.Time, e *Entity) {
+	r.Counters.Displaced++
+	r.Counters.DisplacedAlerts += int64(e.Alerts)
+	r.take(e)
+	r.end(now, e.WorkflowID, false)
 }
 
 // closedIdentity finds an identity whose investigation closed within the
@@ -663,6 +748,9 @@ func (r *Room) release(rel intake.Release) intake.Released {
 // first).
 func (r *Room) status() intake.Status {
 	st := intake.Status{Settings: r.Settings, Counters: r.Counters, Day: r.Day, SpentToday: r.Spent, Currency: r.Settings.Prices.Currency, Since: r.Since, Open: []intake.Entity{}, Readmitting: len(r.Readmits)}
+	if r.failClosed && r.Unpriced != "" {
+		st.Unpriced = r.Unpriced
+	}
 	view := func(e *Entity) intake.Entity {
 		return intake.Entity{WorkflowID: e.WorkflowID, AlertID: e.AlertID, State: e.State, Severity: e.Severity, Title: e.Title,
 			Alerts: e.Alerts, Since: e.Admitted, Held: r.held(e), Released: e.Released, StartFailures: e.Attempts, RetryAt: e.RetryAt}

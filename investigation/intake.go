@@ -44,6 +44,11 @@ type IntakeInput struct {
 type ArrivalBatch struct {
 	Arrivals []Arrival `json:"arrivals,omitempty"`
 	Dropped  int       `json:"dropped,omitempty"`
+	// OverBudget: the admission delivered these while the intake's daily
+	// budget was reached (or cannot be kept) and none is critical. The
+	// investigation records them and shows them to later model calls, but
+	// queues no follow-up about them: it would spend past the ceiling.
+	OverBudget bool `json:"over_budget,omitempty"`
 }
 
 // Delivery says where each conclusion goes: Slack, through the worker's

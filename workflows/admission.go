@@ -2,12 +2,14 @@ package workflows
 
 import (
 	"fmt"
+	"slices"
 	"time"
 
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/workflow"
 
 	"github.com/secops-agent/investigator/activities"
+	"github.com/secops-agent/investigator/alerts"
 	"github.com/secops-agent/investigator/intake"
 	"github.com/secops-agent/investigator/internal/clip"
 	"github.com/secops-agent/investigator/investigation"
@@ -296,7 +298,7 @@ func (ad *admission) deliver(ctx workflow.Context) {
 			continue
 		}
 		ad.inflight[e.WorkflowID] = true
-		batch := ad.room.take(e)
+		batch := ad.room.takeToDeliver(e)
 		workflow.Go(ctx, func(ctx workflow.Context) {
 			defer func() { delete(ad.inflight, e.WorkflowID); ad.changes++ }()
 			err := workflow.SignalExternalWorkflow(ctx, e.WorkflowID, "", investigation.AlertsUpdate, batch).Get(ctx, nil)
@@ -317,6 +319,27 @@ func (ad *admission) deliver(ctx workflow.Context) {
 			ad.room.end(workflow.Now(ctx), e.WorkflowID, !ad.room.fixed)
 		})
 	}
+}
+
+// takeToDeliver takes the arrivals queued for e's open investigation, to
+// be signalled, marked OverBudget when followUpHeld.
+func (r *Room) takeToDeliver(e *Entity) investigation.ArrivalBatch {
+	b := r.take(e)
+	b.OverBudget = r.followUpHeld(e, b)
+	return b
+}
+
+// followUpHeld says whether arrivals delivered to e's investigation are
+// held by the day's budget: it is reached (or cannot be kept) and neither
+// an arrival nor the entity is critical, nor released, as held lets a
+// start through. Their follow-up would spend past the ceiling, outside
+// --max-running (investigation.ArrivalBatch.OverBudget). Only the
+// signal's payload changes, which replay does not compare: no gate.
+func (r *Room) followUpHeld(e *Entity, b investigation.ArrivalBatch) bool {
+	if !r.overBudget() || e.Severity == alerts.SeverityCritical || e.Released {
+		return false
+	}
+	return !slices.ContainsFunc(b.Arrivals, func(a investigation.Arrival) bool { return a.Severity == alerts.SeverityCritical })
 }
 
 // check asks, every checkEvery, whether the investigations the room counts

@@ -100,7 +100,12 @@ func (s *IntakeState) add(b investigation.ArrivalBatch) {
 		s.miss(a)
 	}
 	s.Arrivals = all[cut:]
-	s.Unseen = min(s.Unseen+len(b.Arrivals), len(s.Arrivals))
+	if !b.OverBudget || s.Unseen > 0 {
+		// Arrivals held by the budget are no follow-up's to ask about
+		// (askAboutUnseen), unless one is due anyway for those before
+		// them: Unseen counts the latest, so it takes them along.
+		s.Unseen = min(s.Unseen+len(b.Arrivals), len(s.Arrivals))
+	}
 	s.Unshown = min(unshown, len(s.Arrivals))
 }
 
@@ -177,13 +182,31 @@ func (r *run) arrive(b investigation.ArrivalBatch) investigation.Ack {
 		seq = r.emit(investigation.Event{Kind: investigation.EventNote, Text: fmt.Sprintf("%d more alerts arrived (not listed: the intake's bound)", b.Dropped)})
 	}
 	msg := "recorded: the investigation sees them from its next model call"
-	if r.Phase == investigation.PhaseIdle {
+	switch {
+	case b.OverBudget:
+		// Held by the intake's daily budget: seen and shown, never asked
+		// about (the admission does not send them again when the budget
+		// resets). Still unshown, so any later model call sees them and the
+		// close reports them unseen: their next alert is investigated anew,
+		// not taken for a repeat. No gate: only a batch carrying
+		// OverBudget reaches this, and no recorded history holds one (the
+		// field is new; absent, it decodes as false and every path below
+		// runs as before). The admission sets it on the signal's payload
+		// only, which replay does not compare.
+		if verdictQuestion(b.Arrivals) != "" && (r.Phase != investigation.PhaseIdle || r.takesFollowUp()) {
+			seq = r.emit(investigation.Event{Kind: investigation.EventNote, Text: budgetHeldNote})
+			msg = "recorded: " + budgetHeldNote
+		}
+	case r.Phase == investigation.PhaseIdle:
 		if s := r.askAbout(b.Arrivals); s != 0 {
 			seq, msg = s, "recorded: a follow-up asks whether it changes the verdict"
 		}
 	}
 	return investigation.Ack{Seq: seq, Message: msg}
 }
+
+// budgetHeldNote says why arrivals held by the budget queue no follow-up.
+const budgetHeldNote = "the intake's daily budget is reached: not asked whether these change the verdict"
 
 // askAbout queues the follow-up "does it change the verdict?" for arrivals
 // that hold a related alert or a higher severity, when a concluded

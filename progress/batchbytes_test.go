@@ -7,10 +7,8 @@ import (
 	"testing"
 	"time"
 
-	"cloud.google.com/go/firestore"
 	"github.com/stretchr/testify/require"
 
-	"github.com/secops-agent/investigator/internal/testenv"
 	"github.com/secops-agent/investigator/investigation"
 )
 
@@ -19,13 +17,8 @@ import (
 // 10 MiB): Put splits its batches by bytes as well as by writes, and every
 // event is stored.
 func TestPutSplitsBatchesByBytes(t *testing.T) {
-	testenv.Firestore(t)
 	ctx := context.Background()
-	fs, err := firestore.NewClient(ctx, testenv.Project)
-	require.NoError(t, err)
-	defer fs.Close()
-	s := NewStore(fs)
-	session := fmt.Sprintf("wf-progress-bytes-%d", time.Now().UnixNano())
+	s, session := emulatorStore(t, "wf-progress-bytes")
 
 	var events []investigation.Event
 	for seq := 1; seq <= 12; seq++ {

@@ -13,17 +13,24 @@ import (
 	"github.com/secops-agent/investigator/investigation"
 )
 
+// emulatorStore is a Store on a Firestore emulator started for the test
+// (internal/testenv) and a session of its own, named
+// prefix-<nanoseconds>; the client closes with the test.
+func emulatorStore(t *testing.T, prefix string) (*Store, string) {
+	t.Helper()
+	testenv.Firestore(t)
+	fs, err := firestore.NewClient(context.Background(), testenv.Project)
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = fs.Close() })
+	return NewStore(fs), fmt.Sprintf("%s-%d", prefix, time.Now().UnixNano())
+}
+
 // TestAgainstEmulator: events are read back in order after a number,
 // delivered to a listener as they are written, bounded to the latest
 // MaxStored, and the status is the one written last.
 func TestAgainstEmulator(t *testing.T) {
-	testenv.Firestore(t)
 	ctx := context.Background()
-	fs, err := firestore.NewClient(ctx, testenv.Project)
-	require.NoError(t, err)
-	defer fs.Close()
-	s := NewStore(fs)
-	session := fmt.Sprintf("wf-progress-%d", time.Now().UnixNano())
+	s, session := emulatorStore(t, "wf-progress")
 
 	_, _, found, err := s.Status(ctx, session)
 	require.NoError(t, err)

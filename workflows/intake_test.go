@@ -353,18 +353,8 @@ func TestArrivalAfterTheLastTurnIsAskedAbout(t *testing.T) {
 // alerts signal is handed back to the admission workflow in another
 // Closed signal, which admits it again.
 func TestInputWhileClosingIsRefusedOrHandedBack(t *testing.T) {
-	h := newHarness(t)
-	h.env.RegisterActivity(&activities.Intake{})
-	h.env.OnSignalExternalWorkflow(mock.Anything, mock.Anything, mock.Anything, investigation.ConcludedSignal, mock.Anything).Return(nil).Maybe()
-	var closed []investigation.Closed
-	h.env.OnSignalExternalWorkflow(mock.Anything, mock.Anything, mock.Anything, investigation.ClosedSignal, mock.Anything).After(time.Minute).Return(
-		func(_, _, _, _ string, arg any) error {
-			closed = append(closed, arg.(investigation.Closed))
-			return nil
-		})
-	h.onPlan(oneStepPlan(), nil)
-	h.onTurn(conclusionOnly)
-	h.onReflect(noChange)
+	closing := closingHarness(t, false)
+	h := closing.h
 	var modes atomic.Int32
 	h.env.OnActivity(a.DecideMode, mock.Anything, mock.Anything).Return(func(context.Context, activities.ModeInput) (activities.Mode, error) {
 		modes.Add(1)
@@ -385,10 +375,10 @@ func TestInputWhileClosingIsRefusedOrHandedBack(t *testing.T) {
 	require.Contains(t, notes(h.events(t)), "hint signal ignored: the investigation is closing: no model call would read the hint; start a new one")
 	require.Empty(t, h.status(t).Hints, "a hint signalled while closing is not one of the hints")
 	require.Zero(t, modes.Load())
-	require.Len(t, closed, 2, "closed, then the late alert handed back")
-	require.Empty(t, closed[0].Returned.Arrivals)
-	require.Equal(t, []investigation.Arrival{related}, closed[1].Returned.Arrivals)
-	require.Equal(t, "completed", closed[1].Reason)
+	require.Len(t, closing.closed, 2, "closed, then the late alert handed back")
+	require.Empty(t, closing.closed[0].Returned.Arrivals)
+	require.Equal(t, []investigation.Arrival{related}, closing.closed[1].Returned.Arrivals)
+	require.Equal(t, "completed", closing.closed[1].Reason)
 }
 
 // A related alert that reached its investigation too late gets an

@@ -27,18 +27,8 @@ func TestStopWhileClosingIsRefused(t *testing.T) {
 		"while handing back":          11*time.Minute + 30*time.Second,
 	} {
 		t.Run(name, func(t *testing.T) {
-			h := newHarness(t)
-			h.env.RegisterActivity(&activities.Intake{})
-			h.env.OnSignalExternalWorkflow(mock.Anything, mock.Anything, mock.Anything, investigation.ConcludedSignal, mock.Anything).Return(nil).Maybe()
-			var closed []investigation.Closed
-			h.env.OnSignalExternalWorkflow(mock.Anything, mock.Anything, mock.Anything, investigation.ClosedSignal, mock.Anything).After(time.Minute).Return(
-				func(_, _, _, _ string, arg any) error {
-					closed = append(closed, arg.(investigation.Closed))
-					return nil
-				})
-			h.onPlan(oneStepPlan(), nil)
-			h.onTurn(conclusionOnly)
-			h.onReflect(noChange)
+			closing := closingHarness(t, false)
+			h := closing.h
 			related := investigation.Arrival{Kind: investigation.ArrivalRelated, AlertID: "guardduty-3", Identity: "guardduty:1:g", Severity: "high", Shared: "ip:198.51.100.23", Times: 1}
 			h.env.RegisterDelayedCallback(func() {
 				h.env.SignalWorkflow(investigation.AlertsUpdate, investigation.ArrivalBatch{Arrivals: []investigation.Arrival{related}})
@@ -47,7 +37,7 @@ func TestStopWhileClosingIsRefused(t *testing.T) {
 			_, err := h.run(t, investigation.Input{AlertID: "a1", IdleTimeout: investigation.Duration(10 * time.Minute),
 				Intake: &investigation.IntakeInput{Identity: "guardduty:1:f", Admission: "intake-admission-q"}})
 			require.NoError(t, err)
-			require.Len(t, closed, 2, "closed, then the late alert handed back")
+			require.Len(t, closing.closed, 2, "closed, then the late alert handed back")
 			require.True(t, stop.done)
 			require.EqualError(t, stop.rejected, "the investigation has already concluded and is closing: there is nothing left to stop", "ack: %+v", stop.ack)
 			require.NotContains(t, kinds(h.events(t)), "stop")

@@ -26,6 +26,21 @@ func fillPending(t *testing.T, r *Room, s intake.Settings) {
 	}
 }
 
+// roomAfterSpending is a room of slots slots and a daily budget of 0.01
+// USD in which the investigation of a high alert (id, identity) admitted at
+// t0 concluded, having spent u on its plan.
+func roomAfterSpending(slots int, id, identity string, u investigation.Usage) (*Room, intake.Settings) {
+	r := newRoom(t0)
+	s := roomSettings(slots)
+	s.DailyBudgetUSD = 0.01
+	o := r.admit(t0, s, alertOf(id, identity, "high"))
+	r.started(o.WorkflowID)
+	sp := investigation.Spend{}
+	sp.ByPhase.Plan = u
+	r.concluded(investigation.Concluded{WorkflowID: o.WorkflowID, Spend: sp})
+	return r, s
+}
+
 // A rise of a running investigation that no queue can take (decoys fill
 // maxPending) was raised on its member, dropped, reported "delivered to
 // it", and its critical alert sent again after the close was a repeat.
@@ -91,14 +106,8 @@ func TestDroppedRiseBeforeGate(t *testing.T) {
 // never reached: under room-fails-closed it counts as reached, and the
 // status says why.
 func TestUnpricedModelReachesCeiling(t *testing.T) {
-	r := newRoom(t0)
-	s := roomSettings(10)
-	s.DailyBudgetUSD = 0.01
-	o := r.admit(t0, s, alertOf("a1", "generic:id:1", "high"))
-	r.started(o.WorkflowID)
-	sp := investigation.Spend{}
-	sp.ByPhase.Plan = investigation.Usage{Calls: 50, PromptTokens: 50_000_000, OutputTokens: 5_000_000, Model: "gemini-3-flash-preview"}
-	r.concluded(investigation.Concluded{WorkflowID: o.WorkflowID, Spend: sp})
+	r, s := roomAfterSpending(10, "a1", "generic:id:1",
+		investigation.Usage{Calls: 50, PromptTokens: 50_000_000, OutputTokens: 5_000_000, Model: "gemini-3-flash-preview"})
 	held := r.admit(t0.Add(time.Minute), s, alertOf("a2", "generic:id:2", "high"))
 	if held.Kind != intake.OutcomeHeld || !strings.Contains(held.Message, "gemini-3-flash-preview") {
 		t.Errorf("55M tokens of an unpriced model: spent %.4f USD, next alert %s: %s (want held, naming the model)", r.Spent, held.Kind, held.Message)
@@ -142,14 +151,7 @@ func TestCriticalDisplacesLowNoise(t *testing.T) {
 // Once the budget is spent, held entities filled the room until UTC
 // midnight and a critical finding was shed.
 func TestCriticalDisplacesHeld(t *testing.T) {
-	r := newRoom(t0)
-	s := roomSettings(1)
-	s.DailyBudgetUSD = 0.01
-	o := r.admit(t0, s, alertOf("a0", "generic:id:a0", "high"))
-	r.started(o.WorkflowID)
-	sp := investigation.Spend{}
-	sp.ByPhase.Plan = investigation.Usage{Calls: 1, PromptTokens: 100000, Model: "gemini-2.5-flash"}
-	r.concluded(investigation.Concluded{WorkflowID: o.WorkflowID, Spend: sp})
+	r, s := roomAfterSpending(1, "a0", "generic:id:a0", investigation.Usage{Calls: 1, PromptTokens: 100000, Model: "gemini-2.5-flash"})
 	for i := 1; len(r.Entities) < maxOpen; i++ {
 		r.admit(t0.Add(time.Minute), s, alertOf(fmt.Sprintf("m%d", i), fmt.Sprintf("generic:id:m%d", i), "medium"))
 	}

@@ -29,23 +29,7 @@ func TestDotDotURLsAreRefused(t *testing.T) {
 		"https://evil.example.com/%zz/%2e%2e/x", // a bad escape does not stop the decoding
 	}
 	good := []string{"https://evil.example.com/a..b/file...txt", "https://evil.example.com/login.php?next=/admin", "https://evil.example.com/%2e/x"}
-
-	for _, c := range urlCalls {
-		t.Run(c.tool, func(t *testing.T) {
-			fake, reqs := fakeProvider(t, respond(200, `{}`))
-			tool := configuredTool(t, c.cfg(Provider{APIKey: testAPIKey, BaseURL: fake.baseURL}), fake.http, c.tool)
-			for _, u := range bad {
-				_, err := tool.Call(context.Background(), c.args(u))
-				assertRejection(t, err, `has a ".." path segment`)
-			}
-			require.Empty(t, *reqs, "no request for a URL with a .. segment")
-			for _, u := range good {
-				_, err := tool.Call(context.Background(), c.args(u))
-				require.NoError(t, err, u)
-			}
-			require.Len(t, *reqs, len(good))
-		})
-	}
+	refuseURLs(t, bad, `has a ".." path segment`, "no request for a URL with a .. segment", nil, good)
 }
 
 // A URL giving a password before its host is refused, before any request
@@ -60,16 +44,27 @@ func TestURLPasswordsAreRefused(t *testing.T) {
 		"https:svc:S3cretPassw0rd@files.example.com/",
 	}
 	good := []string{"https://paypal.com@evil.example.com/login", "https://evil.example.com/a?next=b:c@d"}
+	refuseURLs(t, bad, "retry with the URL without the password", "no request for a URL with a password",
+		func(t *testing.T, err error) { require.NotContains(t, err.Error(), "S3cret") }, good)
+}
+
+// refuseURLs calls each tool that takes a URL (urlCalls) with every bad
+// URL, refused saying want (and passing check, if given) with no request
+// (else failing with noRequest), then with every good one, each sent.
+func refuseURLs(t *testing.T, bad []string, want, noRequest string, check func(*testing.T, error), good []string) {
+	t.Helper()
 	for _, c := range urlCalls {
 		t.Run(c.tool, func(t *testing.T) {
 			fake, reqs := fakeProvider(t, respond(200, `{}`))
 			tool := configuredTool(t, c.cfg(Provider{APIKey: testAPIKey, BaseURL: fake.baseURL}), fake.http, c.tool)
 			for _, u := range bad {
 				_, err := tool.Call(context.Background(), c.args(u))
-				assertRejection(t, err, "retry with the URL without the password")
-				require.NotContains(t, err.Error(), "S3cret")
+				assertRejection(t, err, want)
+				if check != nil {
+					check(t, err)
+				}
 			}
-			require.Empty(t, *reqs, "no request for a URL with a password")
+			require.Empty(t, *reqs, noRequest)
 			for _, u := range good {
 				_, err := tool.Call(context.Background(), c.args(u))
 				require.NoError(t, err, u)

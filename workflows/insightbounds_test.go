@@ -54,6 +54,21 @@ func TestHugeInsightIsClippedAndKeepsTheOthers(t *testing.T) {
 	require.True(t, noted, "the insights dropped are noted")
 }
 
+// followUpWithDuplicates is the plan a follow-up continues with in the
+// insights-and-duplicates tests: step_3 repeats step_1 and step_5 repeats
+// step_4, both dropped as duplicates, and step_6 depends on the two.
+func followUpWithDuplicates() activities.PlanOutput {
+	out := twoStepPlan()
+	out.Continues = true
+	out.Plan.Steps = []plan.Step{
+		{ID: "step_3", Description: "Read the alert", Tools: []string{"get_alert"}, DependsOn: []string{}, Status: plan.Pending},
+		{ID: "step_4", Description: "Check the bastion logins", Tools: []string{"get_alert"}, DependsOn: []string{}, Status: plan.Pending},
+		{ID: "step_5", Description: "Check bastion logins", Tools: []string{"get_alert"}, DependsOn: []string{}, Status: plan.Pending},
+		{ID: "step_6", Description: "Summarise what the logins show", Tools: []string{"get_alert"}, DependsOn: []string{"step_3", "step_5"}, Status: plan.Pending},
+	}
+	return out
+}
+
 // The attack: a follow-up continues the plan with a step that repeats one
 // that ran (dropped as a duplicate), another pair of which the second
 // repeats the first, and a step that depends on both repeats. It depends
@@ -62,17 +77,10 @@ func TestHugeInsightIsClippedAndKeepsTheOthers(t *testing.T) {
 func TestFollowUpStepDependsOnWhatItsDroppedDuplicateRepeats(t *testing.T) {
 	h := newHarness(t)
 	h.env.OnActivity(a.GeneratePlan, mock.Anything, mock.Anything).Return(func(_ context.Context, in activities.PlanInput) (activities.PlanOutput, error) {
-		out := twoStepPlan()
 		if in.ActivePlan != nil || in.Context != "" {
-			out.Continues = true
-			out.Plan.Steps = []plan.Step{
-				{ID: "step_3", Description: "Read the alert", Tools: []string{"get_alert"}, DependsOn: []string{}, Status: plan.Pending},
-				{ID: "step_4", Description: "Check the bastion logins", Tools: []string{"get_alert"}, DependsOn: []string{}, Status: plan.Pending},
-				{ID: "step_5", Description: "Check bastion logins", Tools: []string{"get_alert"}, DependsOn: []string{}, Status: plan.Pending},
-				{ID: "step_6", Description: "Summarise what the logins show", Tools: []string{"get_alert"}, DependsOn: []string{"step_3", "step_5"}, Status: plan.Pending},
-			}
+			return followUpWithDuplicates(), nil
 		}
-		return out, nil
+		return twoStepPlan(), nil
 	})
 	h.env.OnActivity(a.DecideMode, mock.Anything, mock.Anything).Return(activities.Mode{Mode: investigation.ModePlan, Reason: "a new host"}, nil)
 	h.onTurn(conclusionOnly)

@@ -1075,17 +1075,10 @@ func (*insightDupActs) StoreProgress(context.Context, activities.ProgressInput) 
 func (p *insightDupActs) GeneratePlan(context.Context, activities.PlanInput) (activities.PlanOutput, error) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	out := twoStepPlan()
 	if p.plans++; p.plans > 1 {
-		out.Continues = true
-		out.Plan.Steps = []plan.Step{
-			{ID: "step_3", Description: "Read the alert", Tools: []string{"get_alert"}, DependsOn: []string{}, Status: plan.Pending},
-			{ID: "step_4", Description: "Check the bastion logins", Tools: []string{"get_alert"}, DependsOn: []string{}, Status: plan.Pending},
-			{ID: "step_5", Description: "Check bastion logins", Tools: []string{"get_alert"}, DependsOn: []string{}, Status: plan.Pending},
-			{ID: "step_6", Description: "Summarise what the logins show", Tools: []string{"get_alert"}, DependsOn: []string{"step_3", "step_5"}, Status: plan.Pending},
-		}
+		return followUpWithDuplicates(), nil
 	}
-	return out, nil
+	return twoStepPlan(), nil
 }
 
 func (*insightDupActs) ModelTurn(_ context.Context, in activities.TurnInput) (activities.TurnOutput, error) {

@@ -29,10 +29,10 @@ func fixtureKeys(t *testing.T) *payloadcodec.Keys {
 
 // heldTurn stands in for the activities of a one-step investigation whose
 // model turn waits until release is closed.
-type heldTurn struct{ release chan struct{} }
-
-func (*heldTurn) StoreContext(context.Context, activities.ContextInput) error   { return nil }
-func (*heldTurn) StoreProgress(context.Context, activities.ProgressInput) error { return nil }
+type heldTurn struct {
+	stubActs
+	release chan struct{}
+}
 
 func (*heldTurn) GeneratePlan(context.Context, activities.PlanInput) (activities.PlanOutput, error) {
 	return oneStepPlan(), nil
@@ -45,15 +45,6 @@ func (h *heldTurn) ModelTurn(ctx context.Context, in activities.TurnInput) (acti
 		return activities.TurnOutput{}, ctx.Err()
 	}
 	return activities.TurnOutput{Key: in.Key, Text: "no login followed the failures", Usage: investigation.Usage{Calls: 1}}, nil
-}
-
-func (*heldTurn) Reflect(context.Context, activities.ReflectInput) (activities.Reflection, error) {
-	return activities.Reflection{Usage: investigation.Usage{Calls: 1}}, nil
-}
-
-func (*heldTurn) Conclude(context.Context, activities.ConcludeInput) (activities.Conclusion, error) {
-	return activities.Conclusion{Markdown: "## Summary\nBrute force, no login.", Usage: investigation.Usage{Calls: 1},
-		Verdict: &investigation.Verdict{Verdict: investigation.VerdictFalsePositive, Confidence: "high"}}, nil
 }
 
 // TestRecordPayloadlessSteering records keyed-payloadless.history.json

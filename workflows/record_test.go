@@ -79,6 +79,23 @@ func waitIdle(ctx context.Context, t *testing.T, c client.Client, id, why string
 	}, time.Minute, 100*time.Millisecond, why)
 }
 
+// stubActs is embedded by scripted activities for what they all do alike:
+// they store nothing, a reflection adds nothing, and the conclusion finds a
+// brute force that did not succeed.
+type stubActs struct{}
+
+func (stubActs) StoreContext(context.Context, activities.ContextInput) error   { return nil }
+func (stubActs) StoreProgress(context.Context, activities.ProgressInput) error { return nil }
+
+func (stubActs) Reflect(context.Context, activities.ReflectInput) (activities.Reflection, error) {
+	return activities.Reflection{Usage: investigation.Usage{Calls: 1}}, nil
+}
+
+func (stubActs) Conclude(context.Context, activities.ConcludeInput) (activities.Conclusion, error) {
+	return activities.Conclusion{Markdown: "## Summary\nBrute force, no login.", Usage: investigation.Usage{Calls: 1},
+		Verdict: &investigation.Verdict{Verdict: investigation.VerdictFalsePositive, Confidence: "high"}}, nil
+}
+
 // recordOn starts what a recording test needs, or skips it without
 // UPDATE_TESTDATA (the label it returns): a Temporal dev server
 // (internal/testenv) and an unversioned worker on queue with Investigation
@@ -857,12 +874,10 @@ func TestRecordFailedLookup(t *testing.T) {
 // step_1 (planned with get_alert only) calls search_alerts, and whose
 // follow-up the planner cannot plan (no executable step, twice).
 type planGuardsActs struct {
+	stubActs
 	mu    sync.Mutex
 	plans int
 }
-
-func (*planGuardsActs) StoreContext(context.Context, activities.ContextInput) error   { return nil }
-func (*planGuardsActs) StoreProgress(context.Context, activities.ProgressInput) error { return nil }
 
 func (p *planGuardsActs) GeneratePlan(context.Context, activities.PlanInput) (activities.PlanOutput, error) {
 	p.mu.Lock()
@@ -884,15 +899,6 @@ func (*planGuardsActs) ModelTurn(_ context.Context, in activities.TurnInput) (ac
 
 func (*planGuardsActs) CallTool(_ context.Context, in activities.ToolInput) (activities.ToolOutput, error) {
 	return activities.ToolOutput{Key: in.Key, OK: true, Bytes: 20}, nil
-}
-
-func (*planGuardsActs) Reflect(context.Context, activities.ReflectInput) (activities.Reflection, error) {
-	return activities.Reflection{Usage: investigation.Usage{Calls: 1}}, nil
-}
-
-func (*planGuardsActs) Conclude(context.Context, activities.ConcludeInput) (activities.Conclusion, error) {
-	return activities.Conclusion{Markdown: "## Summary\nBrute force, no login.", Usage: investigation.Usage{Calls: 1},
-		Verdict: &investigation.Verdict{Verdict: investigation.VerdictFalsePositive, Confidence: "high"}}, nil
 }
 
 func (*planGuardsActs) DecideMode(context.Context, activities.ModeInput) (activities.Mode, error) {
@@ -951,10 +957,7 @@ func TestRecordPlanGuards(t *testing.T) {
 // actionOutcomeActs stands in for the activities of an investigation whose
 // step asks to block an IP twice (mcpPlan): the server refuses the first
 // approved call; the second is approved with the analyst's stop.
-type actionOutcomeActs struct{}
-
-func (*actionOutcomeActs) StoreContext(context.Context, activities.ContextInput) error   { return nil }
-func (*actionOutcomeActs) StoreProgress(context.Context, activities.ProgressInput) error { return nil }
+type actionOutcomeActs struct{ stubActs }
 
 func (*actionOutcomeActs) GeneratePlan(context.Context, activities.PlanInput) (activities.PlanOutput, error) {
 	return mcpPlan(), nil
@@ -983,10 +986,6 @@ func (*actionOutcomeActs) CallTool(_ context.Context, in activities.ToolInput) (
 
 func (*actionOutcomeActs) CutAnswer(_ context.Context, in activities.CutAnswerInput) (activities.TurnOutput, error) {
 	return activities.TurnOutput{Key: in.Key, Text: "stopped: " + in.Reason}, nil
-}
-
-func (*actionOutcomeActs) Reflect(context.Context, activities.ReflectInput) (activities.Reflection, error) {
-	return activities.Reflection{Usage: investigation.Usage{Calls: 1}}, nil
 }
 
 func (*actionOutcomeActs) Conclude(context.Context, activities.ConcludeInput) (activities.Conclusion, error) {
@@ -1065,12 +1064,10 @@ var oversizedInsight = strings.TrimSpace(strings.Repeat("logrow ", 430))
 // continues the plan with steps dropped as duplicates (step_3 repeats
 // step_1, step_5 repeats step_4) that step_6 depends on.
 type insightDupActs struct {
+	stubActs
 	mu               sync.Mutex
 	plans, concluded int
 }
-
-func (*insightDupActs) StoreContext(context.Context, activities.ContextInput) error   { return nil }
-func (*insightDupActs) StoreProgress(context.Context, activities.ProgressInput) error { return nil }
 
 func (p *insightDupActs) GeneratePlan(context.Context, activities.PlanInput) (activities.PlanOutput, error) {
 	p.mu.Lock()
@@ -1093,12 +1090,11 @@ func (*insightDupActs) Reflect(_ context.Context, in activities.ReflectInput) (a
 	return out, nil
 }
 
-func (p *insightDupActs) Conclude(context.Context, activities.ConcludeInput) (activities.Conclusion, error) {
+func (p *insightDupActs) Conclude(ctx context.Context, in activities.ConcludeInput) (activities.Conclusion, error) {
 	p.mu.Lock()
 	p.concluded++
 	p.mu.Unlock()
-	return activities.Conclusion{Markdown: "## Summary\nBrute force, no login.", Usage: investigation.Usage{Calls: 1},
-		Verdict: &investigation.Verdict{Verdict: investigation.VerdictFalsePositive, Confidence: "high"}}, nil
+	return p.stubActs.Conclude(ctx, in)
 }
 
 func (*insightDupActs) DecideMode(context.Context, activities.ModeInput) (activities.Mode, error) {

@@ -98,9 +98,18 @@ func (stubActs) Conclude(context.Context, activities.ConcludeInput) (activities.
 
 // recordOn starts what a recording test needs, or skips it without
 // UPDATE_TESTDATA (the label it returns): a Temporal dev server
-// (internal/testenv) and an unversioned worker on queue with Investigation
-// and what register adds; both stop with the test.
+// (recordServer) and an unversioned worker on queue with Investigation
+// and what register adds (startRecorder); both stop with the test.
 func recordOn(t *testing.T, queue string, register func(worker.Worker)) (context.Context, client.Client, string) {
+	ctx, c, label := recordServer(t)
+	t.Cleanup(startRecorder(t, c, queue, register).Stop)
+	return ctx, c, label
+}
+
+// recordServer skips the test without UPDATE_TESTDATA (the label it
+// returns), else starts a Temporal dev server (internal/testenv) that stops
+// with the test, and a context of two minutes.
+func recordServer(t *testing.T) (context.Context, client.Client, string) {
 	label := os.Getenv("UPDATE_TESTDATA")
 	if label == "" {
 		t.Skip("records a fixture: set UPDATE_TESTDATA (design/versioning.md)")
@@ -110,12 +119,35 @@ func recordOn(t *testing.T, queue string, register func(worker.Worker)) (context
 	srv, err := testenv.StartTemporal(ctx)
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = srv.Stop() })
-	w := worker.New(srv.Client(), queue, worker.Options{})
+	return ctx, srv.Client(), label
+}
+
+// startRecorder starts an unversioned worker on queue with Investigation
+// and what register adds; the caller stops it.
+func startRecorder(t *testing.T, c client.Client, queue string, register func(worker.Worker)) worker.Worker {
+	w := worker.New(c, queue, worker.Options{})
 	w.RegisterWorkflowWithOptions(Investigation, workflow.RegisterOptions{Name: investigation.WorkflowName})
 	register(w)
 	require.NoError(t, w.Start())
-	t.Cleanup(w.Stop)
-	return ctx, srv.Client(), label
+	return w
+}
+
+// startFixture starts the investigation id of alert a1 on queue.
+func startFixture(ctx context.Context, t *testing.T, c client.Client, queue, id string) client.WorkflowRun {
+	run, err := c.ExecuteWorkflow(ctx, client.StartWorkflowOptions{ID: id, TaskQueue: queue}, investigation.WorkflowName, investigation.Input{AlertID: "a1"})
+	require.NoError(t, err)
+	return run
+}
+
+// steerer returns a function that sends the update name with arg to the
+// investigation id and waits until it completes, failing the test on an
+// error.
+func steerer(ctx context.Context, t *testing.T, c client.Client, id string) func(name string, arg any) {
+	return func(name string, arg any) {
+		h, err := c.UpdateWorkflow(ctx, client.UpdateWorkflowOptions{WorkflowID: id, UpdateName: name, Args: []any{arg}, WaitForStage: client.WorkflowUpdateStageCompleted})
+		require.NoError(t, err)
+		require.NoError(t, h.Get(ctx, nil))
+	}
 }
 
 // TestRecordStopDuringModeDecision records stop-followup.history.json
@@ -130,14 +162,9 @@ func TestRecordStopDuringModeDecision(t *testing.T) {
 	acts := &scripted{modeStarted: make(chan struct{}), modeRelease: make(chan struct{})}
 	ctx, c, label := recordOn(t, queue, func(w worker.Worker) { w.RegisterActivity(acts) })
 
-	run, err := c.ExecuteWorkflow(ctx, client.StartWorkflowOptions{ID: id, TaskQueue: queue}, investigation.WorkflowName, investigation.Input{AlertID: "a1"})
-	require.NoError(t, err)
+	run := startFixture(ctx, t, c, queue, id)
 	waitIdle(ctx, t, c, id, "the first exchange concludes")
-	steer := func(name string, arg any) {
-		h, err := c.UpdateWorkflow(ctx, client.UpdateWorkflowOptions{WorkflowID: id, UpdateName: name, Args: []any{arg}, WaitForStage: client.WorkflowUpdateStageCompleted})
-		require.NoError(t, err)
-		require.NoError(t, h.Get(ctx, nil))
-	}
+	steer := steerer(ctx, t, c, id)
 	steer(investigation.UpdateAsk, "And host-8?")
 	select {
 	case <-acts.modeStarted:
@@ -282,8 +309,7 @@ func TestRecordHintWhileClosing(t *testing.T) {
 	acts := &heldConclusion{started: make(chan struct{}), release: make(chan struct{})}
 	ctx, c, label := recordOn(t, queue, func(w worker.Worker) { w.RegisterActivity(acts) })
 
-	run, err := c.ExecuteWorkflow(ctx, client.StartWorkflowOptions{ID: id, TaskQueue: queue}, investigation.WorkflowName, investigation.Input{AlertID: "a1"})
-	require.NoError(t, err)
+	run := startFixture(ctx, t, c, queue, id)
 	select {
 	case <-acts.started:
 	case <-ctx.Done():
@@ -864,8 +890,7 @@ func (*failedLookup) Conclude(context.Context, activities.ConcludeInput) (activi
 func TestRecordFailedLookup(t *testing.T) {
 	const queue, id = "record-failed-lookup", "fixture-failed-lookup"
 	ctx, c, label := recordOn(t, queue, func(w worker.Worker) { w.RegisterActivity(&failedLookup{}) })
-	run, err := c.ExecuteWorkflow(ctx, client.StartWorkflowOptions{ID: id, TaskQueue: queue}, investigation.WorkflowName, investigation.Input{AlertID: "a1"})
-	require.NoError(t, err)
+	run := startFixture(ctx, t, c, queue, id)
 	waitIdle(ctx, t, c, id, "the investigation concludes")
 	saveFixture(ctx, t, c, id, run.GetRunID(), "failed-lookup.history.json", label)
 }
@@ -916,8 +941,7 @@ func TestRecordPlanGuards(t *testing.T) {
 	const queue, id = "record-plan-guards", "fixture-plan-guards"
 	ctx, c, label := recordOn(t, queue, func(w worker.Worker) { w.RegisterActivity(&planGuardsActs{}) })
 
-	run, err := c.ExecuteWorkflow(ctx, client.StartWorkflowOptions{ID: id, TaskQueue: queue}, investigation.WorkflowName, investigation.Input{AlertID: "a1"})
-	require.NoError(t, err)
+	run := startFixture(ctx, t, c, queue, id)
 	status := func() investigation.Status {
 		var st investigation.Status
 		if v, err := c.QueryWorkflow(ctx, id, "", investigation.StatusQuery); err == nil {
@@ -926,11 +950,7 @@ func TestRecordPlanGuards(t *testing.T) {
 		return st
 	}
 	require.Eventually(t, func() bool { return status().Phase == investigation.PhaseIdle }, time.Minute, 100*time.Millisecond, "the first exchange concludes")
-	steer := func(name string, arg any) {
-		h, err := c.UpdateWorkflow(ctx, client.UpdateWorkflowOptions{WorkflowID: id, UpdateName: name, Args: []any{arg}, WaitForStage: client.WorkflowUpdateStageCompleted})
-		require.NoError(t, err)
-		require.NoError(t, h.Get(ctx, nil))
-	}
+	steer := steerer(ctx, t, c, id)
 	steer(investigation.UpdateAsk, "And the related alert?")
 	failed := false
 	require.Eventually(t, func() bool {
@@ -946,7 +966,7 @@ func TestRecordPlanGuards(t *testing.T) {
 		steer(investigation.UpdateStop, "enough")
 	}
 	var res investigation.Result
-	err = run.Get(ctx, &res)
+	err := run.Get(ctx, &res)
 	require.Equal(t, failed, err != nil, "%v", err)
 
 	saveFixture(ctx, t, c, id, run.GetRunID(), "plan-guards.history.json", label)
@@ -1002,27 +1022,13 @@ func (*actionOutcomeActs) Conclude(context.Context, activities.ConcludeInput) (a
 // workflow task. Without UPDATE_TESTDATA it does not run.
 func TestRecordActionOutcomes(t *testing.T) {
 	const queue, id = "record-action-outcomes", "fixture-action-outcomes"
-	label := os.Getenv("UPDATE_TESTDATA")
-	if label == "" {
-		t.Skip("records a fixture: set UPDATE_TESTDATA (design/versioning.md)")
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	t.Cleanup(cancel)
-	srv, err := testenv.StartTemporal(ctx)
-	require.NoError(t, err)
-	t.Cleanup(func() { _ = srv.Stop() })
-	c := srv.Client()
+	ctx, c, label := recordServer(t)
 	start := func() worker.Worker {
-		w := worker.New(c, queue, worker.Options{})
-		w.RegisterWorkflowWithOptions(Investigation, workflow.RegisterOptions{Name: investigation.WorkflowName})
-		w.RegisterActivity(&actionOutcomeActs{})
-		require.NoError(t, w.Start())
-		return w
+		return startRecorder(t, c, queue, func(w worker.Worker) { w.RegisterActivity(&actionOutcomeActs{}) })
 	}
 	w := start()
 
-	run, err := c.ExecuteWorkflow(ctx, client.StartWorkflowOptions{ID: id, TaskQueue: queue}, investigation.WorkflowName, investigation.Input{AlertID: "a1"})
-	require.NoError(t, err)
+	run := startFixture(ctx, t, c, queue, id)
 	pending := func(n int) string {
 		var call string
 		require.Eventually(t, func() bool {
@@ -1115,8 +1121,7 @@ func TestRecordInsightsAndDuplicates(t *testing.T) {
 	acts := &insightDupActs{}
 	ctx, c, label := recordOn(t, queue, func(w worker.Worker) { w.RegisterActivity(acts) })
 
-	run, err := c.ExecuteWorkflow(ctx, client.StartWorkflowOptions{ID: id, TaskQueue: queue}, investigation.WorkflowName, investigation.Input{AlertID: "a1"})
-	require.NoError(t, err)
+	run := startFixture(ctx, t, c, queue, id)
 	concluded := func() int {
 		acts.mu.Lock()
 		defer acts.mu.Unlock()
@@ -1124,11 +1129,7 @@ func TestRecordInsightsAndDuplicates(t *testing.T) {
 	}
 	require.Eventually(t, func() bool { return concluded() == 1 }, time.Minute, 100*time.Millisecond, "the first exchange concludes")
 	waitIdle(ctx, t, c, id, "the first exchange ends")
-	steer := func(name string, arg any) {
-		h, err := c.UpdateWorkflow(ctx, client.UpdateWorkflowOptions{WorkflowID: id, UpdateName: name, Args: []any{arg}, WaitForStage: client.WorkflowUpdateStageCompleted})
-		require.NoError(t, err)
-		require.NoError(t, h.Get(ctx, nil))
-	}
+	steer := steerer(ctx, t, c, id)
 	steer(investigation.UpdateAsk, "And the bastion?")
 	require.Eventually(t, func() bool { return concluded() == 2 }, time.Minute, 100*time.Millisecond, "the follow-up concludes")
 	waitIdle(ctx, t, c, id, "the follow-up ends")
@@ -1159,8 +1160,7 @@ func TestRecordSignalNotes(t *testing.T) {
 	const queue, id = "record-signal-notes", "fixture-signal-notes"
 	ctx, c, label := recordOn(t, queue, func(w worker.Worker) { w.RegisterActivity(&scripted{}) })
 
-	run, err := c.ExecuteWorkflow(ctx, client.StartWorkflowOptions{ID: id, TaskQueue: queue}, investigation.WorkflowName, investigation.Input{AlertID: "a1"})
-	require.NoError(t, err)
+	run := startFixture(ctx, t, c, queue, id)
 	waitIdle(ctx, t, c, id, "the first exchange concludes")
 	tasks := func() int {
 		n := 0

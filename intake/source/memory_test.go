@@ -160,3 +160,49 @@ func TestExampleAlertsAreAdmitted(t *testing.T) {
 		}
 	}
 }
+
+// A token holder learns nothing from a 202 of what the intake already
+// knows: a new alert, a retry of it, a repeat of a closed investigation and
+// an alert joined to another identity's investigation (whose workflow ID
+// names that identity) all get the same answer, naming only what the
+// alert itself determines.
+func TestWebhookAnswerIsTheSameWhateverTheOutcome(t *testing.T) {
+	var bodies []string
+	for _, kind := range []string{intake.OutcomeStarted, intake.OutcomeSeenAgain, intake.OutcomeRepeat, intake.OutcomeGrouped, intake.OutcomeFollowUp} {
+		ad := &admitter{kind: kind}
+		p := pipeline(t, &memStore{}, ad)
+		p.Batcher.Admit = func(ctx context.Context, req intake.AdmitRequest) (intake.AdmitResult, error) {
+			res, err := ad.admit(ctx, req)
+			for i := range res.Outcomes {
+				if kind == intake.OutcomeGrouped || kind == intake.OutcomeFollowUp {
+					res.Outcomes[i].WorkflowID = intake.WorkflowID("guardduty:123456789012:secret-finding")
+				}
+				res.Outcomes[i].Message = "joined the investigation of guardduty:123456789012:secret-finding"
+			}
+			return res, err
+		}
+		h := &HTTP{Token: "tok", Pipeline: p, Log: slog.New(slog.NewTextHandler(io.Discard, nil))}
+		srv := httptest.NewServer(h.Handler())
+		req, _ := http.NewRequest(http.MethodPost, srv.URL+"/v1/alerts", strings.NewReader(alert))
+		req.Header.Set("Authorization", "Bearer tok")
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		body, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		srv.Close()
+		if resp.StatusCode != http.StatusAccepted {
+			t.Fatalf("%s: %d %s", kind, resp.StatusCode, body)
+		}
+		bodies = append(bodies, string(body))
+	}
+	for i, b := range bodies {
+		if b != bodies[0] {
+			t.Errorf("answer %d differs from the first:\n%s\n%s", i, b, bodies[0])
+		}
+		if strings.Contains(b, "secret-finding") || strings.Contains(b, "outcome") || strings.Contains(b, "workflow_id") {
+			t.Errorf("the answer tells of what the intake knows: %s", b)
+		}
+	}
+}

@@ -7,7 +7,7 @@ import "math/bits"
 // or log lines decodes to 1 to 5 MiB; one of nothing but tiny objects
 // ({"a":[{"b":[{},{},…]}]}) decoded to 21 MiB, and held that through its
 // Firestore write with up to --max-outstanding others (design/intake.md,
-// "Bounds").
+// step 2).
 const maxDecodedBytes = 8 << 20
 
 // The heap the decoder's values take on a 64-bit Go (1.24 and later,

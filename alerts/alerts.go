@@ -175,6 +175,12 @@ func Parse(raw []byte) (Alert, error) {
 	if kind := jsonKind(valid); kind != "an object" {
 		return Alert{}, fmt.Errorf("the alert must be a JSON object, got %s", kind)
 	}
+	// The decoded tree is what an alert costs while it is stored and
+	// investigated: one finely divided into tiny values is refused before it
+	// is built, whatever its size in bytes.
+	if size, values := decodedBytes(valid); size > maxDecodedBytes {
+		return Alert{}, fmt.Errorf("the alert is too finely divided to take: its %d keys and values would take about %d MiB of memory once decoded, more than the %d MiB an alert may", values, (size+1<<20-1)>>20, maxDecodedBytes>>20)
+	}
 	v, err := DecodeJSON(valid)
 	if err != nil {
 		return Alert{}, err

@@ -210,15 +210,19 @@ func TestIntakeWebhook(t *testing.T) {
 	al, err := alerts.Parse(g.json())
 	require.NoError(t, err)
 	require.Equal(t, al.ID, out["alert_id"])
-	require.Equal(t, intake.WorkflowID(g.identity()), out["workflow_id"])
-	require.Equal(t, intake.OutcomeStarted, out["outcome"])
+	// The answer names only what the alert itself determines, never its
+	// outcome (source.Accepted).
+	require.Equal(t, g.identity(), out["identity"])
+	require.NotContains(t, out, "outcome")
+	first := out["message"]
 
 	// A Pub/Sub push body around the same finding is the same identity.
 	push, _ := json.Marshal(map[string]any{"message": map[string]any{"data": base64.StdEncoding.EncodeToString(eventBridge(g.json(), "e1")), "messageId": "1"},
 		"subscription": "projects/p/subscriptions/push"})
 	status, _, out = post(push, "s3cret-e2e-token")
 	require.Equal(t, http.StatusAccepted, status, "%v", out)
-	require.Equal(t, intake.OutcomeSeenAgain, out["outcome"])
+	require.Equal(t, g.identity(), out["identity"])
+	require.Equal(t, first, out["message"], "a duplicate reads as a new alert does")
 
 	for _, body := range malformed() {
 		status, _, out = post(body, "s3cret-e2e-token")

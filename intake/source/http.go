@@ -17,8 +17,8 @@ import (
 
 // HTTP is the intake's webhook: POST /v1/alerts with a bearer token, one
 // alert (or envelope) per request, at most 1 MiB of alert. It answers
-//   - 202 with the alert ID, workflow ID and outcome, once the alert is
-//     stored and its outcome recorded;
+//   - 202 with the alert ID and identity, once the alert is stored and its
+//     outcome recorded, whatever the outcome (Accepted);
 //   - 400 with the reason for a malformed or oversized alert;
 //   - 401 without the right token;
 //   - 429 with Retry-After when it sheds load (more requests in flight
@@ -34,14 +34,21 @@ type HTTP struct {
 	inFlight atomic.Int64
 }
 
-// Accepted is the body of a 202 answer.
+// Accepted is the body of a 202 answer. It holds only what the caller's
+// own alert determines: the outcome and workflow ID would tell a token
+// holder whether an identity was investigated already, or the workflow ID
+// (and so the identity) of another investigation its indicators joined.
+// A sender needs only to know the alert is safe to stop sending, which
+// 202 says alike for a new alert and a retry; the outcome is in the log
+// and `starter intake status` (design/intake.md, step 7).
 type Accepted struct {
-	AlertID    string `json:"alert_id"`
-	WorkflowID string `json:"workflow_id,omitempty"`
-	Outcome    string `json:"outcome"`
-	Identity   string `json:"identity"`
-	Message    string `json:"message"`
+	AlertID  string `json:"alert_id"`
+	Identity string `json:"identity"`
+	Message  string `json:"message"`
 }
+
+// acceptedMessage is every 202's sentence.
+const acceptedMessage = "the alert is stored and admitted; a retry of it is not investigated twice"
 
 // Refused is the body of every other answer.
 type Refused struct {
@@ -91,8 +98,7 @@ func (h *HTTP) alerts(w http.ResponseWriter, r *http.Request) {
 		reply(w, http.StatusTooManyRequests, Refused{res.Outcome.Message})
 	default:
 		h.Log.Info("alert taken", "alert_id", res.Alert.ID, "envelopes", res.Envelopes, "identity", res.Identity.Key, "outcome", res.Outcome.Kind, "workflow_id", res.Outcome.WorkflowID)
-		reply(w, http.StatusAccepted, Accepted{AlertID: res.Alert.ID, WorkflowID: res.Outcome.WorkflowID, Outcome: res.Outcome.Kind,
-			Identity: res.Identity.Key, Message: res.Outcome.Message})
+		reply(w, http.StatusAccepted, Accepted{AlertID: res.Alert.ID, Identity: res.Identity.Key, Message: acceptedMessage})
 	}
 }
 

@@ -108,6 +108,10 @@ func (p *Pipeline) Take(ctx context.Context, body []byte) (res Result) {
 		res.Retry = storeError(ctx, sctx, err)
 		return res
 	}
+	// The decoded data (up to alerts' 8 MiB bound) is not held while the
+	// admission workflow decides, which may take seconds under a burst:
+	// the investigation loads the alert by ID.
+	res.Alert.Data = nil
 	out, retryAfter, err := p.Batcher.Submit(ctx, admit)
 	switch {
 	case err != nil:

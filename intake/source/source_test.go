@@ -248,7 +248,7 @@ func TestHTTP(t *testing.T) {
 		t.Errorf("first: %d", r.StatusCode)
 	}
 	resp, out = post(alert, "tok")
-	if resp.StatusCode != http.StatusAccepted || out["alert_id"] == "" || out["workflow_id"] != intake.WorkflowID("generic:id:a-1") {
+	if resp.StatusCode != http.StatusAccepted || out["alert_id"] == "" || out["identity"] != "generic:id:a-1" {
 		t.Errorf("202: %d %v", resp.StatusCode, out)
 	}
 	for _, tc := range []struct {

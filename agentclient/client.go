@@ -8,6 +8,7 @@
 package agentclient
 
 import (
+	"cmp"
 	"context"
 	"crypto/tls"
 	"crypto/x509"
@@ -16,6 +17,9 @@ import (
 	"io"
 	"log/slog"
 	"net"
+	"regexp"
+	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -196,11 +200,13 @@ func dialError(t config.Temporal, err error, tlsCfg *tls.Config, logger *slog.Lo
 	// The SDK wraps the gRPC status as a serviceerror; ToStatus unwraps it.
 	switch serviceerror.ToStatus(err).Code() {
 	case codes.Unavailable, codes.DeadlineExceeded:
-		if why := tlsFailure(err); why != "" {
+		hasCert := t.CertPath != ""
+		if why := cmp.Or(tlsFailure(err), certRefused(err, hasCert)); why != "" {
 			return &UnavailableError{where + ": " + why}
 		}
 		if tlsCfg != nil {
-			if why := tlsFailure(probeTLS(t.Address, tlsCfg, logger)); why != "" {
+			probed := probeTLS(t.Address, tlsCfg, logger)
+			if why := cmp.Or(tlsFailure(probed), certRefused(probed, hasCert)); why != "" {
 				return &UnavailableError{where + ": " + why}
 			}
 		}
@@ -229,12 +235,67 @@ func probeTLS(address string, cfg *tls.Config, logger *slog.Logger) error {
 	ctx, cancel := context.WithTimeout(context.Background(), tlsProbeTimeout)
 	defer cancel()
 	conn, err := (&tls.Dialer{Config: cfg}).DialContext(ctx, "tcp", address)
+	if err == nil {
+		// Under TLS 1.3 the client's handshake ends before the server
+		// checks the client's certificate: its refusal (an alert) is what
+		// the first read gets. A server that took it sends data or nothing.
+		_ = conn.SetReadDeadline(time.Now().Add(tlsAlertWait))
+		if _, rerr := conn.Read(make([]byte, 1)); certAlert(rerr) != "" {
+			err = rerr
+		}
+		conn.Close()
+	}
 	if err != nil {
 		logger.Debug("Temporal TLS probe failed", "address", address, "error", err)
-		return err
 	}
-	conn.Close()
-	return nil
+	return err
+}
+
+// tlsAlertWait bounds how long probeTLS waits for the server's alert.
+const tlsAlertWait = time.Second
+
+// remoteAlert finds the TLS alert a peer sent in a gRPC status text, which
+// keeps the handshake's error as text only ("... remote error: tls: bad
+// certificate").
+var remoteAlert = regexp.MustCompile(`remote error: tls: ([a-z ]+)`)
+
+// certAlerts are the TLS alerts (as crypto/tls names them) a server sends
+// when it refuses the client's certificate, or got none it accepts. The
+// client checks the server's certificate itself, so a server's alert of
+// these is always about the client's.
+var certAlerts = []string{"bad certificate", "unsupported certificate", "revoked certificate", "expired certificate",
+	"unknown certificate", "unknown certificate authority", "certificate required", "access denied"}
+
+// certAlert is the certificate alert the server sent, from err's types or
+// its text, or "".
+func certAlert(err error) string {
+	if err == nil {
+		return ""
+	}
+	var op *net.OpError
+	alert := ""
+	if errors.As(err, &op) && op.Op == "remote error" && op.Err != nil {
+		alert = strings.TrimPrefix(op.Err.Error(), "tls: ")
+	} else if m := remoteAlert.FindStringSubmatch(err.Error()); m != nil {
+		alert = strings.TrimSpace(m[1])
+	}
+	if slices.Contains(certAlerts, alert) {
+		return alert
+	}
+	return ""
+}
+
+// certRefused says the server refused the client's certificate (mTLS), or
+// "" when err is no such refusal. hasCert says one was configured.
+func certRefused(err error, hasCert bool) string {
+	alert := certAlert(err)
+	switch {
+	case alert == "":
+		return ""
+	case !hasCert:
+		return "the Temporal server requires a client certificate (mTLS) and none was given: set TEMPORAL_TLS_CLIENT_CERT_PATH and TEMPORAL_TLS_CLIENT_KEY_PATH"
+	}
+	return "the Temporal server refused this client's certificate (tls: " + alert + "): check TEMPORAL_TLS_CLIENT_CERT_PATH and that the server trusts its issuer"
 }
 
 // tlsFailure says why a TLS handshake failed, from the error's types, or

@@ -1189,3 +1189,86 @@ func TestRecordSignalNotes(t *testing.T) {
 }
 
 // --- end bounded-signal-notes ---
+
+// --- closed-stop-signal (GetVersion "closed-stop-signal", workflows/steering.go) ---
+
+// heldIdleWrite stands in for the activities of an investigation whose
+// progress write of its first idle event waits until release is closed,
+// after telling held: the idle timeout passes meanwhile (the workflow
+// tasks heartbeat while the local activity runs), so the run concludes
+// its idle wait, begins closing and waits in flushProgress for the write.
+type heldIdleWrite struct {
+	scripted
+	once    sync.Once
+	held    chan struct{}
+	release chan struct{}
+}
+
+func (h *heldIdleWrite) StoreProgress(ctx context.Context, in activities.ProgressInput) error {
+	for _, e := range in.Events {
+		if e.Kind == investigation.EventIdle {
+			h.once.Do(func() {
+				close(h.held)
+				select {
+				case <-h.release:
+				case <-ctx.Done():
+				}
+			})
+		}
+	}
+	return nil
+}
+
+// TestRecordStopSignalWhileClosing records
+// stop-signal-while-closing.history.json (UPDATE_TESTDATA=1) or
+// <label>-stop-signal-while-closing.history.json on a dev server with an
+// unversioned worker and scripted activities: an investigation concludes,
+// its idle wait (2 s) ends while its idle event's progress write is held,
+// and once it began closing (flushProgress waits for that write) the
+// analyst signals a stop. Before the closed-stop-signal gate the stop was
+// applied (its reason in the status, which the last write stored); after
+// it, it is ignored. Without UPDATE_TESTDATA it does not run.
+func TestRecordStopSignalWhileClosing(t *testing.T) {
+	const queue, id = "record-stop-signal-while-closing", "fixture-stop-signal-while-closing"
+	acts := &heldIdleWrite{held: make(chan struct{}), release: make(chan struct{})}
+	ctx, c, label := recordOn(t, queue, func(w worker.Worker) { w.RegisterActivity(acts) })
+	// A short workflow task timeout: the held write heartbeats the task
+	// every 0.8 s, which delivers the idle timer and the stop signal (the
+	// write's attempt has 10 s).
+	run, err := c.ExecuteWorkflow(ctx, client.StartWorkflowOptions{ID: id, TaskQueue: queue, WorkflowTaskTimeout: time.Second}, investigation.WorkflowName,
+		investigation.Input{AlertID: "a1", IdleTimeout: investigation.Duration(2 * time.Second)})
+	require.NoError(t, err)
+	select {
+	case <-acts.held:
+	case <-ctx.Done():
+		t.Fatal("the idle event's progress write never started")
+	}
+	// processedAfter says a workflow task completed after the first event
+	// match finds: the run has taken it.
+	processedAfter := func(match func(e *historypb.HistoryEvent) bool) bool {
+		seen := false
+		for _, e := range historyOf(ctx, t, c, id).Events {
+			seen = seen || match(e)
+			if seen && e.GetEventType() == enumspb.EVENT_TYPE_WORKFLOW_TASK_COMPLETED {
+				return true
+			}
+		}
+		return false
+	}
+	require.Eventually(t, func() bool {
+		return processedAfter(func(e *historypb.HistoryEvent) bool { return e.GetTimerFiredEventAttributes() != nil })
+	}, 7*time.Second, 100*time.Millisecond, "the idle wait ends while the write is held")
+	require.NoError(t, c.SignalWorkflow(ctx, id, "", investigation.UpdateStop, "enough"))
+	require.Eventually(t, func() bool {
+		return processedAfter(func(e *historypb.HistoryEvent) bool {
+			return e.GetWorkflowExecutionSignaledEventAttributes().GetSignalName() == investigation.UpdateStop
+		})
+	}, 7*time.Second, 100*time.Millisecond, "the stop is taken while the write is held")
+	close(acts.release)
+	var res investigation.Result
+	require.NoError(t, run.Get(ctx, &res))
+
+	saveFixture(ctx, t, c, id, run.GetRunID(), "stop-signal-while-closing.history.json", label)
+}
+
+// --- end closed-stop-signal ---

@@ -219,6 +219,14 @@ var fixturePaths = map[string][]string{
 	"signal-notes.history.json":             {"unreadable signals flooded while idle", "signal notes bounded"},
 	"pre-bounded-signal-notes.history.json": {"unreadable signals flooded while idle", "every unreadable signal noted"},
 	// end bounded-signal-notes
+	// closed-stop-signal: a stop signalled once the run's idle wait ended
+	// and it waits for its last progress write (closing); recorded by
+	// TestRecordStopSignalWhileClosing (record_test.go). Its twin,
+	// recorded before GetVersion "closed-stop-signal", applied the stop
+	// (its reason in the status: one more progress write).
+	"stop-signal-while-closing.history.json":                 {"stop signalled while closing", "closing stop signal ignored"},
+	"pre-closed-stop-stop-signal-while-closing.history.json": {"stop signalled while closing", "closing stop signal applied"},
+	// end closed-stop-signal
 }
 
 // TestReplayRecordedHistories replays every recorded history against the
@@ -805,6 +813,21 @@ func exercises(h *historypb.History, path string) bool {
 		writes, ok := floodWrites(h, localMarker)
 		return ok && writes == 2 && !hasVersionMarker(h, "bounded-signal-notes")
 	// end bounded-signal-notes
+	// closed-stop-signal
+	case "stop signalled while closing":
+		return stopWhileClosing(h) != nil
+	case "closing stop signal ignored", "closing stop signal applied":
+		writes := 0
+		for _, e := range stopWhileClosing(h) {
+			if t, _ := localMarker(e); t == "StoreProgress" {
+				writes++
+			}
+		}
+		if path == "closing stop signal ignored" {
+			return writes == 1 && hasVersionMarker(h, "closed-stop-signal")
+		}
+		return writes == 2 && !hasVersionMarker(h, "closed-stop-signal")
+	// end closed-stop-signal
 	case "idle run kept waiting past the update bound":
 		return typ(enumspb.EVENT_TYPE_WORKFLOW_EXECUTION_COMPLETED) == 1 && !hasVersionMarker(h, "idle-update-bound")
 	case "failing step":
@@ -1183,6 +1206,13 @@ func TestReplayedHandBackNotesTakeTheNewPath(t *testing.T) {
 // returns the progress events its replay writes (StoreProgress's input).
 func replayedProgress(t *testing.T, file string) []investigation.Event {
 	t.Helper()
+	return replayed(t, file).events
+}
+
+// replayed replays the fixture file against Investigation and returns
+// what its progress writes carried.
+func replayed(t *testing.T, file string) *progressSeen {
+	t.Helper()
 	hist := readHistory(t, filepath.Join("testdata", file))
 	seen := &progressSeen{}
 	r, err := worker.NewWorkflowReplayerWithOptions(worker.WorkflowReplayerOptions{Interceptors: []interceptor.WorkerInterceptor{seen}})
@@ -1192,13 +1222,15 @@ func replayedProgress(t *testing.T, file string) []investigation.Event {
 	require.NoError(t, r.ReplayWorkflowHistoryWithOptions(tlog.NewStructuredLogger(slog.New(slog.DiscardHandler)), hist, worker.ReplayWorkflowHistoryOptions{
 		OriginalExecution: workflow.Execution{ID: started.GetWorkflowId(), RunID: started.GetOriginalExecutionRunId()},
 	}))
-	return seen.events
+	return seen
 }
 
-// progressSeen collects the progress events a replayed run writes.
+// progressSeen collects the progress events a replayed run writes, and
+// the status of its last write.
 type progressSeen struct {
 	interceptor.WorkerInterceptorBase
 	events []investigation.Event
+	status *investigation.Status
 }
 
 func (p *progressSeen) InterceptWorkflow(_ workflow.Context, next interceptor.WorkflowInboundInterceptor) interceptor.WorkflowInboundInterceptor {
@@ -1223,6 +1255,7 @@ func (o *progressOutbound) ExecuteLocalActivity(ctx workflow.Context, typ string
 	for _, a := range args {
 		if in, ok := a.(activities.ProgressInput); ok {
 			o.seen.events = append(o.seen.events, in.Events...)
+			o.seen.status = in.Status
 		}
 	}
 	return o.Next.ExecuteLocalActivity(ctx, typ, args...)
@@ -1495,3 +1528,43 @@ func TestReplayedSignalNotesTakeTheNewPath(t *testing.T) {
 }
 
 // --- end bounded-signal-notes ---
+
+// --- closed-stop-signal ---
+
+// stopWhileClosing returns the events after a stop signal that came once
+// the idle wait's timer fired, with no activity scheduled after it (the
+// run was closing), or nil.
+func stopWhileClosing(h *historypb.History) []*historypb.HistoryEvent {
+	fired := false
+	rest := after(h, func(e *historypb.HistoryEvent) bool {
+		fired = fired || e.GetTimerFiredEventAttributes() != nil
+		return fired && e.GetWorkflowExecutionSignaledEventAttributes().GetSignalName() == investigation.UpdateStop
+	})
+	if rest == nil || len(scheduledAny(rest)) > 0 || afterNth(h, 1, "Conclude") == nil {
+		return nil
+	}
+	return rest
+}
+
+// TestReplayedStopSignalWhileClosingTakesTheNewPath replays the twin
+// fixtures of GetVersion "closed-stop-signal" and reads the status of the
+// last progress write each replay makes: with the marker, the stop
+// signalled while closing stopped nothing; without it, its reason is
+// stored as it was recorded.
+func TestReplayedStopSignalWhileClosingTakesTheNewPath(t *testing.T) {
+	for file, gated := range map[string]bool{"stop-signal-while-closing.history.json": true, "pre-closed-stop-stop-signal-while-closing.history.json": false} {
+		t.Run(file, func(t *testing.T) {
+			seen := replayed(t, file)
+			require.NotNil(t, seen.status, "the replay wrote a status")
+			if gated {
+				require.Empty(t, seen.status.StopReason)
+			} else {
+				require.Contains(t, seen.status.StopReason, "enough")
+			}
+			require.False(t, slices.ContainsFunc(seen.events, func(e investigation.Event) bool { return e.Kind == investigation.EventStop }),
+				"once the last write began, no stop event is written")
+		})
+	}
+}
+
+// --- end closed-stop-signal ---

@@ -110,7 +110,7 @@ func (r *run) signals(ctx workflow.Context) []signal {
 		}},
 		{investigation.UpdateStop, func(v any) (investigation.Ack, error) {
 			reason, _ := signalText(v) // a stop needs no reason
-			if err := r.checkStopping(); err != nil {
+			if err := r.checkStopSignal(ctx); err != nil {
 				return investigation.Ack{}, err
 			}
 			return r.stop(reason), nil

@@ -179,6 +179,21 @@ func (r *run) checkStop(reason string) error {
 
 var errConcluded = errors.New("the investigation has already concluded and is closing: there is nothing left to stop")
 
+// checkStopSignal is checkStop for a signal, which is ignored (a note)
+// once the run is closing, as the update is refused: a closing run has
+// nothing left to stop. Its check runs again in replay, and histories
+// recorded before the closed-stop-signal gate applied it: its reason in
+// the status made the last progress write one more (a StoreProgress
+// marker). Asked only where the two part: closing and not yet stopped.
+func (r *run) checkStopSignal(ctx workflow.Context) error {
+	if r.closingDown && r.Steering.StopReason == "" &&
+		workflow.GetVersion(ctx, "closed-stop-signal", workflow.DefaultVersion, 1) == 1 {
+		workflow.GetLogger(ctx).Info("stop signal ignored: the investigation is closing", "phase", r.Phase, "turn", r.Turn, "progress_flushed", r.closed)
+		return errConcluded
+	}
+	return r.checkStopping()
+}
+
 // checkStopping is checkStop for a signal, whose check runs again in
 // replay and which cannot be refused for its length: stop clips it.
 func (r *run) checkStopping() error {

@@ -2,6 +2,7 @@ package workflows
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -142,4 +143,36 @@ func TestSignalFloodIsNotedOnce(t *testing.T) {
 	require.Len(t, ignored, maxSignalNotes)
 	require.Contains(t, notes(evs), fmt.Sprintf("further signals that are refused or ignored are not noted (%d were)", maxSignalNotes))
 	require.Equal(t, []string{"Check bastion-01."}, h.status(t).Hints, "a valid signal is still taken")
+}
+
+// A stop signalled once the run has concluded and is closing is ignored,
+// as the update is refused: it stops nothing, so the status names no stop
+// reason and no stop event is written; a note says why while the run still
+// writes its progress.
+func TestStopSignalWhileClosingIsIgnored(t *testing.T) {
+	const ignored = "stop signal ignored: the investigation has already concluded and is closing: there is nothing left to stop"
+	for name, c := range map[string]struct {
+		at    time.Duration
+		noted bool // the run's last progress write has not begun
+	}{
+		"while telling the admission": {10*time.Minute + 20*time.Second, true},
+		"while handing back":          {11*time.Minute + 30*time.Second, false},
+	} {
+		t.Run(name, func(t *testing.T) {
+			closing := closingHarness(t, false)
+			h := closing.h
+			related := investigation.Arrival{Kind: investigation.ArrivalRelated, AlertID: "guardduty-3", Identity: "guardduty:1:g", Severity: "high", Shared: "ip:198.51.100.23", Times: 1}
+			h.signal(10*time.Minute+30*time.Second, investigation.AlertsUpdate, investigation.ArrivalBatch{Arrivals: []investigation.Arrival{related}})
+			h.signal(c.at, investigation.UpdateStop, "enough")
+			res, err := h.run(t, investigation.Input{AlertID: "a1", IdleTimeout: investigation.Duration(10 * time.Minute),
+				Intake: &investigation.IntakeInput{Identity: "guardduty:1:f", Admission: "intake-admission-q"}})
+			require.NoError(t, err)
+			require.NotEmpty(t, res.Conclusion)
+			require.Len(t, closing.closed, 2, "closed, then the late alert handed back")
+			evs := h.events(t)
+			require.NotContains(t, kinds(evs), "stop")
+			require.Empty(t, h.status(t).StopReason, "a stop after the conclusion stopped nothing")
+			require.Equal(t, c.noted, slices.Contains(notes(evs), ignored), "notes: %q", notes(evs))
+		})
+	}
 }

@@ -26,10 +26,13 @@ func TestStopSparesAJobThatReusedAPid(t *testing.T) {
 	require.NoError(t, os.MkdirAll(s.PidDir(), 0o755))
 	victim := exec.Command("sh", "-c", "sleep 300; true", "tail -f .data/logs/worker.log")
 	victim.SysProcAttr = &syscall.SysProcAttr{Setpgid: true} // as an interactive shell's job
+	victim.Dir = s.Root                                      // run where the stack runs its services
 	require.NoError(t, victim.Start())
 	defer func() { syscall.Kill(-victim.Process.Pid, syscall.SIGKILL); victim.Wait() }()
-	// the stale record a crashed/rebooted stack left
+	// the stale record a crashed/rebooted stack left, before the job started
 	require.NoError(t, s.writeRecord("worker", "pid", strconv.Itoa(victim.Process.Pid)))
+	before := time.Now().Add(-time.Hour)
+	require.NoError(t, os.Chtimes(s.pidFile("worker"), before, before))
 	time.Sleep(100 * time.Millisecond)
 
 	newSupervisor(s, table, Dev).stopRecorded()
@@ -102,22 +105,55 @@ func TestRecordedPidNeedsItsStart(t *testing.T) {
 	require.True(t, ok)
 }
 
-// TestStopLeavesAnOldRecordAlone: a pid file without a start time (an
-// older stack's) is not trusted; stop says so when the pid still looks
-// like the service, and forgets it.
-func TestStopLeavesAnOldRecordAlone(t *testing.T) {
+// TestStopOldRecord: a pid file without a start time (an older stack's)
+// is stopped only when the process it names is provably the one recorded:
+// a group leader that started before the pid file was written (a pid
+// reused later started after it), in the stack's root, its command line
+// the service's. Otherwise stop leaves it running, says so when it looks
+// like the service, and forgets the record. The process is sleep under
+// the fake service's name.
+func TestStopOldRecord(t *testing.T) {
 	tbl := []Service{fake("worker", "http")}
-	s, out := fakeStack(t, tbl)
-	victim := exec.Command("sh", "-c", "sleep 300; true", "stack.test worker")
-	victim.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	require.NoError(t, victim.Start())
-	defer func() { syscall.Kill(-victim.Process.Pid, syscall.SIGKILL); victim.Wait() }()
-	require.NoError(t, s.writeRecord("worker", "pid", strconv.Itoa(victim.Process.Pid)))
-	time.Sleep(50 * time.Millisecond)
-	newSupervisor(s, tbl, Dev).stopRecorded()
-	require.True(t, procgroup.Alive(victim.Process.Pid))
-	require.Contains(t, out.String(), "without its start time (an older stack wrote it), so it was left running")
-	require.NoFileExists(t, s.pidFile("worker"))
+	for name, c := range map[string]struct {
+		argv0   string
+		cwd     bool          // run in the stack's root
+		written time.Duration // when the pid file was written, after the process started
+		stopped bool
+		warned  bool
+	}{
+		"the service":                {"stack.test worker", true, 0, true, false},
+		"another command line":       {"sleep", true, 0, false, false},
+		"started after the pid file": {"stack.test worker", true, -time.Hour, false, true},
+		"another working directory":  {"stack.test worker", false, 0, false, true},
+	} {
+		t.Run(name, func(t *testing.T) {
+			s, out := fakeStack(t, tbl)
+			require.NoError(t, os.MkdirAll(s.Root, 0o755))
+			sleep, err := exec.LookPath("sleep")
+			require.NoError(t, err)
+			victim := &exec.Cmd{Path: sleep, Args: []string{c.argv0, "300"}, SysProcAttr: &syscall.SysProcAttr{Setpgid: true}}
+			if c.cwd {
+				victim.Dir = s.Root
+			}
+			require.NoError(t, victim.Start())
+			defer func() { syscall.Kill(-victim.Process.Pid, syscall.SIGKILL); victim.Wait() }()
+			time.Sleep(20 * time.Millisecond)
+			require.NoError(t, s.writeRecord("worker", "pid", strconv.Itoa(victim.Process.Pid)))
+			if c.written != 0 {
+				at := time.Now().Add(c.written)
+				require.NoError(t, os.Chtimes(s.pidFile("worker"), at, at))
+			}
+			newSupervisor(s, tbl, Dev).stopRecorded()
+			if c.stopped {
+				require.Eventually(t, func() bool { return !procgroup.Alive(victim.Process.Pid) }, 5*time.Second, 20*time.Millisecond, "%s", out)
+				require.Contains(t, out.String(), "without its start time (an older stack wrote it), but it is the process recorded")
+			} else {
+				require.True(t, procgroup.Alive(victim.Process.Pid), "%s", out)
+			}
+			require.Equal(t, c.warned, strings.Contains(out.String(), "so it was left running"), "%s", out)
+			require.NoFileExists(t, s.pidFile("worker"))
+		})
+	}
 }
 
 // TestServicesPrivate: a service's own files follow umask 077 whatever the

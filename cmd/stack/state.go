@@ -8,6 +8,7 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/secops-agent/investigator/internal/procgroup"
 )
@@ -80,8 +81,9 @@ func (s *Stack) recordPid(name string, pid int, start string) error {
 // the group lives on (gcloud's JVM): then the record must be of this boot;
 // the pgid stays taken while the group lives, so it is still ours unless
 // the pids wrapped around meanwhile. A record without a start time (an
-// older stack's) is never taken for a running service: stop leaves it
-// alone, and says so when the pid's command line still matches.
+// older stack's) is never taken for a running service here: stop stops it
+// only when olderRecordPid proves it, else leaves it alone, and says so
+// when the pid's command line still matches.
 func (s *Stack) recordedPid(name, match string) (int, bool) {
 	b, err := os.ReadFile(s.pidFile(name))
 	if err != nil {
@@ -122,9 +124,94 @@ func (s *Stack) recordedPid(name, match string) (int, bool) {
 	return pid, true
 }
 
+// olderRecordPid is the pid of name's record without a start time (an
+// older stack wrote it) when the process it names is provably the one the
+// stack started: a live group leader (every service leads its group), that
+// started before the pid file was written (the stack wrote it right after
+// the start, and a process given the pid later, after a reboot too, started
+// after it; the pid was the service's when it was written), whose working
+// directory is the stack's root (spawn's) and whose command line matches
+// match. The command line alone proves nothing (`tail -f
+// .data/logs/worker.log` matches "worker"); the start time does, unless the
+// file was written again since (a copy of .data), which the other checks
+// then guard.
+func (s *Stack) olderRecordPid(name, match string) (int, bool) {
+	info, err := os.Stat(s.pidFile(name))
+	if err != nil || match == "" || s.readRecord(name, "start") != "" {
+		return 0, false
+	}
+	b, err := os.ReadFile(s.pidFile(name))
+	if err != nil {
+		return 0, false
+	}
+	pid, err := strconv.Atoi(strings.TrimSpace(string(b)))
+	if err != nil || pid <= 0 || !procgroup.PidAlive(pid) {
+		return 0, false
+	}
+	stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return 0, false
+	}
+	if _, pgid, ok := procgroup.ParseStat(stat); !ok || pgid != pid {
+		return 0, false
+	}
+	started, ok := procStartTime(pid)
+	if !ok || started.After(info.ModTime().Add(startSlack)) {
+		return 0, false
+	}
+	cwd, err := os.Readlink(fmt.Sprintf("/proc/%d/cwd", pid))
+	root, rerr := filepath.EvalSymlinks(s.Root)
+	if err != nil || rerr != nil || cwd != root {
+		return 0, false
+	}
+	args, ok := cmdline(pid)
+	if !ok || !regexp.MustCompile(match).MatchString(args) {
+		return 0, false
+	}
+	return pid, true
+}
+
+// startSlack is how far procStartTime may be off: the boot time is kept
+// in whole seconds.
+const startSlack = time.Second
+
+// userHZ is the unit of a /proc/PID/stat start time: Linux exposes clock
+// ticks to user space at 100 a second on every architecture Go supports
+// here (USER_HZ), whatever the kernel's own HZ.
+const userHZ = 100
+
+// procStartTime is when the process pid started, by the wall clock: the
+// boot time (/proc/stat btime) plus its start since boot (procStart).
+func procStartTime(pid int) (time.Time, bool) {
+	start, ok := procStart(pid)
+	if !ok {
+		return time.Time{}, false
+	}
+	_, ticks, _ := strings.Cut(start, "\n")
+	n, err := strconv.ParseInt(ticks, 10, 64)
+	if err != nil {
+		return time.Time{}, false
+	}
+	stat, err := os.ReadFile("/proc/stat")
+	if err != nil {
+		return time.Time{}, false
+	}
+	for _, line := range strings.Split(string(stat), "\n") {
+		if v, found := strings.CutPrefix(line, "btime "); found {
+			boot, err := strconv.ParseInt(strings.TrimSpace(v), 10, 64)
+			if err != nil {
+				return time.Time{}, false
+			}
+			return time.Unix(boot, 0).Add(time.Duration(n) * time.Second / userHZ), true
+		}
+	}
+	return time.Time{}, false
+}
+
 // warnUnproven says, before a stop forgets name's record, that a live
 // process it names was left alone for want of a recorded start time (a
-// record an older stack wrote): it may still be the service.
+// record an older stack wrote) and of proof it is the one recorded
+// (olderRecordPid): it may still be the service.
 func (s *Stack) warnUnproven(name, match string) {
 	b, err := os.ReadFile(s.pidFile(name))
 	if err != nil || s.readRecord(name, "start") != "" {

@@ -512,6 +512,12 @@ func (sv *supervisor) stopOne(in *instance, beforeStop bool) (kept bool) {
 	s, svc := sv.s, in.svc
 	pid, ok := s.recordedPid(in.name, svc.Match)
 	if !ok {
+		if pid, ok = s.olderRecordPid(in.name, svc.Match); ok {
+			s.log.info("%s: %s names pid %d without its start time (an older stack wrote it), but it is the process recorded (it started before the record was written, in %s, as the %s): stopping it",
+				in.name, s.show(s.pidFile(in.name)), pid, s.show(s.Root), in.name)
+		}
+	}
+	if !ok {
 		s.warnUnproven(in.name, svc.Match)
 		s.forget(in.name)
 		return false

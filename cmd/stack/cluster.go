@@ -49,6 +49,9 @@ var clusterTable = []Service{
 		Ready:   postgresProbe{},
 		Timeout: 60 * time.Second, TimeoutVar: "POSTGRES",
 		Match: `postgres\b.* -D `,
+		// Anything else on 5433 (Debian's second cluster's port) is not
+		// taken over: its password is not the stack's.
+		Reuse: ReuseOwn,
 	},
 	{
 		// Creates the two databases where missing and brings both schemas
@@ -101,6 +104,7 @@ var clusterTable = []Service{
 		Ready:   HTTP{Port: "TEMPORAL_UI", Path: "/api/v1/settings"},
 		Timeout: 30 * time.Second, TimeoutVar: "TEMPORAL_UI",
 		Match: "temporal-ui-server",
+		Reuse: ReuseOwn, // not the dev server's UI on 8233
 	},
 }
 
@@ -137,6 +141,9 @@ func temporalService(service, health, grpc string, grpcPort, membershipPort, met
 		},
 		Timeout: 60 * time.Second, TimeoutVar: "TEMPORAL",
 		Match: `temporal-server .*--service ` + service + `\b`,
+		// Not a dev server answering on 7233: the cluster's workflows
+		// would land in its SQLite.
+		Reuse: ReuseOwn,
 	}
 	if service == "frontend" {
 		svc.Ports = append(svc.Ports, Port{"TEMPORAL_HTTP", 7243})

@@ -107,6 +107,11 @@ const (
 	// ReuseNever stops a recorded instance and starts a new one (what an
 	// interrupted run left is not taken over).
 	ReuseNever
+	// ReuseOwn takes only the instance this stack recorded for this entry,
+	// alive with its recorded start; anything else on its ports (the dev
+	// profile's server, a server of the user's own, another data
+	// directory's stack) stops the start: the cluster's parts must be its own.
+	ReuseOwn
 )
 
 // instance is one process of a service in a plan.

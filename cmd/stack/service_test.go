@@ -129,8 +129,8 @@ func TestTheTable(t *testing.T) {
 		switch svc.Reuse {
 		case ReuseRecorded:
 			require.NotNil(t, svc.Settings, svc.Name)
-		case ReuseAnswering:
-			require.NotEmpty(t, svc.Ports, "%s is reused when its port answers: it needs one", svc.Name)
+		case ReuseAnswering, ReuseOwn:
+			require.NotEmpty(t, svc.Ports, "%s: its port tells whether one runs", svc.Name)
 		}
 	}
 	for _, tc := range []struct {
@@ -188,6 +188,11 @@ func TestTheClusterTable(t *testing.T) {
 	require.Equal(t, []string{"bigquery", "firestore", "gemini-standin", "pubsub", "pubsub-topics", "slack-receiver", "postgres", "temporal-schema",
 		"temporal-matching", "temporal-history", "temporal-frontend", "temporal-worker", "temporal-ui", "worker-1", "worker-2", "intake-1", "intake-2"}, order)
 	require.NotContains(t, order, "temporal", "no dev server in the cluster")
+	for _, in := range pl.order {
+		if n := in.svc.Name; n == "postgres" || n == "temporal-ui" || strings.HasPrefix(n, "temporal-") && !in.svc.Job {
+			require.Equal(t, ReuseOwn, in.svc.Reuse, "%s: only the one this stack started is reused, not a dev server or another PostgreSQL", n)
+		}
+	}
 	require.ElementsMatch(t, []string{"temporal-schema", "postgres", "temporal-history", "temporal-matching"}, pl.byKey["temporal-frontend"].needs)
 	require.ElementsMatch(t, []string{"temporal-frontend", "firestore"}, pl.byKey["worker-2"].needs)
 	require.ElementsMatch(t, []string{"temporal-frontend", "firestore", "pubsub", "pubsub-topics", "slack-receiver", "worker-1", "worker-2"}, pl.byKey["intake-2"].needs)
@@ -280,6 +285,12 @@ func TestDecide(t *testing.T) {
 		{"never reused: none runs", ReuseNever, observed{}, start, ""},
 		{"never reused: one was left", ReuseNever, observed{recorded: true, settings: settings, binary: binary}, restart, "a new one"},
 		{"never reused, even under a dev session", ReuseNever, observed{recorded: true, devOwner: true}, restart, "a new one"},
+		{"own: nothing runs", ReuseOwn, observed{}, start, ""},
+		{"own: the recorded one answers", ReuseOwn, observed{answering: true, recorded: true}, reuse, ""},
+		{"own: the recorded one, too busy to answer", ReuseOwn, observed{portBusy: true, recorded: true}, reuse, ""},
+		{"own: a stranger answers", ReuseOwn, observed{answering: true}, refuse, ""},
+		{"own: a stranger holds the port", ReuseOwn, observed{portBusy: true}, refuse, ""},
+		{"own: the recorded one listens nowhere", ReuseOwn, observed{recorded: true}, restart, "none of its ports"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			d, why := decide(tc.reuse, tc.o, settings, binary)

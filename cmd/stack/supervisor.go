@@ -80,6 +80,9 @@ func (sv *supervisor) up(ctx context.Context) error {
 	for _, why := range pl.skipped {
 		s.log.info("%s", why)
 	}
+	if err := sv.refuseForeign(ctx, pl.order); err != nil {
+		return err
+	}
 	sv.gates = gatesFor(pl.order)
 	if err := walk(ctx, pl.order, false, sv.bring); err != nil {
 		return err
@@ -170,6 +173,16 @@ func decide(r Reuse, o observed, wantSettings, wantBinary string) (decision, str
 		default:
 			return restart, why
 		}
+	case ReuseOwn:
+		switch {
+		case o.recorded && (o.answering || o.portBusy):
+			return reuse, ""
+		case o.recorded:
+			return restart, "it listens on none of its ports"
+		case o.answering || o.portBusy:
+			return refuse, ""
+		}
+		return start, ""
 	default:
 		// One this stack started that holds its port but misses the probe
 		// is busy (the BigQuery emulator under load), not a stranger.
@@ -237,7 +250,7 @@ func (sv *supervisor) bring(ctx context.Context, in *instance) error {
 	d, why := decide(svc.Reuse, o, wantSettings, wantBinary)
 	switch d {
 	case reuse:
-		if svc.Reuse == ReuseRecorded {
+		if svc.Reuse != ReuseAnswering {
 			pid, _ := s.recordedPid(in.name, svc.Match)
 			s.log.info("%s: reusing the one already running (pid %d)%s", in.name, pid, sv.reuseNote())
 		} else {
@@ -249,6 +262,10 @@ func (sv *supervisor) bring(ctx context.Context, in *instance) error {
 		s.log.warn("%s: keeping the one of the 'go tool task dev' session (pid %d) although %s; stop that session to change it", in.name, pid, why)
 		return sv.setup(ctx, in)
 	case refuse:
+		if svc.Reuse == ReuseOwn {
+			s.log.error("%s", sv.held(ctx, in))
+			return errFailed
+		}
 		for _, p := range svc.Ports {
 			if dialOK(ctx, s.addr(p.Var)) == nil {
 				s.log.error("port %d is in use, but not by the %s (move it with STACK_%s_PORT)", s.port(p.Var), svc.Title, p.Var)
@@ -324,7 +341,7 @@ func (sv *supervisor) reuseNote() string {
 func (sv *supervisor) observe(ctx context.Context, in *instance) observed {
 	s, svc := sv.s, in.svc
 	var o observed
-	if svc.Reuse != ReuseAnswering {
+	if svc.Reuse == ReuseRecorded || svc.Reuse == ReuseNever {
 		if _, ok := s.recordedPid(in.name, svc.Match); ok {
 			o.recorded = true
 			o.settings = s.readRecord(in.name, "settings")
@@ -340,9 +357,60 @@ func (sv *supervisor) observe(ctx context.Context, in *instance) observed {
 				o.portBusy = true
 			}
 		}
+	}
+	// ReuseOwn: answering is not enough, the instance must be the recorded one.
+	if !o.answering || svc.Reuse == ReuseOwn {
 		_, o.recorded = s.recordedPid(in.name, svc.Match)
 	}
 	return o
+}
+
+// refuseForeign fails the start, before anything is started, when a
+// ReuseOwn service's port is held by something this stack did not start
+// for it: a cluster around a dev server's frontend would say it runs while
+// every workflow went to the dev server's SQLite.
+func (sv *supervisor) refuseForeign(ctx context.Context, order []*instance) error {
+	for _, in := range order {
+		if in.svc.Reuse != ReuseOwn || in.svc.Job {
+			continue
+		}
+		if d, _ := decide(ReuseOwn, sv.observe(ctx, in), "", ""); d == refuse {
+			sv.s.log.error("%s", sv.held(ctx, in))
+			return errFailed
+		}
+	}
+	return nil
+}
+
+// held is the one sentence a refused ReuseOwn service logs: which of its
+// ports is taken, and by what, as far as this stack knows. A service of
+// another entry this data directory recorded (the dev profile's Temporal
+// server on the cluster's 7233 or 8233) is told apart from a stranger.
+func (sv *supervisor) held(ctx context.Context, in *instance) string {
+	s, svc := sv.s, in.svc
+	port := svc.Ports[0]
+	for _, p := range svc.Ports {
+		if dialOK(ctx, s.addr(p.Var)) == nil {
+			port = p
+			break
+		}
+	}
+	for i := range sv.table {
+		other := &sv.table[i]
+		if other.Name == svc.Name || !slices.ContainsFunc(other.Ports, func(p Port) bool { return p.Var == port.Var }) {
+			continue
+		}
+		if pid, ok := s.recordedPid(other.Name, other.Match); ok {
+			var profiles []string
+			for _, p := range other.Profiles {
+				profiles = append(profiles, string(p))
+			}
+			return fmt.Sprintf("%s: this data directory's %s stack runs its %s (pid %d) on %s, where the %s profile starts its own; stop it first with 'go tool task stop'",
+				svc.Title, strings.Join(profiles, " or "), other.Title, pid, s.addr(port.Var), sv.profile)
+		}
+	}
+	return fmt.Sprintf("%s: %s is in use by something this stack did not start from %s (a server of your own, or another data directory's stack); stop it, or move the %s profile's with STACK_%s_PORT",
+		svc.Title, s.addr(port.Var), s.show(s.DataDir), sv.profile, port.Var)
 }
 
 // await polls Ready until it passes. It fails, after printing the end of

@@ -16,6 +16,9 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/health"
+	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 
 	"github.com/secops-agent/investigator/internal/procgroup"
 )
@@ -64,6 +67,16 @@ func TestMain(m *testing.M) {
 		time.Sleep(200 * time.Millisecond)
 		syscall.Syscall(syscall.SYS_EXIT, 0, 0, 0) // this thread only (init locked main to it)
 		select {}
+	case "grpchealth": // a Temporal frontend to the health check, on STACK_TEST_ADDR
+		l, err := net.Listen("tcp", os.Getenv("STACK_TEST_ADDR"))
+		if err != nil {
+			os.Exit(6)
+		}
+		srv, hs := grpc.NewServer(), health.NewServer()
+		hs.SetServingStatus("temporal.api.workflowservice.v1.WorkflowService", healthpb.HealthCheckResponse_SERVING)
+		healthpb.RegisterHealthServer(srv, hs)
+		_ = srv.Serve(l)
+		os.Exit(1)
 	case "silent": // alive, never ready
 		time.Sleep(time.Hour)
 	}

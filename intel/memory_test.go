@@ -34,7 +34,8 @@ func hostileBody(prefix, filler, suffix string) []byte {
 
 // allocatedBy is the bytes allocated while f runs (MemStats.TotalAlloc: an
 // upper bound of the heap f's call can reach, counted whatever the
-// collector does meanwhile).
+// collector does meanwhile). It counts the whole process: no test of this
+// package runs in parallel.
 func allocatedBy(f func()) uint64 {
 	runtime.GC()
 	var before, after runtime.MemStats

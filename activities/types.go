@@ -283,6 +283,9 @@ type VerdictContext struct {
 	// alertText says a tool's result is alerts' text (tools.AlertText): the
 	// activity sets it from its registry (readingAlerts).
 	alertText func(tool string) bool
+	// thirdParty says a tool's result carries text anyone may publish
+	// (tools.ThirdPartyText), set with alertText.
+	thirdParty func(tool string) bool
 	// analystTool says a tool's result is the analyst's answer
 	// (tools.Registry.AnsweredByAnalyst), set with alertText.
 	analystTool func(tool string) bool

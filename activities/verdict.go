@@ -50,7 +50,11 @@ func (v modelVerdict) values() error {
 // and a verdict that lowers concern (lowers) needs a tool's result besides.
 // A tool whose result is alerts' text (get_alert, search_alerts: the
 // registry's tools.AlertText) weighs as the alert itself: it neither backs
-// a verdict that lowers concern nor is new evidence for a change.
+// a verdict that lowers concern nor is new evidence for a change. A tool
+// whose result carries third-party text (query_otx's pulses: the
+// registry's tools.ThirdPartyText) does not alone back a verdict that
+// lowers concern either, since the model's fact may rest on that text;
+// it stays new evidence for a change (its figures are the provider's).
 
 // Step IDs repeat across exchanges (every direct answer's step is
 // "answer", a fresh plan numbers from step_1 again), so a step is known by
@@ -63,7 +67,7 @@ func (v modelVerdict) values() error {
 // alerts' text.
 func (c VerdictContext) readingAlerts(reg *tools.Registry) VerdictContext {
 	if reg != nil {
-		c.alertText, c.analystTool = reg.ReturnsAlertText, reg.AnsweredByAnalyst
+		c.alertText, c.analystTool, c.thirdParty = reg.ReturnsAlertText, reg.AnsweredByAnalyst, reg.ReturnsThirdPartyText
 	}
 	return c
 }
@@ -80,6 +84,12 @@ func (c VerdictContext) analystAnswers(tool string) bool {
 // without a registry: every tool is then weighed as a tool's finding.
 func (c VerdictContext) returnsAlertText(tool string) bool {
 	return c.alertText != nil && c.alertText(tool)
+}
+
+// returnsThirdPartyText says whether tool's result carries text anyone may
+// publish (tools.ThirdPartyText). Unknown without a registry.
+func (c VerdictContext) returnsThirdPartyText(tool string) bool {
+	return c.thirdParty != nil && c.thirdParty(tool)
 }
 
 // tools returns the tools the step called in this exchange; ok is false
@@ -237,11 +247,13 @@ func lowers(verdict string) bool {
 }
 
 // tooled says whether a valid item names a step's tool, not the alert, the
-// analyst, a tool whose result is alerts' text or one the analyst answers.
+// analyst, a tool whose result is alerts' text or third-party text, or one
+// the analyst answers.
 func (c VerdictContext) tooled(valid []investigation.Evidence) bool {
 	return slices.ContainsFunc(valid, func(e investigation.Evidence) bool {
 		step, tool := strings.TrimSpace(e.StepID), strings.TrimSpace(e.Tool)
-		return step != investigation.EvidenceAlert && step != investigation.EvidenceAnalyst && !c.returnsAlertText(tool) && !c.analystAnswers(tool)
+		return step != investigation.EvidenceAlert && step != investigation.EvidenceAnalyst && !c.returnsAlertText(tool) &&
+			!c.returnsThirdPartyText(tool) && !c.analystAnswers(tool)
 	})
 }
 
@@ -296,6 +308,17 @@ func (c VerdictContext) alertTextNote() string {
 	return fmt.Sprintf(" (the results of %s are alerts' text, which whoever sends an alert writes: they count as the alert, not as a tool's result)", list(names))
 }
 
+// thirdPartyNote says, for the model, which tools' results carry
+// third-party text and so do not alone back a verdict that lowers concern
+// ("" when no step called one).
+func (c VerdictContext) thirdPartyNote() string {
+	names := c.ranTools(c.returnsThirdPartyText)
+	if len(names) == 0 {
+		return ""
+	}
+	return fmt.Sprintf(" (the results of %s carry text anyone may publish, such as OTX pulses: they do not alone show that the alert needs no response)", list(names))
+}
+
 // changes says whether v differs from the standing verdict.
 func (c VerdictContext) changes(v modelVerdict) bool {
 	return c.Standing != nil && !c.Standing.Same(&investigation.Verdict{Verdict: v.Verdict, Confidence: v.Confidence})
@@ -331,7 +354,7 @@ func (c VerdictContext) problems(v modelVerdict) []string {
 			instead = "keep the standing verdict"
 		}
 		problems = append(problems, fmt.Sprintf("the verdict %s rests on no tool's result (the alert's text and the analyst's words do not settle it alone)%s: "+
-			"cite the step and tool whose result shows it, or %s", v.Verdict, c.alertTextNote(), instead))
+			"cite the step and tool whose result shows it, or %s", v.Verdict, c.alertTextNote()+c.thirdPartyNote(), instead))
 	}
 	return problems
 }
@@ -450,6 +473,10 @@ func (c VerdictContext) citable() string {
 	if names := c.alertTools(); len(names) > 0 {
 		fmt.Fprintf(&b, "- what %s returned is alerts' text, which whoever sends an alert writes: it weighs as the alert does "+
 			"(never enough alone for %s or %s, never new evidence for a change)\n", list(names), investigation.VerdictBenign, investigation.VerdictFalsePositive)
+	}
+	if names := c.ranTools(c.returnsThirdPartyText); len(names) > 0 {
+		fmt.Fprintf(&b, "- what %s returned carries text anyone may publish (OTX pulses' names, tags, authors): with that tool alone, never enough for %s or %s; "+
+			"its counts and scores are the provider's\n", list(names), investigation.VerdictBenign, investigation.VerdictFalsePositive)
 	}
 	if names := c.analystTools(); len(names) > 0 {
 		fmt.Fprintf(&b, "- what %s returned is the analyst's answer: it weighs as `%s` does (never enough alone for %s or %s, "+

@@ -32,20 +32,20 @@ func (abuseIPDBTool) Declaration() *genai.FunctionDeclaration { return abuseIPDB
 
 type abuseIPDBResponse struct {
 	Data struct {
-		IPAddress            string   `json:"ipAddress"`
-		IsPublic             *bool    `json:"isPublic"`
-		IPVersion            int      `json:"ipVersion"`
-		IsWhitelisted        *bool    `json:"isWhitelisted"`
-		AbuseConfidenceScore int      `json:"abuseConfidenceScore"`
-		CountryCode          string   `json:"countryCode"`
-		UsageType            string   `json:"usageType"`
-		ISP                  string   `json:"isp"`
-		Domain               string   `json:"domain"`
-		Hostnames            []string `json:"hostnames"`
-		IsTor                bool     `json:"isTor"`
-		TotalReports         int      `json:"totalReports"`
-		NumDistinctUsers     int      `json:"numDistinctUsers"`
-		LastReportedAt       string   `json:"lastReportedAt"`
+		IPAddress            string               `json:"ipAddress"`
+		IsPublic             *bool                `json:"isPublic"`
+		IPVersion            int                  `json:"ipVersion"`
+		IsWhitelisted        *bool                `json:"isWhitelisted"`
+		AbuseConfidenceScore int                  `json:"abuseConfidenceScore"`
+		CountryCode          string               `json:"countryCode"`
+		UsageType            string               `json:"usageType"`
+		ISP                  string               `json:"isp"`
+		Domain               string               `json:"domain"`
+		Hostnames            list[string, upTo10] `json:"hostnames"`
+		IsTor                bool                 `json:"isTor"`
+		TotalReports         int                  `json:"totalReports"`
+		NumDistinctUsers     int                  `json:"numDistinctUsers"`
+		LastReportedAt       string               `json:"lastReportedAt"`
 	} `json:"data"`
 }
 
@@ -116,9 +116,9 @@ func (t abuseIPDBTool) Call(ctx context.Context, args map[string]any) (any, erro
 		// Not echoed: it may be anything, an internal address even.
 		notes = append(notes, "AbuseIPDB's answer named another address than the one asked; treat these figures with caution")
 	}
-	for i, h := range d.Hostnames {
+	for i, h := range d.Hostnames.Items {
 		if i == abuseIPDBMaxHostnames {
-			notes = append(notes, fmt.Sprintf("%d more hostnames omitted", len(d.Hostnames)-i))
+			notes = append(notes, fmt.Sprintf("%d more hostnames omitted", d.Hostnames.Total-i))
 			break
 		}
 		out.Hostnames = append(out.Hostnames, clip.String(h, 100))

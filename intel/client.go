@@ -9,6 +9,7 @@ import (
 	"net"
 	"net/http"
 	"net/url"
+	"reflect"
 	"strings"
 	"time"
 
@@ -76,7 +77,9 @@ func sameHostOnly(next func(*http.Request, []*http.Request) error) func(*http.Re
 }
 
 // get calls GET base+path?query with the API key header and decodes the JSON
-// answer, with the key redacted from every string, into out. Failures:
+// answer into out (a pointer to a type whose lists and maps are list, dict,
+// or otherwise bounded: bounded.go), with the key redacted from every string
+// kept. Failures:
 //   - an HTTP error status: an *upstream.Error of the status's kind (404
 //     NotFound, 401/403 CredentialsRejected, 429 RateLimited with the
 //     Retry-After, other 4xx BadRequest, 5xx Unavailable);
@@ -101,7 +104,7 @@ func (c *client) get(ctx context.Context, path string, query url.Values, out any
 		return c.transportError(err)
 	}
 	defer resp.Body.Close()
-	body, err := io.ReadAll(io.LimitReader(resp.Body, maxBody+1))
+	body, err := readBody(resp.Body, resp.ContentLength, maxBody)
 	if err != nil {
 		return c.transportError(fmt.Errorf("read the response: %w", err))
 	}
@@ -112,14 +115,48 @@ func (c *client) get(ctx context.Context, path string, query url.Values, out any
 		// The provider would answer the same way again: not worth a retry.
 		return tools.Reject("%s answered with more than %d MiB; ask for a narrower section or one indicator", c.name, maxBody>>20)
 	}
-	clean, err := c.secrets.JSON(body)
-	if err == nil {
-		err = json.Unmarshal(clean, out)
-	}
-	if err != nil {
+	// Decoded straight into out's typed fields, whose lists and maps are
+	// capped (bounded.go): never into map[string]any, which would cost many
+	// times the body. The key is then redacted from what was kept.
+	if err := json.Unmarshal(body, out); err != nil {
 		return fmt.Errorf("%s answered with invalid JSON: %w", c.name, err)
 	}
+	redactAll(c.secrets, reflect.ValueOf(out))
 	return nil
+}
+
+// readBody reads at most limit+1 bytes of r. It allocates what it reads
+// once when length (Content-Length, -1 when unknown) is right, and twice
+// otherwise (growing chunks, then one copy): never the sum of a buffer's
+// doublings, several times the body.
+func readBody(r io.Reader, length int64, limit int) ([]byte, error) {
+	r = io.LimitReader(r, int64(limit)+1)
+	size := 32 << 10
+	if length >= 0 && length <= int64(limit) {
+		size = int(length) + 1 // the +1 sees an answer longer than announced
+	}
+	var chunks [][]byte
+	total := 0
+	for {
+		c := make([]byte, size)
+		n, err := io.ReadFull(r, c)
+		chunks, total = append(chunks, c[:n]), total+n
+		if err == io.EOF || err == io.ErrUnexpectedEOF {
+			break
+		}
+		if err != nil {
+			return nil, err
+		}
+		size = min(2*size, 1<<20)
+	}
+	if len(chunks) == 1 {
+		return chunks[0], nil
+	}
+	body := make([]byte, 0, total)
+	for _, c := range chunks {
+		body = append(body, c...)
+	}
+	return body, nil
 }
 
 // statusError classifies an HTTP error status.

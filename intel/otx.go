@@ -55,6 +55,12 @@ type otxTool struct{ c *client }
 // RateGroup: calls share the provider's quota (tools.RateLimited).
 func (otxTool) RateGroup() string { return GroupOTX }
 
+// ThirdPartyText: pulses (their names, tags, authors, malware families,
+// adversaries) are written by whoever publishes one, and a pulse may call
+// any indicator benign: that text alone does not settle a benign verdict
+// (tools.ThirdPartyText). Its counts stay the provider's.
+func (otxTool) ThirdPartyText() bool { return true }
+
 func (otxTool) Purpose() string {
 	return "AlienVault OTX threat intelligence for an IP, domain, hostname, URL or file hash: pulses, reputation, malware, passive DNS."
 }

@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"slices"
-	"strconv"
 	"strings"
 
 	"github.com/secops-agent/investigator/internal/clip"
@@ -25,7 +24,7 @@ func (n *otxName) UnmarshalJSON(b []byte) error {
 		return nil
 	}
 	var o struct {
-		ID          any    `json:"id"`
+		ID          scalar `json:"id"` // no object: it would be decoded whole
 		Name        string `json:"name"`
 		DisplayName string `json:"display_name"`
 	}
@@ -37,8 +36,8 @@ func (n *otxName) UnmarshalJSON(b []byte) error {
 		*n = otxName(o.DisplayName)
 	case o.Name != "":
 		*n = otxName(o.Name)
-	case o.ID != nil:
-		*n = otxName(fmt.Sprint(o.ID))
+	case o.ID != "":
+		*n = otxName(o.ID)
 	}
 	return nil
 }
@@ -51,55 +50,53 @@ type otxPulse struct {
 	Author     struct {
 		Username string `json:"username"`
 	} `json:"author"`
-	Tags              []string  `json:"tags"`
-	Adversary         string    `json:"adversary"`
-	MalwareFamilies   []otxName `json:"malware_families"`
-	AttackIDs         []otxName `json:"attack_ids"`
-	TargetedCountries []string  `json:"targeted_countries"`
+	Tags            list[string, upTo100]  `json:"tags"`
+	Adversary       string                 `json:"adversary"`
+	MalwareFamilies list[otxName, upTo100] `json:"malware_families"`
+	AttackIDs       list[otxName, upTo100] `json:"attack_ids"`
 }
 
 type otxRelated struct {
-	Adversary       []otxName `json:"adversary"`
-	MalwareFamilies []otxName `json:"malware_families"`
+	Adversary       list[otxName, upTo100] `json:"adversary"`
+	MalwareFamilies list[otxName, upTo100] `json:"malware_families"`
 }
 
 type otxGeneral struct {
 	Indicator  string `json:"indicator"`
 	TypeTitle  string `json:"type_title"`
-	Reputation any    `json:"reputation"`
+	Reputation num    `json:"reputation"`
 	PulseInfo  struct {
-		Count   int        `json:"count"`
-		Pulses  []otxPulse `json:"pulses"`
+		Count   int                     `json:"count"`
+		Pulses  list[otxPulse, upTo100] `json:"pulses"`
 		Related struct {
 			AlienVault otxRelated `json:"alienvault"`
 			Other      otxRelated `json:"other"`
 		} `json:"related"`
 	} `json:"pulse_info"`
-	Validation []struct {
+	Validation list[struct {
 		Source  string `json:"source"`
 		Message string `json:"message"`
 		Name    string `json:"name"`
-	} `json:"validation"`
-	FalsePositive []json.RawMessage `json:"false_positive"`
-	ASN           string            `json:"asn"`
-	CountryName   string            `json:"country_name"`
-	City          string            `json:"city"`
-	Alexa         string            `json:"alexa"`
+	}, upTo10] `json:"validation"`
+	FalsePositive present `json:"false_positive"`
+	ASN           string  `json:"asn"`
+	CountryName   string  `json:"country_name"`
+	City          string  `json:"city"`
 }
 
 type otxReputation struct {
 	Reputation *struct {
-		ThreatScore any            `json:"threat_score"`
-		FirstSeen   string         `json:"first_seen"`
-		LastSeen    string         `json:"last_seen"`
-		Counts      map[string]any `json:"counts"`
-		Activities  []struct {
+		ThreatScore num               `json:"threat_score"`
+		FirstSeen   string            `json:"first_seen"`
+		LastSeen    string            `json:"last_seen"`
+		Counts      dict[num, upTo10] `json:"counts"`
+		Activities  list[struct {
 			Name      string `json:"name"`
 			FirstDate string `json:"first_date"`
 			LastDate  string `json:"last_date"`
-		} `json:"activities"`
-		MatchedBL []otxName `json:"matched_bl"`
-		MatchedWL []otxName `json:"matched_wl"`
+		}, upTo10] `json:"activities"`
+		MatchedBL list[otxName, upTo100] `json:"matched_bl"`
+		MatchedWL list[otxName, upTo100] `json:"matched_wl"`
 	} `json:"reputation"`
 }
 
@@ -138,16 +135,16 @@ type otxGeneralOut struct {
 }
 
 func shapeOTXGeneral(h otxHeader, r otxGeneral) otxGeneralOut {
-	out := otxGeneralOut{otxHeader: h, PulseCount: max(r.PulseInfo.Count, len(r.PulseInfo.Pulses)),
+	out := otxGeneralOut{otxHeader: h, PulseCount: max(r.PulseInfo.Count, r.PulseInfo.Pulses.Total),
 		ASN: otxText(r.ASN, otxMaxASN), Country: otxText(r.CountryName, otxMaxPlace), City: otxText(r.City, otxMaxPlace)}
 	if h.Type == "file" {
 		out.FileType = otxText(r.TypeTitle, maxWord)
 	}
-	if rep, ok := r.Reputation.(float64); ok && rep != 0 {
-		out.Reputation = rep
+	if r.Reputation.ok && r.Reputation.v != 0 {
+		out.Reputation = r.Reputation.v
 	}
 	var families, adversaries []string
-	for i, p := range r.PulseInfo.Pulses {
+	for i, p := range r.PulseInfo.Pulses.Items {
 		fams := otxNames(p.MalwareFamilies, otxMaxNames)
 		families = otxAppendUnique(families, fams...)
 		adversaries = otxAppendUnique(adversaries, otxText(p.Adversary, otxMaxName))
@@ -162,7 +159,7 @@ func shapeOTXGeneral(h otxHeader, r otxGeneral) otxGeneralOut {
 			Name:            clip.String(strings.TrimSpace(p.Name), 120),
 			Created:         otxDay(p.Created),
 			Author:          otxText(author, otxMaxName),
-			Tags:            otxFirstN(otxCleanTags(p.Tags), otxMaxTags),
+			Tags:            otxFirstN(otxCleanTags(p.Tags.Items), otxMaxTags),
 			MalwareFamilies: fams,
 			Adversary:       otxText(p.Adversary, otxMaxName),
 			AttackIDs:       otxAttackIDs(p.AttackIDs, otxMaxNames),
@@ -174,7 +171,7 @@ func shapeOTXGeneral(h otxHeader, r otxGeneral) otxGeneralOut {
 	}
 	out.MalwareFamilies = otxFirstN(families, otxMaxNames)
 	out.Adversaries = otxFirstN(adversaries, otxMaxNames)
-	for _, v := range r.Validation {
+	for _, v := range r.Validation.Items {
 		msg := v.Message
 		if msg == "" {
 			msg = v.Name
@@ -186,7 +183,7 @@ func shapeOTXGeneral(h otxHeader, r otxGeneral) otxGeneralOut {
 			out.Validation = append(out.Validation, clip.String(msg, 120))
 		}
 	}
-	out.FalsePositive = len(r.FalsePositive) > 0
+	out.FalsePositive = bool(r.FalsePositive)
 	switch shown := len(out.Pulses); {
 	case out.PulseCount == 0:
 		out.Note = "no OTX pulse mentions this indicator"
@@ -228,13 +225,13 @@ func shapeOTXReputation(h otxHeader, r otxReputation) otxReputationOut {
 		out.Note = "OTX has no reputation record for this IP (no malicious activity recorded); check the general section for pulses"
 		return out
 	}
-	out.ThreatScore = otxNumber(rep.ThreatScore)
+	out.ThreatScore = rep.ThreatScore.value()
 	out.FirstSeen = otxSecond(rep.FirstSeen)
 	out.LastSeen = otxSecond(rep.LastSeen)
-	if len(rep.Counts) <= 10 {
+	if rep.Counts.Total <= 10 {
 		// Counts only: a key is a short label, a value a number.
-		for k, v := range rep.Counts {
-			if n := otxNumber(v); n != nil && len(k) <= maxWord {
+		for k, v := range rep.Counts.Items {
+			if n := v.value(); n != nil && len(k) <= maxWord {
 				if out.Counts == nil {
 					out.Counts = map[string]any{}
 				}
@@ -242,13 +239,12 @@ func shapeOTXReputation(h otxHeader, r otxReputation) otxReputationOut {
 			}
 		}
 	}
-	for i, a := range rep.Activities {
-		if i >= otxMaxActivities {
-			out.Omitted = len(rep.Activities) - otxMaxActivities
-			out.Note = fmt.Sprintf("showing %d of %d activities; %d omitted", otxMaxActivities, len(rep.Activities), out.Omitted)
-			break
-		}
+	for _, a := range rep.Activities.Items[:min(len(rep.Activities.Items), otxMaxActivities)] {
 		out.Activities = append(out.Activities, otxActivityOut{Name: otxText(a.Name, otxMaxName), FirstSeen: otxSecond(a.FirstDate), LastSeen: otxSecond(a.LastDate)})
+	}
+	if n := rep.Activities.Total; n > otxMaxActivities {
+		out.Omitted = n - otxMaxActivities
+		out.Note = fmt.Sprintf("showing %d of %d activities; %d omitted", otxMaxActivities, n, out.Omitted)
 	}
 	out.Blocklists = otxNames(rep.MatchedBL, otxMaxNames)
 	out.Allowlists = otxNames(rep.MatchedWL, otxMaxNames)
@@ -257,9 +253,9 @@ func shapeOTXReputation(h otxHeader, r otxReputation) otxReputationOut {
 
 // ---- name and time helpers ----
 
-func otxNames(ns []otxName, n int) []string {
+func otxNames(ns list[otxName, upTo100], n int) []string {
 	var out []string
-	for _, x := range ns {
+	for _, x := range ns.Items {
 		out = otxAppendUnique(out, otxText(string(x), otxMaxName))
 	}
 	return otxFirstN(out, n)
@@ -267,9 +263,9 @@ func otxNames(ns []otxName, n int) []string {
 
 // attackIDs keeps the ATT&CK technique IDs ("T1027") rather than the long
 // display names.
-func otxAttackIDs(ns []otxName, n int) []string {
+func otxAttackIDs(ns list[otxName, upTo100], n int) []string {
 	var out []string
-	for _, x := range ns {
+	for _, x := range ns.Items {
 		s := strings.TrimSpace(string(x))
 		if id, _, ok := strings.Cut(s, " - "); ok {
 			s = id
@@ -337,20 +333,6 @@ const (
 
 // otxText is s trimmed and clipped to n bytes.
 func otxText(s string, n int) string { return clip.String(strings.TrimSpace(s), n) }
-
-// otxNumber is v when it is a number (or a short numeric string), else
-// nil: a score or a count is no object or text.
-func otxNumber(v any) any {
-	switch x := v.(type) {
-	case float64:
-		return x
-	case string:
-		if f, err := strconv.ParseFloat(strings.TrimSpace(x), 64); err == nil && len(x) <= 24 {
-			return f
-		}
-	}
-	return nil
-}
 
 // otxHash is s in lower case when it is a hex hash, else "".
 func otxHash(s string) string {

@@ -1,10 +1,10 @@
 package intel
 
 import (
+	"encoding/json"
 	"fmt"
 	"maps"
 	"slices"
-	"strconv"
 	"strings"
 	"time"
 
@@ -26,17 +26,17 @@ type otxGeo struct {
 }
 
 type otxMalware struct {
-	Count any `json:"count"`
-	Data  []struct {
-		Hash        string             `json:"hash"`
-		Date        string             `json:"date"`
-		DatetimeInt int64              `json:"datetime_int"`
-		Detections  map[string]*string `json:"detections"`
-	} `json:"data"`
+	Count num `json:"count"`
+	Data  list[struct {
+		Hash        string                `json:"hash"`
+		Date        string                `json:"date"`
+		DatetimeInt int64                 `json:"datetime_int"`
+		Detections  dict[scalar, upTo100] `json:"detections"`
+	}, upTo10] `json:"data"`
 }
 
 type otxURLList struct {
-	URLList []struct {
+	URLList list[struct {
 		URL      string `json:"url"`
 		Date     string `json:"date"`
 		HTTPCode int    `json:"httpcode"`
@@ -46,14 +46,14 @@ type otxURLList struct {
 				IP       string `json:"ip"`
 			} `json:"urlworker"`
 		} `json:"result"`
-	} `json:"url_list"`
+	}, upTo100] `json:"url_list"`
 	HasNext  bool `json:"has_next"`
 	FullSize int  `json:"full_size"`
 }
 
 type otxPassiveDNS struct {
-	PassiveDNS []otxDNSRecord `json:"passive_dns"`
-	Count      int            `json:"count"`
+	PassiveDNS list[otxDNSRecord, upTo1000] `json:"passive_dns"`
+	Count      int                          `json:"count"`
 }
 
 type otxDNSRecord struct {
@@ -65,8 +65,75 @@ type otxDNSRecord struct {
 	ASN        string `json:"asn"`
 }
 
+// otxAnalysis is the part of OTX's analysis section the tool reads: a file's
+// static info, each plugin's detection, and the Cuckoo sandbox's score and
+// signatures (the section also holds whole sandbox traces, never decoded).
 type otxAnalysis struct {
-	Analysis map[string]any `json:"analysis"`
+	Analysis struct {
+		Info struct {
+			Results struct {
+				FileType  scalar `json:"file_type"`
+				FileClass scalar `json:"file_class"`
+				FileSize  num    `json:"filesize"`
+				MD5       scalar `json:"md5"`
+				SHA1      scalar `json:"sha1"`
+				SHA256    scalar `json:"sha256"`
+			} `json:"results"`
+		} `json:"info"`
+		Plugins otxPlugins `json:"plugins"`
+	} `json:"analysis"`
+}
+
+// otxPlugins reads OTX's analysis plugins, an object of any number of
+// members: the detections of the first 100 that name one, with the count
+// of all that do, and the Cuckoo plugin's result.
+type otxPlugins struct {
+	Detections      map[string]string
+	DetectionsTotal int
+	Cuckoo          otxCuckoo
+}
+
+type otxCuckoo struct {
+	Info struct {
+		CombinedScore num `json:"combined_score"`
+	} `json:"info"`
+	Signatures list[struct {
+		Description scalar `json:"description"`
+		Name        scalar `json:"name"`
+	}, upTo100] `json:"signatures"`
+}
+
+func (p *otxPlugins) UnmarshalJSON(b []byte) error {
+	*p = otxPlugins{}
+	eachMember(b, func(k, v []byte) {
+		var name string
+		if json.Unmarshal(k, &name) != nil {
+			return
+		}
+		if name == "cuckoo" {
+			var c struct {
+				Result otxCuckoo `json:"result"`
+			}
+			if json.Unmarshal(v, &c) == nil {
+				p.Cuckoo = c.Result
+			}
+		}
+		var d struct {
+			Results struct {
+				Detection scalar `json:"detection"`
+			} `json:"results"`
+		}
+		if json.Unmarshal(v, &d) != nil || d.Results.Detection == "" {
+			return
+		}
+		if p.DetectionsTotal++; len(p.Detections) < 100 {
+			if p.Detections == nil {
+				p.Detections = map[string]string{}
+			}
+			p.Detections[name] = string(d.Results.Detection)
+		}
+	})
+	return nil
 }
 
 type otxGeoOut struct {
@@ -105,8 +172,8 @@ type otxMalwareOut struct {
 }
 
 func shapeOTXMalware(h otxHeader, r otxMalware) otxMalwareOut {
-	out := otxMalwareOut{otxHeader: h, Total: max(otxInt(r.Count), len(r.Data))}
-	for i, d := range r.Data {
+	out := otxMalwareOut{otxHeader: h, Total: max(int(r.Count.v), r.Data.Total)}
+	for i, d := range r.Data.Items {
 		if i >= otxMaxMalware {
 			break
 		}
@@ -115,12 +182,14 @@ func shapeOTXMalware(h otxHeader, r otxMalware) otxMalwareOut {
 			s.Date = time.Unix(d.DatetimeInt, 0).UTC().Format("2006-01-02T15:04:05")
 		}
 		found := map[string]string{}
-		for engine, det := range d.Detections {
-			if det != nil && strings.TrimSpace(*det) != "" {
-				found[engine] = *det
+		for engine, det := range d.Detections.Items {
+			if det != "" {
+				found[engine] = string(det)
 			}
 		}
-		s.Detections, s.MoreDetections = otxDetections(found)
+		// Engines beyond those decoded count as detecting: a null one is
+		// rarely listed past the first hundred.
+		s.Detections, s.MoreDetections = otxDetections(found, len(found)+d.Detections.Total-len(d.Detections.Items))
 		out.Samples = append(out.Samples, s)
 	}
 	switch shown := len(out.Samples); {
@@ -146,8 +215,8 @@ type otxURLListOut struct {
 }
 
 func shapeOTXURLList(h otxHeader, r otxURLList) otxURLListOut {
-	out := otxURLListOut{otxHeader: h, Total: max(r.FullSize, len(r.URLList))}
-	for i, u := range r.URLList {
+	out := otxURLListOut{otxHeader: h, Total: max(r.FullSize, r.URLList.Total)}
+	for i, u := range r.URLList.Items {
 		if i >= otxMaxURLs {
 			break
 		}
@@ -190,13 +259,13 @@ type otxPassiveDNSOut struct {
 }
 
 func shapeOTXPassiveDNS(h otxHeader, r otxPassiveDNS) otxPassiveDNSOut {
-	recs := slices.Clone(r.PassiveDNS)
+	recs := slices.Clone(r.PassiveDNS.Items)
 	// Most recently seen first.
 	slices.SortStableFunc(recs, func(a, b otxDNSRecord) int {
 		return strings.Compare(b.Last, a.Last)
 	})
 	hosts, addrs := map[string]bool{}, map[string]bool{}
-	out := otxPassiveDNSOut{otxHeader: h, Total: max(r.Count, len(recs))}
+	out := otxPassiveDNSOut{otxHeader: h, Total: max(r.Count, r.PassiveDNS.Total)}
 	for i, p := range recs {
 		hosts[strings.ToLower(p.Hostname)] = true
 		addrs[p.Address] = true
@@ -270,61 +339,50 @@ type otxAnalysisOut struct {
 
 func shapeOTXAnalysis(h otxHeader, r otxAnalysis) otxAnalysisOut {
 	out := otxAnalysisOut{otxHeader: h}
-	a := r.Analysis
-	if len(a) == 0 {
-		out.Note = "OTX has no static or sandbox analysis for this file; try the general section or VirusTotal"
-		return out
-	}
-	info := otxDig(a, "info", "results")
-	out.FileType = clip.String(otxStr(info["file_type"]), 120)
-	out.FileClass = otxText(otxStr(info["file_class"]), maxWord)
-	out.Size = otxNumber(info["filesize"])
-	for _, k := range []string{"md5", "sha1", "sha256"} {
-		if v := otxHash(otxStr(info[k])); v != "" {
+	info, plugins := r.Analysis.Info.Results, r.Analysis.Plugins
+	out.FileType = clip.String(string(info.FileType), 120)
+	out.FileClass = otxText(string(info.FileClass), maxWord)
+	out.Size = info.FileSize.value()
+	for k, v := range map[string]scalar{"md5": info.MD5, "sha1": info.SHA1, "sha256": info.SHA256} {
+		if v := otxHash(string(v)); v != "" {
 			if out.Hashes == nil {
 				out.Hashes = map[string]string{}
 			}
 			out.Hashes[k] = v
 		}
 	}
-	plugins, _ := a["plugins"].(map[string]any)
-	found := map[string]string{}
-	for name, p := range plugins {
-		pm, _ := p.(map[string]any)
-		res, _ := pm["results"].(map[string]any)
-		if det := otxStr(res["detection"]); det != "" {
-			found[name] = det
-		}
-	}
-	out.Detections, out.MoreDetections = otxDetections(found)
-	cuckoo := otxDig(plugins, "cuckoo", "result")
-	out.SandboxScore = otxNumber(otxDig(cuckoo, "info")["combined_score"])
-	sigs, _ := cuckoo["signatures"].([]any)
-	for _, s := range sigs {
-		sm, _ := s.(map[string]any)
-		d := otxStr(sm["description"])
+	out.Detections, out.MoreDetections = otxDetections(plugins.Detections, plugins.DetectionsTotal)
+	out.SandboxScore = plugins.Cuckoo.Info.CombinedScore.value()
+	sigs := plugins.Cuckoo.Signatures
+	for i, s := range sigs.Items {
+		d := string(s.Description)
 		if d == "" {
-			d = otxStr(sm["name"])
+			d = string(s.Name)
 		}
 		if d == "" {
 			continue
 		}
 		if len(out.Signatures) == otxMaxSignatures {
-			out.Omitted++
-			continue
+			out.Omitted = sigs.Total - i // those beyond the first hundred counted whether they name a signature or not
+			break
 		}
 		out.Signatures = append(out.Signatures, clip.String(d, 100))
 	}
 	if out.Omitted > 0 {
 		out.Note = fmt.Sprintf("showing %d sandbox signatures; %d omitted", otxMaxSignatures, out.Omitted)
 	}
+	if out.FileType == "" && out.FileClass == "" && out.Size == nil && out.Hashes == nil && out.Detections == nil &&
+		out.SandboxScore == nil && out.Signatures == nil {
+		out.Note = "OTX has no static or sandbox analysis for this file; try the general section or VirusTotal"
+	}
 	return out
 }
 
 // otxDetections keeps at most otxMaxDetections engines' detections, the
-// first by engine name (an answer may name any number of engines), each
-// name and label clipped, and says how many more there were.
-func otxDetections(found map[string]string) (map[string]string, int) {
+// first by engine name among those decoded (an answer may name any number
+// of engines), each name and label clipped, and says how many more of the
+// total there were.
+func otxDetections(found map[string]string, total int) (map[string]string, int) {
 	if len(found) == 0 {
 		return nil, 0
 	}
@@ -333,42 +391,5 @@ func otxDetections(found map[string]string) (map[string]string, int) {
 	for _, e := range engines[:min(len(engines), otxMaxDetections)] {
 		out[otxText(e, maxWord)] = otxText(found[e], 80)
 	}
-	return out, len(engines) - min(len(engines), otxMaxDetections)
-}
-
-// OTX's analysis section is loosely typed: these read it without failing on
-// an unexpected shape.
-
-// otxDig follows nested objects by key; a missing one gives nil.
-func otxDig(m map[string]any, keys ...string) map[string]any {
-	for _, k := range keys {
-		next, _ := m[k].(map[string]any)
-		m = next
-	}
-	return m
-}
-
-// otxStr reads a string, number or boolean as trimmed text.
-func otxStr(v any) string {
-	switch x := v.(type) {
-	case string:
-		return strings.TrimSpace(x)
-	case nil:
-		return ""
-	case float64, bool:
-		return fmt.Sprint(x)
-	}
-	return ""
-}
-
-// otxInt reads a number or a numeric string; anything else is 0.
-func otxInt(v any) int {
-	switch x := v.(type) {
-	case float64:
-		return int(x)
-	case string:
-		n, _ := strconv.Atoi(x)
-		return n
-	}
-	return 0
+	return out, max(total, len(engines)) - min(len(engines), otxMaxDetections)
 }

@@ -13,23 +13,9 @@ import (
 
 // Helpers shared by the URLScan.io and VirusTotal tools.
 
-// usvtLooseString decodes a JSON string, number or boolean as text (providers
-// are not consistent: an HTTP status may be "200" or 200).
-type usvtLooseString string
-
-func (s *usvtLooseString) UnmarshalJSON(b []byte) error {
-	if string(b) == "null" {
-		*s = ""
-		return nil
-	}
-	var str string
-	if json.Unmarshal(b, &str) == nil {
-		*s = usvtLooseString(str)
-		return nil
-	}
-	*s = usvtLooseString(strings.Trim(string(b), `"`))
-	return nil
-}
+// usvtLooseString decodes a JSON string, number or boolean as text
+// (providers are not consistent: an HTTP status may be "200" or 200).
+type usvtLooseString = scalar
 
 // usvtList is a capped list with the full count.
 type usvtList[T any] struct {
@@ -38,37 +24,52 @@ type usvtList[T any] struct {
 }
 
 // usvtCap keeps at most n items, each clipped to width bytes; nil when empty.
-func usvtCap(items []string, n, width int) *usvtList[string] {
-	if len(items) == 0 {
+func usvtCap(items list[string, upTo100], n, width int) *usvtList[string] {
+	if items.Total == 0 {
 		return nil
 	}
-	l := &usvtList[string]{Total: len(items)}
-	for _, s := range items[:min(n, len(items))] {
+	l := &usvtList[string]{Total: items.Total}
+	for _, s := range items.Items[:min(n, len(items.Items))] {
 		l.Items = append(l.Items, clip.String(s, width))
 	}
 	return l
 }
 
-// usvtNames reads a list whose elements are strings or objects with a
-// name-like field, returning at most n distinct, sorted-by-appearance names.
-func usvtNames(raw []json.RawMessage, n int) []string {
-	var out []string
-	seen := map[string]bool{}
-	for _, r := range raw {
-		var name string
-		if json.Unmarshal(r, &name) != nil {
-			var o map[string]any
-			if json.Unmarshal(r, &o) != nil {
-				continue
-			}
-			for _, k := range []string{"name", "engine", "label", "key", "category"} {
-				if v, ok := o[k].(string); ok && v != "" {
-					name = v
-					break
-				}
+// usvtName decodes a string, or an object's first name-like field (name,
+// engine, label, key, category), as a list element may be either.
+type usvtName string
+
+func (n *usvtName) UnmarshalJSON(b []byte) error {
+	*n = ""
+	var s string
+	if json.Unmarshal(b, &s) == nil {
+		*n = usvtName(s)
+		return nil
+	}
+	var o struct {
+		Name     scalar `json:"name"`
+		Engine   scalar `json:"engine"`
+		Label    scalar `json:"label"`
+		Key      scalar `json:"key"`
+		Category scalar `json:"category"`
+	}
+	if json.Unmarshal(b, &o) == nil {
+		for _, v := range []scalar{o.Name, o.Engine, o.Label, o.Key, o.Category} {
+			if v != "" {
+				*n = usvtName(v)
+				break
 			}
 		}
-		name = clip.String(strings.TrimSpace(name), 60)
+	}
+	return nil
+}
+
+// usvtNames returns at most n distinct names of a list, in order.
+func usvtNames(raw list[usvtName, upTo100], n int) []string {
+	var out []string
+	seen := map[string]bool{}
+	for _, r := range raw.Items {
+		name := clip.String(strings.TrimSpace(string(r)), 60)
 		if name == "" || seen[name] {
 			continue
 		}
@@ -106,11 +107,12 @@ func usvtSortedValues(m map[string]string, n int) ([]string, int) {
 }
 
 // usvtClipAll keeps at most n non-empty strings, each clipped to width
-// bytes, and returns the count of non-empty strings too.
-func usvtClipAll(items []string, n, width int) ([]string, int) {
+// bytes, and returns the count of non-empty strings too (and of those not
+// decoded, beyond the list's cap).
+func usvtClipAll(items list[string, upTo100], n, width int) ([]string, int) {
 	var out []string
-	total := 0
-	for _, s := range items {
+	total := items.Total - len(items.Items)
+	for _, s := range items.Items {
 		if s = strings.TrimSpace(s); s == "" {
 			continue
 		}

@@ -2,7 +2,6 @@ package intel
 
 import (
 	"context"
-	"encoding/json"
 	"regexp"
 	"strings"
 
@@ -44,12 +43,11 @@ func (urlscanResult) Declaration() *genai.FunctionDeclaration { return urlscanRe
 // answer that the tool reads (the large data/meta sections are skipped).
 type usResultResponse struct {
 	Task struct {
-		UUID       string   `json:"uuid"`
-		Time       string   `json:"time"`
-		URL        string   `json:"url"`
-		Visibility string   `json:"visibility"`
-		ReportURL  string   `json:"reportURL"`
-		Tags       []string `json:"tags"`
+		UUID       string `json:"uuid"`
+		Time       string `json:"time"`
+		URL        string `json:"url"`
+		Visibility string `json:"visibility"`
+		ReportURL  string `json:"reportURL"`
 	} `json:"task"`
 	Page struct {
 		URL        string          `json:"url"`
@@ -67,12 +65,12 @@ type usResultResponse struct {
 		Overall usVerdictDetail `json:"overall"`
 		URLScan usVerdictDetail `json:"urlscan"`
 		Engines struct {
-			Score          *float64          `json:"score"`
-			Malicious      []json.RawMessage `json:"malicious"`
-			MaliciousTotal int               `json:"maliciousTotal"`
-			BenignTotal    int               `json:"benignTotal"`
-			EnginesTotal   int               `json:"enginesTotal"`
-			Categories     []json.RawMessage `json:"categories"`
+			Score          *float64                `json:"score"`
+			Malicious      list[usvtName, upTo100] `json:"malicious"`
+			MaliciousTotal int                     `json:"maliciousTotal"`
+			BenignTotal    int                     `json:"benignTotal"`
+			EnginesTotal   int                     `json:"enginesTotal"`
+			Categories     list[usvtName, upTo100] `json:"categories"`
 		} `json:"engines"`
 		Community struct {
 			VotesTotal     int `json:"votesTotal"`
@@ -81,17 +79,17 @@ type usResultResponse struct {
 		} `json:"community"`
 	} `json:"verdicts"`
 	Lists struct {
-		IPs          []string `json:"ips"`
-		Countries    []string `json:"countries"`
-		Domains      []string `json:"domains"`
-		URLs         []string `json:"urls"`
-		Hashes       []string `json:"hashes"`
-		Certificates []struct {
+		IPs          list[string, upTo100] `json:"ips"`
+		Countries    list[string, upTo100] `json:"countries"`
+		Domains      list[string, upTo100] `json:"domains"`
+		URLs         list[string, upTo100] `json:"urls"`
+		Hashes       list[string, upTo100] `json:"hashes"`
+		Certificates list[struct {
 			SubjectName string  `json:"subjectName"`
 			Issuer      string  `json:"issuer"`
 			ValidFrom   float64 `json:"validFrom"`
 			ValidTo     float64 `json:"validTo"`
-		} `json:"certificates"`
+		}, upTo10] `json:"certificates"`
 	} `json:"lists"`
 	Stats struct {
 		Malicious        *int     `json:"malicious"`
@@ -104,11 +102,11 @@ type usResultResponse struct {
 }
 
 type usVerdictDetail struct {
-	Score      *float64          `json:"score"`
-	Malicious  *bool             `json:"malicious"`
-	Categories []json.RawMessage `json:"categories"`
-	Brands     []json.RawMessage `json:"brands"`
-	Tags       []json.RawMessage `json:"tags"`
+	Score      *float64                `json:"score"`
+	Malicious  *bool                   `json:"malicious"`
+	Categories list[usvtName, upTo100] `json:"categories"`
+	Brands     list[usvtName, upTo100] `json:"brands"`
+	Tags       list[usvtName, upTo100] `json:"tags"`
 }
 
 type usVerdictOut struct {
@@ -244,7 +242,7 @@ func (t urlscanResult) Call(ctx context.Context, args map[string]any) (any, erro
 		Verdict:        r.Verdicts.Overall.shape(),
 		URLScanVerdict: r.Verdicts.URLScan.shape(),
 	}
-	if e := r.Verdicts.Engines; e.EnginesTotal > 0 || e.MaliciousTotal > 0 || len(e.Malicious) > 0 {
+	if e := r.Verdicts.Engines; e.EnginesTotal > 0 || e.MaliciousTotal > 0 || e.Malicious.Total > 0 {
 		out.Engines = &usEnginesOut{
 			MaliciousTotal: e.MaliciousTotal, BenignTotal: e.BenignTotal, EnginesTotal: e.EnginesTotal,
 			Malicious: usvtNames(e.Malicious, 10), Categories: usvtNames(e.Categories, 8),
@@ -265,9 +263,9 @@ func (t urlscanResult) Call(ctx context.Context, args map[string]any) (any, erro
 		URLs:      usvtCap(r.Lists.URLs, usURLListCap, 120),
 		Hashes:    usvtCap(r.Lists.Hashes, usURLListCap, 128),
 	}
-	if n := len(r.Lists.Certificates); n > 0 {
+	if n := r.Lists.Certificates.Total; n > 0 {
 		certs := &usvtList[usCert]{Total: n}
-		for _, c := range r.Lists.Certificates[:min(n, usCertListCap)] {
+		for _, c := range r.Lists.Certificates.Items[:min(len(r.Lists.Certificates.Items), usCertListCap)] {
 			certs.Items = append(certs.Items, usCert{Subject: clip.String(c.SubjectName, 100), Issuer: clip.String(c.Issuer, 100),
 				ValidFrom: usvtUnix(int64(c.ValidFrom)), ValidTo: usvtUnix(int64(c.ValidTo))})
 		}

@@ -37,7 +37,7 @@ func (urlscanSearch) Declaration() *genai.FunctionDeclaration { return urlscanSe
 
 // usSearchResponse is the documented answer of GET /api/v1/search/.
 type usSearchResponse struct {
-	Results []struct {
+	Results list[struct {
 		ID   string `json:"_id"`
 		Task struct {
 			UUID       string `json:"uuid"`
@@ -61,7 +61,7 @@ type usSearchResponse struct {
 			Malicious *float64 `json:"malicious"`
 		} `json:"stats"`
 		Verdicts *usVerdict `json:"verdicts"`
-	} `json:"results"`
+	}, upTo100] `json:"results"`
 	Total   int  `json:"total"`
 	HasMore bool `json:"has_more"`
 }
@@ -126,7 +126,7 @@ func (t urlscanSearch) Call(ctx context.Context, args map[string]any) (any, erro
 	}
 	out := usSearchResult{Query: q, Total: resp.Total, HasMore: resp.HasMore, Results: []usSearchEntry{}}
 	used := 0
-	for i, r := range resp.Results {
+	for i, r := range resp.Results.Items {
 		if i >= size {
 			break
 		}
@@ -161,7 +161,7 @@ func (t urlscanSearch) Call(ctx context.Context, args map[string]any) (any, erro
 		}
 		b, _ := json.Marshal(e)
 		if used+len(b) > usSearchBudget {
-			out.Omitted = min(len(resp.Results), size) - i
+			out.Omitted = min(resp.Results.Total, size) - i
 			break
 		}
 		used += len(b)

@@ -3,6 +3,7 @@ package intel
 import (
 	"context"
 	"encoding/base64"
+	"encoding/json"
 	"fmt"
 	"net"
 	"net/url"
@@ -51,28 +52,28 @@ type vtResponse struct {
 		ID         string `json:"id"`
 		Type       string `json:"type"`
 		Attributes struct {
-			LastAnalysisStats   *vtStats                  `json:"last_analysis_stats"`
-			LastAnalysisDate    int64                     `json:"last_analysis_date"`
-			LastAnalysisResults map[string]vtEngineResult `json:"last_analysis_results"`
-			Reputation          *int                      `json:"reputation"`
-			TotalVotes          *vtVotes                  `json:"total_votes"`
-			Tags                []string                  `json:"tags"`
-			Categories          map[string]string         `json:"categories"`
-			Country             string                    `json:"country"`
-			ASOwner             string                    `json:"as_owner"`
-			ASN                 int64                     `json:"asn"`
-			Network             string                    `json:"network"`
-			MeaningfulName      string                    `json:"meaningful_name"`
-			TypeDescription     string                    `json:"type_description"`
-			Size                int64                     `json:"size"`
-			Names               []string                  `json:"names"`
-			FirstSubmissionDate int64                     `json:"first_submission_date"`
-			SHA256              string                    `json:"sha256"`
-			URL                 string                    `json:"url"`
-			LastFinalURL        string                    `json:"last_final_url"`
-			Title               string                    `json:"title"`
-			Registrar           string                    `json:"registrar"`
-			CreationDate        int64                     `json:"creation_date"`
+			LastAnalysisStats   *vtStats              `json:"last_analysis_stats"`
+			LastAnalysisDate    int64                 `json:"last_analysis_date"`
+			LastAnalysisResults vtFlaggedResults      `json:"last_analysis_results"`
+			Reputation          *int                  `json:"reputation"`
+			TotalVotes          *vtVotes              `json:"total_votes"`
+			Tags                list[string, upTo100] `json:"tags"`
+			Categories          dict[string, upTo100] `json:"categories"`
+			Country             string                `json:"country"`
+			ASOwner             string                `json:"as_owner"`
+			ASN                 int64                 `json:"asn"`
+			Network             string                `json:"network"`
+			MeaningfulName      string                `json:"meaningful_name"`
+			TypeDescription     string                `json:"type_description"`
+			Size                int64                 `json:"size"`
+			Names               list[string, upTo100] `json:"names"`
+			FirstSubmissionDate int64                 `json:"first_submission_date"`
+			SHA256              string                `json:"sha256"`
+			URL                 string                `json:"url"`
+			LastFinalURL        string                `json:"last_final_url"`
+			Title               string                `json:"title"`
+			Registrar           string                `json:"registrar"`
+			CreationDate        int64                 `json:"creation_date"`
 			PopularThreat       *struct {
 				Label string `json:"suggested_threat_label"`
 			} `json:"popular_threat_classification"`
@@ -215,7 +216,7 @@ func (t virusTotal) Call(ctx context.Context, args map[string]any) (any, error) 
 		}
 	}
 	if kind == "domain" || kind == "url" {
-		cats, n := usvtSortedValues(a.Categories, vtMaxCategories)
+		cats, n := usvtSortedValues(a.Categories.Items, vtMaxCategories)
 		out.Categories = cut.keep("categories", cats, n)
 	}
 	out.Flagged, out.FlaggedByMore = vtFlagged(a.LastAnalysisResults)
@@ -332,15 +333,39 @@ func vtNotFoundNote(kind string) string {
 	return "VirusTotal has no report for this IP address."
 }
 
+// vtFlaggedResults reads last_analysis_results, an object with a member per
+// engine: the first 100 engines whose verdict is malicious or suspicious,
+// and the count of all that are. The others are not kept.
+type vtFlaggedResults struct {
+	Items map[string]vtEngineResult
+	Total int
+}
+
+func (f *vtFlaggedResults) UnmarshalJSON(b []byte) error {
+	*f = vtFlaggedResults{}
+	eachMember(b, func(k, v []byte) {
+		var name string
+		var r vtEngineResult
+		if json.Unmarshal(k, &name) != nil || json.Unmarshal(v, &r) != nil ||
+			(r.Category != "malicious" && r.Category != "suspicious") {
+			return
+		}
+		if f.Total++; len(f.Items) < 100 {
+			if f.Items == nil {
+				f.Items = map[string]vtEngineResult{}
+			}
+			f.Items[name] = r
+		}
+	})
+	return nil
+}
+
 // vtFlagged lists the engines whose verdict is malicious or suspicious,
 // malicious first then by engine name, at most vtMaxFlagged, with the count
 // of those left out.
-func vtFlagged(results map[string]vtEngineResult) ([]vtFlag, int) {
+func vtFlagged(results vtFlaggedResults) ([]vtFlag, int) {
 	var flags []vtFlag
-	for name, r := range results {
-		if r.Category != "malicious" && r.Category != "suspicious" {
-			continue
-		}
+	for name, r := range results.Items {
 		if r.EngineName != "" {
 			name = r.EngineName
 		}
@@ -353,7 +378,7 @@ func vtFlagged(results map[string]vtEngineResult) ([]vtFlag, int) {
 		return flags[i].Engine < flags[j].Engine
 	})
 	if len(flags) > vtMaxFlagged {
-		return flags[:vtMaxFlagged], len(flags) - vtMaxFlagged
+		flags = flags[:vtMaxFlagged]
 	}
-	return flags, 0
+	return flags, results.Total - len(flags)
 }

@@ -221,6 +221,24 @@ func (r *Registry) ReturnsAlertText(name string) bool {
 	return ok && alertText && a.AlertText()
 }
 
+// ThirdPartyText is implemented by a tool whose result carries text that
+// anyone may publish beside the provider's own figures (OTX pulses' names,
+// tags, authors): when ThirdPartyText says so, a verdict's evidence that
+// cites it does not alone back a verdict that lowers concern, as the
+// alert's text does not; it stays a tool's finding otherwise (its figures
+// are the provider's).
+type ThirdPartyText interface {
+	ThirdPartyText() bool
+}
+
+// ReturnsThirdPartyText says whether the named tool's result carries
+// third-party text (ThirdPartyText).
+func (r *Registry) ReturnsThirdPartyText(name string) bool {
+	t, ok := r.Lookup(name)
+	p, marked := t.(ThirdPartyText)
+	return ok && marked && p.ThirdPartyText()
+}
+
 // AnsweredByAnalyst says whether the named tool's result is the analyst's
 // answer (it runs as toolcall.Analyst: ask_user), which weighs as the
 // analyst's words, not as a tool's finding.

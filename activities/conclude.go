@@ -82,7 +82,9 @@ func (a *Activities) Conclude(ctx context.Context, in ConcludeInput) (Conclusion
 	out.Verdict, out.Notes, overruled = check.settle(raw.modelVerdict, in.Language)
 	out.Markdown = clip.String(unfence(raw.Report), MaxReportBytes)
 	if overruled != "" {
-		out.Markdown += "\n\n" + overruledNote(in.Language, overruled, out.Verdict, check.Standing != nil)
+		// The check's sentence leads the first section: what a delivery
+		// carries (investigation.SummaryOf) may say the model's verdict.
+		out.Markdown = investigation.Lead(out.Markdown, overruledNote(in.Language, overruled, out.Verdict, check.Standing != nil, check.waitsForAnalyst(raw.modelVerdict)))
 	}
 	out.Markdown = clip.String(out.Markdown+actionsSection(in.Actions), MaxConclusionBytes)
 	out.Notes = boundedNotes(out.Notes)
@@ -162,7 +164,7 @@ func (a *Activities) ReviewVerdict(ctx context.Context, in ReviewInput) (Review,
 	var overruled string
 	out.Verdict, out.Notes, overruled = check.settle(raw, in.Language)
 	if overruled != "" {
-		out.Overruled = answerOverruledNote(in.Language, overruled, out.Verdict, check.Standing != nil)
+		out.Overruled = answerOverruledNote(in.Language, overruled, out.Verdict, check.Standing != nil, check.waitsForAnalyst(raw))
 	}
 	out.Notes = boundedNotes(out.Notes)
 	out.SameEvidence = check.compact(out.Verdict)

@@ -14,18 +14,20 @@ import (
 // deterministic; a note's text is a payload (an event, the conclusion),
 // never a command.
 type notes struct {
-	// The sentence at the end of a report whose verdict the code did not
-	// keep (overruledNote), and the reason of a verdict it lowered.
-	undetermined, kept, reason string
-	// The same at the end of a direct answer whose verdict the review did
-	// not keep: the answer may say the verdict changed.
-	answerUndetermined, answerKept string
+	// The sentence that leads a report whose verdict the code did not keep
+	// (overruledNote): a first verdict made undetermined, a change refused,
+	// a lower verdict of a follow-up no analyst asked (waitsKept); and the
+	// reason of a verdict it lowered.
+	undetermined, kept, waitsKept, reason string
+	// The same leading a direct answer whose verdict the review did not
+	// keep: the answer may say the verdict changed.
+	answerUndetermined, answerKept, answerWaits string
 	// The verdict check's notes (settle) and their event's text
 	// (CheckedNote): an item dropped with its problem, a change refused, a
-	// first verdict lowered because it rests on no valid evidence or no
-	// tool's result.
-	checked, dropped, refused, lowered, noValid, noTool string
-	problems                                            problemTexts
+	// lower verdict that waits for an analyst, a first verdict lowered
+	// because it rests on no valid evidence or no tool's result.
+	checked, dropped, refused, waits, lowered, noValid, noTool string
+	problems                                                   problemTexts
 	// calls: what a step called in this exchange, and in an earlier one,
 	// and an empty list.
 	called, calledEarlier, none string
@@ -49,12 +51,15 @@ var localNotes = map[string]notes{
 	"en": {
 		reason:             "The conclusion said %s, but none of its evidence names a step that ran in this investigation and a tool it called.",
 		undetermined:       "**Verdict check:** the conclusion proposed %s, but none of its evidence names a step that ran in this investigation and a tool it called, so the verdict is %s.",
-		kept:               "**Verdict check:** the conclusion proposed %s, but a change needs evidence from this exchange and a reason (and, to benign or false_positive, a tool's result), so the standing verdict %s stays.",
+		kept:               "**Verdict check:** the conclusion proposed %s, but a change needs evidence from this exchange and a reason (and, to a lower verdict, a tool's result of this exchange), so the standing verdict %s stays.",
+		waitsKept:          "**Verdict check:** the conclusion proposed %s in a follow-up queued for an arriving alert, which no analyst asked, and a lower verdict proposed there waits for an analyst, so the verdict stays %s.",
 		answerUndetermined: "**Verdict check:** this answer proposed %s, but its evidence names no step that ran in this investigation with a tool's result that backs it: the verdict was not set, it is %s.",
-		answerKept:         "**Verdict check:** this answer proposed %s, but a change needs evidence from this exchange and a reason (and, to benign or false_positive, a tool's result): the change was not accepted, the verdict stays %s.",
+		answerKept:         "**Verdict check:** this answer proposed %s, but a change needs evidence from this exchange and a reason (and, to a lower verdict, a tool's result of this exchange): the change was not accepted, the verdict stays %s.",
+		answerWaits:        "**Verdict check:** this answer proposed %s in a follow-up queued for an arriving alert, which no analyst asked, and a lower verdict proposed there waits for an analyst: the change was not accepted, the verdict stays %s.",
 		checked:            "the verdict's evidence was checked:",
 		dropped:            "dropped evidence item %d: %s",
-		refused:            "the answer proposed %s, but a change needs evidence from this exchange and a reason (and, to %s or %s, a tool's result): the verdict stays %s",
+		refused:            "the answer proposed %s, but a change needs evidence from this exchange and a reason (and, to a lower verdict, a tool's result of this exchange): the verdict stays %s",
+		waits:              "a follow-up queued for an arriving alert (no analyst spoke) proposed %s, lower than the standing verdict %s: it waits for an analyst, and the verdict stays %s",
 		lowered:            "the verdict %s rests on %s: it is %s",
 		noValid:            "no valid evidence",
 		noTool:             "no tool's result",
@@ -83,12 +88,15 @@ var localNotes = map[string]notes{
 	"ja": {
 		reason:             "結論は %s を示しましたが、その証拠のどれも、この調査で実行されたステップとそのステップが呼び出したツールを示していません。",
 		undetermined:       "**判定の検証:** 結論は %s を示しましたが、この調査で実行されたステップとそのステップが呼び出したツールを示す証拠が一つもないため、判定は %s とします。",
-		kept:               "**判定の検証:** 結論は %s を示しましたが、判定を変えるには今回のやり取りの証拠と理由（benign または false_positive への変更にはツールの結果も）が必要なため、これまでの判定 %s を維持します。",
+		kept:               "**判定の検証:** 結論は %s を示しましたが、判定を変えるには今回のやり取りの証拠と理由（より低い判定への変更には今回のやり取りのツールの結果も）が必要なため、これまでの判定 %s を維持します。",
+		waitsKept:          "**判定の検証:** 分析者が尋ねたのではない、到着したアラートのために追加されたフォローアップで結論は %s を示しましたが、そこで示されたより低い判定は分析者の確認を待つため、判定は %s のままです。",
 		answerUndetermined: "**判定の検証:** この回答は %s を示しましたが、その証拠は、この調査で実行されたステップとそれを裏付けるツールの結果を示していないため、判定は設定されず %s です。",
-		answerKept:         "**判定の検証:** この回答は %s を示しましたが、判定を変えるには今回のやり取りの証拠と理由（benign または false_positive への変更にはツールの結果も）が必要なため、変更は受け入れられず、判定は %s のままです。",
+		answerKept:         "**判定の検証:** この回答は %s を示しましたが、判定を変えるには今回のやり取りの証拠と理由（より低い判定への変更には今回のやり取りのツールの結果も）が必要なため、変更は受け入れられず、判定は %s のままです。",
+		answerWaits:        "**判定の検証:** 分析者が尋ねたのではない、到着したアラートのために追加されたフォローアップでこの回答は %s を示しましたが、そこで示されたより低い判定は分析者の確認を待つため、変更は受け入れられず、判定は %s のままです。",
 		checked:            "判定の証拠を検証しました:",
 		dropped:            "証拠項目 %d を除外しました: %s",
-		refused:            "回答は %s を示しましたが、判定を変えるには今回のやり取りの証拠と理由（%s または %s への変更にはツールの結果も）が必要なため、判定は %s のままです",
+		refused:            "回答は %s を示しましたが、判定を変えるには今回のやり取りの証拠と理由（より低い判定への変更には今回のやり取りのツールの結果も）が必要なため、判定は %s のままです",
+		waits:              "到着したアラートのために追加されたフォローアップ（分析者は発言していません）は %s を示しましたが、これまでの判定 %s より低いため分析者の確認を待ち、判定は %s のままです",
 		lowered:            "判定 %s は%sに基づいていないため、%s とします",
 		noValid:            "有効な証拠",
 		noTool:             "ツールの結果",
@@ -124,21 +132,28 @@ func notesIn(language string) notes {
 	return localNotes["en"]
 }
 
-// overruledNote is the sentence added to a report whose verdict the code
-// did not keep.
-func overruledNote(language, proposed string, kept fmt.Stringer, standing bool) string {
+// overruledNote is the sentence that leads a report whose verdict the
+// code did not keep; waits says the verdict was a lower one that waits for
+// an analyst (VerdictContext.waitsForAnalyst).
+func overruledNote(language, proposed string, kept fmt.Stringer, standing, waits bool) string {
 	n := notesIn(language)
-	if standing {
+	switch {
+	case waits:
+		return fmt.Sprintf(n.waitsKept, proposed, kept)
+	case standing:
 		return fmt.Sprintf(n.kept, proposed, kept)
 	}
 	return fmt.Sprintf(n.undetermined, proposed, kept)
 }
 
-// answerOverruledNote is the sentence added to a direct answer whose
+// answerOverruledNote is the sentence that leads a direct answer whose
 // verdict the review did not keep.
-func answerOverruledNote(language, proposed string, kept fmt.Stringer, standing bool) string {
+func answerOverruledNote(language, proposed string, kept fmt.Stringer, standing, waits bool) string {
 	n := notesIn(language)
-	if standing {
+	switch {
+	case waits:
+		return fmt.Sprintf(n.answerWaits, proposed, kept)
+	case standing:
 		return fmt.Sprintf(n.answerKept, proposed, kept)
 	}
 	return fmt.Sprintf(n.answerUndetermined, proposed, kept)

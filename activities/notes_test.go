@@ -82,10 +82,16 @@ func TestVerdictCheckNotesFollowTheLanguage(t *testing.T) {
 	}, c.Notes)
 
 	// A change of the standing verdict refused, in a follow-up's review.
-	follow := VerdictContext{Turn: 2, Ran: ran, Standing: standing}
+	follow := VerdictContext{Turn: 2, Ran: ran, Standing: standing, Analyst: true}
 	_, notes, _ := follow.settle(modelVerdict{Verdict: "benign", Confidence: "high", Reason: "r",
 		Evidence: []investigation.Evidence{{StepID: "step_2", Tool: "bigquery_agent", Fact: "an earlier fact"}}}, "ja")
 	require.Len(t, notes, 1)
 	require.True(t, strings.HasPrefix(notes[0], "回答は benign (high) を示しましたが、"), notes[0])
 	require.True(t, strings.HasSuffix(notes[0], "判定は true_positive (high) のままです"), notes[0])
+	// A lower verdict of a follow-up no analyst asked waits for one.
+	follow.Analyst = false
+	_, notes, _ = follow.settle(modelVerdict{Verdict: "benign", Confidence: "high", Reason: "r",
+		Evidence: []investigation.Evidence{{StepID: "answer", Tool: "abuseipdb_check", Fact: "a new fact"}}}, "ja")
+	require.Len(t, notes, 1)
+	require.Contains(t, notes[0], "分析者の確認を待ち")
 }

@@ -225,25 +225,70 @@ func (c VerdictContext) calls(n notes, step string, called []string, ran bool, o
 	return strings.Join(parts, "; ")
 }
 
-// split sorts evidence into valid items and the problems of the others;
-// fresh says whether a valid item comes from this exchange.
-func (c VerdictContext) split(items []investigation.Evidence) (valid []investigation.Evidence, problems []itemProblem, fresh bool) {
+// A split is a verdict's evidence sorted: the valid items, the problems of
+// the others, whether a valid item comes from this exchange (fresh) and
+// whether one is a tool's result of this exchange (toolNow: not kept, not
+// served from an earlier exchange's call, not alerts' text, not the
+// analyst's words).
+type split struct {
+	valid    []investigation.Evidence
+	problems []itemProblem
+	fresh    bool
+	toolNow  bool
+}
+
+// split sorts evidence into valid items and the problems of the others.
+func (c VerdictContext) split(items []investigation.Evidence) (s split) {
 	for i, e := range items {
 		now, problem := c.item(e)
 		if problem != nil {
-			problems = append(problems, itemProblem{item: i + 1, problem: problem})
+			s.problems = append(s.problems, itemProblem{item: i + 1, problem: problem})
 			continue
 		}
-		fresh = fresh || now
-		valid = append(valid, e)
+		s.fresh = s.fresh || now
+		// item says now of a tool's result only for this exchange's calls
+		// that are no alert text; the analyst's words are now too.
+		s.toolNow = s.toolNow || now && strings.TrimSpace(e.StepID) != investigation.EvidenceAnalyst && !c.analystAnswers(strings.TrimSpace(e.Tool))
+		s.valid = append(s.valid, e)
 	}
-	return valid, problems, fresh
+	return s
 }
 
-// lowers says whether a verdict lowers concern: it says the alert needs no
-// response.
-func lowers(verdict string) bool {
-	return verdict == investigation.VerdictBenign || verdict == investigation.VerdictFalsePositive
+// concern orders the verdicts by how much response they ask for:
+// true_positive (a confirmed threat) above undetermined (someone must
+// look) above benign and false_positive (no response; neither above the
+// other). Confidence is not ordered: a true_positive of low confidence
+// still asks for a response. An unknown verdict ranks highest: a move from
+// it counts as lowering (it fails closed).
+func concern(verdict string) int {
+	switch verdict {
+	case investigation.VerdictBenign, investigation.VerdictFalsePositive:
+		return 0
+	case investigation.VerdictUndetermined:
+		return 1
+	case investigation.VerdictTruePositive:
+		return 2
+	}
+	return 3
+}
+
+// lowers says whether a verdict lowers concern to the bottom: it says the
+// alert needs no response.
+func lowers(verdict string) bool { return concern(verdict) == 0 }
+
+// lowering says whether v lowers concern from the standing verdict
+// (true_positive to undetermined included: it takes the confirmed-threat
+// label away).
+func (c VerdictContext) lowering(v modelVerdict) bool {
+	return c.Standing != nil && concern(v.Verdict) < concern(c.Standing.Verdict)
+}
+
+// waitsForAnalyst says whether v lowers the standing verdict in an
+// exchange no analyst spoke in (a follow-up the intake queued when an
+// alert arrived): what it read was chosen by whoever sent that alert, so
+// such a verdict is never applied, whatever its evidence.
+func (c VerdictContext) waitsForAnalyst(v modelVerdict) bool {
+	return c.lowering(v) && !c.Analyst
 }
 
 // tooled says whether a valid item names a step's tool, not the alert, the
@@ -259,9 +304,12 @@ func (c VerdictContext) tooled(valid []investigation.Evidence) bool {
 
 // untooled says whether v sets or changes the verdict to one that lowers
 // concern with no valid item from a step's tool: the alerts' text and what
-// the analyst said do not settle it alone.
-func (c VerdictContext) untooled(v modelVerdict, valid []investigation.Evidence) bool {
-	return (c.Standing == nil || c.changes(v)) && lowers(v.Verdict) && !c.tooled(valid)
+// the analyst said do not settle it alone. A change that lowers concern
+// from the standing verdict needs a tool's result of this exchange besides
+// (toolNow): the standing verdict's own evidence, or a result served from
+// an earlier exchange, was read before and backed the standing verdict.
+func (c VerdictContext) untooled(v modelVerdict, s split) bool {
+	return (c.Standing == nil || c.changes(v)) && lowers(v.Verdict) && !c.tooled(s.valid) || c.lowering(v) && !s.toolNow
 }
 
 // alertTools lists the tools steps called whose result is alerts' text.
@@ -329,9 +377,13 @@ func (c VerdictContext) changes(v modelVerdict) bool {
 // this exchange or without a reason, a verdict that lowers concern without
 // a tool's result.
 func (c VerdictContext) problems(v modelVerdict) []string {
-	valid, invalid, fresh := c.split(v.Evidence)
+	if c.waitsForAnalyst(v) {
+		return nil // no evidence makes it apply: settle keeps the standing verdict, and says so
+	}
+	s := c.split(v.Evidence)
+	valid, fresh := s.valid, s.fresh
 	var problems []string
-	for _, p := range invalid {
+	for _, p := range s.problems {
 		problems = append(problems, fmt.Sprintf("evidence item %d: %s", p.item, p.problem(localNotes["en"])))
 	}
 	switch {
@@ -348,7 +400,11 @@ func (c VerdictContext) problems(v modelVerdict) []string {
 	case c.Standing == nil && v.Verdict != investigation.VerdictUndetermined && len(valid) == 0:
 		problems = append(problems, fmt.Sprintf("the verdict %s rests on no valid evidence item: cite the step and tool of each fact, or answer %s",
 			v.Verdict, investigation.VerdictUndetermined))
-	case c.untooled(v, valid):
+	case c.lowering(v) && !s.toolNow:
+		problems = append(problems, fmt.Sprintf("the verdict %s, lower than the standing %s, rests on no tool's result of this exchange "+
+			"(the alert's text, the analyst's words, the standing verdict's evidence and results served from an earlier exchange do not lower it)%s: "+
+			"cite the step and tool of this exchange whose result shows it, or keep the standing verdict", v.Verdict, c.Standing, c.alertTextNote()))
+	case c.untooled(v, s):
 		instead := "answer " + investigation.VerdictUndetermined
 		if c.Standing != nil {
 			instead = "keep the standing verdict"
@@ -371,9 +427,11 @@ func (c VerdictContext) current() string {
 }
 
 // settle makes the verdict final after the model had its chance to fix the
-// problems: invalid items are dropped (notes say which and why); a change
-// of the standing verdict without evidence from this exchange, or to a
-// verdict that lowers concern without a tool's result, is refused, and a
+// problems: a verdict lower than the standing one in an exchange no analyst
+// spoke in is refused whatever its evidence (it waits for an analyst);
+// invalid items are dropped (notes say which and why); a change of the
+// standing verdict without evidence from this exchange, or to a lower
+// verdict without a tool's result of this exchange, is refused, and a
 // first verdict other than undetermined that rests on no valid evidence,
 // or lowers concern without a tool's result, becomes undetermined with low
 // confidence, with a reason in the report's language. The notes are in
@@ -381,22 +439,27 @@ func (c VerdictContext) current() string {
 // proposed and the code did not keep.
 func (c VerdictContext) settle(v modelVerdict, language string) (out *investigation.Verdict, said []string, overruled string) {
 	n := notesIn(language)
-	valid, problems, fresh := c.split(v.Evidence)
-	for _, p := range problems {
+	proposed := investigation.Verdict{Verdict: v.Verdict, Confidence: v.Confidence}
+	if c.waitsForAnalyst(v) {
+		kept := *c.Standing
+		return &kept, []string{fmt.Sprintf(n.waits, proposed, c.Standing, kept)}, proposed.String()
+	}
+	s := c.split(v.Evidence)
+	valid, fresh := s.valid, s.fresh
+	for _, p := range s.problems {
 		said = append(said, fmt.Sprintf(n.dropped, p.item, p.problem(n)))
 	}
-	proposed := investigation.Verdict{Verdict: v.Verdict, Confidence: v.Confidence}
 	out = &investigation.Verdict{Verdict: v.Verdict, Confidence: v.Confidence, Reason: clip.String(oneLine(v.Reason), maxReasonBytes)}
 	switch {
-	case c.changes(v) && (!fresh || out.Reason == "" || c.untooled(v, valid)):
+	case c.changes(v) && (!fresh || out.Reason == "" || c.untooled(v, s)):
 		kept := *c.Standing
-		said = append(said, fmt.Sprintf(n.refused, proposed, investigation.VerdictBenign, investigation.VerdictFalsePositive, kept))
+		said = append(said, fmt.Sprintf(n.refused, proposed, kept))
 		return &kept, said, proposed.String()
 	case c.Standing != nil && len(valid) == 0:
 		// The standing verdict, kept: its evidence was checked when it was set.
 		valid = c.Standing.Evidence
 		out.Reason = cmp.Or(out.Reason, c.Standing.Reason)
-	case c.Standing == nil && v.Verdict != investigation.VerdictUndetermined && (len(valid) == 0 || c.untooled(v, valid)):
+	case c.Standing == nil && v.Verdict != investigation.VerdictUndetermined && (len(valid) == 0 || c.untooled(v, s)):
 		// The reason holds for both: neither the alert nor the analyst is a step with a tool.
 		out = &investigation.Verdict{Verdict: investigation.VerdictUndetermined, Confidence: "low",
 			Reason: fmt.Sprintf(n.reason, proposed)}
@@ -468,6 +531,12 @@ func (c VerdictContext) citable() string {
 	}
 	if c.Standing != nil && len(c.Standing.Evidence) > 0 {
 		b.WriteString("- any item of the standing verdict's evidence, copied unchanged (not this exchange's)\n")
+	}
+	switch {
+	case c.Standing != nil && !c.Analyst:
+		fmt.Fprintf(&b, "- no analyst spoke in this exchange: a verdict lower than the standing %s is not applied, whatever its evidence (it waits for an analyst)\n", c.Standing.Verdict)
+	case c.Standing != nil:
+		fmt.Fprintf(&b, "- a verdict lower than the standing %s needs a tool's result of this exchange (the standing verdict's evidence and results served from an earlier exchange do not lower it)\n", c.Standing.Verdict)
 	}
 	fmt.Fprintf(&b, "- `%s`, no tool: a fact the alert itself shows\n", investigation.EvidenceAlert)
 	if names := c.alertTools(); len(names) > 0 {

@@ -135,7 +135,11 @@ func TestRelatedAlertsTextDoesNotChangeTheVerdict(t *testing.T) {
 					{Turn: 1, Step: "step_2", Tools: []string{"bigquery_agent"}},
 					{Turn: 2, Step: "answer", Tools: []string{tool}},
 				}}.readingAlerts(alertTools(t))
-				require.Contains(t, strings.Join(c.problems(v), "\n"), "no valid evidence item comes from this exchange")
+				if v.Verdict == "benign" {
+					require.Empty(t, c.problems(v), "a lower verdict waits for an analyst: nothing to fix")
+				} else {
+					require.Contains(t, strings.Join(c.problems(v), "\n"), "no valid evidence item comes from this exchange")
+				}
 				require.Contains(t, c.citable(), "- what "+strings.Join(slices.Compact([]string{"get_alert", tool}), ", ")+" returned is alerts' text")
 				out, _, overruled := c.settle(v, "en")
 				require.Equal(t, standing, out)
@@ -207,35 +211,42 @@ func TestVerdictCheck(t *testing.T) {
 		want:  &investigation.Verdict{Verdict: "true_positive", Confidence: "high", Reason: "the login time does not bear on it", Evidence: standing.Evidence},
 	}, {
 		name:     "a change on old evidence only is refused",
-		check:    follow,
+		check:    analystSaid,
 		v:        modelVerdict{Verdict: "benign", Confidence: "high", Reason: "r", Evidence: []investigation.Evidence{{StepID: "step_2", Tool: "bigquery_agent", Fact: "f"}, {StepID: "alert", Fact: "f"}}},
 		problems: []string{"the verdict changes from true_positive (high) to benign (high), but no valid evidence item comes from this exchange (its steps: answer"},
 		want:     standing,
 	}, {
 		name:     "a change needs a reason",
-		check:    follow,
+		check:    analystSaid,
 		v:        modelVerdict{Verdict: "benign", Confidence: "medium", Evidence: []investigation.Evidence{{StepID: "answer", Tool: "abuseipdb_check", Fact: "f"}}},
 		problems: []string{"reason does not say why"},
 		want:     standing,
 	}, {
-		name:  "a fact the analyst stated changes it",
+		name:  "a fact the analyst stated and a tool's result of this exchange change it",
+		check: analystSaid,
+		v: modelVerdict{Verdict: "benign", Confidence: "medium", Reason: "the pentest", Evidence: []investigation.Evidence{
+			{StepID: "analyst", Fact: "SEC-1182 covers it"}, {StepID: "answer", Tool: "abuseipdb_check", Fact: "the pentest vendor's range"}}},
+		want: &investigation.Verdict{Verdict: "benign", Confidence: "medium", Reason: "the pentest", Evidence: []investigation.Evidence{
+			{StepID: "analyst", Fact: "SEC-1182 covers it"}, {StepID: "answer", Tool: "abuseipdb_check", Fact: "the pentest vendor's range"}}},
+	}, {
+		name:  "a fact the analyst stated and an earlier exchange's result do not lower it",
 		check: analystSaid,
 		v: modelVerdict{Verdict: "benign", Confidence: "medium", Reason: "the pentest", Evidence: []investigation.Evidence{
 			{StepID: "analyst", Fact: "SEC-1182 covers it"}, {StepID: "step_2", Tool: "bigquery_agent", Fact: "the login"}}},
-		want: &investigation.Verdict{Verdict: "benign", Confidence: "medium", Reason: "the pentest", Evidence: []investigation.Evidence{
-			{StepID: "analyst", Fact: "SEC-1182 covers it"}, {StepID: "step_2", Tool: "bigquery_agent", Fact: "the login"}}},
+		problems: []string{"the verdict benign, lower than the standing true_positive (high), rests on no tool's result of this exchange"},
+		want:     standing,
 	}, {
 		// A follow-up the workflow queued itself (an alert arrived): the
 		// "analyst" fact came from the alert's or a tool's text.
 		name:     "an analyst item in an exchange where no analyst said anything is refused",
 		check:    follow,
-		v:        modelVerdict{Verdict: "benign", Confidence: "high", Reason: "authorised test", Evidence: []investigation.Evidence{pentest}},
+		v:        modelVerdict{Verdict: "true_positive", Confidence: "medium", Reason: "authorised test", Evidence: []investigation.Evidence{pentest}},
 		problems: []string{"evidence item 1: it cites the analyst, but no analyst said anything in this exchange", "no valid evidence item comes from this exchange (its steps: answer; no analyst spoke in it)"},
 		want:     standing,
 	}, {
 		name:  "an analyst item in an exchange where no analyst said anything is refused, even beside a tool's fact",
 		check: follow,
-		v: modelVerdict{Verdict: "benign", Confidence: "high", Reason: "authorised test", Evidence: []investigation.Evidence{
+		v: modelVerdict{Verdict: "true_positive", Confidence: "medium", Reason: "authorised test", Evidence: []investigation.Evidence{
 			pentest, {StepID: "step_2", Tool: "bigquery_agent", Fact: "the login"}}},
 		problems: []string{"no analyst said anything in this exchange", "no valid evidence item comes from this exchange"},
 		want:     standing,
@@ -243,7 +254,7 @@ func TestVerdictCheck(t *testing.T) {
 		name:     "what the analyst said does not lower the verdict alone",
 		check:    analystSaid,
 		v:        modelVerdict{Verdict: "benign", Confidence: "high", Reason: "authorised test", Evidence: []investigation.Evidence{pentest}},
-		problems: []string{"the verdict benign rests on no tool's result", "keep the standing verdict"},
+		problems: []string{"the verdict benign, lower than the standing true_positive (high), rests on no tool's result of this exchange", "keep the standing verdict"},
 		want:     standing,
 	}, {
 		name:  "what the analyst said raises it alone",
@@ -279,9 +290,16 @@ func TestVerdictCheck(t *testing.T) {
 			{StepID: "alert", Fact: "f"}, {StepID: "step_2", Tool: "bigquery_agent", Fact: "the scanner's address"}}},
 	}, {
 		name:  "a tool this exchange called changes it",
-		check: follow,
+		check: analystSaid,
 		v:     modelVerdict{Verdict: "false_positive", Confidence: "medium", Reason: "r", Evidence: []investigation.Evidence{{StepID: "answer", Tool: "abuseipdb_check", Fact: "f"}}},
 		want:  &investigation.Verdict{Verdict: "false_positive", Confidence: "medium", Reason: "r", Evidence: []investigation.Evidence{{StepID: "answer", Tool: "abuseipdb_check", Fact: "f"}}},
+	}, {
+		// A follow-up the intake queued: what its tools read, the sender of
+		// the arriving alert may have chosen.
+		name:  "a tool this exchange called does not lower it when no analyst spoke",
+		check: follow,
+		v:     modelVerdict{Verdict: "false_positive", Confidence: "medium", Reason: "r", Evidence: []investigation.Evidence{{StepID: "answer", Tool: "abuseipdb_check", Fact: "f"}}},
+		want:  standing,
 	}, {
 		name:     "a first benign verdict on get_alert's result alone is refused",
 		check:    first,
@@ -298,7 +316,7 @@ func TestVerdictCheck(t *testing.T) {
 		check: VerdictContext{Turn: 2, Ran: slices.Concat(ran, []investigation.StepRun{{Turn: 2, Step: "answer", Tools: []string{"get_alert"}}}), Standing: standing, Analyst: true},
 		v: modelVerdict{Verdict: "benign", Confidence: "medium", Reason: "the pentest", Evidence: []investigation.Evidence{
 			pentest, {StepID: "answer", Tool: "get_alert", Fact: "the source is 198.51.100.23"}}},
-		problems: []string{"the verdict benign rests on no tool's result", "keep the standing verdict"},
+		problems: []string{"the verdict benign, lower than the standing true_positive (high), rests on no tool's result of this exchange", "the results of get_alert are alerts' text", "keep the standing verdict"},
 		want:     standing,
 	}} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -348,7 +366,9 @@ func TestFollowUpPromptsCarryTheStandingVerdict(t *testing.T) {
 		require.Contains(t, p, "- `answer`: tools abuseipdb_check (this exchange)\n"+
 			"- `step_1` of an earlier exchange: tools get_alert (earlier evidence, not this exchange's)\n"+
 			"- `step_2` of an earlier exchange: tools bigquery_agent (earlier evidence, not this exchange's)\n"+
-			"- any item of the standing verdict's evidence, copied unchanged (not this exchange's)\n- `alert`, no tool")
+			"- any item of the standing verdict's evidence, copied unchanged (not this exchange's)\n"+
+			"- a verdict lower than the standing true_positive needs a tool's result of this exchange (the standing verdict's evidence and results served from an earlier exchange do not lower it)\n"+
+			"- `alert`, no tool")
 		require.Contains(t, p, "- `analyst`, no tool: a fact the analyst stated in this exchange", "the analyst asked")
 	}
 	require.Contains(t, review, "## The analyst's question\n\"When did deploy log in?\"")
@@ -511,7 +531,7 @@ func TestTheQuestionComesFromTheStoredContext(t *testing.T) {
 // no tool, so turn 2's answer tool is earlier evidence, not this
 // exchange's: it cannot carry a change of verdict.
 func TestReusedStepIDsDoNotLendOldToolsToThisExchange(t *testing.T) {
-	c := VerdictContext{Turn: 3, Standing: standing, Ran: []investigation.StepRun{
+	c := VerdictContext{Turn: 3, Standing: standing, Analyst: true, Ran: []investigation.StepRun{
 		{Turn: 1, Step: "step_2", Tools: []string{"bigquery_agent"}},
 		{Turn: 2, Step: "answer", Tools: []string{"search_alerts"}},
 		{Turn: 3, Step: "answer"},
@@ -598,15 +618,18 @@ func TestRefusedChangeSaysSoInTheAnswer(t *testing.T) {
 	keep := `{"evidence":[],"reason":"","verdict":"true_positive","confidence":"high"}`
 	for _, tc := range []struct {
 		language, answer, want string
+		analyst                bool
 	}{
 		{"en", benign, "**Verdict check:** this answer proposed benign (high), but a change needs evidence from this exchange and a reason " +
-			"(and, to benign or false_positive, a tool's result): the change was not accepted, the verdict stays true_positive (high)."},
-		{"ja", benign, "**判定の検証:** この回答は benign (high) を示しましたが"},
-		{"en", keep, ""},
+			"(and, to a lower verdict, a tool's result of this exchange): the change was not accepted, the verdict stays true_positive (high).", true},
+		{"ja", benign, "**判定の検証:** この回答は benign (high) を示しましたが", true},
+		{"en", benign, "**Verdict check:** this answer proposed benign (high) in a follow-up queued for an arriving alert, which no analyst asked, " +
+			"and a lower verdict proposed there waits for an analyst: the change was not accepted, the verdict stays true_positive (high).", false},
+		{"en", keep, "", true},
 	} {
 		a, _, ts := newActivities(t, text(tc.answer), text(tc.answer))
 		ts.M["s/t2-answer-i1"] = transcript.Entry{Kind: transcript.KindModel, Text: "The verdict is now benign."}
-		check := VerdictContext{Turn: 2, Standing: standing, Ran: []investigation.StepRun{
+		check := VerdictContext{Turn: 2, Standing: standing, Analyst: tc.analyst, Ran: []investigation.StepRun{
 			{Turn: 1, Step: "step_2", Tools: []string{"bigquery_agent"}}, {Turn: 2, Step: "answer", Tools: []string{"get_alert"}}}}
 		out, err := a.ReviewVerdict(context.Background(), ReviewInput{Session: "s", Question: "Does guardduty-3 change it?", AnswerKey: "t2-answer-i1", Language: tc.language, Verdict: check})
 		require.NoError(t, err)
@@ -635,7 +658,8 @@ func TestAskUserAnswerWeighsAsTheAnalyst(t *testing.T) {
 	for _, r := range []*tools.Registry{reg, nil} {
 		for _, analyst := range []bool{false, true} {
 			c := VerdictContext{Turn: 2, Standing: standing, Ran: followUp, Analyst: analyst}.readingAlerts(r)
-			require.NotEmpty(t, c.problems(benign), "analyst %v", analyst)
+			// With no analyst, a lower verdict waits for one: nothing to fix.
+			require.Equal(t, analyst, len(c.problems(benign)) > 0, "analyst %v", analyst)
 			out, _, overruled := c.settle(benign, "en")
 			require.Equal(t, standing, out, "no change on the analyst's answer alone (analyst %v)", analyst)
 			require.Equal(t, "benign (high)", overruled)

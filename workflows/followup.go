@@ -81,10 +81,13 @@ func (r *run) answerDirectly(ctx workflow.Context, question string) error {
 		var overruled string
 		changed, overruled = r.reviewVerdict(ctx, question, res.Key, answered)
 		if overruled != "" {
-			// The answer may say the verdict changed: it ends saying the
-			// change was not accepted. No gate: only the answer's text (a
-			// payload) changes, no command.
-			text += "\n\n" + overruled
+			// The answer may say the verdict changed: it leads with the
+			// sentence that the change was not accepted, so the delivered
+			// summary (SummaryOf) does too. No gate: only the answer's text
+			// (a payload) changes, no command, and by as many bytes as
+			// before (investigation.Lead), so the stored context's size,
+			// which decides its StoreContext marker, is the same.
+			text = investigation.Lead(text, overruled)
 		}
 	}
 	r.Conclusion = boundedConclusion(text)

@@ -335,9 +335,10 @@ func TestDeniedActionIsNoEvidence(t *testing.T) {
 	require.Contains(t, h.conclude[0].Verdict.Ran, investigation.StepRun{Turn: 1, Step: "step_1"})
 }
 
-// The answer the analyst reads ends saying a verdict change it proposed
-// was not accepted: its own text may say the verdict changed.
-func TestRefusedChangeEndsTheAnswer(t *testing.T) {
+// The answer the analyst reads leads with the sentence that a verdict
+// change it proposed was not accepted: its own text may say the verdict
+// changed.
+func TestRefusedChangeLeadsTheAnswer(t *testing.T) {
 	const refused = "**Verdict check:** this answer proposed benign (high), but ...: the change was not accepted, the verdict stays false_positive (high)."
 	h := newHarness(t)
 	h.onPlan(twoStepPlan(), nil)
@@ -353,5 +354,5 @@ func TestRefusedChangeEndsTheAnswer(t *testing.T) {
 	res, err := h.run(t, investigation.Input{AlertID: "a1", Question: "Q1"})
 	require.NoError(t, err)
 	last := res.History[len(res.History)-1]
-	require.Equal(t, "The verdict is now benign.\n\n"+refused, last.Text)
+	require.Equal(t, refused+"\n\nThe verdict is now benign.", last.Text)
 }

@@ -347,7 +347,7 @@ func historyRows(r *run, all []*run) []row {
 		}
 		n := float64(len(tools))
 		rows = append(rows,
-			figure(names[0], float64(r.hist.events), unitCount, fmt.Sprintf("%d tool calls, %d model calls", len(tools), len(r.hist.activities)-len(tools))),
+			figure(names[0], float64(r.hist.events), unitCount, fmt.Sprintf("%d tool calls, %d model calls%s", len(tools), len(r.hist.ofType((*activity).model)), others(r.hist))),
 			figure(names[1], float64(ev)/n, unitCount, "the CallTool activities' own events (a local activity's marker)"),
 			figure(names[2], float64(r.hist.bytes)/1024, unitKiB, "protobuf size"),
 			figure(names[3], float64(by)/n/1024, unitKiB, "the CallTool activities' own events"))
@@ -363,6 +363,23 @@ func historyRows(r *run, all []*run) []row {
 	}
 	return append(rows, figure(names[4], float64(largest)/1024, unitKiB,
 		fmt.Sprintf("÷ the 2 MiB payload limit = %.4f; over %d histories", float64(largest)/maxPayload, read)))
+}
+
+// others names the activities that are neither a model nor a tool call
+// (the workflow's store writes, the catalog), by type.
+func others(h histInfo) string {
+	n := map[string]int{}
+	for _, a := range h.ofType(func(a *activity) bool { return !a.model() && !isTool(a) }) {
+		n[a.typ]++
+	}
+	if len(n) == 0 {
+		return ""
+	}
+	var parts []string
+	for _, typ := range slices.Sorted(maps.Keys(n)) {
+		parts = append(parts, fmt.Sprintf("%s %d", typ, n[typ]))
+	}
+	return "; other activities: " + strings.Join(parts, ", ")
 }
 
 func promptRow(r *run) row {

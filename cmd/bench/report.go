@@ -71,7 +71,7 @@ func (b *bench) report(m *measurements) *report {
 var notes = []string{
 	"Every figure comes from this run: a warm-up investigation first (not counted), then -repeat rounds, each running the standard investigation (a plan; a step reading the alert with get_alert; a step searching earlier alerts for its IP with search_alerts; 8 model calls, 2 tool calls on the alert store) alone at each model latency and the scenario pairs (intel lookups at the provider latency) at the first latency, then the batches. A repeated figure is the median run's, with the range.",
 	"overhead: wall time from the start request to the Conclude activity's completion in the history (the server and the bench share this machine's clock) ÷ the time during which the model server had at least one request of the run open (union of request→reply intervals); what is left is the workflow's own time and the two store-backed tool calls.",
-	"starter investigate overhead: what an analyst sees, the wall time of the `starter investigate` process (start → exit after the conclusion is printed, the starter's own start-up, alert check, start request and following included) ÷ the time its run had a model request open; first: the very first investigation after the stack (the dev server, the emulator) and the worker started, before the warm-up; warm: one per repeat; after a worker restart: the first investigation of a worker started in place of the first one (SIGTERM, then a new process, as a deploy does) once the repeats ran, the servers warm.",
+	"starter investigate overhead: what an analyst sees, the wall time of the `starter investigate` process (start → exit after the conclusion is printed, the starter's own start-up, alert check, start request and following included) ÷ the time its run had a model request open; first: the very first investigation after the stack (the dev server, the emulator) and the worker started, before the warm-up; warm: one per repeat; after a worker restart: once the repeats ran, every running worker stopped (SIGTERM) and as many new processes started, as a deploy does, so no warm worker takes part; the first investigation after that, the servers warm.",
 	"schedule→start: ActivityTaskScheduled → ActivityTaskStarted event times; start→model call: ActivityTaskStarted → the model server receiving the request; model reply→completion: the reply written → ActivityTaskCompleted. Model activities are matched to model requests in order; medians over every repeat.",
 	"parallel calls: time with at least one lookup in flight at the fake providers (request arrived → answered; the lookups run as local activities, whose history has no times) when one turn asks for three lookups ÷ the same when three turns ask for one each.",
 	"parallel steps: the executing phase (plan completed → conclusion scheduled) of a plan whose steps say depends_on: [] ÷ the same plan without it; n/a while both runs keep at most one model turn in flight, i.e. the workflow runs independent steps in order.",
@@ -88,7 +88,7 @@ var notes = []string{
 // first run after the worker started and once warm.
 func starterRows(m *measurements, lat time.Duration) []row {
 	at := " @" + lat.String()
-	one := func(name string, rs []*starterRun) row {
+	one := func(name string, rs []*starterRun, how string) row {
 		ratios := make([]float64, len(rs))
 		busy := make([]time.Duration, len(rs))
 		for i, r := range rs {
@@ -105,13 +105,14 @@ func starterRows(m *measurements, lat time.Duration) []row {
 			ratios[i] = float64(r.wall) / float64(busy[i])
 		}
 		mid, sp := medianOf(ratios)
-		return figure(name, ratios[mid], unitRatio, fmt.Sprintf("starter process %s ÷ model in flight %s (%d model calls)%s",
-			dur(rs[mid].wall), dur(busy[mid]), len(rs[mid].trace.snapshot()), sp))
+		return figure(name, ratios[mid], unitRatio, fmt.Sprintf("starter process %s ÷ model in flight %s (%d model calls)%s%s",
+			dur(rs[mid].wall), dur(busy[mid]), len(rs[mid].trace.snapshot()), sp, how))
 	}
 	return []row{
-		one("starter investigate overhead"+at+", first run after worker start", []*starterRun{m.starterFirst}),
-		one("starter investigate overhead"+at+", warm", m.starterWarm),
-		one("starter investigate overhead"+at+", first run after a worker restart", []*starterRun{m.starterRestart}),
+		one("starter investigate overhead"+at+", first run after worker start", []*starterRun{m.starterFirst}, ""),
+		one("starter investigate overhead"+at+", warm", m.starterWarm, ""),
+		one("starter investigate overhead"+at+", first run after a worker restart", []*starterRun{m.starterRestart},
+			fmt.Sprintf("; every worker restarted (%s stopped, as many started), as a deploy does", plural(m.restarted, "worker"))),
 	}
 }
 

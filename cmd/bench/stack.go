@@ -172,15 +172,23 @@ func (s *stack) addWorkers(ctx context.Context, n int) error {
 	return s.waitWorkers(ctx)
 }
 
-// restartWorker stops the first worker and starts another in its place,
-// then waits until it polls.
-func (s *stack) restartWorker(ctx context.Context) error {
-	s.workers[0].stop()
-	w, err := startWorker(filepath.Join(s.dir, "worker"), s.env)
-	if err != nil {
-		return err
+// restartWorkers stops every worker, then starts as many new ones, as a
+// deploy does, and waits until they poll: a warm worker left polling would
+// take part of the next run's tasks.
+func (s *stack) restartWorkers(ctx context.Context) error {
+	var wg sync.WaitGroup
+	for _, w := range s.workers {
+		wg.Add(1)
+		go func() { defer wg.Done(); w.stop() }()
 	}
-	s.workers[0] = w
+	wg.Wait()
+	for i := range s.workers {
+		w, err := startWorker(filepath.Join(s.dir, "worker"), s.env)
+		if err != nil {
+			return err
+		}
+		s.workers[i] = w
+	}
 	return s.waitWorkers(ctx)
 }
 

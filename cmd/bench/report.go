@@ -80,7 +80,7 @@ var notes = []string{
 	"prompt bytes: request bodies the model server received ÷ what a naive agent re-sending the whole transcript would send: each model call's body, less the step transcript it carried, plus every model turn and tool result of the investigation before it (JSON bytes).",
 	"store round trips: the worker reaches the Firestore emulator through a TCP proxy that reads the client side of each HTTP/2 connection and counts HEADERS frames opening a new stream, one per gRPC call (a streamed call such as RunQuery or BatchGetDocuments counts once); the emulator offers no request log or counter (none of its flags or endpoints); the method of each call is the :path of its header block, decoded with HPACK. The figure counts the worker's durable state (transcript entries, the alert), leaving out the queries the search_alerts tool makes as its work. Lone runs at the first latency.",
 	"cluster (-cluster): the Temporal server is the local cluster's (cmd/stack's cluster-server profile: PostgreSQL and the frontend, history, matching and internal-worker processes); its CPU is each service's process group and descendants (PostgreSQL's backends), from /proc; the batches run with one worker, then again once the other workers poll, and the 2-workers-÷-1 rows compare the two (throughput: concluded ÷ the batch's wall time).",
-	"scale-out: the worker that started each activity, from ActivityTaskStarted's identity (pid@host), over every run (local activities, run in their workflow task's worker, left out).",
+	"scale-out: the worker that started each activity, from ActivityTaskStarted's identity (pid@host), over every run (local activities, run in their workflow task's worker, left out); worker N's replacement after the restart counts as worker N.",
 }
 
 // starterRows are the overhead an analyst sees: `starter investigate`'s
@@ -446,8 +446,8 @@ func (b *bench) splitRow(m *measurements) row {
 				continue // run by the worker of its workflow task, which history does not name
 			}
 			total++
-			i := slices.IndexFunc(b.s.workers, func(w *workerProc) bool { return strings.HasPrefix(a.identity, fmt.Sprintf("%d@", w.pid())) })
-			if i < 0 {
+			i, ok := b.s.workerOf(a.identity)
+			if !ok {
 				other++
 				continue
 			}

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"testing"
@@ -41,10 +42,9 @@ func fakeWorker() int {
 	return 0
 }
 
-// A restart as the bench measures it leaves none of the warm workers
-// polling: with two workers, replacing one would let the other, warm,
-// take part of the "first run after a worker restart".
-func TestRestartWorkersReplacesEveryWorker(t *testing.T) {
+// restartedStack runs two fake workers on a dev server and restarts them
+// as the bench does; it returns the workers from before the restart.
+func restartedStack(t *testing.T) (*stack, []*workerProc) {
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	srv, err := testenv.StartTemporal(ctx)
@@ -53,7 +53,7 @@ func TestRestartWorkersReplacesEveryWorker(t *testing.T) {
 	}
 	s := &stack{temporal: srv, frontend: srv.FrontendHostPort(), dir: t.TempDir(),
 		env: append(os.Environ(), fakeWorkerEnv+"=1", "TEMPORAL_ADDRESS="+srv.FrontendHostPort())}
-	defer s.close()
+	t.Cleanup(s.close)
 	self, err := os.Executable()
 	if err != nil {
 		t.Fatal(err)
@@ -71,6 +71,14 @@ func TestRestartWorkersReplacesEveryWorker(t *testing.T) {
 	if err := s.restartWorkers(ctx); err != nil {
 		t.Fatal(err)
 	}
+	return s, old
+}
+
+// A restart as the bench measures it leaves none of the warm workers
+// polling: with two workers, replacing one would let the other, warm,
+// take part of the "first run after a worker restart".
+func TestRestartWorkersReplacesEveryWorker(t *testing.T) {
+	s, old := restartedStack(t)
 	if len(s.workers) != len(old) {
 		t.Fatalf("%d workers after the restart, want %d", len(s.workers), len(old))
 	}
@@ -85,5 +93,24 @@ func TestRestartWorkersReplacesEveryWorker(t *testing.T) {
 				t.Errorf("worker %d (pid %d) was kept, not restarted", i+1, w.pid())
 			}
 		}
+	}
+}
+
+// The scale-out split counts the runs from before the restart too: a
+// replaced worker's activities go to the worker that replaced it, not to
+// "unknown".
+func TestSplitAfterRestartNamesTheReplacedWorkers(t *testing.T) {
+	s, old := restartedStack(t)
+	by := func(ws ...*workerProc) *run {
+		r := &run{wall: time.Second}
+		for _, w := range ws {
+			r.hist.activities = append(r.hist.activities, &activity{typ: actTurn, identity: fmt.Sprintf("%d@host@%s", w.pid(), taskQueue)})
+		}
+		return r
+	}
+	m := &measurements{historyRuns: []*run{by(old[0], old[0], old[1]), by(s.workers[0], s.workers[1])}}
+	got := (&bench{s: s}).splitRow(m)
+	if want := "worker 1: 3 (60%), worker 2: 2 (40%)"; got.Detail != want {
+		t.Errorf("split over runs before and after the restart: %q, want %q", got.Detail, want)
 	}
 }

@@ -82,4 +82,29 @@ func TestHistoryRowCountsModelActivitiesOnly(t *testing.T) {
 	if want := "other activities: DescribeTools 1, StoreContext 1, StoreProgress 2"; !strings.HasSuffix(rows[0].Detail, want) {
 		t.Errorf("detail %q, want it to end %q", rows[0].Detail, want)
 	}
+	// One CallTool ran as a local activity (a marker), one as an activity.
+	if want := "3 events of the 2 CallTool activities (1 of them local"; !strings.HasPrefix(rows[1].Detail, want) {
+		t.Errorf("events per tool call: detail %q, want it to start %q", rows[1].Detail, want)
+	}
+}
+
+// The tool calls the overhead and store rows name are the CallTool
+// activities in each run's history, not the count the scenario scripts.
+func TestRowsCountToolCallsFromHistory(t *testing.T) {
+	sc := standard("alert-1")
+	now := time.Now()
+	tr := &runTrace{sc: sc, calls: []modelCall{{span: interval{now, now.Add(time.Second)}}}}
+	r := &run{sc: sc, trace: tr, wall: 2 * time.Second}
+	for range 3 {
+		r.hist.activities = append(r.hist.activities, &activity{typ: actTool, local: true})
+	}
+	if sc.toolCalls() == 3 {
+		t.Fatal("the test needs a history that differs from the script")
+	}
+	if got := storeRow([]*run{r}, []callCount{{"Commit": 2}}).Detail; !strings.Contains(got, "(with 3 tool calls)") {
+		t.Errorf("store row detail %q, want the history's 3 tool calls", got)
+	}
+	if got := (&bench{}).overheadRows([]*run{r}, time.Second)[0].Detail; !strings.Contains(got, "3 tool calls") {
+		t.Errorf("overhead row detail %q, want the history's 3 tool calls", got)
+	}
 }

@@ -37,6 +37,8 @@ type activity struct {
 	local bool
 }
 
+// model says the activity is a model call: the bench's one list of them
+// (every row counting model calls by activity type uses it).
 func (a *activity) model() bool {
 	switch a.typ {
 	case actPlan, actTurn, actReflect, actConclude, actMode, actReview:

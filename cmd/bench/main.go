@@ -195,10 +195,12 @@ type measurements struct {
 	scale       *scaleOut
 	// starterFirst is `starter investigate` right after the worker
 	// started, starterWarm the same once warm (one per repeat),
-	// starterRestart right after the worker restarted on the warm stack.
+	// starterRestart right after every worker restarted on the warm stack.
 	starterFirst   *starterRun
 	starterWarm    []*starterRun
 	starterRestart *starterRun
+	// restarted is how many workers the restart replaced.
+	restarted int
 }
 
 // measure runs everything, one figure's runs after another.
@@ -233,10 +235,12 @@ func (b *bench) measure(ctx context.Context) (*measurements, error) {
 			return nil, err
 		}
 	}
-	// A worker restarted (a deploy, a crash) on a stack that stays up: its
-	// first investigation, with the servers already warm.
-	if err := b.s.restartWorker(ctx); err != nil {
-		m.starterRestart = &starterRun{key: "starter-restart", err: fmt.Errorf("restart the worker: %w", err)}
+	// The workers restarted (a deploy) on a stack that stays up: their
+	// first investigation, with the servers already warm. On the cluster
+	// only the first worker runs yet.
+	m.restarted = len(b.s.workers)
+	if err := b.s.restartWorkers(ctx); err != nil {
+		m.starterRestart = &starterRun{key: "starter-restart", err: fmt.Errorf("restart the workers: %w", err)}
 	} else {
 		m.starterRestart = b.viaStarter(ctx, "starter-restart", first)
 	}

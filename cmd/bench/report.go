@@ -71,16 +71,16 @@ func (b *bench) report(m *measurements) *report {
 var notes = []string{
 	"Every figure comes from this run: a warm-up investigation first (not counted), then -repeat rounds, each running the standard investigation (a plan; a step reading the alert with get_alert; a step searching earlier alerts for its IP with search_alerts; 8 model calls, 2 tool calls on the alert store) alone at each model latency and the scenario pairs (intel lookups at the provider latency) at the first latency, then the batches. A repeated figure is the median run's, with the range.",
 	"overhead: wall time from the start request to the Conclude activity's completion in the history (the server and the bench share this machine's clock) ÷ the time during which the model server had at least one request of the run open (union of request→reply intervals); what is left is the workflow's own time and the two store-backed tool calls.",
-	"starter investigate overhead: what an analyst sees, the wall time of the `starter investigate` process (start → exit after the conclusion is printed, the starter's own start-up, alert check, start request and following included) ÷ the time its run had a model request open; first: the very first investigation after the stack (the dev server, the emulator) and the worker started, before the warm-up; warm: one per repeat; after a worker restart: the first investigation of a worker started in place of the first one (SIGTERM, then a new process, as a deploy does) once the repeats ran, the servers warm.",
+	"starter investigate overhead: what an analyst sees, the wall time of the `starter investigate` process (start → exit after the conclusion is printed, the starter's own start-up, alert check, start request and following included) ÷ the time its run had a model request open; first: the very first investigation after the stack (the Temporal server, the emulator) and the workers started, before the warm-up; warm: one per repeat; after a worker restart: once the repeats ran, every running worker stopped (SIGTERM) and as many new processes started, as a deploy does, so no warm worker takes part; the first investigation after that, the servers warm.",
 	"schedule→start: ActivityTaskScheduled → ActivityTaskStarted event times; start→model call: ActivityTaskStarted → the model server receiving the request; model reply→completion: the reply written → ActivityTaskCompleted. Model activities are matched to model requests in order; medians over every repeat.",
 	"parallel calls: time with at least one lookup in flight at the fake providers (request arrived → answered; the lookups run as local activities, whose history has no times) when one turn asks for three lookups ÷ the same when three turns ask for one each.",
 	"parallel steps: the executing phase (plan completed → conclusion scheduled) of a plan whose steps say depends_on: [] ÷ the same plan without it; n/a while both runs keep at most one model turn in flight, i.e. the workflow runs independent steps in order.",
 	"concurrency: N standard investigations started at once at the longest model latency (a real model's seconds are what let runs overlap); wall time as in overhead ÷ the lone run's; CPU: utime+stime of the worker process(es), and of the dev server and the emulator's JVM (the bench's descendants named temporal and java), from /proc/PID/stat over the batch ÷ N; peak RSS: VmHWM from /proc/PID/status, reset through /proc/PID/clear_refs before each batch.",
-	"history: the first lone run at the first latency; bytes are the history's protobuf size; per tool call counts the CallTool activities' own events (a local activity's marker); the largest payload is the largest Payload message in any history this run read.",
+	"history: the first lone run at the first latency; bytes are the history's protobuf size; per tool call counts the CallTool activities' own events (a local activity's one marker, an activity's scheduled, started and closed events); the largest payload is the largest Payload message in any history this run read.",
 	"prompt bytes: request bodies the model server received ÷ what a naive agent re-sending the whole transcript would send: each model call's body, less the step transcript it carried, plus every model turn and tool result of the investigation before it (JSON bytes).",
-	"store round trips: the worker reaches the Firestore emulator through a TCP proxy that reads the client side of each HTTP/2 connection and counts HEADERS frames opening a new stream, one per gRPC call (a streamed call such as RunQuery or BatchGetDocuments counts once); the emulator offers no request log or counter (none of its flags or endpoints); the method of each call is the :path of its header block, decoded with HPACK. The figure counts the worker's durable state (transcript entries, the alert), leaving out the queries the search_alerts tool makes as its work. Lone runs at the first latency.",
+	"store round trips: the worker reaches the Firestore emulator through a TCP proxy that reads the client side of each HTTP/2 connection and counts HEADERS frames opening a new stream, one per gRPC call (a streamed call such as RunQuery or BatchGetDocuments counts once); the emulator offers no request log or counter (none of its flags or endpoints); the method of each call is the :path of its header block, decoded with HPACK. The figure counts the worker's durable state (transcript entries, progress events and status, alert reads its cache missed), leaving out the queries the search_alerts tool makes as its work. Lone runs at the first latency.",
 	"cluster (-cluster): the Temporal server is the local cluster's (cmd/stack's cluster-server profile: PostgreSQL and the frontend, history, matching and internal-worker processes); its CPU is each service's process group and descendants (PostgreSQL's backends), from /proc; the batches run with one worker, then again once the other workers poll, and the 2-workers-÷-1 rows compare the two (throughput: concluded ÷ the batch's wall time).",
-	"scale-out: the worker that started each activity, from ActivityTaskStarted's identity (pid@host), over every run (local activities, run in their workflow task's worker, left out).",
+	"scale-out: the worker that started each activity, from ActivityTaskStarted's identity (pid@host), over every run (local activities, run in their workflow task's worker, left out); worker N's replacement after the restart counts as worker N.",
 }
 
 // starterRows are the overhead an analyst sees: `starter investigate`'s
@@ -88,7 +88,7 @@ var notes = []string{
 // first run after the worker started and once warm.
 func starterRows(m *measurements, lat time.Duration) []row {
 	at := " @" + lat.String()
-	one := func(name string, rs []*starterRun) row {
+	one := func(name string, rs []*starterRun, how string) row {
 		ratios := make([]float64, len(rs))
 		busy := make([]time.Duration, len(rs))
 		for i, r := range rs {
@@ -105,13 +105,14 @@ func starterRows(m *measurements, lat time.Duration) []row {
 			ratios[i] = float64(r.wall) / float64(busy[i])
 		}
 		mid, sp := medianOf(ratios)
-		return figure(name, ratios[mid], unitRatio, fmt.Sprintf("starter process %s ÷ model in flight %s (%d model calls)%s",
-			dur(rs[mid].wall), dur(busy[mid]), len(rs[mid].trace.snapshot()), sp))
+		return figure(name, ratios[mid], unitRatio, fmt.Sprintf("starter process %s ÷ model in flight %s (%d model calls)%s%s",
+			dur(rs[mid].wall), dur(busy[mid]), len(rs[mid].trace.snapshot()), sp, how))
 	}
 	return []row{
-		one("starter investigate overhead"+at+", first run after worker start", []*starterRun{m.starterFirst}),
-		one("starter investigate overhead"+at+", warm", m.starterWarm),
-		one("starter investigate overhead"+at+", first run after a worker restart", []*starterRun{m.starterRestart}),
+		one("starter investigate overhead"+at+", first run after worker start", []*starterRun{m.starterFirst}, ""),
+		one("starter investigate overhead"+at+", warm", m.starterWarm, ""),
+		one("starter investigate overhead"+at+", first run after a worker restart", []*starterRun{m.starterRestart},
+			fmt.Sprintf("; every worker restarted (%s stopped, as many started), as a deploy does", plural(m.restarted, "worker"))),
 	}
 }
 
@@ -133,7 +134,7 @@ func (b *bench) overheadRows(rs []*run, lat time.Duration) []row {
 	}
 	mid, sp := medianOf(ratios)
 	rows := []row{figure(names[0], ratios[mid], unitRatio, fmt.Sprintf("wall %s ÷ model in flight %s (%d model calls, %d tool calls)%s",
-		dur(rs[mid].wall), dur(busy[mid]), len(rs[mid].trace.snapshot()), rs[mid].sc.toolCalls(), sp))}
+		dur(rs[mid].wall), dur(busy[mid]), len(rs[mid].trace.snapshot()), len(rs[mid].hist.ofType(isTool)), sp))}
 	var sched, toCall, toDone, toolSched []time.Duration
 	for _, r := range rs {
 		calls := r.trace.snapshot()
@@ -340,17 +341,19 @@ func historyRows(r *run, all []*run) []row {
 		rows = naAll(names[:4], why(r.err))
 	} else {
 		tools := r.hist.ofType(isTool)
-		ev, by := 0, 0
+		ev, by, local := 0, 0, 0
 		for _, a := range tools {
 			ev += a.events
 			by += a.bytes
+			local += btoi(a.local)
 		}
+		own := fmt.Sprintf("the %d CallTool activities (%d of them local activities, one marker each)", len(tools), local)
 		n := float64(len(tools))
 		rows = append(rows,
-			figure(names[0], float64(r.hist.events), unitCount, fmt.Sprintf("%d tool calls, %d model calls", len(tools), len(r.hist.activities)-len(tools))),
-			figure(names[1], float64(ev)/n, unitCount, "the CallTool activities' own events (a local activity's marker)"),
+			figure(names[0], float64(r.hist.events), unitCount, fmt.Sprintf("%d tool calls, %d model calls%s", len(tools), len(r.hist.ofType((*activity).model)), others(r.hist))),
+			figure(names[1], float64(ev)/n, unitCount, fmt.Sprintf("%d events of %s", ev, own)),
 			figure(names[2], float64(r.hist.bytes)/1024, unitKiB, "protobuf size"),
-			figure(names[3], float64(by)/n/1024, unitKiB, "the CallTool activities' own events"))
+			figure(names[3], float64(by)/n/1024, unitKiB, fmt.Sprintf("%s in the events of %s", kib(float64(by)), own)))
 	}
 	largest, read := 0, 0
 	for _, h := range all {
@@ -363,6 +366,23 @@ func historyRows(r *run, all []*run) []row {
 	}
 	return append(rows, figure(names[4], float64(largest)/1024, unitKiB,
 		fmt.Sprintf("÷ the 2 MiB payload limit = %.4f; over %d histories", float64(largest)/maxPayload, read)))
+}
+
+// others names the activities that are neither a model nor a tool call
+// (the workflow's store writes, the catalog), by type.
+func others(h histInfo) string {
+	n := map[string]int{}
+	for _, a := range h.ofType(func(a *activity) bool { return !a.model() && !isTool(a) }) {
+		n[a.typ]++
+	}
+	if len(n) == 0 {
+		return ""
+	}
+	var parts []string
+	for _, typ := range slices.Sorted(maps.Keys(n)) {
+		parts = append(parts, fmt.Sprintf("%s %d", typ, n[typ]))
+	}
+	return "; other activities: " + strings.Join(parts, ", ")
 }
 
 func promptRow(r *run) row {
@@ -396,7 +416,7 @@ func storeRow(rs []*run, fsCalls []callCount) row {
 			all[m] += n
 		}
 		calls += len(r.trace.snapshot())
-		tools += r.sc.toolCalls()
+		tools += len(r.hist.ofType(isTool))
 	}
 	var queries int64
 	for _, m := range storeQueries {
@@ -428,8 +448,8 @@ func (b *bench) splitRow(m *measurements) row {
 				continue // run by the worker of its workflow task, which history does not name
 			}
 			total++
-			i := slices.IndexFunc(b.s.workers, func(w *workerProc) bool { return strings.HasPrefix(a.identity, fmt.Sprintf("%d@", w.pid())) })
-			if i < 0 {
+			i, ok := b.s.workerOf(a.identity)
+			if !ok {
 				other++
 				continue
 			}

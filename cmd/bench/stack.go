@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -46,7 +47,10 @@ type stack struct {
 	tc       client.Client
 	fs       *firestore.Client
 	workers  []*workerProc
-	alertID  string
+	// slot is each worker process ever started, by pid: its index in
+	// workers, which a restarted worker's replacement takes over.
+	slot    map[int]int
+	alertID string
 	// starterEnv is the environment `starter investigate` runs in: the
 	// worker's settings, Firestore reached directly.
 	starterEnv []string
@@ -167,21 +171,53 @@ func (s *stack) addWorkers(ctx context.Context, n int) error {
 		if err != nil {
 			return err
 		}
+		s.setSlot(w, len(s.workers))
 		s.workers = append(s.workers, w)
 	}
 	return s.waitWorkers(ctx)
 }
 
-// restartWorker stops the first worker and starts another in its place,
-// then waits until it polls.
-func (s *stack) restartWorker(ctx context.Context) error {
-	s.workers[0].stop()
-	w, err := startWorker(filepath.Join(s.dir, "worker"), s.env)
-	if err != nil {
-		return err
+// restartWorkers stops every worker, then starts as many new ones, as a
+// deploy does, and waits until they poll: a warm worker left polling would
+// take part of the next run's tasks.
+func (s *stack) restartWorkers(ctx context.Context) error {
+	var wg sync.WaitGroup
+	for _, w := range s.workers {
+		wg.Add(1)
+		go func() { defer wg.Done(); w.stop() }()
 	}
-	s.workers[0] = w
+	wg.Wait()
+	for i := range s.workers {
+		w, err := startWorker(filepath.Join(s.dir, "worker"), s.env)
+		if err != nil {
+			return err
+		}
+		s.setSlot(w, i)
+		s.workers[i] = w
+	}
 	return s.waitWorkers(ctx)
+}
+
+func (s *stack) setSlot(w *workerProc, i int) {
+	if s.slot == nil {
+		s.slot = map[int]int{}
+	}
+	s.slot[w.pid()] = i
+}
+
+// workerOf is the index in workers of the process that named itself
+// identity (pid@host@queue), or false for none the bench started.
+func (s *stack) workerOf(identity string) (int, bool) {
+	pid, _, found := strings.Cut(identity, "@")
+	if !found {
+		return 0, false
+	}
+	n, err := strconv.Atoi(pid)
+	if err != nil {
+		return 0, false
+	}
+	i, ok := s.slot[n]
+	return i, ok
 }
 
 func storeAlert(ctx context.Context, fs *firestore.Client, path string) (string, error) {

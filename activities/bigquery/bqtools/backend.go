@@ -295,7 +295,10 @@ func randomJobID(prefix string) string {
 // for exactly that window; if the first page shows that the server ignored
 // startIndex (it sent more rows than remain after offset, as the emulator
 // does), it skips the first offset rows itself. It stops early once the rows
-// would exceed maxRowsJSON bytes of JSON, and then reports cut.
+// would exceed maxRowsJSON bytes of JSON, and then reports cut. A row is
+// converted only up to that budget (jsonRowWithin), so a huge first row
+// comes back cut, not whole; the page BigQuery sent is still held whole, as
+// the Go client's RowIterator has a row count per page but no byte budget.
 func collectRows(it *bigquery.RowIterator, offset, n, total uint64) (rows [][]any, cut bool, err error) {
 	it.StartIndex = offset
 	it.PageInfo().MaxSize = int(n)
@@ -321,7 +324,7 @@ func collectRows(it *bigquery.RowIterator, offset, n, total uint64) (rows [][]an
 			skip--
 			continue
 		}
-		r := jsonRow(row, it.Schema)
+		r, _ := jsonRowWithin(row, it.Schema, maxRowsJSON)
 		b, err := json.Marshal(r)
 		if err != nil {
 			return nil, false, fmt.Errorf("encode a result row: %w", err)

@@ -26,6 +26,10 @@ type queryBackend interface {
 	startQuery(ctx context.Context, sql string, o jobOptions) (queryJob, error)
 	// findJob returns the job with id; errJobNotFound if there is none.
 	findJob(ctx context.Context, id, location string) (queryJob, error)
+	// emulator reports whether this is the BigQuery emulator, whose dry
+	// runs and jobs report SELECT for any statement and no tables or
+	// routines.
+	emulator() bool
 }
 
 // queryJob is one query job.
@@ -43,10 +47,10 @@ type queryJob interface {
 	read(ctx context.Context, offset, n uint64, maxRows int) (rowsPage, error)
 	// cancel asks BigQuery to stop the job.
 	cancel(ctx context.Context) error
-	// referenced is what the job's statistics say it was and read, as far
-	// as the job status last fetched tells: its statement type and the
-	// tables it referenced (none on the emulator).
-	referenced() (statementType string, tables []*bigquery.Table)
+	// referenced is what the job's statistics say it was and read: its
+	// statement type, and the tables, routines and property graphs it
+	// referenced (none on the emulator).
+	referenced(ctx context.Context) (queryRefs, error)
 }
 
 var (
@@ -54,14 +58,39 @@ var (
 	errJobNotFound = errors.New("no job with this ID")
 )
 
-// dryRunInfo is what a dry run says about a query.
-type dryRunInfo struct {
-	statementType string
-	bytes         int64 // the estimate
-	location      string
+// queryRefs is what BigQuery's statistics of a query (its dry run's or its
+// job's) say it is and reads.
+type queryRefs struct {
+	statementType string // "" when the statistics carry none
 	tables        []*bigquery.Table
 	routines      []string // project.dataset.routine
 	graphs        []string // project.dataset.graph
+}
+
+// refsOf reads a query's statistics as the REST API reports them.
+func refsOf(q *bqv2.JobStatistics2) queryRefs {
+	var r queryRefs
+	if q == nil {
+		return r
+	}
+	r.statementType = q.StatementType
+	for _, t := range q.ReferencedTables {
+		r.tables = append(r.tables, &bigquery.Table{ProjectID: t.ProjectId, DatasetID: t.DatasetId, TableID: t.TableId})
+	}
+	for _, rt := range q.ReferencedRoutines {
+		r.routines = append(r.routines, rt.ProjectId+"."+rt.DatasetId+"."+rt.RoutineId)
+	}
+	for _, g := range q.ReferencedPropertyGraphs {
+		r.graphs = append(r.graphs, g.ProjectId+"."+g.DatasetId+"."+g.PropertyGraphId)
+	}
+	return r
+}
+
+// dryRunInfo is what a dry run says about a query.
+type dryRunInfo struct {
+	queryRefs
+	bytes    int64 // the estimate
+	location string
 }
 
 type jobOptions struct {
@@ -76,13 +105,16 @@ type jobStats struct{ processed, billed int64 }
 func (s jobStats) bytes() int64 { return max(s.billed, s.processed) }
 
 // clientBackend reaches BigQuery through the Go client, and through the
-// REST API for the dry run when NewClient made the client: the Go client
-// (v1.86.2) drops the dry run's referencedRoutines and
+// REST API for the dry run and a job's statistics when NewClient made the
+// client: the Go client (v1.86.2) drops referencedRoutines and
 // referencedPropertyGraphs, which the REST JobStatistics2 carries.
 type clientBackend struct {
 	client *bigquery.Client
-	rest   *bqv2.Service // nil: the Go client's dry run, without routines
+	rest   *bqv2.Service // nil: the Go client's statistics, without routines
+	emu    bool          // NewClient made the client for the emulator
 }
+
+func (b clientBackend) emulator() bool { return b.emu }
 
 func (b clientBackend) dryRun(ctx context.Context, sql string) (dryRunInfo, error) {
 	if b.rest == nil {
@@ -107,18 +139,7 @@ func (b clientBackend) dryRun(ctx context.Context, sql string) (dryRunInfo, erro
 	}
 	if s := res.Statistics; s != nil {
 		info.bytes = s.TotalBytesProcessed
-		if q := s.Query; q != nil {
-			info.statementType = q.StatementType
-			for _, t := range q.ReferencedTables {
-				info.tables = append(info.tables, &bigquery.Table{ProjectID: t.ProjectId, DatasetID: t.DatasetId, TableID: t.TableId})
-			}
-			for _, r := range q.ReferencedRoutines {
-				info.routines = append(info.routines, r.ProjectId+"."+r.DatasetId+"."+r.RoutineId)
-			}
-			for _, g := range q.ReferencedPropertyGraphs {
-				info.graphs = append(info.graphs, g.ProjectId+"."+g.DatasetId+"."+g.PropertyGraphId)
-			}
-		}
+		info.queryRefs = refsOf(s.Query)
 	}
 	return info, nil
 }
@@ -160,7 +181,7 @@ func (b clientBackend) startQuery(ctx context.Context, sql string, o jobOptions)
 	if err != nil {
 		return nil, err
 	}
-	return clientJob{job}, nil
+	return clientJob{job, b.rest}, nil
 }
 
 func (b clientBackend) findJob(ctx context.Context, id, location string) (queryJob, error) {
@@ -171,10 +192,13 @@ func (b clientBackend) findJob(ctx context.Context, id, location string) (queryJ
 	if err != nil {
 		return nil, err
 	}
-	return clientJob{job}, nil
+	return clientJob{job, b.rest}, nil
 }
 
-type clientJob struct{ job *bigquery.Job }
+type clientJob struct {
+	job  *bigquery.Job
+	rest *bqv2.Service // nil: the Go client's statistics, without routines
+}
 
 func (j clientJob) id() string       { return j.job.ID() }
 func (j clientJob) location() string { return j.job.Location() }
@@ -189,16 +213,30 @@ func (j clientJob) sql() string {
 
 func (j clientJob) cancel(ctx context.Context) error { return j.job.Cancel(ctx) }
 
-func (j clientJob) referenced() (string, []*bigquery.Table) {
-	st := j.job.LastStatus()
-	if st == nil || st.Statistics == nil {
-		return "", nil
+// referenced reads the job's statistics anew over REST, for its routines
+// too; without the REST service, from the status last fetched (Wait and
+// JobFromIDLocation fetch it).
+func (j clientJob) referenced(ctx context.Context) (queryRefs, error) {
+	if j.rest == nil {
+		st := j.job.LastStatus()
+		if st == nil || st.Statistics == nil {
+			return queryRefs{}, nil
+		}
+		qs, ok := st.Statistics.Details.(*bigquery.QueryStatistics)
+		if !ok {
+			return queryRefs{}, nil
+		}
+		return queryRefs{statementType: qs.StatementType, tables: qs.ReferencedTables}, nil
 	}
-	qs, ok := st.Statistics.Details.(*bigquery.QueryStatistics)
-	if !ok {
-		return "", nil
+	res, err := j.rest.Jobs.Get(j.job.ProjectID(), j.job.ID()).Location(j.job.Location()).
+		Fields("statistics(query(statementType,referencedTables,referencedRoutines,referencedPropertyGraphs))").Context(ctx).Do()
+	if err != nil {
+		return queryRefs{}, err
 	}
-	return qs.StatementType, qs.ReferencedTables
+	if res.Statistics == nil {
+		return queryRefs{}, nil
+	}
+	return refsOf(res.Statistics.Query), nil
 }
 
 func (j clientJob) wait(ctx context.Context) (jobStats, error) {
@@ -257,7 +295,10 @@ func randomJobID(prefix string) string {
 // for exactly that window; if the first page shows that the server ignored
 // startIndex (it sent more rows than remain after offset, as the emulator
 // does), it skips the first offset rows itself. It stops early once the rows
-// would exceed maxRowsJSON bytes of JSON, and then reports cut.
+// would exceed maxRowsJSON bytes of JSON, and then reports cut. A row is
+// converted only up to that budget (jsonRowWithin), so a huge first row
+// comes back cut, not whole; the page BigQuery sent is still held whole, as
+// the Go client's RowIterator has a row count per page but no byte budget.
 func collectRows(it *bigquery.RowIterator, offset, n, total uint64) (rows [][]any, cut bool, err error) {
 	it.StartIndex = offset
 	it.PageInfo().MaxSize = int(n)
@@ -283,7 +324,7 @@ func collectRows(it *bigquery.RowIterator, offset, n, total uint64) (rows [][]an
 			skip--
 			continue
 		}
-		r := jsonRow(row, it.Schema)
+		r, _ := jsonRowWithin(row, it.Schema, maxRowsJSON)
 		b, err := json.Marshal(r)
 		if err != nil {
 			return nil, false, fmt.Errorf("encode a result row: %w", err)

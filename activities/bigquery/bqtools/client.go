@@ -22,7 +22,8 @@ import (
 // callers pass it here. opts are appended, for example a custom HTTP client.
 //
 // It also opens the REST service with the same options, for the tools' dry
-// run (see clientBackend); Tools finds it by the client.
+// run (see clientBackend); Tools finds it, and whether the client reaches
+// the emulator, by the client.
 func NewClient(ctx context.Context, project, emulatorHost string, opts ...option.ClientOption) (*bigquery.Client, error) {
 	what := "BigQuery"
 	all := opts
@@ -50,18 +51,28 @@ func NewClient(ctx context.Context, project, emulatorHost string, opts ...option
 		c.Close()
 		return nil, fmt.Errorf("connect to %s: %w", what, err)
 	}
-	restServices.Store(weak.Make(c), rest)
-	runtime.AddCleanup(c, func(k weak.Pointer[bigquery.Client]) { restServices.Delete(k) }, weak.Make(c))
+	clientInfos.Store(weak.Make(c), clientInfo{rest: rest, emulator: emulatorHost != ""})
+	runtime.AddCleanup(c, func(k weak.Pointer[bigquery.Client]) { clientInfos.Delete(k) }, weak.Make(c))
 	return c, nil
 }
 
-// restServices maps the clients NewClient made to their REST services,
-// without keeping a client alive: an entry goes when its client does.
-var restServices sync.Map // weak.Pointer[bigquery.Client] -> *bqv2.Service
+// clientInfo is what NewClient knows of a client it made.
+type clientInfo struct {
+	rest     *bqv2.Service
+	emulator bool
+}
+
+// clientInfos maps the clients NewClient made to their clientInfo, without
+// keeping a client alive: an entry goes when its client does.
+var clientInfos sync.Map // weak.Pointer[bigquery.Client] -> clientInfo
+
+// infoOf returns what NewClient knew of c; for a client made elsewhere,
+// no REST service and the real service (whose checks are the stricter).
+func infoOf(c *bigquery.Client) clientInfo {
+	v, _ := clientInfos.Load(weak.Make(c))
+	info, _ := v.(clientInfo)
+	return info
+}
 
 // restService returns the REST service NewClient opened with c, or nil.
-func restService(c *bigquery.Client) *bqv2.Service {
-	s, _ := restServices.Load(weak.Make(c))
-	rest, _ := s.(*bqv2.Service)
-	return rest
-}
+func restService(c *bigquery.Client) *bqv2.Service { return infoOf(c).rest }

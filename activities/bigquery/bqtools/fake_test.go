@@ -36,9 +36,13 @@ type fakeBackend struct {
 // fakeDry is what the fake's dry run reports for one query.
 type fakeDry struct {
 	statementType      string   // "" means SELECT
+	noStatementType    bool     // report none, as statistics without it would
 	tables             []string // dataset.table (in demo-investigator) or project.dataset.table
 	routines, graphs   []string // project.dataset.name
 	location, errorMsg string
+	// job, when set, is what the statistics of the query's job report
+	// instead (a query that BigQuery ran otherwise than it dry-ran it).
+	job *fakeDry
 }
 
 func newFakeBackend() *fakeBackend {
@@ -53,19 +57,28 @@ func (f *fakeBackend) dryRun(_ context.Context, sql string) (dryRunInfo, error) 
 	if d.errorMsg != "" {
 		return dryRunInfo{}, &bigquery.Error{Reason: "invalidQuery", Message: d.errorMsg}
 	}
-	info := dryRunInfo{statementType: d.statementType, bytes: f.bytes, location: d.location, routines: d.routines, graphs: d.graphs}
-	if info.statementType == "" {
-		info.statementType = "SELECT"
+	return dryRunInfo{queryRefs: d.refs(), bytes: f.bytes, location: d.location}, nil
+}
+
+// refs is what the dry run, and the statistics of a job of its query,
+// report.
+func (d fakeDry) refs() queryRefs {
+	r := queryRefs{statementType: d.statementType, routines: d.routines, graphs: d.graphs}
+	if r.statementType == "" && !d.noStatementType {
+		r.statementType = "SELECT"
 	}
 	for _, name := range d.tables {
 		parts := strings.Split(name, ".")
 		if len(parts) == 2 {
 			parts = append([]string{"demo-investigator"}, parts...)
 		}
-		info.tables = append(info.tables, &bigquery.Table{ProjectID: parts[0], DatasetID: parts[1], TableID: parts[2]})
+		r.tables = append(r.tables, &bigquery.Table{ProjectID: parts[0], DatasetID: parts[1], TableID: parts[2]})
 	}
-	return info, nil
+	return r
 }
+
+// emulator is false: the fake stands for real BigQuery.
+func (f *fakeBackend) emulator() bool { return false }
 
 func (f *fakeBackend) startQuery(_ context.Context, sql string, o jobOptions) (queryJob, error) {
 	f.mu.Lock()
@@ -74,7 +87,11 @@ func (f *fakeBackend) startQuery(_ context.Context, sql string, o jobOptions) (q
 		return nil, fmt.Errorf("%w: %s", errJobExists, o.id)
 	}
 	f.starts = append(f.starts, o.id)
-	j := &fakeJob{opts: o, query: sql, bytes: f.bytes, err: f.failWith[o.id], block: f.block}
+	d := f.dry[sql]
+	if d.job != nil {
+		d = *d.job
+	}
+	j := &fakeJob{opts: o, query: sql, bytes: f.bytes, err: f.failWith[o.id], block: f.block, refs: d.refs()}
 	f.jobs[o.id] = j
 	return j, nil
 }
@@ -103,9 +120,9 @@ type fakeJob struct {
 	query string
 	bytes int64
 	err   error
-	// what the job's statistics report: statement type, referenced tables
-	stmt   string
-	tables []*bigquery.Table
+	// what the job's statistics report: statement type, referenced tables,
+	// routines and graphs
+	refs queryRefs
 	// block makes wait block until its context ends, as a long job does.
 	block     bool
 	mu        sync.Mutex
@@ -157,7 +174,7 @@ func (j *fakeJob) cancel(context.Context) error {
 	return nil
 }
 
-func (j *fakeJob) referenced() (string, []*bigquery.Table) { return j.stmt, j.tables }
+func (j *fakeJob) referenced(context.Context) (queryRefs, error) { return j.refs, nil }
 
 func (j *fakeJob) read(_ context.Context, offset, n uint64, maxRows int) (rowsPage, error) {
 	rows := [][]any{{int64(1)}, {int64(2)}, {int64(3)}}

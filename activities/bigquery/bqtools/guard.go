@@ -34,6 +34,32 @@ func (e *env) checkTables(refs []*bigquery.Table) error {
 	return nil
 }
 
+// checkRefs holds what BigQuery's statistics say a query is and reads (its
+// dry run's, or its finished job's when job is true) to the configuration:
+// a SELECT of configured tables and allowed routines, no property graph.
+// On the real service the statement type must be exactly SELECT, and
+// statistics that report none are refused (fail closed: nothing then says
+// what the query is or reads). The emulator reports SELECT for any
+// statement (DELETE, scripts) and no tables, so there checkSQL is the
+// only classifier and a missing type is let through.
+func (e *env) checkRefs(r queryRefs, job bool) error {
+	switch {
+	case r.statementType == "SELECT", r.statementType == "" && e.backend.emulator():
+	case r.statementType == "" && job:
+		return tools.Reject("the query's job reports no statement type, so what it ran cannot be checked; run the query again with bigquery_query")
+	case r.statementType == "":
+		return tools.Reject("query refused: BigQuery's dry run reported no statement type, so what the query does cannot be checked")
+	case job:
+		return tools.Reject("the query's job ran a %s statement; only SELECT results can be read", r.statementType)
+	default:
+		return tools.Reject("query refused: BigQuery reads it as a %s statement; only a SELECT query is allowed", r.statementType)
+	}
+	if err := e.checkTables(r.tables); err != nil {
+		return err
+	}
+	return e.checkRoutines(r.routines, r.graphs)
+}
+
 // sqlPolicy is what the configuration adds to CheckSQL: the tables a query
 // may read and the table functions that allowed_table_functions lists.
 type sqlPolicy struct {

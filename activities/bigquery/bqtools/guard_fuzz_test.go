@@ -27,7 +27,7 @@ func FuzzGuard(f *testing.F) {
 	for _, c := range issue18Cases {
 		f.Add(c)
 	}
-	for _, sql := range append(fuzzSeeds, hostileQueries...) {
+	for _, sql := range append(append(fuzzSeeds, hostileQueries...), parenCommaQueries...) {
 		f.Add(sql)
 	}
 	f.Fuzz(func(t *testing.T, sql string) {
@@ -241,11 +241,19 @@ func naiveViolation(sql string, p sqlPolicy) string {
 		inFrom bool
 	}
 	stack := []level{{}}
+	prevItem := false // the previous token starts a FROM item
 	for k := range toks {
 		top := &stack[len(stack)-1]
 		w := kw(k)
 		item := false
 		switch {
+		case is(k, 'p', "(") && prevItem:
+			// FROM (...: a parenthesized join, whose commas start tables,
+			// or a subquery, whose SELECT ends that.
+			stack = append(stack, level{opener: kw(k - 1), inFrom: true})
+			item = true
+		case (w == "SELECT" || w == "WITH") && is(k-1, 'p', "("):
+			top.inFrom = false
 		case is(k, 'p', "("):
 			stack = append(stack, level{opener: kw(k - 1)})
 		case is(k, 'p', ")"):
@@ -261,6 +269,7 @@ func naiveViolation(sql string, p sqlPolicy) string {
 		case is(k, 'p', "|>") || slices.Contains([]string{"WHERE", "GROUP", "HAVING", "QUALIFY", "WINDOW", "ORDER", "LIMIT", "UNION", "INTERSECT", "EXCEPT"}, w):
 			top.inFrom = false
 		}
+		prevItem = item
 		if !item || !isName(k+1) || reservedKeywords[kw(k+1)] {
 			continue
 		}

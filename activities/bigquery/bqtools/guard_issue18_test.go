@@ -298,6 +298,44 @@ var hostileQueries = []string{
 	"SELECT 1 FROM security_logs.auth_events JOIN (other_ds.secrets JOIN security_logs.auth_events USING(x)) USING (x)",
 }
 
+// parenCommaQueries hide a table behind a comma inside the parentheses of
+// a parenthesized join (a red-team review's finding: the reader treated
+// that comma as an expression's).
+var parenCommaQueries = []string{
+	"SELECT * FROM ((security_logs.auth_events), other_ds.secrets)",
+	"SELECT * FROM (UNNEST([1]) AS x, other_ds.secrets)",
+	"SELECT * FROM (security_logs.auth_events AS a, other_ds.secrets)",
+	"SELECT * FROM (((security_logs.auth_events)), other_ds.secrets)",
+	"SELECT * FROM ((SELECT 1 AS a, 2 AS b) AS x, other_ds.secrets)",
+	"SELECT * FROM (UNNEST([1, 2]) AS x CROSS JOIN security_logs.auth_events, other_ds.secrets)",
+	"SELECT * FROM security_logs.auth_events, ((security_logs.auth_events), other_ds.secrets)",
+	"SELECT * FROM security_logs.auth_events JOIN ((security_logs.auth_events), other_ds.secrets) ON TRUE",
+	"SELECT * FROM security_logs.auth_events |> JOIN (UNNEST([1]) AS x, other_ds.secrets) ON TRUE",
+	"SELECT (SELECT 1 FROM ((security_logs.auth_events), other_ds.secrets))",
+}
+
+// TestParenthesizedFromListsAreRead: a comma inside a parenthesized join
+// starts a table, for the guard and for FuzzGuard's naive reader, while
+// the commas of a subquery's select list and of UNNEST's array do not.
+func TestParenthesizedFromListsAreRead(t *testing.T) {
+	for _, sql := range parenCommaQueries {
+		assert.ErrorContains(t, checkSQL(sql, fuzzPolicy), "other_ds.secrets", sql)
+		assert.Contains(t, naiveViolation(sql, fuzzPolicy), "other_ds.secrets", sql)
+	}
+	for _, sql := range []string{
+		"SELECT * FROM ((security_logs.auth_events), security_logs.auth_events)",
+		"SELECT * FROM (UNNEST([1, 2]) AS x, security_logs.auth_events)",
+		"SELECT * FROM (SELECT user, host FROM security_logs.auth_events)",
+		"SELECT * FROM ((SELECT user, host FROM security_logs.auth_events) AS a JOIN security_logs.auth_events b USING (user, host))",
+		"SELECT * FROM (WITH w AS (SELECT 1 AS a, 2 AS b) SELECT a, b FROM w)",
+		"SELECT * FROM security_logs.auth_events, (SELECT 1 AS a, 2 AS b)",
+		"SELECT * FROM (security_logs.auth_events a CROSS JOIN UNNEST([1, 2]) AS x WITH OFFSET AS o)",
+	} {
+		assert.NoError(t, checkSQL(sql, fuzzPolicy), sql)
+		assert.Empty(t, naiveViolation(sql, fuzzPolicy), sql)
+	}
+}
+
 // TestWellFormedHintsAreAccepted keeps the hint rule from refusing what
 // BigQuery's own hints look like, while the tables around them are still
 // read.

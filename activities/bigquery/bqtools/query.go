@@ -73,15 +73,10 @@ func (t runQuery) Call(ctx context.Context, args map[string]any) (any, error) {
 	if err != nil {
 		return nil, classify("dry run of the query", err, true)
 	}
-	if dry.statementType != "" && dry.statementType != "SELECT" {
-		return nil, tools.Reject("query refused: BigQuery reads it as a %s statement; only a SELECT query is allowed", dry.statementType)
-	}
-	// Guard 3: only the configured tables and table functions, as the dry
-	// run reports them (checkSQL held the names in the text to them too).
-	if err := t.e.checkTables(dry.tables); err != nil {
-		return nil, err
-	}
-	if err := t.e.checkRoutines(dry.routines, dry.graphs); err != nil {
+	// Guard 3: a SELECT of only the configured tables and table functions,
+	// as the dry run reports them (checkSQL held the names in the text to
+	// them too).
+	if err := t.e.checkRefs(dry.queryRefs, false); err != nil {
 		return nil, err
 	}
 	if dry.bytes > t.e.cfg.MaxScanBytes {
@@ -113,6 +108,11 @@ func (t runQuery) Call(ctx context.Context, args map[string]any) (any, error) {
 	// its jobs billed, those that failed too.
 	job, stats, err := t.e.runJob(ctx, sql, dry.location, max(billCap, 1))
 	if err != nil {
+		return nil, err
+	}
+	// What the job ran and read, as its statistics say, before any row is
+	// returned: the same check as bigquery_result's.
+	if err := t.e.recheck(ctx, job); err != nil {
 		return nil, err
 	}
 	out := queryResult{Handle: encodeHandle(job.location(), job.id()), BytesProcessed: dry.bytes}

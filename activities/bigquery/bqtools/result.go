@@ -76,7 +76,7 @@ func (t readResult) Call(ctx context.Context, args map[string]any) (any, error) 
 		}
 		return nil, classify("find the query result", err, false)
 	}
-	if err := t.e.recheck(job); err != nil {
+	if err := t.e.recheck(ctx, job); err != nil {
 		return nil, err
 	}
 	page, err := job.read(ctx, uint64(offset), uint64(limit), t.e.cfg.MaxResultRows)
@@ -90,11 +90,12 @@ func (t readResult) Call(ctx context.Context, args map[string]any) (any, error) 
 	return out, nil
 }
 
-// recheck holds the job's query to the guard again before its rows are
-// read: checkSQL with the configuration as it is now, and what the job's
-// statistics say it was and read (statement type, referenced tables). A job
-// that is not a query is refused.
-func (e *env) recheck(job queryJob) error {
+// recheck holds a job's query to the guard again before its rows are
+// read, by bigquery_query and bigquery_result alike: checkSQL with the
+// configuration as it is now, and what the job's statistics say it was
+// and read (checkRefs: statement type, referenced tables, routines and
+// property graphs). A job that is not a query is refused.
+func (e *env) recheck(ctx context.Context, job queryJob) error {
 	sql := job.sql()
 	if sql == "" {
 		return tools.Reject("the job behind this handle is not a query; run the query with bigquery_query")
@@ -102,11 +103,11 @@ func (e *env) recheck(job queryJob) error {
 	if err := checkSQL(sql, e.policy()); err != nil {
 		return tools.Reject("the query behind this handle is refused now: %v", err)
 	}
-	stmt, tables := job.referenced()
-	if stmt != "" && stmt != "SELECT" {
-		return tools.Reject("the job behind this handle ran a %s statement; only SELECT results can be read", stmt)
+	refs, err := job.referenced(ctx)
+	if err != nil {
+		return classify("read what the query job read", err, false)
 	}
-	return e.checkTables(tables)
+	return e.checkRefs(refs, true)
 }
 
 // Reading rows.

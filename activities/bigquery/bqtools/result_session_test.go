@@ -52,10 +52,10 @@ func TestResultOnlyForThisSessionsJobs(t *testing.T) {
 	// jobs, or from an older configuration) is read only if its query
 	// passes the guard now and its statistics show a SELECT of the tables.
 	plant := func(id, sql, stmt string, tables ...string) string {
-		j := &fakeJob{opts: jobOptions{id: sessionPrefix("session-a") + id}, query: sql, stmt: stmt}
+		j := &fakeJob{opts: jobOptions{id: sessionPrefix("session-a") + id}, query: sql, refs: queryRefs{statementType: stmt}}
 		for _, name := range tables {
 			ds, tb, _ := strings.Cut(name, ".")
-			j.tables = append(j.tables, &bigquery.Table{ProjectID: "demo-investigator", DatasetID: ds, TableID: tb})
+			j.refs.tables = append(j.refs.tables, &bigquery.Table{ProjectID: "demo-investigator", DatasetID: ds, TableID: tb})
 		}
 		fb.jobs[j.opts.id] = j
 		return j.opts.id

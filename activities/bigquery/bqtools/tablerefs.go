@@ -91,10 +91,15 @@ func fromItems(toks []sqlToken) (items []fromItem, ctes []string, err error) {
 				i = skipHint(toks, i+1)
 				continue
 			case t.isPunct("("): // a subquery or a parenthesized join
-				stack = append(stack, scope{})
+				// In a parenthesized join, as in FROM ((t), u) or FROM
+				// (UNNEST(a) AS x, u), a comma starts another table.
+				stack = append(stack, scope{inFrom: expectInFrom})
 				continue
 			case t.isWord("SELECT") || t.isWord("WITH") || t.isWord("FROM"):
 				expect = false // a subquery: read on below
+				if !t.isWord("FROM") && i > 0 && toks[i-1].isPunct("(") {
+					top.inFrom = false // its select list is no FROM clause
+				}
 			case isNamePart(t):
 				expect = false
 				name, next := readPath(toks, i)

@@ -59,7 +59,8 @@ func Tools(client *bigquery.Client, cfg Config, runbooks []Runbook) []tools.Tool
 // newEnv reaches BigQuery through client (and its REST service, when
 // NewClient made it).
 func newEnv(client *bigquery.Client, cfg Config) *env {
-	return &env{client: client, cfg: cfg, backend: clientBackend{client: client, rest: restService(client)}, anonymous: randomJobID("tools")}
+	info := infoOf(client)
+	return &env{client: client, cfg: cfg, backend: clientBackend{client: client, rest: info.rest, emu: info.emulator}, anonymous: randomJobID("tools")}
 }
 
 type env struct {

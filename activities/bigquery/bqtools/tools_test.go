@@ -343,6 +343,26 @@ func TestQueryValuesOfOtherTypes(t *testing.T) {
 	assert.NotContains(t, out, "next_offset")
 }
 
+// One huge row (an array of 100,000 numbers, and one of 5,000
+// records of 900 bytes, 4.5 MiB) comes back cut to the result size, not
+// whole: the row is converted only up to maxRowsJSON.
+func TestHugeRowIsCutWhileRead(t *testing.T) {
+	f := newFixture(t, nil)
+	for _, sql := range []string{
+		"SELECT GENERATE_ARRAY(1, 100000) AS a",
+		"SELECT ARRAY(SELECT AS STRUCT n, REPEAT('x', 900) AS s FROM UNNEST(GENERATE_ARRAY(1, 5000)) AS n) AS a",
+	} {
+		out := f.mustCall(t, "bigquery_query", map[string]any{"sql": sql, "limit": 1})
+		page := f.mustCall(t, "bigquery_result", map[string]any{"handle": out["handle"], "limit": 1})
+		for _, rows := range []any{out["preview"], page["rows"]} {
+			b, err := json.Marshal(rows)
+			require.NoError(t, err)
+			assert.Less(t, len(b), maxRowsJSON+2<<10, sql)
+			assert.True(t, strings.Contains(string(b), "the rest of this row"), "the row is cut: %s", sql)
+		}
+	}
+}
+
 func TestQueryWithoutRows(t *testing.T) {
 	f := newFixture(t, nil)
 	out := f.mustCall(t, "bigquery_query", map[string]any{"sql": "SELECT host FROM security_logs.auth_events WHERE attempt > 1000"})

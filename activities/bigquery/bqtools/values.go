@@ -18,16 +18,80 @@ import (
 // cut and marked, so one log line cannot flood the model's context.
 const maxValueBytes = 1000
 
-// jsonRow converts a result row to JSON-friendly values, positionally, using
-// the schema for records (which become objects) and numeric types.
-func jsonRow(row []bigquery.Value, schema bigquery.Schema) []any {
-	out := make([]any, len(row))
+// rowCutNote replaces what jsonRowWithin leaves out of a row over its
+// budget: the rest of an array, or of the row's and records' fields.
+const rowCutNote = clip.Marker + "the rest of this row: it is over the result size limit]"
+
+// jsonRowWithin is jsonRow, converting only about budget bytes of JSON:
+// once they are spent, the rest of the array or record being read, and the
+// row's remaining columns, become rowCutNote (cut reports it). So one huge
+// row (ARRAY_AGG over a table, thousands of columns) is never converted
+// whole; each value is clipped as jsonValue does.
+func jsonRowWithin(row []bigquery.Value, schema bigquery.Schema, budget int) (out []any, cut bool) {
+	b := &rowBudget{left: budget}
+	out = make([]any, len(row))
 	for i, v := range row {
 		var f *bigquery.FieldSchema
 		if i < len(schema) {
 			f = schema[i]
 		}
-		out[i] = jsonValue(v, f)
+		out[i] = b.value(v, f)
+	}
+	return out, b.cut
+}
+
+type rowBudget struct {
+	left int
+	cut  bool
+}
+
+// value converts v as jsonValue does, charging its JSON size, or returns
+// rowCutNote when the budget is spent.
+func (b *rowBudget) value(v bigquery.Value, f *bigquery.FieldSchema) any {
+	if b.left <= 0 {
+		b.cut = true
+		return rowCutNote
+	}
+	list, ok := v.([]bigquery.Value)
+	if !ok {
+		out := jsonValue(v, f)
+		switch x := out.(type) {
+		case string:
+			b.left -= len(x) + 3
+		case map[string]any:
+			b.left -= 16 * (len(x) + 1)
+			for _, e := range x {
+				if s, ok := e.(string); ok {
+					b.left -= len(s)
+				}
+			}
+		default:
+			b.left -= 24
+		}
+		return out
+	}
+	b.left -= 2
+	if f != nil && f.Type == bigquery.RecordFieldType && !f.Repeated && len(f.Schema) == len(list) {
+		out := make(map[string]any, len(list))
+		for i, e := range list {
+			b.left -= len(f.Schema[i].Name) + 3
+			out[f.Schema[i].Name] = b.value(e, f.Schema[i])
+		}
+		return out
+	}
+	var elem *bigquery.FieldSchema
+	if f != nil && f.Repeated {
+		e := *f
+		e.Repeated = false
+		elem = &e
+	}
+	out := make([]any, 0, min(len(list), 64))
+	for _, e := range list {
+		if b.left <= 0 {
+			b.cut = true
+			return append(out, rowCutNote)
+		}
+		out = append(out, b.value(e, elem))
 	}
 	return out
 }

@@ -67,7 +67,8 @@ model calls, tokens, wall time), a confusion matrix with each verdict's
 recall, and the totals: verdict accuracy, balanced accuracy (the mean
 per-class recall: answering one verdict always scores 1/classes), missed
 intrusions (a true_positive judged benign or false_positive) and evidence
-recall, which counts only expected evidence the alert does not already hold.
+recall, which counts only expected evidence neither the alert nor the case's
+question already holds (the model is shown both).
 
 --baseline (on by default) also runs each case as an alert-only baseline:
 the same workflow, model and conclusion prompt, but the conclusion is

@@ -53,8 +53,9 @@ type evalCase struct {
 	Expected string
 	Why      string
 	// Evidence is what a correct conclusion cites; InAlert are those of
-	// them the alert already holds, which score nothing: a model that
-	// repeats the alert must not look like one that investigated.
+	// them the alert or the question already holds, which score nothing: a
+	// model that repeats what it was given must not look like one that
+	// investigated.
 	Evidence []string
 	InAlert  []string
 	Rows     []tableRows
@@ -236,7 +237,8 @@ func loadCase(file string) (evalCase, error) {
 		}
 		c.History = append(c.History, al)
 	}
-	shown := alertTexts(c.Alert)
+	// The model is shown the question too: what it gives away is given.
+	shown := append(alertTexts(c.Alert), normalise(c.Question))
 	for _, e := range c.Evidence {
 		if slices.ContainsFunc(shown, func(t string) bool { return strings.Contains(t, normalise(e)) }) {
 			c.InAlert = append(c.InAlert, e)

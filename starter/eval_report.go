@@ -19,8 +19,9 @@ type runResult struct {
 	Verdict    string `json:"verdict,omitempty"`
 	Confidence string `json:"confidence,omitempty"`
 	Correct    bool   `json:"correct"`
-	// Cited are the expected evidence strings, of those the alert does not
-	// hold, that the conclusion or the verdict's evidence cites.
+	// Cited are the expected evidence strings, of those neither the alert
+	// nor the question holds, that the conclusion or the verdict's evidence
+	// cites.
 	Cited        []string `json:"evidence_cited"`
 	Steps        int      `json:"steps"`
 	ToolCalls    int      `json:"tool_calls"`
@@ -427,7 +428,7 @@ func verdictText(runs []runResult) string {
 }
 
 // evidenceText is cited/expected: for one run the count, for several the
-// mean; "-" when the alert already holds every expected string.
+// mean; "-" when the alert or question already holds every expected string.
 func evidenceText(c caseResult) string {
 	if len(c.Evidence) == 0 {
 		return "-"
@@ -550,7 +551,7 @@ func printTotals(w io.Writer, s scorecard) error {
 	if err := tw.Flush(); err != nil {
 		return err
 	}
-	fmt.Fprintln(w, "(a missed intrusion is a true_positive judged benign or false_positive; evidence recall counts only expected evidence the alert does not already hold)")
+	fmt.Fprintln(w, "(a missed intrusion is a true_positive judged benign or false_positive; evidence recall counts only expected evidence neither the alert nor the question already holds)")
 	return nil
 }
 

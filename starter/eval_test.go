@@ -804,3 +804,18 @@ func TestEvalCasesFromTheUserDirectory(t *testing.T) {
 	assert.Equal(t, []string{filepath.Join(user, "mine.yaml"), defaultCases, "/abs/case.yaml"}, got)
 	assert.Equal(t, []string{"mine.yaml"}, fromUserDir([]string{"mine.yaml"}, ""))
 }
+
+// TestEvidenceInQuestionIsNotScored: the model is shown the case's question
+// as well as the alert, so evidence the question gives away is listed as
+// given, never scored: a conclusion that echoes the question finds nothing.
+func TestEvidenceInQuestionIsNotScored(t *testing.T) {
+	dir := t.TempDir()
+	writeCase(t, dir, "alert.json", testAlert)
+	p := writeCase(t, dir, "c.yaml", "alert: alert.json\nquestion: Did DEPLOY log in from ２０３.０.１１３.９９?\nexpected_verdict: true_positive\nwhy: w\nevidence: [deploy, 203.0.113.99, cron]\n")
+	cs, err := loadCases([]string{p})
+	require.NoError(t, err)
+	c := cs[0]
+	assert.Equal(t, []string{"deploy", "203.0.113.99"}, c.InAlert)
+	assert.Equal(t, []string{"cron"}, c.novel())
+	assert.Empty(t, citedEvidence(c.novel(), "You asked: did deploy log in from 203.0.113.99? Nothing settles it.", nil))
+}

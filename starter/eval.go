@@ -421,18 +421,7 @@ func (t *temporalEval) investigate(ctx context.Context, c evalCase, id string, b
 	if baseline {
 		summary = fmt.Sprintf("Eval baseline (alert only) %s: %s", c.Name, c.Alert.Title)
 	}
-	err := t.c.Start(ctx, agentclient.Start{
-		ID:      id,
-		Summary: summary,
-		Input: investigation.Input{
-			AlertID:           c.Alert.ID,
-			Question:          c.Question,
-			Language:          "en",
-			Limits:            investigation.Limits{AnswerTimeout: investigation.Duration(evalAnswerTimeout)},
-			IdleTimeout:       investigation.Duration(evalIdleTimeout),
-			ConcludeFromAlert: baseline,
-		},
-	}, io.Discard)
+	err := t.c.Start(ctx, agentclient.Start{ID: id, Summary: summary, Input: evalInput(c, baseline)}, io.Discard)
 	if err != nil {
 		return res, fmt.Errorf("could not start the investigation: %v", err)
 	}
@@ -454,6 +443,19 @@ func (t *temporalEval) investigate(ctx context.Context, c evalCase, id string, b
 		return res, fmt.Errorf("%s, and cancelling investigation %s failed: %v", why, id, err)
 	}
 	return res, fmt.Errorf("%s; investigation %s was cancelled", why, id)
+}
+
+// evalInput is the input of one run of a case: nothing in it waits for a
+// person, since nobody is there during an eval.
+func evalInput(c evalCase, baseline bool) investigation.Input {
+	return investigation.Input{
+		AlertID:           c.Alert.ID,
+		Question:          c.Question,
+		Language:          "en",
+		Limits:            investigation.Limits{AnswerTimeout: investigation.Duration(evalAnswerTimeout)},
+		IdleTimeout:       investigation.Duration(evalIdleTimeout),
+		ConcludeFromAlert: baseline,
+	}
 }
 
 // fromUserDir resolves relative case paths that exist under dir (the

@@ -14,6 +14,7 @@ import (
 
 	"github.com/secops-agent/investigator/agentclient"
 	"github.com/secops-agent/investigator/config"
+	"github.com/secops-agent/investigator/internal/termtext"
 	"github.com/secops-agent/investigator/investigation"
 	"github.com/secops-agent/investigator/plan"
 )
@@ -28,6 +29,11 @@ const (
 	// evalAnswerTimeout answers an ask_user question with "no answer" at
 	// once: nobody is there to answer during an eval.
 	evalAnswerTimeout = time.Second
+	// evalApprovalTimeout expires an action (a call of an MCP tool that
+	// acts) at once: nobody approves during an eval, no action may run
+	// there, and the default 24 hours would hold the run until --timeout.
+	// The scorecard records what was proposed.
+	evalApprovalTimeout = time.Millisecond
 	// cancelTimeout bounds the request that cancels a case's workflow.
 	cancelTimeout = 10 * time.Second
 	// maxRepeat bounds --repeat.
@@ -390,6 +396,10 @@ func runCase(ctx context.Context, b evalBackend, c evalCase, run evalRun, o eval
 	r.Steps = res.Plan.Count(plan.Done)
 	r.ToolCalls = res.ToolCalls
 	r.ModelCalls = res.Usage.Calls
+	for _, a := range res.Actions {
+		// The worker's text (the model's arguments): made safe to print.
+		r.Actions = append(r.Actions, proposedAction{Tool: termtext.Line(a.Tool), Args: termtext.Line(a.Args), Status: termtext.Line(a.Status)})
+	}
 	// Thinking is billed as output, as the starter's totals line counts it.
 	r.PromptTokens, r.OutputTokens = res.Usage.PromptTokens, res.Usage.OutputTokens+res.Usage.ThoughtTokens
 	return r
@@ -449,10 +459,11 @@ func (t *temporalEval) investigate(ctx context.Context, c evalCase, id string, b
 // person, since nobody is there during an eval.
 func evalInput(c evalCase, baseline bool) investigation.Input {
 	return investigation.Input{
-		AlertID:           c.Alert.ID,
-		Question:          c.Question,
-		Language:          "en",
-		Limits:            investigation.Limits{AnswerTimeout: investigation.Duration(evalAnswerTimeout)},
+		AlertID:  c.Alert.ID,
+		Question: c.Question,
+		Language: "en",
+		Limits: investigation.Limits{AnswerTimeout: investigation.Duration(evalAnswerTimeout),
+			ApprovalTimeout: investigation.Duration(evalApprovalTimeout)},
 		IdleTimeout:       investigation.Duration(evalIdleTimeout),
 		ConcludeFromAlert: baseline,
 	}

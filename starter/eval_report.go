@@ -32,8 +32,20 @@ type runResult struct {
 	Wall       time.Duration `json:"-"`
 	WallSecs   float64       `json:"wall_seconds"`
 	WorkflowID string        `json:"workflow_id,omitempty"`
+	// Actions are the calls of acting tools the agent asked for: none runs
+	// in an eval (each expires at once), but a team wants to know that the
+	// agent proposed containment.
+	Actions []proposedAction `json:"actions_proposed,omitempty"`
 	// Error says, in one sentence, why the run did not conclude.
 	Error string `json:"error,omitempty"`
+}
+
+// proposedAction is one call of an acting tool a run asked for, and what
+// became of it (expired, unless someone decided it in the instant).
+type proposedAction struct {
+	Tool   string `json:"tool"`
+	Args   string `json:"args"`
+	Status string `json:"status"`
 }
 
 // tokens is the run's prompt plus output tokens.
@@ -89,6 +101,8 @@ type tally struct {
 	Recall           float64 `json:"evidence_recall"`
 	MeanTokens       float64 `json:"mean_tokens"`
 	MeanWallSecs     float64 `json:"mean_wall_seconds"`
+	// RunsWithActions counts the runs that asked for an action.
+	RunsWithActions int `json:"runs_proposing_actions"`
 }
 
 // classTally is the recall of one expected verdict.
@@ -203,6 +217,9 @@ func tallyOf(cases []caseResult, pick func(caseResult) []runResult, only int) ta
 				if r.Verdict == investigation.VerdictBenign || r.Verdict == investigation.VerdictFalsePositive {
 					t.MissedIntrusions++
 				}
+			}
+			if len(r.Actions) > 0 {
+				t.RunsWithActions++
 			}
 			if r.Error == "" {
 				t.Concluded++
@@ -379,7 +396,7 @@ func printCases(w io.Writer, s scorecard, baseline bool) error {
 	if baseline {
 		head = append(head, "BASELINE")
 	}
-	head = append(head, "STEPS", "TOOL CALLS", "MODEL CALLS", "TOKENS", "WALL", "ERROR")
+	head = append(head, "STEPS", "TOOL CALLS", "MODEL CALLS", "TOKENS", "WALL", "ACTIONS PROPOSED", "ERROR")
 	fmt.Fprintln(tw, strings.Join(head, "\t"))
 	for _, c := range s.Cases {
 		row := []string{c.Name, c.Expected, verdictText(c.Runs)}
@@ -397,7 +414,7 @@ func printCases(w io.Writer, s scorecard, baseline bool) error {
 			row = append(row, verdictText(c.Baseline))
 		}
 		row = append(row, meanCells(c.Runs)...)
-		row = append(row, errorText(c))
+		row = append(row, actionsText(c.Runs), errorText(c))
 		fmt.Fprintln(tw, strings.Join(row, "\t"))
 	}
 	return tw.Flush()
@@ -465,6 +482,31 @@ func meanCells(runs []runResult) []string {
 	}
 	mean := func(x int) string { return fmt.Sprint(int(math.Round(float64(x) / float64(n)))) }
 	return []string{mean(steps), mean(calls), mean(model), mean(tokens), wallText(wall / time.Duration(n))}
+}
+
+// actionsText names the actions the runs asked for, each tool with its
+// outcomes and how many times ("-" for none).
+func actionsText(runs []runResult) string {
+	counts := map[string]int{}
+	var order []string
+	for _, r := range runs {
+		for _, a := range r.Actions {
+			k := a.Tool + " (" + a.Status + ")"
+			if counts[k] == 0 {
+				order = append(order, k)
+			}
+			counts[k]++
+		}
+	}
+	if len(order) == 0 {
+		return "-"
+	}
+	for i, k := range order {
+		if counts[k] > 1 {
+			order[i] += fmt.Sprintf(" ×%d", counts[k])
+		}
+	}
+	return strings.Join(order, ", ")
 }
 
 // errorText is the first error of the case's runs, with how many failed.
@@ -536,6 +578,7 @@ func printTotals(w io.Writer, s scorecard) error {
 	line("evidence recall", func(t tally) string {
 		return fmt.Sprintf("%d/%d (%s)", t.EvidenceCited, t.EvidenceExpected, percent(t.Recall))
 	})
+	line("runs proposing actions", func(t tally) string { return fmt.Sprintf("%d of %d", t.RunsWithActions, t.Runs) })
 	line("mean tokens/run", func(t tally) string {
 		if t.Concluded == 0 {
 			return "n/a (no run concluded)"

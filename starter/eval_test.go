@@ -283,7 +283,8 @@ func testScorecard() scorecard {
 	s := scorecard{Model: &m, Warning: standInWarning(m), Repeat: 1, Isolated: true, Cases: []caseResult{
 		{Name: "tp-case", Expected: "true_positive", Evidence: []string{"a", "b", "c"}, InAlert: []string{"d"},
 			Runs: []runResult{{Verdict: "true_positive", Confidence: "high", Correct: true, Cited: []string{"a", "c"}, Steps: 3, ToolCalls: 4, ModelCalls: 11,
-				PromptTokens: 12000, OutputTokens: 345, Wall: 4230 * time.Millisecond}},
+				PromptTokens: 12000, OutputTokens: 345, Wall: 4230 * time.Millisecond,
+				Actions: []proposedAction{{Tool: "response.block_ip", Args: `{"ip":"203.0.113.9"}`, Status: "expired"}}}},
 			Baseline: []runResult{{Verdict: "benign", Confidence: "low", Cited: []string{}, ModelCalls: 1, PromptTokens: 900, OutputTokens: 100, Wall: 800 * time.Millisecond}}},
 		{Name: "benign-case-long-name", Expected: "benign", Evidence: []string{"x"}, InAlert: []string{},
 			Runs: []runResult{{Verdict: "undetermined", Confidence: "low", Cited: []string{}, Steps: 2, ToolCalls: 1, ModelCalls: 7,
@@ -301,10 +302,10 @@ func testScorecard() scorecard {
 const scorecardGolden = `Model: gemini-2.5-flash (gemini-api, http://127.0.0.1:8089) — a local server, such as the offline Gemini stand-in: its answers are scripted
 WARNING: the worker's model endpoint http://127.0.0.1:8089 is a local server, such as the offline Gemini stand-in: its answers are scripted, so these scores mean nothing about any model.
 
-CASE                   EXPECTED        VERDICT         EVIDENCE  BASELINE         STEPS  TOOL CALLS  MODEL CALLS  TOKENS  WALL     ERROR
-tp-case                true_positive   true_positive   2/3       benign ✗         3      4           11           12345   4.2s     
-benign-case-long-name  benign          undetermined ✗  0/1       benign           2      1           7            8655    1m12.4s  
-fp-case                false_positive  -               0/2       true_positive ✗  -      -           -            -       900ms    the investigation failed: planning failed: Gemini rejected the request (HTTP 400)
+CASE                   EXPECTED        VERDICT         EVIDENCE  BASELINE         STEPS  TOOL CALLS  MODEL CALLS  TOKENS  WALL     ACTIONS PROPOSED             ERROR
+tp-case                true_positive   true_positive   2/3       benign ✗         3      4           11           12345   4.2s     response.block_ip (expired)  
+benign-case-long-name  benign          undetermined ✗  0/1       benign           2      1           7            8655    1m12.4s  -                            
+fp-case                false_positive  -               0/2       true_positive ✗  -      -           -            -       900ms    -                            the investigation failed: planning failed: Gemini rejected the request (HTTP 400)
 
 confusion matrix, agent (rows: expected verdict; columns: the verdict given, in runs):
 EXPECTED        true_positive  benign  false_positive  undetermined  failed  RECALL
@@ -318,14 +319,15 @@ true_positive   0              1       0               0             0       0/1
 benign          0              1       0               0             0       1/1 (100.0%)
 false_positive  1              0       0               0             0       0/1 (0.0%)
 
-                   AGENT                                   BASELINE (alert only, no tools)
-verdict accuracy   1/3 (33.3%)                             1/3 (33.3%)
-balanced accuracy  33.3% (mean per-class recall)           33.3% (mean per-class recall)
-missed intrusions  0 of 1                                  1 of 1
-evidence recall    2/6 (33.3%)                             1/6 (16.7%)
-mean tokens/run    10500 (over the 2 runs that concluded)  1100 (over the 3 runs that concluded)
-mean wall time     38.3s                                   1s
-(a missed intrusion is a true_positive judged benign or false_positive; evidence recall counts only expected evidence the alert does not already hold)
+                        AGENT                                   BASELINE (alert only, no tools)
+verdict accuracy        1/3 (33.3%)                             1/3 (33.3%)
+balanced accuracy       33.3% (mean per-class recall)           33.3% (mean per-class recall)
+missed intrusions       0 of 1                                  1 of 1
+evidence recall         2/6 (33.3%)                             1/6 (16.7%)
+runs proposing actions  1 of 3                                  0 of 3
+mean tokens/run         10500 (over the 2 runs that concluded)  1100 (over the 3 runs that concluded)
+mean wall time          38.3s                                   1s
+(a missed intrusion is a true_positive judged benign or false_positive; evidence recall counts only expected evidence neither the alert nor the question already holds)
 WARNING: the worker's model endpoint http://127.0.0.1:8089 is a local server, such as the offline Gemini stand-in: its answers are scripted, so these scores mean nothing about any model.
 `
 
@@ -353,7 +355,7 @@ func TestScorecardRendering(t *testing.T) {
 		},
 		"confusion":  map[string]any{"true_positive": map[string]any{"true_positive": 1.0}, "benign": map[string]any{"undetermined": 1.0}, "false_positive": map[string]any{"failed": 1.0}},
 		"intrusions": 1.0, "missed_intrusions": 0.0, "evidence_expected": 6.0, "evidence_cited": 2.0, "evidence_recall": 2.0 / 6,
-		"mean_tokens": 10500.0, "mean_wall_seconds": 38.3}, totals)
+		"mean_tokens": 10500.0, "mean_wall_seconds": 38.3, "runs_proposing_actions": 1.0}, totals)
 	assert.Equal(t, 1.0, got["baseline_totals"].(map[string]any)["missed_intrusions"])
 	assert.Equal(t, 1.0, got["repeat"])
 	assert.Equal(t, true, got["isolated"])
@@ -818,4 +820,45 @@ func TestEvidenceInQuestionIsNotScored(t *testing.T) {
 	assert.Equal(t, []string{"deploy", "203.0.113.99"}, c.InAlert)
 	assert.Equal(t, []string{"cron"}, c.novel())
 	assert.Empty(t, citedEvidence(c.novel(), "You asked: did deploy log in from 203.0.113.99? Nothing settles it.", nil))
+}
+
+// TestEvalNeverWaitsForAPerson: nobody answers or approves during an eval,
+// so a question is answered with "no answer" and an action (a call of an
+// MCP tool that acts) expires at once instead of holding the run for the
+// default 24 hours until --timeout fails it; the plan never waits either.
+func TestEvalNeverWaitsForAPerson(t *testing.T) {
+	c := evalCase{Name: "c", Alert: alerts.Alert{ID: "generic-0123456789ab"}, Question: "q"}
+	for _, baseline := range []bool{false, true} {
+		in := evalInput(c, baseline)
+		l := in.Limits.WithDefaults()
+		assert.LessOrEqual(t, l.ApprovalTimeout.Duration(), time.Second, "an action expires at once")
+		assert.LessOrEqual(t, l.AnswerTimeout.Duration(), time.Second)
+		assert.False(t, in.ApprovePlan)
+		assert.Equal(t, baseline, in.ConcludeFromAlert)
+	}
+}
+
+// TestEvalRecordsProposedActions: an action the agent asked for (it never
+// runs: it expires) is in the scorecard with its outcome, in the JSON and
+// in the table, its text made safe to print.
+func TestEvalRecordsProposedActions(t *testing.T) {
+	dir := evalDir(t)
+	tp := concluded("true_positive", "198.51.100.23 logged in as deploy.")
+	tp.Actions = []investigation.Action{{CallID: "k", Tool: "response.block_ip", Args: "{\"ip\":\"198.51.100.23\x1b[2J\"}", Status: investigation.ActionExpired}}
+	f := &fakeEval{model: investigation.ModelEndpoint{Model: "m", Backend: "gemini-api", BaseURL: "https://x/"},
+		results: map[string]investigation.Result{"tp": tp, "fp": concluded("false_positive", "x")}}
+	out, _, err := runEvalCommand(t, f, "--cases", dir, "--baseline=false", "--json")
+	require.NoError(t, err)
+	var s scorecard
+	require.NoError(t, json.Unmarshal([]byte(out), &s))
+	require.Len(t, s.Cases[1].Runs[0].Actions, 1)
+	assert.Equal(t, proposedAction{Tool: "response.block_ip", Args: `{"ip":"198.51.100.23"}`, Status: "expired"}, s.Cases[1].Runs[0].Actions[0])
+	assert.Empty(t, s.Cases[0].Runs[0].Actions)
+	assert.Equal(t, 1, s.Totals.RunsWithActions)
+
+	out, _, err = runEvalCommand(t, f, "--cases", dir, "--baseline=false")
+	require.NoError(t, err)
+	assert.Regexp(t, `(?m)^tp\s.*\sresponse\.block_ip \(expired\)\s*$`, out)
+	assert.Regexp(t, `(?m)^runs proposing actions\s+1 of 2$`, out)
+	assert.NotContains(t, out, "\x1b")
 }

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -58,6 +59,13 @@ type evalOptions struct {
 	// tablesConfig is the worker's BigQuery tables config: the tables case
 	// rows may go to, in its project.
 	tablesConfig string
+	// anyDatabase lets --isolate=false write into a database whose ID does
+	// not end in -eval.
+	anyDatabase bool
+	// store is the starter's Firestore database and taskQueue its task
+	// queue: the worker that answers must use the same database.
+	store     firestoreTarget
+	taskQueue string
 }
 
 func (a *app) evalCommand() *cobra.Command {
@@ -121,6 +129,7 @@ worker answers.`,
 	f.IntVar(&o.repeat, "repeat", 1, fmt.Sprintf("runs of each case (at most %d); above 1 the report shows the spread", maxRepeat))
 	f.BoolVar(&o.baseline, "baseline", true, "also run each case from the alert alone, without plan or tools, and print its scores beside")
 	f.BoolVar(&o.isolate, "isolate", true, "empty the eval's Firestore emulator database (--firestore-database, its ID ending in -eval) before each case")
+	f.BoolVar(&o.anyDatabase, "allow-any-database", false, "with --isolate=false, write the cases' alerts and made-up history into the Firestore database even when its ID does not end in -eval (an analyst's or production's); never needed with go tool task eval")
 	f.StringVar(&o.tablesConfig, "bigquery-tables", config.Env("", "BIGQUERY_TABLES_CONFIG"), "the worker's BigQuery tables config, naming the tables case rows may go to (env BIGQUERY_TABLES_CONFIG)")
 	return cmd
 }
@@ -145,13 +154,8 @@ var newEvalBackend = func(a *app, cmd *cobra.Command, o evalOptions, cases []eva
 	ctx := cmd.Context()
 	store := &evalStore{http: &http.Client{Timeout: a.timeout()}, call: a.firestoreCall}
 	if o.isolate {
-		project := a.firestore.Project
-		if project == "" {
-			project = config.EmulatorProject
-		}
 		var err error
-		store.clearURL, err = checkIsolation(firestoreTarget{os.Getenv("FIRESTORE_EMULATOR_HOST"), project, a.firestore.Database})
-		if err != nil {
+		if store.clearURL, err = checkIsolation(o.store); err != nil {
 			return nil, nil, err
 		}
 	}
@@ -195,6 +199,16 @@ func (a *app) eval(cmd *cobra.Command, o evalOptions) error {
 		return fmt.Errorf("--max-missed-intrusions must be 0 or more, not %d", o.maxMissed)
 	case o.repeat < 1 || o.repeat > maxRepeat:
 		return fmt.Errorf("--repeat must be between 1 and %d, not %d", maxRepeat, o.repeat)
+	case o.anyDatabase && o.isolate:
+		return errors.New("--allow-any-database goes only with --isolate=false: --isolate empties only an eval's database")
+	}
+	o.taskQueue = a.temporal.TaskQueue
+	o.store = firestoreTarget{emulator: os.Getenv("FIRESTORE_EMULATOR_HOST"), project: a.firestore.Project, database: a.firestore.Database}
+	if o.store.project == "" && o.store.emulator != "" {
+		o.store.project = config.EmulatorProject // as config.Firestore.Client
+	}
+	if err := checkStarterStore(o); err != nil {
+		return err
 	}
 	cases, err := loadCases(fromUserDir(o.cases, os.Getenv("EVAL_USER_CWD")))
 	if err != nil {
@@ -252,6 +266,12 @@ func runEval(ctx context.Context, b evalBackend, cases []evalCase, o evalOptions
 	}
 	if s.Warning != "" {
 		fmt.Fprintln(log, s.Warning)
+	}
+	if err := checkWorkerStore(cat.Store, o); err != nil {
+		return s, err
+	}
+	if o.anyDatabase {
+		fmt.Fprintf(log, "WARNING: --allow-any-database: the cases' alerts and made-up history go into Firestore database %q, and the worker's memories of them wherever the worker keeps its data.\n", o.store.database)
 	}
 	s.Cases = make([]caseResult, len(cases))
 	var runs [][]evalRun // per case

@@ -23,6 +23,7 @@ import (
 
 	"github.com/secops-agent/investigator/activities/bigquery/bqtools"
 	"github.com/secops-agent/investigator/alerts"
+	"github.com/secops-agent/investigator/config"
 	"github.com/secops-agent/investigator/investigation"
 	"github.com/secops-agent/investigator/plan"
 )
@@ -562,6 +563,10 @@ type fakeEval struct {
 	ids        []string
 	log        []string // "prepare a,b fresh", "run a", "baseline a", "undo a,b"
 	block      bool     // wait for the context instead of answering
+	// store is the database the worker says it uses: the eval's when nil,
+	// none when oldWorker.
+	store     *investigation.StoreEndpoint
+	oldWorker bool
 }
 
 func (f *fakeEval) note(s string) {
@@ -571,7 +576,11 @@ func (f *fakeEval) note(s string) {
 }
 
 func (f *fakeEval) catalog(context.Context) (investigation.Catalog, error) {
-	return investigation.Catalog{Model: f.model}, f.catalogErr
+	store := f.store
+	if store == nil && !f.oldWorker {
+		store = &investigation.StoreEndpoint{Project: config.EmulatorProject, Database: "investigator-eval", Emulator: true}
+	}
+	return investigation.Catalog{Model: f.model, Store: store}, f.catalogErr
 }
 
 func (f *fakeEval) prepare(_ context.Context, cases []evalCase, fresh bool) (func(), error) {
@@ -633,9 +642,13 @@ func concluded(verdict, md string) investigation.Result {
 		Spend: investigation.Spend{ToolCalls: 3, Usage: investigation.Usage{Calls: 8, PromptTokens: 1000, OutputTokens: 150, ThoughtTokens: 50}}}
 }
 
-// runEvalCommand runs `starter eval args...` against f.
+// runEvalCommand runs `starter eval args...` against f, by default on the
+// emulator's database investigator-eval, as go tool task eval does.
 func runEvalCommand(t *testing.T, f *fakeEval, args ...string) (stdout, stderr string, err error) {
 	t.Helper()
+	t.Setenv("FIRESTORE_EMULATOR_HOST", "127.0.0.1:1")
+	t.Setenv("FIRESTORE_DATABASE", "investigator-eval")
+	t.Setenv("GOOGLE_CLOUD_PROJECT", "")
 	old := newEvalBackend
 	t.Cleanup(func() { newEvalBackend = old })
 	newEvalBackend = func(*app, *cobra.Command, evalOptions, []evalCase) (evalBackend, func(), error) {
@@ -861,4 +874,61 @@ func TestEvalRecordsProposedActions(t *testing.T) {
 	assert.Regexp(t, `(?m)^tp\s.*\sresponse\.block_ip \(expired\)\s*$`, out)
 	assert.Regexp(t, `(?m)^runs proposing actions\s+1 of 2$`, out)
 	assert.NotContains(t, out, "\x1b")
+}
+
+// TestEvalRunsOnlyOnTheEvalsWorker: the worker, not only the starter, must
+// keep its data in the eval's database. A starter given only
+// --firestore-database investigator-eval reached the analyst's worker on
+// its own database: the cases ran against the analyst's alerts and
+// memories, and the report still said "each case on an emptied store".
+// Nothing runs then, and the refusal never recommends --isolate=false.
+func TestEvalRunsOnlyOnTheEvalsWorker(t *testing.T) {
+	dir := evalDir(t)
+	results := map[string]investigation.Result{"tp": concluded("true_positive", "x"), "fp": concluded("false_positive", "x")}
+	m := investigation.ModelEndpoint{Model: "m", Backend: "gemini-api", BaseURL: "https://x/"}
+	for _, tc := range []struct {
+		name string
+		f    *fakeEval
+		args []string
+		want string
+	}{
+		{"the analyst's worker", &fakeEval{store: &investigation.StoreEndpoint{Project: config.EmulatorProject, Database: "(default)", Emulator: true}}, nil,
+			`the worker on task queue "investigations" keeps its data in Firestore database "(default)" of project "` + config.EmulatorProject + `", not in the eval's database "investigator-eval"`},
+		{"another project", &fakeEval{store: &investigation.StoreEndpoint{Project: "prod", Database: "investigator-eval"}}, nil,
+			`keeps its data in Firestore database "investigator-eval" of project "prod" (not on the emulator), not in the eval's database "investigator-eval" of project "` + config.EmulatorProject + `" on the Firestore emulator`},
+		{"not the emulator", &fakeEval{store: &investigation.StoreEndpoint{Project: config.EmulatorProject, Database: "investigator-eval"}}, nil,
+			`(not on the emulator), not in the eval's database "investigator-eval" of project "` + config.EmulatorProject + `" on the Firestore emulator`},
+		{"an older worker", &fakeEval{oldWorker: true}, nil,
+			`the worker on task queue "investigations" does not say which Firestore database it uses (it is older than this starter)`},
+		{"shared, the analyst's worker", &fakeEval{store: &investigation.StoreEndpoint{Project: config.EmulatorProject, Database: "(default)", Emulator: true}},
+			[]string{"--isolate=false"}, `keeps its data in Firestore database "(default)"`},
+		{"shared, into the analyst's database", &fakeEval{}, []string{"--isolate=false", "--firestore-database", "(default)"},
+			`--isolate=false writes the cases' alerts and made-up history into Firestore database "(default)", and the eval writes only into a database whose ID ends in "-eval"`},
+		{"isolated, the analyst's database", &fakeEval{}, []string{"--firestore-database", "(default)"},
+			`--isolate empties Firestore database "(default)" before each case, and it empties only a database whose ID ends in "-eval"`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			tc.f.model, tc.f.results = m, results
+			_, _, err := runEvalCommand(t, tc.f, append([]string{"--cases", dir}, tc.args...)...)
+			require.Error(t, err)
+			assert.Contains(t, err.Error(), tc.want)
+			assert.NotContains(t, err.Error(), "--isolate=false to", "the refusal does not recommend the unsafe path")
+			assert.NotContains(t, err.Error(), "\n")
+			assert.Empty(t, tc.f.ids, "nothing ran")
+			assert.Empty(t, tc.f.log, "nothing was stored")
+		})
+	}
+
+	// On the eval's worker, or forced into any database: the cases run.
+	f := &fakeEval{model: m, results: results}
+	_, log, err := runEvalCommand(t, f, "--cases", dir, "--baseline=false")
+	require.NoError(t, err)
+	assert.Contains(t, log, "each case on an emptied store")
+	f = &fakeEval{model: m, results: results, store: &investigation.StoreEndpoint{Project: "p", Database: "(default)"}}
+	_, log, err = runEvalCommand(t, f, "--cases", dir, "--baseline=false", "--isolate=false", "--firestore-database", "(default)", "--allow-any-database")
+	require.NoError(t, err)
+	assert.Contains(t, log, "sharing one store")
+	assert.Contains(t, log, `WARNING: --allow-any-database: the cases' alerts and made-up history go into Firestore database "(default)"`)
+	_, _, err = runEvalCommand(t, &fakeEval{model: m, results: results}, "--cases", dir, "--allow-any-database")
+	require.EqualError(t, err, "--allow-any-database goes only with --isolate=false: --isolate empties only an eval's database")
 }

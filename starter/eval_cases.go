@@ -84,6 +84,12 @@ const (
 	maxCaseTable = 20
 )
 
+// A case's name makes its runs' workflow IDs and summaries and a row of the
+// report: bounded, and of characters that need no escaping anywhere.
+const maxCaseName = 100
+
+var caseName = regexp.MustCompile(`^[A-Za-z0-9._-]+$`)
+
 var caseTableName = regexp.MustCompile(`^[A-Za-z0-9_]+\.[A-Za-z0-9_-]+$`)
 
 // maxCaseBytes bounds a case file; cases are a few lines.
@@ -201,6 +207,12 @@ func loadCase(file string) (evalCase, error) {
 	}
 	if c.Name == "" {
 		c.Name = strings.TrimSuffix(filepath.Base(file), filepath.Ext(file))
+	}
+	if n := utf8.RuneCountInString(c.Name); n > maxCaseName {
+		return fail("the name is %d characters long: give one of at most %d letters, digits, '.', '_' and '-' (name:, or the file's name)", n, maxCaseName)
+	}
+	if !caseName.MatchString(c.Name) {
+		return fail("the name %q holds other characters than letters, digits, '.', '_' and '-' (name:, or the file's name)", c.Name)
 	}
 	if !slices.Contains(investigation.Verdicts, c.Expected) {
 		if c.Expected == "" {

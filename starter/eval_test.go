@@ -197,6 +197,10 @@ func TestLoadCaseErrors(t *testing.T) {
 		{"bad table", good + "bigquery_rows: {auth_events: [{host: h}]}\n", `bigquery_rows: "auth_events" is not a table name of the form dataset.table`},
 		{"no rows", good + "bigquery_rows: {logs.auth_events: []}\n", "bigquery_rows: logs.auth_events lists no rows"},
 		{"empty row", good + "bigquery_rows: {logs.auth_events: [{host: h}, {}]}\n", "bigquery_rows: logs.auth_events row 2 is empty"},
+		// A name makes the runs' workflow IDs and summaries: unbounded, every
+		// run of the case failed to start.
+		{"long name", "name: " + strings.Repeat("a", 101) + "\n" + good, "the name is 101 characters long: give one of at most 100 letters, digits, '.', '_' and '-'"},
+		{"name with spaces", "name: 'a case/../x'\n" + good, `the name "a case/../x" holds other characters than letters, digits, '.', '_' and '-'`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			p := writeCase(t, dir, strings.ReplaceAll(tc.name, " ", "-")+".yaml", tc.body)

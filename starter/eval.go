@@ -37,6 +37,10 @@ const (
 	evalApprovalTimeout = time.Millisecond
 	// cancelTimeout bounds the request that cancels a case's workflow.
 	cancelTimeout = 10 * time.Second
+	// cancelCloseWait bounds the wait for a cancelled run to close: it
+	// still writes (its transcript, the sub-agent's memory votes) until it
+	// does, and the next case's store is emptied only after.
+	cancelCloseWait = 2 * time.Minute
 	// maxRepeat bounds --repeat.
 	maxRepeat = 50
 )
@@ -183,7 +187,7 @@ var newEvalBackend = func(a *app, cmd *cobra.Command, o evalOptions, cases []eva
 	}
 	// Once, for the warnings about unregistered search attributes.
 	c.WarnSearchAttributes(ctx, cmd.ErrOrStderr())
-	b := &temporalEval{c: c, store: store, timeout: o.timeout}
+	b := &temporalEval{c: c, store: store, timeout: o.timeout, closeWait: cancelCloseWait}
 	return b, func() { c.Close(); closeStore(); closeBQ() }, nil
 }
 
@@ -427,9 +431,19 @@ func runCase(ctx context.Context, b evalBackend, c evalCase, run evalRun, o eval
 
 // temporalEval runs cases on the real services.
 type temporalEval struct {
-	c       *agentclient.Client
+	c       evalClient
 	store   *evalStore
 	timeout time.Duration // the --timeout, for messages
+	// closeWait bounds the wait for a cancelled run to close.
+	closeWait time.Duration
+}
+
+// evalClient is what temporalEval needs of *agentclient.Client.
+type evalClient interface {
+	Catalog(ctx context.Context) (investigation.Catalog, error)
+	Start(ctx context.Context, s agentclient.Start, warn io.Writer) error
+	Result(ctx context.Context, id string) (investigation.Result, error)
+	Cancel(ctx context.Context, id string) error
 }
 
 func (t *temporalEval) catalog(ctx context.Context) (investigation.Catalog, error) {
@@ -471,6 +485,13 @@ func (t *temporalEval) investigate(ctx context.Context, c evalCase, id string, b
 	defer cancel()
 	if err := t.c.Cancel(cctx, id); err != nil {
 		return res, fmt.Errorf("%s, and cancelling investigation %s failed: %v", why, id, err)
+	}
+	// A cancelled run writes until it closes: the store is emptied for the
+	// next case only after it has, or after the bounded wait.
+	wctx, stop := context.WithTimeout(context.Background(), t.closeWait)
+	defer stop()
+	if _, err := t.c.Result(wctx, id); err != nil && wctx.Err() != nil {
+		return res, fmt.Errorf("%s; investigation %s was cancelled but had not closed %s later, so it may still write into the next case's store", why, id, t.closeWait)
 	}
 	return res, fmt.Errorf("%s; investigation %s was cancelled", why, id)
 }

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -22,6 +23,7 @@ import (
 	"gopkg.in/yaml.v3"
 
 	"github.com/secops-agent/investigator/activities/bigquery/bqtools"
+	"github.com/secops-agent/investigator/agentclient"
 	"github.com/secops-agent/investigator/alerts"
 	"github.com/secops-agent/investigator/config"
 	"github.com/secops-agent/investigator/investigation"
@@ -935,4 +937,62 @@ func TestEvalRunsOnlyOnTheEvalsWorker(t *testing.T) {
 	assert.Contains(t, log, `WARNING: --allow-any-database: the cases' alerts and made-up history go into Firestore database "(default)"`)
 	_, _, err = runEvalCommand(t, &fakeEval{model: m, results: results}, "--cases", dir, "--allow-any-database")
 	require.EqualError(t, err, "--allow-any-database goes only with --isolate=false: --isolate empties only an eval's database")
+}
+
+// closingClient is a Temporal client whose run concludes never: it closes
+// closeAfter after it is cancelled (never when negative).
+type closingClient struct {
+	closeAfter time.Duration
+	mu         sync.Mutex
+	cancelled  time.Time
+	closed     bool
+}
+
+func (c *closingClient) Catalog(context.Context) (investigation.Catalog, error) {
+	return investigation.Catalog{}, nil
+}
+func (c *closingClient) Start(context.Context, agentclient.Start, io.Writer) error { return nil }
+func (c *closingClient) Cancel(context.Context, string) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.cancelled = time.Now()
+	return nil
+}
+func (c *closingClient) Result(ctx context.Context, _ string) (investigation.Result, error) {
+	c.mu.Lock()
+	cancelled := c.cancelled
+	c.mu.Unlock()
+	if cancelled.IsZero() || c.closeAfter < 0 {
+		<-ctx.Done()
+		return investigation.Result{}, ctx.Err()
+	}
+	select {
+	case <-time.After(time.Until(cancelled.Add(c.closeAfter))):
+		c.mu.Lock()
+		c.closed = true
+		c.mu.Unlock()
+		return investigation.Result{}, errors.New("workflow canceled")
+	case <-ctx.Done():
+		return investigation.Result{}, ctx.Err()
+	}
+}
+
+// TestTimedOutRunClosesBeforeTheNextCase: after --timeout the run is
+// cancelled, and the eval waits (bounded) for it to close before the store
+// is emptied for the next case: a cancelled run writes until it closes.
+func TestTimedOutRunClosesBeforeTheNextCase(t *testing.T) {
+	c := &closingClient{closeAfter: 50 * time.Millisecond}
+	te := &temporalEval{c: c, timeout: 10 * time.Millisecond, closeWait: 5 * time.Second}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Millisecond)
+	defer cancel()
+	_, err := te.investigate(ctx, evalCase{Name: "c"}, "eval-c", false)
+	require.EqualError(t, err, "no conclusion within 10ms; investigation eval-c was cancelled")
+	assert.True(t, c.closed, "investigate returned before the cancelled run closed")
+
+	c = &closingClient{closeAfter: -1}
+	te = &temporalEval{c: c, timeout: 10 * time.Millisecond, closeWait: 20 * time.Millisecond}
+	ctx, cancel = context.WithTimeout(context.Background(), 10*time.Millisecond)
+	defer cancel()
+	_, err = te.investigate(ctx, evalCase{Name: "c"}, "eval-c", false)
+	require.EqualError(t, err, "no conclusion within 10ms; investigation eval-c was cancelled but had not closed 20ms later, so it may still write into the next case's store")
 }

@@ -274,6 +274,20 @@ func runEval(ctx context.Context, b evalBackend, cases []evalCase, o evalOptions
 	if err := checkWorkerStore(cat.Store, o); err != nil {
 		return s, err
 	}
+	s.Setup = &evalSetup{StarterBuild: starterBuild(), StartedAt: time.Now().UTC().Truncate(time.Second), TaskQueue: o.taskQueue, Database: o.store.database,
+		Options: setupOptions{Cases: nonNil(o.cases), Concurrency: o.concurrency, Repeat: o.repeat, Timeout: o.timeout.String(),
+			Baseline: o.baseline, Isolate: o.isolate, AllowAnyDatabase: o.anyDatabase},
+		Tools: []string{}, MCP: cat.MCP}
+	for _, tl := range cat.Tools {
+		if !tl.Enabled {
+			continue
+		}
+		name := termtext.Line(tl.Name) // the worker's text
+		if tl.Acts {
+			name += " (acts)"
+		}
+		s.Setup.Tools = append(s.Setup.Tools, name)
+	}
 	if o.anyDatabase {
 		fmt.Fprintf(log, "WARNING: --allow-any-database: the cases' alerts and made-up history go into Firestore database %q, and the worker's memories of them wherever the worker keeps its data.\n", o.store.database)
 	}

@@ -6,11 +6,13 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"runtime/debug"
 	"slices"
 	"strings"
 	"text/tabwriter"
 	"time"
 
+	"github.com/secops-agent/investigator/internal/termtext"
 	"github.com/secops-agent/investigator/investigation"
 )
 
@@ -138,6 +140,9 @@ type spread struct {
 // scorecard is what starter eval prints, as a table or as JSON.
 type scorecard struct {
 	Model *investigation.ModelEndpoint `json:"model,omitempty"`
+	// Setup says what else produced the scores, so that two scorecards
+	// can be compared.
+	Setup *evalSetup `json:"setup,omitempty"`
 	// Warning says why the scores mean nothing (a scripted stand-in), or
 	// that the model could not be told.
 	Warning string `json:"warning,omitempty"`
@@ -151,6 +156,56 @@ type scorecard struct {
 	Spread   *spread      `json:"spread,omitempty"`
 	// BaselineSpread is the baseline's spread, with --repeat and --baseline.
 	BaselineSpread *spread `json:"baseline_spread,omitempty"`
+}
+
+// evalSetup is the starter's build, its options and the worker's queue,
+// database and tools (the model is Model).
+type evalSetup struct {
+	StarterBuild string       `json:"starter_build"`
+	StartedAt    time.Time    `json:"started_at"`
+	TaskQueue    string       `json:"task_queue"`
+	Database     string       `json:"firestore_database"`
+	Options      setupOptions `json:"options"`
+	// Tools are the worker's enabled tools, "(acts)" after those whose
+	// calls need an approval (they expire in an eval); MCP its servers.
+	Tools []string                  `json:"tools"`
+	MCP   []investigation.MCPServer `json:"mcp,omitempty"`
+}
+
+// setupOptions are the options that change what the scores mean.
+type setupOptions struct {
+	Cases            []string `json:"cases"`
+	Concurrency      int      `json:"concurrency"`
+	Repeat           int      `json:"repeat"`
+	Timeout          string   `json:"timeout"`
+	Baseline         bool     `json:"baseline"`
+	Isolate          bool     `json:"isolate"`
+	AllowAnyDatabase bool     `json:"allow_any_database"`
+}
+
+// starterBuild names the commit the starter was built from (with
+// "-modified" for uncommitted changes), or its module version.
+func starterBuild() string {
+	bi, ok := debug.ReadBuildInfo()
+	if !ok {
+		return "unknown"
+	}
+	rev, modified := "", false
+	for _, st := range bi.Settings {
+		switch st.Key {
+		case "vcs.revision":
+			rev = st.Value
+		case "vcs.modified":
+			modified = st.Value == "true"
+		}
+	}
+	if rev == "" {
+		return cmp.Or(bi.Main.Version, "unknown")
+	}
+	if modified {
+		rev += "-modified"
+	}
+	return rev
 }
 
 // agentRuns and baselineRuns pick a mode's runs of a case.
@@ -347,6 +402,10 @@ func printScorecard(w io.Writer, s scorecard) error {
 		if line := modelLine(*s.Model); line != "" {
 			fmt.Fprintln(w, line)
 		}
+	}
+	if s.Setup != nil {
+		fmt.Fprintf(w, "Setup: starter %s, task queue %s, Firestore database %s, tools: %s\n", s.Setup.StarterBuild,
+			termtext.Line(s.Setup.TaskQueue), termtext.Line(s.Setup.Database), strings.Join(s.Setup.Tools, ", "))
 	}
 	if s.Warning != "" {
 		fmt.Fprintln(w, s.Warning)

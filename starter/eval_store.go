@@ -48,9 +48,9 @@ type firestoreTarget struct {
 	emulator, project, database string
 }
 
-// evalSetup is what every refusal about the eval's database recommends:
+// evalSetupHint is what every refusal about the eval's database recommends:
 // the eval's own worker and database, never the unsafe --isolate=false.
-const evalSetup = "run the eval with go tool task eval, which starts the eval's own worker (task queue investigations-eval, Firestore database investigator-eval of the emulator), " +
+const evalSetupHint = "run the eval with go tool task eval, which starts the eval's own worker (task queue investigations-eval, Firestore database investigator-eval of the emulator), " +
 	"or start such a worker yourself and pass the eval its --task-queue and --firestore-database investigator-eval"
 
 // isEvalDatabase says a database ID names an eval's database: the
@@ -64,11 +64,11 @@ func isEvalDatabase(id string) bool {
 // empties it.
 func checkIsolation(t firestoreTarget) (string, error) {
 	if t.emulator == "" {
-		return "", errors.New("--isolate empties the eval's Firestore database before each case, which it does only on the Firestore emulator: set FIRESTORE_EMULATOR_HOST, or " + evalSetup)
+		return "", errors.New("--isolate empties the eval's Firestore database before each case, which it does only on the Firestore emulator: set FIRESTORE_EMULATOR_HOST, or " + evalSetupHint)
 	}
 	if !isEvalDatabase(t.database) {
 		return "", fmt.Errorf("--isolate empties Firestore database %q before each case, and it empties only a database whose ID ends in %q, "+
-			"so that an analyst's alerts and memories are never wiped: %s", t.database, evalDatabaseSuffix, evalSetup)
+			"so that an analyst's alerts and memories are never wiped: %s", t.database, evalDatabaseSuffix, evalSetupHint)
 	}
 	return "http://" + t.emulator + "/emulator/v1/projects/" + url.PathEscape(t.project) + "/databases/" + url.PathEscape(t.database) + "/documents", nil
 }
@@ -87,7 +87,7 @@ func checkStarterStore(o evalOptions) error {
 		return nil
 	}
 	return fmt.Errorf("--isolate=false writes the cases' alerts and made-up history into Firestore database %q, and the eval writes only into a database whose ID ends in %q, "+
-		"so that no analyst's or production data is mixed with made-up alerts: %s", o.store.database, evalDatabaseSuffix, evalSetup)
+		"so that no analyst's or production data is mixed with made-up alerts: %s", o.store.database, evalDatabaseSuffix, evalSetupHint)
 }
 
 // checkWorkerStore refuses a worker that does not prove it keeps its data
@@ -101,7 +101,7 @@ func checkWorkerStore(w *investigation.StoreEndpoint, o evalOptions) error {
 	}
 	if w == nil {
 		return fmt.Errorf("the worker on task queue %q does not say which Firestore database it uses (it is older than this starter), so the eval cannot tell it keeps its data in the eval's: "+
-			"rebuild it (go tool task build) and %s", o.taskQueue, evalSetup)
+			"rebuild it (go tool task build) and %s", o.taskQueue, evalSetupHint)
 	}
 	where := fmt.Sprintf(" of project %q", o.store.project)
 	if o.isolate {
@@ -113,7 +113,7 @@ func checkWorkerStore(w *investigation.StoreEndpoint, o evalOptions) error {
 			emu = " (not on the emulator)"
 		}
 		return fmt.Errorf("the worker on task queue %q keeps its data in Firestore database %q of project %q%s, not in the eval's database %q%s, "+
-			"so the cases would read and change that database's alerts and memories: %s", o.taskQueue, w.Database, w.Project, emu, o.store.database, where, evalSetup)
+			"so the cases would read and change that database's alerts and memories: %s", o.taskQueue, w.Database, w.Project, emu, o.store.database, where, evalSetupHint)
 	}
 	return nil
 }

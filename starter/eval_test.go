@@ -573,6 +573,7 @@ type fakeEval struct {
 	// none when oldWorker.
 	store     *investigation.StoreEndpoint
 	oldWorker bool
+	tools     []investigation.ToolStatus
 }
 
 func (f *fakeEval) note(s string) {
@@ -586,7 +587,7 @@ func (f *fakeEval) catalog(context.Context) (investigation.Catalog, error) {
 	if store == nil && !f.oldWorker {
 		store = &investigation.StoreEndpoint{Project: config.EmulatorProject, Database: "investigator-eval", Emulator: true}
 	}
-	return investigation.Catalog{Model: f.model, Store: store}, f.catalogErr
+	return investigation.Catalog{Model: f.model, Store: store, Tools: f.tools}, f.catalogErr
 }
 
 func (f *fakeEval) prepare(_ context.Context, cases []evalCase, fresh bool) (func(), error) {
@@ -995,4 +996,27 @@ func TestTimedOutRunClosesBeforeTheNextCase(t *testing.T) {
 	defer cancel()
 	_, err = te.investigate(ctx, evalCase{Name: "c"}, "eval-c", false)
 	require.EqualError(t, err, "no conclusion within 10ms; investigation eval-c was cancelled but had not closed 20ms later, so it may still write into the next case's store")
+}
+
+// TestScorecardSaysWhatProducedIt: the JSON scorecard names the starter's
+// build, the options, the worker's task queue, database and tools, so that
+// two scorecards can be compared.
+func TestScorecardSaysWhatProducedIt(t *testing.T) {
+	dir := evalDir(t)
+	f := &fakeEval{model: investigation.ModelEndpoint{Model: "gemini-2.5-pro", Backend: "gemini-api", BaseURL: "https://x/"},
+		results: map[string]investigation.Result{"tp": concluded("true_positive", "x"), "fp": concluded("false_positive", "x")},
+		tools:   []investigation.ToolStatus{{Name: "bigquery_agent", Enabled: true}, {Name: "query_otx", Reason: "no key"}, {Name: "response.block_ip", Enabled: true, Acts: true}}}
+	out, _, err := runEvalCommand(t, f, "--cases", dir, "--json", "--repeat", "2", "--timeout", "3m", "--baseline=false")
+	require.NoError(t, err)
+	var s map[string]any
+	require.NoError(t, json.Unmarshal([]byte(out), &s))
+	assert.Equal(t, "gemini-2.5-pro", s["model"].(map[string]any)["model"])
+	setup, ok := s["setup"].(map[string]any)
+	require.True(t, ok, "no setup in %s", out)
+	assert.NotEmpty(t, setup["starter_build"])
+	assert.NotEmpty(t, setup["started_at"])
+	assert.Equal(t, "investigations", setup["task_queue"])
+	assert.Equal(t, "investigator-eval", setup["firestore_database"])
+	assert.Equal(t, []any{"bigquery_agent", "response.block_ip (acts)"}, setup["tools"])
+	assert.Equal(t, map[string]any{"cases": []any{dir}, "concurrency": 2.0, "repeat": 2.0, "timeout": "3m0s", "baseline": false, "isolate": true, "allow_any_database": false}, setup["options"])
 }

@@ -101,12 +101,18 @@ case and stores only that case's alerts, so that no alert, memory or
 transcript carries over between cases; the runs of one case share it.
 It only ever empties a database of the Firestore emulator whose ID ends in
 -eval (--firestore-database): go tool task eval runs its own worker on
-investigator-eval. Log rows a case declares (bigquery_rows) are added to the
+investigator-eval. The worker must report the same database, or nothing
+runs. --isolate=false shares one store, still only a database whose ID
+ends in -eval unless --allow-any-database is given. Log rows a case declares (bigquery_rows) are added to the
 BigQuery emulator for that case and removed after it.
 
 Each run is a workflow eval-<case>[-baseline][-r<n>]-<time> that closes
-after its first conclusion. A run that fails or times out is counted as
-failed, with its error. When the worker's model is a local server (the
+after its first conclusion. An action (a call of an MCP tool that acts)
+is never approved: it expires at once, and the report lists it under
+ACTIONS PROPOSED. A run that fails or times out is counted as failed, with
+its error; a timed-out run is cancelled, and the next case waits for it to
+close. --json also records the starter's commit, the options and the
+worker's queue, database and tools. When the worker's model is a local server (the
 offline Gemini stand-in), a warning above and below the report says the
 scores mean nothing.
 

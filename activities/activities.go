@@ -49,6 +49,8 @@ type Activities struct {
 	// MCP are the worker's MCP servers (nil without --mcp-config): their
 	// tools are in Tools, their state is for the catalog.
 	MCP MCPServers
+	// Store names the worker's Firestore database, for the catalog.
+	Store *investigation.StoreEndpoint
 }
 
 // MCPServers is what the activities need of the worker's MCP servers.

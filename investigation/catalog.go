@@ -8,6 +8,18 @@ type Catalog struct {
 	Model ModelEndpoint `json:"model"`
 	// MCP are the worker's MCP servers and their state.
 	MCP []MCPServer `json:"mcp,omitempty"`
+	// Store is the Firestore database the worker keeps alerts, memories
+	// and transcripts in: starter eval runs cases only on a worker whose
+	// database is the eval's (nil: a worker older than the field).
+	Store *StoreEndpoint `json:"store,omitempty"`
+}
+
+// StoreEndpoint names a worker's Firestore database; no credential.
+type StoreEndpoint struct {
+	Project  string `json:"project"`
+	Database string `json:"database"`
+	// Emulator says the database is on the Firestore emulator.
+	Emulator bool `json:"emulator,omitempty"`
 }
 
 // MCPServer is one configured MCP server as a worker sees it: connected

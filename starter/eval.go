@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -14,6 +15,7 @@ import (
 
 	"github.com/secops-agent/investigator/agentclient"
 	"github.com/secops-agent/investigator/config"
+	"github.com/secops-agent/investigator/internal/termtext"
 	"github.com/secops-agent/investigator/investigation"
 	"github.com/secops-agent/investigator/plan"
 )
@@ -28,8 +30,17 @@ const (
 	// evalAnswerTimeout answers an ask_user question with "no answer" at
 	// once: nobody is there to answer during an eval.
 	evalAnswerTimeout = time.Second
+	// evalApprovalTimeout expires an action (a call of an MCP tool that
+	// acts) at once: nobody approves during an eval, no action may run
+	// there, and the default 24 hours would hold the run until --timeout.
+	// The scorecard records what was proposed.
+	evalApprovalTimeout = time.Millisecond
 	// cancelTimeout bounds the request that cancels a case's workflow.
 	cancelTimeout = 10 * time.Second
+	// cancelCloseWait bounds the wait for a cancelled run to close: it
+	// still writes (its transcript, the sub-agent's memory votes) until it
+	// does, and the next case's store is emptied only after.
+	cancelCloseWait = 2 * time.Minute
 	// maxRepeat bounds --repeat.
 	maxRepeat = 50
 )
@@ -52,6 +63,13 @@ type evalOptions struct {
 	// tablesConfig is the worker's BigQuery tables config: the tables case
 	// rows may go to, in its project.
 	tablesConfig string
+	// anyDatabase lets --isolate=false write into a database whose ID does
+	// not end in -eval.
+	anyDatabase bool
+	// store is the starter's Firestore database and taskQueue its task
+	// queue: the worker that answers must use the same database.
+	store     firestoreTarget
+	taskQueue string
 }
 
 func (a *app) evalCommand() *cobra.Command {
@@ -67,7 +85,8 @@ model calls, tokens, wall time), a confusion matrix with each verdict's
 recall, and the totals: verdict accuracy, balanced accuracy (the mean
 per-class recall: answering one verdict always scores 1/classes), missed
 intrusions (a true_positive judged benign or false_positive) and evidence
-recall, which counts only expected evidence the alert does not already hold.
+recall, which counts only expected evidence neither the alert nor the case's
+question already holds (the model is shown both).
 
 --baseline (on by default) also runs each case as an alert-only baseline:
 the same workflow, model and conclusion prompt, but the conclusion is
@@ -82,12 +101,18 @@ case and stores only that case's alerts, so that no alert, memory or
 transcript carries over between cases; the runs of one case share it.
 It only ever empties a database of the Firestore emulator whose ID ends in
 -eval (--firestore-database): go tool task eval runs its own worker on
-investigator-eval. Log rows a case declares (bigquery_rows) are added to the
+investigator-eval. The worker must report the same database, or nothing
+runs. --isolate=false shares one store, still only a database whose ID
+ends in -eval unless --allow-any-database is given. Log rows a case declares (bigquery_rows) are added to the
 BigQuery emulator for that case and removed after it.
 
 Each run is a workflow eval-<case>[-baseline][-r<n>]-<time> that closes
-after its first conclusion. A run that fails or times out is counted as
-failed, with its error. When the worker's model is a local server (the
+after its first conclusion. An action (a call of an MCP tool that acts)
+is never approved: it expires at once, and the report lists it under
+ACTIONS PROPOSED. A run that fails or times out is counted as failed, with
+its error; a timed-out run is cancelled, and the next case waits for it to
+close. --json also records the starter's commit, the options and the
+worker's queue, database and tools. When the worker's model is a local server (the
 offline Gemini stand-in), a warning above and below the report says the
 scores mean nothing.
 
@@ -114,6 +139,7 @@ worker answers.`,
 	f.IntVar(&o.repeat, "repeat", 1, fmt.Sprintf("runs of each case (at most %d); above 1 the report shows the spread", maxRepeat))
 	f.BoolVar(&o.baseline, "baseline", true, "also run each case from the alert alone, without plan or tools, and print its scores beside")
 	f.BoolVar(&o.isolate, "isolate", true, "empty the eval's Firestore emulator database (--firestore-database, its ID ending in -eval) before each case")
+	f.BoolVar(&o.anyDatabase, "allow-any-database", false, "with --isolate=false, write the cases' alerts and made-up history into the Firestore database even when its ID does not end in -eval (an analyst's or production's); never needed with go tool task eval")
 	f.StringVar(&o.tablesConfig, "bigquery-tables", config.Env("", "BIGQUERY_TABLES_CONFIG"), "the worker's BigQuery tables config, naming the tables case rows may go to (env BIGQUERY_TABLES_CONFIG)")
 	return cmd
 }
@@ -138,13 +164,8 @@ var newEvalBackend = func(a *app, cmd *cobra.Command, o evalOptions, cases []eva
 	ctx := cmd.Context()
 	store := &evalStore{http: &http.Client{Timeout: a.timeout()}, call: a.firestoreCall}
 	if o.isolate {
-		project := a.firestore.Project
-		if project == "" {
-			project = config.EmulatorProject
-		}
 		var err error
-		store.clearURL, err = checkIsolation(firestoreTarget{os.Getenv("FIRESTORE_EMULATOR_HOST"), project, a.firestore.Database})
-		if err != nil {
+		if store.clearURL, err = checkIsolation(o.store); err != nil {
 			return nil, nil, err
 		}
 	}
@@ -172,7 +193,7 @@ var newEvalBackend = func(a *app, cmd *cobra.Command, o evalOptions, cases []eva
 	}
 	// Once, for the warnings about unregistered search attributes.
 	c.WarnSearchAttributes(ctx, cmd.ErrOrStderr())
-	b := &temporalEval{c: c, store: store, timeout: o.timeout}
+	b := &temporalEval{c: c, store: store, timeout: o.timeout, closeWait: cancelCloseWait}
 	return b, func() { c.Close(); closeStore(); closeBQ() }, nil
 }
 
@@ -188,6 +209,16 @@ func (a *app) eval(cmd *cobra.Command, o evalOptions) error {
 		return fmt.Errorf("--max-missed-intrusions must be 0 or more, not %d", o.maxMissed)
 	case o.repeat < 1 || o.repeat > maxRepeat:
 		return fmt.Errorf("--repeat must be between 1 and %d, not %d", maxRepeat, o.repeat)
+	case o.anyDatabase && o.isolate:
+		return errors.New("--allow-any-database goes only with --isolate=false: --isolate empties only an eval's database")
+	}
+	o.taskQueue = a.temporal.TaskQueue
+	o.store = firestoreTarget{emulator: os.Getenv("FIRESTORE_EMULATOR_HOST"), project: a.firestore.Project, database: a.firestore.Database}
+	if o.store.project == "" && o.store.emulator != "" {
+		o.store.project = config.EmulatorProject // as config.Firestore.Client
+	}
+	if err := checkStarterStore(o); err != nil {
+		return err
 	}
 	cases, err := loadCases(fromUserDir(o.cases, os.Getenv("EVAL_USER_CWD")))
 	if err != nil {
@@ -245,6 +276,26 @@ func runEval(ctx context.Context, b evalBackend, cases []evalCase, o evalOptions
 	}
 	if s.Warning != "" {
 		fmt.Fprintln(log, s.Warning)
+	}
+	if err := checkWorkerStore(cat.Store, o); err != nil {
+		return s, err
+	}
+	s.Setup = &evalSetup{StarterBuild: starterBuild(), StartedAt: time.Now().UTC().Truncate(time.Second), TaskQueue: o.taskQueue, Database: o.store.database,
+		Options: setupOptions{Cases: nonNil(o.cases), Concurrency: o.concurrency, Repeat: o.repeat, Timeout: o.timeout.String(),
+			Baseline: o.baseline, Isolate: o.isolate, AllowAnyDatabase: o.anyDatabase},
+		Tools: []string{}, MCP: cat.MCP}
+	for _, tl := range cat.Tools {
+		if !tl.Enabled {
+			continue
+		}
+		name := termtext.Line(tl.Name) // the worker's text
+		if tl.Acts {
+			name += " (acts)"
+		}
+		s.Setup.Tools = append(s.Setup.Tools, name)
+	}
+	if o.anyDatabase {
+		fmt.Fprintf(log, "WARNING: --allow-any-database: the cases' alerts and made-up history go into Firestore database %q, and the worker's memories of them wherever the worker keeps its data.\n", o.store.database)
 	}
 	s.Cases = make([]caseResult, len(cases))
 	var runs [][]evalRun // per case
@@ -389,6 +440,10 @@ func runCase(ctx context.Context, b evalBackend, c evalCase, run evalRun, o eval
 	r.Steps = res.Plan.Count(plan.Done)
 	r.ToolCalls = res.ToolCalls
 	r.ModelCalls = res.Usage.Calls
+	for _, a := range res.Actions {
+		// The worker's text (the model's arguments): made safe to print.
+		r.Actions = append(r.Actions, proposedAction{Tool: termtext.Line(a.Tool), Args: termtext.Line(a.Args), Status: termtext.Line(a.Status)})
+	}
 	// Thinking is billed as output, as the starter's totals line counts it.
 	r.PromptTokens, r.OutputTokens = res.Usage.PromptTokens, res.Usage.OutputTokens+res.Usage.ThoughtTokens
 	return r
@@ -396,9 +451,19 @@ func runCase(ctx context.Context, b evalBackend, c evalCase, run evalRun, o eval
 
 // temporalEval runs cases on the real services.
 type temporalEval struct {
-	c       *agentclient.Client
+	c       evalClient
 	store   *evalStore
 	timeout time.Duration // the --timeout, for messages
+	// closeWait bounds the wait for a cancelled run to close.
+	closeWait time.Duration
+}
+
+// evalClient is what temporalEval needs of *agentclient.Client.
+type evalClient interface {
+	Catalog(ctx context.Context) (investigation.Catalog, error)
+	Start(ctx context.Context, s agentclient.Start, warn io.Writer) error
+	Result(ctx context.Context, id string) (investigation.Result, error)
+	Cancel(ctx context.Context, id string) error
 }
 
 func (t *temporalEval) catalog(ctx context.Context) (investigation.Catalog, error) {
@@ -420,18 +485,7 @@ func (t *temporalEval) investigate(ctx context.Context, c evalCase, id string, b
 	if baseline {
 		summary = fmt.Sprintf("Eval baseline (alert only) %s: %s", c.Name, c.Alert.Title)
 	}
-	err := t.c.Start(ctx, agentclient.Start{
-		ID:      id,
-		Summary: summary,
-		Input: investigation.Input{
-			AlertID:           c.Alert.ID,
-			Question:          c.Question,
-			Language:          "en",
-			Limits:            investigation.Limits{AnswerTimeout: investigation.Duration(evalAnswerTimeout)},
-			IdleTimeout:       investigation.Duration(evalIdleTimeout),
-			ConcludeFromAlert: baseline,
-		},
-	}, io.Discard)
+	err := t.c.Start(ctx, agentclient.Start{ID: id, Summary: summary, Input: evalInput(c, baseline)}, io.Discard)
 	if err != nil {
 		return res, fmt.Errorf("could not start the investigation: %v", err)
 	}
@@ -452,7 +506,28 @@ func (t *temporalEval) investigate(ctx context.Context, c evalCase, id string, b
 	if err := t.c.Cancel(cctx, id); err != nil {
 		return res, fmt.Errorf("%s, and cancelling investigation %s failed: %v", why, id, err)
 	}
+	// A cancelled run writes until it closes: the store is emptied for the
+	// next case only after it has, or after the bounded wait.
+	wctx, stop := context.WithTimeout(context.Background(), t.closeWait)
+	defer stop()
+	if _, err := t.c.Result(wctx, id); err != nil && wctx.Err() != nil {
+		return res, fmt.Errorf("%s; investigation %s was cancelled but had not closed %s later, so it may still write into the next case's store", why, id, t.closeWait)
+	}
 	return res, fmt.Errorf("%s; investigation %s was cancelled", why, id)
+}
+
+// evalInput is the input of one run of a case: nothing in it waits for a
+// person, since nobody is there during an eval.
+func evalInput(c evalCase, baseline bool) investigation.Input {
+	return investigation.Input{
+		AlertID:  c.Alert.ID,
+		Question: c.Question,
+		Language: "en",
+		Limits: investigation.Limits{AnswerTimeout: investigation.Duration(evalAnswerTimeout),
+			ApprovalTimeout: investigation.Duration(evalApprovalTimeout)},
+		IdleTimeout:       investigation.Duration(evalIdleTimeout),
+		ConcludeFromAlert: baseline,
+	}
 }
 
 // fromUserDir resolves relative case paths that exist under dir (the

@@ -53,8 +53,9 @@ type evalCase struct {
 	Expected string
 	Why      string
 	// Evidence is what a correct conclusion cites; InAlert are those of
-	// them the alert already holds, which score nothing: a model that
-	// repeats the alert must not look like one that investigated.
+	// them the alert or the question already holds, which score nothing: a
+	// model that repeats what it was given must not look like one that
+	// investigated.
 	Evidence []string
 	InAlert  []string
 	Rows     []tableRows
@@ -82,6 +83,12 @@ const (
 	maxCaseRows  = 1000
 	maxCaseTable = 20
 )
+
+// A case's name makes its runs' workflow IDs and summaries and a row of the
+// report: bounded, and of characters that need no escaping anywhere.
+const maxCaseName = 100
+
+var caseName = regexp.MustCompile(`^[A-Za-z0-9._-]+$`)
 
 var caseTableName = regexp.MustCompile(`^[A-Za-z0-9_]+\.[A-Za-z0-9_-]+$`)
 
@@ -201,6 +208,12 @@ func loadCase(file string) (evalCase, error) {
 	if c.Name == "" {
 		c.Name = strings.TrimSuffix(filepath.Base(file), filepath.Ext(file))
 	}
+	if n := utf8.RuneCountInString(c.Name); n > maxCaseName {
+		return fail("the name is %d characters long: give one of at most %d letters, digits, '.', '_' and '-' (name:, or the file's name)", n, maxCaseName)
+	}
+	if !caseName.MatchString(c.Name) {
+		return fail("the name %q holds other characters than letters, digits, '.', '_' and '-' (name:, or the file's name)", c.Name)
+	}
 	if !slices.Contains(investigation.Verdicts, c.Expected) {
 		if c.Expected == "" {
 			return fail("expected_verdict is missing: give one of %s", strings.Join(investigation.Verdicts, ", "))
@@ -236,7 +249,8 @@ func loadCase(file string) (evalCase, error) {
 		}
 		c.History = append(c.History, al)
 	}
-	shown := alertTexts(c.Alert)
+	// The model is shown the question too: what it gives away is given.
+	shown := append(alertTexts(c.Alert), normalise(c.Question))
 	for _, e := range c.Evidence {
 		if slices.ContainsFunc(shown, func(t string) bool { return strings.Contains(t, normalise(e)) }) {
 			c.InAlert = append(c.InAlert, e)

@@ -6,11 +6,13 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"runtime/debug"
 	"slices"
 	"strings"
 	"text/tabwriter"
 	"time"
 
+	"github.com/secops-agent/investigator/internal/termtext"
 	"github.com/secops-agent/investigator/investigation"
 )
 
@@ -19,8 +21,9 @@ type runResult struct {
 	Verdict    string `json:"verdict,omitempty"`
 	Confidence string `json:"confidence,omitempty"`
 	Correct    bool   `json:"correct"`
-	// Cited are the expected evidence strings, of those the alert does not
-	// hold, that the conclusion or the verdict's evidence cites.
+	// Cited are the expected evidence strings, of those neither the alert
+	// nor the question holds, that the conclusion or the verdict's evidence
+	// cites.
 	Cited        []string `json:"evidence_cited"`
 	Steps        int      `json:"steps"`
 	ToolCalls    int      `json:"tool_calls"`
@@ -31,8 +34,20 @@ type runResult struct {
 	Wall       time.Duration `json:"-"`
 	WallSecs   float64       `json:"wall_seconds"`
 	WorkflowID string        `json:"workflow_id,omitempty"`
+	// Actions are the calls of acting tools the agent asked for: none runs
+	// in an eval (each expires at once), but a team wants to know that the
+	// agent proposed containment.
+	Actions []proposedAction `json:"actions_proposed,omitempty"`
 	// Error says, in one sentence, why the run did not conclude.
 	Error string `json:"error,omitempty"`
+}
+
+// proposedAction is one call of an acting tool a run asked for, and what
+// became of it (expired, unless someone decided it in the instant).
+type proposedAction struct {
+	Tool   string `json:"tool"`
+	Args   string `json:"args"`
+	Status string `json:"status"`
 }
 
 // tokens is the run's prompt plus output tokens.
@@ -88,6 +103,8 @@ type tally struct {
 	Recall           float64 `json:"evidence_recall"`
 	MeanTokens       float64 `json:"mean_tokens"`
 	MeanWallSecs     float64 `json:"mean_wall_seconds"`
+	// RunsWithActions counts the runs that asked for an action.
+	RunsWithActions int `json:"runs_proposing_actions"`
 }
 
 // classTally is the recall of one expected verdict.
@@ -123,6 +140,9 @@ type spread struct {
 // scorecard is what starter eval prints, as a table or as JSON.
 type scorecard struct {
 	Model *investigation.ModelEndpoint `json:"model,omitempty"`
+	// Setup says what else produced the scores, so that two scorecards
+	// can be compared.
+	Setup *evalSetup `json:"setup,omitempty"`
 	// Warning says why the scores mean nothing (a scripted stand-in), or
 	// that the model could not be told.
 	Warning string `json:"warning,omitempty"`
@@ -136,6 +156,56 @@ type scorecard struct {
 	Spread   *spread      `json:"spread,omitempty"`
 	// BaselineSpread is the baseline's spread, with --repeat and --baseline.
 	BaselineSpread *spread `json:"baseline_spread,omitempty"`
+}
+
+// evalSetup is the starter's build, its options and the worker's queue,
+// database and tools (the model is Model).
+type evalSetup struct {
+	StarterBuild string       `json:"starter_build"`
+	StartedAt    time.Time    `json:"started_at"`
+	TaskQueue    string       `json:"task_queue"`
+	Database     string       `json:"firestore_database"`
+	Options      setupOptions `json:"options"`
+	// Tools are the worker's enabled tools, "(acts)" after those whose
+	// calls need an approval (they expire in an eval); MCP its servers.
+	Tools []string                  `json:"tools"`
+	MCP   []investigation.MCPServer `json:"mcp,omitempty"`
+}
+
+// setupOptions are the options that change what the scores mean.
+type setupOptions struct {
+	Cases            []string `json:"cases"`
+	Concurrency      int      `json:"concurrency"`
+	Repeat           int      `json:"repeat"`
+	Timeout          string   `json:"timeout"`
+	Baseline         bool     `json:"baseline"`
+	Isolate          bool     `json:"isolate"`
+	AllowAnyDatabase bool     `json:"allow_any_database"`
+}
+
+// starterBuild names the commit the starter was built from (with
+// "-modified" for uncommitted changes), or its module version.
+func starterBuild() string {
+	bi, ok := debug.ReadBuildInfo()
+	if !ok {
+		return "unknown"
+	}
+	rev, modified := "", false
+	for _, st := range bi.Settings {
+		switch st.Key {
+		case "vcs.revision":
+			rev = st.Value
+		case "vcs.modified":
+			modified = st.Value == "true"
+		}
+	}
+	if rev == "" {
+		return cmp.Or(bi.Main.Version, "unknown")
+	}
+	if modified {
+		rev += "-modified"
+	}
+	return rev
 }
 
 // agentRuns and baselineRuns pick a mode's runs of a case.
@@ -202,6 +272,9 @@ func tallyOf(cases []caseResult, pick func(caseResult) []runResult, only int) ta
 				if r.Verdict == investigation.VerdictBenign || r.Verdict == investigation.VerdictFalsePositive {
 					t.MissedIntrusions++
 				}
+			}
+			if len(r.Actions) > 0 {
+				t.RunsWithActions++
 			}
 			if r.Error == "" {
 				t.Concluded++
@@ -330,6 +403,10 @@ func printScorecard(w io.Writer, s scorecard) error {
 			fmt.Fprintln(w, line)
 		}
 	}
+	if s.Setup != nil {
+		fmt.Fprintf(w, "Setup: starter %s, task queue %s, Firestore database %s, tools: %s\n", s.Setup.StarterBuild,
+			termtext.Line(s.Setup.TaskQueue), termtext.Line(s.Setup.Database), strings.Join(s.Setup.Tools, ", "))
+	}
 	if s.Warning != "" {
 		fmt.Fprintln(w, s.Warning)
 	}
@@ -378,7 +455,7 @@ func printCases(w io.Writer, s scorecard, baseline bool) error {
 	if baseline {
 		head = append(head, "BASELINE")
 	}
-	head = append(head, "STEPS", "TOOL CALLS", "MODEL CALLS", "TOKENS", "WALL", "ERROR")
+	head = append(head, "STEPS", "TOOL CALLS", "MODEL CALLS", "TOKENS", "WALL", "ACTIONS PROPOSED", "ERROR")
 	fmt.Fprintln(tw, strings.Join(head, "\t"))
 	for _, c := range s.Cases {
 		row := []string{c.Name, c.Expected, verdictText(c.Runs)}
@@ -396,7 +473,7 @@ func printCases(w io.Writer, s scorecard, baseline bool) error {
 			row = append(row, verdictText(c.Baseline))
 		}
 		row = append(row, meanCells(c.Runs)...)
-		row = append(row, errorText(c))
+		row = append(row, actionsText(c.Runs), errorText(c))
 		fmt.Fprintln(tw, strings.Join(row, "\t"))
 	}
 	return tw.Flush()
@@ -427,7 +504,7 @@ func verdictText(runs []runResult) string {
 }
 
 // evidenceText is cited/expected: for one run the count, for several the
-// mean; "-" when the alert already holds every expected string.
+// mean; "-" when the alert or question already holds every expected string.
 func evidenceText(c caseResult) string {
 	if len(c.Evidence) == 0 {
 		return "-"
@@ -464,6 +541,31 @@ func meanCells(runs []runResult) []string {
 	}
 	mean := func(x int) string { return fmt.Sprint(int(math.Round(float64(x) / float64(n)))) }
 	return []string{mean(steps), mean(calls), mean(model), mean(tokens), wallText(wall / time.Duration(n))}
+}
+
+// actionsText names the actions the runs asked for, each tool with its
+// outcomes and how many times ("-" for none).
+func actionsText(runs []runResult) string {
+	counts := map[string]int{}
+	var order []string
+	for _, r := range runs {
+		for _, a := range r.Actions {
+			k := a.Tool + " (" + a.Status + ")"
+			if counts[k] == 0 {
+				order = append(order, k)
+			}
+			counts[k]++
+		}
+	}
+	if len(order) == 0 {
+		return "-"
+	}
+	for i, k := range order {
+		if counts[k] > 1 {
+			order[i] += fmt.Sprintf(" ×%d", counts[k])
+		}
+	}
+	return strings.Join(order, ", ")
 }
 
 // errorText is the first error of the case's runs, with how many failed.
@@ -535,6 +637,7 @@ func printTotals(w io.Writer, s scorecard) error {
 	line("evidence recall", func(t tally) string {
 		return fmt.Sprintf("%d/%d (%s)", t.EvidenceCited, t.EvidenceExpected, percent(t.Recall))
 	})
+	line("runs proposing actions", func(t tally) string { return fmt.Sprintf("%d of %d", t.RunsWithActions, t.Runs) })
 	line("mean tokens/run", func(t tally) string {
 		if t.Concluded == 0 {
 			return "n/a (no run concluded)"
@@ -550,7 +653,7 @@ func printTotals(w io.Writer, s scorecard) error {
 	if err := tw.Flush(); err != nil {
 		return err
 	}
-	fmt.Fprintln(w, "(a missed intrusion is a true_positive judged benign or false_positive; evidence recall counts only expected evidence the alert does not already hold)")
+	fmt.Fprintln(w, "(a missed intrusion is a true_positive judged benign or false_positive; evidence recall counts only expected evidence neither the alert nor the question already holds)")
 	return nil
 }
 

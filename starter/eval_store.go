@@ -18,6 +18,7 @@ import (
 	"github.com/secops-agent/investigator/activities/bigquery/bqtools"
 	"github.com/secops-agent/investigator/alerts"
 	"github.com/secops-agent/investigator/config"
+	"github.com/secops-agent/investigator/investigation"
 )
 
 // evalDatabaseSuffix ends the ID of every Firestore database that
@@ -47,20 +48,74 @@ type firestoreTarget struct {
 	emulator, project, database string
 }
 
+// evalSetupHint is what every refusal about the eval's database recommends:
+// the eval's own worker and database, never the unsafe --isolate=false.
+const evalSetupHint = "run the eval with go tool task eval, which starts the eval's own worker (task queue investigations-eval, Firestore database investigator-eval of the emulator), " +
+	"or start such a worker yourself and pass the eval its --task-queue and --firestore-database investigator-eval"
+
+// isEvalDatabase says a database ID names an eval's database: the
+// analyst's own, (default) and production's never do.
+func isEvalDatabase(id string) bool {
+	return strings.HasSuffix(id, evalDatabaseSuffix) && id != evalDatabaseSuffix
+}
+
 // checkIsolation refuses to empty anything but a database of the
 // Firestore emulator whose ID ends in -eval, and returns the endpoint that
 // empties it.
 func checkIsolation(t firestoreTarget) (string, error) {
 	if t.emulator == "" {
-		return "", errors.New("--isolate empties the eval's Firestore database before each case, which it does only on the Firestore emulator: " +
-			"set FIRESTORE_EMULATOR_HOST (go tool task eval does), or pass --isolate=false to let the cases share the store")
+		return "", errors.New("--isolate empties the eval's Firestore database before each case, which it does only on the Firestore emulator: set FIRESTORE_EMULATOR_HOST, or " + evalSetupHint)
 	}
-	if !strings.HasSuffix(t.database, evalDatabaseSuffix) || t.database == evalDatabaseSuffix {
+	if !isEvalDatabase(t.database) {
 		return "", fmt.Errorf("--isolate empties Firestore database %q before each case, and it empties only a database whose ID ends in %q, "+
-			"so that an analyst's alerts and memories are never wiped: run the worker and the eval with --firestore-database investigator%s "+
-			"(go tool task eval does), or pass --isolate=false to let the cases share the store", t.database, evalDatabaseSuffix, evalDatabaseSuffix)
+			"so that an analyst's alerts and memories are never wiped: %s", t.database, evalDatabaseSuffix, evalSetupHint)
 	}
 	return "http://" + t.emulator + "/emulator/v1/projects/" + url.PathEscape(t.project) + "/databases/" + url.PathEscape(t.database) + "/documents", nil
+}
+
+// checkStarterStore refuses, before anything is stored, a database the
+// eval must not write into: with --isolate one it would not empty, without
+// it (unless --allow-any-database) one whose ID does not end in -eval,
+// where made-up alerts and history would mix with an analyst's or
+// production's.
+func checkStarterStore(o evalOptions) error {
+	if o.isolate {
+		_, err := checkIsolation(o.store)
+		return err
+	}
+	if o.anyDatabase || isEvalDatabase(o.store.database) {
+		return nil
+	}
+	return fmt.Errorf("--isolate=false writes the cases' alerts and made-up history into Firestore database %q, and the eval writes only into a database whose ID ends in %q, "+
+		"so that no analyst's or production data is mixed with made-up alerts: %s", o.store.database, evalDatabaseSuffix, evalSetupHint)
+}
+
+// checkWorkerStore refuses a worker that does not prove it keeps its data
+// in the starter's (the eval's) database: the starter's flags say nothing
+// of the worker on the task queue, which may be the analyst's, whose
+// memories the cases would read and the BigQuery sub-agent's votes change.
+// With --allow-any-database the caller has taken that on.
+func checkWorkerStore(w *investigation.StoreEndpoint, o evalOptions) error {
+	if o.anyDatabase {
+		return nil
+	}
+	if w == nil {
+		return fmt.Errorf("the worker on task queue %q does not say which Firestore database it uses (it is older than this starter), so the eval cannot tell it keeps its data in the eval's: "+
+			"rebuild it (go tool task build) and %s", o.taskQueue, evalSetupHint)
+	}
+	where := fmt.Sprintf(" of project %q", o.store.project)
+	if o.isolate {
+		where += " on the Firestore emulator"
+	}
+	if w.Database != o.store.database || w.Project != o.store.project || o.isolate && !w.Emulator {
+		emu := ""
+		if !w.Emulator {
+			emu = " (not on the emulator)"
+		}
+		return fmt.Errorf("the worker on task queue %q keeps its data in Firestore database %q of project %q%s, not in the eval's database %q%s, "+
+			"so the cases would read and change that database's alerts and memories: %s", o.taskQueue, w.Database, w.Project, emu, o.store.database, where, evalSetupHint)
+	}
+	return nil
 }
 
 // reset deletes every document of the eval's database: alerts, memories

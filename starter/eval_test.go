@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -22,7 +23,9 @@ import (
 	"gopkg.in/yaml.v3"
 
 	"github.com/secops-agent/investigator/activities/bigquery/bqtools"
+	"github.com/secops-agent/investigator/agentclient"
 	"github.com/secops-agent/investigator/alerts"
+	"github.com/secops-agent/investigator/config"
 	"github.com/secops-agent/investigator/investigation"
 	"github.com/secops-agent/investigator/plan"
 )
@@ -196,6 +199,10 @@ func TestLoadCaseErrors(t *testing.T) {
 		{"bad table", good + "bigquery_rows: {auth_events: [{host: h}]}\n", `bigquery_rows: "auth_events" is not a table name of the form dataset.table`},
 		{"no rows", good + "bigquery_rows: {logs.auth_events: []}\n", "bigquery_rows: logs.auth_events lists no rows"},
 		{"empty row", good + "bigquery_rows: {logs.auth_events: [{host: h}, {}]}\n", "bigquery_rows: logs.auth_events row 2 is empty"},
+		// A name makes the runs' workflow IDs and summaries: unbounded, every
+		// run of the case failed to start.
+		{"long name", "name: " + strings.Repeat("a", 101) + "\n" + good, "the name is 101 characters long: give one of at most 100 letters, digits, '.', '_' and '-'"},
+		{"name with spaces", "name: 'a case/../x'\n" + good, `the name "a case/../x" holds other characters than letters, digits, '.', '_' and '-'`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			p := writeCase(t, dir, strings.ReplaceAll(tc.name, " ", "-")+".yaml", tc.body)
@@ -283,7 +290,8 @@ func testScorecard() scorecard {
 	s := scorecard{Model: &m, Warning: standInWarning(m), Repeat: 1, Isolated: true, Cases: []caseResult{
 		{Name: "tp-case", Expected: "true_positive", Evidence: []string{"a", "b", "c"}, InAlert: []string{"d"},
 			Runs: []runResult{{Verdict: "true_positive", Confidence: "high", Correct: true, Cited: []string{"a", "c"}, Steps: 3, ToolCalls: 4, ModelCalls: 11,
-				PromptTokens: 12000, OutputTokens: 345, Wall: 4230 * time.Millisecond}},
+				PromptTokens: 12000, OutputTokens: 345, Wall: 4230 * time.Millisecond,
+				Actions: []proposedAction{{Tool: "response.block_ip", Args: `{"ip":"203.0.113.9"}`, Status: "expired"}}}},
 			Baseline: []runResult{{Verdict: "benign", Confidence: "low", Cited: []string{}, ModelCalls: 1, PromptTokens: 900, OutputTokens: 100, Wall: 800 * time.Millisecond}}},
 		{Name: "benign-case-long-name", Expected: "benign", Evidence: []string{"x"}, InAlert: []string{},
 			Runs: []runResult{{Verdict: "undetermined", Confidence: "low", Cited: []string{}, Steps: 2, ToolCalls: 1, ModelCalls: 7,
@@ -301,10 +309,10 @@ func testScorecard() scorecard {
 const scorecardGolden = `Model: gemini-2.5-flash (gemini-api, http://127.0.0.1:8089) — a local server, such as the offline Gemini stand-in: its answers are scripted
 WARNING: the worker's model endpoint http://127.0.0.1:8089 is a local server, such as the offline Gemini stand-in: its answers are scripted, so these scores mean nothing about any model.
 
-CASE                   EXPECTED        VERDICT         EVIDENCE  BASELINE         STEPS  TOOL CALLS  MODEL CALLS  TOKENS  WALL     ERROR
-tp-case                true_positive   true_positive   2/3       benign ✗         3      4           11           12345   4.2s     
-benign-case-long-name  benign          undetermined ✗  0/1       benign           2      1           7            8655    1m12.4s  
-fp-case                false_positive  -               0/2       true_positive ✗  -      -           -            -       900ms    the investigation failed: planning failed: Gemini rejected the request (HTTP 400)
+CASE                   EXPECTED        VERDICT         EVIDENCE  BASELINE         STEPS  TOOL CALLS  MODEL CALLS  TOKENS  WALL     ACTIONS PROPOSED             ERROR
+tp-case                true_positive   true_positive   2/3       benign ✗         3      4           11           12345   4.2s     response.block_ip (expired)  
+benign-case-long-name  benign          undetermined ✗  0/1       benign           2      1           7            8655    1m12.4s  -                            
+fp-case                false_positive  -               0/2       true_positive ✗  -      -           -            -       900ms    -                            the investigation failed: planning failed: Gemini rejected the request (HTTP 400)
 
 confusion matrix, agent (rows: expected verdict; columns: the verdict given, in runs):
 EXPECTED        true_positive  benign  false_positive  undetermined  failed  RECALL
@@ -318,14 +326,15 @@ true_positive   0              1       0               0             0       0/1
 benign          0              1       0               0             0       1/1 (100.0%)
 false_positive  1              0       0               0             0       0/1 (0.0%)
 
-                   AGENT                                   BASELINE (alert only, no tools)
-verdict accuracy   1/3 (33.3%)                             1/3 (33.3%)
-balanced accuracy  33.3% (mean per-class recall)           33.3% (mean per-class recall)
-missed intrusions  0 of 1                                  1 of 1
-evidence recall    2/6 (33.3%)                             1/6 (16.7%)
-mean tokens/run    10500 (over the 2 runs that concluded)  1100 (over the 3 runs that concluded)
-mean wall time     38.3s                                   1s
-(a missed intrusion is a true_positive judged benign or false_positive; evidence recall counts only expected evidence the alert does not already hold)
+                        AGENT                                   BASELINE (alert only, no tools)
+verdict accuracy        1/3 (33.3%)                             1/3 (33.3%)
+balanced accuracy       33.3% (mean per-class recall)           33.3% (mean per-class recall)
+missed intrusions       0 of 1                                  1 of 1
+evidence recall         2/6 (33.3%)                             1/6 (16.7%)
+runs proposing actions  1 of 3                                  0 of 3
+mean tokens/run         10500 (over the 2 runs that concluded)  1100 (over the 3 runs that concluded)
+mean wall time          38.3s                                   1s
+(a missed intrusion is a true_positive judged benign or false_positive; evidence recall counts only expected evidence neither the alert nor the question already holds)
 WARNING: the worker's model endpoint http://127.0.0.1:8089 is a local server, such as the offline Gemini stand-in: its answers are scripted, so these scores mean nothing about any model.
 `
 
@@ -353,7 +362,7 @@ func TestScorecardRendering(t *testing.T) {
 		},
 		"confusion":  map[string]any{"true_positive": map[string]any{"true_positive": 1.0}, "benign": map[string]any{"undetermined": 1.0}, "false_positive": map[string]any{"failed": 1.0}},
 		"intrusions": 1.0, "missed_intrusions": 0.0, "evidence_expected": 6.0, "evidence_cited": 2.0, "evidence_recall": 2.0 / 6,
-		"mean_tokens": 10500.0, "mean_wall_seconds": 38.3}, totals)
+		"mean_tokens": 10500.0, "mean_wall_seconds": 38.3, "runs_proposing_actions": 1.0}, totals)
 	assert.Equal(t, 1.0, got["baseline_totals"].(map[string]any)["missed_intrusions"])
 	assert.Equal(t, 1.0, got["repeat"])
 	assert.Equal(t, true, got["isolated"])
@@ -560,6 +569,11 @@ type fakeEval struct {
 	ids        []string
 	log        []string // "prepare a,b fresh", "run a", "baseline a", "undo a,b"
 	block      bool     // wait for the context instead of answering
+	// store is the database the worker says it uses: the eval's when nil,
+	// none when oldWorker.
+	store     *investigation.StoreEndpoint
+	oldWorker bool
+	tools     []investigation.ToolStatus
 }
 
 func (f *fakeEval) note(s string) {
@@ -569,7 +583,11 @@ func (f *fakeEval) note(s string) {
 }
 
 func (f *fakeEval) catalog(context.Context) (investigation.Catalog, error) {
-	return investigation.Catalog{Model: f.model}, f.catalogErr
+	store := f.store
+	if store == nil && !f.oldWorker {
+		store = &investigation.StoreEndpoint{Project: config.EmulatorProject, Database: "investigator-eval", Emulator: true}
+	}
+	return investigation.Catalog{Model: f.model, Store: store, Tools: f.tools}, f.catalogErr
 }
 
 func (f *fakeEval) prepare(_ context.Context, cases []evalCase, fresh bool) (func(), error) {
@@ -631,9 +649,13 @@ func concluded(verdict, md string) investigation.Result {
 		Spend: investigation.Spend{ToolCalls: 3, Usage: investigation.Usage{Calls: 8, PromptTokens: 1000, OutputTokens: 150, ThoughtTokens: 50}}}
 }
 
-// runEvalCommand runs `starter eval args...` against f.
+// runEvalCommand runs `starter eval args...` against f, by default on the
+// emulator's database investigator-eval, as go tool task eval does.
 func runEvalCommand(t *testing.T, f *fakeEval, args ...string) (stdout, stderr string, err error) {
 	t.Helper()
+	t.Setenv("FIRESTORE_EMULATOR_HOST", "127.0.0.1:1")
+	t.Setenv("FIRESTORE_DATABASE", "investigator-eval")
+	t.Setenv("GOOGLE_CLOUD_PROJECT", "")
 	old := newEvalBackend
 	t.Cleanup(func() { newEvalBackend = old })
 	newEvalBackend = func(*app, *cobra.Command, evalOptions, []evalCase) (evalBackend, func(), error) {
@@ -803,4 +825,198 @@ func TestEvalCasesFromTheUserDirectory(t *testing.T) {
 	got := fromUserDir([]string{"mine.yaml", defaultCases, "/abs/case.yaml"}, user)
 	assert.Equal(t, []string{filepath.Join(user, "mine.yaml"), defaultCases, "/abs/case.yaml"}, got)
 	assert.Equal(t, []string{"mine.yaml"}, fromUserDir([]string{"mine.yaml"}, ""))
+}
+
+// TestEvidenceInQuestionIsNotScored: the model is shown the case's question
+// as well as the alert, so evidence the question gives away is listed as
+// given, never scored: a conclusion that echoes the question finds nothing.
+func TestEvidenceInQuestionIsNotScored(t *testing.T) {
+	dir := t.TempDir()
+	writeCase(t, dir, "alert.json", testAlert)
+	p := writeCase(t, dir, "c.yaml", "alert: alert.json\nquestion: Did DEPLOY log in from ２０３.０.１１３.９９?\nexpected_verdict: true_positive\nwhy: w\nevidence: [deploy, 203.0.113.99, cron]\n")
+	cs, err := loadCases([]string{p})
+	require.NoError(t, err)
+	c := cs[0]
+	assert.Equal(t, []string{"deploy", "203.0.113.99"}, c.InAlert)
+	assert.Equal(t, []string{"cron"}, c.novel())
+	assert.Empty(t, citedEvidence(c.novel(), "You asked: did deploy log in from 203.0.113.99? Nothing settles it.", nil))
+}
+
+// TestEvalNeverWaitsForAPerson: nobody answers or approves during an eval,
+// so a question is answered with "no answer" and an action (a call of an
+// MCP tool that acts) expires at once instead of holding the run for the
+// default 24 hours until --timeout fails it; the plan never waits either.
+func TestEvalNeverWaitsForAPerson(t *testing.T) {
+	c := evalCase{Name: "c", Alert: alerts.Alert{ID: "generic-0123456789ab"}, Question: "q"}
+	for _, baseline := range []bool{false, true} {
+		in := evalInput(c, baseline)
+		l := in.Limits.WithDefaults()
+		assert.LessOrEqual(t, l.ApprovalTimeout.Duration(), time.Second, "an action expires at once")
+		assert.LessOrEqual(t, l.AnswerTimeout.Duration(), time.Second)
+		assert.False(t, in.ApprovePlan)
+		assert.Equal(t, baseline, in.ConcludeFromAlert)
+	}
+}
+
+// TestEvalRecordsProposedActions: an action the agent asked for (it never
+// runs: it expires) is in the scorecard with its outcome, in the JSON and
+// in the table, its text made safe to print.
+func TestEvalRecordsProposedActions(t *testing.T) {
+	dir := evalDir(t)
+	tp := concluded("true_positive", "198.51.100.23 logged in as deploy.")
+	tp.Actions = []investigation.Action{{CallID: "k", Tool: "response.block_ip", Args: "{\"ip\":\"198.51.100.23\x1b[2J\"}", Status: investigation.ActionExpired}}
+	f := &fakeEval{model: investigation.ModelEndpoint{Model: "m", Backend: "gemini-api", BaseURL: "https://x/"},
+		results: map[string]investigation.Result{"tp": tp, "fp": concluded("false_positive", "x")}}
+	out, _, err := runEvalCommand(t, f, "--cases", dir, "--baseline=false", "--json")
+	require.NoError(t, err)
+	var s scorecard
+	require.NoError(t, json.Unmarshal([]byte(out), &s))
+	require.Len(t, s.Cases[1].Runs[0].Actions, 1)
+	assert.Equal(t, proposedAction{Tool: "response.block_ip", Args: `{"ip":"198.51.100.23"}`, Status: "expired"}, s.Cases[1].Runs[0].Actions[0])
+	assert.Empty(t, s.Cases[0].Runs[0].Actions)
+	assert.Equal(t, 1, s.Totals.RunsWithActions)
+
+	out, _, err = runEvalCommand(t, f, "--cases", dir, "--baseline=false")
+	require.NoError(t, err)
+	assert.Regexp(t, `(?m)^tp\s.*\sresponse\.block_ip \(expired\)\s*$`, out)
+	assert.Regexp(t, `(?m)^runs proposing actions\s+1 of 2$`, out)
+	assert.NotContains(t, out, "\x1b")
+}
+
+// TestEvalRunsOnlyOnTheEvalsWorker: the worker, not only the starter, must
+// keep its data in the eval's database. A starter given only
+// --firestore-database investigator-eval reached the analyst's worker on
+// its own database: the cases ran against the analyst's alerts and
+// memories, and the report still said "each case on an emptied store".
+// Nothing runs then, and the refusal never recommends --isolate=false.
+func TestEvalRunsOnlyOnTheEvalsWorker(t *testing.T) {
+	dir := evalDir(t)
+	results := map[string]investigation.Result{"tp": concluded("true_positive", "x"), "fp": concluded("false_positive", "x")}
+	m := investigation.ModelEndpoint{Model: "m", Backend: "gemini-api", BaseURL: "https://x/"}
+	for _, tc := range []struct {
+		name string
+		f    *fakeEval
+		args []string
+		want string
+	}{
+		{"the analyst's worker", &fakeEval{store: &investigation.StoreEndpoint{Project: config.EmulatorProject, Database: "(default)", Emulator: true}}, nil,
+			`the worker on task queue "investigations" keeps its data in Firestore database "(default)" of project "` + config.EmulatorProject + `", not in the eval's database "investigator-eval"`},
+		{"another project", &fakeEval{store: &investigation.StoreEndpoint{Project: "prod", Database: "investigator-eval"}}, nil,
+			`keeps its data in Firestore database "investigator-eval" of project "prod" (not on the emulator), not in the eval's database "investigator-eval" of project "` + config.EmulatorProject + `" on the Firestore emulator`},
+		{"not the emulator", &fakeEval{store: &investigation.StoreEndpoint{Project: config.EmulatorProject, Database: "investigator-eval"}}, nil,
+			`(not on the emulator), not in the eval's database "investigator-eval" of project "` + config.EmulatorProject + `" on the Firestore emulator`},
+		{"an older worker", &fakeEval{oldWorker: true}, nil,
+			`the worker on task queue "investigations" does not say which Firestore database it uses (it is older than this starter)`},
+		{"shared, the analyst's worker", &fakeEval{store: &investigation.StoreEndpoint{Project: config.EmulatorProject, Database: "(default)", Emulator: true}},
+			[]string{"--isolate=false"}, `keeps its data in Firestore database "(default)"`},
+		{"shared, into the analyst's database", &fakeEval{}, []string{"--isolate=false", "--firestore-database", "(default)"},
+			`--isolate=false writes the cases' alerts and made-up history into Firestore database "(default)", and the eval writes only into a database whose ID ends in "-eval"`},
+		{"isolated, the analyst's database", &fakeEval{}, []string{"--firestore-database", "(default)"},
+			`--isolate empties Firestore database "(default)" before each case, and it empties only a database whose ID ends in "-eval"`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			tc.f.model, tc.f.results = m, results
+			_, _, err := runEvalCommand(t, tc.f, append([]string{"--cases", dir}, tc.args...)...)
+			require.Error(t, err)
+			assert.Contains(t, err.Error(), tc.want)
+			assert.NotContains(t, err.Error(), "--isolate=false to", "the refusal does not recommend the unsafe path")
+			assert.NotContains(t, err.Error(), "\n")
+			assert.Empty(t, tc.f.ids, "nothing ran")
+			assert.Empty(t, tc.f.log, "nothing was stored")
+		})
+	}
+
+	// On the eval's worker, or forced into any database: the cases run.
+	f := &fakeEval{model: m, results: results}
+	_, log, err := runEvalCommand(t, f, "--cases", dir, "--baseline=false")
+	require.NoError(t, err)
+	assert.Contains(t, log, "each case on an emptied store")
+	f = &fakeEval{model: m, results: results, store: &investigation.StoreEndpoint{Project: "p", Database: "(default)"}}
+	_, log, err = runEvalCommand(t, f, "--cases", dir, "--baseline=false", "--isolate=false", "--firestore-database", "(default)", "--allow-any-database")
+	require.NoError(t, err)
+	assert.Contains(t, log, "sharing one store")
+	assert.Contains(t, log, `WARNING: --allow-any-database: the cases' alerts and made-up history go into Firestore database "(default)"`)
+	_, _, err = runEvalCommand(t, &fakeEval{model: m, results: results}, "--cases", dir, "--allow-any-database")
+	require.EqualError(t, err, "--allow-any-database goes only with --isolate=false: --isolate empties only an eval's database")
+}
+
+// closingClient is a Temporal client whose run concludes never: it closes
+// closeAfter after it is cancelled (never when negative).
+type closingClient struct {
+	closeAfter time.Duration
+	mu         sync.Mutex
+	cancelled  time.Time
+	closed     bool
+}
+
+func (c *closingClient) Catalog(context.Context) (investigation.Catalog, error) {
+	return investigation.Catalog{}, nil
+}
+func (c *closingClient) Start(context.Context, agentclient.Start, io.Writer) error { return nil }
+func (c *closingClient) Cancel(context.Context, string) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.cancelled = time.Now()
+	return nil
+}
+func (c *closingClient) Result(ctx context.Context, _ string) (investigation.Result, error) {
+	c.mu.Lock()
+	cancelled := c.cancelled
+	c.mu.Unlock()
+	if cancelled.IsZero() || c.closeAfter < 0 {
+		<-ctx.Done()
+		return investigation.Result{}, ctx.Err()
+	}
+	select {
+	case <-time.After(time.Until(cancelled.Add(c.closeAfter))):
+		c.mu.Lock()
+		c.closed = true
+		c.mu.Unlock()
+		return investigation.Result{}, errors.New("workflow canceled")
+	case <-ctx.Done():
+		return investigation.Result{}, ctx.Err()
+	}
+}
+
+// TestTimedOutRunClosesBeforeTheNextCase: after --timeout the run is
+// cancelled, and the eval waits (bounded) for it to close before the store
+// is emptied for the next case: a cancelled run writes until it closes.
+func TestTimedOutRunClosesBeforeTheNextCase(t *testing.T) {
+	c := &closingClient{closeAfter: 50 * time.Millisecond}
+	te := &temporalEval{c: c, timeout: 10 * time.Millisecond, closeWait: 5 * time.Second}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Millisecond)
+	defer cancel()
+	_, err := te.investigate(ctx, evalCase{Name: "c"}, "eval-c", false)
+	require.EqualError(t, err, "no conclusion within 10ms; investigation eval-c was cancelled")
+	assert.True(t, c.closed, "investigate returned before the cancelled run closed")
+
+	c = &closingClient{closeAfter: -1}
+	te = &temporalEval{c: c, timeout: 10 * time.Millisecond, closeWait: 20 * time.Millisecond}
+	ctx, cancel = context.WithTimeout(context.Background(), 10*time.Millisecond)
+	defer cancel()
+	_, err = te.investigate(ctx, evalCase{Name: "c"}, "eval-c", false)
+	require.EqualError(t, err, "no conclusion within 10ms; investigation eval-c was cancelled but had not closed 20ms later, so it may still write into the next case's store")
+}
+
+// TestScorecardSaysWhatProducedIt: the JSON scorecard names the starter's
+// build, the options, the worker's task queue, database and tools, so that
+// two scorecards can be compared.
+func TestScorecardSaysWhatProducedIt(t *testing.T) {
+	dir := evalDir(t)
+	f := &fakeEval{model: investigation.ModelEndpoint{Model: "gemini-2.5-pro", Backend: "gemini-api", BaseURL: "https://x/"},
+		results: map[string]investigation.Result{"tp": concluded("true_positive", "x"), "fp": concluded("false_positive", "x")},
+		tools:   []investigation.ToolStatus{{Name: "bigquery_agent", Enabled: true}, {Name: "query_otx", Reason: "no key"}, {Name: "response.block_ip", Enabled: true, Acts: true}}}
+	out, _, err := runEvalCommand(t, f, "--cases", dir, "--json", "--repeat", "2", "--timeout", "3m", "--baseline=false")
+	require.NoError(t, err)
+	var s map[string]any
+	require.NoError(t, json.Unmarshal([]byte(out), &s))
+	assert.Equal(t, "gemini-2.5-pro", s["model"].(map[string]any)["model"])
+	setup, ok := s["setup"].(map[string]any)
+	require.True(t, ok, "no setup in %s", out)
+	assert.NotEmpty(t, setup["starter_build"])
+	assert.NotEmpty(t, setup["started_at"])
+	assert.Equal(t, "investigations", setup["task_queue"])
+	assert.Equal(t, "investigator-eval", setup["firestore_database"])
+	assert.Equal(t, []any{"bigquery_agent", "response.block_ip (acts)"}, setup["tools"])
+	assert.Equal(t, map[string]any{"cases": []any{dir}, "concurrency": 2.0, "repeat": 2.0, "timeout": "3m0s", "baseline": false, "isolate": true, "allow_any_database": false}, setup["options"])
 }

@@ -56,6 +56,17 @@ func printError(w io.Writer, err error) {
 	fmt.Fprintln(w, "worker:", clip.String(strings.Join(strings.Fields(termtext.Line(err.Error())), " "), maxErrorBytes))
 }
 
+// storeEndpoint names the Firestore database the worker opened (as
+// config.Firestore.Client chooses the project), for the catalog.
+func storeEndpoint(fc config.Firestore) *investigation.StoreEndpoint {
+	emulator := os.Getenv("FIRESTORE_EMULATOR_HOST") != ""
+	project := fc.Project
+	if project == "" && emulator {
+		project = config.EmulatorProject
+	}
+	return &investigation.StoreEndpoint{Project: project, Database: fc.Database, Emulator: emulator}
+}
+
 func newCommand() *cobra.Command {
 	var (
 		tc       config.Temporal
@@ -194,7 +205,8 @@ func newCommand() *cobra.Command {
 				defer cancel()
 				behind.Close(cctx)
 			}()
-			inv := &activities.Activities{Model: model, Endpoint: endpoint, Tools: registry, Alerts: alertReader, Progress: behind}
+			inv := &activities.Activities{Model: model, Endpoint: endpoint, Tools: registry, Alerts: alertReader, Progress: behind,
+				Store: storeEndpoint(fc)}
 			if mcpCfg != nil {
 				// MCP tools join the registry as each server connects (and
 				// again on reconnect); a server that fails is shown by

@@ -183,13 +183,19 @@ var table = []Service{
 		// The scorecard's worker (scripts/eval.sh): its own Firestore
 		// database, which `starter eval` empties before each case, and its
 		// own task queue, so the analyst's data and runs are never touched.
-		// One left by an interrupted eval is replaced.
+		// The analyst's MCP tools too (evalMCPEnv), so the scorecard
+		// measures the tools that ship. One left by an interrupted eval is
+		// replaced.
 		Name: "eval-worker", Title: "eval worker", Profiles: []Profile{Eval},
 		Needs: []string{"temporal", "firestore"},
 		Launch: func(s *Stack, _ int) (Launch, error) {
 			worker, err := s.program("worker", "go tool task build")
+			var mcp []string
+			if err == nil {
+				mcp, err = evalMCPEnv(s)
+			}
 			return Launch{Argv: []string{worker},
-				Env:    append(workerStopEnv(s), "FIRESTORE_DATABASE=investigator-eval", "TEMPORAL_TASK_QUEUE=investigations-eval"),
+				Env:    append(append(mcp, workerStopEnv(s)...), "FIRESTORE_DATABASE=investigator-eval", "TEMPORAL_TASK_QUEUE=investigations-eval"),
 				Note:   " (polling investigations-eval, Firestore database investigator-eval)",
 				Record: map[string]string{"stopwait": workerStopWait(s).String()}}, err
 		},
@@ -565,6 +571,30 @@ func writeMCPConfig(s *Stack) error {
 	yaml := fmt.Sprintf("# Written by bin/stack: examples/mcp/mcp.yaml with this stack's directories.\nservers:\n  response:\n    command: %q\n    args: [--inventory, %q, --state-dir, %q]\n    timeout: 30s\n    rate: 5\n",
 		filepath.Join(s.BinDir, "response-server"), filepath.Join(s.Root, "examples", "mcp", "inventory.json"), filepath.Join(s.DataDir, "response"))
 	return writeFileAtomicMode(path, []byte(yaml), 0o600)
+}
+
+// evalMCPEnv gives the eval's worker the analyst's MCP tools, so that the
+// scorecard measures the tool set that ships. An acting tool never runs
+// there (starter eval's actions expire at once, unapproved); read-only
+// tools are called as in any investigation. With the caller's MCP_CONFIG
+// (inherited, nothing to add) those calls reach the team's servers with the
+// cases' made-up hosts and addresses: give the eval an MCP_CONFIG of its
+// own to keep them out. Otherwise the example response server, with a state
+// directory of its own, so no block the analyst approved shows in a case.
+func evalMCPEnv(s *Stack) ([]string, error) {
+	if s.Getenv("MCP_CONFIG") != "" {
+		return nil, nil
+	}
+	path := filepath.Join(s.DataDir, "mcp-eval.yaml")
+	yaml := fmt.Sprintf("# Written by bin/stack for the eval's worker: examples/mcp/mcp.yaml with a state directory of its own.\nservers:\n  response:\n    command: %q\n    args: [--inventory, %q, --state-dir, %q]\n    timeout: 30s\n    rate: 5\n",
+		filepath.Join(s.BinDir, "response-server"), filepath.Join(s.Root, "examples", "mcp", "inventory.json"), filepath.Join(s.DataDir, "response-eval"))
+	if err := s.mkdirPrivate(s.DataDir); err != nil {
+		return nil, err
+	}
+	if err := writeFileAtomicMode(path, []byte(yaml), 0o600); err != nil {
+		return nil, err
+	}
+	return []string{"MCP_CONFIG=" + path}, nil
 }
 
 // otelSettings names where the worker exports traces and metrics: a worker

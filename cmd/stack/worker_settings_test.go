@@ -335,3 +335,36 @@ func TestIntakeSettingsFiles(t *testing.T) {
 	s.buildEnv(nil)
 	unfit("another Pub/Sub emulator")
 }
+
+// TestEvalWorkerHasTheAnalystsMCPTools: the eval's worker had no MCP tools
+// while the analyst's had the example response server, so the scorecard
+// measured another tool set than the one that ships. It gets the same
+// server, with a state directory of its own; a caller's MCP_CONFIG it
+// inherits as the analyst's worker does.
+func TestEvalWorkerHasTheAnalystsMCPTools(t *testing.T) {
+	s, _ := testStack(t)
+	require.NoError(t, os.MkdirAll(s.BinDir, 0o755))
+	require.NoError(t, os.WriteFile(filepath.Join(s.BinDir, "worker"), []byte("#!/bin/sh\n"), 0o755))
+	s.buildEnv(nil)
+	var eval *Service
+	for i := range table {
+		if table[i].Name == "eval-worker" {
+			eval = &table[i]
+		}
+	}
+	require.NotNil(t, eval)
+	l, err := eval.Launch(s, 0)
+	require.NoError(t, err)
+	cfg := filepath.Join(s.DataDir, "mcp-eval.yaml")
+	require.Contains(t, l.Env, "MCP_CONFIG="+cfg)
+	raw, err := os.ReadFile(cfg)
+	require.NoError(t, err)
+	require.Contains(t, string(raw), filepath.Join(s.BinDir, "response-server"))
+	require.Contains(t, string(raw), filepath.Join(s.DataDir, "response-eval"), "not the analyst's state")
+
+	mine := filepath.Join(t.TempDir(), "mcp.yaml")
+	s.buildEnv([]string{"MCP_CONFIG=" + mine})
+	l, err = eval.Launch(s, 0)
+	require.NoError(t, err)
+	require.False(t, slices.ContainsFunc(l.Env, func(kv string) bool { return strings.HasPrefix(kv, "MCP_CONFIG=") }), "the caller's, inherited")
+}

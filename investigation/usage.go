@@ -28,7 +28,7 @@ const MixedModels = "(several models)"
 
 // MaxModels bounds a usage's split by model: an investigation calls two or
 // three models. Calls to further models count in the totals only, and
-// PerModel names them OtherModels, which no price table prices.
+// PerModel names them OtherModels, which the shipped table does not price.
 const MaxModels = 4
 
 // OtherModels names the part of a usage its split has no room for.

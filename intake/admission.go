@@ -132,7 +132,7 @@ func (s Settings) Check() error {
 
 // Bounds of the settings the admission workflow keeps in its state (whole,
 // across continue-as-new): a price table may be 1 MiB of YAML (pricing.Load),
-// and text JSON escapes takes 6 bytes a character. The default table has 6
+// and text JSON escapes takes 6 bytes a character. The default table has 7
 // models of at most 21 bytes; TestRoomStateIsBounded counts these bounds.
 const (
 	MaxPriceModels   = 50

@@ -128,7 +128,7 @@ func TestSubAgentsReportScansAndUsage(t *testing.T) {
 		return activities.TurnOutput{Text: "done"}, nil
 	})
 	h.onReflect(noChange)
-	h.env.OnActivity(bq.RecallMemories, mock.Anything, mock.Anything).Return(bigquery.Recall{Usage: investigation.Usage{Calls: 1, PromptTokens: 3, Model: "m"}}, nil)
+	h.env.OnActivity(bq.RecallMemories, mock.Anything, mock.Anything).Return(bigquery.Recall{Usage: investigation.Usage{Calls: 1, PromptTokens: 3, Model: "e"}}, nil)
 	h.env.OnActivity(bq.SubAgentTurn, mock.Anything, mock.Anything).Return(func(_ context.Context, in bigquery.SubAgentTurnInput) (activities.TurnOutput, error) {
 		u := investigation.Usage{Calls: 1, PromptTokens: 10, OutputTokens: 2, Model: "m"}
 		if len(in.Transcript) == 0 {
@@ -140,15 +140,16 @@ func TestSubAgentsReportScansAndUsage(t *testing.T) {
 		return activities.ToolOutput{Key: in.Key, OK: true, ScannedBytes: 600}, nil
 	})
 	h.env.OnActivity(bq.Introspect, mock.Anything, mock.Anything).Return(bigquery.Introspection{Usage: investigation.Usage{Calls: 1, PromptTokens: 5, ThoughtTokens: 1, Model: "m"}}, nil)
-	h.env.OnActivity(bq.UpdateMemories, mock.Anything, mock.Anything).Return(bigquery.MemoryChanges{Usage: investigation.Usage{Calls: 1, PromptTokens: 4, Model: "m"}}, nil)
+	h.env.OnActivity(bq.UpdateMemories, mock.Anything, mock.Anything).Return(bigquery.MemoryChanges{Usage: investigation.Usage{Calls: 1, PromptTokens: 4, Model: "e"}}, nil)
 	h.env.OnActivity(bq.DeliverAnswer, mock.Anything, mock.Anything).Return(func(_ context.Context, in bigquery.DeliverInput) (activities.ToolOutput, error) {
 		return activities.ToolOutput{Key: in.ResultKey, OK: true}, nil
 	})
 	res, err := h.run(t, investigation.Input{AlertID: "a1", Limits: investigation.Limits{MaxScanBytes: 1000}})
 	require.NoError(t, err)
 	require.EqualValues(t, 1200, res.ScannedBytes)
-	require.Equal(t, investigation.Usage{Calls: 10, PromptTokens: 64, OutputTokens: 8, ThoughtTokens: 2, Model: "m"}, res.ByPhase.SubAgent,
-		"two children of two turns, an introspection and two embeddings (recall, learning) each")
+	require.Equal(t, investigation.Usage{Calls: 10, PromptTokens: 64, OutputTokens: 8, ThoughtTokens: 2, Model: investigation.MixedModels,
+		ByModel: investigation.ModelSplit{{Model: "e", Calls: 4, PromptTokens: 14}, {Model: "m", Calls: 6, PromptTokens: 50, OutputTokens: 8, ThoughtTokens: 2}}}, res.ByPhase.SubAgent,
+		"two children of two turns, an introspection and two embeddings (recall, learning) each, the embedding model's part kept apart through the child's result")
 	require.Equal(t, res.Usage, res.ByPhase.Total())
 	require.Equal(t, len(h.turns), res.ByPhase.Steps.Calls)
 	require.Equal(t, 1, res.ByPhase.Plan.Calls)

@@ -94,7 +94,14 @@ func (r *Room) concluded(c investigation.Concluded) {
 }
 
 // charge adds to today's spend what the entity's investigation cost since
-// its last report.
+// its last report, each model's part of a phase at its own price.
+//
+// No gate for pricing a phase's parts (Usage.ByModel): a recorded report
+// carries no split, so a phase of several models still reads as
+// investigation.MixedModels, unpriced, and decides as it did; the price
+// table is the one the admit requests carried (an empty one becomes
+// pricing.Default(), which now prices gemini-embedding-001, a model no
+// recorded phase used alone).
 func (r *Room) charge(e *Entity, s investigation.Spend) {
 	cost, unpriced := r.Settings.Prices.Estimates(s.ByPhase.Phases())
 	if r.failClosed && len(unpriced) > 0 {

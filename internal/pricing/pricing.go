@@ -100,9 +100,34 @@ func (t Table) Lookup(model string) (Price, bool) {
 	return p, ok && best != ""
 }
 
-// Estimate is what usage cost, thinking tokens billed as output; ok is
-// false when the table has no price for its model (or it has none).
+// Estimate is what usage cost, each model's part (Usage.PerModel) at its
+// model's price, thinking tokens billed as output; ok is false when the
+// table has no price for one of its models (their part is left out).
 func (t Table) Estimate(u investigation.Usage) (cost float64, ok bool) {
+	cost, unpriced := t.Estimates([]investigation.PhaseUsage{{Usage: u}})
+	return cost, len(unpriced) == 0
+}
+
+// Estimates sums the cost of each phase's usage, each model's part at its
+// own price, and names the models the table has no price for: a part
+// recorded without its model, "(model not recorded)"; a sum recorded
+// without its split, investigation.MixedModels; the part a split had no
+// room for, investigation.OtherModels.
+func (t Table) Estimates(phases []investigation.PhaseUsage) (cost float64, unpriced []string) {
+	for _, ph := range phases {
+		for _, u := range ph.Usage.PerModel() {
+			c, ok := t.estimate(u)
+			cost += c
+			if model := cmp.Or(u.Model, noModel); !ok && !slices.Contains(unpriced, model) {
+				unpriced = append(unpriced, model)
+			}
+		}
+	}
+	return cost, unpriced
+}
+
+// estimate prices usage of one model.
+func (t Table) estimate(u investigation.Usage) (cost float64, ok bool) {
 	if u.Tokens() == 0 {
 		return 0, true
 	}
@@ -111,19 +136,6 @@ func (t Table) Estimate(u investigation.Usage) (cost float64, ok bool) {
 		return 0, false
 	}
 	return (float64(u.PromptTokens)*p.Input + float64(u.OutputTokens+u.ThoughtTokens)*p.Output) / 1e6, true
-}
-
-// Estimates sums the cost of each phase's usage and names the models the
-// table has no price for.
-func (t Table) Estimates(phases []investigation.PhaseUsage) (cost float64, unpriced []string) {
-	for _, ph := range phases {
-		c, ok := t.Estimate(ph.Usage)
-		cost += c
-		if model := cmp.Or(ph.Usage.Model, noModel); !ok && !slices.Contains(unpriced, model) {
-			unpriced = append(unpriced, model)
-		}
-	}
-	return cost, unpriced
 }
 
 // noModel stands for usage recorded without its model (by an older worker).

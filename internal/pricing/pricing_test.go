@@ -1,6 +1,7 @@
 package pricing
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"testing"
@@ -51,6 +52,40 @@ func TestEstimates(t *testing.T) {
 	}.Phases())
 	assert.InDelta(t, 0.60, cost, 1e-9)
 	assert.Equal(t, []string{"other", "(model not recorded)"}, unpriced)
+}
+
+// The BigQuery sub-agent's phase sums its model turns and its memory
+// embeddings: each model's part is priced at its own price (the shipped
+// table prices the default embedding model), so the quick start's cost is
+// no longer "over" with "(several models)" unpriced.
+func TestSubAgentPhasePriced(t *testing.T) {
+	var sub investigation.Usage
+	sub = sub.Add(investigation.Usage{Calls: 1, PromptTokens: 40000, OutputTokens: 1200, Model: "gemini-2.5-flash"})
+	sub = sub.Add(investigation.Usage{Calls: 1, PromptTokens: 30, Model: "gemini-embedding-001"})
+	cost, unpriced := Default().Estimates(investigation.UsageByPhase{SubAgent: sub}.Phases())
+	if len(unpriced) > 0 || cost == 0 {
+		t.Fatalf("sub-agent phase left unpriced: cost %.4f, unpriced %v", cost, unpriced)
+	}
+	assert.InDelta(t, (40000*0.30+1200*2.50+30*0.15)/1e6, cost, 1e-12)
+	c, ok := Default().Estimate(sub)
+	assert.True(t, ok)
+	assert.InDelta(t, cost, c, 1e-12)
+}
+
+// What cannot be priced is named: a phase recorded as one mixed sum by an
+// older worker, and the models past a split's bound.
+func TestUnpricedPartsAreNamed(t *testing.T) {
+	tab := Table{Currency: "USD", Models: map[string]Price{"m0": {Input: 1}}}
+	old := investigation.Usage{Calls: 2, PromptTokens: 1_000_000, Model: investigation.MixedModels}
+	var many investigation.Usage
+	for i := range investigation.MaxModels + 1 {
+		many = many.Add(investigation.Usage{Calls: 1, PromptTokens: 1_000_000, Model: fmt.Sprintf("m%d", i)})
+	}
+	cost, unpriced := tab.Estimates(investigation.UsageByPhase{Steps: old, SubAgent: many}.Phases())
+	assert.InDelta(t, 1.0, cost, 1e-9, "m0's part is priced")
+	assert.Equal(t, []string{investigation.MixedModels, "m1", "m2", "m3", investigation.OtherModels}, unpriced)
+	_, ok := tab.Estimate(many)
+	assert.False(t, ok)
 }
 
 func TestLoad(t *testing.T) {

@@ -231,6 +231,10 @@ var table = []Service{
 			starter, err := s.program("starter", "go tool task build")
 			return Launch{Argv: []string{starter, "intake", "setup"}}, err
 		},
+		// Shorter than the emulator's 90 s, gcloud's Java emulator starting
+		// cold (as Firestore's does): making three topics and three
+		// subscriptions on a running emulator takes seconds, and a hung
+		// job should fail the start sooner. STACK_PUBSUB_TIMEOUT sets both.
 		Timeout: 60 * time.Second, TimeoutVar: "PUBSUB",
 	},
 	{

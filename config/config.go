@@ -88,25 +88,27 @@ func CheckEnv(fs *pflag.FlagSet) error {
 // EnvBoolVar registers a boolean flag whose default is the first set
 // variable of names (strconv.ParseBool's words), else def.
 func EnvBoolVar(fs *pflag.FlagSet, p *bool, name string, def bool, usage string, names ...string) {
-	v, bad := envValue(def, strconv.ParseBool, "true or false", names...)
+	v, bad := envValue(def, strconv.ParseBool, boolean, names...)
 	fs.BoolVar(p, name, v, usage)
 	markBad(fs, name, bad)
 }
 
 func envIntVar(fs *pflag.FlagSet, p *int, name string, def int, usage string, names ...string) {
-	v, bad := envValue(def, strconv.Atoi, "a whole number", names...)
+	v, bad := envValue(def, strconv.Atoi, wholeNumber, names...)
 	fs.IntVar(p, name, v, usage)
 	markBad(fs, name, bad)
 }
 
 func envFloatVar(fs *pflag.FlagSet, p *float64, name string, def float64, usage string, names ...string) {
-	v, bad := envValue(def, func(s string) (float64, error) { return strconv.ParseFloat(s, 64) }, "a number", names...)
+	v, bad := envValue(def, func(s string) (float64, error) { return strconv.ParseFloat(s, 64) }, number, names...)
 	fs.Float64Var(p, name, v, usage)
 	markBad(fs, name, bad)
 }
 
-func envDurationVar(fs *pflag.FlagSet, p *time.Duration, name string, def time.Duration, usage string, names ...string) {
-	v, bad := envValue(def, time.ParseDuration, "a duration such as 30s or 3m", names...)
+// EnvDurationVar registers a duration flag whose default is the first set
+// variable of names, else def.
+func EnvDurationVar(fs *pflag.FlagSet, p *time.Duration, name string, def time.Duration, usage string, names ...string) {
+	v, bad := envValue(def, time.ParseDuration, duration, names...)
 	fs.DurationVar(p, name, v, usage)
 	markBad(fs, name, bad)
 }
@@ -429,7 +431,7 @@ func (w *Worker) Flags(fs *pflag.FlagSet) {
 		"Worker Deployment Versioning: the deployment this worker belongs to, with --build-id (env TEMPORAL_DEPLOYMENT_NAME)")
 	fs.StringVar(&w.BuildID, "build-id", Env("", "TEMPORAL_WORKER_BUILD_ID"),
 		"Worker Deployment Versioning: this worker's build, with --deployment-name (env TEMPORAL_WORKER_BUILD_ID)")
-	envDurationVar(fs, &w.StopTimeout, "stop-timeout", 3*time.Minute,
+	EnvDurationVar(fs, &w.StopTimeout, "stop-timeout", 3*time.Minute,
 		"on SIGTERM, how long activities in flight may finish (env WORKER_STOP_TIMEOUT, with its unit: 30s, 3m)", "WORKER_STOP_TIMEOUT")
 	envIntVar(fs, &w.MaxConcurrentActivities, "max-concurrent-activities", 0,
 		"most activities this worker runs at once, and most local activities (quick tool calls), 0 for the SDK default (env WORKER_MAX_CONCURRENT_ACTIVITIES)", "WORKER_MAX_CONCURRENT_ACTIVITIES")

@@ -79,7 +79,12 @@ type Settings struct {
 	// IdleTimeout is how long a concluded investigation stays open for
 	// follow-ups (and related alerts).
 	IdleTimeout investigation.Duration `json:"idle_timeout"`
-	Delivery    investigation.Delivery `json:"delivery,omitzero"`
+	// ApprovalTimeout is how long an action the investigations ask for
+	// waits for approve-call or deny-call before it expires, not run (0:
+	// investigation.DefaultApprovalTimeout, as before the field). A
+	// waiting action holds its running slot.
+	ApprovalTimeout investigation.Duration `json:"approval_timeout,omitempty"`
+	Delivery        investigation.Delivery `json:"delivery,omitzero"`
 	// Prices estimate what investigations cost (the starter's --prices).
 	Prices pricing.Table `json:"prices"`
 }
@@ -124,6 +129,10 @@ func (s Settings) Check() error {
 		return fmt.Errorf("--group-window must not be negative, not %s", s.GroupWindow)
 	case s.IdleTimeout < 0:
 		return fmt.Errorf("--idle-timeout must be positive, not %s", s.IdleTimeout)
+	// No recorded admit request carries the field: the validator refuses
+	// nothing it accepted before.
+	case s.ApprovalTimeout < 0:
+		return fmt.Errorf("--approval-timeout must be positive, not %s", s.ApprovalTimeout)
 	case len(s.Delivery.ResultsTopic) > maxTopicBytes || !Plain(s.Delivery.ResultsTopic):
 		return fmt.Errorf("--results-topic must be at most %d bytes without characters JSON escapes", maxTopicBytes)
 	}

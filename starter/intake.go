@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -40,6 +41,9 @@ type intakeOptions struct {
 	dailyBudget    float64
 	idleTimeout    time.Duration
 	maxOutstanding int
+	// approvalTimeout is starter investigate's --approval-timeout for the
+	// investigations the intake starts.
+	approvalTimeout time.Duration
 }
 
 func (a *app) intakeCommand() *cobra.Command {
@@ -105,6 +109,8 @@ SLACK_WEBHOOK_URL, with --slack) and/or published to --results-topic.`,
 	f.IntVar(&o.maxRunning, "max-running", intake.DefaultMaxRunning, "most investigations running at once, across all intakes of the task queue (concluded ones waiting for follow-ups do not count)")
 	f.Float64Var(&o.dailyBudget, "daily-budget-usd", 0, "estimated cost of a UTC day's investigations after which only critical alerts start (0: no ceiling)")
 	f.DurationVar(&o.idleTimeout, "idle-timeout", investigation.DefaultIdleTimeout, "how long a concluded investigation stays open for follow-ups and related alerts")
+	config.EnvDurationVar(f, &o.approvalTimeout, "approval-timeout", investigation.DefaultApprovalTimeout,
+		"how long an action an investigation asks for (a call of an MCP tool that acts) waits for starter approve-call or deny-call before it expires, not run; a waiting investigation holds its --max-running slot (env INTAKE_APPROVAL_TIMEOUT)", "INTAKE_APPROVAL_TIMEOUT")
 	f.IntVar(&o.maxOutstanding, "max-outstanding", 100, "flow control: most Pub/Sub messages this intake holds at once, and most webhook calls in flight")
 	cmd.AddCommand(a.intakeStatusCommand(), a.intakeReleaseCommand(), a.intakeSetupCommand(), a.intakePullCommand())
 	return cmd
@@ -115,9 +121,10 @@ func (o intakeOptions) settings(a *app) intake.Settings {
 	return intake.Settings{
 		MaxRunning: o.maxRunning, DailyBudgetUSD: o.dailyBudget,
 		RepeatWindow: investigation.Duration(o.repeatWindow), GroupWindow: investigation.Duration(o.groupWindow), NoGroup: o.noGroup,
-		IdleTimeout: investigation.Duration(o.idleTimeout),
-		Delivery:    investigation.Delivery{Slack: o.slack, ResultsTopic: o.resultsTopic},
-		Prices:      a.prices,
+		IdleTimeout:     investigation.Duration(o.idleTimeout),
+		ApprovalTimeout: investigation.Duration(o.approvalTimeout),
+		Delivery:        investigation.Delivery{Slack: o.slack, ResultsTopic: o.resultsTopic},
+		Prices:          a.prices,
 	}
 }
 
@@ -134,6 +141,8 @@ func (o intakeOptions) check(s intake.Settings) error {
 		return fmt.Errorf("--group-window must be positive, not %s", o.groupWindow)
 	case o.idleTimeout <= 0:
 		return fmt.Errorf("--idle-timeout must be positive, not %s", o.idleTimeout)
+	case o.approvalTimeout <= 0:
+		return fmt.Errorf("--approval-timeout must be positive, not %s", o.approvalTimeout)
 	case o.maxOutstanding < 1:
 		return fmt.Errorf("--max-outstanding must be at least 1, not %d", o.maxOutstanding)
 	}
@@ -220,8 +229,8 @@ func (a *app) runIntake(cmd *cobra.Command, o intakeOptions) error {
 		}
 	}
 	out := cmd.ErrOrStderr()
-	fmt.Fprintf(out, "intake: task queue %s, admission workflow %s; at most %d running, repeat window %s, %s, idle timeout %s%s\n",
-		a.temporal.TaskQueue, intake.AdmissionID(a.temporal.TaskQueue), o.maxRunning, settings.RepeatWindow, groupText(settings), settings.IdleTimeout, budgetText(o))
+	fmt.Fprintf(out, "intake: task queue %s, admission workflow %s; at most %d running, repeat window %s, %s, idle timeout %s, approval timeout %s%s\n",
+		a.temporal.TaskQueue, intake.AdmissionID(a.temporal.TaskQueue), o.maxRunning, settings.RepeatWindow, groupText(settings), settings.IdleTimeout, settings.ApprovalTimeout, budgetText(o))
 	if o.subscription != "" {
 		ps := &source.PubSub{Subscription: o.subscription, DeadLetterTopic: o.deadLetter, Clients: clients, Pipeline: pipeline,
 			MaxOutstanding: o.maxOutstanding, Log: log, Backoff: time.Second}
@@ -345,7 +354,8 @@ func renderIntakeStatus(w io.Writer, queue string, st intake.Status) {
 	if st.Displaced > 0 {
 		fmt.Fprintf(w, "  displaced    %d waiting investigations (%d alerts) given up for alerts of a higher severity (waiting room full)\n", st.Displaced, st.DisplacedAlerts)
 	}
-	fmt.Fprintf(w, "  settings     repeat window %s, %s, idle timeout %s\n", s.RepeatWindow, groupText(s), s.IdleTimeout)
+	fmt.Fprintf(w, "  settings     repeat window %s, %s, idle timeout %s, approval timeout %s\n", s.RepeatWindow, groupText(s), s.IdleTimeout,
+		cmp.Or(s.ApprovalTimeout, investigation.Duration(investigation.DefaultApprovalTimeout)))
 	if len(st.Open) == 0 {
 		return
 	}

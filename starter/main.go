@@ -213,6 +213,9 @@ GOOGLE_CLOUD_LOCATION, GOOGLE_GEMINI_BASE_URL and GEMINI_MODEL.`,
 	// under --json, the lines for people go to standard error.
 	root.SetOut(termtext.NewWriter(stdout))
 	root.SetErr(termtext.NewWriter(os.Stderr))
+	// Every subcommand's bad flag value is one sentence naming the flag
+	// and its form, not the parser's error.
+	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return config.FlagError(err) })
 	root.PersistentPreRunE = func(cmd *cobra.Command, _ []string) error {
 		if err := config.CheckEnv(cmd.Flags()); err != nil {
 			return err

@@ -119,6 +119,31 @@ func TestArgumentsAreCheckedBeforeAnyNetworkCall(t *testing.T) {
 	}
 }
 
+// TestBadFlagValueIsOneSentence: a flag value that does not parse names
+// the flag and the form it takes, in every command, not the parser's
+// error (`strconv.ParseInt: parsing "abc": invalid syntax`).
+func TestBadFlagValueIsOneSentence(t *testing.T) {
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"watch", "inv", "--from", "abc"}, `--from takes a whole number, not "abc"`},
+		{[]string{"watch", "inv", "--from", "99999999999999999999"}, `--from takes a whole number, and "99999999999999999999" is out of range`},
+		{[]string{"investigate", "--alert", "a.json", "--time-budget", "fast"}, `--time-budget takes a duration such as 30s or 3m, not "fast"`},
+		{[]string{"investigate", "--alert", "a.json", "--max-scan-bytes", "10XB"}, `--max-scan-bytes: "10XB" is not a byte count: write a whole number with an optional unit, like 10GiB or 500MiB`},
+		{[]string{"intake", "--daily-budget-usd", "lots"}, `--daily-budget-usd takes a number, not "lots"`},
+		{[]string{"intake", "--max-running"}, "--max-running needs a value: a whole number"},
+		{[]string{"intake", "status", "--json=maybe"}, `--json takes true or false, not "maybe"`},
+		{[]string{"status", "inv", "--call-timeout", "5"}, `--call-timeout takes a duration such as 30s or 3m, not "5"`},
+		{[]string{"eval", "--bogus"}, "unknown flag: --bogus"},
+	} {
+		t.Run(strings.Join(c.args, " "), func(t *testing.T) {
+			_, err := runCLI(t, noTemporal, c.args...)
+			require.EqualError(t, err, c.want)
+		})
+	}
+}
+
 // TestLowestMaxHistoryEvents: the lowest continue-as-new threshold passes
 // the checks (the missing alert file is the next thing to fail).
 func TestLowestMaxHistoryEvents(t *testing.T) {

@@ -281,6 +281,7 @@ func newCommand() *cobra.Command {
 		},
 	}
 	cmd.SetContext(context.Background())
+	cmd.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return config.FlagError(err) })
 	tc.Flags(cmd.Flags())
 	fc.Flags(cmd.Flags())
 	gc.Flags(cmd.Flags())

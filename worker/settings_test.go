@@ -30,6 +30,8 @@ func TestSettingsAreCheckedAtStart(t *testing.T) {
 		{"", "", []string{"--memory-min-similarity", "NaN"}, "--memory-min-similarity must be above 0 and at most 1, not NaN"},
 		{"", "", []string{"--activities-per-second", "Inf"}, "--activities-per-second must be 0 or more, not +Inf"},
 		{"TEMPORAL_WORKER_BUILD_ID", "b2", nil, "--deployment-name (TEMPORAL_DEPLOYMENT_NAME) and --build-id (TEMPORAL_WORKER_BUILD_ID) go together: set both for Worker Deployment Versioning, or neither"},
+		{"", "", []string{"--stop-timeout", "soon"}, `--stop-timeout takes a duration such as 30s or 3m, not "soon"`},
+		{"", "", []string{"--max-concurrent-activities", "many"}, `--max-concurrent-activities takes a whole number, not "many"`},
 		{"", "", []string{"--deployment-name", "investigator"}, "--deployment-name (TEMPORAL_DEPLOYMENT_NAME) and --build-id (TEMPORAL_WORKER_BUILD_ID) go together: set both for Worker Deployment Versioning, or neither"},
 	} {
 		t.Run(c.env+c.value, func(t *testing.T) {

@@ -280,6 +280,9 @@ func (ad *admission) startInput(ctx workflow.Context, e *Entity) activities.Star
 		Input: investigation.Input{
 			AlertID:     e.AlertID,
 			IdleTimeout: s.IdleTimeout,
+			// An activity's input, which replay does not compare; zero (every
+			// recorded room's settings) is the 24 h default, as before: no gate.
+			Limits: investigation.Limits{ApprovalTimeout: s.ApprovalTimeout},
 			Intake: &investigation.IntakeInput{
 				Identity: e.Identity, Admission: workflow.GetInfo(ctx).WorkflowExecution.ID,
 				Delivery: s.Delivery, Arrived: ad.room.take(e),

@@ -689,3 +689,51 @@ func TestOverruledAnswerLeadsTheDeliveredSummary(t *testing.T) {
 	require.True(t, strings.HasPrefix(got.Summary, refused), "the delivered summary: %q", got.Summary)
 	require.Contains(t, got.Summary, "Close the alert.", "the answer follows the check's sentence")
 }
+
+// TestIntakeApprovalTimeoutReachesItsInvestigations: the intake's
+// --approval-timeout reaches the investigations the admission starts: an
+// action nobody decides expires after it, not run, and the investigation
+// concludes and tells the admission, freeing its running slot. Before, the
+// intake had no such setting: every intake investigation that asked for
+// block_ip waited 24 h, holding its slot.
+func TestIntakeApprovalTimeoutReachesItsInvestigations(t *testing.T) {
+	ah := newAdmissionHarness(t)
+	ah.admit(time.Second, intake.Settings{MaxRunning: 1, ApprovalTimeout: investigation.Duration(10 * time.Minute)}, alertOf("a1", "id:1", "high"))
+	ah.env.RegisterDelayedCallback(ah.env.CancelWorkflow, time.Minute)
+	ah.env.ExecuteWorkflow(intake.AdmissionWorkflowName, AdmissionInput{})
+	require.Len(t, ah.starts, 1)
+	in := ah.starts[0].Input
+	require.NotNil(t, in.Intake)
+	// Both test environments' workflows are default-test-workflow-id.
+	in.Intake.Admission = "intake-admission-q"
+
+	h := newHarness(t)
+	h.env.RegisterActivity(&activities.Intake{})
+	var sig signals
+	sig.on(h.env)
+	h.onPlan(mcpPlan(), nil)
+	h.onTurn(blockTurn)
+	h.onTool(okTool)
+	h.onReflect(noChange)
+	start := h.env.Now()
+	var waiting, after investigation.Status
+	h.env.RegisterDelayedCallback(func() { waiting = h.status(t) }, 9*time.Minute)
+	h.env.RegisterDelayedCallback(func() { after = h.status(t) }, 11*time.Minute)
+	res, err := h.run(t, in)
+	require.NoError(t, err)
+
+	require.Len(t, waiting.Actions, 1)
+	require.Equal(t, investigation.ActionPending, waiting.Actions[0].Status, "it waits up to the intake's timeout")
+	require.Len(t, after.Actions, 1)
+	require.Equal(t, investigation.ActionExpired, after.Actions[0].Status, "no decision within the intake's timeout")
+	require.Equal(t, "no decision within 10m", after.Actions[0].Note)
+	require.Equal(t, investigation.PhaseIdle, after.Phase, "concluded once the action expired")
+	for _, call := range h.tools {
+		require.NotEqual(t, "response.block_ip", call.Call.Name, "the expired action never ran")
+	}
+	require.Len(t, res.Actions, 1)
+	require.Equal(t, investigation.ActionExpired, res.Actions[0].Status)
+	require.Len(t, h.concludedAt, 1)
+	require.Less(t, h.concludedAt[0].Sub(start), 11*time.Minute)
+	require.True(t, strings.HasPrefix(sig.names(), in.Intake.Admission+" investigation_concluded"), "the admission heard of the conclusion: %s", sig.names())
+}

@@ -230,12 +230,37 @@ func (r *run) action(id string) (*investigation.Action, error) {
 	if id == "" {
 		return nil, errors.New("name the action by its call ID (starter status lists the actions waiting)")
 	}
+	var decided *investigation.Action
 	for _, a := range r.Actions {
-		if a.Status == investigation.ActionPending && a.CallID == id {
+		switch {
+		case a.CallID != id:
+		case a.Status == investigation.ActionPending:
 			return a, nil
+		default:
+			decided = a
 		}
 	}
+	if decided != nil {
+		return nil, fmt.Errorf("action %q is no longer waiting for approval: %s", id, decidedText(decided))
+	}
 	return nil, fmt.Errorf("no action %q is waiting for approval", id)
+}
+
+// decidedText says what became of an action no longer waiting, so that a
+// decision arriving late is told it expired or was decided, not that the
+// call ID is unknown.
+func decidedText(a *investigation.Action) string {
+	switch a.Status {
+	case investigation.ActionExpired:
+		return fmt.Sprintf("it expired (%s), so it did not run", a.Note)
+	case investigation.ActionDenied:
+		return "it was denied, so it did not run"
+	case investigation.ActionNotRun:
+		return "it was approved, but it did not run"
+	case investigation.ActionUnknown:
+		return "it was approved, and whether it ran is unknown (starter status shows the action)"
+	}
+	return "it was approved already"
 }
 
 func (r *run) checkApproveCall(d investigation.CallDecision) error {

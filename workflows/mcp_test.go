@@ -181,3 +181,37 @@ func TestActionRequestGoesToSlack(t *testing.T) {
 	require.Equal(t, activities.ApprovalInput{WorkflowID: asked[0].WorkflowID, AlertID: "guardduty-0", CallID: "t1-step_1-i1-c2",
 		Tool: "response.block_ip", Args: `{"ip":"198.51.100.23"}`, Reason: "Block 198.51.100.23"}, asked[0])
 }
+
+// A decision on an action that no longer waits says what became of it: a
+// late approval of an expired action was told only that no action of that
+// call ID was waiting, as for a mistyped ID.
+func TestLateDecisionSaysWhatBecameOfTheAction(t *testing.T) {
+	for _, c := range []struct {
+		name, first string
+		want        string
+	}{
+		{"expired", "", `action "t1-step_1-i1-c2" is no longer waiting for approval: it expired (no decision within 1h), so it did not run`},
+		{"denied", investigation.UpdateDenyCall, `action "t1-step_1-i1-c2" is no longer waiting for approval: it was denied, so it did not run`},
+		{"approved", investigation.UpdateApproveCall, `action "t1-step_1-i1-c2" is no longer waiting for approval: it was approved already`},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			h := newHarness(t)
+			h.onPlan(mcpPlan(), nil)
+			h.onTurn(blockTurn)
+			h.onTool(okTool)
+			h.onReflect(noChange)
+			if c.first != "" {
+				h.update(30*time.Minute, c.first, investigation.CallDecision{CallID: "t1-step_1-i1-c2"})
+			}
+			late := h.update(90*time.Minute, investigation.UpdateApproveCall, investigation.CallDecision{CallID: "t1-step_1-i1-c2"})
+			lateDeny := h.update(91*time.Minute, investigation.UpdateDenyCall, investigation.CallDecision{CallID: "t1-step_1-i1-c2", Reason: "r"})
+			unknown := h.update(92*time.Minute, investigation.UpdateApproveCall, investigation.CallDecision{CallID: "t1-step_1-i1-c9"})
+			_, err := h.run(t, investigation.Input{AlertID: "a1", IdleTimeout: investigation.Duration(3 * time.Hour),
+				Limits: investigation.Limits{ApprovalTimeout: investigation.Duration(time.Hour)}})
+			require.NoError(t, err)
+			require.EqualError(t, late.rejected, c.want)
+			require.EqualError(t, lateDeny.rejected, c.want)
+			require.EqualError(t, unknown.rejected, `no action "t1-step_1-i1-c9" is waiting for approval`)
+		})
+	}
+}

@@ -237,6 +237,10 @@ var table = []Service{
 			starter, err := s.program("starter", "go tool task build")
 			return Launch{Argv: []string{starter, "intake", "setup"}}, err
 		},
+		// Shorter than the emulator's 90 s, gcloud's Java emulator starting
+		// cold (as Firestore's does): making three topics and three
+		// subscriptions on a running emulator takes seconds, and a hung
+		// job should fail the start sooner. STACK_PUBSUB_TIMEOUT sets both.
 		Timeout: 60 * time.Second, TimeoutVar: "PUBSUB",
 	},
 	{
@@ -393,7 +397,7 @@ var workerVarPrefixes = []string{"OTEL_", "GOOGLE_"}
 // them in the source). An intake started with another value of any of
 // these or of workerVars is not reused.
 var starterVars = []string{
-	"INTAKE_DEAD_LETTER_TOPIC", "INTAKE_LISTEN", "INTAKE_RESULTS_TOPIC", "INTAKE_SUBSCRIPTION", "INTAKE_TOKEN_FILE",
+	"INTAKE_APPROVAL_TIMEOUT", "INTAKE_DEAD_LETTER_TOPIC", "INTAKE_LISTEN", "INTAKE_RESULTS_TOPIC", "INTAKE_SUBSCRIPTION", "INTAKE_TOKEN_FILE",
 }
 
 // intakeSettings is what an intake runs with, to tell whether a running one
@@ -422,7 +426,7 @@ var clearVars = map[string]bool{
 	"TEMPORAL_TASK_QUEUE": true, "TEMPORAL_TLS": true, "TEMPORAL_UI_URL": true, "TEMPORAL_WORKER_BUILD_ID": true,
 	"WORKER_ACTIVITIES_PER_SECOND": true, "WORKER_ALERT_CACHE": true, "WORKER_ALLOW_MIXED_SETTINGS": true,
 	"WORKER_MAX_CONCURRENT_ACTIVITIES": true, "WORKER_STOP_TIMEOUT": true, "WORKER_TRANSCRIPT_CACHE": true,
-	"INTAKE_DEAD_LETTER_TOPIC": true, "INTAKE_LISTEN": true, "INTAKE_RESULTS_TOPIC": true,
+	"INTAKE_APPROVAL_TIMEOUT": true, "INTAKE_DEAD_LETTER_TOPIC": true, "INTAKE_LISTEN": true, "INTAKE_RESULTS_TOPIC": true,
 	"INTAKE_SUBSCRIPTION": true, "INTAKE_TOKEN_FILE": true,
 }
 

@@ -107,10 +107,10 @@ func (l *loans) end(key string) int64 {
 // failure carries (the Heartbeats interceptor puts it in the last attempt's
 // error details; a timed-out attempt's last heartbeat holds it).
 //
-// No gate: no branch of workflow code reads usage (the budgets count calls,
+// No gate: no investigation branch reads usage (the budgets count calls,
 // bytes and time); it rides in results, queries, the stored progress and the
-// admission's signals, whose payloads replay does not compare, so no
-// recorded history takes another command for it.
+// admission's signals, whose payloads replay does not compare. The admission
+// does price it (Room.charge says why its recorded histories replay as before).
 func billedUsage(u investigation.Usage, err error) investigation.Usage {
 	if err == nil {
 		return u

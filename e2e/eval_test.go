@@ -115,14 +115,15 @@ func TestEvalScorecard(t *testing.T) {
 
 	require.Regexp(t, `(?m)^Model: gemini-2\.5-flash \(gemini-api, http://127\.0\.0\.1:\d+\) — a local server`, out)
 	require.Len(t, standInWarning.FindAllString(out, -1), 2, out)
+	require.Regexp(t, `(?m)^Setup: starter .*, task queue investigations-eval, Firestore database investigator-eval, tools: `, out)
 	above, below := strings.Index(out, "WARNING"), strings.LastIndex(out, "WARNING")
 	table := strings.Index(out, "CASE ")
 	require.True(t, above < table && table < below, "the warning comes above and below the report:\n%s", out)
-	require.Regexp(t, `(?m)^CASE\s+EXPECTED\s+VERDICT\s+RIGHT\s+AGREE\s+EVIDENCE\s+BASELINE\s+STEPS\s+TOOL CALLS\s+MODEL CALLS\s+TOKENS\s+WALL\s+ERROR$`, out)
+	require.Regexp(t, `(?m)^CASE\s+EXPECTED\s+VERDICT\s+RIGHT\s+AGREE\s+EVIDENCE\s+BASELINE\s+STEPS\s+TOOL CALLS\s+MODEL CALLS\s+TOKENS\s+WALL\s+ACTIONS PROPOSED\s+ERROR$`, out)
 	// The stand-in's one rule: a login after failures from the alert's
 	// source is true_positive. The WAF case has no login; the injection
 	// case's own rows hold one. The baseline sees no logs: undetermined.
-	require.Regexp(t, `(?m)^waf-sqli-cms-editor\s+false_positive\s+undetermined ×2 ✗\s+0/2\s+100\.0%\s+\d\.\d/1\s+undetermined ×2 ✗\s+[1-9]\d*\s+[1-9]\d*\s+[1-9]\d*\s+[1-9]\d*\s+\S+s\s*$`, out)
+	require.Regexp(t, `(?m)^waf-sqli-cms-editor\s+false_positive\s+undetermined ×2 ✗\s+0/2\s+100\.0%\s+\d\.\d/1\s+undetermined ×2 ✗\s+[1-9]\d*\s+[1-9]\d*\s+[1-9]\d*\s+[1-9]\d*\s+\S+s\s+-\s*$`, out)
 	require.Regexp(t, `(?m)^guardduty-ssh-api-server-username-injection\s+true_positive\s+true_positive ×2\s+2/2\s+100\.0%\s+\d\.\d/3\s+undetermined ×2 ✗\s`, out)
 	require.Contains(t, out, "confusion matrix, agent (rows: expected verdict; columns: the verdict given, in runs):\n")
 	require.Contains(t, out, "confusion matrix, baseline (rows: expected verdict; columns: the verdict given, in runs):\n")
@@ -132,6 +133,7 @@ func TestEvalScorecard(t *testing.T) {
 	require.Regexp(t, `(?m)^verdict accuracy\s+2/4 \(50\.0%\)\s+0/4 \(0\.0%\)$`, out)
 	require.Regexp(t, `(?m)^balanced accuracy\s+50\.0% \(mean per-class recall\)\s+0\.0% \(mean per-class recall\)$`, out)
 	require.Regexp(t, `(?m)^missed intrusions\s+0 of 2\s+0 of 2$`, out)
+	require.Regexp(t, `(?m)^runs proposing actions\s+0 of 4\s+0 of 4$`, out)
 	require.Regexp(t, `(?m)^evidence recall\s+\d+/8 \(\d+\.\d%\)\s+0/8 \(0\.0%\)$`, out)
 	require.Regexp(t, `(?m)^mean tokens/run\s+[1-9]\d* \(over the 4 runs that concluded\)\s+[1-9]\d* \(over the 4 runs that concluded\)$`, out)
 	require.Contains(t, out, "spread over 2 runs of each case (min / median / max over the 2 passes):\n")
@@ -231,7 +233,7 @@ func TestEvalFailures(t *testing.T) {
 
 	res := starterEnv(t, env, nil, "eval", "--cases", rejected)
 	require.Equal(t, 1, res.code, "stdout:\n%s\nstderr:\n%s", res.stdout, res.stderr)
-	require.Regexp(t, `(?m)^rejected\s+true_positive\s+-\s+-\s+-\s+-\s+-\s+-\s+-\s+\S+\s+the investigation failed: planning failed: .*400.*; baseline: the investigation failed: writing the conclusion failed: .*400`, res.stdout)
+	require.Regexp(t, `(?m)^rejected\s+true_positive\s+-\s+-\s+-\s+-\s+-\s+-\s+-\s+\S+\s+-\s+the investigation failed: planning failed: .*400.*; baseline: the investigation failed: writing the conclusion failed: .*400`, res.stdout)
 	require.Regexp(t, `(?m)^verdict accuracy\s+0/1 \(0\.0%\)\s+0/1 \(0\.0%\)$`, res.stdout)
 	require.Regexp(t, `(?m)^true_positive\s+0\s+0\s+0\s+0\s+1\s+0/1 \(0\.0%\)$`, res.stdout, "a failed run is a column of the confusion matrix")
 	require.Regexp(t, `(?m)^mean tokens/run\s+n/a \(no run concluded\)`, res.stdout)

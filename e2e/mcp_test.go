@@ -34,7 +34,7 @@ func mcpWorker(t *testing.T) string {
 	require.NoError(t, err)
 	dir := t.TempDir()
 	logFile, cfg := filepath.Join(dir, "calls.jsonl"), filepath.Join(dir, "mcp.yaml")
-	require.NoError(t, os.WriteFile(cfg, []byte("servers:\n  stranger:\n    command: "+exe+"\n    env: {"+mcptest.ServeEnv+": STRANGER_LOG}\n"), 0o600))
+	require.NoError(t, os.WriteFile(cfg, []byte("servers:\n  stranger:\n    command: "+exe+"\n    env: {"+mcptest.ServeEnv+": STRANGER_LOG}\n    read_only: [asset_owner_lookup]\n"), 0o600))
 	restartWorker(t, "MCP_CONFIG="+cfg, "STRANGER_LOG="+logFile)
 	return logFile
 }
@@ -172,7 +172,7 @@ func responseConfig(t *testing.T, dir, tools string) string {
 	require.NoError(t, err)
 	cfg := filepath.Join(dir, "mcp-"+strings.ReplaceAll(tools, ",", "-")+".yaml")
 	yaml := "servers:\n  response:\n    command: " + filepath.Join(bin, "response-server") +
-		"\n    args: [--inventory, " + inv + ", --state-dir, " + filepath.Join(dir, "state") + "]\n"
+		"\n    args: [--inventory, " + inv + ", --state-dir, " + filepath.Join(dir, "state") + "]\n    read_only: [lookup_host, list_blocked]\n"
 	if tools != "" {
 		yaml += "    tools: [" + tools + "]\n"
 	}
@@ -233,7 +233,7 @@ func TestMCPResponseServerHTTP(t *testing.T) {
 		}
 	}
 	cfg := filepath.Join(dir, "mcp.yaml")
-	require.NoError(t, os.WriteFile(cfg, []byte("servers:\n  response:\n    url: http://"+addr+"/mcp\n"), 0o600))
+	require.NoError(t, os.WriteFile(cfg, []byte("servers:\n  response:\n    url: http://"+addr+"/mcp\n    read_only: [lookup_host, list_blocked]\n"), 0o600))
 	restartWorker(t, "MCP_CONFIG="+cfg)
 	tools := starter(t, nil, "tools")
 	require.Contains(t, tools.stdout, "response.block_ip")

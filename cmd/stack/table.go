@@ -572,7 +572,7 @@ func writeMCPConfig(s *Stack) error {
 	if s.Getenv("MCP_CONFIG") != "" || path != filepath.Join(s.DataDir, "mcp.yaml") {
 		return nil
 	}
-	yaml := fmt.Sprintf("# Written by bin/stack: examples/mcp/mcp.yaml with this stack's directories.\nservers:\n  response:\n    command: %q\n    args: [--inventory, %q, --state-dir, %q]\n    timeout: 30s\n    rate: 5\n",
+	yaml := fmt.Sprintf("# Written by bin/stack: examples/mcp/mcp.yaml with this stack's directories.\nservers:\n  response:\n    command: %q\n    args: [--inventory, %q, --state-dir, %q]\n    timeout: 30s\n    rate: 5\n    read_only: [lookup_host, list_blocked]\n",
 		filepath.Join(s.BinDir, "response-server"), filepath.Join(s.Root, "examples", "mcp", "inventory.json"), filepath.Join(s.DataDir, "response"))
 	return writeFileAtomicMode(path, []byte(yaml), 0o600)
 }
@@ -590,7 +590,7 @@ func evalMCPEnv(s *Stack) ([]string, error) {
 		return nil, nil
 	}
 	path := filepath.Join(s.DataDir, "mcp-eval.yaml")
-	yaml := fmt.Sprintf("# Written by bin/stack for the eval's worker: examples/mcp/mcp.yaml with a state directory of its own.\nservers:\n  response:\n    command: %q\n    args: [--inventory, %q, --state-dir, %q]\n    timeout: 30s\n    rate: 5\n",
+	yaml := fmt.Sprintf("# Written by bin/stack for the eval's worker: examples/mcp/mcp.yaml with a state directory of its own.\nservers:\n  response:\n    command: %q\n    args: [--inventory, %q, --state-dir, %q]\n    timeout: 30s\n    rate: 5\n    read_only: [lookup_host, list_blocked]\n",
 		filepath.Join(s.BinDir, "response-server"), filepath.Join(s.Root, "examples", "mcp", "inventory.json"), filepath.Join(s.DataDir, "response-eval"))
 	if err := s.mkdirPrivate(s.DataDir); err != nil {
 		return nil, err

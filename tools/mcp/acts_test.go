@@ -6,10 +6,10 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
-// TestWhoDecidesThatAToolActs: the server's annotations decide, failing
-// closed when it says nothing; the operator may require approval of any
-// tool, and may vouch for an unannotated tool that only reads, but never
-// overrule a server that marks its tool destructive.
+// TestWhoDecidesThatAToolActs: every tool acts unless the team's
+// configuration vouches it only reads (read_only); a server's readOnlyHint
+// never waives the approval; the team may require approval of any tool,
+// and never overrules a server that marks its tool destructive.
 func TestWhoDecidesThatAToolActs(t *testing.T) {
 	yes, no := true, false
 	s := Server{
@@ -22,7 +22,7 @@ func TestWhoDecidesThatAToolActs(t *testing.T) {
 		acts bool
 	}{
 		{"plain", nil, true}, // said nothing: waits
-		{"reader", &mcp.ToolAnnotations{ReadOnlyHint: true}, false},  // says it reads
+		{"reader", &mcp.ToolAnnotations{ReadOnlyHint: true}, true},   // says it reads: its word only
 		{"writer", &mcp.ToolAnnotations{DestructiveHint: &no}, true}, // not read-only
 		{"lookup", &mcp.ToolAnnotations{ReadOnlyHint: true}, true},   // the operator requires approval
 		{"search", nil, false}, // vouched for, unannotated

@@ -17,6 +17,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"golang.org/x/time/rate"
 
@@ -93,12 +94,23 @@ type conn struct {
 	// offered.
 	secrets *redact.Redactor
 
+	// mu guards the fields below and is never held across the network (a
+	// dial, a close, a ping): Statuses and the calls read them at once.
 	mu      sync.Mutex
 	sess    *mcp.ClientSession
+	abort   context.CancelFunc // ends every HTTP request of sess still open
 	state   string
 	err     string
 	tools   int
 	skipped int
+	// dialing is closed when the connect under way ends (nil: none is).
+	dialing chan struct{}
+	// closed: Close ran; a dial that ends later is closed, not kept.
+	closed bool
+	// timeouts counts the session's calls in a row that got no answer in
+	// time; pinging says a ping checks the session after one.
+	timeouts int
+	pinging  bool
 }
 
 // New prepares the configured servers; Connect connects them.
@@ -184,27 +196,32 @@ func (s *Servers) Watch(ctx context.Context) {
 			return
 		case <-t.C:
 		}
+		var wg sync.WaitGroup
 		for _, c := range s.conns {
 			c.mu.Lock()
-			down := c.sess == nil
+			down := c.sess == nil && c.dialing == nil && !c.closed
 			c.mu.Unlock()
-			if down {
-				_, _ = c.connect(ctx)
+			if down { // at once: one slow server does not hold the others back
+				wg.Go(func() { _, _ = c.connect(ctx) })
 			}
 		}
+		wg.Wait()
 	}
 }
 
 // Close closes every session (a stdio server's process ends with it).
 func (s *Servers) Close() {
+	var wg sync.WaitGroup
 	for _, c := range s.conns {
 		c.mu.Lock()
-		if c.sess != nil {
-			_ = c.sess.Close()
-			c.sess = nil
-		}
+		sess, abort := c.sess, c.abort
+		c.sess, c.abort, c.closed = nil, nil, true
 		c.mu.Unlock()
+		if sess != nil {
+			wg.Go(func() { _ = sess.Close(); abort() })
+		}
 	}
+	wg.Wait()
 }
 
 // Statuses describe each server for starter tools.
@@ -230,47 +247,92 @@ func (s *Servers) Configured(name string) bool {
 
 // session returns the live session, connecting again if it was lost.
 func (c *conn) session(ctx context.Context) (*mcp.ClientSession, error) {
-	c.mu.Lock()
-	sess := c.sess
-	c.mu.Unlock()
-	if sess != nil {
-		return sess, nil
-	}
 	return c.connect(ctx)
 }
 
 // lost drops a session whose transport failed, so the next call connects
-// again.
+// again. The session closes in the background: a stdio server is given
+// seconds to exit, which neither the caller nor Statuses waits for.
 func (c *conn) lost(sess *mcp.ClientSession, err error) {
 	c.mu.Lock()
-	defer c.mu.Unlock()
-	if c.sess == sess {
-		c.sess, c.state, c.err = nil, StateFailed, "lost: "+clip.String(c.secrets.String(err.Error()), 300)
-		_ = sess.Close()
+	mine, abort := c.sess == sess, c.abort
+	if mine {
+		c.sess, c.abort, c.state, c.err = nil, nil, StateFailed, "lost: "+clip.String(c.secrets.String(err.Error()), 300)
 		// Its tools stay in the registry until it reconnects or fails.
+	}
+	c.mu.Unlock()
+	if mine {
+		abort() // what is still open waits on a session given up
+		go func() { _ = sess.Close() }()
 	}
 }
 
-// connect connects, lists the tools and puts them in the registry; on
-// failure the server's tools leave the registry and its state says why.
+// connect returns the live session, or connects: one dial at a time per
+// server, which every caller waits for as long as its own ctx allows, with
+// no lock held meanwhile. The dial does not end with the caller that
+// started it: another investigation's stop would otherwise fail the
+// server for everyone.
 func (c *conn) connect(ctx context.Context) (*mcp.ClientSession, error) {
 	c.mu.Lock()
-	defer c.mu.Unlock()
 	if c.sess != nil {
-		return c.sess, nil
+		sess := c.sess
+		c.mu.Unlock()
+		return sess, nil
 	}
-	sess, ts, skipped, err := c.dial(ctx)
+	if c.closed {
+		c.mu.Unlock()
+		return nil, fmt.Errorf("MCP server %s is not connected: the worker is stopping", c.name)
+	}
+	wait := c.dialing
+	if wait == nil {
+		wait = make(chan struct{})
+		c.dialing, c.state = wait, StateConnecting
+		go c.redial(context.WithoutCancel(ctx), wait)
+	}
+	c.mu.Unlock()
+	select {
+	case <-wait:
+	case <-ctx.Done():
+		return nil, fmt.Errorf("MCP server %s: waiting for it to connect: %w", c.name, ctx.Err())
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.sess == nil {
+		return nil, fmt.Errorf("MCP server %s is not connected: %s", c.name, c.err)
+	}
+	return c.sess, nil
+}
+
+// redial dials, lists the tools and puts them in the registry; on failure
+// the server's tools leave the registry and its state says why. It closes
+// done when the outcome is recorded.
+func (c *conn) redial(ctx context.Context, done chan struct{}) {
+	reqs, abort := context.WithCancel(context.Background())
+	sess, ts, skipped, err := c.dial(ctx, reqs)
 	err = c.secrets.Error(err)
+
+	c.mu.Lock()
+	defer func() {
+		c.dialing = nil
+		close(done)
+		c.mu.Unlock()
+	}()
 	group := "mcp:" + c.name
-	if err != nil {
+	switch {
+	case err == nil && c.closed:
+		go func() { _ = sess.Close(); abort() }()
+		c.state, c.err = StateFailed, "the worker is stopping"
+		return
+	case err != nil:
+		abort()
 		c.state, c.err = StateFailed, clip.String(err.Error(), 300)
 		c.servers.reg.SetGroup(group, nil, []tools.Disabled{{Name: c.name + ".*", Reason: "MCP server " + c.name + " is not connected: " + c.err}})
 		c.servers.log.Warn("MCP server not connected", "server", c.name, "error", c.err)
-		return nil, fmt.Errorf("MCP server %s is not connected: %w", c.name, err)
+		return
 	}
 	ts, over := c.servers.admit(ts)
 	skipped = append(skipped, over...)
-	c.sess, c.state, c.err, c.tools, c.skipped = sess, StateConnected, "", len(ts), len(skipped)
+	c.sess, c.abort, c.state, c.err, c.tools, c.skipped, c.timeouts = sess, abort, StateConnected, "", len(ts), len(skipped), 0
 	c.servers.reg.SetGroup(group, ts, skipped)
 	c.servers.log.Info("MCP server connected", "server", c.name, "transport", c.cfg.Transport(), "tools", len(ts), "skipped", len(skipped))
 	go func() {
@@ -279,7 +341,60 @@ func (c *conn) connect(ctx context.Context) (*mcp.ClientSession, error) {
 		err := sess.Wait()
 		c.lost(sess, cmpErr(err, errors.New("the server closed the session")))
 	}()
-	return sess, nil
+}
+
+// The checks of a session that stops answering. An idle one is pinged every
+// keepAlive (the SDK closes it after two pings in a row go unanswered, each
+// given half the interval); after a call times out it is pinged at once,
+// for up to pingTimeout (at most the server's call timeout), and dropped if
+// the ping goes unanswered; and it is dropped after maxTimeouts calls in a
+// row time out, answered pings or not (a stdio server whose tools are
+// stuck gets a new process). Dropped, Watch or the next call connects
+// again; without this a hung server stays "connected" and every call
+// waits its whole timeout.
+const (
+	keepAlive   = 30 * time.Second
+	pingTimeout = 10 * time.Second
+	maxTimeouts = 3
+)
+
+// answered records how a call on sess ended: any answer (a result or a
+// JSON-RPC error) clears the count of timeouts, a timeout adds to it.
+func (c *conn) answered(sess *mcp.ClientSession, ok, timedOut bool) {
+	c.mu.Lock()
+	if c.sess != sess {
+		c.mu.Unlock()
+		return
+	}
+	switch {
+	case ok:
+		c.timeouts = 0
+	case timedOut:
+		c.timeouts++
+	}
+	n, ping := c.timeouts, timedOut && !c.pinging && c.timeouts < maxTimeouts
+	if ping {
+		c.pinging = true
+	}
+	c.mu.Unlock()
+	if timedOut && n >= maxTimeouts {
+		c.lost(sess, fmt.Errorf("%d calls in a row got no answer within %s", n, c.cfg.timeout()))
+		return
+	}
+	if ping {
+		go func() {
+			ctx, cancel := context.WithTimeout(context.Background(), min(pingTimeout, c.cfg.timeout()))
+			defer cancel()
+			err := sess.Ping(ctx, nil)
+			c.mu.Lock()
+			c.pinging = false
+			c.mu.Unlock()
+			var rpc *jsonrpc.Error
+			if err != nil && !errors.As(err, &rpc) { // an error answer is an answer
+				c.lost(sess, fmt.Errorf("a call got no answer within %s, nor a ping after it: %w", c.cfg.timeout(), err))
+			}
+		}()
+	}
 }
 
 func cmpErr(err, def error) error {
@@ -291,32 +406,37 @@ func cmpErr(err, def error) error {
 
 // dial opens a session and lists the tools, keeping those allowed and
 // usable and saying why each other one is skipped.
-func (c *conn) dial(ctx context.Context) (*mcp.ClientSession, []tools.Tool, []tools.Disabled, error) {
+func (c *conn) dial(ctx context.Context, abort context.Context) (*mcp.ClientSession, []tools.Tool, []tools.Disabled, error) {
 	ctx, cancel := context.WithTimeout(ctx, connectTimeout)
 	defer cancel()
-	transport, err := c.transport()
+	transport, err := c.transport(abort)
 	if err != nil {
 		return nil, nil, nil, err
 	}
-	client := mcp.NewClient(&mcp.Implementation{Name: "investigator", Version: "1"}, &mcp.ClientOptions{Capabilities: &mcp.ClientCapabilities{}})
+	client := mcp.NewClient(&mcp.Implementation{Name: "investigator", Version: "1"}, &mcp.ClientOptions{
+		Capabilities: &mcp.ClientCapabilities{},
+		KeepAlive:    keepAlive, KeepAliveFailureThreshold: 2,
+	})
 	sess, err := client.Connect(ctx, transport, nil)
 	if err != nil {
 		return nil, nil, nil, fmt.Errorf("connect: %w", err)
 	}
 	var ts []tools.Tool
 	var skipped []tools.Disabled
-	listed := 0
+	listed, considered := 0, 0
 	for t, err := range sess.Tools(ctx, nil) {
 		if err != nil {
 			_ = sess.Close()
 			return nil, nil, nil, fmt.Errorf("list tools: %w", err)
 		}
-		listed++
-		if listed > 4*maxToolsPerServer {
+		if listed++; listed > maxListed {
 			break // a server listing without end
 		}
 		if len(c.cfg.Tools) > 0 && !contains(c.cfg.Tools, t.Name) {
-			continue
+			continue // not counted below: an allowed tool may come late in a long list
+		}
+		if considered++; considered > 4*maxToolsPerServer {
+			break
 		}
 		display := c.name + "." + clip.String(strconv.QuoteToASCII(c.secrets.String(t.Name)), 80) // a skipped name, escaped for display
 		if len(ts) >= maxToolsPerServer {
@@ -345,6 +465,9 @@ func (c *conn) dial(ctx context.Context) (*mcp.ClientSession, []tools.Tool, []to
 	return sess, ts, skipped, nil
 }
 
+// maxListed bounds the tools read from one server's list, allowed or not.
+const maxListed = 64 * maxToolsPerServer
+
 func contains(list []string, s string) bool {
 	for _, e := range list {
 		if e == s {
@@ -357,7 +480,10 @@ func contains(list []string, s string) bool {
 // transport builds the server's transport. A stdio server gets a small
 // environment (PATH, HOME, locale, temp dir) plus the variables its
 // configuration names, never the worker's whole environment with its keys.
-func (c *conn) transport() (mcp.Transport, error) {
+// An HTTP server's requests also end when abort does (the session was
+// dropped): its abandoned calls' cancellation notices and the session's
+// DELETE are not left waiting on a server that stopped answering.
+func (c *conn) transport(abort context.Context) (mcp.Transport, error) {
 	if c.cfg.URL != "" {
 		headers := http.Header{}
 		for h, v := range c.cfg.Headers {
@@ -374,7 +500,7 @@ func (c *conn) transport() (mcp.Transport, error) {
 		return &mcp.StreamableClientTransport{
 			Endpoint: c.cfg.URL,
 			HTTPClient: &http.Client{
-				Transport:     headerTransport{headers, origin(endpoint), limitTransport{http.DefaultTransport}},
+				Transport:     headerTransport{headers, origin(endpoint), limitTransport{abortTransport{abort, http.DefaultTransport}}},
 				CheckRedirect: sameOrigin,
 			},
 			MaxRetries:   2,
@@ -399,8 +525,43 @@ func (c *conn) transport() (mcp.Transport, error) {
 		}
 		cmd.Env = append(cmd.Env, k+"="+val)
 	}
-	cmd.Stderr = c.servers.Stderr
-	return &mcp.CommandTransport{Command: cmd}, nil
+	cmd.Stderr = newStderrLines(c.name, c.servers.Stderr, c.secrets)
+	// A child of the server that keeps its stderr open does not hold the
+	// session's close for ever.
+	cmd.WaitDelay = terminateAfter
+	return &commandTransport{cmd: cmd}, nil
+}
+
+// abortTransport ends each request, and the reading of its answer, when ctx
+// ends, whatever the request's own context.
+type abortTransport struct {
+	ctx  context.Context
+	base http.RoundTripper
+}
+
+func (t abortTransport) RoundTrip(r *http.Request) (*http.Response, error) {
+	ctx, cancel := context.WithCancel(r.Context())
+	stop := context.AfterFunc(t.ctx, cancel)
+	end := func() { stop(); cancel() }
+	resp, err := t.base.RoundTrip(r.WithContext(ctx))
+	if err != nil || resp.Body == nil {
+		end()
+		return resp, err
+	}
+	resp.Body = &endingBody{ReadCloser: resp.Body, end: end}
+	return resp, nil
+}
+
+// endingBody releases its request's context once closed.
+type endingBody struct {
+	io.ReadCloser
+	end func()
+}
+
+func (b *endingBody) Close() error {
+	err := b.ReadCloser.Close()
+	b.end()
+	return err
 }
 
 // headerTransport adds the configured headers to every request to the
@@ -443,9 +604,10 @@ func sameOrigin(req *http.Request, via []*http.Request) error {
 // origin is scheme://host[:port], lower-cased.
 func origin(u *url.URL) string { return strings.ToLower(u.Scheme + "://" + u.Host) }
 
-// maxResponseBytes bounds one answer of an HTTP server: the SDK reads a JSON
-// answer whole (io.ReadAll), and an event of a streamed one up to its
-// MaxEventSize, which is set to the same.
+// maxResponseBytes bounds one answer of a server: over HTTP, the SDK reads a
+// JSON answer whole (io.ReadAll), and an event of a streamed one up to its
+// MaxEventSize, which is set to the same; over stdio, one line
+// (commandTransport).
 const maxResponseBytes = 8 << 20
 
 // errTooLarge is what reading past maxResponseBytes gives (see tooLarge).
@@ -456,7 +618,8 @@ var errTooLarge = fmt.Errorf("the server answered with more than %d MiB", maxRes
 // TestOversizedAnswersAreRefused checks both sentences.
 func tooLarge(err error) bool {
 	msg := err.Error()
-	return strings.Contains(msg, errTooLarge.Error()) || strings.Contains(msg, "SSE event exceeded")
+	return strings.Contains(msg, errTooLarge.Error()) || strings.Contains(msg, "SSE event exceeded") ||
+		strings.Contains(msg, "inbound JSON-RPC frame exceeded") // a stdio line over IOTransport.MaxLineLength
 }
 
 // limitTransport bounds each response body other than a successful event

@@ -35,7 +35,7 @@ import (
 //	    timeout: 30s                            # one call's limit
 //	    rate: 2                                 # calls per second (0: no limit)
 //	    approval: {lookup_host: required}       # per tool; actions always need one
-//	    read_only: [search_hosts]               # unannotated tools the operator vouches only read
+//	    read_only: [search_hosts]               # the tools the team vouches only read: no approval
 //	  siem:
 //	    url: https://siem.example.com/mcp
 //	    alert_text: [search_findings]           # tools whose results are alerts' own text
@@ -69,10 +69,11 @@ type Server struct {
 	// Approval marks tools whose calls wait for the analyst's approval
 	// whatever their annotations say ("required").
 	Approval map[string]string `yaml:"approval"`
-	// ReadOnly names tools the operator vouches only read, for a server
-	// that does not annotate its tools (an unannotated tool waits for
-	// approval otherwise). A tool the server itself marks destructive
-	// still waits.
+	// ReadOnly names the tools the team vouches only read: the only way a
+	// tool's calls skip the analyst's approval (a server's readOnlyHint is
+	// shown, never obeyed). A tool the server itself marks destructive
+	// still waits. Tools are named one by one, so a tool a new server
+	// version adds waits until the team names it.
 	ReadOnly []string `yaml:"read_only"`
 	// AlertText names tools whose results are alerts' text (a SIEM's alert
 	// search), which whoever can send an alert writes: a verdict weighs
@@ -223,14 +224,21 @@ func (s Server) timeout() time.Duration {
 
 // Fingerprint describes the configuration for the worker's settings
 // fingerprint: what every worker of a queue must agree on, with no secret
-// (variable names only).
+// (variable names only): where each server is (a URL without its query,
+// which may hold a key; a command and its arguments as written), what
+// decides that a tool acts (approval, read_only), whose results are
+// alerts' text, and its limits.
 func (c *Config) Fingerprint() map[string]any {
 	out := map[string]any{}
 	for _, n := range c.Names() {
 		s := c.Servers[n]
-		fp := map[string]any{"transport": s.Transport(), "tools": s.Tools, "approval": s.Approval, "timeout": s.timeout().String()}
-		if len(s.AlertText) > 0 { // absent before alert_text: earlier fingerprints stand
-			fp["alert_text"] = s.AlertText
+		fp := map[string]any{"transport": s.Transport(), "tools": s.Tools, "approval": s.Approval, "timeout": s.timeout().String(),
+			"read_only": s.ReadOnly, "alert_text": s.AlertText, "rate": s.Rate}
+		if s.URL != "" {
+			u, _ := url.Parse(s.URL) // checked by Parse
+			fp["url"] = u.Scheme + "://" + strings.ToLower(u.Host) + u.Path
+		} else {
+			fp["command"] = append([]string{s.Command}, s.Args...)
 		}
 		out[n] = fp
 	}

@@ -53,7 +53,7 @@ func connect(t *testing.T, yaml string) (*tools.Registry, *mcp.Servers) {
 // a rejection the model reads.
 func TestHTTPServer(t *testing.T) {
 	url, log := httpServer(t, true)
-	reg, servers := connect(t, "servers:\n  ext:\n    url: "+url+"\n    timeout: 5s\n    rate: 50\n")
+	reg, servers := connect(t, "servers:\n  ext:\n    url: "+url+"\n    timeout: 5s\n    rate: 50\n    read_only: [asset_owner_lookup]\n")
 	st := servers.Statuses()
 	if len(st) != 1 || st[0].State != mcp.StateConnected || st[0].Tools != 2 || st[0].Skipped != 4 {
 		t.Fatalf("statuses = %+v, want ext connected with 2 tools and 4 skipped", st)

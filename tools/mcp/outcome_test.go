@@ -45,7 +45,7 @@ func TestCallOutcomes(t *testing.T) {
 	add("gone", nil, reported)
 	ts := httptest.NewServer(sdk.NewStreamableHTTPHandler(func(*http.Request) *sdk.Server { return srv }, nil))
 	t.Cleanup(ts.Close)
-	reg, _ := connect(t, "servers:\n  ext:\n    url: "+ts.URL+"\n    timeout: 1s\n")
+	reg, _ := connect(t, "servers:\n  ext:\n    url: "+ts.URL+"\n    timeout: 1s\n    read_only: [read_fail, read_report]\n")
 	srv.RemoveTools("gone") // listed, then gone: the server refuses the call unread
 	for _, c := range []struct {
 		name    string

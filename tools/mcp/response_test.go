@@ -77,7 +77,7 @@ func TestResponseServerStdio(t *testing.T) {
 		t.Fatal(err)
 	}
 	cfgFile := filepath.Join(dir, "mcp.yaml")
-	cfg := fmt.Sprintf("servers:\n  response:\n    command: ./response-server\n    args: [--inventory, %s, --state-dir, state]\n", inv)
+	cfg := fmt.Sprintf("servers:\n  response:\n    command: ./response-server\n    args: [--inventory, %s, --state-dir, state]\n    read_only: [lookup_host, list_blocked]\n", inv)
 	if err := os.WriteFile(cfgFile, []byte(cfg), 0o600); err != nil {
 		t.Fatal(err)
 	}
@@ -113,6 +113,6 @@ func TestResponseServerHTTP(t *testing.T) {
 			break
 		}
 	}
-	reg, servers := connect(t, "servers:\n  response:\n    url: http://"+addr+"/mcp\n")
+	reg, servers := connect(t, "servers:\n  response:\n    url: http://"+addr+"/mcp\n    read_only: [lookup_host, list_blocked]\n")
 	checkResponse(t, reg, servers, state)
 }

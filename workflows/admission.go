@@ -98,6 +98,11 @@ func IntakeAdmission(ctx workflow.Context, in AdmissionInput) error {
 	// Also one per run: the room fails closed (Room.failClosed): a rise no
 	// queue can take is shed, not reported delivered and later a repeat.
 	ad.room.failClosed = workflow.GetVersion(ctx, "room-fails-closed", workflow.DefaultVersion, 1) == 1
+	// Asked only for a report that splits its usage by model (Room.charge),
+	// in this coroutine (receive): histories without one record no marker.
+	ad.room.pricesParts = func() bool {
+		return workflow.GetVersion(ctx, "usage-priced-by-model", workflow.DefaultVersion, 1) == 1
+	}
 	if err := ad.register(ctx); err != nil {
 		return err
 	}

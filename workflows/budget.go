@@ -110,7 +110,7 @@ func (l *loans) end(key string) int64 {
 // No gate: no investigation branch reads usage (the budgets count calls,
 // bytes and time); it rides in results, queries, the stored progress and the
 // admission's signals, whose payloads replay does not compare. The admission
-// does price it (Room.charge says why its recorded histories replay as before).
+// does price it, and a split by model only under a gate (Room.charge).
 func billedUsage(u investigation.Usage, err error) investigation.Usage {
 	if err == nil {
 		return u

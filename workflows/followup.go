@@ -84,9 +84,12 @@ func (r *run) answerDirectly(ctx workflow.Context, question string) error {
 			// The answer may say the verdict changed: it leads with the
 			// sentence that the change was not accepted, so the delivered
 			// summary (SummaryOf) does too. No gate: only the answer's text
-			// (a payload) changes, no command, and by as many bytes as
-			// before (investigation.Lead), so the stored context's size,
-			// which decides its StoreContext marker, is the same.
+			// (a payload) changes, no command. Under maxConclusion it is as
+			// long as before (investigation.Lead), so the stored context's
+			// size, which decides its StoreContext marker, is the same;
+			// over it the clip may land on another rune boundary, a few
+			// bytes off, but the ~32 KiB answer puts the context far past
+			// inlineContext (2 KiB) either way, so it is stored either way.
 			text = investigation.Lead(text, overruled)
 		}
 	}

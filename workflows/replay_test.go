@@ -106,6 +106,12 @@ var fixturePaths = map[string][]string{
 	// recorded before the gate.
 	"intake-fails-closed.history.json":                  {"rise no queue could take", "rise shed, then investigated again", "unpriced usage, then a new alert", "unpriced usage holds the next", "critical alert with the room full", "critical took a low one's place"},
 	"pre-fails-closed-intake-fails-closed.history.json": {"rise no queue could take", "rise reported delivered, then a repeat", "unpriced usage, then a new alert", "unpriced usage costs nothing", "critical alert with the room full", "critical shed"},
+	// The usage-priced-by-model gate's paths; recorded by
+	// TestRecordUsagePricedByModel (bymodel_test.go). Its twin was recorded
+	// with the gate forced to its old branch, as the code before the split
+	// (0f905b9) decided: a split phase read as several models, unpriced.
+	"intake-by-model.history.json":              {"split usage reported, then a new alert", "split usage priced, the next started"},
+	"pre-by-model-intake-by-model.history.json": {"split usage reported, then a new alert", "split usage unpriced holds the next"},
 
 	// Recorded before a direct answer's verdict was reviewed: the twin of
 	// steering-run2 for GetVersion "direct-answer-verdict".
@@ -561,6 +567,8 @@ func exercises(h *historypb.History, path string) bool {
 		"unpriced usage, then a new alert", "unpriced usage holds the next", "unpriced usage costs nothing",
 		"critical alert with the room full", "critical took a low one's place", "critical shed":
 		return failClosedPath(h, path) // failclosedrecord_test.go
+	case "split usage reported, then a new alert", "split usage priced, the next started", "split usage unpriced holds the next":
+		return byModelPath(h, path) // bymodel_test.go
 	case "dropped and unseen alerts sent again after the close":
 		return lostClosed(h) != nil
 	case "dropped and unseen alerts investigated":

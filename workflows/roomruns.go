@@ -96,14 +96,25 @@ func (r *Room) concluded(c investigation.Concluded) {
 // charge adds to today's spend what the entity's investigation cost since
 // its last report, each model's part of a phase at its own price.
 //
-// No gate for pricing a phase's parts (Usage.ByModel): a recorded report
-// carries no split, so a phase of several models still reads as
-// investigation.MixedModels, unpriced, and decides as it did; the price
+// Pricing the parts (Usage.ByModel) is behind the usage-priced-by-model
+// gate, asked only when a report carries a split: an investigation on newer
+// code sends its split to an admission run still on older code (for up to
+// the hour before it continues as new, or in a rolling restart), which
+// read such a phase as investigation.MixedModels, unpriced (a fail-closed
+// room then held its starts); replayed here, it must decide so again. A
+// report without a split records no marker and is priced as before. The
 // table is the one the admit requests carried (an empty one becomes
 // pricing.Default(), which now prices gemini-embedding-001, a model no
 // recorded phase used alone).
 func (r *Room) charge(e *Entity, s investigation.Spend) {
-	cost, unpriced := r.Settings.Prices.Estimates(s.ByPhase.Phases())
+	phases := s.ByPhase.Phases()
+	if splits(phases) && r.pricesParts != nil && !r.pricesParts() {
+		for i := range phases {
+			// Each phase as its Model label alone, as before the split.
+			phases[i].Usage.ByModel = investigation.ModelSplit{}
+		}
+	}
+	cost, unpriced := r.Settings.Prices.Estimates(phases)
 	if r.failClosed && len(unpriced) > 0 {
 		// Its cost is unknown, not 0: a ceiling that counted it as 0
 		// would never be reached (overBudget).
@@ -111,6 +122,13 @@ func (r *Room) charge(e *Entity, s investigation.Spend) {
 	}
 	r.Spent += max(cost-e.Cost, 0)
 	e.Cost = max(e.Cost, cost)
+}
+
+// splits says whether a phase of a report is split by model.
+func splits(phases []investigation.PhaseUsage) bool {
+	return slices.ContainsFunc(phases, func(p investigation.PhaseUsage) bool {
+		return p.Usage.ByModel != (investigation.ModelSplit{})
+	})
 }
 
 // closed applies an investigation's investigation_closed signal: what it

@@ -193,7 +193,11 @@ type Room struct {
 	// one cut from a queue later leaves its member at the severity the run
 	// knew (lose). Recorded runs without it decide as they did.
 	failClosed bool
-	now        time.Time // of the last tick or admit
+	// pricesParts asks the usage-priced-by-model gate (admission.go),
+	// only for a report that splits a phase by model (charge); nil (a
+	// room outside a workflow: tests) takes the gate's new branch.
+	pricesParts func() bool
+	now         time.Time // of the last tick or admit
 
 	// Indexes, rebuilt from the above after continue-as-new (index).
 	byIdentity map[string]*Entity

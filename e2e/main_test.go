@@ -9,6 +9,10 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"net/http/httputil"
+	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -35,17 +39,75 @@ var (
 	model    = &switchable{}
 	modelSrv *geminitest.Server
 	intelSrv *providers
+	bqGate   *gate
 	fsHost   string
 )
 
-// switchable lets each test install its own scripted model behind the one
-// server the worker was started with.
-type switchable struct {
-	mu sync.Mutex
-	h  geminitest.Handler
+// gate forwards the worker's BigQuery requests to the emulator; a test may
+// hold the next query (holdNextQuery) to catch the sub-agent mid-query.
+type gate struct {
+	*httptest.Server
+	mu   sync.Mutex
+	hold func() // runs, once, before the next query is forwarded
 }
 
-// use installs h for test t. When t ends, the runs it left busy (an
+func newGate(host string) *gate {
+	g := &gate{}
+	proxy := httputil.NewSingleHostReverseProxy(&url.URL{Scheme: "http", Host: host})
+	g.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		var hold func()
+		if r.Method == http.MethodPost && (strings.HasSuffix(r.URL.Path, "/jobs") || strings.HasSuffix(r.URL.Path, "/queries")) {
+			g.mu.Lock()
+			hold, g.hold = g.hold, nil
+			g.mu.Unlock()
+		}
+		if hold != nil {
+			hold()
+		}
+		proxy.ServeHTTP(w, r)
+	}))
+	return g
+}
+
+// holdNextQuery makes the next query (a jobs.insert or jobs.query, a dry
+// run's included) wait for f before it reaches the emulator; nil disarms.
+func (g *gate) holdNextQuery(f func()) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	g.hold = f
+}
+
+// switchable lets each test install its own scripted model behind the one
+// server the worker was started with, and logs when each request arrived
+// and when its answer was ready.
+type switchable struct {
+	mu  sync.Mutex
+	h   geminitest.Handler
+	log []*served
+}
+
+// served is one request the stand-in answered: arrived is taken before the
+// script runs, answered after it returned (zero while it runs), so a test
+// can tell a request that arrived after some moment from one that was in
+// flight at it.
+type served struct {
+	req               *geminitest.Request
+	arrived, answered time.Time
+}
+
+// calls returns a snapshot of the requests served since the current test's
+// use, in arrival order.
+func (s *switchable) calls() []served {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	out := make([]served, len(s.log))
+	for i, c := range s.log {
+		out[i] = *c
+	}
+	return out
+}
+
+// use installs h for test t (and starts a new log). When t ends, the runs it left busy (an
 // activity or a child still pending) are terminated: a retry of theirs
 // would otherwise reach the next test's scripted model and take its
 // answers. Runs idle for a follow-up call no model and are left alone.
@@ -54,6 +116,7 @@ func (s *switchable) use(t *testing.T, h geminitest.Handler) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.h = h
+	s.log = nil
 }
 
 // endBusyRuns terminates every running workflow with pending work.
@@ -78,9 +141,16 @@ func endBusyRuns(t *testing.T) {
 }
 
 func (s *switchable) handle(r *geminitest.Request) geminitest.Reply {
+	c := &served{req: r, arrived: time.Now()}
 	s.mu.Lock()
 	h := s.h
+	s.log = append(s.log, c)
 	s.mu.Unlock()
+	defer func() {
+		s.mu.Lock()
+		c.answered = time.Now()
+		s.mu.Unlock()
+	}()
 	if h == nil {
 		return geminitest.Error(500, "e2e: no model script installed", "")
 	}
@@ -131,6 +201,8 @@ func run(m *testing.M) (int, error) {
 		return 0, err
 	}
 	defer stopBQ()
+	bqGate = newGate(bqHost)
+	defer bqGate.Close()
 	modelSrv = geminitest.NewServer(model.handle)
 	defer modelSrv.Close()
 	intelSrv = newProviders()
@@ -149,7 +221,7 @@ func run(m *testing.M) (int, error) {
 		"URLSCAN_API_KEY=e2e-urlscan", "URLSCAN_BASE_URL="+intelSrv.URL,
 		"VIRUSTOTAL_API_KEY=e2e-vt", "VIRUSTOTAL_BASE_URL="+intelSrv.URL,
 		"OTX_API_KEY=", "ABUSEIPDB_API_KEY=",
-		"BIGQUERY_EMULATOR_HOST="+bqHost,
+		"BIGQUERY_EMULATOR_HOST="+bqGate.Listener.Addr().String(),
 		"BIGQUERY_TABLES_CONFIG="+filepath.Join(root, "examples", "bigquery", "tables.yaml"),
 		"BIGQUERY_RUNBOOKS_DIR="+filepath.Join(root, "examples", "bigquery", "runbooks"),
 	)

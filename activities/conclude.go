@@ -3,6 +3,7 @@ package activities
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/secops-agent/investigator/internal/clip"
@@ -51,6 +52,7 @@ func (a *Activities) Conclude(ctx context.Context, in ConcludeInput) (Conclusion
 		"EndedEarly":      in.EndedEarly,
 		"Hints":           in.Hints,
 		"Standing":        check.Standing,
+		"Waits":           check.Standing != nil && !check.Analyst, // a lower verdict waits for an analyst (waitsForAnalyst)
 		"Cite":            check.citable(),
 		"Example":         inLanguage(concludeExamples, in.Language),
 		"Actions":         in.Actions,
@@ -82,9 +84,12 @@ func (a *Activities) Conclude(ctx context.Context, in ConcludeInput) (Conclusion
 	out.Verdict, out.Notes, overruled = check.settle(raw.modelVerdict, in.Language)
 	out.Markdown = clip.String(unfence(raw.Report), MaxReportBytes)
 	if overruled != "" {
-		// The check's sentence leads the first section: what a delivery
-		// carries (investigation.SummaryOf) may say the model's verdict.
-		out.Markdown = investigation.Lead(out.Markdown, overruledNote(in.Language, overruled, out.Verdict, check.Standing != nil, check.waitsForAnalyst(raw.modelVerdict)))
+		// The check's sentence leads the first section, and the model's own
+		// text of it follows quoted, as what it proposed: what a delivery
+		// carries (investigation.SummaryOf) never says the model's verdict,
+		// or its advice (close the alert), as the current one.
+		out.Markdown = overruledSummary(out.Markdown, overruledNote(in.Language, overruled, out.Verdict, check.Standing != nil, check.waitsForAnalyst(raw.modelVerdict)),
+			fmt.Sprintf(notesIn(in.Language).proposed, overruled))
 	}
 	out.Markdown = clip.String(out.Markdown+actionsSection(in.Actions), MaxConclusionBytes)
 	out.Notes = boundedNotes(out.Notes)
@@ -169,6 +174,38 @@ func (a *Activities) ReviewVerdict(ctx context.Context, in ReviewInput) (Review,
 	out.Notes = boundedNotes(out.Notes)
 	out.SameEvidence = check.compact(out.Verdict)
 	return out, nil
+}
+
+// overruledSummary leads the first section of md (its Summary) with the
+// check's sentence (lead), and turns the model's own text of that section
+// into a quotation under label, which says it is what the model proposed.
+func overruledSummary(md, lead, label string) string {
+	lines := strings.Split(md, "\n")
+	heading := func(l string) bool { return strings.HasPrefix(strings.TrimSpace(l), "#") }
+	start := 0
+	for start < len(lines) && strings.TrimSpace(lines[start]) == "" {
+		start++
+	}
+	if start < len(lines) && heading(lines[start]) {
+		start++
+	}
+	end := start
+	for end < len(lines) && !heading(lines[end]) {
+		end++
+	}
+	section := lead + "\n\n" + label
+	if body := strings.TrimSpace(strings.Join(lines[start:end], "\n")); body != "" {
+		var quoted []string
+		for _, l := range strings.Split(body, "\n") {
+			quoted = append(quoted, strings.TrimRight("> "+l, " "))
+		}
+		section += "\n\n" + strings.Join(quoted, "\n")
+	}
+	out := append(slices.Clone(lines[:start]), section)
+	if end < len(lines) {
+		out = append(out, "", strings.Join(lines[end:], "\n"))
+	}
+	return strings.Join(out, "\n")
 }
 
 // unfence removes a code fence the model wrapped the whole report in,

@@ -50,11 +50,14 @@ func TestQueuedFollowUpCannotLowerTheVerdict(t *testing.T) {
 	}
 }
 
-// A queued follow-up's conclusion that lowers the verdict is not asked
-// again, and its report leads with the sentence that the lower verdict
-// waits for an analyst.
+// A queued follow-up's conclusion is told that a lower verdict waits for
+// an analyst and that its report must not advise closing the alert; one
+// that lowers it anyway is not asked again, and its summary leads with the
+// sentence that the lower verdict waits, the model's own text following
+// quoted as what it proposed: the delivered summary never tells the reader
+// to close the alert as if that were the verdict.
 func TestQueuedFollowUpsReportLeadsWithTheWait(t *testing.T) {
-	benign := `{"report":"## Summary\nBenign: the authorised pentest. Close the alert.","evidence":[{"step_id":"step_1","tool":"bigquery_agent","fact":"SEC-1 covers it"}],` +
+	benign := `{"report":"## Summary\nBenign: the authorised pentest.\nClose the alert.\n\n## Assessment\nBenign.","evidence":[{"step_id":"step_1","tool":"bigquery_agent","fact":"SEC-1 covers it"}],` +
 		`"reason":"pentest","verdict":"benign","confidence":"high"}`
 	a, llm, ts := newActivities(t, text(benign), text(benign))
 	ts.M["s/k1"] = transcript.Entry{Kind: transcript.KindModel, Text: "1"}
@@ -64,8 +67,24 @@ func TestQueuedFollowUpsReportLeadsWithTheWait(t *testing.T) {
 	require.NoError(t, err)
 	require.Len(t, llm.Calls, 1, "not asked again")
 	require.Equal(t, standing, c.Verdict)
-	require.True(t, strings.HasPrefix(c.Markdown, "## Summary\n**Verdict check:** the conclusion proposed benign (high) in a follow-up queued for an arriving alert, "+
-		"which no analyst asked, and a lower verdict proposed there waits for an analyst, so the verdict stays true_positive (high).\n\nBenign:"), c.Markdown)
+	require.Contains(t, userText(llm.Calls[0].Cfg.SystemInstruction), "so a verdict lower than the standing true_positive is not applied: it waits for an analyst. "+
+		"If the evidence points lower, say in the Summary and the Assessment that the lower reading waits for an analyst's confirmation and that the verdict stays true_positive; "+
+		"recommend what the standing verdict calls for, and do not tell the reader to close, dismiss or stop responding to the alert.")
+	require.Equal(t, "**Verdict check:** the conclusion proposed benign (high) in a follow-up queued for an arriving alert, "+
+		"which no analyst asked, and a lower verdict proposed there waits for an analyst, so the verdict stays true_positive (high).\n\n"+
+		"What the model proposed (benign (high), not applied), as it wrote it:\n\n"+
+		"> Benign: the authorised pentest.\n> Close the alert.", investigation.SummaryOf(c.Markdown))
+	require.True(t, strings.HasSuffix(c.Markdown, "> Close the alert.\n\n## Assessment\nBenign."), c.Markdown)
+
+	// An analyst's follow-up is not told so: its lower verdict may apply.
+	a, llm, ts = newActivities(t, text(benign))
+	ts.M["s/k1"] = transcript.Entry{Kind: transcript.KindModel, Text: "1"}
+	asked := queuedFollowUp(t)
+	asked.Analyst = true
+	_, err = a.Conclude(context.Background(), ConcludeInput{Session: "s", AlertID: "a1", Request: "Is it the pentest?", Objective: "o",
+		Language: "en", Steps: []plan.Step{{ID: "step_1", Description: "read", Status: plan.Done, ResultKey: "k1"}}, Verdict: asked})
+	require.NoError(t, err)
+	require.NotContains(t, userText(llm.Calls[0].Cfg.SystemInstruction), "waits for an analyst")
 }
 
 // Raising concern in a queued follow-up stays allowed on this exchange's
@@ -164,6 +183,7 @@ func TestOverruledVerdictLeadsTheDeliveredSummary(t *testing.T) {
 		}
 	}
 	require.True(t, strings.HasPrefix(summary, check), "Slack's summary: %q", summary)
+	require.Contains(t, summary, "What the model proposed (benign (high), not applied), as it wrote it:\n\n&gt; Benign: the authorised quarterly pentest. No action needed; close the alert.")
 
 	r, err := in.result(context.Background(), d) // what PublishResult publishes
 	require.NoError(t, err)

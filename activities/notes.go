@@ -19,6 +19,9 @@ type notes struct {
 	// a lower verdict of a follow-up no analyst asked (waitsKept); and the
 	// reason of a verdict it lowered.
 	undetermined, kept, waitsKept, reason string
+	// proposed labels the model's own summary of such a report, quoted
+	// under the sentence (overruledSummary).
+	proposed string
 	// The same leading a direct answer whose verdict the review did not
 	// keep: the answer may say the verdict changed.
 	answerUndetermined, answerKept, answerWaits string
@@ -49,6 +52,7 @@ type problemTexts struct {
 
 var localNotes = map[string]notes{
 	"en": {
+		proposed:           "What the model proposed (%s, not applied), as it wrote it:",
 		reason:             "The conclusion said %s, but none of its evidence names a step that ran in this investigation and a tool it called.",
 		undetermined:       "**Verdict check:** the conclusion proposed %s, but none of its evidence names a step that ran in this investigation and a tool it called, so the verdict is %s.",
 		kept:               "**Verdict check:** the conclusion proposed %s, but a change needs evidence from this exchange and a reason (and, to a lower verdict, a tool's result of this exchange), so the standing verdict %s stays.",
@@ -86,6 +90,7 @@ var localNotes = map[string]notes{
 		unplanned:     "(Not written by the model: this follow-up was not investigated, because no usable plan could be made for it. The verdict and the earlier conclusion stand as they were.)",
 	},
 	"ja": {
+		proposed:           "モデルが示した内容（%s、適用されていません）。モデルが書いたとおり:",
 		reason:             "結論は %s を示しましたが、その証拠のどれも、この調査で実行されたステップとそのステップが呼び出したツールを示していません。",
 		undetermined:       "**判定の検証:** 結論は %s を示しましたが、この調査で実行されたステップとそのステップが呼び出したツールを示す証拠が一つもないため、判定は %s とします。",
 		kept:               "**判定の検証:** 結論は %s を示しましたが、判定を変えるには今回のやり取りの証拠と理由（より低い判定への変更には今回のやり取りのツールの結果も）が必要なため、これまでの判定 %s を維持します。",

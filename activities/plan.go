@@ -33,21 +33,21 @@ func (a *Activities) GeneratePlan(ctx context.Context, in PlanInput) (PlanOutput
 		}
 	}
 	p, err := renderPhase(tag, "plan", map[string]any{
-		"Request":    in.Request,
-		"Asker":      string(in.Asker),
-		"Alert":      alert,
-		"History":    conversationText(in.History),
-		"Tools":      reg.Catalog(),
-		"Outside":    reg.OutsideDescriptions(),
-		"MaxSteps":   in.MaxSteps,
-		"Example":    planExample,
-		"Hints":      in.Hints,
-		"Arrivals":   arrivalsSection(in.Arrivals), // arrivals.go
-		"ActivePlan": planText(in.ActivePlan),
-		"Feedback":   in.Feedback,
-		"Previous":   planText(in.Previous),
-		"NextStep":   plan.After(earlier),
-		"AlertTools": alertToolList(reg),
+		"Request":     in.Request,
+		"Asker":       string(in.Asker),
+		"Alert":       alert,
+		"History":     conversationText(in.History),
+		"Tools":       reg.Catalog(),
+		"Outside":     reg.OutsideDescriptions(),
+		"MaxSteps":    in.MaxSteps,
+		"Example":     planExample,
+		"Hints":       in.Hints,
+		"Arrivals":    arrivalsSection(in.Arrivals), // arrivals.go
+		"ActivePlan":  planText(in.ActivePlan),
+		"Feedback":    in.Feedback,
+		"Previous":    planText(in.Previous),
+		"NextStep":    plan.After(earlier),
+		"SourceRules": sourceRules(reg),
 	})
 	if err != nil {
 		return PlanOutput{}, err

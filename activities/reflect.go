@@ -43,7 +43,7 @@ func (a *Activities) Reflect(ctx context.Context, in ReflectInput) (Reflection, 
 		"Tools":           in.Tools,
 		"Hints":           in.Hints,
 		"Example":         reflectExample,
-		"AlertTools":      alertToolList(a.Tools),
+		"SourceRules":     sourceRules(a.Tools),
 	})
 	if err != nil {
 		return Reflection{}, err

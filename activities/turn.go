@@ -66,7 +66,7 @@ func (a *Activities) ModelTurn(ctx context.Context, in TurnInput) (TurnOutput, e
 		"Language":    languageName(in.Language),
 		"Lang":        in.Language,
 		"Standing":    in.Standing,
-		"AlertTools":  alertToolList(a.Tools),
+		"SourceRules": sourceRules(a.Tools),
 	})
 	if err != nil {
 		return TurnOutput{}, err

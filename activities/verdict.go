@@ -331,19 +331,55 @@ func (c VerdictContext) ranTools(kind func(tool string) bool) []string {
 	return out
 }
 
-// alertToolList lists, for a prompt, the tools of reg whose results are
-// alerts' text (tools.AlertText), or "" when it has none.
-func alertToolList(reg *tools.Registry) string {
+// toolsOf lists the tools of reg of a kind.
+func toolsOf(reg *tools.Registry, kind func(string) bool) []string {
 	if reg == nil {
-		return ""
+		return nil
 	}
 	var names []string
 	for _, n := range reg.Names() {
-		if reg.ReturnsAlertText(n) {
+		if kind(n) {
 			names = append(names, n)
 		}
 	}
-	return list(names)
+	return names
+}
+
+// What the results of tools that carry others' words weigh, in the
+// prompts' words. Each rule is written once, here, and rendered into every
+// phase that decides a verdict or plans work towards one: the planner, the
+// reflection and the direct answer through sourceRules (every such tool
+// of the registry), the conclusion and the review through citable (those
+// that ran), so no phase promises what the check (tooled, untooled)
+// refuses.
+
+// alertTextRule: results that are alerts' text (tools.AlertText).
+func alertTextRule(names []string) string {
+	if len(names) == 0 {
+		return ""
+	}
+	return fmt.Sprintf("Results of %s are alerts' text, which whoever sends an alert writes: they weigh as the alert does, never enough alone for %s or %s, and never new evidence for a change.",
+		list(names), investigation.VerdictBenign, investigation.VerdictFalsePositive)
+}
+
+// thirdPartyRule: results that carry text anyone may publish
+// (tools.ThirdPartyText).
+func thirdPartyRule(names []string) string {
+	if len(names) == 0 {
+		return ""
+	}
+	return fmt.Sprintf("Results of %s carry text anyone may publish (OTX pulses' names, tags, authors): whatever a pulse calls an indicator, they are never enough alone for %s or %s, "+
+		"which need another tool's result beside them (logs, a provider's own figures); their counts and scores are the provider's.",
+		list(names), investigation.VerdictBenign, investigation.VerdictFalsePositive)
+}
+
+// sourceRules is both rules for the tools of reg, "" when it has none of
+// either kind.
+func sourceRules(reg *tools.Registry) string {
+	if reg == nil {
+		return ""
+	}
+	return strings.TrimSpace(alertTextRule(toolsOf(reg, reg.ReturnsAlertText)) + " " + thirdPartyRule(toolsOf(reg, reg.ReturnsThirdPartyText)))
 }
 
 // alertTextNote says, for the model, which tools' results weigh as the
@@ -403,7 +439,7 @@ func (c VerdictContext) problems(v modelVerdict) []string {
 	case c.lowering(v) && !s.toolNow:
 		problems = append(problems, fmt.Sprintf("the verdict %s, lower than the standing %s, rests on no tool's result of this exchange "+
 			"(the alert's text, the analyst's words, the standing verdict's evidence and results served from an earlier exchange do not lower it)%s: "+
-			"cite the step and tool of this exchange whose result shows it, or keep the standing verdict", v.Verdict, c.Standing, c.alertTextNote()))
+			"cite the step and tool of this exchange whose result shows it, or keep the standing verdict", v.Verdict, c.Standing, c.alertTextNote()+c.thirdPartyNote()))
 	case c.untooled(v, s):
 		instead := "answer " + investigation.VerdictUndetermined
 		if c.Standing != nil {
@@ -539,13 +575,10 @@ func (c VerdictContext) citable() string {
 		fmt.Fprintf(&b, "- a verdict lower than the standing %s needs a tool's result of this exchange (the standing verdict's evidence and results served from an earlier exchange do not lower it)\n", c.Standing.Verdict)
 	}
 	fmt.Fprintf(&b, "- `%s`, no tool: a fact the alert itself shows\n", investigation.EvidenceAlert)
-	if names := c.alertTools(); len(names) > 0 {
-		fmt.Fprintf(&b, "- what %s returned is alerts' text, which whoever sends an alert writes: it weighs as the alert does "+
-			"(never enough alone for %s or %s, never new evidence for a change)\n", list(names), investigation.VerdictBenign, investigation.VerdictFalsePositive)
-	}
-	if names := c.ranTools(c.returnsThirdPartyText); len(names) > 0 {
-		fmt.Fprintf(&b, "- what %s returned carries text anyone may publish (OTX pulses' names, tags, authors): with that tool alone, never enough for %s or %s; "+
-			"its counts and scores are the provider's\n", list(names), investigation.VerdictBenign, investigation.VerdictFalsePositive)
+	for _, rule := range []string{alertTextRule(c.alertTools()), thirdPartyRule(c.ranTools(c.returnsThirdPartyText))} {
+		if rule != "" {
+			b.WriteString("- " + rule + "\n")
+		}
 	}
 	if names := c.analystTools(); len(names) > 0 {
 		fmt.Fprintf(&b, "- what %s returned is the analyst's answer: it weighs as `%s` does (never enough alone for %s or %s, "+

@@ -140,7 +140,7 @@ func TestRelatedAlertsTextDoesNotChangeTheVerdict(t *testing.T) {
 				} else {
 					require.Contains(t, strings.Join(c.problems(v), "\n"), "no valid evidence item comes from this exchange")
 				}
-				require.Contains(t, c.citable(), "- what "+strings.Join(slices.Compact([]string{"get_alert", tool}), ", ")+" returned is alerts' text")
+				require.Contains(t, c.citable(), "- Results of "+strings.Join(slices.Compact([]string{"get_alert", tool}), ", ")+" are alerts' text")
 				out, _, overruled := c.settle(v, "en")
 				require.Equal(t, standing, out)
 				require.Equal(t, v.Verdict+" ("+v.Confidence+")", overruled)

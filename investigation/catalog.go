@@ -42,6 +42,11 @@ type ToolStatus struct {
 	Description string `json:"description,omitempty"`
 	// Acts marks an outside tool whose calls wait for the analyst's approval.
 	Acts bool `json:"acts,omitempty"`
+	// Says is an outside tool's own description, as its server wrote it
+	// (cleaned); ClaimsReadOnly says the server marks it read-only, which
+	// never waives the approval (tools.Claimed).
+	Says           string `json:"says,omitempty"`
+	ClaimsReadOnly bool   `json:"claims_read_only,omitempty"`
 }
 
 // ModelEndpoint says which model a worker calls and where, so that a client

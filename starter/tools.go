@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"io"
 	"text/tabwriter"
 
 	"github.com/spf13/cobra"
@@ -22,7 +23,10 @@ its API key is set in the worker's environment: OTX_API_KEY, URLSCAN_API_KEY,
 VIRUSTOTAL_API_KEY, ABUSEIPDB_API_KEY. With --mcp-config on the worker, each
 MCP server is listed with its state (connected, failed and why) and its
 tools as server.tool; a tool marked "acts" waits for the analyst's approval
-of each call (starter approve-call / deny-call).`,
+of each call (starter approve-call / deny-call), and "server claims
+read-only" is the server's own word, which never waives that approval
+(only the worker's read_only configuration does). An MCP tool's details
+are what its server says it does.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			return a.withClient(func(c *agentclient.Client) error {
@@ -30,25 +34,12 @@ of each call (starter approve-call / deny-call).`,
 				if err != nil {
 					return err
 				}
-				w := tabwriter.NewWriter(cmd.OutOrStdout(), 2, 4, 2, ' ', 0)
-				fmt.Fprintln(w, "TOOL\tSTATUS\tDETAILS")
-				for _, s := range cat.Tools {
-					if s.Enabled {
-						status := "enabled"
-						if s.Acts {
-							status = "enabled, acts (approval)"
-						}
-						fmt.Fprintf(w, "%s\t%s\t%s\n", termtext.Line(s.Name), status, clip.String(termtext.Line(s.Description), 90))
-					} else {
-						fmt.Fprintf(w, "%s\tdisabled\t%s\n", termtext.Line(s.Name), termtext.Line(s.Reason))
-					}
-				}
-				if err := w.Flush(); err != nil {
+				if err := writeTools(cmd.OutOrStdout(), cat.Tools); err != nil {
 					return err
 				}
 				if len(cat.MCP) > 0 {
 					fmt.Fprintln(cmd.OutOrStdout())
-					w = tabwriter.NewWriter(cmd.OutOrStdout(), 2, 4, 2, ' ', 0)
+					w := tabwriter.NewWriter(cmd.OutOrStdout(), 2, 4, 2, ' ', 0)
 					fmt.Fprintln(w, "MCP SERVER\tTRANSPORT\tSTATE\tDETAILS")
 					for _, s := range cat.MCP {
 						details := fmt.Sprintf("%d tools", s.Tools)
@@ -84,4 +75,32 @@ func modelLine(m investigation.ModelEndpoint) string {
 		line += " — a local server, such as the offline Gemini stand-in: its answers are scripted"
 	}
 	return line
+}
+
+// writeTools lists the tools as a table. The product's own words about a
+// tool (enabled, acts and waits for approval, what its server claims) are
+// the STATUS column, never part of DETAILS, which is cut: an MCP tool's
+// DETAILS are its server's words, labelled as such.
+func writeTools(out io.Writer, ts []investigation.ToolStatus) error {
+	w := tabwriter.NewWriter(out, 2, 4, 2, ' ', 0)
+	fmt.Fprintln(w, "TOOL\tSTATUS\tDETAILS")
+	for _, s := range ts {
+		if !s.Enabled {
+			fmt.Fprintf(w, "%s\tdisabled\t%s\n", termtext.Line(s.Name), termtext.Line(s.Reason))
+			continue
+		}
+		status := "enabled"
+		if s.Acts {
+			status = "enabled, acts (approval)"
+		}
+		if s.ClaimsReadOnly {
+			status += ", server claims read-only"
+		}
+		details := s.Description
+		if s.Says != "" {
+			details = "server says: " + s.Says
+		}
+		fmt.Fprintf(w, "%s\t%s\t%s\n", termtext.Line(s.Name), status, clip.String(termtext.Line(details), 90))
+	}
+	return w.Flush()
 }

@@ -65,6 +65,15 @@ type Outside interface {
 	Acts() bool
 }
 
+// Claimed is implemented by an outside tool whose server describes it:
+// Says is the server's own description (its words), ClaimsReadOnly whether
+// the server marks it read-only, which never waives the approval. The
+// catalog shows them apart from what the product says of the tool (Acts).
+type Claimed interface {
+	Says() string
+	ClaimsReadOnly() bool
+}
+
 // SetGroup replaces the tools of an outside group (one MCP server's) with
 // ts, and its skipped tools with disabled. A name another group or a
 // built-in tool holds is skipped, with the reason.
@@ -151,6 +160,9 @@ func (r *Registry) Statuses() []investigation.ToolStatus {
 		st := investigation.ToolStatus{Name: n, Enabled: true, Description: r.byName[n].Declaration().Description}
 		if o, ok := r.byName[n].(Outside); ok {
 			st.Acts = o.Acts()
+		}
+		if c, ok := r.byName[n].(Claimed); ok {
+			st.Says, st.ClaimsReadOnly = c.Says(), c.ClaimsReadOnly()
 		}
 		out = append(out, st)
 	}

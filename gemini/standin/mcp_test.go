@@ -18,14 +18,14 @@ import (
 
 // The stand-in uses whatever MCP tools the catalog offers, by what the
 // request says of them: a stranger's server whose tool names nothing in the
-// product knows gets a read step and an action step on the alert's
-// address, and each step calls its tools with arguments from their schemas.
+// product knows (the team's configuration vouching that its lookup only
+// reads) gets a read step and an action step on the alert's address, and each step calls its tools with arguments from their schemas.
 func TestStandinUsesAStrangersMCPTools(t *testing.T) {
 	log := &mcptest.Log{}
 	srv := httptest.NewServer(sdk.NewStreamableHTTPHandler(func(*http.Request) *sdk.Server { return mcptest.Stranger(log, false) }, nil))
 	t.Cleanup(srv.Close)
 	reg := registry(t, false)
-	cfg, err := mcp.Parse([]byte("servers:\n  ext:\n    url: " + srv.URL + "\n"))
+	cfg, err := mcp.Parse([]byte("servers:\n  ext:\n    url: " + srv.URL + "\n    read_only: [asset_owner_lookup]\n"))
 	require.NoError(t, err)
 	servers := mcp.New(cfg, reg, slog.New(slog.DiscardHandler))
 	servers.Connect(context.Background())

@@ -507,21 +507,33 @@ func TestRecordRoomGuards(t *testing.T) {
 // forgedIdentity is an identity no admit request could carry.
 const forgedIdentity = "id:<forged>"
 
-// heldClose stands in for the activities of an intake investigation whose
-// progress write of the analyst's stop waits until release is closed,
-// after telling held: the run closes meanwhile (its workflow tasks
-// heartbeat while the local activity runs), and what is signalled then
-// comes after its last progress was flushed.
-type heldClose struct {
+// heldWrite stands in for the activities of an investigation whose
+// progress write of its first event of the kind held waits until release
+// is closed, after telling held. heldClose (an intake investigation's stop):
+// the run closes meanwhile (its workflow tasks heartbeat while the local
+// activity runs), and what is signalled then comes after its last progress
+// was flushed. heldIdleWrite (the first idle event): the idle timeout
+// passes meanwhile, so the run concludes its idle wait, begins closing and
+// waits in flushProgress for the write.
+type heldWrite struct {
 	scripted
+	kind    investigation.EventKind
 	once    sync.Once
 	held    chan struct{}
 	release chan struct{}
 }
 
-func (h *heldClose) StoreProgress(ctx context.Context, in activities.ProgressInput) error {
+func heldClose() *heldWrite {
+	return &heldWrite{kind: investigation.EventStop, held: make(chan struct{}), release: make(chan struct{})}
+}
+
+func heldIdleWrite() *heldWrite {
+	return &heldWrite{kind: investigation.EventIdle, held: make(chan struct{}), release: make(chan struct{})}
+}
+
+func (h *heldWrite) StoreProgress(ctx context.Context, in activities.ProgressInput) error {
 	for _, e := range in.Events {
-		if e.Kind == investigation.EventStop {
+		if e.Kind == h.kind {
 			h.once.Do(func() {
 				close(h.held)
 				select {
@@ -549,7 +561,7 @@ func fixtureAdmission(ctx workflow.Context) error {
 // hands back. Without UPDATE_TESTDATA it does not run.
 func TestRecordHandBackNotes(t *testing.T) {
 	const queue, id, admission = "record-hand-back-notes", "fixture-intake-hand-back-notes", "fixture-hand-back-admission"
-	acts := &heldClose{held: make(chan struct{}), release: make(chan struct{})}
+	acts := heldClose()
 	ctx, c, label := recordOn(t, queue, func(w worker.Worker) {
 		w.RegisterWorkflow(fixtureAdmission)
 		w.RegisterActivity(acts)
@@ -1192,33 +1204,6 @@ func TestRecordSignalNotes(t *testing.T) {
 
 // --- closed-stop-signal (GetVersion "closed-stop-signal", workflows/steering.go) ---
 
-// heldIdleWrite stands in for the activities of an investigation whose
-// progress write of its first idle event waits until release is closed,
-// after telling held: the idle timeout passes meanwhile (the workflow
-// tasks heartbeat while the local activity runs), so the run concludes
-// its idle wait, begins closing and waits in flushProgress for the write.
-type heldIdleWrite struct {
-	scripted
-	once    sync.Once
-	held    chan struct{}
-	release chan struct{}
-}
-
-func (h *heldIdleWrite) StoreProgress(ctx context.Context, in activities.ProgressInput) error {
-	for _, e := range in.Events {
-		if e.Kind == investigation.EventIdle {
-			h.once.Do(func() {
-				close(h.held)
-				select {
-				case <-h.release:
-				case <-ctx.Done():
-				}
-			})
-		}
-	}
-	return nil
-}
-
 // TestRecordStopSignalWhileClosing records
 // stop-signal-while-closing.history.json (UPDATE_TESTDATA=1) or
 // <label>-stop-signal-while-closing.history.json on a dev server with an
@@ -1230,7 +1215,7 @@ func (h *heldIdleWrite) StoreProgress(ctx context.Context, in activities.Progres
 // it, it is ignored. Without UPDATE_TESTDATA it does not run.
 func TestRecordStopSignalWhileClosing(t *testing.T) {
 	const queue, id = "record-stop-signal-while-closing", "fixture-stop-signal-while-closing"
-	acts := &heldIdleWrite{held: make(chan struct{}), release: make(chan struct{})}
+	acts := heldIdleWrite()
 	ctx, c, label := recordOn(t, queue, func(w worker.Worker) { w.RegisterActivity(acts) })
 	// A short workflow task timeout: the held write heartbeats the task
 	// every 0.8 s, which delivers the idle timer and the stop signal (the

@@ -196,7 +196,7 @@ func shapeOTXGeneral(h otxHeader, r otxGeneral) otxGeneralOut {
 		if out.Note != "" {
 			sep = "; "
 		}
-		out.Note += sep + "OTX marks this indicator as known/whitelisted or a false positive (see validation); pulses may be noise"
+		out.Note += sep + "OTX lists this indicator in validation (whitelist or popularity ranking): widely seen, not proof an activity was authorised; pulses may be noise"
 	}
 	return out
 }

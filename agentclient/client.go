@@ -201,14 +201,12 @@ func dialError(t config.Temporal, err error, tlsCfg *tls.Config, logger *slog.Lo
 	switch serviceerror.ToStatus(err).Code() {
 	case codes.Unavailable, codes.DeadlineExceeded:
 		hasCert := t.CertPath != ""
-		if why := cmp.Or(tlsFailure(err), certRefused(err, hasCert)); why != "" {
-			return &UnavailableError{where + ": " + why}
+		why := tlsProblem(err, hasCert)
+		if why == "" && tlsCfg != nil {
+			why = tlsProblem(probeTLS(t.Address, tlsCfg, logger), hasCert)
 		}
-		if tlsCfg != nil {
-			probed := probeTLS(t.Address, tlsCfg, logger)
-			if why := cmp.Or(tlsFailure(probed), certRefused(probed, hasCert)); why != "" {
-				return &UnavailableError{where + ": " + why}
-			}
+		if why != "" {
+			return &UnavailableError{where + ": " + why}
 		}
 		return &UnavailableError{where + ": nothing answered; is the server running?"}
 	case codes.Unauthenticated, codes.PermissionDenied:
@@ -283,6 +281,12 @@ func certAlert(err error) string {
 		return alert
 	}
 	return ""
+}
+
+// tlsProblem says why TLS failed (tlsFailure), or that the server refused
+// the client's certificate (certRefused); "" when err is neither.
+func tlsProblem(err error, hasCert bool) string {
+	return cmp.Or(tlsFailure(err), certRefused(err, hasCert))
 }
 
 // certRefused says the server refused the client's certificate (mTLS), or

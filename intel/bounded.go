@@ -55,32 +55,43 @@ func (l *list[T, L]) UnmarshalJSON(b []byte) error {
 
 // dict decodes a JSON object into its first L members (in the answer's
 // order), with the object's full member count in Total. A member of
-// another shape than V is counted, not kept; a value that is no object is
-// an empty dict.
+// another shape than V is neither kept nor counted; a value that is no
+// object is an empty dict.
 type dict[V any, L limit] struct {
 	Items map[string]V
 	Total int
 }
 
 func (d *dict[V, L]) UnmarshalJSON(b []byte) error {
-	*d = dict[V, L]{}
 	var lim L
+	d.Items, d.Total = keepMembers[V](b, lim.n(), nil)
+	return nil
+}
+
+// keepMembers decodes the JSON object b (nothing when b is no object)
+// member by member: the first n members, in the answer's order, whose
+// value decodes as V and that keep accepts (nil accepts all), with the
+// count of all it accepts. Past n, a member is decoded only for a keep that
+// must see it, and then dropped.
+func keepMembers[V any](b []byte, n int, keep func(key string, v V) bool) (items map[string]V, total int) {
 	eachMember(b, func(k, e []byte) {
-		d.Total++
-		if len(d.Items) >= lim.n() {
+		if keep == nil && len(items) >= n {
+			total++
 			return
 		}
 		var key string
 		var v V
-		if json.Unmarshal(k, &key) != nil || json.Unmarshal(e, &v) != nil {
+		if json.Unmarshal(k, &key) != nil || json.Unmarshal(e, &v) != nil || (keep != nil && !keep(key, v)) {
 			return
 		}
-		if d.Items == nil {
-			d.Items = map[string]V{}
+		if total++; len(items) < n {
+			if items == nil {
+				items = map[string]V{}
+			}
+			items[key] = v
 		}
-		d.Items[key] = v
 	})
-	return nil
+	return items, total
 }
 
 // scalar decodes a JSON string, number or boolean as trimmed text; an

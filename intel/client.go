@@ -1,6 +1,8 @@
 package intel
 
 import (
+	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -209,39 +211,73 @@ func (c *client) transportError(err error) error {
 }
 
 // errorText is the short error text of a provider's error body, without the
-// API key (a provider or a proxy may quote the request back): redacted in the
-// raw text, in every decoded JSON string, and in the extracted message.
+// API key (a provider or a proxy may quote the request back). The body is
+// never decoded whole: message decodes the few strings it quotes, JSON
+// escapes undone, and the redactor sees them decoded.
 func (c *client) errorText(body []byte) string {
-	if clean, err := c.secrets.JSON(body); err == nil {
-		body = clean
-	} else {
-		body = []byte(c.secrets.String(string(body)))
+	text, ok := message(body)
+	if !ok {
+		text = c.rawErrorText(body)
 	}
-	return clip.String(c.secrets.String(message(body)), maxErrorText)
+	return clip.String(c.secrets.String(text), maxErrorText)
 }
 
-// message extracts the error text from a provider's error body.
-func message(body []byte) string {
-	var e struct {
-		Error   any    `json:"error"`
-		Message string `json:"message"`
-		Detail  string `json:"detail"`
-		Errors  []struct {
-			Detail string `json:"detail"`
-		} `json:"errors"`
+// maxDecodedErrorBody bounds an error body decoded whole to redact the key
+// behind its JSON escapes: decoding costs many times the body.
+const maxDecodedErrorBody = 64 << 10
+
+// rawErrorText is an error body with no message field, as text. In JSON, an
+// escape ("\u0074") can hide the key from the redactor: a short body is
+// decoded to redact it, a long one is not quoted.
+func (c *client) rawErrorText(body []byte) string {
+	if !json.Valid(body) || !bytes.ContainsRune(body, '\\') {
+		return strings.TrimSpace(string(body))
 	}
-	if json.Unmarshal(body, &e) == nil {
-		switch {
-		case e.Message != "":
-			return e.Message
-		case e.Detail != "":
-			return e.Detail
-		case len(e.Errors) > 0 && e.Errors[0].Detail != "":
-			return e.Errors[0].Detail
-		case e.Error != nil:
-			b, _ := json.Marshal(e.Error)
-			return string(b)
+	if len(body) <= maxDecodedErrorBody {
+		if clean, err := c.secrets.JSON(body); err == nil {
+			return string(clean)
 		}
 	}
-	return strings.TrimSpace(string(body))
+	return fmt.Sprintf("an error reply of %d bytes without a message", len(body))
+}
+
+// message extracts the error text from a provider's error body, decoding
+// only the fields it quotes; ok is false when there is none.
+func message(body []byte) (text string, ok bool) {
+	var e struct {
+		Error   errorField                            `json:"error"`
+		Message scalar                                `json:"message"`
+		Detail  scalar                                `json:"detail"`
+		Errors  list[struct{ Detail scalar }, upTo10] `json:"errors"`
+	}
+	if json.Unmarshal(body, &e) != nil {
+		return "", false
+	}
+	first := scalar("")
+	if len(e.Errors.Items) > 0 {
+		first = e.Errors.Items[0].Detail
+	}
+	text = string(cmp.Or(e.Message, e.Detail, first, scalar(e.Error)))
+	return text, text != ""
+}
+
+// errorField is an error body's "error": a string, or an object's message
+// (scalar); anything else is empty. An object's other members are skipped,
+// not decoded.
+type errorField scalar
+
+func (f *errorField) UnmarshalJSON(b []byte) error {
+	*f = ""
+	var s scalar
+	if len(b) > 0 && b[0] == '{' {
+		var o struct{ Message scalar }
+		if json.Unmarshal(b, &o) != nil {
+			return nil
+		}
+		s = o.Message
+	} else if s.UnmarshalJSON(b) != nil {
+		return nil
+	}
+	*f = errorField(s)
+	return nil
 }

@@ -148,10 +148,20 @@ func TestEscapedKeyRedactedInResultsAndErrors(t *testing.T) {
 	for _, it := range intelTools {
 		t.Run(it.name, func(t *testing.T) {
 			for formName, form := range forms {
-				for _, status := range []int{200, 400, 422, 500, 503} {
+				// An error reply quotes it in each field errorText reads, or in
+				// none (then the reply's raw text is quoted).
+				errorBodies := []string{
+					`{"message": "key %s refused", "detail": "x", "errors": [{"detail": "x"}], "error": "x"}`,
+					`{"detail": "key %s", "errors": [{"detail": "x"}], "error": "x"}`,
+					`{"errors": [{"detail": "key %s"}, {}], "error": "x"}`,
+					`{"error": {"message": "key %s", "code": 3}}`,
+					`{"error": "key %s"}`,
+					`{"other": ["key %s"]}`,
+				}
+				for i, status := range []int{200, 400, 422, 500, 503, 500, 400} {
 					body := fmt.Sprintf(it.okBody, form)
 					if status != 200 {
-						body = fmt.Sprintf(`{"message": "key %s refused", "detail": "key %s", "errors": [{"detail": "key %s"}], "error": {"message": "key %s"}}`, form, form, form, form)
+						body = fmt.Sprintf(errorBodies[i-1], form)
 					}
 					srv := httptest.NewServer(respond(status, body))
 					tool := configuredTool(t, it.cfg(Provider{APIKey: secret, BaseURL: srv.URL}), srv.Client(), it.name)

@@ -2,6 +2,7 @@ package intel
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"net/http"
@@ -63,26 +64,31 @@ func TestHostileAnswersStayBounded(t *testing.T) {
 	}
 	const esc = `{"x":"\u0041",`
 	cases := []struct {
-		name string
-		body []byte
-		tool string
-		args map[string]any
+		name   string
+		body   []byte
+		tool   string
+		args   map[string]any
+		status int // an error status: the body is the provider's error reply
 	}{
-		{"otx analysis wide", objs(esc+`"analysis":{"plugins":{"cuckoo":{"result":{"signatures":`, `}}}}}`), "", nil},
-		{"otx analysis nested", nested(esc+`"analysis":{"a":`, `}}`), "", nil},
-		{"otx general pulses", objs(esc+`"pulse_info":{"pulses":`, `}}`), "", nil},
-		{"otx general tags", strs(esc+`"pulse_info":{"pulses":[{"tags":`, `}]}}`), "", nil},
-		{"otx general false_positive", objs(esc+`"false_positive":`, `}`), "", nil},
-		{"otx general reputation", nested(esc+`"reputation":`, `}`), "", nil},
-		{"otx malware", objs(esc+`"data":`, `}`), "", nil},
-		{"otx url_list", objs(esc+`"url_list":`, `}`), "", nil},
-		{"otx passive_dns", objs(esc+`"passive_dns":`, `}`), "", nil},
-		{"otx reputation activities", objs(esc+`"reputation":{"activities":`, `}}`), "", nil},
-		{"virustotal names", strs(esc+`"data":{"attributes":{"names":`, `}}}`), "", nil},
-		{"abuseipdb hostnames", strs(esc+`"data":{"hostnames":`, `}}`), "", nil},
-		{"urlscan search results", objs(esc+`"results":`, `}`), "", nil},
-		{"urlscan result ips", strs(esc+`"lists":{"ips":`, `}}`), "", nil},
-		{"urlscan result categories", objs(esc+`"verdicts":{"overall":{"categories":`, `}}}`), "", nil},
+		{"otx analysis wide", objs(esc+`"analysis":{"plugins":{"cuckoo":{"result":{"signatures":`, `}}}}}`), "", nil, 0},
+		{"otx analysis nested", nested(esc+`"analysis":{"a":`, `}}`), "", nil, 0},
+		{"otx general pulses", objs(esc+`"pulse_info":{"pulses":`, `}}`), "", nil, 0},
+		{"otx general tags", strs(esc+`"pulse_info":{"pulses":[{"tags":`, `}]}}`), "", nil, 0},
+		{"otx general false_positive", objs(esc+`"false_positive":`, `}`), "", nil, 0},
+		{"otx general reputation", nested(esc+`"reputation":`, `}`), "", nil, 0},
+		{"otx malware", objs(esc+`"data":`, `}`), "", nil, 0},
+		{"otx url_list", objs(esc+`"url_list":`, `}`), "", nil, 0},
+		{"otx passive_dns", objs(esc+`"passive_dns":`, `}`), "", nil, 0},
+		{"otx reputation activities", objs(esc+`"reputation":{"activities":`, `}}`), "", nil, 0},
+		{"virustotal names", strs(esc+`"data":{"attributes":{"names":`, `}}}`), "", nil, 0},
+		{"abuseipdb hostnames", strs(esc+`"data":{"hostnames":`, `}}`), "", nil, 0},
+		{"urlscan search results", objs(esc+`"results":`, `}`), "", nil, 0},
+		{"urlscan result ips", strs(esc+`"lists":{"ips":`, `}}`), "", nil, 0},
+		{"urlscan result categories", objs(esc+`"verdicts":{"overall":{"categories":`, `}}}`), "", nil, 0},
+		{"error reply error list", objs(esc+`"error":`, `}`), "", nil, 500},
+		{"error reply errors list", objs(esc+`"errors":`, `}`), "", nil, 422},
+		{"error reply error object", nested(esc+`"error":{"message":"no","a":`, `}}`), "", nil, 503},
+		{"error reply unrecognised", objs(esc+`"other":`, `}`), "", nil, 500},
 	}
 	for i := range cases {
 		c := &cases[i]
@@ -111,6 +117,7 @@ func TestHostileAnswersStayBounded(t *testing.T) {
 			require.LessOrEqual(t, len(c.body), maxBody)
 			fc, _ := fakeProvider(t, func(w http.ResponseWriter, r *http.Request) {
 				w.Header().Set("Content-Type", "application/json")
+				w.WriteHeader(cmp.Or(c.status, http.StatusOK))
 				_, _ = w.Write(c.body)
 			})
 			p := Provider{APIKey: testAPIKey, BaseURL: fc.baseURL}
@@ -118,8 +125,13 @@ func TestHostileAnswersStayBounded(t *testing.T) {
 			var res any
 			var err error
 			n := allocatedBy(func() { res, err = tool.Call(context.Background(), c.args) })
-			require.NoError(t, err)
-			require.Less(t, len(toJSON(t, res)), 64<<10)
+			if c.status != 0 {
+				require.Error(t, err)
+				require.Less(t, len(err.Error()), 1<<10)
+			} else {
+				require.NoError(t, err)
+				require.Less(t, len(toJSON(t, res)), 64<<10)
+			}
 			t.Logf("%s: %d MiB allocated for a %d MiB answer", c.name, n>>20, len(c.body)>>20)
 			require.LessOrEqual(t, n, uint64(maxCallAlloc), "one call allocated %d MiB on a %d MiB answer", n>>20, len(c.body)>>20)
 		})

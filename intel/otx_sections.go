@@ -88,7 +88,7 @@ type otxAnalysis struct {
 // members: the detections of the first 100 that name one, with the count
 // of all that do, and the Cuckoo plugin's result.
 type otxPlugins struct {
-	Detections      map[string]string
+	Detections      map[string]otxPluginDetection
 	DetectionsTotal int
 	Cuckoo          otxCuckoo
 }
@@ -103,34 +103,33 @@ type otxCuckoo struct {
 	}, upTo100] `json:"signatures"`
 }
 
+// otxPluginDetection is a plugin's results.detection, the rest of the
+// plugin skipped.
+type otxPluginDetection scalar
+
+func (d *otxPluginDetection) UnmarshalJSON(b []byte) error {
+	var p struct {
+		Results struct {
+			Detection scalar `json:"detection"`
+		} `json:"results"`
+	}
+	*d = ""
+	if json.Unmarshal(b, &p) == nil {
+		*d = otxPluginDetection(p.Results.Detection)
+	}
+	return nil
+}
+
 func (p *otxPlugins) UnmarshalJSON(b []byte) error {
 	*p = otxPlugins{}
+	p.Detections, p.DetectionsTotal = keepMembers(b, 100, func(_ string, d otxPluginDetection) bool { return d != "" })
 	eachMember(b, func(k, v []byte) {
 		var name string
-		if json.Unmarshal(k, &name) != nil {
-			return
+		var c struct {
+			Result otxCuckoo `json:"result"`
 		}
-		if name == "cuckoo" {
-			var c struct {
-				Result otxCuckoo `json:"result"`
-			}
-			if json.Unmarshal(v, &c) == nil {
-				p.Cuckoo = c.Result
-			}
-		}
-		var d struct {
-			Results struct {
-				Detection scalar `json:"detection"`
-			} `json:"results"`
-		}
-		if json.Unmarshal(v, &d) != nil || d.Results.Detection == "" {
-			return
-		}
-		if p.DetectionsTotal++; len(p.Detections) < 100 {
-			if p.Detections == nil {
-				p.Detections = map[string]string{}
-			}
-			p.Detections[name] = string(d.Results.Detection)
+		if json.Unmarshal(k, &name) == nil && name == "cuckoo" && json.Unmarshal(v, &c) == nil {
+			p.Cuckoo = c.Result
 		}
 	})
 	return nil
@@ -181,10 +180,10 @@ func shapeOTXMalware(h otxHeader, r otxMalware) otxMalwareOut {
 		if s.Date == "" && d.DatetimeInt > 0 {
 			s.Date = time.Unix(d.DatetimeInt, 0).UTC().Format("2006-01-02T15:04:05")
 		}
-		found := map[string]string{}
+		found := map[string]scalar{}
 		for engine, det := range d.Detections.Items {
 			if det != "" {
-				found[engine] = string(det)
+				found[engine] = det
 			}
 		}
 		// Engines beyond those decoded count as detecting: a null one is
@@ -381,15 +380,15 @@ func shapeOTXAnalysis(h otxHeader, r otxAnalysis) otxAnalysisOut {
 // otxDetections keeps at most otxMaxDetections engines' detections, the
 // first by engine name among those decoded (an answer may name any number
 // of engines), each name and label clipped, and says how many more of the
-// total there were.
-func otxDetections(found map[string]string, total int) (map[string]string, int) {
+// total (at least len(found)) there were.
+func otxDetections[S ~string](found map[string]S, total int) (map[string]string, int) {
 	if len(found) == 0 {
 		return nil, 0
 	}
 	engines := slices.Sorted(maps.Keys(found))
 	out := map[string]string{}
 	for _, e := range engines[:min(len(engines), otxMaxDetections)] {
-		out[otxText(e, maxWord)] = otxText(found[e], 80)
+		out[otxText(e, maxWord)] = otxText(string(found[e]), 80)
 	}
-	return out, max(total, len(engines)) - min(len(engines), otxMaxDetections)
+	return out, total - min(len(engines), otxMaxDetections)
 }

@@ -13,10 +13,6 @@ import (
 
 // Helpers shared by the URLScan.io and VirusTotal tools.
 
-// usvtLooseString decodes a JSON string, number or boolean as text
-// (providers are not consistent: an HTTP status may be "200" or 200).
-type usvtLooseString = scalar
-
 // usvtList is a capped list with the full count.
 type usvtList[T any] struct {
 	Total int `json:"total"`

@@ -50,16 +50,16 @@ type usResultResponse struct {
 		ReportURL  string `json:"reportURL"`
 	} `json:"task"`
 	Page struct {
-		URL        string          `json:"url"`
-		Domain     string          `json:"domain"`
-		IP         string          `json:"ip"`
-		Country    string          `json:"country"`
-		Server     string          `json:"server"`
-		Title      string          `json:"title"`
-		Status     usvtLooseString `json:"status"`
-		ASN        usvtLooseString `json:"asn"`
-		ASNName    string          `json:"asnname"`
-		Redirected string          `json:"redirected"`
+		URL        string `json:"url"`
+		Domain     string `json:"domain"`
+		IP         string `json:"ip"`
+		Country    string `json:"country"`
+		Server     string `json:"server"`
+		Title      string `json:"title"`
+		Status     scalar `json:"status"`
+		ASN        scalar `json:"asn"`
+		ASNName    string `json:"asnname"`
+		Redirected string `json:"redirected"`
 	} `json:"page"`
 	Verdicts struct {
 		Overall usVerdictDetail `json:"overall"`

@@ -47,15 +47,15 @@ type usSearchResponse struct {
 			Method     string `json:"method"`
 		} `json:"task"`
 		Page struct {
-			URL     string          `json:"url"`
-			Domain  string          `json:"domain"`
-			IP      string          `json:"ip"`
-			Country string          `json:"country"`
-			Server  string          `json:"server"`
-			Status  usvtLooseString `json:"status"`
-			Title   string          `json:"title"`
-			ASN     usvtLooseString `json:"asn"`
-			ASNName string          `json:"asnname"`
+			URL     string `json:"url"`
+			Domain  string `json:"domain"`
+			IP      string `json:"ip"`
+			Country string `json:"country"`
+			Server  string `json:"server"`
+			Status  scalar `json:"status"`
+			Title   string `json:"title"`
+			ASN     scalar `json:"asn"`
+			ASNName string `json:"asnname"`
 		} `json:"page"`
 		Stats struct {
 			Malicious *float64 `json:"malicious"`

@@ -3,7 +3,6 @@ package intel
 import (
 	"context"
 	"encoding/base64"
-	"encoding/json"
 	"fmt"
 	"net"
 	"net/url"
@@ -342,20 +341,8 @@ type vtFlaggedResults struct {
 }
 
 func (f *vtFlaggedResults) UnmarshalJSON(b []byte) error {
-	*f = vtFlaggedResults{}
-	eachMember(b, func(k, v []byte) {
-		var name string
-		var r vtEngineResult
-		if json.Unmarshal(k, &name) != nil || json.Unmarshal(v, &r) != nil ||
-			(r.Category != "malicious" && r.Category != "suspicious") {
-			return
-		}
-		if f.Total++; len(f.Items) < 100 {
-			if f.Items == nil {
-				f.Items = map[string]vtEngineResult{}
-			}
-			f.Items[name] = r
-		}
+	f.Items, f.Total = keepMembers(b, 100, func(_ string, r vtEngineResult) bool {
+		return r.Category == "malicious" || r.Category == "suspicious"
 	})
 	return nil
 }

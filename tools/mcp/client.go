@@ -245,11 +245,6 @@ func (s *Servers) Configured(name string) bool {
 	return false
 }
 
-// session returns the live session, connecting again if it was lost.
-func (c *conn) session(ctx context.Context) (*mcp.ClientSession, error) {
-	return c.connect(ctx)
-}
-
 // lost drops a session whose transport failed, so the next call connects
 // again. The session closes in the background: a stdio server is given
 // seconds to exit, which neither the caller nor Statuses waits for.

@@ -166,7 +166,7 @@ func (t *Tool) Call(ctx context.Context, args map[string]any) (any, error) {
 	// A server being connected is waited for no longer than a call: one
 	// that hangs while connecting fails the attempt, which is retried.
 	waitCtx, stopWait := context.WithTimeout(ctx, t.server.cfg.timeout())
-	s, err := t.server.session(waitCtx)
+	s, err := t.server.connect(waitCtx)
 	stopWait()
 	if err != nil {
 		return nil, err

@@ -296,8 +296,9 @@ func randomJobID(prefix string) string {
 // startIndex (it sent more rows than remain after offset, as the emulator
 // does), it skips the first offset rows itself. It stops early once the rows
 // would exceed maxRowsJSON bytes of JSON, and then reports cut. A row is
-// converted only up to that budget (jsonRowWithin), so a huge first row
-// comes back cut, not whole; the page BigQuery sent is still held whole, as
+// converted only up to what is left of that budget (jsonRowWithin), so a
+// huge first row comes back cut, not whole, and is reported cut too; the
+// page BigQuery sent is still held whole, as
 // the Go client's RowIterator has a row count per page but no byte budget.
 func collectRows(it *bigquery.RowIterator, offset, n, total uint64) (rows [][]any, cut bool, err error) {
 	it.StartIndex = offset
@@ -324,7 +325,15 @@ func collectRows(it *bigquery.RowIterator, offset, n, total uint64) (rows [][]an
 			skip--
 			continue
 		}
-		r, _ := jsonRowWithin(row, it.Schema, maxRowsJSON)
+		// A row gets what the rows before it left of the budget; one it cuts
+		// ends the page: kept when it is the first, so a page is never empty.
+		r, rowCut := jsonRowWithin(row, it.Schema, maxRowsJSON-size)
+		if rowCut {
+			if len(rows) == 0 {
+				rows = append(rows, r)
+			}
+			return rows, true, nil
+		}
 		b, err := json.Marshal(r)
 		if err != nil {
 			return nil, false, fmt.Errorf("encode a result row: %w", err)

@@ -73,6 +73,3 @@ func infoOf(c *bigquery.Client) clientInfo {
 	info, _ := v.(clientInfo)
 	return info
 }
-
-// restService returns the REST service NewClient opened with c, or nil.
-func restService(c *bigquery.Client) *bqv2.Service { return infoOf(c).rest }

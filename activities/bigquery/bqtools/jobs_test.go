@@ -371,7 +371,7 @@ func TestClientBackendOverREST(t *testing.T) {
 	other, err := bigquery.NewClient(t.Context(), "demo-investigator", option.WithEndpoint(srv.URL), option.WithHTTPClient(srv.Client()))
 	require.NoError(t, err)
 	t.Cleanup(func() { other.Close() })
-	assert.Nil(t, restService(other))
+	assert.Nil(t, infoOf(other).rest)
 	info, err = newEnv(other, Config{}).backend.dryRun(t.Context(), "SELECT 1")
 	require.NoError(t, err)
 	assert.Equal(t, "auth_events", info.tables[0].TableID)

@@ -140,18 +140,24 @@ func pageRows(total uint64, schema []string, maxRows int, offset, n uint64, fetc
 		return p, nil
 	}
 	n = min(n, p.pageable-offset) // offset < pageable, or both are 0
+	cut := false
 	if n > 0 {
-		rows, cut, err := fetch(offset, n)
+		var rows [][]any
+		var err error
+		rows, cut, err = fetch(offset, n)
 		if err != nil {
 			return rowsPage{}, err
 		}
 		p.rows = rows
-		if cut {
-			p.note = fmt.Sprintf("This page stops after %d rows to stay small; continue from next_offset.", len(p.rows))
-		}
 	}
 	if end := offset + uint64(len(p.rows)); end < p.pageable {
 		p.next = &end
+	}
+	switch {
+	case cut && p.next != nil:
+		p.note = fmt.Sprintf("This page stops after %d rows to stay small; continue from next_offset.", len(p.rows))
+	case cut: // nothing left to page: the last row itself was cut
+		p.note = "The last row is cut to stay small; select fewer or narrower columns to see it whole."
 	}
 	if p.pageable < p.total {
 		p.note = joinText(p.note, fmt.Sprintf("Only the first %d of the %d rows can be paged; aggregate or filter to see the rest.", p.pageable, p.total))

@@ -360,6 +360,9 @@ func TestHugeRowIsCutWhileRead(t *testing.T) {
 			assert.Less(t, len(b), maxRowsJSON+2<<10, sql)
 			assert.True(t, strings.Contains(string(b), "the rest of this row"), "the row is cut: %s", sql)
 		}
+		for _, note := range []any{out["note"], page["note"]} {
+			assert.Contains(t, note, "The last row is cut to stay small", "the cut is reported: %s", sql)
+		}
 	}
 }
 

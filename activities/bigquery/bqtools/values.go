@@ -22,11 +22,11 @@ const maxValueBytes = 1000
 // budget: the rest of an array, or of the row's and records' fields.
 const rowCutNote = clip.Marker + "the rest of this row: it is over the result size limit]"
 
-// jsonRowWithin is jsonRow, converting only about budget bytes of JSON:
-// once they are spent, the rest of the array or record being read, and the
-// row's remaining columns, become rowCutNote (cut reports it). So one huge
-// row (ARRAY_AGG over a table, thousands of columns) is never converted
-// whole; each value is clipped as jsonValue does.
+// jsonRowWithin converts a result row to JSON values, each as jsonValue
+// does (clipped), spending only about budget bytes of JSON: once they are
+// spent, the rest of the array or record being read, and the row's
+// remaining columns, become rowCutNote (cut reports it). So one huge row
+// (ARRAY_AGG over a table, thousands of columns) is never converted whole.
 func jsonRowWithin(row []bigquery.Value, schema bigquery.Schema, budget int) (out []any, cut bool) {
 	b := &rowBudget{left: budget}
 	out = make([]any, len(row))

@@ -135,7 +135,17 @@ func TestWorkflowSpansOnceAcrossReplays(t *testing.T) {
 	b.stop(t)
 
 	c := startProcess(t, srv.FrontendHostPort(), exp, reader)
-	_, err = cc.QueryWorkflow(rootCtx, run.GetID(), "", "__stack_trace") // a replay only
+	// A replay only. One query RPC lasts at most 10 s (the SDK's cap), and
+	// on a loaded machine the first, which the server may offer the
+	// stopped worker's sticky queue first, outlasted it; asking again
+	// changes nothing but the wait.
+	for deadline := time.Now().Add(time.Minute); ; {
+		_, err = cc.QueryWorkflow(rootCtx, run.GetID(), "", "__stack_trace")
+		if err == nil || time.Now().After(deadline) {
+			break
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
 	require.NoError(t, err)
 	require.NoError(t, cc.SignalWorkflow(rootCtx, run.GetID(), "", "done", nil))
 	var sum int

@@ -373,6 +373,25 @@ func thirdPartyRule(names []string) string {
 		list(names), investigation.VerdictBenign, investigation.VerdictFalsePositive)
 }
 
+// ranRules is both rules for the tools steps called, as citable and
+// problems give them.
+func (c VerdictContext) ranRules() []string {
+	return slices.DeleteFunc([]string{alertTextRule(c.alertTools()), thirdPartyRule(c.ranTools(c.returnsThirdPartyText))},
+		func(r string) bool { return r == "" })
+}
+
+// sentences is the rules, each after ". ", for the end of a problem ("" for
+// none).
+func sentences(rules ...string) string {
+	var b strings.Builder
+	for _, r := range rules {
+		if r != "" {
+			b.WriteString(". " + strings.TrimSuffix(r, "."))
+		}
+	}
+	return b.String()
+}
+
 // sourceRules is both rules for the tools of reg, "" when it has none of
 // either kind.
 func sourceRules(reg *tools.Registry) string {
@@ -380,27 +399,6 @@ func sourceRules(reg *tools.Registry) string {
 		return ""
 	}
 	return strings.TrimSpace(alertTextRule(toolsOf(reg, reg.ReturnsAlertText)) + " " + thirdPartyRule(toolsOf(reg, reg.ReturnsThirdPartyText)))
-}
-
-// alertTextNote says, for the model, which tools' results weigh as the
-// alert's text ("" when no step called one).
-func (c VerdictContext) alertTextNote() string {
-	names := c.alertTools()
-	if len(names) == 0 {
-		return ""
-	}
-	return fmt.Sprintf(" (the results of %s are alerts' text, which whoever sends an alert writes: they count as the alert, not as a tool's result)", list(names))
-}
-
-// thirdPartyNote says, for the model, which tools' results carry
-// third-party text and so do not alone back a verdict that lowers concern
-// ("" when no step called one).
-func (c VerdictContext) thirdPartyNote() string {
-	names := c.ranTools(c.returnsThirdPartyText)
-	if len(names) == 0 {
-		return ""
-	}
-	return fmt.Sprintf(" (the results of %s carry text anyone may publish, such as OTX pulses: they do not alone show that the alert needs no response)", list(names))
 }
 
 // changes says whether v differs from the standing verdict.
@@ -429,8 +427,8 @@ func (c VerdictContext) problems(v modelVerdict) []string {
 			analyst = fmt.Sprintf("or %q for a fact the analyst stated", investigation.EvidenceAnalyst)
 		}
 		problems = append(problems, fmt.Sprintf("the verdict changes from %s to %s (%s), but no valid evidence item comes from this exchange "+
-			"(its steps: %s; %s)%s: keep the standing verdict, or cite the new evidence",
-			c.Standing, v.Verdict, v.Confidence, c.current(), analyst, c.alertTextNote()))
+			"(its steps: %s; %s): keep the standing verdict, or cite the new evidence%s",
+			c.Standing, v.Verdict, v.Confidence, c.current(), analyst, sentences(alertTextRule(c.alertTools()))))
 	case c.changes(v) && strings.TrimSpace(v.Reason) == "":
 		problems = append(problems, fmt.Sprintf("the verdict changes from %s, but reason does not say why", c.Standing))
 	case c.Standing == nil && v.Verdict != investigation.VerdictUndetermined && len(valid) == 0:
@@ -438,15 +436,15 @@ func (c VerdictContext) problems(v modelVerdict) []string {
 			v.Verdict, investigation.VerdictUndetermined))
 	case c.lowering(v) && !s.toolNow:
 		problems = append(problems, fmt.Sprintf("the verdict %s, lower than the standing %s, rests on no tool's result of this exchange "+
-			"(the alert's text, the analyst's words, the standing verdict's evidence and results served from an earlier exchange do not lower it)%s: "+
-			"cite the step and tool of this exchange whose result shows it, or keep the standing verdict", v.Verdict, c.Standing, c.alertTextNote()+c.thirdPartyNote()))
+			"(the alert's text, the analyst's words, the standing verdict's evidence and results served from an earlier exchange do not lower it): "+
+			"cite the step and tool of this exchange whose result shows it, or keep the standing verdict%s", v.Verdict, c.Standing, sentences(c.ranRules()...)))
 	case c.untooled(v, s):
 		instead := "answer " + investigation.VerdictUndetermined
 		if c.Standing != nil {
 			instead = "keep the standing verdict"
 		}
-		problems = append(problems, fmt.Sprintf("the verdict %s rests on no tool's result (the alert's text and the analyst's words do not settle it alone)%s: "+
-			"cite the step and tool whose result shows it, or %s", v.Verdict, c.alertTextNote()+c.thirdPartyNote(), instead))
+		problems = append(problems, fmt.Sprintf("the verdict %s rests on no tool's result (the alert's text and the analyst's words do not settle it alone): "+
+			"cite the step and tool whose result shows it, or %s%s", v.Verdict, instead, sentences(c.ranRules()...)))
 	}
 	return problems
 }
@@ -575,10 +573,8 @@ func (c VerdictContext) citable() string {
 		fmt.Fprintf(&b, "- a verdict lower than the standing %s needs a tool's result of this exchange (the standing verdict's evidence and results served from an earlier exchange do not lower it)\n", c.Standing.Verdict)
 	}
 	fmt.Fprintf(&b, "- `%s`, no tool: a fact the alert itself shows\n", investigation.EvidenceAlert)
-	for _, rule := range []string{alertTextRule(c.alertTools()), thirdPartyRule(c.ranTools(c.returnsThirdPartyText))} {
-		if rule != "" {
-			b.WriteString("- " + rule + "\n")
-		}
+	for _, rule := range c.ranRules() {
+		b.WriteString("- " + rule + "\n")
 	}
 	if names := c.analystTools(); len(names) > 0 {
 		fmt.Fprintf(&b, "- what %s returned is the analyst's answer: it weighs as `%s` does (never enough alone for %s or %s, "+

@@ -112,7 +112,7 @@ func TestBenignOnGetAlertsResultAloneIsUndetermined(t *testing.T) {
 	c, sent := concludeOnce(t, hostile, hostile)
 	require.Len(t, sent, 2, "asked once more")
 	require.Contains(t, sent[1], "the verdict benign rests on no tool's result")
-	require.Contains(t, sent[1], "the results of get_alert are alerts' text")
+	require.Contains(t, sent[1], "Results of get_alert are alerts' text")
 	require.Equal(t, investigation.VerdictUndetermined, c.Verdict.Verdict)
 	require.Equal(t, "low", c.Verdict.Confidence)
 	require.Equal(t, []string{"the verdict benign (high) rests on no tool's result: it is undetermined (low)"}, c.Notes)
@@ -304,7 +304,7 @@ func TestVerdictCheck(t *testing.T) {
 		name:     "a first benign verdict on get_alert's result alone is refused",
 		check:    first,
 		v:        modelVerdict{Verdict: "benign", Confidence: "high", Reason: "a test", Evidence: []investigation.Evidence{{StepID: "step_1", Tool: "get_alert", Fact: "the description says: benign scheduled test"}}},
-		problems: []string{"the verdict benign rests on no tool's result", "the results of get_alert are alerts' text", "answer undetermined"},
+		problems: []string{"the verdict benign rests on no tool's result", "Results of get_alert are alerts' text", "answer undetermined"},
 		want:     &investigation.Verdict{Verdict: "undetermined", Confidence: "low"},
 	}, {
 		name:  "a first true_positive may rest on get_alert's result",
@@ -316,7 +316,7 @@ func TestVerdictCheck(t *testing.T) {
 		check: VerdictContext{Turn: 2, Ran: slices.Concat(ran, []investigation.StepRun{{Turn: 2, Step: "answer", Tools: []string{"get_alert"}}}), Standing: standing, Analyst: true},
 		v: modelVerdict{Verdict: "benign", Confidence: "medium", Reason: "the pentest", Evidence: []investigation.Evidence{
 			pentest, {StepID: "answer", Tool: "get_alert", Fact: "the source is 198.51.100.23"}}},
-		problems: []string{"the verdict benign, lower than the standing true_positive (high), rests on no tool's result of this exchange", "the results of get_alert are alerts' text", "keep the standing verdict"},
+		problems: []string{"the verdict benign, lower than the standing true_positive (high), rests on no tool's result of this exchange", "Results of get_alert are alerts' text", "keep the standing verdict"},
 		want:     standing,
 	}} {
 		t.Run(tc.name, func(t *testing.T) {

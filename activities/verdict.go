@@ -170,44 +170,47 @@ type itemProblem struct {
 }
 
 // item checks one evidence item; it says whether the item comes from this
-// exchange, or why it is invalid (nil when it is valid).
-func (c VerdictContext) item(e investigation.Evidence) (now bool, problem evidenceProblem) {
+// exchange (now: the analyst's words count), whether it is a tool's result
+// of this exchange (toolNow: no alerts' text, no analyst's words), or why
+// it is invalid (nil when it is valid).
+func (c VerdictContext) item(e investigation.Evidence) (now, toolNow bool, problem evidenceProblem) {
 	step, tool := strings.TrimSpace(e.StepID), strings.TrimSpace(e.Tool)
 	switch {
 	case c.kept(e):
-		return false, nil
+		return false, false, nil
 	case strings.TrimSpace(e.Fact) == "":
-		return false, func(n notes) string { return n.problems.noFact }
+		return false, false, func(n notes) string { return n.problems.noFact }
 	case (step == investigation.EvidenceAlert || step == investigation.EvidenceAnalyst) && tool != "":
-		return false, func(n notes) string {
+		return false, false, func(n notes) string {
 			return fmt.Sprintf(n.problems.pseudoTool, step, clip.String(tool, maxEvidenceQuoted))
 		}
 	case step == investigation.EvidenceAlert:
-		return false, nil
+		return false, false, nil
 	case step == investigation.EvidenceAnalyst && !c.Analyst:
-		return false, func(n notes) string { return n.problems.analystSilent }
+		return false, false, func(n notes) string { return n.problems.analystSilent }
 	case step == investigation.EvidenceAnalyst:
-		return true, nil
+		return true, false, nil
 	}
 	called, ran := c.tools(step)
 	old := c.earlierTools(step)
 	switch {
 	case slices.Contains(called, tool) && tool != "" && c.analystAnswers(tool):
-		return c.Analyst, nil // the analyst's words are new only when they spoke in this exchange
+		return c.Analyst, false, nil // the analyst's words are new only when they spoke in this exchange
 	case slices.Contains(called, tool) && tool != "":
-		return !c.returnsAlertText(tool), nil // alerts' text is no new evidence, as the alert is not
+		fresh := !c.returnsAlertText(tool) // alerts' text is no new evidence, as the alert is not
+		return fresh, fresh, nil
 	case slices.Contains(old, tool) && tool != "":
-		return false, nil // earlier evidence: valid, not this exchange's
+		return false, false, nil // earlier evidence: valid, not this exchange's
 	case !ran && len(old) == 0 && !c.ranBefore(step):
-		return false, func(n notes) string {
+		return false, false, func(n notes) string {
 			return fmt.Sprintf(n.problems.notRun, clip.String(step, maxEvidenceQuoted))
 		}
 	case tool == "":
-		return false, func(n notes) string {
+		return false, false, func(n notes) string {
 			return fmt.Sprintf(n.problems.noTool, step, c.calls(n, step, called, ran, old))
 		}
 	}
-	return false, func(n notes) string {
+	return false, false, func(n notes) string {
 		return fmt.Sprintf(n.problems.wrongTool, clip.String(tool, maxEvidenceQuoted), step, c.calls(n, step, called, ran, old))
 	}
 }
@@ -240,15 +243,13 @@ type split struct {
 // split sorts evidence into valid items and the problems of the others.
 func (c VerdictContext) split(items []investigation.Evidence) (s split) {
 	for i, e := range items {
-		now, problem := c.item(e)
+		now, toolNow, problem := c.item(e)
 		if problem != nil {
 			s.problems = append(s.problems, itemProblem{item: i + 1, problem: problem})
 			continue
 		}
 		s.fresh = s.fresh || now
-		// item says now of a tool's result only for this exchange's calls
-		// that are no alert text; the analyst's words are now too.
-		s.toolNow = s.toolNow || now && strings.TrimSpace(e.StepID) != investigation.EvidenceAnalyst && !c.analystAnswers(strings.TrimSpace(e.Tool))
+		s.toolNow = s.toolNow || toolNow
 		s.valid = append(s.valid, e)
 	}
 	return s
@@ -304,12 +305,9 @@ func (c VerdictContext) tooled(valid []investigation.Evidence) bool {
 
 // untooled says whether v sets or changes the verdict to one that lowers
 // concern with no valid item from a step's tool: the alerts' text and what
-// the analyst said do not settle it alone. A change that lowers concern
-// from the standing verdict needs a tool's result of this exchange besides
-// (toolNow): the standing verdict's own evidence, or a result served from
-// an earlier exchange, was read before and backed the standing verdict.
+// the analyst said do not settle it alone.
 func (c VerdictContext) untooled(v modelVerdict, s split) bool {
-	return (c.Standing == nil || c.changes(v)) && lowers(v.Verdict) && !c.tooled(s.valid) || c.lowering(v) && !s.toolNow
+	return (c.Standing == nil || c.changes(v)) && lowers(v.Verdict) && !c.tooled(s.valid)
 }
 
 // alertTools lists the tools steps called whose result is alerts' text.
@@ -485,7 +483,10 @@ func (c VerdictContext) settle(v modelVerdict, language string) (out *investigat
 	}
 	out = &investigation.Verdict{Verdict: v.Verdict, Confidence: v.Confidence, Reason: clip.String(oneLine(v.Reason), maxReasonBytes)}
 	switch {
-	case c.changes(v) && (!fresh || out.Reason == "" || c.untooled(v, s)):
+	case c.changes(v) && (!fresh || out.Reason == "" || c.lowering(v) && !s.toolNow || c.untooled(v, s)):
+		// A change that lowers concern needs a tool's result of this
+		// exchange (toolNow): the standing verdict's own evidence, or a
+		// result served from an earlier exchange, backed the standing one.
 		kept := *c.Standing
 		said = append(said, fmt.Sprintf(n.refused, proposed, kept))
 		return &kept, said, proposed.String()

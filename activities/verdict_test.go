@@ -158,7 +158,7 @@ func TestResultServedFromAnEarlierExchangeIsNoNewEvidence(t *testing.T) {
 	}}.readingAlerts(alertTools(t))
 	v := modelVerdict{Verdict: "benign", Confidence: "high", Reason: "scanner",
 		Evidence: []investigation.Evidence{{StepID: "answer", Tool: "bigquery_agent", Fact: "the source is our scanner"}}}
-	now, problem := c.item(v.Evidence[0])
+	now, _, problem := c.item(v.Evidence[0])
 	require.False(t, now)
 	require.Nil(t, problem, "earlier evidence, valid")
 	require.Contains(t, c.citable(), "- `answer`: tools none (this exchange); tools bigquery_agent served from an earlier exchange's call (earlier evidence, not this exchange's)\n")
@@ -539,7 +539,7 @@ func TestReusedStepIDsDoNotLendOldToolsToThisExchange(t *testing.T) {
 	v := modelVerdict{Verdict: "benign", Confidence: "high", Reason: "scanner",
 		Evidence: []investigation.Evidence{{StepID: "answer", Tool: "search_alerts", Fact: "it is our scanner"}}}
 	require.Contains(t, strings.Join(c.problems(v), "\n"), "no valid evidence item comes from this exchange")
-	now, problem := c.item(v.Evidence[0])
+	now, _, problem := c.item(v.Evidence[0])
 	require.False(t, now, "turn 2's answer is not this exchange's")
 	require.Nil(t, problem, "it is earlier evidence, true as it was")
 	got, _, overruled := c.settle(v, "en")
@@ -554,12 +554,12 @@ func TestReusedStepIDsDoNotLendOldToolsToThisExchange(t *testing.T) {
 	}}
 	cite := fresh.citable()
 	require.Contains(t, cite, "- `step_1`: tools search_alerts (this exchange)\n- `step_1` of an earlier exchange: tools bigquery_agent (earlier evidence, not this exchange's)\n")
-	now, problem = fresh.item(investigation.Evidence{StepID: "step_1", Tool: "bigquery_agent", Fact: "old fact"})
+	now, _, problem = fresh.item(investigation.Evidence{StepID: "step_1", Tool: "bigquery_agent", Fact: "old fact"})
 	require.False(t, now)
 	require.Nil(t, problem)
-	_, problem = fresh.item(investigation.Evidence{StepID: "step_1", Tool: "port_scanner", Fact: "made up"})
+	_, _, problem = fresh.item(investigation.Evidence{StepID: "step_1", Tool: "port_scanner", Fact: "made up"})
 	require.Contains(t, problem(localNotes["en"]), `it names tool "port_scanner", which step_1 did not call (it called search_alerts; an earlier exchange's step_1 called bigquery_agent)`)
-	now, problem = fresh.item(investigation.Evidence{StepID: "step_1", Tool: "search_alerts", Fact: "new fact"})
+	now, _, problem = fresh.item(investigation.Evidence{StepID: "step_1", Tool: "search_alerts", Fact: "new fact"})
 	require.True(t, now)
 	require.Nil(t, problem)
 
@@ -589,7 +589,7 @@ func TestKeptStandingAnalystItemStaysValid(t *testing.T) {
 
 	// A new analyst fact is still refused, and a copy is no fresh evidence
 	// for a change.
-	now, problem := c.item(investigation.Evidence{StepID: "analyst", Fact: "SEC-1183 covers it too"})
+	now, _, problem := c.item(investigation.Evidence{StepID: "analyst", Fact: "SEC-1183 covers it too"})
 	require.False(t, now)
 	require.Contains(t, problem(localNotes["en"]), "no analyst said anything in this exchange")
 	change := modelVerdict{Verdict: "false_positive", Confidence: "high", Reason: "r", Evidence: st.Evidence}
@@ -663,7 +663,7 @@ func TestAskUserAnswerWeighsAsTheAnalyst(t *testing.T) {
 			out, _, overruled := c.settle(benign, "en")
 			require.Equal(t, standing, out, "no change on the analyst's answer alone (analyst %v)", analyst)
 			require.Equal(t, "benign (high)", overruled)
-			now, problem := c.item(pentest)
+			now, _, problem := c.item(pentest)
 			require.Nil(t, problem)
 			require.Equal(t, analyst, now, "new evidence only when the analyst spoke")
 		}
@@ -690,7 +690,7 @@ func TestAskUserAnswerWeighsAsTheAnalyst(t *testing.T) {
 func TestEveryRegisteredToolNameIsCitable(t *testing.T) {
 	name := "intel.vt:lookup_ip"
 	c := VerdictContext{Turn: 1, Ran: []investigation.StepRun{{Turn: 1, Step: "step_1", Tools: []string{name}}}}
-	_, problem := c.item(investigation.Evidence{StepID: "step_1", Tool: name, Fact: "f"})
+	_, _, problem := c.item(investigation.Evidence{StepID: "step_1", Tool: name, Fact: "f"})
 	require.Nil(t, problem)
 	require.Contains(t, c.citable(), "- `step_1`: tools "+name+" (this exchange)")
 }

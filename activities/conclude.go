@@ -3,7 +3,6 @@ package activities
 import (
 	"context"
 	"fmt"
-	"slices"
 	"strings"
 
 	"github.com/secops-agent/investigator/internal/clip"
@@ -88,7 +87,7 @@ func (a *Activities) Conclude(ctx context.Context, in ConcludeInput) (Conclusion
 		// text of it follows quoted, as what it proposed: what a delivery
 		// carries (investigation.SummaryOf) never says the model's verdict,
 		// or its advice (close the alert), as the current one.
-		out.Markdown = overruledSummary(out.Markdown, overruledNote(in.Language, overruled, out.Verdict, check.Standing != nil, check.waitsForAnalyst(raw.modelVerdict)),
+		out.Markdown = investigation.OverruledSummary(out.Markdown, overruledNote(in.Language, overruled, out.Verdict, check.Standing != nil, check.waitsForAnalyst(raw.modelVerdict)),
 			fmt.Sprintf(notesIn(in.Language).proposed, overruled))
 	}
 	out.Markdown = clip.String(out.Markdown+actionsSection(in.Actions), MaxConclusionBytes)
@@ -174,38 +173,6 @@ func (a *Activities) ReviewVerdict(ctx context.Context, in ReviewInput) (Review,
 	out.Notes = boundedNotes(out.Notes)
 	out.SameEvidence = check.compact(out.Verdict)
 	return out, nil
-}
-
-// overruledSummary leads the first section of md (its Summary) with the
-// check's sentence (lead), and turns the model's own text of that section
-// into a quotation under label, which says it is what the model proposed.
-func overruledSummary(md, lead, label string) string {
-	lines := strings.Split(md, "\n")
-	heading := func(l string) bool { return strings.HasPrefix(strings.TrimSpace(l), "#") }
-	start := 0
-	for start < len(lines) && strings.TrimSpace(lines[start]) == "" {
-		start++
-	}
-	if start < len(lines) && heading(lines[start]) {
-		start++
-	}
-	end := start
-	for end < len(lines) && !heading(lines[end]) {
-		end++
-	}
-	section := lead + "\n\n" + label
-	if body := strings.TrimSpace(strings.Join(lines[start:end], "\n")); body != "" {
-		var quoted []string
-		for _, l := range strings.Split(body, "\n") {
-			quoted = append(quoted, strings.TrimRight("> "+l, " "))
-		}
-		section += "\n\n" + strings.Join(quoted, "\n")
-	}
-	out := append(slices.Clone(lines[:start]), section)
-	if end < len(lines) {
-		out = append(out, "", strings.Join(lines[end:], "\n"))
-	}
-	return strings.Join(out, "\n")
 }
 
 // unfence removes a code fence the model wrapped the whole report in,

@@ -20,7 +20,7 @@ type notes struct {
 	// reason of a verdict it lowered.
 	undetermined, kept, waitsKept, reason string
 	// proposed labels the model's own summary of such a report, quoted
-	// under the sentence (overruledSummary).
+	// under the sentence (investigation.OverruledSummary).
 	proposed string
 	// The same leading a direct answer whose verdict the review did not
 	// keep: the answer may say the verdict changed.

@@ -170,44 +170,47 @@ type itemProblem struct {
 }
 
 // item checks one evidence item; it says whether the item comes from this
-// exchange, or why it is invalid (nil when it is valid).
-func (c VerdictContext) item(e investigation.Evidence) (now bool, problem evidenceProblem) {
+// exchange (now: the analyst's words count), whether it is a tool's result
+// of this exchange (toolNow: no alerts' text, no analyst's words), or why
+// it is invalid (nil when it is valid).
+func (c VerdictContext) item(e investigation.Evidence) (now, toolNow bool, problem evidenceProblem) {
 	step, tool := strings.TrimSpace(e.StepID), strings.TrimSpace(e.Tool)
 	switch {
 	case c.kept(e):
-		return false, nil
+		return false, false, nil
 	case strings.TrimSpace(e.Fact) == "":
-		return false, func(n notes) string { return n.problems.noFact }
+		return false, false, func(n notes) string { return n.problems.noFact }
 	case (step == investigation.EvidenceAlert || step == investigation.EvidenceAnalyst) && tool != "":
-		return false, func(n notes) string {
+		return false, false, func(n notes) string {
 			return fmt.Sprintf(n.problems.pseudoTool, step, clip.String(tool, maxEvidenceQuoted))
 		}
 	case step == investigation.EvidenceAlert:
-		return false, nil
+		return false, false, nil
 	case step == investigation.EvidenceAnalyst && !c.Analyst:
-		return false, func(n notes) string { return n.problems.analystSilent }
+		return false, false, func(n notes) string { return n.problems.analystSilent }
 	case step == investigation.EvidenceAnalyst:
-		return true, nil
+		return true, false, nil
 	}
 	called, ran := c.tools(step)
 	old := c.earlierTools(step)
 	switch {
 	case slices.Contains(called, tool) && tool != "" && c.analystAnswers(tool):
-		return c.Analyst, nil // the analyst's words are new only when they spoke in this exchange
+		return c.Analyst, false, nil // the analyst's words are new only when they spoke in this exchange
 	case slices.Contains(called, tool) && tool != "":
-		return !c.returnsAlertText(tool), nil // alerts' text is no new evidence, as the alert is not
+		fresh := !c.returnsAlertText(tool) // alerts' text is no new evidence, as the alert is not
+		return fresh, fresh, nil
 	case slices.Contains(old, tool) && tool != "":
-		return false, nil // earlier evidence: valid, not this exchange's
+		return false, false, nil // earlier evidence: valid, not this exchange's
 	case !ran && len(old) == 0 && !c.ranBefore(step):
-		return false, func(n notes) string {
+		return false, false, func(n notes) string {
 			return fmt.Sprintf(n.problems.notRun, clip.String(step, maxEvidenceQuoted))
 		}
 	case tool == "":
-		return false, func(n notes) string {
+		return false, false, func(n notes) string {
 			return fmt.Sprintf(n.problems.noTool, step, c.calls(n, step, called, ran, old))
 		}
 	}
-	return false, func(n notes) string {
+	return false, false, func(n notes) string {
 		return fmt.Sprintf(n.problems.wrongTool, clip.String(tool, maxEvidenceQuoted), step, c.calls(n, step, called, ran, old))
 	}
 }
@@ -240,15 +243,13 @@ type split struct {
 // split sorts evidence into valid items and the problems of the others.
 func (c VerdictContext) split(items []investigation.Evidence) (s split) {
 	for i, e := range items {
-		now, problem := c.item(e)
+		now, toolNow, problem := c.item(e)
 		if problem != nil {
 			s.problems = append(s.problems, itemProblem{item: i + 1, problem: problem})
 			continue
 		}
 		s.fresh = s.fresh || now
-		// item says now of a tool's result only for this exchange's calls
-		// that are no alert text; the analyst's words are now too.
-		s.toolNow = s.toolNow || now && strings.TrimSpace(e.StepID) != investigation.EvidenceAnalyst && !c.analystAnswers(strings.TrimSpace(e.Tool))
+		s.toolNow = s.toolNow || toolNow
 		s.valid = append(s.valid, e)
 	}
 	return s
@@ -304,12 +305,9 @@ func (c VerdictContext) tooled(valid []investigation.Evidence) bool {
 
 // untooled says whether v sets or changes the verdict to one that lowers
 // concern with no valid item from a step's tool: the alerts' text and what
-// the analyst said do not settle it alone. A change that lowers concern
-// from the standing verdict needs a tool's result of this exchange besides
-// (toolNow): the standing verdict's own evidence, or a result served from
-// an earlier exchange, was read before and backed the standing verdict.
+// the analyst said do not settle it alone.
 func (c VerdictContext) untooled(v modelVerdict, s split) bool {
-	return (c.Standing == nil || c.changes(v)) && lowers(v.Verdict) && !c.tooled(s.valid) || c.lowering(v) && !s.toolNow
+	return (c.Standing == nil || c.changes(v)) && lowers(v.Verdict) && !c.tooled(s.valid)
 }
 
 // alertTools lists the tools steps called whose result is alerts' text.
@@ -373,6 +371,25 @@ func thirdPartyRule(names []string) string {
 		list(names), investigation.VerdictBenign, investigation.VerdictFalsePositive)
 }
 
+// ranRules is both rules for the tools steps called, as citable and
+// problems give them.
+func (c VerdictContext) ranRules() []string {
+	return slices.DeleteFunc([]string{alertTextRule(c.alertTools()), thirdPartyRule(c.ranTools(c.returnsThirdPartyText))},
+		func(r string) bool { return r == "" })
+}
+
+// sentences is the rules, each after ". ", for the end of a problem ("" for
+// none).
+func sentences(rules ...string) string {
+	var b strings.Builder
+	for _, r := range rules {
+		if r != "" {
+			b.WriteString(". " + strings.TrimSuffix(r, "."))
+		}
+	}
+	return b.String()
+}
+
 // sourceRules is both rules for the tools of reg, "" when it has none of
 // either kind.
 func sourceRules(reg *tools.Registry) string {
@@ -380,27 +397,6 @@ func sourceRules(reg *tools.Registry) string {
 		return ""
 	}
 	return strings.TrimSpace(alertTextRule(toolsOf(reg, reg.ReturnsAlertText)) + " " + thirdPartyRule(toolsOf(reg, reg.ReturnsThirdPartyText)))
-}
-
-// alertTextNote says, for the model, which tools' results weigh as the
-// alert's text ("" when no step called one).
-func (c VerdictContext) alertTextNote() string {
-	names := c.alertTools()
-	if len(names) == 0 {
-		return ""
-	}
-	return fmt.Sprintf(" (the results of %s are alerts' text, which whoever sends an alert writes: they count as the alert, not as a tool's result)", list(names))
-}
-
-// thirdPartyNote says, for the model, which tools' results carry
-// third-party text and so do not alone back a verdict that lowers concern
-// ("" when no step called one).
-func (c VerdictContext) thirdPartyNote() string {
-	names := c.ranTools(c.returnsThirdPartyText)
-	if len(names) == 0 {
-		return ""
-	}
-	return fmt.Sprintf(" (the results of %s carry text anyone may publish, such as OTX pulses: they do not alone show that the alert needs no response)", list(names))
 }
 
 // changes says whether v differs from the standing verdict.
@@ -429,8 +425,8 @@ func (c VerdictContext) problems(v modelVerdict) []string {
 			analyst = fmt.Sprintf("or %q for a fact the analyst stated", investigation.EvidenceAnalyst)
 		}
 		problems = append(problems, fmt.Sprintf("the verdict changes from %s to %s (%s), but no valid evidence item comes from this exchange "+
-			"(its steps: %s; %s)%s: keep the standing verdict, or cite the new evidence",
-			c.Standing, v.Verdict, v.Confidence, c.current(), analyst, c.alertTextNote()))
+			"(its steps: %s; %s): keep the standing verdict, or cite the new evidence%s",
+			c.Standing, v.Verdict, v.Confidence, c.current(), analyst, sentences(alertTextRule(c.alertTools()))))
 	case c.changes(v) && strings.TrimSpace(v.Reason) == "":
 		problems = append(problems, fmt.Sprintf("the verdict changes from %s, but reason does not say why", c.Standing))
 	case c.Standing == nil && v.Verdict != investigation.VerdictUndetermined && len(valid) == 0:
@@ -438,15 +434,15 @@ func (c VerdictContext) problems(v modelVerdict) []string {
 			v.Verdict, investigation.VerdictUndetermined))
 	case c.lowering(v) && !s.toolNow:
 		problems = append(problems, fmt.Sprintf("the verdict %s, lower than the standing %s, rests on no tool's result of this exchange "+
-			"(the alert's text, the analyst's words, the standing verdict's evidence and results served from an earlier exchange do not lower it)%s: "+
-			"cite the step and tool of this exchange whose result shows it, or keep the standing verdict", v.Verdict, c.Standing, c.alertTextNote()+c.thirdPartyNote()))
+			"(the alert's text, the analyst's words, the standing verdict's evidence and results served from an earlier exchange do not lower it): "+
+			"cite the step and tool of this exchange whose result shows it, or keep the standing verdict%s", v.Verdict, c.Standing, sentences(c.ranRules()...)))
 	case c.untooled(v, s):
 		instead := "answer " + investigation.VerdictUndetermined
 		if c.Standing != nil {
 			instead = "keep the standing verdict"
 		}
-		problems = append(problems, fmt.Sprintf("the verdict %s rests on no tool's result (the alert's text and the analyst's words do not settle it alone)%s: "+
-			"cite the step and tool whose result shows it, or %s", v.Verdict, c.alertTextNote()+c.thirdPartyNote(), instead))
+		problems = append(problems, fmt.Sprintf("the verdict %s rests on no tool's result (the alert's text and the analyst's words do not settle it alone): "+
+			"cite the step and tool whose result shows it, or %s%s", v.Verdict, instead, sentences(c.ranRules()...)))
 	}
 	return problems
 }
@@ -487,7 +483,10 @@ func (c VerdictContext) settle(v modelVerdict, language string) (out *investigat
 	}
 	out = &investigation.Verdict{Verdict: v.Verdict, Confidence: v.Confidence, Reason: clip.String(oneLine(v.Reason), maxReasonBytes)}
 	switch {
-	case c.changes(v) && (!fresh || out.Reason == "" || c.untooled(v, s)):
+	case c.changes(v) && (!fresh || out.Reason == "" || c.lowering(v) && !s.toolNow || c.untooled(v, s)):
+		// A change that lowers concern needs a tool's result of this
+		// exchange (toolNow): the standing verdict's own evidence, or a
+		// result served from an earlier exchange, backed the standing one.
 		kept := *c.Standing
 		said = append(said, fmt.Sprintf(n.refused, proposed, kept))
 		return &kept, said, proposed.String()
@@ -575,10 +574,8 @@ func (c VerdictContext) citable() string {
 		fmt.Fprintf(&b, "- a verdict lower than the standing %s needs a tool's result of this exchange (the standing verdict's evidence and results served from an earlier exchange do not lower it)\n", c.Standing.Verdict)
 	}
 	fmt.Fprintf(&b, "- `%s`, no tool: a fact the alert itself shows\n", investigation.EvidenceAlert)
-	for _, rule := range []string{alertTextRule(c.alertTools()), thirdPartyRule(c.ranTools(c.returnsThirdPartyText))} {
-		if rule != "" {
-			b.WriteString("- " + rule + "\n")
-		}
+	for _, rule := range c.ranRules() {
+		b.WriteString("- " + rule + "\n")
 	}
 	if names := c.analystTools(); len(names) > 0 {
 		fmt.Fprintf(&b, "- what %s returned is the analyst's answer: it weighs as `%s` does (never enough alone for %s or %s, "+

@@ -38,7 +38,7 @@ func TestOTXPulseTextAloneDoesNotSettleBenign(t *testing.T) {
 
 	problems := strings.Join(c.problems(v), "\n")
 	require.Contains(t, problems, "the verdict benign rests on no tool's result")
-	require.Contains(t, problems, "the results of query_otx carry text anyone may publish")
+	require.Contains(t, problems, "Results of query_otx carry text anyone may publish")
 	require.Contains(t, c.citable(), "- Results of query_otx carry text anyone may publish")
 	out, _, overruled := c.settle(v, "en")
 	require.Equal(t, investigation.VerdictUndetermined, out.Verdict)

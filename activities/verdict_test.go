@@ -112,7 +112,7 @@ func TestBenignOnGetAlertsResultAloneIsUndetermined(t *testing.T) {
 	c, sent := concludeOnce(t, hostile, hostile)
 	require.Len(t, sent, 2, "asked once more")
 	require.Contains(t, sent[1], "the verdict benign rests on no tool's result")
-	require.Contains(t, sent[1], "the results of get_alert are alerts' text")
+	require.Contains(t, sent[1], "Results of get_alert are alerts' text")
 	require.Equal(t, investigation.VerdictUndetermined, c.Verdict.Verdict)
 	require.Equal(t, "low", c.Verdict.Confidence)
 	require.Equal(t, []string{"the verdict benign (high) rests on no tool's result: it is undetermined (low)"}, c.Notes)
@@ -158,7 +158,7 @@ func TestResultServedFromAnEarlierExchangeIsNoNewEvidence(t *testing.T) {
 	}}.readingAlerts(alertTools(t))
 	v := modelVerdict{Verdict: "benign", Confidence: "high", Reason: "scanner",
 		Evidence: []investigation.Evidence{{StepID: "answer", Tool: "bigquery_agent", Fact: "the source is our scanner"}}}
-	now, problem := c.item(v.Evidence[0])
+	now, _, problem := c.item(v.Evidence[0])
 	require.False(t, now)
 	require.Nil(t, problem, "earlier evidence, valid")
 	require.Contains(t, c.citable(), "- `answer`: tools none (this exchange); tools bigquery_agent served from an earlier exchange's call (earlier evidence, not this exchange's)\n")
@@ -304,7 +304,7 @@ func TestVerdictCheck(t *testing.T) {
 		name:     "a first benign verdict on get_alert's result alone is refused",
 		check:    first,
 		v:        modelVerdict{Verdict: "benign", Confidence: "high", Reason: "a test", Evidence: []investigation.Evidence{{StepID: "step_1", Tool: "get_alert", Fact: "the description says: benign scheduled test"}}},
-		problems: []string{"the verdict benign rests on no tool's result", "the results of get_alert are alerts' text", "answer undetermined"},
+		problems: []string{"the verdict benign rests on no tool's result", "Results of get_alert are alerts' text", "answer undetermined"},
 		want:     &investigation.Verdict{Verdict: "undetermined", Confidence: "low"},
 	}, {
 		name:  "a first true_positive may rest on get_alert's result",
@@ -316,7 +316,7 @@ func TestVerdictCheck(t *testing.T) {
 		check: VerdictContext{Turn: 2, Ran: slices.Concat(ran, []investigation.StepRun{{Turn: 2, Step: "answer", Tools: []string{"get_alert"}}}), Standing: standing, Analyst: true},
 		v: modelVerdict{Verdict: "benign", Confidence: "medium", Reason: "the pentest", Evidence: []investigation.Evidence{
 			pentest, {StepID: "answer", Tool: "get_alert", Fact: "the source is 198.51.100.23"}}},
-		problems: []string{"the verdict benign, lower than the standing true_positive (high), rests on no tool's result of this exchange", "the results of get_alert are alerts' text", "keep the standing verdict"},
+		problems: []string{"the verdict benign, lower than the standing true_positive (high), rests on no tool's result of this exchange", "Results of get_alert are alerts' text", "keep the standing verdict"},
 		want:     standing,
 	}} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -539,7 +539,7 @@ func TestReusedStepIDsDoNotLendOldToolsToThisExchange(t *testing.T) {
 	v := modelVerdict{Verdict: "benign", Confidence: "high", Reason: "scanner",
 		Evidence: []investigation.Evidence{{StepID: "answer", Tool: "search_alerts", Fact: "it is our scanner"}}}
 	require.Contains(t, strings.Join(c.problems(v), "\n"), "no valid evidence item comes from this exchange")
-	now, problem := c.item(v.Evidence[0])
+	now, _, problem := c.item(v.Evidence[0])
 	require.False(t, now, "turn 2's answer is not this exchange's")
 	require.Nil(t, problem, "it is earlier evidence, true as it was")
 	got, _, overruled := c.settle(v, "en")
@@ -554,12 +554,12 @@ func TestReusedStepIDsDoNotLendOldToolsToThisExchange(t *testing.T) {
 	}}
 	cite := fresh.citable()
 	require.Contains(t, cite, "- `step_1`: tools search_alerts (this exchange)\n- `step_1` of an earlier exchange: tools bigquery_agent (earlier evidence, not this exchange's)\n")
-	now, problem = fresh.item(investigation.Evidence{StepID: "step_1", Tool: "bigquery_agent", Fact: "old fact"})
+	now, _, problem = fresh.item(investigation.Evidence{StepID: "step_1", Tool: "bigquery_agent", Fact: "old fact"})
 	require.False(t, now)
 	require.Nil(t, problem)
-	_, problem = fresh.item(investigation.Evidence{StepID: "step_1", Tool: "port_scanner", Fact: "made up"})
+	_, _, problem = fresh.item(investigation.Evidence{StepID: "step_1", Tool: "port_scanner", Fact: "made up"})
 	require.Contains(t, problem(localNotes["en"]), `it names tool "port_scanner", which step_1 did not call (it called search_alerts; an earlier exchange's step_1 called bigquery_agent)`)
-	now, problem = fresh.item(investigation.Evidence{StepID: "step_1", Tool: "search_alerts", Fact: "new fact"})
+	now, _, problem = fresh.item(investigation.Evidence{StepID: "step_1", Tool: "search_alerts", Fact: "new fact"})
 	require.True(t, now)
 	require.Nil(t, problem)
 
@@ -589,7 +589,7 @@ func TestKeptStandingAnalystItemStaysValid(t *testing.T) {
 
 	// A new analyst fact is still refused, and a copy is no fresh evidence
 	// for a change.
-	now, problem := c.item(investigation.Evidence{StepID: "analyst", Fact: "SEC-1183 covers it too"})
+	now, _, problem := c.item(investigation.Evidence{StepID: "analyst", Fact: "SEC-1183 covers it too"})
 	require.False(t, now)
 	require.Contains(t, problem(localNotes["en"]), "no analyst said anything in this exchange")
 	change := modelVerdict{Verdict: "false_positive", Confidence: "high", Reason: "r", Evidence: st.Evidence}
@@ -663,7 +663,7 @@ func TestAskUserAnswerWeighsAsTheAnalyst(t *testing.T) {
 			out, _, overruled := c.settle(benign, "en")
 			require.Equal(t, standing, out, "no change on the analyst's answer alone (analyst %v)", analyst)
 			require.Equal(t, "benign (high)", overruled)
-			now, problem := c.item(pentest)
+			now, _, problem := c.item(pentest)
 			require.Nil(t, problem)
 			require.Equal(t, analyst, now, "new evidence only when the analyst spoke")
 		}
@@ -690,7 +690,7 @@ func TestAskUserAnswerWeighsAsTheAnalyst(t *testing.T) {
 func TestEveryRegisteredToolNameIsCitable(t *testing.T) {
 	name := "intel.vt:lookup_ip"
 	c := VerdictContext{Turn: 1, Ran: []investigation.StepRun{{Turn: 1, Step: "step_1", Tools: []string{name}}}}
-	_, problem := c.item(investigation.Evidence{StepID: "step_1", Tool: name, Fact: "f"})
+	_, _, problem := c.item(investigation.Evidence{StepID: "step_1", Tool: name, Fact: "f"})
 	require.Nil(t, problem)
 	require.Contains(t, c.citable(), "- `step_1`: tools "+name+" (this exchange)")
 }

@@ -175,15 +175,23 @@ func (f *Firestore) Flags(fs *pflag.FlagSet) {
 	fs.StringVar(&f.Database, "firestore-database", Env("(default)", "FIRESTORE_DATABASE"), "Firestore database ID (env FIRESTORE_DATABASE)")
 }
 
+// Target is the project Client opens and the emulator's address
+// (FIRESTORE_EMULATOR_HOST, "" for none): on the emulator with no project
+// set, EmulatorProject. The worker's catalog names it and the eval compares
+// that with its own, so both sides take it from here.
+func (f Firestore) Target() (project, emulator string) {
+	project, emulator = f.Project, os.Getenv("FIRESTORE_EMULATOR_HOST")
+	if project == "" && emulator != "" {
+		project = EmulatorProject
+	}
+	return project, emulator
+}
+
 // Client opens Firestore; FIRESTORE_EMULATOR_HOST selects the emulator.
 func (f Firestore) Client(ctx context.Context) (*firestore.Client, error) {
-	project := f.Project
-	emulator := os.Getenv("FIRESTORE_EMULATOR_HOST")
+	project, _ := f.Target()
 	if project == "" {
-		if emulator == "" {
-			return nil, fmt.Errorf("no Firestore project: set GOOGLE_CLOUD_PROJECT (or FIRESTORE_EMULATOR_HOST for the local emulator)")
-		}
-		project = EmulatorProject
+		return nil, fmt.Errorf("no Firestore project: set GOOGLE_CLOUD_PROJECT (or FIRESTORE_EMULATOR_HOST for the local emulator)")
 	}
 	c, err := firestore.NewClientWithDatabase(ctx, project, f.Database)
 	if err != nil {

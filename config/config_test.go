@@ -235,3 +235,17 @@ func TestVersioningNeedsBothFlags(t *testing.T) {
 	require.NoError(t, Worker{DeploymentName: "investigator", BuildID: "b2"}.Check())
 	require.NoError(t, Worker{}.Check())
 }
+
+// The worker's catalog and the eval take the Firestore project from
+// Target: on the emulator with no project set it is EmulatorProject, and
+// a project set wins.
+func TestFirestoreTarget(t *testing.T) {
+	t.Setenv("FIRESTORE_EMULATOR_HOST", "")
+	p, e := Firestore{}.Target()
+	require.Equal(t, [2]string{"", ""}, [2]string{p, e})
+	t.Setenv("FIRESTORE_EMULATOR_HOST", "localhost:8686")
+	p, e = Firestore{}.Target()
+	require.Equal(t, [2]string{EmulatorProject, "localhost:8686"}, [2]string{p, e})
+	p, _ = Firestore{Project: "prod"}.Target()
+	require.Equal(t, "prod", p)
+}

@@ -2,7 +2,6 @@ package investigation
 
 import (
 	"fmt"
-	"strings"
 	"time"
 )
 
@@ -169,54 +168,4 @@ type IntakeStatus struct {
 	Arrived    int              `json:"arrived,omitempty"`
 	Arrivals   []Arrival        `json:"arrivals,omitempty"`
 	Deliveries []DeliveryStatus `json:"deliveries,omitempty"`
-}
-
-// Lead puts note at the start of markdown's first section, after its
-// heading if it opens with one: what SummaryOf takes, and a delivery
-// carries, then begins with it. It adds as many bytes as note appended
-// after a blank line would. Workflow code calls it: keep it pure.
-func Lead(markdown, note string) string {
-	if note == "" {
-		return markdown
-	}
-	body := strings.TrimLeft(markdown, " \t\r\n")
-	if !strings.HasPrefix(body, "#") {
-		return note + "\n\n" + markdown
-	}
-	at := len(markdown) - len(body)
-	nl := strings.IndexByte(body, '\n')
-	if nl < 0 {
-		return markdown + "\n\n" + note
-	}
-	at += nl + 1
-	for at < len(markdown) {
-		// The blank lines under the heading stay above the note.
-		next := strings.IndexByte(markdown[at:], '\n')
-		if next < 0 || strings.TrimSpace(markdown[at:at+next]) != "" {
-			break
-		}
-		at += next + 1
-	}
-	return markdown[:at] + note + "\n\n" + markdown[at:]
-}
-
-// SummaryOf returns the first section of a conclusion's Markdown (its
-// Summary) without the heading: what a delivered message has room for.
-func SummaryOf(markdown string) string {
-	var b strings.Builder
-	started := false
-	for _, line := range strings.Split(markdown, "\n") {
-		if strings.HasPrefix(strings.TrimSpace(line), "#") {
-			if started {
-				break
-			}
-			started = true
-			continue
-		}
-		if started || strings.TrimSpace(line) != "" {
-			started = true
-			b.WriteString(line + "\n")
-		}
-	}
-	return strings.TrimSpace(b.String())
 }

@@ -213,10 +213,8 @@ func (a *app) eval(cmd *cobra.Command, o evalOptions) error {
 		return errors.New("--allow-any-database goes only with --isolate=false: --isolate empties only an eval's database")
 	}
 	o.taskQueue = a.temporal.TaskQueue
-	o.store = firestoreTarget{emulator: os.Getenv("FIRESTORE_EMULATOR_HOST"), project: a.firestore.Project, database: a.firestore.Database}
-	if o.store.project == "" && o.store.emulator != "" {
-		o.store.project = config.EmulatorProject // as config.Firestore.Client
-	}
+	project, emulator := a.firestore.Target() // as the worker's catalog says it (checkWorkerStore)
+	o.store = firestoreTarget{emulator: emulator, project: project, database: a.firestore.Database}
 	if err := checkStarterStore(o); err != nil {
 		return err
 	}

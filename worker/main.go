@@ -56,15 +56,11 @@ func printError(w io.Writer, err error) {
 	fmt.Fprintln(w, "worker:", clip.String(strings.Join(strings.Fields(termtext.Line(err.Error())), " "), maxErrorBytes))
 }
 
-// storeEndpoint names the Firestore database the worker opened (as
-// config.Firestore.Client chooses the project), for the catalog.
+// storeEndpoint names the Firestore database the worker opened
+// (config.Firestore.Target), for the catalog.
 func storeEndpoint(fc config.Firestore) *investigation.StoreEndpoint {
-	emulator := os.Getenv("FIRESTORE_EMULATOR_HOST") != ""
-	project := fc.Project
-	if project == "" && emulator {
-		project = config.EmulatorProject
-	}
-	return &investigation.StoreEndpoint{Project: project, Database: fc.Database, Emulator: emulator}
+	project, emulator := fc.Target()
+	return &investigation.StoreEndpoint{Project: project, Database: fc.Database, Emulator: emulator != ""}
 }
 
 func newCommand() *cobra.Command {

@@ -105,7 +105,7 @@ func starterRows(m *measurements, lat time.Duration) []row {
 			ratios[i] = float64(r.wall) / float64(busy[i])
 		}
 		mid, sp := medianOf(ratios)
-		return figure(name, ratios[mid], unitRatio, fmt.Sprintf("starter process %s ÷ model in flight %s (%d model calls)%s%s",
+		return figure(name, ratios[mid], unitRatio, fmt.Sprintf("starter process %s ÷ model in flight %s (%d model requests)%s%s",
 			dur(rs[mid].wall), dur(busy[mid]), len(rs[mid].trace.snapshot()), sp, how))
 	}
 	return []row{
@@ -133,7 +133,7 @@ func (b *bench) overheadRows(rs []*run, lat time.Duration) []row {
 		ratios[i] = float64(r.wall) / float64(busy[i])
 	}
 	mid, sp := medianOf(ratios)
-	rows := []row{figure(names[0], ratios[mid], unitRatio, fmt.Sprintf("wall %s ÷ model in flight %s (%d model calls, %d tool calls)%s",
+	rows := []row{figure(names[0], ratios[mid], unitRatio, fmt.Sprintf("wall %s ÷ model in flight %s (%d model requests, %d tool calls)%s",
 		dur(rs[mid].wall), dur(busy[mid]), len(rs[mid].trace.snapshot()), len(rs[mid].hist.ofType(isTool)), sp))}
 	var sched, toCall, toDone, toolSched []time.Duration
 	for _, r := range rs {

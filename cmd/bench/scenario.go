@@ -110,16 +110,6 @@ func (s *scenario) toolCalls() int {
 	return n
 }
 
-// modelCalls counts the model calls: plan, each turn plus the answering
-// turn, a reflection per step, the conclusion.
-func (s *scenario) modelCalls() int {
-	n := 2
-	for _, st := range s.steps {
-		n += len(st.turns) + 2
-	}
-	return n
-}
-
 // objective carries the run's key, so every later phase can be routed.
 func objective(key string) string {
 	return fmt.Sprintf("Decide whether %s is malicious [bench:%s].", benchIP, key)

@@ -572,9 +572,15 @@ func writeMCPConfig(s *Stack) error {
 	if s.Getenv("MCP_CONFIG") != "" || path != filepath.Join(s.DataDir, "mcp.yaml") {
 		return nil
 	}
-	yaml := fmt.Sprintf("# Written by bin/stack: examples/mcp/mcp.yaml with this stack's directories.\nservers:\n  response:\n    command: %q\n    args: [--inventory, %q, --state-dir, %q]\n    timeout: 30s\n    rate: 5\n    read_only: [lookup_host, list_blocked]\n",
-		filepath.Join(s.BinDir, "response-server"), filepath.Join(s.Root, "examples", "mcp", "inventory.json"), filepath.Join(s.DataDir, "response"))
+	yaml := responseServerYAML(s, filepath.Join(s.DataDir, "response"), "examples/mcp/mcp.yaml with this stack's directories")
 	return writeFileAtomicMode(path, []byte(yaml), 0o600)
+}
+
+// responseServerYAML is examples/mcp/mcp.yaml (TestStackMCPConfigIsTheExample)
+// with this stack's paths and stateDir, under a header saying why.
+func responseServerYAML(s *Stack, stateDir, header string) string {
+	return fmt.Sprintf("# Written by bin/stack: %s.\nservers:\n  response:\n    command: %q\n    args: [--inventory, %q, --state-dir, %q]\n    timeout: 30s\n    rate: 5\n    read_only: [lookup_host, list_blocked]\n",
+		header, filepath.Join(s.BinDir, "response-server"), filepath.Join(s.Root, "examples", "mcp", "inventory.json"), stateDir)
 }
 
 // evalMCPEnv gives the eval's worker the analyst's MCP tools, so that the
@@ -590,8 +596,7 @@ func evalMCPEnv(s *Stack) ([]string, error) {
 		return nil, nil
 	}
 	path := filepath.Join(s.DataDir, "mcp-eval.yaml")
-	yaml := fmt.Sprintf("# Written by bin/stack for the eval's worker: examples/mcp/mcp.yaml with a state directory of its own.\nservers:\n  response:\n    command: %q\n    args: [--inventory, %q, --state-dir, %q]\n    timeout: 30s\n    rate: 5\n    read_only: [lookup_host, list_blocked]\n",
-		filepath.Join(s.BinDir, "response-server"), filepath.Join(s.Root, "examples", "mcp", "inventory.json"), filepath.Join(s.DataDir, "response-eval"))
+	yaml := responseServerYAML(s, filepath.Join(s.DataDir, "response-eval"), "for the eval's worker, examples/mcp/mcp.yaml with a state directory of its own")
 	if err := s.mkdirPrivate(s.DataDir); err != nil {
 		return nil, err
 	}

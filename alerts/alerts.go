@@ -147,7 +147,14 @@ func readStdin(ctx context.Context, stdin io.Reader) ([]byte, error) {
 // JSON object of at most MaxBytes that Firestore can store. The ID is
 // content-addressed: "<source>-" plus the first 12 hex digits of the SHA-256
 // of the compact, key-sorted JSON, so the same alert always gets the same ID.
-func Parse(raw []byte) (Alert, error) {
+func Parse(raw []byte) (Alert, error) { return ParseWeighed(raw, nil) }
+
+// ParseWeighed is Parse that calls weigh, when set, with the estimated
+// bytes of the alert's decoded tree just before it is built (and not for an
+// alert refused earlier), so a caller can bound the decoded bytes it holds
+// at once from the one estimate Parse makes; weigh's error is returned as
+// it is, and nothing is decoded.
+func ParseWeighed(raw []byte, weigh func(decoded int) error) (Alert, error) {
 	if len(raw) > MaxBytes {
 		return Alert{}, errors.New("the alert is larger than the 1 MiB limit")
 	}
@@ -178,8 +185,14 @@ func Parse(raw []byte) (Alert, error) {
 	// The decoded tree is what an alert costs while it is stored and
 	// investigated: one finely divided into tiny values is refused before it
 	// is built, whatever its size in bytes.
-	if size, values := decodedBytes(valid); size > maxDecodedBytes {
+	size, values := decodedBytes(valid)
+	if size > maxDecodedBytes {
 		return Alert{}, fmt.Errorf("the alert is too finely divided to take: its %d keys and values would take about %d MiB of memory once decoded, more than the %d MiB an alert may", values, (size+1<<20-1)>>20, maxDecodedBytes>>20)
+	}
+	if weigh != nil {
+		if err := weigh(size); err != nil {
+			return Alert{}, err
+		}
 	}
 	v, err := DecodeJSON(valid)
 	if err != nil {

@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -22,16 +23,23 @@ import (
 //   - 400 with the reason for a malformed or oversized alert;
 //   - 401 without the right token;
 //   - 429 with Retry-After when it sheds load (more requests in flight
-//     than MaxInFlight, or a full waiting room);
+//     than MaxInFlight, more decoded alert bytes in flight than
+//     MaxDecodedInFlight, or a full waiting room);
 //   - 503 with Retry-After when Firestore or Temporal cannot be reached.
 type HTTP struct {
 	// Token is the bearer token callers must present.
 	Token       string
 	Pipeline    *Pipeline
 	MaxInFlight int
-	Log         *slog.Logger
+	// MaxDecodedInFlight bounds the decoded bytes of the alerts in flight
+	// (DefaultDecodedInFlight when 0): MaxInFlight alone lets each hold
+	// up to 8 MiB.
+	MaxDecodedInFlight int64
+	Log                *slog.Logger
 
-	inFlight atomic.Int64
+	inFlight   atomic.Int64
+	budgetOnce sync.Once
+	budget     *budget
 }
 
 // Accepted is the body of a 202 answer. It holds only what the caller's
@@ -85,10 +93,16 @@ func (h *HTTP) alerts(w http.ResponseWriter, r *http.Request) {
 		reply(w, http.StatusBadRequest, Refused{"the request body could not be read"})
 		return
 	}
-	res := h.Pipeline.Take(r.Context(), body)
+	h.budgetOnce.Do(func() { h.budget = newBudget(h.MaxDecodedInFlight) })
+	res := h.Pipeline.take(r.Context(), body, func(weight int) (func(), error) {
+		return h.budget.acquire(r.Context(), weight, 0)
+	})
 	switch {
 	case res.Invalid != nil:
 		reply(w, http.StatusBadRequest, Refused{res.Invalid.Error()})
+	case res.Busy != nil:
+		w.Header().Set("Retry-After", "1")
+		reply(w, http.StatusTooManyRequests, Refused{res.Busy.Error()})
 	case res.Retry != nil:
 		h.Log.Warn("webhook alert not taken", "error", res.Retry)
 		w.Header().Set("Retry-After", "5")

@@ -43,9 +43,10 @@ type Pipeline struct {
 	Traceparent func(context.Context) string
 }
 
-// Result is what became of one message. Exactly one of Invalid, Retry and
-// Outcome says it: Invalid is a malformed or oversized message, or one
-// Firestore refuses or whose ID another alert holds (dead letter, 400), Retry a service that failed (nack, 503), RetryAfter > 0 a
+// Result is what became of one message. Exactly one of Invalid, Retry,
+// Busy and Outcome says it: Invalid is a malformed or oversized message, or one
+// Firestore refuses or whose ID another alert holds (dead letter, 400), Retry a service that failed (nack, 503),
+// Busy a source holding too many decoded bytes (nack, 429), RetryAfter > 0 a
 // full waiting room (nack later, 429); otherwise Outcome is recorded.
 type Result struct {
 	Alert      alerts.Alert
@@ -54,13 +55,22 @@ type Result struct {
 	Outcome    intake.Outcome
 	Invalid    error
 	Retry      error
+	Busy       error
 	RetryAfter time.Duration
 }
 
 // Take validates body as `starter investigate` validates an alert file
 // (intake.Unwrap, then alerts.Parse), stores the alert and has the
 // admission workflow decide what becomes of it.
-func (p *Pipeline) Take(ctx context.Context, body []byte) (res Result) {
+func (p *Pipeline) Take(ctx context.Context, body []byte) Result {
+	return p.take(ctx, body, nil)
+}
+
+// take is Take with the alert's decoded bytes (alerts.ParseWeighed's
+// estimate) taken from a source's budget by acquire, when set, before the
+// alert is decoded, and given back once the decoded data is dropped or
+// take returns, whatever the result.
+func (p *Pipeline) take(ctx context.Context, body []byte, acquire func(weight int) (release func(), err error)) (res Result) {
 	if p.Span != nil {
 		var end func(bool)
 		ctx, end = p.Span(ctx, "intake alert")
@@ -72,8 +82,24 @@ func (p *Pipeline) Take(ctx context.Context, body []byte) (res Result) {
 		return res
 	}
 	res.Envelopes = u.Envelopes
-	if res.Alert, err = alerts.Parse(u.Alert); err != nil {
-		res.Invalid = err
+	release := func() {}
+	defer func() { release() }()
+	var weigh func(int) error
+	if acquire != nil {
+		weigh = func(weight int) (err error) {
+			release, err = acquire(weight)
+			if err != nil {
+				release = func() {}
+			}
+			return err
+		}
+	}
+	if res.Alert, err = alerts.ParseWeighed(u.Alert, weigh); err != nil {
+		if errors.Is(err, errOverBudget) {
+			res.Busy = err
+		} else {
+			res.Invalid = err
+		}
 		return res
 	}
 	res.Identity = intake.Identify(res.Alert)
@@ -112,6 +138,7 @@ func (p *Pipeline) Take(ctx context.Context, body []byte) (res Result) {
 	// admission workflow decides, which may take seconds under a burst:
 	// the investigation loads the alert by ID.
 	res.Alert.Data = nil
+	release()
 	out, retryAfter, err := p.Batcher.Submit(ctx, admit)
 	switch {
 	case err != nil:

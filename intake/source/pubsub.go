@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"cloud.google.com/go/pubsub/v2"
@@ -33,6 +34,10 @@ const (
 	maxFoldedValue    = 256
 )
 
+// budgetWait bounds how long a message waits for room in the decoded
+// bytes budget before it is nacked.
+const budgetWait = 10 * time.Second
+
 // maxLeaseExtension bounds each extension of a message's ack deadline.
 const maxLeaseExtension = 20 * time.Second
 
@@ -48,7 +53,16 @@ type PubSub struct {
 	Clients         *gpubsub.Clients
 	Pipeline        *Pipeline
 	MaxOutstanding  int
-	Log             *slog.Logger
+	// MaxDecodedInFlight bounds the decoded bytes of the alerts held
+	// (DefaultDecodedInFlight when 0). The client's MaxOutstandingBytes
+	// counts message bytes, and a 1 MiB alert may decode to 8 MiB, so it
+	// cannot be this bound without starving ordinary alerts. A message
+	// waits at most budgetWait for room, then is nacked: it never holds
+	// its lease for ever.
+	MaxDecodedInFlight int64
+	Log                *slog.Logger
+	budgetOnce         sync.Once
+	budget             *budget
 	// Backoff is how long a message waits before it is nacked after a
 	// failure (Firestore or Temporal unreachable), so a failing service is
 	// not hammered with redeliveries; it doubles up to a minute while
@@ -90,9 +104,16 @@ func (s *PubSub) Run(ctx context.Context) error {
 }
 
 func (s *PubSub) handle(ctx context.Context, m *pubsub.Message) {
-	res := s.Pipeline.Take(ctx, m.Data)
+	s.budgetOnce.Do(func() { s.budget = newBudget(s.MaxDecodedInFlight) })
+	res := s.Pipeline.take(ctx, m.Data, func(weight int) (func(), error) {
+		return s.budget.acquire(ctx, weight, budgetWait)
+	})
 	log := s.Log.With("message_id", m.ID)
 	switch {
+	case res.Busy != nil:
+		// It waited budgetWait already: it goes back to Pub/Sub at once.
+		log.Info("too many alert bytes in flight; message comes back later")
+		m.Nack()
 	case res.Invalid != nil:
 		if s.DeadLetterTopic == "" {
 			// It comes back at once, for ever: a pause of one Backoff keeps

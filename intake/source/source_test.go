@@ -409,3 +409,120 @@ func TestPipelineDeadLettersWhatTheStoreRefuses(t *testing.T) {
 		}
 	}
 }
+
+// heldStore holds each Create until release is closed, saying on entered
+// that it holds one: the alerts it holds are in flight, with no timing.
+type heldStore struct {
+	memStore
+	entered chan struct{}
+	release chan struct{}
+}
+
+func (s *heldStore) Create(ctx context.Context, a alerts.Alert) (bool, error) {
+	s.entered <- struct{}{}
+	<-s.release
+	return s.memStore.Create(ctx, a)
+}
+
+// heavyAlert is a distinct alert of n tiny objects: a few KiB that decode
+// to far more (the weight the budget counts).
+func heavyAlert(t *testing.T, id string, n int) (string, int) {
+	body := `{"id":"` + id + `","title":"heavy","x":[` + strings.Repeat(`{"a":[]},`, n-1) + `{"a":[]}]}`
+	weight := 0
+	if _, err := alerts.ParseWeighed([]byte(body), func(w int) error { weight = w; return nil }); err != nil {
+		t.Fatal(err)
+	}
+	return body, weight
+}
+
+// TestWebhookBoundsDecodedBytesInFlight: heavy alerts held in flight take
+// the decoded-bytes budget, and the next is shed with 429 and Retry-After
+// (within the count limit); one at a time, all are taken, and one heavier
+// than the whole budget is taken alone.
+func TestWebhookBoundsDecodedBytesInFlight(t *testing.T) {
+	store := &heldStore{entered: make(chan struct{}), release: make(chan struct{})}
+	const n = 4
+	bodies := make([]string, n)
+	weight := 0
+	for i := range bodies {
+		bodies[i], weight = heavyAlert(t, "heavy-"+strconv.Itoa(i), 2000)
+	}
+	huge, hugeWeight := heavyAlert(t, "huge", 20000)
+	h := &HTTP{Token: "tok", Pipeline: pipeline(t, store, &admitter{kind: intake.OutcomeStarted}), MaxInFlight: 100,
+		MaxDecodedInFlight: int64(weight * 5 / 2), Log: slog.New(slog.NewTextHandler(io.Discard, nil))}
+	if int64(hugeWeight) <= h.MaxDecodedInFlight {
+		t.Fatalf("the huge alert (%d bytes decoded) is within the budget (%d)", hugeWeight, h.MaxDecodedInFlight)
+	}
+	srv := httptest.NewServer(h.Handler())
+	defer srv.Close()
+	post := func(body string) *http.Response {
+		req, _ := http.NewRequest(http.MethodPost, srv.URL+"/v1/alerts", strings.NewReader(body))
+		req.Header.Set("Authorization", "Bearer tok")
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Error(err)
+			return &http.Response{}
+		}
+		resp.Body.Close()
+		return resp
+	}
+	// Two fit in the budget of two and a half: both are held in the store.
+	held := make(chan int, n)
+	for _, body := range bodies[:2] {
+		go func() { held <- post(body).StatusCode }()
+		<-store.entered
+	}
+	nHeld := 2
+	for _, body := range bodies[2:] {
+		shed := make(chan *http.Response, 1)
+		go func() { shed <- post(body) }()
+		select {
+		case resp := <-shed:
+			if resp.StatusCode != http.StatusTooManyRequests || resp.Header.Get("Retry-After") == "" {
+				t.Errorf("over the budget: %d, Retry-After %q; want 429 with Retry-After", resp.StatusCode, resp.Header.Get("Retry-After"))
+			}
+		case <-store.entered:
+			t.Errorf("an alert over the decoded-bytes budget (%d held of %d bytes each, budget %d) was decoded and stored", nHeld, weight, h.MaxDecodedInFlight)
+			nHeld++
+			go func() { held <- (<-shed).StatusCode }()
+		}
+	}
+	close(store.release)
+	for range nHeld {
+		if code := <-held; code != http.StatusAccepted {
+			t.Errorf("held alert: %d, want 202", code)
+		}
+	}
+	go func() {
+		for range store.entered {
+		}
+	}()
+	defer close(store.entered)
+	for i, body := range append(bodies, huge) {
+		if code := post(body).StatusCode; code != http.StatusAccepted {
+			t.Errorf("alert %d sent alone: %d, want 202", i, code)
+		}
+	}
+}
+
+// TestBudgetWaitIsBounded: a message waiting for room gives up after its
+// wait (and is nacked), the room comes back once on any number of
+// releases, and an alert heavier than the whole budget takes all of it.
+func TestBudgetWaitIsBounded(t *testing.T) {
+	b := newBudget(100)
+	release, err := b.acquire(context.Background(), 1000, 0)
+	if err != nil {
+		t.Fatalf("heavier than the budget, alone: %v", err)
+	}
+	if _, err := b.acquire(context.Background(), 1, time.Millisecond); !errors.Is(err, errOverBudget) {
+		t.Errorf("budget full, bounded wait: %v, want errOverBudget", err)
+	}
+	release()
+	release()
+	r1, err1 := b.acquire(context.Background(), 60, 0)
+	_, err2 := b.acquire(context.Background(), 60, 0)
+	if err1 != nil || !errors.Is(err2, errOverBudget) {
+		t.Errorf("after a double release: %v, %v; want the room given back once", err1, err2)
+	}
+	r1()
+}

@@ -546,6 +546,19 @@ func (h *heldWrite) StoreProgress(ctx context.Context, in activities.ProgressInp
 	return nil
 }
 
+// processedAfter says a workflow task of run id completed after the first
+// event match finds: the run has taken it.
+func processedAfter(ctx context.Context, t *testing.T, c client.Client, id string, match func(e *historypb.HistoryEvent) bool) bool {
+	seen := false
+	for _, e := range historyOf(ctx, t, c, id).Events {
+		seen = seen || match(e)
+		if seen && e.GetEventType() == enumspb.EVENT_TYPE_WORKFLOW_TASK_COMPLETED {
+			return true
+		}
+	}
+	return false
+}
+
 // fixtureAdmission stands in for the admission workflow: it takes every
 // signal an investigation sends it, and stays open.
 func fixtureAdmission(ctx workflow.Context) error {
@@ -582,22 +595,11 @@ func TestRecordHandBackNotes(t *testing.T) {
 	case <-ctx.Done():
 		t.Fatal("the stop's progress write never started")
 	}
-	// processedAfter says a workflow task completed after the first event
-	// match finds: the run has taken it.
-	processedAfter := func(match func(e *historypb.HistoryEvent) bool) bool {
-		seen := false
-		for _, e := range historyOf(ctx, t, c, id).Events {
-			seen = seen || match(e)
-			if seen && e.GetEventType() == enumspb.EVENT_TYPE_WORKFLOW_TASK_COMPLETED {
-				return true
-			}
-		}
-		return false
-	}
+	taken := func(match func(e *historypb.HistoryEvent) bool) bool { return processedAfter(ctx, t, c, id, match) }
 	closing := false
 	require.Eventually(t, func() bool {
 		closing = false
-		return processedAfter(func(e *historypb.HistoryEvent) bool {
+		return taken(func(e *historypb.HistoryEvent) bool {
 			closing = closing || e.GetSignalExternalWorkflowExecutionInitiatedEventAttributes().GetSignalName() == investigation.ClosedSignal
 			return closing && e.GetExternalWorkflowExecutionSignaledEventAttributes() != nil
 		})
@@ -605,7 +607,7 @@ func TestRecordHandBackNotes(t *testing.T) {
 	late := investigation.ArrivalBatch{Arrivals: []investigation.Arrival{{Kind: investigation.ArrivalRelated, AlertID: "n2", Identity: "id:notes-2", Severity: "high", Shared: "ip:192.0.2.9", Times: 1}}}
 	require.NoError(t, c.SignalWorkflow(ctx, id, "", investigation.AlertsUpdate, late))
 	require.Eventually(t, func() bool {
-		return processedAfter(func(e *historypb.HistoryEvent) bool {
+		return taken(func(e *historypb.HistoryEvent) bool {
 			return e.GetWorkflowExecutionSignaledEventAttributes().GetSignalName() == investigation.AlertsUpdate
 		})
 	}, 7*time.Second, 100*time.Millisecond, "the alert is taken while the write is held")
@@ -1228,24 +1230,13 @@ func TestRecordStopSignalWhileClosing(t *testing.T) {
 	case <-ctx.Done():
 		t.Fatal("the idle event's progress write never started")
 	}
-	// processedAfter says a workflow task completed after the first event
-	// match finds: the run has taken it.
-	processedAfter := func(match func(e *historypb.HistoryEvent) bool) bool {
-		seen := false
-		for _, e := range historyOf(ctx, t, c, id).Events {
-			seen = seen || match(e)
-			if seen && e.GetEventType() == enumspb.EVENT_TYPE_WORKFLOW_TASK_COMPLETED {
-				return true
-			}
-		}
-		return false
-	}
+	taken := func(match func(e *historypb.HistoryEvent) bool) bool { return processedAfter(ctx, t, c, id, match) }
 	require.Eventually(t, func() bool {
-		return processedAfter(func(e *historypb.HistoryEvent) bool { return e.GetTimerFiredEventAttributes() != nil })
+		return taken(func(e *historypb.HistoryEvent) bool { return e.GetTimerFiredEventAttributes() != nil })
 	}, 7*time.Second, 100*time.Millisecond, "the idle wait ends while the write is held")
 	require.NoError(t, c.SignalWorkflow(ctx, id, "", investigation.UpdateStop, "enough"))
 	require.Eventually(t, func() bool {
-		return processedAfter(func(e *historypb.HistoryEvent) bool {
+		return taken(func(e *historypb.HistoryEvent) bool {
 			return e.GetWorkflowExecutionSignaledEventAttributes().GetSignalName() == investigation.UpdateStop
 		})
 	}, 7*time.Second, 100*time.Millisecond, "the stop is taken while the write is held")
